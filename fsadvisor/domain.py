@@ -1,0 +1,277 @@
+"""The nouns of fsadvisor: workloads, configurations, devices, observations, predictions.
+
+Plain frozen dataclasses, no I/O and no front-end imports: the CLI, the TUI, the model and
+the prober all speak in these terms, so a measured fio job and a user's profile meet here.
+Units are part of every field name (``bs_bytes``, ``latency_us``, ``energy_j``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict, replace
+from typing import Any, Literal, Mapping
+
+FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs")
+# Filesystems that appear only in the seeds' historical data (ext2/ext3/reiserfs/nilfs2):
+# they inform relative option effects, they are never recommended.
+HISTORIC_FILESYSTEMS = ("ext2", "ext3", "reiserfs", "nilfs2")
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
+
+# An fio ``rw=`` value or one of fio's metadata engines; both describe "what one op is".
+RW_MODES = (
+    "read", "write", "randread", "randwrite", "rw", "randrw",
+    "filecreate", "filestat", "filedelete",
+)
+METADATA_MODES = ("filecreate", "filestat", "filedelete")
+
+Plp = Literal["yes", "no", "unknown"]
+EnergySource = Literal["rapl", "ipmi", "meter-log", "estimate"]
+# Where the power was measured. Figures of different scopes are never ranked together.
+PowerScope = Literal["system", "cpu+dram", "drive"]
+POWER_SCOPES = ("system", "cpu+dram", "drive")
+ENERGY_SOURCES = ("rapl", "ipmi", "meter-log", "estimate")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the application does, in fio's terms.
+
+    ``rw`` and ``rwmixread`` give the mix; ``read_pct`` is derived from them. Metadata mixes
+    (file create/stat/delete) are fractions of all operations. ``fsync_every`` follows fio's
+    ``fsync=N`` (0: never). ``op`` says what one "operation" is for ops/joule; bandwidth
+    workloads are ranked by bytes per joule instead (``rank_by``).
+    """
+
+    rw: str = "randrw"
+    bs_bytes: int = 4096
+    iodepth: int = 1
+    numjobs: int = 1
+    rwmixread: int = 50
+    fsync_every: int = 0
+    fsync_mode: Literal["none", "every_n", "per_transaction"] = "none"
+    direct: bool = True
+    ioengine: str = "io_uring"
+    working_set_bytes: int = 1 << 30
+    nrfiles: int = 1
+    file_size_bytes: int = 1 << 30
+    file_size_max_bytes: int | None = None
+    create_frac: float = 0.0
+    stat_frac: float = 0.0
+    delete_frac: float = 0.0
+    dir_shape: Literal["flat", "deep"] = "flat"
+    dir_depth: float = 1.0
+    op: str = "io"  # io | file | db_op | transaction
+    rank_by: Literal["ops", "bytes"] = "ops"
+
+    @property
+    def read_pct(self) -> int:
+        if self.rw in ("read", "randread", "filestat"):
+            return 100
+        if self.rw in ("write", "randwrite", "filecreate", "filedelete"):
+            return 0
+        return self.rwmixread
+
+    @property
+    def random(self) -> bool:
+        return self.rw.startswith("rand") or self.rw in METADATA_MODES
+
+    @property
+    def metadata_frac(self) -> float:
+        if self.rw in METADATA_MODES:
+            return 1.0
+        return min(1.0, self.create_frac + self.stat_frac + self.delete_frac)
+
+    @property
+    def concurrency(self) -> int:
+        return self.iodepth * self.numjobs
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the answer must satisfy. ``plp`` is "unknown" unless the user says otherwise,
+    and nothing that risks data on power loss is recommended while it is unknown."""
+
+    min_iops: float | None = None
+    min_mb_s: float | None = None
+    max_p99_ms: float | None = None
+    durability: bool = True  # must survive power loss (fsync'd data is never lost)
+    features: tuple[str, ...] = ()  # snapshots, checksums, compression
+    plp: Plp = "unknown"
+    allow_risky: bool = False  # the user accepts durability hazards explicitly
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["features"] = list(self.features)
+        return d
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    workload: Workload
+    constraints: Constraints = Constraints()
+    source: str = ""  # citation: seed file + table/section, or "practical preset"
+    fio_job: str | None = None  # runner/*.fio file that reproduces it for probing
+    tags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "fio_job": self.fio_job,
+            "tags": list(self.tags),
+            "workload": self.workload.to_dict(),
+            "constraints": self.constraints.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class FsConfig:
+    """A filesystem configuration: what mkfs gets, what mount gets, which scheduler.
+
+    ``mkfs`` maps catalog option names (``block_size``, ``inode_size``, ``journal``,
+    ``nodesize``, ``checksum``, ``features`` ...) to values; ``mount`` holds native mount
+    option strings (``noatime``, ``data=writeback``, ``compress=zstd:3``). The XFS
+    allocation-group count is first-class because it is the knob seed 000 and 004 single out.
+    """
+
+    fs: str
+    mkfs: tuple[tuple[str, Any], ...] = ()
+    mount: tuple[str, ...] = ()
+    scheduler: str = "none"
+    ag_count: int | None = None
+
+    @staticmethod
+    def make(fs: str, mkfs: Mapping[str, Any] | None = None, mount=(), scheduler="none",
+             ag_count: int | None = None) -> "FsConfig":
+        return FsConfig(fs=fs, mkfs=tuple(sorted((mkfs or {}).items())),
+                        mount=tuple(mount), scheduler=scheduler, ag_count=ag_count)
+
+    @property
+    def mkfs_dict(self) -> dict[str, Any]:
+        return dict(self.mkfs)
+
+    def mount_value(self, key: str) -> str | None:
+        """Value of ``key=value`` mount option, "" for a bare flag, None when absent."""
+        for opt in self.mount:
+            k, _, v = opt.partition("=")
+            if k == key:
+                return v
+        return None
+
+    def key(self) -> str:
+        """A stable identity for storing and de-duplicating configurations."""
+        mk = ",".join(f"{k}={v}" for k, v in self.mkfs)
+        ag = "" if self.ag_count is None else f" agcount={self.ag_count}"
+        return f"{self.fs} [{mk}] ({','.join(self.mount)}) {self.scheduler}{ag}"
+
+    def with_(self, **kw) -> "FsConfig":
+        return replace(self, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filesystem": self.fs, "mkfs": dict(self.mkfs), "mount": list(self.mount),
+                "scheduler": self.scheduler, "ag_count": self.ag_count}
+
+
+@dataclass(frozen=True)
+class Device:
+    """The target device. ``kind`` is what the model keys absolute figures on:
+    nvme | sata-ssd | hdd | loop (numbers from a loop device are not an SSD's)."""
+
+    path: str | None
+    size_bytes: int
+    kind: str = "nvme"
+    model: str = ""
+    serial: str = ""
+    firmware: str = ""
+    plp: Plp = "unknown"
+    logical_block_size: int = 512
+    write_cache: str = "unknown"  # "write back" | "write through" from sysfs
+    rotational: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EnergyReading:
+    """Energy over one run, always with where it came from.
+
+    ``source`` says how it was obtained and ``scope`` what it covers; an ``estimate`` is a
+    model, never a measurement. ``energy_j`` is None when the source could not cover the run
+    (``missing`` says why)."""
+
+    source: str
+    scope: str
+    energy_j: float | None
+    avg_watts: float | None
+    duration_s: float
+    samples: int = 0
+    accuracy: str = "unknown"  # e.g. "±1% (meter)", "model, ±50%"
+    idle_watts: float | None = None
+    active_energy_j: float | None = None
+    assumptions: Mapping[str, Any] = field(default_factory=dict)
+    missing: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.source != "estimate" and self.energy_j is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["assumptions"] = dict(self.assumptions)
+        d["measured"] = self.measured
+        return d
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One number the model can learn from: a stored probe summary or a transcribed figure.
+
+    Absolute observations have ``relative_to`` None. A relative one ("+23% vs default",
+    seed 004 Table 2) states value = metric(config) / metric(relative_to) - 1 for the same
+    workload and device. ``weight`` expresses how much the source applies to an NVMe today
+    (HDD/SATA-era data: small weight, i.e. wide uncertainty)."""
+
+    source: str  # citation, e.g. "seed 004, Table 2" or "probe run 17"
+    device_kind: str
+    config: FsConfig
+    workload: Workload
+    metric: str  # iops | mb_s | p99_latency_ms | mean_latency_ms | watts | ops_per_joule
+    value: float
+    unit: str
+    relative_to: FsConfig | None = None
+    power_scope: str | None = None
+    energy_source: str | None = None
+    weight: float = 1.0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted figures with their uncertainty (a multiplicative 1-sigma factor and a 90%
+    interval on the ranking metric). ``basis`` says what data it rests on."""
+
+    iops: float
+    mb_s: float
+    mean_latency_ms: float
+    p99_latency_ms: float
+    watts: float
+    ops_per_joule: float
+    bytes_per_joule: float
+    uncertainty: Mapping[str, Any]
+    power_scope: str = "system"
+    energy_source: str = "model"
+    basis: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "iops": self.iops, "mb_s": self.mb_s, "mean_latency_ms": self.mean_latency_ms,
+            "p99_latency_ms": self.p99_latency_ms, "watts": self.watts,
+            "ops_per_joule": self.ops_per_joule, "bytes_per_joule": self.bytes_per_joule,
+            "power_scope": self.power_scope, "energy_source": self.energy_source,
+        }
