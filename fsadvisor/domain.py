@@ -275,3 +275,35 @@ class Prediction:
             "ops_per_joule": self.ops_per_joule, "bytes_per_joule": self.bytes_per_joule,
             "power_scope": self.power_scope, "energy_source": self.energy_source,
         }
+
+
+RUN_STATUSES = ("ok", "failed", "incomplete")
+
+
+@dataclass
+class RunRecord:
+    """One repetition of one probe cell (configuration x workload x repetition), stored the
+    moment it finishes. ``metrics`` keys carry units: iops, read_iops, write_iops, mb_s,
+    read_mb_s, write_mb_s, mean_latency_us, p50_latency_us, p99_latency_us, p999_latency_us,
+    usr_cpu_pct, sys_cpu_pct, host_cpu_busy_pct, dev_read_bytes, dev_write_bytes,
+    app_write_bytes, write_amplification, ops, bytes, runtime_s.
+    A failed or incomplete run keeps its error and is never summarised as a result."""
+
+    cell_key: str
+    device: Device
+    config: FsConfig | None  # None for the raw-device baseline
+    workload_name: str
+    workload: Workload
+    rep: int
+    status: str
+    started_at: float
+    wall_s: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    energy: EnergyReading | None = None
+    flags: tuple[str, ...] = ()  # e.g. "direct-io-not-honoured", "loop-device"
+    error: str | None = None
+    tool: str = "fio"  # fio | db_bench | sysbench
+    command: tuple[str, ...] = ()
+    raw_output: str = ""
+    host: dict[str, Any] = field(default_factory=dict)
+    matrix_id: str | None = None

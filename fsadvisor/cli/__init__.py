@@ -1,0 +1,61 @@
+"""The ``fsadvisor`` command: thin Typer front end over :mod:`fsadvisor.service`.
+
+Each command parses, calls one service function and prints. A domain error becomes one line
+on stderr and exit code 2; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Callable
+
+import typer
+
+from fsadvisor.errors import FsAdvisorError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Choose a filesystem configuration for an SSD by operations per joule.")
+
+
+def fail(message: str, code: int = 2) -> None:
+    typer.echo(f"fsadvisor: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def domain_errors(fn: Callable) -> Callable:
+    """Turn FsAdvisorError (and bad JSON/TOML surfacing as ValueError) into one line, exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except FsAdvisorError as e:
+            fail(str(e))
+        except (ValueError, KeyError, FileNotFoundError) as e:
+            fail(str(e) if str(e) else e.__class__.__name__)
+
+    return wrapper
+
+
+def emit_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+
+
+def _register() -> None:
+    # Command groups live in their own modules; importing them registers them on ``app``.
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def main() -> None:
+    _register()
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

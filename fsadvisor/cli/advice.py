@@ -1,0 +1,142 @@
+"""Offline commands: recommend, predict, validate, calibrate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from fsadvisor.cli import app, domain_errors, emit_json, fail
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
+ScopeOpt = Annotated[str, typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive.")]
+
+
+def _fmt_range(r) -> str:
+    return f"{r[0]:,.0f}–{r[1]:,.0f}"
+
+
+@app.command()
+@domain_errors
+def recommend(
+    profile: Annotated[str, typer.Option("--profile", "-p", help="Preset name or path to a profile TOML.")],
+    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
+    top: Annotated[int, typer.Option("--top", "-n", help="How many configurations to show.")] = 5,
+    plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
+    scope: ScopeOpt = "system",
+    active: Annotated[bool, typer.Option("--active", help="Rank by active energy (total minus idle) instead of total energy.")] = False,
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
+    from fsadvisor.service import advice
+
+    rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
+                           energy_basis="active" if active else "total", plp=plp)
+    if as_json:
+        emit_json(rec.to_dict())
+        return
+    unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
+    typer.echo(f"Profile {rec.profile.name}: {rec.profile.description}")
+    typer.echo(f"Device: {rec.device.kind}, {rec.device.size_bytes / 1e12:.2f} TB, PLP {rec.device.plp}"
+               + (f" ({rec.device.path})" if rec.device.path else ""))
+    typer.echo(f"{rec.considered} candidates, excluded: "
+               + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v))
+    for n in rec.notes:
+        typer.echo(f"note: {n}")
+    for r in rec.ranked:
+        p = r.prediction
+        u = p.uncertainty
+        typer.echo("")
+        typer.echo(f"#{r.rank} {r.config.fs}  score {r.score:,.0f} {unit}  (90%: "
+                   f"{_fmt_range(u['ops_per_joule_90'])} ops/J, {p.energy_source}, {p.power_scope} scope)")
+        typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
+        typer.echo(f"   mount:     -o {r.commands['mount_options']}")
+        typer.echo(f"   fstab:     {r.commands['fstab']}")
+        typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.config.ag_count}" if r.config.fs == "xfs" else ""))
+        typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
+                   f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W")
+        for y in r.why:
+            typer.echo(f"   why:  {y}")
+        for w in r.warnings:
+            typer.echo(f"   WARN: {w}")
+
+
+@app.command()
+@domain_errors
+def predict(
+    config: Annotated[Optional[str], typer.Option("--config", "-c", help='Configuration JSON, e.g. {"filesystem":"xfs","mount":["noatime"],"ag_count":16}.')] = None,
+    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys).")] = None,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Use this profile's workload.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
+    scope: ScopeOpt = "system",
+    batch: Annotated[bool, typer.Option("--batch", help="Read JSON Lines requests on stdin, write one JSON line per request.")] = False,
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Predict IOPS, MB/s, latency, watts and ops/joule for one configuration and workload."""
+    from fsadvisor.service import advice
+
+    if batch:
+        for out in advice.predict_batch(sys.stdin, db=db, scope=scope):
+            typer.echo(json.dumps(out, default=str))
+        return
+    if config is None:
+        fail("--config is required (or use --batch)")
+    out = advice.predict_one(config, workload=workload, profile=profile, device=device,
+                             db=db, scope=scope)
+    if as_json:
+        emit_json(out)
+        return
+    p, u = out["predicted"], out["uncertainty"]
+    typer.echo(f"{out['config']['filesystem']} {out['config']}")
+    typer.echo(f"  IOPS          {p['iops']:,.0f}   (90%: {_fmt_range(u['iops_90'])})")
+    typer.echo(f"  MB/s          {p['mb_s']:,.1f}")
+    typer.echo(f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})")
+    typer.echo(f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})")
+    typer.echo(f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})")
+    for w in out["warnings"]:
+        typer.echo(f"  WARN: {w}")
+
+
+@app.command()
+@domain_errors
+def validate(
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds (grouped by source table).")] = 5,
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Report the model's cross-validated error on the stored observations."""
+    from fsadvisor.service import advice
+
+    rep = advice.validate(db=db, folds=folds)
+    if as_json:
+        emit_json(rep)
+        return
+    typer.echo(f"{rep['observations']} observations, {rep['folds']}-fold CV grouped by {rep['grouped_by']}")
+    for name in ("model", "prior_only"):
+        s = rep[name]
+        if s.get("n"):
+            typer.echo(f"  {name:<10} n={s['n']:<4} median error x{s['median_factor']:.2f}, p90 x{s['p90_factor']:.2f}")
+    for m, s in rep["per_metric"].items():
+        if s.get("n"):
+            typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
+
+
+@app.command()
+@domain_errors
+def calibrate(
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the fitted parameters (JSON) here.")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Fit the model on everything in the store and print/write its parameters."""
+    from fsadvisor.service import advice
+
+    doc = advice.calibrate(db=db, out=output)
+    if output:
+        typer.echo(f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
+                   f"observations ({doc['fit_seconds'] * 1000:.0f} ms) -> {output}")
+    else:
+        emit_json(doc)

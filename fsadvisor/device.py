@@ -1,0 +1,657 @@
+"""The target device: what it is (discovery) and whether it may be formatted (safety verdict).
+
+Probing runs mkfs on the device, so the verdict is the one place that stands between a typo
+and someone's data. It fails closed: a missing tool, an unreadable answer or a timeout is a
+refusal, never a guess. Every check has its own one-line reason, and the order of the checks
+puts the gravest reason first (the disk under ``/`` before "has a signature").
+
+Discovery (``inspect``) is read-only: lsblk JSON, sysfs attributes, and ``nvme id-ctrl`` when
+nvme-cli and an NVMe device are present. Everything external is an argument list with a
+timeout; sysfs, /proc and the tool search path are injectable (``Host``) so tests can point
+them at fake trees (no device-mapper/md here to create real holders; domain notes §6).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fsadvisor.domain import Device
+from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported
+from fsadvisor.sizes import parse_size
+
+LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,RO,MOUNTPOINTS,FSTYPE,PKNAME,MODEL,SERIAL,WWN,ROTA,LOG-SEC,REV,TRAN"
+DEVICE_KINDS = ("nvme", "sata-ssd", "hdd", "loop", "unknown")
+# /sys/block/X/stat field names in kernel order (Documentation/block/stat.rst); ticks are ms.
+# Kernels before 4.18 have 11 fields, before 5.5 15, since then 17 (17 here, domain notes §5).
+STAT_FIELDS = (
+    "read_ios", "read_merges", "read_sectors", "read_ticks_ms",
+    "write_ios", "write_merges", "write_sectors", "write_ticks_ms",
+    "in_flight", "io_ticks_ms", "time_in_queue_ms",
+    "discard_ios", "discard_merges", "discard_sectors", "discard_ticks_ms",
+    "flush_ios", "flush_ticks_ms",
+)
+ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
+# Filesystems whose disk must never be probed: the running system and its boot files.
+PROTECTED_MOUNTPOINTS = ("/", "/boot", "/boot/efi")
+
+
+@dataclass(frozen=True)
+class Host:
+    """Where facts come from. ``tool_path`` None: $PATH plus the sbin directories, because
+    blkid/wipefs live in /usr/sbin, which a sudo-less PATH often lacks."""
+
+    sys_root: str = "/sys"
+    proc_root: str = "/proc"
+    tool_path: str | None = None
+    timeout_s: float = 10.0
+
+
+HOST = Host()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str | None
+    resolved_path: str | None
+    needs_force: bool = False
+    signatures: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- running tools
+
+def _one_line(text: Any, limit: int = 160) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _which(tool: str, host: Host) -> str | None:
+    path = host.tool_path
+    if path is None:
+        path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+    return shutil.which(tool, path=path)
+
+
+def run_tool(argv: list[str], host: Host = HOST) -> subprocess.CompletedProcess:
+    """Run ``argv`` (never a shell). A missing tool or a timeout is a refusal: without the
+    tool's answer the device cannot be judged."""
+    exe = _which(argv[0], host)
+    if exe is None:
+        raise DeviceRefused(f"{argv[0]} not found: cannot check the device safely (install util-linux)")
+    try:
+        return subprocess.run([exe, *argv[1:]], capture_output=True, text=True,
+                              timeout=host.timeout_s, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise DeviceRefused(f"{argv[0]} timed out after {host.timeout_s:g}s: cannot check the device") from None
+    except OSError as e:
+        raise DeviceRefused(f"cannot run {argv[0]}: {e.strerror}") from None
+
+
+def _failed(proc: subprocess.CompletedProcess, what: str) -> DeviceRefused:
+    msg = _one_line(proc.stderr or proc.stdout or f"exit status {proc.returncode}")
+    return DeviceRefused(f"{what} failed: {msg}")
+
+
+# ---------------------------------------------------------------- parsers (pure)
+
+def _json_obj(text: str, what: str) -> dict:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise DeviceRefused(f"cannot parse {what} output: {_one_line(text, 60)!r}") from None
+    if not isinstance(data, dict):
+        raise DeviceRefused(f"cannot parse {what} output: not a JSON object")
+    return data
+
+
+def _check_node(node: Any) -> dict:
+    if not isinstance(node, dict) or not isinstance(node.get("name"), str) or not node["name"]:
+        raise DeviceRefused("cannot parse lsblk output: a device without a name")
+    mps = node.get("mountpoints", [])
+    if mps is None:
+        mps = []
+    if not isinstance(mps, list):
+        raise DeviceRefused(f"cannot parse lsblk output: mountpoints of {node['name']} is not a list")
+    if node.get("path") is not None and not isinstance(node["path"], str):
+        raise DeviceRefused(f"cannot parse lsblk output: path of {node['name']} is not a string")
+    children = node.get("children", [])
+    if not isinstance(children, list):
+        raise DeviceRefused(f"cannot parse lsblk output: children of {node['name']} is not a list")
+    out = dict(node)
+    out["mountpoints"] = [m for m in mps if isinstance(m, str) and m]
+    out["children"] = [_check_node(c) for c in children]
+    return out
+
+
+def parse_lsblk(text: str) -> list[dict]:
+    """``lsblk -J`` -> list of device nodes; each has ``name``, a list ``mountpoints`` without
+    nulls (lsblk writes ``[null]`` for "none") and a list ``children``."""
+    devs = _json_obj(text, "lsblk").get("blockdevices")
+    if not isinstance(devs, list):
+        raise DeviceRefused("cannot parse lsblk output: no blockdevices list")
+    return [_check_node(d) for d in devs]
+
+
+def walk(node: dict) -> list[dict]:
+    """The node and all its descendants, depth first."""
+    out = [node]
+    for child in node.get("children", []):
+        out.extend(walk(child))
+    return out
+
+
+def parse_findmnt(text: str) -> list[dict]:
+    """``findmnt -J`` -> [{"target", "source", "fstype"}]. No match prints nothing (exit 1)."""
+    if not text.strip():
+        return []
+    fss = _json_obj(text, "findmnt").get("filesystems")
+    if not isinstance(fss, list):
+        raise DeviceRefused("cannot parse findmnt output: no filesystems list")
+    out = []
+    for fs in fss:
+        if not isinstance(fs, dict) or not isinstance(fs.get("target"), str):
+            raise DeviceRefused("cannot parse findmnt output: an entry without a target")
+        out.append({"target": fs["target"], "source": str(fs.get("source") or ""),
+                    "fstype": str(fs.get("fstype") or "")})
+        out.extend(parse_findmnt(json.dumps({"filesystems": fs.get("children") or []})))
+    return out
+
+
+def parse_blkid_export(text: str) -> dict[str, str]:
+    """``blkid -p -o export`` -> {"TYPE": "ext4", "PTTYPE": "dos", ...}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not re.fullmatch(r"[A-Z0-9_]+", key):
+            raise DeviceRefused(f"cannot parse blkid output line {_one_line(line, 60)!r}")
+        out[key] = re.sub(r"\\(.)", r"\1", value)  # export escapes blanks: VERSION=LVM2\ 001
+    return out
+
+
+def parse_wipefs(text: str) -> list[dict]:
+    """``wipefs -n -J`` -> [{"type", "offset", ...}]; an empty output means no signatures."""
+    if not text.strip():
+        return []
+    sigs = _json_obj(text, "wipefs").get("signatures")
+    if not isinstance(sigs, list) or not all(isinstance(s, dict) and isinstance(s.get("type"), str)
+                                             for s in sigs):
+        raise DeviceRefused("cannot parse wipefs output: no signatures list with types")
+    return sigs
+
+
+def signature_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str]:
+    """Every filesystem, RAID/LVM member or partition-table signature, sorted and unique."""
+    names = {blkid[k] for k in ("TYPE", "PTTYPE") if blkid.get(k)}
+    names.update(s["type"] for s in wipefs if s.get("type"))
+    return sorted(names)
+
+
+def _unescape(field_text: str) -> str:
+    # /proc/mounts and /proc/swaps write space, tab, newline and backslash as \ooo octal.
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_text)
+
+
+def parse_mounts(text: str) -> list[tuple[str, str]]:
+    """/proc/self/mounts -> [(source, mountpoint)]; malformed lines are skipped (the
+    O_EXCL guard still catches whatever a garbled line would have hidden)."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            out.append((_unescape(parts[0]), _unescape(parts[1])))
+    return out
+
+
+def parse_swaps(text: str) -> list[str]:
+    """/proc/swaps -> the active swap areas' filenames (devices or files)."""
+    out = []
+    for line in text.splitlines()[1:]:
+        parts = line.split()
+        if parts:
+            out.append(_unescape(parts[0]))
+    return out
+
+
+def parse_scheduler(text: str) -> tuple[str, list[str]]:
+    """``none [mq-deadline] kyber bfq`` -> ("mq-deadline", [all four])."""
+    names, current = [], None
+    for tok in text.split():
+        if tok.startswith("[") and tok.endswith("]") and len(tok) > 2:
+            tok = tok[1:-1]
+            current = tok
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", tok):
+            raise DeviceRefused(f"cannot parse scheduler list {_one_line(text, 60)!r}")
+        names.append(tok)
+    if current is None:
+        if len(names) != 1:
+            raise DeviceRefused(f"cannot parse scheduler list {_one_line(text, 60)!r}: no current one")
+        current = names[0]
+    return current, names
+
+
+def parse_stat(text: str) -> dict[str, int]:
+    """/sys/block/X/stat -> named counters; 11-, 15- and 17-field kernels give what they have."""
+    parts = text.split()
+    if len(parts) not in (11, 15, 17) or not all(p.isascii() and p.isdigit() for p in parts):
+        raise DeviceRefused(f"cannot parse block stat {_one_line(text, 80)!r}: expected 11, 15 or 17 counters")
+    return dict(zip(STAT_FIELDS, map(int, parts)))
+
+
+def parse_nvme_id_ctrl(text: str) -> dict[str, str]:
+    """``nvme id-ctrl -o json`` -> {"model", "serial", "firmware"} (fields mn/sn/fr, space-padded)."""
+    data = _json_obj(text, "nvme id-ctrl")
+    out = {}
+    for key, name in (("mn", "model"), ("sn", "serial"), ("fr", "firmware")):
+        if isinstance(data.get(key), str) and data[key].strip():
+            out[name] = data[key].strip()
+    return out
+
+
+# ---------------------------------------------------------------- sysfs
+
+@dataclass(frozen=True)
+class SysNode:
+    """A block device's sysfs directory, found from its device number (not its /dev name,
+    which need not match the kernel's: /dev/mapper/x is dm-0)."""
+
+    name: str
+    dir: Path
+    parent: str | None  # the whole disk, for a partition
+    parent_dir: Path | None
+
+    @property
+    def queue_dir(self) -> Path:
+        # Partitions have no queue/ (domain notes §5): their disk's queue is theirs.
+        return (self.parent_dir or self.dir) / "queue"
+
+
+def resolve(path: str) -> str:
+    """Follow symlinks (/dev/disk/by-id/...) to the device node; refuse what is no block device."""
+    p = os.fspath(path)
+    real = os.path.realpath(p)
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        raise DeviceRefused(f"{p}: no such file or device") from None
+    except OSError as e:
+        raise DeviceRefused(f"{p}: cannot stat: {e.strerror}") from None
+    via = f" (resolves to {real})" if real != p else ""
+    if stat.S_ISBLK(st.st_mode):
+        return real
+    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a regular file" if stat.S_ISREG(st.st_mode)
+            else "a character device" if stat.S_ISCHR(st.st_mode) else "not a device")
+    raise DeviceRefused(f"{p}{via} is {kind}, not a block device")
+
+
+def sys_node(dev: str, host: Host = HOST) -> SysNode:
+    real = resolve(dev)
+    rdev = os.stat(real).st_rdev
+    link = Path(host.sys_root, "dev", "block", f"{os.major(rdev)}:{os.minor(rdev)}")
+    d = Path(os.path.realpath(link))
+    if not d.is_dir():
+        raise DeviceRefused(f"{real}: no sysfs entry {link}")
+    if (d / "partition").exists():
+        return SysNode(d.name, d, d.parent.name, d.parent)
+    return SysNode(d.name, d, None, None)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace").strip()
+    except OSError:
+        return None
+
+
+def holders(node_dir: Path) -> list[str]:
+    """Kernel names in ``holders/``: LVM, md, dm-crypt or multipath built on this device."""
+    try:
+        return sorted(p.name for p in (node_dir / "holders").iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise DeviceRefused(f"cannot read {node_dir / 'holders'}: {e.strerror}") from None
+
+
+def block_stat(dev: str, host: Host = HOST) -> dict[str, int]:
+    node = sys_node(dev, host)
+    text = _read(node.dir / "stat")
+    if text is None:
+        raise DeviceRefused(f"{dev}: cannot read {node.dir / 'stat'}")
+    return parse_stat(text)
+
+
+def read_scheduler(dev: str, host: Host = HOST) -> tuple[str, list[str]]:
+    node = sys_node(dev, host)
+    text = _read(node.queue_dir / "scheduler")
+    if text is None:
+        raise NotSupported(f"{dev}: {node.parent or node.name} has no I/O scheduler ({node.queue_dir}/scheduler)")
+    return parse_scheduler(text)
+
+
+def set_scheduler(dev: str, name: str, host: Host = HOST) -> str:
+    """Select scheduler ``name`` for ``dev`` (for a partition: its disk). Returns the previous
+    one, so the caller can put it back."""
+    node = sys_node(dev, host)
+    current, available = read_scheduler(dev, host)
+    disk = node.parent or node.name
+    if name not in available:
+        raise ConfigError(f"unknown scheduler {name!r} for {disk}; available: {', '.join(available)}")
+    try:
+        (node.queue_dir / "scheduler").write_text(name)
+    except OSError as e:
+        raise ConfigError(f"cannot set scheduler {name!r} on {disk}: {e.strerror}") from None
+    now, _ = read_scheduler(dev, host)
+    if now != name:
+        raise ConfigError(f"scheduler of {disk} is {now!r} after selecting {name!r}")
+    return current
+
+
+def needs_root() -> str | None:
+    return None if os.geteuid() == 0 else ROOT_HINT
+
+
+# ---------------------------------------------------------------- discovery
+
+def lsblk(dev: str, host: Host = HOST, columns: str = LSBLK_COLUMNS, inverse: bool = False) -> dict:
+    argv = ["lsblk", "-J", "-b", "-o", columns] + (["-s"] if inverse else []) + [dev]
+    proc = run_tool(argv, host)
+    if proc.returncode != 0:
+        raise _failed(proc, f"lsblk {dev}")
+    nodes = parse_lsblk(proc.stdout)
+    if len(nodes) != 1:
+        raise DeviceRefused(f"lsblk {dev}: expected one device, got {len(nodes)}")
+    return nodes[0]
+
+
+def device_kind(name: str, rotational: bool, tran: str | None = None) -> str:
+    if re.fullmatch(r"nvme\d+n\d+", name) or tran == "nvme":
+        return "nvme"
+    if re.fullmatch(r"loop\d+", name):
+        return "loop"
+    if re.fullmatch(r"sd[a-z]+", name) or tran in ("sata", "ata", "sas", "usb"):
+        return "hdd" if rotational else "sata-ssd"
+    return "unknown"  # virtio, zram, mmc ...: the model has no figures for them
+
+
+def _nvme_identity(dev: str, host: Host) -> dict[str, str]:
+    if _which("nvme", host) is None:
+        return {}
+    try:
+        proc = run_tool(["nvme", "id-ctrl", dev, "-o", "json"], host)
+        return parse_nvme_id_ctrl(proc.stdout) if proc.returncode == 0 else {}
+    except DeviceRefused:
+        return {}  # identity is a nicety; its absence never matters for safety
+
+
+def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
+    """Describe the device at ``path`` without writing anything."""
+    if plp not in ("yes", "no", "unknown"):
+        raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
+    real = resolve(path)
+    node = sys_node(real, host)
+    info = lsblk(real, host)
+    disk_dir = node.parent_dir or node.dir
+    q = node.queue_dir
+    rota_text = _read(q / "rotational")
+    rotational = rota_text == "1" if rota_text is not None else bool(info.get("rota"))
+    size_text = _read(node.dir / "size")  # 512-byte sectors whatever the logical block size
+    size_bytes = int(size_text) * 512 if size_text and size_text.isdigit() else int(info.get("size") or 0)
+    lbs_text = _read(q / "logical_block_size")
+    lbs = int(lbs_text) if lbs_text and lbs_text.isdigit() else int(info.get("log-sec") or 512)
+    kind = device_kind(node.parent or node.name, rotational, info.get("tran"))
+    ident = _nvme_identity(real, host) if kind == "nvme" else {}
+    dev_dir = disk_dir / "device"
+    model = ident.get("model") or _read(dev_dir / "model") or info.get("model") or ""
+    serial = (ident.get("serial") or _read(dev_dir / "serial") or _read(disk_dir / "serial")
+              or info.get("serial") or "")
+    firmware = (ident.get("firmware") or _read(dev_dir / "firmware_rev") or _read(dev_dir / "rev")
+                or info.get("rev") or "")
+    return Device(path=real, size_bytes=size_bytes, kind=kind, model=model.strip(),
+                  serial=serial.strip(), firmware=firmware.strip(), plp=plp,
+                  logical_block_size=lbs, write_cache=_read(q / "write_cache") or "unknown",
+                  rotational=rotational)
+
+
+def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Device:
+    """``--device`` for recommend: a path (inspected), or ``[kind:]size`` such as
+    ``nvme:1.92T``, ``sata-ssd:480G`` or ``2T`` (kind nvme). Sizes are binary, like every
+    size in fsadvisor (fsadvisor.sizes)."""
+    s = str(spec).strip()
+    if s.startswith(("/", ".")) or os.sep in s:
+        return inspect(s, plp=plp, host=host)
+    kind, sep, size_text = s.rpartition(":")
+    if not sep:
+        kind = "nvme"
+    if kind not in DEVICE_KINDS:
+        raise ConfigError(f"unknown device kind {kind!r} in {_one_line(s, 60)!r}; "
+                          f"use one of {', '.join(DEVICE_KINDS)} (e.g. nvme:1.92T)")
+    try:
+        size_bytes = parse_size(size_text)
+    except (ValueError, OverflowError):
+        raise ConfigError(f"not a device size: {_one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)") from None
+    if size_bytes <= 0:
+        raise ConfigError(f"device size must be positive: {_one_line(s, 60)!r}")
+    if plp not in ("yes", "no", "unknown"):
+        raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
+    return Device(path=None, size_bytes=size_bytes, kind=kind, plp=plp, rotational=kind == "hdd")
+
+
+# ---------------------------------------------------------------- safety verdict
+
+@dataclass
+class DeviceFacts:
+    """What the verdict is decided on; gathered by ``gather`` (I/O), judged by ``judge`` (pure)."""
+
+    path: str
+    resolved: str
+    name: str
+    parent: str | None = None
+    ro: bool = False
+    size_bytes: int = 0
+    children: list[dict] = field(default_factory=list)  # lsblk descendants: partitions, dm/md
+    holders: dict[str, list[str]] = field(default_factory=dict)  # kernel name -> holders
+    mounted: list[tuple[str, str]] = field(default_factory=list)  # (device path, mountpoint)
+    swap: list[str] = field(default_factory=list)  # device paths in use as swap
+    protected: list[tuple[str, str, str]] = field(default_factory=list)  # (mountpoint, source, disk)
+    readable: bool = True
+    signatures: list[str] = field(default_factory=list)
+
+
+def _disks(tree: dict) -> set[str]:
+    """Names of the bottom devices in an ``lsblk -s`` (inverse) tree: the physical disks."""
+    return {n["name"] for n in walk(tree) if not n["children"]}
+
+
+def _rdev(path: str) -> int | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_rdev if stat.S_ISBLK(st.st_mode) else None
+
+
+def _sources(mountpoint: str, host: Host) -> list[str]:
+    """Block devices under ``mountpoint``: findmnt's SOURCE and the st_dev of the directory
+    (the latter catches a /dev/root alias; btrfs and overlay give an anonymous st_dev,
+    which has no sysfs entry and is skipped)."""
+    if not os.path.ismount(mountpoint):
+        return []  # e.g. no separate /boot
+    out = []
+    proc = run_tool(["findmnt", "-n", "-o", "SOURCE", mountpoint], host)
+    if proc.returncode == 0:
+        out.append(re.sub(r"\[.*\]$", "", proc.stdout.strip()))  # btrfs: /dev/sda2[/@]
+    st_dev = os.stat(mountpoint).st_dev
+    d = Path(os.path.realpath(Path(host.sys_root, "dev", "block", f"{os.major(st_dev)}:{os.minor(st_dev)}")))
+    if d.is_dir():
+        out.append(f"/dev/{d.name}")
+    return [s for s in dict.fromkeys(out) if _rdev(s) is not None]
+
+
+def _read_proc(name: str, host: Host) -> str:
+    p = Path(host.proc_root, name)
+    try:
+        return p.read_text(errors="replace")
+    except OSError as e:
+        raise DeviceRefused(f"cannot read {p}: {e.strerror}") from None
+
+
+def _mounted(family: list[dict], ours, host: Host) -> list[tuple[str, str]]:
+    """(device, mountpoint) for the device and its descendants, from three witnesses:
+    /proc/self/mounts (the source of truth), findmnt -S and lsblk MOUNTPOINTS."""
+    found = {(src, mnt) for src, mnt in parse_mounts(_read_proc("self/mounts", host)) if ours(src)}
+    for n in family:
+        p = n.get("path") or f"/dev/{n['name']}"
+        proc = run_tool(["findmnt", "-J", "-S", p], host)
+        if proc.returncode not in (0, 1):  # 1: not mounted
+            raise _failed(proc, f"findmnt -S {p}")
+        found.update((p, fs["target"]) for fs in parse_findmnt(proc.stdout))
+        found.update((p, m) for m in n["mountpoints"] if m != "[SWAP]")
+    return sorted({(os.path.realpath(s), m) for s, m in found})
+
+
+def gather(path: str, host: Host = HOST) -> DeviceFacts:
+    real = resolve(path)
+    node = sys_node(real, host)
+    if _read(node.dir / "size") == "0":
+        raise DeviceRefused(f"{path} has no medium (size 0; a detached loop device?)")
+    tree = lsblk(real, host)
+    family = walk(tree)
+    facts = DeviceFacts(path=str(path), resolved=real, name=node.name, parent=node.parent,
+                        size_bytes=int(tree.get("size") or 0), children=family[1:])
+    facts.ro = _read(node.dir / "ro") == "1" or tree.get("ro") is True
+    facts.holders = {n["name"]: h for n in family
+                     if (h := holders(Path(host.sys_root, "class", "block", n["name"])))}
+
+    paths = {real} | {n["path"] for n in family if n.get("path")}
+    rdevs = {r for p in paths if (r := _rdev(p)) is not None}
+
+    def ours(source: str) -> bool:
+        return os.path.realpath(source) in paths or _rdev(source) in rdevs
+
+    facts.mounted = _mounted(family, ours, host)
+    swaps = parse_swaps(_read_proc("swaps", host))
+    mine = [s for s in swaps if ours(s)]
+    mine += [n.get("path") or f"/dev/{n['name']}" for n in family if "[SWAP]" in n["mountpoints"]]
+    facts.swap = sorted({os.path.realpath(s) for s in mine})
+
+    # A device sharing a physical disk with /, /boot or swap is refused whatever else holds.
+    my_disks = _disks(lsblk(real, host, columns="NAME,PATH,TYPE", inverse=True))
+    guarded = [(m, src) for m in PROTECTED_MOUNTPOINTS for src in _sources(m, host)]
+    guarded += [("swap", s) for s in swaps if _rdev(s) is not None]
+    for what, src in guarded:
+        for disk in sorted(my_disks & _disks(lsblk(src, host, columns="NAME,PATH,TYPE", inverse=True))):
+            facts.protected.append((what, os.path.realpath(src), disk))
+
+    facts.readable = os.access(real, os.R_OK)
+    return facts
+
+
+def _signatures(dev: str, host: Host) -> list[str]:
+    proc = run_tool(["blkid", "-p", "-o", "export", dev], host)
+    # 2 = nothing found, but blkid also says 2 for "Permission denied": stderr tells them apart.
+    if proc.returncode not in (0, 2, 8) or proc.stderr.strip():
+        raise _failed(proc, f"blkid -p {dev}")
+    found = parse_blkid_export(proc.stdout) if proc.returncode == 0 else {}
+    wproc = run_tool(["wipefs", "-n", "-J", dev], host)
+    if wproc.returncode != 0:
+        raise _failed(wproc, f"wipefs -n {dev}")
+    names = signature_names(found, parse_wipefs(wproc.stdout))
+    if proc.returncode == 8 and not names:  # "ambivalent result": several signatures disagree
+        names = ["ambivalent"]
+    return names
+
+
+def _refuse(f: DeviceFacts, reason: str) -> Verdict:
+    return Verdict(False, reason, f.resolved, False, list(f.signatures))
+
+
+def judge(f: DeviceFacts, force: bool = False) -> Verdict:
+    """Decide on gathered facts; the gravest reason wins. Only signatures yield to ``force``."""
+    dev = f.resolved if f.resolved == f.path else f"{f.path} (-> {f.resolved})"
+    for what, src, disk in f.protected:
+        role = "holds /" if what == "/" else "is active swap" if what == "swap" else f"holds {what}"
+        if src == f.resolved:
+            return _refuse(f, f"{dev} {role}; never probed")
+        return _refuse(f, f"{dev} is on disk {disk}, whose {src} {role}; never probed")
+    if f.mounted:
+        src, mnt = f.mounted[0]
+        on = "" if src == f.resolved else f" through {src}"
+        return _refuse(f, f"{dev} is mounted{on} on {mnt}; unmount it first")
+    if f.swap:
+        on = "" if f.swap[0] == f.resolved else f" through {f.swap[0]}"
+        return _refuse(f, f"{dev} is in use as swap{on} (/proc/swaps); swapoff it first")
+    if f.holders:
+        name, hs = sorted(f.holders.items())[0]
+        return _refuse(f, f"{dev} is held by {', '.join(hs)} (holders of {name}: LVM, md or dm); never probed")
+    others = [c for c in f.children if c.get("type") != "part"]
+    if others:
+        return _refuse(f, f"{dev} is used by {others[0]['name']} ({others[0].get('type')}); never probed")
+    if f.ro:
+        return _refuse(f, f"{dev} is read-only")
+    if f.parent:
+        return _refuse(f, f"{dev} is a partition of {f.parent}; probing formats whole, unpartitioned devices only")
+    parts = [c["name"] for c in f.children]
+    if parts:
+        return _refuse(f, f"{dev} has partitions ({', '.join(parts)}); probe an empty, unpartitioned device")
+    if f.size_bytes <= 0:
+        return _refuse(f, f"{dev} has no medium (size 0)")
+    if not f.readable:
+        return _refuse(f, f"{dev} is not readable: {ROOT_HINT}")
+    if f.signatures and not force:
+        return Verdict(False, f"{dev} holds data: {', '.join(f.signatures)} signature found; "
+                              f"pass --force to destroy it", f.resolved, True, list(f.signatures))
+    return Verdict(True, None, f.resolved, False, list(f.signatures))
+
+
+def exclusive_guard(dev: str) -> str | None:
+    """Last check: the kernel refuses an O_EXCL open of a block device that is mounted or
+    claimed (verified, domain notes §5), in any mount namespace. Returns a reason or None."""
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.EBUSY:
+            return f"{dev} is busy (mounted or claimed by the kernel or another program)"
+        return f"cannot open {dev} exclusively: {e.strerror}"
+    os.close(fd)
+    return None
+
+
+def safety_verdict(path: str, force: bool = False, host: Host = HOST) -> Verdict:
+    """May ``path`` be formatted? Never raises for a refusal: the reason is in the verdict.
+
+    Signatures are read only once everything else passed, so a graver reason is never
+    masked by blkid failing (it cannot even open /dev/vda here: EPERM)."""
+    try:
+        facts = gather(path, host)
+        verdict = judge(facts, force=True)
+        if not verdict.ok:
+            return verdict
+        facts.signatures = _signatures(facts.resolved, host)
+    except DeviceRefused as e:
+        real = os.path.realpath(os.fspath(path))
+        return Verdict(False, str(e), real if os.path.exists(real) else None, False, [])
+    verdict = judge(facts, force)
+    if verdict.ok:
+        busy = exclusive_guard(facts.resolved)
+        if busy:
+            return replace(verdict, ok=False, reason=busy)
+    return verdict
+
+
+def require_safe(path: str, force: bool = False, host: Host = HOST) -> str:
+    """The resolved device path, or DeviceRefused with the verdict's one-line reason."""
+    verdict = safety_verdict(path, force=force, host=host)
+    if not verdict.ok:
+        raise DeviceRefused(verdict.reason or f"{path}: refused")
+    return verdict.resolved_path or os.path.realpath(path)

@@ -1,0 +1,555 @@
+"""The offline performance/energy model: a device roofline times learned filesystem effects.
+
+Picture a bare device with a ceiling (IOPS, bandwidth, per-op latency at a queue depth: the
+"roofline", ``models/devices.toml``). A filesystem configuration only ever takes a share of
+it away or, with a scheduler or an option, gives some back. So the model is
+
+    log(iops)  = log(roofline(workload, device)) + phi_p(config, workload, kind) . theta_p
+    log(watts) = phi_w(scope, kind, config, workload) . theta_w
+    log(p99)   = log(Little's-law mean latency) + phi_t(config, workload) . theta_t
+
+a Bayesian linear model on log scale fitted with numpy on every observation in the store.
+Each stored number is one linear equation in theta: an absolute figure pins the level, a
+relative one ("+23% vs default", seed 004 Table 2) pins a difference of two feature vectors,
+an ops/joule figure ties the performance and the power blocks together. Priors
+(``models/priors.toml``) keep effects without data at "no effect" with a wide sd, and
+observations from HDD/SATA-era devices count with small weights, so they shape relative
+option effects without ever posing as NVMe figures. The posterior covariance gives every
+prediction its uncertainty; :func:`cross_validate` reports the real out-of-sample error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from fsadvisor.domain import Device, FsConfig, Observation, Prediction, Workload
+from fsadvisor.resources import data_dir
+
+# Metrics whose observations carry performance information, and how.
+_RATE_METRICS = {"iops", "ops_per_s", "files_per_s", "db_ops_per_s", "transactions_per_s"}
+_LATENCY_MEAN_METRICS = {"mean_latency_us", "fsync_latency_us"}
+_EFFICIENCY_METRICS = {"ops_per_joule", "ai_iops_per_watt", "iops_per_watt", "energy_efficiency"}
+_HISTORIC_SCHEDULERS = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
+_FAMILY = {"ext2": "ext", "ext3": "ext", "ext4": "ext"}
+
+
+def _family(fs: str) -> str:
+    return _FAMILY.get(fs, fs)
+
+
+# --------------------------------------------------------------------------- parameters
+
+@dataclass(frozen=True)
+class ModelSettings:
+    priors: dict[str, Any]
+    devices: dict[str, dict[str, float]]
+
+    @staticmethod
+    def load() -> "ModelSettings":
+        d = data_dir("models")
+        with open(d / "priors.toml", "rb") as f:
+            priors = tomllib.load(f)
+        with open(d / "devices.toml", "rb") as f:
+            devices = tomllib.load(f)
+        return ModelSettings(priors=priors, devices=devices)
+
+    def prior(self, name: str) -> tuple[float, float]:
+        mean = float(self.priors.get("prior_mean", {}).get(name, 0.0))
+        best, sd = "", 1.0
+        for prefix, spec in self.priors["prior"].items():
+            if name.startswith(prefix) and len(prefix) > len(best):
+                best, sd = prefix, float(spec["sd"])
+        return mean, sd
+
+    def weight(self, obs: Observation) -> float:
+        w = self.priors["weights"]
+        weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
+        if "cv>40%" in obs.note or "cv_over_40pct" in obs.note:
+            weight *= float(w["cv_over_40pct"])
+        if obs.energy_source == "estimate" and obs.metric in (
+                {"watts"} | _EFFICIENCY_METRICS):
+            weight *= float(w["estimate_energy"])
+        return weight
+
+    def device_params(self, kind: str) -> dict[str, float]:
+        return self.devices.get(kind) or self.devices["nvme"]
+
+
+# --------------------------------------------------------------------------- features
+
+def _fsync_per_op(w: Workload) -> float:
+    wf = 1.0 - w.read_pct / 100.0
+    if w.fsync_mode == "per_transaction":
+        # Assumption: a transaction writes ~8 pages and commits once (group commit aside).
+        return wf / 8.0
+    if w.fsync_every > 0:
+        return wf / w.fsync_every
+    return 0.0
+
+
+def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown") -> float:
+    """What the bare device could sustain for this workload: a soft minimum of the
+    latency-bound (Little's law), IOPS-bound and bandwidth-bound rates."""
+    p = settings.device_params(kind)
+    rf = w.read_pct / 100.0
+    wf = 1.0 - rf
+    conc = min(max(w.concurrency, 1), p["parallelism"])
+    flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
+    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + _fsync_per_op(w) * flush
+    if w.metadata_frac > 0:
+        # A create/delete is a small synchronous-ish metadata update; its cost is learned.
+        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * 2 * p["write_latency_us"]
+    rates = [conc / (lat_us * 1e-6),
+             1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
+    if w.metadata_frac < 1.0:
+        bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
+        rates.append(bw / max(w.bs_bytes, 512))
+    return float(sum(r ** -4 for r in rates) ** -0.25)
+
+
+def _workload_terms(w: Workload) -> dict[str, float]:
+    rf = w.read_pct / 100.0
+    return {
+        "wf": 1.0 - rf,
+        "rf": rf,
+        "rnd": 1.0 if w.random else 0.0,
+        "lc": math.log2(max(w.concurrency, 1)) / 6.0,  # 1 at 64 outstanding I/Os
+        "meta": w.metadata_frac,
+        "fsync": 1.0 if (w.fsync_every > 0 or w.fsync_mode != "none") else 0.0,
+        "small": 1.0 if w.bs_bytes <= 8192 else 0.0,
+        "buffered": 0.0 if w.direct else 1.0,
+        "smallfiles": 1.0 if w.file_size_bytes <= 64 << 10 else 0.0,
+    }
+
+
+def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, float]:
+    """Features of the configuration (and its interactions with the workload), shared by the
+    performance, power and tail blocks. ext4 with defaults and scheduler none is all-zero."""
+    t = _workload_terms(w)
+    f: dict[str, float] = {}
+    fs = cfg.fs if cfg is not None else "raw"
+    if fs != "ext4":
+        f[f"fs:{fs}"] = 1.0
+        for term in ("wf", "meta", "fsync", "lc"):
+            f[f"fs:{fs}*{term}"] = t[term]
+        f[f"fs:{fs}*rndw"] = t["rnd"] * t["wf"]
+        f[f"fs:{fs}*smallw"] = t["small"] * t["wf"]
+    if cfg is None:
+        return f
+    fam = _family(fs)
+    era2010 = kind in ("hdd", "sata-ssd")
+    mk = cfg.mkfs_dict
+    # ---- mount options
+    for opt in cfg.mount:
+        key, _, val = opt.partition("=")
+        if key in ("relatime", "defaults", "rw", "ordered") or opt == "data=ordered":
+            continue
+        if key == "noatime":
+            f["opt:noatime"] = 1.0
+            f["opt:noatime*rf"] = t["rf"]
+            f["opt:noatime*meta"] = t["meta"]
+        elif key == "data" and val in ("writeback", "journal"):
+            f[f"opt:{fam}.data={val}"] = 1.0
+            f[f"opt:{fam}.data={val}*wf"] = t["wf"]
+            f[f"opt:{fam}.data={val}*fsync"] = t["fsync"]
+        elif opt in ("nobarrier", "barrier=0") or opt == "fsync_mode=nobarrier":
+            f["opt:nobarrier*fsync"] = t["fsync"]
+            f["opt:nobarrier*wf"] = t["wf"]
+        elif key == "commit" and val.isdigit() and int(val) > 5:
+            f["opt:commit_long*wf"] = t["wf"] * math.log2(int(val) / 5) / 4
+        elif key in ("compress", "compress-force", "compress_algorithm"):
+            f["opt:compress"] = 1.0
+            f["opt:compress*wf"] = t["wf"]
+        elif key == "discard" and val != "async":
+            f["opt:discard*wf"] = t["wf"]
+        elif key in ("nodatacow",):
+            f["opt:btrfs.nodatacow*rndw"] = t["rnd"] * t["wf"]
+            f["opt:btrfs.nodatacow"] = 1.0
+        elif key == "logbsize":
+            from fsadvisor.sizes import parse_size
+            f["opt:xfs.logbsize*sync"] = math.log2(parse_size(val) / 32768) / 3 * (
+                t["fsync"] + t["meta"])
+        else:
+            f[f"opt:{fs}.{opt}"] = 1.0
+    # ---- mkfs options
+    block = int(mk.get("block_size", 4096) or 4096)
+    if block != 4096:
+        f[f"opt:{fam}.blk_small"] = math.log2(4096 / block)
+    if w.bs_bytes < 4096 and block <= w.bs_bytes:
+        # Seed 004 §5.5: a block size matching 2 KB OLTP I/O avoids read-modify-write.
+        f["opt:rmw_avoided"] = 1.0
+    isz_default = {"ext": 128 if era2010 else 256, "xfs": 256 if era2010 else 512}.get(fam)
+    if "inode_size" in mk and isz_default:
+        r = math.log2(int(mk["inode_size"]) / isz_default)
+        if r:
+            f[f"opt:{fam}.isz_large"] = r
+            f[f"opt:{fam}.isz_large*smallfiles"] = r * t["smallfiles"]
+    if "blocks_per_group" in mk:
+        f["opt:ext.bg_small"] = math.log2(32768 / int(mk["blocks_per_group"]))
+    if str(mk.get("journal", "true")).lower() in ("false", "0", "no"):
+        f["opt:ext.nojournal"] = 1.0
+        f["opt:ext.nojournal*wf"] = t["wf"]
+    for k, v in mk.items():
+        if k in ("block_size", "inode_size", "blocks_per_group", "journal"):
+            continue
+        f[f"opt:{fs}.mkfs.{k}={v}"] = 1.0
+    # ---- XFS allocation groups (seed 000 §IV.D, seed 004 Table 2)
+    if fs == "xfs" and cfg.ag_count:
+        ref = 16 if era2010 else 4
+        r = math.log2(cfg.ag_count / ref)
+        if r:
+            f["ag:log"] = r
+            f["ag:log*meta"] = r * t["meta"]
+            f["ag:log*lc"] = r * t["lc"]
+            f["ag:log*wf"] = r * t["wf"]
+    # ---- scheduler (seed 003's CFQ/Deadline/NOOP map only loosely onto blk-mq's)
+    sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
+    if sched != "none":
+        f[f"sched:{sched}"] = 1.0
+        f[f"sched:{sched}*lc"] = t["lc"]
+        f[f"sched:{sched}*rnd"] = t["rnd"]
+    return f
+
+
+def perf_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, float]:
+    t = _workload_terms(w)
+    f = {f"k:{kind}": 1.0}
+    for term in ("wf", "rnd", "lc", "meta", "fsync", "small", "buffered"):
+        if t[term]:
+            f[f"w:{term}"] = t[term]
+    f.update(config_features(cfg, w, kind))
+    return f
+
+
+def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
+                   cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
+    t = _workload_terms(w)
+    f = {f"pw:{scope}": 1.0, f"pwk:{kind}": 1.0}
+    for term in ("wf", "lc", "meta", "rnd"):
+        if t[term]:
+            f[f"pww:{term}"] = t[term]
+    for k, v in (cfg_feats if cfg_feats is not None else config_features(cfg, w, kind)).items():
+        f[f"pwf:{k}"] = v
+    return f
+
+
+def tail_features(cfg: FsConfig | None, w: Workload, kind: str,
+                  cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
+    t = _workload_terms(w)
+    f = {"t:0": 1.0}
+    for term in ("fsync", "lc", "wf"):
+        if t[term]:
+            f[f"t:{term}"] = t[term]
+    for k, v in (cfg_feats if cfg_feats is not None else config_features(cfg, w, kind)).items():
+        if k.startswith(("fs:", "sched:")) and "*" not in k:
+            f[f"t:{k}"] = v
+    return f
+
+
+# --------------------------------------------------------------------------- fitting
+
+@dataclass
+class _Row:
+    a: dict[str, float]
+    b: float
+    weight: float
+    source: str
+
+
+def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
+    """Turn one observation into linear equations a . theta = b (empty if not usable)."""
+    if not (obs.value == obs.value) or math.isinf(obs.value):
+        return []
+    w, kind = obs.workload, obs.device_kind
+    rel = obs.relative_to is not None
+    m = obs.metric
+    cf = config_features(obs.config, w, kind)
+    scope = obs.power_scope or "system"
+
+    def diff(fn) -> dict[str, float]:
+        a = fn(obs.config)
+        if rel:
+            for k, v in fn(obs.relative_to).items():
+                a[k] = a.get(k, 0.0) - v
+        return {k: v for k, v in a.items() if v}
+
+    P = lambda c: perf_features(c, w, kind)  # noqa: E731
+    W = lambda c: power_features(c, w, kind, scope)  # noqa: E731
+    T = lambda c: tail_features(c, w, kind)  # noqa: E731
+    weight = s.weight(obs)
+    if rel:
+        if obs.value <= -1:
+            return []
+        b = math.log1p(obs.value)
+    else:
+        if obs.value <= 0:
+            return []
+        b = math.log(obs.value)
+    roof = 0.0 if rel else math.log(roofline_iops(w, kind, s))
+    conc = math.log(max(w.concurrency, 1))
+
+    if m in _RATE_METRICS or m == "mb_s":
+        if m == "mb_s":
+            if w.metadata_frac >= 1.0:
+                return []
+            if not rel:
+                b += math.log(1e6 / max(w.bs_bytes, 512))
+        return [_Row(diff(P), b - roof, weight, obs.source)]
+    if m in _LATENCY_MEAN_METRICS:
+        a = {k: -v for k, v in diff(P).items()}
+        if not rel:
+            b = b - math.log(1e6) - conc + roof  # log(lat_s) = log(conc) - log(iops)
+        return [_Row(a, b, weight, obs.source)]
+    if m == "p99_latency_us":
+        a = {k: -v for k, v in diff(P).items()}
+        for k, v in diff(T).items():
+            a[k] = a.get(k, 0.0) + v
+        if not rel:
+            b = b - math.log(1e6) - conc + roof
+        return [_Row(a, b, weight, obs.source)]
+    if m == "watts":
+        return [_Row(diff(W), b, weight, obs.source)]
+    if m in _EFFICIENCY_METRICS:
+        a = dict(diff(P))
+        for k, v in diff(W).items():
+            a[k] = a.get(k, 0.0) - v
+        return [_Row(a, b - roof, weight, obs.source)]
+    del cf
+    return []
+
+
+@dataclass
+class FittedModel:
+    names: list[str]
+    index: dict[str, int]
+    theta: np.ndarray
+    cov: np.ndarray
+    noise_sd: float
+    settings: ModelSettings
+    n_rows: int
+    n_observations: int
+    sources: dict[str, list[str]] = field(default_factory=dict)  # feature -> citations
+    data_hash: str = ""
+    measured_power: dict[str, int] = field(default_factory=dict)  # "scope/kind" -> count
+
+    # ---- linear algebra on sparse feature dicts
+    def _mean_var(self, a: dict[str, float]) -> tuple[float, float]:
+        idx, vals, extra_mean, extra_var = [], [], 0.0, 0.0
+        for k, v in a.items():
+            i = self.index.get(k)
+            if i is None:
+                m, sd = self.settings.prior(k)
+                extra_mean += m * v
+                extra_var += (sd * v) ** 2
+            else:
+                idx.append(i)
+                vals.append(v)
+        if idx:
+            ii = np.asarray(idx)
+            x = np.asarray(vals)
+            mean = float(x @ self.theta[ii]) + extra_mean
+            var = float(x @ self.cov[np.ix_(ii, ii)] @ x) + extra_var
+        else:
+            mean, var = extra_mean, extra_var
+        return mean, var
+
+    def coef(self, name: str) -> tuple[float, float]:
+        i = self.index.get(name)
+        if i is None:
+            return self.settings.prior(name)
+        return float(self.theta[i]), float(math.sqrt(self.cov[i, i]))
+
+
+def observations_hash(observations: Sequence[Observation]) -> str:
+    h = hashlib.sha256()
+    for o in observations:
+        h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,
+                       o.relative_to.key() if o.relative_to else None, o.power_scope,
+                       o.energy_source, o.weight)).encode())
+    return h.hexdigest()[:16]
+
+
+def fit(observations: Sequence[Observation], settings: ModelSettings | None = None) -> FittedModel:
+    """Posterior of theta given the observations (weighted ridge = Gaussian prior)."""
+    s = settings or ModelSettings.load()
+    rows: list[_Row] = []
+    used = 0
+    measured_power: dict[str, int] = {}
+    for o in observations:
+        r = _obs_rows(o, s)
+        if r:
+            used += 1
+            rows.extend(r)
+            if (o.metric == "watts" or o.metric in _EFFICIENCY_METRICS) and \
+                    o.relative_to is None and o.energy_source not in (None, "estimate"):
+                key = f"{o.power_scope or 'system'}/{o.device_kind}"
+                measured_power[key] = measured_power.get(key, 0) + 1
+    names = sorted({k for r in rows for k in r.a})
+    index = {n: i for i, n in enumerate(names)}
+    n, p = len(rows), len(names)
+    X = np.zeros((n, p))
+    y = np.zeros(n)
+    wts = np.zeros(n)
+    sources: dict[str, set[str]] = {}
+    for i, r in enumerate(rows):
+        for k, v in r.a.items():
+            X[i, index[k]] = v
+            if not k.startswith(("k:", "w:", "pw:", "pwk:", "pww:", "t:0")):
+                sources.setdefault(k, set()).add(r.source)
+        y[i] = r.b
+        wts[i] = r.weight
+    prior_mean = np.zeros(p)
+    prior_prec = np.zeros(p)
+    for k, i in index.items():
+        m, sd = s.prior(k)
+        prior_mean[i] = m
+        prior_prec[i] = 1.0 / sd ** 2
+    sd = float(s.priors["noise"]["initial_sd"])
+    floor = float(s.priors["noise"]["floor_sd"])
+    theta = prior_mean.copy()
+    cov = np.diag(1.0 / prior_prec) if p else np.zeros((0, 0))
+    for _ in range(2):  # re-estimate the noise once from the residuals
+        Wd = wts / sd ** 2
+        A = (X.T * Wd) @ X + np.diag(prior_prec)
+        rhs = (X.T * Wd) @ y + prior_prec * prior_mean
+        cov = np.linalg.inv(A)
+        theta = cov @ rhs
+        if n:
+            resid = y - X @ theta
+            sd = max(floor, float(math.sqrt(np.sum(wts * resid ** 2) / max(np.sum(wts), 1e-9))))
+    return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd, settings=s,
+                       n_rows=n, n_observations=used,
+                       sources={k: sorted(v) for k, v in sources.items()},
+                       data_hash=observations_hash(observations), measured_power=measured_power)
+
+
+# --------------------------------------------------------------------------- prediction
+
+Z90 = 1.6449
+
+
+def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
+            scope: str = "system", idle_watts: float | None = None) -> Prediction:
+    kind = device.kind
+    s = model.settings
+    cf = config_features(cfg, w, kind)
+    pf = perf_features(cfg, w, kind)
+    wf_ = power_features(cfg, w, kind, scope, cf)
+    tf = tail_features(cfg, w, kind, cf)
+    roof = math.log(roofline_iops(w, kind, s, device.plp))
+    noise2 = model.noise_sd ** 2
+
+    mu_p, var_p = model._mean_var(pf)
+    mu_p += roof
+    mu_w, var_w = model._mean_var(wf_)
+    opj = dict(pf)
+    for k, v in wf_.items():
+        opj[k] = opj.get(k, 0.0) - v
+    mu_e, var_e = model._mean_var(opj)
+    mu_e += roof
+    lat = {k: -v for k, v in pf.items()}
+    for k, v in tf.items():
+        lat[k] = lat.get(k, 0.0) + v
+    mu_t, var_t = model._mean_var(lat)
+    conc = max(w.concurrency, 1)
+    mu_t += math.log(conc) - roof + math.log(1000.0)  # log p99 in ms
+
+    iops = math.exp(mu_p)
+    watts = math.exp(mu_w)
+    ops_per_joule = math.exp(mu_e)
+    p99_ms = math.exp(mu_t)
+    mean_ms = conc / iops * 1000.0
+    bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
+    sd_p, sd_e = math.sqrt(var_p + noise2), math.sqrt(var_e + noise2)
+    sd_t, sd_w = math.sqrt(var_t + noise2), math.sqrt(var_w + noise2)
+    measured = model.measured_power.get(f"{scope}/{kind}", 0)
+    unc = {
+        "model": "log-normal; factor = exp(1 sd), interval = 90%",
+        "iops_factor": math.exp(sd_p),
+        "iops_90": [math.exp(mu_p - Z90 * sd_p), math.exp(mu_p + Z90 * sd_p)],
+        "ops_per_joule_factor": math.exp(sd_e),
+        "ops_per_joule_90": [math.exp(mu_e - Z90 * sd_e), math.exp(mu_e + Z90 * sd_e)],
+        "p99_latency_ms_90": [math.exp(mu_t - Z90 * sd_t), math.exp(mu_t + Z90 * sd_t)],
+        "watts_90": [math.exp(mu_w - Z90 * sd_w), math.exp(mu_w + Z90 * sd_w)],
+    }
+    if idle_watts is None:
+        idle_watts = float(s.priors["idle_watts"].get(scope, 0.0))
+    basis = {
+        "observations": model.n_observations,
+        "power_level": ("measured" if measured else "assumed") + f" ({scope} scope, {kind}: "
+                       f"{measured} measured absolute power observations)",
+        "idle_watts": idle_watts,
+    }
+    return Prediction(iops=iops, mb_s=iops * bs / 1e6, mean_latency_ms=mean_ms,
+                      p99_latency_ms=p99_ms, watts=watts, ops_per_joule=ops_per_joule,
+                      bytes_per_joule=ops_per_joule * bs, uncertainty=unc, power_scope=scope,
+                      energy_source="model" if measured else "model (assumed power level)",
+                      basis=basis)
+
+
+def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload,
+                  kind: str, scope: str = "system") -> list[tuple[str, float, float]]:
+    """Per-feature (name, delta log perf, delta log ops/joule) of ``cfg`` against ``base``."""
+    cf = config_features(cfg, w, kind)
+    bf = config_features(base, w, kind)
+    out = []
+    for k in set(cf) | set(bf):
+        d = cf.get(k, 0.0) - bf.get(k, 0.0)
+        if not d:
+            continue
+        perf = d * model.coef(k)[0]
+        power = d * model.coef(f"pwf:{k}")[0]
+        out.append((k, perf, perf - power))
+    out.sort(key=lambda t: -abs(t[2]))
+    return out
+
+
+# --------------------------------------------------------------------------- validation
+
+def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: int = 0,
+                   settings: ModelSettings | None = None) -> dict[str, Any]:
+    """Group k-fold by source (a whole table is held out at once, so a fold tests transfer to
+    data the model has not seen, not interpolation within one table). Reports the error of
+    absolute performance predictions and of relative option effects on held-out rows."""
+    s = settings or ModelSettings.load()
+    groups = sorted({o.source for o in observations})
+    rng = np.random.default_rng(seed)
+    order = list(rng.permutation(len(groups)))
+    k = max(2, min(folds, len(groups)))
+    fold_of = {groups[j]: pos % k for pos, j in enumerate(order)}
+    errs: list[float] = []
+    base_errs: list[float] = []
+    per_metric: dict[str, list[float]] = {}
+    for f in range(k):
+        train = [o for o in observations if fold_of[o.source] != f]
+        test = [o for o in observations if fold_of[o.source] == f]
+        if not train or not test:
+            continue
+        m = fit(train, s)
+        prior_only = fit([], s)
+        for o in test:
+            for r in _obs_rows(o, s):
+                pred, _ = m._mean_var(r.a)
+                pred0, _ = prior_only._mean_var(r.a)
+                e = abs(pred - r.b)
+                errs.append(e)
+                base_errs.append(abs(pred0 - r.b))
+                per_metric.setdefault(o.metric, []).append(e)
+
+    def summary(e: Iterable[float]) -> dict[str, float]:
+        a = np.asarray(list(e))
+        if not a.size:
+            return {"n": 0}
+        return {"n": int(a.size), "median_abs_log_error": float(np.median(a)),
+                "median_factor": float(math.exp(np.median(a))),
+                "p90_factor": float(math.exp(np.quantile(a, 0.9)))}
+
+    return {"folds": k, "grouped_by": "source table", "model": summary(errs),
+            "prior_only": summary(base_errs),
+            "per_metric": {m: summary(v) for m, v in sorted(per_metric.items())}}

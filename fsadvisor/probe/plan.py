@@ -1,0 +1,417 @@
+"""Planning a probe: the matrix of cells, their order and their names.
+
+A *cell* is one configuration (filesystem + mkfs/mount options + scheduler [+ XFS AG count])
+x one workload x one repetition; each is formatted, mounted, measured and unmounted on its
+own (seed 000 §III: precondition, format, mount, run, unmount, repeated). The raw-device
+baseline cells run the same micro workloads on the block device itself, which is what the
+filesystem overhead is measured against (seed 002, "Measuring the gap").
+
+Repetitions are the outermost loop, as in seed 000 ("the entire experiment is conducted
+10 times"): slow drift of the device (heat, garbage collection) then spreads over every
+configuration instead of biasing the ones that happen to run last.
+
+Everything here is pure: building a :class:`Plan` reads the catalog and nothing else, so
+``--dry-run`` and the unit tests can enumerate a matrix without a device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
+from fsadvisor.errors import ConfigError
+
+PLAN_VERSION = 1
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+# Seed 000 §III used a 30 s measurement window and a 30 s idle period after each test.
+DEFAULT_RUNTIME_S = 30.0
+DEFAULT_COOLDOWN_S = 30.0
+QUICK_RUNTIME_S = 10.0
+DEFAULT_REPS = 3
+DEFAULT_SCHEDULERS = ("none", "mq-deadline")
+# Seconds a cell spends outside its measurement window (discard, mkfs, mount, umount) on an
+# NVMe or a loop device here (measured: 1.6-1.8 s per cell on a 512 MiB loop device).
+CELL_OVERHEAD_S = 3.0
+FILL_BYTES_PER_S = 500 * MIB  # conservative sequential write rate for the fill estimate
+
+# Workload kinds: how a cell's workload is run.
+KIND_FIO = "fio"  # fio.workload_argv from a Workload
+KIND_JOBFILE = "jobfile"  # a runner/*.fio job file
+KIND_DB_BENCH = "db_bench"
+KIND_SYSBENCH = "sysbench"
+APP_KINDS = (KIND_DB_BENCH, KIND_SYSBENCH)
+
+UNSUPPORTED_FMT = "{fs}: not supported by this kernel"
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A named workload of the matrix. ``raw_baseline``: also run on the bare device."""
+
+    name: str
+    workload: Workload
+    kind: str = KIND_FIO
+    jobfile: str | None = None
+    app: Mapping[str, Any] = field(default_factory=dict)  # appbench parameters
+    raw_baseline: bool = False
+    source: str = ""  # micro | profile:<name>
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "workload": self.workload.to_dict(), "kind": self.kind,
+                "jobfile": self.jobfile, "app": dict(self.app),
+                "raw_baseline": self.raw_baseline, "source": self.source}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "WorkloadSpec":
+        return WorkloadSpec(name=d["name"], workload=Workload(**d["workload"]),
+                            kind=d.get("kind", KIND_FIO), jobfile=d.get("jobfile"),
+                            app=dict(d.get("app") or {}),
+                            raw_baseline=bool(d.get("raw_baseline")), source=d.get("source", ""))
+
+
+def _micro(name: str, **kw: Any) -> WorkloadSpec:
+    raw = kw.pop("raw", True)
+    return WorkloadSpec(name=name, workload=Workload(**kw), raw_baseline=raw, source="micro")
+
+
+# The standard micro matrix. Queue depth 32 for the throughput jobs (seed 002's QD32 4K
+# random write; seed 000 used 64 on a larger drive), a QD1 fsync-per-write job because that
+# is where barrier cost and journal commits show (seed 002 "4K-randwrite-fsync1"), 128 KiB
+# sequential jobs ranked by bytes, and the file create/stat/delete chain (seed 002
+# "metadata-create"; fio's filecreate/filestat/filedelete engines, domain notes §1).
+MICRO: tuple[WorkloadSpec, ...] = (
+    _micro("4k-randread-qd32", rw="randread", bs_bytes=4 * KIB, iodepth=32),
+    _micro("4k-randwrite-qd32", rw="randwrite", bs_bytes=4 * KIB, iodepth=32),
+    _micro("4k-randrw70-qd32", rw="randrw", rwmixread=70, bs_bytes=4 * KIB, iodepth=32),
+    _micro("4k-randwrite-fsync1", rw="randwrite", bs_bytes=4 * KIB, iodepth=1, fsync_every=1,
+           fsync_mode="every_n"),
+    _micro("128k-read-qd8", rw="read", bs_bytes=128 * KIB, iodepth=8, rank_by="bytes"),
+    _micro("128k-write-qd8", rw="write", bs_bytes=128 * KIB, iodepth=8, rank_by="bytes"),
+    _micro("meta-create", rw="filecreate", ioengine="filecreate", bs_bytes=4 * KIB,
+           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
+           create_frac=1.0, raw=False),
+    _micro("meta-stat", rw="filestat", ioengine="filestat", bs_bytes=4 * KIB,
+           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
+           stat_frac=1.0, raw=False),
+    _micro("meta-delete", rw="filedelete", ioengine="filedelete", bs_bytes=4 * KIB,
+           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
+           delete_frac=1.0, raw=False),
+)
+QUICK_MICRO = ("4k-randread-qd32", "4k-randwrite-qd32")
+MICRO_BY_NAME = {w.name: w for w in MICRO}
+
+# Variants measured by default next to each filesystem's default configuration: the levers
+# seed 002 names as recovering most of the filesystem overhead (noatime, data=writeback)
+# and each filesystem's characteristic option (XFS log buffers, btrfs compression, f2fs's
+# pure log-structured mode). Risky ones are measured all the same; the recommender warns.
+VARIANT_MOUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ext4": (("noatime",), ("noatime", "data=writeback")),
+    "xfs": (("noatime", "logbsize=256k"),),
+    "btrfs": (("noatime", "compress=zstd:1"),),
+    "f2fs": (("noatime", "mode=lfs"),),
+}
+
+
+def with_ioengine(spec: WorkloadSpec, ioengine: str) -> WorkloadSpec:
+    """Micro jobs use the best async engine here (io_uring, else libaio); metadata jobs keep
+    their own engine, and a profile's explicit engine is the user's choice."""
+    if spec.source != "micro" or spec.workload.rw in ("filecreate", "filestat", "filedelete"):
+        return spec
+    return replace(spec, workload=replace(spec.workload, ioengine=ioengine))
+
+
+def micro_workloads(names: Iterable[str] | None = None, quick: bool = False) -> list[WorkloadSpec]:
+    if names is None:
+        names = QUICK_MICRO if quick else [w.name for w in MICRO]
+    out = []
+    for n in names:
+        if n not in MICRO_BY_NAME:
+            raise ConfigError(f"unknown micro workload {n!r}; known: {', '.join(MICRO_BY_NAME)}")
+        out.append(MICRO_BY_NAME[n])
+    return out
+
+
+def profile_workload(profile) -> WorkloadSpec:
+    """The user's workload as a cell workload: db_bench for key-value ("db_op") profiles,
+    sysbench fileio when the profile is tagged for it, the profile's runner/ job file when it
+    names one, else fio built from the Workload."""
+    w = profile.workload
+    tags = set(getattr(profile, "tags", ()) or ())
+    name = f"profile:{profile.name}"
+    if w.op == "db_op":
+        return WorkloadSpec(name=name, workload=w, kind=KIND_DB_BENCH,
+                            app={"profile": profile.name, "tags": sorted(tags)},
+                            source=name)
+    if "sysbench" in tags:
+        return WorkloadSpec(name=name, workload=w, kind=KIND_SYSBENCH,
+                            app={"profile": profile.name, "tags": sorted(tags)}, source=name)
+    if profile.fio_job:
+        return WorkloadSpec(name=name, workload=w, kind=KIND_JOBFILE, jobfile=profile.fio_job,
+                            source=name)
+    return WorkloadSpec(name=name, workload=w, source=name)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration x workload x repetition; ``config`` None is the raw-device baseline."""
+
+    config: FsConfig | None
+    scheduler: str
+    workload: WorkloadSpec
+    rep: int
+    skip_reason: str | None = None
+
+    @property
+    def config_key(self) -> str:
+        return self.config.key() if self.config else f"raw-device {self.scheduler}"
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.config, self.scheduler, self.workload.name, self.rep)
+
+    @property
+    def label(self) -> str:
+        return f"{self.config_key} x {self.workload.name} #{self.rep}"
+
+
+def cell_key(config: FsConfig | None, scheduler: str, workload_name: str, rep: int) -> str:
+    """``<config key> | <workload> | rep<N>``: stable across runs, so --resume can match the
+    cells the store already holds."""
+    ck = config.key() if config else f"raw-device {scheduler}"
+    return f"{ck} | {workload_name} | rep{rep}"
+
+
+@dataclass
+class Plan:
+    """A whole probe: what to run on which device and how. ``device`` is None for
+    ``--scratch`` until the scratch loop device exists."""
+
+    device: str | None
+    device_size_bytes: int
+    configs: list[FsConfig]
+    workloads: list[WorkloadSpec]
+    reps: int = DEFAULT_REPS
+    runtime_s: float = DEFAULT_RUNTIME_S
+    cooldown_s: float = DEFAULT_COOLDOWN_S
+    size_bytes: int = GIB  # per-job data set of the micro workloads
+    baseline: bool = True
+    ioengine: str = "io_uring"
+    unsupported: dict[str, str] = field(default_factory=dict)  # fs -> reason
+    scratch_size_bytes: int | None = None
+    scratch_dir: str | None = None
+    energy: dict[str, Any] = field(default_factory=lambda: {"source": "auto"})
+    plp: str = "unknown"
+    force: bool = False
+    db_path: str | None = None
+    profile: str | None = None
+    matrix_id: str | None = None
+    device_info: Device | None = None
+
+    @property
+    def schedulers(self) -> list[str]:
+        seen: list[str] = []
+        for c in self.configs:
+            if c.scheduler not in seen:
+                seen.append(c.scheduler)
+        return seen
+
+    @property
+    def device_key(self) -> str:
+        """What --resume matches an unfinished matrix on."""
+        return "scratch" if self.scratch_size_bytes else str(self.device)
+
+    def cells(self) -> list[Cell]:
+        out: list[Cell] = []
+        for rep in range(1, self.reps + 1):
+            if self.baseline:
+                for sched in self.schedulers:
+                    for w in self.workloads:
+                        if w.raw_baseline:
+                            out.append(Cell(None, sched, w, rep))
+            for cfg in self.configs:
+                skip = self.unsupported.get(cfg.fs)
+                for w in self.workloads:
+                    out.append(Cell(cfg, cfg.scheduler, w, rep, skip))
+        return out
+
+    def estimated_seconds(self) -> float:
+        total = 0.0
+        for c in self.cells():
+            if c.skip_reason:
+                continue
+            total += self.cell_estimate_s(c)
+        return total
+
+    def cell_estimate_s(self, cell: Cell) -> float:
+        fill = self.size_bytes / FILL_BYTES_PER_S if cell.workload.workload.read_pct > 0 else 0.0
+        return self.runtime_s + self.cooldown_s + CELL_OVERHEAD_S + fill
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the store keeps with the matrix and the state file keeps for --resume."""
+        return {
+            "version": PLAN_VERSION,
+            "device": self.device,
+            "device_size_bytes": self.device_size_bytes,
+            "configs": [c.to_dict() for c in self.configs],
+            "workloads": [w.to_dict() for w in self.workloads],
+            "reps": self.reps, "runtime_s": self.runtime_s, "cooldown_s": self.cooldown_s,
+            "size_bytes": self.size_bytes, "baseline": self.baseline, "ioengine": self.ioengine,
+            "unsupported": dict(self.unsupported),
+            "scratch_size_bytes": self.scratch_size_bytes, "scratch_dir": self.scratch_dir,
+            "energy": dict(self.energy), "plp": self.plp, "force": self.force,
+            "db_path": self.db_path, "profile": self.profile,
+            "cells": len(self.cells()),
+        }
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "Plan":
+        if d.get("version") != PLAN_VERSION:
+            raise ConfigError(f"cannot resume a probe plan of version {d.get('version')!r}")
+        configs = [FsConfig.make(c["filesystem"], c.get("mkfs") or {}, c.get("mount") or (),
+                                 c.get("scheduler") or "none", c.get("ag_count"))
+                   for c in d["configs"]]
+        return Plan(device=d.get("device"), device_size_bytes=int(d["device_size_bytes"]),
+                    configs=configs,
+                    workloads=[WorkloadSpec.from_dict(w) for w in d["workloads"]],
+                    reps=int(d["reps"]), runtime_s=float(d["runtime_s"]),
+                    cooldown_s=float(d["cooldown_s"]), size_bytes=int(d["size_bytes"]),
+                    baseline=bool(d["baseline"]), ioengine=d.get("ioengine", "io_uring"),
+                    unsupported=dict(d.get("unsupported") or {}),
+                    scratch_size_bytes=d.get("scratch_size_bytes"),
+                    scratch_dir=d.get("scratch_dir"),
+                    energy=dict(d.get("energy") or {"source": "auto"}),
+                    plp=d.get("plp", "unknown"), force=bool(d.get("force")),
+                    db_path=d.get("db_path"), profile=d.get("profile"))
+
+    def fingerprint(self) -> str:
+        """Short hash of the plan's content (not of the device it ran on)."""
+        d = self.to_dict()
+        for k in ("device", "db_path", "force"):
+            d.pop(k, None)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def default_size_bytes(device_size_bytes: int) -> int:
+    """Per-job data set: an eighth of the device, at most 4 GiB, at least 16 MiB. Large enough
+    to leave the drive's DRAM cache behind on a real SSD (seed 002 uses 2 GiB), small enough
+    that the largest job (numjobs x size) stays well inside the device."""
+    return int(max(16 * MIB, min(4 * GIB, device_size_bytes // 8)) // MIB * MIB)
+
+
+def parse_csv(text: str | Sequence[str] | None) -> list[str]:
+    if text is None:
+        return []
+    items = text.split(",") if isinstance(text, str) else [p for t in text for p in t.split(",")]
+    return [p.strip() for p in items if p.strip()]
+
+
+def check_choice(kind: str, values: Iterable[str], allowed: Sequence[str]) -> list[str]:
+    out = []
+    for v in values:
+        if v not in allowed:
+            raise ConfigError(f"unknown {kind} {v!r}; choose from {', '.join(allowed)}")
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_size_bytes: int,
+                agcounts: Sequence[int] = (), explicit: Sequence[Mapping[str, Any]] = (),
+                variants: bool = True) -> list[FsConfig]:
+    """The configurations of a matrix, each crossed with every scheduler.
+
+    Explicit ``--config`` dicts replace the default set; one that names a scheduler is run
+    with that scheduler only. Otherwise each filesystem gets its catalog default plus
+    :data:`VARIANT_MOUNTS`, and XFS one default configuration per ``--agcounts`` value."""
+    from fsadvisor import catalog
+
+    out: list[FsConfig] = []
+
+    def add(cfg: FsConfig) -> None:
+        if cfg not in out:
+            out.append(cfg)
+
+    if explicit:
+        for d in explicit:
+            base = catalog.config_from_dict(dict(d))
+            scheds = [base.scheduler] if "scheduler" in d else list(schedulers)
+            for s in scheds:
+                add(base.with_(scheduler=s))
+        return out
+    for fs in filesystems:
+        for s in schedulers:
+            default = catalog.default_config(fs, device_size_bytes, scheduler=s)
+            add(default)
+            if fs == "xfs":
+                lo, hi = catalog.ag_count_range(device_size_bytes)
+                for n in agcounts:
+                    if not lo <= n <= hi:
+                        raise ConfigError(f"--agcounts {n} is outside {lo}..{hi} for a "
+                                          f"{device_size_bytes >> 20} MiB device")
+                    cfg = default.with_(ag_count=n)
+                    catalog.validate(cfg, device_size_bytes)
+                    add(cfg)
+            if not variants:
+                continue
+            for extra in VARIANT_MOUNTS.get(fs, ()):
+                mount = list(default.mount) + [o for o in extra if o not in default.mount]
+                cfg = default.with_(mount=tuple(mount))
+                catalog.validate(cfg, device_size_bytes)
+                add(cfg)
+    return out
+
+
+def build_plan(device: str | None, device_size_bytes: int, *,
+               filesystems: Sequence[str] = ("ext4", "xfs", "btrfs", "f2fs"),
+               schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+               agcounts: Sequence[int] = (), explicit_configs: Sequence[Mapping[str, Any]] = (),
+               variants: bool = True, profile=None, micro: bool = True,
+               micro_names: Sequence[str] | None = None, quick: bool = False,
+               reps: int | None = None, runtime_s: float | None = None,
+               cooldown_s: float | None = None, size_bytes: int | None = None,
+               baseline: bool = True, ioengine: str = "io_uring",
+               kernel_supports=None, **extra: Any) -> Plan:
+    """Assemble a :class:`Plan`; raises ConfigError for anything the user can fix."""
+    from fsadvisor import catalog
+
+    filesystems = check_choice("filesystem", filesystems, FILESYSTEMS)
+    schedulers = check_choice("scheduler", schedulers, SCHEDULERS)
+    if not filesystems and not explicit_configs:
+        raise ConfigError("no filesystem to probe (--fs is empty)")
+    if not schedulers:
+        raise ConfigError("no scheduler to probe (--schedulers is empty)")
+    reps = reps if reps is not None else (1 if quick else DEFAULT_REPS)
+    if reps < 1:
+        raise ConfigError(f"--reps must be at least 1, not {reps}")
+    runtime_s = runtime_s if runtime_s is not None else (QUICK_RUNTIME_S if quick else DEFAULT_RUNTIME_S)
+    if runtime_s <= 0:
+        raise ConfigError(f"--runtime must be positive, not {runtime_s:g}")
+    cooldown_s = cooldown_s if cooldown_s is not None else (0.0 if quick else DEFAULT_COOLDOWN_S)
+    if cooldown_s < 0:
+        raise ConfigError(f"--cooldown must not be negative, not {cooldown_s:g}")
+    configs = config_sets(filesystems, schedulers, device_size_bytes, agcounts,
+                          explicit_configs, variants and not quick)
+    workloads: list[WorkloadSpec] = []
+    if profile is not None:
+        workloads.append(profile_workload(profile))
+    if micro:
+        workloads += micro_workloads(micro_names, quick)
+    if not workloads:
+        raise ConfigError("nothing to run: no --profile and --no-micro")
+    workloads = [with_ioengine(w, ioengine) for w in workloads]
+    supports = kernel_supports or catalog.kernel_supports
+    unsupported = {fs: UNSUPPORTED_FMT.format(fs=fs)
+                   for fs in sorted({c.fs for c in configs}) if not supports(fs)}
+    size = size_bytes or default_size_bytes(device_size_bytes)
+    if size > device_size_bytes // 2 and device_size_bytes:
+        raise ConfigError(f"--size {size >> 20} MiB is more than half of the "
+                          f"{device_size_bytes >> 20} MiB device")
+    return Plan(device=device, device_size_bytes=device_size_bytes, configs=configs,
+                workloads=workloads, reps=reps, runtime_s=float(runtime_s),
+                cooldown_s=float(cooldown_s), size_bytes=size, baseline=baseline,
+                ioengine=ioengine, unsupported=unsupported,
+                profile=profile.name if profile is not None else None, **extra)

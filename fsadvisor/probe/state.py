@@ -1,0 +1,391 @@
+"""The probe's state file: what a running probe has changed on the machine, so that anyone
+can put it back.
+
+A probe mounts filesystems in private temporary directories, switches the device's I/O
+scheduler, may attach a scratch loop device over a file and runs fio in its own process
+group. Ctrl-C and SIGTERM are handled in-process, but SIGKILL, a power cut or an OOM kill
+are not: the next ``fsadvisor probe`` reads this file, sees that its owner is gone
+(pid *and* process start time, so a recycled pid does not fool it), and undoes each item.
+The file also remembers the unfinished matrix of each device, which is what ``--resume``
+continues.
+
+It lives next to the store (``<db>.probe-state.json``) and is replaced atomically (write a
+temporary file, fsync, rename), so a kill in the middle of a write leaves the old or the
+new version, never half of one. Everything the cleanup does goes through :class:`HostOps`,
+which the unit tests replace with a fake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from fsadvisor.errors import FsAdvisorError
+
+STATE_VERSION = 1
+SUFFIX = ".probe-state.json"
+
+
+def state_path_for(db_path: str | os.PathLike) -> Path:
+    return Path(f"{os.fspath(db_path)}{SUFFIX}")
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat (start time in clock ticks): with the pid it identifies a
+    process for its whole life; None when no such process exists."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after the last ")".
+    rest = text.rsplit(")", 1)[-1].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class ProcessRef:
+    pid: int
+    start_ticks: int | None
+
+    @staticmethod
+    def of(pid: int) -> "ProcessRef":
+        return ProcessRef(pid, process_start_ticks(pid))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "start_ticks": self.start_ticks}
+
+    @staticmethod
+    def from_dict(d: Any) -> "ProcessRef | None":
+        if not isinstance(d, dict) or not isinstance(d.get("pid"), int):
+            return None
+        st = d.get("start_ticks")
+        return ProcessRef(d["pid"], st if isinstance(st, int) else None)
+
+
+@dataclass
+class ProbeState:
+    """The live part (owner, mounts, scheduler, scratch, child) is cleared when a probe ends
+    cleanly; ``matrices`` (device key -> {"matrix_id", "plan"}) outlives it for --resume."""
+
+    owner: ProcessRef | None = None
+    matrix_id: str | None = None
+    device: str | None = None
+    original_scheduler: str | None = None
+    mounts: list[dict[str, str]] = field(default_factory=list)  # {"device", "mountpoint"}
+    scratch: dict[str, Any] | None = None  # {"backing_file", "loop_device" | None}
+    child: ProcessRef | None = None  # fio/db_bench process group leader
+    current_cell: str | None = None
+    matrices: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def has_live_resources(self) -> bool:
+        return bool(self.mounts or self.scratch or self.child or self.original_scheduler
+                     or self.owner)
+
+    def clear_live(self) -> None:
+        self.owner = None
+        self.matrix_id = None
+        self.device = None
+        self.original_scheduler = None
+        self.mounts = []
+        self.scratch = None
+        self.child = None
+        self.current_cell = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "owner": self.owner.to_dict() if self.owner else None,
+            "matrix_id": self.matrix_id,
+            "device": self.device,
+            "original_scheduler": self.original_scheduler,
+            "mounts": list(self.mounts),
+            "scratch": dict(self.scratch) if self.scratch else None,
+            "child": self.child.to_dict() if self.child else None,
+            "current_cell": self.current_cell,
+            "matrices": self.matrices,
+        }
+
+    @staticmethod
+    def from_dict(d: Any) -> "ProbeState":
+        if not isinstance(d, dict) or d.get("version") != STATE_VERSION:
+            raise StateFileError("unrecognised probe state file (version "
+                                 f"{d.get('version') if isinstance(d, dict) else '?'})")
+        mounts = [m for m in d.get("mounts") or []
+                  if isinstance(m, dict) and isinstance(m.get("mountpoint"), str)]
+        scratch = d.get("scratch") if isinstance(d.get("scratch"), dict) else None
+        matrices = d.get("matrices") if isinstance(d.get("matrices"), dict) else {}
+        return ProbeState(
+            owner=ProcessRef.from_dict(d.get("owner")),
+            matrix_id=d.get("matrix_id") if isinstance(d.get("matrix_id"), str) else None,
+            device=d.get("device") if isinstance(d.get("device"), str) else None,
+            original_scheduler=(d.get("original_scheduler")
+                                if isinstance(d.get("original_scheduler"), str) else None),
+            mounts=mounts, scratch=scratch, child=ProcessRef.from_dict(d.get("child")),
+            current_cell=d.get("current_cell") if isinstance(d.get("current_cell"), str) else None,
+            matrices={k: v for k, v in matrices.items() if isinstance(v, dict)},
+        )
+
+
+class StateFileError(FsAdvisorError):
+    pass
+
+
+class StateFile:
+    """Load/save a :class:`ProbeState` at ``path``; saving an empty state removes the file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def load(self) -> ProbeState:
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return ProbeState()
+        except OSError as e:
+            raise StateFileError(f"cannot read probe state {self.path}: {e.strerror}") from None
+        try:
+            return ProbeState.from_dict(json.loads(text))
+        except ValueError:
+            raise StateFileError(f"probe state {self.path} is not JSON; inspect it, "
+                                 "clean up by hand and delete it") from None
+
+    def save(self, state: ProbeState) -> None:
+        if not state.has_live_resources and not state.matrices:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
+                                   dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(state.to_dict(), f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        # The rename itself is durable only once the directory is synced.
+        with contextlib.suppress(OSError):
+            dfd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+
+# ---------------------------------------------------------------- undoing what a probe did
+
+class HostOps(Protocol):
+    def process_alive(self, ref: ProcessRef) -> bool: ...
+    def stop_process_group(self, ref: ProcessRef) -> None: ...
+    def is_mounted(self, mountpoint: str) -> bool: ...
+    def umount(self, mountpoint: str) -> str | None: ...
+    def remove_dir(self, path: str) -> None: ...
+    def current_scheduler(self, device: str) -> str | None: ...
+    def set_scheduler(self, device: str, name: str) -> None: ...
+    def loop_backing_file(self, loop_device: str) -> str | None: ...
+    def loops_of(self, backing_file: str) -> list[str]: ...
+    def detach_loop(self, loop_device: str) -> None: ...
+    def remove_file(self, path: str) -> None: ...
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    # /sys/block/loopN/loop/backing_file appends " (deleted)" once the file is unlinked.
+    a = a.removesuffix(" (deleted)")
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def undo(state: ProbeState, ops: HostOps) -> list[str]:
+    """Put back everything ``state`` says a probe changed; returns what was done, one line
+    each. Every item is checked before it is touched: a loop device is detached only while it
+    still serves our backing file (after a crash its number may belong to someone else by
+    now), a mount point is unmounted only while it is mounted, a scheduler is restored only
+    on the device it was changed on."""
+    done: list[str] = []
+    if state.child and ops.process_alive(state.child):
+        ops.stop_process_group(state.child)
+        done.append(f"stopped the benchmark still running as process group {state.child.pid}")
+    for m in reversed(state.mounts):
+        mnt = m["mountpoint"]
+        if ops.is_mounted(mnt):
+            err = ops.umount(mnt)
+            done.append(f"unmounted {mnt}" if err is None else f"could not unmount {mnt}: {err}")
+        ops.remove_dir(mnt)
+    scratch = state.scratch or {}
+    backing = scratch.get("backing_file")
+    loop = scratch.get("loop_device")
+    device_is_ours = True
+    if scratch and state.device and state.device == loop:
+        device_is_ours = _same_file(ops.loop_backing_file(loop), backing)
+    if state.original_scheduler and state.device and device_is_ours:
+        now = ops.current_scheduler(state.device)
+        if now is not None and now != state.original_scheduler:
+            ops.set_scheduler(state.device, state.original_scheduler)
+            done.append(f"restored the I/O scheduler of {state.device} to {state.original_scheduler}")
+    if backing:
+        loops = [loop] if loop and _same_file(ops.loop_backing_file(loop), backing) else []
+        loops += [d for d in ops.loops_of(backing) if d not in loops]
+        for dev in loops:
+            ops.detach_loop(dev)
+            done.append(f"detached scratch loop device {dev}")
+        if os.path.exists(backing):
+            ops.remove_file(backing)
+            done.append(f"deleted scratch file {backing}")
+    return done
+
+
+class SystemOps:
+    """The real :class:`HostOps`: argument lists only."""
+
+    def process_alive(self, ref: ProcessRef) -> bool:
+        ticks = process_start_ticks(ref.pid)
+        return ticks is not None and (ref.start_ticks is None or ticks == ref.start_ticks)
+
+    def stop_process_group(self, ref: ProcessRef) -> None:
+        # fio stops its jobs cleanly on SIGINT; whatever is left after a few seconds is killed.
+        for sig, wait_s in ((signal.SIGINT, 5.0), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(ref.pid, sig)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                if not self._group_alive(ref.pid):
+                    return
+                time.sleep(0.05)
+
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def is_mounted(self, mountpoint: str) -> bool:
+        from fsadvisor.device import parse_mounts
+
+        try:
+            mounts = parse_mounts(Path("/proc/self/mounts").read_text())
+        except OSError:
+            return False
+        real = os.path.realpath(mountpoint)
+        return any(os.path.realpath(m) == real for _, m in mounts)
+
+    def umount(self, mountpoint: str) -> str | None:
+        err = ""
+        # A benchmark that was just killed may hold the filesystem for a moment.
+        for _ in range(10):
+            proc = subprocess.run(["umount", mountpoint], capture_output=True, text=True)
+            if proc.returncode == 0 or not self.is_mounted(mountpoint):
+                return None
+            err = (proc.stderr or proc.stdout).strip()
+            time.sleep(0.3)
+        proc = subprocess.run(["umount", "-l", mountpoint], capture_output=True, text=True)
+        if proc.returncode == 0:
+            return None
+        return " ".join((err or proc.stderr).split()) or f"umount exit {proc.returncode}"
+
+    def remove_dir(self, path: str) -> None:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+
+    def current_scheduler(self, device: str) -> str | None:
+        from fsadvisor import device as devmod
+
+        try:
+            return devmod.read_scheduler(device)[0]
+        except FsAdvisorError:
+            return None
+
+    def set_scheduler(self, device: str, name: str) -> None:
+        from fsadvisor import device as devmod
+
+        devmod.set_scheduler(device, name)
+
+    def loop_backing_file(self, loop_device: str) -> str | None:
+        from fsadvisor import loopdev
+
+        return loopdev.backing_file(loop_device)
+
+    def loops_of(self, backing_file: str) -> list[str]:
+        if not os.path.exists(backing_file):
+            return []
+        proc = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", backing_file],
+                              capture_output=True, text=True)
+        return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+
+    def detach_loop(self, loop_device: str) -> None:
+        from fsadvisor import loopdev
+
+        loopdev.detach(loop_device)
+
+    def remove_file(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+@dataclass
+class CleanupReport:
+    """What ``cleanup_stale`` found: the actions taken, and the cell a dead probe was running
+    (it was never stored as a result)."""
+
+    actions: list[str] = field(default_factory=list)
+    matrix_id: str | None = None
+    interrupted_cell: str | None = None
+    owner_pid: int | None = None
+
+    @property
+    def cleaned(self) -> bool:
+        return self.owner_pid is not None
+
+
+def cleanup_stale(state_file: StateFile, ops: HostOps | None = None,
+                  me: int | None = None) -> CleanupReport:
+    """If the state file names a probe that is no longer running, undo what it left behind
+    and keep only its resume information. A live owner (another probe) is left alone."""
+    ops = ops or SystemOps()
+    if not state_file.exists():
+        return CleanupReport()
+    state = state_file.load()
+    if not state.has_live_resources:
+        return CleanupReport()
+    owner = state.owner
+    me = os.getpid() if me is None else me
+    if owner is not None and owner.pid != me and ops.process_alive(owner):
+        return CleanupReport()
+    report = CleanupReport(matrix_id=state.matrix_id, interrupted_cell=state.current_cell,
+                           owner_pid=owner.pid if owner else -1)
+    report.actions = undo(state, ops)
+    state.clear_live()
+    state_file.save(state)
+    return report
+
+
+def live_owner(state_file: StateFile, ops: HostOps | None = None) -> int | None:
+    """The pid of another probe that is running with this state file, if any."""
+    ops = ops or SystemOps()
+    state = state_file.load()
+    if state.owner and state.owner.pid != os.getpid() and ops.process_alive(state.owner):
+        return state.owner.pid
+    return None

@@ -1,0 +1,254 @@
+"""Rank candidate configurations for a workload by operations (or bytes) per joule.
+
+The catalog proposes, the profile's constraints dispose: a configuration with a durability
+hazard is only a candidate when the profile allows it (power-loss protection confirmed, or
+durability explicitly waived), required features (snapshots, checksums) must be present, and
+predicted throughput/latency must meet the stated minimums. What survives is ranked by the
+model's predicted efficiency, each with the mechanisms and data behind it and its warnings.
+Ranking never mixes power scopes: every candidate is predicted in the one scope asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from fsadvisor import catalog
+from fsadvisor.domain import Device, FsConfig, Prediction, Profile
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.model import FittedModel, contributions, predict
+from fsadvisor.resources import data_dir
+
+DEVICE_PLACEHOLDER = "/dev/DEVICE"
+
+
+@dataclass
+class Ranked:
+    rank: int
+    config: FsConfig
+    prediction: Prediction
+    score: float
+    why: list[str]
+    warnings: list[str]
+    commands: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.prediction
+        return {
+            "rank": self.rank,
+            "filesystem": self.config.fs,
+            "mkfs_command": self.commands["mkfs"],
+            "mkfs_command_line": shlex.join(self.commands["mkfs"]),
+            "mount_options": self.commands["mount_options"],
+            "mount_command": self.commands["mount"],
+            "fstab": self.commands["fstab"],
+            "scheduler": self.config.scheduler,
+            "scheduler_udev_rule": self.commands["udev"],
+            "ag_count": self.config.ag_count if self.config.fs == "xfs" else None,
+            "config": self.config.to_dict(),
+            "score": self.score,
+            "predicted": p.to_dict(),
+            "uncertainty": dict(p.uncertainty),
+            "basis": dict(p.basis),
+            "why": self.why,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class Recommendation:
+    profile: Profile
+    device: Device
+    rank_by: str  # ops_per_joule | bytes_per_joule
+    energy_basis: str  # total | active
+    scope: str
+    considered: int
+    excluded: dict[str, int]
+    ranked: list[Ranked]
+    best_per_filesystem: dict[str, Ranked]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile.name,
+            "device": self.device.to_dict(),
+            "rank_by": self.rank_by,
+            "energy_basis": self.energy_basis,
+            "power_scope": self.scope,
+            "candidates_considered": self.considered,
+            "excluded": self.excluded,
+            "notes": self.notes,
+            "recommendations": [r.to_dict() for r in self.ranked],
+            "best_per_filesystem": {fs: r.to_dict() for fs, r in self.best_per_filesystem.items()},
+        }
+
+
+@lru_cache(maxsize=1)
+def _mechanisms() -> dict[str, dict[str, str]]:
+    with open(data_dir("models") / "mechanisms.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def _mechanism(feature: str) -> dict[str, str] | None:
+    best = ""
+    for prefix in _mechanisms():
+        if feature.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return _mechanisms().get(best) if best else None
+
+
+def udev_rule(scheduler: str) -> str:
+    # Persistent scheduler choice (domain notes §5); applies to whole NVMe namespaces only.
+    return ('ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
+            f'KERNEL=="nvme[0-9]*n[0-9]*", ATTR{{queue/scheduler}}="{scheduler}"')
+
+
+def commands_for(cfg: FsConfig, device_path: str | None) -> dict[str, Any]:
+    dev = device_path or DEVICE_PLACEHOLDER
+    return {
+        "mkfs": catalog.mkfs_argv(cfg, dev),
+        "mount": catalog.mount_argv(cfg, dev, "/srv/data"),
+        "mount_options": catalog.mount_options_string(cfg),
+        "fstab": catalog.fstab_line(cfg),
+        "udev": udev_rule(cfg.scheduler),
+    }
+
+
+def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, list[str]]:
+    """Whether the profile allows this configuration's hazards; warnings for the ones it does."""
+    c = profile.constraints
+    plp = device.plp if device.plp != "unknown" else c.plp
+    warnings: list[str] = []
+    for r in catalog.risks(cfg):
+        if r.hazard == "needs-plp":
+            ok = plp == "yes" or (not c.durability and c.allow_risky)
+            extra = " (PLP confirmed)" if plp == "yes" else ""
+        elif r.hazard == "no-checksums" and "checksums" in c.features:
+            ok = False
+            extra = ""
+        else:
+            ok = (not c.durability) or c.allow_risky
+            extra = ""
+        if not ok:
+            return False, []
+        warnings.append(f"{r.option}: {r.reason}{extra}")
+    missing = set(c.features) - set(catalog.features(cfg))
+    if missing:
+        return False, []
+    return True, warnings
+
+
+def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, scope: str,
+         limit: int = 4) -> list[str]:
+    base = catalog.default_config("ext4", device.size_bytes, "none")
+    out = []
+    if cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none":
+        out.append("ext4 with defaults: the baseline every other candidate is compared with")
+    for feat, d_perf, d_opj in contributions(model, cfg, base, profile.workload, device.kind,
+                                             scope)[:limit]:
+        if abs(d_opj) < 0.01 and abs(d_perf) < 0.01:
+            continue
+        mech = _mechanism(feat)
+        text = mech["text"] if mech else feat
+        data = model.sources.get(feat, [])
+        data_txt = "; data: " + ", ".join(data[:3]) if data else "; no stored data (prior only)"
+        cite = f" ({mech['cite']}{data_txt})" if mech else f" ({data_txt[2:]})"
+        out.append(f"{text}: {math.expm1(d_opj):+.0%} ops/J, {math.expm1(d_perf):+.0%} perf "
+                   f"vs ext4 defaults [{feat}]{cite}")
+    return out
+
+
+def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
+         scope: str = "system", energy_basis: str = "total",
+         candidates: list[FsConfig] | None = None,
+         kernel_has: dict[str, bool] | None = None) -> Recommendation:
+    if energy_basis not in ("total", "active"):
+        raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
+    cands = candidates if candidates is not None else catalog.candidates(device.size_bytes)
+    w = profile.workload
+    c = profile.constraints
+    rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
+    excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
+                "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
+    kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
+    best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
+    for cfg in cands:
+        ok, warns = permitted(cfg, profile, device)
+        if not ok:
+            missing = set(c.features) - set(catalog.features(cfg))
+            excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
+            continue
+        p = predict(model, cfg, w, device, scope)
+        if energy_basis == "active":
+            idle = float(p.basis.get("idle_watts") or 0.0)
+            active_w = max(p.watts - idle, 0.05 * p.watts)
+            val = (p.iops * (w.bs_bytes if rank_by == "bytes_per_joule" else 1)) / active_w
+        else:
+            val = p.bytes_per_joule if rank_by == "bytes_per_joule" else p.ops_per_joule
+        if best_unconstrained is None or val > best_unconstrained[0]:
+            best_unconstrained = (val, cfg, p)
+        if c.min_iops is not None and p.iops < c.min_iops:
+            excluded["fails_min_iops"] += 1
+            continue
+        if c.min_mb_s is not None and p.mb_s < c.min_mb_s:
+            excluded["fails_min_mb_s"] += 1
+            continue
+        if c.max_p99_ms is not None and p.p99_latency_ms > c.max_p99_ms:
+            excluded["fails_max_p99_ms"] += 1
+            continue
+        kept.append((val, cfg, p, warns))
+    if not kept:
+        parts = [f"{k}={v}" for k, v in (("min_iops", c.min_iops), ("min_mb_s", c.min_mb_s),
+                                          ("max_p99_ms", c.max_p99_ms)) if v is not None]
+        hint = ""
+        if best_unconstrained:
+            _, cfg, p = best_unconstrained
+            hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
+                    f"p99 {p.p99_latency_ms:.2f} ms ({cfg.key()})")
+        raise FsAdvisorError(
+            f"no configuration satisfies profile {profile.name!r} "
+            f"({', '.join(parts) or 'durability/feature constraints'}; "
+            f"{len(cands)} candidates considered){hint}")
+    kept.sort(key=lambda t: -t[0])
+    kernel_has = kernel_has if kernel_has is not None else {
+        fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
+
+    def make(i: int, item) -> Ranked:
+        val, cfg, p, warns = item
+        warns = list(warns)
+        if cfg.fs == "f2fs":
+            here = "supported" if kernel_has.get("f2fs") else "NOT supported"
+            warns.append(f"f2fs: check that the target host's kernel supports f2fs "
+                         f"(/proc/filesystems); this machine's kernel: {here}")
+        if device.kind == "loop":
+            warns.append("loop device: figures describe the backing file, not an SSD")
+        return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
+                      why=_why(model, cfg, profile, device, scope), warnings=warns,
+                      commands=commands_for(cfg, device.path))
+
+    ranked = [make(i, item) for i, item in enumerate(kept[:top])]
+    best_fs: dict[str, Ranked] = {}
+    for i, item in enumerate(kept):
+        fs = item[1].fs
+        if fs not in best_fs:
+            best_fs[fs] = ranked[i] if i < len(ranked) else make(i, item)
+    notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
+             f"power level: {ranked[0].prediction.basis.get('power_level')}"]
+    if len(kept) > 1:
+        a, b = kept[0], kept[1]
+        sd = math.log(a[2].uncertainty["ops_per_joule_factor"])
+        gap = math.log(a[0] / b[0]) if b[0] > 0 else float("inf")
+        if sd > 0 and gap < sd:
+            notes.append(f"#1 and #2 differ by {math.expm1(gap):.1%}, less than the model's "
+                         f"1-sigma uncertainty ({math.expm1(sd):.0%}): probe both to decide")
+    if c.plp == "unknown" and device.plp == "unknown":
+        notes.append("PLP unknown: options that are safe only with power-loss protection "
+                     "(nobarrier, barrier=0, fsync_mode=nobarrier) were not considered")
+    return Recommendation(profile=profile, device=device, rank_by=rank_by,
+                          energy_basis=energy_basis, scope=scope, considered=len(cands),
+                          excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
+                          notes=notes)

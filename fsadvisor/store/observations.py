@@ -1,0 +1,73 @@
+"""Probe summaries as :class:`~fsadvisor.domain.Observation`, the unit the model learns from.
+
+One observation per summarised metric of each (device, configuration, workload, meter)
+summary. Raw-device baselines have no filesystem configuration and are left out, as are
+cells whose direct I/O was not honoured (domain notes 5: ext4 data=journal serves "direct"
+reads from the page cache, so such figures are not comparable with any other cell).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable
+
+from fsadvisor.domain import FsConfig, Observation, Workload
+
+NOT_COMPARABLE_FLAGS = frozenset({"direct-io-not-honoured"})
+
+# observation metric, summary metric, scale to the observation's unit, unit, energy metric?
+PROBE_METRICS = (
+    ("iops", "iops", 1.0, "IOPS", False),
+    ("mb_s", "mb_s", 1.0, "MB/s", False),
+    ("mean_latency_ms", "mean_latency_us", 1e-3, "ms", False),
+    ("p99_latency_ms", "p99_latency_us", 1e-3, "ms", False),
+    ("watts", "watts", 1.0, "W", True),
+    ("ops_per_joule", "ops_per_joule", 1.0, "ops/J", True),
+)
+# The seeds flag sources whose coefficient of variation exceeds 40% (model.py down-weights
+# notes containing "cv>40%"); probe cells are flagged the same way.
+_CV_FLAG = 0.40
+
+_WORKLOAD_FIELDS = {f.name for f in dataclasses.fields(Workload)}
+
+
+def workload_from_params(params: dict[str, Any]) -> Workload:
+    # Stored by an older fsadvisor, params may lack new fields (defaults apply) or carry
+    # removed ones (ignored).
+    return Workload(**{k: v for k, v in (params or {}).items() if k in _WORKLOAD_FIELDS})
+
+
+def _source(s: dict[str, Any]) -> str:
+    matrices = ",".join(s["matrix_ids"]) or "-"
+    ids = ",".join(str(i) for i in s["run_ids"])
+    return f"probe {matrices} run(s) {ids}"
+
+
+def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]:
+    out: list[Observation] = []
+    for s in summaries:
+        cfg = s["config"]
+        if cfg is None or NOT_COMPARABLE_FLAGS & set(s["flags"]):
+            continue
+        config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
+                               cfg["scheduler"] or "none", cfg["ag_count"])
+        workload = workload_from_params(s["workload"])
+        for metric, key, scale, unit, is_energy in PROBE_METRICS:
+            st = s[key]
+            if st["mean"] is None:
+                continue
+            note = f"n={st['n']}"
+            if st["sd"] is not None:
+                note += f", sd={st['sd'] * scale:.4g}"
+                if st["ci95_low"] is not None and st["ci95_high"] is not None:
+                    note += (f", 95% CI [{st['ci95_low'] * scale:.4g}, "
+                             f"{st['ci95_high'] * scale:.4g}]")
+                if st["mean"] and abs(st["sd"] / st["mean"]) > _CV_FLAG:
+                    note += ", cv>40%"
+            out.append(Observation(
+                source=_source(s), device_kind=s["device_kind"] or "unknown", config=config,
+                workload=workload, metric=metric, value=st["mean"] * scale, unit=unit,
+                power_scope=s["power_scope"] if is_energy else None,
+                energy_source=s["energy_source"] if is_energy else None,
+                note=note))
+    return out

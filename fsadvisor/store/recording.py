@@ -1,0 +1,153 @@
+"""Writing probe results: matrices and every repetition of every cell, the moment it ends.
+
+A probe can take hours and the machine can crash or the user can press Ctrl-C; each
+repetition is therefore committed on its own, with the host, device, configuration and
+workload it ran on de-duplicated into their own tables (a 300-cell matrix on one device
+has one device row). Failed and incomplete repetitions are stored with their error so a
+report can say what went wrong; they never enter summaries.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Iterable, Mapping
+
+from sqlite_utils import Database
+
+from fsadvisor.domain import RUN_STATUSES, Device, EnergyReading, FsConfig, RunRecord
+from fsadvisor.errors import StoreError
+from fsadvisor.store import encoding
+from fsadvisor.store.schema import METRIC_COLUMNS
+
+MATRIX_STATUSES = ("running", "done", "failed", "interrupted")
+_HOST_COLUMNS = ("hostname", "kernel", "cpu_model", "cores", "fio_version")
+
+
+def start_matrix(db: Database, plan: Mapping[str, Any], matrix_id: str | None = None) -> str:
+    try:
+        plan_json = encoding.dumps(dict(plan))
+    except TypeError as e:
+        raise StoreError(f"matrix plan cannot be stored: {e}") from e
+    matrix_id = matrix_id or time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    with db.atomic():
+        if db["matrices"].count_where("id = ?", [matrix_id]):
+            raise StoreError(f"matrix {matrix_id} already exists")
+        db["matrices"].insert({"id": matrix_id, "plan": plan_json, "started_at": time.time(),
+                               "finished_at": None, "status": "running"})
+    return matrix_id
+
+
+def finish_matrix(db: Database, matrix_id: str, status: str = "done") -> None:
+    if status not in MATRIX_STATUSES:
+        raise StoreError(f"unknown matrix status {status!r} (one of {', '.join(MATRIX_STATUSES)})")
+    with db.atomic():
+        if not db["matrices"].count_where("id = ?", [matrix_id]):
+            raise StoreError(f"no matrix {matrix_id!r} in the store")
+        db["matrices"].update(matrix_id, {"status": status, "finished_at": time.time()})
+
+
+def record_run(db: Database, rec: RunRecord,
+               samples: Iterable[Any] | None = None) -> int:
+    """Insert one repetition (and its energy reading and power samples); commit; return its id."""
+    if rec.status not in RUN_STATUSES:
+        raise StoreError(f"run status {rec.status!r} is not one of {', '.join(RUN_STATUSES)}")
+    metrics = {str(k): v for k, v in dict(rec.metrics).items()}
+    try:
+        metrics_json = encoding.dumps(metrics)
+    except TypeError as e:
+        raise StoreError(f"run metrics cannot be stored: {e}") from e
+    sample_rows = [_sample(s) for s in (samples or ())]
+    with db.atomic():
+        if rec.matrix_id is not None and not db["matrices"].count_where("id = ?", [rec.matrix_id]):
+            raise StoreError(f"run refers to matrix {rec.matrix_id!r}, which is not in the store")
+        row: dict[str, Any] = {
+            "matrix_id": rec.matrix_id,
+            "cell_key": rec.cell_key,
+            "device_id": _device_id(db, rec.device),
+            "configuration_id": None if rec.config is None else _config_id(db, rec.config),
+            "workload_id": _lookup(db, "workloads", {"name": rec.workload_name,
+                                                    "params": encoding.dumps(rec.workload)},
+                                   key_of=("name", "params")),
+            "host_id": _host_id(db, rec.host),
+            "rep": int(rec.rep),
+            "status": rec.status,
+            "error": rec.error,
+            "started_at": encoding.real_or_none(rec.started_at),
+            "wall_s": encoding.real_or_none(rec.wall_s),
+            "tool": rec.tool,
+            "command": encoding.dumps(list(rec.command)),
+            "flags": encoding.dumps(list(rec.flags)),
+            "metrics": metrics_json,
+            "raw_output": rec.raw_output,
+        }
+        row.update({m: encoding.real_or_none(metrics.get(m)) for m in METRIC_COLUMNS})
+        run_id = db["runs"].insert(row).last_pk
+        if rec.energy is not None:
+            db["energy"].insert(_energy_row(run_id, rec.energy))
+        if sample_rows:
+            db["energy_samples"].insert_all({"run_id": run_id, **s} for s in sample_rows)
+    return int(run_id)
+
+
+def _sample(s: Any) -> dict[str, float | None]:
+    """A power sample as (t_s, watts) or a mapping with t_s (or t) and watts."""
+    if isinstance(s, Mapping):
+        t, w = s.get("t_s", s.get("t")), s.get("watts")
+    else:
+        try:
+            t, w = s
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"power sample {s!r} is not (t_s, watts)") from e
+    t_s, watts = encoding.real_or_none(t), encoding.real_or_none(w)
+    if t_s is None:
+        raise StoreError(f"power sample {s!r} has no finite time")
+    return {"t_s": t_s, "watts": watts}
+
+
+def _energy_row(run_id: int, e: EnergyReading) -> dict[str, Any]:
+    real = encoding.real_or_none
+    return {"run_id": run_id, "source": e.source, "scope": e.scope, "energy_j": real(e.energy_j),
+            "avg_watts": real(e.avg_watts), "duration_s": real(e.duration_s),
+            "samples": int(e.samples), "accuracy": e.accuracy, "idle_watts": real(e.idle_watts),
+            "active_energy_j": real(e.active_energy_j),
+            "assumptions": encoding.dumps(dict(e.assumptions)), "missing": e.missing}
+
+
+def _lookup(db: Database, table: str, values: dict[str, Any],
+            key_of: tuple[str, ...] | None = None) -> int:
+    """Id of the row whose identity (``key``) matches, inserting it when new."""
+    key = encoding.digest([values[k] for k in key_of]) if key_of else values["key"]
+    found = db.execute(f"SELECT id FROM [{table}] WHERE key = ?", [key]).fetchone()
+    if found:
+        return int(found[0])
+    return int(db[table].insert({**values, "key": key}).last_pk)
+
+
+def _device_id(db: Database, d: Device) -> int:
+    # Identity is the whole description: the same path with another size or write-cache
+    # setting is another device as far as its results are concerned.
+    values = {"path": d.path, "kind": d.kind, "model": d.model, "serial": d.serial,
+              "firmware": d.firmware, "size_bytes": int(d.size_bytes), "plp": d.plp,
+              "write_cache": d.write_cache, "logical_block_size": int(d.logical_block_size),
+              "rotational": int(bool(d.rotational))}
+    return _lookup(db, "devices", values, key_of=tuple(values))
+
+
+def _config_id(db: Database, c: FsConfig) -> int:
+    return _lookup(db, "configurations", {
+        "key": c.key(), "fs": c.fs, "mkfs": encoding.dumps(dict(c.mkfs)),
+        "mount": encoding.dumps(list(c.mount)), "scheduler": c.scheduler,
+        "ag_count": None if c.ag_count is None else int(c.ag_count)})
+
+
+def _host_id(db: Database, host: Mapping[str, Any]) -> int | None:
+    if not host:
+        return None
+    values: dict[str, Any] = {k: host.get(k) for k in _HOST_COLUMNS}
+    values = {k: (v if v is None or isinstance(v, (str, int)) else str(v))
+              for k, v in values.items()}
+    cores = values["cores"]
+    values["cores"] = cores if isinstance(cores, int) and not isinstance(cores, bool) else None
+    info = encoding.dumps(dict(host))
+    return _lookup(db, "hosts", {**values, "info": info}, key_of=("info",))

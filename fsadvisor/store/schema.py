@@ -1,0 +1,146 @@
+"""The store's tables and how a file gets from whatever version it has to the current one.
+
+``PRAGMA user_version`` holds the schema version and ``PRAGMA application_id`` marks the file
+as ours, so another program's SQLite file is refused instead of being "migrated".
+``MIGRATIONS[i]`` takes a version-i file to version i+1; each runs in its own transaction
+together with the version bump, so a crash mid-migration leaves the previous version intact.
+A file newer than this code is refused: guessing at a future schema could lose measurements.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from sqlite_utils import Database
+
+from fsadvisor.errors import StoreError
+
+APPLICATION_ID = 0x46534144  # "FSAD"
+
+# Metrics common enough to be columns (queryable, indexable); every metric, these included,
+# is also kept in runs.metrics as JSON. Names follow domain.RunRecord.
+METRIC_COLUMNS = (
+    "iops", "read_iops", "write_iops", "mb_s", "read_mb_s", "write_mb_s",
+    "mean_latency_us", "p50_latency_us", "p99_latency_us", "p999_latency_us",
+    "usr_cpu_pct", "sys_cpu_pct", "host_cpu_busy_pct", "runtime_s", "ops", "bytes",
+    "write_amplification",
+)
+
+# The tidy seed rows as fsadvisor.datasets.load_rows() returns them.
+MEASUREMENT_COLUMNS = {
+    "id": str, "source": str, "citation": str, "device": str, "device_kind": str, "kernel": str,
+    "filesystem": str, "mkfs_options": str, "mount_options": str, "scheduler": str,
+    "ag_count": int, "workload": str, "metric": str, "value": float, "unit": str, "sd": float,
+    "n": int, "relative_to": str, "power_scope": str, "energy_source": str,
+    "cv_over_40pct": int, "note": str,
+}
+
+
+def _v1_results(db: Database) -> None:
+    """Every repetition of a probe with what it ran on and what it measured."""
+    db["hosts"].create({"id": int, "key": str, "hostname": str, "kernel": str, "cpu_model": str,
+                        "cores": int, "fio_version": str, "info": str},
+                       pk="id", not_null={"key"})
+    db["hosts"].create_index(["key"], unique=True)
+    db["devices"].create({"id": int, "key": str, "path": str, "kind": str, "model": str,
+                          "serial": str, "firmware": str, "size_bytes": int, "plp": str,
+                          "write_cache": str, "logical_block_size": int, "rotational": int},
+                         pk="id", not_null={"key"})
+    db["devices"].create_index(["key"], unique=True)
+    db["configurations"].create({"id": int, "key": str, "fs": str, "mkfs": str, "mount": str,
+                                 "scheduler": str, "ag_count": int},
+                                pk="id", not_null={"key", "fs"})
+    db["configurations"].create_index(["key"], unique=True)
+    db["workloads"].create({"id": int, "key": str, "name": str, "params": str},
+                           pk="id", not_null={"key", "name"})
+    db["workloads"].create_index(["key"], unique=True)
+    db["matrices"].create({"id": str, "plan": str, "started_at": float, "finished_at": float,
+                           "status": str}, pk="id")
+    columns: dict = {
+        "id": int, "matrix_id": str, "cell_key": str, "device_id": int,
+        "configuration_id": int, "workload_id": int, "host_id": int, "rep": int,
+        "status": str, "error": str, "started_at": float, "wall_s": float, "tool": str,
+        "command": str, "flags": str,
+    }
+    columns.update({m: float for m in METRIC_COLUMNS})
+    columns.update({"metrics": str, "raw_output": str})
+    db["runs"].create(columns, pk="id", not_null={"cell_key", "status", "device_id", "workload_id"},
+                      foreign_keys=[("matrix_id", "matrices", "id"),
+                                    ("device_id", "devices", "id"),
+                                    ("configuration_id", "configurations", "id"),
+                                    ("workload_id", "workloads", "id"),
+                                    ("host_id", "hosts", "id")])
+    db["energy"].create({"id": int, "run_id": int, "source": str, "scope": str,
+                         "energy_j": float, "avg_watts": float, "duration_s": float,
+                         "samples": int, "accuracy": str, "idle_watts": float,
+                         "active_energy_j": float, "assumptions": str, "missing": str},
+                        pk="id", not_null={"run_id", "source", "scope"},
+                        foreign_keys=[("run_id", "runs", "id")])
+    db["energy"].create_index(["run_id"], unique=True)
+
+
+def _v2_series_and_seeds(db: Database) -> None:
+    """Power time series per run, the shipped seed measurements, and lookups for --resume."""
+    db["energy_samples"].create({"id": int, "run_id": int, "t_s": float, "watts": float},
+                                pk="id", not_null={"run_id"},
+                                foreign_keys=[("run_id", "runs", "id")])
+    db["energy_samples"].create_index(["run_id"])
+    db["measurements"].create({"seq": int, **MEASUREMENT_COLUMNS, "extra": str}, pk="seq")
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["runs"].create_index(["matrix_id", "cell_key", "status"])
+    db["runs"].create_index(["device_id", "configuration_id", "workload_id"])
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _pragma(db: Database, name: str) -> int:
+    return int(db.execute(f"PRAGMA {name}").fetchone()[0])
+
+
+def connect(path: Path | None) -> Database:
+    """Open (creating if needed) and migrate the store at ``path``; None means in memory.
+
+    Raises StoreError, in one line, for a file that is not SQLite, not ours, or newer than
+    this code.
+    """
+    label = ":memory:" if path is None else str(path)
+    try:
+        if path is None:
+            db = Database(memory=True, execute_plugins=False)
+        else:
+            # check_same_thread=False: the TUI reads from worker threads; Store serialises
+            # access with its own lock.
+            conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False)
+            db = Database(conn, execute_plugins=False)
+        db.execute("PRAGMA foreign_keys = ON")
+        version = _pragma(db, "user_version")
+        app_id = _pragma(db, "application_id")
+        if app_id not in (0, APPLICATION_ID) or (
+                app_id == 0 and version == 0 and db.table_names()):
+            raise StoreError(f"{label} is an SQLite file but not an fsadvisor store")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{label} has store schema version {version}, newer than this "
+                             f"fsadvisor understands ({SCHEMA_VERSION}); upgrade fsadvisor")
+        if path is not None:
+            # WAL: a probe appending runs and a TUI/CLI reading them do not block each other.
+            db.enable_wal()
+        migrate(db, version)
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{label} is not a readable fsadvisor store ({one_line(e)})") from e
+    return db
+
+
+def migrate(db: Database, version: int) -> None:
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        with db.atomic():
+            MIGRATIONS[target - 1](db)
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {target}")
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or e.__class__.__name__

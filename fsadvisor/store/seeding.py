@@ -1,0 +1,100 @@
+"""The shipped seed datasets inside the store, so they can be queried and exported with runs.
+
+The rows come from :func:`fsadvisor.datasets.load_rows`; a hash of them is kept in ``meta``
+so the table is reloaded exactly when the shipped data changed (a new fsadvisor version
+with corrected transcriptions), and left alone otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from types import ModuleType
+from typing import Any
+
+from sqlite_utils import Database
+
+from fsadvisor.store import encoding
+from fsadvisor.store.schema import MEASUREMENT_COLUMNS
+
+
+def datasets_module() -> ModuleType:
+    # Looked up at call time (through sys.modules) so tests can substitute the loader.
+    return importlib.import_module("fsadvisor.datasets")
+
+
+def _dataset_files() -> list[str]:
+    from fsadvisor.resources import data_dir
+
+    try:
+        return sorted(p.name for p in data_dir("datasets").glob("*.csv"))
+    except FileNotFoundError:
+        return []
+
+
+def _measurement_row(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, kind in MEASUREMENT_COLUMNS.items():
+        v = row.get(name)
+        if kind is float:
+            v = encoding.real_or_none(v)
+        elif kind is int:
+            v = _int_or_none(v)
+        elif v is not None and not isinstance(v, str):
+            v = encoding.dumps(v)
+        out[name] = v
+    extra = {k: v for k, v in row.items() if k not in MEASUREMENT_COLUMNS}
+    out["extra"] = encoding.dumps(extra) if extra else None
+    return out
+
+
+def _int_or_none(v: Any) -> int | None:
+    if v is None or v == "":
+        return None
+    try:
+        i = int(v)
+    except (TypeError, ValueError, OverflowError):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return None
+        if not math.isfinite(x):
+            return None
+        i = int(x)
+    return i if -(1 << 63) <= i < (1 << 63) else None
+
+
+def ensure_seeded(db: Database) -> dict[str, Any]:
+    """Load the seed rows unless the same rows are already loaded; say which happened."""
+    rows = [dict(r) for r in datasets_module().load_rows()]
+    digest = encoding.digest(rows)
+    if seed_state(db).get("hash") == digest:
+        return {"loaded": False, "rows": len(rows), "hash": digest}
+    files = _dataset_files()
+    with db.atomic():
+        db.execute("DELETE FROM measurements")
+        db["measurements"].insert_all(_measurement_row(r) for r in rows)
+        db["meta"].upsert_all([
+            {"key": "datasets_hash", "value": digest},
+            {"key": "datasets_rows", "value": str(len(rows))},
+            {"key": "datasets_files", "value": encoding.dumps(files)},
+            {"key": "datasets_loaded_at", "value": str(time.time())},
+        ], pk="key")
+    return {"loaded": True, "rows": len(rows), "hash": digest}
+
+
+def seed_state(db: Database) -> dict[str, Any]:
+    """What seed data is loaded: {} when none, else files, rows, hash, loaded_at."""
+    meta = {r["key"]: r["value"] for r in db["meta"].rows_where("key LIKE 'datasets_%'")}
+    if "datasets_hash" not in meta:
+        return {}
+    return {"files": encoding.loads(meta.get("datasets_files")) or [],
+            "rows": int(meta.get("datasets_rows", 0)),
+            "hash": meta["datasets_hash"],
+            "loaded_at": float(meta["datasets_loaded_at"]) if "datasets_loaded_at" in meta
+            else None}
+
+
+def measurements(db: Database) -> list[dict[str, Any]]:
+    return list(db["measurements"].rows_where(order_by="seq"))

@@ -1,0 +1,20 @@
+"""The core must be usable without the front ends (harlequin's rule: the execution core is
+reachable without the TUI). Checked in a fresh interpreter so nothing else pre-imports them."""
+
+import subprocess
+import sys
+
+CORE = ["fsadvisor.domain", "fsadvisor.model", "fsadvisor.recommend", "fsadvisor.catalog",
+        "fsadvisor.profile", "fsadvisor.store", "fsadvisor.datasets", "fsadvisor.fio",
+        "fsadvisor.energy", "fsadvisor.device", "fsadvisor.probe", "fsadvisor.service.advice"]
+
+
+def test_core_imports_without_textual_or_typer():
+    code = (
+        "import sys, importlib\n"
+        f"for m in {CORE!r}: importlib.import_module(m)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'typer', 'click', 'rich'))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"core imported front-end packages: {out.stdout}"

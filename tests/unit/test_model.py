@@ -1,0 +1,105 @@
+"""The model learns effects from observations, and says how sure it is."""
+
+import math
+
+import numpy as np
+import pytest
+
+from fsadvisor.domain import Device, FsConfig, Observation, Workload
+from fsadvisor.model import (ModelSettings, cross_validate, fit, predict, roofline_iops)
+
+S = ModelSettings.load()
+NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")
+EXT4 = FsConfig.make("ext4")
+XFS = FsConfig.make("xfs", ag_count=4)
+XFS16 = FsConfig.make("xfs", ag_count=16)
+NOATIME = FsConfig.make("ext4", mount=("noatime",))
+
+
+def workloads():
+    for rw in ("randread", "randwrite", "randrw"):
+        for bs in (4096, 131072):
+            for jobs in (1, 4, 8):
+                yield Workload(rw=rw, bs_bytes=bs, iodepth=64, numjobs=jobs)
+
+
+def synthetic(effects: dict[FsConfig, float], kind="nvme", noise=0.02, seed=1, source="synthetic"):
+    """Absolute iops observations = roofline x exp(effect) x small noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for w in workloads():
+        roof = roofline_iops(w, kind, S)
+        for cfg, eff in effects.items():
+            v = roof * math.exp(eff + rng.normal(0, noise))
+            out.append(Observation(source=f"{source} {w.rw}", device_kind=kind, config=cfg,
+                                   workload=w, metric="iops", value=v, unit="IOPS"))
+    return out
+
+
+def test_roofline_bandwidth_bound_for_large_sequential_reads():
+    w = Workload(rw="read", bs_bytes=128 << 10, iodepth=64, numjobs=8)
+    # seed 000: ~54K IOPS / 6.6 GB/s at 128 KB, i.e. bandwidth-bound
+    assert roofline_iops(w, "nvme", S) == pytest.approx(6.6e9 / (128 << 10), rel=0.05)
+
+
+def test_fit_recovers_a_filesystem_effect_and_shrinks_uncertainty():
+    obs = synthetic({EXT4: 0.0, XFS: math.log(1.3)})
+    m = fit(obs)
+    w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
+    r = predict(m, XFS, w, NVME).iops / predict(m, EXT4, w, NVME).iops
+    assert r == pytest.approx(1.3, rel=0.05)
+    prior = fit([])
+    assert predict(m, XFS, w, NVME).uncertainty["iops_factor"] < \
+        predict(prior, XFS, w, NVME).uncertainty["iops_factor"]
+
+
+def test_relative_observations_pin_the_ratio():
+    w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
+    obs = [Observation(source="rel", device_kind="nvme", config=NOATIME, workload=w,
+                       metric="iops", value=0.25, unit="ratio-1", relative_to=EXT4)] * 5
+    m = fit(obs)
+    ratio = predict(m, NOATIME, w, NVME).iops / predict(m, EXT4, w, NVME).iops
+    # prior sd 0.35 and noise sd pull it toward 1, but the data dominate
+    assert 1.15 < ratio < 1.26
+
+
+def test_old_hardware_counts_less_than_nvme():
+    w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
+    nvme = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="nvme"))
+    hdd = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="hdd"))
+    assert nvme.coef("ag:log")[1] < hdd.coef("ag:log")[1]
+    assert predict(nvme, XFS16, w, NVME).uncertainty["iops_factor"] <= \
+        predict(hdd, XFS16, w, NVME).uncertainty["iops_factor"]
+
+
+def test_unseen_feature_keeps_prior_uncertainty():
+    m = fit(synthetic({EXT4: 0.0}))
+    w = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1)
+    btrfs = FsConfig.make("btrfs", mount=("compress=zstd:3",))
+    u_seen = predict(m, EXT4, w, NVME).uncertainty["iops_factor"]
+    u_unseen = predict(m, btrfs, w, NVME).uncertainty["iops_factor"]
+    assert u_unseen > u_seen * 1.3
+
+
+def test_ops_per_joule_ties_performance_and_power():
+    w = Workload(rw="randwrite", bs_bytes=4096, iodepth=64, numjobs=4)
+    obs = [Observation(source="w", device_kind="nvme", config=EXT4, workload=w, metric="watts",
+                       value=50.0, unit="W", power_scope="system", energy_source="meter-log")] * 4
+    obs += [Observation(source="e", device_kind="nvme", config=EXT4, workload=w,
+                        metric="ops_per_joule", value=8000.0, unit="IOPS/W",
+                        power_scope="system", energy_source="meter-log")] * 4
+    m = fit(obs)
+    p = predict(m, EXT4, w, NVME)
+    assert p.watts == pytest.approx(50, rel=0.1)
+    # log(ops/J) is the difference of the two linear blocks, so the point estimates agree exactly
+    assert p.ops_per_joule == pytest.approx(p.iops / p.watts, rel=1e-9)
+    assert p.ops_per_joule == pytest.approx(8000, rel=0.25)
+    assert p.basis["power_level"].startswith("measured")
+
+
+def test_cross_validation_beats_the_prior_on_structured_data():
+    obs = synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, source="a") + \
+        synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, seed=2, source="b")
+    rep = cross_validate(obs, folds=3)
+    assert rep["model"]["n"] > 0
+    assert rep["model"]["median_abs_log_error"] < rep["prior_only"]["median_abs_log_error"]
