@@ -249,6 +249,7 @@ class Observation:
     energy_source: str | None = None
     weight: float = 1.0
     note: str = ""
+    device_plp: str = "unknown"  # the measured device's power-loss protection, if stated
 
 
 @dataclass(frozen=True)

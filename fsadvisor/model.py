@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -35,6 +36,10 @@ from fsadvisor.resources import data_dir
 _RATE_METRICS = {"iops", "ops_per_s", "files_per_s", "db_ops_per_s", "transactions_per_s"}
 _LATENCY_MEAN_METRICS = {"mean_latency_us", "fsync_latency_us"}
 _EFFICIENCY_METRICS = {"ops_per_joule", "ai_iops_per_watt", "iops_per_watt", "energy_efficiency"}
+# Bytes per unit for bandwidth metrics, by the unit the source states (seed 002's "MB/s"
+# column is MiB/s: its harness divides by 1024*1024, so the dataset says MiB/s).
+_BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20},
+                    "gb_s": {"GB/s": 1e9, "GiB/s": 1 << 30}}
 _HISTORIC_SCHEDULERS = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
 _FAMILY = {"ext2": "ext", "ext3": "ext", "ext4": "ext"}
 
@@ -60,17 +65,25 @@ class ModelSettings:
         return ModelSettings(priors=priors, devices=devices)
 
     def prior(self, name: str) -> tuple[float, float]:
-        mean = float(self.priors.get("prior_mean", {}).get(name, 0.0))
-        best, sd = "", 1.0
-        for prefix, spec in self.priors["prior"].items():
-            if name.startswith(prefix) and len(prefix) > len(best):
-                best, sd = prefix, float(spec["sd"])
-        return mean, sd
+        """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml."""
+        cache = self.__dict__.setdefault("_prior_cache", {})
+        hit = cache.get(name)
+        if hit is None:
+            mean, best_m = 0.0, ""
+            for prefix, v in self.priors.get("prior_mean", {}).items():
+                if name.startswith(prefix) and len(prefix) > len(best_m):
+                    best_m, mean = prefix, float(v)
+            best, sd = "", 1.0
+            for prefix, spec in self.priors["prior"].items():
+                if name.startswith(prefix) and len(prefix) > len(best):
+                    best, sd = prefix, float(spec["sd"])
+            hit = cache[name] = (mean, sd)
+        return hit
 
     def weight(self, obs: Observation) -> float:
         w = self.priors["weights"]
         weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
-        if "cv>40%" in obs.note or "cv_over_40pct" in obs.note:
+        if "[cv_over_40pct]" in obs.note:
             weight *= float(w["cv_over_40pct"])
         if obs.energy_source == "estimate" and obs.metric in (
                 {"watts"} | _EFFICIENCY_METRICS):
@@ -96,12 +109,19 @@ def _fsync_per_op(w: Workload) -> float:
 def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown") -> float:
     """What the bare device could sustain for this workload: a soft minimum of the
     latency-bound (Little's law), IOPS-bound and bandwidth-bound rates."""
+    return _roofline(w, kind, settings, plp)[0]
+
+
+def _roofline(w: Workload, kind: str, settings: ModelSettings,
+              plp: str = "unknown") -> tuple[float, float]:
+    """(iops, share of per-op device latency spent in cache flushes)."""
     p = settings.device_params(kind)
     rf = w.read_pct / 100.0
     wf = 1.0 - rf
     conc = min(max(w.concurrency, 1), p["parallelism"])
     flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
-    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + _fsync_per_op(w) * flush
+    flush_us = _fsync_per_op(w) * flush
+    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
     if w.metadata_frac > 0:
         # A create/delete is a small synchronous-ish metadata update; its cost is learned.
         lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * 2 * p["write_latency_us"]
@@ -110,7 +130,7 @@ def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "u
     if w.metadata_frac < 1.0:
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
         rates.append(bw / max(w.bs_bytes, 512))
-    return float(sum(r ** -4 for r in rates) ** -0.25)
+    return float(sum(r ** -4 for r in rates) ** -0.25), flush_us / lat_us
 
 
 def _workload_terms(w: Workload) -> dict[str, float]:
@@ -217,12 +237,23 @@ def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, f
     return f
 
 
-def perf_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, float]:
+def workload_features(w: Workload, kind: str, flush_share: float) -> dict[str, float]:
+    """Corrections to the roofline's shape, learned per device kind: 2010 HDD and SATA data
+    must never bend an NVMe prediction, so each kind has its own terms. The fsync term is
+    scaled by the share of device time the roofline spends in flushes, so a workload that
+    fsyncs rarely is not treated like one that fsyncs every write."""
     t = _workload_terms(w)
+    t["fsync"] = flush_share if t["fsync"] else 0.0
     f = {f"k:{kind}": 1.0}
     for term in ("wf", "rnd", "lc", "meta", "fsync", "small", "buffered"):
         if t[term]:
-            f[f"w:{term}"] = t[term]
+            f[f"w:{kind}:{term}"] = t[term]
+    return f
+
+
+def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
+                  flush_share: float = 0.0) -> dict[str, float]:
+    f = workload_features(w, kind, flush_share)
     f.update(config_features(cfg, w, kind))
     return f
 
@@ -230,10 +261,11 @@ def perf_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, flo
 def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
                    cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
     t = _workload_terms(w)
-    f = {f"pw:{scope}": 1.0, f"pwk:{kind}": 1.0}
+    # One power level per (scope, kind): a 2010 server's 250 W says nothing about an NVMe box.
+    f = {f"pw:{scope}:{kind}": 1.0}
     for term in ("wf", "lc", "meta", "rnd"):
         if t[term]:
-            f[f"pww:{term}"] = t[term]
+            f[f"pww:{kind}:{term}"] = t[term]
     for k, v in (cfg_feats if cfg_feats is not None else config_features(cfg, w, kind)).items():
         f[f"pwf:{k}"] = v
     return f
@@ -279,7 +311,8 @@ def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
                 a[k] = a.get(k, 0.0) - v
         return {k: v for k, v in a.items() if v}
 
-    P = lambda c: perf_features(c, w, kind)  # noqa: E731
+    roof_iops, flush_share = _roofline(w, kind, s, obs.device_plp)
+    P = lambda c: perf_features(c, w, kind, flush_share)  # noqa: E731
     W = lambda c: power_features(c, w, kind, scope)  # noqa: E731
     T = lambda c: tail_features(c, w, kind)  # noqa: E731
     weight = s.weight(obs)
@@ -291,15 +324,18 @@ def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
         if obs.value <= 0:
             return []
         b = math.log(obs.value)
-    roof = 0.0 if rel else math.log(roofline_iops(w, kind, s))
+    roof = 0.0 if rel else math.log(roof_iops)
     conc = math.log(max(w.concurrency, 1))
 
-    if m in _RATE_METRICS or m == "mb_s":
-        if m == "mb_s":
+    if m in _RATE_METRICS or m in _BANDWIDTH_UNITS:
+        if m in _BANDWIDTH_UNITS:
             if w.metadata_frac >= 1.0:
                 return []
             if not rel:
-                b += math.log(1e6 / max(w.bs_bytes, 512))
+                per_unit = _BANDWIDTH_UNITS[m].get(obs.unit)
+                if per_unit is None:
+                    return []
+                b += math.log(per_unit / max(w.bs_bytes, 512))
         return [_Row(diff(P), b - roof, weight, obs.source)]
     if m in _LATENCY_MEAN_METRICS:
         a = {k: -v for k, v in diff(P).items()}
@@ -366,6 +402,12 @@ class FittedModel:
         return float(self.theta[i]), float(math.sqrt(self.cov[i, i]))
 
 
+def source_group(source: str) -> str:
+    """The table a row comes from: "Sehgal et al., FAST'10, Table 2 (004-0001)" -> without the
+    row id. Cross-validation holds out whole groups; explanations cite groups, not rows."""
+    return re.sub(r"\s*\([^()]*\d[^()]*\)$", "", source).strip() or source
+
+
 def observations_hash(observations: Sequence[Observation]) -> str:
     h = hashlib.sha256()
     for o in observations:
@@ -400,8 +442,8 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     for i, r in enumerate(rows):
         for k, v in r.a.items():
             X[i, index[k]] = v
-            if not k.startswith(("k:", "w:", "pw:", "pwk:", "pww:", "t:0")):
-                sources.setdefault(k, set()).add(r.source)
+            if not k.startswith(("k:", "w:", "pw:", "pww:", "t:0")):
+                sources.setdefault(k, set()).add(source_group(r.source))
         y[i] = r.b
         wts[i] = r.weight
     prior_mean = np.zeros(p)
@@ -434,50 +476,98 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
 Z90 = 1.6449
 
 
-def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
-            scope: str = "system", idle_watts: float | None = None) -> Prediction:
+def _combine(a: dict[str, float], b: dict[str, float], sign: float) -> dict[str, float]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0.0) + sign * v
+    return out
+
+
+class _Space:
+    """The fitted coefficients plus, appended, any feature the fit never saw (it keeps its
+    prior: mean from priors.toml, independent variance sd^2)."""
+
+    def __init__(self, model: FittedModel):
+        self.model = model
+        self.index = dict(model.index)
+        self.extra: list[str] = []
+
+    def col(self, name: str) -> int:
+        i = self.index.get(name)
+        if i is None:
+            i = self.index[name] = len(self.model.names) + len(self.extra)
+            self.extra.append(name)
+        return i
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        m = self.model
+        pri = [m.settings.prior(n) for n in self.extra]
+        theta = np.concatenate([m.theta, [p[0] for p in pri]])
+        cov = np.zeros((len(theta), len(theta)))
+        k = len(m.names)
+        cov[:k, :k] = m.cov
+        cov[range(k, len(theta)), range(k, len(theta))] = [p[1] ** 2 for p in pri]
+        return theta, cov
+
+
+def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+                 scope: str = "system", idle_watts: float | None = None) -> list[Prediction]:
+    """Predictions for many configurations of one workload on one device, vectorised: the
+    configuration features are laid out once, then mapped into each block's coefficients."""
     kind = device.kind
     s = model.settings
-    cf = config_features(cfg, w, kind)
-    pf = perf_features(cfg, w, kind)
-    wf_ = power_features(cfg, w, kind, scope, cf)
-    tf = tail_features(cfg, w, kind, cf)
-    roof = math.log(roofline_iops(w, kind, s, device.plp))
+    roof_iops, flush_share = _roofline(w, kind, s, device.plp)
+    roof = math.log(roof_iops)
+    space = _Space(model)
+    cfs = [config_features(cfg, w, kind) for cfg in cfgs]
+    cnames = sorted({k for cf in cfs for k in cf})
+    cidx = {n: j for j, n in enumerate(cnames)}
+    C = np.zeros((len(cfgs), len(cnames)))
+    for r, cf in enumerate(cfs):
+        for k, v in cf.items():
+            C[r, cidx[k]] = v
+    # Block-constant parts (identical for every configuration of this workload).
+    const = {
+        "perf": workload_features(w, kind, flush_share),
+        "power": power_features(None, w, kind, scope, {}),
+        "tail": tail_features(None, w, kind, {}),
+    }
+    # Where each configuration feature lands in each block.
+    maps = {"perf": [(j, space.col(n)) for n, j in cidx.items()],
+            "power": [(j, space.col(f"pwf:{n}")) for n, j in cidx.items()],
+            "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
+                     if n.startswith(("fs:", "sched:")) and "*" not in n]}
+    for block in const.values():
+        for n in block:
+            space.col(n)
+    theta, cov = space.moments()
+    p = len(theta)
+
+    def design(block: str) -> np.ndarray:
+        X = np.zeros((len(cfgs), p))
+        for n, v in const[block].items():
+            X[:, space.col(n)] += v
+        for j, col in maps[block]:
+            X[:, col] += C[:, j]
+        return X
+
+    Xp, Xw, Xt = design("perf"), design("power"), design("tail")
     noise2 = model.noise_sd ** 2
 
-    mu_p, var_p = model._mean_var(pf)
-    mu_p += roof
-    mu_w, var_w = model._mean_var(wf_)
-    opj = dict(pf)
-    for k, v in wf_.items():
-        opj[k] = opj.get(k, 0.0) - v
-    mu_e, var_e = model._mean_var(opj)
-    mu_e += roof
-    lat = {k: -v for k, v in pf.items()}
-    for k, v in tf.items():
-        lat[k] = lat.get(k, 0.0) + v
-    mu_t, var_t = model._mean_var(lat)
-    conc = max(w.concurrency, 1)
-    mu_t += math.log(conc) - roof + math.log(1000.0)  # log p99 in ms
+    def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return X @ theta, np.sum((X @ cov) * X, axis=1)
 
-    iops = math.exp(mu_p)
-    watts = math.exp(mu_w)
-    ops_per_joule = math.exp(mu_e)
-    p99_ms = math.exp(mu_t)
-    mean_ms = conc / iops * 1000.0
-    bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
-    sd_p, sd_e = math.sqrt(var_p + noise2), math.sqrt(var_e + noise2)
-    sd_t, sd_w = math.sqrt(var_t + noise2), math.sqrt(var_w + noise2)
+    mu_p, var_p = mv(Xp)
+    mu_w, var_w = mv(Xw)
+    mu_e, var_e = mv(Xp - Xw)
+    mu_t, var_t = mv(Xt - Xp)
+    conc = max(w.concurrency, 1)
+    mu_p = mu_p + roof
+    mu_e = mu_e + roof
+    mu_t = mu_t + math.log(conc) - roof + math.log(1000.0)  # log p99 in ms
+    sd_p, sd_e = np.sqrt(var_p + noise2), np.sqrt(var_e + noise2)
+    sd_t, sd_w = np.sqrt(var_t + noise2), np.sqrt(var_w + noise2)
     measured = model.measured_power.get(f"{scope}/{kind}", 0)
-    unc = {
-        "model": "log-normal; factor = exp(1 sd), interval = 90%",
-        "iops_factor": math.exp(sd_p),
-        "iops_90": [math.exp(mu_p - Z90 * sd_p), math.exp(mu_p + Z90 * sd_p)],
-        "ops_per_joule_factor": math.exp(sd_e),
-        "ops_per_joule_90": [math.exp(mu_e - Z90 * sd_e), math.exp(mu_e + Z90 * sd_e)],
-        "p99_latency_ms_90": [math.exp(mu_t - Z90 * sd_t), math.exp(mu_t + Z90 * sd_t)],
-        "watts_90": [math.exp(mu_w - Z90 * sd_w), math.exp(mu_w + Z90 * sd_w)],
-    }
     if idle_watts is None:
         idle_watts = float(s.priors["idle_watts"].get(scope, 0.0))
     basis = {
@@ -486,11 +576,38 @@ def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
                        f"{measured} measured absolute power observations)",
         "idle_watts": idle_watts,
     }
-    return Prediction(iops=iops, mb_s=iops * bs / 1e6, mean_latency_ms=mean_ms,
-                      p99_latency_ms=p99_ms, watts=watts, ops_per_joule=ops_per_joule,
-                      bytes_per_joule=ops_per_joule * bs, uncertainty=unc, power_scope=scope,
-                      energy_source="model" if measured else "model (assumed power level)",
-                      basis=basis)
+    bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
+    ex = np.exp
+    iops, opj, watts, p99 = ex(mu_p), ex(mu_e), ex(mu_w), ex(mu_t)
+    lo_p, hi_p = ex(mu_p - Z90 * sd_p), ex(mu_p + Z90 * sd_p)
+    lo_e, hi_e = ex(mu_e - Z90 * sd_e), ex(mu_e + Z90 * sd_e)
+    lo_t, hi_t = ex(mu_t - Z90 * sd_t), ex(mu_t + Z90 * sd_t)
+    lo_w, hi_w = ex(mu_w - Z90 * sd_w), ex(mu_w + Z90 * sd_w)
+    f_p, f_e = ex(sd_p), ex(sd_e)
+    source = "model" if measured else "model (assumed power level)"
+    out = []
+    for i in range(len(cfgs)):
+        unc = {
+            "model": "log-normal; factor = exp(1 sd), interval = 90%",
+            "iops_factor": float(f_p[i]),
+            "iops_90": [float(lo_p[i]), float(hi_p[i])],
+            "ops_per_joule_factor": float(f_e[i]),
+            "ops_per_joule_90": [float(lo_e[i]), float(hi_e[i])],
+            "p99_latency_ms_90": [float(lo_t[i]), float(hi_t[i])],
+            "watts_90": [float(lo_w[i]), float(hi_w[i])],
+        }
+        io = float(iops[i])
+        out.append(Prediction(
+            iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
+            p99_latency_ms=float(p99[i]), watts=float(watts[i]), ops_per_joule=float(opj[i]),
+            bytes_per_joule=float(opj[i]) * bs, uncertainty=unc, power_scope=scope,
+            energy_source=source, basis=basis))
+    return out
+
+
+def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
+            scope: str = "system", idle_watts: float | None = None) -> Prediction:
+    return predict_many(model, [cfg], w, device, scope, idle_watts)[0]
 
 
 def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload,
@@ -518,17 +635,18 @@ def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: in
     data the model has not seen, not interpolation within one table). Reports the error of
     absolute performance predictions and of relative option effects on held-out rows."""
     s = settings or ModelSettings.load()
-    groups = sorted({o.source for o in observations})
+    groups = sorted({source_group(o.source) for o in observations})
     rng = np.random.default_rng(seed)
     order = list(rng.permutation(len(groups)))
     k = max(2, min(folds, len(groups)))
     fold_of = {groups[j]: pos % k for pos, j in enumerate(order)}
+    group = {o.source: source_group(o.source) for o in observations}
     errs: list[float] = []
     base_errs: list[float] = []
     per_metric: dict[str, list[float]] = {}
     for f in range(k):
-        train = [o for o in observations if fold_of[o.source] != f]
-        test = [o for o in observations if fold_of[o.source] == f]
+        train = [o for o in observations if fold_of[group[o.source]] != f]
+        test = [o for o in observations if fold_of[group[o.source]] == f]
         if not train or not test:
             continue
         m = fit(train, s)

@@ -20,7 +20,7 @@ from typing import Any
 from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.model import FittedModel, contributions, predict
+from fsadvisor.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -35,6 +35,7 @@ class Ranked:
     why: list[str]
     warnings: list[str]
     commands: dict[str, Any]
+    scheduler_alternatives: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.prediction
@@ -48,6 +49,7 @@ class Ranked:
             "fstab": self.commands["fstab"],
             "scheduler": self.config.scheduler,
             "scheduler_udev_rule": self.commands["udev"],
+            "scheduler_alternatives": self.scheduler_alternatives,
             "ag_count": self.config.ag_count if self.config.fs == "xfs" else None,
             "config": self.config.to_dict(),
             "score": self.score,
@@ -174,15 +176,18 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
-    kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
-    best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
+    allowed: list[tuple[FsConfig, list[str]]] = []
     for cfg in cands:
         ok, warns = permitted(cfg, profile, device)
         if not ok:
             missing = set(c.features) - set(catalog.features(cfg))
             excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
             continue
-        p = predict(model, cfg, w, device, scope)
+        allowed.append((cfg, warns))
+    preds = predict_many(model, [a[0] for a in allowed], w, device, scope)
+    kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
+    best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
+    for (cfg, warns), p in zip(allowed, preds):
         if energy_basis == "active":
             idle = float(p.basis.get("idle_watts") or 0.0)
             active_w = max(p.watts - idle, 0.05 * p.watts)
@@ -214,6 +219,19 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
+    # The same filesystem configuration under four schedulers is one choice with a scheduler
+    # knob, not four recommendations: keep the best scheduler, report the others' scores.
+    alternatives: dict[FsConfig, dict[str, float]] = {}
+    distinct: list[tuple[float, FsConfig, Prediction, list[str]]] = []
+    for item in kept:
+        bare = item[1].with_(scheduler="none")
+        if bare in alternatives:
+            best = alternatives[bare]["_best"]
+            alternatives[bare][item[1].scheduler] = item[0] / best if best else 0.0
+            continue
+        alternatives[bare] = {"_best": item[0]}
+        distinct.append(item)
+    kept = distinct
     kernel_has = kernel_has if kernel_has is not None else {
         fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
@@ -226,9 +244,11 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                          f"(/proc/filesystems); this machine's kernel: {here}")
         if device.kind == "loop":
             warns.append("loop device: figures describe the backing file, not an SSD")
+        alts = {k: round(v, 4) for k, v in alternatives[cfg.with_(scheduler="none")].items()
+                if k != "_best"}
         return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
                       why=_why(model, cfg, profile, device, scope), warnings=warns,
-                      commands=commands_for(cfg, device.path))
+                      commands=commands_for(cfg, device.path), scheduler_alternatives=alts)
 
     ranked = [make(i, item) for i, item in enumerate(kept[:top])]
     best_fs: dict[str, Ranked] = {}

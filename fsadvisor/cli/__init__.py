@@ -49,7 +49,8 @@ def _register() -> None:
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
 
 
 def main() -> None:

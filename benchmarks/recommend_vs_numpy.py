@@ -1,0 +1,59 @@
+"""Benchmark: `fsadvisor recommend --json` over >= 1,000 candidates vs `python3 -c 'import numpy'`.
+
+Covers: the whole offline path (start-up, store open, model fit, ranking, JSON out).
+Scenario: both commands run alternately in one process tree, REPEATS times each, on the same
+machine; the ratio of medians is printed. Target (issue #2): at most 3x.
+
+    python benchmarks/recommend_vs_numpy.py [--repeats 7] [--profile oltp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPEATS = 7  # runs per command; the median damps one-off scheduler noise on 2 cores
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return time.perf_counter() - t0, out.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=REPEATS)
+    ap.add_argument("--profile", default="oltp")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="fsadvisor-bench-")
+    env = dict(os.environ, FSADVISOR_DB=os.path.join(tmp, "bench.db"))
+    exe = shutil.which("fsadvisor")
+    rec = ([exe] if exe else [sys.executable, "-m", "fsadvisor.cli"]) + [
+        "recommend", "--profile", args.profile, "--json"]
+    numpy_cmd = [sys.executable, "-c", "import numpy"]
+    try:
+        _, first = timed(rec, env)  # seeds the store once, like a user's first run
+        considered = json.loads(first)["candidates_considered"]
+        t_rec, t_np = [], []
+        for _ in range(args.repeats):
+            t_np.append(timed(numpy_cmd, env)[0])
+            t_rec.append(timed(rec, env)[0])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    m_rec, m_np = statistics.median(t_rec), statistics.median(t_np)
+    print(f"candidates considered:            {considered}")
+    print(f"python3 -c 'import numpy' median: {m_np * 1000:8.1f} ms")
+    print(f"fsadvisor recommend --json median: {m_rec * 1000:8.1f} ms")
+    print(f"ratio:                            {m_rec / m_np:8.2f}x   (target <= 3x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from fsadvisor.cli import main
+
+main()
