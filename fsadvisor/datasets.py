@@ -431,3 +431,16 @@ def load_observations(directory: str | Path | None = None, *,
     workloads = load_workloads(base)
     return [observation(r, workloads) for r in _load_rows(base, workloads)
             if not (r["tags"] & excluded)]
+
+
+def fingerprint(directory: str | Path | None = None) -> str:
+    """A cheap identity of the shipped data (file names and bytes), so callers can tell
+    whether anything changed without parsing and validating every row."""
+    import hashlib
+
+    base = _resolve(directory)
+    h = hashlib.sha256()
+    for p in sorted([*base.glob("*.csv"), base / "workloads.toml"]):
+        if p.is_file():
+            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]

@@ -123,6 +123,9 @@ def _check_node(node: Any) -> dict:
         raise DeviceRefused(f"cannot parse lsblk output: mountpoints of {node['name']} is not a list")
     if node.get("path") is not None and not isinstance(node["path"], str):
         raise DeviceRefused(f"cannot parse lsblk output: path of {node['name']} is not a string")
+    for key in ("size", "log-sec"):
+        if node.get(key) is not None and (not isinstance(node[key], int) or node[key] < 0):
+            raise DeviceRefused(f"cannot parse lsblk output: {key} of {node['name']} is not a byte count")
     children = node.get("children", [])
     if not isinstance(children, list):
         raise DeviceRefused(f"cannot parse lsblk output: children of {node['name']} is not a list")
@@ -138,7 +141,10 @@ def parse_lsblk(text: str) -> list[dict]:
     devs = _json_obj(text, "lsblk").get("blockdevices")
     if not isinstance(devs, list):
         raise DeviceRefused("cannot parse lsblk output: no blockdevices list")
-    return [_check_node(d) for d in devs]
+    try:
+        return [_check_node(d) for d in devs]
+    except RecursionError:
+        raise DeviceRefused("cannot parse lsblk output: nested too deeply") from None
 
 
 def walk(node: dict) -> list[dict]:
@@ -351,9 +357,6 @@ def set_scheduler(dev: str, name: str, host: Host = HOST) -> str:
         (node.queue_dir / "scheduler").write_text(name)
     except OSError as e:
         raise ConfigError(f"cannot set scheduler {name!r} on {disk}: {e.strerror}") from None
-    now, _ = read_scheduler(dev, host)
-    if now != name:
-        raise ConfigError(f"scheduler of {disk} is {now!r} after selecting {name!r}")
     return current
 
 
@@ -409,14 +412,17 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
     size_bytes = int(size_text) * 512 if size_text and size_text.isdigit() else int(info.get("size") or 0)
     lbs_text = _read(q / "logical_block_size")
     lbs = int(lbs_text) if lbs_text and lbs_text.isdigit() else int(info.get("log-sec") or 512)
-    kind = device_kind(node.parent or node.name, rotational, info.get("tran"))
+
+    def told(key: str) -> str:
+        return info[key] if isinstance(info.get(key), str) else ""
+
+    kind = device_kind(node.parent or node.name, rotational, told("tran") or None)
     ident = _nvme_identity(real, host) if kind == "nvme" else {}
     dev_dir = disk_dir / "device"
-    model = ident.get("model") or _read(dev_dir / "model") or info.get("model") or ""
-    serial = (ident.get("serial") or _read(dev_dir / "serial") or _read(disk_dir / "serial")
-              or info.get("serial") or "")
+    model = ident.get("model") or _read(dev_dir / "model") or told("model")
+    serial = ident.get("serial") or _read(dev_dir / "serial") or _read(disk_dir / "serial") or told("serial")
     firmware = (ident.get("firmware") or _read(dev_dir / "firmware_rev") or _read(dev_dir / "rev")
-                or info.get("rev") or "")
+                or told("rev"))
     return Device(path=real, size_bytes=size_bytes, kind=kind, model=model.strip(),
                   serial=serial.strip(), firmware=firmware.strip(), plp=plp,
                   logical_block_size=lbs, write_cache=_read(q / "write_cache") or "unknown",
@@ -462,7 +468,6 @@ class DeviceFacts:
     children: list[dict] = field(default_factory=list)  # lsblk descendants: partitions, dm/md
     holders: dict[str, list[str]] = field(default_factory=dict)  # kernel name -> holders
     mounted: list[tuple[str, str]] = field(default_factory=list)  # (device path, mountpoint)
-    swap: list[str] = field(default_factory=list)  # device paths in use as swap
     protected: list[tuple[str, str, str]] = field(default_factory=list)  # (mountpoint, source, disk)
     readable: bool = True
     signatures: list[str] = field(default_factory=list)
@@ -540,12 +545,9 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
         return os.path.realpath(source) in paths or _rdev(source) in rdevs
 
     facts.mounted = _mounted(family, ours, host)
+    # A device sharing a physical disk with /, /boot or active swap is refused whatever else
+    # holds; a swap file is covered by the mount of the filesystem it lives in.
     swaps = parse_swaps(_read_proc("swaps", host))
-    mine = [s for s in swaps if ours(s)]
-    mine += [n.get("path") or f"/dev/{n['name']}" for n in family if "[SWAP]" in n["mountpoints"]]
-    facts.swap = sorted({os.path.realpath(s) for s in mine})
-
-    # A device sharing a physical disk with /, /boot or swap is refused whatever else holds.
     my_disks = _disks(lsblk(real, host, columns="NAME,PATH,TYPE", inverse=True))
     guarded = [(m, src) for m in PROTECTED_MOUNTPOINTS for src in _sources(m, host)]
     guarded += [("swap", s) for s in swaps if _rdev(s) is not None]
@@ -557,7 +559,9 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
     return facts
 
 
-def _signatures(dev: str, host: Host) -> list[str]:
+def read_signatures(dev: str, host: Host = HOST) -> list[str]:
+    """Filesystem, partition-table and RAID/LVM-member signatures on ``dev`` (blkid and
+    wipefs, both read-only here); a tool that cannot read the device is a refusal."""
     proc = run_tool(["blkid", "-p", "-o", "export", dev], host)
     # 2 = nothing found, but blkid also says 2 for "Permission denied": stderr tells them apart.
     if proc.returncode not in (0, 2, 8) or proc.stderr.strip():
@@ -579,8 +583,9 @@ def _refuse(f: DeviceFacts, reason: str) -> Verdict:
 def judge(f: DeviceFacts, force: bool = False) -> Verdict:
     """Decide on gathered facts; the gravest reason wins. Only signatures yield to ``force``."""
     dev = f.resolved if f.resolved == f.path else f"{f.path} (-> {f.resolved})"
-    for what, src, disk in f.protected:
-        role = "holds /" if what == "/" else "is active swap" if what == "swap" else f"holds {what}"
+    if f.protected:
+        what, src, disk = f.protected[0]
+        role = "holds /" if what == "/" else "is active swap (/proc/swaps)" if what == "swap" else f"holds {what}"
         if src == f.resolved:
             return _refuse(f, f"{dev} {role}; never probed")
         return _refuse(f, f"{dev} is on disk {disk}, whose {src} {role}; never probed")
@@ -588,9 +593,6 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
         src, mnt = f.mounted[0]
         on = "" if src == f.resolved else f" through {src}"
         return _refuse(f, f"{dev} is mounted{on} on {mnt}; unmount it first")
-    if f.swap:
-        on = "" if f.swap[0] == f.resolved else f" through {f.swap[0]}"
-        return _refuse(f, f"{dev} is in use as swap{on} (/proc/swaps); swapoff it first")
     if f.holders:
         name, hs = sorted(f.holders.items())[0]
         return _refuse(f, f"{dev} is held by {', '.join(hs)} (holders of {name}: LVM, md or dm); never probed")
@@ -637,7 +639,7 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST) -> Verdict
         verdict = judge(facts, force=True)
         if not verdict.ok:
             return verdict
-        facts.signatures = _signatures(facts.resolved, host)
+        facts.signatures = read_signatures(facts.resolved, host)
     except DeviceRefused as e:
         real = os.path.realpath(os.fspath(path))
         return Verdict(False, str(e), real if os.path.exists(real) else None, False, [])

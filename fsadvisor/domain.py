@@ -241,7 +241,7 @@ class Observation:
     device_kind: str
     config: FsConfig
     workload: Workload
-    metric: str  # iops | mb_s | p99_latency_ms | mean_latency_ms | watts | ops_per_joule
+    metric: str  # iops | ops_per_s | mb_s | p99_latency_us | mean_latency_us | watts | ops_per_joule ...
     value: float
     unit: str
     relative_to: FsConfig | None = None

@@ -21,10 +21,12 @@ prediction its uncertainty; :func:`cross_validate` reports the real out-of-sampl
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -50,19 +52,47 @@ def _family(fs: str) -> str:
 
 # --------------------------------------------------------------------------- parameters
 
+# Coefficients describing configurations (as opposed to devices and workload shapes): the
+# ones whose prior width `calibrate` tunes by cross-validation.
+CONFIG_PREFIXES = ("fs:", "opt:", "ag:", "sched:", "pwf:", "t:fs:", "t:sched:")
+PRIOR_SCALES = (0.1, 0.25, 0.5, 1.0)
+
+
+def calibration_path() -> Path:
+    """Where `calibrate` writes the user's calibration (preferred over the shipped one)."""
+    import platformdirs
+    return Path(platformdirs.user_data_dir("fsadvisor")) / "calibration.json"
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     priors: dict[str, Any]
     devices: dict[str, dict[str, float]]
+    prior_scale: float = 1.0  # multiplies the prior sd of configuration effects
+    calibration_source: str = "none"
 
     @staticmethod
-    def load() -> "ModelSettings":
+    def load(prior_scale: float | None = None) -> "ModelSettings":
         d = data_dir("models")
         with open(d / "priors.toml", "rb") as f:
             priors = tomllib.load(f)
         with open(d / "devices.toml", "rb") as f:
             devices = tomllib.load(f)
-        return ModelSettings(priors=priors, devices=devices)
+        source = "argument"
+        if prior_scale is None:
+            prior_scale, source = 1.0, "none (priors.toml as written)"
+            for cand in (calibration_path(), d / "calibration.json"):
+                try:
+                    prior_scale = float(json.loads(cand.read_text())["prior_scale"])
+                    source = str(cand)
+                    break
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+        return ModelSettings(priors=priors, devices=devices, prior_scale=prior_scale,
+                             calibration_source=source)
+
+    def scaled(self, prior_scale: float) -> "ModelSettings":
+        return ModelSettings(self.priors, self.devices, prior_scale, "argument")
 
     def prior(self, name: str) -> tuple[float, float]:
         """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml."""
@@ -77,13 +107,15 @@ class ModelSettings:
             for prefix, spec in self.priors["prior"].items():
                 if name.startswith(prefix) and len(prefix) > len(best):
                     best, sd = prefix, float(spec["sd"])
+            if name.startswith(CONFIG_PREFIXES):
+                sd *= self.prior_scale
             hit = cache[name] = (mean, sd)
         return hit
 
     def weight(self, obs: Observation) -> float:
         w = self.priors["weights"]
         weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
-        if "[cv_over_40pct]" in obs.note:
+        if "[cv_over_40pct]" in obs.note or "cv>40%" in obs.note:
             weight *= float(w["cv_over_40pct"])
         if obs.energy_source == "estimate" and obs.metric in (
                 {"watts"} | _EFFICIENCY_METRICS):
@@ -408,6 +440,37 @@ def source_group(source: str) -> str:
     return re.sub(r"\s*\([^()]*\d[^()]*\)$", "", source).strip() or source
 
 
+def save_model(m: FittedModel, path: Path) -> None:
+    """Cache a fit (numpy arrays + JSON metadata in one .npz) for the next process."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
+            "n_observations": m.n_observations, "sources": m.sources,
+            "data_hash": m.data_hash, "measured_power": m.measured_power}
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, theta=m.theta, cov=m.cov, meta=np.array(json.dumps(meta)))
+    tmp.replace(path)
+
+
+def load_model(path: Path, settings: ModelSettings) -> FittedModel | None:
+    try:
+        with np.load(path) as z:
+            meta = json.loads(str(z["meta"]))
+            theta, cov = z["theta"], z["cov"]
+    except (OSError, ValueError, KeyError):
+        return None
+    names = meta["names"]
+    return FittedModel(names=names, index={n: i for i, n in enumerate(names)}, theta=theta,
+                       cov=cov, noise_sd=meta["noise_sd"], settings=settings,
+                       n_rows=meta["n_rows"], n_observations=meta["n_observations"],
+                       sources=meta["sources"], data_hash=meta["data_hash"],
+                       measured_power=meta["measured_power"])
+
+
+def settings_fingerprint(s: ModelSettings) -> str:
+    return hashlib.sha256(json.dumps([s.priors, s.devices, s.prior_scale], sort_keys=True,
+                                     default=str).encode()).hexdigest()[:16]
+
+
 def observations_hash(observations: Sequence[Observation]) -> str:
     h = hashlib.sha256()
     for o in observations:
@@ -630,17 +693,22 @@ def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload
 # --------------------------------------------------------------------------- validation
 
 def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: int = 0,
-                   settings: ModelSettings | None = None) -> dict[str, Any]:
-    """Group k-fold by source (a whole table is held out at once, so a fold tests transfer to
-    data the model has not seen, not interpolation within one table). Reports the error of
-    absolute performance predictions and of relative option effects on held-out rows."""
+                   settings: ModelSettings | None = None,
+                   group_by: str = "source") -> dict[str, Any]:
+    """k-fold cross-validation. ``group_by="source"`` holds out whole source tables at once,
+    so a fold tests transfer to data from a study the model has not seen; ``"row"`` holds out
+    random rows, testing interpolation within studies it has seen. Reports the held-out error
+    of every equation (absolute levels and relative effects) against a prior-only model."""
     s = settings or ModelSettings.load()
-    groups = sorted({source_group(o.source) for o in observations})
+    if group_by not in ("source", "row"):
+        raise ValueError(f"group_by must be 'source' or 'row', not {group_by!r}")
+    key = source_group if group_by == "source" else (lambda src: src)
+    groups = sorted({key(o.source) for o in observations})
     rng = np.random.default_rng(seed)
     order = list(rng.permutation(len(groups)))
     k = max(2, min(folds, len(groups)))
     fold_of = {groups[j]: pos % k for pos, j in enumerate(order)}
-    group = {o.source: source_group(o.source) for o in observations}
+    group = {o.source: key(o.source) for o in observations}
     errs: list[float] = []
     base_errs: list[float] = []
     per_metric: dict[str, list[float]] = {}
@@ -668,6 +736,22 @@ def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: in
                 "median_factor": float(math.exp(np.median(a))),
                 "p90_factor": float(math.exp(np.quantile(a, 0.9)))}
 
-    return {"folds": k, "grouped_by": "source table", "model": summary(errs),
+    return {"folds": k, "grouped_by": "source table" if group_by == "source" else "row",
+            "prior_scale": s.prior_scale, "model": summary(errs),
             "prior_only": summary(base_errs),
             "per_metric": {m: summary(v) for m, v in sorted(per_metric.items())}}
+
+
+def choose_prior_scale(observations: Sequence[Observation], folds: int = 5,
+                       settings: ModelSettings | None = None) -> tuple[float, list[dict]]:
+    """Empirical Bayes by cross-validation: the width of the configuration-effect priors that
+    predicts held-out source tables best. Wide priors trust each study's effects; narrow ones
+    say "effects seen in one study do not carry over"; the data choose."""
+    base = settings or ModelSettings.load()
+    table = []
+    for scale in PRIOR_SCALES:
+        rep = cross_validate(observations, folds=folds, settings=base.scaled(scale))
+        table.append({"prior_scale": scale, **rep["model"]})
+    best = min((r for r in table if r.get("n")), key=lambda r: r["median_abs_log_error"],
+               default={"prior_scale": 1.0})
+    return float(best["prior_scale"]), table

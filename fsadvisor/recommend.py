@@ -121,23 +121,29 @@ def commands_for(cfg: FsConfig, device_path: str | None) -> dict[str, Any]:
 
 
 def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, list[str]]:
-    """Whether the profile allows this configuration's hazards; warnings for the ones it does."""
+    """Whether the profile allows this configuration's hazards; warnings for the ones it does.
+
+    Power-loss protection is "unknown" unless the user says so, and while it is unknown
+    nothing risky is recommended at all (a decision of this project, stricter than the
+    catalog's own "allow_risky" escape). With PLP confirmed, flush-skipping options are safe
+    (seed 002); other hazards still need the profile to waive durability or allow risk."""
     c = profile.constraints
     plp = device.plp if device.plp != "unknown" else c.plp
     warnings: list[str] = []
     for r in catalog.risks(cfg):
+        if plp == "unknown":
+            return False, []
         if r.hazard == "needs-plp":
-            ok = plp == "yes" or (not c.durability and c.allow_risky)
-            extra = " (PLP confirmed)" if plp == "yes" else ""
+            ok = plp == "yes"
         elif r.hazard == "no-checksums" and "checksums" in c.features:
             ok = False
-            extra = ""
         else:
-            ok = (not c.durability) or c.allow_risky
-            extra = ""
+            ok = r.permitted(c, plp)
         if not ok:
             return False, []
-        warnings.append(f"{r.option}: {r.reason}{extra}")
+        warnings.append(f"{r.option}: {r.reason}"
+                        + (" — acceptable here: PLP confirmed" if r.hazard == "needs-plp"
+                           else f" — acceptable here because {r.acceptable_if}"))
     missing = set(c.features) - set(catalog.features(cfg))
     if missing:
         return False, []
@@ -170,7 +176,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
          kernel_has: dict[str, bool] | None = None) -> Recommendation:
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
-    cands = candidates if candidates is not None else catalog.candidates(device.size_bytes)
+    cands = candidates if candidates is not None else catalog.candidates(
+        device.size_bytes, sector_size=device.logical_block_size)
     w = profile.workload
     c = profile.constraints
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
@@ -266,8 +273,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             notes.append(f"#1 and #2 differ by {math.expm1(gap):.1%}, less than the model's "
                          f"1-sigma uncertainty ({math.expm1(sd):.0%}): probe both to decide")
     if c.plp == "unknown" and device.plp == "unknown":
-        notes.append("PLP unknown: options that are safe only with power-loss protection "
-                     "(nobarrier, barrier=0, fsync_mode=nobarrier) were not considered")
+        notes.append("PLP unknown: no option with a durability hazard was considered (say "
+                     "--plp yes or no to widen the search)")
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,

@@ -29,8 +29,8 @@ XFS_MIN_AGCOUNT = 2
 BTRFS_MIN_DEVICE_BYTES = 114_294_784
 # mkfs.f2fs 1.15 needs 52 MiB, 57 MiB with every feature (verified); round up to be safe.
 F2FS_MIN_DEVICE_BYTES = 64 * MIB
-# Sector size assumed when the device's is not known: 4 KiB (4Kn NVMe) is the larger header and
-# so the stricter rule; a range computed with it is valid on 512-byte-sector devices too.
+# Sector size assumed for the AG headers when the device's is not known: 4 KiB (4Kn NVMe) is the
+# larger header and so the stricter rule; a range computed with it holds on 512-byte sectors too.
 DEFAULT_SECTOR_BYTES = 4096
 
 MIN_DEVICE_BYTES = {"xfs": XFS_MIN_DEVICE_BYTES, "btrfs": BTRFS_MIN_DEVICE_BYTES,
@@ -41,8 +41,9 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def xfs_min_ag_blocks(block_size: int = 4096, sector_size: int = DEFAULT_SECTOR_BYTES) -> int:
+def xfs_min_ag_blocks(block_size: int = 4096, sector_size: int | None = None) -> int:
     """Smallest AG (in blocks) that can hold the 64 MiB internal log."""
+    sector_size = sector_size or DEFAULT_SECTOR_BYTES
     return XFS_MIN_LOG_BYTES // block_size + _ceil_div(4 * sector_size, block_size) + 10
 
 
@@ -52,8 +53,9 @@ def xfs_max_ag_blocks(block_size: int = 4096) -> int:
 
 
 def ag_count_range(device_size_bytes: int, block_size: int = 4096,
-                   sector_size: int = DEFAULT_SECTOR_BYTES) -> tuple[int, int]:
-    """(lo, hi): every agcount mkfs.xfs accepts for this size. ConfigError if none exists."""
+                   sector_size: int | None = None) -> tuple[int, int]:
+    """(lo, hi): every agcount mkfs.xfs accepts for this size (and logical sector size, when
+    known; unknown assumes 4 KiB, the stricter case). ConfigError if none exists."""
     if device_size_bytes < XFS_MIN_DEVICE_BYTES:
         raise ConfigError(f"xfs: device of {device_size_bytes} bytes is below mkfs.xfs's "
                           f"300 MiB minimum")

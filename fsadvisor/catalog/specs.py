@@ -9,6 +9,7 @@ it, so a configuration always means what it says.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -169,16 +170,17 @@ def _pow2_size(lo: int, hi: int) -> Callable[[str], str]:
 
 def _levelled(algos: dict[str, tuple[int, int] | None]) -> Callable[[str], str]:
     """``algo`` or ``algo:level`` with the level inside the algorithm's range."""
+    allowed = "|".join(f"{a}[:{r[0]}..{r[1]}]" if r else a for a, r in algos.items())
+
     def check(v: str) -> str:
         algo, sep, level = v.partition(":")
-        if algo not in algos:
-            raise ValueError("one of " + "|".join(
-                f"{a}[:{r[0]}..{r[1]}]" if r else a for a, r in algos.items()))
-        rng = algos[algo]
+        rng = algos.get(algo, ())
+        if rng == ():
+            raise ValueError(allowed)
         if not sep:
             return algo
         if rng is None or not _DIGITS.fullmatch(level) or not rng[0] <= int(level) <= rng[1]:
-            raise ValueError(f"{algo} takes " + (f"a level {rng[0]}..{rng[1]}" if rng else "no level"))
+            raise ValueError(allowed)
         return f"{algo}:{int(level)}"
     return check
 
@@ -292,9 +294,17 @@ def parse_mount_option(fs: str, text: Any) -> tuple[MountOption, str]:
     """(spec, canonical text) for one native option string, or a one-line ConfigError."""
     if not isinstance(text, str):
         raise ConfigError(f"{fs}: mount option {text!r} is not a string")
+    return _parse_mount_option(fs, text)
+
+
+_BLANK = re.compile(r"\s")
+
+
+@functools.lru_cache(maxsize=4096)  # candidates() parses the same few dozen strings thousands of times
+def _parse_mount_option(fs: str, text: str) -> tuple[MountOption, str]:
     key, sep, value = text.partition("=")
     spec = MOUNT_OPTIONS[fs].get(key)
-    if spec is None or any(ch.isspace() for ch in text):
+    if spec is None or _BLANK.search(text):
         raise ConfigError(f"{fs}: mount option {text!r} is not {an(fs)} option")
     if spec.removed:
         raise ConfigError(f"{fs}: mount option {text!r} {spec.removed}")
@@ -307,4 +317,4 @@ def parse_mount_option(fs: str, text: Any) -> tuple[MountOption, str]:
     try:
         return spec, f"{key}={spec.check(value)}"
     except ValueError as e:
-        raise ConfigError(f"{fs}: mount option {text!r} is out of range ({key}= takes {e})") from None
+        raise ConfigError(f"{fs}: mount option {text!r} is not valid ({key}= takes {e})") from None

@@ -104,7 +104,7 @@ def predict(
 @app.command()
 @domain_errors
 def validate(
-    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds (grouped by source table).")] = 5,
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.")] = 5,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -115,28 +115,39 @@ def validate(
     if as_json:
         emit_json(rep)
         return
-    typer.echo(f"{rep['observations']} observations, {rep['folds']}-fold CV grouped by {rep['grouped_by']}")
-    for name in ("model", "prior_only"):
-        s = rep[name]
-        if s.get("n"):
-            typer.echo(f"  {name:<10} n={s['n']:<4} median error x{s['median_factor']:.2f}, p90 x{s['p90_factor']:.2f}")
-    for m, s in rep["per_metric"].items():
-        if s.get("n"):
-            typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
+    typer.echo(f"{rep['observations']} observations; prior scale {rep['prior_scale']} "
+               f"(calibration: {rep['calibration']})")
+    for key, title in (("by_source_table", "held-out source tables (transfer to an unseen study)"),
+                       ("by_row", "held-out rows (interpolation within known studies)")):
+        r = rep[key]
+        typer.echo(f"{r['folds']}-fold CV, {title}:")
+        for name in ("model", "prior_only"):
+            s = r[name]
+            if s.get("n"):
+                typer.echo(f"  {name:<10} n={s['n']:<4} median error x{s['median_factor']:.2f}, "
+                           f"p90 x{s['p90_factor']:.2f}")
+        for m, s in r["per_metric"].items():
+            if s.get("n"):
+                typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
 
 
 @app.command()
 @domain_errors
 def calibrate(
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the fitted parameters (JSON) here.")] = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the calibration here instead of the user's data dir.")] = None,
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds for choosing the prior width.")] = 5,
     db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole calibration document.")] = False,
 ) -> None:
-    """Fit the model on everything in the store and print/write its parameters."""
+    """Fit the model on everything in the store (prior width chosen by cross-validation)."""
     from fsadvisor.service import advice
 
-    doc = advice.calibrate(db=db, out=output)
-    if output:
-        typer.echo(f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
-                   f"observations ({doc['fit_seconds'] * 1000:.0f} ms) -> {output}")
-    else:
+    doc = advice.calibrate(db=db, out=output, folds=folds)
+    if as_json:
         emit_json(doc)
+        return
+    typer.echo(f"prior scale {doc['prior_scale']} (search: "
+               + ", ".join(f"{r['prior_scale']}: x{r.get('median_factor', float('nan')):.3f}"
+                           for r in doc["prior_scale_search"]) + ")")
+    typer.echo(f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
+               f"observations ({doc['fit_seconds']:.1f} s) -> {doc['written_to']}")

@@ -29,7 +29,7 @@ DEFAULT_IDLE_W = 40.0  # a small 1-socket server at rest, drive included (assump
 DEFAULT_CORE_ACTIVE_W = 5.0  # extra watts per fully busy core (assumption)
 DEFAULT_DRIVE_IDLE_W = 3.0  # NVMe PS0 idle, typical client/datacenter drive (assumption)
 DEFAULT_DRIVE_ACTIVE_W = 8.0  # NVMe under sustained I/O (assumption)
-ASSUMED = "default (assumed)"
+ASSUMED = "assumed default"
 
 # NVMe power scales (NVMe base spec, Power State Descriptor): MXPS bit 0 of the flags
 # byte selects 0.0001 W instead of 0.01 W; IPS/APS 1 = 0.0001 W, 2 = 0.01 W, 0 = not reported.
@@ -49,25 +49,39 @@ def parse_power_states(text: str) -> list[PowerState]:
     byte; later versions print ``max_power_scale`` and ``non-operational_state``."""
     try:
         doc = json.loads(text[text.index("{"):])
-    except ValueError as e:
-        raise EnergyError(f"nvme id-ctrl output is not JSON: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise EnergyError(f"nvme id-ctrl output is not JSON: {_first_line(e)}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("psds"), list):
+        raise EnergyError("nvme id-ctrl output has no psds[] power-state table")
     states = []
-    for psd in doc.get("psds") or []:
-        if not isinstance(psd, dict) or "max_power" not in psd:
-            continue
-        flags = int(psd.get("flags", 0) or 0)
-        mxps = int(psd.get("max_power_scale", flags & 0x1))
-        nops = int(psd.get("non-operational_state", (flags & 0x2) >> 1))
-        max_w = float(psd["max_power"]) * (0.0001 if mxps else 0.01)
-
-        def scaled(value_key: str, scale_key: str) -> float | None:
-            scale = _SCALE_W.get(int(psd.get(scale_key, 0) or 0))
-            value = psd.get(value_key)
-            return float(value) * scale if scale and value else None
-
-        states.append(PowerState(max_w, scaled("idle_power", "idle_scale"),
-                                 scaled("active_power", "active_scale"), not nops))
+    for psd in doc["psds"]:
+        try:
+            states.append(_power_state(psd))
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
+            continue  # a malformed descriptor is skipped, the others still count
     return states
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [e.__class__.__name__])[0]
+
+
+def _power_state(psd: dict) -> PowerState:
+    flags = int(psd.get("flags", 0) or 0)
+    mxps = int(psd.get("max_power_scale", flags & 0x1))
+    nops = int(psd.get("non-operational_state", (flags & 0x2) >> 1))
+    max_w = float(psd["max_power"]) * (0.0001 if mxps else 0.01)
+
+    def scaled(value_key: str, scale_key: str) -> float | None:
+        scale = _SCALE_W.get(int(psd.get(scale_key, 0) or 0))
+        value = psd.get(value_key)
+        watts = float(value) * scale if scale and value else None
+        return watts if watts is not None and 0 <= watts < 1e6 else None
+
+    if not (max_w >= 0 and max_w < 1e6):
+        raise ValueError(f"implausible max_power {psd['max_power']!r}")
+    return PowerState(max_w, scaled("idle_power", "idle_scale"),
+                      scaled("active_power", "active_scale"), not nops)
 
 
 def drive_powers(states: list[PowerState]) -> tuple[float, float, str] | None:
@@ -79,10 +93,13 @@ def drive_powers(states: list[PowerState]) -> tuple[float, float, str] | None:
         return None
     ps0 = ops[0]
     active = ps0.active_w or ps0.max_w
+    if ps0.idle_w is not None and ps0.idle_w > active:
+        active = ps0.idle_w  # an inconsistent table must not give negative active power
     if ps0.idle_w is not None:
         idle, src = ps0.idle_w, "nvme id-ctrl PS0"
     else:
-        idle, src = min(DEFAULT_DRIVE_IDLE_W, active), "nvme id-ctrl PS0 (idle power not reported: default idle assumed)"
+        idle = min(DEFAULT_DRIVE_IDLE_W, active)
+        src = "nvme id-ctrl PS0 (idle power not reported: default idle assumed)"
     return idle, active, src
 
 
@@ -154,7 +171,6 @@ class EstimateMeter(EnergyMeter):
             "core_active_watts_from": ASSUMED if core_active_watts is None else "given",
         }
         self._given_drive = (drive_idle_watts, drive_active_watts)
-        self._sampler: Sampler[Snapshot] | None = None
         self._stat: str | None = None
 
     def unavailable(self) -> str | None:

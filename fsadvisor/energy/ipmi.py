@@ -54,8 +54,10 @@ def explain_failure(result: CommandResult) -> str:
     if result.returncode == 124:
         return "ipmitool: BMC did not answer"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if "DCMI" in text or "Invalid command" in text:
+    if "DCMI request failed" in text or "Invalid command" in text:
         return f"ipmitool: BMC does not support DCMI power reading ({first})"
+    if result.returncode == 0:
+        return "ipmitool printed no 'Instantaneous power reading'"
     return f"ipmitool failed (exit {result.returncode}): {first or 'no output'}"
 
 
@@ -72,17 +74,16 @@ class IpmiMeter(EnergyMeter):
         self.runner = runner or run_command
         self.interval_s = interval_s
         self.max_gap_s = max_gap_s
-        self._sampler: Sampler[float] | None = None
         self._discarded = 0
 
     def read_watts(self) -> float:
         """One reading; raises EnergyError with the reason when there is none."""
         result = self.runner(list(IPMI_ARGV))
-        if result.returncode != 0:
-            raise EnergyError(explain_failure(result))
         r = parse_dcmi(result.stdout)
-        if r.watts is None:
-            raise EnergyError("ipmitool printed no 'Instantaneous power reading'")
+        # Some ipmitool versions exit 0 after "DCMI request failed because: ..." with no
+        # reading: a missing value is a failure, never 0 W.
+        if result.returncode != 0 or r.watts is None:
+            raise EnergyError(explain_failure(result))
         if not r.active:
             self._discarded += 1
             raise EnergyError("ipmitool: DCMI power reading deactivated")

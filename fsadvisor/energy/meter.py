@@ -1,4 +1,4 @@
-"""The contract every energy source honours, and the sampling thread two of them share.
+"""The contract every energy source honours, and the sampling thread the counting meters share.
 
 A meter is like a stopwatch clipped to a power cord: ``start()`` before the workload,
 ``stop()`` after it, and the answer is an :class:`~fsadvisor.domain.EnergyReading` that
@@ -83,6 +83,7 @@ class EnergyMeter(ABC):
         self.wall_end: float | None = None
         self._reading: EnergyReading | None = None
         self._begin_error: str | None = None
+        self._sampler: Sampler | None = None  # the sampling meters keep their thread here
 
     @abstractmethod
     def unavailable(self) -> str | None:
@@ -106,10 +107,14 @@ class EnergyMeter(ABC):
         self.wall_start, self.wall_end = self._wall_clock(), None
         self._t0 = self._clock()
         self._begin_error = None
+        self._sampler = None
         try:
             self._begin()
         except (OSError, ValueError, EnergyError) as e:
             self._begin_error = _one_line(e)
+        except BaseException:  # Ctrl-C while starting: stop() must still answer
+            self._begin_error = f"{self.name} meter interrupted while starting"
+            raise
 
     def stop(self) -> EnergyReading:
         """End measuring and return the reading; safe after an interrupted run and idempotent."""
@@ -120,6 +125,8 @@ class EnergyMeter(ABC):
         duration_s = max(0.0, self._clock() - self._t0)
         self.wall_end = self._wall_clock()
         if self._begin_error is not None:
+            if self._sampler is not None:
+                self._sampler.stop(final=False)
             reading = self.missing_reading(duration_s, self._begin_error)
         else:
             try:
@@ -218,12 +225,13 @@ class Sampler(Generic[T]):
                                         daemon=True)
         self._thread.start()
 
-    def stop(self) -> list[tuple[float, T]]:
+    def stop(self, final: bool = True) -> list[tuple[float, T]]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self._join_timeout_s)
             self._thread = None
-        self._take()
+        if final:
+            self._take()
         with self._lock:
             return sorted(self.samples, key=lambda s: s[0])
 

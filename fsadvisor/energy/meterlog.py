@@ -82,7 +82,10 @@ def _watts_score(name: str) -> int:
 def _sniff_delimiter(lines: list[str]) -> str:
     best, best_score = ",", -1
     for d in (",", ";", "\t"):
-        counts = [len(next(csv.reader([ln], delimiter=d))) for ln in lines if ln.strip()]
+        try:
+            counts = [len(next(csv.reader([ln], delimiter=d))) for ln in lines if ln.strip()]
+        except csv.Error:  # e.g. a field over csv.field_size_limit()
+            counts = [len(ln.split(d)) for ln in lines]
         score = sum(1 for c in counts if c >= 2)
         if score > best_score:
             best, best_score = d, score

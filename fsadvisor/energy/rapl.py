@@ -254,7 +254,6 @@ class RaplMeter(EnergyMeter):
         self.interval_s = interval_s
         self._zones: list[Zone] = []
         self._notes: list[str] = []
-        self._sampler: Sampler[dict[str, int]] | None = None
 
     def unavailable(self) -> str | None:
         if not os.path.isdir(self.root):
@@ -303,7 +302,8 @@ class RaplMeter(EnergyMeter):
         assumptions["wraps"] = wraps
         accuracy = self.accuracy
         if not any(z.name == "dram" for z in self._zones):
-            accuracy = "RAPL counters: CPU package only (no DRAM domain), excludes the SSD and the rest of the system"
+            accuracy = ("RAPL counters: CPU package only (no DRAM domain), excludes the SSD "
+                        "and the rest of the system")
             assumptions["dram"] = "absent"
         return self.make_reading(energy_j, duration_s, samples=len(samples),
                                  assumptions=assumptions, missing=why, accuracy=accuracy)

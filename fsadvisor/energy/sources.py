@@ -97,7 +97,8 @@ def check(meter_log: str | None = None, device: str | None = None,
         if why is None:
             detail = {"rapl": "RAPL readable (scope cpu+dram, not the SSD)",
                       "ipmi": "BMC answers DCMI power reading (scope whole system)",
-                      "meter-log": f"meter log {meter_log} readable (scope {opts.get('meter_scope') or 'system'})",
+                      "meter-log": f"meter log {meter_log} readable "
+                                   f"(scope {opts.get('meter_scope') or 'system'})",
                       "estimate": "always available: a model, not a measurement"}[name]
             if name == "rapl":
                 detail += "; " + pyrapl_status(opts.get("sysfs_root") or DEFAULT_ROOT)

@@ -2,5 +2,5 @@
 
 Functions here take plain values, return domain objects or plain dicts, and raise
 :class:`fsadvisor.errors.FsAdvisorError` subclasses for anything the user can fix. They never
-print. Sub-modules group them by concern; everything public is re-exported here.
+print. Modules group them by concern (advice, probing, energy, store); the front ends import the module they need.
 """

@@ -15,7 +15,9 @@ from typing import Any, Iterable, Iterator
 from fsadvisor import catalog
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
-from fsadvisor.model import FittedModel, cross_validate, fit, observations_hash, predict
+from fsadvisor.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
+                             cross_validate, fit, load_model, predict, save_model,
+                             settings_fingerprint)
 from fsadvisor.recommend import Recommendation, rank
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
@@ -43,13 +45,47 @@ def _observations(db: str | None):
     return store.observations()
 
 
+def _cache_file(key: str) -> Path:
+    import platformdirs
+    return Path(platformdirs.user_cache_dir("fsadvisor")) / f"model-{key}.npz"
+
+
 def get_model(db: str | None = None) -> FittedModel:
+    """The model fitted on everything in the store. A fit is cached on disk under a key made
+    of the store's data version and the model settings, so a plain `recommend` neither
+    re-reads the datasets nor refits; any new probe run or data change makes a new key."""
+    from fsadvisor.store import quick_version
+
+    settings = ModelSettings.load()
+    version = quick_version(db)
+    key = None
+    if version is not None:
+        import hashlib
+        key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
+                             ).hexdigest()[:20]
+        if key in _cache:
+            return _cache[key]
+        cached = load_model(_cache_file(key), settings)
+        if cached is not None:
+            _cache.clear()
+            _cache[key] = cached
+            return cached
     obs = _observations(db)
-    h = observations_hash(obs)
-    if h not in _cache:
+    model = fit(obs, settings)
+    if key is None:  # the store was just created or seeded: its version is readable now
+        version = quick_version(db)
+        if version is not None:
+            import hashlib
+            key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
+                                 ).hexdigest()[:20]
+    if key is not None:
+        try:
+            save_model(model, _cache_file(key))
+        except OSError:
+            pass  # a read-only cache dir only costs a refit next time
         _cache.clear()
-        _cache[h] = fit(obs)
-    return _cache[h]
+        _cache[key] = model
+    return model
 
 
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
@@ -155,32 +191,51 @@ def predict_batch(lines: Iterable[str], db: str | None = None,
 
 
 def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:
+    """Cross-validated error of the model as it is used (current calibration), two ways:
+    holding out whole source tables (transfer to an unseen study) and random rows
+    (interpolation within studies it knows)."""
     obs = _observations(db)
-    report = cross_validate(obs, folds=folds)
-    report["observations"] = len(obs)
-    return report
+    settings = ModelSettings.load()
+    by_source = cross_validate(obs, folds=folds, settings=settings, group_by="source")
+    by_row = cross_validate(obs, folds=folds, settings=settings, group_by="row")
+    return {"observations": len(obs), "prior_scale": settings.prior_scale,
+            "calibration": settings.calibration_source,
+            "by_source_table": by_source, "by_row": by_row}
 
 
-def calibrate(db: str | None = None, out: str | Path | None = None) -> dict[str, Any]:
-    """Fit on everything in the store and write the parameters with how they were fitted."""
+def calibrate(db: str | None = None, out: str | Path | None = None,
+              folds: int = 5) -> dict[str, Any]:
+    """Choose the prior width by grouped cross-validation, fit on everything in the store and
+    write the parameters with how they were fitted (default: the user's calibration file,
+    which later predictions use)."""
     obs = _observations(db)
     t0 = time.perf_counter()
-    m = fit(obs)
+    scale, table = choose_prior_scale(obs, folds=folds)
+    settings = ModelSettings.load(prior_scale=scale)
+    m = fit(obs, settings)
     took = time.perf_counter() - t0
     doc = {
         "how": "Bayesian linear model on log scale (fsadvisor/model.py): weighted ridge with the "
-               "priors of models/priors.toml, noise sd re-estimated from residuals once; "
-               "rows from models/devices.toml rooflines plus every store observation",
+               "priors of models/priors.toml, the configuration-effect prior sd multiplied by "
+               "prior_scale, chosen as the value with the lowest median held-out error in "
+               f"{folds}-fold cross-validation grouped by source table; noise sd re-estimated "
+               "from residuals; rooflines from models/devices.toml",
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "prior_scale": scale,
+        "prior_scale_search": table,
         "data_hash": m.data_hash,
         "observations_used": m.n_observations,
         "equations": m.n_rows,
         "noise_sd_log": m.noise_sd,
         "fit_seconds": took,
-        "coefficients": {n: {"mean": float(m.theta[i]), "sd": float(m.cov[i, i] ** 0.5),
+        "coefficients": {n: {"mean": round(float(m.theta[i]), 5),
+                             "sd": round(float(m.cov[i, i] ** 0.5), 5),
                              "data": m.sources.get(n, [])}
-                         for n, i in m.index.items()},
+                         for n, i in sorted(m.index.items())},
     }
-    if out:
-        Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    target = Path(out) if out else calibration_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    doc["written_to"] = str(target)
+    _cache.clear()
     return doc

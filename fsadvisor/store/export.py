@@ -25,7 +25,7 @@ def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in row.items():
         name = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
+        if isinstance(v, dict):  # an empty one adds no column
             out.update(flatten(v, name + "."))
         elif isinstance(v, (dict, list, tuple)):
             out[name] = encoding.dumps(v)

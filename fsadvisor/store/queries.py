@@ -8,14 +8,16 @@ stale with respect to the runs they summarise.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from fsadvisor.errors import StoreError
 from fsadvisor.store import encoding
 from fsadvisor.store.intervals import describe
 from fsadvisor.store.schema import METRIC_COLUMNS
+
+if TYPE_CHECKING:
+    # imported lazily, see schema.connect
+    from sqlite_utils import Database
 
 _RUNS_SELECT = """
 SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.started_at,
@@ -27,7 +29,7 @@ SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.star
        c.scheduler, c.ag_count,
        r.workload_id, w.name AS workload_name, w.params AS workload,
        e.source AS energy_source, e.scope AS power_scope, e.energy_j, e.avg_watts,
-       e.duration_s AS energy_duration_s, e.samples AS energy_samples,
+       e.duration_s AS energy_duration_s, e.samples AS energy_sample_count,
        e.accuracy AS energy_accuracy, e.idle_watts, e.active_energy_j,
        e.assumptions AS energy_assumptions, e.missing AS energy_missing,
        r.host_id, h.hostname, h.kernel
@@ -61,7 +63,8 @@ def runs(db: Database, include_raw: bool = False, limit: int | None = None,
     clauses, params = [], []
     for name, value in filters.items():
         if name not in RUN_FILTERS:
-            raise StoreError(f"unknown run filter {name!r} (known: {', '.join(sorted(RUN_FILTERS))})")
+            known = ", ".join(sorted(RUN_FILTERS))
+            raise StoreError(f"unknown run filter {name!r} (known: {known})")
         if value is None:
             clauses.append(f"{RUN_FILTERS[name]} IS NULL")
         else:
@@ -141,16 +144,17 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
     return out
 
 
-def completed_cells(db: Database, matrix_id: str) -> set[str]:
-    """Cells of the matrix with an ok run for every required repetition (plan["reps"])."""
+def completed_cells(db: Database, matrix_id: str, reps: int | None = None) -> set[str]:
+    """Cells of the matrix with ok runs for ``reps`` distinct repetitions (default: the
+    plan's ``reps``; pass 1 when a cell key already names a single repetition)."""
     row = db.execute("SELECT plan FROM matrices WHERE id = ?", [matrix_id]).fetchone()
     if row is None:
         raise StoreError(f"no matrix {matrix_id!r} in the store")
-    plan = encoding.loads(row[0]) or {}
-    reps = int(plan.get("reps") or 1)
+    if reps is None:
+        reps = int((encoding.loads(row[0]) or {}).get("reps") or 1)
     rows = db.execute(
         "SELECT cell_key FROM runs WHERE matrix_id = ? AND status = 'ok' "
-        "GROUP BY cell_key HAVING COUNT(DISTINCT rep) >= ?", [matrix_id, reps]).fetchall()
+        "GROUP BY cell_key HAVING COUNT(DISTINCT rep) >= ?", [matrix_id, int(reps)]).fetchall()
     return {r[0] for r in rows}
 
 

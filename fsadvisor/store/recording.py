@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, Iterable, Mapping
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from fsadvisor.domain import RUN_STATUSES, Device, EnergyReading, FsConfig, RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.store import encoding
 from fsadvisor.store.schema import METRIC_COLUMNS
+
+if TYPE_CHECKING:
+    # imported lazily, see schema.connect
+    from sqlite_utils import Database
 
 MATRIX_STATUSES = ("running", "done", "failed", "interrupted")
 _HOST_COLUMNS = ("hostname", "kernel", "cpu_model", "cores", "fio_version")

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Callable
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Callable
 
 from fsadvisor.errors import StoreError
+
+if TYPE_CHECKING:
+    # sqlite_utils is imported when a store is opened: it pulls in click, and the core
+    # must import without front-end packages (tests/unit/test_core_imports.py).
+    from sqlite_utils import Database
 
 APPLICATION_ID = 0x46534144  # "FSAD"
 
@@ -107,10 +110,14 @@ def connect(path: Path | None) -> Database:
     Raises StoreError, in one line, for a file that is not SQLite, not ours, or newer than
     this code.
     """
+    from sqlite_utils import Database
+
     label = ":memory:" if path is None else str(path)
+    conn: sqlite3.Connection | None = None
     try:
         if path is None:
             db = Database(memory=True, execute_plugins=False)
+            conn = db.conn
         else:
             # check_same_thread=False: the TUI reads from worker threads; Store serialises
             # access with its own lock.
@@ -128,10 +135,22 @@ def connect(path: Path | None) -> Database:
         if path is not None:
             # WAL: a probe appending runs and a TUI/CLI reading them do not block each other.
             db.enable_wal()
+            # FULL: a commit is on disk before record_run returns (NORMAL could lose the last
+            # repetitions on power loss, exactly when a probe of a risky mount is running).
+            db.execute("PRAGMA synchronous = FULL")
         migrate(db, version)
     except sqlite3.DatabaseError as e:
+        _close(conn)
         raise StoreError(f"{label} is not a readable fsadvisor store ({one_line(e)})") from e
+    except StoreError:
+        _close(conn)
+        raise
     return db
+
+
+def _close(conn: sqlite3.Connection | None) -> None:
+    if conn is not None:
+        conn.close()
 
 
 def migrate(db: Database, version: int) -> None:

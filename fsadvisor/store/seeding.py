@@ -11,20 +11,30 @@ import importlib
 import math
 import time
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
-
+from fsadvisor.errors import StoreError
 from fsadvisor.store import encoding
 from fsadvisor.store.schema import MEASUREMENT_COLUMNS
+
+if TYPE_CHECKING:
+    # imported lazily, see schema.connect
+    from sqlite_utils import Database
 
 
 def datasets_module() -> ModuleType:
     # Looked up at call time (through sys.modules) so tests can substitute the loader.
-    return importlib.import_module("fsadvisor.datasets")
+    try:
+        return importlib.import_module("fsadvisor.datasets")
+    except ModuleNotFoundError as e:
+        if e.name != "fsadvisor.datasets":
+            raise
+        raise StoreError("the seed datasets module (fsadvisor.datasets) is missing from this "
+                         "installation") from e
 
 
 def _dataset_files() -> list[str]:
+    # Only used when the rows do not say which file they came from.
     from fsadvisor.resources import data_dir
 
     try:
@@ -67,11 +77,20 @@ def _int_or_none(v: Any) -> int | None:
 
 def ensure_seeded(db: Database) -> dict[str, Any]:
     """Load the seed rows unless the same rows are already loaded; say which happened."""
-    rows = [dict(r) for r in datasets_module().load_rows()]
+    mod = datasets_module()
+    # The files' fingerprint answers "unchanged?" without parsing every row (the common case
+    # on every `recommend`); the row digest stays the identity of what is loaded.
+    quick = mod.fingerprint() if hasattr(mod, "fingerprint") else None
+    state = seed_state(db)
+    if quick is not None and state.get("fingerprint") == quick:
+        return {"loaded": False, "rows": state["rows"], "hash": state["hash"]}
+    rows = [dict(r) for r in mod.load_rows()]
     digest = encoding.digest(rows)
-    if seed_state(db).get("hash") == digest:
+    if state.get("hash") == digest:
+        if quick is not None:
+            db["meta"].upsert({"key": "datasets_fingerprint", "value": quick}, pk="key")
         return {"loaded": False, "rows": len(rows), "hash": digest}
-    files = _dataset_files()
+    files = sorted({str(r["file"]) for r in rows if r.get("file")}) or _dataset_files()
     with db.atomic():
         db.execute("DELETE FROM measurements")
         db["measurements"].insert_all(_measurement_row(r) for r in rows)
@@ -80,6 +99,7 @@ def ensure_seeded(db: Database) -> dict[str, Any]:
             {"key": "datasets_rows", "value": str(len(rows))},
             {"key": "datasets_files", "value": encoding.dumps(files)},
             {"key": "datasets_loaded_at", "value": str(time.time())},
+            {"key": "datasets_fingerprint", "value": quick or ""},
         ], pk="key")
     return {"loaded": True, "rows": len(rows), "hash": digest}
 
@@ -92,9 +112,16 @@ def seed_state(db: Database) -> dict[str, Any]:
     return {"files": encoding.loads(meta.get("datasets_files")) or [],
             "rows": int(meta.get("datasets_rows", 0)),
             "hash": meta["datasets_hash"],
+            "fingerprint": meta.get("datasets_fingerprint"),
             "loaded_at": float(meta["datasets_loaded_at"]) if "datasets_loaded_at" in meta
             else None}
 
 
 def measurements(db: Database) -> list[dict[str, Any]]:
-    return list(db["measurements"].rows_where(order_by="seq"))
+    """The seed rows in load order; fields without a column of their own (the datasets'
+    file and line, parsed mkfs/mount, tags) are under ``extra``."""
+    out = []
+    for row in db["measurements"].rows_where(order_by="seq"):
+        row["extra"] = encoding.loads(row["extra"]) or {}
+        out.append(row)
+    return out

@@ -161,7 +161,9 @@ def test_lsblk_swap_and_empty():
 
 @pytest.mark.parametrize("text", ['{"blockdevices": {}}', '{"blockdevices": [{"path": "/dev/x"}]}',
                                   '{"blockdevices": [{"name": "a", "children": 3}]}',
-                                  '{"blockdevices": [{"name": "a", "mountpoints": "/"}]}', "[]", "lsblk: oops"])
+                                  '{"blockdevices": [{"name": "a", "mountpoints": "/"}]}',
+                                  '{"blockdevices": [{"name": "a", "size": "1G"}]}',
+                                  '{"blockdevices": [{"name": "a", "log-sec": -1}]}', "[]", "lsblk: oops"])
 def test_lsblk_malformed_is_a_refusal(text):
     with pytest.raises(DeviceRefused) as ei:
         device.parse_lsblk(text)
@@ -220,10 +222,12 @@ def test_scheduler_list():
 
 
 def test_stat_fields_for_11_15_17_field_kernels():
-    s17 = device.parse_stat(STAT_17)
-    assert len(s17) == 17
-    assert (s17["read_ios"], s17["write_sectors"], s17["discard_sectors"], s17["flush_ticks_ms"]) == (
-        34923, 1046304, 252432, 37)
+    assert device.parse_stat(STAT_17) == {  # /sys/block/vda/stat here, order per domain notes §5
+        "read_ios": 34923, "read_merges": 7109, "read_sectors": 1556402, "read_ticks_ms": 4333,
+        "write_ios": 12575, "write_merges": 11777, "write_sectors": 1046304, "write_ticks_ms": 3177,
+        "in_flight": 0, "io_ticks_ms": 3112, "time_in_queue_ms": 7761,
+        "discard_ios": 4220, "discard_merges": 59, "discard_sectors": 252432, "discard_ticks_ms": 213,
+        "flush_ios": 1652, "flush_ticks_ms": 37}
     assert list(device.parse_stat(" ".join(["1"] * 11))) == list(device.STAT_FIELDS[:11])
     assert list(device.parse_stat(" ".join(["1"] * 15)))[-1] == "discard_ticks_ms"
     for bad in ("", "1 2 3", " ".join(["1"] * 16), " ".join(["-1"] * 17), " ".join(["١"] * 11)):
@@ -351,10 +355,11 @@ def test_clean_device_is_ok():
     (dict(path="/dev/vda3", resolved="/dev/vda3", name="vda3", parent="vda",
           protected=[("/", "/dev/vda2", "vda")]), "on disk vda, whose /dev/vda2 holds /"),
     (dict(protected=[("/boot", "/dev/sda1", "sda")]), "holds /boot"),
-    (dict(protected=[("swap", "/dev/loop0", "loop0")]), "/dev/loop0 is active swap"),
+    (dict(protected=[("swap", "/dev/loop0", "loop0")]), "/dev/loop0 is active swap (/proc/swaps); never probed"),
+    (dict(name="loop0p1", parent="loop0", protected=[("swap", "/dev/loop0p2", "loop0")]),
+     "on disk loop0, whose /dev/loop0p2 is active swap"),
     (dict(mounted=[("/dev/loop0", "/mnt/x")]), "/dev/loop0 is mounted on /mnt/x; unmount it first"),
     (dict(mounted=[("/dev/loop0p1", "/mnt/x")]), "mounted through /dev/loop0p1 on /mnt/x"),
-    (dict(swap=["/dev/loop0"]), "in use as swap (/proc/swaps)"),
     (dict(holders={"loop0": ["dm-0"]}), "held by dm-0"),
     (dict(children=[{"name": "md0", "type": "raid1", "children": [], "mountpoints": []}]), "used by md0 (raid1)"),
     (dict(ro=True), "/dev/loop0 is read-only"),
@@ -377,8 +382,28 @@ def test_gravest_reason_wins_and_symlink_is_named():
                     ro=True, signatures=["ext4"]), force=True)
     assert v.reason == "/tmp/link (-> /dev/loop0) holds /; never probed"
     assert v.signatures == ["ext4"] and not v.needs_force
-    v = judge(facts(mounted=[("/dev/loop0", "/m")], swap=["/dev/loop0"], signatures=["ext4"]))
+    v = judge(facts(mounted=[("/dev/loop0", "/m")], holders={"loop0": ["dm-1"]}, signatures=["ext4"]))
     assert "mounted" in v.reason and not v.needs_force
+
+
+@settings(max_examples=300, deadline=None)
+@given(protected=st.booleans(), mounted=st.booleans(), held=st.booleans(), ro=st.booleans(),
+       partition=st.booleans(), parts=st.booleans(), empty=st.booleans(), readable=st.booleans(),
+       sigs=st.lists(st.sampled_from(["ext4", "dos", "LVM2_member", "linux_raid_member"]), max_size=2, unique=True),
+       force=st.booleans())
+def test_judge_is_ok_only_when_nothing_objects(protected, mounted, held, ro, partition, parts, empty,
+                                               readable, sigs, force):
+    f = facts(protected=[("/", "/dev/vda", "vda")] if protected else [],
+              mounted=[("/dev/loop0", "/m")] if mounted else [], holders={"loop0": ["md0"]} if held else {},
+              ro=ro, parent="loop9" if partition else None,
+              children=[{"name": "loop0p1", "type": "part", "children": [], "mountpoints": []}] if parts else [],
+              size_bytes=0 if empty else 1 << 30, readable=readable, signatures=sigs)
+    v = judge(f, force=force)
+    objections = protected or mounted or held or ro or partition or parts or empty or not readable
+    assert v.ok == (not objections and (not sigs or force))
+    assert v.needs_force == (not objections and bool(sigs) and not force)
+    assert (v.reason is None) == v.ok and (v.ok or "\n" not in v.reason)
+    assert v.signatures == sigs and v.resolved_path == "/dev/loop0"
 
 
 def test_force_allows_signatures_and_reports_them():

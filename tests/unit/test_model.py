@@ -8,7 +8,7 @@ import pytest
 from fsadvisor.domain import Device, FsConfig, Observation, Workload
 from fsadvisor.model import (ModelSettings, cross_validate, fit, predict, roofline_iops)
 
-S = ModelSettings.load()
+S = ModelSettings.load(prior_scale=1.0)  # priors as written, whatever calibration exists
 NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")
 EXT4 = FsConfig.make("ext4")
 XFS = FsConfig.make("xfs", ag_count=4)
@@ -44,11 +44,11 @@ def test_roofline_bandwidth_bound_for_large_sequential_reads():
 
 def test_fit_recovers_a_filesystem_effect_and_shrinks_uncertainty():
     obs = synthetic({EXT4: 0.0, XFS: math.log(1.3)})
-    m = fit(obs)
+    m = fit(obs, S)
     w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
     r = predict(m, XFS, w, NVME).iops / predict(m, EXT4, w, NVME).iops
     assert r == pytest.approx(1.3, rel=0.05)
-    prior = fit([])
+    prior = fit([], S)
     assert predict(m, XFS, w, NVME).uncertainty["iops_factor"] < \
         predict(prior, XFS, w, NVME).uncertainty["iops_factor"]
 
@@ -57,7 +57,7 @@ def test_relative_observations_pin_the_ratio():
     w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
     obs = [Observation(source="rel", device_kind="nvme", config=NOATIME, workload=w,
                        metric="iops", value=0.25, unit="ratio-1", relative_to=EXT4)] * 5
-    m = fit(obs)
+    m = fit(obs, S)
     ratio = predict(m, NOATIME, w, NVME).iops / predict(m, EXT4, w, NVME).iops
     # prior sd 0.35 and noise sd pull it toward 1, but the data dominate
     assert 1.15 < ratio < 1.26
@@ -65,15 +65,15 @@ def test_relative_observations_pin_the_ratio():
 
 def test_old_hardware_counts_less_than_nvme():
     w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
-    nvme = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="nvme"))
-    hdd = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="hdd"))
+    nvme = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="nvme"), S)
+    hdd = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="hdd"), S)
     assert nvme.coef("ag:log")[1] < hdd.coef("ag:log")[1]
     assert predict(nvme, XFS16, w, NVME).uncertainty["iops_factor"] <= \
         predict(hdd, XFS16, w, NVME).uncertainty["iops_factor"]
 
 
 def test_unseen_feature_keeps_prior_uncertainty():
-    m = fit(synthetic({EXT4: 0.0}))
+    m = fit(synthetic({EXT4: 0.0}), S)
     w = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1)
     btrfs = FsConfig.make("btrfs", mount=("compress=zstd:3",))
     u_seen = predict(m, EXT4, w, NVME).uncertainty["iops_factor"]
@@ -88,7 +88,7 @@ def test_ops_per_joule_ties_performance_and_power():
     obs += [Observation(source="e", device_kind="nvme", config=EXT4, workload=w,
                         metric="ops_per_joule", value=8000.0, unit="IOPS/W",
                         power_scope="system", energy_source="meter-log")] * 4
-    m = fit(obs)
+    m = fit(obs, S)
     p = predict(m, EXT4, w, NVME)
     assert p.watts == pytest.approx(50, rel=0.1)
     # log(ops/J) is the difference of the two linear blocks, so the point estimates agree exactly
@@ -100,6 +100,6 @@ def test_ops_per_joule_ties_performance_and_power():
 def test_cross_validation_beats_the_prior_on_structured_data():
     obs = synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, source="a") + \
         synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, seed=2, source="b")
-    rep = cross_validate(obs, folds=3)
+    rep = cross_validate(obs, folds=3, settings=S)
     assert rep["model"]["n"] > 0
     assert rep["model"]["median_abs_log_error"] < rep["prior_only"]["median_abs_log_error"]

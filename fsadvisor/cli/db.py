@@ -1,0 +1,82 @@
+"""`fsadvisor db info|export`: what the results store holds, and getting it out."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Optional
+
+import typer
+
+from fsadvisor.cli import app, domain_errors, emit_json
+
+db_app = typer.Typer(no_args_is_help=True,
+                     help="The results store: every probe run, the seed datasets, summaries.")
+app.add_typer(db_app, name="db")
+
+DbOpt = Annotated[Optional[str], typer.Option(
+    "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")]
+
+
+def _human_bytes(n: int) -> str:
+    size, unit = float(n), "B"
+    for bigger in ("KiB", "MiB", "GiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+@db_app.command("info")
+@domain_errors
+def info(db: DbOpt = None,
+         as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+         ) -> None:
+    """Show the store's path, size, schema version, rows per table, seed data, last probe."""
+    from fsadvisor.service.store import db_info
+
+    i = db_info(db)
+    if as_json:
+        emit_json(i)
+        return
+    typer.echo(f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, "
+               f"schema v{i['schema_version']})")
+    typer.echo("rows        " + ", ".join(f"{t} {n}" for t, n in i["tables"].items()))
+    ds = i["datasets"]
+    if ds:
+        typer.echo(f"seed data   {ds['rows']} rows from {len(ds['files'])} file(s), "
+                   f"hash {ds['hash'][:12]}, loaded {_when(ds['loaded_at'])}")
+    else:
+        typer.echo("seed data   none loaded")
+    lp = i["last_probe"]
+    if lp:
+        typer.echo(f"last probe  {lp['id']} {lp['status']}, started {_when(lp['started_at'])}, "
+                   f"finished {_when(lp['finished_at'])}: {lp['runs_ok']} ok, "
+                   f"{lp['runs_failed']} failed, {lp['runs_incomplete']} incomplete runs")
+    else:
+        typer.echo("last probe  none")
+
+
+@db_app.command("export")
+@domain_errors
+def export(
+    fmt: Annotated[str, typer.Option(
+        "--format", help="csv (one flat table) or json (one document).")] = "csv",
+    table: Annotated[Optional[str], typer.Option(
+        "--table",
+        help="runs|summaries|measurements (default: runs for csv, all for json).")] = None,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", metavar="FILE", help="Write here instead of standard output.")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Export runs (joined with configuration, workload, energy), summaries or seed data."""
+    from fsadvisor.service.store import db_export
+
+    result = db_export(fmt, output if output is not None else sys.stdout, table=table, db=db)
+    if output is not None:
+        counts = ", ".join(f"{n} {t}" for t, n in result["tables"].items())
+        typer.echo(f"wrote {counts} to {output}")

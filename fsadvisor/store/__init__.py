@@ -1,0 +1,221 @@
+"""The results store: every probe repetition, the seed datasets, and what the model learns from.
+
+One SQLite file (sqlite-utils; the only place in fsadvisor that writes SQL), by default
+``$FSADVISOR_DB`` or ``<user data dir>/fsadvisor/fsadvisor.db``. A probe appends a row per
+repetition the moment it ends, so a crash loses at most the repetition in flight and
+``probe --resume`` can ask which cells are complete. Readers get runs, per-cell summaries
+with Student-t confidence intervals, and :class:`~fsadvisor.domain.Observation` lists that
+mix the shipped seed data with local probe results.
+
+Layout: :mod:`.schema` (tables, migrations), :mod:`.recording` (writes), :mod:`.queries`
+(runs, summaries, progress), :mod:`.observations`, :mod:`.seeding`, :mod:`.export`,
+:mod:`.intervals` (statistics).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Mapping, TypeVar
+
+import platformdirs
+
+from fsadvisor.domain import Observation, RunRecord
+from fsadvisor.errors import StoreError
+from fsadvisor.store import export as _export
+from fsadvisor.store import observations as _observations
+from fsadvisor.store import queries, recording, schema, seeding
+from fsadvisor.store.schema import SCHEMA_VERSION
+
+__all__ = ["Store", "open_store", "default_path", "SCHEMA_VERSION"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_TABLES = ("hosts", "devices", "configurations", "workloads", "matrices", "runs", "energy",
+           "energy_samples", "measurements")
+
+
+def default_path() -> Path:
+    """$FSADVISOR_DB if set, else the per-user data directory's fsadvisor.db."""
+    env = os.environ.get("FSADVISOR_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("fsadvisor")) / "fsadvisor.db"
+
+
+def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
+    """What the model learns from, in one short string (seed fingerprint, run count, last run
+    id), read with plain sqlite3 in read-only mode so a cached model can be reused without
+    opening the store properly. None when the store does not exist or cannot be read: the
+    caller then takes the full path."""
+    p = Path(path).expanduser() if path is not None else default_path()
+    if str(path) == ":memory:" or not p.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=2.0)
+        try:
+            fp = conn.execute("SELECT value FROM meta WHERE key = 'datasets_fingerprint'"
+                              ).fetchone()
+            n, last = conn.execute("SELECT count(*), max(id) FROM runs").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    if not fp or not fp[0]:
+        return None
+    return f"{fp[0]}:{n}:{last}"
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
+    """Open (creating and migrating as needed) the store at ``path`` (":memory:" for a
+    throw-away one); None means :func:`default_path`."""
+    if path is not None and str(path) == ":memory:":
+        return Store(None)
+    p = Path(path).expanduser() if path is not None else default_path()
+    if p.is_dir():
+        raise StoreError(f"{p} is a directory, not a store file")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"cannot create the store directory {p.parent}: {e.strerror or e}") from e
+    return Store(p)
+
+
+def _guarded(method: _F) -> _F:
+    """Serialise access (one connection, several threads) and turn SQLite failures into one
+    StoreError line naming the file."""
+
+    @functools.wraps(method)
+    def wrapper(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            try:
+                return method(self, *args, **kwargs)
+            except (sqlite3.DatabaseError, UnicodeEncodeError, OverflowError) as e:
+                raise StoreError(f"{self.label}: {schema.one_line(e)}") from e
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Store:
+    """An open results store. Use :func:`open_store`; close it (or use ``with``) when done."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.label = ":memory:" if path is None else str(path)
+        self._lock = threading.RLock()
+        self._db = schema.connect(path)
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ writing
+    @_guarded
+    def start_matrix(self, plan: Mapping[str, Any], matrix_id: str | None = None) -> str:
+        """Record a probe plan (``plan["reps"]`` repetitions per cell); return its id."""
+        return recording.start_matrix(self._db, plan, matrix_id)
+
+    @_guarded
+    def finish_matrix(self, matrix_id: str, status: str = "done") -> None:
+        recording.finish_matrix(self._db, matrix_id, status)
+
+    @_guarded
+    def record_run(self, record: RunRecord, samples: Iterable[Any] | None = None) -> int:
+        """Store one repetition, its energy reading and optional (t_s, watts) samples; the
+        row is committed before this returns."""
+        return recording.record_run(self._db, record, samples)
+
+    @_guarded
+    def ensure_seeded(self) -> dict[str, Any]:
+        """Load the shipped seed rows on first use or when they changed."""
+        return seeding.ensure_seeded(self._db)
+
+    # ------------------------------------------------------------------ reading
+    @_guarded
+    def runs(self, include_raw: bool = False, limit: int | None = None,
+             **filters: Any) -> list[dict[str, Any]]:
+        """Runs, oldest first; filters: ``queries.RUN_FILTERS`` names, e.g. status="ok"."""
+        return queries.runs(self._db, include_raw=include_raw, limit=limit, **filters)
+
+    @_guarded
+    def run(self, run_id: int) -> dict[str, Any]:
+        """One run with its raw output and power samples."""
+        found = queries.runs(self._db, include_raw=True, run_id=run_id)
+        if not found:
+            raise StoreError(f"no run {run_id} in {self.label}")
+        return {**found[0], "power_samples": queries.energy_samples(self._db, run_id)}
+
+    @_guarded
+    def summaries(self, **filters: Any) -> list[dict[str, Any]]:
+        """Per (device, configuration, workload, meter) over ok runs: ``n``, ``run_ids`` and,
+        for each of ``queries.SUMMARY_METRICS``, {n, mean, sd, ci95_low, ci95_high}."""
+        return queries.summaries(self._db, **filters)
+
+    @_guarded
+    def completed_cells(self, matrix_id: str, reps: int | None = None) -> set[str]:
+        """Cell keys of the matrix with an ok run for each required repetition (the plan's
+        ``reps`` unless given) — what ``probe --resume`` skips."""
+        return queries.completed_cells(self._db, matrix_id, reps)
+
+    @_guarded
+    def matrix(self, matrix_id: str) -> dict[str, Any]:
+        return queries.matrix(self._db, matrix_id)
+
+    @_guarded
+    def matrices(self, limit: int | None = None) -> list[dict[str, Any]]:
+        return queries.matrices(self._db, limit=limit)
+
+    @_guarded
+    def measurements(self) -> list[dict[str, Any]]:
+        return seeding.measurements(self._db)
+
+    @_guarded
+    def observations(self) -> list[Observation]:
+        """Seed observations (fsadvisor.datasets) plus one per metric of each probe summary."""
+        seeds = list(seeding.datasets_module().load_observations())
+        return seeds + _observations.probe_observations(queries.summaries(self._db))
+
+    @_guarded
+    def info(self) -> dict[str, Any]:
+        size = 0
+        if self.path is not None:
+            for p in (self.path, self.path.with_name(self.path.name + "-wal")):
+                size += p.stat().st_size if p.exists() else 0
+        counts = {t: self._db[t].count for t in _TABLES}
+        last = queries.matrices(self._db, limit=1)
+        if last:
+            last[0].pop("plan")
+        return {"path": self.label, "size_bytes": size,
+                "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
+                "tables": counts, "datasets": seeding.seed_state(self._db) or None,
+                "last_probe": last[0] if last else None}
+
+    @_guarded
+    def export(self, fmt: str, out: str | os.PathLike[str] | IO[str],
+               table: str | None = None) -> dict[str, int]:
+        """Write ``table`` (csv: default runs) or the whole document (json: default all of
+        runs, summaries, measurements) to a path or text stream; return rows per table."""
+        _export.check(fmt, table)
+        wanted = [table or "runs"] if fmt == "csv" else ([table] if table else list(_export.TABLES))
+        data = {t: self._rows(t, include_raw=(fmt == "json")) for t in wanted}
+        with _export.opened(out) as stream:
+            if fmt == "csv":
+                _export.write_csv(data[wanted[0]], stream)
+            else:
+                _export.write_json({"schema_version": SCHEMA_VERSION, **data}, stream)
+        return {t: len(rows) for t, rows in data.items()}
+
+    def _rows(self, table: str, include_raw: bool) -> list[dict[str, Any]]:
+        if table == "runs":
+            return queries.runs(self._db, include_raw=include_raw)
+        if table == "summaries":
+            return queries.summaries(self._db)
+        return seeding.measurements(self._db)
