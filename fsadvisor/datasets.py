@@ -131,6 +131,19 @@ def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
         if not isinstance(table, Mapping):
             raise DatasetError(f"{path.name}: {wid} must be a table of workload keys, "
                                f"not {type(table).__name__}")
+        if "preset" in table:
+            # One definition per workload: a dataset workload that a preset already
+            # describes names it instead of repeating (and drifting from) its parameters.
+            extra = set(table) - {"preset", "source", "description"}
+            if extra:
+                raise DatasetError(f"{path.name}: {wid} names a preset and also sets "
+                                   f"{', '.join(sorted(extra))}")
+            from fsadvisor.profile import load_profile
+            try:
+                workloads[wid] = load_profile(str(table["preset"])).workload
+            except FsAdvisorError as e:
+                raise DatasetError(f"{path.name}: {wid}: {e}") from None
+            continue
         workloads[wid] = workload_from_dict(table, where=f"{path.name} [{wid}]")
     return workloads
 

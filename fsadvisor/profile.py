@@ -60,7 +60,10 @@ Format::
     allow_risky = false           # accept durability hazards explicitly
 
 A preset file holds either one profile in that form or many as ``[profiles.<name>]``
-tables, each with the same structure (``[profiles.<name>.workload]`` ...).
+tables, each with the same structure (``[profiles.<name>.workload]`` ...);
+``load_profile("file.toml:NAME")`` picks one of many. ``workload_from_dict`` takes the
+workload keys of both forms in one flat table (as datasets/workloads.toml does): there
+``fsync`` is fio's ``fsync=N`` when an integer and the descriptive mode when a string.
 
 Normalisation, so that equal workloads compare equal however they were written: a mixed
 ``rw``/``randrw`` with 100% or 0% reads becomes the pure mode; for pure modes ``rwmixread``
@@ -108,6 +111,7 @@ JOBS_RANGE = (1, 4096)
 NRFILES_RANGE = (1, 100_000_000)
 FSYNC_EVERY_RANGE = (0, 1_000_000)
 DIR_DEPTH_RANGE = (0.0, 64.0)
+MAX_KEY_DEPTH = 32
 # Sequential requests this large are bandwidth work: ranked by bytes per joule.
 BYTES_RANK_MIN_BS = 128 * KIB
 
@@ -140,6 +144,8 @@ def _show(value: Any) -> str:
         text = "true" if value else "false"
     elif isinstance(value, str):
         text = _toml_str(value)
+    elif isinstance(value, int) and value.bit_length() > 128:
+        text = f"<{value.bit_length()}-bit integer>"  # repr fails beyond 4300 digits
     else:
         text = repr(value)
     text = text.replace("\n", " ").replace("\r", " ")
@@ -175,7 +181,7 @@ class _Where:
 
 def _unknown_key(where: _Where, key: Any, known: Iterable[str]) -> ProfileError:
     key_s = str(key)
-    close = difflib.get_close_matches(key_s, list(known), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(key_s, list(known), n=3, cutoff=0.7)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     return where.fail_key(_show(key_s) if not key_s.isidentifier() else key_s,
                           f"is not a known key{hint}")
@@ -215,11 +221,11 @@ def _bool(where: _Where, key: str, v: Any, allow_01: bool = False) -> bool:
 def _choice(where: _Where, key: str, v: Any, choices: Iterable[str]) -> str:
     choices = tuple(choices)
     if not isinstance(v, str) or v not in choices:
-        return_hint = ""
+        hint = ""
         if isinstance(v, str):
             close = difflib.get_close_matches(v, choices, n=1)
-            return_hint = f" (did you mean {close[0]}?)" if close else ""
-        raise where.fail(key, v, f"must be one of {', '.join(choices)}{return_hint}")
+            hint = f" (did you mean {close[0]}?)" if close else ""
+        raise where.fail(key, v, f"must be one of {', '.join(choices)}{hint}")
     return v
 
 
@@ -302,9 +308,7 @@ def _read_key(facts: _Facts, where: _Where, key: str, v: Any, style: str) -> Non
         s("iodepth", _int(where, key, v, *JOBS_RANGE), where, key, v)
     elif key == "fsync":
         if style == "fio" or (style == "flat" and not isinstance(v, str)):
-            n = _int(where, key, v, *FSYNC_EVERY_RANGE)  # fio fsync=N
-            s("fio_fsync", n, where, key, v)
-            s("fsync_every", n, where, key, v)
+            s("fsync_every", _int(where, key, v, *FSYNC_EVERY_RANGE), where, key, v)  # fio fsync=N
         else:
             s("fsync_mode", _choice(where, key, v, FSYNC_MODES), where, key, v)
     elif key == "fsync_mode":
@@ -434,7 +438,12 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
                                  f"gives a working set over {format_size(BYTES_RANGE[1])} with")
     fmax = facts.get("file_size_max")
     if fmax is not None and fmax < fsz:
-        raise facts.conflict("file_size_max", "file_size", "is smaller than")
+        if facts.has("file_size"):
+            raise facts.conflict("file_size_max", "file_size", "is smaller than")
+        s = facts.slots["file_size_max"]
+        raise ProfileError(_one_line(
+            f"{origin.origin}: {s.field} = {_show(s.raw)} is smaller than the mean file size "
+            f"{format_size(fsz)} (working set / files)"))
 
     fracs = {k: facts.get(f"{k}_frac", 0.0) for k in METADATA_KEYS}
     if sum(fracs.values()) > 1.0 + 1e-9:
@@ -530,7 +539,7 @@ def _text(where: _Where, key: str, v: Any) -> str:
     return v
 
 
-def _profile(d: Any, name: str, origin: str) -> Profile:
+def _profile(d: Any, name: str, origin: str, name_is_default: bool = True) -> Profile:
     top = _Where(origin)
     if not isinstance(d, Mapping):
         raise top.fail_plain(f"expected a table, got {type(d).__name__}")
@@ -539,7 +548,7 @@ def _profile(d: Any, name: str, origin: str) -> Profile:
             raise _unknown_key(top, k, PROFILE_KEYS)
     if "name" in d:
         given = _text(top, "name", d["name"])
-        if name and given != name:
+        if not name_is_default and given != name:
             raise top.fail("name", given, f"differs from the table name {_show(name)}")
         name = given
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "\n\r\t"):
@@ -590,7 +599,8 @@ def _profiles_in(doc: Mapping[str, Any], stem: str, origin: str) -> list[Profile
     table = _check_mapping(top, "profiles", doc["profiles"])
     if not table:
         raise top.fail_plain("[profiles] holds no profile")
-    return [_profile(body, name, f"{origin} [profiles.{name}]") for name, body in table.items()]
+    return [_profile(body, name, f"{origin} [profiles.{name}]", name_is_default=False)
+            for name, body in table.items()]
 
 
 def load_profiles(path: str | Path) -> list[Profile]:
@@ -608,10 +618,20 @@ def load_profiles(path: str | Path) -> list[Profile]:
 
 def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> list[Profile]:
     """Parse TOML text holding one or many profiles (``stem`` names a lone one)."""
+    for line in text.splitlines():
+        head = line.split("=", 1)[0] if "=" in line else line if line.lstrip().startswith("[") else ""
+        if head.count(".") > MAX_KEY_DEPTH:
+            # tomllib's time and memory grow with the square of a dotted key's depth
+            # (20,000 levels took 1.5 GB here); real profiles nest 3 deep.
+            raise ProfileError(f"{origin}: a key is nested more than {MAX_KEY_DEPTH} levels deep")
     try:
         doc = tomllib.loads(text)
+    except RecursionError:
+        raise ProfileError(f"{origin}: malformed TOML: arrays or tables nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
         raise ProfileError(_one_line(f"{origin}: malformed TOML: {e}")) from None
+    except ValueError as e:  # tomllib lets int()'s 4300-digit limit escape as ValueError
+        raise ProfileError(_one_line(f"{origin}: unreadable TOML value: {e}")) from None
     return _profiles_in(doc, stem, origin)
 
 
@@ -638,10 +658,10 @@ def load_profile(name_or_path: str | Path) -> Profile:
     """A preset by name, or a profile file by path (``file.toml:NAME`` picks one of many)."""
     text = str(name_or_path)
     pick = None
-    looks_like_path = isinstance(name_or_path, Path) or "/" in text or text.endswith(".toml")
-    if not looks_like_path and ".toml:" in text:
+    if ".toml:" in text and not Path(text).is_file():
         text, _, pick = text.rpartition(":")
-        looks_like_path = True
+    looks_like_path = (isinstance(name_or_path, Path) or pick is not None or "/" in text
+                       or text.endswith(".toml"))
     if looks_like_path or Path(text).is_file():
         profiles = load_profiles(text)
         if pick is not None:

@@ -427,3 +427,15 @@ def test_default_directory_is_the_shipped_one(monkeypatch, tmp_path):
     monkeypatch.setattr(datasets, "_resolve", lambda d: Path(d) if d else tmp_path)
     with pytest.raises(FsAdvisorError):
         load_rows()
+
+
+def test_dataset_workloads_named_like_presets_are_the_presets():
+    """One truth per workload: a dataset workload id that is also a preset name must be
+    exactly the preset's workload (the two were written separately and had drifted)."""
+    from fsadvisor.profile import list_presets
+    presets = {p.name: p.workload for p in list_presets()}
+    shared = [wid for wid in load_workloads() if wid in presets]
+    assert len(shared) >= 7
+    for wid, w in load_workloads().items():
+        if wid in presets:
+            assert w == presets[wid], wid
