@@ -437,6 +437,8 @@ class FittedModel:
 def source_group(source: str) -> str:
     """The table a row comes from: "Sehgal et al., FAST'10, Table 2 (004-0001)" -> without the
     row id. Cross-validation holds out whole groups; explanations cite groups, not rows."""
+    if source.startswith("probe "):
+        return " ".join(source.split()[:2])  # "probe <matrix id>": one probe session
     return re.sub(r"\s*\([^()]*\d[^()]*\)$", "", source).strip() or source
 
 

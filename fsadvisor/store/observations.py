@@ -1,8 +1,8 @@
 """Probe summaries as :class:`~fsadvisor.domain.Observation`, the unit the model learns from.
 
 One observation per summarised metric of each (device, configuration, workload, meter)
-summary. Raw-device baselines have no filesystem configuration and are left out, as are
-cells whose direct I/O was not honoured (domain notes 5: ext4 data=journal serves "direct"
+summary. Raw-device baselines become filesystem "raw"; cells whose direct I/O was not
+honoured are left out (domain notes 5: ext4 data=journal serves "direct"
 reads from the page cache, so such figures are not comparable with any other cell).
 """
 
@@ -49,10 +49,15 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
     out: list[Observation] = []
     for s in summaries:
         cfg = s["config"]
-        if cfg is None or NOT_COMPARABLE_FLAGS & set(s["flags"]):
+        if NOT_COMPARABLE_FLAGS & set(s["flags"]):
             continue
-        config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
-                               cfg["scheduler"] or "none", cfg["ag_count"])
+        if cfg is None:
+            # The raw-device baseline: no filesystem. The model reads it as the device's own
+            # ceiling (filesystem "raw"), which is what anchors a loop or NVMe roofline.
+            config = FsConfig.make("raw")
+        else:
+            config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
+                                   cfg["scheduler"] or "none", cfg["ag_count"])
         workload = workload_from_params(s["workload"])
         for metric, key, scale, unit, is_energy in PROBE_METRICS:
             st = s[key]
