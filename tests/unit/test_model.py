@@ -17,10 +17,12 @@ NOATIME = FsConfig.make("ext4", mount=("noatime",))
 
 
 def workloads():
+    # Latency-bound shapes, well below the device's IOPS and bandwidth ceilings, so that
+    # "roofline x effect" is a physically possible observation (the model caps at the ceiling).
     for rw in ("randread", "randwrite", "randrw"):
-        for bs in (4096, 131072):
-            for jobs in (1, 4, 8):
-                yield Workload(rw=rw, bs_bytes=bs, iodepth=64, numjobs=jobs)
+        for bs in (4096, 16384):
+            for jobs in (1, 2, 4):
+                yield Workload(rw=rw, bs_bytes=bs, iodepth=4, numjobs=jobs)
 
 
 def synthetic(effects: dict[FsConfig, float], kind="nvme", noise=0.02, seed=1, source="synthetic"):
@@ -45,7 +47,7 @@ def test_roofline_bandwidth_bound_for_large_sequential_reads():
 def test_fit_recovers_a_filesystem_effect_and_shrinks_uncertainty():
     obs = synthetic({EXT4: 0.0, XFS: math.log(1.3)})
     m = fit(obs, S)
-    w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
+    w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=4)
     r = predict(m, XFS, w, NVME).iops / predict(m, EXT4, w, NVME).iops
     assert r == pytest.approx(1.3, rel=0.05)
     prior = fit([], S)
@@ -54,7 +56,7 @@ def test_fit_recovers_a_filesystem_effect_and_shrinks_uncertainty():
 
 
 def test_relative_observations_pin_the_ratio():
-    w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
+    w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=4)
     obs = [Observation(source="rel", device_kind="nvme", config=NOATIME, workload=w,
                        metric="iops", value=0.25, unit="ratio-1", relative_to=EXT4)] * 5
     m = fit(obs, S)
@@ -103,3 +105,15 @@ def test_cross_validation_beats_the_prior_on_structured_data():
     rep = cross_validate(obs, folds=3, settings=S)
     assert rep["model"]["n"] > 0
     assert rep["model"]["median_abs_log_error"] < rep["prior_only"]["median_abs_log_error"]
+
+
+def test_no_prediction_exceeds_the_device_ceiling():
+    # Observations claiming 5x the roofline must not teach the model to beat the hardware.
+    w = Workload(rw="write", bs_bytes=128 << 10, iodepth=32, numjobs=4)
+    roof = roofline_iops(w, "nvme", S)
+    obs = [Observation(source="wild", device_kind="nvme", config=EXT4, workload=w,
+                       metric="iops", value=5 * roof, unit="IOPS")] * 5
+    p = predict(fit(obs, S), EXT4, w, NVME)
+    assert p.mb_s * 1e6 <= 6.18e9 * 1.001  # models/devices.toml write bandwidth
+    assert p.uncertainty["iops_90"][1] * (128 << 10) <= 6.18e9 * 1.001
+    assert p.p99_latency_ms > 0 and p.ops_per_joule > 0

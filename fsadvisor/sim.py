@@ -1,0 +1,617 @@
+"""What-if simulation: the fitted model's device, replayed request by request with simpy.
+
+Picture a drive as a small post office. It has a fixed number of counters (the device's
+internal channels, ``parallelism`` in ``models/devices.toml``) and one loading dock (the
+controller and its PCIe link). Customers are fio jobs: each of ``numjobs`` jobs keeps
+``iodepth`` letters at the counters at all times. A read or a write takes a counter for its
+media time, drawn from a log-normal distribution, then passes the dock for its transfer
+(``max(1/iops_cap, bs/bandwidth)``: the roofline's IOPS and bandwidth ceilings as a queue).
+A metadata operation is two small writes, the journal record and the in-place update, as the
+model's roofline counts it. An ``fsync`` is a write followed by a flush, and a flush is a
+barrier: it waits in line like anyone else, then takes *every* counter, so everything
+already in flight drains first and everything behind waits until it is done (seed 002: "the
+barrier serialises the device's internal pipeline, draining all in-flight writes before the
+fsync completes"). It holds the counters for ``flush_latency_us_plp`` with power-loss
+protection, ``flush_latency_us`` without (devices.toml). An fsync that arrives while a
+flush is still waiting for its counters rides along with it, as Linux merges pending flushes. The counters serve strictly first
+come, first served, like ``simpy.Resource``; they are a resource of their own only because a
+barrier claims all of them in one request.
+
+Calibration. The model, not this file, knows how a filesystem configuration changes the
+device's speed. So one pilot run replays the profile's own workload (its numjobs x iodepth,
+its mix and fsync rate, the device's PLP) with the bare device's times, and every device time
+(media, transfer, flush) is then multiplied by the one factor that makes the simulated
+throughput at that point equal to the model's predicted IOPS for the configuration. Scaling
+all times by a factor scales the whole event sequence, so with the same seed and request
+count the match is exact. Without flushes and below the channel count this is Little's law,
+mean service time = concurrency / predicted IOPS; with flushes the barrier's share is kept.
+What-if variants (more jobs, deeper queues, another fsync interval, PLP, block size, mix,
+bursts) then run with the same factor: the simulator extrapolates from one calibrated point,
+and each result carries the model's own closed-form figure for the variant beside it.
+
+Spread. The media time is log-normal with mean 1 x the mean and log-sd ``DEFAULT_SIGMA``,
+chosen so p99/mean matches seed 002's bare PM9A3 (4K random writes at QD32: 408,200 IOPS,
+so 78 us mean by Little's law, and 290 us p99: p99/mean = 3.7).
+
+Power. ``P = idle + (active - idle) x busy_fraction`` integrated over simulated time, where
+busy_fraction is the share of time the device has any request outstanding (iostat's %util)
+and ``active`` is the model's predicted watts at the calibration point (where the device is
+always busy, so the simulated power equals the model's there). Every energy figure is
+"simulated from model", never a measurement.
+
+Runs are capped by the number of simulated requests, not by wall time, and are deterministic
+for a given seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+import simpy
+from simpy.resources.base import BaseResource, Put
+
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.errors import FsAdvisorError
+
+# Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
+# 290 us. Little's law gives the mean latency.
+SEED002_RAW_IOPS = 408_200.0
+SEED002_RAW_IODEPTH = 32
+SEED002_RAW_P99_US = 290.0
+SEED002_RAW_MEAN_US = SEED002_RAW_IODEPTH / SEED002_RAW_IOPS * 1e6  # 78.4 us
+Z99 = 2.3263478740408408  # standard normal 99th percentile
+
+
+def sigma_for_p99_over_mean(ratio: float) -> float:
+    """Log-sd of a log-normal whose p99 is ``ratio`` times its mean:
+    exp(z99*s - s^2/2) = ratio, the smaller root."""
+    d = Z99 * Z99 - 2.0 * math.log(ratio)
+    if ratio <= 1.0 or d < 0:
+        raise ValueError(f"no log-normal has p99/mean = {ratio}")
+    return Z99 - math.sqrt(d)
+
+
+DEFAULT_SIGMA = sigma_for_p99_over_mean(SEED002_RAW_P99_US / SEED002_RAW_MEAN_US)  # 0.654
+DEFAULT_REQUESTS = 50_000
+WRITES_PER_TRANSACTION = 8  # same assumption as model._fsync_per_op: a commit after ~8 pages
+META_WRITE_BYTES = 4096  # a journal record or an inode block
+LABEL = "simulated from the fitted model — not a measurement"
+
+# What-if knobs and their bounds (a run costs about 10 us of wall time per simulated event).
+OVERRIDE_KEYS = ("numjobs", "iodepth", "fsync_every", "plp", "rwmixread", "bs", "burst",
+                 "pause_ms")
+MAX_CONCURRENCY = 4096
+MIN_REQUESTS, MAX_REQUESTS = 100, 5_000_000
+STEADY_ROUNDS = 10  # requests >= 10 x concurrency, so the start-up transient stays small
+# A calibration factor outside this range means devices.toml and the fitted model disagree by
+# more than a filesystem's usual share of the device (seed 002: ext4 defaults keep 9.4% of
+# raw random-write IOPS, tuned ext4 45%).
+SCALE_PLAUSIBLE = (0.25, 12.0)
+
+
+# --------------------------------------------------------------------------- the device
+
+class Claim(Put):
+    """A request for ``width`` channels: 1 for an I/O, all of them for a flush."""
+
+    def __init__(self, resource: "Channels", width: int):
+        self.width = width
+        self.granted_at = 0.0
+        super().__init__(resource)
+
+
+@dataclass
+class Held:
+    """Channels granted without waiting (see :meth:`Channels.take_now`)."""
+
+    width: int
+    granted_at: float
+
+
+class Channels(BaseResource):
+    """The device's internal channels, first come first served like ``simpy.Resource``;
+    nothing overtakes a claim waiting at the head of the line, so a barrier that needs every
+    channel is never starved by the single-channel I/Os behind it."""
+
+    def __init__(self, env: simpy.Environment, capacity: int):
+        super().__init__(env, capacity)
+        self.in_use = 0
+        self.busy_channel_us = 0.0  # sum over claims of width x held time
+
+    def claim(self, width: int = 1) -> Claim:
+        return Claim(self, width)
+
+    def take_now(self, width: int = 1) -> "Held | None":
+        """Channels granted at once when they are free and nobody is waiting (the same
+        outcome as a claim, one simulation event cheaper); None otherwise."""
+        if self.put_queue or self._capacity - self.in_use < width:
+            return None
+        self.in_use += width
+        return Held(width, self._env.now)
+
+    def free(self, claim: "Claim | Held") -> None:
+        self.in_use -= claim.width
+        self.busy_channel_us += claim.width * (self._env.now - claim.granted_at)
+        self._trigger_put(None)
+
+    def _do_put(self, event: Claim) -> bool:
+        if self._capacity - self.in_use >= event.width:
+            self.in_use += event.width
+            event.granted_at = self._env.now
+            event.succeed()
+            return True  # grant the next in line too, if it fits
+        return False  # strict FIFO: stop at the first claim that does not fit
+
+    def _do_get(self, event) -> bool:  # pragma: no cover - channels are freed via free()
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class DeviceTimes:
+    """Mean times of one simulated device, in microseconds. ``*_xfer_us`` are the serial
+    controller/link times (0: no controller stage)."""
+
+    channels: int
+    read_us: float
+    write_us: float
+    flush_us: float
+    read_xfer_us: float = 0.0
+    write_xfer_us: float = 0.0
+    meta_xfer_us: float = 0.0
+    sigma: float = DEFAULT_SIGMA
+
+    def scaled(self, k: float) -> "DeviceTimes":
+        return replace(self, read_us=self.read_us * k, write_us=self.write_us * k,
+                       flush_us=self.flush_us * k, read_xfer_us=self.read_xfer_us * k,
+                       write_xfer_us=self.write_xfer_us * k, meta_xfer_us=self.meta_xfer_us * k)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One fio job: ``iodepth`` requests in flight; a flush after every ``writes_per_flush``
+    write-like operations of the job (0: never); optionally ``burst`` requests per slot then
+    ``pause_us`` of silence."""
+
+    iodepth: int = 1
+    read_frac: float = 0.0
+    meta_frac: float = 0.0
+    writes_per_flush: int = 0
+    burst: int = 0
+    pause_us: float = 0.0
+
+
+@dataclass
+class SimStats:
+    ops: int
+    sim_us: float
+    latencies_us: np.ndarray
+    flush_latencies_us: np.ndarray  # one per fsync, from its request to its completion
+    device_flushes: int  # flushes the device executed (fsyncs merged into one count once)
+    busy_channel_us: float
+    busy_us: float  # time with at least one request outstanding
+    channels: int
+    trace: list[tuple[float, int, str]] | None = None
+
+    @property
+    def throughput_ops_s(self) -> float:
+        return self.ops / (self.sim_us * 1e-6) if self.sim_us > 0 else 0.0
+
+
+class _Draws:
+    """Uniforms and unit-mean log-normal factors from one seeded generator, drawn in blocks."""
+
+    BLOCK = 16384
+
+    def __init__(self, seed: int, sigma: float):
+        self.rng = np.random.default_rng(seed)
+        self.sigma = sigma
+        self._u: list[float] = []
+        self._f: list[float] = []
+
+    def uniform(self) -> float:
+        if not self._u:
+            self._u = self.rng.random(self.BLOCK).tolist()
+        return self._u.pop()
+
+    def factor(self) -> float:
+        if self.sigma <= 0:
+            return 1.0
+        if not self._f:
+            s = self.sigma
+            self._f = np.exp(s * self.rng.standard_normal(self.BLOCK) - s * s / 2).tolist()
+        return self._f.pop()
+
+
+def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
+        trace: bool = False) -> SimStats:
+    """Simulate until ``requests`` operations have completed (fsyncs are not operations, as
+    in fio's IOPS). The layer below the model: give it fixed times (sigma 0) and it is a
+    plain queueing network. With ``trace``, every completion is recorded as
+    (time_us, job, "read"|"write"|"meta"|"flush")."""
+    env = simpy.Environment()
+    ch = Channels(env, times.channels)
+    ctrl = Channels(env, 1)  # FIFO like simpy.Resource, without a Release event per use
+    draws = _Draws(seed, times.sigma)
+    lat: list[float] = []
+    flush_lat: list[float] = []
+    device_flushes: list[float] = []  # completion times of the flushes the device ran
+    queued: dict[str, simpy.Event | None] = {"flush": None}
+    log: list[tuple[float, int, str]] | None = [] if trace else None
+    stop = env.event()
+    state = {"outstanding": 0, "since": 0.0, "busy": 0.0}
+    written = [0] * len(jobs)
+
+    def begin() -> None:
+        if state["outstanding"] == 0:
+            state["since"] = env.now
+        state["outstanding"] += 1
+
+    def end() -> None:
+        state["outstanding"] -= 1
+        if state["outstanding"] == 0:
+            state["busy"] += env.now - state["since"]
+
+    def io(media_us: float, xfer_us: float):
+        c = ch.take_now(1)
+        if c is None:
+            c = ch.claim(1)
+            yield c
+        yield env.timeout(media_us * draws.factor())
+        if xfer_us > 0:
+            x = ctrl.take_now(1)
+            if x is None:
+                x = ctrl.claim(1)
+                yield x
+            yield env.timeout(xfer_us)
+            ctrl.free(x)
+        ch.free(c)
+
+    def flush(j: int):
+        t0 = env.now
+        begin()
+        if queued["flush"] is not None:
+            # The block layer merges a flush into one still waiting to start (Linux
+            # block/blk-flush.c keeps pending flushes and issues them as one): group commit
+            # below the filesystem, which is why fsync at depth costs less per call.
+            yield queued["flush"]
+        else:
+            done = env.event()
+            c = ch.take_now(times.channels)
+            if c is None:
+                queued["flush"] = done
+                c = ch.claim(times.channels)
+                yield c
+                queued["flush"] = None  # started: a later fsync needs a flush of its own
+            yield env.timeout(times.flush_us)
+            ch.free(c)
+            device_flushes.append(env.now)
+            done.succeed()
+        end()
+        if not stop.triggered:
+            flush_lat.append(env.now - t0)
+            if log is not None:
+                log.append((env.now, j, "flush"))
+
+    def slot(j: int, spec: JobSpec):
+        issued = 0
+        while not stop.triggered:
+            u = draws.uniform()
+            t0 = env.now
+            begin()
+            if u < spec.meta_frac:
+                kind = "meta"
+                yield from io(times.write_us, times.meta_xfer_us)  # journal record
+                yield from io(times.write_us, times.meta_xfer_us)  # in-place update
+            elif (u - spec.meta_frac) < spec.read_frac * (1.0 - spec.meta_frac):
+                kind = "read"
+                yield from io(times.read_us, times.read_xfer_us)
+            else:
+                kind = "write"
+                yield from io(times.write_us, times.write_xfer_us)
+            end()
+            if stop.triggered:
+                return
+            lat.append(env.now - t0)
+            if log is not None:
+                log.append((env.now, j, kind))
+            if len(lat) >= requests:
+                stop.succeed()
+                return
+            if kind != "read" and spec.writes_per_flush:
+                written[j] += 1
+                if written[j] % spec.writes_per_flush == 0:
+                    yield from flush(j)
+            issued += 1
+            if spec.burst and issued % spec.burst == 0 and spec.pause_us > 0:
+                yield env.timeout(spec.pause_us)
+
+    for j, spec in enumerate(jobs):
+        for _ in range(spec.iodepth):
+            env.process(slot(j, spec))
+    if requests > 0 and jobs:
+        env.run(until=stop)
+    end_us = env.now
+    busy = state["busy"] + (end_us - state["since"] if state["outstanding"] else 0.0)
+    return SimStats(ops=len(lat), sim_us=end_us, latencies_us=np.asarray(lat),
+                    flush_latencies_us=np.asarray(flush_lat),
+                    device_flushes=len(device_flushes),
+                    busy_channel_us=ch.busy_channel_us, busy_us=busy,
+                    channels=times.channels, trace=log)
+
+
+# --------------------------------------------------------------------------- from the model
+
+def writes_per_flush(w: Workload) -> int:
+    """Write-like operations between two flushes, as the model counts them (0: none)."""
+    if w.fsync_mode == "per_transaction":
+        return WRITES_PER_TRANSACTION
+    return max(0, w.fsync_every)
+
+
+def device_times(params: Mapping[str, float], w: Workload, plp: str,
+                 sigma: float = DEFAULT_SIGMA) -> DeviceTimes:
+    """The bare device's times for this workload's request size (devices.toml)."""
+    flush = params["flush_latency_us_plp"] if plp == "yes" else params["flush_latency_us"]
+
+    def xfer(cap_iops: float, bw_bytes_s: float, nbytes: int) -> float:
+        return max(1e6 / cap_iops, nbytes / bw_bytes_s * 1e6)
+
+    return DeviceTimes(
+        channels=int(params["parallelism"]), read_us=float(params["read_latency_us"]),
+        write_us=float(params["write_latency_us"]), flush_us=float(flush),
+        read_xfer_us=xfer(params["read_iops_cap"], params["read_bw_bytes_s"], w.bs_bytes),
+        write_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"], w.bs_bytes),
+        meta_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"],
+                          META_WRITE_BYTES),
+        sigma=sigma)
+
+
+def job_specs(w: Workload, burst: int = 0, pause_us: float = 0.0) -> list[JobSpec]:
+    spec = JobSpec(iodepth=max(1, w.iodepth), read_frac=w.read_pct / 100.0,
+                   meta_frac=w.metadata_frac, writes_per_flush=writes_per_flush(w),
+                   burst=burst, pause_us=pause_us)
+    return [spec] * max(1, w.numjobs)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The profile's own point: what the model predicts there and the time factor that makes
+    the simulation agree with it."""
+
+    model_iops: float
+    model_watts: float
+    model_ops_per_joule: float
+    model_iops_90: tuple[float, float]
+    idle_watts: float
+    power_scope: str
+    power_basis: str
+    raw_throughput_ops_s: float
+    scale: float  # every device time is the bare device's time x scale
+    concurrency: int
+    channels: int
+    sigma: float
+    seed: int
+    requests: int
+    workload: dict[str, Any]  # the calibration point's workload
+    writes_per_flush: int
+    plp: str
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["model_iops_90"] = list(self.model_iops_90)
+        d["warnings"] = list(self.warnings)
+        return d
+
+
+def _check_requests(requests: int) -> None:
+    if not MIN_REQUESTS <= requests <= MAX_REQUESTS:
+        raise FsAdvisorError(f"requests must be between {MIN_REQUESTS:,} and "
+                             f"{MAX_REQUESTS:,}, not {requests:,}")
+
+
+def _check_workload(w: Workload, requests: int) -> None:
+    conc = w.concurrency
+    if conc > MAX_CONCURRENCY:
+        raise FsAdvisorError(f"numjobs x iodepth = {conc} is above the simulator's limit of "
+                             f"{MAX_CONCURRENCY}")
+    if requests < STEADY_ROUNDS * conc:
+        raise FsAdvisorError(f"requests ({requests:,}) must be at least {STEADY_ROUNDS} x "
+                             f"numjobs x iodepth (= {STEADY_ROUNDS * conc:,}) to reach a "
+                             "steady state")
+
+
+def calibrate(model, cfg: FsConfig, w: Workload, device: Device, scope: str = "system",
+              seed: int = 0, requests: int = DEFAULT_REQUESTS,
+              sigma: float = DEFAULT_SIGMA) -> Calibration:
+    from fsadvisor.model import predict
+
+    _check_requests(requests)
+    _check_workload(w, requests)
+    if not (math.isfinite(sigma) and 0.0 <= sigma <= 3.0):
+        raise FsAdvisorError(f"sigma (log-sd of service times) must be in 0..3, not {sigma}")
+    p = predict(model, cfg, w, device, scope)
+    params = model.settings.device_params(device.kind)
+    raw = run(device_times(params, w, device.plp, sigma), job_specs(w), requests, seed)
+    t0 = raw.throughput_ops_s
+    if not (t0 > 0 and p.iops > 0 and math.isfinite(t0 / p.iops)):
+        raise FsAdvisorError("cannot calibrate the simulator: the pilot run or the model "
+                             "gave no throughput")
+    scale = t0 / p.iops
+    warnings = []
+    if not SCALE_PLAUSIBLE[0] <= scale <= SCALE_PLAUSIBLE[1]:
+        warnings.append(
+            f"every bare-device time from devices.toml had to be multiplied by {scale:.3g} to "
+            "match the model here; the two disagree, so read the variants as rough "
+            "extrapolations")
+    return Calibration(
+        model_iops=p.iops, model_watts=p.watts, model_ops_per_joule=p.ops_per_joule,
+        model_iops_90=tuple(p.uncertainty["iops_90"]),
+        idle_watts=float(p.basis.get("idle_watts", 0.0)), power_scope=scope,
+        power_basis=str(p.basis.get("power_level", p.energy_source)),
+        raw_throughput_ops_s=t0, scale=scale, concurrency=w.concurrency,
+        channels=int(params["parallelism"]), sigma=sigma, seed=seed, requests=requests,
+        workload=w.to_dict(), writes_per_flush=writes_per_flush(w), plp=device.plp, warnings=tuple(warnings))
+
+
+# --------------------------------------------------------------------------- what-if
+
+def _as_int(key: str, v: Any, lo: int, hi: int) -> int:
+    try:
+        if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
+            raise ValueError
+        n = int(v)
+    except (TypeError, ValueError):
+        raise FsAdvisorError(f"{key} must be a whole number, not {v!r}") from None
+    if not lo <= n <= hi:
+        raise FsAdvisorError(f"{key} must be between {lo} and {hi}, not {n}")
+    return n
+
+
+def apply_overrides(w: Workload, device: Device, overrides: Mapping[str, Any] | None
+                    ) -> tuple[Workload, Device, int, float]:
+    """(workload, device, burst, pause_us) with the what-if knobs applied."""
+    from fsadvisor.sizes import parse_size
+
+    o = dict(overrides or {})
+    unknown = sorted(set(o) - set(OVERRIDE_KEYS))
+    if unknown:
+        raise FsAdvisorError(f"unknown what-if knob(s) {', '.join(unknown)}; "
+                             f"use {', '.join(OVERRIDE_KEYS)}")
+    kw: dict[str, Any] = {}
+    if "numjobs" in o:
+        kw["numjobs"] = _as_int("numjobs", o["numjobs"], 1, MAX_CONCURRENCY)
+    if "iodepth" in o:
+        kw["iodepth"] = _as_int("iodepth", o["iodepth"], 1, MAX_CONCURRENCY)
+    if "fsync_every" in o:
+        n = _as_int("fsync_every", o["fsync_every"], 0, 1_000_000)
+        kw["fsync_every"], kw["fsync_mode"] = n, ("every_n" if n else "none")
+    if "rwmixread" in o:
+        kw["rwmixread"] = _as_int("rwmixread", o["rwmixread"], 0, 100)
+        if w.rw not in ("rw", "randrw") and w.metadata_frac < 1.0:
+            kw["rw"] = "randrw" if w.random else "rw"  # a fixed-direction job becomes a mix
+    if "bs" in o:
+        try:
+            bs = parse_size(o["bs"])
+        except (TypeError, ValueError, OverflowError):
+            raise FsAdvisorError(f"bs must be a size like 4k or 131072, not {o['bs']!r}") from None
+        if not 512 <= bs <= 64 << 20:
+            raise FsAdvisorError(f"bs must be between 512 bytes and 64 MiB, not {bs}")
+        kw["bs_bytes"] = bs
+    if "plp" in o:
+        if o["plp"] not in ("yes", "no", "unknown"):
+            raise FsAdvisorError(f"plp must be yes, no or unknown, not {o['plp']!r}")
+        device = replace(device, plp=o["plp"])
+    burst = _as_int("burst", o.get("burst", 0), 0, 1_000_000)
+    try:
+        pause_ms = float(o.get("pause_ms", 0.0))
+    except (TypeError, ValueError):
+        raise FsAdvisorError(f"pause_ms must be a number, not {o['pause_ms']!r}") from None
+    if not (math.isfinite(pause_ms) and 0.0 <= pause_ms <= 10_000.0):
+        raise FsAdvisorError(f"pause_ms must be between 0 and 10000, not {pause_ms}")
+    if (burst and not pause_ms) or (pause_ms and not burst):
+        raise FsAdvisorError("a burst needs both burst (requests) and pause_ms")
+    if kw.get("numjobs", w.numjobs) * kw.get("iodepth", w.iodepth) > MAX_CONCURRENCY:
+        raise FsAdvisorError(f"numjobs x iodepth is above the simulator's limit of "
+                             f"{MAX_CONCURRENCY}")
+    return replace(w, **kw), device, burst, pause_ms * 1000.0
+
+
+def check_variant(w: Workload, device: Device, overrides: Mapping[str, Any] | None,
+                  requests: int) -> None:
+    """Raise FsAdvisorError now if this variant cannot be simulated."""
+    _check_requests(requests)
+    _check_workload(apply_overrides(w, device, overrides)[0], requests)
+
+
+@dataclass
+class SimResult:
+    """One simulated variant. Energy is "simulated from model", never a measurement."""
+
+    overrides: dict[str, Any]
+    config: dict[str, Any]
+    workload: dict[str, Any]  # the workload after the overrides
+    device_kind: str
+    numjobs: int
+    iodepth: int
+    concurrency: int
+    writes_per_flush: int
+    plp: str
+    requests: int
+    simulated_s: float
+    wall_s: float
+    throughput_ops_s: float
+    mb_s: float
+    mean_latency_ms: float
+    p50_latency_ms: float
+    p99_latency_ms: float
+    p999_latency_ms: float
+    fsyncs: int
+    device_flushes: int
+    mean_flush_latency_ms: float | None
+    utilisation: float  # mean share of channels held
+    busy_fraction: float  # share of time with any request outstanding
+    watts: float
+    energy_j: float
+    energy_per_op_j: float
+    ops_per_joule: float
+    model_iops: float  # the closed-form model's figure for this variant, for comparison
+    model_ops_per_joule: float
+    seed: int
+    calibration: Calibration
+    energy_source: str = "simulated from model"
+    note: str = LABEL
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["calibration"] = self.calibration.to_dict()
+        return d
+
+
+def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: str = "system",
+             seed: int = 0, requests: int = DEFAULT_REQUESTS,
+             overrides: dict | None = None, calibration: Calibration | None = None,
+             sigma: float = DEFAULT_SIGMA) -> SimResult:
+    """Simulate ``workload`` on ``device`` under ``cfg`` with the what-if ``overrides``
+    applied, calibrated at the workload's own point (pass ``calibration`` to reuse one)."""
+    from fsadvisor.model import predict
+
+    _check_requests(requests)
+    w2, dev2, burst, pause_us = apply_overrides(workload, device, overrides)
+    _check_workload(w2, requests)
+    cal = calibration or calibrate(model, cfg, workload, device, scope, seed, requests, sigma)
+    params = model.settings.device_params(device.kind)
+    times = device_times(params, w2, dev2.plp, cal.sigma).scaled(cal.scale)
+    t_wall = time.perf_counter()
+    st = run(times, job_specs(w2, burst, pause_us), requests, seed)
+    wall = time.perf_counter() - t_wall
+    sim_s = st.sim_us * 1e-6
+    thr = st.throughput_ops_s
+    busy = min(1.0, st.busy_us / st.sim_us) if st.sim_us > 0 else 0.0
+    watts = cal.idle_watts + (cal.model_watts - cal.idle_watts) * busy
+    energy = watts * sim_s
+    lat_ms = st.latencies_us / 1000.0
+    p50, p99, p999 = (float(x) for x in np.percentile(lat_ms, [50, 99, 99.9]))
+    mp = predict(model, cfg, w2, dev2, scope)
+    bs = w2.bs_bytes if w2.metadata_frac < 1.0 else 0
+    return SimResult(
+        overrides=dict(overrides or {}), config=cfg.to_dict(), workload=w2.to_dict(),
+        device_kind=dev2.kind, numjobs=w2.numjobs, iodepth=w2.iodepth,
+        concurrency=w2.concurrency, writes_per_flush=writes_per_flush(w2), plp=dev2.plp,
+        requests=st.ops, simulated_s=sim_s, wall_s=wall, throughput_ops_s=thr,
+        mb_s=thr * bs * (1.0 - w2.metadata_frac) / 1e6,
+        mean_latency_ms=float(lat_ms.mean()), p50_latency_ms=p50, p99_latency_ms=p99,
+        p999_latency_ms=p999, fsyncs=int(st.flush_latencies_us.size),
+        device_flushes=st.device_flushes,
+        mean_flush_latency_ms=(float(st.flush_latencies_us.mean()) / 1000.0
+                               if st.flush_latencies_us.size else None),
+        utilisation=st.busy_channel_us / (st.channels * st.sim_us) if st.sim_us > 0 else 0.0,
+        busy_fraction=busy, watts=watts, energy_j=energy,
+        energy_per_op_j=energy / st.ops if st.ops else math.inf,
+        ops_per_joule=st.ops / energy if energy > 0 else 0.0,
+        model_iops=mp.iops, model_ops_per_joule=mp.ops_per_joule, seed=seed,
+        calibration=cal)
