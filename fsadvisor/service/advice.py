@@ -105,13 +105,18 @@ def _check_scope(scope: str) -> None:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")
 
 
-def recommend(profile: str, device: str | None = None, top: int = 5, db: str | None = None,
-              scope: str = "system", energy_basis: str = "total",
+def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
+              db: str | None = None, scope: str = "system", energy_basis: str = "total",
               plp: str | None = None) -> Recommendation:
+    """Rank the candidates for ``profile`` (a preset name, a TOML path, or a Profile the
+    caller built, e.g. the TUI's form with edited constraints). A profile that states PLP
+    speaks for the device too, as ``--plp`` does."""
     if top < 1:
         raise FsAdvisorError("--top must be at least 1")
     _check_scope(scope)
-    prof = get_profile(profile)
+    prof = profile if isinstance(profile, Profile) else get_profile(profile)
+    if plp is None and prof.constraints.plp != "unknown":
+        plp = prof.constraints.plp
     dev = resolve_device(device, plp)
     return rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis)
 

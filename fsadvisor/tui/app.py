@@ -1,0 +1,105 @@
+"""The Textual app: six tabs over fsadvisor.service, and the keys that move between them.
+
+Presentation only. The panes own their widgets and their thread workers; this module wires
+"recommend" (profile + device -> results) and "preview a probe" (target + profile), which
+need more than one pane. Domain errors become one-line notifications, never a traceback.
+"""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Header, OptionList, TabbedContent, TabPane
+
+from fsadvisor.tui import calls
+from fsadvisor.tui.panes.device import DevicePane
+from fsadvisor.tui.panes.energy import EnergyPane
+from fsadvisor.tui.panes.history import HistoryPane
+from fsadvisor.tui.panes.probe import ProbePane
+from fsadvisor.tui.panes.profile import ProfilePane
+from fsadvisor.tui.panes.results import ResultsPane
+
+TABS = (("profile", "Profile"), ("device", "Device"), ("results", "Recommendations"),
+        ("energy", "Energy"), ("history", "History"), ("probe", "Probe preview"))
+
+
+class FsAdvisorApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "fsadvisor"
+    SUB_TITLE = "filesystem, options, AG count and scheduler by operations per joule"
+    BINDINGS = [
+        Binding("r", "recommend", "Recommend"),
+        Binding("q", "quit", "Quit"),
+        # priority: the Screen's own (hidden) tab binding would otherwise win in the footer
+        Binding("tab", "focus_next", "Next pane", show=True, priority=True),
+        Binding("shift+tab", "focus_previous", "Previous pane", show=False, priority=True),
+        *(Binding(f"f{i}", f"show_tab('{tab}')", label, show=True)
+          for i, (tab, label) in enumerate(TABS, 1)),
+    ]
+
+    def __init__(self, db: str | None = None) -> None:
+        super().__init__()
+        self.db = db
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(id="tabs", initial="profile"):
+            for tab, label in TABS:
+                with TabPane(label, id=tab):
+                    yield self._pane(tab)
+        yield Footer()
+
+    def _pane(self, tab: str):
+        if tab == "history":
+            return HistoryPane(db=self.db, id="history-pane")
+        return {"profile": ProfilePane, "device": DevicePane, "results": ResultsPane,
+                "energy": EnergyPane, "probe": ProbePane}[tab](id=f"{tab}-pane")
+
+    def on_mount(self) -> None:
+        self.query_one("#presets", OptionList).focus()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        self._focus_tab(tab)
+
+    def _focus_tab(self, tab: str) -> None:
+        target = {"profile": "#presets", "device": "#device-spec", "results": "#ranked",
+                  "energy": "#energy-pane", "history": "#history-table",
+                  "probe": "#probe-target"}[tab]
+        self.query_one(target).focus()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        tab = event.pane.id
+        if tab == "energy":
+            self.query_one(EnergyPane).reload()
+        elif tab == "history":
+            self.query_one(HistoryPane).reload()
+
+    # ------------------------------------------------------------------ cross-pane actions
+
+    def action_recommend(self) -> None:
+        try:
+            profile = self.query_one(ProfilePane).effective_profile()
+            device, top = self.query_one(DevicePane).choices()
+        except calls.USER_ERRORS as e:
+            self.notify(str(e), title="recommend", severity="error", markup=False)
+            return
+        self.action_show_tab("results")
+        self.query_one(ResultsPane).start(profile, device, top, self.db)
+
+    def on_profile_pane_recommend_requested(self, _event: ProfilePane.RecommendRequested) -> None:
+        self.action_recommend()
+
+    def on_probe_pane_preview_requested(self, event: ProbePane.PreviewRequested) -> None:
+        prof = self.query_one(ProfilePane)
+        plp = "unknown"
+        try:
+            plp = prof.effective_profile().constraints.plp
+        except calls.USER_ERRORS:
+            pass  # a half-typed number in the form does not matter for a preview
+        self.query_one(ProbePane).start(event.target, prof.ref if event.with_profile else None,
+                                        event.quick, plp, self.db)
+
+
+def run(db: str | None = None) -> None:
+    FsAdvisorApp(db=db).run()

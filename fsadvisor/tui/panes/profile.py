@@ -1,0 +1,175 @@
+"""Step 1: the workload profile. Pick a preset (or load a TOML file), read its workload and
+constraints, and adjust the constraints the ranking is filtered by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static, Switch
+from textual.widgets.option_list import Option
+
+from fsadvisor.domain import Profile
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.tui import calls, present
+
+FEATURES = ("snapshots", "checksums", "compression")
+PLP_CHOICES = (("unknown", "unknown"), ("yes", "yes"), ("no", "no"))
+DEFAULT_PRESET = "oltp"  # the README's quick-start example
+PROMPT_WIDTH = 38  # the preset list is 42 columns wide (app.tcss), less border and padding
+
+
+@dataclass
+class Loaded:
+    profile: Profile
+    ref: str  # what load_profile/probe accept: the preset name or the TOML path
+    origin: str  # shown to the user: "preset" or "file <path>"
+
+
+class ProfilePane(Horizontal):
+    """Preset list on the left; the chosen profile and the constraints form on the right."""
+
+    class RecommendRequested(Message):
+        """The user asked for recommendations from inside the form (button or Enter)."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.loaded: dict[str, Loaded] = {}
+        self.current: Loaded | None = None
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="presets")
+        with VerticalScroll(id="profile-side"):
+            yield Static(id="profile-info")
+            yield Label("Constraints for this run (edit, then r or Enter)", classes="section")
+            with Horizontal(classes="form-row"):
+                yield Label("PLP", classes="field")
+                yield Select(PLP_CHOICES, value="unknown", allow_blank=False, id="plp")
+                yield Label("durability", classes="field")
+                yield Switch(value=True, id="durability")
+                yield Label("fsync'd data survives power loss", classes="hint")
+            with Horizontal(classes="form-row"):
+                yield Label("features", classes="field")
+                for f in FEATURES:
+                    yield Checkbox(f, id=f"feat-{f}")
+            with Horizontal(classes="form-row"):
+                yield Label("min IOPS", classes="field")
+                yield Input(placeholder="none", id="min-iops")
+                yield Label("max p99 ms", classes="field")
+                yield Input(placeholder="none", id="max-p99")
+                yield Button("Recommend (r)", id="recommend", variant="primary")
+            with Horizontal(classes="form-row"):
+                yield Label("TOML file", classes="field")
+                yield Input(placeholder="path/to/profile.toml, Enter to load", id="profile-path")
+
+    def on_mount(self) -> None:
+        from fsadvisor.service import advice
+
+        options = self.query_one("#presets", OptionList)
+        try:
+            presets = advice.list_profiles()
+        except calls.USER_ERRORS as e:  # a broken preset file: the TOML path still works
+            self.notify(str(e), title="presets", severity="error", markup=False)
+            presets = []
+        for p in presets:
+            self.loaded[p.name] = Loaded(p, p.name, "preset")
+            options.add_option(Option(self._prompt(p), id=p.name))
+        names = [o for o in self.loaded]
+        if names:
+            options.highlighted = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
+
+    @staticmethod
+    def _prompt(p: Profile) -> Text:
+        # OptionList wraps long prompts; one line of description keeps 50 presets scannable.
+        desc = p.description if len(p.description) <= PROMPT_WIDTH else (
+            p.description[:PROMPT_WIDTH - 1].rstrip() + "…")
+        return Text.assemble((p.name, "bold"), "\n", (desc, "dim"))
+
+    # ------------------------------------------------------------------ choosing a profile
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id in self.loaded:
+            self.show(self.loaded[event.option.id])
+
+    def show(self, item: Loaded) -> None:
+        """Show ``item`` and reset the form to its own constraints."""
+        self.current = item
+        c = item.profile.constraints
+        self.query_one("#profile-info", Static).update(present.profile_text(item.profile, item.origin))
+        self.query_one("#plp", Select).value = c.plp
+        self.query_one("#durability", Switch).value = c.durability
+        for f in FEATURES:
+            self.query_one(f"#feat-{f}", Checkbox).value = f in c.features
+        self.query_one("#min-iops", Input).value = "" if c.min_iops is None else f"{c.min_iops:g}"
+        self.query_one("#max-p99", Input).value = "" if c.max_p99_ms is None else f"{c.max_p99_ms:g}"
+
+    def select(self, name: str) -> None:
+        """Highlight the profile with option id ``name`` (a preset name or a loaded path)."""
+        options = self.query_one("#presets", OptionList)
+        options.highlighted = options.get_option_index(name)
+
+    def load_path(self, path: str) -> None:
+        """Load a profile TOML; FsAdvisorError (one line) when it cannot be."""
+        from fsadvisor.service import advice
+
+        path = path.strip()
+        if not path:
+            raise FsAdvisorError("type the path of a profile TOML file first")
+        prof = advice.get_profile(path)
+        key = f"file:{path}"
+        options = self.query_one("#presets", OptionList)
+        if key not in self.loaded:
+            options.add_option(Option(self._prompt(prof), id=key))
+        self.loaded[key] = Loaded(prof, path, f"file {path}")
+        self.select(key)
+        self.show(self.loaded[key])
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "profile-path":
+            try:
+                self.load_path(event.value)
+            except calls.USER_ERRORS as e:
+                self.notify(str(e), title="profile", severity="error", markup=False)
+        else:
+            self.post_message(self.RecommendRequested())
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "recommend":
+            event.stop()
+            self.post_message(self.RecommendRequested())
+
+    # ------------------------------------------------------------------ the edited profile
+
+    def effective_profile(self) -> Profile:
+        """The chosen profile with the form's constraints; FsAdvisorError on a bad number."""
+        if self.current is None:
+            raise FsAdvisorError("no profile chosen: pick a preset or load a TOML file")
+        features = tuple(f for f in FEATURES if self.query_one(f"#feat-{f}", Checkbox).value)
+        return calls.with_constraints(
+            self.current.profile,
+            plp=str(self.query_one("#plp", Select).value),
+            durability=self.query_one("#durability", Switch).value,
+            features=features,
+            min_iops=_number(self.query_one("#min-iops", Input).value, "min IOPS"),
+            max_p99_ms=_number(self.query_one("#max-p99", Input).value, "max p99 ms"))
+
+    @property
+    def ref(self) -> str | None:
+        return self.current.ref if self.current else None
+
+
+def _number(text: str, what: str) -> float | None:
+    text = text.strip().replace(",", "").replace("_", "")
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise FsAdvisorError(f"{what} must be a number, not {text[:40]!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise FsAdvisorError(f"{what} must be a positive number, not {text[:40]!r}")
+    return value

@@ -1,0 +1,177 @@
+"""Text the TUI shows, made from service results: table cells and detail panes.
+
+Pure functions (rich Text, no widgets) so the words on screen are checked without a
+terminal. Texts that contain option names in brackets (``[opt:noatime]``) are built as
+Text, never as console markup, so they show as written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from fsadvisor.domain import Device, Profile, Workload
+from fsadvisor.recommend import Ranked, Recommendation
+from fsadvisor.sizes import format_size
+
+# The options come last: they are what tells near-equal rows apart, and the table scrolls
+# sideways when they do not fit; the detail pane shows them in full.
+TABLE_COLUMNS = ("#", "filesystem", "scheduler", "AG", "IOPS", "ops/J (90% interval)",
+                 "energy (source, scope)", "mkfs options", "mount options")
+
+
+def workload_text(w: Workload) -> str:
+    mix = (f"{w.read_pct}% reads" if w.rw in ("rw", "randrw") else
+           {100: "reads", 0: "writes"}.get(w.read_pct, f"{w.read_pct}% reads"))
+    fsync = "no fsync" if w.fsync_every == 0 else f"fsync every {w.fsync_every} write(s)"
+    if w.fsync_mode == "per_transaction":
+        fsync = f"fsync per transaction ({w.fsync_every} write(s))"
+    meta = ""
+    if w.metadata_frac:
+        meta = (f"; metadata create {w.create_frac:.0%} stat {w.stat_frac:.0%} "
+                f"delete {w.delete_frac:.0%}, {w.dir_shape} dirs depth {w.dir_depth:g}")
+    return (f"{w.rw} {format_size(w.bs_bytes)} ({mix}), {w.numjobs} job(s) x QD{w.iodepth}, "
+            f"{'O_DIRECT' if w.direct else 'page cache'}, {w.ioengine}, {fsync}; "
+            f"working set {format_size(w.working_set_bytes)} in {w.nrfiles} file(s){meta}; "
+            f"one op = {w.op}, ranked by {w.rank_by} per joule")
+
+
+def profile_text(p: Profile, origin: str) -> Text:
+    c = p.constraints
+    t = Text()
+    t.append(p.name, style="bold")
+    t.append(f"  ({origin})\n", style="dim")
+    t.append(p.description + "\n")
+    t.append("source: ", style="bold")
+    t.append((p.source or "not stated") + "\n", style="italic")
+    t.append("workload: ", style="bold")
+    t.append(workload_text(p.workload) + "\n")
+    t.append("as loaded: ", style="bold")
+    t.append(f"PLP {c.plp}, durability {'required' if c.durability else 'waived'}, "
+             f"features {', '.join(c.features) or 'none'}, "
+             f"min IOPS {_opt(c.min_iops)}, min MB/s {_opt(c.min_mb_s)}, "
+             f"max p99 {_opt(c.max_p99_ms, ' ms')}, allow risky {'yes' if c.allow_risky else 'no'}")
+    return t
+
+
+def _opt(v: float | None, unit: str = "") -> str:
+    return "-" if v is None else f"{v:g}{unit}"
+
+
+def device_text(d: Device, ag_range: tuple[int, int] | None = None,
+                ag_default: int | None = None) -> Text:
+    t = Text()
+    t.append(f"{d.kind}, {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB)",
+             style="bold")
+    t.append(f"  {d.path or 'a size, not a real device'}\n", style="dim")
+    facts = [("model", d.model), ("serial", d.serial), ("firmware", d.firmware)]
+    shown = ", ".join(f"{k} {v}" for k, v in facts if v)
+    if shown:
+        t.append(shown + "\n")
+    t.append(f"PLP {d.plp}, logical block {d.logical_block_size} B, write cache "
+             f"{d.write_cache}, {'rotational' if d.rotational else 'non-rotational'}\n")
+    if ag_range:
+        t.append(f"XFS allocation groups for this size: {ag_range[0]}–{ag_range[1]}"
+                 f" (mkfs.xfs default {ag_default})\n")
+    return t
+
+
+def energy_label(r: Ranked) -> str:
+    return f"{r.prediction.energy_source}, {r.prediction.power_scope}"
+
+
+def ranked_row(r: Ranked) -> tuple[str, ...]:
+    p = r.prediction
+    lo, hi = p.uncertainty["ops_per_joule_90"]
+    mkfs = ",".join(f"{k}={v}" for k, v in r.config.mkfs) or "defaults"
+    return (str(r.rank), r.config.fs, r.config.scheduler,
+            str(r.config.ag_count) if r.config.fs == "xfs" and r.config.ag_count else "-",
+            f"{p.iops:,.0f}", f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
+            energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
+
+
+def summary_text(rec: Recommendation) -> Text:
+    d = rec.device
+    t = Text()
+    t.append(f"{rec.profile.name}", style="bold")
+    t.append(f" on {d.kind} {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB), PLP {d.plp}"
+             + (f" ({d.path})" if d.path else "") + "; ")
+    excluded = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
+    t.append(f"{rec.considered} candidates, excluded: {excluded or 'none'}")
+    for n in rec.notes:
+        t.append(f"\nnote: {n}", style="dim")
+    return t
+
+
+def detail_text(r: Ranked, rec: Recommendation) -> Text:
+    d: dict[str, Any] = r.to_dict()
+    p, u = r.prediction, r.prediction.uncertainty
+    unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
+    t = Text()
+    t.append(f"#{r.rank} {r.config.fs}", style="bold")
+    t.append(f"  score {r.score:,.0f} {unit}, scheduler {r.config.scheduler}")
+    if r.config.fs == "xfs":
+        t.append(f", AG count {r.config.ag_count}")
+    t.append("\n")
+    for label, value in (("mkfs", d["mkfs_command_line"]),
+                         ("mount", f"-o {d['mount_options'] or 'defaults'}"),
+                         ("fstab", d["fstab"]),
+                         ("udev", d["scheduler_udev_rule"])):
+        t.append(f"{label:<7}", style="bold cyan")
+        t.append(value + "\n")
+    t.append("predicted ", style="bold")
+    lo, hi = u["iops_90"]
+    t.append(f"{p.iops:,.0f} IOPS (90%: {lo:,.0f}–{hi:,.0f}), {p.mb_s:,.1f} MB/s, "
+             f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W\n")
+    lo, hi = u["ops_per_joule_90"]
+    t.append("ops/J     ", style="bold")
+    t.append(f"{p.ops_per_joule:,.0f} (90%: {lo:,.0f}–{hi:,.0f}); energy: {energy_label(r)} "
+             f"scope; basis: {dict(p.basis).get('power_level', '-')}\n")
+    if r.scheduler_alternatives:
+        alts = ", ".join(f"{k} {v:.1%}" for k, v in r.scheduler_alternatives.items())
+        t.append("other schedulers (share of this score): ", style="bold")
+        t.append(alts + "\n")
+    t.append("why\n", style="bold green")
+    for y in r.why or ["no option differs enough from ext4 defaults to explain"]:
+        t.append(f" • {y}\n")
+    t.append("warnings\n", style="bold yellow")
+    for w in r.warnings or ["none"]:
+        t.append(f" ! {w}\n", style="yellow" if r.warnings else "dim")
+    return t
+
+
+def energy_row(s: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (s["name"], "available" if s["ok"] else "not available",
+            "yes" if s.get("auto") else "", s.get("detail") or "")
+
+
+def energy_table(sources: list[dict[str, Any]]) -> Table:
+    table = Table(expand=True, box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("source", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("auto", no_wrap=True)
+    table.add_column("why", ratio=1)
+    for s in sources:
+        name, status, auto, why = energy_row(s)
+        table.add_row(name, Text(status, style="green" if s["ok"] else "red"), auto, Text(why))
+    return table
+
+
+HISTORY_COLUMNS = ("matrix", "status", "started", "finished", "device", "profile", "reps",
+                   "runs ok", "failed", "incomplete", "cells")
+
+
+def history_row(m: dict[str, Any]) -> tuple[str, ...]:
+    import time
+
+    def when(ts: Any) -> str:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+    return (str(m.get("id")), str(m.get("status")), when(m.get("started_at")),
+            when(m.get("finished_at")), str(m.get("device") or "-"),
+            str(m.get("profile") or "-"), str(m.get("reps") or "-"),
+            str(m.get("runs_ok", 0)), str(m.get("runs_failed", 0)),
+            str(m.get("runs_incomplete", 0)), str(m.get("cells_run", 0)))

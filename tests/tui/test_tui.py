@@ -1,0 +1,306 @@
+"""The TUI driven with Textual's Pilot against a real store: what the user sees must be what
+the service layer answers for the same choices, and a mistake is a notification, not a
+crash."""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+from textual.widgets import DataTable, Input, Log, OptionList, Select, Static
+
+from fsadvisor.service import advice, energy
+from fsadvisor.store import open_store
+from fsadvisor.tui import calls, present
+from fsadvisor.tui.app import FsAdvisorApp
+from fsadvisor.tui.panes.energy import EnergyPane
+from fsadvisor.tui.panes.results import ResultsPane
+
+SIZE = (120, 40)
+
+
+def plain(renderable, width: int = 118) -> str:
+    """What a renderable shows, as plain text."""
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def toasts(app) -> list[str]:
+    """The notifications on screen, as the user reads them."""
+    return [plain(t.render()) for t in app.screen.query("Toast")]
+
+
+async def settle(pilot) -> None:
+    """Let every worker finish and every message it posted be handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def recommend_for(pilot, preset: str | None = None):
+    """Highlight ``preset`` in the list the way the keyboard does, press r, wait."""
+    app = pilot.app
+    options = app.query_one("#presets", OptionList)
+    options.focus()
+    if preset is not None:
+        target = options.get_option_index(preset)
+        step = "down" if target > options.highlighted else "up"
+        await pilot.press(*[step] * abs(target - options.highlighted))
+        assert options.get_option_at_index(options.highlighted).id == preset
+    await pilot.press("r")
+    await settle(pilot)
+    return app.query_one(ResultsPane)
+
+
+def detail(app) -> str:
+    return str(app.query_one("#detail-text", Static).content)
+
+
+@pytest.mark.asyncio
+async def test_recommend_shows_what_the_service_ranks():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await recommend_for(pilot, "rocksdb-ycsb-a")
+        assert app.query_one("TabbedContent").active == "results"
+        table = app.query_one("#ranked", DataTable)
+        expected = advice.recommend("rocksdb-ycsb-a", top=5)
+        assert table.row_count == len(expected.ranked) == 5
+        first = table.get_row_at(0)
+        assert first[1] == expected.ranked[0].config.fs
+        assert pane.recommendation.ranked[0].config == expected.ranked[0].config
+        assert tuple(first) == present.ranked_row(expected.ranked[0])
+        # the energy label says where the figure comes from and in which power scope
+        assert first[6] == f"{expected.ranked[0].prediction.energy_source}, system"
+        assert "rocksdb-ycsb-a" in str(app.query_one("#summary", Static).content)
+
+
+@pytest.mark.asyncio
+async def test_selecting_a_row_fills_the_detail_pane():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await recommend_for(pilot)
+        ranked = pane.recommendation.ranked
+        assert shlex.join(ranked[0].commands["mkfs"]) in detail(app)
+        await pilot.press("down")
+        await pilot.pause()
+        text = detail(app)
+        second = ranked[1]
+        assert text.startswith("#2 ")
+        assert shlex.join(second.commands["mkfs"]) in text
+        assert second.commands["fstab"] in text
+        assert second.commands["udev"] in text
+        assert all(w in text for w in second.why)
+
+
+@pytest.mark.asyncio
+async def test_unknown_profile_path_is_a_notification_not_a_crash(tmp_path):
+    missing = tmp_path / "no-such-profile.toml"
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        before = app.query_one("#presets", OptionList).option_count
+        path_input = app.query_one("#profile-path", Input)
+        path_input.focus()
+        path_input.value = str(missing)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.is_running
+        shown = " ".join(toasts(app))
+        assert "cannot read" in shown and "no-such-profile.toml" in shown
+        assert app.query_one("#presets", OptionList).option_count == before
+
+
+@pytest.mark.asyncio
+async def test_a_profile_toml_file_is_loaded_and_ranked(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\ndescription = "4k random writes"\n'
+                    '[fio]\nrw = "randwrite"\nbs = "4k"\niodepth = 8\n')
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        path_input = app.query_one("#profile-path", Input)
+        path_input.focus()
+        path_input.value = str(path)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "mine" in str(app.query_one("#profile-info", Static).content)
+        app.query_one("#presets", OptionList).focus()
+        await pilot.press("r")
+        await settle(pilot)
+        got = app.query_one(ResultsPane).recommendation
+        assert got.profile.name == "mine"
+        assert got.ranked[0].config == advice.recommend(str(path)).ranked[0].config
+
+
+@pytest.mark.asyncio
+async def test_plp_yes_widens_the_search():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        unknown = (await recommend_for(pilot, "oltp")).recommendation
+        await pilot.press("f1")
+        app.query_one("#plp", Select).focus()
+        await pilot.press("enter", "down", "enter")  # open, move to "yes", choose
+        await pilot.pause()
+        assert app.query_one("#plp", Select).value == "yes"
+        await pilot.press("r")
+        await settle(pilot)
+        yes = app.query_one(ResultsPane).recommendation
+        hazard = "durability_hazard_not_allowed"
+        assert yes.excluded[hazard] < unknown.excluded[hazard]
+        assert yes.excluded == advice.recommend("oltp", plp="yes").excluded
+        assert yes.device.plp == "yes"
+        assert "PLP yes" in str(app.query_one("#summary", Static).content)
+
+
+@pytest.mark.asyncio
+async def test_required_feature_and_impossible_minimum():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.query_one("#feat-snapshots").focus()
+        await pilot.press("space")
+        await pilot.press("r")
+        await settle(pilot)
+        rec = app.query_one(ResultsPane).recommendation
+        assert {r.config.fs for r in rec.ranked} == {"btrfs"}  # the only one with snapshots
+        assert rec.excluded["missing_required_feature"] > 0
+        # a floor nothing can reach: the service's one-line reason, and the app lives on
+        await pilot.press("f1")
+        app.query_one("#min-iops", Input).focus()
+        await pilot.press(*"1e12", "enter")
+        await settle(pilot)
+        assert app.is_running
+        assert any("no configuration satisfies" in t for t in toasts(app))
+        assert "no configuration satisfies" in str(app.query_one("#summary", Static).content)
+
+
+@pytest.mark.asyncio
+async def test_a_typo_in_the_form_is_named_and_nothing_runs():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.query_one("#max-p99", Input).focus()
+        await pilot.press(*"fast", "enter")
+        await settle(pilot)
+        assert any("max p99 ms must be a number" in t for t in toasts(app))
+        assert app.query_one(ResultsPane).recommendation is None
+        assert app.query_one("TabbedContent").active == "profile"
+
+
+@pytest.mark.asyncio
+async def test_device_spec_is_inspected_and_a_bad_one_reported():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("f2")
+        spec = app.query_one("#device-spec", Input)
+        assert spec.has_focus and spec.value == "nvme:1T"
+        spec.value = "sata-ssd:480G"
+        await pilot.press("enter")
+        await settle(pilot)
+        info = str(app.query_one("#device-info", Static).content)
+        assert info.startswith("sata-ssd, ") and "480g" in info
+        spec.value = "floppy:1M"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.is_running
+        assert any("unknown device kind 'floppy'" in t for t in toasts(app))
+        spec.value = "/dev/fsadvisor-no-such-disk"  # a path is inspected, read-only
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any("/dev/fsadvisor-no-such-disk: no such file" in t for t in toasts(app))
+        assert "not usable" in str(app.query_one("#device-info", Static).content)
+        # the recommendation uses the device typed here
+        # r typed into an input is a letter, not "recommend"
+        spec.value = "nvme:1.92"
+        spec.cursor_position = len(spec.value)
+        await pilot.press("T", "r")
+        assert spec.value == "nvme:1.92Tr" and app.query_one(ResultsPane).recommendation is None
+        spec.value = "nvme:1.92T"
+        await pilot.press("f1", "r")
+        await settle(pilot)
+        rec = app.query_one(ResultsPane).recommendation
+        assert rec.device == advice.resolve_device("nvme:1.92T")
+
+
+@pytest.mark.asyncio
+async def test_energy_tab_lists_every_source_with_its_reason():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        pane = app.query_one(EnergyPane)
+        expected = energy.energy_check()
+        assert [s["name"] for s in pane.sources] == [s["name"] for s in expected]
+        shown = plain(app.query_one("#energy-sources", Static).content)
+        lines = {line.split()[0]: line for line in shown.splitlines() if line.strip()}
+        for s in expected:
+            assert ("not available" if not s["ok"] else "available") in lines[s["name"]]
+        rapl = next(s for s in expected if s["name"] == "rapl")
+        if not os.path.exists("/sys/class/powercap"):  # this machine: no RAPL
+            assert not rapl["ok"]
+            assert "not available" in lines["rapl"]
+            assert "/sys/class/powercap absent" in lines["rapl"]
+
+
+@pytest.mark.asyncio
+async def test_history_lists_probe_runs_from_the_store(tmp_env):
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("f5")
+        await settle(pilot)
+        assert app.query_one("#history-table", DataTable).row_count == 0
+        assert "No probe runs" in str(app.query_one("#history-note", Static).content)
+        with open_store(tmp_env) as store:
+            mid = store.start_matrix({"reps": 3, "device": "/dev/loop7", "profile": "oltp"})
+        await pilot.press("f1", "f5")  # the tab re-reads the store when opened
+        await settle(pilot)
+        table = app.query_one("#history-table", DataTable)
+        assert table.row_count == 1
+        row = table.get_row_at(0)
+        assert (row[0], row[1], row[4], row[5], row[6]) == (mid, "running", "/dev/loop7", "oltp", "3")
+
+
+@pytest.mark.asyncio
+async def test_probe_preview_lists_commands_and_executes_nothing(tmp_path):
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("f6")
+        assert app.query_one("#probe-target", Input).has_focus
+        await pilot.press("enter")
+        await settle(pilot)
+        lines = list(app.query_one("#probe-lines", Log).lines)
+        assert lines[0].startswith("# fsadvisor probe --dry-run")
+        assert any(line.startswith("mkfs.xfs") for line in lines)
+        command = str(app.query_one("#probe-command", Static).content)
+        assert "fsadvisor probe --scratch 1G --profile oltp --quick" in command
+        assert "Preview only" in str(app.query_one("#probe-note", Static).content)
+        # no scratch file was created: a preview executes nothing
+        assert not any(p.name.startswith("fsadvisor-scratch") for p in tmp_path.iterdir())
+        target = app.query_one("#probe-target", Input)
+        target.value = "scratch:1M"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any("--scratch must be at least" in t for t in toasts(app))
+
+
+def test_calls_recommend_is_advice_recommend_for_an_unedited_preset():
+    prof = advice.get_profile("log-append")
+    got = calls.recommend(prof, "nvme:2T", top=3)
+    want = advice.recommend("log-append", device="nvme:2T", top=3)
+    assert [r.config for r in got.ranked] == [r.config for r in want.ranked]
+    assert got.excluded == want.excluded
+
+
+def test_tui_command_is_registered_and_textual_stays_lazy():
+    from typer.testing import CliRunner
+
+    import fsadvisor.cli as cli
+
+    cli._register()
+    r = CliRunner().invoke(cli.app, ["tui", "--help"])
+    assert r.exit_code == 0 and "--db" in r.output
+    code = ("import sys, fsadvisor.cli.tui, fsadvisor.service.advice\n"
+            "print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
