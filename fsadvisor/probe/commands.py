@@ -9,6 +9,7 @@ stop it if this process is SIGKILLed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -53,29 +54,44 @@ def display(argv: Sequence[str]) -> str:
 
 
 class Executor:
+    """``critical`` (a context manager factory) holds interruptions while a child starts: a
+    signal raised inside ``Popen`` itself would leave a started child that nobody knows
+    about (it happened: a fill that ran after the cleanup wrote into the bare mount point)."""
+
     def __init__(self, on_child: Callable[[int | None], None] | None = None,
-                 stop_grace_s: float = 5.0):
+                 stop_grace_s: float = 5.0,
+                 critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext):
         self.on_child = on_child
         self.stop_grace_s = stop_grace_s
+        self.critical = critical
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-            timeout_s: float | None = None, check: bool = True) -> CommandResult:
+            timeout_s: float | None = None, check: bool = True,
+            cwd: str | None = None) -> CommandResult:
         argv = [str(a) for a in argv]
         full_env = None
         if env:
             full_env = dict(os.environ)
             full_env.update(env)
         t0 = time.monotonic()
+        held = contextlib.ExitStack()
+        held.enter_context(self.critical())
         try:
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                    env=full_env, start_new_session=True)
+                                    env=full_env, cwd=cwd, start_new_session=True)
         except OSError as e:
+            held.close()
             raise CommandFailed(f"cannot run {argv[0]}: {e.strerror}") from None
-        if self.on_child:
-            self.on_child(proc.pid)
+        except BaseException:
+            held.close()
+            raise
         try:
             try:
+                if self.on_child:
+                    self.on_child(proc.pid)
+                # A signal held while the child started is raised here, with the child known.
+                held.close()
                 out, err = proc.communicate(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 self.stop(proc)

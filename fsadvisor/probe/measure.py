@@ -39,6 +39,8 @@ class CpuTimes:
             parts = line.split()
             if parts and parts[0] == "cpu":
                 vals = [int(v) for v in parts[1:]]
+                if len(vals) < 4:
+                    raise ValueError(f"short cpu line in /proc/stat: {line[:80]!r}")
                 # user nice system idle iowait irq softirq steal guest guest_nice; guest time
                 # is already counted in user/nice, so only the first eight are summed.
                 total = sum(vals[:8])

@@ -110,7 +110,7 @@ MICRO_BY_NAME = {w.name: w for w in MICRO}
 # pure log-structured mode). Risky ones are measured all the same; the recommender warns.
 VARIANT_MOUNTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "ext4": (("noatime",), ("noatime", "data=writeback")),
-    "xfs": (("noatime", "logbsize=256k"),),
+    "xfs": (("noatime", "logbufs=8", "logbsize=256k"),),
     "btrfs": (("noatime", "compress=zstd:1"),),
     "f2fs": (("noatime", "mode=lfs"),),
 }
@@ -171,18 +171,19 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return cell_key(self.config, self.scheduler, self.workload.name, self.rep)
+        """The store's cell key (configuration x workload); repetitions share it."""
+        return cell_key(self.config, self.scheduler, self.workload.name)
 
     @property
     def label(self) -> str:
-        return f"{self.config_key} x {self.workload.name} #{self.rep}"
+        return f"{self.key} | rep {self.rep}"
 
 
-def cell_key(config: FsConfig | None, scheduler: str, workload_name: str, rep: int) -> str:
-    """``<config key> | <workload> | rep<N>``: stable across runs, so --resume can match the
-    cells the store already holds."""
+def cell_key(config: FsConfig | None, scheduler: str, workload_name: str) -> str:
+    """``<config key> | <workload>``: stable across runs, so --resume can match what the
+    store already holds (a run row carries this key and its repetition number)."""
     ck = config.key() if config else f"raw-device {scheduler}"
-    return f"{ck} | {workload_name} | rep{rep}"
+    return f"{ck} | {workload_name}"
 
 
 @dataclass
@@ -330,6 +331,9 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
     from fsadvisor import catalog
 
     out: list[FsConfig] = []
+    if agcounts and (explicit or "xfs" not in filesystems):
+        raise ConfigError("--agcounts applies to xfs: add xfs to --fs (explicit --config "
+                          "entries give their own ag_count)")
 
     def add(cfg: FsConfig) -> None:
         if cfg not in out:
@@ -352,14 +356,14 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
                     if not lo <= n <= hi:
                         raise ConfigError(f"--agcounts {n} is outside {lo}..{hi} for a "
                                           f"{device_size_bytes >> 20} MiB device")
-                    cfg = default.with_(ag_count=n)
+                    cfg = catalog.canonical(default.with_(ag_count=n))
                     catalog.validate(cfg, device_size_bytes)
                     add(cfg)
             if not variants:
                 continue
             for extra in VARIANT_MOUNTS.get(fs, ()):
                 mount = list(default.mount) + [o for o in extra if o not in default.mount]
-                cfg = default.with_(mount=tuple(mount))
+                cfg = catalog.canonical(default.with_(mount=tuple(mount)))
                 catalog.validate(cfg, device_size_bytes)
                 add(cfg)
     return out

@@ -193,9 +193,14 @@ class StateFile:
 
 # ---------------------------------------------------------------- undoing what a probe did
 
+# What a probe runs against a mount point or device; only these are ever stopped by name.
+BENCHMARK_TOOLS = frozenset({"fio", "db_bench", "sysbench"})
+
+
 class HostOps(Protocol):
     def process_alive(self, ref: ProcessRef) -> bool: ...
     def stop_process_group(self, ref: ProcessRef) -> None: ...
+    def benchmarks_using(self, paths: list[str]) -> list[ProcessRef]: ...
     def is_mounted(self, mountpoint: str) -> bool: ...
     def umount(self, mountpoint: str) -> str | None: ...
     def remove_dir(self, path: str) -> None: ...
@@ -225,23 +230,36 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
     if state.child and ops.process_alive(state.child):
         ops.stop_process_group(state.child)
         done.append(f"stopped the benchmark still running as process group {state.child.pid}")
+    # A benchmark started in the instant before a kill is not in the file yet: find it by
+    # the mount point in its arguments or working directory (unique random names), or by
+    # the scratch loop device while that still serves our file.
+    paths = [m["mountpoint"] for m in state.mounts]
+    scratch = state.scratch or {}
+    loop = scratch.get("loop_device")
+    if loop and _same_file(ops.loop_backing_file(loop), scratch.get("backing_file")):
+        paths.append(loop)
+    for ref in ops.benchmarks_using(paths) if paths else []:
+        ops.stop_process_group(ref)
+        done.append(f"stopped a benchmark (pid {ref.pid}) still using {', '.join(paths)}")
     for m in reversed(state.mounts):
         mnt = m["mountpoint"]
         if ops.is_mounted(mnt):
             err = ops.umount(mnt)
             done.append(f"unmounted {mnt}" if err is None else f"could not unmount {mnt}: {err}")
         ops.remove_dir(mnt)
-    scratch = state.scratch or {}
     backing = scratch.get("backing_file")
-    loop = scratch.get("loop_device")
     device_is_ours = True
     if scratch and state.device and state.device == loop:
         device_is_ours = _same_file(ops.loop_backing_file(loop), backing)
     if state.original_scheduler and state.device and device_is_ours:
         now = ops.current_scheduler(state.device)
         if now is not None and now != state.original_scheduler:
-            ops.set_scheduler(state.device, state.original_scheduler)
-            done.append(f"restored the I/O scheduler of {state.device} to {state.original_scheduler}")
+            try:
+                ops.set_scheduler(state.device, state.original_scheduler)
+                done.append(f"restored the I/O scheduler of {state.device} to "
+                            f"{state.original_scheduler}")
+            except FsAdvisorError as e:
+                done.append(f"could not restore the I/O scheduler of {state.device}: {e}")
     if backing:
         loops = [loop] if loop and _same_file(ops.loop_backing_file(loop), backing) else []
         loops += [d for d in ops.loops_of(backing) if d not in loops]
@@ -254,6 +272,20 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
     return done
 
 
+def leftovers(state: ProbeState, ops: HostOps) -> list[str]:
+    """What ``undo`` could not put back: a mount still mounted, a scratch loop device still
+    attached to our file, the file itself, a benchmark still running."""
+    out = [f"{m['mountpoint']} is still mounted" for m in state.mounts if ops.is_mounted(m["mountpoint"])]
+    backing = (state.scratch or {}).get("backing_file")
+    if backing:
+        out += [f"loop device {d} is still attached to {backing}" for d in ops.loops_of(backing)]
+        if os.path.exists(backing):
+            out.append(f"scratch file {backing} still exists")
+    if state.child and ops.process_alive(state.child):
+        out.append(f"process group {state.child.pid} is still running")
+    return out
+
+
 class SystemOps:
     """The real :class:`HostOps`: argument lists only."""
 
@@ -263,14 +295,40 @@ class SystemOps:
 
     def stop_process_group(self, ref: ProcessRef) -> None:
         # fio stops its jobs cleanly on SIGINT; whatever is left after a few seconds is killed.
+        try:
+            pgid = os.getpgid(ref.pid)
+        except ProcessLookupError:
+            return
+        if pgid == os.getpgid(0):  # never our own group: only that process
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(ref.pid, signal.SIGKILL)
+            return
         for sig, wait_s in ((signal.SIGINT, 5.0), (signal.SIGKILL, 5.0)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(ref.pid, sig)
+                os.killpg(pgid, sig)
             deadline = time.monotonic() + wait_s
             while time.monotonic() < deadline:
-                if not self._group_alive(ref.pid):
+                if not self._group_alive(pgid):
                     return
                 time.sleep(0.05)
+
+    def benchmarks_using(self, paths: list[str]) -> list[ProcessRef]:
+        out = []
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit() or int(d.name) == os.getpid():
+                continue
+            try:
+                argv = (d / "cmdline").read_bytes().split(b"\0")
+                cwd = os.readlink(d / "cwd")
+            except OSError:
+                continue
+            args = [a.decode(errors="replace") for a in argv if a]
+            if not args or os.path.basename(args[0]) not in BENCHMARK_TOOLS:
+                continue
+            if any(p in a for p in paths for a in args) or any(
+                    cwd == p or cwd.startswith(p.rstrip("/") + "/") for p in paths):
+                out.append(ProcessRef.of(int(d.name)))
+        return out
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:
@@ -377,7 +435,13 @@ def cleanup_stale(state_file: StateFile, ops: HostOps | None = None,
     report = CleanupReport(matrix_id=state.matrix_id, interrupted_cell=state.current_cell,
                            owner_pid=owner.pid if owner else -1)
     report.actions = undo(state, ops)
-    state.clear_live()
+    left = leftovers(state, ops)
+    report.actions += [f"still left: {x}" for x in left]
+    if left:
+        # Keep naming them; mark the file as ours no more, so the next run retries.
+        state.owner = ProcessRef(-1, None)
+    else:
+        state.clear_live()
     state_file.save(state)
     return report
 

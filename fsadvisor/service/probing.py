@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.probe import plan as planmod
-from fsadvisor.probe.run import (Interruptions, MatrixRun, ProbeSummary, ProgressEvent,
-                                 dry_run_lines, results_from_store)
+from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
+from fsadvisor.probe.run import Interruptions, MatrixRun
 from fsadvisor.probe.state import CleanupReport, StateFile, cleanup_stale, state_path_for
 from fsadvisor.sizes import parse_size
 
@@ -160,6 +160,13 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
         energy=energy_opts, plp=plp, force=force, db_path=str(db_path))
     plan.device_info = dev_info
     _check_profile_workloads(plan)
+    if not dry_run:
+        # An explicit source that cannot work here is refused before anything is touched.
+        from fsadvisor import energy as energymod
+
+        energymod.choose_meter(energy, device=None,
+                               **{k: v for k, v in energy_opts.items()
+                                  if k in ("meter_log", "idle_watts")})
     return plan
 
 

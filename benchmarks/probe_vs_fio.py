@@ -1,0 +1,143 @@
+"""Benchmark: one `fsadvisor probe` cell vs bare fio running the same job on the same device.
+
+Covers: the probe's harness around fio (state file, process group, energy meter, block-layer
+and /proc/stat snapshots, store write). Does it cost IOPS? Scenario: a scratch loop device
+(direct I/O) of --size; each round formats ext4 (catalog default), mounts it, fills the data
+set and drops caches, then runs 4 KiB random reads at queue depth 32 for --runtime seconds,
+once through the probe service and once as `fio JOBFILE` by hand (the probe cell's own fio
+command written out as a job file, so both run the very same job). Rounds alternate which
+goes first so slow drift cancels; the median of the per-round ratios is reported.
+Target (issue #3): IOPS ratio within 2%.
+Needs root. Loop-device numbers are not an SSD's: this measures the harness, not a drive.
+
+    python benchmarks/probe_vs_fio.py --size 1G --runtime 10 [--rounds 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WORKLOAD = "4k-randread-qd32"
+TARGET_RATIO_PCT = 2.0
+_GLOBAL_ONLY = ("--output-format", "--eta")  # run options, not job options
+
+
+def job_file(argv: list[str], path: Path) -> None:
+    """Write fio command-line job options (--k=v ...) as a one-job file."""
+    name = next(a.split("=", 1)[1] for a in argv if a.startswith("--name="))
+    lines = [f"[{name}]"]
+    for a in argv[1:]:
+        key, _, value = a[2:].partition("=")
+        if a.startswith(_GLOBAL_ONLY) or key == "name":
+            continue
+        lines.append(f"{key}={value}" if value else key)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run(argv: list[str]) -> str:
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{argv[0]} failed: {(p.stderr or p.stdout).strip()[-300:]}")
+    return p.stdout
+
+
+def bare_fio(plan, dev: str, workdir: Path) -> float:
+    """The probe cell's steps done by hand, with fio reading a job file."""
+    from fsadvisor import fio
+    from fsadvisor.domain import Device
+    from fsadvisor.probe.cell import CellRunner
+    from fsadvisor.probe.commands import Executor
+
+    mnt = workdir / "mnt"
+    mnt.mkdir(exist_ok=True)
+    cell = next(c for c in plan.cells() if c.config is not None)
+    runner = CellRunner(plan=plan, device=dev, device_info=Device(dev, plan.device_size_bytes),
+                        mountpoint=str(mnt), executor=Executor())
+    steps = runner.steps(cell)
+    jf = workdir / "cell.fio"
+    for s in steps:
+        if s.role in ("discard", "mkfs", "mount", "prepare"):
+            run(list(s.argv))
+        elif s.role == "scheduler":
+            Path(f"/sys/block/{os.path.basename(dev)}/queue/scheduler").write_text(s.value)
+        elif s.role == "sync":
+            os.sync()
+        elif s.role == "drop-caches":
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        elif s.role == "measure":
+            job_file(list(s.argv), jf)
+            out = run(["fio", "--output-format=json", str(jf)])
+            iops = fio.parse(out).metrics()["iops"]
+        elif s.role == "umount":
+            run(["umount", str(mnt)])
+    return iops
+
+
+def probe_cell(plan_kw: dict, dev: str) -> float:
+    from fsadvisor.service import probing
+
+    plan = probing.plan_probe(dev, **plan_kw)
+    summary = probing.run_probe(plan, confirm=dev)
+    (o,) = [o for o in summary.outcomes if o.status != "skipped"]
+    if o.status != "ok":
+        sys.exit(f"probe cell {o.status}: {o.error}")
+    (row,) = summary.results
+    return row["iops"]["mean"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="1G", help="scratch loop device size (default 1G)")
+    ap.add_argument("--runtime", type=float, default=10.0, help="seconds per run (default 10)")
+    # 9 pairs: a single pair on this 2-CPU VM spreads +-6% (measured), which the median of
+    # nine brings well inside the 2% being checked.
+    ap.add_argument("--rounds", type=int, default=9, help="probe/fio pairs (default 9)")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (it formats a scratch loop device)")
+    from fsadvisor import loopdev
+    from fsadvisor.sizes import parse_size
+    from fsadvisor.service import probing
+
+    tmp = Path(tempfile.mkdtemp(prefix="fsadvisor-bench-"))
+    plan_kw = dict(filesystems=["ext4"], schedulers=["none"], workloads=[WORKLOAD], reps=1,
+                   runtime_s=args.runtime, cooldown_s=0, baseline=False, variants=False,
+                   force=True, db=tmp / "bench.db")
+    t_probe: list[float] = []
+    t_bare: list[float] = []
+    try:
+        with loopdev.scratch_loop(parse_size(args.size), directory=tmp) as dev:
+            plan = probing.plan_probe(dev, **plan_kw)
+            for i in range(args.rounds):
+                order = ("probe", "bare") if i % 2 == 0 else ("bare", "probe")
+                for who in order:
+                    if who == "probe":
+                        t_probe.append(probe_cell(plan_kw, dev))
+                    else:
+                        t_bare.append(bare_fio(plan, dev, tmp))
+                print(f"round {i + 1} ({order[0]} first): probe {t_probe[-1]:8.0f}  "
+                      f"fio {t_bare[-1]:8.0f} IOPS  ratio {t_probe[-1] / t_bare[-1]:.4f}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    # Each round's two runs are back to back and share the machine's background load (this
+    # host's own run-to-run spread of a bare fio is about +-8%), so the per-round ratios
+    # are what is compared; their median ignores a round hit by a burst of other I/O.
+    ratios = [p / b for p, b in zip(t_probe, t_bare)]
+    ratio = statistics.median(ratios)
+    verdict = "OK" if abs(ratio - 1) * 100 <= TARGET_RATIO_PCT else "OUTSIDE TARGET"
+    print(f"device:            scratch loop device of {args.size} (not an SSD)")
+    print(f"job:               {WORKLOAD} on ext4, {args.runtime:g} s, {args.rounds} rounds")
+    print(f"fsadvisor probe:   {statistics.median(t_probe):10.0f} IOPS (median of {len(t_probe)})")
+    print(f"bare fio job file: {statistics.median(t_bare):10.0f} IOPS (median of {len(t_bare)})")
+    print(f"ratio probe/fio:   {ratio:10.4f}   median of per-round ratios "
+          f"(target: within {TARGET_RATIO_PCT:g}%) {verdict}")
+
+if __name__ == "__main__":
+    main()

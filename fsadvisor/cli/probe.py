@@ -1,0 +1,232 @@
+"""`fsadvisor probe DEVICE`: measure candidate configurations on a real device (or a scratch
+loop device) and store every run. Presentation only; the work is fsadvisor.service.probing."""
+
+from __future__ import annotations
+
+import signal
+from typing import Annotated, Optional
+
+import typer
+
+from fsadvisor.cli import app, domain_errors, emit_json, fail
+
+EXIT_INTERRUPTED = 130
+EXIT_CELLS_FAILED = 1
+
+
+def _csv(text: Optional[str]) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _ints(text: Optional[str], option: str) -> list[int]:
+    out = []
+    for p in _csv(text):
+        try:
+            out.append(int(p))
+        except ValueError:
+            fail(f"{option}: {p!r} is not a whole number")
+    return out
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+class _Progress:
+    """One line per cell on stderr: cells done/total, the cell, its outcome and the ETA."""
+
+    def __init__(self) -> None:
+        self.width = len("0")
+
+    def __call__(self, e) -> None:
+        self.width = len(str(e.total or 0))
+        count = f"[{e.done:>{self.width}}/{e.total}]"
+        if e.kind == "note":
+            typer.echo(f"fsadvisor: {e.message}", err=True)
+        elif e.kind == "cell-start":
+            typer.echo(f"{count} running {e.cell}  (ETA {_duration(e.eta_s)})", err=True)
+        elif e.kind == "cell-end":
+            why = f": {e.message}" if e.message and e.status != "ok" else ""
+            typer.echo(f"{count} {e.status:<11} {e.cell}{why}", err=True)
+        elif e.kind == "cleanup":
+            typer.echo(f"fsadvisor: cleanup: {e.message}", err=True)
+
+
+def _fmt(stat: dict | None, scale: float = 1.0, digits: int = 0) -> str:
+    if not stat or stat.get("mean") is None:
+        return "-"
+    mean = stat["mean"] * scale
+    lo, hi = stat.get("ci95_low"), stat.get("ci95_high")
+    if lo is None or hi is None:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ±{(hi - lo) * scale / 2:.{digits}f}"
+
+
+def _print_summary(s) -> None:
+    d = s.to_dict()
+    c = d["cells"]
+    typer.echo(f"matrix {d['matrix_id']} on {d['device']} ({d['device_kind']}): "
+               f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, "
+               f"{c['already_done']} already done, {c['incomplete']} incomplete "
+               f"of {c['total']} cells in {_duration(d['wall_s'])}")
+    for reason, n in d["skipped_reasons"].items():
+        typer.echo(f"  skipped {n} cells: {reason}")
+    for f in d["failed"]:
+        typer.echo(f"  failed: {f['cell']} rep {f['rep']}: {f['error']}")
+    e = d["energy"]
+    if e:
+        typer.echo(f"energy: {e.get('source')} (scope {e.get('scope')}; {e.get('why')})")
+    if d["results"]:
+        typer.echo("")
+        typer.echo(f"{'configuration':<52} {'workload':<22} {'n':>2} {'IOPS (95% CI)':>18} "
+                   f"{'MB/s':>14} {'p99 ms':>12} {'ops/J':>14}  notes")
+        for r in d["results"]:
+            notes = list(r["flags"])
+            if not r["ranked"]:
+                notes.insert(0, "NOT RANKED")
+            if r.get("vs_raw_iops"):
+                notes.append(f"{r['vs_raw_iops'] * 100:.0f}% of raw device")
+            if r.get("energy_source") and "energy-estimate" not in notes:
+                notes.append(f"energy {r['energy_source']}")
+            typer.echo(f"{r['config'][:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
+                       f"{_fmt(r['iops']):>18} {_fmt(r['mb_s'], digits=1):>14} "
+                       f"{_fmt(r['p99_latency_us'], 1e-3, 2):>12} "
+                       f"{_fmt(r['ops_per_joule'], digits=1):>14}  {', '.join(notes)}")
+    if d["interrupted"]:
+        typer.echo(f"interrupted by {d['interrupted']}: cleaned up; continue with --resume")
+
+
+@app.command()
+@domain_errors
+def probe(
+    device: Annotated[Optional[str], typer.Argument(
+        help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch.")] = None,
+    scratch: Annotated[Optional[str], typer.Option(
+        "--scratch", metavar="SIZE",
+        help="Probe a file-backed loop device of SIZE (e.g. 2G) instead of a disk; its numbers "
+             "are not an SSD's. Detached at the end.")] = None,
+    scratch_dir: Annotated[Optional[str], typer.Option(
+        "--scratch-dir", metavar="DIR", help="Where the scratch backing file goes (default: $TMPDIR).")] = None,
+    fs: Annotated[str, typer.Option("--fs", help="Filesystems, comma-separated.")] = "ext4,xfs,btrfs,f2fs",
+    config: Annotated[Optional[list[str]], typer.Option(
+        "--config", metavar="JSON",
+        help='Explicit configuration (repeatable), e.g. \'{"filesystem":"xfs","mount":["noatime"]}\'; '
+             "replaces the default set.")] = None,
+    agcounts: Annotated[Optional[str], typer.Option(
+        "--agcounts", metavar="N,N", help="XFS allocation-group counts to add, e.g. 4,16.")] = None,
+    schedulers: Annotated[str, typer.Option(
+        "--schedulers", help="I/O schedulers, comma-separated (none,mq-deadline,kyber,bfq).")] = "none,mq-deadline",
+    profile: Annotated[Optional[str], typer.Option(
+        "--profile", metavar="NAME", help="Your workload (preset name or TOML file), run next to the micro matrix.")] = None,
+    micro: Annotated[bool, typer.Option("--micro/--no-micro", help="Run the standard micro matrix.")] = True,
+    workloads: Annotated[Optional[str], typer.Option(
+        "--workloads", metavar="NAMES", help="Only these micro workloads (comma-separated).")] = None,
+    variants: Annotated[bool, typer.Option(
+        "--variants/--no-variants", help="Measure each filesystem's option variants, not only its default.")] = True,
+    baseline: Annotated[bool, typer.Option(
+        "--baseline/--no-baseline", help="Raw-device baseline of the micro workloads (filesystem overhead).")] = True,
+    reps: Annotated[Optional[int], typer.Option("--reps", min=1, help="Repetitions per cell (default 3).")] = None,
+    runtime: Annotated[Optional[float], typer.Option(
+        "--runtime", metavar="SECONDS", help="Measurement window per run (default 30).")] = None,
+    cooldown: Annotated[Optional[float], typer.Option(
+        "--cooldown", metavar="SECONDS", help="Idle period after each run (default 30, seed 000).")] = None,
+    size: Annotated[Optional[str], typer.Option(
+        "--size", metavar="SIZE", help="Data set per job (default: 1/8 of the device, at most 4G).")] = None,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="1 rep, 10 s runs, 4k randread/randwrite only, no variants.")] = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the last unfinished matrix of this device.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the final summary as JSON.")] = False,
+    energy: Annotated[str, typer.Option(
+        "--energy", help="auto | rapl | ipmi | meter-log | estimate.")] = "auto",
+    meter_log: Annotated[Optional[str], typer.Option(
+        "--meter-log", metavar="FILE", help="CSV log of an external power meter.")] = None,
+    idle_watts: Annotated[Optional[str], typer.Option(
+        "--idle-watts", metavar="W", help="Known idle power of the machine.")] = None,
+    idle_seconds: Annotated[Optional[float], typer.Option(
+        "--idle-seconds", metavar="S", help="Measure idle power for S seconds before the matrix.")] = None,
+    plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
+    db: Annotated[Optional[str], typer.Option(
+        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem/partition-table signature.")] = False,
+    yes_wipe: Annotated[Optional[str], typer.Option(
+        "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
+) -> None:
+    """Format DEVICE with each candidate configuration, measure it with fio (and db_bench or
+    sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
+    from fsadvisor.service import probing
+
+    not_root = probing.root_problem()
+    if not dry_run and not_root:
+        fail(not_root)  # before planning: a refused run executes nothing, not even fio's self-test
+    if not dry_run:
+        report = probing.cleanup_stale_state(db)
+        if report.cleaned:
+            who = f" (pid {report.owner_pid})" if report.owner_pid and report.owner_pid > 0 else ""
+            typer.echo(f"fsadvisor: an earlier probe{who} did not finish; cleaned up after it:", err=True)
+            for a in report.actions or ["nothing was left mounted or attached"]:
+                typer.echo(f"  {a}", err=True)
+            if report.interrupted_cell:
+                typer.echo(f"  its cell {report.interrupted_cell} was not stored; "
+                           "--resume runs it again", err=True)
+    elif probing.stale_state_pending(db):
+        typer.echo("fsadvisor: an earlier probe did not finish; run probe as root to clean up after it",
+                   err=True)
+
+    plan = probing.plan_probe(
+        device, scratch=scratch, scratch_dir=scratch_dir, filesystems=_csv(fs),
+        configs=config or [], agcounts=_ints(agcounts, "--agcounts"),
+        schedulers=_csv(schedulers), profile=profile, micro=micro,
+        workloads=_csv(workloads) or None, reps=reps, runtime_s=runtime, cooldown_s=cooldown,
+        size=size, quick=quick, baseline=baseline, variants=variants, energy=energy,
+        meter_log=meter_log, idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp,
+        force=force, db=db, resume=resume, dry_run=dry_run)
+
+    if dry_run:
+        note = probing.dry_run_verdict(plan)
+        lines = probing.dry_run(plan)
+        if note:
+            lines.insert(1, f"# {note}")
+        if as_json:
+            emit_json({"dry_run": True, "cells": len(plan.cells()),
+                       "estimated_s": plan.estimated_seconds(), "commands": lines})
+        else:
+            for line in lines:
+                typer.echo(line)
+        return
+
+    probing.check_device(plan)
+    confirm = None
+    if not plan.scratch_size_bytes:
+        if yes_wipe is not None:
+            confirm = yes_wipe
+            if not probing.confirmation_matches(plan, confirm):
+                fail(f"--yes-wipe {yes_wipe} does not match the device {plan.device}")
+        else:
+            typer.echo(f"This DESTROYS all data on {plan.device} "
+                       f"({len(plan.cells())} cells, about {_duration(plan.estimated_seconds())}).",
+                       err=True)
+            confirm = typer.prompt("Type the device path to continue", err=True)
+            if not probing.confirmation_matches(plan, confirm):
+                fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
+
+    summary = probing.run_probe(plan, on_progress=_Progress(), confirm=confirm)
+    if as_json:
+        emit_json(summary.to_dict())
+    else:
+        _print_summary(summary)
+    if summary.interrupted:
+        # The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+        sig = getattr(signal.Signals, summary.interrupted, None)
+        raise typer.Exit(128 + sig.value if sig else EXIT_INTERRUPTED)
+    if summary.count("failed"):
+        raise typer.Exit(EXIT_CELLS_FAILED)

@@ -1,0 +1,394 @@
+"""One probe cell, step by step: precondition, mkfs, mount, scheduler, fill, drop caches,
+measure, cool down, unmount.
+
+The steps are built first (pure: :meth:`CellRunner.steps`) and executed second, so
+``--dry-run`` prints exactly the argument lists a real run executes. Preconditioning follows
+seed 000 §III (blkdiscard before formatting; the device is being wiped anyway). A read job
+first writes its whole data set: reads of never-written blocks never reach the flash and
+come back impossibly fast (285k vs 59k IOPS on a loop device, domain notes §5). Layout and
+fill happen *before* the block-layer snapshot, so write amplification counts only the
+measured run (domain notes §5: "exclude layout").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from fsadvisor import fio
+from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.probe import measure
+from fsadvisor.probe.commands import CommandFailed, CommandResult, Executor, display
+from fsadvisor.probe.plan import APP_KINDS, KIND_JOBFILE, MIB, Cell, Plan
+
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+FLAG_NO_DISCARD = "no-discard"
+# A benchmark gets its runtime plus this much (layout, ramp-down) before it is stopped.
+MEASURE_GRACE_S = 300.0
+SETUP_TIMEOUT_S = 3600.0  # mkfs/fill of a large drive
+# After the last cell: the probe's own filesystem signature goes, so that a rerun or
+# --resume finds the device as empty as the user handed it over (no --force needed).
+WIPE_ARGV = ["wipefs", "--all", "--quiet"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a cell does. ``argv`` steps are executed; the others are Python actions
+    (scheduler, sync, drop caches, sleep) shown as their shell equivalent in a dry run."""
+
+    role: str  # discard mkfs mount scheduler prepare sync drop-caches measure cooldown umount
+    argv: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    value: str = ""
+    seconds: float = 0.0
+    optional: bool = False
+    tool: str = "fio"
+    note: str = ""
+    cwd: str | None = None
+
+    def display(self, device: str = "") -> str:
+        prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in self.env)
+        if self.cwd:
+            prefix = f"cd {shlex.quote(self.cwd)} && " + prefix
+        if self.argv:
+            return prefix + display(self.argv) + (f"  # {self.note}" if self.note else "")
+        if self.role == "scheduler":
+            name = Path(device).name or "DEV"
+            return f"echo {self.value} > /sys/block/{name}/queue/scheduler"
+        if self.role == "sync":
+            return "sync"
+        if self.role == "drop-caches":
+            return f"echo 3 > {DROP_CACHES}"
+        if self.role == "cooldown":
+            return f"sleep {self.seconds:g}  # cool-down"
+        return f"# {self.role}"
+
+
+def _job_name(workload_name: str) -> str:
+    # fio job names end up in file names: keep them to a safe alphabet.
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in workload_name)[:60] or "job"
+
+
+def data_set_bytes(plan: Plan, w: Workload, micro: bool) -> int:
+    """The bytes one fio job's files (or raw region) hold: the plan's per-job size for micro
+    jobs, the profile's working set capped by that size otherwise. In a directory, every
+    job of numjobs gets files of its own (fio names them job.N.M), so a many-file profile's
+    budget is shared out among its jobs; one named file is shared by all of them."""
+    total = plan.size_bytes if micro else max(MIB, min(w.working_set_bytes, plan.size_bytes))
+    if w.nrfiles > 1 and w.numjobs > 1:
+        total = max(w.nrfiles * w.bs_bytes, total // w.numjobs)
+    return total
+
+
+def fitted_workload(plan: Plan, cell: Cell) -> Workload:
+    """The workload as it will run: many-file workloads scaled down to the data set."""
+    w = cell.workload.workload
+    size = data_set_bytes(plan, w, cell.workload.source == "micro")
+    if w.rw not in METADATA_MODES and w.nrfiles > 1 and w.nrfiles * w.file_size_bytes > size:
+        per_file = max(w.bs_bytes, size // w.nrfiles // w.bs_bytes * w.bs_bytes)
+        w = replace(w, file_size_bytes=per_file, file_size_max_bytes=None)
+    return w
+
+
+def measure_argv(plan: Plan, cell: Cell, target_dir: str | None, device: str) -> list[str]:
+    """fio argv of the measured run; ``target_dir`` None runs on the raw device."""
+    spec = cell.workload
+    w = fitted_workload(plan, cell)
+    name = _job_name(spec.name)
+    size = data_set_bytes(plan, w, spec.source == "micro")
+    if target_dir is None:
+        return fio.workload_argv(w, device, plan.runtime_s, name=name, size_bytes=size)
+    if w.rw in METADATA_MODES or w.nrfiles > 1:
+        return fio.workload_argv(w, target_dir, plan.runtime_s, name=name,
+                                 size_bytes=None if w.rw in METADATA_MODES else size)
+    # One data file: name it here, so the argv is the same whether or not the mount point
+    # exists yet (a dry run never creates it).
+    return fio.workload_argv(w, os.path.join(target_dir, f"{name}.dat"), plan.runtime_s,
+                             name=name, size_bytes=size)
+
+
+def fill_argv(base: list[str], w: Workload, size_bytes: int) -> list[str]:
+    """The measured argv turned into one sequential pass that writes the whole data set.
+    Later fio options override earlier ones (verified: fio 3.33)."""
+    bs = MIB if w.nrfiles <= 1 and size_bytes % MIB == 0 else w.bs_bytes
+    extra = ["--rw=write", f"--bs={bs}", "--time_based=0", "--runtime=0", "--fsync=0"]
+    if w.nrfiles > 1:
+        extra.append("--file_service_type=roundrobin")  # every file written once, in turn
+    return base + extra
+
+
+def env_for_jobfile(plan: Plan, w: Workload, target: str, jobfile_text: str) -> dict[str, str]:
+    """TARGET/RUNTIME/NUMJOBS/NRFILES/SIZE for a runner/*.fio job file (their convention:
+    runner/*.fio headers). Job files with ${NRFILES} read SIZE as bytes per thread and need
+    it to cover NRFILES files of up to twice the mean size (filesize=lo-hi ranges there reach
+    1.5-2x the profile's mean); the others read SIZE as all data files together. Everything
+    is scaled to the plan's data-set budget (``--size``) so a profile of 50,000 files fits
+    the device."""
+    budget = plan.size_bytes
+    jobs = max(1, w.numjobs)
+    env = {"TARGET": target, "RUNTIME": str(max(1, int(round(plan.runtime_s)))),
+           "NUMJOBS": str(jobs)}
+    if "${NRFILES}" in jobfile_text:
+        per_file = 2 * max(w.file_size_bytes, w.bs_bytes)
+        files = max(1, w.nrfiles // jobs)
+        files = max(1, min(files, budget // (jobs * per_file)))
+        env["NRFILES"] = str(files)
+        env["SIZE"] = str(files * per_file)
+    else:
+        env["NRFILES"] = str(max(1, w.nrfiles))
+        env["SIZE"] = str(max(MIB, min(w.working_set_bytes, budget)) // MIB * MIB)
+    return env
+
+
+@dataclass
+class CellHooks:
+    """How the matrix runner keeps its state file in step with the cell."""
+
+    before_mount: Callable[[str, str], None] = lambda dev, mnt: None
+    after_umount: Callable[[str], None] = lambda mnt: None
+
+
+@dataclass
+class CellRunner:
+    """Runs cells of ``plan`` on ``device`` (the resolved block device)."""
+
+    plan: Plan
+    device: str
+    device_info: Device
+    mountpoint: str
+    executor: Executor
+    meter: Any = None  # fsadvisor.energy.EnergyMeter
+    host: dict[str, Any] = field(default_factory=dict)
+    matrix_id: str | None = None
+    hooks: CellHooks = field(default_factory=CellHooks)
+    block_stat: Callable[[str], dict[str, int]] | None = None
+    set_scheduler: Callable[[str, str], str] | None = None
+    sleep: Callable[[float], None] = time.sleep
+    mounted: bool = False
+    fatal: str | None = None  # set when the device is left in a state no later cell can use
+
+    # ------------------------------------------------------------ steps (pure)
+    def steps(self, cell: Cell) -> list[Step]:
+        from fsadvisor import catalog
+
+        dev, mnt, spec = self.device, self.mountpoint, cell.workload
+        out = [Step("discard", ("blkdiscard", "-f", dev), optional=True,
+                    note="precondition (seed 000); skipped if the device cannot discard")]
+        if cell.config is not None:
+            out += [Step("mkfs", tuple(catalog.mkfs_argv(cell.config, dev))),
+                    Step("mount", tuple(catalog.mount_argv(cell.config, dev, mnt)))]
+        out.append(Step("scheduler", value=cell.scheduler))
+        out += self._workload_steps(cell)
+        out.append(Step("cooldown", seconds=self.plan.cooldown_s))
+        if cell.config is not None:
+            out.append(Step("umount", ("umount", mnt)))
+        return out
+
+    def _workload_steps(self, cell: Cell) -> list[Step]:
+        spec = cell.workload
+        w = fitted_workload(self.plan, cell)
+        settle = [Step("sync"), Step("drop-caches")]
+        if spec.kind in APP_KINDS:
+            return self._app_steps(cell, settle)
+        target_dir = None if cell.config is None else self.mountpoint
+        if spec.kind == KIND_JOBFILE:
+            from fsadvisor.resources import data_dir
+
+            path = data_dir("runner") / spec.jobfile
+            env = tuple(sorted(env_for_jobfile(self.plan, w, target_dir or self.device,
+                                               path.read_text()).items()))
+            prep = Step("prepare", tuple(fio.jobfile_argv(path, ["--create_only=1"])), env=env,
+                        note="lay out the files (not measured)")
+            return [prep, *settle, Step("measure", tuple(fio.jobfile_argv(path)), env=env,
+                                        note="measured")]
+        base = measure_argv(self.plan, cell, target_dir, self.device)
+        prep: list[Step] = []
+        if w.rw in METADATA_MODES:
+            if w.rw != "filecreate":
+                # filestat/filedelete need the files filecreate makes (shared filename_format).
+                creator = replace(w, rw="filecreate", ioengine="filecreate")
+                # Its runtime is a cap: the job ends after nrfiles creates, all of which
+                # must happen (a 1 s cap left files missing on a slow device).
+                prep.append(Step("prepare", tuple(fio.workload_argv(
+                    creator, self.mountpoint, SETUP_TIMEOUT_S, name=_job_name(spec.name))),
+                    note="create the files (not measured)"))
+        elif w.read_pct > 0:
+            size = data_set_bytes(self.plan, w, spec.source == "micro")
+            prep.append(Step("prepare", tuple(fill_argv(base, w, size)),
+                             note="fill: reads of unwritten blocks never reach the flash"))
+        elif target_dir is not None:
+            prep.append(Step("prepare", tuple(base + ["--create_only=1"]),
+                             note="lay out the file (not measured)"))
+        return [*prep, *settle, Step("measure", tuple(base), note="measured")]
+
+    def _app_steps(self, cell: Cell, settle: list[Step]) -> list[Step]:
+        from fsadvisor.probe import apps
+
+        prep, run, tool, cwd = apps.steps(self.plan, cell, self.mountpoint)
+        return [*(Step("prepare", tuple(a), tool=tool, cwd=cwd, note="load (not measured)")
+                  for a in prep), *settle,
+                Step("measure", tuple(run), tool=tool, cwd=cwd, note="measured")]
+
+    # ------------------------------------------------------------ execution
+    def run(self, cell: Cell, on_step: Callable[[Step], None] | None = None) -> RunRecord:
+        """Execute ``cell``; a failing step gives a ``failed`` record (the matrix goes on).
+        Interruptions (BaseException) propagate after the cell has been unmounted."""
+        started, t0 = time.time(), time.monotonic()
+        flags: list[str] = []
+        if self.device_info.kind == "loop":
+            flags.append(measure.FLAG_LOOP)
+        record = RunRecord(cell_key=cell.key, device=self.device_info, config=cell.config,
+                           workload_name=cell.workload.name, workload=fitted_workload(self.plan, cell),
+                           rep=cell.rep, status="failed", started_at=started, wall_s=0.0,
+                           host=dict(self.host), matrix_id=self.matrix_id)
+        self.fatal = None
+        try:
+            for step in self.steps(cell):
+                if on_step:
+                    on_step(step)
+                if step.role == "measure":
+                    self._measure(step, cell, record, flags)
+                    if record.status != "ok":
+                        break
+                else:
+                    self._do(step, flags)
+        except (FsAdvisorError, OSError) as e:
+            record.status, record.error = "failed", _one_line(e)
+        except BaseException:
+            # Interrupted: unmount if we can; the matrix cleanup retries whatever is left.
+            if self.mounted:
+                with contextlib.suppress(Exception):
+                    self.umount()
+            raise
+        finally:
+            record.wall_s = time.monotonic() - t0
+            record.flags = tuple(dict.fromkeys(flags))
+        if self.mounted:
+            try:
+                self.umount()
+            except (FsAdvisorError, OSError) as e:
+                # Every later cell would fail on a busy device: the matrix must stop.
+                self.fatal = f"cannot unmount {self.mountpoint}: {_one_line(e)}"
+                record.status = "failed"
+                record.error = record.error or self.fatal
+        return record
+
+    def _do(self, step: Step, flags: list[str]) -> None:
+        if step.role == "scheduler":
+            from fsadvisor import device as devmod
+
+            (self.set_scheduler or devmod.set_scheduler)(self.device, step.value)
+        elif step.role == "sync":
+            os.sync()
+        elif step.role == "drop-caches":
+            Path(DROP_CACHES).write_text("3\n")
+        elif step.role == "cooldown":
+            if step.seconds > 0:
+                self.sleep(step.seconds)
+        elif step.role == "mount":
+            self.hooks.before_mount(self.device, self.mountpoint)
+            self.mounted = True
+            try:
+                self.executor.run(step.argv, timeout_s=120)
+            except CommandFailed as e:
+                self.mounted = _is_mounted(self.mountpoint)
+                raise CommandFailed(f"mount: {e}", e.result) from None
+            except BaseException:
+                self.mounted = _is_mounted(self.mountpoint)
+                raise
+        elif step.role == "umount":
+            self.umount()
+        else:
+            try:
+                self.executor.run(step.argv, env=dict(step.env) or None, cwd=step.cwd,
+                                  timeout_s=SETUP_TIMEOUT_S)
+            except CommandFailed as e:
+                if not step.optional:
+                    raise CommandFailed(f"{step.role}: {e}", e.result) from None
+                if step.role == "discard":
+                    flags.append(FLAG_NO_DISCARD)
+
+    def umount(self) -> None:
+        result = None
+        for _ in range(10):
+            result = self.executor.run(["umount", self.mountpoint], check=False, timeout_s=120)
+            if result.ok or not _is_mounted(self.mountpoint):
+                break
+            time.sleep(0.3)  # a benchmark stopped a moment ago may still hold it
+        if _is_mounted(self.mountpoint):
+            raise CommandFailed(f"umount: {result.one_line_error() if result else 'failed'}")
+        self.mounted = False
+        self.hooks.after_umount(self.mountpoint)
+
+    def _measure(self, step: Step, cell: Cell, record: RunRecord, flags: list[str]) -> None:
+        from fsadvisor import device as devmod
+
+        stat = self.block_stat or devmod.block_stat
+        before_blk = stat(self.device)
+        before_cpu = measure.CpuTimes.now()
+        if self.meter is not None:
+            self.meter.start()
+        try:
+            result = self.executor.run(step.argv, env=dict(step.env) or None, cwd=step.cwd,
+                                       check=False, timeout_s=self.plan.runtime_s + MEASURE_GRACE_S)
+        finally:
+            energy = self.meter.stop() if self.meter is not None else None
+        after_cpu = measure.CpuTimes.now()
+        os.sync()  # flush what the run left dirty, so the device counters include it
+        after_blk = stat(self.device)
+        record.command = result.argv
+        record.raw_output = result.stdout
+        record.tool = step.tool
+        record.energy = energy
+        metrics, error = self._parse(step, result)
+        if error:
+            record.status, record.error = "failed", error
+            return
+        busy = measure.cpu_busy_pct(before_cpu, after_cpu)
+        if busy is not None:
+            metrics["host_cpu_busy_pct"] = busy
+        metrics.update(measure.device_metrics(measure.block_delta(before_blk, after_blk), metrics))
+        w = record.workload
+        if w.rw not in METADATA_MODES and measure.direct_io_not_honoured(
+                w.direct, metrics.get("app_read_bytes"), metrics.get("dev_read_bytes")):
+            flags.append(measure.FLAG_DIRECT_IO)
+        if energy is not None and energy.source == "estimate":
+            flags.append(measure.FLAG_ESTIMATE)
+        record.metrics = metrics
+        record.status = "ok"
+
+    def _parse(self, step: Step, result: CommandResult) -> tuple[dict[str, float], str | None]:
+        if step.tool != "fio":
+            from fsadvisor.probe import apps
+
+            return apps.parse(step.tool, result)
+        try:
+            res = fio.parse(result.stdout, command=result.argv)
+        except fio.FioParseError as e:
+            why = result.one_line_error() if not result.ok else str(e)
+            return {}, why
+        if res.error:
+            return {}, res.error
+        if not result.ok:
+            return {}, result.one_line_error()
+        metrics = res.metrics()
+        if not metrics.get("ops"):
+            return {}, "fio completed no I/O"
+        return metrics, None
+
+
+def _is_mounted(mountpoint: str) -> bool:
+    from fsadvisor.probe.state import SystemOps
+
+    return SystemOps().is_mounted(mountpoint)
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join((str(e) or e.__class__.__name__).split())[:400]
+

@@ -1,0 +1,161 @@
+"""What a probe shows: the preview before (every command of a dry run), the progress
+during (events for a callback), and the summary after (per configuration x workload, from
+the store, with the raw-device ratio that measures the filesystem's overhead, seed 002).
+Pure data and formatting of plans and store rows; nothing here executes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsadvisor.probe import measure
+from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
+from fsadvisor.probe.commands import Executor
+from fsadvisor.probe.plan import Cell, Plan
+
+LOOP_WARNING = ("scratch loop device: its numbers describe the backing file's filesystem and "
+                "disk, not an SSD; use them to try the tool, not to choose a configuration")
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """What a front end shows: ``kind`` is note | cell-start | cell-end | cleanup | done."""
+
+    kind: str
+    done: int
+    total: int
+    cell: str | None = None
+    status: str | None = None
+    eta_s: float | None = None
+    message: str = ""
+
+
+@dataclass
+class CellOutcome:
+    key: str
+    rep: int
+    label: str
+    status: str  # ok | failed | skipped | done-before | incomplete
+    error: str | None = None
+    flags: tuple[str, ...] = ()
+    run_id: int | None = None
+    wall_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cell": self.key, "rep": self.rep, "status": self.status, "error": self.error,
+                "flags": list(self.flags), "run_id": self.run_id, "wall_s": self.wall_s}
+
+
+@dataclass
+class ProbeSummary:
+    matrix_id: str | None = None
+    device: str | None = None
+    device_kind: str | None = None
+    scratch: bool = False
+    total: int = 0
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    cleanup: list[str] = field(default_factory=list)
+    interrupted: str | None = None
+    energy: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def complete(self) -> bool:
+        return (self.interrupted is None
+                and self.count("ok") + self.count("done-before") + self.count("failed")
+                + self.count("skipped") == self.total)
+
+    def to_dict(self) -> dict[str, Any]:
+        skipped: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.status == "skipped":
+                skipped[o.error or "skipped"] = skipped.get(o.error or "skipped", 0) + 1
+        return {
+            "matrix_id": self.matrix_id, "device": self.device, "device_kind": self.device_kind,
+            "scratch": self.scratch, "interrupted": self.interrupted,
+            "cells": {"total": self.total, "ok": self.count("ok"),
+                      "already_done": self.count("done-before"), "failed": self.count("failed"),
+                      "skipped": self.count("skipped"), "incomplete": self.count("incomplete")},
+            "skipped_reasons": skipped,
+            "failed": [o.to_dict() for o in self.outcomes if o.status == "failed"],
+            "energy": self.energy, "results": self.results, "notes": self.notes,
+            "cleanup": self.cleanup, "wall_s": round(self.wall_s, 3),
+        }
+
+
+def dry_run_lines(plan: Plan) -> list[str]:
+    """Every command a real run of ``plan`` would execute, in order, as shell lines
+    (comments start with #). Runs nothing and needs no privileges."""
+    from fsadvisor.domain import Device
+
+    scratch = bool(plan.scratch_size_bytes)
+    dev = "/dev/loopN" if scratch else str(plan.device)
+    mnt = os.path.join(tempfile.gettempdir(), "fsadvisor-mnt-XXXXXX")
+    cells = plan.cells()
+    runnable = [c for c in cells if not c.skip_reason]
+    lines = [f"# fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
+             f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"]
+    if scratch:
+        img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), "fsadvisor-scratch-XXXXXX.img")
+        lines += [f"# {LOOP_WARNING}",
+                  f"truncate -s {plan.scratch_size_bytes} {img}",
+                  f"losetup --find --show --direct-io=on {img}"]
+    lines.append(f"# remember the current scheduler: cat /sys/block/{os.path.basename(dev)}/queue/scheduler")
+    runner = CellRunner(plan=plan, device=dev, mountpoint=mnt, executor=Executor(),
+                        device_info=plan.device_info or Device(path=dev, size_bytes=plan.device_size_bytes))
+    for i, cell in enumerate(cells, 1):
+        head = f"## cell {i}/{len(cells)}: {cell.label}"
+        if cell.skip_reason:
+            lines.append(f"{head}  -- SKIPPED: {cell.skip_reason}; it would run:")
+            lines += [f"#   {s.display(dev)}" for s in runner.steps(cell)]
+            continue
+        lines.append(head)
+        lines += [s.display(dev) for s in runner.steps(cell)]
+    lines.append(f"# restore the original scheduler: echo <original> > /sys/block/{os.path.basename(dev)}/queue/scheduler")
+    if scratch:
+        lines += [f"losetup --detach {dev}", f"rm {img}"]
+    else:
+        lines.append(" ".join(WIPE_ARGV + [dev]) + "  # the last cell's signature, so a rerun needs no --force")
+    return lines
+
+
+def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str, Any]]:
+    """Per configuration x workload: mean and 95% CI of IOPS, MB/s, p99, energy and ops/J,
+    and the ratio to the raw-device baseline of the same scheduler and workload (the
+    filesystem overhead, seed 002)."""
+    seen: list[Cell] = []
+    keys: set[str] = set()
+    for c in plan.cells():
+        if c.key not in keys:
+            keys.add(c.key)
+            seen.append(c)
+    rows: list[dict[str, Any]] = []
+    raw_iops: dict[tuple[str, str], float] = {}
+    for c in seen:
+        for s in store.summaries(matrix_id=matrix_id, cell_key=c.key):
+            ranked = measure.FLAG_DIRECT_IO not in (s.get("flags") or [])
+            row = {
+                "config": c.config_key, "filesystem": c.config.fs if c.config else "raw-device",
+                "scheduler": c.scheduler, "workload": c.workload.name, "n": s["n"],
+                "iops": s["iops"], "mb_s": s["mb_s"], "p99_latency_us": s["p99_latency_us"],
+                "energy_j": s["energy_j"], "watts": s["watts"],
+                "ops_per_joule": s["ops_per_joule"], "bytes_per_joule": s["bytes_per_joule"],
+                "energy_source": s["energy_source"], "power_scope": s["power_scope"],
+                "flags": s.get("flags") or [], "ranked": ranked,
+            }
+            rows.append(row)
+            if c.config is None and s["iops"]["mean"]:
+                raw_iops[(c.scheduler, c.workload.name)] = s["iops"]["mean"]
+    for row in rows:
+        base = raw_iops.get((row["scheduler"], row["workload"]))
+        mean = row["iops"]["mean"]
+        row["vs_raw_iops"] = (mean / base) if (base and mean and row["filesystem"] != "raw-device") else None
+    return rows

@@ -1,0 +1,373 @@
+"""Running a whole matrix: cells in order, each stored the moment it ends, and the machine
+put back the way it was found whatever happens.
+
+Like a lab technician's checklist taped to the bench: before touching anything, write down
+what you are about to change (the state file); after each sample, file the result (the
+store); when the fire alarm rings (SIGINT/SIGTERM), stop the machine, unmount, put the
+scheduler back, detach the scratch device, and note which sample was half done (stored as
+``incomplete``, never as a result). Only the first signal interrupts; later ones wait for
+the cleanup, which must not itself be cut short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from fsadvisor.domain import RunRecord
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.probe import measure
+from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
+from fsadvisor.probe.commands import Executor
+from fsadvisor.probe.plan import Cell, Plan
+from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
+from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, SystemOps, cleanup_stale,
+                                   leftovers, live_owner, undo)
+
+class ProbeInterrupted(BaseException):
+    """Raised inside the probe by the SIGINT/SIGTERM handler (a BaseException, so that no
+    ``except Exception`` on the way can swallow it)."""
+
+    def __init__(self, signame: str):
+        super().__init__(signame)
+        self.signame = signame
+
+
+class Interruptions:
+    """SIGINT/SIGTERM -> :class:`ProbeInterrupted`, once. Inside ``critical()`` (storing a
+    finished repetition, writing the state file) the signal is held until the block ends."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self._critical = 0
+        self._pending = False
+        self._raised = False
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        # Signal handlers can only be set from the main thread; a TUI worker uses cancel().
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handler)
+
+    def uninstall(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        self.received = self.received or name
+        if self._raised or self._critical:
+            self._pending = not self._raised
+            return
+        self._raised = True
+        raise ProbeInterrupted(name)
+
+    def cancel(self, why: str = "cancelled") -> None:
+        """Ask the probe to stop at the next step boundary (for callers off the main thread)."""
+        self.received = self.received or why
+
+    def check(self) -> None:
+        if self.received and not self._raised:
+            self._raised = True
+            raise ProbeInterrupted(self.received)
+
+    def defer(self) -> None:
+        """From now on signals are only remembered (cleanup is running)."""
+        self._raised = True
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        self._critical += 1
+        try:
+            yield
+        finally:
+            self._critical -= 1
+            if not self._critical and self._pending and not self._raised:
+                self._pending = False
+                self._raised = True
+                raise ProbeInterrupted(self.received or "SIGINT")
+
+
+class MatrixRun:
+    """Runs ``plan`` (see module docstring). Construct, then ``execute()`` once."""
+
+    def __init__(self, plan: Plan, store: Any, state_file: StateFile,
+                 on_progress: Callable[[ProgressEvent], None] | None = None,
+                 interruptions: Interruptions | None = None, sleep: Callable[[float], None] = time.sleep):
+        self.plan = plan
+        self.store = store
+        self.state_file = state_file
+        self.on_progress = on_progress or (lambda e: None)
+        self.guard = interruptions or Interruptions()
+        self.sleep = sleep
+        self.state = ProbeState()
+        self.executor = Executor(on_child=self._child, critical=self.guard.critical)
+        self.summary = ProbeSummary(scratch=bool(plan.scratch_size_bytes))
+        self._cells: list[Cell] = []
+        self._formatted: str | None = None  # the device, once a cell has written to it
+        self._durations: list[tuple[float, float]] = []  # (estimate, actual) per cell run
+
+    # ------------------------------------------------------------ state file
+    def _save(self) -> None:
+        with self.guard.critical():
+            self.state_file.save(self.state)
+
+    def _child(self, pid: int | None) -> None:
+        self.state.child = ProcessRef.of(pid) if pid else None
+        self._save()
+
+    def _note(self, message: str) -> None:
+        self.summary.notes.append(message)
+        self.on_progress(ProgressEvent("note", self._done_count(), self.summary.total,
+                                       message=message))
+
+    def _done_count(self) -> int:
+        return len(self.summary.outcomes)
+
+    # ------------------------------------------------------------ the run
+    def execute(self) -> ProbeSummary:
+        t0 = time.monotonic()
+        other = live_owner(self.state_file)
+        if other is not None:
+            raise FsAdvisorError(f"another probe (pid {other}) is running with this store "
+                                 f"({self.state_file.path}); wait for it or use another --db")
+        stale = cleanup_stale(self.state_file)
+        for action in stale.actions:
+            self._note(f"cleaned up after an earlier probe: {action}")
+        self.state = self.state_file.load()
+        if self.state.has_live_resources:
+            left = leftovers(self.state, SystemOps())
+            if left:
+                raise FsAdvisorError(f"an earlier probe left {left[0]}, which could not be "
+                                     f"undone; fix it by hand (state: {self.state_file.path})")
+        self.state.clear_live()
+        self.state.owner = ProcessRef.of(os.getpid())
+        self.guard.install()
+        try:
+            try:
+                self._save()
+                self._run()
+            except ProbeInterrupted as e:
+                self.summary.interrupted = e.signame
+                self._finish_matrix("interrupted")
+            except BaseException:
+                self._finish_matrix("failed")
+                raise
+        finally:
+            self.guard.defer()
+            try:
+                self._cleanup()
+            finally:
+                self.guard.uninstall()
+                self.summary.wall_s = time.monotonic() - t0
+        self.on_progress(ProgressEvent("done", self._done_count(), self.summary.total,
+                                       status="interrupted" if self.summary.interrupted else "done"))
+        return self.summary
+
+    def _run(self) -> None:
+        from fsadvisor import device as devmod
+        from fsadvisor import fio
+
+        plan = self.plan
+        scratch = bool(plan.scratch_size_bytes)
+        dev = self._attach_scratch() if scratch else str(plan.device)
+        # Our own fresh scratch device never holds data; everything else obeys --force.
+        dev = devmod.require_safe(dev, force=plan.force)
+        info = devmod.inspect(dev, plp=plan.plp)
+        self.summary.device, self.summary.device_kind = dev, info.kind
+        if info.kind == "loop":
+            self._note(LOOP_WARNING if scratch else
+                       "loop device: its numbers are not an SSD's (labelled device_kind=loop)")
+        original, available = devmod.read_scheduler(dev)
+        self.state.device, self.state.original_scheduler = dev, original
+        self._save()
+
+        meter = self._meter(dev)
+        cells = self._cells = plan.cells()
+        self.summary.total = len(cells)
+        resumed = plan.matrix_id is not None
+        abandoned = self.state.matrices.get(plan.device_key)
+        if not resumed and abandoned:
+            self._note(f"the unfinished matrix {abandoned.get('matrix_id')} of this device is "
+                       "left as it is; this run starts a new one (--resume would have continued it)")
+        matrix_id = plan.matrix_id or self.store.start_matrix(plan.to_dict())
+        plan.matrix_id = self.summary.matrix_id = matrix_id
+        self.state.matrix_id = matrix_id
+        self.state.matrices[plan.device_key] = {"matrix_id": matrix_id, "plan": plan.to_dict(),
+                                                "started_at": time.time()}
+        self._save()
+        done = {(r["cell_key"], r["rep"]) for r in
+                self.store.runs(matrix_id=matrix_id, status="ok")} if resumed else set()
+        if resumed:
+            self._note(f"resuming matrix {matrix_id}: {len(done)} of {len(cells)} cells already done")
+
+        mountpoint = tempfile.mkdtemp(prefix="fsadvisor-mnt-")
+        self.state.mounts = [{"device": dev, "mountpoint": mountpoint}]
+        self._save()
+        runner = CellRunner(plan=plan, device=dev, device_info=info, mountpoint=mountpoint,
+                            executor=self.executor, meter=meter,
+                            host=measure.host_info(fio.fio_version()), matrix_id=matrix_id,
+                            sleep=self.sleep)
+        checked_again = False
+        for cell in cells:
+            self.guard.check()
+            if (cell.key, cell.rep) in done:
+                self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "done-before"))
+                continue
+            skip = cell.skip_reason or (None if cell.scheduler in available else
+                                        f"scheduler {cell.scheduler} not available on "
+                                        f"{os.path.basename(dev)} ({', '.join(available)})")
+            if skip:
+                self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "skipped", skip))
+                continue
+            if not checked_again:
+                # The device could have been mounted or claimed since the first check.
+                devmod.require_safe(dev, force=plan.force)
+                checked_again = True
+            self._run_cell(runner, cell)
+        self._finish_matrix("done")
+        self.state.matrices.pop(plan.device_key, None)
+        self._save()
+
+    def _run_cell(self, runner: CellRunner, cell: Cell) -> None:
+        self.state.current_cell = cell.label
+        self._save()
+        self.on_progress(ProgressEvent("cell-start", self._done_count(), self.summary.total,
+                                       cell=cell.label, eta_s=self._eta(cell, include=True)))
+        t0 = time.monotonic()
+        self._formatted = runner.device
+        try:
+            record = runner.run(cell, on_step=lambda s: self.guard.check())
+        except ProbeInterrupted as e:
+            self._store_incomplete(runner, cell, e.signame, time.monotonic() - t0)
+            raise
+        with self.guard.critical():
+            run_id = self.store.record_run(record)
+            self.state.current_cell = None
+            self.state_file.save(self.state)
+        self._durations.append((self.plan.cell_estimate_s(cell), record.wall_s))
+        self._outcome(CellOutcome(cell.key, cell.rep, cell.label, record.status, record.error,
+                                  record.flags, run_id, record.wall_s))
+        if runner.fatal:
+            raise FsAdvisorError(f"probe stopped: {runner.fatal}")
+
+    def _store_incomplete(self, runner: CellRunner, cell: Cell, signame: str, wall_s: float) -> None:
+        rec = RunRecord(cell_key=cell.key, device=runner.device_info, config=cell.config,
+                        workload_name=cell.workload.name, workload=cell.workload.workload,
+                        rep=cell.rep, status="incomplete", started_at=time.time() - wall_s,
+                        wall_s=wall_s, error=f"interrupted by {signame}", host=runner.host,
+                        matrix_id=runner.matrix_id)
+        try:
+            run_id = self.store.record_run(rec)
+        except FsAdvisorError:
+            run_id = None
+        self.state.current_cell = None
+        self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "incomplete",
+                                  rec.error, (), run_id, wall_s))
+
+    def _outcome(self, o: CellOutcome) -> None:
+        self.summary.outcomes.append(o)
+        self.on_progress(ProgressEvent("cell-end", self._done_count(), self.summary.total,
+                                       cell=o.label, status=o.status, eta_s=self._eta(None),
+                                       message=o.error or ""))
+
+    def _eta(self, current: Cell | None, include: bool = False) -> float | None:
+        """Remaining plan estimate, scaled by how long cells actually took so far."""
+        done = {(o.key, o.rep) for o in self.summary.outcomes}
+        remaining = sum(self.plan.cell_estimate_s(c) for c in self._cells
+                        if (c.key, c.rep) not in done and not c.skip_reason)
+        if not include and current is not None:
+            remaining -= self.plan.cell_estimate_s(current)
+        est = sum(e for e, _ in self._durations)
+        ratio = (sum(a for _, a in self._durations) / est) if est > 0 else 1.0
+        return max(0.0, remaining * ratio)
+
+    def _finish_matrix(self, status: str) -> None:
+        if self.plan.matrix_id:
+            with contextlib.suppress(FsAdvisorError):
+                self.store.finish_matrix(self.plan.matrix_id, status)
+
+    # ------------------------------------------------------------ energy
+    def _meter(self, dev: str):
+        from fsadvisor import energy
+
+        e = self.plan.energy
+        opts: dict[str, Any] = {}
+        if e.get("meter_log"):
+            opts["meter_log"] = e["meter_log"]
+        if e.get("idle_watts") is not None:
+            opts["idle_watts"] = e["idle_watts"]
+        meter = energy.choose_meter(e.get("source") or "auto", device=dev, **opts)
+        if e.get("idle_watts") is None and e.get("idle_seconds"):
+            self._note(f"measuring idle power for {e['idle_seconds']:g} s")
+            meter.idle_watts = energy.measure_idle(meter, float(e["idle_seconds"]), sleep=self.sleep)
+        self.summary.energy = {"source": meter.name, "scope": meter.scope, "why": meter.why,
+                               "accuracy": meter.accuracy, "idle_watts": meter.idle_watts}
+        if meter.name == "estimate":
+            self._note("energy: ESTIMATE from a power model, not a measurement "
+                       f"({meter.why}); ops/joule figures are labelled as such")
+        return meter
+
+    # ------------------------------------------------------------ scratch and cleanup
+    def _attach_scratch(self) -> str:
+        from fsadvisor import loopdev
+
+        fd, path = tempfile.mkstemp(prefix="fsadvisor-scratch-", suffix=".img",
+                                    dir=self.plan.scratch_dir)
+        os.close(fd)
+        # Written before the device exists: a kill between attach and the next save still
+        # leaves enough behind (the file) for the cleanup to find the loop device by it.
+        self.state.scratch = {"backing_file": path, "loop_device": None}
+        self._save()
+        loopdev.create_backing_file(path, int(self.plan.scratch_size_bytes or 0))
+        try:
+            dev = loopdev.attach(path, direct_io=True)
+        except loopdev.LoopError as e:
+            raise FsAdvisorError(f"cannot create the scratch loop device: {e}") from None
+        self.state.scratch["loop_device"] = dev
+        self.state.device = dev
+        self._save()
+        return dev
+
+    def _cleanup(self) -> None:
+        ops = SystemOps()
+        try:
+            actions = undo(self.state, ops)
+            if self._formatted and not self.plan.scratch_size_bytes:
+                actions += self._wipe_own_signature(self._formatted)
+        except Exception as e:  # cleanup must reach the state file; report what failed
+            actions = [f"cleanup error: {' '.join(str(e).split())}"]
+        left = leftovers(self.state, ops)
+        actions += [f"still left: {x}; the next probe will retry" for x in left]
+        self.summary.cleanup = actions
+        for a in actions:
+            self.on_progress(ProgressEvent("cleanup", self._done_count(), self.summary.total,
+                                           message=a))
+        if not left:
+            # Otherwise the state keeps naming them (and this soon-dead owner), so the next
+            # invocation's stale cleanup tries again.
+            self.state.clear_live()
+        self.state_file.save(self.state)
+
+    def _wipe_own_signature(self, dev: str) -> list[str]:
+        """Leave the device as empty as the probe was allowed to make it: the signature of
+        the last cell's filesystem is ours, and without it a rerun or --resume needs no
+        --force. Only in-process, where we know the device is still the one we formatted
+        (a later invocation cleaning up after a kill never wipes anything)."""
+        from fsadvisor import device as devmod
+
+        if devmod.exclusive_guard(dev) is not None:
+            return [f"left {dev} as it is: it is busy"]
+        result = self.executor.run(WIPE_ARGV + [dev], check=False, timeout_s=120)
+        if not result.ok:
+            return [f"could not wipe the probe's filesystem signature from {dev}: "
+                    f"{result.one_line_error()}"]
+        return [f"wiped the probe's last filesystem signature from {dev}"]
