@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable
 
-from fsadvisor.domain import FsConfig, Observation, Workload
+from fsadvisor.domain import SCHEDULERS, FsConfig, Observation, Workload
 
 NOT_COMPARABLE_FLAGS = frozenset({"direct-io-not-honoured"})
 
@@ -53,8 +53,10 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             continue
         if cfg is None:
             # The raw-device baseline: no filesystem. The model reads it as the device's own
-            # ceiling (filesystem "raw"), which is what anchors a loop or NVMe roofline.
-            config = FsConfig.make("raw")
+            # ceiling (filesystem "raw"), which is what anchors a loop or NVMe roofline. Its
+            # cell key ("raw-device <scheduler> | <workload>") names the scheduler.
+            sched = (s.get("cell_key") or "").split(" | ")[0].removeprefix("raw-device ").strip()
+            config = FsConfig.make("raw", scheduler=sched if sched in SCHEDULERS else "none")
         else:
             config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
                                    cfg["scheduler"] or "none", cfg["ag_count"])

@@ -115,7 +115,10 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
     filters.pop("status", None)
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for run in runs(db, status="ok", **filters):
-        key = (run["device_id"], run["configuration_id"], run["workload_id"],
+        # Raw-device baselines have no configuration row; their cell key carries the
+        # scheduler they ran under, so baselines under different schedulers stay apart.
+        raw_cell = run["cell_key"] if run["configuration_id"] is None else None
+        key = (run["device_id"], run["configuration_id"], raw_cell, run["workload_id"],
                run["energy_source"], run["power_scope"])
         groups.setdefault(key, []).append({**run, **_derived(run)})
     out = []
@@ -126,6 +129,7 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
             "device_kind": first["device_kind"], "device_model": first["device_model"],
             "configuration_id": first["configuration_id"], "config_key": first["config_key"],
             "filesystem": first["filesystem"],
+            "cell_key": first["cell_key"] if first["configuration_id"] is None else None,
             "config": None if first["configuration_id"] is None else {
                 "filesystem": first["filesystem"], "mkfs": first["mkfs"],
                 "mount": first["mount"], "scheduler": first["scheduler"],

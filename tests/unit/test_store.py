@@ -660,3 +660,16 @@ def test_service_history(tmp_db, fake_datasets):
     assert db_info()["path"] == str(tmp_db)
     buf = io.StringIO()
     assert db_export("json", buf)["tables"] == {"runs": 1, "summaries": 1, "measurements": 2}
+
+
+def test_raw_baselines_under_different_schedulers_stay_apart(store, fake_datasets):
+    mid = store.start_matrix({"reps": 1})
+    for sched, iops in (("none", 1000.0), ("mq-deadline", 3000.0)):
+        store.record_run(run_record(matrix_id=mid, config=None, energy=None,
+                                    cell_key=f"raw-device {sched} | randread-4k",
+                                    metrics={"iops": iops}))
+    raws = [s for s in store.summaries() if s["config"] is None]
+    assert sorted(s["iops"]["mean"] for s in raws) == [1000.0, 3000.0]
+    obs = {o.config.scheduler: o.value for o in store.observations()
+           if o.config.fs == "raw" and o.metric == "iops"}
+    assert obs == {"none": 1000.0, "mq-deadline": 3000.0}
