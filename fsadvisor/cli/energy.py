@@ -56,3 +56,32 @@ def idle(
     typer.echo(f"idle power: {result['idle_watts']:.1f} W ({kind}; source {result['source']}, "
                f"scope {result['scope']})")
     typer.echo(f"source: {result['why']}")
+
+
+@energy_app.command("import-log")
+@domain_errors
+def import_log(
+    log: Annotated[str, typer.Argument(metavar="FILE", help="CSV of an external power meter (timestamp, watts).")],
+    matrix: Annotated[Optional[str], typer.Option("--matrix", help="Only runs of this probe matrix (default: every stored run).")] = None,
+    clock_offset: Annotated[float, typer.Option("--clock-offset", metavar="SECONDS", help="Add to the log's timestamps to align the meter's clock with this host's.")] = 0.0,
+    scope: Annotated[str, typer.Option("--scope", help="What the meter measured: system | cpu+dram | drive.")] = "system",
+    idle_watts: Annotated[Optional[float], typer.Option("--idle-watts", metavar="W", help="Idle power, for active energy.")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Attach a power meter's log to stored runs, aligned to each run's measurement window."""
+    from fsadvisor.service.energy import import_meter_log
+
+    rep = import_meter_log(log, matrix_id=matrix, clock_offset_s=clock_offset, scope=scope,
+                           idle_watts=idle_watts, db=db)
+    if as_json:
+        emit_json(rep)
+        return
+    typer.echo(f"{len(rep['updated'])} of {rep['runs_considered']} runs now carry meter-log "
+               f"energy ({rep['scope']} scope)")
+    for m in rep["missing"]:
+        typer.echo(f"fsadvisor: warning: run {m['run_id']} ({m['cell_key']}): energy missing: "
+                   f"{m['reason']}", err=True)
+    if rep["without_window"]:
+        typer.echo(f"fsadvisor: warning: {rep['without_window']} runs have no recorded "
+                   "measurement window and were left as they were", err=True)

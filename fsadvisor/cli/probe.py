@@ -148,6 +148,9 @@ def probe(
         "--energy", help="auto | rapl | ipmi | meter-log | estimate.")] = "auto",
     meter_log: Annotated[Optional[str], typer.Option(
         "--meter-log", metavar="FILE", help="CSV log of an external power meter.")] = None,
+    clock_offset: Annotated[float, typer.Option(
+        "--clock-offset", metavar="SECONDS",
+        help="Add to the meter log's timestamps to align its clock with this host's.")] = 0.0,
     idle_watts: Annotated[Optional[str], typer.Option(
         "--idle-watts", metavar="W", help="Known idle power of the machine.")] = None,
     idle_seconds: Annotated[Optional[float], typer.Option(
@@ -188,7 +191,7 @@ def probe(
         schedulers=_csv(schedulers), profile=profile, micro=micro,
         workloads=_csv(workloads) or None, reps=reps, runtime_s=runtime, cooldown_s=cooldown,
         size=size, quick=quick, baseline=baseline, variants=variants, energy=energy,
-        meter_log=meter_log, idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp,
+        meter_log=meter_log, clock_offset_s=clock_offset, idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp,
         force=force, db=db, resume=resume, dry_run=dry_run)
 
     if dry_run:

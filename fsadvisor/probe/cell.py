@@ -334,10 +334,14 @@ class CellRunner:
         before_cpu = measure.CpuTimes.now()
         if self.meter is not None:
             self.meter.start()
+        # Wall-clock window of the measurement, kept with the run so an external meter's log
+        # exported later (`fsadvisor energy import-log`) can be aligned to exactly this span.
+        window_start = time.time()
         try:
             result = self.executor.run(step.argv, env=dict(step.env) or None, cwd=step.cwd,
                                        check=False, timeout_s=self.plan.runtime_s + MEASURE_GRACE_S)
         finally:
+            window_end = time.time()
             energy = self.meter.stop() if self.meter is not None else None
         after_cpu = measure.CpuTimes.now()
         os.sync()  # flush what the run left dirty, so the device counters include it
@@ -354,6 +358,8 @@ class CellRunner:
         if busy is not None:
             metrics["host_cpu_busy_pct"] = busy
         metrics.update(measure.device_metrics(measure.block_delta(before_blk, after_blk), metrics))
+        metrics["window_start_epoch_s"] = window_start
+        metrics["window_end_epoch_s"] = window_end
         w = record.workload
         if w.rw not in METADATA_MODES and measure.direct_io_not_honoured(
                 w.direct, metrics.get("app_read_bytes"), metrics.get("dev_read_bytes")):

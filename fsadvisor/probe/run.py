@@ -303,6 +303,7 @@ class MatrixRun:
         opts: dict[str, Any] = {}
         if e.get("meter_log"):
             opts["meter_log"] = e["meter_log"]
+            opts["clock_offset_s"] = float(e.get("clock_offset_s") or 0.0)
         if e.get("idle_watts") is not None:
             opts["idle_watts"] = e["idle_watts"]
         meter = energy.choose_meter(e.get("source") or "auto", device=dev, **opts)

@@ -78,7 +78,7 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
                runtime_s: float | None = None, cooldown_s: float | None = None,
                size: str | int | None = None, quick: bool = False, baseline: bool = True,
                variants: bool = True, energy: str = "auto", meter_log: PathLike | None = None,
-               idle_watts: float | str | None = None, idle_seconds: float | None = None,
+               clock_offset_s: float = 0.0, idle_watts: float | str | None = None, idle_seconds: float | None = None,
                plp: str = "unknown", force: bool = False, db: PathLike | None = None,
                resume: bool = False, dry_run: bool = False) -> Plan:
     """Build the plan for ``device`` (or a ``scratch`` loop device of that size).
@@ -140,6 +140,9 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
     energy_opts: dict[str, Any] = {"source": energy}
     if meter_log is not None:
         energy_opts["meter_log"] = os.fspath(meter_log)
+        energy_opts["clock_offset_s"] = float(clock_offset_s)
+    elif clock_offset_s:
+        raise ConfigError("--clock-offset applies to --meter-log only")
     if idle_watts is not None:
         from fsadvisor.energy import parse_idle_watts
 
@@ -166,7 +169,7 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
 
         energymod.choose_meter(energy, device=None,
                                **{k: v for k, v in energy_opts.items()
-                                  if k in ("meter_log", "idle_watts")})
+                                  if k in ("meter_log", "clock_offset_s", "idle_watts")})
     return plan
 
 

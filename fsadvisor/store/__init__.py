@@ -23,7 +23,7 @@ from typing import IO, Any, Callable, Iterable, Mapping, TypeVar
 
 import platformdirs
 
-from fsadvisor.domain import Observation, RunRecord
+from fsadvisor.domain import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.store import export as _export
 from fsadvisor.store import observations as _observations
@@ -132,6 +132,10 @@ class Store:
         """Store one repetition, its energy reading and optional (t_s, watts) samples; the
         row is committed before this returns."""
         return recording.record_run(self._db, record, samples)
+
+    @_guarded
+    def set_energy(self, run_id: int, reading: "EnergyReading") -> None:
+        recording.set_energy(self._db, run_id, reading)
 
     @_guarded
     def ensure_seeded(self) -> dict[str, Any]:

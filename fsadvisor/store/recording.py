@@ -153,3 +153,14 @@ def _host_id(db: Database, host: Mapping[str, Any]) -> int | None:
     values["cores"] = cores if isinstance(cores, int) and not isinstance(cores, bool) else None
     info = encoding.dumps(dict(host))
     return _lookup(db, "hosts", {**values, "info": info}, key_of=("info",))
+
+
+def set_energy(db: Database, run_id: int, reading: EnergyReading) -> None:
+    """Replace the energy reading of a stored run (e.g. from a meter log imported after the
+    probe); its power samples from an earlier meter are dropped with it."""
+    if not db["runs"].count_where("id = ?", [run_id]):
+        raise StoreError(f"no run {run_id} in the store")
+    with db.atomic():
+        db.execute("DELETE FROM energy_samples WHERE run_id = ?", [run_id])
+        db.execute("DELETE FROM energy WHERE run_id = ?", [run_id])
+        db["energy"].insert(_energy_row(run_id, reading))
