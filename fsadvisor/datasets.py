@@ -58,7 +58,7 @@ METRIC_UNITS: dict[str, tuple[str, ...]] = {
     "ops_per_s": ("ops/s",),
     "files_per_s": ("files/s",),
     "mb_s": ("MB/s", "MiB/s"),
-    "gb_s": ("GB/s",),
+    "gb_s": ("GB/s", "GiB/s"),
     "read_mb_s": ("MB/s",),
     "write_mb_s": ("MB/s",),
     "p99_latency_us": ("us",),

@@ -84,6 +84,15 @@ class Workload:
     def concurrency(self) -> int:
         return self.iodepth * self.numjobs
 
+    @property
+    def writes_per_fsync(self) -> int:
+        """Writes between two fsyncs (0: never). fio's ``fsync=N`` (every_n) and a transaction
+        of ``fsync_every`` writes committed with one fsync (per_transaction) both come down to
+        this one number; the model and the simulator read it here, so they cannot disagree."""
+        if self.fsync_mode == "none" and self.fsync_every <= 0:
+            return 0
+        return max(self.fsync_every, 1)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -32,6 +32,8 @@ from fsadvisor.errors import FsAdvisorError, NotSupported
 
 DIRECTIONS = ("read", "write", "trim")
 # unified_rw_reporting=mixed folds every direction into "mixed" (2.x and 3.x alike).
+# With unified_rw_reporting=both fio prints read/write/trim AND "mixed", their sum: counting
+# all four doubled the IOPS of a real 3.33 run (fixture fio-3.33-unified-both.json).
 MIXED = "mixed"
 # fio's metadata engines report each create/stat/unlink under "read"; bw there is bytes of
 # the nominal filesize, not data moved (domain notes §1). dir* engines arrived in 3.37.
@@ -92,7 +94,7 @@ class FioResult:
 
     def latency_basis(self) -> str | None:
         """"lat" (submission+completion), "clat" (completion only), "mixed" or None."""
-        bases = {b for j in self.jobs for d in (*DIRECTIONS, MIXED)
+        bases = {b for j in self.jobs for d in _data_sections(j)
                  if (b := _lat_block(j.get(d))[1]) is not None}
         return None if not bases else bases.pop() if len(bases) == 1 else "mixed"
 
@@ -355,6 +357,14 @@ def _wall_ms(job: dict) -> float | None:
     return max(rts) if rts else _num(job, "job_runtime") or None
 
 
+def _data_sections(job: Mapping) -> tuple[str, ...]:
+    """The sections holding a job's I/O once each: "mixed" only when no direction section is
+    there (unified_rw_reporting=mixed); with =both it repeats read+write+trim."""
+    if any(isinstance(job.get(d), Mapping) for d in DIRECTIONS):
+        return DIRECTIONS
+    return (MIXED,)
+
+
 def _cpu_weight_ms(job: dict) -> float:
     return _num(job, "job_runtime") or _wall_ms(job) or 1.0
 
@@ -417,7 +427,7 @@ def _aggregate(jobs: list[dict], doc: dict) -> dict[str, float]:
         group: dict[str, _Tally] = {}
         for j in gjobs:
             meta = _engine(j, doc) in METADATA_ENGINES
-            for d in (*DIRECTIONS, MIXED):
+            for d in _data_sections(j):
                 sec = j.get(d)
                 ios = _num(sec, "total_ios")
                 if not ios:

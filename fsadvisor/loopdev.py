@@ -15,6 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from fsadvisor.device import parse_mounts
+
+# Loop devices have block major 7 (LOOP_MAJOR); an attached one also has /sys/block/NAME/loop,
+# which the kernel removes on detach (verified: loop0..7 here, none attached, no "loop" dir).
+LOOP_MAJOR = 7
+
 
 class LoopError(RuntimeError):
     pass
@@ -32,12 +38,29 @@ def attach(backing_file: str | os.PathLike, direct_io: bool = True) -> str:
     return proc.stdout.strip()
 
 
-def detach(dev: str) -> None:
+def detach(dev: str, sys_root: str | os.PathLike = "/sys",
+           mounts_path: str | os.PathLike = "/proc/self/mounts") -> None:
     """Detach ``dev``; unmount anything still mounted from it first (a crashed run may leave
-    one behind). Never raises for an already-detached device."""
-    for mnt in mountpoints_of(dev):
+    one behind). Never raises for an already-detached loop device; raises LoopError for
+    anything that is not a loop device, before unmounting anything (``umount -l`` on every
+    mount of an arbitrary disk would pull the host's filesystems away)."""
+    name = Path(os.path.realpath(dev)).name
+    sysdir = Path(sys_root) / "block" / name
+    if not name or not (sysdir / "loop").is_dir():
+        if _major(sysdir) == LOOP_MAJOR:
+            return  # a loop device with nothing attached: nothing to unmount or detach
+        raise LoopError(f"refusing to detach {dev}: not a loop device "
+                        f"({sysdir / 'loop'} does not exist)")
+    for mnt in mountpoints_of(dev, mounts_path):
         subprocess.run(["umount", "-l", mnt], capture_output=True)
     subprocess.run(["losetup", "--detach", dev], capture_output=True)
+
+
+def _major(sysdir: Path) -> int | None:
+    try:
+        return int((sysdir / "dev").read_text().split(":")[0])
+    except (OSError, ValueError):
+        return None
 
 
 def backing_file(dev: str) -> str | None:
@@ -49,19 +72,17 @@ def backing_file(dev: str) -> str | None:
         return None
 
 
-def mountpoints_of(dev: str) -> list[str]:
-    """Mount points whose source is ``dev`` (from /proc/self/mounts; octal escapes decoded)."""
-    out = []
+def mountpoints_of(dev: str, mounts_path: str | os.PathLike = "/proc/self/mounts") -> list[str]:
+    """Mount points whose source is ``dev`` (octal escapes decoded as device.parse_mounts
+    does, so non-ASCII mount points come back as they are)."""
     real = os.path.realpath(dev)
     try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
+        text = Path(mounts_path).read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
-        return out
-    for line in lines:
-        parts = line.split()
-        if len(parts) >= 2 and os.path.realpath(parts[0]) == real:
-            out.append(parts[1].encode().decode("unicode_escape"))
-    return out
+        return []
+    # Only absolute sources can be this device; "proc", "tmpfs"... would resolve against cwd.
+    return [mnt for src, mnt in parse_mounts(text)
+            if src.startswith("/") and os.path.realpath(src) == real]
 
 
 def create_backing_file(path: str | os.PathLike, size_bytes: int) -> None:

@@ -20,6 +20,7 @@ prediction its uncertainty; :func:`cross_validate` reports the real out-of-sampl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -129,13 +130,8 @@ class ModelSettings:
 # --------------------------------------------------------------------------- features
 
 def _fsync_per_op(w: Workload) -> float:
-    wf = 1.0 - w.read_pct / 100.0
-    if w.fsync_mode == "per_transaction":
-        # Assumption: a transaction writes ~8 pages and commits once (group commit aside).
-        return wf / 8.0
-    if w.fsync_every > 0:
-        return wf / w.fsync_every
-    return 0.0
+    n = w.writes_per_fsync
+    return (1.0 - w.read_pct / 100.0) / n if n else 0.0
 
 
 def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown") -> float:
@@ -466,23 +462,42 @@ def source_group(source: str) -> str:
 
 def save_model(m: FittedModel, path: Path) -> None:
     """Cache a fit (numpy arrays + JSON metadata in one .npz) for the next process."""
+    import os
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
             "n_observations": m.n_observations, "sources": m.sources,
             "data_hash": m.data_hash, "measured_power": m.measured_power}
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, theta=m.theta, cov=m.cov, meta=np.array(json.dumps(meta)))
-    tmp.replace(path)
+    # A private temp file, then an atomic rename: two processes saving at once never
+    # leave a half-written cache behind.
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp.npz", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, theta=m.theta, cov=m.cov, meta=np.array(json.dumps(meta)))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def load_model(path: Path, settings: ModelSettings) -> FittedModel | None:
-    try:
-        with np.load(path) as z:
-            meta = json.loads(str(z["meta"]))
-            theta, cov = z["theta"], z["cov"]
-    except (OSError, ValueError, KeyError):
+    """The cached fit, or None (then the caller refits). A damaged cache file of any kind is
+    a miss, and removed, never an error: it is only a cache."""
+    if not path.is_file():
         return None
-    names = meta["names"]
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            theta, cov = np.array(z["theta"]), np.array(z["cov"])
+        names = list(meta["names"])
+        if theta.shape != (len(names),) or cov.shape != (len(names), len(names)):
+            raise ValueError("shape mismatch")
+    except Exception:  # noqa: BLE001 - zip, pickle, JSON, shape: all mean "refit"
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
     return FittedModel(names=names, index={n: i for i, n in enumerate(names)}, theta=theta,
                        cov=cov, noise_sd=meta["noise_sd"], settings=settings,
                        n_rows=meta["n_rows"], n_observations=meta["n_observations"],
@@ -597,14 +612,13 @@ class _Space:
         return theta, cov
 
 
-def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                 scope: str = "system", idle_watts: float | None = None) -> list[Prediction]:
-    """Predictions for many configurations of one workload on one device, vectorised: the
-    configuration features are laid out once, then mapped into each block's coefficients."""
+def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+                   scope: str):
+    """Design matrices of the performance, power and tail blocks for many configurations of
+    one workload, in the fitted coefficients' space (plus unseen features at their prior):
+    the configuration features are laid out once, then mapped into each block."""
     kind = device.kind
-    s = model.settings
-    roof_iops, flush_share = _roofline(w, kind, s, device.plp)
-    roof = math.log(roof_iops)
+    _, flush_share = _roofline(w, kind, model.settings, device.plp)
     space = _Space(model)
     cfs = [config_features(cfg, w, kind) for cfg in cfgs]
     cnames = sorted({k for cf in cfs for k in cf})
@@ -638,7 +652,25 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
             X[:, col] += C[:, j]
         return X
 
-    Xp, Xw, Xt = design("perf"), design("power"), design("tail")
+    return design("perf"), design("power"), design("tail"), theta, cov
+
+
+def efficiency_design(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload,
+                      device: Device, scope: str = "system") -> tuple[np.ndarray, np.ndarray]:
+    """(X, cov): row i . theta is log ops/J of cfgs[i] minus a constant, so the sd of a
+    difference between two rows is the uncertainty of their *ranking*, in which every shared
+    term cancels."""
+    Xp, Xw, _, _, cov = _block_designs(model, cfgs, w, device, scope)
+    return Xp - Xw, cov
+
+
+def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+                 scope: str = "system", idle_watts: float | None = None) -> list[Prediction]:
+    """Predictions for many configurations of one workload on one device, vectorised."""
+    kind = device.kind
+    s = model.settings
+    roof = math.log(_roofline(w, kind, s, device.plp)[0])
+    Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope)
     noise2 = model.noise_sd ** 2
 
     def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -674,9 +706,13 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     iops, lo_p, hi_p = (_cap(x, ceiling) for x in (iops_raw, lo_raw, hi_raw))
     f_mid, f_lo, f_hi = iops / iops_raw, lo_p / lo_raw, hi_p / hi_raw
     opj, watts, p99 = ex(mu_e) * f_mid, ex(mu_w), ex(mu_t) / f_mid
+    # A machine under load never draws less than at idle: the lower bound of the power
+    # interval is clamped there (the log-normal tail would otherwise go below it).
+    idle_floor = float(s.priors["idle_watts"].get(scope, 0.0)) if idle_watts is None else idle_watts
     lo_e, hi_e = ex(mu_e - Z90 * sd_e) * f_lo, ex(mu_e + Z90 * sd_e) * f_hi
     lo_t, hi_t = ex(mu_t - Z90 * sd_t) / f_hi, ex(mu_t + Z90 * sd_t) / f_lo
-    lo_w, hi_w = ex(mu_w - Z90 * sd_w), ex(mu_w + Z90 * sd_w)
+    lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), min(idle_floor, 0.99 * watts.min())), \
+        ex(mu_w + Z90 * sd_w)
     f_p, f_e = ex(sd_p), ex(sd_e)
     source = "model" if measured else "model (assumed power level)"
     out = []
@@ -697,6 +733,22 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
             bytes_per_joule=float(opj[i]) * bs, uncertainty=unc, power_scope=scope,
             energy_source=source, basis=basis))
     return out
+
+
+def difference_sd(model: FittedModel, a: FsConfig, b: FsConfig, w: Workload, device: Device,
+                  scope: str = "system") -> float:
+    """Posterior sd of log(ops/J of a) - log(ops/J of b): shared terms cancel, so this is
+    the uncertainty of the *ranking* of two candidates, far smaller than either one's."""
+    kind = device.kind
+    _, flush_share = _roofline(w, kind, model.settings, device.plp)
+
+    def opj(cfg: FsConfig) -> dict[str, float]:
+        cf = config_features(cfg, w, kind)
+        return _combine({**workload_features(w, kind, flush_share), **cf},
+                        power_features(cfg, w, kind, scope, cf), -1.0)
+
+    diff = {k: v for k, v in _combine(opj(a), opj(b), -1.0).items() if v}
+    return math.sqrt(max(model._mean_var(diff)[1], 0.0))
 
 
 def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,

@@ -20,7 +20,10 @@ from typing import Any
 from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.model import FittedModel, contributions, predict_many
+import numpy as np
+
+from fsadvisor.model import (FittedModel, contributions, difference_sd, efficiency_design,
+                             predict_many)
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -36,6 +39,7 @@ class Ranked:
     warnings: list[str]
     commands: dict[str, Any]
     scheduler_alternatives: dict[str, float] = field(default_factory=dict)
+    ag_count: int | None = None  # the AG count mkfs.xfs will use (its default when unset)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.prediction
@@ -50,7 +54,7 @@ class Ranked:
             "scheduler": self.config.scheduler,
             "scheduler_udev_rule": self.commands["udev"],
             "scheduler_alternatives": self.scheduler_alternatives,
-            "ag_count": self.config.ag_count if self.config.fs == "xfs" else None,
+            "ag_count": self.ag_count,
             "config": self.config.to_dict(),
             "score": self.score,
             "predicted": p.to_dict(),
@@ -120,6 +124,23 @@ def commands_for(cfg: FsConfig, device_path: str | None) -> dict[str, Any]:
     }
 
 
+def _command_target(device: Device) -> tuple[str | None, str | None]:
+    """The device path to print in mkfs/mount commands. A path the prober would refuse (the
+    root disk, something mounted, a disk with partitions) is never printed into a ready-to-run
+    mkfs line: the placeholder is used instead, with the reason as a warning."""
+    if not device.path:
+        return None, None
+    from fsadvisor import device as devmod
+
+    verdict = devmod.safety_verdict(device.path)
+    if verdict.ok or (verdict.needs_force and not verdict.reason):
+        return device.path, None
+    if verdict.needs_force:
+        return device.path, f"{device.path}: {verdict.reason} — formatting destroys it"
+    return None, (f"{device.path} must not be formatted ({verdict.reason}); commands show "
+                  f"{DEVICE_PLACEHOLDER}")
+
+
 def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, list[str]]:
     """Whether the profile allows this configuration's hazards; warnings for the ones it does.
 
@@ -170,6 +191,68 @@ def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, sc
     return out
 
 
+# Differences below this are not worth a non-default setting: the seeds' repetitions
+# (seed 000: 10 runs) rarely pin an effect tighter, and this model's effects are smaller still.
+TIE_TOLERANCE = 0.01
+
+
+def complexity(cfg: FsConfig, device: Device) -> int:
+    """How many settings differ from what mkfs, mount and the kernel do by default."""
+    n = len(cfg.mkfs) + len([o for o in cfg.mount if o not in ("defaults", "relatime")])
+    n += cfg.scheduler != "none"
+    if cfg.fs == "xfs" and cfg.ag_count is not None:
+        n += cfg.ag_count != catalog.default_ag_count(device.size_bytes)
+    return n
+
+
+def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
+           cov: np.ndarray | None = None) -> tuple[list, dict[FsConfig, dict[str, float]]]:
+    """The first ``top`` distinct configurations, then the best of every other filesystem.
+
+    Best first — but a candidate whose lead over a simpler one is within the model's own
+    uncertainty of that difference (rows of ``X`` with ``cov``: the sd of the log ops/J
+    difference, in which shared terms cancel) or within TIE_TOLERANCE has not earned its
+    extra settings: among such statistically equal candidates the one with the fewest
+    non-default settings comes first. The same configuration under another scheduler is not
+    a separate recommendation: it becomes a scheduler alternative, scored against the one
+    chosen."""
+    score_of: dict[FsConfig, dict[str, float]] = {}
+    for val, cfg, _, _ in kept:
+        score_of.setdefault(cfg.with_(scheduler="none"), {})[cfg.scheduler] = val
+    cx = np.array([complexity(item[1], device) for item in kept])
+    logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
+    tol = -math.log(1 - TIE_TOLERANCE)
+
+    def pick(indices: list[int]) -> int:
+        idx = np.asarray(indices)
+        gap = logv[idx[0]] - logv[idx]
+        limit = np.full(len(idx), tol)
+        if X is not None and cov is not None:
+            D = X[idx] - X[idx[0]]
+            limit = np.maximum(limit, np.sqrt(np.maximum(np.sum((D @ cov) * D, axis=1), 0)))
+        band = idx[gap <= limit]
+        return int(min(band, key=lambda i: (cx[i], -logv[i])))
+
+    ordered = []
+    remaining = list(range(len(kept)))  # kept is sorted by score, best first
+    while remaining and len(ordered) < top:
+        i = pick(remaining)
+        bare = kept[i][1].with_(scheduler="none")
+        remaining = [j for j in remaining if kept[j][1].with_(scheduler="none") != bare]
+        ordered.append(kept[i])
+    for fs in dict.fromkeys(item[1].fs for item in kept):
+        rest = [j for j in remaining if kept[j][1].fs == fs]
+        if rest and not any(o[1].fs == fs for o in ordered):
+            ordered.append(kept[pick(rest)])
+    alternatives = {}
+    for item in ordered:
+        bare = item[1].with_(scheduler="none")
+        alternatives[bare] = {"_best": item[0], **{
+            s: v / item[0] for s, v in score_of[bare].items()
+            if s != item[1].scheduler and item[0]}}
+    return ordered, alternatives
+
+
 def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
          scope: str = "system", energy_basis: str = "total",
          candidates: list[FsConfig] | None = None,
@@ -182,9 +265,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     c = profile.constraints
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
+                "o_direct_not_honoured": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
+    device_path, device_warning = _command_target(device)
     allowed: list[tuple[FsConfig, list[str]]] = []
     for cfg in cands:
+        if w.direct and cfg.mount_value("data") == "journal":
+            excluded["o_direct_not_honoured"] += 1
+            continue
         ok, warns = permitted(cfg, profile, device)
         if not ok:
             missing = set(c.features) - set(catalog.features(cfg))
@@ -226,19 +314,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
-    # The same filesystem configuration under four schedulers is one choice with a scheduler
-    # knob, not four recommendations: keep the best scheduler, report the others' scores.
-    alternatives: dict[FsConfig, dict[str, float]] = {}
-    distinct: list[tuple[float, FsConfig, Prediction, list[str]]] = []
-    for item in kept:
-        bare = item[1].with_(scheduler="none")
-        if bare in alternatives:
-            best = alternatives[bare]["_best"]
-            alternatives[bare][item[1].scheduler] = item[0] / best if best else 0.0
-            continue
-        alternatives[bare] = {"_best": item[0]}
-        distinct.append(item)
-    kept = distinct
+    X, cov = efficiency_design(model, [k[1] for k in kept], w, device, scope)
+    ordered, alternatives = _order(kept, device, top, X, cov)
     kernel_has = kernel_has if kernel_has is not None else {
         fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
@@ -249,32 +326,46 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             here = "supported" if kernel_has.get("f2fs") else "NOT supported"
             warns.append(f"f2fs: check that the target host's kernel supports f2fs "
                          f"(/proc/filesystems); this machine's kernel: {here}")
+        if "nodiscard" in cfg.mount:
+            warns.append("nodiscard: no online TRIM; schedule fstrim (e.g. systemctl enable "
+                         "--now fstrim.timer) so the SSD learns which blocks are free")
         if device.kind == "loop":
             warns.append("loop device: figures describe the backing file, not an SSD")
+        if device_warning:
+            warns.append(device_warning)
         alts = {k: round(v, 4) for k, v in alternatives[cfg.with_(scheduler="none")].items()
                 if k != "_best"}
         return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
                       why=_why(model, cfg, profile, device, scope), warnings=warns,
-                      commands=commands_for(cfg, device.path), scheduler_alternatives=alts)
+                      commands=commands_for(cfg, device_path), scheduler_alternatives=alts,
+                      ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
+                      if cfg.fs == "xfs" else None)
 
-    ranked = [make(i, item) for i, item in enumerate(kept[:top])]
+    ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
     best_fs: dict[str, Ranked] = {}
-    for i, item in enumerate(kept):
+    for i, item in enumerate(ordered):
         fs = item[1].fs
         if fs not in best_fs:
             best_fs[fs] = ranked[i] if i < len(ranked) else make(i, item)
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
-             f"power level: {ranked[0].prediction.basis.get('power_level')}"]
-    if len(kept) > 1:
-        a, b = kept[0], kept[1]
-        sd = math.log(a[2].uncertainty["ops_per_joule_factor"])
-        gap = math.log(a[0] / b[0]) if b[0] > 0 else float("inf")
-        if sd > 0 and gap < sd:
-            notes.append(f"#1 and #2 differ by {math.expm1(gap):.1%}, less than the model's "
-                         f"1-sigma uncertainty ({math.expm1(sd):.0%}): probe both to decide")
+             f"power level: {ranked[0].prediction.basis.get('power_level')}",
+             "a candidate ahead by less than the model's uncertainty of the difference (or "
+             f"{TIE_TOLERANCE:.0%}) is not preferred for its extra settings: among such equals "
+             "the one with the fewest non-default settings ranks first"]
+    if len(ordered) > 1:
+        a, b = ordered[0], ordered[1]
+        sd = difference_sd(model, a[1], b[1], w, device, scope)
+        gap = math.log(a[0] / b[0]) if a[0] > 0 and b[0] > 0 else 0.0
+        if abs(gap) < sd:
+            notes.append(f"#1 and #2 differ by {math.expm1(gap):+.1%} in predicted efficiency, "
+                         f"within the model's 1-sigma uncertainty of that difference "
+                         f"({math.expm1(sd):.1%}): probe both to decide")
     if c.plp == "unknown" and device.plp == "unknown":
         notes.append("PLP unknown: no option with a durability hazard was considered (say "
                      "--plp yes or no to widen the search)")
+    if excluded.get("o_direct_not_honoured"):
+        notes.append("data=journal candidates were left out: they silently turn this "
+                     "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,

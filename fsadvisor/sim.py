@@ -77,7 +77,6 @@ def sigma_for_p99_over_mean(ratio: float) -> float:
 
 DEFAULT_SIGMA = sigma_for_p99_over_mean(SEED002_RAW_P99_US / SEED002_RAW_MEAN_US)  # 0.654
 DEFAULT_REQUESTS = 50_000
-WRITES_PER_TRANSACTION = 8  # same assumption as model._fsync_per_op: a commit after ~8 pages
 META_WRITE_BYTES = 4096  # a journal record or an inode block
 LABEL = "simulated from the fitted model — not a measurement"
 
@@ -347,9 +346,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
 
 def writes_per_flush(w: Workload) -> int:
     """Write-like operations between two flushes, as the model counts them (0: none)."""
-    if w.fsync_mode == "per_transaction":
-        return WRITES_PER_TRANSACTION
-    return max(0, w.fsync_every)
+    return w.writes_per_fsync
 
 
 def device_times(params: Mapping[str, float], w: Workload, plp: str,

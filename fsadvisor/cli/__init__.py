@@ -25,7 +25,8 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def domain_errors(fn: Callable) -> Callable:
-    """Turn FsAdvisorError (and bad JSON/TOML surfacing as ValueError) into one line, exit 2."""
+    """Turn FsAdvisorError (and bad JSON/TOML surfacing as ValueError, absurdly nested JSON,
+    an unwritable output path) into one line on stderr and exit code 2."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -33,7 +34,12 @@ def domain_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except FsAdvisorError as e:
             fail(str(e))
-        except (ValueError, KeyError, FileNotFoundError) as e:
+        except RecursionError:
+            fail("input nested too deeply")
+        except OSError as e:
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            fail(f"{where}{e.strerror or e}")
+        except (ValueError, KeyError) as e:
             fail(str(e) if str(e) else e.__class__.__name__)
 
     return wrapper

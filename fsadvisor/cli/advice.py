@@ -55,7 +55,8 @@ def recommend(
         typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
         typer.echo(f"   mount:     -o {r.commands['mount_options']}")
         typer.echo(f"   fstab:     {r.commands['fstab']}")
-        typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.config.ag_count}" if r.config.fs == "xfs" else ""))
+        typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)")
+                                                           if r.config.fs == "xfs" else ""))
         typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
                    f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W")
         for y in r.why:

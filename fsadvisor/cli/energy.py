@@ -41,7 +41,7 @@ def check(meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: Json
 @energy_app.command("idle")
 @domain_errors
 def idle(
-    seconds: Annotated[float, typer.Option("--seconds", min=0.1, help="How long to sit idle.")] = 10.0,
+    seconds: Annotated[float, typer.Option("--seconds", min=0.1, max=3600, help="How long to sit idle (at most an hour).")] = 10.0,
     source: Annotated[str, typer.Option("--source", help="auto|rapl|ipmi|meter-log|estimate")] = "auto",
     meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: JsonOpt = False,
 ) -> None:

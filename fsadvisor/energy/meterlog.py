@@ -41,6 +41,10 @@ DEFAULT_MAX_GAP_S = 5.0
 # cannot be aligned to a run.
 MIN_EPOCH_S = 1e8
 MS_EPOCH_ABOVE = 1e11
+# A reading outside 0..100 kW is a corrupt row, not a measurement: no single server draws
+# more, and no wall socket a meter plugs into can deliver it (a 32 A three-phase 400 V
+# outlet tops out near 22 kW). Accepting it (e.g. 1e308 W) would swamp a run's energy.
+MAX_PLAUSIBLE_WATTS = 100_000.0
 
 _TIME_HEADER = re.compile(r"date|time|stamp|epoch", re.I)
 _GMT = re.compile(r"GMT\s*([+-])\s*(\d{1,2}):?(\d{2})", re.I)
@@ -208,7 +212,7 @@ def parse_log(text: str, clock_offset_s: float = 0.0) -> MeterLog:
             continue
         ts = parse_timestamp(row[tcol], tz)
         w = parse_number(row[wcol])
-        if ts is None or w is None or w < 0:
+        if ts is None or w is None or not 0.0 <= w <= MAX_PLAUSIBLE_WATTS:
             log.rows_skipped += 1
             continue
         ts += clock_offset_s

@@ -191,14 +191,22 @@ def predict_batch(lines: Iterable[str], db: str | None = None,
             yield out
         except json.JSONDecodeError as e:
             yield {"line": n, "error": f"not JSON: {e.msg}"}
-        except FsAdvisorError as e:
+        except RecursionError:
+            yield {"line": n, "error": "nested too deeply"}
+        except (FsAdvisorError, ValueError) as e:
             yield {"line": n, "error": str(e)}
+
+
+def _check_folds(folds: int) -> None:
+    if not 2 <= folds <= 50:
+        raise FsAdvisorError(f"--folds must be between 2 and 50, not {folds}")
 
 
 def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:
     """Cross-validated error of the model as it is used (current calibration), two ways:
     holding out whole source tables (transfer to an unseen study) and random rows
     (interpolation within studies it knows)."""
+    _check_folds(folds)
     obs = _observations(db)
     settings = ModelSettings.load()
     by_source = cross_validate(obs, folds=folds, settings=settings, group_by="source")
@@ -213,6 +221,9 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     """Choose the prior width by grouped cross-validation, fit on everything in the store and
     write the parameters with how they were fitted (default: the user's calibration file,
     which later predictions use)."""
+    _check_folds(folds)
+    if out is not None and not str(out).strip():
+        raise FsAdvisorError("--output is empty")
     obs = _observations(db)
     t0 = time.perf_counter()
     scale, table = choose_prior_scale(obs, folds=folds)

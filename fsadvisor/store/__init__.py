@@ -46,10 +46,11 @@ def default_path() -> Path:
 
 
 def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
-    """What the model learns from, in one short string (seed fingerprint, run count, last run
-    id), read with plain sqlite3 in read-only mode so a cached model can be reused without
-    opening the store properly. None when the store does not exist or cannot be read: the
-    caller then takes the full path."""
+    """What the model learns from, in one short string, read with plain sqlite3 in read-only
+    mode so a cached model can be reused without opening the store properly: the resolved
+    path, the seed fingerprint, the runs (count, last id) and the energy rows (count, last id,
+    sum, missing) — an imported meter log changes the last. None when the store does not
+    exist or cannot be read: the caller then takes the full path."""
     p = Path(path).expanduser() if path is not None else default_path()
     if str(path) == ":memory:" or not p.is_file():
         return None
@@ -58,14 +59,16 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
         try:
             fp = conn.execute("SELECT value FROM meta WHERE key = 'datasets_fingerprint'"
                               ).fetchone()
-            n, last = conn.execute("SELECT count(*), max(id) FROM runs").fetchone()
+            runs = conn.execute("SELECT count(*), max(id) FROM runs").fetchone()
+            energy = conn.execute("SELECT count(*), max(rowid), total(energy_j), "
+                                  "total(energy_j IS NULL) FROM energy").fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
         return None
     if not fp or not fp[0]:
         return None
-    return f"{fp[0]}:{n}:{last}"
+    return f"{p.resolve()}|{fp[0]}|{runs}|{energy}"
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> "Store":

@@ -372,3 +372,36 @@ def test_inspect_nvme_with_fake_sysfs_and_id_ctrl(loop_device, tmp_path):
     fake.chmod(0o755)
     d = device.inspect(dev, plp="yes", host=Host(sys_root=str(sys_root), tool_path=str(bin_dir)))
     assert (d.model, d.serial, d.firmware, d.plp) == ("Samsung SSD 980 PRO 2TB", "S4EWNX0R123456", "5B2QGXA7", "yes")
+
+
+def test_loopdev_detach_unmounts_non_ascii_mounts_and_refuses_other_disks(tmp_path):
+    """A real loop device mounted at a non-ASCII path: mountpoints_of names it as it is,
+    detach() unmounts and detaches it; a disk that is no loop device is refused untouched."""
+    need("mkfs.ext4", "losetup")
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    img = tmp_path / "l.img"
+    loopdev.create_backing_file(img, SMALL)
+    try:
+        dev = loopdev.attach(img)
+    except loopdev.LoopError as e:
+        pytest.skip(f"no free loop device: {e}")
+    mnt = tmp_path / "café 日本"
+    try:
+        run("mkfs.ext4", "-q", "-F", dev)
+        mnt.mkdir()
+        run("mount", dev, str(mnt))
+        assert loopdev.mountpoints_of(dev) == [str(mnt)]
+        root_src = next(src for src, m in device.parse_mounts(Path("/proc/self/mounts").read_text())
+                        if m == "/")
+        with pytest.raises(loopdev.LoopError, match="not a loop device"):
+            loopdev.detach(root_src)
+        assert os.path.ismount("/")
+        loopdev.detach(dev)
+        assert not os.path.ismount(mnt)
+        assert loopdev.backing_file(dev) is None
+        dev = None
+    finally:
+        if dev:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+            subprocess.run(["losetup", "--detach", dev], capture_output=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor import device
+from fsadvisor import device, loopdev
 from fsadvisor.device import DeviceFacts, Host, judge
 from fsadvisor.domain import Device
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
@@ -519,3 +519,73 @@ def test_needs_root(monkeypatch):
     assert device.needs_root() == "probing needs root (run with sudo); --dry-run works without it"
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert device.needs_root() is None
+
+
+# -------------------------------------------------------------- loopdev: mounts and detach
+
+def loop_fixture(tmp_path, name="loop9", major_minor="7:9", attached=True):
+    """A fake /sys with one block device, a device path resolving to its name, and a fake
+    /proc/self/mounts holding two non-ASCII / escaped mounts of it and one of another disk."""
+    sysdir = tmp_path / "sys" / "block" / name
+    sysdir.mkdir(parents=True)
+    (sysdir / "dev").write_text(major_minor + "\n")
+    if attached:
+        (sysdir / "loop").mkdir()
+    dev = tmp_path / "dev" / name
+    dev.parent.mkdir(exist_ok=True)
+    dev.touch()
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"{dev} /mnt/café ext4 rw 0 0\n"
+                      f"/dev/vda / ext4 rw 0 0\n"
+                      f"{dev} /mnt/日本\\040x xfs rw 0 0\n"
+                      f"proc /proc proc rw 0 0\n", encoding="utf-8")
+    return str(dev), tmp_path / "sys", mounts
+
+
+@pytest.fixture
+def ran(monkeypatch):
+    calls: list[list[str]] = []
+    monkeypatch.setattr(loopdev.subprocess, "run", lambda argv, **kw: calls.append(list(argv)))
+    return calls
+
+
+def test_mountpoints_of_keeps_non_ascii_names(tmp_path):
+    dev, _, mounts = loop_fixture(tmp_path)
+    # unicode_escape used to turn "café" into "cafÃ©".
+    assert loopdev.mountpoints_of(dev, mounts) == ["/mnt/café", "/mnt/日本 x"]
+    assert loopdev.mountpoints_of(str(tmp_path / "dev" / "other"), mounts) == []
+    assert loopdev.mountpoints_of(dev, tmp_path / "no-such-file") == []
+
+
+def test_detach_unmounts_and_detaches_an_attached_loop(tmp_path, ran):
+    dev, sys_root, mounts = loop_fixture(tmp_path)
+    loopdev.detach(dev, sys_root=sys_root, mounts_path=mounts)
+    assert ran == [["umount", "-l", "/mnt/café"], ["umount", "-l", "/mnt/日本 x"],
+                   ["losetup", "--detach", dev]]
+
+
+def test_detach_of_a_detached_loop_is_a_no_op(tmp_path, ran):
+    dev, sys_root, mounts = loop_fixture(tmp_path, attached=False)
+    loopdev.detach(dev, sys_root=sys_root, mounts_path=mounts)
+    assert ran == []
+
+
+@pytest.mark.parametrize("name, major_minor", [("vda", "253:0"), ("zram0", "252:0"),
+                                               ("loop9p1", "259:0"), ("nvme0n1", None)])
+def test_detach_refuses_what_is_not_a_loop_device(tmp_path, ran, name, major_minor):
+    dev, sys_root, mounts = loop_fixture(tmp_path, name, major_minor or "x", attached=False)
+    if major_minor is None:
+        (sys_root / "block" / name / "dev").unlink()
+    with pytest.raises(loopdev.LoopError, match=r"^refusing to detach .*: not a loop device") as ei:
+        loopdev.detach(dev, sys_root=sys_root, mounts_path=mounts)
+    assert "\n" not in str(ei.value)
+    assert ran == []  # nothing unmounted, nothing detached
+
+
+def test_detach_judges_the_symlink_target(tmp_path, ran):
+    dev, sys_root, mounts = loop_fixture(tmp_path, "vda", "253:0", attached=False)
+    link = tmp_path / "dev" / "loop3"  # named like a loop device, pointing at a disk
+    link.symlink_to(dev)
+    with pytest.raises(loopdev.LoopError):
+        loopdev.detach(str(link), sys_root=sys_root, mounts_path=mounts)
+    assert ran == []

@@ -91,6 +91,26 @@ def test_duplicates_keep_first_unsorted_sorted_garbage_skipped():
     assert e == pytest.approx(150 + 250 + 350)
 
 
+@pytest.mark.parametrize("bad", ["1e308", "100000.5", "2e5", "-0.5", "-1e308", "nan", "inf",
+                                 "-inf", "1e400"])
+def test_implausible_wattage_is_a_garbage_row(bad):
+    t0 = 1_741_961_730.0
+    log = parse_log(f"timestamp,watts\n{t0},100\n{t0 + 1},{bad}\n{t0 + 2},100\n")
+    assert log.samples == [(t0, 100.0), (t0 + 2, 100.0)]
+    assert log.rows_skipped == 1
+    e, why = integrate_log(log, t0, t0 + 2)
+    assert why is None and e == pytest.approx(200.0)
+
+
+@given(w=st.floats(allow_nan=True, allow_infinity=True))
+def test_only_wattages_a_server_can_draw_are_kept(w):
+    t0 = 1_741_961_730.0
+    log = parse_log(f"timestamp,watts\n{t0},{w!r}\n")
+    kept = 0.0 <= w <= 100_000.0
+    assert log.samples == ([(t0, w)] if kept else [])
+    assert log.rows_skipped == (0 if kept else 1)
+
+
 def test_headerless_and_semicolon_decimal_comma():
     t0 = 1_741_961_730
     log = parse_log(f"{t0},100.5\n{t0 + 1},101.5\n")

@@ -41,7 +41,7 @@ def synthetic(effects: dict[FsConfig, float], kind="nvme", noise=0.02, seed=1, s
 def test_roofline_bandwidth_bound_for_large_sequential_reads():
     w = Workload(rw="read", bs_bytes=128 << 10, iodepth=64, numjobs=8)
     # seed 000: ~54K IOPS / 6.6 GB/s at 128 KB, i.e. bandwidth-bound
-    assert roofline_iops(w, "nvme", S) == pytest.approx(6.6e9 / (128 << 10), rel=0.05)
+    assert roofline_iops(w, "nvme", S) == pytest.approx(6.6 * 2**30 / (128 << 10), rel=0.05)
 
 
 def test_fit_recovers_a_filesystem_effect_and_shrinks_uncertainty():
@@ -114,6 +114,6 @@ def test_no_prediction_exceeds_the_device_ceiling():
     obs = [Observation(source="wild", device_kind="nvme", config=EXT4, workload=w,
                        metric="iops", value=5 * roof, unit="IOPS")] * 5
     p = predict(fit(obs, S), EXT4, w, NVME)
-    assert p.mb_s * 1e6 <= 6.18e9 * 1.001  # models/devices.toml write bandwidth
-    assert p.uncertainty["iops_90"][1] * (128 << 10) <= 6.18e9 * 1.001
+    assert p.mb_s * 1e6 <= 6.636e9 * 1.001  # models/devices.toml write bandwidth (6.18 GiB/s)
+    assert p.uncertainty["iops_90"][1] * (128 << 10) <= 6.636e9 * 1.001
     assert p.p99_latency_ms > 0 and p.ops_per_joule > 0
