@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from typing import Any, Callable
 
@@ -36,6 +37,11 @@ def domain_errors(fn: Callable) -> Callable:
             fail(str(e))
         except RecursionError:
             fail("input nested too deeply")
+        except BrokenPipeError:
+            # The reader (`| head`) has gone: stop quietly, as other Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(0)
         except OSError as e:
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             fail(f"{where}{e.strerror or e}")
