@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fsadvisor.catalog.geometry import MIN_DEVICE_BYTES
 from fsadvisor.domain import Device
 from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported
 from fsadvisor.sizes import parse_size
@@ -429,11 +430,17 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
                   rotational=rotational)
 
 
+# A spec above this is a typo, not a drive: the largest SSDs sold hold ~100 TB.
+MAX_SPEC_BYTES = 1 << 60
+
+
 def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Device:
     """``--device`` for recommend: a path (inspected), or ``[kind:]size`` such as
     ``nvme:1.92T``, ``sata-ssd:480G`` or ``2T`` (kind nvme). Sizes are binary, like every
     size in fsadvisor (fsadvisor.sizes)."""
     s = str(spec).strip()
+    if not s:
+        raise ConfigError("empty --device: give a device path or a size such as nvme:1.92T")
     if s.startswith(("/", ".")) or os.sep in s:
         return inspect(s, plp=plp, host=host)
     kind, sep, size_text = s.rpartition(":")
@@ -448,6 +455,12 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Devi
         raise ConfigError(f"not a device size: {_one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)") from None
     if size_bytes <= 0:
         raise ConfigError(f"device size must be positive: {_one_line(s, 60)!r}")
+    smallest = min(MIN_DEVICE_BYTES.values())
+    if size_bytes < smallest:
+        raise ConfigError(f"device size {_one_line(size_text, 30)} is below {smallest >> 20} MiB, "
+                          f"the smallest device any filesystem here formats (mkfs.ext4 with a journal)")
+    if size_bytes > MAX_SPEC_BYTES:
+        raise ConfigError(f"device size {_one_line(size_text, 30)} is above 1 EiB; no SSD is that large")
     if plp not in ("yes", "no", "unknown"):
         raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
     return Device(path=None, size_bytes=size_bytes, kind=kind, plp=plp, rotational=kind == "hdd")

@@ -112,6 +112,10 @@ NRFILES_RANGE = (1, 100_000_000)
 FSYNC_EVERY_RANGE = (0, 1_000_000)
 DIR_DEPTH_RANGE = (0.0, 64.0)
 MAX_KEY_DEPTH = 32
+# O_DIRECT transfers whole logical blocks, and no block device has blocks under 512 bytes:
+# a direct bs below 512 or off a 512 multiple fails with EINVAL (fio 3.33 here: bs=1000
+# direct=1 -> "first direct IO errored", tests/fixtures/fio/fio-3.33-error-direct-einval.out).
+DIRECT_MIN_BS = 512
 # Sequential requests this large are bandwidth work: ranked by bytes per joule.
 BYTES_RANK_MIN_BS = 128 * KIB
 
@@ -463,6 +467,16 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
                                 f"jobs, but the workload is {rw}")
 
     bs = facts.get("bs", Workload.bs_bytes)
+    direct = facts.get("direct", Workload.direct)
+    if direct and rw not in METADATA_MODES and bs % DIRECT_MIN_BS:
+        s = facts.slots["bs"]  # the default 4096 is a multiple, so bs was given
+        how = "direct = true" if facts.has("direct") else "direct I/O (the default)"
+        problem = (f"is below {DIRECT_MIN_BS} bytes" if bs < DIRECT_MIN_BS
+                   else f"is not a multiple of {DIRECT_MIN_BS} bytes")
+        raise ProfileError(_one_line(
+            f"{origin.origin}: {s.field} = {_show(s.raw)} {problem}: with {how} O_DIRECT "
+            f"needs whole logical blocks (>= {DIRECT_MIN_BS} B); use direct = false or a "
+            f"larger request size"))
     meta = sum(fracs.values()) > 0 or rw in METADATA_MODES
     random = rw.startswith("rand") or rw in METADATA_MODES
     default_rank = "bytes" if (not random and not meta and bs >= BYTES_RANK_MIN_BS) else "ops"
@@ -472,7 +486,7 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
         iodepth=facts.get("iodepth", Workload.iodepth),
         numjobs=facts.get("numjobs", Workload.numjobs),
         rwmixread=rwmixread, fsync_every=fsync_every, fsync_mode=fsync_mode,
-        direct=facts.get("direct", Workload.direct), ioengine=ioengine,
+        direct=direct, ioengine=ioengine,
         working_set_bytes=ws, nrfiles=nrfiles, file_size_bytes=fsz, file_size_max_bytes=fmax,
         create_frac=fracs["create"], stat_frac=fracs["stat"], delete_frac=fracs["delete"],
         dir_shape=dir_shape, dir_depth=dir_depth,
@@ -559,11 +573,18 @@ def _profile(d: Any, name: str, origin: str, name_is_default: bool = True) -> Pr
         sub = top.sub(table + ".")
         for k, v in _check_mapping(top, table, d.get(table, {})).items():
             if k not in keys:
+                if table == "workload" and k in FIO_KEYS:
+                    raise sub.fail_key(k, "is a fio-style key: put it under [fio]")
+                if table == "fio" and k in DESCRIPTIVE_KEYS:
+                    raise sub.fail_key(k, "is a descriptive key: put it under [workload]")
                 raise _unknown_key(sub, k, keys)
             items.append((sub, k, v, style))
     workload = _build_workload(items, top)
     constraints = _constraints(top.sub("constraints."),
                                _check_mapping(top, "constraints", d.get("constraints", {})))
+    if "workload" not in d and "fio" not in d:
+        # Every field has a default, so an empty file would silently mean a 4k randrw.
+        raise top.fail_plain("no [workload] or [fio] table")
 
     fio_job = d.get("fio_job")
     if fio_job is not None:

@@ -29,12 +29,17 @@ XFS_MIN_AGCOUNT = 2
 BTRFS_MIN_DEVICE_BYTES = 114_294_784
 # mkfs.f2fs 1.15 needs 52 MiB, 57 MiB with every feature (verified); round up to be safe.
 F2FS_MIN_DEVICE_BYTES = 64 * MIB
+# mkfs.ext4 1.47.0 with the catalog's -b 4096 accepts a file from 224 KiB, but below 8 MiB
+# (2048 blocks) it prints "Filesystem too small for a journal" and makes a journal-less
+# filesystem (verified with -n and for real on 8188 KiB vs 8 MiB files): not the journaled ext4
+# whose data=/commit= options the catalog ranks.
+EXT4_MIN_DEVICE_BYTES = 8 * MIB
 # Sector size assumed for the AG headers when the device's is not known: 4 KiB (4Kn NVMe) is the
 # larger header and so the stricter rule; a range computed with it holds on 512-byte sectors too.
 DEFAULT_SECTOR_BYTES = 4096
 
 MIN_DEVICE_BYTES = {"xfs": XFS_MIN_DEVICE_BYTES, "btrfs": BTRFS_MIN_DEVICE_BYTES,
-                    "f2fs": F2FS_MIN_DEVICE_BYTES, "ext4": 0}
+                    "f2fs": F2FS_MIN_DEVICE_BYTES, "ext4": EXT4_MIN_DEVICE_BYTES}
 
 
 def _ceil_div(a: int, b: int) -> int:

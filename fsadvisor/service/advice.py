@@ -91,7 +91,7 @@ def get_model(db: str | None = None) -> FittedModel:
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
     """A device path (inspected read-only) or a spec like ``nvme:1.92T``; default 1 TB NVMe."""
     from fsadvisor.device import device_from_spec
-    dev = device_from_spec(spec or DEFAULT_DEVICE_SPEC)
+    dev = device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
         if plp not in ("yes", "no", "unknown"):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")

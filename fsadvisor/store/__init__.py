@@ -215,7 +215,9 @@ class Store:
         data = {t: self._rows(t, include_raw=(fmt == "json")) for t in wanted}
         with _export.opened(out) as stream:
             if fmt == "csv":
-                _export.write_csv(data[wanted[0]], stream)
+                rows = data[wanted[0]]
+                _export.write_csv(rows, stream,
+                                  () if rows else _export.empty_columns(self._db, wanted[0]))
             else:
                 _export.write_json({"schema_version": SCHEMA_VERSION, **data}, stream)
         return {t: len(rows) for t, rows in data.items()}

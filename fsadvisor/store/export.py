@@ -12,10 +12,14 @@ import csv
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Iterator, Sequence
 
 from fsadvisor.errors import StoreError
-from fsadvisor.store import encoding
+from fsadvisor.store import encoding, queries
+from fsadvisor.store.schema import METRIC_COLUMNS
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 TABLES = ("runs", "summaries", "measurements")
 FORMATS = ("csv", "json")
@@ -34,11 +38,28 @@ def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def write_csv(rows: list[dict[str, Any]], out: IO[str]) -> None:
+def empty_columns(db: "Database", table: str) -> list[str]:
+    """The header of ``table`` when it has no rows: the columns the query would return
+    (JSON-valued ones unflattened, as there is no row to flatten), so a script reading the
+    export still finds its columns. Summaries are computed per row: none without rows."""
+    if table == "runs":
+        sql = queries._RUNS_SELECT.format(
+            metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS), raw="")
+        return [d[0] for d in db.execute(sql + " LIMIT 0").description]
+    if table == "measurements":
+        return list(db["measurements"].columns_dict)
+    return []
+
+
+def write_csv(rows: list[dict[str, Any]], out: IO[str], empty_header: Sequence[str] = ()) -> None:
+    """One flat table; ``empty_header`` is the header written when there are no rows (csv's
+    DictWriter would write a blank line). Nothing at all when there are no columns either."""
     flat = [flatten(r) for r in rows]
-    columns: dict[str, None] = {}
+    columns: dict[str, None] = {} if flat else dict.fromkeys(empty_header)
     for r in flat:
         columns.update(dict.fromkeys(r))
+    if not columns:
+        return
     writer = csv.DictWriter(out, fieldnames=list(columns), restval="", lineterminator="\n")
     writer.writeheader()
     writer.writerows(flat)
@@ -51,7 +72,9 @@ def write_json(document: dict[str, Any], out: IO[str]) -> None:
 
 @contextmanager
 def opened(out: str | Path | IO[str]) -> Iterator[IO[str]]:
-    """A text stream for ``out``: the stream itself, or the file at that path."""
+    """A text stream for ``out``: the stream itself, or the file at that path. A path that
+    cannot be opened, written or closed is one StoreError line: /proc/version opens for
+    writing as root and fails only on the write (EIO, verified here)."""
     if hasattr(out, "write"):
         yield out  # type: ignore[misc]
         return
@@ -59,8 +82,11 @@ def opened(out: str | Path | IO[str]) -> Iterator[IO[str]]:
         f = open(out, "w", encoding="utf-8", newline="")  # type: ignore[arg-type]
     except OSError as e:
         raise StoreError(f"cannot write export to {out}: {e.strerror or e}") from e
-    with f:
-        yield f
+    try:
+        with f:
+            yield f
+    except OSError as e:
+        raise StoreError(f"cannot write export to {out}: {e.strerror or e}") from e
 
 
 def check(fmt: str, table: str | None) -> None:

@@ -145,6 +145,24 @@ def test_device_size_minimums():
     assert "minimum" in refused(cfg("btrfs"), 114_294_783)
     catalog.validate(cfg("btrfs"), 114_294_784)
     assert "minimum" in refused(cfg("f2fs"), 32 * MIB)
+    assert "minimum of 8 MiB" in refused(cfg("ext4"), 8 * MIB - 4096)
+    catalog.validate(cfg("ext4"), 8 * MIB)
+    assert not [c for c in catalog.candidates(8 * MIB - 4096) if c.fs == "ext4"]
+
+
+@pytest.mark.skipif(shutil.which("mkfs.ext4") is None, reason="mkfs.ext4 not installed")
+def test_ext4_minimum_is_where_mkfs_keeps_the_journal(tmp_path):
+    """Below the catalog's ext4 minimum mkfs.ext4 (dry run, on a plain file) drops the journal;
+    at it, it keeps one."""
+    minimum = catalog.geometry.MIN_DEVICE_BYTES["ext4"]
+    for size, journal in ((minimum - 4096, False), (minimum, True)):
+        img = tmp_path / f"{size}.img"
+        with open(img, "wb") as f:
+            f.truncate(size)
+        argv = catalog.mkfs_argv(cfg("ext4"), str(img))
+        proc = subprocess.run([argv[0], "-n", *argv[1:]], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        assert ("too small for a journal" not in proc.stdout + proc.stderr) == journal, size
 
 
 # ----------------------------------------------------------------------------- XFS AG rule

@@ -317,6 +317,25 @@ def test_device_from_spec_rejects(spec):
     one_line_refusal(ei.value)
 
 
+@pytest.mark.parametrize("spec, needle", [
+    ("", "empty --device"), ("  ", "empty --device"),
+    ("nvme:1K", "device size 1K is below 8 MiB"), ("8188k", "below 8 MiB"),
+    ("nvme:99999999999999999999999T", "is above 1 EiB"), ("sata-ssd:1025P", "is above 1 EiB"),
+])
+def test_device_from_spec_refuses_empty_tiny_and_absurd_sizes(spec, needle):
+    with pytest.raises(ConfigError, match=needle) as ei:
+        device.device_from_spec(spec)
+    one_line_refusal(ei.value)
+
+
+def test_device_from_spec_size_bounds_are_the_catalogs():
+    from fsadvisor.catalog import geometry
+    smallest = min(geometry.MIN_DEVICE_BYTES.values())
+    assert smallest == 8 << 20  # ext4; xfs needs 300 MiB, btrfs 114,294,784 B
+    assert device.device_from_spec("nvme:8M").size_bytes == smallest
+    assert device.device_from_spec("nvme:1024P").size_bytes == 1 << 60
+
+
 @settings(max_examples=300, deadline=None)
 @given(spec=st.text(max_size=30).filter(lambda s: not s.strip().startswith(("/", ".")) and os.sep not in s))
 def test_device_from_spec_never_crashes(spec):
@@ -325,7 +344,7 @@ def test_device_from_spec_never_crashes(spec):
     except ConfigError as e:
         one_line_refusal(e)
     else:
-        assert d.size_bytes > 0 and d.kind in device.DEVICE_KINDS and d.path is None
+        assert 8 << 20 <= d.size_bytes <= 1 << 60 and d.kind in device.DEVICE_KINDS and d.path is None
 
 
 @pytest.mark.parametrize("name,rota,tran,kind", [

@@ -200,6 +200,46 @@ def test_bad_profile_text(tmp_path, text, fragment):
     assert fragment in msg
 
 
+@pytest.mark.parametrize("text, message", [
+    ("", "profile bad.toml: no [workload] or [fio] table"),
+    ('description = "only words"\n[constraints]\nmin_iops = 1\n',
+     "profile bad.toml: no [workload] or [fio] table"),
+    ('[workload]\nrw = "randread"\n', "profile bad.toml: workload.rw is a fio-style key: put it under [fio]"),
+    ("[workload]\niodepth = 4\n", "profile bad.toml: workload.iodepth is a fio-style key: put it under [fio]"),
+    ("[fio]\nread_pct = 70\n", "profile bad.toml: fio.read_pct is a descriptive key: put it under [workload]"),
+    ('[workload]\nrequest_size = 256\ndirect = true\n',
+     "profile bad.toml: workload.request_size = 256 is below 512 bytes: with direct = true O_DIRECT "
+     "needs whole logical blocks (>= 512 B); use direct = false or a larger request size"),
+    ('[fio]\nbs = "100"\n',
+     'profile bad.toml: fio.bs = "100" is below 512 bytes: with direct I/O (the default) O_DIRECT '
+     "needs whole logical blocks (>= 512 B); use direct = false or a larger request size"),
+    ("[fio]\nbs = 1000\ndirect = 1\n", "fio.bs = 1000 is not a multiple of 512 bytes: with direct = true"),
+])
+def test_empty_misplaced_and_undirectable_profiles(tmp_path, text, message):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(ProfileError) as e:
+        load_profile(f)
+    assert message in one_line_error(e.value)
+
+
+def test_many_profile_file_names_the_empty_one(tmp_path):
+    f = tmp_path / "two.toml"
+    f.write_text('[profiles.a.fio]\nrw = "read"\n\n[profiles.b]\ndescription = "nothing"\n')
+    with pytest.raises(ProfileError) as e:
+        load_profiles(f)
+    assert one_line_error(e.value) == "profile two.toml [profiles.b]: no [workload] or [fio] table"
+
+
+@pytest.mark.parametrize("d", [{"bs": 256}, {"request_size": "511"}, {"bs": "4097", "direct": 1}])
+def test_direct_bs_below_or_off_512_is_refused_buffered_is_fine(d):
+    with pytest.raises(ProfileError, match="O_DIRECT needs whole logical blocks"):
+        workload_from_dict(d)
+    w = workload_from_dict(d | {"direct": False})
+    assert not w.direct and w.bs_bytes == prof.parse_size(d.get("bs", d.get("request_size")))
+    assert workload_from_dict({"bs": 512}).bs_bytes == 512  # one sector is enough
+
+
 def test_absurd_numbers_are_profile_errors():
     with pytest.raises(ProfileError) as e:
         profiles_from_toml("[workload]\njobs = " + "9" * 5000)  # beyond int()'s digit limit
@@ -306,14 +346,17 @@ def size_text(n: st.SearchStrategy[int]) -> st.SearchStrategy:
 def facts(draw):
     """One workload's facts, independent of spelling."""
     random = draw(st.booleans())
+    direct = draw(st.booleans())
+    # O_DIRECT needs whole 512-byte blocks (the profile refuses anything else).
+    bs = draw(SIZES_BS.map(lambda n: max(512, n - n % 512)) if direct else SIZES_BS)
     return {
         "random": random,
         "read_pct": draw(st.integers(0, 100)),
-        "bs": draw(SIZES_BS),
+        "bs": bs,
         "jobs": draw(st.integers(1, 4096)),
         "qd": draw(st.integers(1, 4096)),
         "fsync_every": draw(st.integers(0, 1000)),
-        "direct": draw(st.booleans()),
+        "direct": direct,
         "ioengine": draw(st.sampled_from(["psync", "libaio", "io_uring", "sync"])),
         "files": draw(st.integers(1, 1000)),
         "file_size": draw(SIZES_BIG),
@@ -521,14 +564,15 @@ def test_garbage_toml_text_is_profile_error(text):
 
 
 def test_constraints_defaults_and_values():
-    p = profile_from_dict({"constraints": {"min_iops": 5000, "max_p99_ms": 5, "features": ["snapshots", "checksums"],
-                                           "plp": "yes", "allow_risky": True}}, "c")
+    p = profile_from_dict({"workload": {}, "constraints": {
+        "min_iops": 5000, "max_p99_ms": 5, "features": ["snapshots", "checksums"], "plp": "yes",
+        "allow_risky": True}}, "c")
     assert p.constraints == Constraints(min_iops=5000.0, max_p99_ms=5.0, features=("checksums", "snapshots"),
                                         plp="yes", allow_risky=True)
-    assert profile_from_dict({}, "d").constraints == Constraints()
+    assert profile_from_dict({"workload": {}}, "d").constraints == Constraints()
     assert Constraints().plp == "unknown" and not Constraints().allow_risky
     with pytest.raises(ProfileError):
-        profile_from_dict({"constraints": {"max_p99_ms": 0}}, "c")
+        profile_from_dict({"workload": {}, "constraints": {"max_p99_ms": 0}}, "c")
 
 
 def test_metadata_modes_round_trip():

@@ -635,6 +635,41 @@ def test_cli_db_export(cli, tmp_db, fake_datasets, tmp_path):
     assert json.loads(out.read_text())["summaries"][0]["n"] == 2
 
 
+def test_cli_csv_export_of_an_empty_store_is_the_header(cli, tmp_db, fake_datasets):
+    r = cli("db", "export", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    header = r.stdout.splitlines()
+    assert len(header) == 1 and header[0].startswith("run_id,matrix_id,cell_key,rep,status,")
+    reader = csv.DictReader(io.StringIO(r.stdout))
+    assert list(reader) == [] and {"config_key", "energy_j", "iops", "workload"} <= set(reader.fieldnames)
+    # The same columns as once there are runs (JSON-valued ones flattened there).
+    with open_store() as s:
+        _fill(s)
+    filled = csv.DictReader(io.StringIO(cli("db", "export", "--format", "csv").stdout)).fieldnames
+    for col in reader.fieldnames:
+        if col == "energy_assumptions":
+            continue  # {} in every run of _fill, and an empty dict adds no column
+        assert any(f == col or f.startswith(col + ".") for f in filled), col
+    r = cli("db", "export", "--format", "csv", "--table", "measurements")
+    assert r.stdout.startswith("seq,id,source,")
+
+
+def test_cli_csv_export_of_no_summaries_writes_no_blank_line(cli, tmp_db, fake_datasets):
+    r = cli("db", "export", "--format", "csv", "--table", "summaries")
+    assert r.exit_code == 0 and r.stdout == ""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_cli_export_to_an_unwritable_path_is_one_line(cli, tmp_db, fake_datasets, tmp_path, fmt):
+    # /proc/version: root opens it and fails on the write (EIO); others fail on the open.
+    for target in ("/proc/version", str(tmp_path)):
+        r = cli("db", "export", "--format", fmt, "-o", target)
+        assert r.exit_code == 2, r.output
+        assert r.stderr.startswith(f"fsadvisor: cannot write export to {target}: ")
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
 def test_cli_errors_are_one_line_exit_2(cli, tmp_path, fake_datasets):
     bad = tmp_path / "bad.db"
     bad.write_bytes(os.urandom(4096))
