@@ -5,6 +5,7 @@ run's energy missing with a one-line warning, never interpolated)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -42,10 +43,12 @@ def probed(tmp_path_factory):
 
 def write_log(path, start, end, offset_s=0.0):
     """HOBO-like CSV, one sample a second at constant power, on a meter clock that is
-    ``offset_s`` ahead of the host's."""
+    ``offset_s`` ahead of the host's, from just before ``start`` to the first whole second
+    at or after ``end``. The next run starts after ``end`` and lasts at least its 1 s
+    runtime, so it always ends after the log does."""
     rows = ["Date Time,Watts"]
-    t = int(start) - 2
-    while t <= end + 2:
+    t = math.floor(start) - 1
+    while t <= math.ceil(end):
         rows.append(f"{t + offset_s:.0f},{WATTS}")
         t += 1
     path.write_text("\n".join(rows) + "\n")
