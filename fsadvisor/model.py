@@ -665,12 +665,17 @@ def efficiency_design(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload,
 
 
 def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                 scope: str = "system", idle_watts: float | None = None) -> list[Prediction]:
-    """Predictions for many configurations of one workload on one device, vectorised."""
+                 scope: str = "system", idle_watts: float | None = None,
+                 design_out: dict | None = None) -> list[Prediction]:
+    """Predictions for many configurations of one workload on one device, vectorised.
+    With ``design_out`` (a dict), also hands back the efficiency design of
+    :func:`efficiency_design` ("X", "cov") without building it twice."""
     kind = device.kind
     s = model.settings
     roof = math.log(_roofline(w, kind, s, device.plp)[0])
     Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope)
+    if design_out is not None:
+        design_out["X"], design_out["cov"] = Xp - Xw, cov
     noise2 = model.noise_sd ** 2
 
     def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

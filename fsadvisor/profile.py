@@ -670,6 +670,21 @@ def _preset_index(directory: str) -> dict[str, Profile]:
     return index
 
 
+def _preset_fast(directory: str, name: str) -> Profile | None:
+    """The preset ``name`` from the one file that mentions it, without parsing all 50 (every
+    `recommend` starts here). None sends the caller to the full index, which also reports
+    duplicates and close matches."""
+    needles = (f"[profiles.{name}]", f'[profiles."{name}"]', f'name = "{name}"')
+    hits = [f for f in sorted(Path(directory).glob("*.toml"))
+            if any(n in f.read_text(encoding="utf-8", errors="replace") for n in needles)]
+    if len(hits) != 1:
+        return None
+    for prof in load_profiles(hits[0]):
+        if prof.name == name:
+            return prof
+    return None
+
+
 def list_presets() -> list[Profile]:
     """Every shipped preset, sorted by name."""
     return [p for _, p in sorted(_preset_index(str(presets_dir())).items())]
@@ -695,6 +710,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
         names = ", ".join(p.name for p in profiles[:8]) + (" ..." if len(profiles) > 8 else "")
         raise ProfileError(f"profile {Path(text).name}: holds {len(profiles)} profiles "
                            f"({names}); pick one as {Path(text).name}:NAME")
+    found = _preset_fast(str(presets_dir()), text)
+    if found is not None:
+        return found
     index = _preset_index(str(presets_dir()))
     if text in index:
         return index[text]

@@ -22,8 +22,7 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile
 from fsadvisor.errors import FsAdvisorError
 import numpy as np
 
-from fsadvisor.model import (FittedModel, contributions, difference_sd, efficiency_design,
-                             predict_many)
+from fsadvisor.model import FittedModel, contributions, difference_sd, predict_many
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -220,16 +219,22 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     for val, cfg, _, _ in kept:
         score_of.setdefault(cfg.with_(scheduler="none"), {})[cfg.scheduler] = val
     cx = np.array([complexity(item[1], device) for item in kept])
+    bares = [item[1].with_(scheduler="none") for item in kept]
     logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
     tol = -math.log(1 - TIE_TOLERANCE)
+
+    # var(x_i - x_0) = q_i + q_0 - 2 x_i.cov.x_0 with q = diag(X cov X'): one matrix product
+    # up front, then a matrix-vector product per pick.
+    q = np.sum((X @ cov) * X, axis=1) if X is not None and cov is not None else None
 
     def pick(indices: list[int]) -> int:
         idx = np.asarray(indices)
         gap = logv[idx[0]] - logv[idx]
         limit = np.full(len(idx), tol)
-        if X is not None and cov is not None:
-            D = X[idx] - X[idx[0]]
-            limit = np.maximum(limit, np.sqrt(np.maximum(np.sum((D @ cov) * D, axis=1), 0)))
+        if q is not None:
+            cross = X[idx] @ (cov @ X[idx[0]])
+            var = q[idx] + q[idx[0]] - 2 * cross
+            limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
         band = idx[gap <= limit]
         return int(min(band, key=lambda i: (cx[i], -logv[i])))
 
@@ -237,8 +242,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     remaining = list(range(len(kept)))  # kept is sorted by score, best first
     while remaining and len(ordered) < top:
         i = pick(remaining)
-        bare = kept[i][1].with_(scheduler="none")
-        remaining = [j for j in remaining if kept[j][1].with_(scheduler="none") != bare]
+        remaining = [j for j in remaining if bares[j] != bares[i]]
         ordered.append(kept[i])
     for fs in dict.fromkeys(item[1].fs for item in kept):
         rest = [j for j in remaining if kept[j][1].fs == fs]
@@ -279,7 +283,9 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
             continue
         allowed.append((cfg, warns))
-    preds = predict_many(model, [a[0] for a in allowed], w, device, scope)
+    design: dict = {}
+    preds = predict_many(model, [a[0] for a in allowed], w, device, scope, design_out=design)
+    row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
     for (cfg, warns), p in zip(allowed, preds):
@@ -314,8 +320,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
-    X, cov = efficiency_design(model, [k[1] for k in kept], w, device, scope)
-    ordered, alternatives = _order(kept, device, top, X, cov)
+    X = design["X"][[row_of[k[1]] for k in kept]]
+    ordered, alternatives = _order(kept, device, top, X, design["cov"])
     kernel_has = kernel_has if kernel_has is not None else {
         fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
