@@ -146,7 +146,9 @@ class Channels(BaseResource):
         return False  # strict FIFO: stop at the first claim that does not fit
 
     def _do_get(self, event) -> bool:  # pragma: no cover - channels are freed via free()
-        raise NotImplementedError
+        # simpy's BaseResource asks for a get handler; channels are only ever released with
+        # free(), so a get() is a programming error, not an unfinished feature.
+        raise RuntimeError("Channels are released with free(), not get()")
 
 
 @dataclass(frozen=True)

@@ -98,13 +98,13 @@ def dry_run_lines(plan: Plan) -> list[str]:
 
     scratch = bool(plan.scratch_size_bytes)
     dev = "/dev/loopN" if scratch else str(plan.device)
-    mnt = os.path.join(tempfile.gettempdir(), "fsadvisor-mnt-XXXXXX")
+    mnt = os.path.join(tempfile.gettempdir(), "fsadvisor-mnt-<random>")
     cells = plan.cells()
     runnable = [c for c in cells if not c.skip_reason]
     lines = [f"# fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
              f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"]
     if scratch:
-        img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), "fsadvisor-scratch-XXXXXX.img")
+        img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), "fsadvisor-scratch-<random>.img")
         lines += [f"# {LOOP_WARNING}",
                   f"truncate -s {plan.scratch_size_bytes} {img}",
                   f"losetup --find --show --direct-io=on {img}"]

@@ -332,13 +332,8 @@ class SystemOps:
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        from fsadvisor.probe.commands import _group_alive
+        return _group_alive(pgid)
 
     def is_mounted(self, mountpoint: str) -> bool:
         from fsadvisor.device import parse_mounts
