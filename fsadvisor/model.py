@@ -578,13 +578,6 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
 Z90 = 1.6449
 
 
-def _combine(a: dict[str, float], b: dict[str, float], sign: float) -> dict[str, float]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0.0) + sign * v
-    return out
-
-
 class _Space:
     """The fitted coefficients plus, appended, any feature the fit never saw (it keeps its
     prior: mean from priors.toml, independent variance sd^2)."""
@@ -655,21 +648,13 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     return design("perf"), design("power"), design("tail"), theta, cov
 
 
-def efficiency_design(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload,
-                      device: Device, scope: str = "system") -> tuple[np.ndarray, np.ndarray]:
-    """(X, cov): row i . theta is log ops/J of cfgs[i] minus a constant, so the sd of a
-    difference between two rows is the uncertainty of their *ranking*, in which every shared
-    term cancels."""
-    Xp, Xw, _, _, cov = _block_designs(model, cfgs, w, device, scope)
-    return Xp - Xw, cov
-
-
 def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                  scope: str = "system", idle_watts: float | None = None,
                  design_out: dict | None = None) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
-    With ``design_out`` (a dict), also hands back the efficiency design of
-    :func:`efficiency_design` ("X", "cov") without building it twice."""
+    With ``design_out`` (a dict), also hands back the design of log ops/J ("X", "cov"):
+    the sd of a difference between two rows is the uncertainty of their *ranking*, in which
+    every shared term cancels (recommend uses it to tell real leads from noise)."""
     kind = device.kind
     s = model.settings
     roof = math.log(_roofline(w, kind, s, device.plp)[0])
@@ -740,30 +725,16 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     return out
 
 
-def difference_sd(model: FittedModel, a: FsConfig, b: FsConfig, w: Workload, device: Device,
-                  scope: str = "system") -> float:
-    """Posterior sd of log(ops/J of a) - log(ops/J of b): shared terms cancel, so this is
-    the uncertainty of the *ranking* of two candidates, far smaller than either one's."""
-    kind = device.kind
-    _, flush_share = _roofline(w, kind, model.settings, device.plp)
-
-    def opj(cfg: FsConfig) -> dict[str, float]:
-        cf = config_features(cfg, w, kind)
-        return _combine({**workload_features(w, kind, flush_share), **cf},
-                        power_features(cfg, w, kind, scope, cf), -1.0)
-
-    diff = {k: v for k, v in _combine(opj(a), opj(b), -1.0).items() if v}
-    return math.sqrt(max(model._mean_var(diff)[1], 0.0))
-
-
 def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
             scope: str = "system", idle_watts: float | None = None) -> Prediction:
     return predict_many(model, [cfg], w, device, scope, idle_watts)[0]
 
 
 def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload,
-                  kind: str, scope: str = "system") -> list[tuple[str, float, float]]:
-    """Per-feature (name, delta log perf, delta log ops/joule) of ``cfg`` against ``base``."""
+                  kind: str, scope: str = "system") -> list[tuple[str, float, float, float]]:
+    """Per feature of ``cfg`` against ``base``: (name, delta log perf, delta log ops/J, sd of
+    that ops/J delta). The sd treats the performance and power coefficients as independent,
+    an approximation good enough to say whether an effect is known or only hoped for."""
     cf = config_features(cfg, w, kind)
     bf = config_features(base, w, kind)
     out = []
@@ -771,9 +742,8 @@ def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload
         d = cf.get(k, 0.0) - bf.get(k, 0.0)
         if not d:
             continue
-        perf = d * model.coef(k)[0]
-        power = d * model.coef(f"pwf:{k}")[0]
-        out.append((k, perf, perf - power))
+        (mp, sp), (mw, sw) = model.coef(k), model.coef(f"pwf:{k}")
+        out.append((k, d * mp, d * (mp - mw), abs(d) * math.hypot(sp, sw)))
     out.sort(key=lambda t: -abs(t[2]))
     return out
 

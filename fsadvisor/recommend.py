@@ -22,7 +22,7 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile
 from fsadvisor.errors import FsAdvisorError
 import numpy as np
 
-from fsadvisor.model import FittedModel, contributions, difference_sd, predict_many
+from fsadvisor.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -176,8 +176,8 @@ def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, sc
     out = []
     if cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none":
         out.append("ext4 with defaults: the baseline every other candidate is compared with")
-    for feat, d_perf, d_opj in contributions(model, cfg, base, profile.workload, device.kind,
-                                             scope)[:limit]:
+    for feat, d_perf, d_opj, sd_opj in contributions(model, cfg, base, profile.workload,
+                                                     device.kind, scope)[:limit]:
         if abs(d_opj) < 0.01 and abs(d_perf) < 0.01:
             continue
         mech = _mechanism(feat)
@@ -185,8 +185,8 @@ def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, sc
         data = model.sources.get(feat, [])
         data_txt = "; data: " + ", ".join(data[:3]) if data else "; no stored data (prior only)"
         cite = f" ({mech['cite']}{data_txt})" if mech else f" ({data_txt[2:]})"
-        out.append(f"{text}: {math.expm1(d_opj):+.0%} ops/J, {math.expm1(d_perf):+.0%} perf "
-                   f"vs ext4 defaults [{feat}]{cite}")
+        out.append(f"{text}: {math.expm1(d_opj):+.0%} ops/J (1 sd {math.expm1(sd_opj):.0%}), "
+                   f"{math.expm1(d_perf):+.0%} perf vs ext4 defaults [{feat}]{cite}")
     return out
 
 
@@ -360,7 +360,9 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
              "the one with the fewest non-default settings ranks first"]
     if len(ordered) > 1:
         a, b = ordered[0], ordered[1]
-        sd = difference_sd(model, a[1], b[1], w, device, scope)
+        # the same design the ordering used: sd of the log ops/J difference of #1 and #2
+        d = design["X"][row_of[a[1]]] - design["X"][row_of[b[1]]]
+        sd = math.sqrt(max(float(d @ design["cov"] @ d), 0.0))
         gap = math.log(a[0] / b[0]) if a[0] > 0 and b[0] > 0 else 0.0
         if abs(gap) < sd:
             notes.append(f"#1 and #2 differ by {math.expm1(gap):+.1%} in predicted efficiency, "

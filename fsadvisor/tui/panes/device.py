@@ -13,6 +13,7 @@ from textual.worker import get_current_worker
 
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC
+from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
 
 DEFAULT_TOP = 5
@@ -24,10 +25,8 @@ class DevicePane(Vertical):
             super().__init__()
             self.text = text
 
-    class Failed(Message):
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
+    class Failed(WorkerFailed):
+        pass
 
     def compose(self) -> ComposeResult:
         yield Label("Target device: a spec like nvme:1.92T or sata-ssd:480G, or a block device "

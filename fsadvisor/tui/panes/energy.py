@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
 
 
@@ -22,10 +23,8 @@ class EnergyPane(VerticalScroll):
             super().__init__()
             self.sources = sources
 
-    class Failed(Message):
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
+    class Failed(WorkerFailed):
+        pass
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
 
 
@@ -19,10 +20,8 @@ class HistoryPane(Vertical):
             super().__init__()
             self.matrices = matrices
 
-    class Failed(Message):
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
+    class Failed(WorkerFailed):
+        pass
 
     def __init__(self, db: str | None = None, **kw) -> None:
         super().__init__(**kw)

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Log, Static
 
+from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls
 
 NOTE = ("Preview only: nothing below is executed. A real probe FORMATS the device; run the "
@@ -29,10 +30,8 @@ class ProbePane(Vertical):
             super().__init__()
             self.preview = preview
 
-    class Failed(Message):
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
+    class Failed(WorkerFailed):
+        pass
 
     def compose(self) -> ComposeResult:
         yield Static(NOTE, id="probe-note", classes="warning")

@@ -14,6 +14,7 @@ from textual.worker import get_current_worker
 
 from fsadvisor.domain import Profile
 from fsadvisor.recommend import Recommendation
+from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
 
 
@@ -23,10 +24,8 @@ class ResultsPane(Vertical):
             super().__init__()
             self.recommendation = recommendation
 
-    class Failed(Message):
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
+    class Failed(WorkerFailed):
+        pass
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
