@@ -124,21 +124,27 @@ def connect(path: Path | None) -> Database:
             conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False)
             db = Database(conn, execute_plugins=False)
         db.execute("PRAGMA foreign_keys = ON")
-        version = _pragma(db, "user_version")
-        app_id = _pragma(db, "application_id")
-        if app_id not in (0, APPLICATION_ID) or (
-                app_id == 0 and version == 0 and db.table_names()):
+        # One read transaction, so the three reads see one snapshot: read one by one, another
+        # process's first migration can commit in between and make our own new store look
+        # like a foreign file (version 0 read before the commit, tables after it).
+        db.conn.execute("BEGIN")
+        try:
+            version = _pragma(db, "user_version")
+            app_id = _pragma(db, "application_id")
+            foreign = app_id not in (0, APPLICATION_ID) or (
+                app_id == 0 and version == 0 and bool(db.table_names()))
+        finally:
+            db.conn.execute("COMMIT")
+        if foreign:
             raise StoreError(f"{label} is an SQLite file but not an fsadvisor store")
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{label} has store schema version {version}, newer than this "
-                             f"fsadvisor understands ({SCHEMA_VERSION}); upgrade fsadvisor")
+        _refuse_newer(version, label)
         if path is not None:
             # WAL: a probe appending runs and a TUI/CLI reading them do not block each other.
             db.enable_wal()
             # FULL: a commit is on disk before record_run returns (NORMAL could lose the last
             # repetitions on power loss, exactly when a probe of a risky mount is running).
             db.execute("PRAGMA synchronous = FULL")
-        migrate(db, version)
+        migrate(db, label)
     except sqlite3.DatabaseError as e:
         _close(conn)
         raise StoreError(f"{label} is not a readable fsadvisor store ({one_line(e)})") from e
@@ -153,12 +159,34 @@ def _close(conn: sqlite3.Connection | None) -> None:
         conn.close()
 
 
-def migrate(db: Database, version: int) -> None:
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        with db.atomic():
-            MIGRATIONS[target - 1](db)
+def _refuse_newer(version: int, label: str) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{label} has store schema version {version}, newer than this "
+                         f"fsadvisor understands ({SCHEMA_VERSION}); upgrade fsadvisor")
+
+
+def migrate(db: Database, label: str = "store") -> None:
+    """Bring the file to SCHEMA_VERSION, one transaction per step.
+
+    BEGIN IMMEDIATE takes the write lock *before* the version is read: two processes creating
+    the same new store (a probe and a TUI started together) then serialise, and the second
+    one finds the version the first wrote instead of failing on a deadlocked upgrade."""
+    while True:
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _pragma(db, "user_version")
+            _refuse_newer(version, label)
+            if version == SCHEMA_VERSION:
+                db.conn.execute("COMMIT")
+                return
+            MIGRATIONS[version](db)
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            db.execute(f"PRAGMA user_version = {target}")
+            db.execute(f"PRAGMA user_version = {version + 1}")
+            db.conn.execute("COMMIT")
+        except BaseException:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
 
 
 def one_line(e: BaseException) -> str:

@@ -224,6 +224,43 @@ def test_hand_built_v1_file_migrates_to_current(tmp_path, fake_datasets):
     con.close()
 
 
+# Two `fsadvisor` processes started together on a machine without a store (a probe and a
+# TUI, or two CI jobs) both find user_version 0 and no seed rows; the loser must wait and then
+# see the winner's schema and seeds, not fail on a lock or load the seeds twice.
+def _open_at_barrier(path: str, barrier, results) -> None:
+    from fsadvisor.store import open_store
+
+    barrier.wait()
+    try:
+        with open_store(path) as s:
+            s.ensure_seeded()
+            info = s.info()
+            results.put(("ok", info["schema_version"], info["tables"]["measurements"]))
+    except BaseException as e:  # reported to the parent, which asserts on it
+        results.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def test_processes_creating_the_same_new_store_at_once_all_succeed(tmp_path):
+    import multiprocessing as mp
+
+    from fsadvisor.datasets import load_rows
+
+    ctx = mp.get_context("fork")
+    outcomes = []
+    for trial in range(12):
+        path = str(tmp_path / f"race-{trial}.db")
+        barrier, results = ctx.Barrier(3), ctx.Queue()
+        procs = [ctx.Process(target=_open_at_barrier, args=(path, barrier, results))
+                 for _ in range(3)]
+        for p in procs:
+            p.start()
+        outcomes += [results.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+    seed_rows = len(load_rows())
+    assert outcomes == [("ok", SCHEMA_VERSION, seed_rows)] * len(outcomes)
+
+
 def test_newer_schema_is_refused_in_one_line(tmp_path):
     path = tmp_path / "future.db"
     open_store(path).close()
