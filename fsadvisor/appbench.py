@@ -299,7 +299,8 @@ SYSBENCH_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
 def sysbench_fileio_argv(phase: str, mode: str = "rndrw", total_size_bytes: int = 1 << 30,
                          time_s: int = 10, direct: bool = True, fsync_freq: int = 100,
                          threads: int = 1, block_size_bytes: int = 16384,
-                         file_num: int = 128, percentile: int = 99) -> list[str]:
+                         file_num: int = 128, percentile: int = 99,
+                         rw_ratio: float | None = None) -> list[str]:
     """``sysbench fileio`` for ``phase`` in prepare | run | cleanup.
 
     sysbench creates test_file.N in its working directory: run every phase with
@@ -321,6 +322,9 @@ def sysbench_fileio_argv(phase: str, mode: str = "rndrw", total_size_bytes: int 
                  f"--percentile={percentile}", "--histogram=off"]
         if direct:
             argv.append("--file-extra-flags=direct")
+        if rw_ratio is not None and mode in ("rndrw", "seqrewr"):
+            # reads per write in the combined modes (sysbench's default 1.5 is 60% reads)
+            argv.append(f"--file-rw-ratio={rw_ratio:g}")
     argv.append(phase)
     return argv
 

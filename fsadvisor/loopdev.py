@@ -26,8 +26,14 @@ class LoopError(RuntimeError):
     pass
 
 
-def attach(backing_file: str | os.PathLike, direct_io: bool = True) -> str:
-    """Attach ``backing_file`` to a free loop device and return its path."""
+def attach(backing_file: str | os.PathLike, direct_io: bool = True,
+           sys_root: str | os.PathLike = "/sys") -> str:
+    """Attach ``backing_file`` to a free loop device and return its path.
+
+    With ``direct_io`` the kernel's own answer is checked: losetup exits 0 even when the
+    kernel falls back to buffered I/O (a backing filesystem without O_DIRECT, a block size it
+    cannot match), and then every number would measure the host's page cache. Such a device
+    is detached again and LoopError says why."""
     cmd = ["losetup", "--find", "--show"]
     if direct_io:
         cmd.append("--direct-io=on")
@@ -35,7 +41,27 @@ def attach(backing_file: str | os.PathLike, direct_io: bool = True) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise LoopError(f"losetup failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout.strip()
+    dev = proc.stdout.strip()
+    if direct_io:
+        dio = direct_io_state(dev, sys_root)
+        if dio is not True:
+            subprocess.run(["losetup", "--detach", dev], capture_output=True)
+            why = ("the kernel fell back to buffered I/O" if dio is False
+                   else "the kernel does not report it (no loop/dio in sysfs)")
+            raise LoopError(f"direct I/O is not in effect on {dev} for {backing_file}: {why}; "
+                            "put the backing file on a filesystem that supports O_DIRECT")
+    return dev
+
+
+def direct_io_state(dev: str, sys_root: str | os.PathLike = "/sys") -> bool | None:
+    """What the kernel says of ``dev``'s direct I/O (/sys/block/NAME/loop/dio): True, False,
+    or None when it does not say."""
+    p = Path(sys_root) / "block" / Path(os.path.realpath(dev)).name / "loop" / "dio"
+    try:
+        value = p.read_text().strip()
+    except OSError:
+        return None
+    return {"1": True, "0": False}.get(value)
 
 
 def detach(dev: str, sys_root: str | os.PathLike = "/sys",

@@ -39,24 +39,61 @@ def _duration(seconds: float | None) -> str:
     return f"{s}s"
 
 
-class _Progress:
-    """One line per cell on stderr: cells done/total, the cell, its outcome and the ETA."""
+BAR_WIDTH = 24
 
-    def __init__(self) -> None:
-        self.width = len("0")
+
+def progress_bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
+    """``[#########---------------]  3/8  37%`` (ASCII: logs and serial consoles too)."""
+    frac = min(1.0, done / total) if total else 0.0
+    filled = int(frac * width)
+    return f"[{'#' * filled}{'-' * (width - filled)}] {done:>{len(str(total))}}/{total} {frac:4.0%}"
+
+
+class _Progress:
+    """Progress on stderr: a bar with cells done/total, the current cell and the ETA.
+
+    On a terminal the bar is one line redrawn in place, and only failures, skips, notes and
+    cleanup stay on screen; redirected to a file or a CI log every event is its own line (a
+    carriage return there would leave one unreadable line)."""
+
+    def __init__(self, tty: bool | None = None, out=None) -> None:
+        import sys
+
+        self.out = out or sys.stderr
+        self.tty = self.out.isatty() if tty is None else tty
+        self.drawn = False  # a bar without a newline is on the terminal's last line
+
+    def _line(self, text: str) -> None:
+        if self.drawn:
+            self.out.write("\r\033[K")
+            self.drawn = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _bar(self, text: str) -> None:
+        if self.tty:
+            self.out.write("\r\033[K" + text)
+            self.out.flush()
+            self.drawn = True
+        else:
+            self._line(text)
 
     def __call__(self, e) -> None:
-        self.width = len(str(e.total or 0))
-        count = f"[{e.done:>{self.width}}/{e.total}]"
+        bar = progress_bar(e.done, e.total or 0)
         if e.kind == "note":
-            typer.echo(f"fsadvisor: {e.message}", err=True)
+            self._line(f"fsadvisor: {e.message}")
         elif e.kind == "cell-start":
-            typer.echo(f"{count} running {e.cell}  (ETA {_duration(e.eta_s)})", err=True)
+            self._bar(f"{bar}  ETA {_duration(e.eta_s)}  running {e.cell}")
         elif e.kind == "cell-end":
-            why = f": {e.message}" if e.message and e.status != "ok" else ""
-            typer.echo(f"{count} {e.status:<11} {e.cell}{why}", err=True)
+            if e.status == "ok" and self.tty:
+                self._bar(f"{bar}  ETA {_duration(e.eta_s)}  ok {e.cell}")
+            else:
+                why = f": {e.message}" if e.message and e.status != "ok" else ""
+                self._line(f"{bar}  {e.status:<11} {e.cell}{why}")
         elif e.kind == "cleanup":
-            typer.echo(f"fsadvisor: cleanup: {e.message}", err=True)
+            self._line(f"fsadvisor: cleanup: {e.message}")
+        elif e.kind == "done" and self.drawn:
+            self._line(f"{bar}  done")
 
 
 def _fmt(stat: dict | None, scale: float = 1.0, digits: int = 0) -> str:

@@ -55,9 +55,11 @@ def steps(plan: "Plan", cell: "Cell", mountpoint: str) -> tuple[list[list[str]],
         kw = {"mode": SYSBENCH_MODES.get(w.rw, "rndrw"),
               "total_size_bytes": max(files * w.bs_bytes, min(w.working_set_bytes, plan.size_bytes)),
               "block_size_bytes": w.bs_bytes, "file_num": files}
+        ratio = w.read_pct / (100 - w.read_pct) if 0 < w.read_pct < 100 else None
         return ([appbench.sysbench_fileio_argv("prepare", **kw)],
                 appbench.sysbench_fileio_argv("run", time_s=runtime, direct=w.direct,
-                                              fsync_freq=w.fsync_every, threads=max(1, w.numjobs), **kw),
+                                              fsync_freq=w.fsync_every, threads=max(1, w.numjobs),
+                                              rw_ratio=ratio, **kw),
                 KIND_SYSBENCH, mountpoint)
     raise FsAdvisorError(f"{spec.name}: {spec.kind} is not an application benchmark")
 

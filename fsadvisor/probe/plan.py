@@ -136,12 +136,17 @@ def micro_workloads(names: Iterable[str] | None = None, quick: bool = False) -> 
 
 
 def profile_workload(profile) -> WorkloadSpec:
-    """The user's workload as a cell workload: db_bench for key-value ("db_op") profiles,
-    sysbench fileio when the profile is tagged for it, the profile's runner/ job file when it
-    names one, else fio built from the Workload."""
+    """The user's workload as a cell workload: the profile's runner/ job file when it names
+    one, db_bench for key-value ("db_op") profiles, sysbench fileio when the profile is tagged
+    for it, else fio built from the Workload."""
     w = profile.workload
     tags = set(getattr(profile, "tags", ()) or ())
     name = f"profile:{profile.name}"
+    # A named job file wins: Filebench's OLTP personality counts database operations
+    # (op = "db_op") yet is emulated by runner/filebench-oltp.fio, not by RocksDB.
+    if profile.fio_job:
+        return WorkloadSpec(name=name, workload=w, kind=KIND_JOBFILE, jobfile=profile.fio_job,
+                            source=name)
     if w.op == "db_op":
         return WorkloadSpec(name=name, workload=w, kind=KIND_DB_BENCH,
                             app={"profile": profile.name, "tags": sorted(tags)},
@@ -149,9 +154,6 @@ def profile_workload(profile) -> WorkloadSpec:
     if "sysbench" in tags:
         return WorkloadSpec(name=name, workload=w, kind=KIND_SYSBENCH,
                             app={"profile": profile.name, "tags": sorted(tags)}, source=name)
-    if profile.fio_job:
-        return WorkloadSpec(name=name, workload=w, kind=KIND_JOBFILE, jobfile=profile.fio_job,
-                            source=name)
     return WorkloadSpec(name=name, workload=w, source=name)
 
 

@@ -10,6 +10,7 @@ honoured) and the device writes at least what fio wrote.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -170,7 +171,10 @@ def test_the_machine_is_left_as_found(probed):
 
 def test_progress_goes_to_stderr_with_eta(probed):
     err = probed["proc"].stderr
-    assert "ETA" in err and "[" in err and "running" in err
+    # stderr is a pipe here, so every event is its own line carrying the bar
+    bars = re.findall(r"\[#*-*\] +(\d+)/(\d+) +\d+%  ETA \S+  running ", err)
+    assert bars and {int(total) for _, total in bars} == {summary(probed)["cells"]["total"]}, err
+    assert [int(done) for done, _ in bars] == sorted(int(done) for done, _ in bars)
     assert "f2fs: not supported by this kernel" in err
     json.loads(probed["proc"].stdout)  # stdout is the JSON document only
 

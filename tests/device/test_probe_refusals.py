@@ -106,3 +106,66 @@ def test_bad_options_are_one_line_errors(tmp_path):
                          ([], "either a DEVICE or --scratch")):
         p = probe_cli(*args, "--dry-run", db=tmp_path / "p.db")
         one_line_refusal(p, needle)
+
+
+# The library's verdicts for these are tested in test_safety.py; these make sure the command
+# in front of them turns each into exit 2 and one line, with or without --force and --dry-run.
+
+def test_a_partitioned_device_and_its_partition_are_refused(loop_device, tmp_path):
+    import time
+
+    dev = loop_device(320 << 20)
+    subprocess.run(["sfdisk", "-q", dev], input="label: dos\n,32M,L\n", text=True, check=True,
+                   capture_output=True)
+    part = dev + "p1"
+    try:
+        subprocess.run(["partx", "-a", dev], capture_output=True, timeout=60)
+        for _ in range(50):
+            if os.path.exists(part):
+                break
+            time.sleep(0.1)
+        assert os.path.exists(part), f"{part} did not appear"
+        before = untouched(dev)
+        for extra in ([], ["--force"], ["--dry-run"]):
+            one_line_refusal(probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"),
+                             "has partitions", os.path.basename(part))
+            one_line_refusal(probe_cli(part, *QUICK, "--yes-wipe", part, *extra,
+                                       db=tmp_path / "p.db"),
+                             f"is a partition of {os.path.basename(dev)}")
+        assert untouched(dev) == before
+    finally:
+        # partx partitions outlive the loop device's detach (test_safety.py says why)
+        subprocess.run(["partx", "-d", dev], capture_output=True, timeout=60)
+
+
+def test_active_swap_is_refused_even_with_force(loop_device, tmp_path):
+    dev = loop_device(320 << 20)
+    subprocess.run(["mkswap", dev], check=True, capture_output=True)
+    subprocess.run(["swapon", dev], check=True, capture_output=True)
+    try:
+        for extra in ([], ["--force"], ["--dry-run"]):
+            one_line_refusal(probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"),
+                             "active swap")
+    finally:
+        subprocess.run(["swapoff", dev], capture_output=True, timeout=60)
+    # swapped off, its signature still needs --force
+    one_line_refusal(probe_cli(dev, *QUICK, "--yes-wipe", dev, db=tmp_path / "p.db"),
+                     "swap signature", "--force")
+
+
+def test_symlinks_to_refused_targets_are_refused_by_what_they_point_at(mounted_loop, tmp_path):
+    dev, mnt = mounted_loop
+    by_id = tmp_path / "disk" / "by-id"
+    by_id.mkdir(parents=True)
+    (by_id / "nvme-Spare_SSD_S123").symlink_to(dev)
+    (by_id / "chain").symlink_to(by_id / "nvme-Spare_SSD_S123")
+    for link in ("nvme-Spare_SSD_S123", "chain"):
+        path = str(by_id / link)
+        one_line_refusal(probe_cli(path, *QUICK, "--yes-wipe", path, "--force",
+                                   db=tmp_path / "p.db"), "mounted", str(mnt))
+    regular = tmp_path / "disk.img"
+    regular.write_bytes(b"\0" * 4096)
+    (by_id / "file").symlink_to(regular)
+    one_line_refusal(probe_cli(str(by_id / "file"), *QUICK, "--yes-wipe", str(by_id / "file"),
+                               db=tmp_path / "p.db"), "not a block device")
+    assert (mnt / "precious").read_text() == "keep me"

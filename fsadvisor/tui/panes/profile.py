@@ -83,7 +83,7 @@ class ProfilePane(Horizontal):
 
     @staticmethod
     def _prompt(p: Profile) -> Text:
-        # OptionList wraps long prompts; one line of description keeps 50 presets scannable.
+        # OptionList wraps long prompts; one line of description keeps some fifty presets scannable.
         desc = p.description if len(p.description) <= PROMPT_WIDTH else (
             p.description[:PROMPT_WIDTH - 1].rstrip() + "…")
         return Text.assemble((p.name, "bold"), "\n", (desc, "dim"))

@@ -1,0 +1,75 @@
+"""The probe's progress display: a bar with cells done/total, the current cell and an ETA,
+redrawn in place on a terminal and one line per event in a log."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsadvisor.cli.probe import BAR_WIDTH, _Progress, progress_bar
+from fsadvisor.probe.report import ProgressEvent
+
+EVENTS = [
+    ProgressEvent("note", 0, 4, message="energy: ESTIMATE from a power model"),
+    ProgressEvent("cell-start", 0, 4, cell="ext4 [] () none | 4k-randread-qd32", eta_s=95),
+    ProgressEvent("cell-end", 1, 4, cell="ext4 [] () none | 4k-randread-qd32", status="ok",
+                  eta_s=70),
+    ProgressEvent("cell-start", 1, 4, cell="xfs [] () none | 4k-randread-qd32", eta_s=70),
+    ProgressEvent("cell-end", 2, 4, cell="xfs [] () none | 4k-randread-qd32", status="failed",
+                  message="mkfs.xfs: agsize too small"),
+    ProgressEvent("cell-end", 3, 4, cell="f2fs [] () none | 4k-randread-qd32", status="skipped",
+                  message="f2fs: not supported by this kernel"),
+    ProgressEvent("cell-start", 3, 4, cell="btrfs [] () none | 4k-randread-qd32", eta_s=3725),
+    ProgressEvent("cell-end", 4, 4, cell="btrfs [] () none | 4k-randread-qd32", status="ok"),
+    ProgressEvent("done", 4, 4, status="done"),
+]
+BAR = re.compile(r"\[(#*)(-*)\] +(\d+)/(\d+) +(\d+)%")
+
+
+def shown(tty: bool) -> str:
+    out = io.StringIO()
+    progress = _Progress(tty=tty, out=out)
+    for e in EVENTS:
+        progress(e)
+    return out.getvalue()
+
+
+def test_a_log_gets_one_line_per_event_each_with_the_bar():
+    lines = shown(tty=False).splitlines()
+    assert "\r" not in "".join(lines)
+    assert lines[0] == "fsadvisor: energy: ESTIMATE from a power model"
+    bars = [BAR.search(line) for line in lines[1:]]
+    assert all(bars), lines
+    assert [(int(b[3]), int(b[4])) for b in bars] == [
+        (0, 4), (1, 4), (1, 4), (2, 4), (3, 4), (3, 4), (4, 4)]
+    assert "ETA 1m35s  running ext4 [] () none | 4k-randread-qd32" in lines[1]
+    assert "failed      xfs [] () none | 4k-randread-qd32: mkfs.xfs: agsize too small" in lines[4]
+    assert lines[5].endswith("f2fs: not supported by this kernel")
+    assert "ETA 1h02m  running btrfs" in lines[6]
+    assert len(lines) == 8
+
+
+def test_a_terminal_redraws_one_bar_and_keeps_only_what_needs_reading():
+    text = shown(tty=True)
+    kept = [line.rsplit("\r\x1b[K", 1)[-1] for line in text.split("\n")]
+    # permanent lines: the note, the failure, the skip, and the final bar
+    assert kept[0].startswith("fsadvisor: energy")
+    assert "failed" in kept[1] and "skipped" in kept[2]
+    assert kept[3].endswith("done") and BAR.search(kept[3])[1] == "#" * BAR_WIDTH
+    assert kept[4] == ""  # the output ends on a newline: the shell prompt starts clean
+    assert len(kept) == 5  # an ok cell only redraws the bar, it never adds a line
+
+
+@given(st.integers(0, 10_000), st.integers(1, 10_000))
+def test_the_bar_is_fixed_width_and_monotone(done, total):
+    done = min(done, total)
+    b = BAR.search(progress_bar(done, total))
+    assert len(b[1]) + len(b[2]) == BAR_WIDTH
+    assert (int(b[3]), int(b[4])) == (done, total)
+    assert 0 <= int(b[5]) <= 100
+    if done < total:
+        assert len(b[1]) < BAR_WIDTH and int(b[5]) < 100 or done / total >= 0.995
+    assert len(progress_bar(done, total)) == len(progress_bar(total, total))
