@@ -99,6 +99,10 @@ def probe_cell(plan_kw: dict, dev: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="1G", help="scratch loop device size (default 1G)")
+    # 4 KiB random reads at QD32 are the default: the most CPU-bound micro job, so the one a
+    # harness stealing CPU from fio would slow first.
+    ap.add_argument("--workload", default=WORKLOAD,
+                    help=f"micro workload of the probe's matrix (default {WORKLOAD})")
     ap.add_argument("--runtime", type=float, default=3.0, help="seconds per run (default 3)")
     # One pair's log ratio spreads about 13% (sd) on this 2-CPU VM (40 rounds measured), so
     # 40 pairs give a 95% interval near +-4%: enough to catch a gross harness cost, not to
@@ -117,7 +121,7 @@ def main() -> None:
     from fsadvisor.service import probing
 
     tmp = Path(tempfile.mkdtemp(prefix="fsadvisor-bench-"))
-    plan_kw = dict(filesystems=["ext4"], schedulers=["none"], workloads=[WORKLOAD], reps=1,
+    plan_kw = dict(filesystems=["ext4"], schedulers=["none"], workloads=[args.workload], reps=1,
                    runtime_s=args.runtime, cooldown_s=0, baseline=False, variants=False,
                    force=True, db=tmp / "bench.db")
     t_probe: list[float] = []
@@ -152,7 +156,7 @@ def main() -> None:
     verdict = classify(lo, hi)
     where = f"backing file in {args.backing_dir}" if args.backing_dir else "backing file on disk"
     print(f"device:            scratch loop device of {args.size}, {where} (not an SSD)")
-    print(f"job:               {WORKLOAD} on ext4, {args.runtime:g} s, {args.rounds} rounds")
+    print(f"job:               {args.workload} on ext4, {args.runtime:g} s, {args.rounds} rounds")
     print(f"fsadvisor probe:   {statistics.median(t_probe):10.0f} IOPS (median of {len(t_probe)})")
     print(f"bare fio job file: {statistics.median(t_bare):10.0f} IOPS (median of {len(t_bare)})")
     print(f"per-round ratios:  median {statistics.median(ratios):.4f}, "

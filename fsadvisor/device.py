@@ -66,6 +66,9 @@ class Verdict:
     resolved_path: str | None
     needs_force: bool = False
     signatures: list[str] = field(default_factory=list)
+    # The only signature found is the one a probe of this device recorded after its own
+    # mkfs (see signature_identity): it needed no --force.
+    own_signature: bool = False
 
 
 # ---------------------------------------------------------------- running tools
@@ -484,6 +487,10 @@ class DeviceFacts:
     protected: list[tuple[str, str, str]] = field(default_factory=list)  # (mountpoint, source, disk)
     readable: bool = True
     signatures: list[str] = field(default_factory=list)
+    # What a probe recorded after its own mkfs ({"TYPE", "UUID", ...}), and whether the
+    # device holds exactly that and nothing else.
+    recorded: dict[str, str] | None = None
+    own_signature: bool = False
 
 
 def _disks(tree: dict) -> set[str]:
@@ -589,6 +596,45 @@ def read_signatures(dev: str, host: Host = HOST) -> list[str]:
     return names
 
 
+# Which blkid keys identify one mkfs: a fresh filesystem gets a random UUID (btrfs also a
+# device UUID_SUB), so the same values mean the same mkfs, not merely the same type.
+IDENTITY_KEYS = ("TYPE", "UUID", "UUID_SUB")
+
+
+def identity_of(blkid: dict[str, str]) -> dict[str, str] | None:
+    """The identifying part of ``blkid -p -o export`` output, or None without TYPE and UUID
+    (nothing a probe's mkfs left)."""
+    if not blkid.get("TYPE") or not blkid.get("UUID"):
+        return None
+    return {k: blkid[k] for k in IDENTITY_KEYS if blkid.get(k)}
+
+
+def signature_identity(dev: str, host: Host = HOST) -> dict[str, str] | None:
+    """TYPE and UUID of the filesystem on ``dev`` (read-only: blkid -p, which reads the
+    device itself, not blkid's cache); None when there is none or blkid cannot tell."""
+    proc = run_tool(["blkid", "-p", "-o", "export", dev], host)
+    if proc.returncode != 0 or proc.stderr.strip():
+        return None
+    try:
+        return identity_of(parse_blkid_export(proc.stdout))
+    except DeviceRefused:
+        return None
+
+
+def is_own_signature(signatures: list[str], identity: dict[str, str] | None,
+                     recorded: dict[str, str] | None) -> bool:
+    """The device holds exactly the one filesystem a probe recorded after its own mkfs:
+    the same TYPE/UUID and no other signature (wipefs sees no partition table, no second
+    filesystem)."""
+    if not recorded or not identity or not recorded.get("TYPE") or not recorded.get("UUID"):
+        return False
+    return identity == recorded and set(signatures) == {recorded["TYPE"]}
+
+
+def _recorded_text(recorded: dict[str, str]) -> str:
+    return f"{recorded.get('TYPE')} UUID {recorded.get('UUID')}"
+
+
 def _refuse(f: DeviceFacts, reason: str) -> Verdict:
     return Verdict(False, reason, f.resolved, False, list(f.signatures))
 
@@ -623,10 +669,14 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
         return _refuse(f, f"{dev} has no medium (size 0)")
     if not f.readable:
         return _refuse(f, f"{dev} is not readable: {ROOT_HINT}")
-    if f.signatures and not force:
-        return Verdict(False, f"{dev} holds data: {', '.join(f.signatures)} signature found; "
-                              f"pass --force to destroy it", f.resolved, True, list(f.signatures))
-    return Verdict(True, None, f.resolved, False, list(f.signatures))
+    if f.signatures and not force and not f.own_signature:
+        theirs = (f", not the one this probe made ({_recorded_text(f.recorded)})"
+                  if f.recorded else "")
+        return Verdict(False, f"{dev} holds data: {', '.join(f.signatures)} signature found"
+                              f"{theirs}; pass --force to destroy it",
+                       f.resolved, True, list(f.signatures))
+    return Verdict(True, None, f.resolved, False, list(f.signatures),
+                   own_signature=bool(f.signatures) and f.own_signature)
 
 
 def exclusive_guard(dev: str) -> str | None:
@@ -642,17 +692,24 @@ def exclusive_guard(dev: str) -> str | None:
     return None
 
 
-def safety_verdict(path: str, force: bool = False, host: Host = HOST) -> Verdict:
+def safety_verdict(path: str, force: bool = False, host: Host = HOST,
+                   own_signature: dict[str, str] | None = None) -> Verdict:
     """May ``path`` be formatted? Never raises for a refusal: the reason is in the verdict.
 
     Signatures are read only once everything else passed, so a graver reason is never
-    masked by blkid failing (it cannot even open /dev/vda here: EPERM)."""
+    masked by blkid failing (it cannot even open /dev/vda here: EPERM). ``own_signature``
+    is what a probe of this device recorded after its own mkfs (``signature_identity``): a
+    device holding exactly that needs no ``force``; any other signature still does."""
     try:
         facts = gather(path, host)
         verdict = judge(facts, force=True)
         if not verdict.ok:
             return verdict
         facts.signatures = read_signatures(facts.resolved, host)
+        if facts.signatures and own_signature:
+            facts.recorded = dict(own_signature)
+            facts.own_signature = is_own_signature(
+                facts.signatures, signature_identity(facts.resolved, host), own_signature)
     except DeviceRefused as e:
         real = os.path.realpath(os.fspath(path))
         return Verdict(False, str(e), real if os.path.exists(real) else None, False, [])
@@ -664,9 +721,23 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST) -> Verdict
     return verdict
 
 
-def require_safe(path: str, force: bool = False, host: Host = HOST) -> str:
+def require_safe(path: str, force: bool = False, host: Host = HOST,
+                 own_signature: dict[str, str] | None = None) -> str:
     """The resolved device path, or DeviceRefused with the verdict's one-line reason."""
-    verdict = safety_verdict(path, force=force, host=host)
+    verdict = safety_verdict(path, force=force, host=host, own_signature=own_signature)
     if not verdict.ok:
         raise DeviceRefused(verdict.reason or f"{path}: refused")
     return verdict.resolved_path or os.path.realpath(path)
+
+
+def in_use_reason(path: str, host: Host = HOST) -> str | None:
+    """Between two cells of a probe: has anything else mounted ``path``, stacked a holder
+    (LVM/md/dm) or swap on it, partitioned it or opened it exclusively? The probe's own
+    signature is expected there, so signatures are not read. A reason, or None."""
+    try:
+        verdict = judge(gather(path, host), force=True)
+    except DeviceRefused as e:
+        return str(e)
+    if not verdict.ok:
+        return verdict.reason
+    return exclusive_guard(verdict.resolved_path or path)

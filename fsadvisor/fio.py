@@ -42,6 +42,13 @@ ASYNC_ENGINES = frozenset({"io_uring", "libaio", "posixaio", "windowsaio", "sola
 # Includes the three the model uses (50, 99, 99.9); the extra points tighten the combination
 # of several distributions into one (see _mixture_quantile).
 PERCENTILE_LIST = "1:10:50:90:95:99:99.5:99.9:99.99"
+# Where a percentile in FioResult.metrics() comes from (FioResult.percentile_provenance):
+# fio's own figure for one latency distribution, or a pooled estimate of several (the read
+# and write sides of a randrw job, jobs without group_reporting, stonewalled groups), which
+# fio never printed and which must not be shown as a measurement.
+EXACT = "exact"
+POOLED_ESTIMATE = "pooled-estimate"
+_PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))
 _FIO_DOC_START = re.compile(r'\{\s*"fio version"')
 _MAX_FALLBACK_TRIES = 64  # bounds the work on garbage input (each try may scan to the end)
 
@@ -88,7 +95,22 @@ class FioResult:
 
     def metrics(self, groupid: int | None = None) -> dict[str, float]:
         """Aggregated figures over all jobs (or one stonewall group). Keys carry units;
-        a key is present only when fio reported what it is computed from."""
+        a key is present only when fio reported what it is computed from.
+
+        ``p50/p99/p999_latency_us`` (and the ``fsync_`` ones) pool every latency
+        distribution of the run and may be estimates: see :meth:`percentile_provenance`.
+        ``read_/write_/trim_`` percentiles are present only when fio printed them for a
+        single distribution, so they are always fio's own figures."""
+        return self._aggregated(groupid)[0]
+
+    def percentile_provenance(self, groupid: int | None = None) -> dict[str, str]:
+        """For every percentile key of ``metrics(groupid)``: EXACT when it is the figure fio
+        printed for one latency distribution, POOLED_ESTIMATE when it was combined from
+        several (see _mixture_quantile). Means are never estimates: the pooled mean is the
+        sample-weighted mean of fio's means, exactly."""
+        return self._aggregated(groupid)[1]
+
+    def _aggregated(self, groupid: int | None) -> tuple[dict[str, float], dict[str, str]]:
         jobs = self.jobs if groupid is None else [j for j in self.jobs if _groupid(j) == groupid]
         return _aggregate(jobs, self.doc)
 
@@ -304,33 +326,46 @@ def _mixture_quantile(comps: list[_LatComponent], q: float) -> float:
         curves.append((c.weight / total, knots, [v for v, _ in knots]))
 
     def pooled(x: float, left: bool) -> float:
-        return sum(w * _cdf(k, vs, x, left) for w, k, vs in curves)
+        return math.fsum(w * _cdf(k, vs, x, left) for w, k, vs in curves)
 
+    # Weights w/total summed back can miss 1 in the last bit: three equal components put
+    # G(x) at 0.98999999... where each one is at 0.99 (found by hypothesis), which skipped
+    # the knot at x. The tolerance is far below fio's 0.01-percent resolution.
+    tol = 1e-12
     xs = sorted({v for _, _, vs in curves for v in vs})
     prev_x, prev_g = xs[0], 0.0
     for x in xs:
         g_left = pooled(x, left=True)
-        if g_left >= q and x > prev_x and g_left > prev_g:
-            return prev_x + (q - prev_g) / (g_left - prev_g) * (x - prev_x)
+        if g_left >= q - tol and x > prev_x and g_left > prev_g:
+            return min(x, prev_x + (q - prev_g) / (g_left - prev_g) * (x - prev_x))
         g = pooled(x, left=False)
-        if g >= q:
+        if g >= q - tol:
             return x
         prev_x, prev_g = x, g
     return xs[-1]
 
 
-def _latency_metrics(comps: list[_LatComponent], prefix: str) -> dict[str, float]:
+def _latency_metrics(comps: list[_LatComponent], prefix: str, pooled_ok: bool = True,
+                     ) -> tuple[dict[str, float], dict[str, str]]:
+    """Mean and percentiles of ``comps`` pooled, with each percentile's provenance.
+    ``pooled_ok`` False leaves out percentiles that would be pooled estimates."""
     out: dict[str, float] = {}
+    kinds: dict[str, str] = {}
     if not comps:
-        return out
+        return out, kinds
     if all(c.mean_us is not None for c in comps):
         out[f"{prefix}mean_latency_us"] = (
             sum(c.weight * c.mean_us for c in comps) / sum(c.weight for c in comps))
-    for name, p in (("p50", 50.0), ("p99", 99.0), ("p999", 99.9)):
+    exact = len(comps) == 1
+    if not (exact or pooled_ok):
+        return out, kinds
+    for name, p in _PERCENTILES:
         # Only when every component printed this exact percentile: never interpolate one.
         if all(p in c.pct for c in comps):
-            out[f"{prefix}{name}_latency_us"] = _mixture_quantile(comps, p / 100.0)
-    return out
+            key = f"{prefix}{name}_latency_us"
+            out[key] = _mixture_quantile(comps, p / 100.0)
+            kinds[key] = EXACT if exact else POOLED_ESTIMATE
+    return out, kinds
 
 
 def _bytes(section: Mapping) -> float | None:
@@ -409,14 +444,15 @@ def _over_groups(tallies: list[_Tally], count: str, rate: str) -> float | None:
     return _per_s(sum(counts), sum(t.runtime_ms for t in tallies))
 
 
-def _aggregate(jobs: list[dict], doc: dict) -> dict[str, float]:
+def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str, str]]:
     """Sum rates over jobs running together (one stonewall group); across groups, rates are
-    total work over total group time."""
+    total work over total group time. Returns the metrics and the percentiles' provenance."""
     by_group: dict[int, list[dict]] = {}
     for j in jobs:
         by_group.setdefault(_groupid(j), []).append(j)
     tallies: dict[str, list[_Tally]] = {}  # kind -> one tally per group
     lat: list[_LatComponent] = []
+    lat_by_dir: dict[str, list[_LatComponent]] = {}  # data directions only
     sync_lat: list[_LatComponent] = []
     sync_ops = 0.0
     group_ms: list[float | None] = []
@@ -436,6 +472,8 @@ def _aggregate(jobs: list[dict], doc: dict) -> dict[str, float]:
                 blk, _, scale = _lat_block(sec)
                 if blk is not None and (c := _component(blk, scale, ios)):
                     lat.append(c)
+                    if not meta and d in DIRECTIONS:
+                        lat_by_dir.setdefault(d, []).append(c)
             sync = j.get("sync")
             if n := _num(sync, "total_ios"):
                 sync_ops += n
@@ -486,17 +524,26 @@ def _aggregate(jobs: list[dict], doc: dict) -> dict[str, float]:
     if timed:
         m["runtime_s"] = sum(group_ms) / 1000.0
 
-    m.update(_latency_metrics(lat, ""))
+    latencies = [(lat, "", True)]
     if sync_ops:
         m["fsync_ops"] = sync_ops
-        m.update(_latency_metrics(sync_lat, "fsync_"))
+        latencies.append((sync_lat, "fsync_", True))
+    # Per direction only what fio itself printed: the mean is exact whatever the number of
+    # jobs, percentiles only for one distribution (several would be estimates again).
+    latencies += [(comps, f"{d}_", False) for d, comps in lat_by_dir.items()]
+    kinds: dict[str, str] = {}
+    for comps, prefix, pooled_ok in latencies:
+        values, provenance = _latency_metrics(comps, prefix, pooled_ok)
+        m.update(values)
+        kinds.update(provenance)
     for k, vals in cpu.items():
         if vals:
             # Runtime-weighted mean of per-job CPU%, which is what fio's group_reporting
             # prints (it sums usr_time and total_run_time over the group; stat.c).
             m[f"{k}_cpu_pct"] = sum(v * w for v, w in vals) / sum(w for _, w in vals)
     # Absurd inputs can overflow a sum; an infinite figure is no figure.
-    return {k: v for k, v in m.items() if math.isfinite(v)}
+    m = {k: v for k, v in m.items() if math.isfinite(v)}
+    return m, {k: v for k, v in kinds.items() if k in m}
 
 
 # ---------------------------------------------------------------- command lines

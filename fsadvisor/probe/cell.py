@@ -350,13 +350,12 @@ class CellRunner:
         record.raw_output = result.stdout
         record.tool = step.tool
         record.energy = energy
-        metrics, error = self._parse(step, result)
+        metrics, error, parse_flags = self._parse(step, result)
         if error:
             record.status, record.error = "failed", error
             return
-        busy = measure.cpu_busy_pct(before_cpu, after_cpu)
-        if busy is not None:
-            metrics["host_cpu_busy_pct"] = busy
+        flags += parse_flags
+        metrics.update(measure.host_cpu_metrics(before_cpu, after_cpu))
         metrics.update(measure.device_metrics(measure.block_delta(before_blk, after_blk), metrics))
         metrics["window_start_epoch_s"] = window_start
         metrics["window_end_epoch_s"] = window_end
@@ -369,24 +368,29 @@ class CellRunner:
         record.metrics = metrics
         record.status = "ok"
 
-    def _parse(self, step: Step, result: CommandResult) -> tuple[dict[str, float], str | None]:
+    def _parse(self, step: Step, result: CommandResult,
+               ) -> tuple[dict[str, float], str | None, list[str]]:
+        """The run's metrics, or why it failed, and the flags its figures need."""
         if step.tool != "fio":
             from fsadvisor.probe import apps
 
-            return apps.parse(step.tool, result)
+            return *apps.parse(step.tool, result), []
         try:
             res = fio.parse(result.stdout, command=result.argv)
         except fio.FioParseError as e:
             why = result.one_line_error() if not result.ok else str(e)
-            return {}, why
+            return {}, why, []
         if res.error:
-            return {}, res.error
+            return {}, res.error, []
         if not result.ok:
-            return {}, result.one_line_error()
+            return {}, result.one_line_error(), []
         metrics = res.metrics()
         if not metrics.get("ops"):
-            return {}, "fio completed no I/O"
-        return metrics, None
+            return {}, "fio completed no I/O", []
+        # p99_latency_us keeps its name (model and store read it) even when it is an
+        # estimate; the flag says so, and read_/write_ percentiles hold fio's own figures.
+        pooled = fio.POOLED_ESTIMATE in res.percentile_provenance().values()
+        return metrics, None, [measure.FLAG_POOLED_PERCENTILES] if pooled else []
 
 
 def _is_mounted(mountpoint: str) -> bool:

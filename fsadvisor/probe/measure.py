@@ -24,14 +24,23 @@ DIRECT_IO_MIN_READ_SHARE = 0.5
 FLAG_DIRECT_IO = "direct-io-not-honoured"
 FLAG_LOOP = "loop-device"
 FLAG_ESTIMATE = "energy-estimate"
+# p50/p99/p999_latency_us pool several latency distributions (read and write of a mixed job,
+# jobs without group_reporting, stonewalled groups): fio printed no such figure, they are
+# estimates (fio.FioResult.percentile_provenance says which; read_/write_ ones are exact).
+FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
 
 
 @dataclass(frozen=True)
 class CpuTimes:
-    """Aggregate jiffies of the ``cpu`` line of /proc/stat."""
+    """Aggregate jiffies of the ``cpu`` line of /proc/stat, as proc(5) orders them: user nice
+    system idle iowait irq softirq steal guest guest_nice. Columns an older kernel does not
+    print (iowait 2.5.41, irq/softirq 2.6.0, steal 2.6.11) count as 0."""
 
     total: int
     idle: int  # idle + iowait: time no CPU work was done
+    usr: int = 0  # user + nice (guest time is already inside user, proc(5))
+    sys: int = 0  # system + irq + softirq: the kernel's share, I/O completions included
+    iowait: int = 0
 
     @staticmethod
     def parse(text: str) -> "CpuTimes":
@@ -41,11 +50,12 @@ class CpuTimes:
                 vals = [int(v) for v in parts[1:]]
                 if len(vals) < 4:
                     raise ValueError(f"short cpu line in /proc/stat: {line[:80]!r}")
-                # user nice system idle iowait irq softirq steal guest guest_nice; guest time
-                # is already counted in user/nice, so only the first eight are summed.
-                total = sum(vals[:8])
-                idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
-                return CpuTimes(total, idle)
+                col = (vals + [0] * 8)[:8]
+                user, nice, system, idle, iowait, irq, softirq, _steal = col
+                # guest and guest_nice are already counted in user/nice, so only the first
+                # eight are summed.
+                return CpuTimes(total=sum(col), idle=idle + iowait, usr=user + nice,
+                                sys=system + irq + softirq, iowait=iowait)
         raise ValueError("no aggregate cpu line in /proc/stat")
 
     @staticmethod
@@ -59,6 +69,27 @@ def cpu_busy_pct(before: CpuTimes, after: CpuTimes) -> float | None:
         return None
     d_idle = after.idle - before.idle
     return max(0.0, min(100.0, 100.0 * (d_total - d_idle) / d_total))
+
+
+def host_cpu_metrics(before: CpuTimes, after: CpuTimes) -> dict[str, float]:
+    """System-wide CPU over the measured window, in % of all CPUs' time: busy, and its user
+    and kernel parts, plus iowait (idle with I/O outstanding). busy = usr + sys + steal.
+    Empty when no time passed (or the counters went backwards)."""
+    d_total = after.total - before.total
+    if d_total <= 0:
+        return {}
+    out: dict[str, float] = {}
+    busy = cpu_busy_pct(before, after)
+    if busy is not None:
+        out["host_cpu_busy_pct"] = busy
+    for key, a, b in (("host_cpu_usr_pct", before.usr, after.usr),
+                      ("host_cpu_sys_pct", before.sys, after.sys),
+                      ("host_cpu_iowait_pct", before.iowait, after.iowait)):
+        # A counter that went backwards is no measurement: proc(5) warns that iowait "may
+        # decrease in certain conditions".
+        if b >= a:
+            out[key] = min(100.0, 100.0 * (b - a) / d_total)
+    return out
 
 
 def block_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:

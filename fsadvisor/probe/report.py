@@ -16,6 +16,29 @@ from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 
+# What fio.best_ioengine() executes while a real (not --resume) run is planned: a tiny
+# io_uring job in a temporary directory (fsadvisor-fio-XXXX). A copy, for the dry run to
+# show; tests/unit/test_probe_dry_run_listing.py keeps it equal to the real argv.
+IO_URING_SELFTEST_ARGV = ("fio", "--output-format=json", "--name=probe",
+                          "--filename={tmpdir}/probe", "--size=64k", "--bs=4k", "--rw=randread",
+                          "--ioengine=io_uring", "--iodepth=4", "--number_ios=8")
+FIO_VERSION_ARGV = ("fio", "--version")
+
+
+def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
+    """The commands a real run executes besides the cells: fio's io_uring self-test while
+    planning (a resumed matrix keeps its planned engine and skips it), and ``fio --version``
+    (recorded with every run) just before the first cell."""
+    tmpdir = os.path.join(tempfile.gettempdir(), "fsadvisor-fio-<random>")
+    selftest = [] if plan.matrix_id else [
+        " ".join(IO_URING_SELFTEST_ARGV).format(tmpdir=tmpdir)
+        + "  # a real run executes this io_uring self-test while planning; it picks io_uring "
+          f"or libaio (this preview assumed {plan.ioengine})"]
+    version = [" ".join(FIO_VERSION_ARGV)
+               + "  # a real run executes this before the first cell (recorded with every run)"]
+    return selftest, version
+
+
 LOOP_WARNING = ("scratch loop device: its numbers describe the backing file's filesystem and "
                 "disk, not an SSD; use them to try the tool, not to choose a configuration")
 
@@ -103,12 +126,15 @@ def dry_run_lines(plan: Plan) -> list[str]:
     runnable = [c for c in cells if not c.skip_reason]
     lines = [f"# fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
              f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"]
+    selftest, version = pre_matrix_lines(plan)
+    lines += selftest
     if scratch:
         img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), "fsadvisor-scratch-<random>.img")
         lines += [f"# {LOOP_WARNING}",
                   f"truncate -s {plan.scratch_size_bytes} {img}",
                   f"losetup --find --show --direct-io=on {img}"]
     lines.append(f"# remember the current scheduler: cat /sys/block/{os.path.basename(dev)}/queue/scheduler")
+    lines += version
     runner = CellRunner(plan=plan, device=dev, mountpoint=mnt, executor=Executor(),
                         device_info=plan.device_info or Device(path=dev, size_bytes=plan.device_size_bytes))
     for i, cell in enumerate(cells, 1):

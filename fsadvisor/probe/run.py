@@ -20,14 +20,19 @@ import time
 from typing import Any, Callable, Iterator
 
 from fsadvisor.domain import RunRecord
-from fsadvisor.errors import FsAdvisorError
+from fsadvisor.errors import DeviceRefused, FsAdvisorError
 from fsadvisor.probe import measure
-from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
+from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
 from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, SystemOps, cleanup_stale,
-                                   leftovers, live_owner, undo)
+                                   leftovers, live_owner, recorded_signature, undo)
+
+class DeviceTaken(DeviceRefused):
+    """Between two cells the device turned out to be mounted, held or opened by someone
+    else: the matrix stops (resumable), and the device is not touched again."""
+
 
 class ProbeInterrupted(BaseException):
     """Raised inside the probe by the SIGINT/SIGTERM handler (a BaseException, so that no
@@ -101,13 +106,16 @@ class MatrixRun:
 
     def __init__(self, plan: Plan, store: Any, state_file: StateFile,
                  on_progress: Callable[[ProgressEvent], None] | None = None,
-                 interruptions: Interruptions | None = None, sleep: Callable[[float], None] = time.sleep):
+                 interruptions: Interruptions | None = None, sleep: Callable[[float], None] = time.sleep,
+                 device_check: Callable[[str], str | None] | None = None):
         self.plan = plan
         self.store = store
         self.state_file = state_file
         self.on_progress = on_progress or (lambda e: None)
         self.guard = interruptions or Interruptions()
         self.sleep = sleep
+        # Before every cell: has anything else mounted or claimed the device meanwhile?
+        self.device_check = device_check
         self.state = ProbeState()
         self.executor = Executor(on_child=self._child, critical=self.guard.critical)
         self.summary = ProbeSummary(scratch=bool(plan.scratch_size_bytes))
@@ -158,6 +166,9 @@ class MatrixRun:
             except ProbeInterrupted as e:
                 self.summary.interrupted = e.signame
                 self._finish_matrix("interrupted")
+            except DeviceTaken:
+                self._finish_matrix("interrupted")  # --resume continues once it is free
+                raise
             except BaseException:
                 self._finish_matrix("failed")
                 raise
@@ -179,8 +190,16 @@ class MatrixRun:
         plan = self.plan
         scratch = bool(plan.scratch_size_bytes)
         dev = self._attach_scratch() if scratch else str(plan.device)
-        # Our own fresh scratch device never holds data; everything else obeys --force.
-        dev = devmod.require_safe(dev, force=plan.force)
+        # Our own fresh scratch device never holds data; everything else obeys --force,
+        # except the very filesystem an unfinished probe of this device made (and recorded).
+        own = None if scratch else recorded_signature(self.state, plan.device_key, dev)
+        verdict = devmod.safety_verdict(dev, force=plan.force, own_signature=own)
+        if not verdict.ok:
+            raise DeviceRefused(verdict.reason or f"{dev}: refused")
+        dev = verdict.resolved_path or os.path.realpath(dev)
+        if verdict.own_signature and own:
+            self._note(f"the {own.get('TYPE')} signature on {dev} (UUID {own.get('UUID')}) is "
+                       "the one this probe made before it stopped; formatting it needs no --force")
         info = devmod.inspect(dev, plp=plan.plp)
         self.summary.device, self.summary.device_kind = dev, info.kind
         if info.kind == "loop":
@@ -201,8 +220,13 @@ class MatrixRun:
         matrix_id = plan.matrix_id or self.store.start_matrix(plan.to_dict())
         plan.matrix_id = self.summary.matrix_id = matrix_id
         self.state.matrix_id = matrix_id
-        self.state.matrices[plan.device_key] = {"matrix_id": matrix_id, "plan": plan.to_dict(),
-                                                "started_at": time.time()}
+        entry: dict[str, Any] = {"matrix_id": matrix_id, "plan": plan.to_dict(),
+                                 "started_at": time.time()}
+        if abandoned and isinstance(abandoned.get("own_signature"), dict):
+            # Still on the device until this run's first mkfs: a kill before that must not
+            # turn it into a stranger's signature.
+            entry["own_signature"] = abandoned["own_signature"]
+        self.state.matrices[plan.device_key] = entry
         self._save()
         done = {(r["cell_key"], r["rep"]) for r in
                 self.store.runs(matrix_id=matrix_id, status="ok")} if resumed else set()
@@ -215,8 +239,9 @@ class MatrixRun:
         runner = CellRunner(plan=plan, device=dev, device_info=info, mountpoint=mountpoint,
                             executor=self.executor, meter=meter,
                             host=measure.host_info(fio.fio_version()), matrix_id=matrix_id,
-                            sleep=self.sleep)
-        checked_again = False
+                            sleep=self.sleep,
+                            hooks=CellHooks(before_mount=lambda d, m: self._record_signature(d)))
+        check = self.device_check or devmod.in_use_reason
         for cell in cells:
             self.guard.check()
             if (cell.key, cell.rep) in done:
@@ -228,13 +253,40 @@ class MatrixRun:
             if skip:
                 self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "skipped", skip))
                 continue
-            if not checked_again:
-                # The device could have been mounted or claimed since the first check.
-                devmod.require_safe(dev, force=plan.force)
-                checked_again = True
+            # Cells can run for hours: the device could have been mounted, stacked on or
+            # claimed since the last one (the first check was before the matrix).
+            taken = check(dev)
+            if taken:
+                self._formatted = None  # someone else's now: not even our wipe touches it
+                stored = self.summary.count("ok") + self.summary.count("done-before")
+                done_so_far = "1 cell done so far is" if stored == 1 else \
+                    f"{stored} cells done so far are"
+                raise DeviceTaken(f"probe stopped before cell {cell.label}: {taken}; the "
+                                  f"{done_so_far} stored, --resume continues")
             self._run_cell(runner, cell)
         self._finish_matrix("done")
         self.state.matrices.pop(plan.device_key, None)
+        self._save()
+
+    def _record_signature(self, dev: str) -> None:
+        """Right after each mkfs (before the mount): remember the filesystem this probe made,
+        so that after a SIGKILL (no in-process wipe) --resume recognises it and needs no
+        --force; anything else found there later still does."""
+        from fsadvisor import device as devmod
+
+        if self.plan.scratch_size_bytes:
+            return  # a fresh scratch device is never checked for signatures
+        entry = self.state.matrices.get(self.plan.device_key)
+        if entry is None:
+            return
+        try:
+            ident = devmod.signature_identity(dev)
+        except FsAdvisorError:
+            ident = None
+        if ident:
+            entry["own_signature"] = {"device": dev, "identity": ident, "recorded_at": time.time()}
+        else:
+            entry.pop("own_signature", None)
         self._save()
 
     def _run_cell(self, runner: CellRunner, cell: Cell) -> None:
@@ -371,4 +423,7 @@ class MatrixRun:
         if not result.ok:
             return [f"could not wipe the probe's filesystem signature from {dev}: "
                     f"{result.one_line_error()}"]
+        entry = self.state.matrices.get(self.plan.device_key)
+        if entry:
+            entry.pop("own_signature", None)
         return [f"wiped the probe's last filesystem signature from {dev}"]

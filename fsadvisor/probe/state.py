@@ -38,11 +38,11 @@ def state_path_for(db_path: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(db_path)}{SUFFIX}")
 
 
-def process_start_ticks(pid: int) -> int | None:
+def process_start_ticks(pid: int, proc_root: str = "/proc") -> int | None:
     """Field 22 of /proc/PID/stat (start time in clock ticks): with the pid it identifies a
     process for its whole life; None when no such process exists."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(proc_root, str(pid), "stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may contain spaces and parentheses: split after the last ")".
@@ -59,8 +59,8 @@ class ProcessRef:
     start_ticks: int | None
 
     @staticmethod
-    def of(pid: int) -> "ProcessRef":
-        return ProcessRef(pid, process_start_ticks(pid))
+    def of(pid: int, proc_root: str = "/proc") -> "ProcessRef":
+        return ProcessRef(pid, process_start_ticks(pid, proc_root))
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "start_ticks": self.start_ticks}
@@ -76,7 +76,10 @@ class ProcessRef:
 @dataclass
 class ProbeState:
     """The live part (owner, mounts, scheduler, scratch, child) is cleared when a probe ends
-    cleanly; ``matrices`` (device key -> {"matrix_id", "plan"}) outlives it for --resume."""
+    cleanly; ``matrices`` (device key -> {"matrix_id", "plan", "own_signature"}) outlives it
+    for --resume. ``own_signature`` ({"device", "identity": blkid TYPE/UUID}) is the
+    filesystem the probe's own last mkfs left on a user's device: after a SIGKILL nobody
+    wipes it, and without the record --resume would ask for --force."""
 
     owner: ProcessRef | None = None
     matrix_id: str | None = None
@@ -136,6 +139,22 @@ class ProbeState:
             current_cell=d.get("current_cell") if isinstance(d.get("current_cell"), str) else None,
             matrices={k: v for k, v in matrices.items() if isinstance(v, dict)},
         )
+
+
+def recorded_signature(state: ProbeState, device_key: str, device: str) -> dict[str, str] | None:
+    """The filesystem identity (blkid TYPE/UUID) the unfinished probe of ``device_key``
+    recorded right after its own last mkfs, if it was recorded for this same device."""
+    entry = state.matrices.get(device_key)
+    rec = entry.get("own_signature") if isinstance(entry, dict) else None
+    if not isinstance(rec, dict) or not isinstance(rec.get("device"), str):
+        return None
+    ident = rec.get("identity")
+    if not isinstance(ident, dict) or not ident or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in ident.items()):
+        return None
+    if os.path.realpath(rec["device"]) != os.path.realpath(device):
+        return None
+    return dict(ident)
 
 
 class StateFileError(FsAdvisorError):
@@ -220,6 +239,45 @@ def _same_file(a: str | None, b: str | None) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _under(value: str, path: str) -> bool:
+    """``value`` is ``path`` or lies beneath it: /dev/loop1 is not /dev/loop10 or
+    /dev/loop1p1, and /tmp/fsadvisor-mnt-abc is not /tmp/fsadvisor-mnt-abcd."""
+    root = path.rstrip("/")
+    if not root:  # "/" itself: never one of ours, and everything would lie beneath it
+        return value == path
+    return value.rstrip("/") == root or value.startswith(root + "/")
+
+
+def _arg_values(arg: str) -> list[str]:
+    """The paths an argument can name: itself, and for ``--opt=VALUE`` (fio's --filename=,
+    --directory=, db_bench's --db=) the value, split at fio's ':' file separator."""
+    out = [arg]
+    if arg.startswith("-") and "=" in arg:
+        value = arg.split("=", 1)[1]
+        out.append(value)
+        out += value.split(":")
+    return out
+
+
+def process_uses(argv: list[str], cwd: str | None, environ: dict[str, str],
+                 paths: list[str]) -> bool:
+    """Whether a benchmark with this command line, working directory and environment works
+    on one of ``paths`` (our mount points or scratch loop device). Whole path components
+    only: a substring test once matched someone else's fio on /dev/loop10 for our
+    /dev/loop1. ``TARGET`` is how runner/*.fio job files get their target (cell.py)."""
+    values = [v for a in argv[1:] for v in _arg_values(a)]
+    if environ.get("TARGET"):
+        values.append(environ["TARGET"])
+    for p in paths:
+        if not p:
+            continue
+        if any(_under(v, p) for v in values):
+            return True
+        if cwd and _under(cwd, p):
+            return True
+    return False
+
+
 def undo(state: ProbeState, ops: HostOps) -> list[str]:
     """Put back everything ``state`` says a probe changed; returns what was done, one line
     each. Every item is checked before it is touched: a loop device is detached only while it
@@ -287,7 +345,11 @@ def leftovers(state: ProbeState, ops: HostOps) -> list[str]:
 
 
 class SystemOps:
-    """The real :class:`HostOps`: argument lists only."""
+    """The real :class:`HostOps`: argument lists only. ``proc_root`` lets the tests point the
+    process scan at a fake process table."""
+
+    def __init__(self, proc_root: str = "/proc"):
+        self.proc_root = proc_root
 
     def process_alive(self, ref: ProcessRef) -> bool:
         ticks = process_start_ticks(ref.pid)
@@ -314,20 +376,28 @@ class SystemOps:
 
     def benchmarks_using(self, paths: list[str]) -> list[ProcessRef]:
         out = []
-        for d in Path("/proc").iterdir():
+        for d in Path(self.proc_root).iterdir():
             if not d.name.isdigit() or int(d.name) == os.getpid():
                 continue
             try:
                 argv = (d / "cmdline").read_bytes().split(b"\0")
-                cwd = os.readlink(d / "cwd")
             except OSError:
                 continue
             args = [a.decode(errors="replace") for a in argv if a]
             if not args or os.path.basename(args[0]) not in BENCHMARK_TOOLS:
                 continue
-            if any(p in a for p in paths for a in args) or any(
-                    cwd == p or cwd.startswith(p.rstrip("/") + "/") for p in paths):
-                out.append(ProcessRef.of(int(d.name)))
+            try:
+                cwd: str | None = os.readlink(d / "cwd")
+            except OSError:
+                cwd = None
+            environ: dict[str, str] = {}
+            with contextlib.suppress(OSError):
+                for item in (d / "environ").read_bytes().split(b"\0"):
+                    k, sep, v = item.decode(errors="replace").partition("=")
+                    if sep:
+                        environ[k] = v
+            if process_uses(args, cwd, environ, paths):
+                out.append(ProcessRef.of(int(d.name), self.proc_root))
         return out
 
     @staticmethod

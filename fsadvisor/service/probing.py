@@ -19,7 +19,8 @@ from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
 from fsadvisor.probe.run import Interruptions, MatrixRun
-from fsadvisor.probe.state import CleanupReport, StateFile, cleanup_stale, state_path_for
+from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cleanup_stale,
+                                   recorded_signature, state_path_for)
 from fsadvisor.sizes import parse_size
 
 PathLike = str | os.PathLike[str]
@@ -205,6 +206,19 @@ def dry_run(plan: Plan) -> list[str]:
     return lines
 
 
+def own_signature(plan: Plan) -> dict[str, str] | None:
+    """The filesystem (blkid TYPE/UUID) an unfinished probe of this device recorded right
+    after its own mkfs: finding exactly that on the device needs no --force (a SIGKILL left
+    it there, no later cleanup may wipe it). None for --scratch or when nothing is recorded."""
+    if plan.scratch_size_bytes or plan.device is None:
+        return None
+    try:
+        state = StateFile(state_path_for(store_path(plan.db_path))).load()
+    except (StateFileError, ConfigError):
+        return None
+    return recorded_signature(state, plan.device_key, str(plan.device))
+
+
 def check_device(plan: Plan) -> str | None:
     """The resolved device path when it may be formatted (None for --scratch, created at run
     time); DeviceRefused with the one-line reason otherwise."""
@@ -212,7 +226,8 @@ def check_device(plan: Plan) -> str | None:
 
     if plan.scratch_size_bytes:
         return None
-    return devmod.require_safe(str(plan.device), force=plan.force)
+    return devmod.require_safe(str(plan.device), force=plan.force,
+                               own_signature=own_signature(plan))
 
 
 def dry_run_verdict(plan: Plan) -> str | None:
@@ -222,8 +237,12 @@ def dry_run_verdict(plan: Plan) -> str | None:
 
     if plan.scratch_size_bytes:
         return None
-    verdict = devmod.safety_verdict(str(plan.device), force=plan.force)
+    own = own_signature(plan)
+    verdict = devmod.safety_verdict(str(plan.device), force=plan.force, own_signature=own)
     if verdict.ok:
+        if verdict.own_signature and own:
+            return (f"the {own.get('TYPE')} signature on {plan.device} (UUID {own.get('UUID')}) "
+                    "is the one an unfinished probe made; formatting it needs no --force")
         return None
     if devmod.ROOT_HINT in (verdict.reason or "") and root_problem():
         return f"safety check needs root: {verdict.reason}"

@@ -14,6 +14,10 @@ from typing import Any, Iterable
 from fsadvisor.domain import SCHEDULERS, FsConfig, Observation, Workload
 
 NOT_COMPARABLE_FLAGS = frozenset({"direct-io-not-honoured"})
+# probe.measure.FLAG_POOLED_PERCENTILES: the run's p50/p99/p999_latency_us were pooled from
+# several latency distributions by fio.py, not printed by fio; the note says so.
+POOLED_PERCENTILES_FLAG = "latency-percentiles-pooled-estimate"
+_PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_latency_us"})
 
 # observation metric, summary metric, scale to the observation's unit, unit, energy metric?
 # Latencies stay in microseconds: the seed datasets and model.py use p99_latency_us and
@@ -73,6 +77,8 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
                              f"{st['ci95_high'] * scale:.4g}]")
                 if st["mean"] and abs(st["sd"] / st["mean"]) > _CV_FLAG:
                     note += ", cv>40%"
+            if metric in _PERCENTILE_METRICS and POOLED_PERCENTILES_FLAG in s["flags"]:
+                note += ", pooled estimate (not fio's own percentile)"
             out.append(Observation(
                 source=_source(s), device_kind=s["device_kind"] or "unknown", config=config,
                 workload=workload, metric=metric, value=st["mean"] * scale, unit=unit,

@@ -52,9 +52,19 @@ RUN_FILTERS = {
 }
 _JSON_FIELDS = ("command", "flags", "metrics", "mkfs", "mount", "workload", "energy_assumptions")
 
-# Summarised per metric; the derived ones are computed per run (see _derived).
-SUMMARY_METRICS = ("iops", "mb_s", "mean_latency_us", "p99_latency_us", "energy_j", "watts",
-                   "ops_per_joule", "bytes_per_joule")
+# Summarised for every cell, {n: 0, ...} when its runs did not record them; the derived ones
+# are computed per run (see _derived). Every other numeric metric the runs recorded is
+# summarised as well (read_p99_latency_us, dev_write_bytes, a db_bench figure, ...).
+SUMMARY_METRICS = ("iops", "mb_s", "mean_latency_us", "p50_latency_us", "p99_latency_us",
+                   "p999_latency_us", "write_amplification", "usr_cpu_pct", "sys_cpu_pct",
+                   "host_cpu_busy_pct", "host_cpu_usr_pct", "host_cpu_sys_pct",
+                   "host_cpu_iowait_pct", "energy_j", "watts", "ops_per_joule",
+                   "bytes_per_joule")
+# Summary figures that are columns of the joined row rather than keys of runs.metrics.
+_ROW_METRICS = frozenset(METRIC_COLUMNS) | {"energy_j", "watts", "ops_per_joule",
+                                            "bytes_per_joule"}
+# Recorded with every run but no property of the cell: when its measured window was.
+NOT_SUMMARISED = frozenset({"window_start_epoch_s", "window_end_epoch_s"})
 
 
 def runs(db: Database, include_raw: bool = False, limit: int | None = None,
@@ -143,9 +153,31 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
             "flags": sorted({f for m in members for f in (m["flags"] or [])}),
         }
         for metric in SUMMARY_METRICS:
-            s[metric] = describe(m[metric] for m in members)
+            s[metric] = describe(_value(m, metric) for m in members)
+        for metric in _recorded_metrics(members):
+            # A metric named like a summary field (never one fsadvisor records) cannot
+            # take that field's place.
+            if metric not in s:
+                s[metric] = describe(_value(m, metric) for m in members)
         out.append(s)
     return out
+
+
+def _value(run: dict[str, Any], metric: str) -> float | None:
+    if metric in _ROW_METRICS:
+        return run[metric]
+    recorded = run["metrics"] if isinstance(run["metrics"], dict) else {}
+    return encoding.real_or_none(recorded.get(metric))
+
+
+def _recorded_metrics(members: list[dict[str, Any]]) -> list[str]:
+    """Numeric metrics some of ``members`` recorded beyond SUMMARY_METRICS, sorted."""
+    names: set[str] = set()
+    for m in members:
+        if isinstance(m["metrics"], dict):
+            names.update(k for k, v in m["metrics"].items()
+                         if encoding.real_or_none(v) is not None)
+    return sorted(names - NOT_SUMMARISED - set(SUMMARY_METRICS))
 
 
 def completed_cells(db: Database, matrix_id: str, reps: int | None = None) -> set[str]:

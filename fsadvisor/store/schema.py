@@ -140,7 +140,7 @@ def connect(path: Path | None) -> Database:
         _refuse_newer(version, label)
         if path is not None:
             # WAL: a probe appending runs and a TUI/CLI reading them do not block each other.
-            db.enable_wal()
+            _enable_wal(db)
             # FULL: a commit is on disk before record_run returns (NORMAL could lose the last
             # repetitions on power loss, exactly when a probe of a risky mount is running).
             db.execute("PRAGMA synchronous = FULL")
@@ -157,6 +157,25 @@ def connect(path: Path | None) -> Database:
 def _close(conn: sqlite3.Connection | None) -> None:
     if conn is not None:
         conn.close()
+
+
+def _enable_wal(db: Database, timeout_s: float = 10.0) -> None:
+    """Switch to WAL, waiting out other processes doing the same.
+
+    Changing the journal mode needs an exclusive lock and SQLite answers "database is
+    locked" at once instead of calling the busy handler (seen here: three processes opening
+    one new store under load), so the wait is ours."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            db.enable_wal()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _refuse_newer(version: int, label: str) -> None:

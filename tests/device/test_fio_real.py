@@ -115,7 +115,8 @@ def test_create_stat_delete_chain_shares_files(ext4):
 def test_every_runner_job_file_runs_and_parses(ext4, job):
     _, mnt = ext4
     target = mnt / f"{job}.dat" if job in FILE_TARGET else fresh_dir(mnt, job.removesuffix(".fio"))
-    env = {"TARGET": str(target), "RUNTIME": "1", "SIZE": "16m", "NUMJOBS": "2", "NRFILES": "20"}
+    env = {"TARGET": str(target), "RUNTIME": "1", "SIZE": "16m", "NUMJOBS": "2", "NRFILES": "20",
+           "IOENGINE": fio.best_ioengine()}
     res = fio.run(fio.jobfile_argv(RUNNER / job), env=env, timeout_s=180)
     assert res.exit_code == 0 and res.error is None, res.notes
     assert res.version == fio.fio_version()
@@ -137,9 +138,10 @@ def test_job_files_on_a_raw_block_device(loop_device):
     except loopdev.LoopError as e:
         pytest.skip(f"no free loop device: {e}")
     fill = fio.run(fio.jobfile_argv(RUNNER / "precondition-fill.fio"),
-                   env={"TARGET": dev, "SIZE": "64m"}, timeout_s=120)
+                   env={"TARGET": dev, "SIZE": "64m", "IOENGINE": fio.best_ioengine()}, timeout_s=120)
     assert fill.error is None and fill.metrics()["app_write_bytes"] == 64 << 20
-    env = {"TARGET": dev, "RUNTIME": "1", "SIZE": "64m", "NUMJOBS": "1"}
+    env = {"TARGET": dev, "RUNTIME": "1", "SIZE": "64m", "NUMJOBS": "1",
+           "IOENGINE": fio.best_ioengine()}
     res = fio.run(fio.jobfile_argv(RUNNER / "micro.fio", ["--section=randread-4k"]), env=env,
                   timeout_s=120)
     assert res.error is None and res.metrics()["read_iops"] > 0

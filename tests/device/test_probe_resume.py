@@ -215,3 +215,114 @@ def test_sigterm_on_a_real_device_then_resume_without_force(loop_device, tmp_pat
     s = json.loads(p2.stdout)
     assert s["cells"]["already_done"] == len(done) and s["cells"]["ok"] + len(done) == 4
     assert devmod.read_scheduler(dev)[0] == "kyber"
+
+
+def wait_for_own_signature(tmp: Path, proc: subprocess.Popen, dev: str,
+                           timeout: float = 60) -> dict:
+    """Until the probe has formatted ``dev`` and recorded the signature its mkfs made."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = state(tmp)
+        rec = ((s.get("matrices") or {}).get(dev) or {}).get("own_signature")
+        if (s.get("owner") or {}).get("pid") == proc.pid and rec:
+            return rec
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError("probe did not record its mkfs in time")
+
+
+def blkid_of(dev: str) -> dict[str, str]:
+    out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True).stdout
+    return dict(ln.split("=", 1) for ln in out.splitlines() if "=" in ln)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_foreign(
+        loop_device, tmp_path):
+    """After a SIGKILL nobody wipes the probe's own filesystem (the later cleanup never
+    wipes): --resume recognises it (recorded TYPE+UUID) and proceeds without --force. A
+    signature the probe did not make (mkfs.ext4 by this test) is still refused."""
+    from fsadvisor.service import probing
+
+    dev = loop_device(512 << 20)
+    env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "probe.db"))
+    args = [sys.executable, "-m", "fsadvisor.cli", "probe", dev, "--yes-wipe", dev, "--fs", "ext4",
+            "--schedulers", "none", "--workloads", "4k-randwrite-qd32", "--reps", "1",
+            "--runtime", "1", "--cooldown", "0", "--size", "16M", "--no-baseline", "--no-variants"]
+
+    # 1. killed after its mkfs: its ext4 stays on the device, exactly as recorded
+    p1 = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    rec = wait_for_own_signature(tmp_path, p1, dev)
+    p1.kill()
+    p1.communicate(timeout=60)
+    on_disk = blkid_of(dev)
+    assert rec["identity"]["TYPE"] == on_disk["TYPE"] == "ext4"
+    assert rec["identity"]["UUID"] == on_disk["UUID"]
+
+    # 2. --resume without --force proceeds (after cleaning up) and finishes the matrix
+    p2 = subprocess.run(args + ["--resume", "--json"], capture_output=True, text=True, env=env,
+                        timeout=300)
+    assert p2.returncode == 0, p2.stderr
+    assert f"earlier probe (pid {p1.pid}) did not finish; cleaned up after it" in p2.stderr
+    assert (f"the ext4 signature on {dev} (UUID {on_disk['UUID']}) is the one this probe made "
+            "before it stopped; formatting it needs no --force") in p2.stderr, p2.stderr
+    s = json.loads(p2.stdout)
+    assert s["cells"]["ok"] == s["cells"]["total"] == 1 and s["interrupted"] is None
+    assert "TYPE" not in blkid_of(dev)  # finished in-process: its last signature wiped
+    assert not (tmp_path / "probe.db.probe-state.json").exists()
+
+    # 3. killed again after its mkfs, then someone else formats the device: refused
+    p3 = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    rec3 = wait_for_own_signature(tmp_path, p3, dev)
+    p3.kill()
+    p3.communicate(timeout=60)
+    report = probing.cleanup_stale_state(tmp_path / "probe.db")  # unmounts it for mkfs below
+    assert report.cleaned
+    # a new probe of the device (not only --resume) recognises it too; shown by a dry run
+    dry = subprocess.run(args + ["--dry-run"], capture_output=True, text=True, env=env, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert (f"# the ext4 signature on {dev} (UUID {rec3['identity']['UUID']}) is the one an "
+            "unfinished probe made; formatting it needs no --force") in dry.stdout.splitlines()
+    mk = subprocess.run(["mkfs.ext4", "-q", "-F", dev], capture_output=True, text=True)
+    assert mk.returncode == 0, mk.stderr
+    foreign = blkid_of(dev)
+    assert foreign["TYPE"] == "ext4" and foreign["UUID"] != rec3["identity"]["UUID"]
+    p4 = subprocess.run(args + ["--resume"], capture_output=True, text=True, env=env, timeout=120)
+    lines = [ln for ln in p4.stderr.splitlines() if ln.strip()]
+    assert p4.returncode == 2 and len(lines) == 1, p4.stderr
+    assert (f"{dev} holds data: ext4 signature found, not the one this probe made "
+            f"(ext4 UUID {rec3['identity']['UUID']}); pass --force to destroy it") in lines[0]
+    assert blkid_of(dev)["UUID"] == foreign["UUID"]  # untouched
+    with open_store(tmp_path / "probe.db") as store:
+        assert [r["status"] for r in store.runs()] == ["ok"]  # only the finished matrix's cell
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_the_check_between_cells_sees_mounts_swap_and_exclusive_opens(loop_device, tmp_path):
+    """The real per-cell check (MatrixRun's default): the probe's own unmounted filesystem
+    is expected there; a mount, active swap or an exclusive opener is someone else's."""
+    from fsadvisor import device as devmod
+
+    dev = loop_device(64 << 20)
+    assert devmod.in_use_reason(dev) is None
+    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+    assert devmod.in_use_reason(dev) is None  # a signature alone: between cells it is ours
+    mnt = tmp_path / "theirs"
+    mnt.mkdir()
+    subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+    try:
+        assert devmod.in_use_reason(dev) == f"{dev} is mounted on {mnt}; unmount it first"
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
+    subprocess.run(["mkswap", dev], check=True, capture_output=True)
+    if subprocess.run(["swapon", dev], capture_output=True).returncode == 0:
+        try:
+            assert devmod.in_use_reason(dev) == f"{dev} is active swap (/proc/swaps); never probed"
+        finally:
+            subprocess.run(["swapoff", dev], capture_output=True, timeout=60)
+    fd = os.open(dev, os.O_RDONLY | os.O_EXCL)
+    try:
+        assert "is busy (mounted or claimed" in devmod.in_use_reason(dev)
+    finally:
+        os.close(fd)
+    assert devmod.in_use_reason(dev) is None

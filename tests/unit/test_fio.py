@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, example, given, settings, strategies as st
 
 from fsadvisor import fio
 from fsadvisor.domain import Workload
@@ -66,6 +66,7 @@ def test_every_fixture_parses_with_sane_metrics(name):
     assert res.jobs
     m = res.metrics()
     check_ordered(m)
+    check_provenance(m, res.percentile_provenance())
     assert m["ops"] >= 1
 
 
@@ -339,8 +340,19 @@ def parse_or_error(t):
     check_invariants(m)
     for g in res.groups():
         check_invariants(res.metrics(groupid=g))
+    for g in (None, *res.groups()):
+        check_provenance(res.metrics(groupid=g), res.percentile_provenance(groupid=g))
     res.latency_basis()
     return res
+
+
+def check_provenance(m: dict, prov: dict) -> None:
+    """Every percentile says where it comes from; a per-direction one is always fio's own."""
+    assert set(prov) == {k for k in m if re.search(r"(^|_)p(50|99|999)_latency_us$", k)}
+    assert set(prov.values()) <= {fio.EXACT, fio.POOLED_ESTIMATE}
+    for k, v in prov.items():
+        if k.startswith(("read_", "write_", "trim_")):
+            assert v == fio.EXACT, k
 
 
 @given(json_any)
@@ -409,6 +421,7 @@ def test_pooled_quantile_lies_between_component_quantiles(parts, q):
 
 
 @given(ladder, st.integers(2, 4), st.sampled_from([0.5, 0.99, 0.999]))
+@example(values=[1.0, 1.0, 1.0, 1.0, 81066.0], n=3, q=0.99)  # weights summing to 1 - 1 ulp
 def test_pooled_quantile_of_identical_components_is_the_component_quantile(values, n, q):
     got = _mixture_quantile([comp(values, 7.0) for _ in range(n)], q)
     assert got == pytest.approx(comp(values, 1).pct[round(q * 100, 6)], rel=1e-9)
@@ -569,10 +582,22 @@ def test_run_reports_fio_failure_in_one_line(tmp_path):
 
 @needs_fio
 def test_job_file_runs_with_plain_fio(tmp_path):
-    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1"}
+    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1",
+           "IOENGINE": fio.best_ioengine()}
     res = fio.run(fio.jobfile_argv(RUNNER / "micro.fio", ["--section=randread-4k"]), env=env)
     assert res.error is None and [j["jobname"] for j in res.jobs] == ["randread-4k"]
     assert res.metrics()["read_iops"] > 0
+
+
+@needs_fio
+@pytest.mark.parametrize("job", ["micro.fio", "precondition-fill.fio"])
+def test_job_files_take_the_libaio_fallback_from_the_environment(tmp_path, job):
+    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1",
+           "IOENGINE": "libaio"}
+    extra = ["--section=randread-4k"] if job == "micro.fio" else []
+    res = fio.run(fio.jobfile_argv(RUNNER / job, extra), env=env)
+    assert res.error is None and res.metrics()["ops"] > 0
+    assert res.doc["global options"]["ioengine"] == "libaio"
 
 
 @needs_fio

@@ -745,3 +745,67 @@ def test_raw_baselines_under_different_schedulers_stay_apart(store, fake_dataset
     obs = {o.config.scheduler: o.value for o in store.observations()
            if o.config.fs == "raw" and o.metric == "iops"}
     assert obs == {"none": 1000.0, "mq-deadline": 3000.0}
+
+
+# --------------------------------------------------------------------------- every metric summarised
+
+def test_every_recorded_metric_gets_its_summary_by_hand(store):
+    """Three reps: each metric's mean, sd (n-1) and 95% t interval computed by hand."""
+    per_rep = {  # rep 1, 2, 3
+        "p50_latency_us": (90.0, 100.0, 110.0), "p999_latency_us": (1000.0, 1300.0, 1600.0),
+        "write_amplification": (1.5, 2.0, 2.5), "usr_cpu_pct": (4.0, 5.0, 6.0),
+        "sys_cpu_pct": (20.0, 22.0, 24.0), "host_cpu_busy_pct": (40.0, 45.0, 50.0),
+        "host_cpu_usr_pct": (10.0, 11.0, 12.0), "host_cpu_sys_pct": (28.0, 30.0, 32.0),
+        "host_cpu_iowait_pct": (5.0, 7.0, 9.0), "read_p99_latency_us": (300.0, 330.0, 360.0),
+        "dev_write_bytes": (1e9, 2e9, 3e9),
+    }
+    for i in range(3):
+        metrics = {"iops": 1000.0, **{k: v[i] for k, v in per_rep.items()},
+                   "window_start_epoch_s": 1.7e9 + 100 * i,
+                   "window_end_epoch_s": 1.7e9 + 100 * i + 10,
+                   "note": "not a number"}
+        store.record_run(run_record(rep=i + 1, metrics=metrics))
+    (s,) = store.summaries()
+    t = 4.302653  # t(0.975, 2)
+    for key, (a, b, c) in per_rep.items():
+        mean = (a + b + c) / 3
+        sd = math.sqrt(((a - mean) ** 2 + (b - mean) ** 2 + (c - mean) ** 2) / 2)
+        half = t * sd / math.sqrt(3)
+        got = s[key]
+        assert got["n"] == 3, key
+        assert got["mean"] == pytest.approx(mean) and got["sd"] == pytest.approx(sd), key
+        assert (got["ci95_low"], got["ci95_high"]) == pytest.approx((mean - half, mean + half),
+                                                                    rel=1e-6), key
+    assert s["p50_latency_us"]["sd"] == pytest.approx(10.0)  # 90, 100, 110 by eye
+    # When the window was is no property of the cell; text is no figure.
+    assert "window_start_epoch_s" not in s and "window_end_epoch_s" not in s and "note" not in s
+    assert s["iops"]["mean"] == 1000.0 and s["iops"]["sd"] == 0.0
+    assert s["p99_latency_us"]["n"] == 0  # no run recorded it, yet the key is there
+
+
+def test_fixed_summary_metrics_are_present_without_values(store):
+    store.record_run(run_record(metrics={"iops": 5.0}))
+    (s,) = store.summaries()
+    for key in ("p50_latency_us", "p999_latency_us", "write_amplification", "usr_cpu_pct",
+                "sys_cpu_pct", "host_cpu_usr_pct", "host_cpu_sys_pct", "host_cpu_iowait_pct"):
+        assert s[key] == {"n": 0, "mean": None, "sd": None, "ci95_low": None, "ci95_high": None}
+    assert s["iops"]["mean"] == 5.0
+
+
+def test_a_metric_named_like_a_summary_field_does_not_replace_it(store):
+    store.record_run(run_record(metrics={"iops": 5.0, "n": 99.0, "run_ids": 1.0}))
+    (s,) = store.summaries()
+    assert s["n"] == 1 and s["run_ids"] == [1]
+
+
+def test_pooled_percentiles_are_noted_in_observations(store, fake_datasets):
+    pooled = "latency-percentiles-pooled-estimate"
+    store.record_run(run_record(flags=(pooled,), metrics={
+        "iops": 10.0, "p99_latency_us": 500.0, "mean_latency_us": 40.0}))
+    store.record_run(run_record(config=EXT4, metrics={
+        "iops": 10.0, "p99_latency_us": 500.0, "mean_latency_us": 40.0}))
+    probe = [o for o in store.observations() if o.source.startswith("probe")]
+    notes = {(o.config.fs, o.metric): o.note for o in probe}
+    assert "pooled estimate" in notes[("xfs", "p99_latency_us")]
+    assert "pooled estimate" not in notes[("xfs", "mean_latency_us")]  # a pooled mean is exact
+    assert "pooled estimate" not in notes[("ext4", "p99_latency_us")]

@@ -1,0 +1,102 @@
+"""--dry-run lists the commands a real run executes before the matrix (fio's io_uring
+self-test while planning, ``fio --version`` before the first cell), exactly as the real code
+runs them, and executes none of them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from fsadvisor import fio
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.probe.plan import build_plan
+from fsadvisor.probe.report import dry_run_lines
+
+GIB = 1 << 30
+
+
+def plan(**kw):
+    return build_plan("/dev/loop9", 4 * GIB, filesystems=["ext4"], schedulers=["none"],
+                      quick=True, kernel_supports=lambda fs: True, **kw)
+
+
+def real_selftest_argv(monkeypatch) -> list[str]:
+    """What fio.best_ioengine() really executes (its fio run captured, not executed)."""
+    seen: list[list[str]] = []
+
+    def capture(argv, **kw):
+        seen.append(list(argv))
+        raise FsAdvisorError("not executed in this test")
+
+    monkeypatch.setattr(fio, "run", capture)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}")
+    assert fio.best_ioengine.__wrapped__() == "libaio"
+    assert len(seen) == 1
+    return seen[0]
+
+
+def real_version_argv(monkeypatch) -> list[str]:
+    seen: list[list[str]] = []
+
+    def capture(argv, **kw):
+        seen.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0, "fio-3.33\n", "")
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}")
+    monkeypatch.setattr(subprocess, "run", capture)
+    assert fio.fio_version() == "fio-3.33"
+    return seen[0]
+
+
+def test_the_dry_run_lists_the_io_uring_self_test_and_fio_version(monkeypatch):
+    lines = dry_run_lines(plan())
+    selftest = real_selftest_argv(monkeypatch)
+    version = real_version_argv(monkeypatch)
+    tmp = tempfile.gettempdir()
+    shown = [ln for ln in lines if ln.startswith("fio ") and "--ioengine=io_uring --iodepth=4" in ln]
+    assert len(shown) == 1
+    cmd, _, note = shown[0].partition("  # ")
+    # the same argv, with the random temporary directory as a placeholder
+    words = cmd.split()
+    assert len(words) == len(selftest)
+    for w, real in zip(words, selftest):
+        if "<random>" in w:
+            assert w.startswith(f"--filename={tmp}/fsadvisor-fio-<random>/")
+            assert real.startswith(f"--filename={tmp}/fsadvisor-fio-") and real.endswith("/probe")
+        else:
+            assert w == real
+    assert "a real run executes" in note and "io_uring or libaio" in note
+    assert f"{' '.join(version)}  # a real run executes this before the first cell" in "\n".join(lines)
+    # in the order a real run executes them: self-test while planning, version before cell 1
+    first_cell = next(i for i, ln in enumerate(lines) if ln.startswith("## cell 1/"))
+    v = next(i for i, ln in enumerate(lines) if ln.startswith("fio --version"))
+    assert 0 < lines.index(shown[0]) < v < first_cell
+
+
+def test_a_resumed_matrix_runs_no_self_test_and_the_dry_run_says_so():
+    p = plan()
+    p.matrix_id = "m1"  # --resume keeps the planned engine: plan_probe never calls best_ioengine
+    lines = dry_run_lines(p)
+    assert not any("--number_ios=8" in ln for ln in lines)
+    assert sum(ln.startswith("fio --version  # ") for ln in lines) == 1
+
+
+def test_listing_executes_nothing(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError(f"executed {a[0] if a else k}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    scratch = build_plan(None, 2 * GIB, filesystems=["ext4"], schedulers=["none"], quick=True,
+                         kernel_supports=lambda fs: True, scratch_size_bytes=2 * GIB)
+    for p in (plan(), scratch):
+        assert any(ln.startswith("fio --version") for ln in dry_run_lines(p))
+
+
+@pytest.mark.parametrize("engine", ["io_uring", "libaio"])
+def test_the_note_names_the_engine_the_preview_assumed(engine):
+    lines = dry_run_lines(plan(ioengine=engine))
+    assert any(f"this preview assumed {engine}" in ln for ln in lines)
