@@ -675,11 +675,19 @@ def run(argv: Sequence[str], timeout_s: float | None = None,
     return res
 
 
+# The commands run besides the measured jobs, named once so that --dry-run shows exactly these.
+FIO_VERSION_ARGV = ("fio", "--version")
+# A tiny io_uring job in a temporary directory ({tmpdir}): does io_uring work on this kernel?
+IO_URING_SELFTEST_ARGV = ("fio", "--output-format=json", "--name=probe",
+                          "--filename={tmpdir}/probe", "--size=64k", "--bs=4k", "--rw=randread",
+                          "--ioengine=io_uring", "--iodepth=4", "--number_ios=8")
+
+
 def fio_version() -> str:
     """``fio --version`` as printed, e.g. "fio-3.33"."""
     if not shutil.which("fio"):
         raise NotSupported("fio is not installed (Debian package 'fio')")
-    out = subprocess.run(["fio", "--version"], capture_output=True, text=True)
+    out = subprocess.run(list(FIO_VERSION_ARGV), capture_output=True, text=True)
     ver = out.stdout.strip()
     if out.returncode != 0 or not ver:
         raise FioRunError(f"fio --version failed: {_first_line(out.stderr) or 'no output'}")
@@ -693,9 +701,7 @@ def best_ioengine() -> str:
     if not shutil.which("fio"):
         raise NotSupported("fio is not installed (Debian package 'fio')")
     with tempfile.TemporaryDirectory(prefix="fsadvisor-fio-") as d:
-        argv = ["fio", "--output-format=json", "--name=probe", f"--filename={d}/probe",
-                "--size=64k", "--bs=4k", "--rw=randread", "--ioengine=io_uring",
-                "--iodepth=4", "--number_ios=8"]
+        argv = [a.format(tmpdir=d) for a in IO_URING_SELFTEST_ARGV]
         try:
             res = run(argv, timeout_s=30)
         except FsAdvisorError:

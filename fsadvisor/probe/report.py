@@ -11,18 +11,12 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsadvisor import fio
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 
-# What fio.best_ioengine() executes while a real (not --resume) run is planned: a tiny
-# io_uring job in a temporary directory (fsadvisor-fio-XXXX). A copy, for the dry run to
-# show; tests/unit/test_probe_dry_run_listing.py keeps it equal to the real argv.
-IO_URING_SELFTEST_ARGV = ("fio", "--output-format=json", "--name=probe",
-                          "--filename={tmpdir}/probe", "--size=64k", "--bs=4k", "--rw=randread",
-                          "--ioengine=io_uring", "--iodepth=4", "--number_ios=8")
-FIO_VERSION_ARGV = ("fio", "--version")
 
 
 def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
@@ -31,10 +25,10 @@ def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
     (recorded with every run) just before the first cell."""
     tmpdir = os.path.join(tempfile.gettempdir(), "fsadvisor-fio-<random>")
     selftest = [] if plan.matrix_id else [
-        " ".join(IO_URING_SELFTEST_ARGV).format(tmpdir=tmpdir)
+        " ".join(fio.IO_URING_SELFTEST_ARGV).format(tmpdir=tmpdir)
         + "  # a real run executes this io_uring self-test while planning; it picks io_uring "
           f"or libaio (this preview assumed {plan.ioengine})"]
-    version = [" ".join(FIO_VERSION_ARGV)
+    version = [" ".join(fio.FIO_VERSION_ARGV)
                + "  # a real run executes this before the first cell (recorded with every run)"]
     return selftest, version
 
