@@ -290,6 +290,17 @@ class Prediction:
 RUN_STATUSES = ("ok", "failed", "incomplete")
 
 
+# What a run's flags say about its figures. Set by the probe (probe/measure.py, cell.py), read
+# by the store (a direct-I/O-not-honoured run is never ranked) and by the front ends.
+FLAG_DIRECT_IO = "direct-io-not-honoured"  # the page cache served a direct=1 job's reads
+FLAG_LOOP = "loop-device"  # a loop device's numbers describe its backing file, not an SSD
+FLAG_ESTIMATE = "energy-estimate"  # energy from a power model, not a meter
+# p50/p99/p999_latency_us pool several latency distributions (read and write of a mixed job,
+# jobs without group_reporting, stonewalled groups): fio printed no such figure, they are
+# estimates (fio.FioResult.percentile_provenance says which; read_/write_ ones are exact).
+FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
+
+
 @dataclass
 class RunRecord:
     """One repetition of one probe cell (configuration x workload x repetition), stored the
@@ -310,7 +321,7 @@ class RunRecord:
     wall_s: float
     metrics: dict[str, float] = field(default_factory=dict)
     energy: EnergyReading | None = None
-    flags: tuple[str, ...] = ()  # e.g. "direct-io-not-honoured", "loop-device"
+    flags: tuple[str, ...] = ()  # FLAG_* below
     error: str | None = None
     tool: str = "fio"  # fio | db_bench | sysbench
     command: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json, fail
+from fsadvisor.domain import FLAG_ESTIMATE
 
 EXIT_INTERRUPTED = 130
 EXIT_CELLS_FAILED = 1
@@ -130,7 +131,7 @@ def _print_summary(s) -> None:
                 notes.insert(0, "NOT RANKED")
             if r.get("vs_raw_iops"):
                 notes.append(f"{r['vs_raw_iops'] * 100:.0f}% of raw device")
-            if r.get("energy_source") and "energy-estimate" not in notes:
+            if r.get("energy_source") and FLAG_ESTIMATE not in notes:
                 notes.append(f"energy {r['energy_source']}")
             typer.echo(f"{r['config'][:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
                        f"{_fmt(r['iops']):>18} {_fmt(r['mb_s'], digits=1):>14} "

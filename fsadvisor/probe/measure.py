@@ -16,18 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_ESTIMATE, FLAG_LOOP,  # noqa: F401 (re-exported)
+                              FLAG_POOLED_PERCENTILES)
+
 SECTOR_BYTES = 512  # /sys/block/X/stat counts 512-byte sectors whatever the block size
 # A direct=1 read job whose device saw less than this share of the bytes fio read was served
 # from the page cache: data=journal gave 283k "IOPS" vs 59k on the device (domain notes §5),
 # i.e. well under half; honest runs read slightly *more* than fio (metadata).
 DIRECT_IO_MIN_READ_SHARE = 0.5
-FLAG_DIRECT_IO = "direct-io-not-honoured"
-FLAG_LOOP = "loop-device"
-FLAG_ESTIMATE = "energy-estimate"
-# p50/p99/p999_latency_us pool several latency distributions (read and write of a mixed job,
-# jobs without group_reporting, stonewalled groups): fio printed no such figure, they are
-# estimates (fio.FioResult.percentile_provenance says which; read_/write_ ones are exact).
-FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable
 
-from fsadvisor.domain import SCHEDULERS, FsConfig, Observation, Workload
+from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
+                              Observation, Workload)
 
-NOT_COMPARABLE_FLAGS = frozenset({"direct-io-not-honoured"})
-# probe.measure.FLAG_POOLED_PERCENTILES: the run's p50/p99/p999_latency_us were pooled from
-# several latency distributions by fio.py, not printed by fio; the note says so.
-POOLED_PERCENTILES_FLAG = "latency-percentiles-pooled-estimate"
+NOT_COMPARABLE_FLAGS = frozenset({FLAG_DIRECT_IO})
 _PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_latency_us"})
 
 # observation metric, summary metric, scale to the observation's unit, unit, energy metric?
@@ -77,7 +75,7 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
                              f"{st['ci95_high'] * scale:.4g}]")
                 if st["mean"] and abs(st["sd"] / st["mean"]) > _CV_FLAG:
                     note += ", cv>40%"
-            if metric in _PERCENTILE_METRICS and POOLED_PERCENTILES_FLAG in s["flags"]:
+            if metric in _PERCENTILE_METRICS and FLAG_POOLED_PERCENTILES in s["flags"]:
                 note += ", pooled estimate (not fio's own percentile)"
             out.append(Observation(
                 source=_source(s), device_kind=s["device_kind"] or "unknown", config=config,

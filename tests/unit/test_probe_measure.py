@@ -161,4 +161,4 @@ def test_a_single_direction_run_is_not_flagged(fixture, monkeypatch):
 
 
 def test_the_store_knows_the_flag_by_the_same_name():
-    assert observations.POOLED_PERCENTILES_FLAG == measure.FLAG_POOLED_PERCENTILES
+    assert observations.FLAG_POOLED_PERCENTILES is measure.FLAG_POOLED_PERCENTILES
