@@ -54,7 +54,7 @@ def run(argv: list[str]) -> str:
 
 def bare_fio(plan, dev: str, workdir: Path) -> float:
     """The probe cell's steps done by hand, with fio reading a job file."""
-    from fsadvisor import fio
+    from fsadvisor.tools import fio
     from fsadvisor.domain import Device
     from fsadvisor.probe.cell import CellRunner
     from fsadvisor.probe.commands import Executor
@@ -116,7 +116,7 @@ def main() -> None:
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (it formats a scratch loop device)")
-    from fsadvisor import loopdev
+    from fsadvisor.host import loopdev
     from fsadvisor.sizes import parse_size
     from fsadvisor.service import probing
 

@@ -1,6 +1,6 @@
 """Benchmark: wall time of the what-if simulator per simulated request.
 
-Covers: fsadvisor.sim.run, the simpy loop itself (no model fit, no calibration). Scenario:
+Covers: fsadvisor.predict.sim.run, the simpy loop itself (no model fit, no calibration). Scenario:
 the bare-NVMe device of models/devices.toml under three workload shapes (no fsync; the oltp
 preset's commit every 8 writes; fsync on every write at queue depth 32, where barriers drain
 the device and merge), REQUESTS requests each, REPEATS times; the median is printed as
@@ -17,9 +17,9 @@ import argparse
 import statistics
 import time
 
-from fsadvisor import sim
+from fsadvisor.predict import sim
 from fsadvisor.domain import Workload
-from fsadvisor.model import ModelSettings
+from fsadvisor.predict.model import ModelSettings
 
 SCENARIOS = {
     "4k randread 4x8, no fsync": Workload(rw="randread", bs_bytes=4096, numjobs=4, iodepth=8),

@@ -22,4 +22,4 @@ def data_dir(name: str) -> Path:
 
 
 def presets_dir() -> Path:
-    return _PKG / "presets"
+    return _PKG / "profiles" / "presets"

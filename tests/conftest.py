@@ -8,9 +8,7 @@ import shutil
 
 import pytest
 
-from fsadvisor import loopdev
-
-
+from fsadvisor.host import loopdev
 def _can_loop() -> str | None:
     if os.geteuid() != 0:
         return "needs root"

@@ -35,7 +35,7 @@ def show(
 ) -> None:
     """Show one profile: workload, constraints and source."""
     from fsadvisor.service import advice
-    from fsadvisor.profile import profile_to_toml
+    from fsadvisor.profiles import profile_to_toml
 
     p = advice.get_profile(name)
     if as_json:

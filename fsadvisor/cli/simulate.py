@@ -34,7 +34,7 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Simulate a configuration under what-if variants: tail latency, queueing, fsync batching, PLP."""
-    from fsadvisor import sim
+    from fsadvisor.predict import sim
     from fsadvisor.service.simulate import simulate_what_if
 
     results = simulate_what_if(config, workload=workload, profile=profile, device=device,

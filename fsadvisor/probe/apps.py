@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from fsadvisor import appbench
+from fsadvisor.tools import appbench
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.probe.plan import KIND_DB_BENCH, KIND_SYSBENCH
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from fsadvisor import fio
+from fsadvisor.tools import fio
 from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.probe import measure
@@ -176,7 +176,6 @@ class CellRunner:
     # ------------------------------------------------------------ steps (pure)
     def steps(self, cell: Cell) -> list[Step]:
         from fsadvisor import catalog
-
         dev, mnt, spec = self.device, self.mountpoint, cell.workload
         out = [Step("discard", ("blkdiscard", "-f", dev), optional=True,
                     note="precondition (seed 000); skipped if the device cannot discard")]
@@ -281,8 +280,7 @@ class CellRunner:
 
     def _do(self, step: Step, flags: list[str]) -> None:
         if step.role == "scheduler":
-            from fsadvisor import device as devmod
-
+            from fsadvisor.host import device as devmod
             (self.set_scheduler or devmod.set_scheduler)(self.device, step.value)
         elif step.role == "sync":
             os.sync()
@@ -327,8 +325,7 @@ class CellRunner:
         self.hooks.after_umount(self.mountpoint)
 
     def _measure(self, step: Step, cell: Cell, record: RunRecord, flags: list[str]) -> None:
-        from fsadvisor import device as devmod
-
+        from fsadvisor.host import device as devmod
         stat = self.block_stat or devmod.block_stat
         before_blk = stat(self.device)
         before_cpu = measure.CpuTimes.now()

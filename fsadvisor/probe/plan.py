@@ -331,7 +331,6 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
     with that scheduler only. Otherwise each filesystem gets its catalog default plus
     :data:`VARIANT_MOUNTS`, and XFS one default configuration per ``--agcounts`` value."""
     from fsadvisor import catalog
-
     out: list[FsConfig] = []
     if agcounts and (explicit or "xfs" not in filesystems):
         raise ConfigError("--agcounts applies to xfs: add xfs to --fs (explicit --config "
@@ -383,7 +382,6 @@ def build_plan(device: str | None, device_size_bytes: int, *,
                kernel_supports=None, **extra: Any) -> Plan:
     """Assemble a :class:`Plan`; raises ConfigError for anything the user can fix."""
     from fsadvisor import catalog
-
     filesystems = check_choice("filesystem", filesystems, FILESYSTEMS)
     schedulers = check_choice("scheduler", schedulers, SCHEDULERS)
     if not filesystems and not explicit_configs:

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsadvisor import fio
+from fsadvisor.tools import fio
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor

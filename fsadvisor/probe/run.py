@@ -184,9 +184,8 @@ class MatrixRun:
         return self.summary
 
     def _run(self) -> None:
-        from fsadvisor import device as devmod
-        from fsadvisor import fio
-
+        from fsadvisor.host import device as devmod
+        from fsadvisor.tools import fio
         plan = self.plan
         scratch = bool(plan.scratch_size_bytes)
         dev = self._attach_scratch() if scratch else str(plan.device)
@@ -272,8 +271,7 @@ class MatrixRun:
         """Right after each mkfs (before the mount): remember the filesystem this probe made,
         so that after a SIGKILL (no in-process wipe) --resume recognises it and needs no
         --force; anything else found there later still does."""
-        from fsadvisor import device as devmod
-
+        from fsadvisor.host import device as devmod
         if self.plan.scratch_size_bytes:
             return  # a fresh scratch device is never checked for signatures
         entry = self.state.matrices.get(self.plan.device_key)
@@ -350,7 +348,6 @@ class MatrixRun:
     # ------------------------------------------------------------ energy
     def _meter(self, dev: str):
         from fsadvisor import energy
-
         e = self.plan.energy
         opts: dict[str, Any] = {}
         if e.get("meter_log"):
@@ -371,8 +368,7 @@ class MatrixRun:
 
     # ------------------------------------------------------------ scratch and cleanup
     def _attach_scratch(self) -> str:
-        from fsadvisor import loopdev
-
+        from fsadvisor.host import loopdev
         fd, path = tempfile.mkstemp(prefix="fsadvisor-scratch-", suffix=".img",
                                     dir=self.plan.scratch_dir)
         os.close(fd)
@@ -415,8 +411,7 @@ class MatrixRun:
         the last cell's filesystem is ours, and without it a rerun or --resume needs no
         --force. Only in-process, where we know the device is still the one we formatted
         (a later invocation cleaning up after a kill never wipes anything)."""
-        from fsadvisor import device as devmod
-
+        from fsadvisor.host import device as devmod
         if devmod.exclusive_guard(dev) is not None:
             return [f"left {dev} as it is: it is busy"]
         result = self.executor.run(WIPE_ARGV + [dev], check=False, timeout_s=120)

@@ -406,7 +406,7 @@ class SystemOps:
         return _group_alive(pgid)
 
     def is_mounted(self, mountpoint: str) -> bool:
-        from fsadvisor.device import parse_mounts
+        from fsadvisor.host.device import parse_mounts
 
         try:
             mounts = parse_mounts(Path("/proc/self/mounts").read_text())
@@ -434,21 +434,18 @@ class SystemOps:
             os.rmdir(path)
 
     def current_scheduler(self, device: str) -> str | None:
-        from fsadvisor import device as devmod
-
+        from fsadvisor.host import device as devmod
         try:
             return devmod.read_scheduler(device)[0]
         except FsAdvisorError:
             return None
 
     def set_scheduler(self, device: str, name: str) -> None:
-        from fsadvisor import device as devmod
-
+        from fsadvisor.host import device as devmod
         devmod.set_scheduler(device, name)
 
     def loop_backing_file(self, loop_device: str) -> str | None:
-        from fsadvisor import loopdev
-
+        from fsadvisor.host import loopdev
         return loopdev.backing_file(loop_device)
 
     def loops_of(self, backing_file: str) -> list[str]:
@@ -459,8 +456,7 @@ class SystemOps:
         return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
 
     def detach_loop(self, loop_device: str) -> None:
-        from fsadvisor import loopdev
-
+        from fsadvisor.host import loopdev
         loopdev.detach(loop_device)
 
     def remove_file(self, path: str) -> None:

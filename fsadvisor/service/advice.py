@@ -15,10 +15,10 @@ from typing import Any, Iterable, Iterator
 from fsadvisor import catalog
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
-from fsadvisor.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
+from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
                              cross_validate, fit, load_model, predict, save_model,
                              settings_fingerprint)
-from fsadvisor.recommend import Recommendation, rank
+from fsadvisor.predict.rank import Recommendation, rank
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
 _cache: dict[str, FittedModel] = {}
@@ -27,12 +27,12 @@ _cache: dict[str, FittedModel] = {}
 # --------------------------------------------------------------------------- profiles
 
 def list_profiles() -> list[Profile]:
-    from fsadvisor.profile import list_presets
+    from fsadvisor.profiles import list_presets
     return list_presets()
 
 
 def get_profile(name_or_path: str) -> Profile:
-    from fsadvisor.profile import load_profile
+    from fsadvisor.profiles import load_profile
     return load_profile(name_or_path)
 
 
@@ -90,7 +90,7 @@ def get_model(db: str | None = None) -> FittedModel:
 
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
     """A device path (inspected read-only) or a spec like ``nvme:1.92T``; default 1 TB NVMe."""
-    from fsadvisor.device import device_from_spec
+    from fsadvisor.host.device import device_from_spec
     dev = device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
         if plp not in ("yes", "no", "unknown"):
@@ -122,7 +122,7 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
 
 
 def _workload_of(workload: Any = None, profile: str | None = None):
-    from fsadvisor.profile import workload_from_dict
+    from fsadvisor.profiles import workload_from_dict
     if profile is not None and workload is not None:
         raise FsAdvisorError("give either a workload or a profile, not both")
     if profile is not None:
@@ -231,7 +231,7 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     m = fit(obs, settings)
     took = time.perf_counter() - t0
     doc = {
-        "how": "Bayesian linear model on log scale (fsadvisor/model.py): weighted ridge with the "
+        "how": "Bayesian linear model on log scale (fsadvisor/predict/model.py): weighted ridge with the "
                "priors of models/priors.toml, the configuration-effect prior sd multiplied by "
                "prior_scale, chosen as the value with the lowest median held-out error in "
                f"{folds}-fold cross-validation grouped by source table; noise sd re-estimated "

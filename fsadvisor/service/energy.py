@@ -8,8 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from fsadvisor import energy
-
-
 def energy_check(meter_log: str | None = None, device: str | None = None,
                  **opts: Any) -> list[dict[str, Any]]:
     """One dict per source (rapl, ipmi, meter-log, estimate): name, ok, detail, and

@@ -48,8 +48,7 @@ def _state_file(db: PathLike | None) -> StateFile:
 
 def root_problem() -> str | None:
     """Why this process cannot probe (not root), or None."""
-    from fsadvisor import device
-
+    from fsadvisor.host import device
     return device.needs_root()
 
 
@@ -87,9 +86,8 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
     With ``resume`` the last unfinished matrix of that device (or of ``--scratch``) is
     continued as it was planned; the other choices are ignored except ``force``. With
     ``dry_run`` nothing is executed at all, not even fio's io_uring self-test."""
-    from fsadvisor import device as devmod
-    from fsadvisor import fio
-
+    from fsadvisor.host import device as devmod
+    from fsadvisor.tools import fio
     if (device is None) == (scratch is None):
         raise ConfigError("give either a DEVICE or --scratch SIZE")
     if plp not in ("yes", "no", "unknown"):
@@ -129,7 +127,7 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
         size_bytes = dev_info.size_bytes
     prof = None
     if profile is not None:
-        from fsadvisor.profile import load_profile
+        from fsadvisor.profiles import load_profile
 
         prof = load_profile(profile)
     size_bytes_job = None
@@ -167,7 +165,6 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
     if not dry_run:
         # An explicit source that cannot work here is refused before anything is touched.
         from fsadvisor import energy as energymod
-
         energymod.choose_meter(energy, device=None,
                                **{k: v for k, v in energy_opts.items()
                                   if k in ("meter_log", "clock_offset_s", "idle_watts")})
@@ -177,8 +174,7 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
 def _check_profile_workloads(plan: Plan) -> None:
     """A profile fio cannot express on one command line (data I/O mixed with file
     create/stat/delete, without a runner/ job file) is refused now, not in every cell."""
-    from fsadvisor import fio
-
+    from fsadvisor.tools import fio
     for spec in plan.workloads:
         if spec.kind != planmod.KIND_FIO or spec.source == "micro":
             continue
@@ -222,8 +218,7 @@ def own_signature(plan: Plan) -> dict[str, str] | None:
 def check_device(plan: Plan) -> str | None:
     """The resolved device path when it may be formatted (None for --scratch, created at run
     time); DeviceRefused with the one-line reason otherwise."""
-    from fsadvisor import device as devmod
-
+    from fsadvisor.host import device as devmod
     if plan.scratch_size_bytes:
         return None
     return devmod.require_safe(str(plan.device), force=plan.force,
@@ -233,8 +228,7 @@ def check_device(plan: Plan) -> str | None:
 def dry_run_verdict(plan: Plan) -> str | None:
     """For a dry run: None when the device would be accepted or could not be judged only for
     lack of privileges (the reason is then returned as a note); DeviceRefused otherwise."""
-    from fsadvisor import device as devmod
-
+    from fsadvisor.host import device as devmod
     if plan.scratch_size_bytes:
         return None
     own = own_signature(plan)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from fsadvisor import catalog, sim
+from fsadvisor import catalog
+
+from fsadvisor.predict import sim
 from fsadvisor.domain import POWER_SCOPES
 from fsadvisor.errors import FsAdvisorError
 
@@ -70,7 +72,7 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
                      requests: int = sim.DEFAULT_REQUESTS, db: str | None = None,
                      scope: str = "system", fixed: Iterable[str] | Mapping[str, Any] | None = None,
                      sigma: float = sim.DEFAULT_SIGMA) -> list[sim.SimResult]:
-    """One :class:`fsadvisor.sim.SimResult` per value of ``vary`` (one result without it),
+    """One :class:`fsadvisor.predict.sim.SimResult` per value of ``vary`` (one result without it),
     all calibrated at the workload's own point; ``fixed`` knobs apply to every variant."""
     import json
 

@@ -186,7 +186,7 @@ class Store:
 
     @_guarded
     def observations(self) -> list[Observation]:
-        """Seed observations (fsadvisor.datasets) plus one per metric of each probe summary."""
+        """Seed observations (fsadvisor.store.datasets) plus one per metric of each probe summary."""
         seeds = list(seeding.datasets_module().load_observations())
         return seeds + _observations.probe_observations(queries.summaries(self._db))
 

@@ -31,7 +31,7 @@ METRIC_COLUMNS = (
     "write_amplification",
 )
 
-# The tidy seed rows as fsadvisor.datasets.load_rows() returns them.
+# The tidy seed rows as fsadvisor.store.datasets.load_rows() returns them.
 MEASUREMENT_COLUMNS = {
     "id": str, "source": str, "citation": str, "device": str, "device_kind": str, "kernel": str,
     "filesystem": str, "mkfs_options": str, "mount_options": str, "scheduler": str,

@@ -1,6 +1,6 @@
 """The shipped seed datasets inside the store, so they can be queried and exported with runs.
 
-The rows come from :func:`fsadvisor.datasets.load_rows`; a hash of them is kept in ``meta``
+The rows come from :func:`fsadvisor.store.datasets.load_rows`; a hash of them is kept in ``meta``
 so the table is reloaded exactly when the shipped data changed (a new fsadvisor version
 with corrected transcriptions), and left alone otherwise.
 """
@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 def datasets_module() -> ModuleType:
     # Looked up at call time (through sys.modules) so tests can substitute the loader.
     try:
-        return importlib.import_module("fsadvisor.datasets")
+        return importlib.import_module("fsadvisor.store.datasets")
     except ModuleNotFoundError as e:
-        if e.name != "fsadvisor.datasets":
+        if e.name != "fsadvisor.store.datasets":
             raise
-        raise StoreError("the seed datasets module (fsadvisor.datasets) is missing from this "
+        raise StoreError("the seed datasets module (fsadvisor.store.datasets) is missing from this "
                          "installation") from e
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from fsadvisor.domain import Device, Profile
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.recommend import Recommendation
+from fsadvisor.predict.rank import Recommendation
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).

@@ -17,7 +17,9 @@ import time
 
 import pytest
 
-from fsadvisor import catalog, loopdev
+from fsadvisor import catalog
+
+from fsadvisor.host import loopdev
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError
 

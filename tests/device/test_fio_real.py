@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fsadvisor import fio, loopdev
+from fsadvisor.tools import fio
+
+from fsadvisor.host import loopdev
 from fsadvisor.domain import Workload
 
 pytestmark = pytest.mark.device

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 import fsadvisor
-from fsadvisor import device as devmod
-
+from fsadvisor.host import device as devmod
 pytestmark = pytest.mark.device
 
 TOOLS = ("blkdiscard", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mkfs.f2fs", "mount", "umount",

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from fsadvisor import device as devmod
-from fsadvisor import fio
+from fsadvisor.host import device as devmod
+from fsadvisor.tools import fio
 from fsadvisor.store import open_store
 
 pytestmark = pytest.mark.device
@@ -48,8 +48,7 @@ def mounts_of(dev: str) -> list[str]:
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
     """One real probe shared by the assertions below (it takes a minute or two)."""
-    from fsadvisor import loopdev
-
+    from fsadvisor.host import loopdev
     if os.geteuid() != 0:
         pytest.skip("needs root")
     tmp = tmp_path_factory.mktemp("probe-matrix")

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fsadvisor import device as devmod
-
+from fsadvisor.host import device as devmod
 pytestmark = pytest.mark.device
 
 QUICK = ["--fs", "ext4", "--schedulers", "none", "--quick", "--runtime", "1", "--cooldown", "0"]

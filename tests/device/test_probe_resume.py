@@ -186,8 +186,7 @@ def test_sigint_then_sigkill_then_resume(tmp_path):
 def test_sigterm_on_a_real_device_then_resume_without_force(loop_device, tmp_path):
     """A user's device (not --scratch): after SIGTERM the scheduler is back, nothing is
     mounted, the device holds no signature of ours, and --resume needs no --force."""
-    from fsadvisor import device as devmod
-
+    from fsadvisor.host import device as devmod
     dev = loop_device(512 << 20)
     devmod.set_scheduler(dev, "kyber")
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "probe.db"))
@@ -301,8 +300,7 @@ def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_
 def test_the_check_between_cells_sees_mounts_swap_and_exclusive_opens(loop_device, tmp_path):
     """The real per-cell check (MatrixRun's default): the probe's own unmounted filesystem
     is expected there; a mount, active swap or an exclusive opener is someone else's."""
-    from fsadvisor import device as devmod
-
+    from fsadvisor.host import device as devmod
     dev = loop_device(64 << 20)
     assert devmod.in_use_reason(dev) is None
     subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fsadvisor import device, loopdev
-from fsadvisor.device import Host
+from fsadvisor.host import device
+
+from fsadvisor.host import loopdev
+from fsadvisor.host.device import Host
 from fsadvisor.errors import ConfigError, DeviceRefused
 
 pytestmark = pytest.mark.device

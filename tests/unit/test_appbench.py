@@ -13,8 +13,8 @@ import shutil
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor import appbench as ab
-from fsadvisor.appbench import AppBenchParseError, Histogram, _pooled_percentile
+from fsadvisor.tools import appbench as ab
+from fsadvisor.tools.appbench import AppBenchParseError, Histogram, _pooled_percentile
 from fsadvisor.errors import FsAdvisorError
 
 needs_db_bench = pytest.mark.skipif(shutil.which("db_bench") is None, reason="db_bench missing")

@@ -48,7 +48,7 @@ def test_recommend_json_has_the_promised_fields():
     # Best first, except that a simpler configuration may precede one that leads it by less
     # than the model's uncertainty: then it must really be simpler.
     from fsadvisor.catalog import config_from_dict
-    from fsadvisor.recommend import complexity
+    from fsadvisor.predict.rank import complexity
     from fsadvisor.service.advice import resolve_device
     dev = resolve_device(None)
     for a, b in zip(recs, recs[1:]):
@@ -66,7 +66,7 @@ def test_plp_yes_widens_the_search_but_keeps_warnings():
         unknown["excluded"]["durability_hazard_not_allowed"]
     # a flush-skipping option, when allowed, always comes with its warning
     from fsadvisor import catalog
-    from fsadvisor.recommend import rank
+    from fsadvisor.predict.rank import rank
     from fsadvisor.service import advice
     cfg = catalog.config_from_dict({"filesystem": "ext4", "mount": ["noatime", "nobarrier"]})
     prof = advice.get_profile("oltp")
@@ -213,7 +213,7 @@ def test_calibrate_writes_parameters_with_provenance(tmp_path):
 
 
 def test_recommend_never_prints_a_ready_mkfs_for_the_root_disk():
-    from fsadvisor.device import safety_verdict
+    from fsadvisor.host.device import safety_verdict
     root_disk = "/dev/vda"
     import os
     if not os.path.exists(root_disk) or safety_verdict(root_disk).ok:

@@ -4,9 +4,9 @@ reachable without the TUI). Checked in a fresh interpreter so nothing else pre-i
 import subprocess
 import sys
 
-CORE = ["fsadvisor.domain", "fsadvisor.model", "fsadvisor.recommend", "fsadvisor.catalog",
-        "fsadvisor.profile", "fsadvisor.store", "fsadvisor.datasets", "fsadvisor.fio",
-        "fsadvisor.energy", "fsadvisor.device", "fsadvisor.probe", "fsadvisor.service.advice"]
+CORE = ["fsadvisor.domain", "fsadvisor.predict.model", "fsadvisor.predict.rank", "fsadvisor.catalog",
+        "fsadvisor.profiles", "fsadvisor.store", "fsadvisor.store.datasets", "fsadvisor.tools.fio",
+        "fsadvisor.energy", "fsadvisor.host.device", "fsadvisor.probe", "fsadvisor.service.advice"]
 
 
 def test_core_imports_without_textual_or_typer():

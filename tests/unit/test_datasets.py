@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsadvisor import datasets
-from fsadvisor.datasets import (
+from fsadvisor.store import datasets
+from fsadvisor.store.datasets import (
     DATASET_FILESYSTEMS, DEVICE_KINDS, EXCLUDED_BY_DEFAULT, HEADER, METRIC_UNITS, DatasetError,
     load_observations, load_rows, load_workloads,
 )
@@ -432,7 +432,7 @@ def test_default_directory_is_the_shipped_one(monkeypatch, tmp_path):
 def test_dataset_workloads_named_like_presets_are_the_presets():
     """One truth per workload: a dataset workload id that is also a preset name must be
     exactly the preset's workload (the two were written separately and had drifted)."""
-    from fsadvisor.profile import list_presets
+    from fsadvisor.profiles import list_presets
     presets = {p.name: p.workload for p in list_presets()}
     shared = [wid for wid in load_workloads() if wid in presets]
     assert len(shared) >= 7

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor import device, loopdev
-from fsadvisor.device import DeviceFacts, Host, judge
+from fsadvisor.host import device
+
+from fsadvisor.host import loopdev
+from fsadvisor.host.device import DeviceFacts, Host, judge
 from fsadvisor.domain import Device
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 

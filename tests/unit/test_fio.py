@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings, strategies as st
 
-from fsadvisor import fio
+from fsadvisor.tools import fio
 from fsadvisor.domain import Workload
 from fsadvisor.errors import FsAdvisorError, NotSupported
-from fsadvisor.fio import FioParseError, _LatComponent, _mixture_quantile
+from fsadvisor.tools.fio import FioParseError, _LatComponent, _mixture_quantile
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 RUNNER = Path(__file__).resolve().parents[2] / "runner"

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fsadvisor import fio
-
+from fsadvisor.tools import fio
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 PCTS = {"p50": "50.000000", "p99": "99.000000", "p999": "99.900000"}
 EXACT, POOLED = fio.EXACT, fio.POOLED_ESTIMATE

@@ -7,9 +7,7 @@ import subprocess
 
 import pytest
 
-from fsadvisor import loopdev
-
-
+from fsadvisor.host import loopdev
 def fake_losetup(monkeypatch, tmp_path, dio: str | None):
     """losetup that "attaches" /dev/loop9 and a /sys whose loop/dio says ``dio``."""
     calls: list[list[str]] = []

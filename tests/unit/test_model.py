@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fsadvisor.domain import Device, FsConfig, Observation, Workload
-from fsadvisor.model import (ModelSettings, cross_validate, fit, predict, roofline_iops)
+from fsadvisor.predict.model import (ModelSettings, cross_validate, fit, predict, roofline_iops)
 
 S = ModelSettings.load(prior_scale=1.0)  # priors as written, whatever calibration exists
 NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")

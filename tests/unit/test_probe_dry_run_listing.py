@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from fsadvisor import fio
+from fsadvisor.tools import fio
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.probe.plan import build_plan
 from fsadvisor.probe.report import dry_run_lines

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from fsadvisor import fio
+from fsadvisor.tools import fio
 from fsadvisor.domain import Device, RunRecord
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import CellRunner, fitted_workload

@@ -12,7 +12,7 @@ from fsadvisor.probe.cell import CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import (KIND_DB_BENCH, KIND_JOBFILE, KIND_SYSBENCH, build_plan,
                                   profile_workload)
-from fsadvisor.profile import list_presets, load_profile
+from fsadvisor.profiles import list_presets, load_profile
 from fsadvisor.resources import data_dir
 
 GIB = 1 << 30

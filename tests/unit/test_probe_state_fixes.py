@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsadvisor import device as devmod
+from fsadvisor.host import device as devmod
 from fsadvisor.domain import Device, RunRecord
 from fsadvisor.errors import DeviceRefused
 from fsadvisor.probe.plan import build_plan
@@ -239,7 +239,7 @@ class FakeStore:
 @pytest.fixture
 def matrix(tmp_path, monkeypatch):
     """A MatrixRun over a device that does not exist, every host action faked."""
-    from fsadvisor import fio
+    from fsadvisor.tools import fio
     from fsadvisor.probe import run as runmod
     from fsadvisor.probe.cell import CellRunner
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fsadvisor import profile as prof
+from fsadvisor.profiles import parse as prof
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, Profile, Workload
 from fsadvisor.errors import ProfileError
-from fsadvisor.profile import (
+from fsadvisor.profiles import (
     list_presets, load_profile, load_profiles, profile_from_dict, profile_to_toml,
     profiles_from_toml, profiles_to_toml, workload_from_dict,
 )

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fsadvisor import sim
+from fsadvisor.predict import sim
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.model import ModelSettings, fit
+from fsadvisor.predict.model import ModelSettings, fit
 
 GOLDEN = Path(__file__).parent / "golden"
 NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")

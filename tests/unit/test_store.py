@@ -49,9 +49,9 @@ def run_record(**kw) -> RunRecord:
 
 @pytest.fixture
 def fake_datasets(monkeypatch):
-    """A stand-in fsadvisor.datasets with two tidy rows and one observation; tests change
+    """A stand-in fsadvisor.store.datasets with two tidy rows and one observation; tests change
     ``fake.rows`` to simulate a new shipped dataset."""
-    fake = types.ModuleType("fsadvisor.datasets")
+    fake = types.ModuleType("fsadvisor.store.datasets")
     fake.rows = [
         {"id": "s004-t2-1", "source": "seed 004", "citation": "Table 2", "device": "Intel 750",
          "device_kind": "nvme", "kernel": "4.4", "filesystem": "xfs",
@@ -80,7 +80,7 @@ def fake_datasets(monkeypatch):
                             relative_to=FsConfig.make("xfs"))]
 
     fake.load_rows, fake.load_observations = load_rows, load_observations
-    monkeypatch.setitem(sys.modules, "fsadvisor.datasets", fake)
+    monkeypatch.setitem(sys.modules, "fsadvisor.store.datasets", fake)
     return fake
 
 
@@ -243,7 +243,7 @@ def _open_at_barrier(path: str, barrier, results) -> None:
 def test_processes_creating_the_same_new_store_at_once_all_succeed(tmp_path):
     import multiprocessing as mp
 
-    from fsadvisor.datasets import load_rows
+    from fsadvisor.store.datasets import load_rows
 
     ctx = mp.get_context("fork")
     outcomes = []
@@ -504,7 +504,7 @@ def test_seeding_on_first_use_not_twice_and_again_when_changed(store, fake_datas
 
 
 def test_seeding_the_real_shipped_datasets(store):
-    datasets = pytest.importorskip("fsadvisor.datasets")
+    datasets = pytest.importorskip("fsadvisor.store.datasets")
     rows = datasets.load_rows()
     assert store.ensure_seeded()["rows"] == len(rows) > 0
     assert store.info()["tables"]["measurements"] == len(rows)
@@ -518,7 +518,7 @@ def test_seeding_the_real_shipped_datasets(store):
 
 
 def test_missing_datasets_module_is_a_store_error(store, monkeypatch):
-    monkeypatch.setitem(sys.modules, "fsadvisor.datasets", None)
+    monkeypatch.setitem(sys.modules, "fsadvisor.store.datasets", None)
     with pytest.raises(StoreError, match="seed datasets module"):
         store.ensure_seeded()
 

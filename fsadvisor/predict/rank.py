@@ -22,7 +22,7 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile
 from fsadvisor.errors import FsAdvisorError
 import numpy as np
 
-from fsadvisor.model import FittedModel, contributions, predict_many
+from fsadvisor.predict.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -129,8 +129,7 @@ def _command_target(device: Device) -> tuple[str | None, str | None]:
     mkfs line: the placeholder is used instead, with the reason as a warning."""
     if not device.path:
         return None, None
-    from fsadvisor import device as devmod
-
+    from fsadvisor.host import device as devmod
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
         return device.path, None

@@ -112,7 +112,7 @@ def _resolve(directory: str | Path | None) -> Path:
 
 def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
     """Every workload of ``workloads.toml``, by id, parsed by profile.workload_from_dict."""
-    from fsadvisor.profile import workload_from_dict
+    from fsadvisor.profiles import workload_from_dict
 
     path = _resolve(directory) / WORKLOADS_FILE
     try:
@@ -138,7 +138,7 @@ def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
             if extra:
                 raise DatasetError(f"{path.name}: {wid} names a preset and also sets "
                                    f"{', '.join(sorted(extra))}")
-            from fsadvisor.profile import load_profile
+            from fsadvisor.profiles import load_profile
             try:
                 workloads[wid] = load_profile(str(table["preset"])).workload
             except FsAdvisorError as e:

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from fsadvisor.device import parse_mounts
+from fsadvisor.host.device import parse_mounts
 
 # Loop devices have block major 7 (LOOP_MAJOR); an attached one also has /sys/block/NAME/loop,
 # which the kernel removes on detach (verified: loop0..7 here, none attached, no "loop" dir).

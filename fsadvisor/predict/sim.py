@@ -427,7 +427,7 @@ def _check_workload(w: Workload, requests: int) -> None:
 def calibrate(model, cfg: FsConfig, w: Workload, device: Device, scope: str = "system",
               seed: int = 0, requests: int = DEFAULT_REQUESTS,
               sigma: float = DEFAULT_SIGMA) -> Calibration:
-    from fsadvisor.model import predict
+    from fsadvisor.predict.model import predict
 
     _check_requests(requests)
     _check_workload(w, requests)
@@ -577,7 +577,7 @@ def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: st
              sigma: float = DEFAULT_SIGMA) -> SimResult:
     """Simulate ``workload`` on ``device`` under ``cfg`` with the what-if ``overrides``
     applied, calibrated at the workload's own point (pass ``calibration`` to reuse one)."""
-    from fsadvisor.model import predict
+    from fsadvisor.predict.model import predict
 
     _check_requests(requests)
     w2, dev2, burst, pause_us = apply_overrides(workload, device, overrides)

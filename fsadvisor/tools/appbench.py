@@ -7,7 +7,7 @@ scaling under concurrent writes shows up in both). Here db_bench (Debian rocksdb
 stands in for YCSB: each YCSB mix A-F is mapped onto the db_bench benchmark closest to it,
 and the mapping says where it differs. sysbench fileio is a second, simpler file workload.
 
-Metric names follow fsadvisor.fio (iops, mean_latency_us, p99_latency_us, ops, mb_s ...);
+Metric names follow fsadvisor.tools.fio (iops, mean_latency_us, p99_latency_us, ops, mb_s ...);
 what a tool did not print is absent, never estimated.
 """
 
