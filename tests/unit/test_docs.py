@@ -35,7 +35,36 @@ def test_every_command_has_help_and_is_in_the_readme():
     assert {"recommend", "predict", "validate", "profiles list", "db info"} <= set(names)
 
 
-def test_quick_start_and_ci_run_the_same_test_command():
+def _quick_start_commands() -> list[str]:
+    """The command lines of the README's quick-start code block (comments dropped)."""
+    block = README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    return [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def test_quick_start_is_two_commands_that_create_and_use_a_venv():
+    # Debian's system Python is externally managed (PEP 668): a bare `pip install` fails
+    # there, so each quick-start command must create a venv and run from it.
+    cmds = _quick_start_commands()
+    assert len(cmds) == 2, cmds
+    for cmd in cmds:
+        assert "python3 -m venv .venv" in cmd, cmd
+        steps = [s.strip() for s in cmd.split("&&")]
+        assert not any(s.startswith(("pip ", "python3 -m pip")) for s in steps), cmd
+        assert any(s.startswith(".venv/bin/pip install") for s in steps), cmd
+    assert cmds[0].endswith(".venv/bin/fsadvisor recommend --profile oltp")
+    assert cmds[1].endswith(".venv/bin/python3 -m pytest -q")
+
+
+def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "python3 -m pytest -q" in README and "python3 -m pytest -q" in ci
-    assert "fsadvisor recommend --profile oltp" in README
+    readme_steps = [s.strip() for s in _quick_start_commands()[1].split("&&")]
+    venv_steps = [s for s in readme_steps if not s.startswith("apt-get")]
+    ci_line = next(ln for ln in ci.splitlines() if "pytest" in ln and not ln.startswith("#"))
+    # CI adds only quiet flags to pip; the steps are otherwise the README's, in order.
+    ci_steps = [s.strip().replace(" -q --disable-pip-version-check", "")
+                for s in ci_line.split("&&")]
+    assert ci_steps == venv_steps
+    # Every apt package the README installs is one CI installs when missing.
+    apt = next(s for s in readme_steps if s.startswith("apt-get install"))
+    for pkg in apt.split()[3:]:
+        assert pkg in ci, pkg
