@@ -334,7 +334,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         if "nodiscard" in cfg.mount:
             warns.append("nodiscard: no online TRIM; schedule fstrim (e.g. systemctl enable "
                          "--now fstrim.timer) so the SSD learns which blocks are free")
-        if device.kind == "loop":
+        if device.kind in ("loop", "ram-loop"):
             warns.append("loop device: figures describe the backing file, not an SSD")
         if device_warning:
             warns.append(device_warning)
