@@ -10,6 +10,7 @@ Presentation only."""
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated, Optional
 
 import typer
@@ -130,7 +131,12 @@ def calibrate(
     typer.echo(f"fsadvisor: {calibration.planned(plan)}", err=True)
     from fsadvisor.cli.probe import _Progress
 
-    result = calibration.run_calibration(plan, on_progress=_Progress(), confirm=confirm)
+    try:
+        result = calibration.run_calibration(plan, on_progress=_Progress(), confirm=confirm)
+    except calibration.CalibrationInterrupted as e:
+        # The shell's convention, as probe: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+        sig = getattr(signal.Signals, e.signame, None)
+        fail(str(e), 128 + sig.value if sig else 130)
     if as_json:
         emit_json(result.to_dict())
     else:

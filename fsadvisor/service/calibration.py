@@ -33,6 +33,14 @@ class CalibrationFailed(FsAdvisorError):
     """A step of the calibration failed; no device parameters were saved."""
 
 
+class CalibrationInterrupted(CalibrationFailed):
+    """SIGINT/SIGTERM (or a cancel) stopped the calibration after the probe's cleanup."""
+
+    def __init__(self, message: str, signame: str):
+        super().__init__(message)
+        self.signame = signame
+
+
 def devices_table() -> dict[str, dict[str, float]]:
     """models/devices.toml: the per-kind priors."""
     from fsadvisor.resources import data_dir
@@ -173,6 +181,7 @@ def run_calibration(plan: CalibrationPlan,
         try:
             summary = run.execute()
         except _StopAtFailure as e:
+            _forget(run, plan)
             raise CalibrationFailed(
                 f"calibration failed at step {e.cell}: {e.error}; no device parameters were "
                 f"saved (the {run.summary.count('ok')} runs before it are stored, matrix "
@@ -181,13 +190,16 @@ def run_calibration(plan: CalibrationPlan,
             if isinstance(e, DeviceRefused):
                 raise
             step = run.state.current_cell or "setting up the device"
+            _forget(run, plan)
             raise CalibrationFailed(f"calibration failed at step {step}: {e}; no device "
                                     "parameters were saved") from None
         if summary.interrupted:
+            _forget(run, plan)
             cell = next((o.label for o in reversed(summary.outcomes)
                          if o.status == "incomplete"), "between runs")
-            raise CalibrationFailed(f"calibration interrupted by {summary.interrupted} at step "
-                                    f"{cell}; no device parameters were saved (run it again)")
+            raise CalibrationInterrupted(
+                f"calibration interrupted by {summary.interrupted} at step {cell}; no device "
+                "parameters were saved (run it again)", summary.interrupted)
         rows = store.runs(matrix_id=summary.matrix_id, status="ok")
         if not rows:
             raise CalibrationFailed("calibration stored no successful run; no device "
@@ -209,6 +221,19 @@ def run_calibration(plan: CalibrationPlan,
                              matrix_id=summary.matrix_id or "", run_ids=run_ids,
                              wall_s=summary.wall_s, notes=list(summary.notes),
                              cleanup=list(summary.cleanup))
+
+
+def _forget(run: Any, plan: CalibrationPlan) -> None:
+    """A calibration is not resumable: drop its unfinished-matrix entry from the state file,
+    so the next one does not report it as something --resume could continue."""
+    from fsadvisor.probe.state import StateFile, StateFileError, state_path_for
+    try:
+        sf = StateFile(state_path_for(probing.store_path(plan.db_path)))
+        state = sf.load()
+        if state.matrices.pop(plan.device_key, None) is not None:
+            sf.save(state)
+    except (StateFileError, OSError):
+        pass  # only a stale note for the next run is at stake
 
 
 # --------------------------------------------------------------------------- lookup

@@ -107,6 +107,8 @@ def test_a_failing_step_saves_no_parameters_and_names_the_step(tmp_path):
     finally:
         con.close()
     assert not list(tmp_path.glob("fsadvisor-scratch-*.img"))  # cleaned up
+    from fsadvisor.probe.state import StateFile, state_path_for
+    assert "calibrate:scratch" not in StateFile(state_path_for(db)).load().matrices
 
 
 @pytest.fixture
@@ -132,3 +134,22 @@ def test_a_refused_device_is_refused_like_probe(mounted_loop, tmp_path):
         assert cal.stdout == "" and len(cal.stderr.strip().splitlines()) == 1
         assert cal.stderr == probe.stderr and "mounted" in cal.stderr
     assert not db.exists()  # refused before anything was opened, let alone stored
+
+
+def test_an_interrupted_calibration_saves_nothing_and_is_not_left_to_resume(tmp_path):
+    from fsadvisor.probe.run import Interruptions
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.service import calibration
+
+    db = tmp_path / "int.db"
+    plan = calibration.plan_calibration(scratch="512M", scratch_dir=tmp_path, runtime_s=1,
+                                        reps=2, db=str(db))
+    stop = Interruptions()
+    stop.cancel("SIGTERM")  # as a TUI worker would: stop at the first step boundary
+    with pytest.raises(calibration.CalibrationInterrupted) as e:
+        calibration.run_calibration(plan, interruptions=stop)
+    assert e.value.signame == "SIGTERM" and "no device parameters were saved" in str(e.value)
+    assert params_rows(db) == []
+    state = StateFile(state_path_for(db)).load()
+    assert "calibrate:scratch" not in state.matrices and not state.has_live_resources
+    assert not list(tmp_path.glob("fsadvisor-scratch-*.img"))
