@@ -202,8 +202,34 @@ class Device:
     write_cache: str = "unknown"  # "write back" | "write through" from sysfs
     rotational: bool = False
 
+    @property
+    def identity(self) -> str:
+        """Which physical device (or device class) its measurements belong to, stable across
+        reboots and re-attachments: see :func:`device_identity`."""
+        return device_identity(self.kind, self.model, self.serial, self.path)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Kinds whose "device" is a RAM- or file-backed stand-in: what they measure is their backing
+# class (``Device.model`` describes it), never the loop/zram number they happened to get.
+BACKED_KINDS = ("loop", "ram-loop", "zram")
+
+
+def device_identity(kind: str, model: str = "", serial: str = "", path: str | None = None) -> str:
+    """A drive is its model + serial; a loop or zram device is its backing class (kind +
+    the description of what backs it, e.g. "loop on ext4 (/dev/vda1), direct I/O"), never
+    /dev/loop3; a drive that reports no serial falls back to its path; a spec with no path
+    (``nvme:1T``) is only its kind."""
+    model = " ".join((model or "").split())
+    if kind in BACKED_KINDS:
+        return f"{kind}:{model or 'unknown backing'}"
+    if serial and serial.strip():
+        return f"{kind}:{model}:{serial.strip()}"
+    if path:
+        return f"{kind}:{model}:{path}"
+    return f"kind:{kind}"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Offline commands: recommend, predict, validate, calibrate."""
+"""Offline commands: recommend, predict, validate (calibrate: fsadvisor/cli/calibrate.py)."""
 
 from __future__ import annotations
 
@@ -98,6 +98,7 @@ def predict(
     typer.echo(f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})")
     typer.echo(f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})")
     typer.echo(f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})")
+    typer.echo(f"  device parameters: {out['basis']['device_parameters']}")
     for w in out["warnings"]:
         typer.echo(f"  WARN: {w}")
 
@@ -130,25 +131,3 @@ def validate(
         for m, s in r["per_metric"].items():
             if s.get("n"):
                 typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
-
-
-@app.command()
-@domain_errors
-def calibrate(
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the calibration here instead of the user's data dir.")] = None,
-    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds for choosing the prior width.")] = 5,
-    db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the whole calibration document.")] = False,
-) -> None:
-    """Fit the model on everything in the store (prior width chosen by cross-validation)."""
-    from fsadvisor.service import advice
-
-    doc = advice.calibrate(db=db, out=output, folds=folds)
-    if as_json:
-        emit_json(doc)
-        return
-    typer.echo(f"prior scale {doc['prior_scale']} (search: "
-               + ", ".join(f"{r['prior_scale']}: x{r.get('median_factor', float('nan')):.3f}"
-                           for r in doc["prior_scale_search"]) + ")")
-    typer.echo(f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
-               f"observations ({doc['fit_seconds']:.1f} s) -> {doc['written_to']}")

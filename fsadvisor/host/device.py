@@ -30,7 +30,12 @@ from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported
 from fsadvisor.sizes import parse_size
 
 LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,RO,MOUNTPOINTS,FSTYPE,PKNAME,MODEL,SERIAL,WWN,ROTA,LOG-SEC,REV,TRAN"
-DEVICE_KINDS = ("nvme", "sata-ssd", "hdd", "loop", "unknown")
+# ram-loop: a loop device whose backing file is in RAM (tmpfs, e.g. /dev/shm); zram: a
+# compressed RAM block device. Both are device classes of this machine (issue 10 §3) with
+# figures of their own in models/devices.toml; "loop" is a loop device over a disk file.
+DEVICE_KINDS = ("nvme", "sata-ssd", "hdd", "loop", "ram-loop", "zram", "unknown")
+# Filesystems that keep their files in RAM: a loop device over one of their files is ram-loop.
+RAM_FILESYSTEMS = ("tmpfs", "ramfs")
 # /sys/block/X/stat field names in kernel order (Documentation/block/stat.rst); ticks are ms.
 # Kernels before 4.18 have 11 fields, before 5.5 15, since then 17 (17 here, domain notes §5).
 STAT_FIELDS = (
@@ -385,10 +390,60 @@ def device_kind(name: str, rotational: bool, tran: str | None = None) -> str:
     if re.fullmatch(r"nvme\d+n\d+", name) or tran == "nvme":
         return "nvme"
     if re.fullmatch(r"loop\d+", name):
-        return "loop"
+        return "loop"  # inspect() tells a RAM-backed one apart (backing_class)
+    if re.fullmatch(r"zram\d+", name):
+        return "zram"
     if re.fullmatch(r"sd[a-z]+", name) or tran in ("sata", "ata", "sas", "usb"):
         return "hdd" if rotational else "sata-ssd"
-    return "unknown"  # virtio, zram, mmc ...: the model has no figures for them
+    return "unknown"  # virtio, mmc ...: the model has no figures for them
+
+
+def parse_mountinfo_fs(text: str, major: int, minor: int) -> tuple[str, str] | None:
+    """(fstype, source) of the mount whose device is major:minor in /proc/self/mountinfo
+    (fields: id parent major:minor root mountpoint options ... - fstype source superopts)."""
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 3 or fields[2] != f"{major}:{minor}":
+            continue
+        tail = right.split()
+        if tail:
+            return tail[0], _unescape(tail[1]) if len(tail) > 1 else ""
+    return None
+
+
+def parse_comp_algorithm(text: str) -> str:
+    """The selected algorithm of /sys/block/zramN/comp_algorithm ("lzo [lzo-rle] lz4")."""
+    m = re.search(r"\[([^\]]+)\]", text or "")
+    return m.group(1) if m else (text or "").strip() or "unknown"
+
+
+def loop_class(fstype: str | None, source: str | None, dio: bool | None) -> tuple[str, str]:
+    """(kind, model) of a loop device from what backs it: a file in RAM is ram-loop, a file
+    on a disk's filesystem is loop, described by that filesystem and its source, and whether
+    the kernel does direct I/O to it (buffered loop I/O measures the host's page cache)."""
+    io = {True: "direct I/O", False: "buffered I/O"}.get(dio, "I/O mode unknown")
+    if fstype in RAM_FILESYSTEMS:
+        return "ram-loop", f"loop on {fstype}, {io}"
+    where = f"{fstype or 'unknown filesystem'}" + (f" ({source})" if source else "")
+    return "loop", f"loop on {where}, {io}"
+
+
+def backing_class(node_dir: Path, host: Host = HOST) -> tuple[str, str]:
+    """(kind, model) of the loop device whose sysfs directory is ``node_dir``."""
+    text = _read(node_dir / "loop" / "backing_file") or ""
+    path = text.removesuffix(" (deleted)")
+    dio = {"1": True, "0": False}.get(_read(node_dir / "loop" / "dio") or "")
+    found = None
+    try:
+        st_dev = os.stat(path).st_dev if path else None
+    except OSError:
+        st_dev = None
+    if st_dev is not None:
+        info = _read(Path(host.proc_root) / "self" / "mountinfo") or ""
+        found = parse_mountinfo_fs(info, os.major(st_dev), os.minor(st_dev))
+    fstype, source = found if found else (None, None)
+    return loop_class(fstype, source, dio)
 
 
 def _nvme_identity(dev: str, host: Host) -> dict[str, str]:
@@ -427,6 +482,12 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
     serial = ident.get("serial") or _read(dev_dir / "serial") or _read(disk_dir / "serial") or told("serial")
     firmware = (ident.get("firmware") or _read(dev_dir / "firmware_rev") or _read(dev_dir / "rev")
                 or told("rev"))
+    # A loop or zram device is identified by its backing class (Device.identity), which the
+    # model field describes; its loop number is an accident of attach order.
+    if kind == "loop":
+        kind, model = backing_class(disk_dir, host)
+    elif kind == "zram":
+        model = f"zram ({parse_comp_algorithm(_read(disk_dir / 'comp_algorithm') or '')})"
     return Device(path=real, size_bytes=size_bytes, kind=kind, model=model.strip(),
                   serial=serial.strip(), firmware=firmware.strip(), plp=plp,
                   logical_block_size=lbs, write_cache=_read(q / "write_cache") or "unknown",

@@ -648,13 +648,27 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     return design("perf"), design("power"), design("tail"), theta, cov
 
 
+def with_device_params(model: FittedModel, params) -> FittedModel:
+    """The model with ``params`` (a predict.device_params.DeviceParams: this device's
+    calibration or its kind's prior) in place of devices.toml's figures for its kind, so the
+    roofline and the ceilings are this device's."""
+    if params is None:
+        return model
+    from dataclasses import replace
+    s = model.settings
+    table = {**s.device_params(params.kind), **params.values}
+    return replace(model, settings=replace(s, devices={**s.devices, params.kind: table}))
+
+
 def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                  scope: str = "system", idle_watts: float | None = None,
-                 design_out: dict | None = None) -> list[Prediction]:
+                 design_out: dict | None = None, device_params=None) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
     With ``design_out`` (a dict), also hands back the design of log ops/J ("X", "cov"):
     the sd of a difference between two rows is the uncertainty of their *ranking*, in which
-    every shared term cancels (recommend uses it to tell real leads from noise)."""
+    every shared term cancels (recommend uses it to tell real leads from noise).
+    ``device_params`` (DeviceParams) replaces the kind's devices.toml figures."""
+    model = with_device_params(model, device_params)
     kind = device.kind
     s = model.settings
     roof = math.log(_roofline(w, kind, s, device.plp)[0])
@@ -686,6 +700,12 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
                        f"{measured} measured absolute power observations)",
         "idle_watts": idle_watts,
     }
+    if device_params is not None:
+        basis["device_params"] = {"identity": device_params.device_id, "kind": device_params.kind,
+                                  "source": device_params.source, "n_runs": device_params.n_runs,
+                                  "fitted_at": device_params.details.get("fitted_at"),
+                                  "values": dict(device_params.values),
+                                  "log_sd": dict(device_params.log_sd)}
     bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
     ex = np.exp
     # No filesystem makes the device faster than its hardware: the learned log-linear terms
@@ -726,8 +746,10 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
 
 
 def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
-            scope: str = "system", idle_watts: float | None = None) -> Prediction:
-    return predict_many(model, [cfg], w, device, scope, idle_watts)[0]
+            scope: str = "system", idle_watts: float | None = None,
+            device_params=None) -> Prediction:
+    return predict_many(model, [cfg], w, device, scope, idle_watts,
+                        device_params=device_params)[0]
 
 
 def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload,

@@ -259,7 +259,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
 def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
          scope: str = "system", energy_basis: str = "total",
          candidates: list[FsConfig] | None = None,
-         kernel_has: dict[str, bool] | None = None) -> Recommendation:
+         kernel_has: dict[str, bool] | None = None, device_params=None) -> Recommendation:
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
     cands = candidates if candidates is not None else catalog.candidates(
@@ -283,7 +283,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             continue
         allowed.append((cfg, warns))
     design: dict = {}
-    preds = predict_many(model, [a[0] for a in allowed], w, device, scope, design_out=design)
+    preds = predict_many(model, [a[0] for a in allowed], w, device, scope, design_out=design,
+                         device_params=device_params)
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
@@ -334,7 +335,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         if "nodiscard" in cfg.mount:
             warns.append("nodiscard: no online TRIM; schedule fstrim (e.g. systemctl enable "
                          "--now fstrim.timer) so the SSD learns which blocks are free")
-        if device.kind == "loop":
+        if device.kind in ("loop", "ram-loop"):
             warns.append("loop device: figures describe the backing file, not an SSD")
         if device_warning:
             warns.append(device_warning)

@@ -240,7 +240,7 @@ class CellRunner:
         Interruptions (BaseException) propagate after the cell has been unmounted."""
         started, t0 = time.time(), time.monotonic()
         flags: list[str] = []
-        if self.device_info.kind == "loop":
+        if self.device_info.kind in ("loop", "ram-loop"):
             flags.append(measure.FLAG_LOOP)
         record = RunRecord(cell_key=cell.key, device=self.device_info, config=cell.config,
                            workload_name=cell.workload.name, workload=fitted_workload(self.plan, cell),

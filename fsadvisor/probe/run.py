@@ -201,7 +201,7 @@ class MatrixRun:
                        "the one this probe made before it stopped; formatting it needs no --force")
         info = devmod.inspect(dev, plp=plan.plp)
         self.summary.device, self.summary.device_kind = dev, info.kind
-        if info.kind == "loop":
+        if info.kind in ("loop", "ram-loop"):
             self._note(LOOP_WARNING if scratch else
                        "loop device: its numbers are not an SSD's (labelled device_kind=loop)")
         original, available = devmod.read_scheduler(dev)

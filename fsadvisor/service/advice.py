@@ -118,7 +118,22 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
     if plp is None and prof.constraints.plp != "unknown":
         plp = prof.constraints.plp
     dev = resolve_device(device, plp)
-    return rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis)
+    params = _device_params(dev, db)
+    rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
+               device_params=params)
+    rec.notes.insert(0, f"device parameters: {_describe_params(params)}")
+    return rec
+
+
+def _device_params(dev: Device, db: str | None):
+    """This device's calibration in the store, else its kind's prior (service/calibration)."""
+    from fsadvisor.service.calibration import device_params_for
+    return device_params_for(dev, db)
+
+
+def _describe_params(params) -> str:
+    from fsadvisor.service.calibration import describe
+    return describe(params)
 
 
 def _workload_of(workload: Any = None, profile: str | None = None):
@@ -161,13 +176,16 @@ def predict_one(config: Any, workload: Any = None, profile: str | None = None,
     dev = resolve_device(device if isinstance(device, str) or device is None
                          else json.dumps(device))
     catalog.validate(cfg, dev.size_bytes)
-    p = predict(get_model(db), cfg, w, dev, scope)
+    params = _device_params(dev, db)
+    p = predict(get_model(db), cfg, w, dev, scope, device_params=params)
+    basis = dict(p.basis)
+    basis["device_parameters"] = _describe_params(params)
     warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
     if cfg.fs == "f2fs" and not catalog.kernel_supports("f2fs"):
         warnings.append("f2fs: not supported by this machine's kernel; check the target host")
     return {"config": cfg.to_dict(), "workload": w.to_dict(), "device": dev.to_dict(),
             "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
-            "basis": dict(p.basis), "warnings": warnings}
+            "basis": basis, "warnings": warnings}
 
 
 def predict_batch(lines: Iterable[str], db: str | None = None,

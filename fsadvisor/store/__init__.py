@@ -25,6 +25,7 @@ import platformdirs
 
 from fsadvisor.domain import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError
+from fsadvisor.store import device_params as _device_params
 from fsadvisor.store import export as _export
 from fsadvisor.store import observations as _observations
 from fsadvisor.store import queries, recording, schema, seeding
@@ -34,7 +35,7 @@ __all__ = ["Store", "open_store", "default_path", "SCHEMA_VERSION"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _TABLES = ("hosts", "devices", "configurations", "workloads", "matrices", "runs", "energy",
-           "energy_samples", "measurements")
+           "energy_samples", "measurements", "device_params")
 
 
 def default_path() -> Path:
@@ -144,6 +145,22 @@ class Store:
     def ensure_seeded(self) -> dict[str, Any]:
         """Load the shipped seed rows on first use or when they changed."""
         return seeding.ensure_seeded(self._db)
+
+    @_guarded
+    def save_device_params(self, params: Any, run_ids: Iterable[int] = (),
+                           fitted_at: float | None = None) -> None:
+        """Store a device's fitted parameters (a predict.device_params.DeviceParams whose
+        ``device_id`` is the device's identity), replacing an earlier calibration of it."""
+        _device_params.save(self._db, params, run_ids, fitted_at)
+
+    @_guarded
+    def device_params(self, identity: str) -> Any:
+        """The DeviceParams fitted for ``identity`` (Device.identity), or None."""
+        return _device_params.load(self._db, identity)
+
+    @_guarded
+    def calibrated_devices(self) -> list[str]:
+        return _device_params.identities(self._db)
 
     # ------------------------------------------------------------------ reading
     @_guarded

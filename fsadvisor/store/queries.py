@@ -24,7 +24,7 @@ SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.star
        r.wall_s, r.tool, r.command, r.flags, {metric_columns}, r.metrics, {raw}
        r.device_id, d.path AS device_path, d.kind AS device_kind, d.model AS device_model,
        d.serial AS device_serial, d.size_bytes AS device_size_bytes, d.plp AS device_plp,
-       d.write_cache AS device_write_cache,
+       d.write_cache AS device_write_cache, d.identity AS device_identity,
        r.configuration_id, c.key AS config_key, c.fs AS filesystem, c.mkfs, c.mount,
        c.scheduler, c.ag_count,
        r.workload_id, w.name AS workload_name, w.params AS workload,
@@ -45,7 +45,7 @@ LEFT JOIN hosts h ON h.id = r.host_id
 RUN_FILTERS = {
     "run_id": "r.id", "matrix_id": "r.matrix_id", "cell_key": "r.cell_key", "rep": "r.rep",
     "status": "r.status", "tool": "r.tool", "device_id": "r.device_id",
-    "device_path": "d.path", "device_kind": "d.kind", "configuration_id": "r.configuration_id",
+    "device_path": "d.path", "device_kind": "d.kind", "device_identity": "d.identity", "configuration_id": "r.configuration_id",
     "config_key": "c.key", "filesystem": "c.fs", "scheduler": "c.scheduler",
     "workload_id": "r.workload_id", "workload_name": "w.name", "energy_source": "e.source",
     "power_scope": "e.scope",

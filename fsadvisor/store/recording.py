@@ -133,7 +133,8 @@ def _device_id(db: Database, d: Device) -> int:
               "firmware": d.firmware, "size_bytes": int(d.size_bytes), "plp": d.plp,
               "write_cache": d.write_cache, "logical_block_size": int(d.logical_block_size),
               "rotational": int(bool(d.rotational))}
-    return _lookup(db, "devices", values, key_of=tuple(values))
+    # The identity (device_params' key) is derived from these, not part of the row's key.
+    return _lookup(db, "devices", {**values, "identity": d.identity}, key_of=tuple(values))
 
 
 def _config_id(db: Database, c: FsConfig) -> int:

@@ -96,7 +96,28 @@ def _v2_series_and_seeds(db: Database) -> None:
     db["runs"].create_index(["device_id", "configuration_id", "workload_id"])
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds]
+def _v3_device_params(db: Database) -> None:
+    """Per-device calibration: each device row gets its identity (model + serial for a
+    drive, the backing class for loop/zram: fsadvisor.domain.device_identity), and
+    ``device_params`` holds the parameters fitted from that identity's raw-device runs, with
+    their log-scale sd, provenance and the run ids they were fitted on. Calibration lives in
+    the store, so ``--db A`` and ``--db B`` never see each other's."""
+    from fsadvisor.domain import device_identity
+
+    db["devices"].add_column("identity", str)
+    for row in list(db.execute_returning_dicts("SELECT id, kind, model, serial, path FROM devices")):
+        db["devices"].update(row["id"], {"identity": device_identity(
+            row["kind"] or "unknown", row["model"] or "", row["serial"] or "", row["path"])})
+    db["devices"].create_index(["identity"])
+    db["device_params"].create({"identity": str, "kind": str, "device_id": int,
+                                "params": str, "log_sd": str, "n_runs": int, "source": str,
+                                "fitted_at": float, "run_ids": str, "details": str},
+                               pk="identity", not_null={"kind", "params", "log_sd", "source"},
+                               foreign_keys=[("device_id", "devices", "id")])
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds,
+                                                _v3_device_params]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -352,7 +352,7 @@ def test_device_from_spec_never_crashes(spec):
 @pytest.mark.parametrize("name,rota,tran,kind", [
     ("nvme0n1", False, None, "nvme"), ("nvme12n3", False, "nvme", "nvme"), ("loop7", True, None, "loop"),
     ("sda", False, "sata", "sata-ssd"), ("sdb", True, "sata", "hdd"), ("sdc", True, None, "hdd"),
-    ("vda", True, None, "unknown"), ("zram0", False, None, "unknown"), ("nvme0", False, None, "unknown")])
+    ("vda", True, None, "unknown"), ("zram0", False, None, "zram"), ("nvme0", False, None, "unknown")])
 def test_device_kind(name, rota, tran, kind):
     assert device.device_kind(name, rota, tran) == kind
 
@@ -610,3 +610,38 @@ def test_detach_judges_the_symlink_target(tmp_path, ran):
     with pytest.raises(loopdev.LoopError):
         loopdev.detach(str(link), sys_root=sys_root, mounts_path=mounts)
     assert ran == []
+
+
+# -------------------------------------------------------------- loop/zram device classes
+
+MOUNTINFO = """22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+30 22 0:27 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,size=1G
+31 22 0:28 / /mnt/with\\040space rw - xfs /dev/loop9 rw
+"""
+
+
+def test_mountinfo_names_the_backing_filesystem():
+    assert device.parse_mountinfo_fs(MOUNTINFO, 253, 1) == ("ext4", "/dev/vda1")
+    assert device.parse_mountinfo_fs(MOUNTINFO, 0, 27) == ("tmpfs", "tmpfs")
+    assert device.parse_mountinfo_fs(MOUNTINFO, 0, 28) == ("xfs", "/dev/loop9")
+    assert device.parse_mountinfo_fs(MOUNTINFO, 8, 0) is None
+
+
+@pytest.mark.parametrize("fstype,source,dio,kind,model", [
+    ("tmpfs", "tmpfs", True, "ram-loop", "loop on tmpfs, direct I/O"),
+    ("ramfs", "none", False, "ram-loop", "loop on ramfs, buffered I/O"),
+    ("ext4", "/dev/vda1", True, "loop", "loop on ext4 (/dev/vda1), direct I/O"),
+    (None, None, None, "loop", "loop on unknown filesystem, I/O mode unknown")])
+def test_loop_class_is_the_backing_class(fstype, source, dio, kind, model):
+    assert device.loop_class(fstype, source, dio) == (kind, model)
+
+
+def test_zram_algorithm():
+    assert device.parse_comp_algorithm("lzo [lzo-rle] lz4 zstd") == "lzo-rle"
+    assert device.parse_comp_algorithm("zstd") == "zstd"
+    assert device.parse_comp_algorithm("") == "unknown"
+
+
+def test_ram_kinds_are_device_specs():
+    assert device.device_from_spec("ram-loop:2G").kind == "ram-loop"
+    assert device.device_from_spec("zram:1G").kind == "zram"

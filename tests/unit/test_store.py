@@ -208,7 +208,10 @@ def test_hand_built_v1_file_migrates_to_current(tmp_path, fake_datasets):
         f"{m} FLOAT" for m in METRIC_COLUMNS)))
     con.close()
     with open_store(path) as s:
-        assert s.info()["schema_version"] == SCHEMA_VERSION == 2
+        assert s.info()["schema_version"] == SCHEMA_VERSION == 3
+        # v3: the old device row got its identity (model + serial), and no calibration
+        assert s.runs()[0]["device_identity"] == "nvme:Old SSD:S1"
+        assert s.device_params("nvme:Old SSD:S1") is None
         (old,) = s.runs()
         assert old["iops"] == 5000.0 and old["energy_source"] == "ipmi"
         assert old["workload"] == {"rw": "randread", "iodepth": 32}
@@ -657,7 +660,7 @@ def test_cli_db_info(cli, tmp_path, fake_datasets):
     assert info["tables"]["runs"] == 3 and info["datasets"]["rows"] == 2
     assert info["last_probe"]["runs_ok"] == 2 and info["last_probe"]["runs_failed"] == 1
     r = cli("db", "info", "--db", str(path))
-    assert r.exit_code == 0 and "schema v2" in r.stdout and "2 ok, 1 failed" in r.stdout
+    assert r.exit_code == 0 and "schema v3" in r.stdout and "2 ok, 1 failed" in r.stdout
 
 
 def test_cli_db_export(cli, tmp_db, fake_datasets, tmp_path):

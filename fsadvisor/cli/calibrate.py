@@ -1,0 +1,143 @@
+"""`fsadvisor calibrate`: two calibrations in one command.
+
+- ``fsadvisor calibrate DEVICE`` / ``--scratch SIZE``: a raw-device probe of at most five
+  minutes that learns the device's own parameters and stores them in the store
+  (fsadvisor.service.calibration); afterwards ``recommend/predict --device DEVICE`` use them.
+- ``fsadvisor calibrate`` (no DEVICE): refit the model's prior width on the store
+  (fsadvisor.service.advice.calibrate), as before.
+
+Presentation only."""
+
+from __future__ import annotations
+
+import signal
+from typing import Annotated, Optional
+
+import typer
+
+from fsadvisor.cli import app, domain_errors, emit_json, fail
+
+# How parameters are printed: (key, label, unit scale, unit)
+_ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
+         ("write_latency_us", "write service time QD1", 1.0, "us"),
+         ("flush_latency_us", "flush (fsync) cost", 1.0, "us"),
+         ("read_iops_cap", "4K random read ceiling", 1.0, "IOPS"),
+         ("write_iops_cap", "4K random write ceiling", 1.0, "IOPS"),
+         ("read_bw_bytes_s", "128K sequential read", 1e-6, "MB/s"),
+         ("write_bw_bytes_s", "128K sequential write", 1e-6, "MB/s"),
+         ("parallelism", "internal parallelism", 1.0, "in flight"))
+
+
+def _print_params(res) -> None:
+    d = res.to_dict()
+    typer.echo(f"device {d['device']} ({d['kind']}), identity {d['identity']!r}")
+    typer.echo(f"{d['n_runs']} runs (matrix {d['matrix_id']}) in {d['wall_s']:.0f} s; {d['source']}")
+    typer.echo(f"{'parameter':<26} {'value':>12} {'90% interval':>25}  unit")
+    for key, label, scale, unit in _ROWS:
+        p = d["params"][key]
+        lo, hi = (x * scale for x in p["interval_90"])
+        tag = "" if p["measured"] else "  (prior, not measured)"
+        typer.echo(f"{label:<26} {p['value'] * scale:>12,.1f} {lo:>12,.1f}–{hi:<12,.1f} {unit}{tag}")
+
+
+def _model_calibration(output: Optional[str], folds: int, db: Optional[str], as_json: bool) -> None:
+    from fsadvisor.service import advice
+
+    doc = advice.calibrate(db=db, out=output, folds=folds)
+    if as_json:
+        emit_json(doc)
+        return
+    typer.echo(f"prior scale {doc['prior_scale']} (search: "
+               + ", ".join(f"{r['prior_scale']}: x{r.get('median_factor', float('nan')):.3f}"
+                           for r in doc["prior_scale_search"]) + ")")
+    typer.echo(f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
+               f"observations ({doc['fit_seconds']:.1f} s) -> {doc['written_to']}")
+
+
+@app.command()
+@domain_errors
+def calibrate(
+    device: Annotated[Optional[str], typer.Argument(
+        help="Block device to WIPE and calibrate (raw-device runs, at most 5 minutes). "
+             "Omit it (and --scratch) to refit the model's prior width instead.")] = None,
+    scratch: Annotated[Optional[str], typer.Option(
+        "--scratch", metavar="SIZE", help="Calibrate a file-backed loop device of SIZE (e.g. 1G).")] = None,
+    scratch_dir: Annotated[Optional[str], typer.Option(
+        "--scratch-dir", metavar="DIR",
+        help="Where the scratch backing file goes (default $TMPDIR; /dev/shm makes a ram-loop).")] = None,
+    runtime: Annotated[Optional[float], typer.Option(
+        "--runtime", metavar="SECONDS", help="Measurement window per run (default 4; shrunk to fit 5 minutes).")] = None,
+    reps: Annotated[Optional[int], typer.Option(
+        "--reps", min=1, help="Repetitions of the key runs (default 3; the QD sweep gets one fewer).")] = None,
+    plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
+    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem/partition-table signature.")] = False,
+    yes_wipe: Annotated[Optional[str], typer.Option(
+        "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help="Model calibration only: write it here instead of the user's data dir.")] = None,
+    folds: Annotated[int, typer.Option(
+        "--folds", help="Model calibration only: cross-validation folds for the prior width.")] = 5,
+    db: Annotated[Optional[str], typer.Option(
+        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result (parameters with 90% intervals) as JSON.")] = False,
+) -> None:
+    """Learn DEVICE's own parameters (service times, IOPS and bandwidth ceilings, flush
+    cost, parallelism) from a raw-device probe of at most 5 minutes and store them; without
+    DEVICE, refit the model's prior width on the store. DESTROYS ALL DATA on DEVICE."""
+    from fsadvisor.service import calibration, probing
+
+    if device is None and scratch is None:
+        _model_calibration(output, folds, db, as_json)
+        return
+    if output is not None:
+        fail("--output applies to the model calibration (no DEVICE); a device's parameters go "
+             "to the store")
+    not_root = probing.root_problem()
+    if not dry_run and not_root:
+        fail(not_root)
+    if not dry_run:
+        report = probing.cleanup_stale_state(db)
+        for a in report.actions if report.cleaned else []:
+            typer.echo(f"fsadvisor: cleaned up after an earlier probe: {a}", err=True)
+    plan = calibration.plan_calibration(device, scratch=scratch, scratch_dir=scratch_dir,
+                                        runtime_s=runtime, reps=reps, plp=plp, force=force,
+                                        db=db, dry_run=dry_run)
+    if dry_run:
+        note = probing.dry_run_verdict(plan)
+        lines = calibration.dry_run(plan)
+        if note:
+            lines.insert(1, f"# {note}")
+        if as_json:
+            emit_json({"dry_run": True, "runs": len(plan.cells()),
+                       "estimated_s": plan.estimated_seconds(), "commands": lines})
+        else:
+            for line in lines:
+                typer.echo(line)
+        return
+    probing.check_device(plan)
+    confirm = None
+    if not plan.scratch_size_bytes:
+        if yes_wipe is not None:
+            confirm = yes_wipe
+            if not probing.confirmation_matches(plan, confirm):
+                fail(f"--yes-wipe {yes_wipe} does not match the device {plan.device}")
+        else:
+            typer.echo(f"This DESTROYS all data on {plan.device}.", err=True)
+            confirm = typer.prompt("Type the device path to continue", err=True)
+            if not probing.confirmation_matches(plan, confirm):
+                fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
+    typer.echo(f"fsadvisor: {calibration.planned(plan)}", err=True)
+    from fsadvisor.cli.probe import _Progress
+
+    try:
+        result = calibration.run_calibration(plan, on_progress=_Progress(), confirm=confirm)
+    except calibration.CalibrationInterrupted as e:
+        # The shell's convention, as probe: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+        sig = getattr(signal.Signals, e.signame, None)
+        fail(str(e), 128 + sig.value if sig else 130)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        _print_params(result)

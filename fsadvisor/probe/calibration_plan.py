@@ -1,0 +1,135 @@
+"""Planning a device calibration: a short raw-device matrix (no filesystem) from which
+``fsadvisor.predict.device_params.fit_device_params`` learns the device's own parameters.
+
+What each workload pins (models/devices.toml's keys):
+
+- ``4k-randread-qd1`` / ``4k-randwrite-qd1``: read/write service time at QD1
+- ``4k-randread-qd32`` / ``4k-randwrite-qd32``: the IOPS ceilings (the micro matrix's deep
+  queue, seed 002's QD32 4K random write)
+- ``128k-read-qd8`` / ``128k-write-qd8``: sequential bandwidth (the micro matrix's jobs)
+- ``4k-randwrite-fsync1``: a QD1 write + fsync per write; minus the plain QD1 write, the
+  device's flush cost (seed 002 "4K-randwrite-fsync1")
+- ``4k-randread-qd4/16/64`` with QD1 and QD32: the concurrency sweep whose knee is the
+  device's internal parallelism
+
+Short windows (a few seconds) and 2-3 repetitions keep the whole calibration within
+:data:`BUDGET_S`; the plan shrinks its windows to fit, or is refused when the user's own
+choices cannot. A :class:`CalibrationPlan` is a probe :class:`~fsadvisor.probe.plan.Plan`
+with no filesystem configurations, so the probe's runner, safety checks, state file and
+cleanup run it unchanged. Pure: nothing here touches a device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fsadvisor.domain import Workload
+from fsadvisor.errors import ConfigError
+from fsadvisor.probe.plan import (FILL_BYTES_PER_S, KIB, MIB, MICRO_BY_NAME, Cell, Plan,
+                                  WorkloadSpec, default_size_bytes, with_ioengine)
+
+# Issue 10 §2: "a raw-device probe of at most 5 minutes".
+BUDGET_S = 300.0
+DEFAULT_RUNTIME_S = 4.0
+MIN_RUNTIME_S = 1.0
+DEFAULT_REPS = 3  # key cells; the sweep's extra depths get one fewer (at least 1)
+# Per raw cell outside the window: blkdiscard, sync, drop caches, fio start-up (no mkfs or
+# mount). Measured on a 1 GiB direct-I/O loop device here: see the report of this branch.
+RAW_CELL_OVERHEAD_S = 1.5
+# A small region keeps the fill before each read cell short while still spanning many
+# erase blocks of a real SSD; 1/8 of a small device at most (probe.plan.default_size_bytes).
+MAX_SIZE_BYTES = 512 * MIB
+SCHEDULER = "none"  # the bare device, as NVMe drives default to (domain notes §5)
+
+
+def _spec(name: str, **kw: Any) -> WorkloadSpec:
+    return WorkloadSpec(name=name, workload=Workload(**kw), raw_baseline=True, source="micro")
+
+
+KEY_WORKLOADS: tuple[WorkloadSpec, ...] = (
+    _spec("4k-randread-qd1", rw="randread", bs_bytes=4 * KIB, iodepth=1),
+    _spec("4k-randwrite-qd1", rw="randwrite", bs_bytes=4 * KIB, iodepth=1),
+    MICRO_BY_NAME["4k-randwrite-fsync1"],
+    MICRO_BY_NAME["4k-randread-qd32"],
+    MICRO_BY_NAME["4k-randwrite-qd32"],
+    MICRO_BY_NAME["128k-read-qd8"],
+    MICRO_BY_NAME["128k-write-qd8"],
+)
+SWEEP_WORKLOADS: tuple[WorkloadSpec, ...] = tuple(
+    _spec(f"4k-randread-qd{qd}", rw="randread", bs_bytes=4 * KIB, iodepth=qd) for qd in (4, 16, 64))
+SWEEP_NAMES = frozenset(w.name for w in SWEEP_WORKLOADS)
+
+
+@dataclass
+class CalibrationPlan(Plan):
+    """A probe plan of raw-device cells only (``configs`` is empty): every workload on the
+    bare device under :data:`SCHEDULER`, repetitions outermost, the sweep's extra depths
+    with ``sweep_reps``."""
+
+    sweep_reps: int = 2
+    scheduler: str = SCHEDULER
+
+    @property
+    def schedulers(self) -> list[str]:
+        return [self.scheduler]
+
+    @property
+    def device_key(self) -> str:
+        # Never the key a probe of the same device uses: `probe --resume` must not pick up
+        # a calibration's entry in the state file as its own unfinished matrix.
+        return "calibrate:" + ("scratch" if self.scratch_size_bytes else str(self.device))
+
+    def reps_of(self, spec: WorkloadSpec) -> int:
+        return self.sweep_reps if spec.name in SWEEP_NAMES else self.reps
+
+    def cells(self) -> list[Cell]:
+        return [Cell(None, self.scheduler, w, rep)
+                for rep in range(1, self.reps + 1)
+                for w in self.workloads if rep <= self.reps_of(w)]
+
+    def cell_estimate_s(self, cell: Cell) -> float:
+        fill = self.size_bytes / FILL_BYTES_PER_S if cell.workload.workload.read_pct > 0 else 0.0
+        return self.runtime_s + self.cooldown_s + RAW_CELL_OVERHEAD_S + fill
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "purpose": "calibration", "sweep_reps": self.sweep_reps,
+                "scheduler": self.scheduler, "budget_s": BUDGET_S}
+
+
+def build_calibration_plan(device: str | None, device_size_bytes: int, *,
+                           runtime_s: float | None = None, reps: int | None = None,
+                           ioengine: str = "io_uring", budget_s: float = BUDGET_S,
+                           **extra: Any) -> CalibrationPlan:
+    """The calibration matrix for ``device``, within ``budget_s``. Without an explicit
+    ``runtime_s`` the window shrinks (down to MIN_RUNTIME_S) until the estimate fits, then
+    without explicit ``reps`` the repetitions go down to 2; what still does not fit (or the
+    user's own runtime/reps that do not) is refused in one line, before anything runs."""
+    if runtime_s is not None and runtime_s <= 0:
+        raise ConfigError(f"--runtime must be positive, not {runtime_s:g}")
+    if reps is not None and reps < 1:
+        raise ConfigError(f"--reps must be at least 1, not {reps}")
+    size = min(MAX_SIZE_BYTES, default_size_bytes(device_size_bytes))
+    workloads = [with_ioengine(w, ioengine) for w in (*KEY_WORKLOADS, *SWEEP_WORKLOADS)]
+
+    def make(rt: float, n: int) -> CalibrationPlan:
+        return CalibrationPlan(device=device, device_size_bytes=device_size_bytes, configs=[],
+                               workloads=workloads, reps=n, runtime_s=float(rt),
+                               cooldown_s=0.0, size_bytes=size, baseline=True,
+                               ioengine=ioengine, sweep_reps=max(1, n - 1), **extra)
+
+    n = reps if reps is not None else DEFAULT_REPS
+    rt = runtime_s if runtime_s is not None else DEFAULT_RUNTIME_S
+    plan = make(rt, n)
+    while plan.estimated_seconds() > budget_s:
+        if runtime_s is None and rt > MIN_RUNTIME_S:
+            rt = max(MIN_RUNTIME_S, rt - 0.5)
+        elif reps is None and n > 2:
+            n -= 1
+        else:
+            raise ConfigError(
+                f"this calibration would take about {plan.estimated_seconds():.0f} s, more "
+                f"than its {budget_s:.0f} s budget ({len(plan.cells())} runs of "
+                f"{plan.runtime_s:g} s); lower --runtime or --reps")
+        plan = make(rt, n)
+    return plan

@@ -1,0 +1,265 @@
+"""Service functions for calibrating one device: plan, preview, run, fit, store.
+
+``fsadvisor calibrate DEVICE`` (and ``--scratch SIZE``) runs a short raw-device matrix
+(fsadvisor.probe.calibration_plan) through the probe's own runner, with the probe's safety
+verdict, confirmation, state file and cleanup, stores every repetition like a probe does,
+then fits the device's parameters (fsadvisor.predict.device_params) and stores them under
+the device's identity. The parameters are saved only after every step succeeded and the fit
+is complete: a calibration that fails or is interrupted leaves no device_params row and
+says which step failed. ``device_params_for`` is what predict/recommend look up.
+Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+from fsadvisor.predict.device_params import DeviceParams, RawRun, fit_device_params, prior_params
+from fsadvisor.probe.calibration_plan import BUDGET_S, CalibrationPlan, build_calibration_plan
+from fsadvisor.probe.report import ProgressEvent, dry_run_lines
+from fsadvisor.service import probing
+from fsadvisor.sizes import parse_size
+
+Z90 = 1.6448536269514722  # two-sided 90% normal quantile, as the model's intervals use
+
+
+class CalibrationFailed(FsAdvisorError):
+    """A step of the calibration failed; no device parameters were saved."""
+
+
+class CalibrationInterrupted(CalibrationFailed):
+    """SIGINT/SIGTERM (or a cancel) stopped the calibration after the probe's cleanup."""
+
+    def __init__(self, message: str, signame: str):
+        super().__init__(message)
+        self.signame = signame
+
+
+def devices_table() -> dict[str, dict[str, float]]:
+    """models/devices.toml: the per-kind priors."""
+    from fsadvisor.resources import data_dir
+
+    with open(data_dir("models") / "devices.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+# --------------------------------------------------------------------------- planning
+
+def plan_calibration(device: str | None = None, *, scratch: str | int | None = None,
+                     scratch_dir: str | os.PathLike[str] | None = None,
+                     runtime_s: float | None = None, reps: int | None = None,
+                     plp: str = "unknown", force: bool = False, db: str | None = None,
+                     dry_run: bool = False) -> CalibrationPlan:
+    """The calibration plan for ``device`` (or a scratch loop device of ``scratch`` bytes),
+    within the 5-minute budget (see build_calibration_plan). Reads the device, never
+    writes it; with ``dry_run`` executes nothing at all."""
+    from fsadvisor.host import device as devmod
+    if (device is None) == (scratch is None):
+        raise ConfigError("give either a DEVICE or --scratch SIZE")
+    if plp not in ("yes", "no", "unknown"):
+        raise ConfigError(f"--plp must be yes, no or unknown, not {plp!r}")
+    db_path = probing.store_path(db)
+    if scratch is not None:
+        try:
+            size = parse_size(scratch)
+        except ValueError:
+            raise ConfigError(f"--scratch {scratch!r} is not a size (e.g. 1G)") from None
+        if size < probing.MIN_SCRATCH_BYTES:
+            raise ConfigError(f"--scratch must be at least {probing.MIN_SCRATCH_BYTES >> 20}M")
+        info = None
+    else:
+        info = devmod.inspect(str(device), plp=plp)
+        size = info.size_bytes
+    if dry_run:
+        ioengine = probing._ioengine_guess()
+    else:
+        from fsadvisor.tools import fio
+        ioengine = fio.best_ioengine()
+    plan = build_calibration_plan(
+        str(device) if scratch is None else None, size, runtime_s=runtime_s, reps=reps,
+        ioengine=ioengine, scratch_size_bytes=size if scratch is not None else None,
+        scratch_dir=os.fspath(scratch_dir) if scratch_dir is not None else None, plp=plp,
+        force=force, db_path=str(db_path))
+    plan.device_info = info
+    return plan
+
+
+def dry_run(plan: CalibrationPlan) -> list[str]:
+    lines = dry_run_lines(plan)
+    lines[0] = (f"# fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
+                f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
+                f"{BUDGET_S:.0f} s); nothing below is executed")
+    lines.append("# then: fit the device parameters from these runs and store them with the "
+                 "device's identity")
+    return lines
+
+
+def planned(plan: CalibrationPlan) -> str:
+    """The one line a front end shows before starting."""
+    target = "a scratch loop device" if plan.scratch_size_bytes else str(plan.device)
+    return (f"calibrating {target}: {len(plan.cells())} raw-device runs of {plan.runtime_s:g} s "
+            f"({plan.reps} reps, sweep {plan.sweep_reps}), about {plan.estimated_seconds():.0f} s "
+            f"of the {BUDGET_S:.0f} s budget")
+
+
+# --------------------------------------------------------------------------- running
+
+@dataclass
+class CalibrationResult:
+    params: DeviceParams
+    device: str
+    identity: str
+    matrix_id: str
+    run_ids: list[int]
+    wall_s: float
+    notes: list[str] = field(default_factory=list)
+    cleanup: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "identity": self.identity, "kind": self.params.kind,
+                "matrix_id": self.matrix_id, "n_runs": self.params.n_runs,
+                "run_ids": self.run_ids, "wall_s": round(self.wall_s, 3),
+                "source": self.params.source, "params": params_table(self.params),
+                "notes": self.notes, "cleanup": self.cleanup}
+
+
+def params_table(p: DeviceParams) -> dict[str, dict[str, Any]]:
+    """Each parameter with its log-scale sd, 90% interval and whether it was measured."""
+    measured = set(p.details.get("measured") or ()) if p.measured else set()
+    out = {}
+    for k, v in p.values.items():
+        sd = p.log_sd.get(k, 0.0)
+        out[k] = {"value": v, "log_sd": sd,
+                  "interval_90": [v * math.exp(-Z90 * sd), v * math.exp(Z90 * sd)],
+                  "measured": k in measured}
+    return out
+
+
+class _StopAtFailure(Exception):
+    """Raised from the progress callback: a failed run ends the calibration at once (the
+    runner's cleanup still runs), since a fit without that cell would be half a fit."""
+
+    def __init__(self, cell: str, error: str):
+        super().__init__(f"{cell}: {error}")
+        self.cell, self.error = cell, error
+
+
+def run_calibration(plan: CalibrationPlan,
+                    on_progress: Callable[[ProgressEvent], None] | None = None,
+                    confirm: str | None = None, interruptions: Any = None) -> CalibrationResult:
+    """Run ``plan`` (``confirm`` repeats the device, as for a probe), fit, store. Raises
+    DeviceRefused like a probe; CalibrationFailed naming the step when a run fails, the
+    runner stops, the run is interrupted, or the fit cannot use the runs — in every case
+    with no device_params row written."""
+    from fsadvisor.probe.run import MatrixRun
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.store import open_store
+
+    why = probing.root_problem()
+    if why:
+        raise DeviceRefused(why)
+    if not probing.confirmation_matches(plan, confirm):
+        raise DeviceRefused(f"not confirmed: type the device exactly as {plan.device} "
+                            "(or pass --yes-wipe with it) to let the calibration wipe it")
+    forward = on_progress or (lambda e: None)
+
+    def progress(e: ProgressEvent) -> None:
+        forward(e)
+        if e.kind == "cell-end" and e.status in ("failed", "skipped"):
+            raise _StopAtFailure(e.cell or "?", e.message or e.status)
+
+    db_path = probing.store_path(plan.db_path)
+    with open_store(db_path) as store:
+        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), progress,
+                        interruptions=interruptions)
+        try:
+            summary = run.execute()
+        except _StopAtFailure as e:
+            _forget(run, plan)
+            raise CalibrationFailed(
+                f"calibration failed at step {e.cell}: {e.error}; no device parameters were "
+                f"saved (the {run.summary.count('ok')} runs before it are stored, matrix "
+                f"{plan.matrix_id})") from None
+        except FsAdvisorError as e:
+            if isinstance(e, DeviceRefused):
+                raise
+            step = run.state.current_cell or "setting up the device"
+            _forget(run, plan)
+            raise CalibrationFailed(f"calibration failed at step {step}: {e}; no device "
+                                    "parameters were saved") from None
+        if summary.interrupted:
+            _forget(run, plan)
+            cell = next((o.label for o in reversed(summary.outcomes)
+                         if o.status == "incomplete"), "between runs")
+            raise CalibrationInterrupted(
+                f"calibration interrupted by {summary.interrupted} at step {cell}; no device "
+                "parameters were saved (run it again)", summary.interrupted)
+        rows = store.runs(matrix_id=summary.matrix_id, status="ok")
+        if not rows:
+            raise CalibrationFailed("calibration stored no successful run; no device "
+                                    "parameters were saved")
+        identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
+        raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
+        try:
+            params = fit_device_params(raw, kind, devices_table(), device_id=identity)
+        except (ArithmeticError, ValueError) as e:
+            raise CalibrationFailed(f"calibration failed at step fit: {e}; no device "
+                                    "parameters were saved") from None
+        if not params.measured:
+            raise CalibrationFailed("calibration failed at step fit: the runs determined no "
+                                    "parameter; no device parameters were saved")
+        run_ids = [int(r["run_id"]) for r in rows]
+        store.save_device_params(params, run_ids=run_ids)
+        saved = store.device_params(identity)
+    return CalibrationResult(params=saved, device=summary.device or "", identity=identity,
+                             matrix_id=summary.matrix_id or "", run_ids=run_ids,
+                             wall_s=summary.wall_s, notes=list(summary.notes),
+                             cleanup=list(summary.cleanup))
+
+
+def _forget(run: Any, plan: CalibrationPlan) -> None:
+    """A calibration is not resumable: drop its unfinished-matrix entry from the state file,
+    so the next one does not report it as something --resume could continue."""
+    from fsadvisor.probe.state import StateFile, StateFileError, state_path_for
+    try:
+        sf = StateFile(state_path_for(probing.store_path(plan.db_path)))
+        state = sf.load()
+        if state.matrices.pop(plan.device_key, None) is not None:
+            sf.save(state)
+    except (StateFileError, OSError):
+        pass  # only a stale note for the next run is at stake
+
+
+# --------------------------------------------------------------------------- lookup
+
+def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
+    """What predict/recommend key a device on: its calibration in the store (by
+    Device.identity) when there is one, else its kind's prior from models/devices.toml —
+    for a kind with no figures, the nvme class, and ``source`` says so."""
+    table = devices_table()
+    if device.path:
+        from fsadvisor.store import open_store
+        with open_store(db) as store:
+            found = store.device_params(device.identity)
+        if found is not None:
+            return found
+    return prior_params(device.kind, table, device_id=device.identity)
+
+
+def describe(p: DeviceParams) -> str:
+    """One line for the output: calibrated (runs, date) or the prior's class."""
+    if p.measured:
+        at = p.details.get("fitted_at")
+        when = time.strftime("%Y-%m-%d", time.gmtime(float(at))) if at else "unknown date"
+        return (f"calibrated on this device, {p.n_runs} runs, {when} "
+                f"({len(p.details.get('measured') or ())} of {len(p.values)} parameters measured)")
+    if "no figures for device kind" in p.source:
+        return (f"prior for kind nvme (device kind {p.kind!r} has no figures of its own: "
+                "falls back to the nvme class of models/devices.toml; not calibrated)")
+    return f"prior for kind {p.kind} ({p.source.removeprefix('prior: ')}; not calibrated)"

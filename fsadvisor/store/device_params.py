@@ -1,0 +1,65 @@
+"""The ``device_params`` table: one device's fitted parameters (fsadvisor.predict.
+device_params.DeviceParams) keyed by its identity, as ``fsadvisor calibrate DEVICE`` left
+them. Saved in one transaction, after the fit: a calibration that failed has no row."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Iterable
+
+from fsadvisor.errors import StoreError
+from fsadvisor.store import encoding
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from fsadvisor.predict.device_params import DeviceParams
+
+
+def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
+         fitted_at: float | None = None) -> None:
+    """Replace the row of ``params.device_id`` (an identity, Device.identity)."""
+    from fsadvisor.predict.device_params import PARAM_KEYS
+
+    missing = [k for k in PARAM_KEYS if k not in params.values or k not in params.log_sd]
+    if missing:
+        raise StoreError(f"device parameters for {params.device_id} lack {', '.join(missing)}")
+    ids = sorted({int(i) for i in run_ids})
+    with db.atomic():
+        dev = db.execute("SELECT max(id) FROM devices WHERE identity = ?",
+                         [params.device_id]).fetchone()
+        if ids:
+            known = db.execute(f"SELECT count(*) FROM runs WHERE id IN ({','.join('?' * len(ids))})",
+                               ids).fetchone()[0]
+            if known != len(ids):
+                raise StoreError(f"device parameters refer to {len(ids) - known} run(s) "
+                                 "that are not in the store")
+        db["device_params"].upsert({
+            "identity": params.device_id, "kind": params.kind,
+            "device_id": dev[0] if dev else None,
+            "params": encoding.dumps(dict(params.values)),
+            "log_sd": encoding.dumps(dict(params.log_sd)), "n_runs": int(params.n_runs),
+            "source": params.source,
+            "fitted_at": float(fitted_at if fitted_at is not None else time.time()),
+            "run_ids": encoding.dumps(ids), "details": encoding.dumps(dict(params.details)),
+        }, pk="identity")
+
+
+def load(db: Database, identity: str) -> DeviceParams | None:
+    from fsadvisor.predict.device_params import DeviceParams
+
+    rows = list(db["device_params"].rows_where("identity = ?", [identity]))
+    if not rows:
+        return None
+    r = rows[0]
+    details: dict[str, Any] = dict(encoding.loads(r["details"]) or {})
+    details["fitted_at"] = r["fitted_at"]
+    details["run_ids"] = encoding.loads(r["run_ids"]) or []
+    return DeviceParams(device_id=r["identity"], kind=r["kind"],
+                        values={k: float(v) for k, v in encoding.loads(r["params"]).items()},
+                        log_sd={k: float(v) for k, v in encoding.loads(r["log_sd"]).items()},
+                        source=r["source"], n_runs=int(r["n_runs"] or 0), details=details)
+
+
+def identities(db: Database) -> list[str]:
+    return [r[0] for r in db.execute("SELECT identity FROM device_params ORDER BY identity")]

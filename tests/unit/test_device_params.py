@@ -1,0 +1,163 @@
+"""Fitting one device's parameters from its raw-device runs (predict/device_params.py), with
+hand-made numbers whose answer is known, and the monotone property of the ceilings."""
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fsadvisor.predict.device_params import (LOG_SD_FLOOR, PARAM_KEYS, PRIOR_LOG_SD,
+                                             SINGLE_RUN_LOG_SD, RawRun, fit_device_params,
+                                             prior_params)
+
+DEVICES = {"nvme": {"read_iops_cap": 1e6, "write_iops_cap": 1e6, "read_bw_bytes_s": 7e9,
+                    "write_bw_bytes_s": 6e9, "read_latency_us": 80.0, "write_latency_us": 20.0,
+                    "flush_latency_us_plp": 25.0, "flush_latency_us": 360.0,
+                    "parallelism": 256},
+           "loop": {"read_iops_cap": 60e3, "write_iops_cap": 60e3, "read_bw_bytes_s": 1.5e9,
+                    "write_bw_bytes_s": 1e9, "read_latency_us": 100.0,
+                    "write_latency_us": 100.0, "flush_latency_us_plp": 200.0,
+                    "flush_latency_us": 500.0, "parallelism": 64}}
+
+# The device these runs come from: 100 us per 4K read at QD1, a 50k IOPS read ceiling, so
+# an internal parallelism of 50,000 x 100e-6 = 5; writes 40 us and 20k IOPS; a flush of
+# 460 us (500 us per write+fsync minus the 40 us write); 2 GB/s reads, 800 MB/s writes.
+READ_CAP, READ_LAT_US, WRITE_LAT_US, WRITE_CAP, FLUSH_US = 50_000.0, 100.0, 40.0, 20_000.0, 460.0
+PAR = READ_CAP * READ_LAT_US * 1e-6
+JITTER = (0.98, 1.0, 1.02)  # three reps, +-2%
+
+
+def sweep_iops(c: int) -> float:
+    return READ_CAP * ((PAR / c) ** 4 + 1) ** -0.25
+
+
+def device_runs() -> list[RawRun]:
+    runs, rid = [], 0
+
+    def add(**kw):
+        nonlocal rid
+        for j in JITTER:
+            rid += 1
+            r = dict(kw)
+            r["iops"] *= j
+            if r.get("bw_bytes_s"):
+                r["bw_bytes_s"] *= j
+            runs.append(RawRun(run_id=rid, **r))
+
+    for qd in (1, 4, 16, 32, 64):
+        add(rw="randread", bs_bytes=4096, iodepth=qd, iops=sweep_iops(qd))
+    add(rw="randwrite", bs_bytes=4096, iodepth=1, iops=1e6 / WRITE_LAT_US)
+    add(rw="randwrite", bs_bytes=4096, iodepth=32, iops=WRITE_CAP)
+    add(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1,
+        iops=1e6 / (WRITE_LAT_US + FLUSH_US))
+    add(rw="read", bs_bytes=128 << 10, iodepth=8, iops=2e9 / (128 << 10), bw_bytes_s=2e9)
+    add(rw="write", bs_bytes=128 << 10, iodepth=8, iops=8e8 / (128 << 10), bw_bytes_s=8e8)
+    return runs
+
+
+def test_fit_recovers_the_known_device():
+    p = fit_device_params(device_runs(), "loop", DEVICES, device_id="loop:test")
+    v = p.values
+    assert v["read_latency_us"] == pytest.approx(1e6 / sweep_iops(1), rel=0.01)
+    assert v["read_latency_us"] == pytest.approx(READ_LAT_US, rel=0.01)
+    assert v["write_latency_us"] == pytest.approx(WRITE_LAT_US, rel=0.01)
+    # the ceiling is the best deep cell: QD64 of the sweep, within 0.1% of the cap
+    assert v["read_iops_cap"] == pytest.approx(sweep_iops(64), rel=0.01)
+    assert v["write_iops_cap"] == pytest.approx(WRITE_CAP, rel=0.01)
+    assert v["read_bw_bytes_s"] == pytest.approx(2e9, rel=0.01)
+    assert v["write_bw_bytes_s"] == pytest.approx(8e8, rel=0.01)
+    assert v["flush_latency_us"] == pytest.approx(FLUSH_US, rel=0.02)
+    assert v["flush_latency_us_plp"] == v["flush_latency_us"]
+    assert v["parallelism"] == pytest.approx(PAR, rel=0.05)
+    assert p.measured and p.n_runs == len(device_runs())
+    assert set(p.details["measured"]) == set(PARAM_KEYS) and not p.details["not_measured"]
+    assert p.source.startswith("calibrated: 9 of 9 parameters fitted on 30 raw-device runs")
+    assert p.kind == "loop" and p.device_id == "loop:test"
+
+
+def test_sd_comes_from_the_repetitions_and_is_floored():
+    p = fit_device_params(device_runs(), "loop", DEVICES)
+    logs = [math.log(0.98), 0.0, math.log(1.02)]
+    m = sum(logs) / 3
+    sd = (sum((x - m) ** 2 for x in logs) / 2) ** 0.5 / 3 ** 0.5
+    assert sd < LOG_SD_FLOOR  # +-2% reps: the floor applies
+    assert p.log_sd["read_latency_us"] == pytest.approx(LOG_SD_FLOOR)
+    noisy = [RawRun("randread", 4096, iops=i, run_id=n) for n, i in enumerate((8000, 10000, 12500))]
+    q = fit_device_params(noisy, "loop", DEVICES)
+    logs = [math.log(x) for x in (8000, 10000, 12500)]
+    m = sum(logs) / 3
+    want = (sum((x - m) ** 2 for x in logs) / 2) ** 0.5 / 3 ** 0.5
+    assert q.log_sd["read_latency_us"] == pytest.approx(want)
+    assert q.values["read_latency_us"] == pytest.approx(100.0, rel=1e-9)  # geometric mean
+    single = fit_device_params([RawRun("randread", 4096, iops=10000)], "loop", DEVICES)
+    assert single.log_sd["read_latency_us"] == SINGLE_RUN_LOG_SD
+
+
+def test_unmeasured_keys_stay_at_the_prior_with_its_wide_sd():
+    runs = [RawRun("randread", 4096, iops=10000, run_id=1), RawRun("randread", 4096, iops=10100, run_id=2)]
+    p = fit_device_params(runs, "loop", DEVICES)
+    prior = prior_params("loop", DEVICES)
+    assert p.details["measured"] == ["read_latency_us"]
+    for k in PARAM_KEYS:
+        if k != "read_latency_us":
+            assert p.values[k] == prior.values[k] and p.log_sd[k] == PRIOR_LOG_SD
+    assert "prior (models/devices.toml [loop]) for" in p.source and "write_iops_cap" in p.source
+    assert p.details["run_ids"] == [1, 2]
+
+
+def test_no_usable_runs_is_the_prior():
+    p = fit_device_params([RawRun("filecreate", 4096, iops=500)], "nvme", DEVICES)
+    prior = prior_params("nvme", DEVICES)
+    assert (p.values, p.log_sd, p.source) == (prior.values, prior.log_sd, prior.source)
+    assert not p.measured and p.details["measured"] == []
+
+
+def test_flush_without_a_plain_write_is_not_guessed():
+    runs = [RawRun("randwrite", 4096, iodepth=1, fsync_every=1, iops=2000)]
+    p = fit_device_params(runs, "loop", DEVICES)
+    assert "flush_latency_us" not in p.details["measured"]
+
+
+def test_a_free_flush_is_floored_not_negative():
+    runs = [RawRun("randwrite", 4096, iops=25000), RawRun("randwrite", 4096, fsync_every=1, iops=26000)]
+    p = fit_device_params(runs, "loop", DEVICES)
+    assert p.values["flush_latency_us"] == 1.0
+
+
+def test_parallelism_needs_a_knee():
+    # Linear in queue depth up to 64: no saturation, so P is not determined.
+    runs = [RawRun("randread", 4096, iodepth=qd, iops=qd * 1e4) for qd in (1, 4, 16, 64)]
+    p = fit_device_params(runs, "loop", DEVICES)
+    assert "parallelism" not in p.details["measured"]
+    two = [RawRun("randread", 4096, iodepth=qd, iops=1e4) for qd in (1, 32)]
+    assert "parallelism" not in fit_device_params(two, "loop", DEVICES).details["measured"]
+
+
+def test_raw_run_from_a_store_row():
+    row = {"configuration_id": None, "run_id": 7, "iops": 1000.0, "mb_s": 4.096,
+           "mean_latency_us": 950.0,
+           "workload": {"rw": "randwrite", "bs_bytes": 4096, "iodepth": 1, "numjobs": 1,
+                        "fsync_every": 1}}
+    r = RawRun.from_store_row(row)
+    assert r == RawRun("randwrite", 4096, iops=1000.0, fsync_every=1, mean_latency_us=950.0,
+                       bw_bytes_s=4.096e6, run_id=7)
+    assert RawRun.from_store_row({**row, "configuration_id": 3}) is None
+    assert RawRun.from_store_row({**row, "iops": None}) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1e3, 1e6), min_size=1, max_size=4),
+       st.sampled_from((8, 16, 32, 64)), st.floats(1.0, 10.0), st.integers(0, 3))
+def test_more_measured_iops_never_lowers_the_cap(reps, qd, factor, which):
+    base = [RawRun("randread", 4096, iodepth=qd, iops=x) for x in reps]
+    base += [RawRun("randread", 4096, iodepth=1, iops=5e3), RawRun("randwrite", 4096, iodepth=qd, iops=reps[0])]
+    before = fit_device_params(base, "nvme", DEVICES)
+    i = which % len(reps)
+    raised = list(base)
+    raised[i] = RawRun("randread", 4096, iodepth=qd, iops=reps[i] * factor)
+    after = fit_device_params(raised, "nvme", DEVICES)
+    assert after.values["read_iops_cap"] >= before.values["read_iops_cap"] * (1 - 1e-12)
+    # a new, faster deep cell can only raise it too
+    extra = fit_device_params(base + [RawRun("randread", 4096, iodepth=2 * qd, iops=max(reps) * factor)],
+                              "nvme", DEVICES)
+    assert extra.values["read_iops_cap"] >= before.values["read_iops_cap"] * (1 - 1e-12)
