@@ -342,10 +342,21 @@ def find(name: str, library: dict[str, LibraryDrive] | None = None) -> LibraryDr
     if len(starts) > 1:
         shown = ", ".join(starts[:6]) + (" ..." if len(starts) > 6 else "")
         raise DeviceLibraryError(f"{name!r} matches {len(starts)} drives ({shown}); give more of the name")
-    close = difflib.get_close_matches(key, list(lib), n=3, cutoff=0.5)
+    close = closest_names(key, lib)
     hint = f"; closest: {', '.join(close)}" if close else ""
     raise DeviceLibraryError(f"no drive {name!r} in the device library{hint} "
                              "(fsadvisor devices list shows them all)")
+
+
+def closest_names(key: str, names, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The names most like ``key``, as a whole or as the prefix a user abbreviates to
+    ("samsng-pm9a3" is close to the start of "samsung-pm9a3-3.84tb-u2", not to all of it)."""
+    def score(name: str) -> float:
+        whole = difflib.SequenceMatcher(None, key, name).ratio()
+        head = difflib.SequenceMatcher(None, key, name[:len(key) + 1]).ratio()
+        return max(whole, head)
+    scored = sorted(((score(nm), nm) for nm in names), key=lambda t: (-t[0], t[1]))
+    return [nm for s, nm in scored[:n] if s >= cutoff]
 
 
 def looks_like_name(spec: str) -> bool:
