@@ -280,7 +280,7 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
         if merged["class"] not in DRIVE_CLASSES:
             raise _err(where, f"class must be one of {', '.join(DRIVE_CLASSES)}")
         cap = _number(f"{where}.capacity_gb", merged["capacity_gb"])
-        if not any(k in NUMERIC_FIGURES for k in figures):
+        if not any(k in NUMERIC_FIGURES or k == "power_states" for k in figures):
             raise _err(where, "has no cited performance, power or endurance figure")
         used.update(f.source.id for f in figures.values())
         used.update(s.id for f in figures.values() for s in f.also)

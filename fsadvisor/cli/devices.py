@@ -63,7 +63,11 @@ def show(
     for key, f in doc["figures"].items():
         mark = "" if not f.get("not_manufacturer") else f"  [{f['source_kind']}, not the manufacturer's text]"
         extra = "".join(f"; {x}" for x in (f.get("note"), f"QD{f['queue_depth']}" if "queue_depth" in f else None) if x)
-        typer.echo(f"  {key:<18} {f['value']}  <- {f['source']}{extra}{mark}")
+        value = f["value"]
+        if key == "power_states":
+            value = ", ".join(f"PS{ps['ps']} {ps['max_w']:g} W" + ("" if ps["op"] else " (non-op)")
+                              for ps in value)
+        typer.echo(f"  {key:<18} {value}  <- {f['source']}{extra}{mark}")
         for d in f.get("disagrees", []):
             typer.echo(f"  {'':<18} disagrees: {d['value']} <- {d['source']} ({d['source_kind']})"
                        + (f"; {d['note']}" if d["note"] else ""))

@@ -35,11 +35,16 @@ def _power(p: Prediction, rec: Recommendation) -> tuple[float, float, tuple[floa
         if d is not None:
             idle = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
             busy = d.figures.get("active_power_w") or d.figures.get("max_power_w")
+            ps = d.figures.get("power_states")
+            ps0 = max((s["max_w"] for s in ps.value if s["op"]), default=None) if ps else None
+            if busy is None and ps0 is not None:
+                busy = ps  # the highest operational state's maximum: an upper bound
             if idle is not None and busy is not None:
-                top = d.value("max_power_w") or busy.value
-                return (float(idle.value), float(busy.value), (float(busy.value), float(max(top, busy.value))),
+                busy_w = float(ps0 if busy is ps else busy.value)
+                top = max(d.value("max_power_w") or busy_w, ps0 or busy_w, busy_w)
+                return (float(idle.value), busy_w, (busy_w, float(top)),
                         f"datasheet power of {d.name}: idle {idle.value} W ({idle.source.title}), "
-                        f"busy {busy.value} W ({busy.source.title}); drive scope; best-case figures")
+                        f"busy {busy_w:g} W ({busy.source.title}); drive scope; best-case figures")
     idle = float(p.basis.get("idle_watts") or 0.0)
     lo, hi = p.uncertainty.get("watts_90", [p.watts, p.watts])
     return (idle, p.watts, (float(lo), float(hi)),

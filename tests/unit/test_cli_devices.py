@@ -183,3 +183,23 @@ def recommend_json_profile(profile, *args):
     r = run("recommend", "--profile", profile, "--json", *args)
     assert r.exit_code == 0, r.output
     return json.loads(r.output)
+
+
+def test_the_highest_operational_power_state_is_the_busy_power_when_no_active_figure_is_given(tmp_path, monkeypatch):
+    from fsadvisor import devicelib
+    (tmp_path / "v.toml").write_text(
+        'vendor = "V"\n'
+        '[sources.log]\ntitle = "smartctl log"\ndate = "2024"\nurl = "https://l.invalid"\nkind = "device-identify-log"\n'
+        '[sources.doc]\ntitle = "V datasheet"\ndate = "2024"\nurl = "https://d.invalid"\nkind = "manufacturer-datasheet"\n'
+        '[[drive]]\nname = "v-ps-1tb"\nmodel = "V PS"\nkind = "nvme"\nclass = "consumer"\ncapacity_gb = 1000\n'
+        'idle_power_w = { v = 0.5, src = "doc" }\n'
+        'power_states = { v = [{ ps = 0, max_w = 8.0, op = true }, { ps = 1, max_w = 4.0, op = true },'
+        ' { ps = 2, max_w = 0.01, op = false }], src = "log" }\n')
+    devicelib._load.cache_clear()
+    lib = devicelib.load_library(tmp_path)
+    monkeypatch.setattr(devicelib, "load_library", lambda root=None: lib)
+    full = recommend_json("--device", "v-ps-1tb", "--scope", "drive", "--load", "1e12", "--top", "1")
+    y = full["recommendations"][0]["yearly"]
+    assert y["avg_watts"] == pytest.approx(8.0) and "busy 8 W (smartctl log)" in y["energy_source"]
+    idle = recommend_json("--device", "v-ps-1tb", "--scope", "drive", "--load", "0", "--top", "1")
+    assert idle["recommendations"][0]["yearly"]["avg_watts"] == pytest.approx(0.5)

@@ -175,3 +175,30 @@ def test_qd1_iops_becomes_a_latency_when_no_latency_is_stated(tmp_path):
                                       'rand_read_iops_qd1 = { v = 12500, src = "doc" }'))
     p = params_for(lib["v-one-1tb"])
     assert math.isclose(p.values["read_latency_us"], 80.0)
+
+
+@pytest.mark.parametrize("states, message", [
+    ('[{ ps = 0, max_w = 6.3, op = true }, { ps = 3, max_w = 0.05, op = false }]', None),
+    ('[]', "non-empty list"),
+    ('[{ ps = 0 }]', "needs ps and max_w"),
+    ('[{ ps = -1, max_w = 1.0 }]', "state number"),
+    ('[{ ps = 0, max_w = 0 }]', "positive finite"),
+])
+def test_power_state_tables_are_checked(tmp_path, states, message):
+    text = GOOD.replace('seq_read_mb_s = { v = 3000, src = "doc" }',
+                        f'power_states = {{ v = {states}, src = "doc" }}')
+    if message is None:
+        d = _lib(tmp_path, text)["v-one-1tb"]
+        assert d.value("power_states")[1] == {"ps": 3, "max_w": 0.05, "op": False}
+        assert params_for(d).details["power_states"][0]["max_w"] == 6.3
+        return
+    with pytest.raises(DeviceLibraryError, match=message):
+        _lib(tmp_path, text)
+
+
+def test_shipped_power_state_tables_match_their_logs():
+    lib = load_library()
+    p31 = lib["skhynix-gold-p31-1tb"].value("power_states")
+    assert [s["max_w"] for s in p31] == [6.3, 2.4, 1.9, 0.05, 0.004]
+    assert [s["op"] for s in p31] == [True, True, True, False, False]
+    assert lib["samsung-950-pro-256gb"].figures["power_states"].source.kind == "device-identify-log"
