@@ -48,7 +48,8 @@ TEXT_FIGURES = {"interface": "host interface", "form_factor": "form factor"}
 OTHER_FIGURES = {"plp": "power-loss protection (true/false)",
                  "power_states": "NVMe power states [{ps, max_w, op}]"}
 FIGURE_KEYS = {**NUMERIC_FIGURES, **TEXT_FIGURES, **OTHER_FIGURES}
-META_KEYS = {"name", "family", "model", "kind", "class", "capacity_gb", "part_numbers", "notes"}
+META_KEYS = {"name", "family", "model", "kind", "class", "capacity_gb", "part_numbers", "notes",
+             "measured_as"}
 DRIVE_KINDS = ("nvme", "sata-ssd")
 DRIVE_CLASSES = ("consumer", "data-center", "industrial")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]*[a-z0-9]$")
@@ -119,6 +120,9 @@ class LibraryDrive:
     part_numbers: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     family: str = ""
+    # Names this drive goes by where it was measured: the ``device`` column of datasets/*.csv
+    # and the model string a probe records (NVMe Identify "Model Number").
+    measured_as: tuple[str, ...] = ()
 
     @property
     def size_bytes(self) -> int:
@@ -146,7 +150,8 @@ class LibraryDrive:
                 "part_numbers": list(self.part_numbers), "plp": self.plp,
                 "figures": {k: f.to_dict() for k, f in sorted(self.figures.items())},
                 "sources": [s.to_dict() for s in self.sources()],
-                "notes": list(self.notes), "file": self.file}
+                "notes": list(self.notes), "measured_as": list(self.measured_as),
+                "file": self.file}
 
 
 # --------------------------------------------------------------------------- validation
@@ -289,7 +294,8 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
             name=name, vendor=vendor, model=str(merged["model"]), kind=merged["kind"],
             drive_class=merged["class"], capacity_gb=float(cap), figures=figures, file=fname,
             part_numbers=tuple(str(p) for p in merged.get("part_numbers", ())),
-            notes=tuple(str(n) for n in merged.get("notes", ())), family=fam_name))
+            notes=tuple(str(n) for n in merged.get("notes", ())), family=fam_name,
+            measured_as=tuple(str(n) for n in merged.get("measured_as", ()))))
     unused = set(sources) - used
     if unused:
         raise _err(fname, f"source(s) cited by no figure: {sorted(unused)}")

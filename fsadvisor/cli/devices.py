@@ -21,14 +21,17 @@ def _n(v, fmt: str = ",.0f") -> str:
 @domain_errors
 def list_(
     kind: Annotated[Optional[str], typer.Option("--kind", help="Only this kind: nvme | sata-ssd.")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List the drives in the device library with their headline datasheet figures."""
+    """List the drives in the device library with their headline datasheet figures, and the
+    devices your probes measured raw."""
     from fsadvisor.service import devices
 
     rows = [devices.summary_row(d) for d in devices.list_devices(kind)]
+    measured = [m for m in devices.list_measured(db) if kind is None or m["kind"] == kind]
     if as_json:
-        emit_json(rows)
+        emit_json(rows if not measured else rows + [{**m, "measured": True} for m in measured])
         return
     width = max(len(r["name"]) for r in rows)
     typer.echo(f"{'name':<{width}}  {'kind':<8} {'class':<11} {'GB':>6} {'seq R/W MB/s':>13} "
@@ -41,18 +44,25 @@ def list_(
                    f"{r['plp']:<8} {', '.join(r['source_kinds'])}")
     typer.echo(f"{len(rows)} drives; datasheet figures are best cases "
                "('fsadvisor devices show NAME' cites each one)")
+    if measured:
+        typer.echo("measured by your probes (raw-device baselines in the store):")
+        for m in measured:
+            figs = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(m["figures"].items())) or "no datasheet-comparable workload"
+            typer.echo(f"  {m['model']} ({m['kind']}, {m['runs']} runs): {figs}"
+                       + (f"  [library: {m['library']}]" if m["library"] else ""))
 
 
 @devices_app.command("show")
 @domain_errors
 def show(
     name: Annotated[str, typer.Argument(help="Drive name, or an unambiguous prefix of one.")],
+    db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show one drive: every figure with its source, disagreements, and the prior it gives."""
     from fsadvisor.service import devices
 
-    doc = devices.show_device(name)
+    doc = devices.show_device(name, db=db)
     if as_json:
         emit_json(doc)
         return
@@ -73,6 +83,12 @@ def show(
                        + (f"; {d['note']}" if d["note"] else ""))
     for n in doc["notes"]:
         typer.echo(f"note: {n}")
+    if doc["measured"]:
+        typer.echo("measured (raw device) against the datasheet:")
+        for m in doc["measured"]:
+            ratio = ("" if m["measured_over_datasheet"] is None
+                     else f" = {m['measured_over_datasheet']:.2f} x datasheet {m['datasheet']:,}")
+            typer.echo(f"  {m['figure']:<18} {m['measured']:,.0f} ({m['conditions']}){ratio}  <- {m['source']}")
     typer.echo("sources:")
     for s in doc["sources"]:
         typer.echo(f"  {s['id']}: {s['title']} ({s['date']}; {s['kind']}) {s['url']}")

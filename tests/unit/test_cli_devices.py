@@ -203,3 +203,56 @@ def test_the_highest_operational_power_state_is_the_busy_power_when_no_active_fi
     assert y["avg_watts"] == pytest.approx(8.0) and "busy 8 W (smartctl log)" in y["energy_source"]
     idle = recommend_json("--device", "v-ps-1tb", "--scope", "drive", "--load", "0", "--top", "1")
     assert idle["recommendations"][0]["yearly"]["avg_watts"] == pytest.approx(0.5)
+
+
+def test_show_puts_seed_measurements_beside_the_datasheet():
+    doc = json.loads(run("devices", "show", "samsung-pm9a3-3.84tb-u2", "--json").output)
+    (m,) = doc["measured"]
+    # seed 002's raw nvme0n1 4K randwrite QD32: 408,200 IOPS against the 200,000 quoted
+    assert m["figure"] == "rand_write_iops" and m["measured"] == 408200 and m["datasheet"] == 200000
+    assert m["measured_over_datasheet"] == pytest.approx(2.041)
+    assert m["origin"] == "seed" and "seed 002" in m["source"]
+    # the seed's transcribed datasheet claim (412,000, note "[spec]") is not a measurement
+    assert all(x["measured"] != 412000 for x in doc["measured"])
+    assert json.loads(run("devices", "show", "intel-p4500-1tb", "--json").output)["measured"] == []
+
+
+def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db):
+    from fsadvisor.domain import Device, RunRecord, Workload
+    from fsadvisor.store import open_store
+    dev = Device(path="/dev/nvme1n1", size_bytes=2_000_398_934_016, kind="nvme",
+                 model="Samsung SSD 990 PRO 2TB", plp="no")
+    store = open_store(str(tmp_db))
+    for rep, iops in ((1, 1_000_000.0), (2, 1_100_000.0)):
+        store.record_run(RunRecord(
+            cell_key="raw|randread-4k", device=dev, config=None, workload_name="randread-4k",
+            workload=Workload(rw="randread", bs_bytes=4096, iodepth=64, numjobs=4), rep=rep,
+            status="ok", started_at=1_700_000_000.0 + rep, wall_s=10.0,
+            metrics={"iops": iops, "mb_s": iops * 4096 / 1e6, "runtime_s": 10.0}))
+    r = run("devices", "list")
+    assert r.exit_code == 0, r.output
+    assert "measured by your probes" in r.output
+    assert "Samsung SSD 990 PRO 2TB (nvme, 2 runs): rand_read_iops 1,050,000  [library: samsung-990-pro-2tb]" in r.output
+    rows = json.loads(run("devices", "list", "--json").output)
+    assert any(row.get("measured") and row["library"] == "samsung-990-pro-2tb" for row in rows)
+    doc = json.loads(run("devices", "show", "samsung-990-pro-2tb", "--json").output)
+    (m,) = doc["measured"]
+    assert m["origin"] == "probe" and m["measured"] == pytest.approx(1_050_000)
+    assert m["measured_over_datasheet"] == pytest.approx(0.75)
+    text = run("devices", "show", "samsung-990-pro-2tb").output
+    assert "0.75 x datasheet 1,400,000" in text
+
+
+@pytest.mark.parametrize("workload, expected", [
+    (dict(rw="randread", bs_bytes=4096), ("rand_read_iops", "iops")),
+    (dict(rw="randwrite", bs_bytes=4096), ("rand_write_iops", "iops")),
+    (dict(rw="randwrite", bs_bytes=4096, fsync_every=1, fsync_mode="every_n"), None),
+    (dict(rw="read", bs_bytes=128 << 10), ("seq_read_mb_s", "mb_s")),
+    (dict(rw="write", bs_bytes=1 << 20), ("seq_write_mb_s", "mb_s")),
+    (dict(rw="read", bs_bytes=4096), None),
+    (dict(rw="randrw", bs_bytes=4096), None),
+])
+def test_which_raw_workloads_have_a_datasheet_counterpart(workload, expected):
+    from fsadvisor.domain import Workload
+    from fsadvisor.service.devices import datasheet_figure_for
+    assert datasheet_figure_for(Workload(**workload)) == expected
