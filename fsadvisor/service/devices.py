@@ -60,8 +60,9 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
     """The Device for ``--device NAME`` when NAME is a library drive (exact or unique prefix);
     None when ``spec`` is a path, a ``kind:size`` spec or a bare size. An unknown name is an
     error naming the closest drives."""
-    if spec is None or not devicelib.looks_like_name(spec):
-        return None
+    from fsadvisor.host.device import DEVICE_KINDS
+    if spec is None or not devicelib.looks_like_name(spec) or spec.strip() in DEVICE_KINDS:
+        return None  # a bare kind ("nvme") gets the spec parser's "give a size" message
     d = devicelib.find(spec)
     if plp not in (None, "yes", "no", "unknown"):
         raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")

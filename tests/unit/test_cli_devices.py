@@ -256,3 +256,7 @@ def test_which_raw_workloads_have_a_datasheet_counterpart(workload, expected):
     from fsadvisor.domain import Workload
     from fsadvisor.service.devices import datasheet_figure_for
     assert datasheet_figure_for(Workload(**workload)) == expected
+
+
+def test_a_bare_device_kind_still_asks_for_a_size():
+    one_line_error(run("recommend", "--profile", "oltp", "--device", "nvme"), "not a device size")
