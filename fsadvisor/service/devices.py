@@ -197,3 +197,13 @@ def list_measured(db: str | None = None) -> list[dict[str, Any]]:
             if model.lower() in {n.lower() for n in d.measured_as}:
                 row["library"] = d.name
     return sorted(by_model.values(), key=lambda r: r["model"])
+
+
+def library_params_of(device: Device):
+    """The datasheet prior (a DeviceParams) of a Device that ``--device NAME`` resolved from
+    the library, else None — what the model takes in place of the kind's prior."""
+    d = library_drive_of(device)
+    if d is None:
+        return None
+    from fsadvisor.predict.datasheet import params_for
+    return params_for(d)

@@ -260,3 +260,12 @@ def test_which_raw_workloads_have_a_datasheet_counterpart(workload, expected):
 
 def test_a_bare_device_kind_still_asks_for_a_size():
     one_line_error(run("recommend", "--profile", "oltp", "--device", "nvme"), "not a device size")
+
+
+def test_a_resolved_library_device_leads_back_to_its_datasheet_prior():
+    from fsadvisor.service.advice import resolve_device
+    from fsadvisor.service.devices import library_params_of
+    dev = resolve_device("samsung-990-pro-2tb")
+    p = library_params_of(dev)
+    assert p.device_id == "library:samsung-990-pro-2tb" and p.values["read_iops_cap"] == 1_400_000
+    assert library_params_of(resolve_device("nvme:1T")) is None
