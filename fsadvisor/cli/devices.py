@@ -28,8 +28,8 @@ def list_(
     devices your probes measured raw."""
     from fsadvisor.service import devices
 
-    rows = [devices.summary_row(d) for d in devices.list_devices(kind)]
-    measured = [m for m in devices.list_measured(db) if kind is None or m["kind"] == kind]
+    listing = devices.list_rows(kind, db)
+    rows, measured = listing["drives"], listing["measured"]
     if as_json:
         emit_json(rows if not measured else rows + [{**m, "measured": True} for m in measured])
         return

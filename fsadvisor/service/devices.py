@@ -29,6 +29,14 @@ def list_devices(kind: str | None = None) -> list[LibraryDrive]:
     return [d for d in lib.values() if kind is None or d.kind == kind]
 
 
+def list_rows(kind: str | None = None, db: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """What ``devices list`` shows: the library's drives (summary rows) and the devices your
+    probes measured raw, both filtered by kind."""
+    drives = [summary_row(d) for d in list_devices(kind)]
+    measured = [m for m in list_measured(db) if kind is None or m["kind"] == kind]
+    return {"drives": drives, "measured": measured}
+
+
 def show_device(name: str, db: str | None = None) -> dict[str, Any]:
     """One drive with every figure, its source, the prior it gives the model, and what was
     measured of it (seed datasets, your probes) against its datasheet."""
