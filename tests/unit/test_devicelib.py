@@ -202,3 +202,11 @@ def test_shipped_power_state_tables_match_their_logs():
     assert [s["max_w"] for s in p31] == [6.3, 2.4, 1.9, 0.05, 0.004]
     assert [s["op"] for s in p31] == [True, True, True, False, False]
     assert lib["samsung-950-pro-256gb"].figures["power_states"].source.kind == "device-identify-log"
+
+
+def test_shipped_qd1_figures_become_the_latency_prior():
+    # Samsung 980 1 TB: 17,000 / 54,000 IOPS at QD1 -> 58.8 / 18.5 us per request.
+    p = library_device_params("samsung-980-1tb")
+    assert p.values["read_latency_us"] == pytest.approx(1e6 / 17000)
+    assert p.values["write_latency_us"] == pytest.approx(1e6 / 54000)
+    assert p.details["from_datasheet"]["read_latency_us"] == "rand_read_iops_qd1"
