@@ -269,3 +269,10 @@ def test_a_resolved_library_device_leads_back_to_its_datasheet_prior():
     p = library_params_of(dev)
     assert p.device_id == "library:samsung-990-pro-2tb" and p.values["read_iops_cap"] == 1_400_000
     assert library_params_of(resolve_device("nvme:1T")) is None
+
+
+def test_recommend_text_names_the_library_drive_and_its_prior():
+    r = run("recommend", "--profile", "oltp", "--device", "samsung-pm9a3-3.84tb-u2", "--top", "1")
+    assert r.exit_code == 0, r.output
+    assert "Device: nvme, 3.84 TB, PLP unknown, Samsung PM9A3 (U.2) [library: samsung-pm9a3-3.84tb-u2]" in r.output
+    assert "note: device samsung-pm9a3-3.84tb-u2: datasheet:" in r.output
