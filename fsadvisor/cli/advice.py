@@ -27,24 +27,37 @@ def recommend(
     plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
     scope: ScopeOpt = "system",
     active: Annotated[bool, typer.Option("--active", help="Rank by active energy (total minus idle) instead of total energy.")] = False,
+    load: Annotated[Optional[float], typer.Option("--load", help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration.")] = None,
+    price: Annotated[Optional[float], typer.Option("--price", help="Electricity price per kWh (with --load).")] = None,
+    servers: Annotated[int, typer.Option("--servers", help="How many servers run this (with --load).")] = 1,
+    pue: Annotated[float, typer.Option("--pue", help="Facility power usage effectiveness, >= 1.0 (with --load).")] = 1.0,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice, worth
+    from fsadvisor.predict.cost import check_inputs
 
+    check_inputs(load, price, servers, pue)  # refuse bad numbers before the ranking runs
     rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
                            energy_basis="active" if active else "total", plp=plp)
+    yw = worth.yearly_worth(rec, load, price, servers, pue, db) if load is not None else None
     if as_json:
-        emit_json(rec.to_dict())
+        doc = rec.to_dict()
+        if yw is not None:
+            for entry, y in zip(doc["recommendations"], yw.pop("entries")):
+                entry["yearly"] = y
+            doc["yearly_basis"] = yw
+        emit_json(doc)
         return
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
     typer.echo(f"Profile {rec.profile.name}: {rec.profile.description}")
     typer.echo(f"Device: {rec.device.kind}, {rec.device.size_bytes / 1e12:.2f} TB, PLP {rec.device.plp}"
-               + (f" ({rec.device.path})" if rec.device.path else ""))
+               + (f" ({rec.device.path})" if rec.device.path else "")
+               + (f", {rec.device.model}" if rec.device.model else ""))
     typer.echo(f"{rec.considered} candidates, excluded: "
                + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v))
-    for n in rec.notes:
+    for n in rec.notes + (worth.summary_lines(yw) if yw is not None else []):
         typer.echo(f"note: {n}")
     for r in rec.ranked:
         p = r.prediction
@@ -59,6 +72,8 @@ def recommend(
                                                            if r.config.fs == "xfs" else ""))
         typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
                    f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W")
+        if yw is not None:
+            typer.echo(f"   per year:  {worth.yearly_line(yw, r.rank - 1)}")
         for y in r.why:
             typer.echo(f"   why:  {y}")
         for w in r.warnings:

@@ -89,7 +89,12 @@ def get_model(db: str | None = None) -> FittedModel:
 
 
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
-    """A device path (inspected read-only) or a spec like ``nvme:1.92T``; default 1 TB NVMe."""
+    """A device path (inspected read-only), a device-library name (``samsung-990-pro-2tb``)
+    or a spec like ``nvme:1.92T``; default 1 TB NVMe."""
+    from fsadvisor.service.devices import library_device
+    named = library_device(spec, plp)
+    if named is not None:
+        return named
     from fsadvisor.host.device import device_from_spec
     dev = device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
@@ -122,6 +127,8 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
     rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
                device_params=params)
     rec.notes.insert(0, f"device parameters: {_describe_params(params)}")
+    from fsadvisor.service.devices import library_notes
+    rec.notes.extend(library_notes(dev))
     return rec
 
 

@@ -249,6 +249,12 @@ def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
             found = store.device_params(device.identity)
         if found is not None:
             return found
+    # A drive named from the device library (--device samsung-990-pro-2tb): its datasheet
+    # figures are the prior, wide because datasheets quote best cases.
+    from fsadvisor.service.devices import library_params_of
+    lib = library_params_of(device)
+    if lib is not None:
+        return lib
     return prior_params(device.kind, table, device_id=device.identity)
 
 
@@ -259,6 +265,8 @@ def describe(p: DeviceParams) -> str:
         when = time.strftime("%Y-%m-%d", time.gmtime(float(at))) if at else "unknown date"
         return (f"calibrated on this device, {p.n_runs} runs, {when} "
                 f"({len(p.details.get('measured') or ())} of {len(p.values)} parameters measured)")
+    if p.source.startswith("datasheet"):
+        return f"{p.source}; not calibrated"
     if "no figures for device kind" in p.source:
         return (f"prior for kind nvme (device kind {p.kind!r} has no figures of its own: "
                 "falls back to the nvme class of models/devices.toml; not calibrated)")

@@ -1,0 +1,140 @@
+"""What the recommendation is worth per year: each ranked configuration's average power at
+the user's load, kWh and cost per year, and the saving against the runner-up and against the
+distribution default (ext4 with defaults, scheduler none), intervals carried through.
+
+The arithmetic is fsadvisor.predict.cost; this module picks its inputs from a Recommendation
+and names where the watts come from: the model's predicted power level and idle baseline in
+the ranked scope, or — for a library drive at ``--scope drive`` — the drive's datasheet power
+figures (idle and active), which are best cases too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsadvisor import catalog
+from fsadvisor.domain import Prediction
+from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, Yearly, check_inputs, saving, yearly
+from fsadvisor.predict.rank import Recommendation
+
+DEFAULT_CONFIG = {"filesystem": "ext4"}  # what a distribution's mkfs.ext4 + mount give
+
+
+def _capacity(p: Prediction, bandwidth: bool, bs_bytes: int) -> tuple[float, tuple[float, float]]:
+    lo, hi = p.uncertainty["iops_90"]
+    if bandwidth:
+        return p.mb_s, (lo * bs_bytes / 1e6, hi * bs_bytes / 1e6)
+    return p.iops, (lo, hi)
+
+
+def _power(p: Prediction, rec: Recommendation) -> tuple[float, float, tuple[float, float], str]:
+    """(idle W, busy W, busy 90% W, where they come from) for one prediction."""
+    if rec.scope == "drive":
+        from fsadvisor.service.devices import library_drive_of
+        d = library_drive_of(rec.device)
+        if d is not None:
+            idle = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
+            busy = d.figures.get("active_power_w") or d.figures.get("max_power_w")
+            ps = d.figures.get("power_states")
+            ps0 = max((s["max_w"] for s in ps.value if s["op"]), default=None) if ps else None
+            if busy is None and ps0 is not None:
+                busy = ps  # the highest operational state's maximum: an upper bound
+            if idle is not None and busy is not None:
+                busy_w = float(ps0 if busy is ps else busy.value)
+                top = max(d.value("max_power_w") or busy_w, ps0 or busy_w, busy_w)
+                return (float(idle.value), busy_w, (busy_w, float(top)),
+                        f"datasheet power of {d.name}: idle {idle.value} W ({idle.source.title}), "
+                        f"busy {busy_w:g} W ({busy.source.title}); drive scope; best-case figures")
+    idle = float(p.basis.get("idle_watts") or 0.0)
+    lo, hi = p.uncertainty.get("watts_90", [p.watts, p.watts])
+    return (idle, p.watts, (float(lo), float(hi)),
+            f"{p.energy_source}, {p.power_scope} scope; idle {idle:g} W from models/priors.toml "
+            f"[idle_watts]; {p.basis.get('power_level', '')}".rstrip("; "))
+
+
+def yearly_worth(rec: Recommendation, load: float, price: float | None = None, servers: int = 1,
+                 pue: float = 1.0, db: str | None = None) -> dict[str, Any]:
+    """Per ranked entry (same order as ``rec.ranked``) its ``yearly`` figures, plus a summary:
+    the best against the runner-up and against the distribution default."""
+    check_inputs(load, price, servers, pue)
+    tariff = Tariff(load=float(load), price_per_kwh=price, servers=servers, pue=pue)
+    w = rec.profile.workload
+    bandwidth = rec.rank_by == "bytes_per_joule"
+    unit = "MB/s" if bandwidth else "ops/s"
+
+    def year_of(p: Prediction) -> tuple[Yearly, str]:
+        idle, busy, busy90, source = _power(p, rec)
+        cap, cap90 = _capacity(p, bandwidth, w.bs_bytes)
+        return yearly(idle, busy, busy90, cap, cap90, tariff), source
+
+    from fsadvisor.predict.model import predict
+    from fsadvisor.service.advice import get_model
+    default_cfg = catalog.config_from_dict(DEFAULT_CONFIG)
+    default_pred = predict(get_model(db), default_cfg, w, rec.device, rec.scope)
+    default_year, _ = year_of(default_pred)
+
+    entries = []
+    years = []
+    for r in rec.ranked:
+        y, source = year_of(r.prediction)
+        years.append(y)
+        d = y.to_dict()
+        d["capacity"] = _capacity(r.prediction, bandwidth, w.bs_bytes)[0]
+        d["energy_source"] = source
+        d["saving_vs_default"] = saving(default_year, y)
+        entries.append(d)
+    if len(years) > 1:
+        entries[0]["saving_vs_runner_up"] = saving(years[1], years[0])
+    notes = []
+    if not any(y.sustains for y in years):
+        best_cap = max(e["capacity"] for e in entries)
+        notes.append(f"load {load:,.0f} {unit} is above every shown configuration's predicted "
+                     f"capacity (highest: {best_cap:,.0f} {unit}); the figures are at full load")
+    if len(years) < 2:
+        notes.append("only one configuration shown (--top 1): no runner-up to compare with")
+    notes.append("saving ranges pair opposite ends of the two 90% intervals (conservative)")
+    return {
+        "load": load, "load_unit": unit, "price_per_kwh": price, "servers": servers, "pue": pue,
+        "hours_per_year": HOURS_PER_YEAR,
+        "model": "P_avg = P_idle + (P_busy - P_idle) x min(load / capacity, 1); "
+                 f"kWh/yr = P_avg x {HOURS_PER_YEAR:g} h / 1000 x servers x PUE",
+        "entries": entries,
+        "default": {"config": default_cfg.to_dict(), **default_year.to_dict(),
+                    "capacity": _capacity(default_pred, bandwidth, w.bs_bytes)[0]},
+        "notes": notes,
+    }
+
+
+def _money(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.2f}"
+
+
+def yearly_line(yw: dict[str, Any], i: int) -> str:
+    """One text line for entry ``i``: average watts, kWh and cost per year, saving vs default."""
+    e = yw["entries"][i]
+    s = e["saving_vs_default"]
+    cost = (f", cost {_money(e['cost_per_year'])} (90%: {_money(e['cost_per_year_90'][0])}–"
+            f"{_money(e['cost_per_year_90'][1])})" if e["cost_per_year"] is not None else "")
+    save = (f"saves {_money(s['cost_per_year'])}/yr" if "cost_per_year" in s
+            else f"saves {s['kwh_per_year']:,.1f} kWh/yr")
+    return (f"{e['avg_watts']:.1f} W avg at {e['utilisation']:.0%} busy, "
+            f"{e['kwh_per_year']:,.0f} kWh (90%: {e['kwh_per_year_90'][0]:,.0f}–{e['kwh_per_year_90'][1]:,.0f})"
+            f"{cost}; vs ext4 defaults {save}"
+            + ("" if e["sustains_load"] else "  CANNOT SUSTAIN THE LOAD"))
+
+
+def summary_lines(yw: dict[str, Any]) -> list[str]:
+    """The lines under the notes: what the figures assume and where their watts come from."""
+    first = yw["entries"][0]
+    lines = [f"per year at {yw['load']:,.0f} {yw['load_unit']} x {yw['servers']} server(s), "
+             f"PUE {yw['pue']:g}" + (f", {yw['price_per_kwh']:g} per kWh" if yw["price_per_kwh"] is not None else "")
+             + f": {yw['model']}",
+             f"energy source: {first['energy_source']}"]
+    if "saving_vs_runner_up" in first:
+        s = first["saving_vs_runner_up"]
+        what = (f"{_money(s['cost_per_year'])} (range {_money(s['cost_per_year_range'][0])} to "
+                f"{_money(s['cost_per_year_range'][1])})" if "cost_per_year" in s else
+                f"{s['kwh_per_year']:,.1f} kWh (range {s['kwh_per_year_range'][0]:,.1f} to "
+                f"{s['kwh_per_year_range'][1]:,.1f})")
+        lines.append(f"#1 against the runner-up: saves {what} per year")
+    return lines + list(yw["notes"])
