@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from fsadvisor import limits
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
@@ -26,7 +27,7 @@ from fsadvisor.sizes import parse_size
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
 # The smallest scratch device every filesystem here formats (btrfs and xfs want ~300 MiB).
-MIN_SCRATCH_BYTES = 320 << 20
+MIN_SCRATCH_BYTES = int(limits.LIMITS["scratch"].lo)
 
 __all__ = ["plan_probe", "dry_run", "check_device", "run_probe", "cleanup_stale_state",
            "root_problem", "store_path", "Plan", "ProbeSummary", "ProgressEvent",
@@ -103,9 +104,7 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
             scratch_bytes = parse_size(scratch)
         except ValueError:
             raise ConfigError(f"--scratch {scratch!r} is not a size (e.g. 2G)") from None
-        if scratch_bytes < MIN_SCRATCH_BYTES:
-            raise ConfigError(f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
-                              "(the smallest device every filesystem here formats)")
+        limits.check("scratch", scratch_bytes)
     if resume:
         key = "scratch" if scratch is not None else str(device)
         entry = _state_file(db).load().matrices.get(key)
@@ -136,6 +135,9 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
             size_bytes_job = parse_size(size)
         except ValueError:
             raise ConfigError(f"--size {size!r} is not a size (e.g. 1G)") from None
+        limits.check("size", size_bytes_job)
+    limits.check("clock-offset", clock_offset_s)
+    limits.check("idle-seconds", idle_seconds)
     energy_opts: dict[str, Any] = {"source": energy}
     if meter_log is not None:
         energy_opts["meter_log"] = os.fspath(meter_log)
@@ -145,10 +147,8 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
     if idle_watts is not None:
         from fsadvisor.energy import parse_idle_watts
 
-        energy_opts["idle_watts"] = parse_idle_watts(idle_watts)
+        energy_opts["idle_watts"] = limits.check("idle-watts", parse_idle_watts(idle_watts))
     if idle_seconds:
-        if idle_seconds < 0:
-            raise ConfigError("--idle-seconds must not be negative")
         energy_opts["idle_seconds"] = float(idle_seconds)
     plan = planmod.build_plan(
         device if scratch_bytes is None else None, size_bytes,
