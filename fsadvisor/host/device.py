@@ -302,9 +302,21 @@ class SysNode:
         return (self.parent_dir or self.dir) / "queue"
 
 
+def control_character_refusal(text: str, what: str) -> str | None:
+    """Why ``text`` (a path) is refused, if it holds a control character: NUL makes the OS
+    calls raise ValueError, and a newline would split a previewed shell line in two (a
+    comment line's rest would become a command). No device or directory name needs one."""
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is None:
+        return None
+    return f"{what} {text[:60]!r} contains a control character ({bad!r}); refused"
+
+
 def resolve(path: str) -> str:
     """Follow symlinks (/dev/disk/by-id/...) to the device node; refuse what is no block device."""
     p = os.fspath(path)
+    if isinstance(p, bytes) or (why := control_character_refusal(p, "device path")):
+        raise DeviceRefused(why if not isinstance(p, bytes) else f"device path {p!r} is not text")
     real = os.path.realpath(p)
     try:
         st = os.stat(real)
@@ -495,6 +507,8 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Devi
     s = str(spec).strip()
     if not s:
         raise ConfigError("empty --device: give a device path or a size such as nvme:1.92T")
+    if why := control_character_refusal(s, "--device"):
+        raise ConfigError(why)
     if s.startswith(("/", ".")) or os.sep in s:
         return inspect(s, plp=plp, host=host)
     kind, sep, size_text = s.rpartition(":")
@@ -791,8 +805,11 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST,
             facts.own_signature = is_own_signature(
                 facts.signatures, signature_identity(facts.resolved, host), own_signature)
     except DeviceRefused as e:
-        real = os.path.realpath(os.fspath(path))
-        return Verdict(False, str(e), real if os.path.exists(real) else None, False, [])
+        try:
+            real = os.path.realpath(os.fspath(path))
+        except ValueError:  # NUL: refused above by resolve, and it names no file
+            real = ""
+        return Verdict(False, str(e), real if real and os.path.exists(real) else None, False, [])
     verdict = judge(facts, force)
     if verdict.ok:
         busy = exclusive_guard(facts.resolved)

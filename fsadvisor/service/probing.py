@@ -97,6 +97,9 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
         raise ConfigError(f"unknown --energy {energy!r}: use auto, rapl, ipmi, meter-log or estimate")
     if energy == "meter-log" and meter_log is None:
         raise ConfigError("--energy meter-log needs --meter-log FILE")
+    if scratch_dir is not None and (why := devmod.control_character_refusal(
+            os.fspath(scratch_dir), "--scratch-dir")):
+        raise ConfigError(why)
     db_path = store_path(db)
     scratch_bytes = None
     if scratch is not None:
