@@ -378,6 +378,8 @@ class CellRunner:
             return *apps.parse(step.tool, result), []
         try:
             res = fio.parse(result.stdout, command=result.argv)
+            if not res.error and result.ok:
+                res.require_complete()  # an old fio's layout is read whole or refused
         except fio.FioParseError as e:
             why = result.one_line_error() if not result.ok else str(e)
             return {}, why, []
