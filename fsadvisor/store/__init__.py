@@ -96,6 +96,8 @@ def _guarded(method: _F) -> _F:
             try:
                 return method(self, *args, **kwargs)
             except (sqlite3.DatabaseError, UnicodeEncodeError, OverflowError) as e:
+                if schema.disk_full(self.path, e):
+                    raise StoreError(schema.disk_full_message(self.label, self.path, e)) from e
                 raise StoreError(f"{self.label}: {schema.one_line(e)}") from e
 
     return wrapper  # type: ignore[return-value]
