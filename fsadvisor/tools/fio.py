@@ -333,7 +333,18 @@ def _percentiles(blk: Mapping, scale: float) -> dict[float, float]:
         value = _num({"v": v}, "v")
         if value is not None and math.isfinite(p) and 0 < p <= 100:
             out[round(p, 6)] = value * scale
+    # fio's percentiles are bin edges of one histogram, so they never decrease with p; a
+    # list that does is not fio's (corrupt, edited): no percentile is read from it.
+    values = [out[p] for p in sorted(out)]
+    if any(b < a for a, b in zip(values, values[1:])):
+        return {}
     return out
+
+
+def max_cpu_pct() -> float:
+    """A CPU percentage counts one CPU's time as 100: more than 100 x the CPUs is no
+    measurement (fio's usr_cpu/sys_cpu are usr_time / runtime, stat.c)."""
+    return 100.0 * (os.cpu_count() or 1)
 
 
 @dataclass
@@ -552,7 +563,7 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
                 if blk is not None and (c := _component(blk, scale, n)):
                     sync_lat.append(c)
             for k in ("usr", "sys"):
-                if (v := _num(j, f"{k}_cpu")) is not None:
+                if (v := _num(j, f"{k}_cpu")) is not None and v <= max_cpu_pct():
                     cpu[k].append((v, _cpu_weight_ms(j)))
         for kind, t in group.items():
             tallies.setdefault(kind, []).append(t)
