@@ -272,6 +272,7 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
                             "(or pass --yes-wipe with it) to let the probe wipe it")
     db_path = store_path(plan.db_path)
     with open_store(db_path) as store:
+        store.require_writable()  # before a scratch loop device is attached or a disk formatted
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), on_progress,
                         interruptions=interruptions)
         summary = run.execute()

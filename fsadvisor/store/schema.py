@@ -153,6 +153,9 @@ def connect(path: Path | None) -> Database:
         _close(conn)
         if disk_full(path, e):
             raise StoreError(disk_full_message(label, path, e)) from e
+        if read_only_fs(path):
+            raise StoreError(f"{label} is on a read-only filesystem ({one_line(e)}); use a "
+                             "store on a writable one") from e
         raise StoreError(f"{label} is not a readable fsadvisor store ({one_line(e)})") from e
     except StoreError:
         _close(conn)
@@ -219,6 +222,15 @@ def migrate(db: Database, label: str = "store") -> None:
 # have them, seen on a full tmpfs), and pages and WAL frames of 4 KiB on top.
 DISK_FULL_BELOW_BYTES = 1 << 20
 _FULL_ERRORS = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
+
+
+def read_only_fs(path: Path | None) -> bool:
+    if path is None:
+        return False
+    try:
+        return bool(os.statvfs(Path(path).parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def free_bytes(path: Path | None) -> int | None:
