@@ -26,11 +26,14 @@ class Limit:
     unit: str  # "s", "W", "bytes", or "" for a count
     why: str
     whole: bool = False  # a count: no fractions
+    commands: tuple[str, ...] = ("probe",)  # where the option is, for the README table
 
     def text(self, value: float) -> str:
         if self.unit == "bytes":
             n = int(value)
             return f"{n >> 50}p" if n >= 1 << 50 and n % (1 << 50) == 0 else format_size(n)
+        if isinstance(value, int):
+            return f"{value:,}"
         return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
 
     @property
@@ -53,35 +56,38 @@ LIMITS: dict[str, Limit] = {
                      "tenth of a second is already mostly start-up; a run over a day makes a "
                      "matrix of dozens of cells take months"),
     "cooldown": Limit(0, 3_600, "s",
-                      "seed 000 idles 30 s between runs; an hour outlasts any drive's "
-                      "background garbage collection"),
+                      "seed 000 found 30 s between runs enough; an hour is far beyond it"),
     "reps": Limit(1, 100, "", "repetitions per cell; 100 already gives a 95% CI far narrower "
                   "than run-to-run drift", whole=True),
     "idle-watts": Limit(0, 100_000, "W",
                         "no single server draws more than 100 kW (energy.meterlog "
-                        "MAX_PLAUSIBLE_WATTS)"),
+                        "MAX_PLAUSIBLE_WATTS)", commands=("probe", "energy import-log")),
     "idle-seconds": Limit(0, 3_600, "s", "an hour of idle is plenty for a baseline (0: none)"),
     "seconds": Limit(0.1, 3_600, "s",
-                     "energy idle: below 0.1 s no meter has updated; an hour is plenty"),
+                     "below 0.1 s no meter has updated; an hour is plenty",
+                     commands=("energy idle",)),
     "clock-offset": Limit(-1e9, 1e9, "s",
                           "about 31 years either way: a meter clock reset to its factory "
                           "date still aligns; more would move timestamps beyond the dates "
-                          "a log can hold"),
+                          "a log can hold", commands=("probe", "energy import-log")),
     "scratch": Limit(320 * MIB, 16 * TIB, "bytes",
                      "btrfs and xfs need ~300 MiB; ext4's largest file (4 KiB blocks) is "
                      "16 TiB, so the backing file cannot be larger there"),
     "size": Limit(1 * MIB, 1 << 50, "bytes",
-                  "at least one 1 MiB block; at most half the device (no SSD holds 2 PiB) "
-                  "(checked against the device too)"),
-    "top": Limit(1, 1_000, "", "more than every candidate configuration there is", whole=True),
-    "folds": Limit(2, 50, "", "cross-validation needs 2 folds; more than 50 leaves folds of "
-                   "one row", whole=True),
+                  "at least one 1 MiB block of the sequential workloads; at most half the "
+                  "device, which is checked too (no SSD holds 2 PiB)"),
+    "top": Limit(1, 1_000, "", "a ranking of more lines is not read by anyone; --json holds "
+                 "the same", whole=True, commands=("recommend",)),
+    "folds": Limit(2, 50, "", "cross-validation needs 2 folds; 50 already refits the model "
+                   "50 times per prior width", whole=True, commands=("validate", "calibrate")),
     "requests": Limit(100, 5_000_000, "",
                       "simulated requests per variant (fsadvisor.predict.sim MIN_REQUESTS, "
-                      "MAX_REQUESTS: about a second per 50,000)", whole=True),
-    "sigma": Limit(0, 3, "", "log-sd of service times (fsadvisor.predict.sim: 3 is a p99 "
-                   "~1000x the median)"),
-    "seed": Limit(0, 2 ** 63 - 1, "", "a non-negative 64-bit seed", whole=True),
+                      "MAX_REQUESTS: about a second per 50,000)", whole=True,
+                      commands=("simulate",)),
+    "sigma": Limit(0, 3, "", "log-sd of service times (fsadvisor.predict.sim; 3 puts the p99 "
+                   "at ~1,000x the median)", commands=("simulate",)),
+    "seed": Limit(0, 2 ** 63 - 1, "", "a non-negative 64-bit seed", whole=True,
+                  commands=("simulate",)),
 }
 
 
@@ -122,6 +128,13 @@ def option_callback(name: str) -> Callable[[Any], Any]:
     return callback
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """(option, range, why) for the README's table."""
-    return [(f"--{name}", lim.range_text, lim.why) for name, lim in LIMITS.items()]
+def rows() -> list[tuple[str, str, str, str]]:
+    """(option, commands, range, why) for the README's table."""
+    return [(f"--{name}", ", ".join(lim.commands), lim.range_text, lim.why)
+            for name, lim in LIMITS.items()]
+
+
+def readme_table() -> str:
+    """The README's option-range table, generated (a test compares the README with it)."""
+    head = "| option | command | range | why this range |\n|---|---|---|---|\n"
+    return head + "".join(f"| `{o}` | {c} | {r} | {w} |\n" for o, c, r, w in rows())

@@ -4,6 +4,7 @@ the service, one line and exit code 2 for anything non-finite or out of range (i
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -134,3 +135,11 @@ def test_any_offset_in_range_gives_a_reading_not_an_os_error(offset, first, tmp_
     log.write_text(f"timestamp,watts\n{first},50\n")
     reading = meterlog.reading_for_window(str(log), 1.7e9, 1.7e9 + 10, clock_offset_s=offset)
     assert reading.energy_j is None or math.isfinite(reading.energy_j)
+
+
+def test_the_readme_lists_the_table_as_it_is():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("<!-- option-ranges:")
+    start = readme.index("\n", start) + 1
+    end = readme.index("<!-- /option-ranges -->")
+    assert readme[start:end] == limits.readme_table()
