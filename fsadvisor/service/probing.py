@@ -107,6 +107,9 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
             scratch_bytes = parse_size(scratch)
         except ValueError:
             raise ConfigError(f"--scratch {scratch!r} is not a size (e.g. 2G)") from None
+        if scratch_bytes < MIN_SCRATCH_BYTES:
+            raise ConfigError(f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
+                              "(the smallest device every filesystem here formats)")
         limits.check("scratch", scratch_bytes)
     if resume:
         key = "scratch" if scratch is not None else str(device)
