@@ -6,6 +6,7 @@ check a probe repeats before every cell. Real loop devices, at most two at once.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -118,3 +119,36 @@ def test_a_loop_attached_through_a_symlink_after_the_probe_started_is_caught(bac
     # The per-cell re-check (MatrixRun's default device_check) now refuses it.
     reason = devmod.in_use_reason(a)
     assert reason and f"backing file of {b}" in reason, reason
+
+
+def test_a_probe_stops_when_a_loop_device_is_stacked_on_its_device_mid_matrix(tmp_path):
+    """End to end: a real scratch probe of two cells; after the first, someone attaches a
+    loop device on top of the probe's device. The check before the second cell stops the
+    matrix (resumable), the first cell stays stored, and nothing is formatted again."""
+    from fsadvisor.probe.run import DeviceTaken
+    from fsadvisor.service import probing
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    plan = probing.plan_probe(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
+                              schedulers=["none"], quick=True, baseline=False,
+                              workloads=["4k-randread-qd32", "4k-randwrite-qd32"], runtime_s=1,
+                              cooldown_s=0, energy="estimate", db=tmp_path / "p.db")
+    assert len(plan.cells()) == 2
+    stacked: list[str] = []
+
+    def on_progress(e):
+        if e.kind == "cell-end" and not stacked:
+            loop = json.loads(Path(f"{tmp_path / 'p.db'}.probe-state.json").read_text())["device"]
+            stacked.append(subprocess.run(["losetup", "-f", "--show", loop], check=True,
+                                          capture_output=True, text=True).stdout.strip())
+
+    try:
+        with pytest.raises(DeviceTaken) as err:
+            probing.run_probe(plan, on_progress=on_progress)
+        msg = str(err.value)
+        assert f"backing file of {stacked[0]}" in msg and "--resume continues" in msg, msg
+        assert "1 cell done so far is stored" in msg
+    finally:
+        for b in stacked:
+            subprocess.run(["losetup", "-d", b], capture_output=True, timeout=60)
