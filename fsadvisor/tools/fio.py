@@ -271,11 +271,17 @@ def _has_model_percentiles(sec: Any) -> bool:
 
 
 def _active(sec: Any) -> bool:
-    """The section did I/O (an unused direction is all zeros, or absent): any count, rate,
-    byte figure, runtime or latency sample says so."""
-    return (any(_num(sec, k) for k in ("total_ios", "iops", "io_bytes", "io_kbytes", "bw_bytes",
-                                       "bw", "runtime"))
-            or _lat_block(sec)[0] is not None)
+    """The section did I/O (an unused direction is all zeros, or absent): a count, rate or
+    byte figure above zero or a latency sample says so, and so does a runtime in a section
+    that gives no I/O figure at all (a layout that does not say what it did). fio sets a
+    direction's runtime only when it moved bytes in it, so a zero-I/O section with a runtime
+    is idle, not incomplete."""
+    if not isinstance(sec, Mapping):
+        return False
+    io_keys = ("total_ios", "iops", "io_bytes", "io_kbytes", "bw_bytes", "bw")
+    if any(_num(sec, k) for k in io_keys) or _lat_block(sec)[0] is not None:
+        return True
+    return bool(_num(sec, "runtime")) and not any(k in sec for k in io_keys)
 
 
 def _groupid(job: dict) -> int:

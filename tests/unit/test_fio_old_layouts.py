@@ -109,3 +109,12 @@ def test_the_probe_refuses_a_half_read_run(tmp_path):
     result = CommandResult(argv=("fio",), returncode=0, stdout=json.dumps(ok), stderr="", wall_s=1.0)
     metrics, why, _ = CellRunner._parse(None, Step("measure", ("fio",)), result)
     assert why is None and metrics["iops"] == 10_000
+
+
+def test_an_idle_direction_with_zero_io_is_not_incomplete():
+    d = load(OLD)
+    d["jobs"][0]["write"] = {"io_bytes": 0, "bw": 0, "iops": 0, "runtime": 10000,
+                             "clat": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0}}
+    assert fio.parse(json.dumps(d)).missing() == []
+    d["jobs"][0]["write"] = {"runtime": 10000}  # says it ran, says nothing of what it did
+    assert fio.parse(json.dumps(d)).missing()[0].startswith("randread write: total_ios")
