@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json, fail
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
@@ -23,7 +24,7 @@ def _fmt_range(r) -> str:
 def recommend(
     profile: Annotated[str, typer.Option("--profile", "-p", help="Preset name or path to a profile TOML.")],
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
-    top: Annotated[int, typer.Option("--top", "-n", help="How many configurations to show.")] = 5,
+    top: Annotated[int, typer.Option("--top", "-n", callback=limits.option_callback("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
     plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
     scope: ScopeOpt = "system",
     active: Annotated[bool, typer.Option("--active", help="Rank by active energy (total minus idle) instead of total energy.")] = False,
@@ -121,7 +122,7 @@ def predict(
 @app.command()
 @domain_errors
 def validate(
-    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.")] = 5,
+    folds: Annotated[int, typer.Option("--folds", callback=limits.option_callback("folds"), help="Cross-validation folds." + limits.help_range("folds"))] = 5,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:

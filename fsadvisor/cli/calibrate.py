@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json, fail
 
 # How parameters are printed: (key, label, unit scale, unit)
@@ -66,7 +67,8 @@ def calibrate(
         "--scratch-dir", metavar="DIR",
         help="Where the scratch backing file goes (default $TMPDIR; /dev/shm makes a ram-loop).")] = None,
     runtime: Annotated[Optional[float], typer.Option(
-        "--runtime", metavar="SECONDS", help="Measurement window per run (default 4; shrunk to fit 5 minutes).")] = None,
+        "--runtime", metavar="SECONDS", callback=limits.option_callback("runtime"),
+        help="Measurement window per run (default 4; shrunk to fit 5 minutes)." + limits.help_range("runtime"))] = None,
     reps: Annotated[Optional[int], typer.Option(
         "--reps", min=1, help="Repetitions of the key runs (default 3; the QD sweep gets one fewer).")] = None,
     plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
@@ -78,7 +80,8 @@ def calibrate(
     output: Annotated[Optional[str], typer.Option(
         "--output", "-o", help="Model calibration only: write it here instead of the user's data dir.")] = None,
     folds: Annotated[int, typer.Option(
-        "--folds", help="Model calibration only: cross-validation folds for the prior width.")] = 5,
+        "--folds", callback=limits.option_callback("folds"),
+        help="Model calibration only: cross-validation folds for the prior width." + limits.help_range("folds"))] = 5,
     db: Annotated[Optional[str], typer.Option(
         "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (parameters with 90% intervals) as JSON.")] = False,

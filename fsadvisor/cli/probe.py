@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json, fail
 from fsadvisor.domain import FLAG_ESTIMATE
 
@@ -149,7 +150,7 @@ def probe(
     scratch: Annotated[Optional[str], typer.Option(
         "--scratch", metavar="SIZE",
         help="Probe a file-backed loop device of SIZE (e.g. 2G) instead of a disk; its numbers "
-             "are not an SSD's. Detached at the end.")] = None,
+             "are not an SSD's. Detached at the end." + limits.help_range("scratch"))] = None,
     scratch_dir: Annotated[Optional[str], typer.Option(
         "--scratch-dir", metavar="DIR", help="Where the scratch backing file goes (default: $TMPDIR).")] = None,
     fs: Annotated[str, typer.Option("--fs", help="Filesystems, comma-separated.")] = "ext4,xfs,btrfs,f2fs",
@@ -170,13 +171,18 @@ def probe(
         "--variants/--no-variants", help="Measure each filesystem's option variants, not only its default.")] = True,
     baseline: Annotated[bool, typer.Option(
         "--baseline/--no-baseline", help="Raw-device baseline of the micro workloads (filesystem overhead).")] = True,
-    reps: Annotated[Optional[int], typer.Option("--reps", min=1, help="Repetitions per cell (default 3).")] = None,
+    reps: Annotated[Optional[int], typer.Option(
+        "--reps", callback=limits.option_callback("reps"),
+        help="Repetitions per cell (default 3)." + limits.help_range("reps"))] = None,
     runtime: Annotated[Optional[float], typer.Option(
-        "--runtime", metavar="SECONDS", help="Measurement window per run (default 30).")] = None,
+        "--runtime", metavar="SECONDS", callback=limits.option_callback("runtime"),
+        help="Measurement window per run (default 30)." + limits.help_range("runtime"))] = None,
     cooldown: Annotated[Optional[float], typer.Option(
-        "--cooldown", metavar="SECONDS", help="Idle period after each run (default 30, seed 000).")] = None,
+        "--cooldown", metavar="SECONDS", callback=limits.option_callback("cooldown"),
+        help="Idle period after each run (default 30, seed 000)." + limits.help_range("cooldown"))] = None,
     size: Annotated[Optional[str], typer.Option(
-        "--size", metavar="SIZE", help="Data set per job (default: 1/8 of the device, at most 4G).")] = None,
+        "--size", metavar="SIZE",
+        help="Data set per job (default: 1/8 of the device, at most 4G)." + limits.help_range("size"))] = None,
     quick: Annotated[bool, typer.Option(
         "--quick", help="1 rep, 10 s runs, 4k randread/randwrite only, no variants.")] = False,
     resume: Annotated[bool, typer.Option(
@@ -187,12 +193,15 @@ def probe(
     meter_log: Annotated[Optional[str], typer.Option(
         "--meter-log", metavar="FILE", help="CSV log of an external power meter.")] = None,
     clock_offset: Annotated[float, typer.Option(
-        "--clock-offset", metavar="SECONDS",
-        help="Add to the meter log's timestamps to align its clock with this host's.")] = 0.0,
+        "--clock-offset", metavar="SECONDS", callback=limits.option_callback("clock-offset"),
+        help="Add to the meter log's timestamps to align its clock with this host's."
+             + limits.help_range("clock-offset"))] = 0.0,
     idle_watts: Annotated[Optional[str], typer.Option(
-        "--idle-watts", metavar="W", help="Known idle power of the machine.")] = None,
+        "--idle-watts", metavar="W",
+        help="Known idle power of the machine." + limits.help_range("idle-watts"))] = None,
     idle_seconds: Annotated[Optional[float], typer.Option(
-        "--idle-seconds", metavar="S", help="Measure idle power for S seconds before the matrix.")] = None,
+        "--idle-seconds", metavar="S", callback=limits.option_callback("idle-seconds"),
+        help="Measure idle power for S seconds before the matrix." + limits.help_range("idle-seconds"))] = None,
     plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
     db: Annotated[Optional[str], typer.Option(
         "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,

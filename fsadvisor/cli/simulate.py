@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json
 
 
@@ -26,9 +27,9 @@ def simulate(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
     vary: Annotated[Optional[str], typer.Option("--vary", help="One knob and its values, e.g. numjobs=1,4,16 | iodepth=1,32 | fsync_every=0,1,32 | plp=no,yes | bs=4k,128k | rwmixread=0,70,100.")] = None,
     setting: Annotated[Optional[list[str]], typer.Option("--set", help="A knob fixed for every variant, e.g. --set iodepth=4 (also burst=N with pause_ms=MS).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same output.")] = 0,
-    requests: Annotated[int, typer.Option("--requests", "-n", help="Requests simulated per variant.")] = 50_000,
-    sigma: Annotated[Optional[float], typer.Option("--sigma", help="Log-sd of device service times (default: seed 002's p99/mean).")] = None,
+    seed: Annotated[int, typer.Option("--seed", callback=limits.option_callback("seed"), help="Random seed; the same seed gives the same output." + limits.help_range("seed"))] = 0,
+    requests: Annotated[int, typer.Option("--requests", "-n", callback=limits.option_callback("requests"), help="Requests simulated per variant." + limits.help_range("requests"))] = 50_000,
+    sigma: Annotated[Optional[float], typer.Option("--sigma", callback=limits.option_callback("sigma"), help="Log-sd of device service times (default: seed 002's p99/mean)." + limits.help_range("sigma"))] = None,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,

@@ -205,6 +205,22 @@ def parse_wipefs(text: str) -> list[dict]:
     return sigs
 
 
+# Partition-table types (libblkid's partition probers, as blkid PTTYPE and wipefs TYPE
+# name them): a device carrying one is a partitioned device even when the kernel has no
+# partitions for it (a loop device attached without --partscan shows none).
+PARTITION_TABLE_TYPES = frozenset({"gpt", "PMBR", "dos", "bsd", "sun", "sgi", "mac", "atari",
+                                   "aix", "solaris", "unixware", "minix", "ultrix"})
+
+
+def partition_table_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str]:
+    """The partition tables among the signatures: blkid's PTTYPE, and wipefs entries whose
+    USAGE is ``partition-table`` (or, without that column, whose TYPE is a table type)."""
+    names = {blkid["PTTYPE"]} if blkid.get("PTTYPE") else set()
+    names.update(s["type"] for s in wipefs
+                 if s.get("usage") == "partition-table" or s.get("type") in PARTITION_TABLE_TYPES)
+    return sorted(names)
+
+
 def signature_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str]:
     """Every filesystem, RAID/LVM member or partition-table signature, sorted and unique."""
     names = {blkid[k] for k in ("TYPE", "PTTYPE") if blkid.get(k)}
@@ -291,9 +307,21 @@ class SysNode:
         return (self.parent_dir or self.dir) / "queue"
 
 
+def control_character_refusal(text: str, what: str) -> str | None:
+    """Why ``text`` (a path) is refused, if it holds a control character: NUL makes the OS
+    calls raise ValueError, and a newline would split a previewed shell line in two (a
+    comment line's rest would become a command). No device or directory name needs one."""
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is None:
+        return None
+    return f"{what} {text[:60]!r} contains a control character ({bad!r}); refused"
+
+
 def resolve(path: str) -> str:
     """Follow symlinks (/dev/disk/by-id/...) to the device node; refuse what is no block device."""
     p = os.fspath(path)
+    if isinstance(p, bytes) or (why := control_character_refusal(p, "device path")):
+        raise DeviceRefused(why if not isinstance(p, bytes) else f"device path {p!r} is not text")
     real = os.path.realpath(p)
     try:
         st = os.stat(real)
@@ -336,6 +364,41 @@ def holders(node_dir: Path) -> list[str]:
         return []
     except OSError as e:
         raise DeviceRefused(f"cannot read {node_dir / 'holders'}: {e.strerror}") from None
+
+
+def sys_partitions(node_dir: Path) -> list[str]:
+    """Partitions the kernel knows on this disk (subdirectories with a ``partition`` file),
+    a witness next to lsblk's children."""
+    try:
+        return sorted(p.name for p in node_dir.iterdir() if (p / "partition").is_file())
+    except OSError as e:
+        raise DeviceRefused(f"cannot read {node_dir}: {e.strerror}") from None
+
+
+def loop_backing_files(host: Host = HOST) -> list[tuple[str, str]]:
+    """(loop name, backing file) of every attached loop device, from
+    ``/sys/block/loopN/loop/backing_file``. A loop device over a block device does not
+    show in that device's ``holders/`` and does not claim it (an O_EXCL open still
+    succeeds), so this is the only witness that the device is someone's storage."""
+    out = []
+    try:
+        entries = sorted(Path(host.sys_root, "block").glob("loop*"))
+    except OSError as e:
+        raise DeviceRefused(f"cannot list {Path(host.sys_root, 'block')}: {e.strerror}") from None
+    for d in entries:
+        text = _read(d / "loop" / "backing_file")
+        if text:  # no loop/ directory: not attached
+            out.append((d.name, text))
+    return out
+
+
+def _same_file(backing: str, paths: set[str], rdevs: set[int]) -> bool:
+    # The kernel writes the path as opened (a symlink stays one) and appends " (deleted)"
+    # once the node is unlinked; compare resolved paths and device numbers.
+    for candidate in (backing, backing.removesuffix(" (deleted)")):
+        if os.path.realpath(candidate) in paths or _rdev(candidate) in rdevs:
+            return True
+    return False
 
 
 def block_stat(dev: str, host: Host = HOST) -> dict[str, int]:
@@ -505,6 +568,8 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Devi
     s = str(spec).strip()
     if not s:
         raise ConfigError("empty --device: give a device path or a size such as nvme:1.92T")
+    if why := control_character_refusal(s, "--device"):
+        raise ConfigError(why)
     if s.startswith(("/", ".")) or os.sep in s:
         return inspect(s, plp=plp, host=host)
     kind, sep, size_text = s.rpartition(":")
@@ -544,6 +609,9 @@ class DeviceFacts:
     size_bytes: int = 0
     children: list[dict] = field(default_factory=list)  # lsblk descendants: partitions, dm/md
     holders: dict[str, list[str]] = field(default_factory=dict)  # kernel name -> holders
+    sys_partitions: list[str] = field(default_factory=list)  # partitions sysfs lists
+    loop_backed: list[tuple[str, str]] = field(default_factory=list)  # (loop, its backing file)
+    partition_tables: list[str] = field(default_factory=list)  # PTTYPE & co. (read with signatures)
     mounted: list[tuple[str, str]] = field(default_factory=list)  # (device path, mountpoint)
     protected: list[tuple[str, str, str]] = field(default_factory=list)  # (mountpoint, source, disk)
     readable: bool = True
@@ -619,8 +687,13 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
     facts.holders = {n["name"]: h for n in family
                      if (h := holders(Path(host.sys_root, "class", "block", n["name"])))}
 
+    facts.sys_partitions = sys_partitions(node.dir)
     paths = {real} | {n["path"] for n in family if n.get("path")}
+    paths |= {f"/dev/{name}" for name in facts.sys_partitions}
     rdevs = {r for p in paths if (r := _rdev(p)) is not None}
+    paths = {os.path.realpath(p) for p in paths}
+    facts.loop_backed = [(loop, backing) for loop, backing in loop_backing_files(host)
+                         if loop != node.name and _same_file(backing, paths, rdevs)]
 
     def ours(source: str) -> bool:
         return os.path.realpath(source) in paths or _rdev(source) in rdevs
@@ -643,18 +716,28 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
 def read_signatures(dev: str, host: Host = HOST) -> list[str]:
     """Filesystem, partition-table and RAID/LVM-member signatures on ``dev`` (blkid and
     wipefs, both read-only here); a tool that cannot read the device is a refusal."""
+    return read_signature_sets(dev, host)[0]
+
+
+# wipefs's default columns plus USAGE, which names a partition table as such.
+WIPEFS_COLUMNS = "DEVICE,OFFSET,TYPE,UUID,LABEL,USAGE"
+
+
+def read_signature_sets(dev: str, host: Host = HOST) -> tuple[list[str], list[str]]:
+    """(every signature, the partition tables among them) on ``dev``; see read_signatures."""
     proc = run_tool(["blkid", "-p", "-o", "export", dev], host)
     # 2 = nothing found, but blkid also says 2 for "Permission denied": stderr tells them apart.
     if proc.returncode not in (0, 2, 8) or proc.stderr.strip():
         raise _failed(proc, f"blkid -p {dev}")
     found = parse_blkid_export(proc.stdout) if proc.returncode == 0 else {}
-    wproc = run_tool(["wipefs", "-n", "-J", dev], host)
+    wproc = run_tool(["wipefs", "-n", "-J", "-O", WIPEFS_COLUMNS, dev], host)
     if wproc.returncode != 0:
         raise _failed(wproc, f"wipefs -n {dev}")
-    names = signature_names(found, parse_wipefs(wproc.stdout))
+    wiped = parse_wipefs(wproc.stdout)
+    names = signature_names(found, wiped)
     if proc.returncode == 8 and not names:  # "ambivalent result": several signatures disagree
         names = ["ambivalent"]
-    return names
+    return names, partition_table_names(found, wiped)
 
 
 # Which blkid keys identify one mkfs: a fresh filesystem gets a random UUID (btrfs also a
@@ -716,6 +799,11 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
     if f.holders:
         name, hs = sorted(f.holders.items())[0]
         return _refuse(f, f"{dev} is held by {', '.join(hs)} (holders of {name}: LVM, md or dm); never probed")
+    if f.loop_backed:
+        loop, backing = f.loop_backed[0]
+        via = "" if os.path.realpath(backing) == f.resolved else f" (as {backing})"
+        return _refuse(f, f"{dev} is the backing file of /dev/{loop}{via}; detach it "
+                          f"(losetup -d /dev/{loop}) if it is not in use; never probed")
     others = [c for c in f.children if c.get("type") != "part"]
     if others:
         return _refuse(f, f"{dev} is used by {others[0]['name']} ({others[0].get('type')}); never probed")
@@ -723,9 +811,15 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
         return _refuse(f, f"{dev} is read-only")
     if f.parent:
         return _refuse(f, f"{dev} is a partition of {f.parent}; probing formats whole, unpartitioned devices only")
-    parts = [c["name"] for c in f.children]
+    parts = sorted({c["name"] for c in f.children} | set(f.sys_partitions))
     if parts:
         return _refuse(f, f"{dev} has partitions ({', '.join(parts)}); probe an empty, unpartitioned device")
+    if f.partition_tables:
+        # Not a leftover signature --force may destroy: a partition table is a disk someone
+        # laid out, whatever the kernel currently shows of it.
+        return _refuse(f, f"{dev} has a partition table ({', '.join(f.partition_tables)}); --force "
+                          f"does not override it: clear it deliberately (wipefs -a {f.resolved}) "
+                          "if that is what you want")
     if f.size_bytes <= 0:
         return _refuse(f, f"{dev} has no medium (size 0)")
     if not f.readable:
@@ -766,14 +860,17 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST,
         verdict = judge(facts, force=True)
         if not verdict.ok:
             return verdict
-        facts.signatures = read_signatures(facts.resolved, host)
+        facts.signatures, facts.partition_tables = read_signature_sets(facts.resolved, host)
         if facts.signatures and own_signature:
             facts.recorded = dict(own_signature)
             facts.own_signature = is_own_signature(
                 facts.signatures, signature_identity(facts.resolved, host), own_signature)
     except DeviceRefused as e:
-        real = os.path.realpath(os.fspath(path))
-        return Verdict(False, str(e), real if os.path.exists(real) else None, False, [])
+        try:
+            real = os.path.realpath(os.fspath(path))
+        except ValueError:  # NUL: refused above by resolve, and it names no file
+            real = ""
+        return Verdict(False, str(e), real if real and os.path.exists(real) else None, False, [])
     verdict = judge(facts, force)
     if verdict.ok:
         busy = exclusive_guard(facts.resolved)
@@ -793,10 +890,17 @@ def require_safe(path: str, force: bool = False, host: Host = HOST,
 
 def in_use_reason(path: str, host: Host = HOST) -> str | None:
     """Between two cells of a probe: has anything else mounted ``path``, stacked a holder
-    (LVM/md/dm) or swap on it, partitioned it or opened it exclusively? The probe's own
-    signature is expected there, so signatures are not read. A reason, or None."""
+    (LVM/md/dm), a loop device or swap on it, partitioned it or opened it exclusively? The
+    probe's own filesystem signature is expected there, so only partition tables count
+    among the signatures. A reason, or None."""
     try:
-        verdict = judge(gather(path, host), force=True)
+        facts = gather(path, host)
+        verdict = judge(facts, force=True)
+        if verdict.ok:
+            # A partition table written meanwhile (sfdisk on a disk the kernel does not
+            # rescan shows no partitions): the probe's own mkfs never writes one.
+            facts.partition_tables = read_signature_sets(facts.resolved, host)[1]
+            verdict = judge(facts, force=True)
     except DeviceRefused as e:
         return str(e)
     if not verdict.ok:

@@ -52,15 +52,19 @@ class Step:
     note: str = ""
     cwd: str | None = None
 
-    def display(self, device: str = "") -> str:
+    def display(self, device: str = "", sys_name: str | None = None) -> str:
+        """The step as one shell line, every word quoted (``shlex``). ``sys_name`` is the
+        kernel's name for the disk whose queue holds the scheduler (a symlink such as
+        /dev/disk/by-id/x or a partition has another); without it, the device's basename."""
         prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in self.env)
         if self.cwd:
             prefix = f"cd {shlex.quote(self.cwd)} && " + prefix
         if self.argv:
             return prefix + display(self.argv) + (f"  # {self.note}" if self.note else "")
         if self.role == "scheduler":
-            name = Path(device).name or "DEV"
-            return f"echo {self.value} > /sys/block/{name}/queue/scheduler"
+            name = sys_name or Path(device).name or "DEV"
+            return (f"echo {shlex.quote(self.value)} > "
+                    f"{shlex.quote(f'/sys/block/{name}/queue/scheduler')}")
         if self.role == "sync":
             return "sync"
         if self.role == "drop-caches":
@@ -374,6 +378,8 @@ class CellRunner:
             return *apps.parse(step.tool, result), []
         try:
             res = fio.parse(result.stdout, command=result.argv)
+            if not res.error and result.ok:
+                res.require_complete()  # an old fio's layout is read whole or refused
         except fio.FioParseError as e:
             why = result.one_line_error() if not result.ok else str(e)
             return {}, why, []

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
+from fsadvisor import limits
 from fsadvisor.errors import ConfigError
 
 PLAN_VERSION = 1
@@ -388,15 +389,12 @@ def build_plan(device: str | None, device_size_bytes: int, *,
         raise ConfigError("no filesystem to probe (--fs is empty)")
     if not schedulers:
         raise ConfigError("no scheduler to probe (--schedulers is empty)")
-    reps = reps if reps is not None else (1 if quick else DEFAULT_REPS)
-    if reps < 1:
-        raise ConfigError(f"--reps must be at least 1, not {reps}")
-    runtime_s = runtime_s if runtime_s is not None else (QUICK_RUNTIME_S if quick else DEFAULT_RUNTIME_S)
-    if runtime_s <= 0:
-        raise ConfigError(f"--runtime must be positive, not {runtime_s:g}")
-    cooldown_s = cooldown_s if cooldown_s is not None else (0.0 if quick else DEFAULT_COOLDOWN_S)
-    if cooldown_s < 0:
-        raise ConfigError(f"--cooldown must not be negative, not {cooldown_s:g}")
+    # The ranges are fsadvisor.limits' (one table for the CLI, the TUI and API callers).
+    reps = limits.check("reps", reps if reps is not None else (1 if quick else DEFAULT_REPS))
+    runtime_s = limits.check("runtime", runtime_s if runtime_s is not None else
+                             (QUICK_RUNTIME_S if quick else DEFAULT_RUNTIME_S))
+    cooldown_s = limits.check("cooldown", cooldown_s if cooldown_s is not None else
+                              (0.0 if quick else DEFAULT_COOLDOWN_S))
     configs = config_sets(filesystems, schedulers, device_size_bytes, agcounts,
                           explicit_configs, variants and not quick)
     workloads: list[WorkloadSpec] = []

@@ -7,6 +7,8 @@ Pure data and formatting of plans and store rows; nothing here executes anything
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,16 +21,47 @@ from fsadvisor.probe.plan import Cell, Plan
 
 
 
+PLACEHOLDER = "<random>"
+
+
+def shell_word(word: str) -> str:
+    """``word`` quoted for a shell, except that the ``<random>`` placeholder of a name only
+    the real run knows (mkstemp/mkdtemp) does not by itself force quotes: an ordinary
+    path reads as before, anything else (blanks, ``;``, ``$(``) is quoted whole."""
+    plain = word.replace(PLACEHOLDER, "RANDOM")
+    return word if shlex.quote(plain) == plain else shlex.quote(word)
+
+
+def shell_line(argv) -> str:
+    return " ".join(shell_word(str(a)) for a in argv)
+
+
+def sys_block_name(dev: str) -> str:
+    """The kernel's name of the disk whose ``/sys/block/<name>/queue`` a run writes: a
+    symlink (/dev/disk/by-id/...) resolves, a partition gives its disk, /dev/mapper/x is
+    dm-N. A path that cannot be looked up (not present, a placeholder) gives its basename
+    with anything outside the kernel's name alphabet replaced, so the preview stays
+    one harmless word."""
+    from fsadvisor.errors import FsAdvisorError
+    from fsadvisor.host import device as devmod
+
+    try:
+        node = devmod.sys_node(dev)
+        return node.parent or node.name
+    except (FsAdvisorError, OSError, ValueError):
+        return re.sub(r"[^A-Za-z0-9._:!+-]", "_", os.path.basename(dev)) or "DEV"
+
+
 def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
     """The commands a real run executes besides the cells: fio's io_uring self-test while
     planning (a resumed matrix keeps its planned engine and skips it), and ``fio --version``
     (recorded with every run) just before the first cell."""
     tmpdir = os.path.join(tempfile.gettempdir(), "fsadvisor-fio-<random>")
     selftest = [] if plan.matrix_id else [
-        " ".join(fio.IO_URING_SELFTEST_ARGV).format(tmpdir=tmpdir)
+        shell_line(a.format(tmpdir=tmpdir) for a in fio.IO_URING_SELFTEST_ARGV)
         + "  # a real run executes this io_uring self-test while planning; it picks io_uring "
           f"or libaio (this preview assumed {plan.ioengine})"]
-    version = [" ".join(fio.FIO_VERSION_ARGV)
+    version = [shell_line(fio.FIO_VERSION_ARGV)
                + "  # a real run executes this before the first cell (recorded with every run)"]
     return selftest, version
 
@@ -115,6 +148,8 @@ def dry_run_lines(plan: Plan) -> list[str]:
 
     scratch = bool(plan.scratch_size_bytes)
     dev = "/dev/loopN" if scratch else str(plan.device)
+    sys_name = "loopN" if scratch else sys_block_name(dev)
+    queue = shlex.quote(f"/sys/block/{sys_name}/queue/scheduler")
     mnt = os.path.join(tempfile.gettempdir(), "fsadvisor-mnt-<random>")
     cells = plan.cells()
     runnable = [c for c in cells if not c.skip_reason]
@@ -123,11 +158,11 @@ def dry_run_lines(plan: Plan) -> list[str]:
     selftest, version = pre_matrix_lines(plan)
     lines += selftest
     if scratch:
-        img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), "fsadvisor-scratch-<random>.img")
+        img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), f"fsadvisor-scratch-{PLACEHOLDER}.img")
         lines += [f"# {LOOP_WARNING}",
-                  f"truncate -s {plan.scratch_size_bytes} {img}",
-                  f"losetup --find --show --direct-io=on {img}"]
-    lines.append(f"# remember the current scheduler: cat /sys/block/{os.path.basename(dev)}/queue/scheduler")
+                  shell_line(["truncate", "-s", plan.scratch_size_bytes, img]),
+                  shell_line(["losetup", "--find", "--show", "--direct-io=on", img])]
+    lines.append(f"# remember the current scheduler: cat {queue}")
     lines += version
     runner = CellRunner(plan=plan, device=dev, mountpoint=mnt, executor=Executor(),
                         device_info=plan.device_info or Device(path=dev, size_bytes=plan.device_size_bytes))
@@ -135,15 +170,15 @@ def dry_run_lines(plan: Plan) -> list[str]:
         head = f"## cell {i}/{len(cells)}: {cell.label}"
         if cell.skip_reason:
             lines.append(f"{head}  -- SKIPPED: {cell.skip_reason}; it would run:")
-            lines += [f"#   {s.display(dev)}" for s in runner.steps(cell)]
+            lines += [f"#   {s.display(dev, sys_name)}" for s in runner.steps(cell)]
             continue
         lines.append(head)
-        lines += [s.display(dev) for s in runner.steps(cell)]
-    lines.append(f"# restore the original scheduler: echo <original> > /sys/block/{os.path.basename(dev)}/queue/scheduler")
+        lines += [s.display(dev, sys_name) for s in runner.steps(cell)]
+    lines.append(f"# restore the original scheduler: echo <original> > {queue}")
     if scratch:
-        lines += [f"losetup --detach {dev}", f"rm {img}"]
+        lines += [shell_line(["losetup", "--detach", dev]), shell_line(["rm", img])]
     else:
-        lines.append(" ".join(WIPE_ARGV + [dev]) + "  # the last cell's signature, so a rerun needs no --force")
+        lines.append(shell_line(WIPE_ARGV + [dev]) + "  # the last cell's signature, so a rerun needs no --force")
     return lines
 
 

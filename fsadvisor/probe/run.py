@@ -26,8 +26,8 @@ from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
-from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, SystemOps, cleanup_stale,
-                                   leftovers, live_owner, recorded_signature, undo)
+from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, StateFileError, SystemOps,
+                                   cleanup_stale, leftovers, live_owner, recorded_signature, undo)
 
 class DeviceTaken(DeviceRefused):
     """Between two cells the device turned out to be mounted, held or opened by someone
@@ -122,6 +122,7 @@ class MatrixRun:
         self._cells: list[Cell] = []
         self._formatted: str | None = None  # the device, once a cell has written to it
         self._durations: list[tuple[float, float]] = []  # (estimate, actual) per cell run
+        self.state_error: StateFileError | None = None  # the final state write failed
 
     # ------------------------------------------------------------ state file
     def _save(self) -> None:
@@ -179,6 +180,8 @@ class MatrixRun:
             finally:
                 self.guard.uninstall()
                 self.summary.wall_s = time.monotonic() - t0
+        if self.state_error is not None:
+            raise self.state_error
         self.on_progress(ProgressEvent("done", self._done_count(), self.summary.total,
                                        status="interrupted" if self.summary.interrupted else "done"))
         return self.summary
@@ -404,7 +407,16 @@ class MatrixRun:
             # Otherwise the state keeps naming them (and this soon-dead owner), so the next
             # invocation's stale cleanup tries again.
             self.state.clear_live()
-        self.state_file.save(self.state)
+        try:
+            self.state_file.save(self.state)
+        except StateFileError as e:
+            # Everything is undone already; the error must not replace the one that stopped
+            # the run (a full disk usually fails the store first): it is raised after the
+            # cleanup only when nothing else is on its way (see execute).
+            self.state_error = e
+            self.summary.cleanup.append(str(e))
+            self.on_progress(ProgressEvent("cleanup", self._done_count(), self.summary.total,
+                                           message=str(e)))
 
     def _wipe_own_signature(self, dev: str) -> list[str]:
         """Leave the device as empty as the probe was allowed to make it: the signature of

@@ -18,6 +18,7 @@ which the unit tests replace with a fake.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -184,16 +185,45 @@ class StateFile:
                                  "clean up by hand and delete it") from None
 
     def save(self, state: ProbeState) -> None:
+        """Atomically: the file holds the old state or the new one, never a mix (temp file,
+        fsync, rename, fsync of the directory).
+
+        A full disk (ENOSPC, EDQUOT) leaves the old file as it was while anything is still
+        live: it names at least what was live before, which the cleanup checks before it
+        touches anything. Once nothing is live, the old file only names what this probe has
+        undone, so it is removed (freeing the blocks the new one needs) and the new one
+        written again; if even that fails, no file is left, which reads as "nothing to clean
+        up" (only --resume of the unfinished matrix is lost, and the error says so)."""
         if not state.has_live_resources and not state.matrices:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             return
+        data = json.dumps(state.to_dict(), indent=1, sort_keys=True)
+        try:
+            self._write(data)
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise StateFileError(f"cannot write probe state {self.path}: "
+                                     f"{e.strerror or e}") from None
+            if state.has_live_resources:
+                raise StateFileError(f"disk full: cannot update the probe state {self.path} "
+                                     f"({e.strerror}); free some space") from None
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            try:
+                self._write(data)
+            except OSError as e2:
+                raise StateFileError(
+                    f"disk full: the probe cleaned up, but cannot record its unfinished matrix "
+                    f"for --resume in {self.path} ({e2.strerror}); free some space") from None
+
+    def _write(self, data: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
                                    dir=self.path.parent)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump(state.to_dict(), f, indent=1, sort_keys=True)
+                f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)

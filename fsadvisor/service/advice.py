@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from fsadvisor import catalog
+from fsadvisor import catalog, limits
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
@@ -116,8 +116,7 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
     """Rank the candidates for ``profile`` (a preset name, a TOML path, or a Profile the
     caller built, e.g. the TUI's form with edited constraints). A profile that states PLP
     speaks for the device too, as ``--plp`` does."""
-    if top < 1:
-        raise FsAdvisorError("--top must be at least 1")
+    limits.check("top", top)
     _check_scope(scope)
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     if plp is None and prof.constraints.plp != "unknown":
@@ -223,8 +222,7 @@ def predict_batch(lines: Iterable[str], db: str | None = None,
 
 
 def _check_folds(folds: int) -> None:
-    if not 2 <= folds <= 50:
-        raise FsAdvisorError(f"--folds must be between 2 and 50, not {folds}")
+    limits.check("folds", folds)
 
 
 def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:

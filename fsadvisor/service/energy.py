@@ -20,6 +20,9 @@ def energy_check(meter_log: str | None = None, device: str | None = None,
 def energy_idle(seconds: float = 10.0, source: str = "auto", device: str | None = None,
                 **opts: Any) -> dict[str, Any]:
     """Measure idle power with the chosen source: its watts, the reading, and which source."""
+    from fsadvisor import limits
+
+    limits.check("seconds", seconds)
     meter = energy.choose_meter(source, device, **opts)
     watts = energy.measure_idle(meter, seconds)
     return {"idle_watts": watts, "source": meter.name, "scope": meter.scope,
@@ -39,8 +42,12 @@ def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: fl
     from fsadvisor.energy import meterlog
     from fsadvisor.store import open_store
 
+    from fsadvisor import limits
+
     if scope not in ("system", "cpu+dram", "drive"):
         raise EnergyError(f"scope must be system, cpu+dram or drive, not {scope!r}")
+    limits.check("clock-offset", clock_offset_s)
+    limits.check("idle-watts", idle_watts)
     store = open_store(db)
     filters: dict[str, Any] = {"status": "ok"}
     if matrix_id:

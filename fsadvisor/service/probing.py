@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from fsadvisor import limits
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
@@ -26,7 +27,7 @@ from fsadvisor.sizes import parse_size
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
 # The smallest scratch device every filesystem here formats (btrfs and xfs want ~300 MiB).
-MIN_SCRATCH_BYTES = 320 << 20
+MIN_SCRATCH_BYTES = int(limits.LIMITS["scratch"].lo)
 
 __all__ = ["plan_probe", "dry_run", "check_device", "run_probe", "cleanup_stale_state",
            "root_problem", "store_path", "Plan", "ProbeSummary", "ProgressEvent",
@@ -96,6 +97,9 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
         raise ConfigError(f"unknown --energy {energy!r}: use auto, rapl, ipmi, meter-log or estimate")
     if energy == "meter-log" and meter_log is None:
         raise ConfigError("--energy meter-log needs --meter-log FILE")
+    if scratch_dir is not None and (why := devmod.control_character_refusal(
+            os.fspath(scratch_dir), "--scratch-dir")):
+        raise ConfigError(why)
     db_path = store_path(db)
     scratch_bytes = None
     if scratch is not None:
@@ -106,6 +110,7 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
         if scratch_bytes < MIN_SCRATCH_BYTES:
             raise ConfigError(f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
                               "(the smallest device every filesystem here formats)")
+        limits.check("scratch", scratch_bytes)
     if resume:
         key = "scratch" if scratch is not None else str(device)
         entry = _state_file(db).load().matrices.get(key)
@@ -136,6 +141,9 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
             size_bytes_job = parse_size(size)
         except ValueError:
             raise ConfigError(f"--size {size!r} is not a size (e.g. 1G)") from None
+        limits.check("size", size_bytes_job)
+    limits.check("clock-offset", clock_offset_s)
+    limits.check("idle-seconds", idle_seconds)
     energy_opts: dict[str, Any] = {"source": energy}
     if meter_log is not None:
         energy_opts["meter_log"] = os.fspath(meter_log)
@@ -145,10 +153,8 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
     if idle_watts is not None:
         from fsadvisor.energy import parse_idle_watts
 
-        energy_opts["idle_watts"] = parse_idle_watts(idle_watts)
+        energy_opts["idle_watts"] = limits.check("idle-watts", parse_idle_watts(idle_watts))
     if idle_seconds:
-        if idle_seconds < 0:
-            raise ConfigError("--idle-seconds must not be negative")
         energy_opts["idle_seconds"] = float(idle_seconds)
     plan = planmod.build_plan(
         device if scratch_bytes is None else None, size_bytes,
@@ -269,6 +275,7 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
                             "(or pass --yes-wipe with it) to let the probe wipe it")
     db_path = store_path(plan.db_path)
     with open_store(db_path) as store:
+        store.require_writable()  # before a scratch loop device is attached or a disk formatted
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), on_progress,
                         interruptions=interruptions)
         summary = run.execute()

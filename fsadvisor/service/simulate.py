@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from fsadvisor import catalog
+from fsadvisor import catalog, limits
 
 from fsadvisor.predict import sim
 from fsadvisor.domain import POWER_SCOPES
@@ -81,8 +81,10 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
     if scope not in POWER_SCOPES:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, "
                              f"not {scope!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+    if isinstance(seed, bool) or not isinstance(seed, int):
         raise FsAdvisorError(f"seed must be a non-negative whole number, not {seed!r}")
+    for name, value in (("seed", seed), ("requests", requests), ("sigma", sigma)):
+        limits.check(name, value)
     base = parse_settings(fixed)
     variants: list[dict[str, Any]] = [dict(base)]
     if vary:

@@ -97,6 +97,8 @@ def _guarded(method: _F) -> _F:
             try:
                 return method(self, *args, **kwargs)
             except (sqlite3.DatabaseError, UnicodeEncodeError, OverflowError) as e:
+                if schema.disk_full(self.path, e):
+                    raise StoreError(schema.disk_full_message(self.label, self.path, e)) from e
                 raise StoreError(f"{self.label}: {schema.one_line(e)}") from e
 
     return wrapper  # type: ignore[return-value]
@@ -122,6 +124,26 @@ class Store:
             self._db.close()
 
     # ------------------------------------------------------------------ writing
+    @_guarded
+    def require_writable(self) -> None:
+        """StoreError now if nothing can be written here (a read-only file or filesystem,
+        an immutable file: SQLite then opens it read-only and says so only at the first
+        write), so a probe stops before it attaches or formats anything. A row is written
+        and rolled back: BEGIN IMMEDIATE alone succeeds on such a file (seen: chattr +i)."""
+        conn = self._db.conn
+        conn.execute("SAVEPOINT fsadvisor_write_check")
+        try:
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('write_check', '1')")
+        except sqlite3.OperationalError as e:
+            if "readonly" in str(e) or getattr(e, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+                raise StoreError(f"{self.label} is read-only ({schema.one_line(e)}): a probe "
+                                 "records every run there; use --db on a writable "
+                                 "filesystem") from e
+            raise
+        finally:
+            conn.execute("ROLLBACK TO fsadvisor_write_check")
+            conn.execute("RELEASE fsadvisor_write_check")
+
     @_guarded
     def start_matrix(self, plan: Mapping[str, Any], matrix_id: str | None = None) -> str:
         """Record a probe plan (``plan["reps"]`` repetitions per cell); return its id."""

@@ -9,6 +9,7 @@ A file newer than this code is refused: guessing at a future schema could lose m
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -155,7 +156,10 @@ def connect(path: Path | None) -> Database:
             foreign = app_id not in (0, APPLICATION_ID) or (
                 app_id == 0 and version == 0 and bool(db.table_names()))
         finally:
-            db.conn.execute("COMMIT")
+            # A failed read (disk full: no room for the WAL index) has already ended the
+            # transaction; a COMMIT then would replace the real error with its own.
+            if db.conn.in_transaction:
+                db.conn.execute("COMMIT")
         if foreign:
             raise StoreError(f"{label} is an SQLite file but not an fsadvisor store")
         _refuse_newer(version, label)
@@ -168,6 +172,11 @@ def connect(path: Path | None) -> Database:
         migrate(db, label)
     except sqlite3.DatabaseError as e:
         _close(conn)
+        if disk_full(path, e):
+            raise StoreError(disk_full_message(label, path, e)) from e
+        if read_only_fs(path):
+            raise StoreError(f"{label} is on a read-only filesystem ({one_line(e)}); use a "
+                             "store on a writable one") from e
         raise StoreError(f"{label} is not a readable fsadvisor store ({one_line(e)})") from e
     except StoreError:
         _close(conn)
@@ -227,6 +236,48 @@ def migrate(db: Database, label: str = "store") -> None:
             if db.conn.in_transaction:
                 db.conn.execute("ROLLBACK")
             raise
+
+
+# Less free space than this beside a store that just failed, and the failure is the full
+# disk: SQLite needs 32 KiB for its WAL index alone (SQLITE_IOERR_SHMSIZE when it cannot
+# have them, seen on a full tmpfs), and pages and WAL frames of 4 KiB on top.
+DISK_FULL_BELOW_BYTES = 1 << 20
+_FULL_ERRORS = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
+
+
+def read_only_fs(path: Path | None) -> bool:
+    if path is None:
+        return False
+    try:
+        return bool(os.statvfs(Path(path).parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def free_bytes(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        st = os.statvfs(Path(path).parent)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def disk_full(path: Path | None, e: BaseException) -> bool:
+    """Did ``e`` happen because the store's filesystem is full? SQLite says so itself
+    (SQLITE_FULL), or says "disk I/O error" while almost nothing is free."""
+    if getattr(e, "sqlite_errorname", None) in _FULL_ERRORS or "disk is full" in str(e):
+        return True
+    free = free_bytes(path)
+    return free is not None and free < DISK_FULL_BELOW_BYTES and isinstance(e, sqlite3.OperationalError)
+
+
+def disk_full_message(label: str, path: Path | None, e: BaseException) -> str:
+    free = free_bytes(path)
+    left = f" ({free:,} bytes free)" if free is not None else ""
+    return (f"{label}: disk full{left}: free some space on the store's filesystem and retry "
+            f"(SQLite said: {one_line(e)})")
 
 
 def one_line(e: BaseException) -> str:

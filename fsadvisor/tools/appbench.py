@@ -338,6 +338,17 @@ _SB_LINE = re.compile(r"^\s*([A-Za-z][\w ,/]*?):\s*([0-9]+(?:\.[0-9]+)?)s?\s*$")
 _SB_PCT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)(?:st|nd|rd|th) percentile:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
 
 
+def _percentiles_plausible(pcts: list[tuple[float, float]], lo: float | None,
+                           hi: float | None) -> bool:
+    """Percentiles (sorted by p) that never decrease, lie within 0..100 and between the
+    printed min and max (sysbench rounds all of them to 0.01 ms alike). Anything else is
+    not sysbench's own figure and is left out rather than stored."""
+    values = [v for _, v in pcts]
+    if any(not 0 < p <= 100 for p, _ in pcts) or any(b < a for a, b in zip(values, values[1:])):
+        return False
+    return not values or ((lo is None or lo <= values[0]) and (hi is None or values[-1] <= hi))
+
+
 def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
     """Metrics from ``sysbench fileio ... run`` output (sysbench 1.0).
 
@@ -396,9 +407,10 @@ def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
         m["mean_latency_us"] = lat["avg"] * 1000.0
     if "max" in lat:
         m["max_latency_us"] = lat["max"] * 1000.0
-    for key, value in lat.items():
-        if key.startswith("p"):
-            name = key[1:].replace(".", "")
+    pcts = sorted((float(k[1:]), v) for k, v in lat.items() if k.startswith("p"))
+    if _percentiles_plausible(pcts, lat.get("min"), lat.get("max")):
+        for p, value in pcts:
+            name = f"{p:g}".replace(".", "")
             m[f"p{name}_latency_us"] = value * 1000.0
     return {k: v for k, v in m.items() if math.isfinite(v)}
 

@@ -114,6 +114,42 @@ class FioResult:
         jobs = self.jobs if groupid is None else [j for j in self.jobs if _groupid(j) == groupid]
         return _aggregate(jobs, self.doc)
 
+    def missing(self) -> list[str]:
+        """What a complete result needs and this one lacks, as ``"<job> <section>: <what>"``.
+
+        Every section that did I/O must give its I/O count, rate, bandwidth, bytes and a
+        latency block in some known layout (ns keys since 3.0, µs ``clat``/``lat`` before;
+        a count from ``total_ios``, or, before fio had it, from ``iops`` x ``runtime``).
+        A failed job is not judged here: ``error`` already says why."""
+        out: list[str] = []
+        for j in self.jobs:
+            if _first_job_error([j]):
+                continue
+            name = str(j.get("jobname", "?"))[:40]
+            for d in _data_sections(j):
+                sec = j.get(d)
+                if not _active(sec):
+                    continue
+                lacks = [what for what, ok in (
+                    ("total_ios (or iops and runtime)", _section_ios(sec) is not None),
+                    ("iops", _num(sec, "iops") is not None),
+                    ("bw_bytes/bw", _bw_bytes(sec) is not None),
+                    ("io_bytes/io_kbytes", _bytes(sec) is not None),
+                    ("latency (lat_ns/clat_ns, or µs lat/clat)", _lat_block(sec)[0] is not None),
+                    ("latency percentiles 50/99/99.9", _has_model_percentiles(sec)),
+                ) if not ok]
+                out += [f"{name} {d}: {what}" for what in lacks]
+        return out
+
+    def require_complete(self) -> "FioResult":
+        """This result, or FioParseError naming what is missing (never a half-read run)."""
+        lacks = self.missing()
+        if lacks:
+            more = f" and {len(lacks) - 3} more" if len(lacks) > 3 else ""
+            raise FioParseError(f"{self.version or 'fio'} JSON lacks {'; '.join(lacks[:3])}{more}: "
+                                "refusing a result with metrics missing")
+        return self
+
     def latency_basis(self) -> str | None:
         """"lat" (submission+completion), "clat" (completion only), "mixed" or None."""
         bases = {b for j in self.jobs for d in _data_sections(j)
@@ -136,6 +172,7 @@ def parse(text: str | bytes, command: Sequence[str] | None = None) -> FioResult:
         # Not fio's usual layout: try from each "{" as the domain notes prescribe.
         starts = [i for i, c in enumerate(text) if c == "{"][:_MAX_FALLBACK_TRIES]
     last: tuple[dict, int, int] | None = None
+    client_stats: dict | None = None  # fio --client writes its jobs there (2.x and 3.x)
     failure: str | None = None
     truncated = False
     for pos in starts:
@@ -150,7 +187,14 @@ def parse(text: str | bytes, command: Sequence[str] | None = None) -> FioResult:
             continue
         if isinstance(obj, dict) and isinstance(obj.get("jobs"), list):
             last, truncated = (obj, pos, end), False
+        elif isinstance(obj, dict) and isinstance(obj.get("client_stats"), list):
+            client_stats = obj
     if last is None:
+        if client_stats is not None:
+            version = client_stats.get("fio version")
+            raise FioParseError(f"{version if isinstance(version, str) else 'fio'} client/server "
+                                "output (client_stats, no jobs): run fio locally, not with "
+                                "--client")
         if not text.strip():
             raise FioParseError("fio produced no output")
         if failure:
@@ -205,6 +249,39 @@ def _num(d: Any, key: str) -> float | None:
     except OverflowError:  # a JSON integer beyond float range
         return None
     return v if math.isfinite(v) and v >= 0 else None
+
+
+def _section_ios(sec: Any) -> float | None:
+    """How many I/Os a section did: ``total_ios``; before fio had it (2.1.x writes only
+    ``iops`` and ``runtime``, both computed from the I/O count: stat.c iops = 1000 x ios /
+    runtime_ms), the count back from them, exact to within one I/O per millisecond of
+    runtime rounding."""
+    if isinstance(sec, Mapping) and "total_ios" in sec:
+        return _num(sec, "total_ios")
+    iops, runtime_ms = _num(sec, "iops"), _num(sec, "runtime")
+    if iops is None or runtime_ms is None:
+        return None
+    ios = iops * runtime_ms / 1000.0
+    return float(round(ios)) if math.isfinite(ios) else None
+
+
+def _has_model_percentiles(sec: Any) -> bool:
+    blk, _, _ = _lat_block(sec)
+    return blk is not None and all(p in _percentiles(blk, 1.0) for _, p in _PERCENTILES)
+
+
+def _active(sec: Any) -> bool:
+    """The section did I/O (an unused direction is all zeros, or absent): a count, rate or
+    byte figure above zero or a latency sample says so, and so does a runtime in a section
+    that gives no I/O figure at all (a layout that does not say what it did). fio sets a
+    direction's runtime only when it moved bytes in it, so a zero-I/O section with a runtime
+    is idle, not incomplete."""
+    if not isinstance(sec, Mapping):
+        return False
+    io_keys = ("total_ios", "iops", "io_bytes", "io_kbytes", "bw_bytes", "bw")
+    if any(_num(sec, k) for k in io_keys) or _lat_block(sec)[0] is not None:
+        return True
+    return bool(_num(sec, "runtime")) and not any(k in sec for k in io_keys)
 
 
 def _groupid(job: dict) -> int:
@@ -262,7 +339,18 @@ def _percentiles(blk: Mapping, scale: float) -> dict[float, float]:
         value = _num({"v": v}, "v")
         if value is not None and math.isfinite(p) and 0 < p <= 100:
             out[round(p, 6)] = value * scale
+    # fio's percentiles are bin edges of one histogram, so they never decrease with p; a
+    # list that does is not fio's (corrupt, edited): no percentile is read from it.
+    values = [out[p] for p in sorted(out)]
+    if any(b < a for a, b in zip(values, values[1:])):
+        return {}
     return out
+
+
+def max_cpu_pct() -> float:
+    """A CPU percentage counts one CPU's time as 100: more than 100 x the CPUs is no
+    measurement (fio's usr_cpu/sys_cpu are usr_time / runtime, stat.c)."""
+    return 100.0 * (os.cpu_count() or 1)
 
 
 @dataclass
@@ -465,7 +553,7 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
             meta = _engine(j, doc) in METADATA_ENGINES
             for d in _data_sections(j):
                 sec = j.get(d)
-                ios = _num(sec, "total_ios")
+                ios = _section_ios(sec)
                 if not ios:
                     continue
                 group.setdefault("meta" if meta else d, _Tally()).add(sec, ios)
@@ -481,7 +569,7 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
                 if blk is not None and (c := _component(blk, scale, n)):
                     sync_lat.append(c)
             for k in ("usr", "sys"):
-                if (v := _num(j, f"{k}_cpu")) is not None:
+                if (v := _num(j, f"{k}_cpu")) is not None and v <= max_cpu_pct():
                     cpu[k].append((v, _cpu_weight_ms(j)))
         for kind, t in group.items():
             tallies.setdefault(kind, []).append(t)

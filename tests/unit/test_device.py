@@ -645,3 +645,43 @@ def test_zram_algorithm():
 def test_ram_kinds_are_device_specs():
     assert device.device_from_spec("ram-loop:2G").kind == "ram-loop"
     assert device.device_from_spec("zram:1G").kind == "zram"
+
+
+def test_partition_tables_are_told_from_other_signatures():
+    # wipefs -O ...,USAGE (util-linux 2.38) on a GPT disk: both headers and the protective MBR
+    wipefs_gpt = [{"type": "gpt", "usage": "partition-table"}, {"type": "PMBR", "usage": "partition-table"}]
+    assert device.partition_table_names({"PTTYPE": "gpt"}, wipefs_gpt) == ["PMBR", "gpt"]
+    assert device.partition_table_names(device.parse_blkid_export(BLKID_DOS), []) == ["dos"]
+    # without the USAGE column the type names still say it
+    assert device.partition_table_names({}, [{"type": "dos"}]) == ["dos"]
+    assert device.partition_table_names({"TYPE": "ext4"}, [{"type": "ext4", "usage": "filesystem"}]) == []
+
+
+def test_partition_table_is_refused_whatever_the_force():
+    facts = device.DeviceFacts(path="/dev/x", resolved="/dev/x", name="x", size_bytes=1 << 30,
+                               signatures=["PMBR", "gpt"], partition_tables=["PMBR", "gpt"])
+    for force in (False, True):
+        v = device.judge(facts, force=force)
+        assert not v.ok and not v.needs_force and "wipefs -a /dev/x" in v.reason
+
+
+def test_loop_backing_file_matches_through_symlinks_and_deleted_nodes(tmp_path):
+    node = tmp_path / "dev-x"
+    node.write_text("")
+    link = tmp_path / "link"
+    link.symlink_to(node)
+    paths = {str(node)}
+    assert device._same_file(str(link), paths, set())
+    assert device._same_file(f"{node} (deleted)", paths, set())
+    assert not device._same_file(str(tmp_path / "other"), paths, set())
+
+
+def test_loop_backing_files_from_a_fake_sysfs(tmp_path):
+    for name, backing in (("loop0", "/dev/sdz\n"), ("loop1", None), ("loop2", "/srv/img (deleted)\n")):
+        d = tmp_path / "block" / name
+        d.mkdir(parents=True)
+        if backing is not None:
+            (d / "loop").mkdir()
+            (d / "loop" / "backing_file").write_text(backing)
+    host = device.Host(sys_root=str(tmp_path))
+    assert device.loop_backing_files(host) == [("loop0", "/dev/sdz"), ("loop2", "/srv/img (deleted)")]
