@@ -198,10 +198,34 @@ def test_power_state_tables_are_checked(tmp_path, states, message):
 
 def test_shipped_power_state_tables_match_their_logs():
     lib = load_library()
-    p31 = lib["skhynix-gold-p31-1tb"].value("power_states")
-    assert [s["max_w"] for s in p31] == [6.3, 2.4, 1.9, 0.05, 0.004]
-    assert [s["op"] for s in p31] == [True, True, True, False, False]
-    assert lib["samsung-950-pro-256gb"].figures["power_states"].source.kind == "device-identify-log"
+    # ssdmeter's PM981 page (EXA72D2Q), section "Thermal": 7.02 / 5.10 / 3.50 W operational,
+    # 0.08 / 0.01 W non operational.
+    pm981 = lib["samsung-pm981-1tb"].value("power_states")
+    assert [s["max_w"] for s in pm981] == [7.02, 5.10, 3.50, 0.08, 0.01]
+    assert [s["op"] for s in pm981] == [True, True, True, False, False]
+    assert lib["samsung-pm981-1tb"].figures["power_states"].source.kind == "device-identify-log"
+
+
+def test_audited_figures_say_what_their_stored_pages_say():
+    """Outcomes of the audit of the stored pages (datasets/devices/README.md, "Audit")."""
+    lib = load_library()
+    # A "no PLP" needs text saying so for that capacity or the series: the MX500's only such
+    # text is a 250 GB retailer page, so the 1 TB drives' PLP stays unknown.
+    assert lib["crucial-mx500-1tb"].plp == "unknown" and lib["crucial-mx500-1tb-m2"].plp == "unknown"
+    # The 990 PRO: per-capacity retailer pages where one exists, seed 002's series statement else.
+    assert {n: lib[n].figures["plp"].source.id for n in
+            ("samsung-990-pro-1tb", "samsung-990-pro-2tb", "samsung-990-pro-4tb")} == {
+        "samsung-990-pro-1tb": "syspartsdirect-990pro-1tb", "samsung-990-pro-2tb": "seed002",
+        "samsung-990-pro-4tb": "syspartsdirect-990pro-4tb"}
+    # Micron's own FAQ states the P400m's capacitor-backed PLP.
+    p400m = lib["micron-p400m-400gb"].figures["plp"]
+    assert p400m.value is True and p400m.source.manufacturer
+    # Drives whose only figure came from a page that is not in the store are gone.
+    assert "samsung-950-pro-256gb" not in lib
+    assert lib["skhynix-gold-p31-1tb"].value("power_states") is None
+    # The M.2 PM9A3's press-release figure is kept beside the datasheet's.
+    m2 = lib["samsung-pm9a3-3.84tb-m2"].figures["seq_read_mb_s"]
+    assert m2.value == 4500 and [v for v, _, _ in m2.disagrees] == [3500]
 
 
 def test_shipped_qd1_figures_become_the_latency_prior():
