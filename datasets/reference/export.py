@@ -334,6 +334,7 @@ def summary(csv_path: str) -> None:
                         - {"latency-percentiles-pooled-estimate"})
         print(f"\n`*` = flagged: {', '.join(marked) or 'none'}")
     paired_ratios(rows)
+    amplification(rows)
 
 
 # Headline ratios: (workload, numerator configuration, denominator configuration), labels
@@ -388,6 +389,40 @@ def paired_ratios(rows) -> None:
             q = [na[k] / nb[k] for k in sorted(set(na) & set(nb)) if nb[k] > 0]
             cols.append(f"{statistics.median(q):.2f} ({min(q):.2f}-{max(q):.2f})" if q else "-")
         print(f"| {wl} | {a} / {b} | " + " | ".join(cols) + " |")
+
+
+def amplification(rows) -> None:
+    """Device-level mechanisms, far steadier than throughput on a shared host: bytes the
+    block device wrote per byte fio wrote, and device flushes per fio operation."""
+    wa, fl = defaultdict(list), defaultdict(list)
+    for r in rows:
+        if r["status"] != "ok" or r["workload"] not in WRITE_WORKLOADS:
+            continue
+        key = (r["device_class"], config_label(r), r["workload"])
+        if r["write_amplification"]:
+            wa[key].append(float(r["write_amplification"]))
+        if r["dev_flush_ios"] and r["ops"] and float(r["ops"]) > 0:
+            fl[key].append(float(r["dev_flush_ios"]) / float(r["ops"]))
+    configs = []
+    for (_, cfg, _) in wa:
+        if cfg not in configs:
+            configs.append(cfg)
+    print("\n## write amplification (device bytes written / fio bytes written; median of reps)"
+          " [device flushes per fio op]")
+    head = [f"{cls} {wl}" for cls in CLASSES for wl in WRITE_WORKLOADS]
+    print("| configuration | " + " | ".join(head) + " |")
+    print("|---|" + "---|" * len(head))
+    for cfg in configs:
+        cells = []
+        for cls in CLASSES:
+            for wl in WRITE_WORKLOADS:
+                a, f = wa.get((cls, cfg, wl)), fl.get((cls, cfg, wl))
+                cells.append((f"{statistics.median(a):.2f}" if a else "-")
+                             + (f" [{statistics.median(f):.1f}]" if f else ""))
+        print(f"| {cfg} | " + " | ".join(cells) + " |")
+
+
+WRITE_WORKLOADS = ("4k-randwrite-qd32", "4k-randwrite-fsync1", "128k-write-qd8")
 
 
 def main(argv=None) -> int:
