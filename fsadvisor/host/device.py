@@ -409,6 +409,10 @@ def block_stat(dev: str, host: Host = HOST) -> dict[str, int]:
     return parse_stat(text)
 
 
+# What a device without a selectable I/O scheduler (zram: no queue/scheduler) runs with.
+NO_SCHEDULER = "none"
+
+
 def read_scheduler(dev: str, host: Host = HOST) -> tuple[str, list[str]]:
     node = sys_node(dev, host)
     text = _read(node.queue_dir / "scheduler")
@@ -421,8 +425,15 @@ def set_scheduler(dev: str, name: str, host: Host = HOST) -> str:
     """Select scheduler ``name`` for ``dev`` (for a partition: its disk). Returns the previous
     one, so the caller can put it back."""
     node = sys_node(dev, host)
-    current, available = read_scheduler(dev, host)
     disk = node.parent or node.name
+    try:
+        current, available = read_scheduler(dev, host)
+    except NotSupported:
+        # A bio-based device (zram, brd) has no queue/scheduler: it always runs as "none".
+        if name == NO_SCHEDULER:
+            return NO_SCHEDULER
+        raise ConfigError(f"{disk} has no I/O scheduler to select; only {NO_SCHEDULER!r} "
+                          f"applies, not {name!r}") from None
     if name not in available:
         raise ConfigError(f"unknown scheduler {name!r} for {disk}; available: {', '.join(available)}")
     try:

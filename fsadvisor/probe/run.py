@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from fsadvisor.domain import RunRecord
-from fsadvisor.errors import DeviceRefused, FsAdvisorError
+from fsadvisor.errors import DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner
 from fsadvisor.probe.commands import Executor
@@ -207,7 +207,14 @@ class MatrixRun:
         if info.kind in ("loop", "ram-loop"):
             self._note(LOOP_WARNING if scratch else
                        "loop device: its numbers are not an SSD's (labelled device_kind=loop)")
-        original, available = devmod.read_scheduler(dev)
+        try:
+            original, available = devmod.read_scheduler(dev)
+        except NotSupported:
+            # zram and other bio-based devices: nothing to select or restore; such a device
+            # behaves as scheduler "none", so only "none" cells run (the others are skipped).
+            original, available = None, [devmod.NO_SCHEDULER]
+            self._note(f"{os.path.basename(dev)} has no selectable I/O scheduler (no "
+                       f"queue/scheduler): its cells run as scheduler '{devmod.NO_SCHEDULER}'")
         self.state.device, self.state.original_scheduler = dev, original
         self._save()
 

@@ -517,6 +517,19 @@ def test_missing_scheduler_is_not_supported(tmp_path):
         device.read_scheduler(dev, Host(sys_root=str(tmp_path)))
 
 
+def test_a_device_without_a_scheduler_runs_as_none(tmp_path):
+    # zram is bio-based: queue/ but no queue/scheduler. Selecting "none" is a no-op that
+    # writes nothing; any real scheduler is a one-line ConfigError.
+    dev = a_block_node()
+    node_dir = fake_sysfs(tmp_path, os.stat(dev).st_rdev, partition=False)
+    (node_dir / "queue" / "scheduler").unlink()
+    host = Host(sys_root=str(tmp_path))
+    assert device.set_scheduler(dev, "none", host) == device.NO_SCHEDULER == "none"
+    assert not (node_dir / "queue" / "scheduler").exists()
+    with pytest.raises(ConfigError, match="disk0 has no I/O scheduler to select; only 'none'"):
+        device.set_scheduler(dev, "mq-deadline", host)
+
+
 def test_no_sysfs_entry_is_a_refusal(tmp_path):
     dev = a_block_node()
     v = device.safety_verdict(dev, host=Host(sys_root=str(tmp_path)))

@@ -321,3 +321,27 @@ def test_a_device_taken_between_cells_stops_the_matrix_in_one_line(matrix):
 
 def test_the_default_check_refuses_a_device_that_vanished(tmp_path):
     assert devmod.in_use_reason(str(tmp_path / "nothing-here"))
+
+
+def test_a_device_without_a_scheduler_runs_its_none_cells_and_skips_the_others(matrix, monkeypatch):
+    """zram has no queue/scheduler: the matrix runs its "none" cells, skips the others with
+    the reason, notes it once, and has no scheduler to restore afterwards."""
+    from fsadvisor.errors import NotSupported
+    from fsadvisor.probe.run import MatrixRun
+
+    plan, sf, ran = matrix
+
+    def no_scheduler(path):
+        raise NotSupported(f"{path}: zram9 has no I/O scheduler")
+
+    monkeypatch.setattr(devmod, "read_scheduler", no_scheduler)
+    plan.configs = plan.configs + [c.with_(scheduler="mq-deadline") for c in plan.configs]
+    events = []
+    run = MatrixRun(plan, FakeStore(), sf, on_progress=events.append, device_check=lambda d: None)
+    run._wipe_own_signature = lambda dev: []
+    summary = run.execute()
+    assert len(ran) == 2 and all(" none | " in r for r in ran)
+    assert summary.count("ok") == 2 and summary.count("skipped") == 2
+    notes = [e.message for e in events if e.kind == "note"]
+    assert any("has no selectable I/O scheduler" in n and "scheduler 'none'" in n for n in notes)
+    assert run.state.original_scheduler is None
