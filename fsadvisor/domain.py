@@ -206,6 +206,22 @@ class Device:
         return asdict(self)
 
 
+def device_identity(kind: str, model: str = "", serial: str = "", path: str | None = None,
+                    size_bytes: int | None = None) -> str:
+    """The name the model keys one device's own levels on. A real drive is its model and
+    serial (the same drive under another /dev name is the same device); a device without
+    either (loop, zram, a spec like ``nvme:1T``) is its kind, path and size, so a 1 GB loop
+    probe is never mistaken for the NVMe drive being asked about."""
+    if model or serial:
+        return f"{kind}:{model}:{serial}"
+    return f"{kind}:{path or 'spec'}:{int(size_bytes or 0)}"
+
+
+def identity_of(device: "Device") -> str:
+    return device_identity(device.kind, device.model, device.serial, device.path,
+                           device.size_bytes)
+
+
 @dataclass(frozen=True)
 class EnergyReading:
     """Energy over one run, always with where it came from.
@@ -259,6 +275,14 @@ class Observation:
     weight: float = 1.0
     note: str = ""
     device_plp: str = "unknown"  # the measured device's power-loss protection, if stated
+    # Which device the number was measured on (the cited drive for seed rows, the store's
+    # device identity for probe runs, the backing class for reference runs). The model keeps
+    # one device's levels apart from another's by it; "" = unknown (pooled with its kind).
+    device_id: str = ""
+    # Replicates behind ``value`` (a cell mean) and their sample sd in ``unit`` (None: not
+    # stated). The model weighs a mean of n runs as such; one run is never a confident effect.
+    n: int = 1
+    sd: float | None = None
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def validate(
 @app.command()
 @domain_errors
 def calibrate(
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the calibration here instead of the user's data dir.")] = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the calibration here instead of beside the store (<db>.calibration.json).")] = None,
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds for choosing the prior width.")] = 5,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole calibration document.")] = False,

@@ -28,11 +28,13 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, FsConfig, Observation, Prediction, Workload
+from fsadvisor.domain import Device, FsConfig, Observation, Prediction, Workload, identity_of
+from fsadvisor.predict import mechanisms
+from fsadvisor.predict.device_params import DeviceParams, prior_params
 from fsadvisor.resources import data_dir
 
 # Metrics whose observations carry performance information, and how.
@@ -59,10 +61,15 @@ CONFIG_PREFIXES = ("fs:", "opt:", "ag:", "sched:", "pwf:", "t:fs:", "t:sched:")
 PRIOR_SCALES = (0.1, 0.25, 0.5, 1.0)
 
 
-def calibration_path() -> Path:
-    """Where `calibrate` writes the user's calibration (preferred over the shipped one)."""
-    import platformdirs
-    return Path(platformdirs.user_data_dir("fsadvisor")) / "calibration.json"
+def calibration_path(db: str | Path | None = None) -> Path | None:
+    """Where `calibrate` writes the calibration of the store ``db``: beside it, as
+    ``<db>.calibration.json``, so `--db A` and `--db B` never influence each other. None for
+    an in-memory store (nothing to write beside)."""
+    if db is not None and str(db) == ":memory:":
+        return None
+    from fsadvisor.store import default_path
+    path = Path(db).expanduser() if db is not None else default_path()
+    return path.with_name(path.name + ".calibration.json")
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,11 @@ class ModelSettings:
     calibration_source: str = "none"
 
     @staticmethod
-    def load(prior_scale: float | None = None) -> "ModelSettings":
+    def load(prior_scale: float | None = None, db: str | Path | None = None,
+             use_store_calibration: bool = True) -> "ModelSettings":
+        """Priors, device figures and the prior width. The width comes from the calibration
+        of the store ``db`` (beside it) when there is one, else from the shipped
+        models/calibration.json; never from a file shared by every store."""
         d = data_dir("models")
         with open(d / "priors.toml", "rb") as f:
             priors = tomllib.load(f)
@@ -82,7 +93,10 @@ class ModelSettings:
         source = "argument"
         if prior_scale is None:
             prior_scale, source = 1.0, "none (priors.toml as written)"
-            for cand in (calibration_path(), d / "calibration.json"):
+            beside = calibration_path(db) if use_store_calibration else None
+            for cand in (beside, d / "calibration.json"):
+                if cand is None:
+                    continue
                 try:
                     prior_scale = float(json.loads(cand.read_text())["prior_scale"])
                     source = str(cand)
@@ -96,9 +110,14 @@ class ModelSettings:
         return ModelSettings(self.priors, self.devices, prior_scale, "argument")
 
     def prior(self, name: str) -> tuple[float, float]:
-        """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml."""
+        """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml, or for
+        a mechanism (``m:``) its prior in predict/mechanisms.py."""
         cache = self.__dict__.setdefault("_prior_cache", {})
         hit = cache.get(name)
+        if hit is None and name.startswith(("m:", "pwf:m:")):
+            from fsadvisor.predict import mechanisms
+            mp = mechanisms.prior(name) if name.startswith("m:") else None
+            hit = cache[name] = mp if mp is not None else (0.0, 0.05)
         if hit is None:
             mean, best_m = 0.0, ""
             for prefix, v in self.priors.get("prior_mean", {}).items():
@@ -126,6 +145,13 @@ class ModelSettings:
     def device_params(self, kind: str) -> dict[str, float]:
         return self.devices.get(kind) or self.devices["nvme"]
 
+    def params_for(self, kind: str, device_id: str = "",
+                   fitted: Mapping[str, DeviceParams] | None = None) -> DeviceParams:
+        """The device's fitted parameters when there are some, else its kind's prior."""
+        if fitted and device_id in fitted:
+            return fitted[device_id]
+        return prior_params(kind, self.devices, device_id)
+
 
 # --------------------------------------------------------------------------- features
 
@@ -134,16 +160,19 @@ def _fsync_per_op(w: Workload) -> float:
     return (1.0 - w.read_pct / 100.0) / n if n else 0.0
 
 
-def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown") -> float:
+def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown",
+                  params: DeviceParams | None = None) -> float:
     """What the bare device could sustain for this workload: a soft minimum of the
-    latency-bound (Little's law), IOPS-bound and bandwidth-bound rates."""
-    return _roofline(w, kind, settings, plp)[0]
+    latency-bound (Little's law), IOPS-bound and bandwidth-bound rates. ``params``: the
+    device's own (fitted) parameters; default its kind's prior from devices.toml."""
+    p = params.values if params is not None else settings.device_params(kind)
+    return _roofline(w, p, plp)[0]
 
 
-def _roofline(w: Workload, kind: str, settings: ModelSettings,
+def _roofline(w: Workload, p: Mapping[str, float],
               plp: str = "unknown") -> tuple[float, float]:
-    """(iops, share of per-op device latency spent in cache flushes)."""
-    p = settings.device_params(kind)
+    """(iops, share of per-op device latency spent in cache flushes) on a device with
+    parameters ``p`` (the keys of models/devices.toml)."""
     rf = w.read_pct / 100.0
     wf = 1.0 - rf
     conc = min(max(w.concurrency, 1), p["parallelism"])
@@ -151,8 +180,12 @@ def _roofline(w: Workload, kind: str, settings: ModelSettings,
     flush_us = _fsync_per_op(w) * flush
     lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
     if w.metadata_frac > 0:
-        # A create/delete is a small synchronous-ish metadata update; its cost is learned.
-        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * 2 * p["write_latency_us"]
+        # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
+        # second on this machine, issue 10), not two synchronous device writes; with fsync it
+        # pays a journal commit (one write) and a flush on top.
+        meta_us = mechanisms.META_CPU_US + (
+            (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)
+        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * meta_us
     rates = [conc / (lat_us * 1e-6),
              1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
     if w.metadata_frac < 1.0:
@@ -265,10 +298,12 @@ def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, f
     return f
 
 
-def device_ceiling_iops(w: Workload, kind: str, settings: ModelSettings) -> float:
-    """The hard limit of the device's IOPS and bandwidth for this mix. Buffered reads may be
-    served from the page cache, so they are not capped; everything else reaches the device."""
-    p = settings.device_params(kind)
+def device_ceiling_iops(w: Workload, kind: str, settings: ModelSettings,
+                        params: DeviceParams | None = None) -> float:
+    """The limit of the device's IOPS and bandwidth for this mix (its fitted figures, else its
+    kind's prior). Buffered reads may be served from the page cache, so they are not capped;
+    everything else reaches the device."""
+    p = params.values if params is not None else settings.device_params(kind)
     rf = w.read_pct / 100.0 if w.direct else 0.0
     wf = 1.0 - w.read_pct / 100.0
     if rf + wf <= 0:
@@ -287,7 +322,8 @@ def _cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarray:
     return (x ** -sharpness + ceiling ** -sharpness) ** (-1.0 / sharpness)
 
 
-def workload_features(w: Workload, kind: str, flush_share: float) -> dict[str, float]:
+def workload_features(w: Workload, kind: str, flush_share: float,
+                      device_id: str = "") -> dict[str, float]:
     """Corrections to the roofline's shape, learned per device kind: 2010 HDD and SATA data
     must never bend an NVMe prediction, so each kind has its own terms. The fsync term is
     scaled by the share of device time the roofline spends in flushes, so a workload that
@@ -295,17 +331,31 @@ def workload_features(w: Workload, kind: str, flush_share: float) -> dict[str, f
     t = _workload_terms(w)
     t["fsync"] = flush_share if t["fsync"] else 0.0
     f = {f"k:{kind}": 1.0}
+    if device_id:
+        # The device's own level around its kind's (hierarchical): one device's runs move its
+        # own k:dev/w:dev terms and, partially, the kind's mean -- never another kind's.
+        f[f"k:dev:{device_id}"] = 1.0
     for term in ("wf", "rnd", "lc", "meta", "fsync", "small", "buffered"):
         if t[term]:
             f[f"w:{kind}:{term}"] = t[term]
+            if device_id:
+                f[f"w:dev:{device_id}:{term}"] = t[term]
     return f
 
 
 def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
-                  flush_share: float = 0.0) -> dict[str, float]:
-    f = workload_features(w, kind, flush_share)
+                  flush_share: float = 0.0, device_id: str = "") -> dict[str, float]:
+    f = workload_features(w, kind, flush_share, device_id)
     f.update(config_features(cfg, w, kind))
     return f
+
+
+def device_config_features(cf: Mapping[str, float], device_id: str) -> dict[str, float]:
+    """One device's own deviations from the shared configuration effects (``d:<id>|feat``).
+    A probe or reference device's rows load on both, so with prior sds sigma_shared and
+    tau (priors.toml "d:") only sigma^2 / (sigma^2 + tau^2) of what one device shows moves the
+    shared effect that other devices use; mechanisms (``m:``) are shared outright."""
+    return {f"d:{device_id}|{k}": v for k, v in cf.items() if not k.startswith("m:")}
 
 
 def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
@@ -342,17 +392,57 @@ class _Row:
     b: float
     weight: float
     source: str
+    extra_var: float = 0.0  # variance of b beyond the model noise (replicate spread)
 
 
-def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
+# Log-scale variance of one run where the source states no spread: rep-to-rep variation of
+# this VM's loop and RAM devices (an assumption of ~15% 1-sd until the reference matrix's
+# spread replaces it); a single run can then never pin an effect tighter than that.
+SINGLE_RUN_LOG_SD = 0.15
+
+
+def own_effects(obs: Observation) -> bool:
+    """Measured here (a probe or the reference matrix): the device gets its own deviations
+    from the shared configuration effects. The seeds' rows are the literature the shared
+    effects are built from, so they load on the shared effects directly."""
+    return bool(obs.device_id) and obs.source.startswith(("probe ", "reference"))
+
+
+def _replicate_var(obs: Observation) -> float:
+    """Variance of log(value) of a cell mean over ``n`` runs with sample sd ``sd``."""
+    if obs.relative_to is not None or not own_effects(obs):
+        return 0.0  # the seeds' transcribed figures: the fitted noise covers them
+    n = max(int(obs.n or 1), 1)
+    if obs.sd is not None and n > 1 and obs.value > 0:
+        return (obs.sd / obs.value) ** 2 / n
+    return SINGLE_RUN_LOG_SD ** 2 / n
+
+
+def _cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, float],
+                  plp: str) -> dict[str, float]:
+    """Configuration features plus the mechanisms in this device's terms."""
+    f = config_features(cfg, w, kind)
+    f.update(mechanisms.features(cfg, w, p, plp))
+    return f
+
+
+def _obs_rows(obs: Observation, s: ModelSettings,
+              fitted: Mapping[str, DeviceParams] | None = None) -> list[_Row]:
     """Turn one observation into linear equations a . theta = b (empty if not usable)."""
     if not (obs.value == obs.value) or math.isinf(obs.value):
         return []
     w, kind = obs.workload, obs.device_kind
     rel = obs.relative_to is not None
     m = obs.metric
-    cf = config_features(obs.config, w, kind)
+    own = own_effects(obs)
+    if own and m in _EFFICIENCY_METRICS:
+        # A probe or reference cell also has its IOPS and watts as separate observations;
+        # its ops/J (their ratio) would let an energy import move performance terms.
+        return []
+    dev = obs.device_id
     scope = obs.power_scope or "system"
+    params = s.params_for(kind, dev, fitted)
+    pv = params.values
 
     def diff(fn) -> dict[str, float]:
         a = fn(obs.config)
@@ -361,11 +451,20 @@ def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
                 a[k] = a.get(k, 0.0) - v
         return {k: v for k, v in a.items() if v}
 
-    roof_iops, flush_share = _roofline(w, kind, s, obs.device_plp)
-    P = lambda c: perf_features(c, w, kind, flush_share)  # noqa: E731
+    roof_iops, flush_share = _roofline(w, pv, obs.device_plp)
+
+    def P(c):
+        f = workload_features(w, kind, flush_share, dev)
+        cf = _cfg_features(c, w, kind, pv, obs.device_plp)
+        f.update(cf)
+        if own:
+            f.update(device_config_features(cf, dev))
+        return f
+
     W = lambda c: power_features(c, w, kind, scope)  # noqa: E731
     T = lambda c: tail_features(c, w, kind)  # noqa: E731
     weight = s.weight(obs)
+    xv = _replicate_var(obs)
     if rel:
         if obs.value <= -1:
             return []
@@ -377,6 +476,9 @@ def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
     roof = 0.0 if rel else math.log(roof_iops)
     conc = math.log(max(w.concurrency, 1))
 
+    def row(a: dict[str, float], b: float) -> list[_Row]:
+        return [_Row(a, b, weight, obs.source, xv)]
+
     if m in _RATE_METRICS or m in _BANDWIDTH_UNITS:
         if m in _BANDWIDTH_UNITS:
             if w.metadata_frac >= 1.0:
@@ -386,27 +488,26 @@ def _obs_rows(obs: Observation, s: ModelSettings) -> list[_Row]:
                 if per_unit is None:
                     return []
                 b += math.log(per_unit / max(w.bs_bytes, 512))
-        return [_Row(diff(P), b - roof, weight, obs.source)]
+        return row(diff(P), b - roof)
     if m in _LATENCY_MEAN_METRICS:
         a = {k: -v for k, v in diff(P).items()}
         if not rel:
             b = b - math.log(1e6) - conc + roof  # log(lat_s) = log(conc) - log(iops)
-        return [_Row(a, b, weight, obs.source)]
+        return row(a, b)
     if m == "p99_latency_us":
         a = {k: -v for k, v in diff(P).items()}
         for k, v in diff(T).items():
             a[k] = a.get(k, 0.0) + v
         if not rel:
             b = b - math.log(1e6) - conc + roof
-        return [_Row(a, b, weight, obs.source)]
+        return row(a, b)
     if m == "watts":
-        return [_Row(diff(W), b, weight, obs.source)]
+        return row(diff(W), b)
     if m in _EFFICIENCY_METRICS:
         a = dict(diff(P))
         for k, v in diff(W).items():
             a[k] = a.get(k, 0.0) - v
-        return [_Row(a, b - roof, weight, obs.source)]
-    del cf
+        return row(a, b - roof)
     return []
 
 
@@ -423,6 +524,18 @@ class FittedModel:
     sources: dict[str, list[str]] = field(default_factory=dict)  # feature -> citations
     data_hash: str = ""
     measured_power: dict[str, int] = field(default_factory=dict)  # "scope/kind" -> count
+    # Fitted parameters of the devices the fit knows by identity (DeviceParams per device_id);
+    # a device not in here is predicted from its kind's prior (devices.toml).
+    device_params: dict[str, DeviceParams] = field(default_factory=dict)
+
+    def params_for(self, device: Device) -> DeviceParams:
+        return self.settings.params_for(device.kind, identity_of(device), self.device_params)
+
+    def known_device(self, device: Device) -> str:
+        """The device's identity when the fit has its own terms for it, else "" (then it is
+        predicted from its kind's level and the shared effects only)."""
+        ident = identity_of(device)
+        return ident if f"k:dev:{ident}" in self.index else ""
 
     # ---- linear algebra on sparse feature dicts
     def _mean_var(self, a: dict[str, float]) -> tuple[float, float]:
@@ -468,7 +581,8 @@ def save_model(m: FittedModel, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
             "n_observations": m.n_observations, "sources": m.sources,
-            "data_hash": m.data_hash, "measured_power": m.measured_power}
+            "data_hash": m.data_hash, "measured_power": m.measured_power,
+            "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
     # A private temp file, then an atomic rename: two processes saving at once never
     # leave a half-written cache behind.
     fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp.npz", dir=path.parent)
@@ -502,7 +616,19 @@ def load_model(path: Path, settings: ModelSettings) -> FittedModel | None:
                        cov=cov, noise_sd=meta["noise_sd"], settings=settings,
                        n_rows=meta["n_rows"], n_observations=meta["n_observations"],
                        sources=meta["sources"], data_hash=meta["data_hash"],
-                       measured_power=meta["measured_power"])
+                       measured_power=meta["measured_power"],
+                       device_params={k: _params_from_json(v)
+                                      for k, v in meta.get("device_params", {}).items()})
+
+
+def _params_to_json(d: DeviceParams) -> dict[str, Any]:
+    return {"device_id": d.device_id, "kind": d.kind, "values": d.values, "log_sd": d.log_sd,
+            "source": d.source, "n_runs": d.n_runs}
+
+
+def _params_from_json(d: dict[str, Any]) -> DeviceParams:
+    return DeviceParams(device_id=d["device_id"], kind=d["kind"], values=dict(d["values"]),
+                        log_sd=dict(d["log_sd"]), source=d["source"], n_runs=int(d["n_runs"]))
 
 
 def settings_fingerprint(s: ModelSettings) -> str:
@@ -515,18 +641,66 @@ def observations_hash(observations: Sequence[Observation]) -> str:
     for o in observations:
         h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,
                        o.relative_to.key() if o.relative_to else None, o.power_scope,
-                       o.energy_source, o.weight)).encode())
+                       o.energy_source, o.weight, o.device_id, o.n, o.sd)).encode())
     return h.hexdigest()[:16]
 
 
-def fit(observations: Sequence[Observation], settings: ModelSettings | None = None) -> FittedModel:
-    """Posterior of theta given the observations (weighted ridge = Gaussian prior)."""
+_CAP_KEYS = ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
+
+
+def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
+                      ) -> dict[str, DeviceParams]:
+    """Until a device has fitted parameters (``fsadvisor calibrate``), its kind's prior with
+    every ceiling its own raw-device runs exceeded lifted to what they measured: a shipped
+    figure is a prior that data moves, never a cap on what the device demonstrably did."""
+    best: dict[str, dict[str, float]] = {}
+    kinds: dict[str, str] = {}
+    runs: dict[str, int] = {}
+    for o in observations:
+        if (o.config.fs != "raw" or not o.device_id or o.relative_to is not None
+                or o.metric != "iops" or not o.value > 0 or not o.workload.direct):
+            continue
+        w = o.workload
+        rf = w.read_pct / 100.0
+        kinds[o.device_id] = o.device_kind
+        runs[o.device_id] = runs.get(o.device_id, 0) + max(int(o.n or 1), 1)
+        got = best.setdefault(o.device_id, {})
+        key = "read" if rf >= 0.99 else "write" if rf <= 0.01 else None
+        if key is None:
+            continue
+        got[f"{key}_iops_cap"] = max(got.get(f"{key}_iops_cap", 0.0), o.value)
+        got[f"{key}_bw_bytes_s"] = max(got.get(f"{key}_bw_bytes_s", 0.0), o.value * w.bs_bytes)
+    out = {}
+    for dev, got in best.items():
+        base = s.params_for(kinds[dev], dev)
+        values, log_sd = dict(base.values), dict(base.log_sd)
+        lifted = []
+        for k, v in got.items():
+            if v > values[k]:
+                values[k], log_sd[k] = v, 0.3  # a lower bound it demonstrably reached
+                lifted.append(k)
+        if lifted:
+            out[dev] = DeviceParams(dev, kinds[dev], values, log_sd,
+                                    f"{base.source}; ceilings lifted to raw-device runs "
+                                    f"({', '.join(sorted(lifted))})", runs[dev])
+    return out
+
+
+def fit(observations: Sequence[Observation], settings: ModelSettings | None = None,
+        device_params: Mapping[str, DeviceParams] | None = None) -> FittedModel:
+    """Posterior of theta given the observations (weighted ridge = Gaussian prior).
+    ``device_params``: fitted parameters per device_id (the roofline of that device's rows);
+    without them a device with raw-device runs gets its kind's prior lifted by those runs
+    (:func:`raw_lifted_params`)."""
     s = settings or ModelSettings.load()
+    fitted = dict(device_params or {})
+    fitted.update({k: v for k, v in raw_lifted_params(observations, s).items()
+                   if k not in fitted})
     rows: list[_Row] = []
     used = 0
     measured_power: dict[str, int] = {}
     for o in observations:
-        r = _obs_rows(o, s)
+        r = _obs_rows(o, s, fitted)
         if r:
             used += 1
             rows.extend(r)
@@ -540,6 +714,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     X = np.zeros((n, p))
     y = np.zeros(n)
     wts = np.zeros(n)
+    xvar = np.zeros(n)
     sources: dict[str, set[str]] = {}
     for i, r in enumerate(rows):
         for k, v in r.a.items():
@@ -548,6 +723,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
                 sources.setdefault(k, set()).add(source_group(r.source))
         y[i] = r.b
         wts[i] = r.weight
+        xvar[i] = r.extra_var
     prior_mean = np.zeros(p)
     prior_prec = np.zeros(p)
     for k, i in index.items():
@@ -559,7 +735,10 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     theta = prior_mean.copy()
     cov = np.diag(1.0 / prior_prec) if p else np.zeros((0, 0))
     for _ in range(2):  # re-estimate the noise once from the residuals
-        Wd = wts / sd ** 2
+        # Each row's variance: model noise (scaled by the row's weight) plus the spread of a
+        # cell mean over its replicates (sd^2/n on log scale): three agreeing runs pin a
+        # level, one run is never a confident effect.
+        Wd = 1.0 / (sd ** 2 / np.maximum(wts, 1e-12) + xvar)
         A = (X.T * Wd) @ X + np.diag(prior_prec)
         rhs = (X.T * Wd) @ y + prior_prec * prior_mean
         cov = np.linalg.inv(A)
@@ -570,7 +749,8 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd, settings=s,
                        n_rows=n, n_observations=used,
                        sources={k: sorted(v) for k, v in sources.items()},
-                       data_hash=observations_hash(observations), measured_power=measured_power)
+                       data_hash=observations_hash(observations), measured_power=measured_power,
+                       device_params=fitted)
 
 
 # --------------------------------------------------------------------------- prediction
@@ -611,9 +791,15 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     one workload, in the fitted coefficients' space (plus unseen features at their prior):
     the configuration features are laid out once, then mapped into each block."""
     kind = device.kind
-    _, flush_share = _roofline(w, kind, model.settings, device.plp)
+    pv = model.params_for(device).values
+    _, flush_share = _roofline(w, pv, device.plp)
+    dev = model.known_device(device)
     space = _Space(model)
-    cfs = [config_features(cfg, w, kind) for cfg in cfgs]
+    cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
+    if dev and any(n.startswith(f"d:{dev}|") for n in model.index):
+        # A device measured here: its own deviations from the shared effects apply.
+        for cf in cfs:
+            cf.update(device_config_features(cf, dev))
     cnames = sorted({k for cf in cfs for k in cf})
     cidx = {n: j for j, n in enumerate(cnames)}
     C = np.zeros((len(cfgs), len(cnames)))
@@ -622,14 +808,16 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
             C[r, cidx[k]] = v
     # Block-constant parts (identical for every configuration of this workload).
     const = {
-        "perf": workload_features(w, kind, flush_share),
+        "perf": workload_features(w, kind, flush_share, dev),
         "power": power_features(None, w, kind, scope, {}),
         "tail": tail_features(None, w, kind, {}),
     }
     # Where each configuration feature lands in each block.
     maps = {"perf": [(j, space.col(n)) for n, j in cidx.items()],
-            "power": [(j, space.col(f"pwf:{n}")) for n, j in cidx.items()],
+            "power": [(j, space.col(f"pwf:{n}")) for n, j in cidx.items()
+                      if not n.startswith(("d:", "m:"))],
             "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
+                     if not n.startswith("d:")
                      if n.startswith(("fs:", "sched:")) and "*" not in n]}
     for block in const.values():
         for n in block:
@@ -657,7 +845,12 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     every shared term cancels (recommend uses it to tell real leads from noise)."""
     kind = device.kind
     s = model.settings
-    roof = math.log(_roofline(w, kind, s, device.plp)[0])
+    params = model.params_for(device)
+    roof = math.log(_roofline(w, params.values, device.plp)[0])
+    # The uncertainty of a measured device's own figures enters every prediction for it
+    # (delta method on log scale); an unmeasured device's spread around its kind is what
+    # the fitted kind level and the priors already carry.
+    roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
     Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope)
     if design_out is not None:
         design_out["X"], design_out["cov"] = Xp - Xw, cov
@@ -673,15 +866,20 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     conc = max(w.concurrency, 1)
     mu_p = mu_p + roof
     mu_e = mu_e + roof
+    var_p, var_e = var_p + roof_var, var_e + roof_var
     mu_t = mu_t + math.log(conc) - roof + math.log(1000.0)  # log p99 in ms
     sd_p, sd_e = np.sqrt(var_p + noise2), np.sqrt(var_e + noise2)
     sd_t, sd_w = np.sqrt(var_t + noise2), np.sqrt(var_w + noise2)
-    ceiling = device_ceiling_iops(w, kind, s)
+    ceiling = device_ceiling_iops(w, kind, s, params)
+    # The ceiling is the device's fitted (or prior) figure with its own uncertainty: each
+    # quantile of IOPS passes through the same quantile of the ceiling.
+    c_sd = max((params.log_sd.get(k, 0.0) for k in _CAP_KEYS), default=0.0)
     measured = model.measured_power.get(f"{scope}/{kind}", 0)
     if idle_watts is None:
         idle_watts = float(s.priors["idle_watts"].get(scope, 0.0))
     basis = {
         "observations": model.n_observations,
+        "device_params": params.source,
         "power_level": ("measured" if measured else "assumed") + f" ({scope} scope, {kind}: "
                        f"{measured} measured absolute power observations)",
         "idle_watts": idle_watts,
@@ -693,7 +891,9 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     # a 6.2 GB/s device), so every quantile passes through the same smooth cap. Throughput
     # lost to the cap is lost to ops/joule and added to latency (Little's law).
     iops_raw, lo_raw, hi_raw = ex(mu_p), ex(mu_p - Z90 * sd_p), ex(mu_p + Z90 * sd_p)
-    iops, lo_p, hi_p = (_cap(x, ceiling) for x in (iops_raw, lo_raw, hi_raw))
+    iops = _cap(iops_raw, ceiling)
+    lo_p = _cap(lo_raw, ceiling * math.exp(-Z90 * c_sd))
+    hi_p = _cap(hi_raw, ceiling * math.exp(Z90 * c_sd))
     f_mid, f_lo, f_hi = iops / iops_raw, lo_p / lo_raw, hi_p / hi_raw
     opj, watts, p99 = ex(mu_e) * f_mid, ex(mu_w), ex(mu_t) / f_mid
     # A machine under load never draws less than at idle: the lower bound of the power
@@ -725,6 +925,20 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     return out
 
 
+def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:
+    """Variance of log roofline from the log-sd of each device figure (numerical gradient)."""
+    base = math.log(_roofline(w, params.values, plp)[0])
+    var = 0.0
+    for k, sd in params.log_sd.items():
+        if not sd or k not in params.values:
+            continue
+        bumped = dict(params.values)
+        bumped[k] = bumped[k] * math.exp(0.01)
+        g = (math.log(_roofline(w, bumped, plp)[0]) - base) / 0.01
+        var += (g * sd) ** 2
+    return var
+
+
 def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
             scope: str = "system", idle_watts: float | None = None) -> Prediction:
     return predict_many(model, [cfg], w, device, scope, idle_watts)[0]
@@ -735,8 +949,9 @@ def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload
     """Per feature of ``cfg`` against ``base``: (name, delta log perf, delta log ops/J, sd of
     that ops/J delta). The sd treats the performance and power coefficients as independent,
     an approximation good enough to say whether an effect is known or only hoped for."""
-    cf = config_features(cfg, w, kind)
-    bf = config_features(base, w, kind)
+    pv = model.settings.device_params(kind)
+    cf = _cfg_features(cfg, w, kind, pv, "unknown")
+    bf = _cfg_features(base, w, kind, pv, "unknown")
     out = []
     for k in set(cf) | set(bf):
         d = cf.get(k, 0.0) - bf.get(k, 0.0)
@@ -778,7 +993,7 @@ def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: in
         m = fit(train, s)
         prior_only = fit([], s)
         for o in test:
-            for r in _obs_rows(o, s):
+            for r in _obs_rows(o, s, m.device_params):
                 pred, _ = m._mean_var(r.a)
                 pred0, _ = prior_only._mean_var(r.a)
                 e = abs(pred - r.b)

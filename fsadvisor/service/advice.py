@@ -56,7 +56,7 @@ def get_model(db: str | None = None) -> FittedModel:
     re-reads the datasets nor refits; any new probe run or data change makes a new key."""
     from fsadvisor.store import quick_version
 
-    settings = ModelSettings.load()
+    settings = ModelSettings.load(db=db)
     version = quick_version(db)
     key = None
     if version is not None:
@@ -71,7 +71,7 @@ def get_model(db: str | None = None) -> FittedModel:
             _cache[key] = cached
             return cached
     obs = _observations(db)
-    model = fit(obs, settings)
+    model = fit(obs, settings, _stored_device_params(db))
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
@@ -86,6 +86,21 @@ def get_model(db: str | None = None) -> FittedModel:
         _cache.clear()
         _cache[key] = model
     return model
+
+
+def _stored_device_params(db: str | None) -> dict:
+    """Device parameters `fsadvisor calibrate DEVICE` fitted and stored, by device identity
+    (none when the store has no such table yet: then raw-device runs lift the priors)."""
+    from fsadvisor.store import open_store
+    store = open_store(db)
+    getter = getattr(store, "device_params", None)
+    if getter is None:
+        return {}
+    try:
+        found = getter()
+    except FsAdvisorError:
+        return {}
+    return dict(found or {})
 
 
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
@@ -208,7 +223,7 @@ def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:
     (interpolation within studies it knows)."""
     _check_folds(folds)
     obs = _observations(db)
-    settings = ModelSettings.load()
+    settings = ModelSettings.load(db=db)
     by_source = cross_validate(obs, folds=folds, settings=settings, group_by="source")
     by_row = cross_validate(obs, folds=folds, settings=settings, group_by="row")
     return {"observations": len(obs), "prior_scale": settings.prior_scale,
@@ -219,16 +234,19 @@ def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:
 def calibrate(db: str | None = None, out: str | Path | None = None,
               folds: int = 5) -> dict[str, Any]:
     """Choose the prior width by grouped cross-validation, fit on everything in the store and
-    write the parameters with how they were fitted (default: the user's calibration file,
-    which later predictions use)."""
+    write the parameters with how they were fitted (default: ``<store>.calibration.json``
+    beside the store, which later predictions on *that* store use; other stores keep theirs)."""
     _check_folds(folds)
     if out is not None and not str(out).strip():
         raise FsAdvisorError("--output is empty")
     obs = _observations(db)
     t0 = time.perf_counter()
-    scale, table = choose_prior_scale(obs, folds=folds)
+    # The search starts from the shipped priors, never from this or another store's
+    # earlier calibration.
+    scale, table = choose_prior_scale(
+        obs, folds=folds, settings=ModelSettings.load(db=db, use_store_calibration=False))
     settings = ModelSettings.load(prior_scale=scale)
-    m = fit(obs, settings)
+    m = fit(obs, settings, _stored_device_params(db))
     took = time.perf_counter() - t0
     doc = {
         "how": "Bayesian linear model on log scale (fsadvisor/predict/model.py): weighted ridge with the "
@@ -249,7 +267,10 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
                              "data": m.sources.get(n, [])}
                          for n, i in sorted(m.index.items())},
     }
-    target = Path(out) if out else calibration_path()
+    target = Path(out) if out else calibration_path(db)
+    if target is None:
+        raise FsAdvisorError("an in-memory store has nowhere to keep a calibration: "
+                             "give --output FILE")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     doc["written_to"] = str(target)

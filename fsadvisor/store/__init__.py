@@ -186,8 +186,12 @@ class Store:
 
     @_guarded
     def observations(self) -> list[Observation]:
-        """Seed observations (fsadvisor.store.datasets) plus one per metric of each probe summary."""
+        """Seed observations (fsadvisor.store.datasets), the reference matrix
+        (fsadvisor.store.reference) and one per metric of each probe summary."""
+        from fsadvisor.store import reference
         seeds = list(seeding.datasets_module().load_observations())
+        # The shipped reference matrix (cell means of RAM-backed device classes), if shipped.
+        seeds += reference.load_observations()
         return seeds + _observations.probe_observations(queries.summaries(self._db))
 
     @_guarded

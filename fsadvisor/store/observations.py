@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any, Iterable
 
 from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
-                              Observation, Workload)
+                              Observation, Workload, device_identity)
 
 NOT_COMPARABLE_FLAGS = frozenset({FLAG_DIRECT_IO})
 _PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_latency_us"})
@@ -63,6 +63,9 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
                                    cfg["scheduler"] or "none", cfg["ag_count"])
         workload = workload_from_params(s["workload"])
+        dev_id = device_identity(s["device_kind"] or "unknown", s.get("device_model") or "",
+                                 s.get("device_serial") or "", s.get("device_path"),
+                                 s.get("device_size_bytes"))
         for metric, key, scale, unit, is_energy in PROBE_METRICS:
             st = s[key]
             if st["mean"] is None:
@@ -82,5 +85,6 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
                 workload=workload, metric=metric, value=st["mean"] * scale, unit=unit,
                 power_scope=s["power_scope"] if is_energy else None,
                 energy_source=s["energy_source"] if is_energy else None,
-                note=note))
+                note=note, device_id=dev_id, n=int(st["n"] or 1),
+                sd=None if st["sd"] is None else float(st["sd"]) * scale))
     return out
