@@ -201,9 +201,15 @@ class Device:
     logical_block_size: int = 512
     write_cache: str = "unknown"  # "write back" | "write through" from sysfs
     rotational: bool = False
+    # Explicit model identity (see device_identity); "" = derived from the fields above.
+    # Validation sets it to predict for a stored device by the id its observations carry.
+    identity: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["identity"]:
+            del d["identity"]  # the JSON schema of recommend/predict stays as it was
+        return d
 
 
 def device_identity(kind: str, model: str = "", serial: str = "", path: str | None = None,
@@ -218,6 +224,8 @@ def device_identity(kind: str, model: str = "", serial: str = "", path: str | No
 
 
 def identity_of(device: "Device") -> str:
+    if device.identity:
+        return device.identity
     return device_identity(device.kind, device.model, device.serial, device.path,
                            device.size_bytes)
 

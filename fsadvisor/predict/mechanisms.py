@@ -11,19 +11,21 @@ prediction for an NVMe drive by that drive's own time shares, not by the same pe
 
 - ``m:cow``        btrfs copy-on-write of data: a small overwrite rewrites the extent, checksum
                    and parent tree blocks, ~16 KiB of metadata per write (seed 002, allocator
-                   section: "16-24 KB per 4 KB"): x = -log(1 + wf * 16KiB / bs). nodatacow
+                   section: "16-24 KB per 4 KB"): x = -log(1 + s_w * 16KiB / bs), s_w the share of the
+                   device's per-op time spent writing data (1 for a deep queue of writes, small
+                   for a flush-bound fsync loop). nodatacow
                    removes it.
-- ``m:btrfs.write`` btrfs's write path beyond CoW (checksums, extent tree, delayed refs): x = -wf.
+- ``m:btrfs.write`` btrfs's write path beyond CoW (checksums, extent tree, delayed refs): x = -s_w.
                    Prior mean 0.7 (a factor 2): the issue's probe of this machine measured btrfs
                    ~3x below ext4/xfs for large sequential writes, where CoW amplification is
                    small.
 - ``m:data_journal`` ext4 data=journal writes every data block twice (journal, then in place):
-                   x = -log(1 + wf).
+                   x = -log(1 + s_w).
 - ``m:fsync:<fs>`` per-filesystem fsync cost in device terms: a journal/log commit is about one
                    more device write plus a flush per fsync, so x = -log(1 + extra / op time) with
                    extra = fsyncs per op * (write + flush latency) of *this* device. Prior mean 1
                    (one commit each) for every filesystem but btrfs, whose tree log writes more
-                   (2): an unmeasured filesystem never gets a cheaper fsync from a prior alone.
+                   (1.5): an unmeasured filesystem never gets a cheaper fsync from a prior alone.
 - ``m:cpu:<fs>``   CPU time per operation in the filesystem's code path, which dominates on
                    RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / device op
                    time). Prior mean 1 for ext4/xfs (about 5 us per 4K I/O), 2 for btrfs.
@@ -56,7 +58,7 @@ PRIORS: dict[str, tuple[float, float, str]] = {
     "m:btrfs.write": (0.7, 0.5, "issue 10: btrfs ~3x below ext4/xfs for large sequential "
                                 "writes on this machine's probe"),
     "m:data_journal": (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
-    "m:fsync:btrfs": (2.0, 0.7, "btrfs tree log: more than one commit write per fsync"),
+    "m:fsync:btrfs": (1.5, 0.7, "btrfs tree log: more than one commit write per fsync"),
     "m:fsync:": (1.0, 0.5, "one journal/log commit write and one flush per fsync"),
     "m:cpu:btrfs": (2.0, 0.7, "btrfs checksums and tree updates on every I/O"),
     "m:cpu:": (1.0, 0.5, "about 5 us of filesystem code per I/O"),
@@ -88,19 +90,23 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     mount = set(cfg.mount) if cfg is not None else set()
     keys = {m.partition("=")[0] for m in mount}
     t_op = max(op_time_us(w, p), 1e-3)
+    flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
+    per_fsync = wf / w.writes_per_fsync if w.writes_per_fsync else 0.0
+    t_base = t_op + per_fsync * flush
+    # Share of the device's time per op spent writing data: extra data writes (CoW, journal)
+    # cost in proportion to it, so a flush-bound fsync loop suffers less than a deep queue of
+    # overwrites that saturates the device.
+    share_w = wf * p["write_latency_us"] / t_base if t_base > 0 else wf
     if w.metadata_frac < 1.0:
-        f[f"m:cpu:{fs}"] = -math.log1p(FS_CPU_US / t_op)
+        f[f"m:cpu:{fs}"] = -math.log1p(FS_CPU_US / t_base)
     if fs == "btrfs" and wf > 0 and "nodatacow" not in keys:
-        f["m:cow"] = -math.log1p(wf * COW_META_BYTES / max(w.bs_bytes, 512))
+        f["m:cow"] = -math.log1p(share_w * COW_META_BYTES / max(w.bs_bytes, 512))
     if fs == "btrfs" and wf > 0:
-        f["m:btrfs.write"] = -wf
+        f["m:btrfs.write"] = -share_w
     if fs in ("ext4", "ext3") and "data=journal" in mount and wf > 0:
-        f["m:data_journal"] = -math.log1p(wf)
-    if w.writes_per_fsync and wf > 0:
-        flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
-        per_op = wf / w.writes_per_fsync
-        base = t_op + per_op * flush
-        f[f"m:fsync:{fs}"] = -math.log1p(per_op * (p["write_latency_us"] + flush) / base)
+        f["m:data_journal"] = -math.log1p(share_w)
+    if per_fsync:
+        f[f"m:fsync:{fs}"] = -math.log1p(per_fsync * (p["write_latency_us"] + flush) / t_base)
     return f
 
 

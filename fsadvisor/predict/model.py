@@ -393,6 +393,7 @@ class _Row:
     weight: float
     source: str
     extra_var: float = 0.0  # variance of b beyond the model noise (replicate spread)
+    own: bool = False  # measured here (probe, reference matrix): its own noise level
 
 
 # Log-scale variance of one run where the source states no spread: rep-to-rep variation of
@@ -435,9 +436,12 @@ def _obs_rows(obs: Observation, s: ModelSettings,
     rel = obs.relative_to is not None
     m = obs.metric
     own = own_effects(obs)
-    if own and m in _EFFICIENCY_METRICS:
-        # A probe or reference cell also has its IOPS and watts as separate observations;
-        # its ops/J (their ratio) would let an energy import move performance terms.
+    if own and m in _EFFICIENCY_METRICS | _LATENCY_MEAN_METRICS | {"mb_s", "p99_latency_us"}:
+        # A probe or reference cell is one measurement, so it is one equation: its IOPS (and
+        # its watts, for the power block). Its MB/s and mean latency restate the IOPS
+        # (bs x IOPS, Little's law) and would count it three times with fio's own
+        # inconsistencies (a filecreate's clat is not 1/IOPS); its ops/J is IOPS / watts and
+        # would let an energy import move performance terms; its p99 would move them too.
         return []
     dev = obs.device_id
     scope = obs.power_scope or "system"
@@ -477,7 +481,7 @@ def _obs_rows(obs: Observation, s: ModelSettings,
     conc = math.log(max(w.concurrency, 1))
 
     def row(a: dict[str, float], b: float) -> list[_Row]:
-        return [_Row(a, b, weight, obs.source, xv)]
+        return [_Row(a, b, weight, obs.source, xv, own)]
 
     if m in _RATE_METRICS or m in _BANDWIDTH_UNITS:
         if m in _BANDWIDTH_UNITS:
@@ -527,6 +531,9 @@ class FittedModel:
     # Fitted parameters of the devices the fit knows by identity (DeviceParams per device_id);
     # a device not in here is predicted from its kind's prior (devices.toml).
     device_params: dict[str, DeviceParams] = field(default_factory=dict)
+    # Residual sd of the rows measured here (probe, reference): the noise of a prediction
+    # for a device the fit has its own terms for. None: same as noise_sd.
+    noise_sd_measured: float | None = None
 
     def params_for(self, device: Device) -> DeviceParams:
         return self.settings.params_for(device.kind, identity_of(device), self.device_params)
@@ -580,6 +587,7 @@ def save_model(m: FittedModel, path: Path) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
+            "noise_sd_measured": m.noise_sd_measured,
             "n_observations": m.n_observations, "sources": m.sources,
             "data_hash": m.data_hash, "measured_power": m.measured_power,
             "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
@@ -614,6 +622,7 @@ def load_model(path: Path, settings: ModelSettings) -> FittedModel | None:
         return None
     return FittedModel(names=names, index={n: i for i, n in enumerate(names)}, theta=theta,
                        cov=cov, noise_sd=meta["noise_sd"], settings=settings,
+                       noise_sd_measured=meta.get("noise_sd_measured"),
                        n_rows=meta["n_rows"], n_observations=meta["n_observations"],
                        sources=meta["sources"], data_hash=meta["data_hash"],
                        measured_power=meta["measured_power"],
@@ -650,39 +659,58 @@ _CAP_KEYS = ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_byt
 
 def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
                       ) -> dict[str, DeviceParams]:
-    """Until a device has fitted parameters (``fsadvisor calibrate``), its kind's prior with
-    every ceiling its own raw-device runs exceeded lifted to what they measured: a shipped
-    figure is a prior that data moves, never a cap on what the device demonstrably did."""
-    best: dict[str, dict[str, float]] = {}
-    kinds: dict[str, str] = {}
-    runs: dict[str, int] = {}
+    """Until a device has fitted parameters (``fsadvisor calibrate``), its kind's prior moved
+    by its own raw-device runs: every ceiling a run exceeded is lifted to what it measured,
+    and queue-depth-1 runs set the service times (1/IOPS; with an fsync per write, write +
+    flush). A shipped figure is a prior that data moves, never a cap on what the device
+    demonstrably did."""
+    seen: dict[str, list[Observation]] = {}
     for o in observations:
-        if (o.config.fs != "raw" or not o.device_id or o.relative_to is not None
-                or o.metric != "iops" or not o.value > 0 or not o.workload.direct):
-            continue
-        w = o.workload
-        rf = w.read_pct / 100.0
-        kinds[o.device_id] = o.device_kind
-        runs[o.device_id] = runs.get(o.device_id, 0) + max(int(o.n or 1), 1)
-        got = best.setdefault(o.device_id, {})
-        key = "read" if rf >= 0.99 else "write" if rf <= 0.01 else None
-        if key is None:
-            continue
-        got[f"{key}_iops_cap"] = max(got.get(f"{key}_iops_cap", 0.0), o.value)
-        got[f"{key}_bw_bytes_s"] = max(got.get(f"{key}_bw_bytes_s", 0.0), o.value * w.bs_bytes)
+        if (o.config.fs == "raw" and o.device_id and o.relative_to is None
+                and o.metric == "iops" and o.value > 0 and o.workload.direct
+                and o.workload.metadata_frac == 0):
+            seen.setdefault(o.device_id, []).append(o)
     out = {}
-    for dev, got in best.items():
-        base = s.params_for(kinds[dev], dev)
-        values, log_sd = dict(base.values), dict(base.log_sd)
-        lifted = []
-        for k, v in got.items():
-            if v > values[k]:
-                values[k], log_sd[k] = v, 0.3  # a lower bound it demonstrably reached
-                lifted.append(k)
-        if lifted:
-            out[dev] = DeviceParams(dev, kinds[dev], values, log_sd,
-                                    f"{base.source}; ceilings lifted to raw-device runs "
-                                    f"({', '.join(sorted(lifted))})", runs[dev])
+    for dev, runs in seen.items():
+        base = s.params_for(runs[0].device_kind, dev)
+        v, sd = dict(base.values), dict(base.log_sd)
+        moved: set[str] = set()
+
+        def put(key: str, value: float, log_sd: float) -> None:
+            v[key], sd[key] = value, log_sd
+            moved.add(key)
+
+        flush_key = "flush_latency_us_plp" if runs[0].device_plp == "yes" else "flush_latency_us"
+        fsync_per_op_us = []
+        for o in runs:
+            w = o.workload
+            rf = w.read_pct / 100.0
+            side = "read" if rf >= 0.99 else "write" if rf <= 0.01 else None
+            if side is None:
+                continue
+            if not w.writes_per_fsync:
+                if o.value > v[f"{side}_iops_cap"]:
+                    put(f"{side}_iops_cap", o.value, 0.3)  # a lower bound it reached
+                if o.value * w.bs_bytes > v[f"{side}_bw_bytes_s"]:
+                    put(f"{side}_bw_bytes_s", o.value * w.bs_bytes, 0.3)
+                if w.concurrency == 1 and w.bs_bytes <= 8192:
+                    put(f"{side}_latency_us", 1e6 / o.value, 0.2)
+            elif side == "write" and w.writes_per_fsync == 1 and w.concurrency == 1:
+                fsync_per_op_us.append(1e6 / o.value)
+        if fsync_per_op_us:
+            per_op = min(fsync_per_op_us)
+            wl = v["write_latency_us"]
+            if "write_latency_us" in moved:
+                put(flush_key, max(per_op - wl, 0.05 * per_op), 0.3)
+            else:  # split write + flush as the prior does
+                total = wl + v[flush_key]
+                put("write_latency_us", per_op * wl / total, 0.5)
+                put(flush_key, per_op * (total - wl) / total, 0.5)
+        if moved:
+            out[dev] = DeviceParams(dev, base.kind, v, sd,
+                                    f"{base.source}; from its raw-device runs: "
+                                    + ", ".join(sorted(moved)),
+                                    sum(max(int(o.n or 1), 1) for o in runs))
     return out
 
 
@@ -715,6 +743,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     y = np.zeros(n)
     wts = np.zeros(n)
     xvar = np.zeros(n)
+    own = np.zeros(n, dtype=bool)
     sources: dict[str, set[str]] = {}
     for i, r in enumerate(rows):
         for k, v in r.a.items():
@@ -724,6 +753,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
         y[i] = r.b
         wts[i] = r.weight
         xvar[i] = r.extra_var
+        own[i] = r.own
     prior_mean = np.zeros(p)
     prior_prec = np.zeros(p)
     for k, i in index.items():
@@ -734,19 +764,33 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     floor = float(s.priors["noise"]["floor_sd"])
     theta = prior_mean.copy()
     cov = np.diag(1.0 / prior_prec) if p else np.zeros((0, 0))
-    for _ in range(2):  # re-estimate the noise once from the residuals
+    # Two noise levels: transcribed literature figures scatter far more around any model
+    # (other machines, other decades) than cells measured here, whose spread is that of this
+    # machine. One shared level would drown a device's own runs in the seeds' scatter.
+    own_floor = float(s.priors["noise"].get("floor_sd_measured", floor))
+    sd_own = sd
+    for _ in range(3):  # re-estimate the noise levels from the residuals
         # Each row's variance: model noise (scaled by the row's weight) plus the spread of a
         # cell mean over its replicates (sd^2/n on log scale): three agreeing runs pin a
         # level, one run is never a confident effect.
-        Wd = 1.0 / (sd ** 2 / np.maximum(wts, 1e-12) + xvar)
+        row_sd = np.where(own, sd_own, sd)
+        Wd = 1.0 / (row_sd ** 2 / np.maximum(wts, 1e-12) + xvar)
         A = (X.T * Wd) @ X + np.diag(prior_prec)
         rhs = (X.T * Wd) @ y + prior_prec * prior_mean
         cov = np.linalg.inv(A)
         theta = cov @ rhs
         if n:
             resid = y - X @ theta
-            sd = max(floor, float(math.sqrt(np.sum(wts * resid ** 2) / max(np.sum(wts), 1e-9))))
-    return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd, settings=s,
+
+            def level(mask: np.ndarray, lo: float) -> float:
+                ww = wts[mask]
+                return max(lo, float(math.sqrt(np.sum(ww * resid[mask] ** 2)
+                                               / max(np.sum(ww), 1e-9))))
+            if (~own).sum() >= 5:
+                sd = level(~own, floor)
+            sd_own = level(own, own_floor) if own.sum() >= 5 else sd
+    return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd,
+                       noise_sd_measured=sd_own, settings=s,
                        n_rows=n, n_observations=used,
                        sources={k: sorted(v) for k, v in sources.items()},
                        data_hash=observations_hash(observations), measured_power=measured_power,
@@ -855,6 +899,8 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     if design_out is not None:
         design_out["X"], design_out["cov"] = Xp - Xw, cov
     noise2 = model.noise_sd ** 2
+    if model.known_device(device) and model.noise_sd_measured is not None:
+        noise2 = model.noise_sd_measured ** 2
 
     def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return X @ theta, np.sum((X @ cov) * X, axis=1)
