@@ -22,7 +22,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from fsadvisor.domain import Device, FsConfig, Observation, Workload
-from fsadvisor.predict.model import ModelSettings, fit, predict_many
+from fsadvisor.predict.fit import fit
+from fsadvisor.predict.predict import predict_many
+from fsadvisor.predict.settings import ModelSettings
 
 METRICS = ("iops", "ops_per_joule")
 SEPARABLE_SE = 3.0  # issue 10 §4: "means differ by more than 3 pooled standard errors"

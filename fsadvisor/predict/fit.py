@@ -1,0 +1,425 @@
+"""Observations -> linear equations -> the Bayesian fit (weighted ridge with Gaussian priors),
+with per-device terms, replicate variances and two noise levels; the on-disk fit cache."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from fsadvisor.domain import Device, Observation, identity_of
+from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.predict.features import (_cfg_features, _roofline, device_config_features,
+                                        power_features, tail_features, workload_features)
+from fsadvisor.predict.settings import (_BANDWIDTH_UNITS, _EFFICIENCY_METRICS,
+                                        _LATENCY_MEAN_METRICS, _RATE_METRICS, ModelSettings)
+
+
+@dataclass
+class _Row:
+    a: dict[str, float]
+    b: float
+    weight: float
+    source: str
+    extra_var: float = 0.0  # variance of b beyond the model noise (replicate spread)
+    own: bool = False  # measured here (probe, reference matrix): its own noise level
+
+
+# Log-scale variance of one run where the source states no spread: rep-to-rep variation of
+# this VM's loop and RAM devices (an assumption of ~15% 1-sd until the reference matrix's
+# spread replaces it); a single run can then never pin an effect tighter than that.
+SINGLE_RUN_LOG_SD = 0.15
+
+
+def own_effects(obs: Observation) -> bool:
+    """Measured here (a probe or the reference matrix): the device gets its own deviations
+    from the shared configuration effects. The seeds' rows are the literature the shared
+    effects are built from, so they load on the shared effects directly."""
+    return bool(obs.device_id) and obs.source.startswith(("probe ", "reference"))
+
+
+def _replicate_var(obs: Observation) -> float:
+    """Variance of log(value) of a cell mean over ``n`` runs with sample sd ``sd``."""
+    if obs.relative_to is not None or not own_effects(obs):
+        return 0.0  # the seeds' transcribed figures: the fitted noise covers them
+    n = max(int(obs.n or 1), 1)
+    if obs.sd is not None and n > 1 and obs.value > 0:
+        return (obs.sd / obs.value) ** 2 / n
+    return SINGLE_RUN_LOG_SD ** 2 / n
+
+
+def _obs_rows(obs: Observation, s: ModelSettings,
+              fitted: Mapping[str, DeviceParams] | None = None) -> list[_Row]:
+    """Turn one observation into linear equations a . theta = b (empty if not usable)."""
+    if not (obs.value == obs.value) or math.isinf(obs.value):
+        return []
+    w, kind = obs.workload, obs.device_kind
+    rel = obs.relative_to is not None
+    m = obs.metric
+    own = own_effects(obs)
+    if own and m in _EFFICIENCY_METRICS | _LATENCY_MEAN_METRICS | {"mb_s", "p99_latency_us"}:
+        # A probe or reference cell is one measurement, so it is one equation: its IOPS (and
+        # its watts, for the power block). Its MB/s and mean latency restate the IOPS
+        # (bs x IOPS, Little's law) and would count it three times with fio's own
+        # inconsistencies (a filecreate's clat is not 1/IOPS); its ops/J is IOPS / watts and
+        # would let an energy import move performance terms; its p99 would move them too.
+        return []
+    dev = obs.device_id
+    scope = obs.power_scope or "system"
+    params = s.params_for(kind, dev, fitted)
+    pv = params.values
+
+    def diff(fn) -> dict[str, float]:
+        a = fn(obs.config)
+        if rel:
+            for k, v in fn(obs.relative_to).items():
+                a[k] = a.get(k, 0.0) - v
+        return {k: v for k, v in a.items() if v}
+
+    roof_iops, flush_share = _roofline(w, pv, obs.device_plp)
+
+    def P(c):
+        f = workload_features(w, kind, flush_share, dev)
+        cf = _cfg_features(c, w, kind, pv, obs.device_plp)
+        f.update(cf)
+        if own:
+            f.update(device_config_features(cf, dev))
+        return f
+
+    W = lambda c: power_features(c, w, kind, scope)  # noqa: E731
+    T = lambda c: tail_features(c, w, kind)  # noqa: E731
+    weight = s.weight(obs)
+    xv = _replicate_var(obs)
+    if rel:
+        if obs.value <= -1:
+            return []
+        b = math.log1p(obs.value)
+    else:
+        if obs.value <= 0:
+            return []
+        b = math.log(obs.value)
+    roof = 0.0 if rel else math.log(roof_iops)
+    conc = math.log(max(w.concurrency, 1))
+
+    def row(a: dict[str, float], b: float) -> list[_Row]:
+        return [_Row(a, b, weight, obs.source, xv, own)]
+
+    if m in _RATE_METRICS or m in _BANDWIDTH_UNITS:
+        if m in _BANDWIDTH_UNITS:
+            if w.metadata_frac >= 1.0:
+                return []
+            if not rel:
+                per_unit = _BANDWIDTH_UNITS[m].get(obs.unit)
+                if per_unit is None:
+                    return []
+                b += math.log(per_unit / max(w.bs_bytes, 512))
+        return row(diff(P), b - roof)
+    if m in _LATENCY_MEAN_METRICS:
+        a = {k: -v for k, v in diff(P).items()}
+        if not rel:
+            b = b - math.log(1e6) - conc + roof  # log(lat_s) = log(conc) - log(iops)
+        return row(a, b)
+    if m == "p99_latency_us":
+        a = {k: -v for k, v in diff(P).items()}
+        for k, v in diff(T).items():
+            a[k] = a.get(k, 0.0) + v
+        if not rel:
+            b = b - math.log(1e6) - conc + roof
+        return row(a, b)
+    if m == "watts":
+        return row(diff(W), b)
+    if m in _EFFICIENCY_METRICS:
+        a = dict(diff(P))
+        for k, v in diff(W).items():
+            a[k] = a.get(k, 0.0) - v
+        return row(a, b - roof)
+    return []
+
+
+@dataclass
+class FittedModel:
+    names: list[str]
+    index: dict[str, int]
+    theta: np.ndarray
+    cov: np.ndarray
+    noise_sd: float
+    settings: ModelSettings
+    n_rows: int
+    n_observations: int
+    sources: dict[str, list[str]] = field(default_factory=dict)  # feature -> citations
+    data_hash: str = ""
+    measured_power: dict[str, int] = field(default_factory=dict)  # "scope/kind" -> count
+    # Fitted parameters of the devices the fit knows by identity (DeviceParams per device_id);
+    # a device not in here is predicted from its kind's prior (devices.toml).
+    device_params: dict[str, DeviceParams] = field(default_factory=dict)
+    # Residual sd of the rows measured here (probe, reference): the noise of a prediction
+    # for a device the fit has its own terms for. None: same as noise_sd.
+    noise_sd_measured: float | None = None
+
+    def params_for(self, device: Device) -> DeviceParams:
+        return self.settings.params_for(device.kind, identity_of(device), self.device_params)
+
+    def known_device(self, device: Device) -> str:
+        """The device's identity when the fit has its own terms for it, else "" (then it is
+        predicted from its kind's level and the shared effects only)."""
+        ident = identity_of(device)
+        return ident if f"k:dev:{ident}" in self.index else ""
+
+    # ---- linear algebra on sparse feature dicts
+    def _mean_var(self, a: dict[str, float]) -> tuple[float, float]:
+        idx, vals, extra_mean, extra_var = [], [], 0.0, 0.0
+        for k, v in a.items():
+            i = self.index.get(k)
+            if i is None:
+                m, sd = self.settings.prior(k)
+                extra_mean += m * v
+                extra_var += (sd * v) ** 2
+            else:
+                idx.append(i)
+                vals.append(v)
+        if idx:
+            ii = np.asarray(idx)
+            x = np.asarray(vals)
+            mean = float(x @ self.theta[ii]) + extra_mean
+            var = float(x @ self.cov[np.ix_(ii, ii)] @ x) + extra_var
+        else:
+            mean, var = extra_mean, extra_var
+        return mean, var
+
+    def coef(self, name: str) -> tuple[float, float]:
+        i = self.index.get(name)
+        if i is None:
+            return self.settings.prior(name)
+        return float(self.theta[i]), float(math.sqrt(self.cov[i, i]))
+
+
+def source_group(source: str) -> str:
+    """The table a row comes from: "Sehgal et al., FAST'10, Table 2 (004-0001)" -> without the
+    row id. Cross-validation holds out whole groups; explanations cite groups, not rows."""
+    if source.startswith("probe "):
+        return " ".join(source.split()[:2])  # "probe <matrix id>": one probe session
+    return re.sub(r"\s*\([^()]*\d[^()]*\)$", "", source).strip() or source
+
+
+def save_model(m: FittedModel, path: Path) -> None:
+    """Cache a fit (numpy arrays + JSON metadata in one .npz) for the next process."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
+            "noise_sd_measured": m.noise_sd_measured,
+            "n_observations": m.n_observations, "sources": m.sources,
+            "data_hash": m.data_hash, "measured_power": m.measured_power,
+            "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
+    # A private temp file, then an atomic rename: two processes saving at once never
+    # leave a half-written cache behind.
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp.npz", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, theta=m.theta, cov=m.cov, meta=np.array(json.dumps(meta)))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def load_model(path: Path, settings: ModelSettings) -> FittedModel | None:
+    """The cached fit, or None (then the caller refits). A damaged cache file of any kind is
+    a miss, and removed, never an error: it is only a cache."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            theta, cov = np.array(z["theta"]), np.array(z["cov"])
+        names = list(meta["names"])
+        if theta.shape != (len(names),) or cov.shape != (len(names), len(names)):
+            raise ValueError("shape mismatch")
+    except Exception:  # noqa: BLE001 - zip, pickle, JSON, shape: all mean "refit"
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return FittedModel(names=names, index={n: i for i, n in enumerate(names)}, theta=theta,
+                       cov=cov, noise_sd=meta["noise_sd"], settings=settings,
+                       noise_sd_measured=meta.get("noise_sd_measured"),
+                       n_rows=meta["n_rows"], n_observations=meta["n_observations"],
+                       sources=meta["sources"], data_hash=meta["data_hash"],
+                       measured_power=meta["measured_power"],
+                       device_params={k: _params_from_json(v)
+                                      for k, v in meta.get("device_params", {}).items()})
+
+
+def _params_to_json(d: DeviceParams) -> dict[str, Any]:
+    return {"device_id": d.device_id, "kind": d.kind, "values": d.values, "log_sd": d.log_sd,
+            "source": d.source, "n_runs": d.n_runs}
+
+
+def _params_from_json(d: dict[str, Any]) -> DeviceParams:
+    return DeviceParams(device_id=d["device_id"], kind=d["kind"], values=dict(d["values"]),
+                        log_sd=dict(d["log_sd"]), source=d["source"], n_runs=int(d["n_runs"]))
+
+
+def settings_fingerprint(s: ModelSettings) -> str:
+    return hashlib.sha256(json.dumps([s.priors, s.devices, s.prior_scale], sort_keys=True,
+                                     default=str).encode()).hexdigest()[:16]
+
+
+def observations_hash(observations: Sequence[Observation]) -> str:
+    h = hashlib.sha256()
+    for o in observations:
+        h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,
+                       o.relative_to.key() if o.relative_to else None, o.power_scope,
+                       o.energy_source, o.weight, o.device_id, o.n, o.sd)).encode())
+    return h.hexdigest()[:16]
+
+
+_CAP_KEYS = ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
+
+
+def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
+                      ) -> dict[str, DeviceParams]:
+    """Until a device has fitted parameters (``fsadvisor calibrate``), its kind's prior moved
+    by its own raw-device runs: every ceiling a run exceeded is lifted to what it measured,
+    and queue-depth-1 runs set the service times (1/IOPS; with an fsync per write, write +
+    flush). A shipped figure is a prior that data moves, never a cap on what the device
+    demonstrably did."""
+    seen: dict[str, list[Observation]] = {}
+    for o in observations:
+        if (o.config.fs == "raw" and o.device_id and o.relative_to is None
+                and o.metric == "iops" and o.value > 0 and o.workload.direct
+                and o.workload.metadata_frac == 0):
+            seen.setdefault(o.device_id, []).append(o)
+    out = {}
+    for dev, runs in seen.items():
+        base = s.params_for(runs[0].device_kind, dev)
+        v, sd = dict(base.values), dict(base.log_sd)
+        moved: set[str] = set()
+
+        def put(key: str, value: float, log_sd: float) -> None:
+            v[key], sd[key] = value, log_sd
+            moved.add(key)
+
+        flush_key = "flush_latency_us_plp" if runs[0].device_plp == "yes" else "flush_latency_us"
+        fsync_per_op_us = []
+        for o in runs:
+            w = o.workload
+            rf = w.read_pct / 100.0
+            side = "read" if rf >= 0.99 else "write" if rf <= 0.01 else None
+            if side is None:
+                continue
+            if not w.writes_per_fsync:
+                if o.value > v[f"{side}_iops_cap"]:
+                    put(f"{side}_iops_cap", o.value, 0.3)  # a lower bound it reached
+                if o.value * w.bs_bytes > v[f"{side}_bw_bytes_s"]:
+                    put(f"{side}_bw_bytes_s", o.value * w.bs_bytes, 0.3)
+                if w.concurrency == 1 and w.bs_bytes <= 8192:
+                    put(f"{side}_latency_us", 1e6 / o.value, 0.2)
+            elif side == "write" and w.writes_per_fsync == 1 and w.concurrency == 1:
+                fsync_per_op_us.append(1e6 / o.value)
+        if fsync_per_op_us:
+            per_op = min(fsync_per_op_us)
+            wl = v["write_latency_us"]
+            if "write_latency_us" in moved:
+                put(flush_key, max(per_op - wl, 0.05 * per_op), 0.3)
+            else:  # split write + flush as the prior does
+                total = wl + v[flush_key]
+                put("write_latency_us", per_op * wl / total, 0.5)
+                put(flush_key, per_op * (total - wl) / total, 0.5)
+        if moved:
+            out[dev] = DeviceParams(dev, base.kind, v, sd,
+                                    f"{base.source}; from its raw-device runs: "
+                                    + ", ".join(sorted(moved)),
+                                    sum(max(int(o.n or 1), 1) for o in runs))
+    return out
+
+
+def fit(observations: Sequence[Observation], settings: ModelSettings | None = None,
+        device_params: Mapping[str, DeviceParams] | None = None) -> FittedModel:
+    """Posterior of theta given the observations (weighted ridge = Gaussian prior).
+    ``device_params``: fitted parameters per device_id (the roofline of that device's rows);
+    without them a device with raw-device runs gets its kind's prior lifted by those runs
+    (:func:`raw_lifted_params`)."""
+    s = settings or ModelSettings.load()
+    fitted = dict(device_params or {})
+    fitted.update({k: v for k, v in raw_lifted_params(observations, s).items()
+                   if k not in fitted})
+    rows: list[_Row] = []
+    used = 0
+    measured_power: dict[str, int] = {}
+    for o in observations:
+        r = _obs_rows(o, s, fitted)
+        if r:
+            used += 1
+            rows.extend(r)
+            if (o.metric == "watts" or o.metric in _EFFICIENCY_METRICS) and \
+                    o.relative_to is None and o.energy_source not in (None, "estimate"):
+                key = f"{o.power_scope or 'system'}/{o.device_kind}"
+                measured_power[key] = measured_power.get(key, 0) + 1
+    names = sorted({k for r in rows for k in r.a})
+    index = {n: i for i, n in enumerate(names)}
+    n, p = len(rows), len(names)
+    X = np.zeros((n, p))
+    y = np.zeros(n)
+    wts = np.zeros(n)
+    xvar = np.zeros(n)
+    own = np.zeros(n, dtype=bool)
+    sources: dict[str, set[str]] = {}
+    for i, r in enumerate(rows):
+        for k, v in r.a.items():
+            X[i, index[k]] = v
+            if not k.startswith(("k:", "w:", "pw:", "pww:", "t:0")):
+                sources.setdefault(k, set()).add(source_group(r.source))
+        y[i] = r.b
+        wts[i] = r.weight
+        xvar[i] = r.extra_var
+        own[i] = r.own
+    prior_mean = np.zeros(p)
+    prior_prec = np.zeros(p)
+    for k, i in index.items():
+        m, sd = s.prior(k)
+        prior_mean[i] = m
+        prior_prec[i] = 1.0 / sd ** 2
+    sd = float(s.priors["noise"]["initial_sd"])
+    floor = float(s.priors["noise"]["floor_sd"])
+    theta = prior_mean.copy()
+    cov = np.diag(1.0 / prior_prec) if p else np.zeros((0, 0))
+    # Two noise levels: transcribed literature figures scatter far more around any model
+    # (other machines, other decades) than cells measured here, whose spread is that of this
+    # machine. One shared level would drown a device's own runs in the seeds' scatter.
+    own_floor = float(s.priors["noise"].get("floor_sd_measured", floor))
+    sd_own = sd
+    for _ in range(3):  # re-estimate the noise levels from the residuals
+        # Each row's variance: model noise (scaled by the row's weight) plus the spread of a
+        # cell mean over its replicates (sd^2/n on log scale): three agreeing runs pin a
+        # level, one run is never a confident effect.
+        row_sd = np.where(own, sd_own, sd)
+        Wd = 1.0 / (row_sd ** 2 / np.maximum(wts, 1e-12) + xvar)
+        A = (X.T * Wd) @ X + np.diag(prior_prec)
+        rhs = (X.T * Wd) @ y + prior_prec * prior_mean
+        cov = np.linalg.inv(A)
+        theta = cov @ rhs
+        if n:
+            resid = y - X @ theta
+
+            def level(mask: np.ndarray, lo: float) -> float:
+                ww = wts[mask]
+                return max(lo, float(math.sqrt(np.sum(ww * resid[mask] ** 2)
+                                               / max(np.sum(ww), 1e-9))))
+            if (~own).sum() >= 5:
+                sd = level(~own, floor)
+            sd_own = level(own, own_floor) if own.sum() >= 5 else sd
+    return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd,
+                       noise_sd_measured=sd_own, settings=s,
+                       n_rows=n, n_observations=used,
+                       sources={k: sorted(v) for k, v in sources.items()},
+                       data_hash=observations_hash(observations), measured_power=measured_power,
+                       device_params=fitted)
