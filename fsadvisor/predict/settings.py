@@ -102,7 +102,14 @@ class ModelSettings:
 
     def weight(self, obs: Observation) -> float:
         w = self.priors["weights"]
-        weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
+        # A kind's weight keeps data of old device kinds from posing as today's figures. A
+        # device with an identity has its own level and deviation terms, which take what is
+        # peculiar to it whatever its weight, so its rows count in full there
+        # ("weights.identified"); the shared effects get only the prior-variance share.
+        if obs.device_id and "identified" in w:
+            weight = float(w["identified"]) * obs.weight
+        else:
+            weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
         if "[cv_over_40pct]" in obs.note or "cv>40%" in obs.note:
             weight *= float(w["cv_over_40pct"])
         if obs.energy_source == "estimate" and obs.metric in (

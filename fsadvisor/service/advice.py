@@ -217,18 +217,33 @@ def _check_folds(folds: int) -> None:
         raise FsAdvisorError(f"--folds must be between 2 and 50, not {folds}")
 
 
-def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:
-    """Cross-validated error of the model as it is used (current calibration), two ways:
-    holding out whole source tables (transfer to an unseen study) and random rows
-    (interpolation within studies it knows)."""
+def validate(db: str | None = None, folds: int = 5, devices: list[str] | None = None,
+             shares: tuple[float, ...] = (0.0, 0.1, 0.2)) -> dict[str, Any]:
+    """Cross-validated error of the model as it is used (current calibration), three ways:
+    holding out whole source tables (transfer to an unseen study), random rows
+    (interpolation within studies it knows) and whole devices (leave-one-device-out: the
+    device's raw runs, optionally a share of its filesystem cells, predict the rest).
+    ``devices``: the device identities to hold out (default: every device with raw runs and
+    at least 4 filesystem cells)."""
+    from fsadvisor.predict import validate as lodo
+
     _check_folds(folds)
     obs = _observations(db)
     settings = ModelSettings.load(db=db)
     by_source = cross_validate(obs, folds=folds, settings=settings, group_by="source")
     by_row = cross_validate(obs, folds=folds, settings=settings, group_by="row")
+    eligible = lodo.eligible_devices(obs)
+    if devices:
+        unknown = [d for d in devices if d not in eligible]
+        if unknown:
+            raise FsAdvisorError(
+                f"no device {unknown[0]!r} with raw-device runs and filesystem cells in the "
+                "store; known: " + (", ".join(eligible) or "none"))
+    held = lodo.leave_devices_out(obs, devices or eligible, settings, shares,
+                                  device_params=_stored_device_params(db))
     return {"observations": len(obs), "prior_scale": settings.prior_scale,
             "calibration": settings.calibration_source,
-            "by_source_table": by_source, "by_row": by_row}
+            "by_source_table": by_source, "by_row": by_row, "by_device": held}
 
 
 def calibrate(db: str | None = None, out: str | Path | None = None,

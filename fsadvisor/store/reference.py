@@ -18,8 +18,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig, Observation
-from fsadvisor.store.datasets import DatasetError
+from fsadvisor.errors import FsAdvisorError
 from fsadvisor.store.observations import workload_from_params
+
+
+class DatasetError(FsAdvisorError):
+    """The reference matrix does not follow its contract (datasets/reference/)."""
 
 # device_class -> the device kind the model keys its priors on (models/devices.toml).
 KINDS = {"shm-loop": "ram-loop", "zram": "zram"}

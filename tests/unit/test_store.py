@@ -73,7 +73,7 @@ def fake_datasets(monkeypatch):
         fake.calls += 1
         return [dict(r) for r in fake.rows]
 
-    def load_observations():
+    def load_observations(include=()):  # the store asks for bounds too (censored in the fit)
         return [Observation(source="seed 004, Table 2", device_kind="nvme",
                             config=FsConfig.make("xfs", ag_count=32), workload=Workload(),
                             metric="ops_per_joule", value=0.23, unit="ratio",
