@@ -462,7 +462,9 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
             if (lit_abs & point).sum() >= 5:
                 sd = level(lit_abs & point, floor)
             sd_rel = level(lit_rel & point, floor) if (lit_rel & point).sum() >= 5 else sd
-            sd_own = level(own & point, own_floor) if (own & point).sum() >= 5 else sd
+            # Too few cells measured here to estimate their own level: the literature floor
+            # (they are this machine's replicated runs, not another study's figures).
+            sd_own = level(own & point, own_floor) if (own & point).sum() >= 5 else floor
             # A bound is an equation at its value while the fit would break it (a Tobit-like
             # active set: a bound the fit respects costs nothing).
             active = point | (active & (bound != 0)) | (bound * resid < 0)

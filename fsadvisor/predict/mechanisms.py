@@ -21,11 +21,13 @@ prediction for an NVMe drive by that drive's own time shares, not by the same pe
                    small.
 - ``m:data_journal`` ext4 data=journal writes every data block twice (journal, then in place):
                    x = -log(1 + s_w).
-- ``m:fsync:<fs>`` per-filesystem fsync cost in device terms: a journal/log commit is about one
-                   more device write plus a flush per fsync, so x = -log(1 + extra / op time) with
-                   extra = fsyncs per op * (write + flush latency) of *this* device. Prior mean 1
-                   (one commit each) for every filesystem but btrfs, whose tree log writes more
-                   (1.5): an unmeasured filesystem never gets a cheaper fsync from a prior alone.
+- ``m:fsync:<fs>``, ``m:flush:<fs>`` per-filesystem fsync cost in device terms: a journal/log
+                   commit writes about one more block and issues one more cache flush per fsync,
+                   so x = -log(1 + fsyncs per op * write latency / op time) and
+                   -log(1 + fsyncs per op * flush latency / op time) of *this* device (a PLP
+                   drive's cheap flush makes the second vanish). Prior mean 1 for every
+                   filesystem but btrfs's commit writes (tree log: 1.5); an unmeasured
+                   filesystem never gets a cheaper fsync from a prior alone.
 - ``m:cpu:<fs>``   CPU time per operation in the filesystem's code path, which dominates on
                    RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / device op
                    time). Prior mean 1 for ext4/xfs (about 5 us per 4K I/O), 2 for btrfs.
@@ -59,7 +61,8 @@ PRIORS: dict[str, tuple[float, float, str]] = {
                                 "writes on this machine's probe"),
     "m:data_journal": (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
     "m:fsync:btrfs": (1.5, 0.7, "btrfs tree log: more than one commit write per fsync"),
-    "m:fsync:": (1.0, 0.5, "one journal/log commit write and one flush per fsync"),
+    "m:fsync:": (1.0, 0.5, "one journal/log commit write per fsync"),
+    "m:flush:": (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
     "m:cpu:btrfs": (2.0, 0.7, "btrfs checksums and tree updates on every I/O"),
     "m:cpu:": (1.0, 0.5, "about 5 us of filesystem code per I/O"),
 }
@@ -106,7 +109,10 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     if fs in ("ext4", "ext3") and "data=journal" in mount and wf > 0:
         f["m:data_journal"] = -math.log1p(share_w)
     if per_fsync:
-        f[f"m:fsync:{fs}"] = -math.log1p(per_fsync * (p["write_latency_us"] + flush) / t_base)
+        # Split so each part scales with its own device time: the commit write(s) with the
+        # write latency, the extra cache flush with the flush latency (cheap with PLP).
+        f[f"m:fsync:{fs}"] = -math.log1p(per_fsync * p["write_latency_us"] / t_base)
+        f[f"m:flush:{fs}"] = -math.log1p(per_fsync * flush / t_base)
     return f
 
 
