@@ -289,8 +289,15 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
                         log_sd=dict(d["log_sd"]), source=d["source"], n_runs=int(d["n_runs"]))
 
 
+# Bumped whenever the features or the fit change meaning, so a fit cached on disk by another
+# version of the model is never read back as if it were this one's.
+MODEL_VERSION = "device-aware-1"
+
+
 def settings_fingerprint(s: ModelSettings) -> str:
-    return hashlib.sha256(json.dumps([s.priors, s.devices, s.prior_scale], sort_keys=True,
+    from fsadvisor.predict import mechanisms
+    return hashlib.sha256(json.dumps([MODEL_VERSION, s.priors, s.devices, s.prior_scale,
+                                      mechanisms.PRIORS], sort_keys=True,
                                      default=str).encode()).hexdigest()[:16]
 
 

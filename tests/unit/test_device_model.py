@@ -314,3 +314,41 @@ def test_validate_service_reports_leave_one_device_out(tmp_path, monkeypatch):
     assert {"by_source_table", "by_row"} <= set(rep)
     with pytest.raises(Exception, match="no device"):
         advice.validate(db=str(tmp_path / "x.db"), folds=2, devices=["nvme:nope"])
+
+
+def test_an_unmeasured_filesystem_inherits_the_shared_fsync_cost():
+    """Per-filesystem mechanisms are pooled: data on ext4's fsync cost move the shared
+    coefficient an unmeasured filesystem (f2fs here) inherits, so f2fs cannot come out ahead
+    of ext4 on the strength of its prior alone."""
+    w = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1)
+    raw = FsConfig.make("raw")
+    obs = [cell(raw, w, 10000), cell(raw, RANDW, 100000), cell(EXT4, w, 2000),
+           cell(EXT4, RANDW, 90000)]  # ext4 pays 5x for fsync here
+    m = fit(obs, S)
+    f2fs, ext4 = predict_many(m, [FsConfig.make("f2fs"), EXT4], w, LOOP)
+    assert f2fs.iops < 1.5 * ext4.iops
+
+
+def test_the_fit_cache_key_changes_with_the_mechanisms(monkeypatch):
+    from fsadvisor.predict import mechanisms
+    from fsadvisor.predict.model import settings_fingerprint
+    before = settings_fingerprint(S)
+    monkeypatch.setitem(mechanisms.PRIORS, "m:cow", (2.0, 0.3, "changed"))
+    assert settings_fingerprint(S) != before
+
+
+def test_the_shipped_mechanism_fit_is_current():
+    """models/mechanisms_fit.json records what the mechanisms were fitted on; after a change to
+    the shipped data or the model, rerun `python -m fsadvisor.predict.mechanisms`."""
+    from fsadvisor.predict import mechanisms
+    from fsadvisor.resources import data_dir
+    doc = json.loads((data_dir("models") / "mechanisms_fit.json").read_text())
+    obs = load_observations(include=("upper-bound", "lower-bound")) + \
+        reference.load_observations()
+    m = fit(obs, ModelSettings.load(use_store_calibration=False))
+    assert doc["fitted_on"]["data_hash"] == m.data_hash
+    assert set(doc["parameters"]) == {n for n in m.index if n.startswith("m:")}
+    for name, p in doc["parameters"].items():
+        assert p["mean"] == pytest.approx(m.coef(name)[0], abs=1e-3)
+    assert doc["pooling"]["fs:"]["share_one_device_moves_others"] < 0.1
+    assert mechanisms.fit_report(m)["parameters"].keys() == doc["parameters"].keys()
