@@ -352,3 +352,15 @@ def test_the_shipped_mechanism_fit_is_current():
         assert p["mean"] == pytest.approx(m.coef(name)[0], abs=1e-3)
     assert doc["pooling"]["fs:"]["share_one_device_moves_others"] < 0.1
     assert mechanisms.fit_report(m)["parameters"].keys() == doc["parameters"].keys()
+
+
+def test_an_unmeasured_filesystem_does_not_win_a_tie_on_its_prior():
+    from fsadvisor.predict.rank import _order
+    f2fs, ext4 = FsConfig.make("f2fs"), EXT4
+    kept = [(100.5, f2fs, None, []), (100.0, ext4, None, [])]  # 0.5% apart: a tie
+    assert _order(kept, NVME, 1)[0][0][1] == f2fs  # no evidence rule: the higher score
+    ordered, _ = _order(kept, NVME, 1, measured=lambda c: c.fs == "ext4")
+    assert ordered[0][1] == ext4
+    # A clear lead is not a tie: the unmeasured filesystem keeps it.
+    kept = [(150.0, f2fs, None, []), (100.0, ext4, None, [])]
+    assert _order(kept, NVME, 1, measured=lambda c: c.fs == "ext4")[0][0][1] == f2fs
