@@ -32,8 +32,10 @@ prediction for an NVMe drive by that drive's own time shares, not by the same pe
                    RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / device op
                    time). Prior mean 1 for ext4/xfs (about 5 us per 4K I/O), 2 for btrfs.
 
-The metadata-rate mechanism (creates without fsync are CPU- and journal-bound, not two device
-writes each) lives in the roofline (``meta_cpu_us`` below), as does the device's own time.
+- ``m:meta_cpu``   metadata operations (create/stat/delete) without fsync are CPU- and
+                   journal-bound, not two device writes each: the roofline prices one at
+                   META_CPU_US; this coefficient is the log factor of the real cost, weighted by
+                   the CPU share of the op (pooled across filesystems like the fsync costs).
 Fitted values replace the priors in ``models/mechanisms_fit.json`` (see :func:`load_fit`).
 """
 
@@ -67,6 +69,8 @@ PRIORS: dict[str, tuple[float, float, str]] = {
     "m:flush": (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
     "m:flush:": (0.0, 0.3, "this filesystem's deviation from the shared flush cost"),
     "m:cpu": (1.0, 0.5, "about 5 us of filesystem code per I/O"),
+    "m:meta_cpu": (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
+    "m:meta_cpu:": (0.0, 0.3, "this filesystem's deviation from the shared metadata CPU cost"),
     "m:cpu:": (0.0, 0.3, "this filesystem's deviation from the shared CPU cost"),
     "m:cpu:btrfs": (1.0, 0.5, "btrfs checksums and tree updates on every I/O"),
 }
@@ -106,6 +110,13 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     share_w = wf * p["write_latency_us"] / t_base if t_base > 0 else wf
     if w.metadata_frac < 1.0:
         _pooled(f, "m:cpu", fs, -math.log1p(FS_CPU_US / t_base))
+    if w.metadata_frac > 0:
+        # The roofline prices a metadata operation at META_CPU_US of CPU (plus a commit when
+        # fsynced); the coefficient is the log factor by which the real CPU cost differs,
+        # entering in proportion to the CPU share of the op, so a RAM-backed reference device
+        # teaches it and an fsync-bound NVMe barely feels it.
+        sync = (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0
+        _pooled(f, "m:meta_cpu", fs, -w.metadata_frac * META_CPU_US / (META_CPU_US + sync))
     if fs == "btrfs" and wf > 0 and "nodatacow" not in keys:
         f["m:cow"] = -math.log1p(share_w * COW_META_BYTES / max(w.bs_bytes, 512))
     if fs == "btrfs" and wf > 0:

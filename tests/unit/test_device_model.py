@@ -364,3 +364,19 @@ def test_an_unmeasured_filesystem_does_not_win_a_tie_on_its_prior():
     # A clear lead is not a tie: the unmeasured filesystem keeps it.
     kept = [(150.0, f2fs, None, []), (100.0, ext4, None, [])]
     assert _order(kept, NVME, 1, measured=lambda c: c.fs == "ext4")[0][0][1] == f2fs
+
+
+def test_mechanisms_measured_on_one_device_transfer_to_another():
+    """What a reference device shows about a mechanism (here: metadata creates cost 2.5x the
+    prior's CPU time) moves another device's prediction through the shared coefficient, while
+    its level terms stay its own."""
+    creates = Workload(rw="randwrite", create_frac=1.0, iodepth=1, numjobs=1)
+    raw = FsConfig.make("raw")
+    b_raw = [cell(raw, RANDR, 250000, dev="zram:b", kind="zram"),
+             cell(raw, RANDW, 150000, dev="zram:b", kind="zram")]
+    a_cells = [cell(raw, RANDR, 250000, dev="ram-loop:a", kind="ram-loop")] + [
+        cell(cfg, creates, 8000, dev="ram-loop:a", kind="ram-loop") for cfg in (EXT4, XFS)]
+    b = Device(path=None, size_bytes=1 << 30, kind="zram", identity="zram:b")
+    alone = predict(fit(b_raw, S), EXT4, creates, b).iops
+    taught = predict(fit(b_raw + a_cells, S), EXT4, creates, b).iops
+    assert taught < 0.8 * alone
