@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from fsadvisor.domain import Device, Observation, identity_of
+from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (_cfg_features, _roofline, config_features,
                                         device_config_features,
@@ -323,6 +324,13 @@ def _iops_of(o: Observation) -> float | None:
     return o.value * per_unit / max(o.workload.bs_bytes, 512)
 
 
+def _calibration_fit():
+    """``fit_device_params(raw observations of one device, prior) -> DeviceParams`` from
+    predict/device_params.py when that version of it is installed, else None."""
+    from fsadvisor.predict import device_params
+    return getattr(device_params, "fit_device_params", None)
+
+
 def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
                       ) -> dict[str, DeviceParams]:
     """Until a device has fitted parameters (``fsadvisor calibrate``), its kind's prior moved
@@ -336,8 +344,18 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
                 and o.workload.metadata_frac == 0 and _iops_of(o) is not None):
             seen.setdefault(o.device_id, []).append(o)
     out = {}
+    calibrated = _calibration_fit()
     for dev, runs in seen.items():
         base = s.params_for(runs[0].device_kind, dev)
+        raw = [o for o in runs if o.config.fs == "raw"]
+        if calibrated is not None and raw:
+            # `fsadvisor calibrate`'s own fit of the raw-device runs (predict/device_params.py)
+            # when it is installed; the lifting below then only adds what runs through a
+            # filesystem demonstrated beyond it.
+            try:
+                base = calibrated(raw, base)
+            except (FsAdvisorError, ValueError, KeyError, ZeroDivisionError):
+                pass
         v, sd = dict(base.values), dict(base.log_sd)
         moved: set[str] = set()
 
@@ -360,8 +378,9 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
                 put(f"{side}_iops_cap", iops, 0.3)
             if iops * w.bs_bytes > v[f"{side}_bw_bytes_s"]:
                 put(f"{side}_bw_bytes_s", iops * w.bs_bytes, 0.3)
-            if o.config.fs != "raw" or o.metric != "iops":
-                continue  # service times only from the bare device's own runs
+            if o.config.fs != "raw" or o.metric != "iops" or base.measured:
+                continue  # service times only from the bare device's own runs, when the
+                # calibration fit has not set them already
             if not w.writes_per_fsync:
                 if w.concurrency == 1 and w.bs_bytes <= 8192:
                     put(f"{side}_latency_us", 1e6 / iops, 0.2)
@@ -376,7 +395,9 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
                 total = wl + v[flush_key]
                 put("write_latency_us", per_op * wl / total, 0.5)
                 put(flush_key, per_op * (total - wl) / total, 0.5)
-        if moved:
+        if base.measured and not moved:
+            out[dev] = base
+        elif moved:
             out[dev] = DeviceParams(dev, base.kind, v, sd,
                                     f"{base.source}; from its raw-device runs: "
                                     + ", ".join(sorted(moved)),

@@ -378,6 +378,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             notes.append(f"#1 and #2 differ by {math.expm1(gap):+.1%} in predicted efficiency, "
                          f"within the model's 1-sigma uncertainty of that difference "
                          f"({math.expm1(sd):.1%}): probe both to decide")
+    params = model.params_for(device)
+    if params.measured or "no figures for device kind" in params.source:
+        # Say which device figures the ranking rests on when they are this device's own
+        # (fitted from its runs) or a stand-in for an unknown kind.
+        notes.append(f"device figures: {params.source}")
+    if model.known_device(device):
+        notes.append("this device's own measurements are in the fit: its own level and "
+                     "option effects apply, on top of the shared ones")
     if c.plp == "unknown" and device.plp == "unknown":
         notes.append("PLP unknown: no option with a durability hazard was considered (say "
                      "--plp yes or no to widen the search)")

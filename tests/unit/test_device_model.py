@@ -380,3 +380,43 @@ def test_mechanisms_measured_on_one_device_transfer_to_another():
     alone = predict(fit(b_raw, S), EXT4, creates, b).iops
     taught = predict(fit(b_raw + a_cells, S), EXT4, creates, b).iops
     assert taught < 0.8 * alone
+
+
+def test_a_calibration_fit_of_the_device_is_used_when_installed(monkeypatch):
+    """`fsadvisor calibrate` (predict/device_params.fit_device_params) fits a device's raw runs;
+    the model takes its figures, the lifting only adds what filesystem runs exceeded."""
+    from dataclasses import replace as dc_replace
+
+    from fsadvisor.predict import device_params
+    calls = []
+
+    def fake_fit(raw_obs, prior):
+        calls.append(len(raw_obs))
+        values = dict(prior.values, read_latency_us=7.0, flush_latency_us=33.0)
+        return dc_replace(prior, values=values, log_sd={k: 0.1 for k in prior.log_sd},
+                          source="fitted: test calibration", n_runs=6)
+
+    monkeypatch.setattr(device_params, "fit_device_params", fake_fit, raising=False)
+    raw = FsConfig.make("raw")
+    m = fit([cell(raw, RANDR, 30000), cell(EXT4, RANDW, 90000)], S)
+    p = m.params_for(LOOP)
+    assert calls == [1] and p.values["read_latency_us"] == 7.0
+    assert p.values["flush_latency_us"] == 33.0
+    assert p.values["write_iops_cap"] == 90000  # lifted by the ext4 run beyond the loop prior
+    assert p.source.startswith("fitted: test calibration")
+
+
+def test_recommend_says_when_it_uses_the_device_own_measurements():
+    from fsadvisor.domain import Profile
+    from fsadvisor.predict.rank import rank
+    from fsadvisor.profiles import load_profile
+    prof: Profile = load_profile("oltp")
+    raw = FsConfig.make("raw")
+    w = prof.workload
+    m = fit([cell(raw, RANDR, 300000), cell(raw, RANDW, 250000), cell(EXT4, w, 20000),
+             cell(XFS, w, 26000)], S)
+    rec = rank(m, prof, LOOP, top=2)
+    assert any("own measurements are in the fit" in n for n in rec.notes)
+    assert any(n.startswith("device figures:") and "raw-device runs" in n for n in rec.notes)
+    other = rank(m, prof, Device(path=None, size_bytes=1 << 30, kind="loop"), top=2)
+    assert not any("own measurements" in n for n in other.notes)
