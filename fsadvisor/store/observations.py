@@ -9,6 +9,7 @@ reads from the page cache, so such figures are not comparable with any other cel
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Iterable
 
 from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
@@ -41,6 +42,15 @@ def workload_from_params(params: dict[str, Any]) -> Workload:
     return Workload(**{k: v for k, v in (params or {}).items() if k in _WORKLOAD_FIELDS})
 
 
+def model_kind(kind: str | None, path: str | None) -> str:
+    """The device kind the model keys its priors on. Device discovery does not know zram (it
+    stores "unknown"); a zram device is RAM behind a compressor, and priced as an NVMe drive
+    its every time share -- and so every mechanism fitted on it -- would be wrong."""
+    if (not kind or kind == "unknown") and re.fullmatch(r"/dev/zram\d+", path or ""):
+        return "zram"
+    return kind or "unknown"
+
+
 def _source(s: dict[str, Any]) -> str:
     matrices = ",".join(s["matrix_ids"]) or "-"
     ids = ",".join(str(i) for i in s["run_ids"])
@@ -63,7 +73,8 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
                                    cfg["scheduler"] or "none", cfg["ag_count"])
         workload = workload_from_params(s["workload"])
-        dev_id = device_identity(s["device_kind"] or "unknown", s.get("device_model") or "",
+        kind = model_kind(s["device_kind"], s.get("device_path"))
+        dev_id = device_identity(kind, s.get("device_model") or "",
                                  s.get("device_serial") or "", s.get("device_path"),
                                  s.get("device_size_bytes"))
         for metric, key, scale, unit, is_energy in PROBE_METRICS:
@@ -81,7 +92,7 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             if metric in _PERCENTILE_METRICS and FLAG_POOLED_PERCENTILES in s["flags"]:
                 note += ", pooled estimate (not fio's own percentile)"
             out.append(Observation(
-                source=_source(s), device_kind=s["device_kind"] or "unknown", config=config,
+                source=_source(s), device_kind=kind, config=config,
                 workload=workload, metric=metric, value=st["mean"] * scale, unit=unit,
                 power_scope=s["power_scope"] if is_energy else None,
                 energy_source=s["energy_source"] if is_energy else None,

@@ -420,3 +420,11 @@ def test_recommend_says_when_it_uses_the_device_own_measurements():
     assert any(n.startswith("device figures:") and "raw-device runs" in n for n in rec.notes)
     other = rank(m, prof, Device(path=None, size_bytes=1 << 30, kind="loop"), top=2)
     assert not any("own measurements" in n for n in other.notes)
+
+
+def test_a_zram_device_the_discovery_calls_unknown_is_priced_as_zram():
+    from fsadvisor.store.observations import model_kind
+    assert model_kind("unknown", "/dev/zram1") == "zram"
+    assert model_kind(None, "/dev/zram0") == "zram"
+    assert model_kind("unknown", "/dev/sdz") == "unknown"
+    assert model_kind("loop", "/dev/loop1") == "loop"
