@@ -229,8 +229,10 @@ def device_config_features(cf: Mapping[str, float], device_id: str) -> dict[str,
     """One device's own deviations from the shared configuration effects (``d:<id>|feat``).
     A probe or reference device's rows load on both, so with prior sds sigma_shared and
     tau (priors.toml "d:") only sigma^2 / (sigma^2 + tau^2) of what one device shows moves the
-    shared effect that other devices use; mechanisms (``m:``) are shared outright."""
-    return {f"d:{device_id}|{k}": v for k, v in cf.items() if not k.startswith("m:")}
+    shared effect that other devices use. Mechanisms (``m:``) get deviations too: a device
+    whose own figures are off (a loop device priced from its kind's datasheet-order prior)
+    then absorbs the misfit itself instead of bending the coefficient every device shares."""
+    return {f"d:{device_id}|{k}": v for k, v in cf.items()}
 
 
 def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,

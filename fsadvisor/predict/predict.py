@@ -76,7 +76,8 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     # Where each configuration feature lands in each block.
     maps = {"perf": [(j, space.col(n)) for n, j in cidx.items()],
             "power": [(j, space.col(f"pwf:{n}" if not n.startswith("d:") else f"p{n}"))
-                      for n, j in cidx.items() if not n.startswith("m:")],
+                      for n, j in cidx.items()
+                      if not n.startswith("m:") and "|m:" not in n],
             "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
                      if not n.startswith("d:")
                      if n.startswith(("fs:", "sched:")) and "*" not in n]}
