@@ -365,6 +365,8 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
 
         flush_key = "flush_latency_us_plp" if runs[0].device_plp == "yes" else "flush_latency_us"
         fsync_per_op_us = []
+        qd1_us: dict[str, list[float]] = {}
+        little_us: dict[str, list[float]] = {}
         for o in runs:
             w = o.workload
             iops = _iops_of(o)
@@ -381,11 +383,22 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
             if o.config.fs != "raw" or o.metric != "iops" or base.measured:
                 continue  # service times only from the bare device's own runs, when the
                 # calibration fit has not set them already
-            if not w.writes_per_fsync:
-                if w.concurrency == 1 and w.bs_bytes <= 8192:
-                    put(f"{side}_latency_us", 1e6 / iops, 0.2)
+            if not w.writes_per_fsync and w.bs_bytes <= 8192:
+                if w.concurrency == 1:
+                    qd1_us.setdefault(side, []).append(1e6 / iops)
+                else:
+                    # Little's law: at this queue depth (up to the device's parallelism) the
+                    # device turned each I/O around in at most this long.
+                    c = min(w.concurrency, v["parallelism"])
+                    little_us.setdefault(side, []).append(c * 1e6 / iops)
             elif side == "write" and w.writes_per_fsync == 1 and w.concurrency == 1:
                 fsync_per_op_us.append(1e6 / iops)
+        for side in ("read", "write"):
+            key = f"{side}_latency_us"
+            if side in qd1_us:
+                put(key, min(qd1_us[side]), 0.2)
+            elif side in little_us and min(little_us[side]) < v[key]:
+                put(key, min(little_us[side]), 0.4)  # only ever faster than the prior
         if fsync_per_op_us:
             per_op = min(fsync_per_op_us)
             wl = v["write_latency_us"]
