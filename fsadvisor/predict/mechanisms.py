@@ -32,6 +32,8 @@ prediction for an NVMe drive by that drive's own time shares, not by the same pe
                    RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / device op
                    time). Prior mean 1 for ext4/xfs (about 5 us per 4K I/O), 2 for btrfs.
 
+- ``m:sched``      a blk-mq scheduler's CPU work per request: x = -log(1 + 2 us / op time),
+                   pooled across schedulers (bfq expected dearer); "none" costs nothing.
 - ``m:meta_cpu``   metadata operations (create/stat/delete) without fsync are CPU- and
                    journal-bound, not two device writes each: the roofline prices one at
                    META_CPU_US; this coefficient is the log factor of the real cost, weighted by
@@ -49,6 +51,12 @@ from fsadvisor.domain import FsConfig, Workload
 
 # Reference per-op CPU cost of a filesystem's I/O path, microseconds (the unit m:cpu scales).
 FS_CPU_US = 5.0
+# CPU time a blk-mq I/O scheduler adds per request, microseconds (an assumption of the order
+# of mq-deadline's per-request work; the fitted coefficient scales it, bfq's deviation is
+# expected to be larger). It matters on RAM-fast devices and vanishes on an HDD.
+SCHED_US = 2.0
+# seed 003's CFQ/Deadline/NOOP map onto blk-mq's bfq/mq-deadline/none (as in features.py).
+_SCHED_ALIASES = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
 # Metadata written per small CoW overwrite (seed 002: 16-24 KB per 4 KB write; lower end).
 COW_META_BYTES = 16 << 10
 # CPU time of one metadata operation (create/stat/delete) without fsync, microseconds: the
@@ -69,6 +77,9 @@ PRIORS: dict[str, tuple[float, float, str]] = {
     "m:flush": (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
     "m:flush:": (0.0, 0.3, "this filesystem's deviation from the shared flush cost"),
     "m:cpu": (1.0, 0.5, "about 5 us of filesystem code per I/O"),
+    "m:sched": (1.0, 0.5, "about 2 us of scheduler work per request"),
+    "m:sched:": (0.0, 0.3, "this scheduler's deviation from the shared per-request cost"),
+    "m:sched:bfq": (1.0, 0.5, "bfq's fairness bookkeeping costs more per request"),
     "m:meta_cpu": (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
     "m:meta_cpu:": (0.0, 0.3, "this filesystem's deviation from the shared metadata CPU cost"),
     "m:cpu:": (0.0, 0.3, "this filesystem's deviation from the shared CPU cost"),
@@ -110,6 +121,9 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     share_w = wf * p["write_latency_us"] / t_base if t_base > 0 else wf
     if w.metadata_frac < 1.0:
         _pooled(f, "m:cpu", fs, -math.log1p(FS_CPU_US / t_base))
+    sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler) if cfg is not None else "none"
+    if sched != "none" and w.metadata_frac < 1.0:
+        _pooled(f, "m:sched", sched, -math.log1p(SCHED_US / t_base))
     if w.metadata_frac > 0:
         # The roofline prices a metadata operation at META_CPU_US of CPU (plus a commit when
         # fsynced); the coefficient is the log factor by which the real CPU cost differs,

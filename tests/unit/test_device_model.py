@@ -428,3 +428,12 @@ def test_a_zram_device_the_discovery_calls_unknown_is_priced_as_zram():
     assert model_kind(None, "/dev/zram0") == "zram"
     assert model_kind("unknown", "/dev/sdz") == "unknown"
     assert model_kind("loop", "/dev/loop1") == "loop"
+
+
+def test_scheduler_overhead_is_per_request_in_device_time():
+    from fsadvisor.predict import mechanisms
+    deadline = FsConfig.make("ext4", scheduler="mq-deadline")
+    fast = mechanisms.features(deadline, RANDR, S.device_params("ram-loop"))["m:sched"]
+    slow = mechanisms.features(deadline, RANDR, S.device_params("hdd"))["m:sched"]
+    assert fast < -0.1 and slow > -0.001
+    assert "m:sched" not in mechanisms.features(EXT4, RANDR, S.device_params("ram-loop"))
