@@ -7,6 +7,7 @@ Units are part of every field name (``bs_bytes``, ``latency_us``, ``energy_j``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, asdict, replace
 from typing import Any, Literal, Mapping
 
@@ -223,10 +224,23 @@ def device_identity(kind: str, model: str = "", serial: str = "", path: str | No
     return f"{kind}:{path or 'spec'}:{int(size_bytes or 0)}"
 
 
+def model_kind(kind: str | None, path: str | None) -> str:
+    """The device kind the model keys its priors on. Device discovery does not know zram (it
+    says "unknown"); a zram device is RAM behind a compressor, and priced as an NVMe drive
+    its every time share -- and so every mechanism fitted on it -- would be wrong."""
+    if (not kind or kind == "unknown") and re.fullmatch(r"/dev/zram\d+", path or ""):
+        return "zram"
+    return kind or "unknown"
+
+
+def kind_of(device: "Device") -> str:
+    return model_kind(device.kind, device.path)
+
+
 def identity_of(device: "Device") -> str:
     if device.identity:
         return device.identity
-    return device_identity(device.kind, device.model, device.serial, device.path,
+    return device_identity(kind_of(device), device.model, device.serial, device.path,
                            device.size_bytes)
 
 

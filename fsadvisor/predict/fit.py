@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, Observation, identity_of
+from fsadvisor.domain import Device, Observation, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (_cfg_features, _roofline, config_features,
@@ -186,7 +186,8 @@ class FittedModel:
     noise_sd_measured: float | None = None
 
     def params_for(self, device: Device) -> DeviceParams:
-        return self.settings.params_for(device.kind, identity_of(device), self.device_params)
+        return self.settings.params_for(kind_of(device), identity_of(device),
+                                        self.device_params)
 
     def known_device(self, device: Device) -> str:
         """The device's identity when the fit has its own terms for it, else "" (then it is

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, FsConfig, Prediction, Workload
+from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (_cap, _cfg_features, _roofline, device_ceiling_iops,
                                         device_config_features, power_features,
@@ -51,7 +51,7 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     """Design matrices of the performance, power and tail blocks for many configurations of
     one workload, in the fitted coefficients' space (plus unseen features at their prior):
     the configuration features are laid out once, then mapped into each block."""
-    kind = device.kind
+    kind = kind_of(device)
     pv = model.params_for(device).values
     _, flush_share = _roofline(w, pv, device.plp)
     dev = model.known_device(device)
@@ -105,7 +105,7 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     With ``design_out`` (a dict), also hands back the design of log ops/J ("X", "cov"):
     the sd of a difference between two rows is the uncertainty of their *ranking*, in which
     every shared term cancels (recommend uses it to tell real leads from noise)."""
-    kind = device.kind
+    kind = kind_of(device)
     s = model.settings
     params = model.params_for(device)
     roof = math.log(_roofline(w, params.values, device.plp)[0])

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from fsadvisor import catalog
-from fsadvisor.domain import Device, FsConfig, Prediction, Profile
+from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
 from fsadvisor.errors import FsAdvisorError
 import numpy as np
 
@@ -176,7 +176,7 @@ def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, sc
     if cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none":
         out.append("ext4 with defaults: the baseline every other candidate is compared with")
     for feat, d_perf, d_opj, sd_opj in contributions(model, cfg, base, profile.workload,
-                                                     device.kind, scope)[:limit]:
+                                                     kind_of(device), scope)[:limit]:
         if abs(d_opj) < 0.01 and abs(d_perf) < 0.01:
             continue
         mech = _mechanism(feat)

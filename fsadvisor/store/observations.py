@@ -9,11 +9,11 @@ reads from the page cache, so such figures are not comparable with any other cel
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Iterable
 
 from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
-                              Observation, Workload, device_identity)
+                              Observation, Workload, device_identity,
+                              model_kind)
 
 NOT_COMPARABLE_FLAGS = frozenset({FLAG_DIRECT_IO})
 _PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_latency_us"})
@@ -40,15 +40,6 @@ def workload_from_params(params: dict[str, Any]) -> Workload:
     # Stored by an older fsadvisor, params may lack new fields (defaults apply) or carry
     # removed ones (ignored).
     return Workload(**{k: v for k, v in (params or {}).items() if k in _WORKLOAD_FIELDS})
-
-
-def model_kind(kind: str | None, path: str | None) -> str:
-    """The device kind the model keys its priors on. Device discovery does not know zram (it
-    stores "unknown"); a zram device is RAM behind a compressor, and priced as an NVMe drive
-    its every time share -- and so every mechanism fitted on it -- would be wrong."""
-    if (not kind or kind == "unknown") and re.fullmatch(r"/dev/zram\d+", path or ""):
-        return "zram"
-    return kind or "unknown"
 
 
 def _source(s: dict[str, Any]) -> str:

@@ -423,8 +423,14 @@ def test_recommend_says_when_it_uses_the_device_own_measurements():
 
 
 def test_a_zram_device_the_discovery_calls_unknown_is_priced_as_zram():
-    from fsadvisor.store.observations import model_kind
+    from fsadvisor.domain import identity_of, model_kind
     assert model_kind("unknown", "/dev/zram1") == "zram"
+    # The target device and its stored runs get the same identity (and so its own terms).
+    target = Device(path="/dev/zram1", size_bytes=3 << 30, kind="unknown")
+    assert identity_of(target) == device_identity("zram", "", "", "/dev/zram1", 3 << 30)
+    m = fit([cell(FsConfig.make("raw"), RANDR, 250000, dev=identity_of(target), kind="zram")],
+            S)
+    assert m.params_for(target).kind == "zram" and m.known_device(target)
     assert model_kind(None, "/dev/zram0") == "zram"
     assert model_kind("unknown", "/dev/sdz") == "unknown"
     assert model_kind("loop", "/dev/loop1") == "loop"
