@@ -77,3 +77,34 @@ def choose_prior_scale(observations: Sequence[Observation], folds: int = 5,
     best = min((r for r in table if r.get("n")), key=lambda r: r["median_abs_log_error"],
                default={"prior_scale": 1.0})
     return float(best["prior_scale"]), table
+
+
+DEVICE_SDS = (0.05, 0.1, 0.2, 0.4)
+
+
+def choose_device_sd(observations: Sequence[Observation], settings: ModelSettings,
+                     candidates: Sequence[float] = DEVICE_SDS) -> tuple[float | None, list[dict]]:
+    """Empirical Bayes for how much one device's findings carry to another: the prior sd of a
+    measured device's own deviations (priors.toml "d:") that predicts each measured device
+    best from its raw runs and the other devices (leave-one-device-out, median |IOPS error|
+    over devices). (None, []) unless two or more devices measured here are in the store."""
+    from fsadvisor.predict import validate
+    from fsadvisor.predict.fit import measured_here
+
+    here = {o.device_id for o in observations if measured_here(o)}
+    devices = [d for d in validate.eligible_devices(observations) if d in here]
+    if len(devices) < 2:
+        return None, []
+    table = []
+    for sd in candidates:
+        s = settings.with_device_sd(sd)
+        errs = [r["iops"]["median_abs_error"] for r in
+                validate.leave_devices_out(observations, devices, s, shares=(0.0,))
+                if r.get("iops", {}).get("n")]
+        if errs:
+            table.append({"device_sd": sd, "median_abs_iops_error": float(np.median(errs)),
+                          "devices": len(errs)})
+    if not table:
+        return None, []
+    best = min(table, key=lambda r: r["median_abs_iops_error"])
+    return float(best["device_sd"]), table

@@ -60,6 +60,7 @@ class ModelSettings:
         with open(d / "devices.toml", "rb") as f:
             devices = tomllib.load(f)
         source = "argument"
+        device_sd = None
         if prior_scale is None:
             prior_scale, source = 1.0, "none (priors.toml as written)"
             beside = calibration_path(db) if use_store_calibration else None
@@ -67,16 +68,27 @@ class ModelSettings:
                 if cand is None:
                     continue
                 try:
-                    prior_scale = float(json.loads(cand.read_text())["prior_scale"])
+                    doc = json.loads(cand.read_text())
+                    prior_scale = float(doc["prior_scale"])
+                    if doc.get("device_sd") is not None:
+                        device_sd = float(doc["device_sd"])
                     source = str(cand)
                     break
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
-        return ModelSettings(priors=priors, devices=devices, prior_scale=prior_scale,
-                             calibration_source=source)
+        out = ModelSettings(priors=priors, devices=devices, prior_scale=prior_scale,
+                            calibration_source=source)
+        return out.with_device_sd(device_sd) if device_sd is not None else out
 
     def scaled(self, prior_scale: float) -> "ModelSettings":
         return ModelSettings(self.priors, self.devices, prior_scale, "argument")
+
+    def with_device_sd(self, sd: float) -> "ModelSettings":
+        """The same settings with the prior sd of a measured device's own deviations from the
+        shared effects (priors.toml "d:") set to ``sd`` -- what `calibrate` chooses by
+        leave-one-device-out when the store holds two or more measured devices."""
+        priors = {**self.priors, "prior": {**self.priors["prior"], "d:": {"sd": float(sd)}}}
+        return ModelSettings(priors, self.devices, self.prior_scale, self.calibration_source)
 
     def prior(self, name: str) -> tuple[float, float]:
         """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml, or for

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator
 from fsadvisor import catalog
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
+from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
                              cross_validate, fit, load_model, predict, save_model,
                              settings_fingerprint)
@@ -261,6 +262,11 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     scale, table = choose_prior_scale(
         obs, folds=folds, settings=ModelSettings.load(db=db, use_store_calibration=False))
     settings = ModelSettings.load(prior_scale=scale)
+    # How far one measured device's findings carry to another, chosen the same way by
+    # leave-one-device-out when the store holds two or more measured devices.
+    device_sd, device_table = choose_device_sd(obs, settings)
+    if device_sd is not None:
+        settings = settings.with_device_sd(device_sd)
     m = fit(obs, settings, _stored_device_params(db))
     took = time.perf_counter() - t0
     doc = {
@@ -272,6 +278,8 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "prior_scale": scale,
         "prior_scale_search": table,
+        "device_sd": device_sd,
+        "device_sd_search": device_table,
         "data_hash": m.data_hash,
         "observations_used": m.n_observations,
         "equations": m.n_rows,

@@ -443,3 +443,22 @@ def test_scheduler_overhead_is_per_request_in_device_time():
     slow = mechanisms.features(deadline, RANDR, S.device_params("hdd"))["m:sched"]
     assert fast < -0.1 and slow > -0.001
     assert "m:sched" not in mechanisms.features(EXT4, RANDR, S.device_params("ram-loop"))
+
+
+def test_calibrate_chooses_how_far_device_findings_carry_by_leaving_devices_out(tmp_path):
+    from fsadvisor.predict.crossval import DEVICE_SDS, choose_device_sd
+    one = _device_matrix("ram-loop:a", "ram-loop", 1.0)
+    assert choose_device_sd(one, S) == (None, [])  # one measured device: nothing to choose
+    two = one + _device_matrix("zram:b", "zram", 0.8)
+    # Same source prefix as a probe so both count as measured here.
+    sd, table = choose_device_sd(two, S)
+    assert sd in DEVICE_SDS and [r["device_sd"] for r in table] == list(DEVICE_SDS)
+    assert all(r["devices"] == 2 for r in table)
+    best = min(r["median_abs_iops_error"] for r in table)
+    assert next(r for r in table if r["device_sd"] == sd)["median_abs_iops_error"] == best
+    # A store's calibration carries the choice to every later fit on that store.
+    db = tmp_path / "s.db"
+    (tmp_path / "s.db.calibration.json").write_text(json.dumps(
+        {"prior_scale": 0.1, "device_sd": 0.05}))
+    assert ModelSettings.load(db=db).prior("d:x|fs:xfs") == (0.0, 0.05)
+    assert ModelSettings.load(db=tmp_path / "other.db").prior("d:x|fs:xfs")[1] == 0.2
