@@ -270,11 +270,15 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     m = fit(obs, settings, _stored_device_params(db))
     took = time.perf_counter() - t0
     doc = {
-        "how": "Bayesian linear model on log scale (fsadvisor/predict/model.py): weighted ridge with the "
-               "priors of models/priors.toml, the configuration-effect prior sd multiplied by "
-               "prior_scale, chosen as the value with the lowest median held-out error in "
-               f"{folds}-fold cross-validation grouped by source table; noise sd re-estimated "
-               "from residuals; rooflines from models/devices.toml",
+        "how": "Bayesian linear model on log scale (fsadvisor/predict/: fit.py, features.py, "
+               "mechanisms.py): weighted ridge with the priors of models/priors.toml and the "
+               "mechanism priors, the configuration-effect prior sd multiplied by prior_scale, "
+               "chosen as the value with the lowest median held-out error in "
+               f"{folds}-fold cross-validation grouped by source table; with two or more "
+               "measured devices, device_sd (prior sd of a device's own deviations) chosen "
+               "by leave-one-device-out; three noise levels re-estimated robustly from the "
+               "residuals; rooflines from each device's own parameters (fitted from its runs, "
+               "else its kind's models/devices.toml figures as priors)",
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "prior_scale": scale,
         "prior_scale_search": table,
