@@ -7,6 +7,7 @@ Units are part of every field name (``bs_bytes``, ``latency_us``, ``energy_j``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, asdict, replace
 from typing import Any, Literal, Mapping
 
@@ -201,15 +202,39 @@ class Device:
     logical_block_size: int = 512
     write_cache: str = "unknown"  # "write back" | "write through" from sysfs
     rotational: bool = False
+    # An explicit identity; "" = derived from the fields above. Validation sets it to
+    # predict for a stored device by the identity its observations carry.
+    device_id: str = ""
 
     @property
     def identity(self) -> str:
         """Which physical device (or device class) its measurements belong to, stable across
         reboots and re-attachments: see :func:`device_identity`."""
-        return device_identity(self.kind, self.model, self.serial, self.path)
+        return self.device_id or device_identity(model_kind(self.kind, self.path), self.model,
+                                                 self.serial, self.path)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["device_id"]:
+            del d["device_id"]  # the JSON schema of recommend/predict stays as it was
+        return d
+
+
+def model_kind(kind: str | None, path: str | None) -> str:
+    """The device kind the model keys its priors on. Device discovery does not know zram (it
+    says "unknown"); a zram device is RAM behind a compressor, and priced as an NVMe drive
+    its every time share -- and so every mechanism fitted on it -- would be wrong."""
+    if (not kind or kind == "unknown") and re.fullmatch(r"/dev/zram\d+", path or ""):
+        return "zram"
+    return kind or "unknown"
+
+
+def kind_of(device: "Device") -> str:
+    return model_kind(device.kind, device.path)
+
+
+def identity_of(device: "Device") -> str:
+    return device.identity
 
 
 # Kinds whose "device" is a RAM- or file-backed stand-in: what they measure is their backing
@@ -285,6 +310,14 @@ class Observation:
     weight: float = 1.0
     note: str = ""
     device_plp: str = "unknown"  # the measured device's power-loss protection, if stated
+    # Which device the number was measured on (the cited drive for seed rows, the store's
+    # device identity for probe runs, the backing class for reference runs). The model keeps
+    # one device's levels apart from another's by it; "" = unknown (pooled with its kind).
+    device_id: str = ""
+    # Replicates behind ``value`` (a cell mean) and their sample sd in ``unit`` (None: not
+    # stated). The model weighs a mean of n runs as such; one run is never a confident effect.
+    n: int = 1
+    sd: float | None = None
 
 
 @dataclass(frozen=True)

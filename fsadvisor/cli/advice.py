@@ -123,13 +123,17 @@ def predict(
 @domain_errors
 def validate(
     folds: Annotated[int, typer.Option("--folds", callback=limits.option_callback("folds"), help="Cross-validation folds." + limits.help_range("folds"))] = 5,
+    device: Annotated[Optional[list[str]], typer.Option(
+        "--device", help="Leave this device out (its identity as stored; repeatable). "
+                         "Default: every device with raw-device runs and filesystem cells.")] = None,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Report the model's cross-validated error on the stored observations."""
+    """Report the model's cross-validated error on the stored observations: by source table,
+    by row, and leave-one-device-out (raw runs only, then with 10% and 20% of its cells)."""
     from fsadvisor.service import advice
 
-    rep = advice.validate(db=db, folds=folds)
+    rep = advice.validate(db=db, folds=folds, devices=device or None)
     if as_json:
         emit_json(rep)
         return
@@ -147,3 +151,23 @@ def validate(
         for m, s in r["per_metric"].items():
             if s.get("n"):
                 typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
+    if rep["by_device"]:
+        typer.echo("leave-one-device-out (fit without the device's filesystem cells; "
+                   "figures over its held-out cells only):")
+    for r in rep["by_device"]:
+        typer.echo(f"  {r['device']}  given {r['cells_given']} of its cells "
+                   f"({r['share_of_cells_given']:.0%}), {r['cells_held_out']} held out; "
+                   f"device: {r['device_params']}")
+        for m in ("iops", "ops_per_joule"):
+            f = r.get(m)
+            if not f or not f.get("n"):
+                continue
+            order = (f"{f['ordered_right']:.0%} of {f['separable_pairs']} separable pairs "
+                     "ordered right" if f["separable_pairs"] else "no separable pairs")
+            regret = (f", worst regret {f['max_regret']:.0%}" if f["max_regret"] is not None
+                      else "")
+            noise = (f", rep-to-rep cv {f['rep_to_rep_cv_median']:.0%}"
+                     if f["rep_to_rep_cv_median"] is not None else "")
+            typer.echo(f"    {m:<14} n={f['n']:<4} median |error| {f['median_abs_error']:.0%}, "
+                       f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}")
+

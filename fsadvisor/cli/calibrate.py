@@ -78,7 +78,7 @@ def calibrate(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
     output: Annotated[Optional[str], typer.Option(
-        "--output", "-o", help="Model calibration only: write it here instead of the user's data dir.")] = None,
+        "--output", "-o", help="Model calibration only: write it here instead of beside the store (<db>.calibration.json).")] = None,
     folds: Annotated[int, typer.Option(
         "--folds", callback=limits.option_callback("folds"),
         help="Model calibration only: cross-validation folds for the prior width." + limits.help_range("folds"))] = 5,

@@ -15,10 +15,10 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from fsadvisor import catalog
-from fsadvisor.domain import Device, FsConfig, Prediction, Profile
+from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
 from fsadvisor.errors import FsAdvisorError
 import numpy as np
 
@@ -176,7 +176,7 @@ def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, sc
     if cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none":
         out.append("ext4 with defaults: the baseline every other candidate is compared with")
     for feat, d_perf, d_opj, sd_opj in contributions(model, cfg, base, profile.workload,
-                                                     device.kind, scope)[:limit]:
+                                                     kind_of(device), scope)[:limit]:
         if abs(d_opj) < 0.01 and abs(d_perf) < 0.01:
             continue
         mech = _mechanism(feat)
@@ -204,7 +204,8 @@ def complexity(cfg: FsConfig, device: Device) -> int:
 
 
 def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
-           cov: np.ndarray | None = None) -> tuple[list, dict[FsConfig, dict[str, float]]]:
+           cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None
+           ) -> tuple[list, dict[FsConfig, dict[str, float]]]:
     """The first ``top`` distinct configurations, then the best of every other filesystem.
 
     Best first — but a candidate whose lead over a simpler one is within the model's own
@@ -213,11 +214,14 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     extra settings: among such statistically equal candidates the one with the fewest
     non-default settings comes first. The same configuration under another scheduler is not
     a separate recommendation: it becomes a scheduler alternative, scored against the one
-    chosen."""
+    chosen. Among equals, a filesystem with data behind its effects goes before one that
+    only has priors (``measured``): an unmeasured configuration never wins a tie on the
+    strength of its prior."""
     score_of: dict[FsConfig, dict[str, float]] = {}
     for val, cfg, _, _ in kept:
         score_of.setdefault(cfg.with_(scheduler="none"), {})[cfg.scheduler] = val
     cx = np.array([complexity(item[1], device) for item in kept])
+    prior_only = np.array([0 if measured is None or measured(item[1]) else 1 for item in kept])
     bares = [item[1].with_(scheduler="none") for item in kept]
     logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -235,7 +239,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
             var = q[idx] + q[idx[0]] - 2 * cross
             limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
         band = idx[gap <= limit]
-        return int(min(band, key=lambda i: (cx[i], -logv[i])))
+        return int(min(band, key=lambda i: (cx[i], prior_only[i], -logv[i])))
 
     ordered = []
     remaining = list(range(len(kept)))  # kept is sorted by score, best first
@@ -254,6 +258,12 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
             s: v / item[0] for s, v in score_of[bare].items()
             if s != item[1].scheduler and item[0]}}
     return ordered, alternatives
+
+
+def _has_data(model: FittedModel, cfg: FsConfig) -> bool:
+    """Whether the fit saw data on this filesystem (ext4 is the baseline every effect is
+    measured against, so it always has)."""
+    return cfg.fs == "ext4" or bool(model.sources.get(f"fs:{cfg.fs}"))
 
 
 def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
@@ -321,7 +331,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
     X = design["X"][[row_of[k[1]] for k in kept]]
-    ordered, alternatives = _order(kept, device, top, X, design["cov"])
+    ordered, alternatives = _order(kept, device, top, X, design["cov"],
+                                   measured=lambda cfg: _has_data(model, cfg))
     kernel_has = kernel_has if kernel_has is not None else {
         fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
@@ -368,6 +379,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             notes.append(f"#1 and #2 differ by {math.expm1(gap):+.1%} in predicted efficiency, "
                          f"within the model's 1-sigma uncertainty of that difference "
                          f"({math.expm1(sd):.1%}): probe both to decide")
+    params = model.params_for(device)
+    if params.measured or "no figures for device kind" in params.source:
+        # Say which device figures the ranking rests on when they are this device's own
+        # (fitted from its runs) or a stand-in for an unknown kind.
+        notes.append(f"device figures: {params.source}")
+    if model.known_device(device):
+        notes.append("this device's own measurements are in the fit: its own level and "
+                     "option effects apply, on top of the shared ones")
     if c.plp == "unknown" and device.plp == "unknown":
         notes.append("PLP unknown: no option with a durability hazard was considered (say "
                      "--plp yes or no to widen the search)")

@@ -434,7 +434,7 @@ def calibrate(model, cfg: FsConfig, w: Workload, device: Device, scope: str = "s
     if not (math.isfinite(sigma) and 0.0 <= sigma <= 3.0):
         raise FsAdvisorError(f"sigma (log-sd of service times) must be in 0..3, not {sigma}")
     p = predict(model, cfg, w, device, scope)
-    params = model.settings.device_params(device.kind)
+    params = dict(model.params_for(device).values)  # the device's own figures when fitted
     raw = run(device_times(params, w, device.plp, sigma), job_specs(w), requests, seed)
     t0 = raw.throughput_ops_s
     if not (t0 > 0 and p.iops > 0 and math.isfinite(t0 / p.iops)):
@@ -583,7 +583,7 @@ def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: st
     w2, dev2, burst, pause_us = apply_overrides(workload, device, overrides)
     _check_workload(w2, requests)
     cal = calibration or calibrate(model, cfg, workload, device, scope, seed, requests, sigma)
-    params = model.settings.device_params(device.kind)
+    params = dict(model.params_for(device).values)  # the device's own figures when fitted
     times = device_times(params, w2, dev2.plp, cal.sigma).scaled(cal.scale)
     t_wall = time.perf_counter()
     st = run(times, job_specs(w2, burst, pause_us), requests, seed)

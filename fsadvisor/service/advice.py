@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator
 from fsadvisor import catalog, limits
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
+from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
                              cross_validate, fit, load_model, predict, save_model,
                              settings_fingerprint)
@@ -56,7 +57,7 @@ def get_model(db: str | None = None) -> FittedModel:
     re-reads the datasets nor refits; any new probe run or data change makes a new key."""
     from fsadvisor.store import quick_version
 
-    settings = ModelSettings.load()
+    settings = ModelSettings.load(db=db)
     version = quick_version(db)
     key = None
     if version is not None:
@@ -71,7 +72,7 @@ def get_model(db: str | None = None) -> FittedModel:
             _cache[key] = cached
             return cached
     obs = _observations(db)
-    model = fit(obs, settings)
+    model = fit(obs, settings, _stored_device_params(db))
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
@@ -86,6 +87,15 @@ def get_model(db: str | None = None) -> FittedModel:
         _cache.clear()
         _cache[key] = model
     return model
+
+
+def _stored_device_params(db: str | None) -> dict:
+    """Device parameters `fsadvisor calibrate DEVICE` fitted and stored, by device identity
+    (none in a store without calibrations: then raw-device runs lift the priors)."""
+    from fsadvisor.store import open_store
+    with open_store(db) as store:
+        return {ident: p for ident in store.calibrated_devices()
+                if (p := store.device_params(ident)) is not None}
 
 
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
@@ -225,43 +235,72 @@ def _check_folds(folds: int) -> None:
     limits.check("folds", folds)
 
 
-def validate(db: str | None = None, folds: int = 5) -> dict[str, Any]:
-    """Cross-validated error of the model as it is used (current calibration), two ways:
-    holding out whole source tables (transfer to an unseen study) and random rows
-    (interpolation within studies it knows)."""
+def validate(db: str | None = None, folds: int = 5, devices: list[str] | None = None,
+             shares: tuple[float, ...] = (0.0, 0.1, 0.2)) -> dict[str, Any]:
+    """Cross-validated error of the model as it is used (current calibration), three ways:
+    holding out whole source tables (transfer to an unseen study), random rows
+    (interpolation within studies it knows) and whole devices (leave-one-device-out: the
+    device's raw runs, optionally a share of its filesystem cells, predict the rest).
+    ``devices``: the device identities to hold out (default: every device with raw runs and
+    at least 4 filesystem cells)."""
+    from fsadvisor.predict import validate as lodo
+
     _check_folds(folds)
     obs = _observations(db)
-    settings = ModelSettings.load()
+    settings = ModelSettings.load(db=db)
     by_source = cross_validate(obs, folds=folds, settings=settings, group_by="source")
     by_row = cross_validate(obs, folds=folds, settings=settings, group_by="row")
+    eligible = lodo.eligible_devices(obs)
+    if devices:
+        unknown = [d for d in devices if d not in eligible]
+        if unknown:
+            raise FsAdvisorError(
+                f"no device {unknown[0]!r} with raw-device runs and filesystem cells in the "
+                "store; known: " + (", ".join(eligible) or "none"))
+    held = lodo.leave_devices_out(obs, devices or eligible, settings, shares,
+                                  device_params=_stored_device_params(db))
     return {"observations": len(obs), "prior_scale": settings.prior_scale,
             "calibration": settings.calibration_source,
-            "by_source_table": by_source, "by_row": by_row}
+            "by_source_table": by_source, "by_row": by_row, "by_device": held}
 
 
 def calibrate(db: str | None = None, out: str | Path | None = None,
               folds: int = 5) -> dict[str, Any]:
     """Choose the prior width by grouped cross-validation, fit on everything in the store and
-    write the parameters with how they were fitted (default: the user's calibration file,
-    which later predictions use)."""
+    write the parameters with how they were fitted (default: ``<store>.calibration.json``
+    beside the store, which later predictions on *that* store use; other stores keep theirs)."""
     _check_folds(folds)
     if out is not None and not str(out).strip():
         raise FsAdvisorError("--output is empty")
     obs = _observations(db)
     t0 = time.perf_counter()
-    scale, table = choose_prior_scale(obs, folds=folds)
+    # The search starts from the shipped priors, never from this or another store's
+    # earlier calibration.
+    scale, table = choose_prior_scale(
+        obs, folds=folds, settings=ModelSettings.load(db=db, use_store_calibration=False))
     settings = ModelSettings.load(prior_scale=scale)
-    m = fit(obs, settings)
+    # How far one measured device's findings carry to another, chosen the same way by
+    # leave-one-device-out when the store holds two or more measured devices.
+    device_sd, device_table = choose_device_sd(obs, settings)
+    if device_sd is not None:
+        settings = settings.with_device_sd(device_sd)
+    m = fit(obs, settings, _stored_device_params(db))
     took = time.perf_counter() - t0
     doc = {
-        "how": "Bayesian linear model on log scale (fsadvisor/predict/model.py): weighted ridge with the "
-               "priors of models/priors.toml, the configuration-effect prior sd multiplied by "
-               "prior_scale, chosen as the value with the lowest median held-out error in "
-               f"{folds}-fold cross-validation grouped by source table; noise sd re-estimated "
-               "from residuals; rooflines from models/devices.toml",
+        "how": "Bayesian linear model on log scale (fsadvisor/predict/: fit.py, features.py, "
+               "mechanisms.py): weighted ridge with the priors of models/priors.toml and the "
+               "mechanism priors, the configuration-effect prior sd multiplied by prior_scale, "
+               "chosen as the value with the lowest median held-out error in "
+               f"{folds}-fold cross-validation grouped by source table; with two or more "
+               "measured devices, device_sd (prior sd of a device's own deviations) chosen "
+               "by leave-one-device-out; three noise levels re-estimated robustly from the "
+               "residuals; rooflines from each device's own parameters (fitted from its runs, "
+               "else its kind's models/devices.toml figures as priors)",
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "prior_scale": scale,
         "prior_scale_search": table,
+        "device_sd": device_sd,
+        "device_sd_search": device_table,
         "data_hash": m.data_hash,
         "observations_used": m.n_observations,
         "equations": m.n_rows,
@@ -272,7 +311,10 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
                              "data": m.sources.get(n, [])}
                          for n, i in sorted(m.index.items())},
     }
-    target = Path(out) if out else calibration_path()
+    target = Path(out) if out else calibration_path(db)
+    if target is None:
+        raise FsAdvisorError("an in-memory store has nowhere to keep a calibration: "
+                             "give --output FILE")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     doc["written_to"] = str(target)

@@ -225,8 +225,15 @@ class Store:
 
     @_guarded
     def observations(self) -> list[Observation]:
-        """Seed observations (fsadvisor.store.datasets) plus one per metric of each probe summary."""
-        seeds = list(seeding.datasets_module().load_observations())
+        """Seed observations (fsadvisor.store.datasets), the reference matrix
+        (fsadvisor.store.reference) and one per metric of each probe summary."""
+        from fsadvisor.store import reference
+        # Bounds too: the model treats them as censored (they bind only where it would
+        # break them), never as point values.
+        seeds = list(seeding.datasets_module().load_observations(
+            include=("upper-bound", "lower-bound")))
+        # The shipped reference matrix (cell means of RAM-backed device classes), if shipped.
+        seeds += reference.load_observations()
         return seeds + _observations.probe_observations(queries.summaries(self._db))
 
     @_guarded

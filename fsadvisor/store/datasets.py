@@ -425,6 +425,9 @@ def observation(row: Mapping[str, Any], workloads: Mapping[str, Workload]) -> Ob
         note=row["note"] + (" [cv_over_40pct]" if row.get("cv_over_40pct") else ""),
         # Flush cost depends on power-loss protection; seed 002's PM9A3 states it.
         device_plp="yes" if "(PLP)" in (row.get("device") or "") else "unknown",
+        # The cited drive: its rows set its own levels and inform the others only through
+        # the shared configuration effects.
+        device_id=(row.get("device") or "").strip() or f"{row['device_kind']}:unstated",
     )
 
 
@@ -453,7 +456,9 @@ def fingerprint(directory: str | Path | None = None) -> str:
 
     base = _resolve(directory)
     h = hashlib.sha256()
-    for p in sorted([*base.glob("*.csv"), base / "workloads.toml"]):
+    # The reference matrix (datasets/reference/runs.csv) is data the model learns from too.
+    for p in sorted([*base.glob("*.csv"), base / "workloads.toml",
+                     base / "reference" / "runs.csv"]):
         if p.is_file():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]

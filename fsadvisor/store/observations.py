@@ -12,7 +12,8 @@ import dataclasses
 from typing import Any, Iterable
 
 from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
-                              Observation, Workload)
+                              Observation, Workload, device_identity,
+                              model_kind)
 
 NOT_COMPARABLE_FLAGS = frozenset({FLAG_DIRECT_IO})
 _PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_latency_us"})
@@ -63,6 +64,10 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
                                    cfg["scheduler"] or "none", cfg["ag_count"])
         workload = workload_from_params(s["workload"])
+        kind = model_kind(s["device_kind"], s.get("device_path"))
+        # The identity the store recorded with the device (store v3); older rows derive it.
+        dev_id = s.get("device_identity") or device_identity(
+            kind, s.get("device_model") or "", s.get("device_serial") or "", s.get("device_path"))
         for metric, key, scale, unit, is_energy in PROBE_METRICS:
             st = s[key]
             if st["mean"] is None:
@@ -78,9 +83,10 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             if metric in _PERCENTILE_METRICS and FLAG_POOLED_PERCENTILES in s["flags"]:
                 note += ", pooled estimate (not fio's own percentile)"
             out.append(Observation(
-                source=_source(s), device_kind=s["device_kind"] or "unknown", config=config,
+                source=_source(s), device_kind=kind, config=config,
                 workload=workload, metric=metric, value=st["mean"] * scale, unit=unit,
                 power_scope=s["power_scope"] if is_energy else None,
                 energy_source=s["energy_source"] if is_energy else None,
-                note=note))
+                note=note, device_id=dev_id, n=int(st["n"] or 1),
+                sd=None if st["sd"] is None else float(st["sd"]) * scale))
     return out

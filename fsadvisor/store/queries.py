@@ -137,6 +137,8 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
         s: dict[str, Any] = {
             "device_id": first["device_id"], "device_path": first["device_path"],
             "device_kind": first["device_kind"], "device_model": first["device_model"],
+            "device_serial": first["device_serial"],
+            "device_size_bytes": first["device_size_bytes"],
             "configuration_id": first["configuration_id"], "config_key": first["config_key"],
             "filesystem": first["filesystem"],
             "cell_key": first["cell_key"] if first["configuration_id"] is None else None,

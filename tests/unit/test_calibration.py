@@ -102,7 +102,9 @@ def test_the_model_uses_the_device_ceiling():
     capped = predict(model, cfg, w, LOOP, device_params=slow)
     assert base.iops > 5000 and capped.iops <= 2000.0 * 1.001
     assert capped.basis["device_params"]["source"] == "calibrated: test"
-    assert "device_params" not in base.basis
+    # Without a calibration the basis still says what the device figures are: the prior.
+    assert base.basis["device_params"]["source"].startswith("prior: models/devices.toml [loop]")
+    assert base.basis["device_params"]["n_runs"] == 0
 
 
 def test_cli_device_calibration_refuses_output_and_keeps_the_model_form(tmp_path, monkeypatch):

@@ -115,5 +115,10 @@ def test_no_prediction_exceeds_the_device_ceiling():
                        metric="iops", value=5 * roof, unit="IOPS")] * 5
     p = predict(fit(obs, S), EXT4, w, NVME)
     assert p.mb_s * 1e6 <= 6.636e9 * 1.001  # models/devices.toml write bandwidth (6.18 GiB/s)
-    assert p.uncertainty["iops_90"][1] * (128 << 10) <= 6.636e9 * 1.001
+    # The shipped figure is a prior, not a wall (issue 10 §1): the interval's upper end may
+    # reach the prior ceiling's own 90% upper bound, never beyond.
+    from fsadvisor.predict.device_params import PRIOR_LOG_SD
+    from fsadvisor.predict.model import Z90
+    assert p.uncertainty["iops_90"][1] * (128 << 10) <= (
+        6.636e9 * math.exp(Z90 * PRIOR_LOG_SD) * 1.001)
     assert p.p99_latency_ms > 0 and p.ops_per_joule > 0

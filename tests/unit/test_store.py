@@ -73,7 +73,7 @@ def fake_datasets(monkeypatch):
         fake.calls += 1
         return [dict(r) for r in fake.rows]
 
-    def load_observations():
+    def load_observations(include=()):  # the store asks for bounds too (censored in the fit)
         return [Observation(source="seed 004, Table 2", device_kind="nvme",
                             config=FsConfig.make("xfs", ag_count=32), workload=Workload(),
                             metric="ops_per_joule", value=0.23, unit="ratio",
@@ -517,7 +517,12 @@ def test_seeding_the_real_shipped_datasets(store):
     exported = list(csv.DictReader(io.StringIO(buf.getvalue())))
     assert [(e["id"], e["metric"]) for e in exported] == [(r["id"], r["metric"]) for r in rows]
     assert [float(e["value"]) for e in exported] == [r["value"] for r in rows]
-    assert len(store.observations()) == len(datasets.load_observations())
+    # The store hands the model the seed rows with their bounds (censored in the fit) and
+    # the shipped reference matrix's cells.
+    from fsadvisor.store import reference
+    assert len(store.observations()) == (
+        len(datasets.load_observations(include=("upper-bound", "lower-bound")))
+        + len(reference.load_observations()))
 
 
 def test_missing_datasets_module_is_a_store_error(store, monkeypatch):

@@ -1,0 +1,269 @@
+"""Features of the log-linear model: the device roofline (from a device's parameters),
+workload-shape and per-device level terms, configuration effects and the mechanisms."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+from fsadvisor.domain import FsConfig, Workload
+from fsadvisor.predict import mechanisms
+from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.predict.settings import ModelSettings
+
+
+_HISTORIC_SCHEDULERS = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
+_FAMILY = {"ext2": "ext", "ext3": "ext", "ext4": "ext"}
+
+
+def _family(fs: str) -> str:
+    return _FAMILY.get(fs, fs)
+
+
+def _fsync_per_op(w: Workload) -> float:
+    n = w.writes_per_fsync
+    return (1.0 - w.read_pct / 100.0) / n if n else 0.0
+
+
+def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown",
+                  params: DeviceParams | None = None) -> float:
+    """What the bare device could sustain for this workload: a soft minimum of the
+    latency-bound (Little's law), IOPS-bound and bandwidth-bound rates. ``params``: the
+    device's own (fitted) parameters; default its kind's prior from devices.toml."""
+    p = params.values if params is not None else settings.device_params(kind)
+    return _roofline(w, p, plp)[0]
+
+
+def _roofline(w: Workload, p: Mapping[str, float],
+              plp: str = "unknown") -> tuple[float, float]:
+    """(iops, share of per-op device latency spent in cache flushes) on a device with
+    parameters ``p`` (the keys of models/devices.toml)."""
+    rf = w.read_pct / 100.0
+    wf = 1.0 - rf
+    conc = min(max(w.concurrency, 1), p["parallelism"])
+    flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
+    flush_us = _fsync_per_op(w) * flush
+    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
+    if w.metadata_frac > 0:
+        # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
+        # second on this machine, issue 10), not two synchronous device writes; with fsync it
+        # pays a journal commit (one write) and a flush on top.
+        meta_us = mechanisms.META_CPU_US + (
+            (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)
+        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * meta_us
+    rates = [conc / (lat_us * 1e-6),
+             1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
+    if w.metadata_frac < 1.0:
+        bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
+        rates.append(bw / max(w.bs_bytes, 512))
+    return float(sum(r ** -4 for r in rates) ** -0.25), flush_us / lat_us
+
+
+def _workload_terms(w: Workload) -> dict[str, float]:
+    rf = w.read_pct / 100.0
+    return {
+        "wf": 1.0 - rf,
+        "rf": rf,
+        "rnd": 1.0 if w.random else 0.0,
+        "lc": math.log2(max(w.concurrency, 1)) / 6.0,  # 1 at 64 outstanding I/Os
+        "meta": w.metadata_frac,
+        "fsync": 1.0 if (w.fsync_every > 0 or w.fsync_mode != "none") else 0.0,
+        "small": 1.0 if w.bs_bytes <= 8192 else 0.0,
+        "buffered": 0.0 if w.direct else 1.0,
+        "smallfiles": 1.0 if w.file_size_bytes <= 64 << 10 else 0.0,
+    }
+
+
+def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, float]:
+    """Features of the configuration (and its interactions with the workload), shared by the
+    performance, power and tail blocks. ext4 with defaults and scheduler none is all-zero."""
+    t = _workload_terms(w)
+    f: dict[str, float] = {}
+    fs = cfg.fs if cfg is not None else "raw"
+    if fs != "ext4":
+        f[f"fs:{fs}"] = 1.0
+        for term in ("wf", "meta", "fsync", "lc"):
+            f[f"fs:{fs}*{term}"] = t[term]
+        f[f"fs:{fs}*rndw"] = t["rnd"] * t["wf"]
+        f[f"fs:{fs}*smallw"] = t["small"] * t["wf"]
+    if cfg is None:
+        return f
+    fam = _family(fs)
+    era2010 = kind in ("hdd", "sata-ssd")
+    mk = cfg.mkfs_dict
+    # ---- mount options
+    for opt in cfg.mount:
+        key, _, val = opt.partition("=")
+        if key in ("relatime", "defaults", "rw", "ordered") or opt == "data=ordered":
+            continue
+        if key == "noatime":
+            f["opt:noatime"] = 1.0
+            f["opt:noatime*rf"] = t["rf"]
+            f["opt:noatime*meta"] = t["meta"]
+        elif key == "data" and val in ("writeback", "journal"):
+            f[f"opt:{fam}.data={val}"] = 1.0
+            f[f"opt:{fam}.data={val}*wf"] = t["wf"]
+            f[f"opt:{fam}.data={val}*fsync"] = t["fsync"]
+        elif opt in ("nobarrier", "barrier=0") or opt == "fsync_mode=nobarrier":
+            f["opt:nobarrier*fsync"] = t["fsync"]
+            f["opt:nobarrier*wf"] = t["wf"]
+        elif key == "commit" and val.isdigit() and int(val) > 5:
+            f["opt:commit_long*wf"] = t["wf"] * math.log2(int(val) / 5) / 4
+        elif key in ("compress", "compress-force", "compress_algorithm"):
+            f["opt:compress"] = 1.0
+            f["opt:compress*wf"] = t["wf"]
+        elif key == "discard" and val != "async":
+            f["opt:discard*wf"] = t["wf"]
+        elif key in ("nodatacow",):
+            f["opt:btrfs.nodatacow*rndw"] = t["rnd"] * t["wf"]
+            f["opt:btrfs.nodatacow"] = 1.0
+        elif key == "logbsize":
+            from fsadvisor.sizes import parse_size
+            f["opt:xfs.logbsize*sync"] = math.log2(parse_size(val) / 32768) / 3 * (
+                t["fsync"] + t["meta"])
+        else:
+            f[f"opt:{fs}.{opt}"] = 1.0
+    # ---- mkfs options
+    block = int(mk.get("block_size", 4096) or 4096)
+    if block != 4096:
+        f[f"opt:{fam}.blk_small"] = math.log2(4096 / block)
+    if w.bs_bytes < 4096 and block <= w.bs_bytes:
+        # Seed 004 §5.5: a block size matching 2 KB OLTP I/O avoids read-modify-write.
+        f["opt:rmw_avoided"] = 1.0
+    isz_default = {"ext": 128 if era2010 else 256, "xfs": 256 if era2010 else 512}.get(fam)
+    if "inode_size" in mk and isz_default:
+        r = math.log2(int(mk["inode_size"]) / isz_default)
+        if r:
+            f[f"opt:{fam}.isz_large"] = r
+            f[f"opt:{fam}.isz_large*smallfiles"] = r * t["smallfiles"]
+    if "blocks_per_group" in mk:
+        f["opt:ext.bg_small"] = math.log2(32768 / int(mk["blocks_per_group"]))
+    if str(mk.get("journal", "true")).lower() in ("false", "0", "no"):
+        f["opt:ext.nojournal"] = 1.0
+        f["opt:ext.nojournal*wf"] = t["wf"]
+    for k, v in mk.items():
+        if k in ("block_size", "inode_size", "blocks_per_group", "journal"):
+            continue
+        f[f"opt:{fs}.mkfs.{k}={v}"] = 1.0
+    # ---- XFS allocation groups (seed 000 §IV.D, seed 004 Table 2)
+    if fs == "xfs" and cfg.ag_count:
+        ref = 16 if era2010 else 4
+        r = math.log2(cfg.ag_count / ref)
+        if r:
+            f["ag:log"] = r
+            f["ag:log*meta"] = r * t["meta"]
+            f["ag:log*lc"] = r * t["lc"]
+            f["ag:log*wf"] = r * t["wf"]
+            # Allocation concurrency saturates and many small AGs fragment free space: the
+            # effect is not monotone (seed 004 Table 2: fileserver ops/J +25% at 64 AGs, +8% at
+            # 128), so a curvature term lets the data put the optimum where it is.
+            f["ag:log^2"] = r * r / 4.0
+    # ---- scheduler (seed 003's CFQ/Deadline/NOOP map only loosely onto blk-mq's)
+    sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
+    if sched != "none":
+        f[f"sched:{sched}"] = 1.0
+        f[f"sched:{sched}*lc"] = t["lc"]
+        f[f"sched:{sched}*rnd"] = t["rnd"]
+    return f
+
+
+def device_ceiling_iops(w: Workload, kind: str, settings: ModelSettings,
+                        params: DeviceParams | None = None) -> float:
+    """The limit of the device's IOPS and bandwidth for this mix (its fitted figures, else its
+    kind's prior). Buffered reads may be served from the page cache, so they are not capped;
+    everything else reaches the device. An application-level operation (a Filebench file op,
+    a database transaction) is not one device I/O of ``bs`` bytes -- a stat or a delete moves
+    no data, the page cache merges appends -- so the device's figures do not cap it."""
+    if w.op != "io":
+        return math.inf
+    p = params.values if params is not None else settings.device_params(kind)
+    rf = w.read_pct / 100.0 if w.direct else 0.0
+    wf = 1.0 - w.read_pct / 100.0
+    if rf + wf <= 0:
+        return math.inf
+    cap = 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"]) / (rf + wf)
+    if w.metadata_frac < 1.0:
+        bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"]) / (rf + wf)
+        cap = min(cap, bw / max(w.bs_bytes, 512))
+    return cap
+
+
+def _cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarray:
+    """Smooth minimum of x and the ceiling (sharp enough to leave values far below alone)."""
+    if not math.isfinite(ceiling):
+        return x
+    return (x ** -sharpness + ceiling ** -sharpness) ** (-1.0 / sharpness)
+
+
+def workload_features(w: Workload, kind: str, flush_share: float,
+                      device_id: str = "") -> dict[str, float]:
+    """Corrections to the roofline's shape, learned per device kind: 2010 HDD and SATA data
+    must never bend an NVMe prediction, so each kind has its own terms. The fsync term is
+    scaled by the share of device time the roofline spends in flushes, so a workload that
+    fsyncs rarely is not treated like one that fsyncs every write."""
+    t = _workload_terms(w)
+    t["fsync"] = flush_share if t["fsync"] else 0.0
+    f = {f"k:{kind}": 1.0}
+    if device_id:
+        # The device's own level around its kind's (hierarchical): one device's runs move its
+        # own k:dev/w:dev terms and, partially, the kind's mean -- never another kind's.
+        f[f"k:dev:{device_id}"] = 1.0
+    for term in ("wf", "rnd", "lc", "meta", "fsync", "small", "buffered"):
+        if t[term]:
+            f[f"w:{kind}:{term}"] = t[term]
+            if device_id:
+                f[f"w:dev:{device_id}:{term}"] = t[term]
+    return f
+
+
+def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
+                  flush_share: float = 0.0, device_id: str = "") -> dict[str, float]:
+    f = workload_features(w, kind, flush_share, device_id)
+    f.update(config_features(cfg, w, kind))
+    return f
+
+
+def device_config_features(cf: Mapping[str, float], device_id: str) -> dict[str, float]:
+    """One device's own deviations from the shared configuration effects (``d:<id>|feat``).
+    A probe or reference device's rows load on both, so with prior sds sigma_shared and
+    tau (priors.toml "d:") only sigma^2 / (sigma^2 + tau^2) of what one device shows moves the
+    shared effect that other devices use. Mechanisms (``m:``) get deviations too: a device
+    whose own figures are off (a loop device priced from its kind's datasheet-order prior)
+    then absorbs the misfit itself instead of bending the coefficient every device shares."""
+    return {f"d:{device_id}|{k}": v for k, v in cf.items()}
+
+
+def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
+                   cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
+    t = _workload_terms(w)
+    # One power level per (scope, kind): a 2010 server's 250 W says nothing about an NVMe box.
+    f = {f"pw:{scope}:{kind}": 1.0}
+    for term in ("wf", "lc", "meta", "rnd"):
+        if t[term]:
+            f[f"pww:{kind}:{term}"] = t[term]
+    for k, v in (cfg_feats if cfg_feats is not None else config_features(cfg, w, kind)).items():
+        f[f"pwf:{k}"] = v
+    return f
+
+
+def tail_features(cfg: FsConfig | None, w: Workload, kind: str,
+                  cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
+    t = _workload_terms(w)
+    f = {"t:0": 1.0}
+    for term in ("fsync", "lc", "wf"):
+        if t[term]:
+            f[f"t:{term}"] = t[term]
+    for k, v in (cfg_feats if cfg_feats is not None else config_features(cfg, w, kind)).items():
+        if k.startswith(("fs:", "sched:")) and "*" not in k:
+            f[f"t:{k}"] = v
+    return f
+
+
+def _cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, float],
+                  plp: str) -> dict[str, float]:
+    """Configuration features plus the mechanisms in this device's terms."""
+    f = config_features(cfg, w, kind)
+    f.update(mechanisms.features(cfg, w, p, plp))
+    return f

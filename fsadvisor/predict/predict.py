@@ -1,0 +1,235 @@
+"""Predictions from a fitted model: vectorised over configurations, with the uncertainty of
+the fit, of the device's own parameters and of the model noise."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
+from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.predict.features import (_cap, _cfg_features, _roofline, device_ceiling_iops,
+                                        device_config_features, power_features,
+                                        tail_features, workload_features)
+from fsadvisor.predict.fit import _CAP_KEYS, FittedModel
+
+
+Z90 = 1.6449
+
+
+class _Space:
+    """The fitted coefficients plus, appended, any feature the fit never saw (it keeps its
+    prior: mean from priors.toml, independent variance sd^2)."""
+
+    def __init__(self, model: FittedModel):
+        self.model = model
+        self.index = dict(model.index)
+        self.extra: list[str] = []
+
+    def col(self, name: str) -> int:
+        i = self.index.get(name)
+        if i is None:
+            i = self.index[name] = len(self.model.names) + len(self.extra)
+            self.extra.append(name)
+        return i
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        m = self.model
+        pri = [m.settings.prior(n) for n in self.extra]
+        theta = np.concatenate([m.theta, [p[0] for p in pri]])
+        cov = np.zeros((len(theta), len(theta)))
+        k = len(m.names)
+        cov[:k, :k] = m.cov
+        cov[range(k, len(theta)), range(k, len(theta))] = [p[1] ** 2 for p in pri]
+        return theta, cov
+
+
+def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+                   scope: str, params: DeviceParams | None = None):
+    """Design matrices of the performance, power and tail blocks for many configurations of
+    one workload, in the fitted coefficients' space (plus unseen features at their prior):
+    the configuration features are laid out once, then mapped into each block."""
+    kind = kind_of(device)
+    pv = (params or model.params_for(device)).values
+    _, flush_share = _roofline(w, pv, device.plp)
+    dev = model.known_device(device)
+    space = _Space(model)
+    cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
+    if dev and any(n.startswith(f"d:{dev}|") for n in model.index):
+        # A device measured here: its own deviations from the shared effects apply.
+        for cf in cfs:
+            cf.update(device_config_features(cf, dev))
+    cnames = sorted({k for cf in cfs for k in cf})
+    cidx = {n: j for j, n in enumerate(cnames)}
+    C = np.zeros((len(cfgs), len(cnames)))
+    for r, cf in enumerate(cfs):
+        for k, v in cf.items():
+            C[r, cidx[k]] = v
+    # Block-constant parts (identical for every configuration of this workload).
+    const = {
+        "perf": workload_features(w, kind, flush_share, dev),
+        "power": power_features(None, w, kind, scope, {}),
+        "tail": tail_features(None, w, kind, {}),
+    }
+    # Where each configuration feature lands in each block.
+    maps = {"perf": [(j, space.col(n)) for n, j in cidx.items()],
+            "power": [(j, space.col(f"pwf:{n}" if not n.startswith("d:") else f"p{n}"))
+                      for n, j in cidx.items()
+                      if not n.startswith("m:") and "|m:" not in n],
+            "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
+                     if not n.startswith("d:")
+                     if n.startswith(("fs:", "sched:")) and "*" not in n]}
+    for block in const.values():
+        for n in block:
+            space.col(n)
+    theta, cov = space.moments()
+    p = len(theta)
+
+    def design(block: str) -> np.ndarray:
+        X = np.zeros((len(cfgs), p))
+        for n, v in const[block].items():
+            X[:, space.col(n)] += v
+        for j, col in maps[block]:
+            X[:, col] += C[:, j]
+        return X
+
+    return design("perf"), design("power"), design("tail"), theta, cov
+
+
+def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+                 scope: str = "system", idle_watts: float | None = None,
+                 design_out: dict | None = None,
+                 device_params: DeviceParams | None = None) -> list[Prediction]:
+    """Predictions for many configurations of one workload on one device, vectorised.
+    With ``design_out`` (a dict), also hands back the design of log ops/J ("X", "cov"):
+    the sd of a difference between two rows is the uncertainty of their *ranking*, in which
+    every shared term cancels (recommend uses it to tell real leads from noise).
+    ``device_params`` overrides what the fit knows of the device (the service passes the
+    store's calibration of it, or a library drive's datasheet prior)."""
+    kind = kind_of(device)
+    s = model.settings
+    params = device_params or model.params_for(device)
+    roof = math.log(_roofline(w, params.values, device.plp)[0])
+    # The uncertainty of a measured device's own figures enters every prediction for it
+    # (delta method on log scale); an unmeasured device's spread around its kind is what
+    # the fitted kind level and the priors already carry.
+    roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
+    Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope, params)
+    if design_out is not None:
+        design_out["X"], design_out["cov"] = Xp - Xw, cov
+    noise2 = model.noise_sd ** 2
+    if model.known_device(device) and model.noise_sd_measured is not None:
+        noise2 = model.noise_sd_measured ** 2
+
+    def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return X @ theta, np.sum((X @ cov) * X, axis=1)
+
+    mu_p, var_p = mv(Xp)
+    mu_w, var_w = mv(Xw)
+    mu_e, var_e = mv(Xp - Xw)
+    mu_t, var_t = mv(Xt - Xp)
+    conc = max(w.concurrency, 1)
+    mu_p = mu_p + roof
+    mu_e = mu_e + roof
+    var_p, var_e = var_p + roof_var, var_e + roof_var
+    mu_t = mu_t + math.log(conc) - roof + math.log(1000.0)  # log p99 in ms
+    sd_p, sd_e = np.sqrt(var_p + noise2), np.sqrt(var_e + noise2)
+    sd_t, sd_w = np.sqrt(var_t + noise2), np.sqrt(var_w + noise2)
+    ceiling = device_ceiling_iops(w, kind, s, params)
+    # The ceiling is the device's fitted (or prior) figure with its own uncertainty: each
+    # quantile of IOPS passes through the same quantile of the ceiling.
+    c_sd = max((params.log_sd.get(k, 0.0) for k in _CAP_KEYS), default=0.0)
+    measured = model.measured_power.get(f"{scope}/{kind}", 0)
+    if idle_watts is None:
+        idle_watts = float(s.priors["idle_watts"].get(scope, 0.0))
+    basis = {
+        "observations": model.n_observations,
+        "device_params": {"identity": params.device_id, "kind": params.kind,
+                          "source": params.source, "n_runs": params.n_runs,
+                          "fitted_at": params.details.get("fitted_at"),
+                          "values": dict(params.values), "log_sd": dict(params.log_sd)},
+        "power_level": ("measured" if measured else "assumed") + f" ({scope} scope, {kind}: "
+                       f"{measured} measured absolute power observations)",
+        "idle_watts": idle_watts,
+    }
+    bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
+    ex = np.exp
+    # No filesystem makes the device faster than its hardware: the learned log-linear terms
+    # can overshoot the bandwidth or IOPS ceiling (seen: 64 KiB buffered appends at 17 GB/s on
+    # a 6.2 GB/s device), so every quantile passes through the same smooth cap. Throughput
+    # lost to the cap is lost to ops/joule and added to latency (Little's law).
+    iops_raw, lo_raw, hi_raw = ex(mu_p), ex(mu_p - Z90 * sd_p), ex(mu_p + Z90 * sd_p)
+    iops = _cap(iops_raw, ceiling)
+    lo_p = _cap(lo_raw, ceiling * math.exp(-Z90 * c_sd))
+    hi_p = _cap(hi_raw, ceiling * math.exp(Z90 * c_sd))
+    f_mid, f_lo, f_hi = iops / iops_raw, lo_p / lo_raw, hi_p / hi_raw
+    opj, watts, p99 = ex(mu_e) * f_mid, ex(mu_w), ex(mu_t) / f_mid
+    # A machine under load never draws less than at idle: the lower bound of the power
+    # interval is clamped there (the log-normal tail would otherwise go below it).
+    idle_floor = float(s.priors["idle_watts"].get(scope, 0.0)) if idle_watts is None else idle_watts
+    lo_e, hi_e = ex(mu_e - Z90 * sd_e) * f_lo, ex(mu_e + Z90 * sd_e) * f_hi
+    lo_t, hi_t = ex(mu_t - Z90 * sd_t) / f_hi, ex(mu_t + Z90 * sd_t) / f_lo
+    lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), min(idle_floor, 0.99 * watts.min())), \
+        ex(mu_w + Z90 * sd_w)
+    f_p, f_e = ex(sd_p), ex(sd_e)
+    source = "model" if measured else "model (assumed power level)"
+    out = []
+    for i in range(len(cfgs)):
+        unc = {
+            "model": "log-normal; factor = exp(1 sd), interval = 90%",
+            "iops_factor": float(f_p[i]),
+            "iops_90": [float(lo_p[i]), float(hi_p[i])],
+            "ops_per_joule_factor": float(f_e[i]),
+            "ops_per_joule_90": [float(lo_e[i]), float(hi_e[i])],
+            "p99_latency_ms_90": [float(lo_t[i]), float(hi_t[i])],
+            "watts_90": [float(lo_w[i]), float(hi_w[i])],
+        }
+        io = float(iops[i])
+        out.append(Prediction(
+            iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
+            p99_latency_ms=float(p99[i]), watts=float(watts[i]), ops_per_joule=float(opj[i]),
+            bytes_per_joule=float(opj[i]) * bs, uncertainty=unc, power_scope=scope,
+            energy_source=source, basis=basis))
+    return out
+
+
+def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:
+    """Variance of log roofline from the log-sd of each device figure (numerical gradient)."""
+    base = math.log(_roofline(w, params.values, plp)[0])
+    var = 0.0
+    for k, sd in params.log_sd.items():
+        if not sd or k not in params.values:
+            continue
+        bumped = dict(params.values)
+        bumped[k] = bumped[k] * math.exp(0.01)
+        g = (math.log(_roofline(w, bumped, plp)[0]) - base) / 0.01
+        var += (g * sd) ** 2
+    return var
+
+
+def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
+            scope: str = "system", idle_watts: float | None = None,
+            device_params: DeviceParams | None = None) -> Prediction:
+    return predict_many(model, [cfg], w, device, scope, idle_watts,
+                        device_params=device_params)[0]
+
+
+def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload,
+                  kind: str, scope: str = "system") -> list[tuple[str, float, float, float]]:
+    """Per feature of ``cfg`` against ``base``: (name, delta log perf, delta log ops/J, sd of
+    that ops/J delta). The sd treats the performance and power coefficients as independent,
+    an approximation good enough to say whether an effect is known or only hoped for."""
+    pv = model.settings.device_params(kind)
+    cf = _cfg_features(cfg, w, kind, pv, "unknown")
+    bf = _cfg_features(base, w, kind, pv, "unknown")
+    out = []
+    for k in set(cf) | set(bf):
+        d = cf.get(k, 0.0) - bf.get(k, 0.0)
+        if not d:
+            continue
+        (mp, sp), (mw, sw) = model.coef(k), model.coef(f"pwf:{k}")
+        out.append((k, d * mp, d * (mp - mw), abs(d) * math.hypot(sp, sw)))
+    out.sort(key=lambda t: -abs(t[2]))
+    return out

@@ -1,0 +1,140 @@
+"""Model settings: priors (models/priors.toml), device figures (models/devices.toml), the
+prior width and where a store's calibration lives (beside the store, never a global file)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from fsadvisor.domain import Observation
+from fsadvisor.predict import mechanisms
+from fsadvisor.predict.device_params import DeviceParams, prior_params
+from fsadvisor.resources import data_dir
+
+# Metrics whose observations carry performance information, and how.
+_RATE_METRICS = {"iops", "ops_per_s", "files_per_s", "db_ops_per_s", "transactions_per_s"}
+_LATENCY_MEAN_METRICS = {"mean_latency_us", "fsync_latency_us"}
+_EFFICIENCY_METRICS = {"ops_per_joule", "ai_iops_per_watt", "iops_per_watt", "energy_efficiency"}
+# Bytes per unit for bandwidth metrics, by the unit the source states (seed 002's "MB/s"
+# column is MiB/s: its harness divides by 1024*1024, so the dataset says MiB/s).
+_BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20},
+                    "gb_s": {"GB/s": 1e9, "GiB/s": 1 << 30}}
+
+
+# Coefficients describing configurations (as opposed to devices and workload shapes): the
+# ones whose prior width `calibrate` tunes by cross-validation.
+CONFIG_PREFIXES = ("fs:", "opt:", "ag:", "sched:", "pwf:", "t:fs:", "t:sched:")
+PRIOR_SCALES = (0.1, 0.25, 0.5, 1.0)
+
+
+def calibration_path(db: str | Path | None = None) -> Path | None:
+    """Where `calibrate` writes the calibration of the store ``db``: beside it, as
+    ``<db>.calibration.json``, so `--db A` and `--db B` never influence each other. None for
+    an in-memory store (nothing to write beside)."""
+    if db is not None and str(db) == ":memory:":
+        return None
+    from fsadvisor.store import default_path
+    path = Path(db).expanduser() if db is not None else default_path()
+    return path.with_name(path.name + ".calibration.json")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    priors: dict[str, Any]
+    devices: dict[str, dict[str, float]]
+    prior_scale: float = 1.0  # multiplies the prior sd of configuration effects
+    calibration_source: str = "none"
+
+    @staticmethod
+    def load(prior_scale: float | None = None, db: str | Path | None = None,
+             use_store_calibration: bool = True) -> "ModelSettings":
+        """Priors, device figures and the prior width. The width comes from the calibration
+        of the store ``db`` (beside it) when there is one, else from the shipped
+        models/calibration.json; never from a file shared by every store."""
+        d = data_dir("models")
+        with open(d / "priors.toml", "rb") as f:
+            priors = tomllib.load(f)
+        with open(d / "devices.toml", "rb") as f:
+            devices = tomllib.load(f)
+        source = "argument"
+        device_sd = None
+        if prior_scale is None:
+            prior_scale, source = 1.0, "none (priors.toml as written)"
+            beside = calibration_path(db) if use_store_calibration else None
+            for cand in (beside, d / "calibration.json"):
+                if cand is None:
+                    continue
+                try:
+                    doc = json.loads(cand.read_text())
+                    prior_scale = float(doc["prior_scale"])
+                    if doc.get("device_sd") is not None:
+                        device_sd = float(doc["device_sd"])
+                    source = str(cand)
+                    break
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+        out = ModelSettings(priors=priors, devices=devices, prior_scale=prior_scale,
+                            calibration_source=source)
+        return out.with_device_sd(device_sd) if device_sd is not None else out
+
+    def scaled(self, prior_scale: float) -> "ModelSettings":
+        return ModelSettings(self.priors, self.devices, prior_scale, "argument")
+
+    def with_device_sd(self, sd: float) -> "ModelSettings":
+        """The same settings with the prior sd of a measured device's own deviations from the
+        shared effects (priors.toml "d:") set to ``sd`` -- what `calibrate` chooses by
+        leave-one-device-out when the store holds two or more measured devices."""
+        priors = {**self.priors, "prior": {**self.priors["prior"], "d:": {"sd": float(sd)}}}
+        return ModelSettings(priors, self.devices, self.prior_scale, self.calibration_source)
+
+    def prior(self, name: str) -> tuple[float, float]:
+        """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml, or for
+        a mechanism (``m:``) its prior in predict/mechanisms.py."""
+        cache = self.__dict__.setdefault("_prior_cache", {})
+        hit = cache.get(name)
+        if hit is None and name.startswith(("m:", "pwf:m:")):
+            mp = mechanisms.prior(name) if name.startswith("m:") else None
+            hit = cache[name] = mp if mp is not None else (0.0, 0.05)
+        if hit is None:
+            mean, best_m = 0.0, ""
+            for prefix, v in self.priors.get("prior_mean", {}).items():
+                if name.startswith(prefix) and len(prefix) > len(best_m):
+                    best_m, mean = prefix, float(v)
+            best, sd = "", 1.0
+            for prefix, spec in self.priors["prior"].items():
+                if name.startswith(prefix) and len(prefix) > len(best):
+                    best, sd = prefix, float(spec["sd"])
+            if name.startswith(CONFIG_PREFIXES):
+                sd *= self.prior_scale
+            hit = cache[name] = (mean, sd)
+        return hit
+
+    def weight(self, obs: Observation) -> float:
+        w = self.priors["weights"]
+        # A kind's weight keeps data of old device kinds from posing as today's figures. A
+        # device with an identity has its own level and deviation terms, which take what is
+        # peculiar to it whatever its weight, so its rows count in full there
+        # ("weights.identified"); the shared effects get only the prior-variance share.
+        if obs.device_id and "identified" in w:
+            weight = float(w["identified"]) * obs.weight
+        else:
+            weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
+        if "[cv_over_40pct]" in obs.note or "cv>40%" in obs.note:
+            weight *= float(w["cv_over_40pct"])
+        if obs.energy_source == "estimate" and obs.metric in (
+                {"watts"} | _EFFICIENCY_METRICS):
+            weight *= float(w["estimate_energy"])
+        return weight
+
+    def device_params(self, kind: str) -> dict[str, float]:
+        return self.devices.get(kind) or self.devices["nvme"]
+
+    def params_for(self, kind: str, device_id: str = "",
+                   fitted: Mapping[str, DeviceParams] | None = None) -> DeviceParams:
+        """The device's fitted parameters when there are some, else its kind's prior."""
+        if fitted and device_id in fitted:
+            return fitted[device_id]
+        return prior_params(kind, self.devices, device_id)

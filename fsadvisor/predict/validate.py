@@ -1,0 +1,197 @@
+"""Leave-one-device-out validation: the question a user with a new drive asks.
+
+Fit on everything except device D, give the fit only D's raw-device (calibration) runs, and
+predict every filesystem cell measured on D. Optionally a share k of D's filesystem cells is
+added to the fit too ("after a short probe"); the figures are then over the *other* cells only.
+No figure comes from data the fit saw. Pure functions over observations, so
+``fsadvisor validate`` and benchmark scripts share them.
+
+Figures, per metric (IOPS; ops/J where D's cells have energy):
+- median and p90 of |predicted / measured - 1| over D's held-out cells;
+- separable pairs: two cells of one workload whose means differ by more than 3 pooled
+  standard errors (sqrt(sd_a^2/n_a + sd_b^2/n_b)); the share the prediction orders right;
+- regret per workload: 1 - measured(predicted winner) / measured(measured winner).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from fsadvisor.domain import Device, FsConfig, Observation, Workload
+from fsadvisor.predict.fit import fit
+from fsadvisor.predict.predict import predict_many
+from fsadvisor.predict.settings import ModelSettings
+
+METRICS = ("iops", "ops_per_joule")
+SEPARABLE_SE = 3.0  # issue 10 §4: "means differ by more than 3 pooled standard errors"
+
+
+@dataclass(frozen=True)
+class Cell:
+    config: FsConfig
+    workload: Workload
+    metric: str
+    mean: float
+    sd: float | None
+    n: int
+
+    @property
+    def se(self) -> float | None:
+        if self.sd is None or self.n < 2:
+            return None
+        return self.sd / math.sqrt(self.n)
+
+
+def _is_raw(o: Observation) -> bool:
+    return o.config.fs == "raw"
+
+
+def device_cells(observations: Sequence[Observation], device_id: str) -> list[Cell]:
+    """D's absolute filesystem cells of the validated metrics (raw-device runs excluded)."""
+    out = []
+    for o in observations:
+        if (o.device_id == device_id and not _is_raw(o) and o.relative_to is None
+                and o.metric in METRICS and o.value > 0):
+            out.append(Cell(o.config, o.workload, o.metric, o.value, o.sd, max(int(o.n), 1)))
+    return out
+
+
+def eligible_devices(observations: Sequence[Observation], min_cells: int = 4) -> list[str]:
+    """Devices with raw-device runs and at least ``min_cells`` filesystem IOPS cells."""
+    raw = {o.device_id for o in observations if o.device_id and _is_raw(o)}
+    counts: dict[str, int] = {}
+    for o in observations:
+        if o.device_id in raw and not _is_raw(o) and o.metric == "iops" \
+                and o.relative_to is None:
+            counts[o.device_id] = counts.get(o.device_id, 0) + 1
+    return sorted(d for d, c in counts.items() if c >= min_cells)
+
+
+def _target_device(observations: Sequence[Observation], device_id: str) -> Device:
+    kind = next(o.device_kind for o in observations if o.device_id == device_id)
+    plp = next((o.device_plp for o in observations if o.device_id == device_id), "unknown")
+    return Device(path=None, size_bytes=1 << 30, kind=kind, plp=plp, device_id=device_id)
+
+
+def _cell_key(c: Cell | Observation) -> tuple:
+    return (c.config.key(), c.workload)
+
+
+def _pairs(cells: list[Cell], pred: dict[tuple, float]) -> tuple[int, int]:
+    """(separable pairs, of those ordered right by ``pred``) within each workload."""
+    by_w: dict[Workload, list[Cell]] = {}
+    for c in cells:
+        by_w.setdefault(c.workload, []).append(c)
+    sep = right = 0
+    for group in by_w.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if a.se is None or b.se is None:
+                    continue
+                if abs(a.mean - b.mean) <= SEPARABLE_SE * math.hypot(a.se, b.se):
+                    continue
+                sep += 1
+                pa, pb = pred[_cell_key(a)], pred[_cell_key(b)]
+                right += (pa - pb) * (a.mean - b.mean) > 0
+    return sep, right
+
+
+def _regret(cells: list[Cell], pred: dict[tuple, float]) -> dict[str, float]:
+    by_w: dict[Workload, list[Cell]] = {}
+    for c in cells:
+        by_w.setdefault(c.workload, []).append(c)
+    out = {}
+    for w, group in by_w.items():
+        if len(group) < 2:
+            continue
+        best = max(c.mean for c in group)
+        chosen = max(group, key=lambda c: pred[_cell_key(c)])
+        out[workload_label(w)] = 1.0 - chosen.mean / best
+    return out
+
+
+def workload_label(w: Workload) -> str:
+    parts = [w.rw, f"{w.bs_bytes // 1024}k" if w.bs_bytes >= 1024 else f"{w.bs_bytes}b",
+             f"qd{w.iodepth}x{w.numjobs}"]
+    if w.fsync_every:
+        parts.append(f"fsync{w.fsync_every}")
+    if w.metadata_frac:
+        parts.append(f"meta{w.create_frac:g}/{w.stat_frac:g}/{w.delete_frac:g}")
+    if not w.direct:
+        parts.append("buffered")
+    return " ".join(parts)
+
+
+def _summary(errs: list[float]) -> dict[str, Any]:
+    if not errs:
+        return {"n": 0}
+    a = np.abs(np.asarray(errs))
+    return {"n": int(a.size), "median_abs_error": float(np.median(a)),
+            "p90_abs_error": float(np.quantile(a, 0.9))}
+
+
+def leave_one_device_out(observations: Sequence[Observation], device_id: str,
+                         settings: ModelSettings | None = None, share: float = 0.0,
+                         seed: int = 0, device_params: dict | None = None) -> dict[str, Any]:
+    """Fit without D's filesystem cells (but with its raw runs and a random ``share`` of its
+    filesystem cells), then score the predictions of D's remaining filesystem cells."""
+    s = settings or ModelSettings.load()
+    cells_all = device_cells(observations, device_id)
+    keys = sorted({_cell_key(c) for c in cells_all}, key=repr)
+    rng = np.random.default_rng(seed)
+    n_in = int(round(share * len(keys)))
+    given = {keys[i] for i in rng.permutation(len(keys))[:n_in]} if n_in else set()
+    train = [o for o in observations
+             if o.device_id != device_id or _is_raw(o) or _cell_key(o) in given]
+    held = [c for c in cells_all if _cell_key(c) not in given]
+    model = fit(train, s, device_params)
+    device = _target_device(observations, device_id)
+    pred: dict[str, dict[tuple, float]] = {m: {} for m in METRICS}
+    by_w: dict[Workload, list[FsConfig]] = {}
+    for c in held:
+        by_w.setdefault(c.workload, [])
+        if c.config not in by_w[c.workload]:
+            by_w[c.workload].append(c.config)
+    for w, cfgs in by_w.items():
+        for cfg, p in zip(cfgs, predict_many(model, cfgs, w, device)):
+            pred["iops"][(cfg.key(), w)] = p.iops
+            pred["ops_per_joule"][(cfg.key(), w)] = p.ops_per_joule
+    report: dict[str, Any] = {
+        "device": device_id, "share_of_cells_given": share, "cells_given": len(given),
+        "cells_held_out": len({_cell_key(c) for c in held}),
+        "device_params": model.params_for(device).source,
+    }
+    for m in METRICS:
+        cells = [c for c in held if c.metric == m]
+        if not cells:
+            continue
+        errs = [pred[m][_cell_key(c)] / c.mean - 1.0 for c in cells]
+        sep, right = _pairs(cells, pred[m])
+        regrets = _regret(cells, pred[m])
+        spread = [c.sd / c.mean for c in cells if c.sd is not None and c.mean]
+        report[m] = {**_summary(errs),
+                     "separable_pairs": sep,
+                     "ordered_right": (right / sep) if sep else None,
+                     "regret_by_workload": regrets,
+                     "max_regret": max(regrets.values()) if regrets else None,
+                     "rep_to_rep_cv_median": float(np.median(spread)) if spread else None}
+    return report
+
+
+def leave_devices_out(observations: Sequence[Observation], devices: Sequence[str] | None = None,
+                      settings: ModelSettings | None = None,
+                      shares: Sequence[float] = (0.0, 0.1, 0.2), seed: int = 0,
+                      device_params: dict | None = None) -> list[dict[str, Any]]:
+    out = []
+    for d in (devices if devices is not None else eligible_devices(observations)):
+        for k in shares:
+            out.append(leave_one_device_out(observations, d, settings, k, seed, device_params))
+    return out
+
+
+def with_identity(device: Device, device_id: str) -> Device:
+    return replace(device, device_id=device_id)

@@ -1,0 +1,144 @@
+"""The reference matrix (``datasets/reference/runs.csv``) as model observations.
+
+The matrix was measured on this machine's RAM-backed device classes (a direct-I/O loop device
+on /dev/shm, a zram device) with every repetition kept, one CSV row per repetition (the
+contract is datasets/reference/collect.sh + export.py). The model learns from *cells*: one
+observation per (device, configuration, workload, metric) with the mean over the cell's ok
+repetitions, their count ``n`` and sample sd, so three agreeing runs weigh as three and one
+run never poses as a measured effect.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Iterable
+
+from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig, Observation
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.store.observations import workload_from_params
+
+
+class DatasetError(FsAdvisorError):
+    """The reference matrix does not follow its contract (datasets/reference/)."""
+
+# device_class -> the device kind the model keys its priors on (models/devices.toml).
+KINDS = {"shm-loop": "ram-loop", "zram": "zram"}
+# CSV column -> (observation metric, unit). Latencies stay in microseconds (as the seeds).
+METRICS = (("iops", "iops", "IOPS"), ("mb_s", "mb_s", "MB/s"),
+           ("mean_latency_us", "mean_latency_us", "us"),
+           ("p99_latency_us", "p99_latency_us", "us"))
+REQUIRED = ("device_class", "device", "host", "filesystem", "mkfs_options", "mount_options",
+            "scheduler", "ag_count", "workload", "workload_params", "rep", "status", "flags",
+            "iops")
+
+
+def default_path() -> Path:
+    from fsadvisor.resources import data_dir
+    return data_dir("datasets") / "reference" / "runs.csv"
+
+
+def _value(text: str) -> Any:
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    try:
+        return int(t)
+    except ValueError:
+        return t
+
+
+def config_of(row: dict[str, str]) -> FsConfig:
+    fs = row["filesystem"].strip()
+    sched = row["scheduler"].strip() or "none"
+    mkfs = {}
+    for part in filter(None, (p.strip() for p in row["mkfs_options"].split(";"))):
+        k, sep, v = part.partition("=")
+        if not sep:
+            raise DatasetError(f"mkfs_options item {part!r} is not key=value")
+        mkfs[k.strip()] = _value(v)
+    mount = tuple(filter(None, (m.strip() for m in row["mount_options"].split(","))))
+    ag = row["ag_count"].strip()
+    return FsConfig.make(fs, mkfs, mount, sched, int(ag) if ag else None)
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        v = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return v if v is not None and math.isfinite(v) and v > 0 else None
+
+
+def device_id_of(row: dict[str, str]) -> str:
+    """The backing class on this host is the device: every shm-loop run on one host shares
+    its levels, a zram device has its own."""
+    return f"{KINDS.get(row['device_class'], row['device_class'])}:{row['device']}@{row['host']}"
+
+
+def load_rows(path: str | Path) -> list[dict[str, str]]:
+    p = Path(path)
+    with open(p, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DatasetError(f"{p.name}: missing column(s) {', '.join(missing)}")
+        return list(reader)
+
+
+def observations(rows: Iterable[dict[str, str]], source: str = "reference matrix"
+                 ) -> list[Observation]:
+    """Cell means over ok repetitions (rows whose direct I/O was not honoured are left out,
+    as in probe summaries)."""
+    cells: dict[tuple, list[dict[str, str]]] = {}
+    for r in rows:
+        if r["status"] != "ok" or FLAG_DIRECT_IO in r["flags"].split(";"):
+            continue
+        if r["device_class"] not in KINDS:
+            raise DatasetError(f"device_class {r['device_class']!r} is not one of "
+                               + ", ".join(KINDS))
+        key = (device_id_of(r), config_of(r).key(), r["workload"],
+               json.dumps(json.loads(r["workload_params"] or "{}"), sort_keys=True),
+               r.get("energy_source", ""), r.get("power_scope", ""))
+        cells.setdefault(key, []).append(r)
+    out: list[Observation] = []
+    for (dev_id, _, wname, params, esrc, scope), members in cells.items():
+        first = members[0]
+        cfg = config_of(first)
+        w = workload_from_params(json.loads(params))
+        kind = KINDS[first["device_class"]]
+        runs = ",".join(m.get("run_id", "") for m in members)
+        series: list[tuple[str, str, list[float], str | None, str | None]] = []
+        for col, metric, unit in METRICS:
+            series.append((metric, unit, [v for m in members if (v := _num(m.get(col)))
+                                          is not None], None, None))
+        # ops/J from each repetition's own IOPS and watts: energy joins perf only here.
+        opj = [i / wt for m in members
+               if (i := _num(m.get("iops"))) and (wt := _num(m.get("watts")))]
+        if opj and esrc:
+            series.append(("ops_per_joule", "ops/J", opj, esrc, scope or "system"))
+            series.append(("watts", "W", [v for m in members if (v := _num(m.get("watts")))],
+                           esrc, scope or "system"))
+        for metric, unit, vals, e_src, e_scope in series:
+            if not vals:
+                continue
+            mean = statistics.fmean(vals)
+            sd = statistics.stdev(vals) if len(vals) > 1 else None
+            out.append(Observation(
+                source=f"{source}, {first['device_class']} ({wname}; runs {runs})",
+                device_kind=kind, config=cfg, workload=w, metric=metric, value=mean,
+                unit=unit, power_scope=e_scope, energy_source=e_src,
+                note=f"n={len(vals)}" + (f", sd={sd:.4g}" if sd is not None else ""),
+                device_plp="unknown", device_id=dev_id, n=len(vals), sd=sd))
+    return out
+
+
+def load_observations(path: str | Path | None = None) -> list[Observation]:
+    """Observations from the shipped reference matrix; none when it is not shipped."""
+    p = Path(path) if path is not None else default_path()
+    if not p.is_file():
+        return []
+    return observations(load_rows(p))
