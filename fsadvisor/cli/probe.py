@@ -15,20 +15,6 @@ EXIT_INTERRUPTED = 130
 EXIT_CELLS_FAILED = 1
 
 
-def _csv(text: Optional[str]) -> list[str]:
-    return [p.strip() for p in (text or "").split(",") if p.strip()]
-
-
-def _ints(text: Optional[str], option: str) -> list[int]:
-    out = []
-    for p in _csv(text):
-        try:
-            out.append(int(p))
-        except ValueError:
-            fail(f"{option}: {p!r} is not a whole number")
-    return out
-
-
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -223,25 +209,23 @@ def probe(
         typer.echo("fsadvisor: an earlier probe did not finish; run probe as root to clean up after it",
                    err=True)
 
-    plan = probing.plan_probe(
-        device, scratch=scratch, scratch_dir=scratch_dir, filesystems=_csv(fs),
-        configs=config or [], agcounts=_ints(agcounts, "--agcounts"),
-        schedulers=_csv(schedulers), profile=profile, micro=micro,
-        workloads=_csv(workloads) or None, reps=reps, runtime_s=runtime, cooldown_s=cooldown,
-        size=size, quick=quick, baseline=baseline, variants=variants, energy=energy,
-        meter_log=meter_log, clock_offset_s=clock_offset, idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp,
-        force=force, db=db, resume=resume, dry_run=dry_run)
+    request = probing.ProbeRequest.make(
+        device, scratch=scratch, scratch_dir=scratch_dir, filesystems=fs, configs=config or (),
+        agcounts=agcounts or (), schedulers=schedulers, profile=profile, micro=micro,
+        workloads=workloads, variants=variants, baseline=baseline, reps=reps,
+        runtime_s=runtime, cooldown_s=cooldown, size=size, quick=quick, resume=resume,
+        energy=energy, meter_log=meter_log, clock_offset_s=clock_offset,
+        idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp, db=db, dry_run=dry_run,
+        force=force)
+    plan = probing.plan_probe(request)
 
     if dry_run:
-        note = probing.dry_run_verdict(plan)
-        lines = probing.dry_run(plan)
-        if note:
-            lines.insert(1, f"# {note}")
+        shown = probing.preview(request, plan)
         if as_json:
-            emit_json({"dry_run": True, "cells": len(plan.cells()),
-                       "estimated_s": plan.estimated_seconds(), "commands": lines})
+            emit_json({"dry_run": True, "cells": shown.cells,
+                       "estimated_s": plan.estimated_seconds(), "commands": shown.lines})
         else:
-            for line in lines:
+            for line in shown.lines:
                 typer.echo(line)
         return
 

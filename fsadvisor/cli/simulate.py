@@ -34,14 +34,13 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Simulate a configuration under what-if variants: tail latency, queueing, fsync batching, PLP."""
-    from fsadvisor.predict import sim
-    from fsadvisor.service.simulate import simulate_what_if
+    from fsadvisor.service.simulate import DEFAULT_SIGMA, SIM_LABEL, simulate_what_if
 
     results = simulate_what_if(config, workload=workload, profile=profile, device=device,
                                vary=vary, seed=seed, requests=requests, db=db, scope=scope,
-                               fixed=setting, sigma=sim.DEFAULT_SIGMA if sigma is None else sigma)
+                               fixed=setting, sigma=DEFAULT_SIGMA if sigma is None else sigma)
     if as_json:
-        emit_json({"note": sim.LABEL, "results": [r.to_dict() for r in results]})
+        emit_json({"note": SIM_LABEL, "results": [r.to_dict() for r in results]})
         return
     first, cal = results[0], results[0].calibration
     w = cal.workload

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -18,7 +19,17 @@ from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
                              cross_validate, fit, load_model, predict, save_model,
                              settings_fingerprint)
-from fsadvisor.predict.rank import Recommendation, rank
+from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
+                                    rank)
+from fsadvisor.sizes import format_size
+
+# What the front ends read from here besides the functions: the result types they display
+# and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
+# tests/unit/test_front_end_imports.py enforces it).
+__all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
+           "CommandTarget", "format_size", "list_profiles", "get_profile", "profile_toml",
+           "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
+           "predict_one", "predict_batch", "validate", "calibrate"]
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
 _cache: dict[str, FittedModel] = {}
@@ -34,6 +45,12 @@ def list_profiles() -> list[Profile]:
 def get_profile(name_or_path: str) -> Profile:
     from fsadvisor.profiles import load_profile
     return load_profile(name_or_path)
+
+
+def profile_toml(profile: Profile) -> str:
+    """The profile as TOML that load_profile reads back (``profiles show``)."""
+    from fsadvisor.profiles import profile_to_toml
+    return profile_to_toml(profile)
 
 
 # --------------------------------------------------------------------------- model
@@ -100,6 +117,45 @@ def resolve_device(spec: str | None, plp: str | None = None) -> Device:
     return dev
 
 
+@dataclass(frozen=True)
+class DeviceDescription:
+    """A device with the XFS allocation-group range and mkfs.xfs default for its size (what
+    the TUI's device pane shows and the AG column of the recommendations is chosen from)."""
+
+    device: Device
+    ag_range: tuple[int, int]
+    ag_default: int
+
+
+def describe_device(spec: str | None, plp: str | None = None) -> DeviceDescription:
+    dev = resolve_device(spec, plp)
+    return DeviceDescription(dev, catalog.ag_count_range(dev.size_bytes),
+                             catalog.default_ag_count(dev.size_bytes))
+
+
+def mkfs_target(device: Device) -> CommandTarget:
+    """The device path to print in mkfs/mount commands. A path the prober would refuse (the
+    root disk, something mounted, a disk with partitions) is never printed into a ready-to-run
+    mkfs line: the placeholder is used instead, with the reason as a warning. Decided here,
+    once per recommendation, so ranking itself never inspects the host."""
+    if not device.path:
+        return CommandTarget()
+    from fsadvisor.host import device as devmod
+    verdict = devmod.safety_verdict(device.path)
+    if verdict.ok or (verdict.needs_force and not verdict.reason):
+        return CommandTarget(device.path)
+    if verdict.needs_force:
+        return CommandTarget(device.path,
+                             f"{device.path}: {verdict.reason} — formatting destroys it")
+    return CommandTarget(None, f"{device.path} must not be formatted ({verdict.reason}); "
+                               f"commands show {DEVICE_PLACEHOLDER}")
+
+
+def kernel_filesystems() -> dict[str, bool]:
+    """Which filesystems this machine's kernel mounts (/proc/filesystems and modules)."""
+    return {fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
+
+
 def _check_scope(scope: str) -> None:
     if scope not in POWER_SCOPES:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")
@@ -118,7 +174,8 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
     if plp is None and prof.constraints.plp != "unknown":
         plp = prof.constraints.plp
     dev = resolve_device(device, plp)
-    return rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis)
+    return rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
+                kernel_has=kernel_filesystems(), target=mkfs_target(dev))
 
 
 def _workload_of(workload: Any = None, profile: str | None = None):

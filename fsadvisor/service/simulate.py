@@ -11,10 +11,14 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from fsadvisor import catalog
-
-from fsadvisor.predict import sim
 from fsadvisor.domain import POWER_SCOPES
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.predict import sim
+
+# For the front ends, which import only the service: the label every simulated figure
+# carries and the default service-time spread.
+SIM_LABEL = sim.LABEL
+DEFAULT_SIGMA = sim.DEFAULT_SIGMA
 
 MAX_VARIANTS = 16  # each variant is a full simulation, about a second per 50,000 requests
 

@@ -45,6 +45,7 @@ async def settle(pilot) -> None:
 async def recommend_for(pilot, preset: str | None = None):
     """Highlight ``preset`` in the list the way the keyboard does, press r, wait."""
     app = pilot.app
+    await settle(pilot)  # the presets are read in a worker
     options = app.query_one("#presets", OptionList)
     options.focus()
     if preset is not None:
@@ -102,12 +103,14 @@ async def test_unknown_profile_path_is_a_notification_not_a_crash(tmp_path):
     missing = tmp_path / "no-such-profile.toml"
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
         before = app.query_one("#presets", OptionList).option_count
+        assert before > 0
         path_input = app.query_one("#profile-path", Input)
         path_input.focus()
         path_input.value = str(missing)
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         assert app.is_running
         shown = " ".join(toasts(app))
         assert "cannot read" in shown and "no-such-profile.toml" in shown
@@ -125,7 +128,7 @@ async def test_a_profile_toml_file_is_loaded_and_ranked(tmp_path):
         path_input.focus()
         path_input.value = str(path)
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         assert "mine" in str(app.query_one("#profile-info", Static).content)
         app.query_one("#presets", OptionList).focus()
         await pilot.press("r")
