@@ -9,7 +9,6 @@ reading, with ``energy_j`` None and ``missing`` saying why, and stores it as suc
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -17,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from fsadvisor.domain import EnergyReading
-from fsadvisor.errors import EnergyError
+from fsadvisor.errors import EnergyError, one_line
+from fsadvisor.host import run as hostrun
 
 T = TypeVar("T")
 
@@ -38,10 +38,10 @@ Runner = Callable[[list[str]], CommandResult]
 def run_command(argv: list[str]) -> CommandResult:
     """Run an argument list; a missing binary is returncode 127 as a shell would say."""
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    except FileNotFoundError:
+        p = hostrun.run(argv, timeout_s=COMMAND_TIMEOUT_S)
+    except hostrun.CommandNotFound:
         return CommandResult(127, "", f"{argv[0]}: command not found")
-    except subprocess.TimeoutExpired:
+    except hostrun.CommandTimedOut:
         return CommandResult(124, "", f"{argv[0]}: no answer within {COMMAND_TIMEOUT_S:g} s")
     return CommandResult(p.returncode, p.stdout, p.stderr)
 
@@ -111,7 +111,7 @@ class EnergyMeter(ABC):
         try:
             self._begin()
         except (OSError, ValueError, EnergyError) as e:
-            self._begin_error = _one_line(e)
+            self._begin_error = one_line(e)
         except BaseException:  # Ctrl-C while starting: stop() must still answer
             self._begin_error = f"{self.name} meter interrupted while starting"
             raise
@@ -132,7 +132,7 @@ class EnergyMeter(ABC):
             try:
                 reading = self._finish(duration_s)
             except (OSError, ValueError, EnergyError) as e:
-                reading = self.missing_reading(duration_s, _one_line(e))
+                reading = self.missing_reading(duration_s, one_line(e))
         self._reading = reading
         return reading
 
@@ -170,11 +170,6 @@ class EnergyMeter(ABC):
                                  assumptions=assumptions, missing=why)
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip() or e.__class__.__name__
-    return " ".join(text.split())
-
-
 class Sampler(Generic[T]):
     """Calls ``sample()`` every ``interval_s`` on a daemon thread between start and stop.
 
@@ -208,7 +203,7 @@ class Sampler(Generic[T]):
             with self._lock:
                 self.errors += 1
                 if self.first_error is None:
-                    self.first_error = _one_line(e)
+                    self.first_error = one_line(e)
             return
         t_mid = (t_before + self._clock()) / 2
         with self._lock:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from fsadvisor.tools import fio
 from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
-from fsadvisor.errors import FsAdvisorError
+from fsadvisor.errors import FsAdvisorError, one_line
 from fsadvisor.probe import measure
 from fsadvisor.probe.commands import CommandFailed, CommandResult, Executor, display
 from fsadvisor.probe.plan import APP_KINDS, KIND_JOBFILE, MIB, Cell, Plan
@@ -31,6 +31,7 @@ DROP_CACHES = "/proc/sys/vm/drop_caches"
 FLAG_NO_DISCARD = "no-discard"
 # A benchmark gets its runtime plus this much (layout, ramp-down) before it is stopped.
 MEASURE_GRACE_S = 300.0
+ERROR_CHARS = 400  # a stored error is one line, at most this long
 SETUP_TIMEOUT_S = 3600.0  # mkfs/fill of a large drive
 # After the last cell: the probe's own filesystem signature goes, so that a rerun or
 # --resume finds the device as empty as the user handed it over (no --force needed).
@@ -258,7 +259,7 @@ class CellRunner:
                 else:
                     self._do(step, flags)
         except (FsAdvisorError, OSError) as e:
-            record.status, record.error = "failed", _one_line(e)
+            record.status, record.error = "failed", one_line(e, ERROR_CHARS)
         except BaseException:
             # Interrupted: unmount if we can; the matrix cleanup retries whatever is left.
             if self.mounted:
@@ -273,7 +274,7 @@ class CellRunner:
                 self.umount()
             except (FsAdvisorError, OSError) as e:
                 # Every later cell would fail on a busy device: the matrix must stop.
-                self.fatal = f"cannot unmount {self.mountpoint}: {_one_line(e)}"
+                self.fatal = f"cannot unmount {self.mountpoint}: {one_line(e, ERROR_CHARS)}"
                 record.status = "failed"
                 record.error = record.error or self.fatal
         return record
@@ -394,8 +395,4 @@ def _is_mounted(mountpoint: str) -> bool:
     from fsadvisor.probe.state import SystemOps
 
     return SystemOps().is_mounted(mountpoint)
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join((str(e) or e.__class__.__name__).split())[:400]
 

@@ -21,16 +21,17 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fsadvisor.errors import FsAdvisorError
+from fsadvisor.errors import FsAdvisorError, one_line
+from fsadvisor.host.run import run
 
 STATE_VERSION = 1
+UMOUNT_TIMEOUT_S = 120.0  # as a cell's own umount (probe/cell.py)
 SUFFIX = ".probe-state.json"
 
 
@@ -402,8 +403,8 @@ class SystemOps:
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:
-        from fsadvisor.probe.commands import _group_alive
-        return _group_alive(pgid)
+        from fsadvisor.host.run import group_alive
+        return group_alive(pgid)
 
     def is_mounted(self, mountpoint: str) -> bool:
         from fsadvisor.host.device import parse_mounts
@@ -419,15 +420,15 @@ class SystemOps:
         err = ""
         # A benchmark that was just killed may hold the filesystem for a moment.
         for _ in range(10):
-            proc = subprocess.run(["umount", mountpoint], capture_output=True, text=True)
+            proc = run(["umount", mountpoint], timeout_s=UMOUNT_TIMEOUT_S)
             if proc.returncode == 0 or not self.is_mounted(mountpoint):
                 return None
             err = (proc.stderr or proc.stdout).strip()
             time.sleep(0.3)
-        proc = subprocess.run(["umount", "-l", mountpoint], capture_output=True, text=True)
+        proc = run(["umount", "-l", mountpoint], timeout_s=UMOUNT_TIMEOUT_S)
         if proc.returncode == 0:
             return None
-        return " ".join((err or proc.stderr).split()) or f"umount exit {proc.returncode}"
+        return one_line(err or proc.stderr) or f"umount exit {proc.returncode}"
 
     def remove_dir(self, path: str) -> None:
         with contextlib.suppress(OSError):
@@ -451,8 +452,7 @@ class SystemOps:
     def loops_of(self, backing_file: str) -> list[str]:
         if not os.path.exists(backing_file):
             return []
-        proc = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", backing_file],
-                              capture_output=True, text=True)
+        proc = run(["losetup", "-n", "-O", "NAME", "-j", backing_file], timeout_s=UMOUNT_TIMEOUT_S)
         return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
 
     def detach_loop(self, loop_device: str) -> None:

@@ -24,7 +24,7 @@ from typing import IO, Any, Callable, Iterable, Mapping, TypeVar
 import platformdirs
 
 from fsadvisor.domain import EnergyReading, Observation, RunRecord
-from fsadvisor.errors import StoreError
+from fsadvisor.errors import StoreError, one_line
 from fsadvisor.store import export as _export
 from fsadvisor.store import observations as _observations
 from fsadvisor.store import queries, recording, schema, seeding
@@ -96,7 +96,7 @@ def _guarded(method: _F) -> _F:
             try:
                 return method(self, *args, **kwargs)
             except (sqlite3.DatabaseError, UnicodeEncodeError, OverflowError) as e:
-                raise StoreError(f"{self.label}: {schema.one_line(e)}") from e
+                raise StoreError(f"{self.label}: {one_line(e)}") from e
 
     return wrapper  # type: ignore[return-value]
 

@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from fsadvisor.errors import StoreError
+from fsadvisor.errors import StoreError, one_line
 
 if TYPE_CHECKING:
     # sqlite_utils is imported when a store is opened: it pulls in click, and the core
@@ -206,7 +206,3 @@ def migrate(db: Database, label: str = "store") -> None:
             if db.conn.in_transaction:
                 db.conn.execute("ROLLBACK")
             raise
-
-
-def one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or e.__class__.__name__

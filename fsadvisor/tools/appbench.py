@@ -17,11 +17,11 @@ import math
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from fsadvisor.errors import FsAdvisorError, NotSupported
+from fsadvisor.host import run as hostrun
 
 DB_BENCH = "db_bench"
 SYSBENCH = "sysbench"
@@ -406,21 +406,20 @@ def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
 # ---------------------------------------------------------------- running
 
 def _run(argv: Sequence[str], cwd: str | None, timeout_s: float | None,
-         tool: str) -> subprocess.CompletedProcess:
+         tool: str) -> hostrun.CommandResult:
     if not shutil.which(argv[0]):
         pkg = "rocksdb-tools" if tool == DB_BENCH else tool
         raise NotSupported(f"{tool} is not installed (Debian package '{pkg}')")
     try:
-        proc = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+        proc = hostrun.run(argv, cwd=cwd, timeout_s=timeout_s)
+    except hostrun.CommandTimedOut:
         raise AppBenchRunError(f"{tool} did not finish within {timeout_s} s") from None
     if proc.returncode != 0:
         raise AppBenchRunError(f"{tool} exited {proc.returncode}: {_why(proc)[:200]}")
     return proc
 
 
-def _why(proc: subprocess.CompletedProcess) -> str:
+def _why(proc: hostrun.CommandResult) -> str:
     """The line that explains a failure: the last one mentioning an error (db_bench prints
     its version banner first and "open error: ..." last), else the last line."""
     lines = [ln.strip() for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
@@ -463,5 +462,5 @@ def run_sysbench_fileio(directory: str, timeout_s: float | None = None,
         proc = _run(commands[-1], directory, timeout_s, SYSBENCH)
     finally:
         commands.append(sysbench_fileio_argv("cleanup", **prep_kw))
-        subprocess.run(commands[-1], cwd=directory, capture_output=True, timeout=timeout_s)
+        hostrun.run(commands[-1], cwd=directory, timeout_s=timeout_s)
     return parse_sysbench_fileio(proc.stdout), proc.stdout, commands

@@ -3,11 +3,10 @@ read after losetup, since losetup exits 0 even when the kernel fell back to buff
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from fsadvisor.host import loopdev
+from fsadvisor.host.run import CommandResult
 def fake_losetup(monkeypatch, tmp_path, dio: str | None):
     """losetup that "attaches" /dev/loop9 and a /sys whose loop/dio says ``dio``."""
     calls: list[list[str]] = []
@@ -19,9 +18,9 @@ def fake_losetup(monkeypatch, tmp_path, dio: str | None):
     def run(argv, **kw):
         calls.append(list(argv))
         out = "/dev/loop9\n" if "--show" in argv else ""
-        return subprocess.CompletedProcess(argv, 0, out, "")
+        return CommandResult(tuple(argv), 0, out, "", 0.0)
 
-    monkeypatch.setattr(loopdev.subprocess, "run", run)
+    monkeypatch.setattr(loopdev.hostrun, "run", run)
     return calls, tmp_path / "sys"
 
 
