@@ -48,7 +48,3 @@ def test_buffered_on_request_is_not_checked(monkeypatch, tmp_path):
     assert len(calls) == 1 and "--direct-io=on" not in calls[0]
 
 
-@pytest.mark.device
-def test_real_loop_devices_report_what_was_asked(loop_device):
-    assert loopdev.direct_io_state(loop_device(64 << 20)) is True
-    assert loopdev.direct_io_state(loop_device(64 << 20, direct_io=False)) is False
