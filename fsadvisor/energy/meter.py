@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from fsadvisor.domain import EnergyReading
+from fsadvisor.energy.idle import with_idle
 from fsadvisor.errors import EnergyError, one_line
 from fsadvisor.host import run as hostrun
 
@@ -152,7 +153,6 @@ class EnergyMeter(ABC):
                      assumptions: Mapping[str, Any] | None = None,
                      missing: str | None = None, accuracy: str | None = None) -> EnergyReading:
         """Build a reading labelled with this meter's source and scope, idle baseline applied."""
-        from fsadvisor.energy.idle import with_idle
 
         avg = energy_j / duration_s if energy_j is not None and duration_s > 0 else None
         reading = EnergyReading(

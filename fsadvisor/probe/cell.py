@@ -20,12 +20,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from fsadvisor.tools import fio
+from fsadvisor import catalog
 from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
 from fsadvisor.errors import FsAdvisorError, one_line
+from fsadvisor.host import device as devmod
+from fsadvisor.probe import apps
 from fsadvisor.probe import measure
 from fsadvisor.probe.commands import CommandFailed, CommandResult, Executor, display
 from fsadvisor.probe.plan import APP_KINDS, KIND_JOBFILE, MIB, Cell, Plan
+from fsadvisor.probe.state import SystemOps
+from fsadvisor.resources import data_dir
+from fsadvisor.tools import fio
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 FLAG_NO_DISCARD = "no-discard"
@@ -176,7 +181,6 @@ class CellRunner:
 
     # ------------------------------------------------------------ steps (pure)
     def steps(self, cell: Cell) -> list[Step]:
-        from fsadvisor import catalog
         dev, mnt, spec = self.device, self.mountpoint, cell.workload
         out = [Step("discard", ("blkdiscard", "-f", dev), optional=True,
                     note="precondition (seed 000); skipped if the device cannot discard")]
@@ -198,8 +202,6 @@ class CellRunner:
             return self._app_steps(cell, settle)
         target_dir = None if cell.config is None else self.mountpoint
         if spec.kind == KIND_JOBFILE:
-            from fsadvisor.resources import data_dir
-
             path = data_dir("runner") / spec.jobfile
             env = tuple(sorted(env_for_jobfile(self.plan, w, target_dir or self.device,
                                                path.read_text()).items()))
@@ -228,8 +230,6 @@ class CellRunner:
         return [*prep, *settle, Step("measure", tuple(base), note="measured")]
 
     def _app_steps(self, cell: Cell, settle: list[Step]) -> list[Step]:
-        from fsadvisor.probe import apps
-
         prep, run, tool, cwd = apps.steps(self.plan, cell, self.mountpoint)
         return [*(Step("prepare", tuple(a), tool=tool, cwd=cwd, note="load (not measured)")
                   for a in prep), *settle,
@@ -281,7 +281,6 @@ class CellRunner:
 
     def _do(self, step: Step, flags: list[str]) -> None:
         if step.role == "scheduler":
-            from fsadvisor.host import device as devmod
             (self.set_scheduler or devmod.set_scheduler)(self.device, step.value)
         elif step.role == "sync":
             os.sync()
@@ -326,7 +325,6 @@ class CellRunner:
         self.hooks.after_umount(self.mountpoint)
 
     def _measure(self, step: Step, cell: Cell, record: RunRecord, flags: list[str]) -> None:
-        from fsadvisor.host import device as devmod
         stat = self.block_stat or devmod.block_stat
         before_blk = stat(self.device)
         before_cpu = measure.CpuTimes.now()
@@ -370,8 +368,6 @@ class CellRunner:
                ) -> tuple[dict[str, float], str | None, list[str]]:
         """The run's metrics, or why it failed, and the flags its figures need."""
         if step.tool != "fio":
-            from fsadvisor.probe import apps
-
             return *apps.parse(step.tool, result), []
         try:
             res = fio.parse(result.stdout, command=result.argv)
@@ -392,7 +388,5 @@ class CellRunner:
 
 
 def _is_mounted(mountpoint: str) -> bool:
-    from fsadvisor.probe.state import SystemOps
-
     return SystemOps().is_mounted(mountpoint)
 

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from fsadvisor import catalog
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
 from fsadvisor.errors import ConfigError
 
@@ -330,7 +331,6 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
     Explicit ``--config`` dicts replace the default set; one that names a scheduler is run
     with that scheduler only. Otherwise each filesystem gets its catalog default plus
     :data:`VARIANT_MOUNTS`, and XFS one default configuration per ``--agcounts`` value."""
-    from fsadvisor import catalog
     out: list[FsConfig] = []
     if agcounts and (explicit or "xfs" not in filesystems):
         raise ConfigError("--agcounts applies to xfs: add xfs to --fs (explicit --config "
@@ -381,7 +381,6 @@ def build_plan(device: str | None, device_size_bytes: int, *,
                baseline: bool = True, ioengine: str = "io_uring",
                kernel_supports=None, **extra: Any) -> Plan:
     """Assemble a :class:`Plan`; raises ConfigError for anything the user can fix."""
-    from fsadvisor import catalog
     filesystems = check_choice("filesystem", filesystems, FILESYSTEMS)
     schedulers = check_choice("scheduler", schedulers, SCHEDULERS)
     if not filesystems and not explicit_configs:

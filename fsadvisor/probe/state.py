@@ -28,6 +28,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fsadvisor.errors import FsAdvisorError, one_line
+from fsadvisor.host import device as devmod
+from fsadvisor.host import loopdev
+from fsadvisor.host.device import parse_mounts
+from fsadvisor.host.run import group_alive
 from fsadvisor.host.run import run
 
 STATE_VERSION = 1
@@ -403,12 +407,9 @@ class SystemOps:
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:
-        from fsadvisor.host.run import group_alive
         return group_alive(pgid)
 
     def is_mounted(self, mountpoint: str) -> bool:
-        from fsadvisor.host.device import parse_mounts
-
         try:
             mounts = parse_mounts(Path("/proc/self/mounts").read_text())
         except OSError:
@@ -435,18 +436,15 @@ class SystemOps:
             os.rmdir(path)
 
     def current_scheduler(self, device: str) -> str | None:
-        from fsadvisor.host import device as devmod
         try:
             return devmod.read_scheduler(device)[0]
         except FsAdvisorError:
             return None
 
     def set_scheduler(self, device: str, name: str) -> None:
-        from fsadvisor.host import device as devmod
         devmod.set_scheduler(device, name)
 
     def loop_backing_file(self, loop_device: str) -> str | None:
-        from fsadvisor.host import loopdev
         return loopdev.backing_file(loop_device)
 
     def loops_of(self, backing_file: str) -> list[str]:
@@ -456,7 +454,6 @@ class SystemOps:
         return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
 
     def detach_loop(self, loop_device: str) -> None:
-        from fsadvisor.host import loopdev
         loopdev.detach(loop_device)
 
     def remove_file(self, path: str) -> None:

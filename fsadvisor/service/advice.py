@@ -7,21 +7,27 @@ change (a fit takes milliseconds) and cached per process by a hash of the observ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+import platformdirs
 
 from fsadvisor import catalog
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
-from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
-                             cross_validate, fit, load_model, predict, save_model,
-                             settings_fingerprint)
+from fsadvisor.host import device as devmod
+from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
+                                     choose_prior_scale, cross_validate, fit, load_model, predict,
+                                     save_model, settings_fingerprint)
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
+from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
 from fsadvisor.sizes import format_size
+from fsadvisor.store import open_store, quick_version
 
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
@@ -38,32 +44,27 @@ _cache: dict[str, FittedModel] = {}
 # --------------------------------------------------------------------------- profiles
 
 def list_profiles() -> list[Profile]:
-    from fsadvisor.profiles import list_presets
     return list_presets()
 
 
 def get_profile(name_or_path: str) -> Profile:
-    from fsadvisor.profiles import load_profile
     return load_profile(name_or_path)
 
 
 def profile_toml(profile: Profile) -> str:
     """The profile as TOML that load_profile reads back (``profiles show``)."""
-    from fsadvisor.profiles import profile_to_toml
     return profile_to_toml(profile)
 
 
 # --------------------------------------------------------------------------- model
 
 def _observations(db: str | None):
-    from fsadvisor.store import open_store
     store = open_store(db)
     store.ensure_seeded()
     return store.observations()
 
 
 def _cache_file(key: str) -> Path:
-    import platformdirs
     return Path(platformdirs.user_cache_dir("fsadvisor")) / f"model-{key}.npz"
 
 
@@ -71,13 +72,11 @@ def get_model(db: str | None = None) -> FittedModel:
     """The model fitted on everything in the store. A fit is cached on disk under a key made
     of the store's data version and the model settings, so a plain `recommend` neither
     re-reads the datasets nor refits; any new probe run or data change makes a new key."""
-    from fsadvisor.store import quick_version
 
     settings = ModelSettings.load()
     version = quick_version(db)
     key = None
     if version is not None:
-        import hashlib
         key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
                              ).hexdigest()[:20]
         if key in _cache:
@@ -92,7 +91,6 @@ def get_model(db: str | None = None) -> FittedModel:
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
-            import hashlib
             key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
                                  ).hexdigest()[:20]
     if key is not None:
@@ -107,12 +105,10 @@ def get_model(db: str | None = None) -> FittedModel:
 
 def resolve_device(spec: str | None, plp: str | None = None) -> Device:
     """A device path (inspected read-only) or a spec like ``nvme:1.92T``; default 1 TB NVMe."""
-    from fsadvisor.host.device import device_from_spec
-    dev = device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
+    dev = devmod.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
         if plp not in ("yes", "no", "unknown"):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
-        from dataclasses import replace
         dev = replace(dev, plp=plp)
     return dev
 
@@ -140,7 +136,6 @@ def mkfs_target(device: Device) -> CommandTarget:
     once per recommendation, so ranking itself never inspects the host."""
     if not device.path:
         return CommandTarget()
-    from fsadvisor.host import device as devmod
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
         return CommandTarget(device.path)
@@ -179,7 +174,6 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
 
 
 def _workload_of(workload: Any = None, profile: str | None = None):
-    from fsadvisor.profiles import workload_from_dict
     if profile is not None and workload is not None:
         raise FsAdvisorError("give either a workload or a profile, not both")
     if profile is not None:

@@ -15,13 +15,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from fsadvisor import energy as energymod
+from fsadvisor.energy import parse_idle_watts
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+from fsadvisor.host import device as devmod
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
 from fsadvisor.probe.run import Interruptions, MatrixRun
 from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cleanup_stale,
-                                   recorded_signature, state_path_for)
+                                   live_owner, recorded_signature, state_path_for)
+from fsadvisor.profiles import load_profile
 from fsadvisor.service.request import MIN_SCRATCH_BYTES, ProbeRequest
+from fsadvisor.store import default_path, open_store
+from fsadvisor.tools import fio
 
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
@@ -32,8 +38,6 @@ __all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "d
 
 
 def store_path(db: PathLike | None = None) -> Path:
-    from fsadvisor.store import default_path
-
     if db is not None and str(db) == ":memory:":
         raise ConfigError("a probe needs a store file (its state file lives next to it), "
                           "not :memory:")
@@ -46,8 +50,7 @@ def _state_file(db: PathLike | None) -> StateFile:
 
 def root_problem() -> str | None:
     """Why this process cannot probe (not root), or None."""
-    from fsadvisor.host import device
-    return device.needs_root()
+    return devmod.needs_root()
 
 
 def plan_probe(request: ProbeRequest) -> Plan:
@@ -56,7 +59,6 @@ def plan_probe(request: ProbeRequest) -> Plan:
     With ``resume`` the last unfinished matrix of that device (or of ``--scratch``) is
     continued as it was planned; the other choices are ignored except ``force``. With
     ``dry_run`` nothing is executed at all, not even fio's io_uring self-test."""
-    from fsadvisor.tools import fio
     r = request
     db_path = store_path(r.db)
     dev_info = r.device_info
@@ -79,16 +81,12 @@ def plan_probe(request: ProbeRequest) -> Plan:
     size_bytes = r.scratch_bytes if r.scratch_bytes is not None else dev_info.size_bytes
     prof = None
     if r.profile is not None:
-        from fsadvisor.profiles import load_profile
-
         prof = load_profile(r.profile)
     energy_opts: dict[str, Any] = {"source": r.energy}
     if r.meter_log is not None:
         energy_opts["meter_log"] = r.meter_log
         energy_opts["clock_offset_s"] = float(r.clock_offset_s)
     if r.idle_watts is not None:
-        from fsadvisor.energy import parse_idle_watts
-
         energy_opts["idle_watts"] = parse_idle_watts(r.idle_watts)
     if r.idle_seconds:
         energy_opts["idle_seconds"] = float(r.idle_seconds)
@@ -105,7 +103,6 @@ def plan_probe(request: ProbeRequest) -> Plan:
     _check_profile_workloads(plan)
     if not r.dry_run:
         # An explicit source that cannot work here is refused before anything is touched.
-        from fsadvisor import energy as energymod
         energymod.choose_meter(r.energy, device=None,
                                **{k: v for k, v in energy_opts.items()
                                   if k in ("meter_log", "clock_offset_s", "idle_watts")})
@@ -115,7 +112,6 @@ def plan_probe(request: ProbeRequest) -> Plan:
 def _check_profile_workloads(plan: Plan) -> None:
     """A profile fio cannot express on one command line (data I/O mixed with file
     create/stat/delete, without a runner/ job file) is refused now, not in every cell."""
-    from fsadvisor.tools import fio
     for spec in plan.workloads:
         if spec.kind != planmod.KIND_FIO or spec.source == "micro":
             continue
@@ -185,7 +181,6 @@ def own_signature(plan: Plan) -> dict[str, str] | None:
 def check_device(plan: Plan) -> str | None:
     """The resolved device path when it may be formatted (None for --scratch, created at run
     time); DeviceRefused with the one-line reason otherwise."""
-    from fsadvisor.host import device as devmod
     if plan.scratch_size_bytes:
         return None
     return devmod.require_safe(str(plan.device), force=plan.force,
@@ -195,7 +190,6 @@ def check_device(plan: Plan) -> str | None:
 def dry_run_verdict(plan: Plan) -> str | None:
     """For a dry run: None when the device would be accepted or could not be judged only for
     lack of privileges (the reason is then returned as a note); DeviceRefused otherwise."""
-    from fsadvisor.host import device as devmod
     if plan.scratch_size_bytes:
         return None
     own = own_signature(plan)
@@ -226,7 +220,6 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
     """Run ``plan``. ``confirm`` must repeat the device exactly (not needed for --scratch).
     Interruptions by SIGINT/SIGTERM return a summary with ``interrupted`` set after the
     cleanup; ``interruptions.cancel()`` does the same from another thread."""
-    from fsadvisor.store import open_store
 
     why = root_problem()
     if why:
@@ -253,7 +246,6 @@ def cleanup_stale_state(db: PathLike | None = None) -> CleanupReport:
 def stale_state_pending(db: PathLike | None = None) -> bool:
     """Whether a dead probe left something to clean up (for callers that cannot, e.g. a
     dry run without root)."""
-    from fsadvisor.probe.state import live_owner
 
     sf = _state_file(db)
     if not sf.exists():

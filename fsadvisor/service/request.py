@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from fsadvisor.domain import Device
 from fsadvisor.errors import ConfigError
+from fsadvisor.host import device as devmod
 from fsadvisor.probe.plan import DEFAULT_SCHEDULERS
 from fsadvisor.sizes import parse_size
 
@@ -125,8 +126,6 @@ class ProbeRequest:
                 options[key] = str(options[key])
         req = cls(device=None if device is None else str(device), **options)
         if inspect and req.device is not None:
-            from fsadvisor.host import device as devmod
-
             req = replace(req, device_info=devmod.inspect(req.device, plp=req.plp))
         return req
 

@@ -14,6 +14,7 @@ from fsadvisor import catalog
 from fsadvisor.domain import POWER_SCOPES
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import sim
+from fsadvisor.service import advice
 
 # For the front ends, which import only the service: the label every simulated figure
 # carries and the default service-time spread.
@@ -80,7 +81,6 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
     all calibrated at the workload's own point; ``fixed`` knobs apply to every variant."""
     import json
 
-    from fsadvisor.service import advice
 
     if scope not in POWER_SCOPES:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, "
