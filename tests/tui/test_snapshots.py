@@ -11,8 +11,11 @@ SIZE = (120, 40)
 
 
 async def _settle(pilot) -> None:
-    # The presets are read in a worker: the screenshot waits for it.
+    # The presets are read in a worker: the screenshot waits for it, for the messages it
+    # posted and for the scrolling that highlighting the default preset starts.
     await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 

@@ -104,7 +104,10 @@ class ProfilePane(Horizontal):
             options.add_option(Option(self._prompt(p), id=p.name))
         names = [o for o in self.loaded]
         if names:
-            options.highlighted = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
+            index = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
+            # Highlight once the new options are laid out, so the list scrolls to the same
+            # place whenever the worker's message arrives.
+            self.call_after_refresh(setattr, options, "highlighted", index)
 
     @staticmethod
     def _prompt(p: Profile) -> Text:
