@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from fsadvisor import catalog
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
 from fsadvisor.errors import ConfigError
+from fsadvisor.tools.benchmark import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -39,11 +40,7 @@ DEFAULT_SCHEDULERS = ("none", "mq-deadline")
 CELL_OVERHEAD_S = 3.0
 FILL_BYTES_PER_S = 500 * MIB  # conservative sequential write rate for the fill estimate
 
-# Workload kinds: how a cell's workload is run.
-KIND_FIO = "fio"  # fio.workload_argv from a Workload
-KIND_JOBFILE = "jobfile"  # a runner/*.fio job file
-KIND_DB_BENCH = "db_bench"
-KIND_SYSBENCH = "sysbench"
+# Workload kinds (how a cell's workload is run) are the benchmarks' own: tools/benchmark.py.
 APP_KINDS = (KIND_DB_BENCH, KIND_SYSBENCH)
 
 UNSUPPORTED_FMT = "{fs}: not supported by this kernel"
