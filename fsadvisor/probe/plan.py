@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from fsadvisor import catalog
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
 from fsadvisor.errors import ConfigError
+from fsadvisor.probe.micro import micro_jobs
 from fsadvisor.tools.benchmark import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
@@ -71,34 +72,16 @@ class WorkloadSpec:
                             raw_baseline=bool(d.get("raw_baseline")), source=d.get("source", ""))
 
 
-def _micro(name: str, **kw: Any) -> WorkloadSpec:
-    raw = kw.pop("raw", True)
-    return WorkloadSpec(name=name, workload=Workload(**kw), raw_baseline=raw, source="micro")
-
-
-# The standard micro matrix. Queue depth 32 for the throughput jobs (seed 002's QD32 4K
-# random write; seed 000 used 64 on a larger drive), a QD1 fsync-per-write job because that
-# is where barrier cost and journal commits show (seed 002 "4K-randwrite-fsync1"), 128 KiB
-# sequential jobs ranked by bytes, and the file create/stat/delete chain (seed 002
-# "metadata-create"; fio's filecreate/filestat/filedelete engines, domain notes §1).
-MICRO: tuple[WorkloadSpec, ...] = (
-    _micro("4k-randread-qd32", rw="randread", bs_bytes=4 * KIB, iodepth=32),
-    _micro("4k-randwrite-qd32", rw="randwrite", bs_bytes=4 * KIB, iodepth=32),
-    _micro("4k-randrw70-qd32", rw="randrw", rwmixread=70, bs_bytes=4 * KIB, iodepth=32),
-    _micro("4k-randwrite-fsync1", rw="randwrite", bs_bytes=4 * KIB, iodepth=1, fsync_every=1,
-           fsync_mode="every_n"),
-    _micro("128k-read-qd8", rw="read", bs_bytes=128 * KIB, iodepth=8, rank_by="bytes"),
-    _micro("128k-write-qd8", rw="write", bs_bytes=128 * KIB, iodepth=8, rank_by="bytes"),
-    _micro("meta-create", rw="filecreate", ioengine="filecreate", bs_bytes=4 * KIB,
-           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
-           create_frac=1.0, raw=False),
-    _micro("meta-stat", rw="filestat", ioengine="filestat", bs_bytes=4 * KIB,
-           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
-           stat_frac=1.0, raw=False),
-    _micro("meta-delete", rw="filedelete", ioengine="filedelete", bs_bytes=4 * KIB,
-           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
-           delete_frac=1.0, raw=False),
-)
+# The standard micro matrix: one fio job file per workload in runner/probe-micro/ (the
+# source; fsadvisor/probe/micro.py says why). Queue depth 32 for the throughput jobs (seed
+# 002's QD32 4K random write; seed 000 used 64 on a larger drive), a QD1 fsync-per-write job
+# because that is where barrier cost and journal commits show (seed 002
+# "4K-randwrite-fsync1"), 128 KiB sequential jobs ranked by bytes, and the file
+# create/stat/delete chain (seed 002 "metadata-create"; fio's filecreate/filestat/filedelete
+# engines, domain notes §1).
+MICRO: tuple[WorkloadSpec, ...] = tuple(
+    WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
+    for name, w, raw in micro_jobs())
 QUICK_MICRO = ("4k-randread-qd32", "4k-randwrite-qd32")
 MICRO_BY_NAME = {w.name: w for w in MICRO}
 

@@ -655,15 +655,20 @@ def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> li
 
 @functools.lru_cache(maxsize=4)
 def _preset_index(directory: str) -> dict[str, Profile]:
+    # presets/*.toml, plus seed 000's micro matrix made from its job file (runner/micro.fio,
+    # the one source of that matrix: fsadvisor/profiles/jobfiles.py).
+    from fsadvisor.profiles.jobfiles import micro_presets  # it imports this module
+
     index: dict[str, Profile] = {}
     where: dict[str, str] = {}
-    for f in sorted(Path(directory).glob("*.toml")):
-        for prof in load_profiles(f):
+    files = [(f.name, lambda f=f: load_profiles(f)) for f in sorted(Path(directory).glob("*.toml"))]
+    for origin, profiles in [*files, ("runner/micro.fio", micro_presets)]:
+        for prof in profiles():
             if prof.name in index:
                 raise ProfileError(f"preset {prof.name} is defined in both {where[prof.name]} "
-                                   f"and {f.name}")
+                                   f"and {origin}")
             index[prof.name] = prof
-            where[prof.name] = f.name
+            where[prof.name] = origin
     return index
 
 

@@ -97,3 +97,15 @@ def test_job_files_take_the_libaio_fallback_from_the_environment(tmp_path, job):
 def test_version_and_engine():
     assert fio.fio_version().startswith("fio-")
     assert fio.best_ioengine() in ("io_uring", "libaio")
+
+
+@needs_fio
+@pytest.mark.parametrize("job", sorted(p.name for p in (RUNNER / "probe-micro").glob("*.fio")))
+def test_probe_micro_job_files_parse_with_plain_fio(tmp_path, job):
+    """The probe's micro workloads (runner/probe-micro/, the matrix's source) are job files
+    plain fio accepts with the environment their headers name."""
+    env = {"TARGET": str(tmp_path / "x.dat") if "filename=" in (RUNNER / "probe-micro" / job).read_text()
+           else str(tmp_path), "RUNTIME": "1", "SIZE": "8m", "IOENGINE": "libaio"}
+    proc = subprocess.run(["fio", "--parse-only", str(RUNNER / "probe-micro" / job)],
+                          capture_output=True, text=True, env={**env, "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr + proc.stdout
