@@ -67,3 +67,12 @@ def test_every_workload_kind_has_a_benchmark():
     for kind in benchmark.KINDS:
         bench = benchmark.for_kind(kind)
         assert isinstance(bench, Benchmark) and benchmark.for_kind(bench.tool).tool == bench.tool
+
+
+def test_run_executes_an_invocation_through_the_shared_runner(tmp_path):
+    import sys
+
+    inv = Invocation((sys.executable, "-c", "import os; print(os.environ['FSA_X'], os.getcwd())"),
+                     env=(("FSA_X", "7"),), cwd=str(tmp_path))
+    r = FakeBench().run(inv, timeout_s=30)
+    assert r.ok and r.stdout.split() == ["7", str(tmp_path)]
