@@ -55,7 +55,7 @@ class WorkloadSpec:
     workload: Workload
     kind: str = KIND_FIO
     jobfile: str | None = None
-    app: Mapping[str, Any] = field(default_factory=dict)  # appbench parameters
+    app: Mapping[str, Any] = field(default_factory=dict)  # for the benchmark (db_bench: the profile)
     raw_baseline: bool = False
     source: str = ""  # micro | profile:<name>
 
