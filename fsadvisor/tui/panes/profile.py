@@ -59,7 +59,9 @@ class ProfilePane(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="presets")
-        with VerticalScroll(id="profile-side"):
+        # The form waits for the presets (read in a worker): showing the default preset
+        # resets it, which must not wipe what someone typed meanwhile.
+        with VerticalScroll(id="profile-side", disabled=True):
             yield Static(id="profile-info")
             yield Label("Constraints for this run (edit, then r or Enter)", classes="section")
             with Horizontal(classes="form-row"):
@@ -95,6 +97,8 @@ class ProfilePane(Horizontal):
         self.post_message(self.PresetsLoaded(presets))
 
     def on_profile_pane_failed(self, event: Failed) -> None:
+        if event.title == "presets":
+            self.query_one("#profile-side").disabled = False  # a TOML file still works
         self.notify(event.error, title=event.title, severity="error", markup=False)
 
     def on_profile_pane_presets_loaded(self, event: PresetsLoaded) -> None:
@@ -102,8 +106,9 @@ class ProfilePane(Horizontal):
         for p in event.presets:
             self.loaded[p.name] = Loaded(p, p.name, "preset")
             options.add_option(Option(self._prompt(p), id=p.name))
+        self.query_one("#profile-side").disabled = False
         names = [o for o in self.loaded]
-        if names:
+        if names and self.current is None:  # a profile chosen meanwhile (a TOML file) stays
             index = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
             # Highlight once the new options are laid out, so the list scrolls to the same
             # place whenever the worker's message arrives.
