@@ -110,9 +110,11 @@ class ProfilePane(Horizontal):
         names = [o for o in self.loaded]
         if names and self.current is None:  # a profile chosen meanwhile (a TOML file) stays
             index = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
-            # Highlight once the new options are laid out, so the list scrolls to the same
-            # place whenever the worker's message arrives.
-            self.call_after_refresh(setattr, options, "highlighted", index)
+            options.highlighted = index
+            # Scroll again once the new options are laid out (a scrollbar appearing changes
+            # their width and so their wrapped heights): the same place, however late the
+            # worker's message arrived.
+            self.call_after_refresh(options.scroll_to_highlight)
 
     @staticmethod
     def _prompt(p: Profile) -> Text:
