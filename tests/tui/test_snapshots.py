@@ -16,9 +16,7 @@ async def _settle(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
-    # The form's scrollbar is sized from a layout that follows the preset's text by a
-    # refresh or two; under load that took longer than one pause (the thumb moved).
-    await pilot.pause(0.5)
+    await pilot.pause()
 
 
 async def _recommend(pilot) -> None:

@@ -21,7 +21,10 @@ from fsadvisor.tui.panes import WorkerFailed
 FEATURES = ("snapshots", "checksums", "compression")
 PLP_CHOICES = (("unknown", "unknown"), ("yes", "yes"), ("no", "no"))
 DEFAULT_PRESET = "oltp"  # the README's quick-start example
-PROMPT_WIDTH = 38  # the preset list is 42 columns wide (app.tcss), less border and padding
+# The preset list is 42 columns wide (app.tcss), less border and padding (38) and its
+# scrollbar (2): a longer prompt wraps or not depending on whether the list had its
+# scrollbar when the options were measured, which moved the whole list by 18 lines.
+PROMPT_WIDTH = 36
 
 
 @dataclass
