@@ -87,7 +87,7 @@ def bare_fio(plan, dev: str, workdir: Path) -> float:
 def probe_cell(plan_kw: dict, dev: str) -> float:
     from fsadvisor.service import probing
 
-    plan = probing.plan_probe(dev, **plan_kw)
+    plan = probing.plan_probe(probing.ProbeRequest.make(dev, **plan_kw))
     summary = probing.run_probe(plan, confirm=dev)
     (o,) = [o for o in summary.outcomes if o.status != "skipped"]
     if o.status != "ok":
@@ -129,7 +129,7 @@ def main() -> None:
     try:
         with loopdev.scratch_loop(parse_size(args.size),
                                   directory=args.backing_dir or tmp) as dev:
-            plan = probing.plan_probe(dev, **plan_kw)
+            plan = probing.plan_probe(probing.ProbeRequest.make(dev, **plan_kw))
             for i in range(args.rounds):
                 order = ("probe", "bare") if i % 2 == 0 else ("bare", "probe")
                 for who in order:

@@ -27,3 +27,15 @@ class EnergyError(FsAdvisorError):
 
 class NotSupported(FsAdvisorError):
     """E.g. f2fs on a kernel without it: reported, never a crash."""
+
+
+def one_line(what: object, limit: int | None = None) -> str:
+    """``what`` (an exception or any text) as one line, whitespace collapsed: what every
+    error message here is made of. An exception without a message says its class name;
+    ``limit`` cuts a long line to that many characters, ending in "..."."""
+    text = " ".join(str(what).split())
+    if not text and isinstance(what, BaseException):
+        text = what.__class__.__name__
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text

@@ -113,21 +113,6 @@ def help_range(name: str) -> str:
     return f" Range: {LIMITS[name].range_text}."
 
 
-def option_callback(name: str) -> Callable[[Any], Any]:
-    """A Typer/Click option callback: the check as the option is parsed, one line and exit
-    code 2 on failure (the same line the service would give)."""
-
-    def callback(value: Any) -> Any:
-        try:
-            return check(name, value)
-        except ConfigError as e:
-            from fsadvisor.cli import fail  # only the CLI uses callbacks
-
-            fail(str(e))
-
-    return callback
-
-
 def rows() -> list[tuple[str, str, str, str]]:
     """(option, commands, range, why) for the README's table."""
     return [(f"--{name}", ", ".join(lim.commands), lim.range_text, lim.why)

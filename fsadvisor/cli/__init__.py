@@ -25,6 +25,20 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def limit_option(name: str) -> Callable[[Any], Any]:
+    """A Typer option callback: ``name``'s range (fsadvisor/limits.py) checked as the option
+    is parsed, one line and exit code 2 on failure (the line the service would give)."""
+    from fsadvisor.service import options
+
+    def callback(value: Any) -> Any:
+        try:
+            return options.check(name, value)
+        except FsAdvisorError as e:
+            fail(str(e))
+
+    return callback
+
+
 def domain_errors(fn: Callable) -> Callable:
     """Turn FsAdvisorError (and bad JSON/TOML surfacing as ValueError, absurdly nested JSON,
     an unwritable output path) into one line on stderr and exit code 2."""

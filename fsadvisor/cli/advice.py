@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, domain_errors, emit_json, fail
+from fsadvisor.service import options as limits
+from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
 ScopeOpt = Annotated[str, typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive.")]
@@ -24,7 +24,7 @@ def _fmt_range(r) -> str:
 def recommend(
     profile: Annotated[str, typer.Option("--profile", "-p", help="Preset name or path to a profile TOML.")],
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
-    top: Annotated[int, typer.Option("--top", "-n", callback=limits.option_callback("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
+    top: Annotated[int, typer.Option("--top", "-n", callback=limit_option("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
     plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
     scope: ScopeOpt = "system",
     active: Annotated[bool, typer.Option("--active", help="Rank by active energy (total minus idle) instead of total energy.")] = False,
@@ -37,9 +37,8 @@ def recommend(
 ) -> None:
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
     from fsadvisor.service import advice, worth
-    from fsadvisor.predict.cost import check_inputs
 
-    check_inputs(load, price, servers, pue)  # refuse bad numbers before the ranking runs
+    worth.check_inputs(load, price, servers, pue)  # refuse bad numbers before the ranking runs
     rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
                            energy_basis="active" if active else "total", plp=plp)
     yw = worth.yearly_worth(rec, load, price, servers, pue, db) if load is not None else None
@@ -122,7 +121,7 @@ def predict(
 @app.command()
 @domain_errors
 def validate(
-    folds: Annotated[int, typer.Option("--folds", callback=limits.option_callback("folds"), help="Cross-validation folds." + limits.help_range("folds"))] = 5,
+    folds: Annotated[int, typer.Option("--folds", callback=limit_option("folds"), help="Cross-validation folds." + limits.help_range("folds"))] = 5,
     device: Annotated[Optional[list[str]], typer.Option(
         "--device", help="Leave this device out (its identity as stored; repeatable). "
                          "Default: every device with raw-device runs and filesystem cells.")] = None,

@@ -15,8 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, domain_errors, emit_json, fail
+from fsadvisor.service import options as limits
+from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
@@ -67,7 +67,7 @@ def calibrate(
         "--scratch-dir", metavar="DIR",
         help="Where the scratch backing file goes (default $TMPDIR; /dev/shm makes a ram-loop).")] = None,
     runtime: Annotated[Optional[float], typer.Option(
-        "--runtime", metavar="SECONDS", callback=limits.option_callback("runtime"),
+        "--runtime", metavar="SECONDS", callback=limit_option("runtime"),
         help="Measurement window per run (default 4; shrunk to fit 5 minutes)." + limits.help_range("runtime"))] = None,
     reps: Annotated[Optional[int], typer.Option(
         "--reps", min=1, help="Repetitions of the key runs (default 3; the QD sweep gets one fewer).")] = None,
@@ -80,7 +80,7 @@ def calibrate(
     output: Annotated[Optional[str], typer.Option(
         "--output", "-o", help="Model calibration only: write it here instead of beside the store (<db>.calibration.json).")] = None,
     folds: Annotated[int, typer.Option(
-        "--folds", callback=limits.option_callback("folds"),
+        "--folds", callback=limit_option("folds"),
         help="Model calibration only: cross-validation folds for the prior width." + limits.help_range("folds"))] = 5,
     db: Annotated[Optional[str], typer.Option(
         "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,

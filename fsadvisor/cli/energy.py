@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.service import options as limits
+from fsadvisor.cli import app, domain_errors, emit_json, limit_option
 
 energy_app = typer.Typer(no_args_is_help=True,
                          help="Energy sources: which work here (RAPL, IPMI, meter log, estimate).")
@@ -42,7 +42,7 @@ def check(meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: Json
 @energy_app.command("idle")
 @domain_errors
 def idle(
-    seconds: Annotated[float, typer.Option("--seconds", callback=limits.option_callback("seconds"), help="How long to sit idle." + limits.help_range("seconds"))] = 10.0,
+    seconds: Annotated[float, typer.Option("--seconds", callback=limit_option("seconds"), help="How long to sit idle." + limits.help_range("seconds"))] = 10.0,
     source: Annotated[str, typer.Option("--source", help="auto|rapl|ipmi|meter-log|estimate")] = "auto",
     meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: JsonOpt = False,
 ) -> None:
@@ -64,9 +64,9 @@ def idle(
 def import_log(
     log: Annotated[str, typer.Argument(metavar="FILE", help="CSV of an external power meter (timestamp, watts).")],
     matrix: Annotated[Optional[str], typer.Option("--matrix", help="Only runs of this probe matrix (default: every stored run).")] = None,
-    clock_offset: Annotated[float, typer.Option("--clock-offset", metavar="SECONDS", callback=limits.option_callback("clock-offset"), help="Add to the log's timestamps to align the meter's clock with this host's." + limits.help_range("clock-offset"))] = 0.0,
+    clock_offset: Annotated[float, typer.Option("--clock-offset", metavar="SECONDS", callback=limit_option("clock-offset"), help="Add to the log's timestamps to align the meter's clock with this host's." + limits.help_range("clock-offset"))] = 0.0,
     scope: Annotated[str, typer.Option("--scope", help="What the meter measured: system | cpu+dram | drive.")] = "system",
-    idle_watts: Annotated[Optional[float], typer.Option("--idle-watts", metavar="W", callback=limits.option_callback("idle-watts"), help="Idle power, for active energy." + limits.help_range("idle-watts"))] = None,
+    idle_watts: Annotated[Optional[float], typer.Option("--idle-watts", metavar="W", callback=limit_option("idle-watts"), help="Idle power, for active energy." + limits.help_range("idle-watts"))] = None,
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
     as_json: JsonOpt = False,
 ) -> None:

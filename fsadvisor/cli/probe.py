@@ -8,26 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, domain_errors, emit_json, fail
+from fsadvisor.service import options as limits
+from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 from fsadvisor.domain import FLAG_ESTIMATE
 
 EXIT_INTERRUPTED = 130
 EXIT_CELLS_FAILED = 1
-
-
-def _csv(text: Optional[str]) -> list[str]:
-    return [p.strip() for p in (text or "").split(",") if p.strip()]
-
-
-def _ints(text: Optional[str], option: str) -> list[int]:
-    out = []
-    for p in _csv(text):
-        try:
-            out.append(int(p))
-        except ValueError:
-            fail(f"{option}: {p!r} is not a whole number")
-    return out
 
 
 def _duration(seconds: float | None) -> str:
@@ -172,13 +158,13 @@ def probe(
     baseline: Annotated[bool, typer.Option(
         "--baseline/--no-baseline", help="Raw-device baseline of the micro workloads (filesystem overhead).")] = True,
     reps: Annotated[Optional[int], typer.Option(
-        "--reps", callback=limits.option_callback("reps"),
+        "--reps", callback=limit_option("reps"),
         help="Repetitions per cell (default 3)." + limits.help_range("reps"))] = None,
     runtime: Annotated[Optional[float], typer.Option(
-        "--runtime", metavar="SECONDS", callback=limits.option_callback("runtime"),
+        "--runtime", metavar="SECONDS", callback=limit_option("runtime"),
         help="Measurement window per run (default 30)." + limits.help_range("runtime"))] = None,
     cooldown: Annotated[Optional[float], typer.Option(
-        "--cooldown", metavar="SECONDS", callback=limits.option_callback("cooldown"),
+        "--cooldown", metavar="SECONDS", callback=limit_option("cooldown"),
         help="Idle period after each run (default 30, seed 000)." + limits.help_range("cooldown"))] = None,
     size: Annotated[Optional[str], typer.Option(
         "--size", metavar="SIZE",
@@ -193,14 +179,14 @@ def probe(
     meter_log: Annotated[Optional[str], typer.Option(
         "--meter-log", metavar="FILE", help="CSV log of an external power meter.")] = None,
     clock_offset: Annotated[float, typer.Option(
-        "--clock-offset", metavar="SECONDS", callback=limits.option_callback("clock-offset"),
+        "--clock-offset", metavar="SECONDS", callback=limit_option("clock-offset"),
         help="Add to the meter log's timestamps to align its clock with this host's."
              + limits.help_range("clock-offset"))] = 0.0,
     idle_watts: Annotated[Optional[str], typer.Option(
         "--idle-watts", metavar="W",
         help="Known idle power of the machine." + limits.help_range("idle-watts"))] = None,
     idle_seconds: Annotated[Optional[float], typer.Option(
-        "--idle-seconds", metavar="S", callback=limits.option_callback("idle-seconds"),
+        "--idle-seconds", metavar="S", callback=limit_option("idle-seconds"),
         help="Measure idle power for S seconds before the matrix." + limits.help_range("idle-seconds"))] = None,
     plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
     db: Annotated[Optional[str], typer.Option(
@@ -232,25 +218,23 @@ def probe(
         typer.echo("fsadvisor: an earlier probe did not finish; run probe as root to clean up after it",
                    err=True)
 
-    plan = probing.plan_probe(
-        device, scratch=scratch, scratch_dir=scratch_dir, filesystems=_csv(fs),
-        configs=config or [], agcounts=_ints(agcounts, "--agcounts"),
-        schedulers=_csv(schedulers), profile=profile, micro=micro,
-        workloads=_csv(workloads) or None, reps=reps, runtime_s=runtime, cooldown_s=cooldown,
-        size=size, quick=quick, baseline=baseline, variants=variants, energy=energy,
-        meter_log=meter_log, clock_offset_s=clock_offset, idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp,
-        force=force, db=db, resume=resume, dry_run=dry_run)
+    request = probing.ProbeRequest.make(
+        device, scratch=scratch, scratch_dir=scratch_dir, filesystems=fs, configs=config or (),
+        agcounts=agcounts or (), schedulers=schedulers, profile=profile, micro=micro,
+        workloads=workloads, variants=variants, baseline=baseline, reps=reps,
+        runtime_s=runtime, cooldown_s=cooldown, size=size, quick=quick, resume=resume,
+        energy=energy, meter_log=meter_log, clock_offset_s=clock_offset,
+        idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp, db=db, dry_run=dry_run,
+        force=force)
+    plan = probing.plan_probe(request)
 
     if dry_run:
-        note = probing.dry_run_verdict(plan)
-        lines = probing.dry_run(plan)
-        if note:
-            lines.insert(1, f"# {note}")
+        shown = probing.preview(request, plan)
         if as_json:
-            emit_json({"dry_run": True, "cells": len(plan.cells()),
-                       "estimated_s": plan.estimated_seconds(), "commands": lines})
+            emit_json({"dry_run": True, "cells": shown.cells,
+                       "estimated_s": plan.estimated_seconds(), "commands": shown.lines})
         else:
-            for line in lines:
+            for line in shown.lines:
                 typer.echo(line)
         return
 

@@ -35,10 +35,9 @@ def show(
 ) -> None:
     """Show one profile: workload, constraints and source."""
     from fsadvisor.service import advice
-    from fsadvisor.profiles import profile_to_toml
 
     p = advice.get_profile(name)
     if as_json:
         emit_json(p.to_dict())
     else:
-        typer.echo(profile_to_toml(p))
+        typer.echo(advice.profile_toml(p))

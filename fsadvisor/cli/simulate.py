@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.service import options as limits
+from fsadvisor.cli import app, domain_errors, emit_json, limit_option
 
 
 def _ms(x: float | None) -> str:
@@ -27,22 +27,21 @@ def simulate(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
     vary: Annotated[Optional[str], typer.Option("--vary", help="One knob and its values, e.g. numjobs=1,4,16 | iodepth=1,32 | fsync_every=0,1,32 | plp=no,yes | bs=4k,128k | rwmixread=0,70,100.")] = None,
     setting: Annotated[Optional[list[str]], typer.Option("--set", help="A knob fixed for every variant, e.g. --set iodepth=4 (also burst=N with pause_ms=MS).")] = None,
-    seed: Annotated[int, typer.Option("--seed", callback=limits.option_callback("seed"), help="Random seed; the same seed gives the same output." + limits.help_range("seed"))] = 0,
-    requests: Annotated[int, typer.Option("--requests", "-n", callback=limits.option_callback("requests"), help="Requests simulated per variant." + limits.help_range("requests"))] = 50_000,
-    sigma: Annotated[Optional[float], typer.Option("--sigma", callback=limits.option_callback("sigma"), help="Log-sd of device service times (default: seed 002's p99/mean)." + limits.help_range("sigma"))] = None,
+    seed: Annotated[int, typer.Option("--seed", callback=limit_option("seed"), help="Random seed; the same seed gives the same output." + limits.help_range("seed"))] = 0,
+    requests: Annotated[int, typer.Option("--requests", "-n", callback=limit_option("requests"), help="Requests simulated per variant." + limits.help_range("requests"))] = 50_000,
+    sigma: Annotated[Optional[float], typer.Option("--sigma", callback=limit_option("sigma"), help="Log-sd of device service times (default: seed 002's p99/mean)." + limits.help_range("sigma"))] = None,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Simulate a configuration under what-if variants: tail latency, queueing, fsync batching, PLP."""
-    from fsadvisor.predict import sim
-    from fsadvisor.service.simulate import simulate_what_if
+    from fsadvisor.service.simulate import DEFAULT_SIGMA, SIM_LABEL, simulate_what_if
 
     results = simulate_what_if(config, workload=workload, profile=profile, device=device,
                                vary=vary, seed=seed, requests=requests, db=db, scope=scope,
-                               fixed=setting, sigma=sim.DEFAULT_SIGMA if sigma is None else sigma)
+                               fixed=setting, sigma=DEFAULT_SIGMA if sigma is None else sigma)
     if as_json:
-        emit_json({"note": sim.LABEL, "results": [r.to_dict() for r in results]})
+        emit_json({"note": SIM_LABEL, "results": [r.to_dict() for r in results]})
         return
     first, cal = results[0], results[0].calibration
     w = cal.workload

@@ -9,7 +9,6 @@ reading, with ``energy_j`` None and ``missing`` saying why, and stores it as suc
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -17,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from fsadvisor.domain import EnergyReading
-from fsadvisor.errors import EnergyError
+from fsadvisor.energy.idle import with_idle
+from fsadvisor.errors import EnergyError, one_line
+from fsadvisor.host import run as hostrun
 
 T = TypeVar("T")
 
@@ -38,10 +39,10 @@ Runner = Callable[[list[str]], CommandResult]
 def run_command(argv: list[str]) -> CommandResult:
     """Run an argument list; a missing binary is returncode 127 as a shell would say."""
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    except FileNotFoundError:
+        p = hostrun.run(argv, timeout_s=COMMAND_TIMEOUT_S)
+    except hostrun.CommandNotFound:
         return CommandResult(127, "", f"{argv[0]}: command not found")
-    except subprocess.TimeoutExpired:
+    except hostrun.CommandTimedOut:
         return CommandResult(124, "", f"{argv[0]}: no answer within {COMMAND_TIMEOUT_S:g} s")
     return CommandResult(p.returncode, p.stdout, p.stderr)
 
@@ -111,7 +112,7 @@ class EnergyMeter(ABC):
         try:
             self._begin()
         except (OSError, ValueError, EnergyError) as e:
-            self._begin_error = _one_line(e)
+            self._begin_error = one_line(e)
         except BaseException:  # Ctrl-C while starting: stop() must still answer
             self._begin_error = f"{self.name} meter interrupted while starting"
             raise
@@ -132,7 +133,7 @@ class EnergyMeter(ABC):
             try:
                 reading = self._finish(duration_s)
             except (OSError, ValueError, EnergyError) as e:
-                reading = self.missing_reading(duration_s, _one_line(e))
+                reading = self.missing_reading(duration_s, one_line(e))
         self._reading = reading
         return reading
 
@@ -152,7 +153,6 @@ class EnergyMeter(ABC):
                      assumptions: Mapping[str, Any] | None = None,
                      missing: str | None = None, accuracy: str | None = None) -> EnergyReading:
         """Build a reading labelled with this meter's source and scope, idle baseline applied."""
-        from fsadvisor.energy.idle import with_idle
 
         avg = energy_j / duration_s if energy_j is not None and duration_s > 0 else None
         reading = EnergyReading(
@@ -168,11 +168,6 @@ class EnergyMeter(ABC):
                         assumptions: Mapping[str, Any] | None = None) -> EnergyReading:
         return self.make_reading(None, duration_s, samples=samples,
                                  assumptions=assumptions, missing=why)
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip() or e.__class__.__name__
-    return " ".join(text.split())
 
 
 class Sampler(Generic[T]):
@@ -208,7 +203,7 @@ class Sampler(Generic[T]):
             with self._lock:
                 self.errors += 1
                 if self.first_error is None:
-                    self.first_error = _one_line(e)
+                    self.first_error = one_line(e)
             return
         t_mid = (t_before + self._clock()) / 2
         with self._lock:

@@ -19,14 +19,14 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fsadvisor.catalog.geometry import MIN_DEVICE_BYTES
 from fsadvisor.domain import Device
-from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported
+from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported, one_line
+from fsadvisor.host.run import CommandFailed, CommandResult, CommandTimedOut, run
 from fsadvisor.sizes import parse_size
 
 LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,RO,MOUNTPOINTS,FSTYPE,PKNAME,MODEL,SERIAL,WWN,ROTA,LOG-SEC,REV,TRAN"
@@ -78,11 +78,6 @@ class Verdict:
 
 # ---------------------------------------------------------------- running tools
 
-def _one_line(text: Any, limit: int = 160) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
 def _which(tool: str, host: Host) -> str | None:
     path = host.tool_path
     if path is None:
@@ -90,23 +85,22 @@ def _which(tool: str, host: Host) -> str | None:
     return shutil.which(tool, path=path)
 
 
-def run_tool(argv: list[str], host: Host = HOST) -> subprocess.CompletedProcess:
+def run_tool(argv: list[str], host: Host = HOST) -> CommandResult:
     """Run ``argv`` (never a shell). A missing tool or a timeout is a refusal: without the
     tool's answer the device cannot be judged."""
     exe = _which(argv[0], host)
     if exe is None:
         raise DeviceRefused(f"{argv[0]} not found: cannot check the device safely (install util-linux)")
     try:
-        return subprocess.run([exe, *argv[1:]], capture_output=True, text=True,
-                              timeout=host.timeout_s, errors="replace")
-    except subprocess.TimeoutExpired:
+        return run([exe, *argv[1:]], timeout_s=host.timeout_s)
+    except CommandTimedOut:
         raise DeviceRefused(f"{argv[0]} timed out after {host.timeout_s:g}s: cannot check the device") from None
-    except OSError as e:
-        raise DeviceRefused(f"cannot run {argv[0]}: {e.strerror}") from None
+    except CommandFailed as e:
+        raise DeviceRefused(f"cannot run {argv[0]}: {e.reason}") from None
 
 
-def _failed(proc: subprocess.CompletedProcess, what: str) -> DeviceRefused:
-    msg = _one_line(proc.stderr or proc.stdout or f"exit status {proc.returncode}")
+def _failed(proc: CommandResult, what: str) -> DeviceRefused:
+    msg = one_line(proc.stderr or proc.stdout or f"exit status {proc.returncode}", 160)
     return DeviceRefused(f"{what} failed: {msg}")
 
 
@@ -116,7 +110,7 @@ def _json_obj(text: str, what: str) -> dict:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        raise DeviceRefused(f"cannot parse {what} output: {_one_line(text, 60)!r}") from None
+        raise DeviceRefused(f"cannot parse {what} output: {one_line(text, 60)!r}") from None
     if not isinstance(data, dict):
         raise DeviceRefused(f"cannot parse {what} output: not a JSON object")
     return data
@@ -189,7 +183,7 @@ def parse_blkid_export(text: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not re.fullmatch(r"[A-Z0-9_]+", key):
-            raise DeviceRefused(f"cannot parse blkid output line {_one_line(line, 60)!r}")
+            raise DeviceRefused(f"cannot parse blkid output line {one_line(line, 60)!r}")
         out[key] = re.sub(r"\\(.)", r"\1", value)  # export escapes blanks: VERSION=LVM2\ 001
     return out
 
@@ -262,11 +256,11 @@ def parse_scheduler(text: str) -> tuple[str, list[str]]:
             tok = tok[1:-1]
             current = tok
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", tok):
-            raise DeviceRefused(f"cannot parse scheduler list {_one_line(text, 60)!r}")
+            raise DeviceRefused(f"cannot parse scheduler list {one_line(text, 60)!r}")
         names.append(tok)
     if current is None:
         if len(names) != 1:
-            raise DeviceRefused(f"cannot parse scheduler list {_one_line(text, 60)!r}: no current one")
+            raise DeviceRefused(f"cannot parse scheduler list {one_line(text, 60)!r}: no current one")
         current = names[0]
     return current, names
 
@@ -275,7 +269,7 @@ def parse_stat(text: str) -> dict[str, int]:
     """/sys/block/X/stat -> named counters; 11-, 15- and 17-field kernels give what they have."""
     parts = text.split()
     if len(parts) not in (11, 15, 17) or not all(p.isascii() and p.isdigit() for p in parts):
-        raise DeviceRefused(f"cannot parse block stat {_one_line(text, 80)!r}: expected 11, 15 or 17 counters")
+        raise DeviceRefused(f"cannot parse block stat {one_line(text, 80)!r}: expected 11, 15 or 17 counters")
     return dict(zip(STAT_FIELDS, map(int, parts)))
 
 
@@ -587,20 +581,20 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Devi
     if not sep:
         kind = "nvme"
     if kind not in DEVICE_KINDS:
-        raise ConfigError(f"unknown device kind {kind!r} in {_one_line(s, 60)!r}; "
+        raise ConfigError(f"unknown device kind {kind!r} in {one_line(s, 60)!r}; "
                           f"use one of {', '.join(DEVICE_KINDS)} (e.g. nvme:1.92T)")
     try:
         size_bytes = parse_size(size_text)
     except (ValueError, OverflowError):
-        raise ConfigError(f"not a device size: {_one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)") from None
+        raise ConfigError(f"not a device size: {one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)") from None
     if size_bytes <= 0:
-        raise ConfigError(f"device size must be positive: {_one_line(s, 60)!r}")
+        raise ConfigError(f"device size must be positive: {one_line(s, 60)!r}")
     smallest = min(MIN_DEVICE_BYTES.values())
     if size_bytes < smallest:
-        raise ConfigError(f"device size {_one_line(size_text, 30)} is below {smallest >> 20} MiB, "
+        raise ConfigError(f"device size {one_line(size_text, 30)} is below {smallest >> 20} MiB, "
                           f"the smallest device any filesystem here formats (mkfs.ext4 with a journal)")
     if size_bytes > MAX_SPEC_BYTES:
-        raise ConfigError(f"device size {_one_line(size_text, 30)} is above 1 EiB; no SSD is that large")
+        raise ConfigError(f"device size {one_line(size_text, 30)} is above 1 EiB; no SSD is that large")
     if plp not in ("yes", "no", "unknown"):
         raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
     return Device(path=None, size_bytes=size_bytes, kind=kind, plp=plp, rotational=kind == "hdd")

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from fsadvisor.host import run as hostrun
 from fsadvisor.host.device import parse_mounts
 
 # Loop devices have block major 7 (LOOP_MAJOR); an attached one also has /sys/block/NAME/loop,
 # which the kernel removes on detach (verified: loop0..7 here, none attached, no "loop" dir).
 LOOP_MAJOR = 7
+# losetup and umount -l answer in milliseconds; a minute means something hangs.
+LOSETUP_TIMEOUT_S = 60.0
 
 
 class LoopError(RuntimeError):
@@ -38,14 +40,14 @@ def attach(backing_file: str | os.PathLike, direct_io: bool = True,
     if direct_io:
         cmd.append("--direct-io=on")
     cmd.append(str(backing_file))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = hostrun.run(cmd, timeout_s=LOSETUP_TIMEOUT_S)
     if proc.returncode != 0:
         raise LoopError(f"losetup failed: {proc.stderr.strip() or proc.stdout.strip()}")
     dev = proc.stdout.strip()
     if direct_io:
         dio = direct_io_state(dev, sys_root)
         if dio is not True:
-            subprocess.run(["losetup", "--detach", dev], capture_output=True)
+            hostrun.run(["losetup", "--detach", dev], timeout_s=LOSETUP_TIMEOUT_S)
             why = ("the kernel fell back to buffered I/O" if dio is False
                    else "the kernel does not report it (no loop/dio in sysfs)")
             raise LoopError(f"direct I/O is not in effect on {dev} for {backing_file}: {why}; "
@@ -78,8 +80,8 @@ def detach(dev: str, sys_root: str | os.PathLike = "/sys",
         raise LoopError(f"refusing to detach {dev}: not a loop device "
                         f"({sysdir / 'loop'} does not exist)")
     for mnt in mountpoints_of(dev, mounts_path):
-        subprocess.run(["umount", "-l", mnt], capture_output=True)
-    subprocess.run(["losetup", "--detach", dev], capture_output=True)
+        hostrun.run(["umount", "-l", mnt], timeout_s=LOSETUP_TIMEOUT_S)
+    hostrun.run(["losetup", "--detach", dev], timeout_s=LOSETUP_TIMEOUT_S)
 
 
 def _major(sysdir: Path) -> int | None:

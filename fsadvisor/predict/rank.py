@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
+import numpy as np
+
 from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
 from fsadvisor.errors import FsAdvisorError
-import numpy as np
-
 from fsadvisor.predict.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
@@ -123,20 +123,17 @@ def commands_for(cfg: FsConfig, device_path: str | None) -> dict[str, Any]:
     }
 
 
-def _command_target(device: Device) -> tuple[str | None, str | None]:
-    """The device path to print in mkfs/mount commands. A path the prober would refuse (the
-    root disk, something mounted, a disk with partitions) is never printed into a ready-to-run
-    mkfs line: the placeholder is used instead, with the reason as a warning."""
-    if not device.path:
-        return None, None
-    from fsadvisor.host import device as devmod
-    verdict = devmod.safety_verdict(device.path)
-    if verdict.ok or (verdict.needs_force and not verdict.reason):
-        return device.path, None
-    if verdict.needs_force:
-        return device.path, f"{device.path}: {verdict.reason} — formatting destroys it"
-    return None, (f"{device.path} must not be formatted ({verdict.reason}); commands show "
-                  f"{DEVICE_PLACEHOLDER}")
+@dataclass(frozen=True)
+class CommandTarget:
+    """The device path printed into mkfs/mount commands, decided by the caller (the service
+    runs the safety check; ranking stays a pure function of model, profile and device).
+    ``path`` None prints the placeholder; ``warning`` is added to every recommendation."""
+
+    path: str | None = None
+    warning: str | None = None
+
+
+PLACEHOLDER_TARGET = CommandTarget()
 
 
 def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, list[str]]:
@@ -269,7 +266,13 @@ def _has_data(model: FittedModel, cfg: FsConfig) -> bool:
 def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
          scope: str = "system", energy_basis: str = "total",
          candidates: list[FsConfig] | None = None,
-         kernel_has: dict[str, bool] | None = None, device_params=None) -> Recommendation:
+         kernel_has: dict[str, bool] | None = None,
+         target: CommandTarget = PLACEHOLDER_TARGET, device_params=None) -> Recommendation:
+    """Rank the candidates for ``profile`` on ``device``. Pure: the host facts it reports
+    come in as arguments, ``kernel_has`` (filesystem -> this kernel mounts it; None: not
+    checked), ``target`` (where the printed commands point; the placeholder by default,
+    so nothing unchecked is ever printed ready to run) and ``device_params`` (the device's
+    calibration or datasheet prior; None: what the fit knows of it)."""
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
     cands = candidates if candidates is not None else catalog.candidates(
@@ -280,7 +283,6 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
                 "o_direct_not_honoured": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
-    device_path, device_warning = _command_target(device)
     allowed: list[tuple[FsConfig, list[str]]] = []
     for cfg in cands:
         if w.direct and cfg.mount_value("data") == "journal":
@@ -333,14 +335,13 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     X = design["X"][[row_of[k[1]] for k in kept]]
     ordered, alternatives = _order(kept, device, top, X, design["cov"],
                                    measured=lambda cfg: _has_data(model, cfg))
-    kernel_has = kernel_has if kernel_has is not None else {
-        fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
     def make(i: int, item) -> Ranked:
         val, cfg, p, warns = item
         warns = list(warns)
         if cfg.fs == "f2fs":
-            here = "supported" if kernel_has.get("f2fs") else "NOT supported"
+            here = ("not checked" if kernel_has is None else
+                    "supported" if kernel_has.get("f2fs") else "NOT supported")
             warns.append(f"f2fs: check that the target host's kernel supports f2fs "
                          f"(/proc/filesystems); this machine's kernel: {here}")
         if "nodiscard" in cfg.mount:
@@ -348,13 +349,13 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                          "--now fstrim.timer) so the SSD learns which blocks are free")
         if device.kind in ("loop", "ram-loop"):
             warns.append("loop device: figures describe the backing file, not an SSD")
-        if device_warning:
-            warns.append(device_warning)
+        if target.warning:
+            warns.append(target.warning)
         alts = {k: round(v, 4) for k, v in alternatives[cfg.with_(scheduler="none")].items()
                 if k != "_best"}
         return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
                       why=_why(model, cfg, profile, device, scope), warnings=warns,
-                      commands=commands_for(cfg, device_path), scheduler_alternatives=alts,
+                      commands=commands_for(cfg, target.path), scheduler_alternatives=alts,
                       ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
                       if cfg.fs == "xfs" else None)
 

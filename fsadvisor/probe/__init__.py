@@ -7,9 +7,8 @@ repetition, and leave the machine as it was found even after Ctrl-C or a kill.
 - :mod:`.run`: the whole matrix, signals, resume, cleanup
 - :mod:`.report`: the dry-run preview, progress events and the summary
 - :mod:`.state`: the state file and the cleanup after a probe that died
-- :mod:`.commands`: running argument lists in their own process group
+- :mod:`.commands`: the steps' executor over fsadvisor/host/run.py
 - :mod:`.measure`: /proc/stat, block-layer deltas, write amplification, direct-I/O check
-- :mod:`.apps`: db_bench and sysbench cells
 
 Nothing here prints; progress goes to a callback.
 """

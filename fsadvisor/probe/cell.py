@@ -20,17 +20,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from fsadvisor.tools import fio
+from fsadvisor import catalog
 from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
-from fsadvisor.errors import FsAdvisorError
+from fsadvisor.errors import FsAdvisorError, one_line
+from fsadvisor.host import device as devmod
 from fsadvisor.probe import measure
 from fsadvisor.probe.commands import CommandFailed, CommandResult, Executor, display
-from fsadvisor.probe.plan import APP_KINDS, KIND_JOBFILE, MIB, Cell, Plan
+from fsadvisor.probe.plan import MIB, Cell, Plan
+from fsadvisor.probe.state import SystemOps
+from fsadvisor.tools import benchmark
+from fsadvisor.tools.benchmark import BenchJob, Invocation
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 FLAG_NO_DISCARD = "no-discard"
 # A benchmark gets its runtime plus this much (layout, ramp-down) before it is stopped.
 MEASURE_GRACE_S = 300.0
+ERROR_CHARS = 400  # a stored error is one line, at most this long
 SETUP_TIMEOUT_S = 3600.0  # mkfs/fill of a large drive
 # After the last cell: the probe's own filesystem signature goes, so that a rerun or
 # --resume finds the device as empty as the user handed it over (no --force needed).
@@ -74,11 +79,6 @@ class Step:
         return f"# {self.role}"
 
 
-def _job_name(workload_name: str) -> str:
-    # fio job names end up in file names: keep them to a safe alphabet.
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in workload_name)[:60] or "job"
-
-
 def data_set_bytes(plan: Plan, w: Workload, micro: bool) -> int:
     """The bytes one fio job's files (or raw region) hold: the plan's per-job size for micro
     jobs, the profile's working set capped by that size otherwise. In a directory, every
@@ -100,54 +100,15 @@ def fitted_workload(plan: Plan, cell: Cell) -> Workload:
     return w
 
 
-def measure_argv(plan: Plan, cell: Cell, target_dir: str | None, device: str) -> list[str]:
-    """fio argv of the measured run; ``target_dir`` None runs on the raw device."""
+def bench_job(plan: Plan, cell: Cell, target_dir: str | None, device: str) -> BenchJob:
+    """What the cell's benchmark runs: the fitted workload and its data set, on the
+    filesystem at ``target_dir`` (None: on the raw ``device``)."""
     spec = cell.workload
     w = fitted_workload(plan, cell)
-    name = _job_name(spec.name)
-    size = data_set_bytes(plan, w, spec.source == "micro")
-    if target_dir is None:
-        return fio.workload_argv(w, device, plan.runtime_s, name=name, size_bytes=size)
-    if w.rw in METADATA_MODES or w.nrfiles > 1:
-        return fio.workload_argv(w, target_dir, plan.runtime_s, name=name,
-                                 size_bytes=None if w.rw in METADATA_MODES else size)
-    # One data file: name it here, so the argv is the same whether or not the mount point
-    # exists yet (a dry run never creates it).
-    return fio.workload_argv(w, os.path.join(target_dir, f"{name}.dat"), plan.runtime_s,
-                             name=name, size_bytes=size)
-
-
-def fill_argv(base: list[str], w: Workload, size_bytes: int) -> list[str]:
-    """The measured argv turned into one sequential pass that writes the whole data set.
-    Later fio options override earlier ones (verified: fio 3.33)."""
-    bs = MIB if w.nrfiles <= 1 and size_bytes % MIB == 0 else w.bs_bytes
-    extra = ["--rw=write", f"--bs={bs}", "--time_based=0", "--runtime=0", "--fsync=0"]
-    if w.nrfiles > 1:
-        extra.append("--file_service_type=roundrobin")  # every file written once, in turn
-    return base + extra
-
-
-def env_for_jobfile(plan: Plan, w: Workload, target: str, jobfile_text: str) -> dict[str, str]:
-    """TARGET/RUNTIME/NUMJOBS/NRFILES/SIZE for a runner/*.fio job file (their convention:
-    runner/*.fio headers). Job files with ${NRFILES} read SIZE as bytes per thread and need
-    it to cover NRFILES files of up to twice the mean size (filesize=lo-hi ranges there reach
-    1.5-2x the profile's mean); the others read SIZE as all data files together. Everything
-    is scaled to the plan's data-set budget (``--size``) so a profile of 50,000 files fits
-    the device."""
-    budget = plan.size_bytes
-    jobs = max(1, w.numjobs)
-    env = {"TARGET": target, "RUNTIME": str(max(1, int(round(plan.runtime_s)))),
-           "NUMJOBS": str(jobs)}
-    if "${NRFILES}" in jobfile_text:
-        per_file = 2 * max(w.file_size_bytes, w.bs_bytes)
-        files = max(1, w.nrfiles // jobs)
-        files = max(1, min(files, budget // (jobs * per_file)))
-        env["NRFILES"] = str(files)
-        env["SIZE"] = str(files * per_file)
-    else:
-        env["NRFILES"] = str(max(1, w.nrfiles))
-        env["SIZE"] = str(max(MIB, min(w.working_set_bytes, budget)) // MIB * MIB)
-    return env
+    return BenchJob(name=spec.name, workload=w, runtime_s=plan.runtime_s, device=device,
+                    target_dir=target_dir, size_bytes=data_set_bytes(plan, w, spec.source == "micro"),
+                    budget_bytes=plan.size_bytes, kind=spec.kind, jobfile=spec.jobfile,
+                    app=spec.app)
 
 
 @dataclass
@@ -179,8 +140,7 @@ class CellRunner:
 
     # ------------------------------------------------------------ steps (pure)
     def steps(self, cell: Cell) -> list[Step]:
-        from fsadvisor import catalog
-        dev, mnt, spec = self.device, self.mountpoint, cell.workload
+        dev, mnt = self.device, self.mountpoint
         out = [Step("discard", ("blkdiscard", "-f", dev), optional=True,
                     note="precondition (seed 000); skipped if the device cannot discard")]
         if cell.config is not None:
@@ -194,49 +154,15 @@ class CellRunner:
         return out
 
     def _workload_steps(self, cell: Cell) -> list[Step]:
-        spec = cell.workload
-        w = fitted_workload(self.plan, cell)
-        settle = [Step("sync"), Step("drop-caches")]
-        if spec.kind in APP_KINDS:
-            return self._app_steps(cell, settle)
+        bench = benchmark.for_kind(cell.workload.kind)
         target_dir = None if cell.config is None else self.mountpoint
-        if spec.kind == KIND_JOBFILE:
-            from fsadvisor.resources import data_dir
+        todo = bench.invocations(bench_job(self.plan, cell, target_dir, self.device))
 
-            path = data_dir("runner") / spec.jobfile
-            env = tuple(sorted(env_for_jobfile(self.plan, w, target_dir or self.device,
-                                               path.read_text()).items()))
-            prep = Step("prepare", tuple(fio.jobfile_argv(path, ["--create_only=1"])), env=env,
-                        note="lay out the files (not measured)")
-            return [prep, *settle, Step("measure", tuple(fio.jobfile_argv(path)), env=env,
-                                        note="measured")]
-        base = measure_argv(self.plan, cell, target_dir, self.device)
-        prep: list[Step] = []
-        if w.rw in METADATA_MODES:
-            if w.rw != "filecreate":
-                # filestat/filedelete need the files filecreate makes (shared filename_format).
-                creator = replace(w, rw="filecreate", ioengine="filecreate")
-                # Its runtime is a cap: the job ends after nrfiles creates, all of which
-                # must happen (a 1 s cap left files missing on a slow device).
-                prep.append(Step("prepare", tuple(fio.workload_argv(
-                    creator, self.mountpoint, SETUP_TIMEOUT_S, name=_job_name(spec.name))),
-                    note="create the files (not measured)"))
-        elif w.read_pct > 0:
-            size = data_set_bytes(self.plan, w, spec.source == "micro")
-            prep.append(Step("prepare", tuple(fill_argv(base, w, size)),
-                             note="fill: reads of unwritten blocks never reach the flash"))
-        elif target_dir is not None:
-            prep.append(Step("prepare", tuple(base + ["--create_only=1"]),
-                             note="lay out the file (not measured)"))
-        return [*prep, *settle, Step("measure", tuple(base), note="measured")]
+        def step(role: str, inv: Invocation) -> Step:
+            return Step(role, inv.argv, env=inv.env, tool=bench.tool, note=inv.note, cwd=inv.cwd)
 
-    def _app_steps(self, cell: Cell, settle: list[Step]) -> list[Step]:
-        from fsadvisor.probe import apps
-
-        prep, run, tool, cwd = apps.steps(self.plan, cell, self.mountpoint)
-        return [*(Step("prepare", tuple(a), tool=tool, cwd=cwd, note="load (not measured)")
-                  for a in prep), *settle,
-                Step("measure", tuple(run), tool=tool, cwd=cwd, note="measured")]
+        return [*(step("prepare", inv) for inv in todo.prepare), Step("sync"),
+                Step("drop-caches"), step("measure", todo.measure)]
 
     # ------------------------------------------------------------ execution
     def run(self, cell: Cell, on_step: Callable[[Step], None] | None = None) -> RunRecord:
@@ -262,7 +188,7 @@ class CellRunner:
                 else:
                     self._do(step, flags)
         except (FsAdvisorError, OSError) as e:
-            record.status, record.error = "failed", _one_line(e)
+            record.status, record.error = "failed", one_line(e, ERROR_CHARS)
         except BaseException:
             # Interrupted: unmount if we can; the matrix cleanup retries whatever is left.
             if self.mounted:
@@ -277,14 +203,13 @@ class CellRunner:
                 self.umount()
             except (FsAdvisorError, OSError) as e:
                 # Every later cell would fail on a busy device: the matrix must stop.
-                self.fatal = f"cannot unmount {self.mountpoint}: {_one_line(e)}"
+                self.fatal = f"cannot unmount {self.mountpoint}: {one_line(e, ERROR_CHARS)}"
                 record.status = "failed"
                 record.error = record.error or self.fatal
         return record
 
     def _do(self, step: Step, flags: list[str]) -> None:
         if step.role == "scheduler":
-            from fsadvisor.host import device as devmod
             (self.set_scheduler or devmod.set_scheduler)(self.device, step.value)
         elif step.role == "sync":
             os.sync()
@@ -329,7 +254,6 @@ class CellRunner:
         self.hooks.after_umount(self.mountpoint)
 
     def _measure(self, step: Step, cell: Cell, record: RunRecord, flags: list[str]) -> None:
-        from fsadvisor.host import device as devmod
         stat = self.block_stat or devmod.block_stat
         before_blk = stat(self.device)
         before_cpu = measure.CpuTimes.now()
@@ -372,36 +296,10 @@ class CellRunner:
     def _parse(self, step: Step, result: CommandResult,
                ) -> tuple[dict[str, float], str | None, list[str]]:
         """The run's metrics, or why it failed, and the flags its figures need."""
-        if step.tool != "fio":
-            from fsadvisor.probe import apps
-
-            return *apps.parse(step.tool, result), []
-        try:
-            res = fio.parse(result.stdout, command=result.argv)
-            if not res.error and result.ok:
-                res.require_complete()  # an old fio's layout is read whole or refused
-        except fio.FioParseError as e:
-            why = result.one_line_error() if not result.ok else str(e)
-            return {}, why, []
-        if res.error:
-            return {}, res.error, []
-        if not result.ok:
-            return {}, result.one_line_error(), []
-        metrics = res.metrics()
-        if not metrics.get("ops"):
-            return {}, "fio completed no I/O", []
-        # p99_latency_us keeps its name (model and store read it) even when it is an
-        # estimate; the flag says so, and read_/write_ percentiles hold fio's own figures.
-        pooled = fio.POOLED_ESTIMATE in res.percentile_provenance().values()
-        return metrics, None, [measure.FLAG_POOLED_PERCENTILES] if pooled else []
+        m = benchmark.for_kind(step.tool).parse(result)
+        return m.metrics, m.error, list(m.flags)
 
 
 def _is_mounted(mountpoint: str) -> bool:
-    from fsadvisor.probe.state import SystemOps
-
     return SystemOps().is_mounted(mountpoint)
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join((str(e) or e.__class__.__name__).split())[:400]
 

@@ -21,9 +21,12 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from fsadvisor import catalog
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
+from fsadvisor.probe.micro import micro_jobs
+from fsadvisor.tools.benchmark import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -39,11 +42,7 @@ DEFAULT_SCHEDULERS = ("none", "mq-deadline")
 CELL_OVERHEAD_S = 3.0
 FILL_BYTES_PER_S = 500 * MIB  # conservative sequential write rate for the fill estimate
 
-# Workload kinds: how a cell's workload is run.
-KIND_FIO = "fio"  # fio.workload_argv from a Workload
-KIND_JOBFILE = "jobfile"  # a runner/*.fio job file
-KIND_DB_BENCH = "db_bench"
-KIND_SYSBENCH = "sysbench"
+# Workload kinds (how a cell's workload is run) are the benchmarks' own: tools/benchmark.py.
 APP_KINDS = (KIND_DB_BENCH, KIND_SYSBENCH)
 
 UNSUPPORTED_FMT = "{fs}: not supported by this kernel"
@@ -57,7 +56,7 @@ class WorkloadSpec:
     workload: Workload
     kind: str = KIND_FIO
     jobfile: str | None = None
-    app: Mapping[str, Any] = field(default_factory=dict)  # appbench parameters
+    app: Mapping[str, Any] = field(default_factory=dict)  # for the benchmark (db_bench: the profile)
     raw_baseline: bool = False
     source: str = ""  # micro | profile:<name>
 
@@ -74,34 +73,16 @@ class WorkloadSpec:
                             raw_baseline=bool(d.get("raw_baseline")), source=d.get("source", ""))
 
 
-def _micro(name: str, **kw: Any) -> WorkloadSpec:
-    raw = kw.pop("raw", True)
-    return WorkloadSpec(name=name, workload=Workload(**kw), raw_baseline=raw, source="micro")
-
-
-# The standard micro matrix. Queue depth 32 for the throughput jobs (seed 002's QD32 4K
-# random write; seed 000 used 64 on a larger drive), a QD1 fsync-per-write job because that
-# is where barrier cost and journal commits show (seed 002 "4K-randwrite-fsync1"), 128 KiB
-# sequential jobs ranked by bytes, and the file create/stat/delete chain (seed 002
-# "metadata-create"; fio's filecreate/filestat/filedelete engines, domain notes §1).
-MICRO: tuple[WorkloadSpec, ...] = (
-    _micro("4k-randread-qd32", rw="randread", bs_bytes=4 * KIB, iodepth=32),
-    _micro("4k-randwrite-qd32", rw="randwrite", bs_bytes=4 * KIB, iodepth=32),
-    _micro("4k-randrw70-qd32", rw="randrw", rwmixread=70, bs_bytes=4 * KIB, iodepth=32),
-    _micro("4k-randwrite-fsync1", rw="randwrite", bs_bytes=4 * KIB, iodepth=1, fsync_every=1,
-           fsync_mode="every_n"),
-    _micro("128k-read-qd8", rw="read", bs_bytes=128 * KIB, iodepth=8, rank_by="bytes"),
-    _micro("128k-write-qd8", rw="write", bs_bytes=128 * KIB, iodepth=8, rank_by="bytes"),
-    _micro("meta-create", rw="filecreate", ioengine="filecreate", bs_bytes=4 * KIB,
-           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
-           create_frac=1.0, raw=False),
-    _micro("meta-stat", rw="filestat", ioengine="filestat", bs_bytes=4 * KIB,
-           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
-           stat_frac=1.0, raw=False),
-    _micro("meta-delete", rw="filedelete", ioengine="filedelete", bs_bytes=4 * KIB,
-           nrfiles=4096, file_size_bytes=4 * KIB, working_set_bytes=4096 * 4 * KIB, op="file",
-           delete_frac=1.0, raw=False),
-)
+# The standard micro matrix: one fio job file per workload in runner/probe-micro/ (the
+# source; fsadvisor/probe/micro.py says why). Queue depth 32 for the throughput jobs (seed
+# 002's QD32 4K random write; seed 000 used 64 on a larger drive), a QD1 fsync-per-write job
+# because that is where barrier cost and journal commits show (seed 002
+# "4K-randwrite-fsync1"), 128 KiB sequential jobs ranked by bytes, and the file
+# create/stat/delete chain (seed 002 "metadata-create"; fio's filecreate/filestat/filedelete
+# engines, domain notes §1).
+MICRO: tuple[WorkloadSpec, ...] = tuple(
+    WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
+    for name, w, raw in micro_jobs())
 QUICK_MICRO = ("4k-randread-qd32", "4k-randwrite-qd32")
 MICRO_BY_NAME = {w.name: w for w in MICRO}
 
@@ -331,7 +312,6 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
     Explicit ``--config`` dicts replace the default set; one that names a scheduler is run
     with that scheduler only. Otherwise each filesystem gets its catalog default plus
     :data:`VARIANT_MOUNTS`, and XFS one default configuration per ``--agcounts`` value."""
-    from fsadvisor import catalog
     out: list[FsConfig] = []
     if agcounts and (explicit or "xfs" not in filesystems):
         raise ConfigError("--agcounts applies to xfs: add xfs to --fs (explicit --config "
@@ -382,7 +362,6 @@ def build_plan(device: str | None, device_size_bytes: int, *,
                baseline: bool = True, ioengine: str = "io_uring",
                kernel_supports=None, **extra: Any) -> Plan:
     """Assemble a :class:`Plan`; raises ConfigError for anything the user can fix."""
-    from fsadvisor import catalog
     filesystems = check_choice("filesystem", filesystems, FILESYSTEMS)
     schedulers = check_choice("scheduler", schedulers, SCHEDULERS)
     if not filesystems and not explicit_configs:

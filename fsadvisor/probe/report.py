@@ -13,11 +13,12 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsadvisor.tools import fio
+from fsadvisor.domain import Device
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
+from fsadvisor.tools import fio
 
 
 
@@ -144,7 +145,6 @@ class ProbeSummary:
 def dry_run_lines(plan: Plan) -> list[str]:
     """Every command a real run of ``plan`` would execute, in order, as shell lines
     (comments start with #). Runs nothing and needs no privileges."""
-    from fsadvisor.domain import Device
 
     scratch = bool(plan.scratch_size_bytes)
     dev = "/dev/loopN" if scratch else str(plan.device)

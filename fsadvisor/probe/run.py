@@ -19,8 +19,11 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from fsadvisor import energy
 from fsadvisor.domain import RunRecord
 from fsadvisor.errors import DeviceRefused, FsAdvisorError, NotSupported
+from fsadvisor.host import device as devmod
+from fsadvisor.host import loopdev
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner
 from fsadvisor.probe.commands import Executor
@@ -28,6 +31,7 @@ from fsadvisor.probe.plan import Cell, Plan
 from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
 from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, StateFileError, SystemOps,
                                    cleanup_stale, leftovers, live_owner, recorded_signature, undo)
+from fsadvisor.tools import fio
 
 class DeviceTaken(DeviceRefused):
     """Between two cells the device turned out to be mounted, held or opened by someone
@@ -187,8 +191,6 @@ class MatrixRun:
         return self.summary
 
     def _run(self) -> None:
-        from fsadvisor.host import device as devmod
-        from fsadvisor.tools import fio
         plan = self.plan
         scratch = bool(plan.scratch_size_bytes)
         dev = self._attach_scratch() if scratch else str(plan.device)
@@ -281,7 +283,6 @@ class MatrixRun:
         """Right after each mkfs (before the mount): remember the filesystem this probe made,
         so that after a SIGKILL (no in-process wipe) --resume recognises it and needs no
         --force; anything else found there later still does."""
-        from fsadvisor.host import device as devmod
         if self.plan.scratch_size_bytes:
             return  # a fresh scratch device is never checked for signatures
         entry = self.state.matrices.get(self.plan.device_key)
@@ -357,7 +358,6 @@ class MatrixRun:
 
     # ------------------------------------------------------------ energy
     def _meter(self, dev: str):
-        from fsadvisor import energy
         e = self.plan.energy
         opts: dict[str, Any] = {}
         if e.get("meter_log"):
@@ -378,7 +378,6 @@ class MatrixRun:
 
     # ------------------------------------------------------------ scratch and cleanup
     def _attach_scratch(self) -> str:
-        from fsadvisor.host import loopdev
         fd, path = tempfile.mkstemp(prefix="fsadvisor-scratch-", suffix=".img",
                                     dir=self.plan.scratch_dir)
         os.close(fd)
@@ -430,7 +429,6 @@ class MatrixRun:
         the last cell's filesystem is ours, and without it a rerun or --resume needs no
         --force. Only in-process, where we know the device is still the one we formatted
         (a later invocation cleaning up after a kill never wipes anything)."""
-        from fsadvisor.host import device as devmod
         if devmod.exclusive_guard(dev) is not None:
             return [f"left {dev} as it is: it is busy"]
         result = self.executor.run(WIPE_ARGV + [dev], check=False, timeout_s=120)

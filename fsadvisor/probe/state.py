@@ -22,16 +22,21 @@ import errno
 import json
 import os
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fsadvisor.errors import FsAdvisorError
+from fsadvisor.errors import FsAdvisorError, one_line
+from fsadvisor.host import device as devmod
+from fsadvisor.host import loopdev
+from fsadvisor.host.device import parse_mounts
+from fsadvisor.host.run import group_alive
+from fsadvisor.host.run import run
 
 STATE_VERSION = 1
+UMOUNT_TIMEOUT_S = 120.0  # as a cell's own umount (probe/cell.py)
 SUFFIX = ".probe-state.json"
 
 
@@ -432,12 +437,9 @@ class SystemOps:
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:
-        from fsadvisor.probe.commands import _group_alive
-        return _group_alive(pgid)
+        return group_alive(pgid)
 
     def is_mounted(self, mountpoint: str) -> bool:
-        from fsadvisor.host.device import parse_mounts
-
         try:
             mounts = parse_mounts(Path("/proc/self/mounts").read_text())
         except OSError:
@@ -449,44 +451,39 @@ class SystemOps:
         err = ""
         # A benchmark that was just killed may hold the filesystem for a moment.
         for _ in range(10):
-            proc = subprocess.run(["umount", mountpoint], capture_output=True, text=True)
+            proc = run(["umount", mountpoint], timeout_s=UMOUNT_TIMEOUT_S)
             if proc.returncode == 0 or not self.is_mounted(mountpoint):
                 return None
             err = (proc.stderr or proc.stdout).strip()
             time.sleep(0.3)
-        proc = subprocess.run(["umount", "-l", mountpoint], capture_output=True, text=True)
+        proc = run(["umount", "-l", mountpoint], timeout_s=UMOUNT_TIMEOUT_S)
         if proc.returncode == 0:
             return None
-        return " ".join((err or proc.stderr).split()) or f"umount exit {proc.returncode}"
+        return one_line(err or proc.stderr) or f"umount exit {proc.returncode}"
 
     def remove_dir(self, path: str) -> None:
         with contextlib.suppress(OSError):
             os.rmdir(path)
 
     def current_scheduler(self, device: str) -> str | None:
-        from fsadvisor.host import device as devmod
         try:
             return devmod.read_scheduler(device)[0]
         except FsAdvisorError:
             return None
 
     def set_scheduler(self, device: str, name: str) -> None:
-        from fsadvisor.host import device as devmod
         devmod.set_scheduler(device, name)
 
     def loop_backing_file(self, loop_device: str) -> str | None:
-        from fsadvisor.host import loopdev
         return loopdev.backing_file(loop_device)
 
     def loops_of(self, backing_file: str) -> list[str]:
         if not os.path.exists(backing_file):
             return []
-        proc = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", backing_file],
-                              capture_output=True, text=True)
+        proc = run(["losetup", "-n", "-O", "NAME", "-j", backing_file], timeout_s=UMOUNT_TIMEOUT_S)
         return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
 
     def detach_loop(self, loop_device: str) -> None:
-        from fsadvisor.host import loopdev
         loopdev.detach(loop_device)
 
     def remove_file(self, path: str) -> None:

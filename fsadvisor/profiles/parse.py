@@ -82,7 +82,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, Profile, Workload
-from fsadvisor.errors import ProfileError
+from fsadvisor.errors import ProfileError, one_line
 from fsadvisor.resources import presets_dir
 from fsadvisor.sizes import format_size, parse_size
 from fsadvisor.profiles.write import toml_string
@@ -157,10 +157,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 class _Where:
     """Names the place of an error: ``profile oltp.toml`` plus a field prefix."""
 
@@ -175,13 +171,13 @@ class _Where:
         return self.prefix + key
 
     def fail(self, key: str, value: Any, problem: str) -> ProfileError:
-        return ProfileError(_one_line(f"{self.origin}: {self.field(key)} = {_show(value)} {problem}"))
+        return ProfileError(one_line(f"{self.origin}: {self.field(key)} = {_show(value)} {problem}"))
 
     def fail_key(self, key: str, problem: str) -> ProfileError:
-        return ProfileError(_one_line(f"{self.origin}: {self.field(key)} {problem}"))
+        return ProfileError(one_line(f"{self.origin}: {self.field(key)} {problem}"))
 
     def fail_plain(self, problem: str) -> ProfileError:
-        return ProfileError(_one_line(f"{self.origin}: {problem}"))
+        return ProfileError(one_line(f"{self.origin}: {problem}"))
 
 
 def _unknown_key(where: _Where, key: Any, known: Iterable[str]) -> ProfileError:
@@ -290,7 +286,7 @@ class _Facts:
 
     def conflict(self, a: str, b: str, problem: str = "contradicts") -> ProfileError:
         sa, sb = self.slots[a], self.slots[b]
-        return ProfileError(_one_line(f"{self.where.origin}: {sa.field} = {_show(sa.raw)} "
+        return ProfileError(one_line(f"{self.where.origin}: {sa.field} = {_show(sa.raw)} "
                                       f"{problem} {sb.field} = {_show(sb.raw)}"))
 
 
@@ -414,7 +410,7 @@ def _fsync(facts: _Facts) -> tuple[str, int]:
     if every is None:
         if mode == "every_n":
             s = facts.slots["fsync_mode"]
-            raise ProfileError(_one_line(f"{facts.where.origin}: {s.field} = {_show(s.raw)} "
+            raise ProfileError(one_line(f"{facts.where.origin}: {s.field} = {_show(s.raw)} "
                                          f"needs fsync_every = N (writes per fsync, >= 1)"))
         return mode, 1  # one fsync per transaction's write
     if every == 0:
@@ -446,7 +442,7 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
         if facts.has("file_size"):
             raise facts.conflict("file_size_max", "file_size", "is smaller than")
         s = facts.slots["file_size_max"]
-        raise ProfileError(_one_line(
+        raise ProfileError(one_line(
             f"{origin.origin}: {s.field} = {_show(s.raw)} is smaller than the mean file size "
             f"{format_size(fsz)} (working set / files)"))
 
@@ -474,7 +470,7 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
         how = "direct = true" if facts.has("direct") else "direct I/O (the default)"
         problem = (f"is below {DIRECT_MIN_BS} bytes" if bs < DIRECT_MIN_BS
                    else f"is not a multiple of {DIRECT_MIN_BS} bytes")
-        raise ProfileError(_one_line(
+        raise ProfileError(one_line(
             f"{origin.origin}: {s.field} = {_show(s.raw)} {problem}: with {how} O_DIRECT "
             f"needs whole logical blocks (>= {DIRECT_MIN_BS} B); use direct = false or a "
             f"larger request size"))
@@ -632,7 +628,7 @@ def load_profiles(path: str | Path) -> list[Profile]:
     try:
         text = p.read_bytes().decode("utf-8")
     except OSError as e:
-        raise ProfileError(_one_line(f"{origin}: cannot read {p}: {e.strerror or e}")) from None
+        raise ProfileError(one_line(f"{origin}: cannot read {p}: {e.strerror or e}")) from None
     except UnicodeDecodeError:
         raise ProfileError(f"{origin}: not UTF-8 text") from None
     return profiles_from_toml(text, stem=p.stem, origin=origin)
@@ -651,23 +647,28 @@ def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> li
     except RecursionError:
         raise ProfileError(f"{origin}: malformed TOML: arrays or tables nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
-        raise ProfileError(_one_line(f"{origin}: malformed TOML: {e}")) from None
+        raise ProfileError(one_line(f"{origin}: malformed TOML: {e}")) from None
     except ValueError as e:  # tomllib lets int()'s 4300-digit limit escape as ValueError
-        raise ProfileError(_one_line(f"{origin}: unreadable TOML value: {e}")) from None
+        raise ProfileError(one_line(f"{origin}: unreadable TOML value: {e}")) from None
     return _profiles_in(doc, stem, origin)
 
 
 @functools.lru_cache(maxsize=4)
 def _preset_index(directory: str) -> dict[str, Profile]:
+    # presets/*.toml, plus seed 000's micro matrix made from its job file (runner/micro.fio,
+    # the one source of that matrix: fsadvisor/profiles/jobfiles.py).
+    from fsadvisor.profiles.jobfiles import micro_presets  # it imports this module
+
     index: dict[str, Profile] = {}
     where: dict[str, str] = {}
-    for f in sorted(Path(directory).glob("*.toml")):
-        for prof in load_profiles(f):
+    files = [(f.name, lambda f=f: load_profiles(f)) for f in sorted(Path(directory).glob("*.toml"))]
+    for origin, profiles in [*files, ("runner/micro.fio", micro_presets)]:
+        for prof in profiles():
             if prof.name in index:
                 raise ProfileError(f"preset {prof.name} is defined in both {where[prof.name]} "
-                                   f"and {f.name}")
+                                   f"and {origin}")
             index[prof.name] = prof
-            where[prof.name] = f.name
+            where[prof.name] = origin
     return index
 
 
@@ -725,4 +726,4 @@ def _no_such(name: str, names: list[str], scope: str) -> Profile:
     if not close:  # a family prefix ("filebench-", "fio-") still deserves suggestions
         close = sorted(n for n in names if n.startswith(name[:4]))[:5]
     hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(names)} known)"
-    raise ProfileError(_one_line(f"no {scope} named {_show(name)}{hint}"))
+    raise ProfileError(one_line(f"no {scope} named {_show(name)}{hint}"))

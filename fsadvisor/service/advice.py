@@ -7,19 +7,36 @@ change (a fit takes milliseconds) and cached per process by a hash of the observ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+import platformdirs
 
 from fsadvisor import catalog, limits
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
+from fsadvisor.host import device as devmod
 from fsadvisor.predict.crossval import choose_device_sd
-from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path, choose_prior_scale,
-                             cross_validate, fit, load_model, predict, save_model,
-                             settings_fingerprint)
-from fsadvisor.predict.rank import Recommendation, rank
+from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
+                                     choose_prior_scale, cross_validate, fit, load_model, predict,
+                                     save_model, settings_fingerprint)
+from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
+                                    rank)
+from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
+from fsadvisor.sizes import format_size
+from fsadvisor.store import open_store, quick_version
+
+# What the front ends read from here besides the functions: the result types they display
+# and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
+# tests/unit/test_front_end_imports.py enforces it).
+__all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
+           "CommandTarget", "format_size", "list_profiles", "get_profile", "profile_toml",
+           "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
+           "predict_one", "predict_batch", "validate", "calibrate"]
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
 _cache: dict[str, FittedModel] = {}
@@ -28,26 +45,27 @@ _cache: dict[str, FittedModel] = {}
 # --------------------------------------------------------------------------- profiles
 
 def list_profiles() -> list[Profile]:
-    from fsadvisor.profiles import list_presets
     return list_presets()
 
 
 def get_profile(name_or_path: str) -> Profile:
-    from fsadvisor.profiles import load_profile
     return load_profile(name_or_path)
+
+
+def profile_toml(profile: Profile) -> str:
+    """The profile as TOML that load_profile reads back (``profiles show``)."""
+    return profile_to_toml(profile)
 
 
 # --------------------------------------------------------------------------- model
 
 def _observations(db: str | None):
-    from fsadvisor.store import open_store
     store = open_store(db)
     store.ensure_seeded()
     return store.observations()
 
 
 def _cache_file(key: str) -> Path:
-    import platformdirs
     return Path(platformdirs.user_cache_dir("fsadvisor")) / f"model-{key}.npz"
 
 
@@ -55,13 +73,11 @@ def get_model(db: str | None = None) -> FittedModel:
     """The model fitted on everything in the store. A fit is cached on disk under a key made
     of the store's data version and the model settings, so a plain `recommend` neither
     re-reads the datasets nor refits; any new probe run or data change makes a new key."""
-    from fsadvisor.store import quick_version
 
     settings = ModelSettings.load(db=db)
     version = quick_version(db)
     key = None
     if version is not None:
-        import hashlib
         key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
                              ).hexdigest()[:20]
         if key in _cache:
@@ -76,7 +92,6 @@ def get_model(db: str | None = None) -> FittedModel:
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
-            import hashlib
             key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
                                  ).hexdigest()[:20]
     if key is not None:
@@ -92,7 +107,6 @@ def get_model(db: str | None = None) -> FittedModel:
 def _stored_device_params(db: str | None) -> dict:
     """Device parameters `fsadvisor calibrate DEVICE` fitted and stored, by device identity
     (none in a store without calibrations: then raw-device runs lift the priors)."""
-    from fsadvisor.store import open_store
     with open_store(db) as store:
         return {ident: p for ident in store.calibrated_devices()
                 if (p := store.device_params(ident)) is not None}
@@ -105,14 +119,50 @@ def resolve_device(spec: str | None, plp: str | None = None) -> Device:
     named = library_device(spec, plp)
     if named is not None:
         return named
-    from fsadvisor.host.device import device_from_spec
-    dev = device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
+    dev = devmod.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
         if plp not in ("yes", "no", "unknown"):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
-        from dataclasses import replace
         dev = replace(dev, plp=plp)
     return dev
+
+
+@dataclass(frozen=True)
+class DeviceDescription:
+    """A device with the XFS allocation-group range and mkfs.xfs default for its size (what
+    the TUI's device pane shows and the AG column of the recommendations is chosen from)."""
+
+    device: Device
+    ag_range: tuple[int, int]
+    ag_default: int
+
+
+def describe_device(spec: str | None, plp: str | None = None) -> DeviceDescription:
+    dev = resolve_device(spec, plp)
+    return DeviceDescription(dev, catalog.ag_count_range(dev.size_bytes),
+                             catalog.default_ag_count(dev.size_bytes))
+
+
+def mkfs_target(device: Device) -> CommandTarget:
+    """The device path to print in mkfs/mount commands. A path the prober would refuse (the
+    root disk, something mounted, a disk with partitions) is never printed into a ready-to-run
+    mkfs line: the placeholder is used instead, with the reason as a warning. Decided here,
+    once per recommendation, so ranking itself never inspects the host."""
+    if not device.path:
+        return CommandTarget()
+    verdict = devmod.safety_verdict(device.path)
+    if verdict.ok or (verdict.needs_force and not verdict.reason):
+        return CommandTarget(device.path)
+    if verdict.needs_force:
+        return CommandTarget(device.path,
+                             f"{device.path}: {verdict.reason} — formatting destroys it")
+    return CommandTarget(None, f"{device.path} must not be formatted ({verdict.reason}); "
+                               f"commands show {DEVICE_PLACEHOLDER}")
+
+
+def kernel_filesystems() -> dict[str, bool]:
+    """Which filesystems this machine's kernel mounts (/proc/filesystems and modules)."""
+    return {fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
 
 def _check_scope(scope: str) -> None:
@@ -134,7 +184,7 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
     dev = resolve_device(device, plp)
     params = _device_params(dev, db)
     rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
-               device_params=params)
+               kernel_has=kernel_filesystems(), target=mkfs_target(dev), device_params=params)
     rec.notes.insert(0, f"device parameters: {_describe_params(params)}")
     from fsadvisor.service.devices import library_notes
     rec.notes.extend(library_notes(dev))
@@ -153,7 +203,6 @@ def _describe_params(params) -> str:
 
 
 def _workload_of(workload: Any = None, profile: str | None = None):
-    from fsadvisor.profiles import workload_from_dict
     if profile is not None and workload is not None:
         raise FsAdvisorError("give either a workload or a profile, not both")
     if profile is not None:

@@ -8,6 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from fsadvisor import energy
+from fsadvisor.energy import meterlog
+from fsadvisor.errors import EnergyError
+from fsadvisor.store import open_store
 def energy_check(meter_log: str | None = None, device: str | None = None,
                  **opts: Any) -> list[dict[str, Any]]:
     """One dict per source (rapl, ipmi, meter-log, estimate): name, ok, detail, and
@@ -38,9 +41,6 @@ def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: fl
     integral over exactly that run's measurement window. A run the log does not cover gets
     its energy marked missing with the reason; nothing is interpolated beyond the log.
     Only runs whose measurement window was recorded can be aligned."""
-    from fsadvisor.errors import EnergyError
-    from fsadvisor.energy import meterlog
-    from fsadvisor.store import open_store
 
     from fsadvisor import limits
 

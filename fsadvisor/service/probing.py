@@ -10,33 +10,35 @@ Nothing here prints.
 
 from __future__ import annotations
 
-import json
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable
 
+from fsadvisor import energy as energymod
 from fsadvisor import limits
+from fsadvisor.energy import parse_idle_watts
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+from fsadvisor.host import device as devmod
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
 from fsadvisor.probe.run import Interruptions, MatrixRun
 from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cleanup_stale,
-                                   recorded_signature, state_path_for)
-from fsadvisor.sizes import parse_size
+                                   live_owner, recorded_signature, state_path_for)
+from fsadvisor.profiles import load_profile
+from fsadvisor.service.request import MIN_SCRATCH_BYTES, ProbeRequest
+from fsadvisor.store import default_path, open_store
+from fsadvisor.tools import fio
 
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
-# The smallest scratch device every filesystem here formats (btrfs and xfs want ~300 MiB).
-MIN_SCRATCH_BYTES = int(limits.LIMITS["scratch"].lo)
 
-__all__ = ["plan_probe", "dry_run", "check_device", "run_probe", "cleanup_stale_state",
-           "root_problem", "store_path", "Plan", "ProbeSummary", "ProgressEvent",
-           "CleanupReport"]
+__all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "dry_run",
+           "preview", "check_device", "run_probe", "cleanup_stale_state", "root_problem",
+           "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport"]
 
 
 def store_path(db: PathLike | None = None) -> Path:
-    from fsadvisor.store import default_path
-
     if db is not None and str(db) == ":memory:":
         raise ConfigError("a probe needs a store file (its state file lives next to it), "
                           "not :memory:")
@@ -49,129 +51,60 @@ def _state_file(db: PathLike | None) -> StateFile:
 
 def root_problem() -> str | None:
     """Why this process cannot probe (not root), or None."""
-    from fsadvisor.host import device
-    return device.needs_root()
+    return devmod.needs_root()
 
 
-def _configs(configs: Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for c in configs:
-        if isinstance(c, Mapping):
-            out.append(dict(c))
-            continue
-        try:
-            d = json.loads(c)
-        except ValueError as e:
-            raise ConfigError(f"--config is not JSON: {e.msg} in {c[:80]!r}") from None
-        if not isinstance(d, dict):
-            raise ConfigError(f"--config must be a JSON object, not {c[:80]!r}")
-        out.append(d)
-    return out
-
-
-def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
-               scratch_dir: PathLike | None = None,
-               filesystems: Sequence[str] = ("ext4", "xfs", "btrfs", "f2fs"),
-               configs: Sequence[str | Mapping[str, Any]] = (), agcounts: Sequence[int] = (),
-               schedulers: Sequence[str] = planmod.DEFAULT_SCHEDULERS,
-               profile: str | None = None, micro: bool = True,
-               workloads: Sequence[str] | None = None, reps: int | None = None,
-               runtime_s: float | None = None, cooldown_s: float | None = None,
-               size: str | int | None = None, quick: bool = False, baseline: bool = True,
-               variants: bool = True, energy: str = "auto", meter_log: PathLike | None = None,
-               clock_offset_s: float = 0.0, idle_watts: float | str | None = None, idle_seconds: float | None = None,
-               plp: str = "unknown", force: bool = False, db: PathLike | None = None,
-               resume: bool = False, dry_run: bool = False) -> Plan:
-    """Build the plan for ``device`` (or a ``scratch`` loop device of that size).
+def plan_probe(request: ProbeRequest) -> Plan:
+    """Build the plan for ``request`` (its device, or a scratch loop device of its size).
 
     With ``resume`` the last unfinished matrix of that device (or of ``--scratch``) is
     continued as it was planned; the other choices are ignored except ``force``. With
     ``dry_run`` nothing is executed at all, not even fio's io_uring self-test."""
-    from fsadvisor.host import device as devmod
-    from fsadvisor.tools import fio
-    if (device is None) == (scratch is None):
-        raise ConfigError("give either a DEVICE or --scratch SIZE")
-    if plp not in ("yes", "no", "unknown"):
-        raise ConfigError(f"--plp must be yes, no or unknown, not {plp!r}")
-    if energy != "auto" and energy not in ("rapl", "ipmi", "meter-log", "estimate"):
-        raise ConfigError(f"unknown --energy {energy!r}: use auto, rapl, ipmi, meter-log or estimate")
-    if energy == "meter-log" and meter_log is None:
-        raise ConfigError("--energy meter-log needs --meter-log FILE")
-    if scratch_dir is not None and (why := devmod.control_character_refusal(
-            os.fspath(scratch_dir), "--scratch-dir")):
-        raise ConfigError(why)
-    db_path = store_path(db)
-    scratch_bytes = None
-    if scratch is not None:
-        try:
-            scratch_bytes = parse_size(scratch)
-        except ValueError:
-            raise ConfigError(f"--scratch {scratch!r} is not a size (e.g. 2G)") from None
-        if scratch_bytes < MIN_SCRATCH_BYTES:
-            raise ConfigError(f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
-                              "(the smallest device every filesystem here formats)")
-        limits.check("scratch", scratch_bytes)
-    if resume:
-        key = "scratch" if scratch is not None else str(device)
-        entry = _state_file(db).load().matrices.get(key)
+    r = request
+    db_path = store_path(r.db)
+    dev_info = r.device_info
+    if r.device is not None and dev_info is None:
+        dev_info = ProbeRequest.make(r.device, plp=r.plp).device_info  # built without make()
+    if r.resume:
+        key = "scratch" if r.scratch is not None else str(r.device)
+        entry = _state_file(r.db).load().matrices.get(key)
         if not entry:
             raise FsAdvisorError(f"no unfinished probe of {key} recorded next to {db_path}; "
                                  "start one without --resume")
         plan = Plan.from_dict(entry["plan"])
         plan.matrix_id = entry["matrix_id"]
-        plan.force = force
+        plan.force = r.force
         plan.db_path = str(db_path)
-        if scratch is None:
-            plan.device_info = devmod.inspect(str(device), plp=plan.plp)
+        if r.scratch is None:
+            plan.device_info = replace(dev_info, plp=plan.plp)
         return plan
 
-    if scratch_bytes is not None:
-        size_bytes, dev_info = scratch_bytes, None
-    else:
-        dev_info = devmod.inspect(str(device), plp=plp)
-        size_bytes = dev_info.size_bytes
+    size_bytes = r.scratch_bytes if r.scratch_bytes is not None else dev_info.size_bytes
     prof = None
-    if profile is not None:
-        from fsadvisor.profiles import load_profile
-
-        prof = load_profile(profile)
-    size_bytes_job = None
-    if size is not None:
-        try:
-            size_bytes_job = parse_size(size)
-        except ValueError:
-            raise ConfigError(f"--size {size!r} is not a size (e.g. 1G)") from None
-        limits.check("size", size_bytes_job)
-    limits.check("clock-offset", clock_offset_s)
-    limits.check("idle-seconds", idle_seconds)
-    energy_opts: dict[str, Any] = {"source": energy}
-    if meter_log is not None:
-        energy_opts["meter_log"] = os.fspath(meter_log)
-        energy_opts["clock_offset_s"] = float(clock_offset_s)
-    elif clock_offset_s:
-        raise ConfigError("--clock-offset applies to --meter-log only")
-    if idle_watts is not None:
-        from fsadvisor.energy import parse_idle_watts
-
-        energy_opts["idle_watts"] = limits.check("idle-watts", parse_idle_watts(idle_watts))
-    if idle_seconds:
-        energy_opts["idle_seconds"] = float(idle_seconds)
+    if r.profile is not None:
+        prof = load_profile(r.profile)
+    energy_opts: dict[str, Any] = {"source": r.energy}
+    if r.meter_log is not None:
+        energy_opts["meter_log"] = r.meter_log
+        energy_opts["clock_offset_s"] = float(r.clock_offset_s)
+    if r.idle_watts is not None:
+        energy_opts["idle_watts"] = limits.check("idle-watts", parse_idle_watts(r.idle_watts))
+    if r.idle_seconds:
+        energy_opts["idle_seconds"] = float(r.idle_seconds)
     plan = planmod.build_plan(
-        device if scratch_bytes is None else None, size_bytes,
-        filesystems=filesystems, schedulers=schedulers, agcounts=agcounts,
-        explicit_configs=_configs(configs), variants=variants, profile=prof, micro=micro,
-        micro_names=workloads, quick=quick, reps=reps, runtime_s=runtime_s,
-        cooldown_s=cooldown_s, size_bytes=size_bytes_job, baseline=baseline,
-        ioengine=_ioengine_guess() if dry_run else fio.best_ioengine(),
-        scratch_size_bytes=scratch_bytes,
-        scratch_dir=os.fspath(scratch_dir) if scratch_dir is not None else None,
-        energy=energy_opts, plp=plp, force=force, db_path=str(db_path))
-    plan.device_info = dev_info
+        r.device if r.scratch_bytes is None else None, size_bytes,
+        filesystems=r.filesystems, schedulers=r.schedulers, agcounts=r.agcounts,
+        explicit_configs=r.parsed_configs, variants=r.variants, profile=prof, micro=r.micro,
+        micro_names=r.workloads, quick=r.quick, reps=r.reps, runtime_s=r.runtime_s,
+        cooldown_s=r.cooldown_s, size_bytes=r.size_bytes, baseline=r.baseline,
+        ioengine=_ioengine_guess() if r.dry_run else fio.best_ioengine(),
+        scratch_size_bytes=r.scratch_bytes, scratch_dir=r.scratch_dir,
+        energy=energy_opts, plp=r.plp, force=r.force, db_path=str(db_path))
+    plan.device_info = None if r.scratch_bytes is not None else dev_info
     _check_profile_workloads(plan)
-    if not dry_run:
+    if not r.dry_run:
         # An explicit source that cannot work here is refused before anything is touched.
-        from fsadvisor import energy as energymod
-        energymod.choose_meter(energy, device=None,
+        energymod.choose_meter(r.energy, device=None,
                                **{k: v for k, v in energy_opts.items()
                                   if k in ("meter_log", "clock_offset_s", "idle_watts")})
     return plan
@@ -180,7 +113,6 @@ def plan_probe(device: str | None = None, *, scratch: str | int | None = None,
 def _check_profile_workloads(plan: Plan) -> None:
     """A profile fio cannot express on one command line (data I/O mixed with file
     create/stat/delete, without a runner/ job file) is refused now, not in every cell."""
-    from fsadvisor.tools import fio
     for spec in plan.workloads:
         if spec.kind != planmod.KIND_FIO or spec.source == "micro":
             continue
@@ -208,6 +140,32 @@ def dry_run(plan: Plan) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class ProbePreview:
+    """What a dry run shows: the command that runs the probe for real, the lines it would
+    execute (comments start with #), how many cells and about how long."""
+
+    command: str
+    lines: list[str]
+    cells: int
+    estimated_s: float
+
+
+def preview(request: ProbeRequest, plan: Plan | None = None) -> ProbePreview:
+    """The dry run of ``request`` (planned here unless ``plan`` is given): the safety
+    verdict's note, if any, goes right under the header line. Executes nothing."""
+    if not request.dry_run:
+        request = replace(request, dry_run=True)
+    plan = plan if plan is not None else plan_probe(request)
+    note = dry_run_verdict(plan)
+    lines = dry_run(plan)
+    if note:
+        lines.insert(1, f"# {note}")
+    # The command shown is the real run's (without --dry-run): the one to type in a root shell.
+    return ProbePreview(command=replace(request, dry_run=False).command_line(), lines=lines, cells=len(plan.cells()),
+                        estimated_s=float(plan.estimated_seconds()))
+
+
 def own_signature(plan: Plan) -> dict[str, str] | None:
     """The filesystem (blkid TYPE/UUID) an unfinished probe of this device recorded right
     after its own mkfs: finding exactly that on the device needs no --force (a SIGKILL left
@@ -224,7 +182,6 @@ def own_signature(plan: Plan) -> dict[str, str] | None:
 def check_device(plan: Plan) -> str | None:
     """The resolved device path when it may be formatted (None for --scratch, created at run
     time); DeviceRefused with the one-line reason otherwise."""
-    from fsadvisor.host import device as devmod
     if plan.scratch_size_bytes:
         return None
     return devmod.require_safe(str(plan.device), force=plan.force,
@@ -234,7 +191,6 @@ def check_device(plan: Plan) -> str | None:
 def dry_run_verdict(plan: Plan) -> str | None:
     """For a dry run: None when the device would be accepted or could not be judged only for
     lack of privileges (the reason is then returned as a note); DeviceRefused otherwise."""
-    from fsadvisor.host import device as devmod
     if plan.scratch_size_bytes:
         return None
     own = own_signature(plan)
@@ -265,7 +221,6 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
     """Run ``plan``. ``confirm`` must repeat the device exactly (not needed for --scratch).
     Interruptions by SIGINT/SIGTERM return a summary with ``interrupted`` set after the
     cleanup; ``interruptions.cancel()`` does the same from another thread."""
-    from fsadvisor.store import open_store
 
     why = root_problem()
     if why:
@@ -293,7 +248,6 @@ def cleanup_stale_state(db: PathLike | None = None) -> CleanupReport:
 def stale_state_pending(db: PathLike | None = None) -> bool:
     """Whether a dead probe left something to clean up (for callers that cannot, e.g. a
     dry run without root)."""
-    from fsadvisor.probe.state import live_owner
 
     sf = _state_file(db)
     if not sf.exists():

@@ -11,10 +11,15 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from fsadvisor import catalog, limits
-
-from fsadvisor.predict import sim
 from fsadvisor.domain import POWER_SCOPES
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.predict import sim
+from fsadvisor.service import advice
+
+# For the front ends, which import only the service: the label every simulated figure
+# carries and the default service-time spread.
+SIM_LABEL = sim.LABEL
+DEFAULT_SIGMA = sim.DEFAULT_SIGMA
 
 MAX_VARIANTS = 16  # each variant is a full simulation, about a second per 50,000 requests
 
@@ -76,7 +81,6 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
     all calibrated at the workload's own point; ``fixed`` knobs apply to every variant."""
     import json
 
-    from fsadvisor.service import advice
 
     if scope not in POWER_SCOPES:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, "

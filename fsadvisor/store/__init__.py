@@ -24,7 +24,7 @@ from typing import IO, Any, Callable, Iterable, Mapping, TypeVar
 import platformdirs
 
 from fsadvisor.domain import EnergyReading, Observation, RunRecord
-from fsadvisor.errors import StoreError
+from fsadvisor.errors import StoreError, one_line
 from fsadvisor.store import device_params as _device_params
 from fsadvisor.store import export as _export
 from fsadvisor.store import observations as _observations
@@ -99,7 +99,7 @@ def _guarded(method: _F) -> _F:
             except (sqlite3.DatabaseError, UnicodeEncodeError, OverflowError) as e:
                 if schema.disk_full(self.path, e):
                     raise StoreError(schema.disk_full_message(self.label, self.path, e)) from e
-                raise StoreError(f"{self.label}: {schema.one_line(e)}") from e
+                raise StoreError(f"{self.label}: {one_line(e)}") from e
 
     return wrapper  # type: ignore[return-value]
 
@@ -136,7 +136,7 @@ class Store:
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('write_check', '1')")
         except sqlite3.OperationalError as e:
             if "readonly" in str(e) or getattr(e, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
-                raise StoreError(f"{self.label} is read-only ({schema.one_line(e)}): a probe "
+                raise StoreError(f"{self.label} is read-only ({one_line(e)}): a probe "
                                  "records every run there; use --db on a writable "
                                  "filesystem") from e
             raise

@@ -30,6 +30,9 @@ from fsadvisor.domain import (
     FsConfig, Observation, Workload,
 )
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.profiles import load_profile
+from fsadvisor.profiles import workload_from_dict
+from fsadvisor.resources import data_dir
 
 HEADER = (
     "id", "source", "citation", "device", "device_kind", "kernel", "filesystem",
@@ -101,7 +104,6 @@ def _show(value: Any) -> str:
 def _resolve(directory: str | Path | None) -> Path:
     if directory is not None:
         return Path(directory)
-    from fsadvisor.resources import data_dir
     try:
         return data_dir("datasets")
     except FileNotFoundError as e:
@@ -112,7 +114,6 @@ def _resolve(directory: str | Path | None) -> Path:
 
 def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
     """Every workload of ``workloads.toml``, by id, parsed by profile.workload_from_dict."""
-    from fsadvisor.profiles import workload_from_dict
 
     path = _resolve(directory) / WORKLOADS_FILE
     try:
@@ -138,7 +139,6 @@ def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
             if extra:
                 raise DatasetError(f"{path.name}: {wid} names a preset and also sets "
                                    f"{', '.join(sorted(extra))}")
-            from fsadvisor.profiles import load_profile
             try:
                 workloads[wid] = load_profile(str(table["preset"])).workload
             except FsAdvisorError as e:

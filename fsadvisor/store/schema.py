@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from fsadvisor.errors import StoreError
+from fsadvisor.errors import StoreError, one_line
 
 if TYPE_CHECKING:
     # sqlite_utils is imported when a store is opened: it pulls in click, and the core
@@ -279,6 +279,3 @@ def disk_full_message(label: str, path: Path | None, e: BaseException) -> str:
     return (f"{label}: disk full{left}: free some space on the store's filesystem and retry "
             f"(SQLite said: {one_line(e)})")
 
-
-def one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or e.__class__.__name__

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fsadvisor.errors import StoreError
+from fsadvisor.resources import data_dir
 from fsadvisor.store import encoding
 from fsadvisor.store.schema import MEASUREMENT_COLUMNS
 
@@ -35,7 +36,6 @@ def datasets_module() -> ModuleType:
 
 def _dataset_files() -> list[str]:
     # Only used when the rows do not say which file they came from.
-    from fsadvisor.resources import data_dir
 
     try:
         return sorted(p.name for p in data_dir("datasets").glob("*.csv"))

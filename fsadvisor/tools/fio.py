@@ -22,13 +22,13 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from fsadvisor.domain import METADATA_MODES, Workload
 from fsadvisor.errors import FsAdvisorError, NotSupported
+from fsadvisor.host import run as hostrun
 
 DIRECTIONS = ("read", "write", "trim")
 # unified_rw_reporting=mixed folds every direction into "mixed" (2.x and 3.x alike).
@@ -744,11 +744,10 @@ def run(argv: Sequence[str], timeout_s: float | None = None,
     """Run fio and parse what it printed. A non-zero exit is kept in ``exit_code`` and
     ``error`` when fio still produced JSON; FioRunError when it produced none."""
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s,
-                              env=None if env is None else {**os.environ, **env})
-    except FileNotFoundError:
+        proc = hostrun.run(argv, timeout_s=timeout_s, env=env)
+    except hostrun.CommandNotFound:
         raise NotSupported("fio is not installed (Debian package 'fio')") from None
-    except subprocess.TimeoutExpired:
+    except hostrun.CommandTimedOut:
         raise FioRunError(f"fio did not finish within {timeout_s} s") from None
     try:
         res = parse(proc.stdout, command=argv)
@@ -765,6 +764,7 @@ def run(argv: Sequence[str], timeout_s: float | None = None,
 
 # The commands run besides the measured jobs, named once so that --dry-run shows exactly these.
 FIO_VERSION_ARGV = ("fio", "--version")
+VERSION_TIMEOUT_S = 30.0  # `fio --version` answers at once; this only stops a hang
 # A tiny io_uring job in a temporary directory ({tmpdir}): does io_uring work on this kernel?
 IO_URING_SELFTEST_ARGV = ("fio", "--output-format=json", "--name=probe",
                           "--filename={tmpdir}/probe", "--size=64k", "--bs=4k", "--rw=randread",
@@ -775,7 +775,7 @@ def fio_version() -> str:
     """``fio --version`` as printed, e.g. "fio-3.33"."""
     if not shutil.which("fio"):
         raise NotSupported("fio is not installed (Debian package 'fio')")
-    out = subprocess.run(list(FIO_VERSION_ARGV), capture_output=True, text=True)
+    out = hostrun.run(FIO_VERSION_ARGV, timeout_s=VERSION_TIMEOUT_S)
     ver = out.stdout.strip()
     if out.returncode != 0 or not ver:
         raise FioRunError(f"fio --version failed: {_first_line(out.stderr) or 'no output'}")

@@ -14,8 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fsadvisor.domain import Device, Profile, Workload
-from fsadvisor.predict.rank import Ranked, Recommendation
-from fsadvisor.sizes import format_size
+from fsadvisor.service.advice import Ranked, Recommendation, format_size
 
 # The options come last: they are what tells near-equal rows apart, and the table scrolls
 # sideways when they do not fit; the detail pane shows them in full.

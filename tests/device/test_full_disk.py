@@ -115,10 +115,10 @@ def test_a_probe_that_runs_out_of_space_cleans_up_and_leaves_a_readable_state(tm
     with small_tmpfs(tmp_path / "full", "2m") as d:
         db = d / "p.db"
         assert cli("db", "info", db=db).returncode == 0
-        plan = probing.plan_probe(scratch="512M", scratch_dir=scratch_dir, filesystems=["ext4"],
+        plan = probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=scratch_dir, filesystems=["ext4"],
                                   schedulers=["none"], quick=True, workloads=["4k-randread-qd32"],
                                   baseline=False, runtime_s=1, cooldown_s=0, energy="estimate",
-                                  db=db)
+                                  db=db))
         seen: dict = {}
 
         def on_progress(e):

@@ -130,10 +130,10 @@ def test_a_probe_stops_when_a_loop_device_is_stacked_on_its_device_mid_matrix(tm
 
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    plan = probing.plan_probe(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
+    plan = probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
                               schedulers=["none"], quick=True, baseline=False,
                               workloads=["4k-randread-qd32", "4k-randwrite-qd32"], runtime_s=1,
-                              cooldown_s=0, energy="estimate", db=tmp_path / "p.db")
+                              cooldown_s=0, energy="estimate", db=tmp_path / "p.db"))
     assert len(plan.cells()) == 2
     stacked: list[str] = []
 

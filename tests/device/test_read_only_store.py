@@ -42,9 +42,9 @@ def test_an_immutable_store_is_refused_before_the_scratch_device_is_attached(tmp
     assert cli("db", "info", db=db).returncode == 0
     attached: list = []
     monkeypatch.setattr(loopdev, "attach", lambda *a, **k: attached.append(a) or "/dev/loopX")
-    plan = probing.plan_probe(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
+    plan = probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
                               schedulers=["none"], quick=True, workloads=["4k-randread-qd32"],
-                              baseline=False, runtime_s=1, cooldown_s=0, energy="estimate", db=db)
+                              baseline=False, runtime_s=1, cooldown_s=0, energy="estimate", db=db))
     with immutable(db):
         with pytest.raises(StoreError) as e:
             probing.run_probe(plan)

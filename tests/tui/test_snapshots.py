@@ -10,8 +10,18 @@ from fsadvisor.tui.app import FsAdvisorApp
 SIZE = (120, 40)
 
 
+async def _settle(pilot) -> None:
+    # The presets are read in a worker: the screenshot waits for it, for the messages it
+    # posted and for the scrolling that highlighting the default preset starts.
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
 async def _recommend(pilot) -> None:
     # Pressed here rather than with press=[...]: the screenshot must wait for the worker.
+    await _settle(pilot)
     await pilot.press("r")
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
@@ -19,7 +29,7 @@ async def _recommend(pilot) -> None:
 
 def test_start_screen(snap_compare):
     """The preset list with oltp chosen, its workload and the constraints form."""
-    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE)
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_settle)
 
 
 def test_recommendation_screen(snap_compare):

@@ -45,6 +45,7 @@ async def settle(pilot) -> None:
 async def recommend_for(pilot, preset: str | None = None):
     """Highlight ``preset`` in the list the way the keyboard does, press r, wait."""
     app = pilot.app
+    await settle(pilot)  # the presets are read in a worker
     options = app.query_one("#presets", OptionList)
     options.focus()
     if preset is not None:
@@ -65,6 +66,7 @@ def detail(app) -> str:
 async def test_recommend_shows_what_the_service_ranks():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         pane = await recommend_for(pilot, "rocksdb-ycsb-a")
         assert app.query_one("TabbedContent").active == "results"
         table = app.query_one("#ranked", DataTable)
@@ -83,6 +85,7 @@ async def test_recommend_shows_what_the_service_ranks():
 async def test_selecting_a_row_fills_the_detail_pane():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         pane = await recommend_for(pilot)
         ranked = pane.recommendation.ranked
         assert shlex.join(ranked[0].commands["mkfs"]) in detail(app)
@@ -102,12 +105,14 @@ async def test_unknown_profile_path_is_a_notification_not_a_crash(tmp_path):
     missing = tmp_path / "no-such-profile.toml"
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
         before = app.query_one("#presets", OptionList).option_count
+        assert before > 0
         path_input = app.query_one("#profile-path", Input)
         path_input.focus()
         path_input.value = str(missing)
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         assert app.is_running
         shown = " ".join(toasts(app))
         assert "cannot read" in shown and "no-such-profile.toml" in shown
@@ -121,11 +126,12 @@ async def test_a_profile_toml_file_is_loaded_and_ranked(tmp_path):
                     '[fio]\nrw = "randwrite"\nbs = "4k"\niodepth = 8\n')
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         path_input = app.query_one("#profile-path", Input)
         path_input.focus()
         path_input.value = str(path)
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         assert "mine" in str(app.query_one("#profile-info", Static).content)
         app.query_one("#presets", OptionList).focus()
         await pilot.press("r")
@@ -139,6 +145,7 @@ async def test_a_profile_toml_file_is_loaded_and_ranked(tmp_path):
 async def test_plp_yes_widens_the_search():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         unknown = (await recommend_for(pilot, "oltp")).recommendation
         await pilot.press("f1")
         app.query_one("#plp", Select).focus()
@@ -159,6 +166,7 @@ async def test_plp_yes_widens_the_search():
 async def test_required_feature_and_impossible_minimum():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         app.query_one("#feat-snapshots").focus()
         await pilot.press("space")
         await pilot.press("r")
@@ -180,6 +188,7 @@ async def test_required_feature_and_impossible_minimum():
 async def test_a_typo_in_the_form_is_named_and_nothing_runs():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         app.query_one("#max-p99", Input).focus()
         await pilot.press(*"fast", "enter")
         await settle(pilot)
@@ -192,6 +201,7 @@ async def test_a_typo_in_the_form_is_named_and_nothing_runs():
 async def test_device_spec_is_inspected_and_a_bad_one_reported():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         await pilot.press("f2")
         spec = app.query_one("#device-spec", Input)
         assert spec.has_focus and spec.value == "nvme:1T"
@@ -227,6 +237,7 @@ async def test_device_spec_is_inspected_and_a_bad_one_reported():
 async def test_energy_tab_lists_every_source_with_its_reason():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         await pilot.press("f4")
         await settle(pilot)
         pane = app.query_one(EnergyPane)
@@ -247,6 +258,7 @@ async def test_energy_tab_lists_every_source_with_its_reason():
 async def test_history_lists_probe_runs_from_the_store(tmp_env):
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         await pilot.press("f5")
         await settle(pilot)
         assert app.query_one("#history-table", DataTable).row_count == 0
@@ -265,6 +277,7 @@ async def test_history_lists_probe_runs_from_the_store(tmp_env):
 async def test_probe_preview_lists_commands_and_executes_nothing(tmp_path):
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)  # the presets are read in a worker
         await pilot.press("f6")
         assert app.query_one("#probe-target", Input).has_focus
         await pilot.press("enter")

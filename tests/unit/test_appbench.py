@@ -1,24 +1,26 @@
-"""db_bench and sysbench fileio: command lines, parsers, and tiny real runs in tmp_path.
+"""db_bench and sysbench fileio: command lines, parsers and the probe's adapters.
 
 The recorded outputs below are stdout of db_bench 7.8.3 (Debian rocksdb-tools) and sysbench
-1.0.20 on this machine; the real runs take about a second each (no root)."""
+1.0.20 on this machine; tests/device/test_appbench_real.py runs the installed tools."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import math
 import random
 import re
-import shutil
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor.tools import appbench as ab
-from fsadvisor.tools.appbench import AppBenchParseError, Histogram, _pooled_percentile
+from fsadvisor.domain import Workload
+from fsadvisor.host.run import CommandResult
+from fsadvisor.tools import benchmark, dbbench, sysbench
+from fsadvisor.tools.benchmark import AppBenchParseError
+from fsadvisor.tools.dbbench import Histogram, _pooled_percentile
 from fsadvisor.errors import FsAdvisorError
 
-needs_db_bench = pytest.mark.skipif(shutil.which("db_bench") is None, reason="db_bench missing")
-needs_sysbench = pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench missing")
 
 # db_bench --use_existing_db=1 --benchmarks=readrandomwriterandom --readwritepercent=50
 #   --threads=2 --num=3000 --value_size=200 --compression_type=none --seed=7 --histogram=1
@@ -125,7 +127,7 @@ Threads fairness:
 # ---------------------------------------------------------------- db_bench parsing
 
 def test_db_bench_summary_and_pooled_histograms():
-    res = ab.parse_db_bench(DB_BENCH_RRWR)
+    res = dbbench.parse_db_bench(DB_BENCH_RRWR)
     run = res.run()
     assert run.name == "readrandomwriterandom"
     assert (run.micros_per_op, run.ops_per_sec, run.seconds, run.operations) == (
@@ -143,7 +145,7 @@ def test_db_bench_summary_and_pooled_histograms():
 def test_bucket_recomputation_reproduces_printed_percentiles():
     """The pooled method, applied to one histogram's buckets, gives db_bench's own values:
     evidence it is RocksDB's computation (printed values are rounded to 0.01)."""
-    for h in ab.parse_db_bench(DB_BENCH_RRWR).run().histograms:
+    for h in dbbench.parse_db_bench(DB_BENCH_RRWR).run().histograms:
         twin = Histogram(op=h.op, count=h.count, min_us=h.min_us, max_us=h.max_us,
                          printed=h.printed, buckets=h.buckets)
         for p, printed in h.printed.items():
@@ -152,7 +154,7 @@ def test_bucket_recomputation_reproduces_printed_percentiles():
 
 
 def test_db_bench_several_results_and_progress_noise():
-    res = ab.parse_db_bench(DB_BENCH_TWO)
+    res = dbbench.parse_db_bench(DB_BENCH_TWO)
     assert res.version == "7.8.3"
     assert [r.name for r in res.runs] == ["fillrandom", "seekrandom"]
     assert res.metrics("fillrandom")["mb_s"] == pytest.approx(19.1 * 1.048576)
@@ -167,14 +169,14 @@ def test_db_bench_several_results_and_progress_noise():
                                  "fillrandom : fast\n", "micros/op\n"])
 def test_db_bench_garbage_raises_one_line(bad):
     with pytest.raises(AppBenchParseError) as e:
-        ab.parse_db_bench(bad)
+        dbbench.parse_db_bench(bad)
     assert "\n" not in str(e.value) and isinstance(e.value, FsAdvisorError)
 
 
 # ---------------------------------------------------------------- sysbench parsing
 
 def test_sysbench_metrics():
-    m = ab.parse_sysbench_fileio(SYSBENCH_RNDRW)
+    m = sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
     assert m["read_iops"] == 20122.14 and m["write_iops"] == 13416.42
     assert m["iops"] == pytest.approx(20122.14 + 13416.42)
     assert m["fsyncs_per_s"] == 1349.33
@@ -187,7 +189,7 @@ def test_sysbench_metrics():
 
 
 def test_sysbench_95th_percentile_keeps_its_name():
-    m = ab.parse_sysbench_fileio(SYSBENCH_RNDRW.replace("99th percentile", "95th percentile"))
+    m = sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW.replace("99th percentile", "95th percentile"))
     assert "p95_latency_us" in m and "p99_latency_us" not in m
 
 
@@ -195,7 +197,7 @@ def test_sysbench_95th_percentile_keeps_its_name():
                                  SYSBENCH_RNDRW.split("File operations")[0]])
 def test_sysbench_garbage_raises_one_line(bad):
     with pytest.raises(AppBenchParseError) as e:
-        ab.parse_sysbench_fileio(bad)
+        sysbench.parse_sysbench_fileio(bad)
     assert "\n" not in str(e.value)
 
 
@@ -217,14 +219,14 @@ junk_line = st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklis
 
 @given(st.integers(0, 10**6), st.lists(junk_line, max_size=5))
 def test_db_bench_ignores_unrelated_lines(seed, junk):
-    assert ab.parse_db_bench(lines_with_noise(DB_BENCH_RRWR, seed, junk)).metrics() == \
-        ab.parse_db_bench(DB_BENCH_RRWR).metrics()
+    assert dbbench.parse_db_bench(lines_with_noise(DB_BENCH_RRWR, seed, junk)).metrics() == \
+        dbbench.parse_db_bench(DB_BENCH_RRWR).metrics()
 
 
 @given(st.integers(0, 10**6), st.lists(junk_line, max_size=5))
 def test_sysbench_ignores_unrelated_lines(seed, junk):
-    assert ab.parse_sysbench_fileio(lines_with_noise(SYSBENCH_RNDRW, seed, junk)) == \
-        ab.parse_sysbench_fileio(SYSBENCH_RNDRW)
+    assert sysbench.parse_sysbench_fileio(lines_with_noise(SYSBENCH_RNDRW, seed, junk)) == \
+        sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
 
 
 def finite_nonnegative(m: dict) -> None:
@@ -237,7 +239,7 @@ def finite_nonnegative(m: dict) -> None:
 @settings(max_examples=200)
 def test_db_bench_slices_give_result_or_parse_error(src, a, b):
     try:
-        res = ab.parse_db_bench(src[min(a, b):max(a, b)])
+        res = dbbench.parse_db_bench(src[min(a, b):max(a, b)])
     except AppBenchParseError:
         return
     for r in res.runs:
@@ -248,7 +250,7 @@ def test_db_bench_slices_give_result_or_parse_error(src, a, b):
 @settings(max_examples=200)
 def test_sysbench_slices_give_result_or_parse_error(a, b):
     try:
-        finite_nonnegative(ab.parse_sysbench_fileio(SYSBENCH_RNDRW[min(a, b):max(a, b)]))
+        finite_nonnegative(sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW[min(a, b):max(a, b)]))
     except AppBenchParseError:
         pass
 
@@ -256,7 +258,7 @@ def test_sysbench_slices_give_result_or_parse_error(a, b):
 @given(st.text(max_size=500))
 @settings(max_examples=300)
 def test_parsers_on_random_text(t):
-    for parser in (ab.parse_db_bench, ab.parse_sysbench_fileio):
+    for parser in (dbbench.parse_db_bench, sysbench.parse_sysbench_fileio):
         try:
             out = parser(t)
         except AppBenchParseError as e:
@@ -273,7 +275,7 @@ number = st.one_of(st.integers(0, 10**9).map(str), st.floats(0, 1e9).map(lambda 
 def test_db_bench_summary_line_fuzz(name, a, b, c, d):
     line = f"{name} : {a} micros/op {b} ops/sec {c} seconds {d} operations;\n"
     try:
-        m = ab.parse_db_bench(line).metrics()
+        m = dbbench.parse_db_bench(line).metrics()
     except AppBenchParseError:
         return
     finite_nonnegative(m)
@@ -308,91 +310,92 @@ def test_pooled_percentile_between_the_parts(b1, b2, p):
 # ---------------------------------------------------------------- command lines
 
 def test_db_bench_argv():
-    load = ab.db_bench_load_argv("/mnt/x/db", num=1000, value_size=100)
+    load = dbbench.db_bench_load_argv("/mnt/x/db", num=1000, value_size=100)
     assert load[:3] == ["db_bench", "--benchmarks=fillrandom", "--threads=1"]
     assert "--num=1000" in load and "--compression_type=none" in load and "--histogram=1" in load
     for mix, bench in (("A", "readrandomwriterandom"), ("b", "readrandomwriterandom"),
                        ("C", "readrandom"), ("D", "readwhilewriting"), ("E", "seekrandom"),
                        ("F", "updaterandom")):
-        argv = ab.db_bench_run_argv("/mnt/x/db", mix, threads=4, duration_s=30)
+        argv = dbbench.db_bench_run_argv("/mnt/x/db", mix, threads=4, duration_s=30)
         assert f"--benchmarks={bench}" in argv and "--use_existing_db=1" in argv
         assert "--threads=4" in argv and "--duration=30" in argv
-    assert "--readwritepercent=95" in ab.db_bench_run_argv("/d", "B")
-    assert "--seek_nexts=50" in ab.db_bench_run_argv("/d", "E")
-    counted = ab.db_bench_run_argv("/d", "A", ops=500)
+    assert "--readwritepercent=95" in dbbench.db_bench_run_argv("/d", "B")
+    assert "--seek_nexts=50" in dbbench.db_bench_run_argv("/d", "E")
+    counted = dbbench.db_bench_run_argv("/d", "A", ops=500)
     assert "--reads=500" in counted and not any(a.startswith("--duration") for a in counted)
-    direct = ab.db_bench_run_argv("/d", "C", direct=True)
+    direct = dbbench.db_bench_run_argv("/d", "C", direct=True)
     assert "--use_direct_reads=1" in direct
     with pytest.raises(FsAdvisorError, match="YCSB"):
-        ab.db_bench_run_argv("/d", "G")
+        dbbench.db_bench_run_argv("/d", "G")
     with pytest.raises(FsAdvisorError):
-        ab.db_bench_run_argv("/d", "A", threads=0)
+        dbbench.db_bench_run_argv("/d", "A", threads=0)
 
 
 def test_sysbench_argv():
-    prep = ab.sysbench_fileio_argv("prepare", total_size_bytes=1 << 20, file_num=4)
+    prep = sysbench.sysbench_fileio_argv("prepare", total_size_bytes=1 << 20, file_num=4)
     assert prep[:2] == ["sysbench", "fileio"] and prep[-1] == "prepare"
     assert "--file-total-size=1048576" in prep and not any(a.startswith("--time") for a in prep)
-    run = ab.sysbench_fileio_argv("run", mode="rndwr", time_s=5, fsync_freq=0, direct=True)
+    run = sysbench.sysbench_fileio_argv("run", mode="rndwr", time_s=5, fsync_freq=0, direct=True)
     assert run[-1] == "run" and "--file-test-mode=rndwr" in run and "--time=5" in run
     assert "--file-fsync-freq=0" in run and "--file-extra-flags=direct" in run
-    assert "--file-extra-flags=direct" not in ab.sysbench_fileio_argv("run", direct=False)
+    assert "--file-extra-flags=direct" not in sysbench.sysbench_fileio_argv("run", direct=False)
     with pytest.raises(FsAdvisorError):
-        ab.sysbench_fileio_argv("run", mode="random")
+        sysbench.sysbench_fileio_argv("run", mode="random")
     with pytest.raises(FsAdvisorError):
-        ab.sysbench_fileio_argv("destroy")
+        sysbench.sysbench_fileio_argv("destroy")
 
 
-# ---------------------------------------------------------------- real runs
+# ---------------------------------------------------------------- the probe's adapters
 
-@pytest.fixture(scope="module")
-def loaded_db(tmp_path_factory):
-    if shutil.which("db_bench") is None:
-        pytest.skip("db_bench missing")
-    db = str(tmp_path_factory.mktemp("rocks") / "db")
-    res, out, cmds = ab.run_db_bench(db, "C", num=2000, value_size=200, ops=500, timeout_s=60)
-    return db, res
+def job(kind, **w) -> benchmark.BenchJob:
+    return benchmark.BenchJob(name="profile:rocksdb-ycsb-b", workload=Workload(**w),
+                              runtime_s=9.6, device="/dev/loop9", target_dir="/mnt/p/",
+                              size_bytes=64 << 20, budget_bytes=64 << 20, kind=kind,
+                              app={"profile": "rocksdb-ycsb-b"})
 
 
-@needs_db_bench
-def test_real_db_bench_load_and_run(loaded_db):
-    _, res = loaded_db
-    assert res.version and res.version.startswith("7.")
-    m = res.metrics()
-    assert m["ops"] == 500 and m["iops"] > 0
-    assert 0 < m["p50_latency_us"] <= m["p99_latency_us"] <= m["p999_latency_us"]
+def result(stdout="", stderr="", rc=0, argv=("db_bench",)) -> CommandResult:
+    return CommandResult(tuple(argv), rc, stdout, stderr, 1.0)
 
 
-@needs_db_bench
-@pytest.mark.parametrize("mix", list(ab.YCSB_MIXES))
-def test_real_db_bench_every_mix(loaded_db, mix):
-    db, _ = loaded_db
-    res, out, cmds = ab.run_db_bench(db, mix, load=False, num=2000, value_size=200, threads=2,
-                                     ops=300, timeout_s=60)
-    assert len(cmds) == 1
-    run = res.run()
-    assert run.name == ab.YCSB_MIXES[mix].benchmark
-    m = run.metrics()
-    assert m["iops"] > 0 and m["ops"] >= 300 and m["mean_latency_us"] > 0
-    assert m["p50_latency_us"] <= m["p99_latency_us"]
+def test_db_bench_adapter_loads_then_measures_the_profiles_mix():
+    bench = benchmark.for_kind("db_bench")
+    assert isinstance(bench, dbbench.DbBench) and bench.tool == "db_bench"
+    todo = bench.invocations(job("db_bench", rw="randrw", rwmixread=95, bs_bytes=1000,
+                                 numjobs=4, working_set_bytes=1 << 30, direct=True))
+    (load,) = todo.prepare
+    assert load.argv[:2] == ("db_bench", "--benchmarks=fillrandom") and "--db=/mnt/p/rocksdb" in load.argv
+    assert "--num=67108" in load.argv  # the 64 MiB budget / 1000-byte values, not the 1 GiB set
+    run = todo.measure.argv
+    assert "--readwritepercent=95" in run and "--threads=4" in run and "--duration=10" in run
+    assert "--use_direct_reads=1" in run and todo.measure.note == "measured"
 
 
-@needs_db_bench
-def test_real_db_bench_failures_are_one_line(tmp_path):
-    with pytest.raises(ab.AppBenchRunError, match="load it first"):
-        ab.run_db_bench(str(tmp_path / "missing"), "A", load=False, num=10, ops=10)
-    (tmp_path / "afile").write_text("")
-    with pytest.raises(ab.AppBenchRunError) as e:
-        ab.run_db_bench(str(tmp_path / "afile" / "db"), "A", num=10, ops=10, timeout_s=60)
-    assert "Not a directory" in str(e.value) and "\n" not in str(e.value)
+def test_sysbench_adapter_runs_in_the_mounted_filesystem():
+    bench = benchmark.for_kind("sysbench")
+    todo = bench.invocations(job("sysbench", rw="randrw", rwmixread=60, bs_bytes=16384,
+                                 fsync_every=0, working_set_bytes=1 << 30))
+    assert [i.argv[-1] for i in (*todo.prepare, todo.measure)] == ["prepare", "run"]
+    assert {i.cwd for i in (*todo.prepare, todo.measure)} == {"/mnt/p/"}
+    assert "--file-rw-ratio=1.5" in todo.measure.argv and "--file-fsync-freq=0" in todo.measure.argv
 
 
-@needs_sysbench
-@pytest.mark.parametrize("mode, reads, writes", [("rndrw", True, True), ("seqwr", False, True)])
-def test_real_sysbench(tmp_path, mode, reads, writes):
-    m, out, cmds = ab.run_sysbench_fileio(str(tmp_path), mode=mode, total_size_bytes=4 << 20,
-                                          file_num=2, time_s=1, threads=1, timeout_s=60)
-    assert [c[-1] for c in cmds] == ["prepare", "run", "cleanup"]
-    assert (m["read_iops"] > 0) == reads and (m["write_iops"] > 0) == writes
-    assert 0.9 <= m["runtime_s"] <= 1.5 and m["ops"] > 0
-    assert list(tmp_path.iterdir()) == []  # cleanup ran
+@pytest.mark.parametrize("kind", ["db_bench", "sysbench"])
+def test_app_benchmarks_refuse_a_raw_device(kind):
+    with pytest.raises(FsAdvisorError, match="needs a filesystem"):
+        benchmark.for_kind(kind).invocations(replace(job(kind, rw="randrw"), target_dir=None))
+
+
+def test_adapters_parse_their_tools_output_and_name_failures():
+    db = benchmark.for_kind("db_bench")
+    ok = db.parse(result(DB_BENCH_RRWR))
+    assert ok.error is None and ok.metrics == dbbench.parse_db_bench(DB_BENCH_RRWR).metrics()
+    assert db.parse(result("", "open error: Not a directory", rc=1)).error == \
+        "db_bench exited 1: open error: Not a directory"
+    sb = benchmark.for_kind("sysbench")
+    assert sb.parse(result(SYSBENCH_RNDRW, argv=("sysbench",))).metrics == \
+        sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
+    assert sb.parse(result("garbage", argv=("sysbench",))).error
+    with pytest.raises(FsAdvisorError, match="no benchmark runs workloads of kind 'iozone'"):
+        benchmark.for_kind("iozone")
+

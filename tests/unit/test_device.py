@@ -579,7 +579,7 @@ def loop_fixture(tmp_path, name="loop9", major_minor="7:9", attached=True):
 @pytest.fixture
 def ran(monkeypatch):
     calls: list[list[str]] = []
-    monkeypatch.setattr(loopdev.subprocess, "run", lambda argv, **kw: calls.append(list(argv)))
+    monkeypatch.setattr(loopdev.hostrun, "run", lambda argv, **kw: calls.append(list(argv)))
     return calls
 
 

@@ -86,7 +86,7 @@ def test_control_characters_in_a_scratch_dir_are_refused(bad, tmp_path):
     from fsadvisor.service import probing
 
     with pytest.raises(ConfigError, match="control character"):
-        probing.plan_probe(scratch="512M", scratch_dir=bad, dry_run=True, db=tmp_path / "s.db")
+        probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=bad, dry_run=True, db=tmp_path / "s.db"))
 
 
 @pytest.mark.parametrize("bad", ["/dev/loop0\0", "/dev/loop0\nx", "/dev/\x7f"])
@@ -101,7 +101,7 @@ def test_nul_and_control_characters_in_a_device_spec_are_domain_errors(bad, tmp_
     with pytest.raises(ConfigError, match="control character"):
         device.device_from_spec(bad)
     with pytest.raises(DeviceRefused, match="control character"):
-        probing.plan_probe(bad, dry_run=True, db=tmp_path / "s.db")
+        probing.plan_probe(probing.ProbeRequest.make(bad, dry_run=True, db=tmp_path / "s.db"))
     with pytest.raises((ConfigError, DeviceRefused), match="control character"):
         advice.resolve_device(bad)
     v = device.safety_verdict(bad)

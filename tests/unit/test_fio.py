@@ -1,8 +1,8 @@
 """fio JSON in, metrics out; workload -> fio command line.
 
 Real fixtures are fio 3.33 output captured on this machine (tests/fixtures/fio/generate.py);
-two synthetic ones follow older/newer layouts from fio's source (README there). A handful of
-tests run the installed fio on tiny files in tmp_path (no root, about a second each)."""
+two synthetic ones follow older/newer layouts from fio's source (README there). The tests
+that run the installed fio live in tests/device/test_fio_local.py."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import json
 import math
 import os
 import re
-import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,7 +23,6 @@ from fsadvisor.tools.fio import FioParseError, _LatComponent, _mixture_quantile
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 RUNNER = Path(__file__).resolve().parents[2] / "runner"
-needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
 
 def text(name: str) -> str:
@@ -530,80 +527,9 @@ def test_workload_argv_is_well_formed(tmp_path, w, runtime, name):
         assert o["--rw"] == w.rw and "--time_based" in o
 
 
-@needs_fio
-@pytest.mark.parametrize("w", [
-    Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=8, fsync_every=1),
-    Workload(rw="read", bs_bytes=16384, nrfiles=100, file_size_bytes=4096,
-             file_size_max_bytes=1 << 20, ioengine="psync", direct=False),
-    Workload(rw="filecreate", nrfiles=1000),
-    Workload(rw="filedelete", nrfiles=1000),
-])
-def test_fio_accepts_the_command_line(tmp_path, w):
-    argv = fio.workload_argv(w, str(tmp_path), 2)
-    proc = subprocess.run([argv[0], "--parse-only", *argv[1:]], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-
-
 def test_jobfile_argv():
     assert fio.jobfile_argv("runner/micro.fio", ["--section=randread-4k"]) == [
         "fio", "--output-format=json", "--section=randread-4k", "runner/micro.fio"]
-
-
-# ---------------------------------------------------------------- real fio, tiny
-
-@needs_fio
-def test_real_run_through_workload_argv(tmp_path):
-    w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=2, direct=True,
-                 working_set_bytes=8 << 20)
-    res = fio.run(fio.workload_argv(w, str(tmp_path / "r.dat"), 1, ioengine=fio.best_ioengine()))
-    assert res.exit_code == 0 and res.error is None
-    assert len(res.jobs) == 1  # group_reporting folds the two clones
-    m = res.metrics()
-    check_ordered(m)
-    assert m["read_iops"] > 0 and m["write_iops"] > 0
-    assert m["bytes"] == m["app_read_bytes"] + m["app_write_bytes"] == m["ops"] * 4096
-    assert 0.9 <= m["runtime_s"] <= 1.5
-
-
-@needs_fio
-def test_real_metadata_run(tmp_path):
-    res = fio.run(fio.workload_argv(Workload(rw="filecreate", nrfiles=300), str(tmp_path), 10))
-    m = res.metrics()
-    assert m["ops"] == 300 and m["metadata_iops"] > 0 and "mb_s" not in m
-    assert len(list(tmp_path.iterdir())) == 300
-
-
-@needs_fio
-def test_run_reports_fio_failure_in_one_line(tmp_path):
-    with pytest.raises(fio.FioRunError) as e:
-        fio.run(["fio", "--output-format=json", "--name=x", "--rw=bogus"])
-    assert "failed parsing" in str(e.value) and "\n" not in str(e.value)
-
-
-@needs_fio
-def test_job_file_runs_with_plain_fio(tmp_path):
-    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1",
-           "IOENGINE": fio.best_ioengine()}
-    res = fio.run(fio.jobfile_argv(RUNNER / "micro.fio", ["--section=randread-4k"]), env=env)
-    assert res.error is None and [j["jobname"] for j in res.jobs] == ["randread-4k"]
-    assert res.metrics()["read_iops"] > 0
-
-
-@needs_fio
-@pytest.mark.parametrize("job", ["micro.fio", "precondition-fill.fio"])
-def test_job_files_take_the_libaio_fallback_from_the_environment(tmp_path, job):
-    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1",
-           "IOENGINE": "libaio"}
-    extra = ["--section=randread-4k"] if job == "micro.fio" else []
-    res = fio.run(fio.jobfile_argv(RUNNER / job, extra), env=env)
-    assert res.error is None and res.metrics()["ops"] > 0
-    assert res.doc["global options"]["ioengine"] == "libaio"
-
-
-@needs_fio
-def test_version_and_engine():
-    assert fio.fio_version().startswith("fio-")
-    assert fio.best_ioengine() in ("io_uring", "libaio")
 
 
 # ---------------------------------------------------------------- runner/ job files

@@ -115,7 +115,7 @@ def test_the_service_checks_the_same_table_for_api_callers(tmp_path):
                        ({"reps": 0}, "--reps"), ({"idle_seconds": 1e12}, "--idle-seconds"),
                        ({"idle_watts": 1e6}, "--idle-watts")):
         with pytest.raises(ConfigError, match=needle):
-            probing.plan_probe(scratch="512M", db=db, dry_run=True, **kw)
+            probing.plan_probe(probing.ProbeRequest.make(scratch="512M", db=db, dry_run=True, **kw))
     log = tmp_path / "ok.csv"
     log.write_text("timestamp,watts\n1700000000,50\n")
     with pytest.raises(ConfigError, match="--clock-offset"):

@@ -3,11 +3,10 @@ read after losetup, since losetup exits 0 even when the kernel fell back to buff
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from fsadvisor.host import loopdev
+from fsadvisor.host.run import CommandResult
 def fake_losetup(monkeypatch, tmp_path, dio: str | None):
     """losetup that "attaches" /dev/loop9 and a /sys whose loop/dio says ``dio``."""
     calls: list[list[str]] = []
@@ -19,9 +18,9 @@ def fake_losetup(monkeypatch, tmp_path, dio: str | None):
     def run(argv, **kw):
         calls.append(list(argv))
         out = "/dev/loop9\n" if "--show" in argv else ""
-        return subprocess.CompletedProcess(argv, 0, out, "")
+        return CommandResult(tuple(argv), 0, out, "", 0.0)
 
-    monkeypatch.setattr(loopdev.subprocess, "run", run)
+    monkeypatch.setattr(loopdev.hostrun, "run", run)
     return calls, tmp_path / "sys"
 
 
@@ -49,7 +48,3 @@ def test_buffered_on_request_is_not_checked(monkeypatch, tmp_path):
     assert len(calls) == 1 and "--direct-io=on" not in calls[0]
 
 
-@pytest.mark.device
-def test_real_loop_devices_report_what_was_asked(loop_device):
-    assert loopdev.direct_io_state(loop_device(64 << 20)) is True
-    assert loopdev.direct_io_state(loop_device(64 << 20, direct_io=False)) is False

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsadvisor.tools import appbench as ab
+from fsadvisor.tools import sysbench as ab
 from fsadvisor.tools import fio
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "fio"

@@ -10,6 +10,8 @@ import tempfile
 
 import pytest
 
+from fsadvisor.host import run as hostrun
+from fsadvisor.host.run import CommandResult
 from fsadvisor.tools import fio
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.probe.plan import build_plan
@@ -43,10 +45,10 @@ def real_version_argv(monkeypatch) -> list[str]:
 
     def capture(argv, **kw):
         seen.append(list(argv))
-        return subprocess.CompletedProcess(argv, 0, "fio-3.33\n", "")
+        return CommandResult(tuple(argv), 0, "fio-3.33\n", "", 0.0)
 
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}")
-    monkeypatch.setattr(subprocess, "run", capture)
+    monkeypatch.setattr(hostrun, "run", capture)  # the one runner every command goes through
     assert fio.fio_version() == "fio-3.33"
     return seen[0]
 
@@ -90,6 +92,7 @@ def test_listing_executes_nothing(monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", refuse)
     monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(hostrun, "run", refuse)
     scratch = build_plan(None, 2 * GIB, filesystems=["ext4"], schedulers=["none"], quick=True,
                          kernel_supports=lambda fs: True, scratch_size_bytes=2 * GIB)
     for p in (plan(), scratch):

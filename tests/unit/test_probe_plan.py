@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError
 from fsadvisor.probe import measure
-from fsadvisor.probe.cell import CellRunner, Step, env_for_jobfile, fill_argv
+from fsadvisor.probe.cell import CellRunner, Step, bench_job
+from fsadvisor.tools.fiobench import fill_argv, jobfile_env, measure_argv
 from fsadvisor.probe.commands import CommandFailed, Executor
 from fsadvisor.probe.plan import MICRO, UNSUPPORTED_FMT, Plan, build_plan, cell_key
 from fsadvisor.probe.report import dry_run_lines
@@ -206,11 +207,12 @@ def test_jobfile_env_scales_per_thread_files_to_the_budget():
 
     p = plan(filesystems=["ext4"], schedulers=["none"], quick=True, size_bytes=64 << 20)
     w = Workload(rw="read", numjobs=100, nrfiles=20000, file_size_bytes=32 << 10)
-    env = env_for_jobfile(p, w, "/mnt", "nrfiles=${NRFILES}\nsize=${SIZE}")
+    env = jobfile_env(w, "/mnt", "nrfiles=${NRFILES}\nsize=${SIZE}", p.size_bytes, p.runtime_s)
     assert env["NUMJOBS"] == "100" and env["TARGET"] == "/mnt"
     assert int(env["NUMJOBS"]) * int(env["SIZE"]) <= 64 << 20
     assert int(env["SIZE"]) == int(env["NRFILES"]) * 2 * (32 << 10)
-    total = env_for_jobfile(p, replace(w, working_set_bytes=5 * GIB), "/mnt", "size=${SIZE}")
+    total = jobfile_env(replace(w, working_set_bytes=5 * GIB), "/mnt", "size=${SIZE}",
+                        p.size_bytes, p.runtime_s)
     assert total["SIZE"] == str(64 << 20)
 
 
@@ -583,7 +585,6 @@ def test_what_cannot_be_undone_stays_in_the_state_for_the_next_run(tmp_path):
 
 def test_a_many_file_profile_fits_the_data_set_budget_across_its_jobs():
     from fsadvisor.domain import Profile, Workload
-    from fsadvisor.probe.cell import measure_argv
 
     prof = Profile("pg", "", Workload(rw="randrw", rwmixread=70, bs_bytes=8192, numjobs=16,
                                       nrfiles=64, file_size_bytes=GIB, working_set_bytes=64 * GIB,
@@ -591,7 +592,7 @@ def test_a_many_file_profile_fits_the_data_set_budget_across_its_jobs():
     p = plan(filesystems=["ext4"], schedulers=["none"], profile=prof, micro=False, reps=1,
              size_bytes=128 << 20)
     cell = next(c for c in p.cells() if c.config)
-    argv = measure_argv(p, cell, "/mnt", "/dev/loop9")
+    argv = measure_argv(bench_job(p, cell, "/mnt", "/dev/loop9"))
     opt = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if "=" in a}
     files_total = int(opt["--numjobs"]) * int(opt["--nrfiles"]) * int(opt["--filesize"])
     assert files_total <= 128 << 20

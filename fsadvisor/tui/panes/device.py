@@ -12,9 +12,9 @@ from textual.widgets import Button, Input, Label, Static
 from textual.worker import get_current_worker
 
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
+from fsadvisor.tui.calls import DEFAULT_DEVICE_SPEC
 
 DEFAULT_TOP = 5
 
@@ -67,12 +67,12 @@ class DevicePane(Vertical):
     def _inspect(self, spec: str) -> None:
         worker = get_current_worker()
         try:
-            dev, ag_range, ag_default = calls.device(spec)
+            d = calls.device(spec)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
         if not worker.is_cancelled:
-            self.post_message(self.Inspected(present.device_text(dev, ag_range, ag_default)))
+            self.post_message(self.Inspected(present.device_text(d.device, d.ag_range, d.ag_default)))
 
     def on_device_pane_inspected(self, event: Inspected) -> None:
         self.query_one("#device-info", Static).update(event.text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
@@ -15,11 +16,15 @@ from textual.widgets.option_list import Option
 from fsadvisor.domain import Profile
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.tui import calls, present
+from fsadvisor.tui.panes import WorkerFailed
 
 FEATURES = ("snapshots", "checksums", "compression")
 PLP_CHOICES = (("unknown", "unknown"), ("yes", "yes"), ("no", "no"))
 DEFAULT_PRESET = "oltp"  # the README's quick-start example
-PROMPT_WIDTH = 38  # the preset list is 42 columns wide (app.tcss), less border and padding
+# The preset list is 42 columns wide (app.tcss), less border and padding (38) and its
+# scrollbar (2): a longer prompt wraps or not depending on whether the list had its
+# scrollbar when the options were measured, which moved the whole list by 18 lines.
+PROMPT_WIDTH = 36
 
 
 @dataclass
@@ -35,6 +40,21 @@ class ProfilePane(Horizontal):
     class RecommendRequested(Message):
         """The user asked for recommendations from inside the form (button or Enter)."""
 
+    class PresetsLoaded(Message):
+        def __init__(self, presets: list[Profile]) -> None:
+            super().__init__()
+            self.presets = presets
+
+    class FileLoaded(Message):
+        def __init__(self, path: str, profile: Profile) -> None:
+            super().__init__()
+            self.path, self.profile = path, profile
+
+    class Failed(WorkerFailed):
+        def __init__(self, error: str, title: str) -> None:
+            super().__init__(error)
+            self.title = title
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.loaded: dict[str, Loaded] = {}
@@ -42,7 +62,9 @@ class ProfilePane(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="presets")
-        with VerticalScroll(id="profile-side"):
+        # The form waits for the presets (read in a worker): showing the default preset
+        # resets it, which must not wipe what someone typed meanwhile.
+        with VerticalScroll(id="profile-side", disabled=True):
             yield Static(id="profile-info")
             yield Label("Constraints for this run (edit, then r or Enter)", classes="section")
             with Horizontal(classes="form-row"):
@@ -66,20 +88,36 @@ class ProfilePane(Horizontal):
                 yield Input(placeholder="path/to/profile.toml, Enter to load", id="profile-path")
 
     def on_mount(self) -> None:
-        from fsadvisor.service import advice
+        self._load_presets()
 
-        options = self.query_one("#presets", OptionList)
+    @work(thread=True, exclusive=True, group="presets")
+    def _load_presets(self) -> None:
         try:
-            presets = advice.list_profiles()
+            presets = calls.list_profiles()
         except calls.USER_ERRORS as e:  # a broken preset file: the TOML path still works
-            self.notify(str(e), title="presets", severity="error", markup=False)
-            presets = []
-        for p in presets:
+            self.post_message(self.Failed(str(e), "presets"))
+            return
+        self.post_message(self.PresetsLoaded(presets))
+
+    def on_profile_pane_failed(self, event: Failed) -> None:
+        if event.title == "presets":
+            self.query_one("#profile-side").disabled = False  # a TOML file still works
+        self.notify(event.error, title=event.title, severity="error", markup=False)
+
+    def on_profile_pane_presets_loaded(self, event: PresetsLoaded) -> None:
+        options = self.query_one("#presets", OptionList)
+        for p in event.presets:
             self.loaded[p.name] = Loaded(p, p.name, "preset")
             options.add_option(Option(self._prompt(p), id=p.name))
+        self.query_one("#profile-side").disabled = False
         names = [o for o in self.loaded]
-        if names:
-            options.highlighted = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
+        if names and self.current is None:  # a profile chosen meanwhile (a TOML file) stays
+            index = names.index(DEFAULT_PRESET) if DEFAULT_PRESET in names else 0
+            options.highlighted = index
+            # Scroll again once the new options are laid out (a scrollbar appearing changes
+            # their width and so their wrapped heights): the same place, however late the
+            # worker's message arrived.
+            self.call_after_refresh(options.scroll_to_highlight)
 
     @staticmethod
     def _prompt(p: Profile) -> Text:
@@ -112,13 +150,20 @@ class ProfilePane(Horizontal):
         options.highlighted = options.get_option_index(name)
 
     def load_path(self, path: str) -> None:
-        """Load a profile TOML; FsAdvisorError (one line) when it cannot be."""
-        from fsadvisor.service import advice
+        """Load a profile TOML in a worker; a file that cannot be read is a notification."""
+        self._load_file(path)
 
-        path = path.strip()
-        if not path:
-            raise FsAdvisorError("type the path of a profile TOML file first")
-        prof = advice.get_profile(path)
+    @work(thread=True, exclusive=True, group="profile-file")
+    def _load_file(self, path: str) -> None:
+        try:
+            prof = calls.get_profile(path)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e), "profile"))
+            return
+        self.post_message(self.FileLoaded(path.strip(), prof))
+
+    def on_profile_pane_file_loaded(self, event: FileLoaded) -> None:
+        path, prof = event.path, event.profile
         key = f"file:{path}"
         options = self.query_one("#presets", OptionList)
         if key not in self.loaded:
@@ -130,10 +175,7 @@ class ProfilePane(Horizontal):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.input.id == "profile-path":
-            try:
-                self.load_path(event.value)
-            except calls.USER_ERRORS as e:
-                self.notify(str(e), title="profile", severity="error", markup=False)
+            self.load_path(event.value)
         else:
             self.post_message(self.RecommendRequested())
 

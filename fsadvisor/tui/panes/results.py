@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from fsadvisor.domain import Profile
-from fsadvisor.predict.rank import Recommendation
+from fsadvisor.service.advice import Recommendation
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
 

@@ -1,14 +1,14 @@
-"""Real application benchmarks: RocksDB's db_bench and sysbench fileio, as command lines and
-output parsers.
+"""RocksDB's db_bench as a YCSB stand-in: command lines, output parser, and the
+:class:`DbBench` adapter a probe cell runs key-value profiles with.
 
 fio measures what the filesystem does with I/O patterns; seed 000 checked its findings with
 a real application (RocksDB under the six YCSB workloads) and found they hold (f2fs's poor
 scaling under concurrent writes shows up in both). Here db_bench (Debian rocksdb-tools)
 stands in for YCSB: each YCSB mix A-F is mapped onto the db_bench benchmark closest to it,
-and the mapping says where it differs. sysbench fileio is a second, simpler file workload.
+and the mapping says where it differs.
 
 Metric names follow fsadvisor.tools.fio (iops, mean_latency_us, p99_latency_us, ops, mb_s ...);
-what a tool did not print is absent, never estimated.
+what the tool did not print is absent, never estimated.
 """
 
 from __future__ import annotations
@@ -16,27 +16,19 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
-from typing import Sequence
 
-from fsadvisor.errors import FsAdvisorError, NotSupported
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.tools.benchmark import (KIND_DB_BENCH, MIB_TO_MB, AppBenchParseError,
+                                       AppBenchRunError, Benchmark, BenchJob, Invocation,
+                                       Invocations, Measurement, app_measurement,
+                                       finite_float, run_checked)
+from fsadvisor.host.run import CommandResult
 
-DB_BENCH = "db_bench"
-SYSBENCH = "sysbench"
-MIB_TO_MB = 1.048576  # both tools print MiB/s as "MB/s"/"MiB/s"; fsadvisor uses 10^6 bytes
+DB_BENCH = KIND_DB_BENCH
+DB_SUBDIR = "rocksdb"  # the database directory inside the filesystem under test
+MIN_KEYS = 10_000
 
-
-class AppBenchParseError(FsAdvisorError):
-    """Benchmark output could not be read (one-line message)."""
-
-
-class AppBenchRunError(FsAdvisorError):
-    """A benchmark could not be run or failed (one-line message)."""
-
-
-# ---------------------------------------------------------------- db_bench (YCSB-like)
 
 @dataclass(frozen=True)
 class YcsbMix:
@@ -235,13 +227,6 @@ _BUCKET = re.compile(rf"^[\[(]\s*{_NUM},\s*{_NUM}\s*\]\s+([0-9]+)\s")
 _VERSION = re.compile(r"^RocksDB:\s+version\s+(\S+)")
 
 
-def _float(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):
-        raise ValueError(text)
-    return v
-
-
 def parse_db_bench(text: str | bytes) -> DbBenchResult:
     """Parse db_bench's output (stdout; stderr may be appended). Raises AppBenchParseError
     when no "<name> : X micros/op Y ops/sec" line is present."""
@@ -263,23 +248,23 @@ def parse_db_bench(text: str | bytes) -> DbBenchResult:
             elif m := _SUMMARY.match(line):
                 mbs = _MBS.search(m.group(6) or "")
                 runs.append(DbBenchRun(
-                    name=m.group(1), micros_per_op=_float(m.group(2)),
-                    ops_per_sec=_float(m.group(3)),
-                    seconds=_float(m.group(4)) if m.group(4) else None,
-                    operations=_float(m.group(5)) if m.group(5) else None,
-                    mb_s=_float(mbs.group(1)) if mbs else None))
+                    name=m.group(1), micros_per_op=finite_float(m.group(2)),
+                    ops_per_sec=finite_float(m.group(3)),
+                    seconds=finite_float(m.group(4)) if m.group(4) else None,
+                    operations=finite_float(m.group(5)) if m.group(5) else None,
+                    mb_s=finite_float(mbs.group(1)) if mbs else None))
                 hist = None
             elif (mh := _HIST_HEAD.match(line)) and runs:
                 hist = Histogram(op=mh.group(1))
                 runs[-1].histograms.append(hist)
             elif hist is not None and (mc := _COUNT.match(line)):
-                hist.count, hist.average_us = _float(mc.group(1)), _float(mc.group(2))
+                hist.count, hist.average_us = finite_float(mc.group(1)), finite_float(mc.group(2))
             elif hist is not None and (mm := _MINMAX.match(line)):
-                hist.min_us, hist.max_us = _float(mm.group(1)), _float(mm.group(2))
+                hist.min_us, hist.max_us = finite_float(mm.group(1)), finite_float(mm.group(2))
             elif hist is not None and line.startswith("Percentiles:"):
-                hist.printed = {round(_float(p), 6): _float(v) for p, v in _PCTS.findall(line)}
+                hist.printed = {round(finite_float(p), 6): finite_float(v) for p, v in _PCTS.findall(line)}
             elif hist is not None and (mb := _BUCKET.match(line)):
-                left, right, n = _float(mb.group(1)), _float(mb.group(2)), _float(mb.group(3))
+                left, right, n = finite_float(mb.group(1)), finite_float(mb.group(2)), finite_float(mb.group(3))
                 if right >= left:
                     hist.buckets.append((left, right, n))
         except (ValueError, OverflowError):
@@ -289,155 +274,6 @@ def parse_db_bench(text: str | bytes) -> DbBenchResult:
         raise AppBenchParseError("db_bench output has no benchmark result line"
                                  + (f"; first line: {first[:120]!r}" if first else ""))
     return DbBenchResult(runs=runs, version=version)
-
-
-# ---------------------------------------------------------------- sysbench fileio
-
-SYSBENCH_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
-
-
-def sysbench_fileio_argv(phase: str, mode: str = "rndrw", total_size_bytes: int = 1 << 30,
-                         time_s: int = 10, direct: bool = True, fsync_freq: int = 100,
-                         threads: int = 1, block_size_bytes: int = 16384,
-                         file_num: int = 128, percentile: int = 99,
-                         rw_ratio: float | None = None) -> list[str]:
-    """``sysbench fileio`` for ``phase`` in prepare | run | cleanup.
-
-    sysbench creates test_file.N in its working directory: run every phase with
-    cwd = a directory on the filesystem under test. prepare and cleanup need the same
-    --file-num/--file-total-size as run, so all phases get them."""
-    if phase not in ("prepare", "run", "cleanup"):
-        raise FsAdvisorError(f"sysbench fileio phase must be prepare, run or cleanup, not {phase!r}")
-    if mode not in SYSBENCH_MODES:
-        raise FsAdvisorError(f"unknown sysbench --file-test-mode {mode!r}; "
-                             f"choose one of {', '.join(SYSBENCH_MODES)}")
-    argv = [SYSBENCH, "fileio", f"--file-total-size={total_size_bytes}",
-            f"--file-num={file_num}", f"--file-test-mode={mode}",
-            f"--file-block-size={block_size_bytes}"]
-    if phase == "run":
-        argv += [f"--time={int(time_s)}", f"--threads={threads}",
-                 # 0 disables periodic fsync; sysbench's default is every 100 requests.
-                 f"--file-fsync-freq={fsync_freq}",
-                 # Percentile to report (default 95); 99 matches p99_latency_us.
-                 f"--percentile={percentile}", "--histogram=off"]
-        if direct:
-            argv.append("--file-extra-flags=direct")
-        if rw_ratio is not None and mode in ("rndrw", "seqrewr"):
-            # reads per write in the combined modes (sysbench's default 1.5 is 60% reads)
-            argv.append(f"--file-rw-ratio={rw_ratio:g}")
-    argv.append(phase)
-    return argv
-
-
-_SB = {
-    "reads/s": "reads_s", "writes/s": "writes_s", "fsyncs/s": "fsyncs_s",
-    "read, MiB/s": "read_mib_s", "written, MiB/s": "written_mib_s",
-    "total time": "total_s", "total number of events": "events",
-}
-_SB_LINE = re.compile(r"^\s*([A-Za-z][\w ,/]*?):\s*([0-9]+(?:\.[0-9]+)?)s?\s*$")
-_SB_PCT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)(?:st|nd|rd|th) percentile:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
-
-
-def _percentiles_plausible(pcts: list[tuple[float, float]], lo: float | None,
-                           hi: float | None) -> bool:
-    """Percentiles (sorted by p) that never decrease, lie within 0..100 and between the
-    printed min and max (sysbench rounds all of them to 0.01 ms alike). Anything else is
-    not sysbench's own figure and is left out rather than stored."""
-    values = [v for _, v in pcts]
-    if any(not 0 < p <= 100 for p, _ in pcts) or any(b < a for a, b in zip(values, values[1:])):
-        return False
-    return not values or ((lo is None or lo <= values[0]) and (hi is None or values[-1] <= hi))
-
-
-def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
-    """Metrics from ``sysbench fileio ... run`` output (sysbench 1.0).
-
-    read_iops/write_iops/fsyncs_per_s are sysbench's per-second rates; iops counts reads
-    and writes (fsyncs are not data operations, as in fio); ops is that rate times the
-    total time, since sysbench prints only rates. Latency is per sysbench event (an event
-    is one read, write or fsync), printed in ms with two decimals."""
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8", errors="replace")
-    if not isinstance(text, str):
-        raise AppBenchParseError(f"sysbench output must be text, got {type(text).__name__}")
-    raw: dict[str, float] = {}
-    lat: dict[str, float] = {}
-    section = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.endswith(":") and not line.startswith(" "):
-            section = stripped[:-1]
-            continue
-        try:
-            if section.startswith("Latency") and (mp := _SB_PCT.match(line)):
-                lat[f"p{mp.group(1)}"] = _float(mp.group(2))
-                continue
-            m = _SB_LINE.match(line)
-            if not m:
-                continue
-            key, value = m.group(1).strip(), _float(m.group(2))
-        except (ValueError, OverflowError):
-            continue
-        if section.startswith("Latency") and key in ("min", "avg", "max", "sum"):
-            lat[key] = value
-        elif key in _SB:
-            raw[_SB[key]] = value
-    if "reads_s" not in raw or "writes_s" not in raw:
-        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-        raise AppBenchParseError("sysbench output has no 'File operations' results"
-                                 + (f"; first line: {first[:120]!r}" if first else ""))
-    m: dict[str, float] = {
-        "read_iops": raw["reads_s"], "write_iops": raw["writes_s"],
-        "iops": raw["reads_s"] + raw["writes_s"],
-    }
-    if "fsyncs_s" in raw:
-        m["fsyncs_per_s"] = raw["fsyncs_s"]
-    if "read_mib_s" in raw:
-        m["read_mb_s"] = raw["read_mib_s"] * MIB_TO_MB
-    if "written_mib_s" in raw:
-        m["write_mb_s"] = raw["written_mib_s"] * MIB_TO_MB
-    if "read_mb_s" in m and "write_mb_s" in m:
-        m["mb_s"] = m["read_mb_s"] + m["write_mb_s"]
-    if "total_s" in raw:
-        m["runtime_s"] = raw["total_s"]
-        m["ops"] = float(round(m["iops"] * raw["total_s"]))
-    if "events" in raw:
-        m["events"] = raw["events"]
-    if "avg" in lat:
-        m["mean_latency_us"] = lat["avg"] * 1000.0
-    if "max" in lat:
-        m["max_latency_us"] = lat["max"] * 1000.0
-    pcts = sorted((float(k[1:]), v) for k, v in lat.items() if k.startswith("p"))
-    if _percentiles_plausible(pcts, lat.get("min"), lat.get("max")):
-        for p, value in pcts:
-            name = f"{p:g}".replace(".", "")
-            m[f"p{name}_latency_us"] = value * 1000.0
-    return {k: v for k, v in m.items() if math.isfinite(v)}
-
-
-# ---------------------------------------------------------------- running
-
-def _run(argv: Sequence[str], cwd: str | None, timeout_s: float | None,
-         tool: str) -> subprocess.CompletedProcess:
-    if not shutil.which(argv[0]):
-        pkg = "rocksdb-tools" if tool == DB_BENCH else tool
-        raise NotSupported(f"{tool} is not installed (Debian package '{pkg}')")
-    try:
-        proc = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise AppBenchRunError(f"{tool} did not finish within {timeout_s} s") from None
-    if proc.returncode != 0:
-        raise AppBenchRunError(f"{tool} exited {proc.returncode}: {_why(proc)[:200]}")
-    return proc
-
-
-def _why(proc: subprocess.CompletedProcess) -> str:
-    """The line that explains a failure: the last one mentioning an error (db_bench prints
-    its version banner first and "open error: ..." last), else the last line."""
-    lines = [ln.strip() for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
-    errors = [ln for ln in lines if re.search(r"error|fatal|invalid", ln, re.IGNORECASE)]
-    return (errors or lines or ["no output"])[-1]
 
 
 def run_db_bench(db_dir: str, mix: str, load: bool = True, timeout_s: float | None = None,
@@ -451,29 +287,51 @@ def run_db_bench(db_dir: str, mix: str, load: bool = True, timeout_s: float | No
         raise AppBenchRunError(f"no RocksDB database at {db_dir}; load it first")
     if load:
         commands.append(db_bench_load_argv(db_dir, **keys))
-        _run(commands[-1], None, timeout_s, DB_BENCH)
+        run_checked(commands[-1], None, timeout_s, DB_BENCH)
     commands.append(db_bench_run_argv(db_dir, mix, **kw))
-    proc = _run(commands[-1], None, timeout_s, DB_BENCH)
+    proc = run_checked(commands[-1], None, timeout_s, DB_BENCH)
     # The "RocksDB: version" header goes to stderr, the results to stdout.
     output = proc.stdout + ("\n" + proc.stderr if proc.stderr else "")
     return parse_db_bench(output), output, commands
 
 
-def run_sysbench_fileio(directory: str, timeout_s: float | None = None,
-                        **kw) -> tuple[dict[str, float], str, list[list[str]]]:
-    """prepare, run, cleanup in ``directory``; cleanup runs even when run fails."""
-    if not os.path.isdir(directory):
-        raise AppBenchRunError(f"sysbench directory {directory} does not exist")
-    if not shutil.which(SYSBENCH):
-        raise NotSupported("sysbench is not installed (Debian package 'sysbench')")
-    prep_kw = {k: v for k, v in kw.items()
-               if k in ("mode", "total_size_bytes", "block_size_bytes", "file_num")}
-    commands = [sysbench_fileio_argv("prepare", **prep_kw)]
-    try:
-        _run(commands[0], directory, timeout_s, SYSBENCH)
-        commands.append(sysbench_fileio_argv("run", **kw))
-        proc = _run(commands[-1], directory, timeout_s, SYSBENCH)
-    finally:
-        commands.append(sysbench_fileio_argv("cleanup", **prep_kw))
-        subprocess.run(commands[-1], cwd=directory, capture_output=True, timeout=timeout_s)
-    return parse_sysbench_fileio(proc.stdout), proc.stdout, commands
+# ---------------------------------------------------------------- the probe's adapter
+
+def ycsb_mix(profile_name: str, read_pct: int) -> str:
+    m = re.search(r"ycsb[-_]?([a-f])\b", profile_name.lower())
+    if m:
+        return m.group(1).upper()
+    # YCSB C is read-only, B read-mostly (95%), A update-heavy (50%).
+    return "C" if read_pct >= 100 else "B" if read_pct >= 90 else "A"
+
+
+class DbBench(Benchmark):
+    """Key-value profiles (``op = "db_op"``). Seed 000 §III-B checked its fio findings with
+    RocksDB under YCSB; the mix comes from the profile's name (``...-ycsb-a`` ... ``-f``) or,
+    failing that, its read share. The load phase (fillrandom) is the preparation and is not
+    measured, like a fio fill. Sizes follow the data-set budget so a 50 GB profile fits a
+    small device."""
+
+    tool = DB_BENCH
+
+    def invocations(self, job: BenchJob) -> Invocations:
+        if job.target_dir is None:
+            raise FsAdvisorError(f"{job.name}: db_bench needs a filesystem, not a raw device")
+        w = job.workload
+        db_dir = f"{job.target_dir.rstrip('/')}/{DB_SUBDIR}"
+        value_size = max(100, min(w.bs_bytes, 64 << 10))
+        num = max(MIN_KEYS, min(w.working_set_bytes, job.budget_bytes) // value_size)
+        common = {"num": num, "value_size": value_size, "direct": w.direct}
+        mix = ycsb_mix(str(job.app.get("profile") or job.name), w.read_pct)
+        runtime = max(1, int(round(job.runtime_s)))
+        return Invocations(
+            prepare=(Invocation(tuple(db_bench_load_argv(db_dir, **common)),
+                                note="load (not measured)"),),
+            measure=Invocation(tuple(db_bench_run_argv(db_dir, mix, threads=max(1, w.numjobs),
+                                                       duration_s=runtime, **common)),
+                               note="measured"))
+
+    def parse(self, result: CommandResult) -> Measurement:
+        # The "RocksDB: version" header goes to stderr, the results to stdout.
+        return app_measurement(self.tool, result, lambda r: parse_db_bench(
+            r.stdout + "\n" + r.stderr).metrics())

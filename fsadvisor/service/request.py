@@ -1,0 +1,227 @@
+"""One probe request: every choice a user makes for ``fsadvisor probe``, checked once.
+
+Both front ends build a :class:`ProbeRequest` (the CLI from its options, the TUI's preview
+from its form) and hand it to :func:`fsadvisor.service.probing.plan_probe`. It is frozen and
+validated when it is made, so a request that exists is a request that makes sense; it carries
+the device it inspected (read-only, once) and can say itself as the equivalent
+``fsadvisor probe`` command line (:meth:`ProbeRequest.to_argv`), which is what the TUI shows
+next to its preview.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping, Sequence
+
+from fsadvisor import limits
+from fsadvisor.domain import Device
+from fsadvisor.errors import ConfigError
+from fsadvisor.host import device as devmod
+from fsadvisor.probe.plan import DEFAULT_SCHEDULERS
+from fsadvisor.sizes import parse_size
+
+# The smallest scratch device every filesystem here formats (btrfs and xfs want ~300 MiB).
+MIN_SCRATCH_BYTES = int(limits.LIMITS["scratch"].lo)
+DEFAULT_FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs")
+ENERGY_SOURCES = ("auto", "rapl", "ipmi", "meter-log", "estimate")
+PLP_VALUES = ("yes", "no", "unknown")
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``"a,b"`` or ``["a", "b,c"]`` -> ``("a", "b", "c")`` (what --fs and friends take)."""
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
+    return tuple(p.strip() for p in items if p.strip())
+
+
+def _ints(value: str | Sequence[int | str] | None, option: str) -> tuple[int, ...]:
+    out = []
+    for p in _names(value) if isinstance(value, str) or value is None else value:
+        try:
+            out.append(int(p))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{option}: {p!r} is not a whole number") from None
+    return tuple(out)
+
+
+def _config_json(c: str | Mapping[str, Any]) -> str:
+    if isinstance(c, Mapping):
+        return json.dumps(dict(c), separators=(",", ":"))
+    return str(c)
+
+
+def _size(text: str | int | None, option: str, example: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise ConfigError(f"{option} {text!r} is not a size (e.g. {example})") from None
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What to probe and how; field names follow the CLI options (``--runtime`` ->
+    ``runtime_s``). Make one with :meth:`make`, which normalises comma lists and inspects
+    the device; every instance is validated on creation (:meth:`validate`)."""
+
+    device: str | None = None
+    scratch: str | None = None  # SIZE as the user wrote it (rendered back by to_argv)
+    scratch_dir: str | None = None
+    filesystems: tuple[str, ...] = DEFAULT_FILESYSTEMS
+    configs: tuple[str, ...] = ()  # JSON objects, as --config takes them
+    agcounts: tuple[int, ...] = ()
+    schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS
+    profile: str | None = None
+    micro: bool = True
+    workloads: tuple[str, ...] | None = None
+    variants: bool = True
+    baseline: bool = True
+    reps: int | None = None
+    runtime_s: float | None = None
+    cooldown_s: float | None = None
+    size: str | None = None
+    quick: bool = False
+    resume: bool = False
+    energy: str = "auto"
+    meter_log: str | None = None
+    clock_offset_s: float = 0.0
+    idle_watts: str | None = None
+    idle_seconds: float | None = None
+    plp: str = "unknown"
+    db: str | None = None
+    dry_run: bool = False
+    force: bool = False
+    # Resolved when the request is made, so nothing later parses or inspects them again.
+    device_info: Device | None = field(default=None, compare=False)
+    scratch_bytes: int | None = field(default=None, init=False, compare=False)
+    size_bytes: int | None = field(default=None, init=False, compare=False)
+    parsed_configs: tuple[dict[str, Any], ...] = field(default=(), init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @classmethod
+    def make(cls, device: str | None = None, *, inspect: bool = True,
+             **options: Any) -> "ProbeRequest":
+        """A request from loosely typed choices (comma lists, dicts for --config, numbers as
+        text); ``inspect`` reads the device (read-only) once, here."""
+        for key in ("filesystems", "schedulers"):
+            if key in options:
+                options[key] = _names(options[key])
+        if options.get("workloads") is not None:
+            options["workloads"] = _names(options["workloads"]) or None
+        if "agcounts" in options:
+            options["agcounts"] = _ints(options["agcounts"], "--agcounts")
+        if "configs" in options:
+            options["configs"] = tuple(_config_json(c) for c in options["configs"] or ())
+        for key in ("scratch_dir", "meter_log", "db"):
+            if options.get(key) is not None:
+                options[key] = os.fspath(options[key])
+        for key in ("scratch", "size", "idle_watts"):
+            if options.get(key) is not None:
+                options[key] = str(options[key])
+        req = cls(device=None if device is None else str(device), **options)
+        if inspect and req.device is not None:
+            req = replace(req, device_info=devmod.inspect(req.device, plp=req.plp))
+        return req
+
+    # ------------------------------------------------------------------ validation
+
+    def validate(self) -> None:
+        """Every check of the request's own values, in one place; ConfigError names the
+        option. (Checks that need the host — the device's safety, an energy source that
+        works here — belong to planning and running.)"""
+        if (self.device is None) == (self.scratch is None):
+            raise ConfigError("give either a DEVICE or --scratch SIZE")
+        if self.plp not in PLP_VALUES:
+            raise ConfigError(f"--plp must be yes, no or unknown, not {self.plp!r}")
+        if self.energy not in ENERGY_SOURCES:
+            raise ConfigError(f"unknown --energy {self.energy!r}: use auto, rapl, ipmi, "
+                              "meter-log or estimate")
+        if self.energy == "meter-log" and self.meter_log is None:
+            raise ConfigError("--energy meter-log needs --meter-log FILE")
+        if self.db is not None and str(self.db) == ":memory:":
+            raise ConfigError("a probe needs a store file (its state file lives next to it), "
+                              "not :memory:")
+        if self.scratch_dir is not None and (why := devmod.control_character_refusal(
+                self.scratch_dir, "--scratch-dir")):
+            raise ConfigError(why)
+        scratch_bytes = _size(self.scratch, "--scratch", "2G")
+        if scratch_bytes is not None:
+            if scratch_bytes < MIN_SCRATCH_BYTES:
+                raise ConfigError(f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
+                                  "(the smallest device every filesystem here formats)")
+            limits.check("scratch", scratch_bytes)
+        object.__setattr__(self, "scratch_bytes", scratch_bytes)
+        if self.resume:
+            return  # the recorded plan decides everything else
+        object.__setattr__(self, "size_bytes", _size(self.size, "--size", "1G"))
+        object.__setattr__(self, "parsed_configs", tuple(_parse_config(c) for c in self.configs))
+        if self.meter_log is None and self.clock_offset_s:
+            raise ConfigError("--clock-offset applies to --meter-log only")
+        self.check_numeric_bounds()
+
+    def check_numeric_bounds(self) -> None:
+        """Range checks of the numeric options (--reps, --runtime, --cooldown,
+        --idle-seconds, --clock-offset, ...). The shared bounds of fsadvisor/limits.py
+        (finite, at most a stated maximum) plug in here; build_plan keeps the checks that
+        depend on --quick defaults (reps >= 1, runtime > 0, cooldown >= 0)."""
+        limits.check("size", self.size_bytes)
+        limits.check("clock-offset", self.clock_offset_s)
+        limits.check("idle-seconds", self.idle_seconds)
+        limits.check("reps", self.reps)
+        limits.check("runtime", self.runtime_s)
+        limits.check("cooldown", self.cooldown_s)
+
+    # ------------------------------------------------------------------ rendering
+
+    def to_argv(self) -> list[str]:
+        """The ``fsadvisor probe`` argument list that makes this same request (defaults
+        left out), e.g. ``["fsadvisor", "probe", "--scratch", "1G", "--quick"]``."""
+        argv = ["fsadvisor", "probe"]
+        argv += ["--scratch", self.scratch] if self.scratch is not None else [self.device]
+        for f in fields(self):
+            if not f.init or f.name in ("device", "scratch", "device_info"):
+                continue
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            option = _OPTION.get(f.name, "--" + f.name.replace("_", "-"))
+            if isinstance(value, bool):
+                argv.append(option if value else _NEGATIVE[f.name])
+            elif f.name == "configs":
+                for c in value:
+                    argv += [option, c]
+            elif isinstance(value, tuple):
+                argv += [option, ",".join(str(v) for v in value)]
+            elif isinstance(value, float):
+                argv += [option, f"{value:g}"]
+            else:
+                argv += [option, str(value)]
+        return argv
+
+    def command_line(self) -> str:
+        """:meth:`to_argv` as one line a shell reads back into the same argument list."""
+        return shlex.join(self.to_argv())
+
+
+# Field -> option where the names differ; boolean fields that default to True need their
+# negative form.
+_OPTION = {"filesystems": "--fs", "configs": "--config", "runtime_s": "--runtime",
+           "cooldown_s": "--cooldown", "clock_offset_s": "--clock-offset"}
+_NEGATIVE = {"micro": "--no-micro", "variants": "--no-variants", "baseline": "--no-baseline"}
+
+
+def _parse_config(text: str) -> dict[str, Any]:
+    try:
+        d = json.loads(text)
+    except ValueError as e:
+        raise ConfigError(f"--config is not JSON: {e.msg} in {text[:80]!r}") from None
+    if not isinstance(d, dict):
+        raise ConfigError(f"--config must be a JSON object, not {text[:80]!r}")
+    return d

@@ -1,0 +1,21 @@
+"""No test touches the user's files: the store, the fit cache and the calibration all live
+in the session's tmp dir (tests/conftest.py keep_user_files_out)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import platformdirs
+
+from fsadvisor.predict.model import calibration_path
+from fsadvisor.store import default_path
+
+
+def test_store_cache_and_calibration_are_in_tmp():
+    tmp = Path(tempfile.gettempdir()).resolve()
+    for p in (default_path(), Path(platformdirs.user_cache_dir("fsadvisor")), calibration_path(),
+              Path(os.environ["FSADVISOR_DB"])):
+        p = Path(p).resolve()
+        assert tmp in p.parents, p
