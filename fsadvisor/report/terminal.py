@@ -1,0 +1,75 @@
+"""ops/J (or bytes/J) bars with 95% interval whiskers, drawn in the terminal with plotext.
+
+One bar per configuration, best on top; the whisker is the 95% interval (measured: Student-t
+over the runs; predicted: the model's log-normal interval). Plain text (no colour codes), at
+most ``width`` columns, so it reads the same in a pipe, a log and an 80-column terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The terminal is assumed to be 80 columns unless told otherwise (the classic VT100 width,
+# still the default of most terminal emulators).
+DEFAULT_WIDTH = 80
+LABEL_CHARS = 26
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    low: float
+    high: float
+    measured: bool  # measured (M) or predicted (P)
+
+
+def _short(label: str, n: int = LABEL_CHARS) -> str:
+    return label if len(label) <= n else label[: n - 1] + "…"
+
+
+def _num(x: float) -> str:
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:,.2f}M"
+    if abs(x) >= 1e4:
+        return f"{x / 1e3:,.1f}k"
+    return f"{x:,.1f}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def bars(items: list[Bar], unit: str, title: str = "", width: int = DEFAULT_WIDTH) -> str:
+    """The chart as text: bars sorted best first (top), whiskers ``─┼─`` spanning each 95%
+    interval, then one line per bar with its figures. Empty input gives an empty string."""
+    import plotext as plt  # lazy: ~50 ms, only when a plot is asked for
+
+    if not items:
+        return ""
+    width = max(40, min(int(width), 400))
+    order = sorted(items, key=lambda b: -b.value)
+    # plotext's first category sits at the bottom: give it the worst so the best is on top.
+    bottom_up = list(reversed(order))
+    labels = [f"{len(order) - i}.{'M' if b.measured else 'P'} {_short(b.label)}"
+              for i, b in enumerate(bottom_up)]
+    ys = list(range(1, len(bottom_up) + 1))
+    values = [b.value for b in bottom_up]
+    xmax = max(max(b.high for b in order), max(values)) * 1.05 or 1.0
+    plt.clf()
+    plt.theme("clear")
+    plt.plotsize(width, max(3 * len(order) + 4, 8))
+    plt.bar(labels, values, orientation="horizontal", width=0.3)
+    # The error call takes symmetric half-widths; an interval that is not symmetric (the
+    # log-normal ones) is drawn around its midpoint so both ends are where they belong.
+    mids = [(b.low + b.high) / 2 for b in bottom_up]
+    half = [(b.high - b.low) / 2 for b in bottom_up]
+    plt.error(mids, ys, xerr=half)
+    plt.xlim(0, xmax)
+    if title:
+        plt.title(_short(title, width - 4))
+    chart = plt.uncolorize(plt.build())
+    lines = [ln.rstrip() for ln in chart.splitlines()]
+    lines.append(_short(f"bar = {unit}; ─┼─ = 95% interval; M measured, P predicted",
+                        width))
+    for i, b in enumerate(order, 1):
+        row = (f"{i:>2}.{'M' if b.measured else 'P'} {_short(b.label, 30):<30} "
+               f"{_num(b.value):>9} [{_num(b.low)} – {_num(b.high)}]")
+        lines.append(_short(row, width))
+    return "\n".join(lines)
