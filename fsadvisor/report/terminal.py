@@ -13,6 +13,7 @@ from dataclasses import dataclass
 # still the default of most terminal emulators).
 DEFAULT_WIDTH = 80
 LABEL_CHARS = 26
+WHISKER, CAP = "─", "│"
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ def _num(x: float) -> str:
 
 
 def bars(items: list[Bar], unit: str, title: str = "", width: int = DEFAULT_WIDTH) -> str:
-    """The chart as text: bars sorted best first (top), whiskers ``─┼─`` spanning each 95%
-    interval, then one line per bar with its figures. Empty input gives an empty string."""
+    """The chart as text: bars sorted best first (top), whiskers ``│──│`` spanning each 95%
+    interval, then one numbered line per bar (same order) with its figures. Empty input gives an empty string."""
     import plotext as plt  # lazy: ~50 ms, only when a plot is asked for
 
     if not items:
@@ -47,8 +48,7 @@ def bars(items: list[Bar], unit: str, title: str = "", width: int = DEFAULT_WIDT
     order = sorted(items, key=lambda b: -b.value)
     # plotext's first category sits at the bottom: give it the worst so the best is on top.
     bottom_up = list(reversed(order))
-    labels = [f"{len(order) - i}.{'M' if b.measured else 'P'} {_short(b.label)}"
-              for i, b in enumerate(bottom_up)]
+    labels = [f"{'M' if b.measured else 'P'} {_short(b.label)}" for b in bottom_up]
     ys = list(range(1, len(bottom_up) + 1))
     values = [b.value for b in bottom_up]
     xmax = max(max(b.high for b in order), max(values)) * 1.05 or 1.0
@@ -56,18 +56,18 @@ def bars(items: list[Bar], unit: str, title: str = "", width: int = DEFAULT_WIDT
     plt.theme("clear")
     plt.plotsize(width, max(3 * len(order) + 4, 8))
     plt.bar(labels, values, orientation="horizontal", width=0.3)
-    # The error call takes symmetric half-widths; an interval that is not symmetric (the
-    # log-normal ones) is drawn around its midpoint so both ends are where they belong.
-    mids = [(b.low + b.high) / 2 for b in bottom_up]
-    half = [(b.high - b.low) / 2 for b in bottom_up]
-    plt.error(mids, ys, xerr=half)
+    # Each whisker is drawn from its low to its high end with caps (plotext's error() only
+    # draws symmetric ones around a centre, and the log-normal intervals are not symmetric).
+    for y, b in zip(ys, bottom_up):
+        plt.plot([b.low, b.high], [y, y], marker=WHISKER, color="black")
+        plt.scatter([b.low, b.high], [y, y], marker=CAP, color="black")
     plt.xlim(0, xmax)
     if title:
         plt.title(_short(title, width - 4))
     chart = plt.uncolorize(plt.build())
     lines = [ln.rstrip() for ln in chart.splitlines()]
-    lines.append(_short(f"bar = {unit}; ─┼─ = 95% interval; M measured, P predicted",
-                        width))
+    lines.append(_short(f"bar = {unit}; {CAP}{WHISKER}{WHISKER}{CAP} = 95% interval; "
+                        "M measured, P predicted", width))
     for i, b in enumerate(order, 1):
         row = (f"{i:>2}.{'M' if b.measured else 'P'} {_short(b.label, 30):<30} "
                f"{_num(b.value):>9} [{_num(b.low)} – {_num(b.high)}]")
