@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json
 
 
@@ -18,7 +17,7 @@ def report(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target device for the predictions: path, library name or spec (default: the matrix's device, else nvme:1T).")] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="HTML file to write (default report.html unless only --png is given).")] = None,
     png: Annotated[Optional[str], typer.Option("--png", metavar="DIR", help="Write the charts alone as PNG files into DIR.")] = None,
-    top: Annotated[int, typer.Option("--top", "-n", callback=limits.option_callback("top"), help="Recommended configurations to include." + limits.help_range("top"))] = 5,
+    top: Annotated[int, typer.Option("--top", "-n", help="Recommended configurations to include (1–1,000, like recommend's).")] = 5,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
