@@ -131,10 +131,9 @@ def model_provenance(db: str | None) -> dict[str, Any]:
 def _model_line(model: dict[str, Any], basis: dict[str, Any]) -> str:
     v = model.get("validated")
     err = (f"validated error median ×{v['median_factor']:.2f}, p90 ×{v['p90_factor']:.2f} "
-           f"({v['how']}, n={v['n']})") if v else "no validated error on record"
-    return (f"predicted by the Bayesian model (fsadvisor/predict/model.py) fitted on "
-            f"{model['observations']} observations, prior scale {model['prior_scale']} "
-            f"({model['calibration']}); {err}; power level {basis.get('power_level')}")
+           "(held-out source tables)") if v else "no validated error on record"
+    return (f"model fitted on {model['observations']} observations, prior scale "
+            f"{model['prior_scale']}; {err}; power level {basis.get('power_level')}")
 
 
 def _measured_line(s: dict[str, Any]) -> str:
@@ -197,7 +196,7 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
         else run_device
     rec = None
     try:
-        rec = advice.recommend(prof, device=device, top=top, db=db, scope=scope)
+        rec = advice.recommend(prof, device=dev, top=top, db=db, scope=scope)
     except StoreError:
         raise
     except FsAdvisorError as e:

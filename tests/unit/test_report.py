@@ -168,8 +168,12 @@ def test_report_of_one_matrix_shows_only_its_runs(probed_store):
     xfs = next(c for c in doc["workloads"][0]["configs"] if c["label"] == "xfs -o noatime")
     assert xfs["measured"]["efficiency"]["n"] == 3
     assert xfs["measured"]["efficiency"]["mean"] == pytest.approx(15_000 / 50)
-    # predictions for a matrix are made for the device it measured (a loop device)
+    # predictions for a matrix are made for the device it measured (a loop device), and
+    # the recommendation's headline speaks of the same device as the table
     assert doc["device"]["kind"] == "loop"
+    first = next(c for c in doc["workloads"][0]["configs"] if c["rank"] == 1)
+    shown = f"{first['predicted']['efficiency']['mean']:,.0f} ops/J predicted"
+    assert shown in doc["recommendation"]["headline"]
 
 
 def test_html_is_self_contained_and_escapes(probed_store, tmp_path):
