@@ -329,3 +329,24 @@ def plot_recommendation(rec, width: int = 80) -> str:
                          st["high"], measured=False))
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     return bars(items, f"predicted {unit}", f"{rec.profile.name}: {unit}", width)
+
+
+def plot_probe(summary: dict[str, Any], width: int = 80) -> str:
+    """probe --plot: per workload of a finished probe, the measured ops/J of each
+    configuration as bars with 95% whiskers (a single run has no whisker: low = high)."""
+    from fsadvisor.report.terminal import Bar, bars
+    by_workload: dict[str, list] = {}
+    for r in summary.get("results") or []:
+        st = r.get("ops_per_joule") or {}
+        if st.get("mean") is None or not r.get("ranked", True):
+            continue
+        low = st.get("ci95_low") if st.get("ci95_low") is not None else st["mean"]
+        high = st.get("ci95_high") if st.get("ci95_high") is not None else st["mean"]
+        label = "raw device" if r.get("filesystem") == "raw-device" else r["config"]
+        by_workload.setdefault(r["workload"], []).append(
+            Bar(f"{label} [{r.get('scheduler')}]" if label == "raw device" else label,
+                st["mean"], max(low, 0.0), high, measured=True))
+    if not by_workload:
+        return "no ops/J to plot: no run of this probe has an energy reading"
+    return "\n\n".join(bars(items, "measured ops/J", f"{w}: ops/J", width)
+                       for w, items in by_workload.items())

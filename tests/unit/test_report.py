@@ -287,3 +287,26 @@ def test_recommend_plot(fresh_store):
     rows = [ln for ln in chart.splitlines() if "┤" in ln]
     assert len(rows) == 3 and all(ln.split("┤")[0].strip().startswith("P #") for ln in rows)
     assert all(len(ln) <= 80 for ln in chart.splitlines())
+
+
+def test_plot_probe_draws_each_workload_and_skips_unranked():
+    def row(cfg, wl, mean, lo, hi, ranked=True, fs="xfs"):
+        return {"config": cfg, "filesystem": fs, "scheduler": "none", "workload": wl,
+                "ranked": ranked,
+                "ops_per_joule": {"n": 2, "mean": mean, "ci95_low": lo, "ci95_high": hi}}
+    summary = {"results": [
+        row("ext4 [] () none", "4k-randread", 100.0, 90.0, 110.0, fs="ext4"),
+        row("xfs [] () none", "4k-randread", 140.0, 120.0, 160.0),
+        row("ext4 [] (data=journal) none", "4k-randread", 900.0, 800.0, 1000.0, ranked=False,
+            fs="ext4"),
+        row(None, "4k-randwrite", 50.0, 40.0, 60.0, fs="raw-device"),
+        {"config": "btrfs", "filesystem": "btrfs", "workload": "4k-randwrite", "scheduler": "none",
+         "ranked": True, "ops_per_joule": {"n": 0, "mean": None}}]}
+    text = rep.plot_probe(summary)
+    charts = text.split("\n\n")
+    assert len(charts) == 2 and "4k-randread: ops/J" in charts[0]
+    rows = [ln.split("┤")[0].strip() for ln in charts[0].splitlines() if "┤" in ln]
+    assert rows == ["M xfs [] () none", "M ext4 [] () none"]  # data=journal never ranked
+    assert "M raw device [none]" in charts[1] and "btrfs" not in charts[1]
+    assert max(len(ln) for ln in text.splitlines()) <= 80
+    assert rep.plot_probe({"results": []}).startswith("no ops/J to plot")
