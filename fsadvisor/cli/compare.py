@@ -9,12 +9,19 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 
 
+def _num(x: float) -> str:
+    for f, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(x) >= f:
+            return f"{x / f:,.2f}{suffix}"
+    return f"{x:,.1f}"
+
+
 def _fmt(st) -> str:
     if not st:
         return "-"
     if st.get("low") is None:
-        return f"{st['mean']:,.1f}"
-    return f"{st['mean']:,.1f} [{st['low']:,.1f}–{st['high']:,.1f}]"
+        return _num(st["mean"])
+    return f"{_num(st['mean'])} [{_num(st['low'])} – {_num(st['high'])}]"
 
 
 @app.command()

@@ -38,7 +38,7 @@ def workload_png(workload: dict[str, Any]) -> bytes:
 
     configs = workload["configs"]
     n = max(len(configs), 1)
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(13, 1.2 + 0.45 * n), dpi=DPI,
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(13, max(2.8, 1.4 + 0.45 * n)), dpi=DPI,
                              sharey=True, squeeze=False)
     axes = axes[0]
     ys = list(range(n))[::-1]  # first configuration on top
@@ -83,7 +83,7 @@ def workload_png(workload: dict[str, Any]) -> bytes:
     if handles:
         fig.legend(handles, labels, loc="upper right", fontsize=8, ncol=2, frameon=False)
     fig.suptitle(_label(workload["title"], 90), x=0.01, ha="left", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.93 if n > 2 else 0.85))
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)

@@ -50,8 +50,13 @@ def bars(items: list[Bar], unit: str, title: str = "", width: int = DEFAULT_WIDT
     bottom_up = list(reversed(order))
     labels = [f"{'M' if b.measured else 'P'} {_short(b.label)}" for b in bottom_up]
     ys = list(range(1, len(bottom_up) + 1))
-    values = [b.value for b in bottom_up]
-    xmax = max(max(b.high for b in order), max(values)) * 1.05 or 1.0
+    # Axis ticks are plotext's plain numbers: scale them to at most 4 integer digits and say
+    # the scale in the legend (bytes/J runs into the hundreds of millions).
+    top = max(max(b.high for b in order), max(b.value for b in order))
+    scale, suffix = next(((f, s) for f, s in ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+                          if top >= 10 * f), (1.0, ""))
+    values = [b.value / scale for b in bottom_up]
+    xmax = top / scale * 1.05 or 1.0
     plt.clf()
     plt.theme("clear")
     plt.plotsize(width, max(3 * len(order) + 4, 8))
@@ -59,14 +64,16 @@ def bars(items: list[Bar], unit: str, title: str = "", width: int = DEFAULT_WIDT
     # Each whisker is drawn from its low to its high end with caps (plotext's error() only
     # draws symmetric ones around a centre, and the log-normal intervals are not symmetric).
     for y, b in zip(ys, bottom_up):
-        plt.plot([b.low, b.high], [y, y], marker=WHISKER, color="black")
-        plt.scatter([b.low, b.high], [y, y], marker=CAP, color="black")
+        ends = [b.low / scale, b.high / scale]
+        plt.plot(ends, [y, y], marker=WHISKER, color="black")
+        plt.scatter(ends, [y, y], marker=CAP, color="black")
     plt.xlim(0, xmax)
     if title:
         plt.title(_short(title, width - 4))
     chart = plt.uncolorize(plt.build())
     lines = [ln.rstrip() for ln in chart.splitlines()]
-    lines.append(_short(f"bar = {unit}; {CAP}{WHISKER}{WHISKER}{CAP} = 95% interval; "
+    axis = f" (axis in {suffix})" if suffix else ""
+    lines.append(_short(f"bar = {unit}{axis}; {CAP}{WHISKER}{WHISKER}{CAP} = 95% interval; "
                         "M measured, P predicted", width))
     for i, b in enumerate(order, 1):
         row = (f"{i:>2}.{'M' if b.measured else 'P'} {_short(b.label, 30):<30} "

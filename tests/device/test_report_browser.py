@@ -95,7 +95,7 @@ def test_report_renders_in_chromium(probed_store, tmp_path):
     imgs = images_of(tmp_path, out)
     assert len(imgs) == page.count("<img ") == 1
     for im in imgs:
-        # charts.workload_png: 13 in wide at 100 dpi; 1.2 + 0.45 in per configuration high
+        # charts.workload_png: 13 in wide at 100 dpi; max(2.8, 1.4 + 0.45 n) in high
         assert im["complete"] and im["w"] == 1300, im
         assert 200 <= im["h"] <= 1200 and 0 < im["shown"] <= 1400, im
     assert console_errors(tmp_path, out) == []

@@ -310,3 +310,29 @@ def test_plot_probe_draws_each_workload_and_skips_unranked():
     assert "M raw device [none]" in charts[1] and "btrfs" not in charts[1]
     assert max(len(ln) for ln in text.splitlines()) <= 80
     assert rep.plot_probe({"results": []}).startswith("no ops/J to plot")
+
+
+def test_large_values_get_a_scaled_axis():
+    text = bars([Bar("xfs", 107e6, 14e6, 209e6, False), Bar("ext4", 105e6, 13e6, 209e6, False)],
+                "bytes/J")
+    axis = next(ln for ln in text.splitlines() if "└" in ln)
+    ticks = text.splitlines()[text.splitlines().index(axis) + 1]
+    assert max(len(t.split(".")[0]) for t in ticks.split()) <= 4  # e.g. 220.0, not 220019287.8
+    assert "bar = bytes/J (axis in M)" in text
+    assert "107.00M [14.00M – 209.00M]" in text
+
+
+@given(st.lists(st.one_of(st.text(max_size=12), st.integers(-3, 3).map(str),
+                          st.just('{"filesystem": "ext4"}'), st.just("[]")), max_size=4),
+       st.booleans())
+def test_compare_input_is_accepted_or_refused_in_one_line(items, matrices):
+    """Whatever the arguments, compare either works or raises FsAdvisorError (the CLI's one
+    line, exit 2) — never another exception. No profile or workload is given, so nothing
+    gets as far as the model; two matrix ids look in an empty store of their own."""
+    import tempfile
+    from fsadvisor.errors import FsAdvisorError
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            cmp.compare(items, matrices=matrices, db=f"{d}/s.db")
+        except FsAdvisorError:
+            pass
