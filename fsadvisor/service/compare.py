@@ -145,11 +145,14 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
     design: dict = {}
     preds = predict_many(advice.get_model(db), configs, w, dev, scope, design_out=design,
                          device_params=advice._device_params(dev, db))
-    measured = _measured_for(configs, f"profile:{prof.name}", db) if prof else [None] * len(configs)
+    measured = (_measured_for(configs, f"profile:{prof.name}", db) if prof
+                else [[] for _ in configs])
     from fsadvisor.service.report import predicted_stats
     bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
     entries = []
-    for name, cfg, p, m in zip(names, configs, preds, measured):
+    for name, cfg, p, found in zip(names, configs, preds, measured):
+        # shown: the summary with the most runs (the difference below picks its own pair)
+        m = max(found, key=lambda s: s["n"]) if found else None
         entries.append({"name": name, "label": config_label(cfg), "config": cfg.to_dict(),
                         "predicted": predicted_stats(p, bs, rank_by)["efficiency"],
                         "measured": m and _stat(m.get(rank_by)),
@@ -160,15 +163,16 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
     diffs = []
     for i in range(1, len(configs)):
         a, b = entries[0], entries[i]
-        ma, mb = measured[0], measured[i]
         d = None
-        if (ma and mb and (ma.get("device_id"), ma["energy_source"], ma["power_scope"])
-                == (mb.get("device_id"), mb["energy_source"], mb["power_scope"])):
+        pair = _measured_pair(measured[0], measured[i], rank_by)
+        if pair is not None:
+            ma, mb = pair
             sa, sb = _stat(ma.get(rank_by)), _stat(mb.get(rank_by))
-            if sa and sb and (sa["n"] or 0) >= 2 and (sb["n"] or 0) >= 2 and sa["mean"]:
-                d = welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"], sb["sd"] or 0.0, sb["n"])
-                d["basis"] = (f"measured: Welch 95% interval over {sa['n']} and {sb['n']} runs "
-                              f"({ma['energy_source']}, {ma['power_scope']} scope)")
+            d = welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"], sb["sd"] or 0.0, sb["n"])
+            d["basis"] = (f"measured: Welch 95% interval over {sa['n']} and {sb['n']} runs "
+                          f"(runs {ma['run_ids']} vs {mb['run_ids']} on "
+                          f"{ma.get('device_model') or ma.get('device_path')}, "
+                          f"{ma['energy_source']}, {ma['power_scope']} scope)")
         if d is None:
             va, vb = a["predicted"]["mean"], b["predicted"]["mean"]
             d = log_difference(va, vb, difference_sd(design, 0, i))
@@ -185,15 +189,34 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
 
 
 def _measured_for(configs: list[FsConfig], workload_name: str, db: str | None):
-    """Per configuration: its store summary for this workload with the most runs, or None."""
+    """Per configuration: all its store summaries for this workload (one per device and
+    energy meter), possibly none."""
     from fsadvisor.store import open_store
     with open_store(db) as store:
         found = store.summaries(workload_name=workload_name)
-    out = []
-    for c in configs:
-        mine = [s for s in found if s["config_key"] == c.key()]
-        out.append(max(mine, key=lambda s: s["n"]) if mine else None)
-    return out
+    return [[s for s in found if s["config_key"] == c.key()] for c in configs]
+
+
+def _measured_pair(found_a: list[dict[str, Any]], found_b: list[dict[str, Any]],
+                   metric: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The two summaries, one of each configuration, measured on the same device with the
+    same energy source and scope and with at least 2 runs of ``metric`` each (the pair with
+    the most runs on its smaller side), or None: then the model has to speak."""
+    def group(s):
+        return (s.get("device_id"), s["energy_source"], s["power_scope"])
+
+    def usable(s):
+        st = _stat(s.get(metric))
+        return st is not None and (st["n"] or 0) >= 2 and bool(st["mean"])
+
+    best = None
+    for sa in filter(usable, found_a):
+        for sb in filter(usable, found_b):
+            if group(sa) == group(sb):
+                n = min(sa[metric]["n"], sb[metric]["n"])
+                if best is None or n > best[0]:
+                    best = (n, sa, sb)
+    return None if best is None else (best[1], best[2])
 
 
 def compare_matrices(id_a: str, id_b: str, db: str | None = None) -> dict[str, Any]:

@@ -336,3 +336,42 @@ def test_compare_input_is_accepted_or_refused_in_one_line(items, matrices):
             cmp.compare(items, matrices=matrices, db=f"{d}/s.db")
         except FsAdvisorError:
             pass
+
+
+def test_compare_pairs_runs_of_the_same_device(probed_store, probed_iops):
+    """ext4 also probed (more often) on a second device that xfs never ran on: the measured
+    difference still pairs the runs of the one device both were measured on."""
+    from fsadvisor.domain import Device, EnergyReading, FsConfig, RunRecord
+    from fsadvisor.profiles import load_profile
+    from fsadvisor.store import open_store
+    w = load_profile("oltp").workload
+    other = Device(path="/dev/nvme7n1", size_bytes=1 << 40, kind="nvme", model="Other SSD",
+                   serial="S1")
+    with open_store(str(probed_store)) as store:
+        store.start_matrix({"reps": 8}, matrix_id="m-other")
+        for rep in range(1, 9):
+            store.record_run(RunRecord(
+                cell_key="x", device=other, config=FsConfig.make("ext4"),
+                workload_name="profile:oltp", workload=w, rep=rep, status="ok",
+                started_at=1_790_000_100.0 + rep, wall_s=12.0,
+                metrics={"iops": 90_000.0 + rep}, matrix_id="m-other",
+                energy=EnergyReading(source="ipmi", scope="system", energy_j=1000.0,
+                                     avg_watts=100.0, duration_s=10.0)))
+    doc = cmp.compare(['{"filesystem": "ext4"}', '{"filesystem": "xfs", "mount": ["noatime"]}'],
+                      profile="oltp", db=str(probed_store))
+    assert doc["entries"][0]["measured"]["n"] == 8  # shown: the summary with most runs
+    d = doc["differences"][0]
+    assert d["basis"].startswith("measured: Welch 95% interval over 6 and 6 runs")
+    a = [x / 50 for (m, fs), xs in probed_iops.items() if fs == "ext4" for x in xs]
+    assert d["diff_pct"] == pytest.approx(
+        100 * (statistics.mean(x / 50 for (m, fs), xs in probed_iops.items() if fs == "xfs"
+                               for x in xs) / statistics.mean(a) - 1))
+
+
+def test_report_unwritable_outputs_are_one_line(probed_store, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    for args in (["-o", str(tmp_path / "no" / "such" / "dir" / "r.html")],
+                 ["--png", str(tmp_path / "afile")]):
+        r = run("report", "--profile", "oltp", *args)
+        assert r.exit_code == 2, r.output
+        assert len(r.output.strip().splitlines()) == 1 and r.output.startswith("fsadvisor: ")
