@@ -154,14 +154,23 @@ def _predict(configs: list[FsConfig], w: Workload, dev: Device, db: str | None, 
                         device_params=_device_params(dev, db))
 
 
-def _device_of_runs(store, matrix_id: str) -> Device | None:
-    runs = store.runs(matrix_id=matrix_id, status="ok", limit=1)
+def _device_of_run(store, run_id: int | None = None, matrix_id: str | None = None) -> Device | None:
+    """The device a stored run measured, as the model sees devices (identity included, so
+    its calibration is found)."""
+    runs = (store.runs(run_id=run_id) if run_id is not None
+            else store.runs(matrix_id=matrix_id, status="ok", limit=1))
     if not runs:
         return None
     r = runs[0]
     return Device(path=r["device_path"], size_bytes=int(r["device_size_bytes"] or 1 << 40),
                   kind=r["device_kind"] or "nvme", model=r["device_model"] or "",
                   serial=r["device_serial"] or "", plp=r["device_plp"] or "unknown")
+
+
+def _shown(summaries: list[dict[str, Any]], scope: str) -> dict[str, Any]:
+    """Of one configuration's summaries (one per device and meter), the one the report
+    shows: the report's power scope first, then the most runs."""
+    return max(summaries, key=lambda s: (s.get("power_scope") == scope, s["n"]))
 
 
 def build(profile: str, matrix: str | None = None, device: str | None = None,
@@ -182,16 +191,25 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
         if matrix is not None:
             store.matrix(matrix)  # StoreError "no matrix ..." when it is not there
             summaries = store.summaries(matrix_id=matrix)
-            run_device = _device_of_runs(store, matrix)
+            run_device = _device_of_run(store, matrix_id=matrix)
             if not summaries:
                 missing.append(f"matrix {matrix} has no ok runs to show")
         else:
             summaries = store.summaries(workload_name=profile_wname)
-            run_device = None
+            if device is not None and device.startswith("/"):
+                # a device path: its own probes only
+                real = os.path.realpath(device)
+                summaries = [s for s in summaries
+                             if s["device_path"] and os.path.realpath(s["device_path"]) == real]
+            # predictions for the device most of the runs measured, so the two sit side by side
+            run_device = (_device_of_run(store, run_id=_shown(summaries, scope)["run_ids"][0])
+                          if summaries else None)
             if not summaries:
-                missing.append(f"no probe runs of profile {prof.name} in the store (run "
-                               f"`fsadvisor probe DEVICE --profile {prof.name}`): only "
-                               "predictions are shown")
+                missing.append(f"no probe runs of profile {prof.name}"
+                               + (f" on {device}" if device is not None and device.startswith("/")
+                                  else "")
+                               + f" in the store (run `fsadvisor probe DEVICE --profile "
+                               f"{prof.name}`): only predictions are shown")
     dev = advice.resolve_device(device) if (device is not None or run_device is None) \
         else run_device
     rec = None
@@ -219,21 +237,25 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
     for wname, entry in order.items():
         w: Workload = entry["workload"]
         configs: dict[str, dict[str, Any]] = {}
+        by_config: dict[str, list[dict[str, Any]]] = {}
         for s in entry["summaries"]:
-            key = s["config_key"] or s["cell_key"] or "raw"
-            c = configs.setdefault(key, {
+            by_config.setdefault(s["config_key"] or s["cell_key"] or "raw", []).append(s)
+        for key, group in by_config.items():
+            s = _shown(group, scope)
+            others = len(group) - 1
+            configs[key] = {
                 "label": config_label(s["config"], s.get("cell_key")), "config": s["config"],
-                "rank": None, "measured": None, "predicted": None,
-                "provenance": {"measured": [], "predicted": None}})
-            if c["measured"] is None or s["n"] > (c["measured"]["efficiency"] or {}).get("n", 0):
-                c["measured"] = measured_stats(s, rank_by)
-            c["provenance"]["measured"].append(_measured_line(s))
+                "rank": None, "measured": measured_stats(s, rank_by), "predicted": None,
+                "provenance": {"measured": _measured_line(s) + (
+                    f"; {others} more summar{'y' if others == 1 else 'ies'} of other devices "
+                    "or meters not shown (fsadvisor db export --table summaries)"
+                    if others else ""), "predicted": None}}
         if rec is not None and wname == profile_wname:
             for r in rec.ranked:
                 c = configs.setdefault(r.config.key(), {
                     "label": config_label(r.config), "config": r.config.to_dict(),
                     "rank": None, "measured": None, "predicted": None,
-                    "provenance": {"measured": [], "predicted": None}})
+                    "provenance": {"measured": None, "predicted": None}})
                 c["rank"] = r.rank
         to_predict = [(k, _fs_config(c["config"])) for k, c in configs.items() if c["config"]]
         if to_predict:
@@ -245,8 +267,6 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
         rows = sorted(configs.values(), key=lambda c: (
             c["rank"] is None, c["rank"] or 0,
             -((c["measured"] or c["predicted"] or {}).get("efficiency") or {}).get("mean", 0)))
-        for c in rows:
-            c["provenance"]["measured"] = "; ".join(c["provenance"]["measured"]) or None
         workloads.append({
             "name": wname, "title": f"{wname} — {unit}, throughput, p99 latency, power",
             "workload": w.to_dict(),

@@ -375,3 +375,21 @@ def test_report_unwritable_outputs_are_one_line(probed_store, tmp_path):
         r = run("report", "--profile", "oltp", *args)
         assert r.exit_code == 2, r.output
         assert len(r.output.strip().splitlines()) == 1 and r.output.startswith("fsadvisor: ")
+
+
+def test_profile_report_predicts_for_the_device_the_runs_measured(probed_store):
+    doc = rep.build("oltp", db=str(probed_store))
+    assert doc["device"]["kind"] == "loop" and doc["device"]["path"] == "/dev/loop9"
+    # an explicit --device wins (a spec: the runs stay, labelled with their own device)
+    doc = rep.build("oltp", device="nvme:2T", db=str(probed_store))
+    assert doc["device"]["kind"] == "nvme"
+    xfs = next(c for c in doc["workloads"][0]["configs"] if c["label"] == "xfs -o noatime")
+    assert "loop on ext4 (test)" in xfs["provenance"]["measured"]
+
+
+def test_shown_summary_prefers_the_report_scope_then_more_runs():
+    a = {"power_scope": "cpu+dram", "n": 9}
+    b = {"power_scope": "system", "n": 2}
+    c = {"power_scope": "system", "n": 3}
+    assert rep._shown([a, b, c], "system") is c
+    assert rep._shown([a, b, c], "cpu+dram") is a
