@@ -316,8 +316,8 @@ def write(profile: str, out: str | os.PathLike[str] | None = "report.html",
           device: str | None = None, db: str | None = None, top: int = 5,
           scope: str = "system") -> dict[str, Any]:
     """Build the report and write the self-contained HTML to ``out`` (None: no HTML) and/or
-    the charts alone as PNG files into ``png_dir``. Returns what was written and the
-    report's ``missing`` lines."""
+    the charts alone as PNG files into ``png_dir``. Returns what was written, the report's
+    ``missing`` lines and, under ``report``, everything it shows (``build``)."""
     from fsadvisor.report.html import render
 
     if out is None and png_dir is None:
@@ -335,7 +335,7 @@ def write(profile: str, out: str | os.PathLike[str] | None = "report.html",
         Path(out).write_text(render(doc, [png for _, png in images]), encoding="utf-8")
         written.insert(0, str(out))
     return {"written": written, "workloads": len(doc["workloads"]), "missing": doc["missing"],
-            "recommendation": (doc["recommendation"] or {}).get("headline")}
+            "recommendation": (doc["recommendation"] or {}).get("headline"), "report": doc}
 
 
 def plot_recommendation(rec, width: int = 80) -> str:

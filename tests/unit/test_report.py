@@ -225,6 +225,9 @@ def test_report_png_only(probed_store, tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert all(p.endswith(".png") for p in doc["written"]) and doc["written"]
+    # the figures behind the charts, for scripts
+    configs = doc["report"]["workloads"][0]["configs"]
+    assert any(c["measured"] and c["predicted"] for c in configs)
     assert not (tmp_path / "report.html").exists()
 
 
