@@ -64,3 +64,56 @@ def tmp_db(tmp_path, monkeypatch):
     path = tmp_path / "fsadvisor.db"
     monkeypatch.setenv("FSADVISOR_DB", str(path))
     return path
+
+
+# Measured figures of the probed_store fixture: per (matrix, configuration) the IOPS of each
+# repetition; power is 50 W in every run, so ops/J = IOPS / 50.
+PROBED_IOPS = {
+    ("m-base", "ext4"): (10_000.0, 10_200.0, 9_800.0),
+    ("m-base", "xfs"): (12_000.0, 12_300.0, 11_700.0),
+    ("m-new", "ext4"): (10_050.0, 9_950.0, 10_100.0),
+    ("m-new", "xfs"): (15_000.0, 15_200.0, 14_800.0),
+}
+
+
+@pytest.fixture
+def probed_store(tmp_db, tmp_path, monkeypatch):
+    """A real store holding two probe matrices (m-base, m-new) of profile oltp's workload on
+    a loop device: ext4 defaults and xfs -o noatime, 3 ok repetitions each (PROBED_IOPS),
+    energy from ipmi at system scope. Each test gets its own model cache."""
+    from fsadvisor.domain import Device, EnergyReading, FsConfig, RunRecord
+    from fsadvisor.profiles import load_profile
+    from fsadvisor.service import advice
+    from fsadvisor.store import open_store
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    advice._cache.clear()
+    w = load_profile("oltp").workload
+    dev = Device(path="/dev/loop9", size_bytes=8 << 30, kind="loop", model="loop on ext4 (test)")
+    configs = {"ext4": FsConfig.make("ext4"), "xfs": FsConfig.make("xfs", mount=["noatime"])}
+    with open_store(str(tmp_db)) as store:
+        store.ensure_seeded()
+        for mid in ("m-base", "m-new"):
+            store.start_matrix({"reps": 3, "device": dev.path, "profile": "oltp"}, matrix_id=mid)
+            for (m, fs), iops in PROBED_IOPS.items():
+                if m != mid:
+                    continue
+                for rep, x in enumerate(iops, 1):
+                    store.record_run(RunRecord(
+                        cell_key=f"{configs[fs].key()} | profile:oltp", device=dev,
+                        config=configs[fs], workload_name="profile:oltp", workload=w, rep=rep,
+                        status="ok", started_at=1_790_000_000.0 + rep, wall_s=12.0,
+                        metrics={"iops": x, "mb_s": x * w.bs_bytes / 1e6,
+                                 "p99_latency_us": 900.0 + rep, "mean_latency_us": 300.0},
+                        energy=EnergyReading(source="ipmi", scope="system", energy_j=500.0,
+                                             avg_watts=50.0, duration_s=10.0, samples=10),
+                        host={"hostname": "box", "kernel": "6.18"}, matrix_id=mid))
+            store.finish_matrix(mid)
+    return tmp_db
+
+
+@pytest.fixture
+def probed_iops():
+    """PROBED_IOPS, for tests that check figures of probed_store."""
+    return PROBED_IOPS

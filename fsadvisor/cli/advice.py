@@ -32,6 +32,7 @@ def recommend(
     price: Annotated[Optional[float], typer.Option("--price", help="Electricity price per kWh (with --load).")] = None,
     servers: Annotated[int, typer.Option("--servers", help="How many servers run this (with --load).")] = 1,
     pue: Annotated[float, typer.Option("--pue", help="Facility power usage effectiveness, >= 1.0 (with --load).")] = 1.0,
+    plot: Annotated[bool, typer.Option("--plot", help="Also draw the ranked ops/J (bytes/J) as bars with 95% whiskers.")] = False,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -78,6 +79,10 @@ def recommend(
             typer.echo(f"   why:  {y}")
         for w in r.warnings:
             typer.echo(f"   WARN: {w}")
+    if plot:
+        from fsadvisor.service.report import plot_recommendation
+        typer.echo("")
+        typer.echo(plot_recommendation(rec))
 
 
 @app.command()

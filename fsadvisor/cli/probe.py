@@ -174,6 +174,8 @@ def probe(
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the last unfinished matrix of this device.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the final summary as JSON.")] = False,
+    plot: Annotated[bool, typer.Option(
+        "--plot", help="After the summary, draw each workload's measured ops/J as bars with 95% whiskers.")] = False,
     energy: Annotated[str, typer.Option(
         "--energy", help="auto | rapl | ipmi | meter-log | estimate.")] = "auto",
     meter_log: Annotated[Optional[str], typer.Option(
@@ -258,6 +260,10 @@ def probe(
         emit_json(summary.to_dict())
     else:
         _print_summary(summary)
+        if plot and summary.results:
+            from fsadvisor.service.report import plot_probe
+            typer.echo("")
+            typer.echo(plot_probe(summary.to_dict()))
     if summary.interrupted:
         # The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
         sig = getattr(signal.Signals, summary.interrupted, None)

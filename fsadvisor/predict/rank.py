@@ -263,6 +263,15 @@ def _has_data(model: FittedModel, cfg: FsConfig) -> bool:
     return cfg.fs == "ext4" or bool(model.sources.get(f"fs:{cfg.fs}"))
 
 
+def difference_sd(design: dict, i: int, j: int) -> float:
+    """The model's sd of the log ops/J (equally bytes/J) difference between rows ``i`` and
+    ``j`` of a design from ``predict_many(..., design_out=design)``: every term the two
+    candidates share cancels, so this is the uncertainty of their *order*, much narrower
+    than either prediction's own interval. recommend's tie note and ``compare`` use it."""
+    d = design["X"][i] - design["X"][j]
+    return math.sqrt(max(float(d @ design["cov"] @ d), 0.0))
+
+
 def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
          scope: str = "system", energy_basis: str = "total",
          candidates: list[FsConfig] | None = None,
@@ -373,8 +382,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     if len(ordered) > 1:
         a, b = ordered[0], ordered[1]
         # the same design the ordering used: sd of the log ops/J difference of #1 and #2
-        d = design["X"][row_of[a[1]]] - design["X"][row_of[b[1]]]
-        sd = math.sqrt(max(float(d @ design["cov"] @ d), 0.0))
+        sd = difference_sd(design, row_of[a[1]], row_of[b[1]])
         gap = math.log(a[0] / b[0]) if a[0] > 0 and b[0] > 0 else 0.0
         if abs(gap) < sd:
             notes.append(f"#1 and #2 differ by {math.expm1(gap):+.1%} in predicted efficiency, "

@@ -170,7 +170,7 @@ def _check_scope(scope: str) -> None:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")
 
 
-def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
+def recommend(profile: str | Profile, device: str | Device | None = None, top: int = 5,
               db: str | None = None, scope: str = "system", energy_basis: str = "total",
               plp: str | None = None) -> Recommendation:
     """Rank the candidates for ``profile`` (a preset name, a TOML path, or a Profile the
@@ -181,7 +181,11 @@ def recommend(profile: str | Profile, device: str | None = None, top: int = 5,
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     if plp is None and prof.constraints.plp != "unknown":
         plp = prof.constraints.plp
-    dev = resolve_device(device, plp)
+    if isinstance(device, Device):  # e.g. the device a stored probe measured (report)
+        from dataclasses import replace
+        dev = replace(device, plp=plp) if plp else device
+    else:
+        dev = resolve_device(device, plp)
     params = _device_params(dev, db)
     rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
                kernel_has=kernel_filesystems(), target=mkfs_target(dev), device_params=params)

@@ -1,0 +1,71 @@
+"""`fsadvisor compare`: configurations or probe matrices side by side, with a verdict."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from fsadvisor.cli import app, domain_errors, emit_json
+
+
+def _num(x: float) -> str:
+    for f, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(x) >= f:
+            return f"{x / f:,.2f}{suffix}"
+    return f"{x:,.1f}"
+
+
+def _fmt(st) -> str:
+    if not st:
+        return "-"
+    if st.get("low") is None:
+        return _num(st["mean"])
+    return f"{_num(st['mean'])} [{_num(st['low'])} – {_num(st['high'])}]"
+
+
+@app.command()
+@domain_errors
+def compare(
+    items: Annotated[list[str], typer.Argument(help="Configurations as JSON, or ranks with --profile (1 2), or two matrix ids with --matrix. The first is the baseline.")],
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Workload profile (and the recommendation ranks refer to).")] = None,
+    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON instead of a profile.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T).")] = None,
+    matrix: Annotated[bool, typer.Option("--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured.")] = False,
+    scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
+    plot: Annotated[bool, typer.Option("--plot", help="Draw the efficiency bars with 95% whiskers.")] = False,
+    db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Compare configurations (measured where measured, predicted otherwise) or two probe
+    matrices: the difference with its 95% interval and a plain verdict."""
+    from fsadvisor.service import compare as svc
+
+    doc = svc.compare(items, profile=profile, workload=workload, device=device,
+                      matrices=matrix, db=db, scope=scope)
+    if as_json:
+        emit_json(doc)
+        return
+    if doc["mode"] == "configurations":
+        typer.echo(f"{doc['unit']} for {doc['profile'] or 'the workload'} "
+                   f"({doc['power_scope']} scope; 95% intervals)")
+        for e in doc["entries"]:
+            typer.echo(f"{e['name']:>3}  {e['label']}")
+            typer.echo(f"     predicted {_fmt(e['predicted'])}"
+                       + (f"   measured {_fmt(e['measured'])} (runs {e['measured_on']['run_ids']},"
+                          f" {e['measured_on']['energy_source']})" if e["measured"] else ""))
+        for d in doc["differences"]:
+            typer.echo(f"{d['b']} vs {d['a']}: {d['verdict']}  [{d['basis']}]")
+    else:
+        typer.echo(f"matrix A {doc['a']} vs matrix B {doc['b']} (95% Welch intervals)")
+        for p in doc["pairs"]:
+            typer.echo(f"{p['label']} | {p['workload']}  ({p['metric']})")
+            typer.echo(f"   A {_fmt(p['a'])}   B {_fmt(p['b'])}")
+            typer.echo(f"   {p['difference']['verdict'] if p['difference'] else p['verdict']}")
+        for k in doc["only_in_a"]:
+            typer.echo(f"only in A: {k}")
+        for k in doc["only_in_b"]:
+            typer.echo(f"only in B: {k}")
+    if plot:
+        typer.echo("")
+        typer.echo(svc.plot(doc))
