@@ -46,6 +46,8 @@ def info(db: DbOpt = None,
     typer.echo(f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, "
                f"schema v{i['schema_version']})")
     typer.echo("rows        " + ", ".join(f"{t} {n}" for t, n in i["tables"].items()))
+    if i["runs_by_origin"]:
+        typer.echo("runs        " + ", ".join(f"{n} {o}" for o, n in i["runs_by_origin"].items()))
     ds = i["datasets"]
     if ds:
         typer.echo(f"seed data   {ds['rows']} rows from {len(ds['files'])} file(s), "

@@ -160,6 +160,13 @@ class Store:
         return recording.record_run(self._db, record, samples)
 
     @_guarded
+    def record_imported(self, items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
+                        ) -> list[dict[str, Any]]:
+        """Store imported fio results, all or none; files already imported are skipped
+        (recording.record_imported)."""
+        return recording.record_imported(self._db, items)
+
+    @_guarded
     def set_energy(self, run_id: int, reading: "EnergyReading") -> None:
         recording.set_energy(self._db, run_id, reading)
 
@@ -241,7 +248,10 @@ class Store:
             last[0].pop("plan")
         return {"path": self.label, "size_bytes": size,
                 "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
-                "tables": counts, "datasets": seeding.seed_state(self._db) or None,
+                "tables": counts,
+                "runs_by_origin": {o or "probe": n for o, n in self._db.execute(
+                    "SELECT origin, count(*) FROM runs GROUP BY origin ORDER BY origin")},
+                "datasets": seeding.seed_state(self._db) or None,
                 "last_probe": last[0] if last else None}
 
     @_guarded
