@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 _RUNS_SELECT = """
-SELECT r.id AS run_id, r.uid AS run_uid, r.origin, r.provenance, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.started_at,
+SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.started_at,
        r.wall_s, r.tool, r.command, r.flags, {metric_columns}, r.metrics, {raw}
        r.device_id, d.path AS device_path, d.kind AS device_kind, d.model AS device_model,
        d.serial AS device_serial, d.size_bytes AS device_size_bytes, d.plp AS device_plp,
@@ -32,7 +32,7 @@ SELECT r.id AS run_id, r.uid AS run_uid, r.origin, r.provenance, r.matrix_id, r.
        e.duration_s AS energy_duration_s, e.samples AS energy_sample_count,
        e.accuracy AS energy_accuracy, e.idle_watts, e.active_energy_j,
        e.assumptions AS energy_assumptions, e.missing AS energy_missing,
-       r.host_id, h.hostname, h.kernel
+       r.host_id, h.hostname, h.kernel, r.uid AS run_uid, r.origin, r.provenance
 FROM runs r
 JOIN devices d ON d.id = r.device_id
 LEFT JOIN configurations c ON c.id = r.configuration_id

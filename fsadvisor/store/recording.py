@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from fsadvisor.domain import RUN_STATUSES, Device, EnergyReading, FsConfig, RunRecord
@@ -93,8 +94,10 @@ def record_run(db: Database, rec: RunRecord,
             "provenance": None if provenance is None else encoding.dumps(dict(provenance)),
         }
         row.update({m: encoding.real_or_none(metrics.get(m)) for m in METRIC_COLUMNS})
+        # A random id, stored with the run: every copy of this store, and every store it is
+        # merged into, carries the same one (runs from before v4 got a content digest).
+        row["uid"] = "run-" + uuid.uuid4().hex
         run_id = db["runs"].insert(row).last_pk
-        db.execute("UPDATE runs SET uid = ? WHERE id = ?", [stored_run_uid(db, run_id), run_id])
         if rec.energy is not None:
             db["energy"].insert(_energy_row(run_id, rec.energy))
         if sample_rows:
@@ -103,7 +106,7 @@ def record_run(db: Database, rec: RunRecord,
 
 
 def stored_run_uid(db: Database, run_id: int) -> str:
-    """The run's stable id: a digest of what it is (host, device, configuration, workload,
+    """The stable id schema v4 gives a run stored before it: a digest of what it is (host, device, configuration, workload,
     matrix, cell, repetition, start time, outcome, figures and tool output), not of its row
     number, so the same run has the same uid in every store it was copied or merged into."""
     row = db.execute(

@@ -288,5 +288,7 @@ def test_v3_store_uids_are_stable_across_copies(tmp_path):
         con.commit()
         con.close()
     with open_store(a) as sa, open_store(b) as sb:
-        assert sa.runs()[0]["run_uid"] == sb.runs()[0]["run_uid"] == uid
+        ua, ub = sa.runs()[0]["run_uid"], sb.runs()[0]["run_uid"]
+        assert ua == ub and ua.startswith("run-") and ua != uid
+    assert merge_stores([b], db=a)["merged"][0]["runs_added"] == 0
     assert schema.SCHEMA_VERSION == 4

@@ -663,7 +663,7 @@ def test_cli_db_info(cli, tmp_path, fake_datasets):
     assert info["tables"]["runs"] == 3 and info["datasets"]["rows"] == 2
     assert info["last_probe"]["runs_ok"] == 2 and info["last_probe"]["runs_failed"] == 1
     r = cli("db", "info", "--db", str(path))
-    assert r.exit_code == 0 and "schema v3" in r.stdout and "2 ok, 1 failed" in r.stdout
+    assert r.exit_code == 0 and f"schema v{SCHEMA_VERSION}" in r.stdout and "2 ok, 1 failed" in r.stdout
 
 
 def test_cli_db_export(cli, tmp_db, fake_datasets, tmp_path):
