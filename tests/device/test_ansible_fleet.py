@@ -80,6 +80,13 @@ def test_playbook_calibrates_fetches_merges_and_recommends(tmp_path, loop_device
     assert {r[1] for r in rows} == {"probe"} and {r[3] for r in rows} == {"loop"}
     assert {r[2] for r in rows} == {os.uname().nodename}
     assert len({r[0] for r in rows}) == n_runs
+    # the host vars reached the command: --reps 2, --runtime 1 (play defaults must not win)
+    con = sqlite3.connect(merged)
+    try:
+        reps, runtime_s = con.execute("SELECT max(rep), max(runtime_s) FROM runs").fetchone()
+    finally:
+        con.close()
+    assert reps == 2 and runtime_s < 3
     identity = rows[0][4]
     # the last play printed the recommendation for the loop device's model
     assert "Show it" in p.stdout and f"{identity} (" in p.stdout, p.stdout[-3000:]
