@@ -65,7 +65,7 @@ def test_playbook_calibrates_fetches_merges_and_recommends(tmp_path, loop_device
     con = sqlite3.connect(merged)
     try:
         rows = con.execute(
-            "SELECT r.uid, r.origin, h.hostname, d.kind, d.identity FROM runs r "
+            "SELECT r.uid, r.origin, h.hostname, d.kind, d.model FROM runs r "
             "JOIN devices d ON d.id = r.device_id LEFT JOIN hosts h ON h.id = r.host_id "
             "WHERE r.status = 'ok'").fetchall()
     finally:
@@ -87,9 +87,10 @@ def test_playbook_calibrates_fetches_merges_and_recommends(tmp_path, loop_device
     finally:
         con.close()
     assert reps == 2 and runtime_s < 3
-    identity = rows[0][4]
-    # the last play printed the recommendation for the loop device's model
-    assert "Show it" in p.stdout and f"{identity} (" in p.stdout, p.stdout[-3000:]
+    model = rows[0][4]
+    # the last play printed the recommendation for the loop device's model, with its host
+    assert "TASK [Show it]" in p.stdout, p.stdout[-3000:]
+    assert f'"msg": "{model} ({os.uname().nodename}): ' in p.stdout, p.stdout[-3000:]
     # merging the fetched store again adds nothing (stable run ids)
     again = subprocess.run([str(venv / "bin" / "fsadvisor"), "db", "merge", str(fetched),
                             "--db", str(merged), "--json"], capture_output=True, text=True,
