@@ -93,7 +93,9 @@ def test_same_file_twice_is_recognised_not_duplicated(tmp_path):
     assert r.output.startswith("already imported")
 
 
-@pytest.mark.parametrize("name", ["fio-3.33-note-before-json.out",  # normal,json: text first
+@pytest.mark.parametrize("name", ["fio-3.33-randread-normal-json.out",  # text, then JSON
+                                  "fio-3.33-randread-json-plus.json",
+                                  "fio-3.33-note-before-json.out",
                                   "fio-3.33-status-interval.out",
                                   "synthetic-fio-2.1.11-randread.json",
                                   "synthetic-fio-3.36-randread-prios.json"])
@@ -292,3 +294,42 @@ def test_v3_store_uids_are_stable_across_copies(tmp_path):
         assert ua == ub and ua.startswith("run-") and ua != uid
     assert merge_stores([b], db=a)["merged"][0]["runs_added"] == 0
     assert schema.SCHEMA_VERSION == 4
+
+
+def test_imported_runs_feed_the_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from fsadvisor.service import advice
+    db = tmp_path / "s.db"
+    _imp(db, "fio-3.33-randread-4k.json")
+    sha = open_store(db).runs()[0]["provenance"]["sha256"]
+    model = advice.get_model(str(db))
+    cited = {g for groups in model.sources.values() for g in groups}
+    assert f"imported fio-json sha256 {sha[:12]}" in cited
+
+
+@given(st.binary(max_size=3000) | st.text(max_size=3000).map(str.encode))
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_any_file_is_imported_whole_or_refused_in_one_line(tmp_path, data):
+    from fsadvisor.service.importing import ImportError_, read_result
+    p = tmp_path / "f.json"
+    p.write_bytes(data)
+    try:
+        r = read_result(p, Workload(rw="randread", bs_bytes=4096))
+    except ImportError_ as e:
+        assert "\n" not in str(e) and str(e).startswith(str(p))
+    else:
+        assert r.metrics.get("ops")
+
+
+@given(cut=st.integers(min_value=1, max_value=20000))
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_truncated_real_result_is_never_half_read(tmp_path, cut):
+    from fsadvisor.service.importing import ImportError_, read_result
+    text = (FIO / "fio-3.33-randread-4k.json").read_text()
+    p = tmp_path / "cut.json"
+    # any cut before the document's closing brace (a trailing newline is not the document)
+    p.write_text(text[: min(cut, text.rstrip().rfind("}"))])
+    with pytest.raises(ImportError_):
+        read_result(p, Workload(rw="randread", bs_bytes=4096))
