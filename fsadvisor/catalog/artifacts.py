@@ -101,8 +101,10 @@ def udev_rule(target: Target, scheduler: str) -> str:
         match.append(f'KERNEL=="{target.kernel_name}"')
         how = (f"its kernel name {target.kernel_name} (it reports no ID_WWN or ID_SERIAL); "
                "kernel names can change between boots: check it on the target")
+    disk = "" if target.path.rsplit("/", 1)[-1] == target.kernel_name else (
+        f" (its disk {target.kernel_name}: the scheduler belongs to the whole disk)")
     return (f"# {UDEV_RULE_PATH}: written by fsadvisor apply\n"
-            f"# I/O scheduler {scheduler} for {target.path}, matched by {how}.\n"
+            f"# I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}.\n"
             + ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"']) + "\n")
 
 

@@ -163,3 +163,19 @@ def test_good_mountpoints(mp):
 def test_bad_mountpoints(mp):
     with pytest.raises(Exception, match="--mountpoint"):
         check_mountpoint(mp)
+
+
+def test_whole_disk_of_a_partition_from_sysfs(tmp_path):
+    from fsadvisor.host.device import Host, whole_disk
+    disk = tmp_path / "devices" / "pci0" / "block" / "sdb"
+    (disk / "sdb1").mkdir(parents=True)
+    (disk / "sdb1" / "partition").write_text("1\n")
+    cls = tmp_path / "class" / "block"
+    cls.mkdir(parents=True)
+    (cls / "sdb").symlink_to(disk)
+    (cls / "sdb1").symlink_to(disk / "sdb1")
+    host = Host(sys_root=str(tmp_path))
+    assert whole_disk("/dev/sdb1", host) == "sdb"
+    assert whole_disk("/dev/sdb", host) == "sdb"
+    rule = udev_rule(Target("/dev/sdb1", "sdb", id_serial="S1"), "none")
+    assert "its disk sdb" in rule and 'ENV{ID_SERIAL}=="S1"' in rule
