@@ -35,7 +35,7 @@ MAX_FILE_BYTES = 64 << 20
 _RW_ALIASES = {"rw": "readwrite"}
 
 
-class ImportError_(FsAdvisorError):
+class FioImportError(FsAdvisorError):
     """A file that cannot be imported (one line naming it)."""
 
 
@@ -60,28 +60,28 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if p.is_dir():
             found = sorted(q for q in p.rglob("*.json") if q.is_file())
             if not found:
-                raise ImportError_(f"{p}: folder holds no *.json fio results")
+                raise FioImportError(f"{p}: folder holds no *.json fio results")
             out += found
         else:
             out.append(p)
     if not out:
-        raise ImportError_("no fio result files given")
+        raise FioImportError("no fio result files given")
     return out
 
 
 def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
-    """Read and check one file; ImportError_ (one line naming the file) when it is not a
+    """Read and check one file; FioImportError (one line naming the file) when it is not a
     complete fio result or does not match ``workload``."""
     from fsadvisor.tools import fio
 
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ImportError_(f"{path}: {size} bytes is not a fio result (limit "
+            raise FioImportError(f"{path}: {size} bytes is not a fio result (limit "
                                f"{MAX_FILE_BYTES >> 20} MiB)")
         data = path.read_bytes()
     except OSError as e:
-        raise ImportError_(f"{path}: {e.strerror or e}") from None
+        raise FioImportError(f"{path}: {e.strerror or e}") from None
     text = data.decode("utf-8", errors="replace")
     try:
         res = fio.parse(text)
@@ -91,13 +91,13 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
             raise fio.FioParseError(res.error)
         res.require_complete()
     except fio.FioParseError as e:
-        raise ImportError_(f"{path}: {_one_line(e)}") from None
+        raise FioImportError(f"{path}: {_one_line(e)}") from None
     metrics = res.metrics()
     if not metrics.get("ops"):
-        raise ImportError_(f"{path}: fio completed no I/O")
+        raise FioImportError(f"{path}: fio completed no I/O")
     if workload is not None:
         if why := mismatch(res.doc, res.jobs, workload):
-            raise ImportError_(f"{path}: {why}")
+            raise FioImportError(f"{path}: {why}")
     return ReadResult(
         path=str(path), sha256=hashlib.sha256(data).hexdigest(), fio_version=res.version,
         host=_host_of(res.doc, res.jobs), metrics=metrics,

@@ -311,12 +311,12 @@ def test_imported_runs_feed_the_model(tmp_path, monkeypatch):
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_any_file_is_imported_whole_or_refused_in_one_line(tmp_path, data):
-    from fsadvisor.service.importing import ImportError_, read_result
+    from fsadvisor.service.importing import FioImportError, read_result
     p = tmp_path / "f.json"
     p.write_bytes(data)
     try:
         r = read_result(p, Workload(rw="randread", bs_bytes=4096))
-    except ImportError_ as e:
+    except FioImportError as e:
         assert "\n" not in str(e) and str(e).startswith(str(p))
     else:
         assert r.metrics.get("ops")
@@ -326,10 +326,10 @@ def test_any_file_is_imported_whole_or_refused_in_one_line(tmp_path, data):
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_truncated_real_result_is_never_half_read(tmp_path, cut):
-    from fsadvisor.service.importing import ImportError_, read_result
+    from fsadvisor.service.importing import FioImportError, read_result
     text = (FIO / "fio-3.33-randread-4k.json").read_text()
     p = tmp_path / "cut.json"
     # any cut before the document's closing brace (a trailing newline is not the document)
     p.write_text(text[: min(cut, text.rstrip().rfind("}"))])
-    with pytest.raises(ImportError_):
+    with pytest.raises(FioImportError):
         read_result(p, Workload(rw="randread", bs_bytes=4096))
