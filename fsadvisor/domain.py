@@ -354,6 +354,7 @@ RUN_STATUSES = ("ok", "failed", "incomplete")
 FLAG_DIRECT_IO = "direct-io-not-honoured"  # the page cache served a direct=1 job's reads
 FLAG_LOOP = "loop-device"  # a loop device's numbers describe its backing file, not an SSD
 FLAG_ESTIMATE = "energy-estimate"  # energy from a power model, not a meter
+FLAG_IMPORTED = "imported"  # measured elsewhere, brought in by `fsadvisor import fio-json`
 # p50/p99/p999_latency_us pool several latency distributions (read and write of a mixed job,
 # jobs without group_reporting, stonewalled groups): fio printed no such figure, they are
 # estimates (fio.FioResult.percentile_provenance says which; read_/write_ ones are exact).

@@ -46,6 +46,8 @@ def info(db: DbOpt = None,
     typer.echo(f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, "
                f"schema v{i['schema_version']})")
     typer.echo("rows        " + ", ".join(f"{t} {n}" for t, n in i["tables"].items()))
+    if i["runs_by_origin"]:
+        typer.echo("runs        " + ", ".join(f"{n} {o}" for o, n in i["runs_by_origin"].items()))
     ds = i["datasets"]
     if ds:
         typer.echo(f"seed data   {ds['rows']} rows from {len(ds['files'])} file(s), "
@@ -80,3 +82,25 @@ def export(
     if output is not None:
         counts = ", ".join(f"{n} {t}" for t, n in result["tables"].items())
         typer.echo(f"wrote {counts} to {output}")
+
+
+@db_app.command("merge")
+@domain_errors
+def merge(
+    others: Annotated[list[str], typer.Argument(
+        metavar="OTHER.db...", help="Stores from other hosts (only read).")],
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Merge stores from many hosts into this one, each run once (stable run ids), keeping
+    each run's host and device."""
+    from fsadvisor.service.fleet import merge_stores
+
+    out = merge_stores(others, db=db)
+    if as_json:
+        emit_json(out)
+        return
+    for m in out["merged"]:
+        typer.echo(f"{m['file']}: {m['runs_added']} run(s) added, {m['runs_present']} already "
+                   f"present; new hosts {m['hosts_added']}, devices {m['devices_added']}")
+    typer.echo(f"{out['store']} now holds {out['runs']} run(s)")

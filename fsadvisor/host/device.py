@@ -758,6 +758,38 @@ def identity_of(blkid: dict[str, str]) -> dict[str, str] | None:
     return {k: blkid[k] for k in IDENTITY_KEYS if blkid.get(k)}
 
 
+def udev_properties(dev: str, host: Host = HOST) -> dict[str, str]:
+    """udev's properties of ``dev`` (ID_WWN, ID_SERIAL, DEVTYPE, ...), {} when udevadm is
+    missing or knows nothing of it (containers without udev)."""
+    exe = _which("udevadm", host)
+    if exe is None:
+        return {}
+    try:
+        proc = subprocess.run([exe, "info", "--query=property", f"--name={dev}"],
+                              capture_output=True, text=True, timeout=host.timeout_s,
+                              errors="replace")
+    except (subprocess.TimeoutExpired, OSError):
+        return {}
+    if proc.returncode != 0:
+        return {}
+    out = {}
+    for line in proc.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def whole_disk(dev: str, host: Host = HOST) -> str:
+    """The kernel name of the disk holding ``dev`` (itself unless it is a partition): the
+    queue, and so the scheduler, belongs to the whole disk."""
+    name = os.path.basename(os.path.realpath(dev))
+    node = Path(host.sys_root) / "class" / "block" / name
+    if (node / "partition").exists():
+        return Path(os.path.realpath(node)).parent.name
+    return name
+
+
 def signature_identity(dev: str, host: Host = HOST) -> dict[str, str] | None:
     """TYPE and UUID of the filesystem on ``dev`` (read-only: blkid -p, which reads the
     device itself, not blkid's cache); None when there is none or blkid cannot tell."""

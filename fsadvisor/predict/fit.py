@@ -228,6 +228,8 @@ def source_group(source: str) -> str:
     row id. Cross-validation holds out whole groups; explanations cite groups, not rows."""
     if source.startswith("probe "):
         return " ".join(source.split()[:2])  # "probe <matrix id>": one probe session
+    if source.startswith("imported "):
+        return " ".join(source.split()[:4])  # "imported fio-json sha256 <files>": one import
     return re.sub(r"\s*\([^()]*\d[^()]*\)$", "", source).strip() or source
 
 

@@ -209,10 +209,15 @@ def confirmation_matches(plan: Plan, typed: str | None) -> bool:
     """A destructive run needs the device typed back exactly (as given or resolved)."""
     if plan.scratch_size_bytes:
         return True
+    return device_confirmed(str(plan.device), typed)
+
+
+def device_confirmed(device: str, typed: str | None) -> bool:
+    """Was ``device`` typed back exactly (as given or resolved)? Shared by every command
+    that destroys a device: probe, calibrate, apply --execute."""
     if typed is None:
         return False
-    dev = str(plan.device)
-    return typed in (dev, os.path.realpath(dev))
+    return typed in (device, os.path.realpath(device))
 
 
 def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = None,

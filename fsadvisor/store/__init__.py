@@ -31,7 +31,7 @@ from fsadvisor.store import observations as _observations
 from fsadvisor.store import queries, recording, schema, seeding
 from fsadvisor.store.schema import SCHEMA_VERSION
 
-__all__ = ["Store", "open_store", "default_path", "SCHEMA_VERSION"]
+__all__ = ["Store", "open_store", "check_store_file", "default_path", "SCHEMA_VERSION"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _TABLES = ("hosts", "devices", "configurations", "workloads", "matrices", "runs", "energy",
@@ -70,6 +70,14 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     if not fp or not fp[0]:
         return None
     return f"{p.resolve()}|{fp[0]}|{runs}|{energy}"
+
+
+def check_store_file(path: str | os.PathLike[str]) -> None:
+    """StoreError (one line) unless ``path`` is an fsadvisor store of a schema version this
+    code knows; the file is only read."""
+    from fsadvisor.store import merge as _merge
+
+    _merge.check_file(Path(path).expanduser())
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
@@ -160,6 +168,32 @@ class Store:
         return recording.record_run(self._db, record, samples)
 
     @_guarded
+    def record_imported(self, items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
+                        ) -> list[dict[str, Any]]:
+        """Store imported fio results, all or none; files already imported are skipped
+        (recording.record_imported)."""
+        return recording.record_imported(self._db, items)
+
+    @_guarded
+    def merge_from(self, other: str | os.PathLike[str]) -> dict[str, Any]:
+        """Add the runs of the store file ``other`` (only read) that this one lacks, with
+        their hosts, devices, energy and calibrations; all or nothing (store.merge)."""
+        import tempfile
+
+        from fsadvisor.store import merge as _merge
+
+        src_path = Path(other).expanduser()
+        if self.path is not None and src_path.exists() and src_path.resolve() == self.path.resolve():
+            raise StoreError(f"{src_path} is the store being merged into")
+        with tempfile.TemporaryDirectory(prefix="fsadvisor-merge-") as tmp:
+            src = _merge.readable_copy(src_path, Path(tmp) / "copy.db")
+            try:
+                counts = _merge.merge(self._db, src)
+            finally:
+                src.close()
+        return {"file": str(src_path), **counts}
+
+    @_guarded
     def set_energy(self, run_id: int, reading: "EnergyReading") -> None:
         recording.set_energy(self._db, run_id, reading)
 
@@ -248,7 +282,10 @@ class Store:
             last[0].pop("plan")
         return {"path": self.label, "size_bytes": size,
                 "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
-                "tables": counts, "datasets": seeding.seed_state(self._db) or None,
+                "tables": counts,
+                "runs_by_origin": {o or "probe": n for o, n in self._db.execute(
+                    "SELECT origin, count(*) FROM runs GROUP BY origin ORDER BY origin")},
+                "datasets": seeding.seed_state(self._db) or None,
                 "last_probe": last[0] if last else None}
 
     @_guarded

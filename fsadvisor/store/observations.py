@@ -43,8 +43,12 @@ def workload_from_params(params: dict[str, Any]) -> Workload:
 
 
 def _source(s: dict[str, Any]) -> str:
-    matrices = ",".join(s["matrix_ids"]) or "-"
     ids = ",".join(str(i) for i in s["run_ids"])
+    if s.get("origin") == "imported":
+        # Measured elsewhere: name the files by their hash, which `db export` lists in full.
+        files = ",".join(sorted({(r.get("sha256") or "?")[:12] for r in s["imported_from"]}))
+        return f"imported fio-json sha256 {files} run(s) {ids}"
+    matrices = ",".join(s["matrix_ids"]) or "-"
     return f"probe {matrices} run(s) {ids}"
 
 

@@ -32,7 +32,7 @@ SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.star
        e.duration_s AS energy_duration_s, e.samples AS energy_sample_count,
        e.accuracy AS energy_accuracy, e.idle_watts, e.active_energy_j,
        e.assumptions AS energy_assumptions, e.missing AS energy_missing,
-       r.host_id, h.hostname, h.kernel
+       r.host_id, h.hostname, h.kernel, r.uid AS run_uid, r.origin, r.provenance
 FROM runs r
 JOIN devices d ON d.id = r.device_id
 LEFT JOIN configurations c ON c.id = r.configuration_id
@@ -48,9 +48,9 @@ RUN_FILTERS = {
     "device_path": "d.path", "device_kind": "d.kind", "device_identity": "d.identity", "configuration_id": "r.configuration_id",
     "config_key": "c.key", "filesystem": "c.fs", "scheduler": "c.scheduler",
     "workload_id": "r.workload_id", "workload_name": "w.name", "energy_source": "e.source",
-    "power_scope": "e.scope",
+    "power_scope": "e.scope", "origin": "r.origin", "run_uid": "r.uid",
 }
-_JSON_FIELDS = ("command", "flags", "metrics", "mkfs", "mount", "workload", "energy_assumptions")
+_JSON_FIELDS = ("provenance", "command", "flags", "metrics", "mkfs", "mount", "workload", "energy_assumptions")
 
 # Summarised for every cell, {n: 0, ...} when its runs did not record them; the derived ones
 # are computed per run (see _derived). Every other numeric metric the runs recorded is
@@ -128,8 +128,10 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
         # Raw-device baselines have no configuration row; their cell key carries the
         # scheduler they ran under, so baselines under different schedulers stay apart.
         raw_cell = run["cell_key"] if run["configuration_id"] is None else None
+        # Imported runs (measured elsewhere) are summarised apart from this host's probe
+        # runs of the same cell, so every figure says where it came from.
         key = (run["device_id"], run["configuration_id"], raw_cell, run["workload_id"],
-               run["energy_source"], run["power_scope"])
+               run["energy_source"], run["power_scope"], run["origin"])
         groups.setdefault(key, []).append({**run, **_derived(run)})
     out = []
     for members in groups.values():
@@ -153,6 +155,9 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
             "run_ids": [m["run_id"] for m in members],
             "matrix_ids": sorted({m["matrix_id"] for m in members if m["matrix_id"]}),
             "flags": sorted({f for m in members for f in (m["flags"] or [])}),
+            "origin": first["origin"] or "probe",
+            "imported_from": [_import_ref(m["provenance"]) for m in members
+                              if m["origin"] == "imported"],
         }
         for metric in SUMMARY_METRICS:
             s[metric] = describe(_value(m, metric) for m in members)
@@ -163,6 +168,12 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
                 s[metric] = describe(_value(m, metric) for m in members)
         out.append(s)
     return out
+
+
+def _import_ref(provenance: Any) -> dict[str, Any]:
+    p = provenance if isinstance(provenance, dict) else {}
+    return {"file": p.get("file"), "sha256": p.get("sha256"),
+            "fio_version": p.get("fio_version"), "host": p.get("host")}
 
 
 def _value(run: dict[str, Any], metric: str) -> float | None:

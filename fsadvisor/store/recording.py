@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from fsadvisor.domain import RUN_STATUSES, Device, EnergyReading, FsConfig, RunRecord
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 MATRIX_STATUSES = ("running", "done", "failed", "interrupted")
+RUN_ORIGINS = ("probe", "imported")
 _HOST_COLUMNS = ("hostname", "kernel", "cpu_model", "cores", "fio_version")
 
 
@@ -50,8 +52,14 @@ def finish_matrix(db: Database, matrix_id: str, status: str = "done") -> None:
 
 
 def record_run(db: Database, rec: RunRecord,
-               samples: Iterable[Any] | None = None) -> int:
-    """Insert one repetition (and its energy reading and power samples); commit; return its id."""
+               samples: Iterable[Any] | None = None, origin: str = "probe",
+               provenance: Mapping[str, Any] | None = None) -> int:
+    """Insert one repetition (and its energy reading and power samples); commit; return its id.
+
+    ``origin`` is "probe" (measured here) or "imported" (fio results measured elsewhere,
+    ``provenance`` saying which file and who brought it in)."""
+    if origin not in RUN_ORIGINS:
+        raise StoreError(f"run origin {origin!r} is not one of {', '.join(RUN_ORIGINS)}")
     if rec.status not in RUN_STATUSES:
         raise StoreError(f"run status {rec.status!r} is not one of {', '.join(RUN_STATUSES)}")
     metrics = {str(k): v for k, v in dict(rec.metrics).items()}
@@ -82,14 +90,39 @@ def record_run(db: Database, rec: RunRecord,
             "flags": encoding.dumps(list(rec.flags)),
             "metrics": metrics_json,
             "raw_output": rec.raw_output,
+            "origin": origin,
+            "provenance": None if provenance is None else encoding.dumps(dict(provenance)),
         }
         row.update({m: encoding.real_or_none(metrics.get(m)) for m in METRIC_COLUMNS})
+        # A random id, stored with the run: every copy of this store, and every store it is
+        # merged into, carries the same one (runs from before v4 got a content digest).
+        row["uid"] = "run-" + uuid.uuid4().hex
         run_id = db["runs"].insert(row).last_pk
         if rec.energy is not None:
             db["energy"].insert(_energy_row(run_id, rec.energy))
         if sample_rows:
             db["energy_samples"].insert_all({"run_id": run_id, **s} for s in sample_rows)
     return int(run_id)
+
+
+def stored_run_uid(db: Database, run_id: int) -> str:
+    """The stable id schema v4 gives a run stored before it: a digest of what it is (host, device, configuration, workload,
+    matrix, cell, repetition, start time, outcome, figures and tool output), not of its row
+    number, so the same run has the same uid in every store it was copied or merged into."""
+    row = db.execute(
+        "SELECT h.key, d.key, c.key, w.key, r.matrix_id, r.cell_key, r.rep, r.status, "
+        "r.error, r.started_at, r.tool, r.command, r.metrics, r.raw_output, r.origin "
+        "FROM runs r JOIN devices d ON d.id = r.device_id "
+        "LEFT JOIN configurations c ON c.id = r.configuration_id "
+        "JOIN workloads w ON w.id = r.workload_id LEFT JOIN hosts h ON h.id = r.host_id "
+        "WHERE r.id = ?", [run_id]).fetchone()
+    if row is None:
+        raise StoreError(f"no run {run_id} in the store")
+    fields = list(row)
+    # repr keeps the float's every bit: equal start times, equal text, equal digest
+    fields[9] = None if fields[9] is None else repr(float(fields[9]))
+    fields[14] = fields[14] or "probe"
+    return "run-" + encoding.digest(fields)[:32]
 
 
 def _sample(s: Any) -> dict[str, float | None]:
@@ -165,3 +198,30 @@ def set_energy(db: Database, run_id: int, reading: EnergyReading) -> None:
         db.execute("DELETE FROM energy_samples WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM energy WHERE run_id = ?", [run_id])
         db["energy"].insert(_energy_row(run_id, reading))
+
+
+def imported_run_id(db: Database, sha256: str) -> int | None:
+    """The run an earlier import made from the file with this sha256, or None."""
+    row = db.execute("SELECT id FROM runs WHERE origin = 'imported' AND "
+                     "json_extract(provenance, '$.sha256') = ? ORDER BY id LIMIT 1",
+                     [sha256]).fetchone()
+    return None if row is None else int(row[0])
+
+
+def record_imported(db: Database, items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
+                    ) -> list[dict[str, Any]]:
+    """Store fio results measured elsewhere, all or none (one transaction). Each item is a
+    run and its provenance (with the file's ``sha256``); a file already imported (here or
+    earlier in ``items``) is not stored again. Returns, per item, the sha256, the run id and
+    whether it was new."""
+    out: list[dict[str, Any]] = []
+    with db.atomic():
+        for rec, prov in items:
+            sha = str(prov["sha256"])
+            existing = imported_run_id(db, sha)
+            if existing is not None:
+                out.append({"sha256": sha, "run_id": existing, "new": False})
+                continue
+            run_id = record_run(db, rec, origin="imported", provenance=prov)
+            out.append({"sha256": sha, "run_id": run_id, "new": True})
+    return out

@@ -117,8 +117,33 @@ def _v3_device_params(db: Database) -> None:
                                foreign_keys=[("device_id", "devices", "id")])
 
 
+def _v4_run_uids_and_origin(db: Database) -> None:
+    """Fleets and imports: every run gets a stable id (``uid``) so stores from many hosts
+    merge without duplicates, and says where it came from (``origin``: "probe", or
+    "imported" for fio results measured elsewhere, with their ``provenance`` as JSON: file
+    sha256, fio version, host, who imported it and when). Existing runs are probe runs; their
+    uid is the digest of their content (recording.run_uid), so two copies of one v3 store
+    migrated apart still agree on every run's uid."""
+    from fsadvisor.store.recording import stored_run_uid
+
+    db["runs"].add_column("uid", str)
+    db["runs"].add_column("origin", str)
+    db["runs"].add_column("provenance", str)
+    seen: set[str] = set()
+    for (run_id,) in list(db.execute("SELECT id FROM runs ORDER BY id").fetchall()):
+        uid = stored_run_uid(db, run_id)
+        # Two rows alike in every field (no store written by fsadvisor has them) still get
+        # distinct ids, numbered in row order, which every copy of the file shares.
+        n, base = 1, uid
+        while uid in seen:
+            n, uid = n + 1, f"{base}-{n + 1}"
+        seen.add(uid)
+        db.execute("UPDATE runs SET uid = ?, origin = 'probe' WHERE id = ?", [uid, run_id])
+    db["runs"].create_index(["uid"], unique=True)
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds,
-                                                _v3_device_params]
+                                                _v3_device_params, _v4_run_uids_and_origin]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -208,12 +208,15 @@ def test_hand_built_v1_file_migrates_to_current(tmp_path, fake_datasets):
         f"{m} FLOAT" for m in METRIC_COLUMNS)))
     con.close()
     with open_store(path) as s:
-        assert s.info()["schema_version"] == SCHEMA_VERSION == 3
+        assert s.info()["schema_version"] == SCHEMA_VERSION == 4
         # v3: the old device row got its identity (model + serial), and no calibration
         assert s.runs()[0]["device_identity"] == "nvme:Old SSD:S1"
         assert s.device_params("nvme:Old SSD:S1") is None
         (old,) = s.runs()
         assert old["iops"] == 5000.0 and old["energy_source"] == "ipmi"
+        # v4: the old run is a probe run with a stable id derived from its content
+        assert old["origin"] == "probe" and old["run_uid"].startswith("run-")
+        assert s.info()["runs_by_origin"] == {"probe": 1}
         assert old["workload"] == {"rw": "randread", "iodepth": 32}
         assert s.completed_cells("m-old") == {"c1"}
         rid = s.record_run(run_record(), samples=[(0.0, 10.0), (1.0, 11.0)])
@@ -665,7 +668,7 @@ def test_cli_db_info(cli, tmp_path, fake_datasets):
     assert info["tables"]["runs"] == 3 and info["datasets"]["rows"] == 2
     assert info["last_probe"]["runs_ok"] == 2 and info["last_probe"]["runs_failed"] == 1
     r = cli("db", "info", "--db", str(path))
-    assert r.exit_code == 0 and "schema v3" in r.stdout and "2 ok, 1 failed" in r.stdout
+    assert r.exit_code == 0 and f"schema v{SCHEMA_VERSION}" in r.stdout and "2 ok, 1 failed" in r.stdout
 
 
 def test_cli_db_export(cli, tmp_db, fake_datasets, tmp_path):

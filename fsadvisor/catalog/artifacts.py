@@ -1,0 +1,261 @@
+"""What `fsadvisor apply` hands a configuration-management user: files to drop in.
+
+Pure text builders (no I/O): the mkfs command, the fstab line, a udev rule that sets the
+I/O scheduler on the target device alone, an optional systemd ``.mount`` unit, and an Ansible
+task file doing the same with ansible-core's builtin modules only (ansible.posix's ``mount``
+is not in ansible-core, so the fstab line is kept with ``lineinfile`` and mounted with
+``mount``).
+
+The udev rule names the device by what survives a reboot and a re-cabling: ``ID_WWN`` (the
+world-wide name / NVMe EUI the drive reports) where udev has it, else ``ID_SERIAL``, else the
+kernel name (loop and virtio devices report neither; a kernel name can change between
+boots, which the rule's comment says). Partitions carry their disk's ID_* too and have no
+scheduler, so the rule matches ``DEVTYPE=="disk"`` and the kernel-name pattern of its kind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from fsadvisor.catalog.commands import fstab_line, mkfs_argv, mount_options_string
+from fsadvisor.catalog.rules import canonical
+from fsadvisor.domain import FsConfig
+
+UDEV_RULE_PATH = "/etc/udev/rules.d/60-fsadvisor-scheduler.rules"
+UUID_PLACEHOLDER = "<uuid>"
+# Kernel names per device kind (Documentation/admin-guide/devices.txt): NVMe namespaces
+# nvmeXnY, SCSI/SATA/SAS disks sdX, virtio vdX, MMC mmcblkN, loop loopN, zram zramN.
+KERNEL_PATTERNS = (
+    (re.compile(r"nvme\d+n\d+$"), "nvme[0-9]*n[0-9]*"),
+    (re.compile(r"sd[a-z]+$"), "sd[a-z]*"),
+    (re.compile(r"vd[a-z]+$"), "vd[a-z]*"),
+    (re.compile(r"xvd[a-z]+$"), "xvd[a-z]*"),
+    (re.compile(r"mmcblk\d+$"), "mmcblk[0-9]*"),
+    (re.compile(r"loop\d+$"), "loop[0-9]*"),
+    (re.compile(r"zram\d+$"), "zram[0-9]*"),
+)
+_SAFE_UDEV_VALUE = re.compile(r"^[A-Za-z0-9._:+@/=-]{1,200}$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The device the artifacts are for: its path, kernel name (the whole disk's, which
+    holds the scheduler), and udev's ID_WWN / ID_SERIAL when it reports them."""
+
+    path: str
+    kernel_name: str
+    id_wwn: str = ""
+    id_serial: str = ""
+    uuid: str = ""  # the filesystem's UUID once formatted; "" before
+
+    @property
+    def fstab_spec(self) -> str:
+        return f"UUID={self.uuid or UUID_PLACEHOLDER}"
+
+
+@dataclass
+class Artifacts:
+    config: FsConfig
+    target: Target
+    mountpoint: str
+    files: dict[str, str] = field(default_factory=dict)  # file name -> content
+    mkfs_argv: list[str] = field(default_factory=list)
+    fstab_line: str = ""
+
+    def to_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "device": self.target.path,
+                "kernel_name": self.target.kernel_name, "uuid": self.target.uuid or None,
+                "mountpoint": self.mountpoint, "mkfs_command": self.mkfs_argv,
+                "mkfs_command_line": shlex.join(self.mkfs_argv), "fstab": self.fstab_line,
+                "files": dict(self.files)}
+
+
+def kernel_pattern(kernel_name: str) -> str:
+    for rx, pattern in KERNEL_PATTERNS:
+        if rx.match(kernel_name):
+            return pattern
+    return kernel_name
+
+
+def _udev_value(value: str) -> str | None:
+    # udev values are compared as globs inside double quotes: refuse anything that could
+    # end the quote or act as a glob rather than quoting it wrongly.
+    v = value.strip()
+    return v if v and _SAFE_UDEV_VALUE.match(v) and not set("*?[]") & set(v) else None
+
+
+def udev_rule(target: Target, scheduler: str) -> str:
+    """The rule file's text: sets ``scheduler`` on ``target`` only (see module docstring)."""
+    match = [f'ACTION=="add|change"', 'SUBSYSTEM=="block"', 'ENV{DEVTYPE}=="disk"']
+    if wwn := _udev_value(target.id_wwn):
+        match += [f'KERNEL=="{kernel_pattern(target.kernel_name)}"', f'ENV{{ID_WWN}}=="{wwn}"']
+        how = f"its world-wide name {wwn}"
+    elif serial := _udev_value(target.id_serial):
+        match += [f'KERNEL=="{kernel_pattern(target.kernel_name)}"',
+                  f'ENV{{ID_SERIAL}}=="{serial}"']
+        how = f"its serial {serial}"
+    else:
+        match.append(f'KERNEL=="{target.kernel_name}"')
+        how = (f"its kernel name {target.kernel_name} (it reports no ID_WWN or ID_SERIAL); "
+               "kernel names can change between boots: check it on the target")
+    disk = "" if target.path.rsplit("/", 1)[-1] == target.kernel_name else (
+        f" (its disk {target.kernel_name}: the scheduler belongs to the whole disk)")
+    return (f"# {UDEV_RULE_PATH}: written by fsadvisor apply\n"
+            f"# I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}.\n"
+            + ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"']) + "\n")
+
+
+def systemd_escape_path(path: str) -> str:
+    """``systemd-escape --path``: the unit name of a mount point (systemd.unit(5))."""
+    p = "/".join(x for x in path.split("/") if x)
+    if not p:
+        return "-"
+    out = []
+    for i, ch in enumerate(p):
+        if ch == "/":
+            out.append("-")
+        elif ch.isascii() and (ch.isalnum() or ch in ":_" or (ch == "." and i > 0)):
+            out.append(ch)
+        else:
+            out += [f"\\x{b:02x}" for b in ch.encode()]
+    return "".join(out)
+
+
+def mount_unit(config: FsConfig, target: Target, mountpoint: str) -> tuple[str, str]:
+    """(unit file name, text) of a systemd mount unit for the formatted device."""
+    cfg = canonical(config)
+    what = (f"/dev/disk/by-uuid/{target.uuid}" if target.uuid
+            else f"/dev/disk/by-uuid/{UUID_PLACEHOLDER}")
+    name = systemd_escape_path(mountpoint) + ".mount"
+    return name, ("# written by fsadvisor apply; the unit name must match Where=\n"
+                  "[Unit]\n"
+                  f"Description=fsadvisor: {cfg.fs} ({cfg.key()}) on {mountpoint}\n"
+                  "\n[Mount]\n"
+                  f"What={what}\nWhere={mountpoint}\nType={cfg.fs}\n"
+                  f"Options={mount_options_string(cfg)}\n"
+                  "\n[Install]\nWantedBy=multi-user.target\n")
+
+
+def _yaml(value) -> str:
+    # JSON is YAML: every scalar and list here is emitted as JSON, so no value is ever
+    # reinterpreted by YAML (a "no" or a "0755" stays a string).
+    return json.dumps(value)
+
+
+def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: str,
+                  unit: tuple[str, str] | None = None) -> str:
+    """An Ansible task file (ansible-core builtins only) that formats the device only when it
+    holds no filesystem signature, installs the udev rule, and mounts by UUID through fstab
+    (or the mount unit). Paths are variables so a test can point them elsewhere:
+    ``fsadvisor_fstab``, ``fsadvisor_udev_rules_dir``, ``fsadvisor_systemd_dir``,
+    ``fsadvisor_mount`` (false: write the configuration, mount nothing)."""
+    cfg = canonical(config)
+    dev = target.path
+    mkfs = mkfs_argv(cfg, dev)
+    fstab_rest = fstab_line(cfg, "UUID=X", mountpoint).split(" ", 1)[1]
+    rule_name = UDEV_RULE_PATH.rsplit("/", 1)[1]
+    fstab_regexp = r"^\S+\s+" + re.escape(mountpoint) + r"\s"
+    t = [
+        "# written by fsadvisor apply: include_tasks/import_tasks this file on the host",
+        f"# that has {dev}. It formats {dev} only when blkid finds no signature on it.",
+        "- name: Look for an existing signature on the device",
+        "  ansible.builtin.command:",
+        f"    argv: {_yaml(['blkid', '-p', '-o', 'export', dev])}",
+        "  register: fsadvisor_blkid",
+        "  changed_when: false",
+        # blkid -p: 0 found, 2 nothing found; anything else is an error to stop on
+        "  failed_when: fsadvisor_blkid.rc not in [0, 2]",
+        f"- name: Format the device ({cfg.fs})",
+        "  ansible.builtin.command:",
+        f"    argv: {_yaml(mkfs)}",
+        "  when: fsadvisor_blkid.rc == 2",
+        "- name: Read the filesystem UUID",
+        "  ansible.builtin.command:",
+        f"    argv: {_yaml(['blkid', '-p', '-o', 'value', '-s', 'UUID', dev])}",
+        "  register: fsadvisor_uuid",
+        "  changed_when: false",
+        "- name: Check the device holds the expected filesystem",
+        "  ansible.builtin.command:",
+        f"    argv: {_yaml(['blkid', '-p', '-o', 'value', '-s', 'TYPE', dev])}",
+        "  register: fsadvisor_type",
+        "  changed_when: false",
+        f"  failed_when: fsadvisor_type.stdout != {_yaml(cfg.fs)}",
+        "- name: Install the I/O scheduler udev rule",
+        "  ansible.builtin.copy:",
+        f"    dest: \"{{{{ fsadvisor_udev_rules_dir | default('/etc/udev/rules.d') }}}}/{rule_name}\"",
+        f"    content: {_yaml(udev_text)}",
+        "    mode: \"0644\"",
+        "  register: fsadvisor_udev",
+        "- name: Apply the udev rule now",
+        "  ansible.builtin.command:",
+        f"    argv: {_yaml(['udevadm', 'trigger', '--action=change', '--sysname-match=' + target.kernel_name])}",
+        "  when: fsadvisor_udev.changed and (fsadvisor_mount | default(true) | bool)",
+        "- name: Create the mount point",
+        "  ansible.builtin.file:",
+        f"    path: {_yaml(mountpoint)}",
+        "    state: directory",
+        "    mode: \"0755\"",
+        "  when: fsadvisor_mount | default(true) | bool",
+    ]
+    if unit is None:
+        t += [
+            "- name: Mount by UUID in fstab",
+            "  ansible.builtin.lineinfile:",
+            "    path: \"{{ fsadvisor_fstab | default('/etc/fstab') }}\"",
+            f"    regexp: {_yaml(fstab_regexp)}",
+            f"    line: {_yaml('UUID={{ fsadvisor_uuid.stdout }} ' + fstab_rest)}",
+            "    create: true",
+            "    mode: \"0644\"",
+            "- name: Is it mounted already",
+            "  ansible.builtin.command:",
+            f"    argv: {_yaml(['findmnt', '--mountpoint', mountpoint])}",
+            "  register: fsadvisor_findmnt",
+            "  changed_when: false",
+            "  failed_when: false",
+            "  when: fsadvisor_mount | default(true) | bool",
+            "- name: Mount it",
+            "  ansible.builtin.command:",
+            f"    argv: {_yaml(['mount', mountpoint])}",
+            "  when: (fsadvisor_mount | default(true) | bool) and fsadvisor_findmnt.rc != 0",
+        ]
+    else:
+        name, _ = unit
+        unit_for_uuid = mount_unit(cfg, Target(dev, target.kernel_name, uuid="UUIDVAR"),
+                                   mountpoint)[1].replace("UUIDVAR", "{{ fsadvisor_uuid.stdout }}")
+        t += [
+            "- name: Install the mount unit",
+            "  ansible.builtin.copy:",
+            f"    dest: \"{{{{ fsadvisor_systemd_dir | default('/etc/systemd/system') }}}}/{name}\"",
+            f"    content: {_yaml(unit_for_uuid)}",
+            "    mode: \"0644\"",
+            "- name: Start and enable the mount",
+            "  ansible.builtin.systemd_service:",
+            f"    name: {_yaml(name)}",
+            "    state: started",
+            "    enabled: true",
+            "    daemon_reload: true",
+            "  when: fsadvisor_mount | default(true) | bool",
+        ]
+    return "\n".join(t) + "\n"
+
+
+def build(config: FsConfig, target: Target, mountpoint: str = "/srv/data",
+          with_mount_unit: bool = False) -> Artifacts:
+    """Every artifact for ``config`` on ``target``, by file name."""
+    cfg = canonical(config)
+    a = Artifacts(config=cfg, target=target, mountpoint=mountpoint)
+    a.mkfs_argv = mkfs_argv(cfg, target.path)
+    a.fstab_line = fstab_line(cfg, target.fstab_spec, mountpoint)
+    rule = udev_rule(target, cfg.scheduler)
+    a.files["mkfs.sh"] = ("#!/bin/sh\n# written by fsadvisor apply: DESTROYS the data on "
+                          f"{target.path}\nset -e\n{shlex.join(a.mkfs_argv)}\n")
+    a.files["fstab"] = a.fstab_line + "\n"
+    a.files[UDEV_RULE_PATH.rsplit("/", 1)[1]] = rule
+    unit = mount_unit(cfg, target, mountpoint) if with_mount_unit else None
+    if unit is not None:
+        a.files[unit[0]] = unit[1]
+    a.files["fsadvisor-apply-tasks.yml"] = ansible_tasks(cfg, target, mountpoint, rule, unit)
+    return a

@@ -1,0 +1,40 @@
+"""`fsadvisor fleet recommend`: one recommendation per device model of a merged store
+(fsadvisor.service.fleet); `db merge` brings the hosts' stores together."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from fsadvisor.cli import app, domain_errors, emit_json
+
+fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
+app.add_typer(fleet_app, name="fleet")
+
+
+@fleet_app.command("recommend")
+@domain_errors
+def recommend(
+    profile: Annotated[str, typer.Option("--profile", "-p", help="Profile name or TOML path.")],
+    db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="The merged store.")] = None,
+    top: Annotated[int, typer.Option("--top", help="Configurations per device model.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Per device model across hosts: its calibration (fitted from every host's raw-device
+    runs of that model) and the best configuration for the profile."""
+    from fsadvisor.service.fleet import recommend_per_model
+
+    out = recommend_per_model(profile, db=db, top=top)
+    if as_json:
+        emit_json({**out, "devices": [{k: v for k, v in d.items() if k != "recommendation"}
+                                      | {"recommendations": d["recommendation"]["recommendations"]}
+                                      for d in out["devices"]]})
+        return
+    for d in out["devices"]:
+        typer.echo(f"{d['kind']} {d['model']}: {len(d['hosts'])} host(s) "
+                   f"({', '.join(d['hosts'])}), {d['runs']} run(s)")
+        typer.echo(f"  device parameters: {d['device_parameters']}")
+        if d["note"]:
+            typer.echo(f"  note: {d['note']}")
+        typer.echo(f"  best: {d['headline']}")

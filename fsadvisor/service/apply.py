@@ -1,0 +1,150 @@
+"""`fsadvisor apply`: the artifacts a configuration-management user drops in for one
+configuration on one device (fsadvisor.catalog.artifacts), and, with ``execute``, the
+formatting itself.
+
+A dry run (the default) only reads: the device's kernel name and udev identity. Formatting
+goes through the probe's safety verdict (fsadvisor.host.device.safety_verdict: never a
+mounted, held, partitioned or system device; signatures only with ``force``) and needs the
+device typed back (``confirm``, the probe's --yes-wipe); after mkfs the fstab line and the
+mount unit carry the real UUID. Nothing is mounted and no rule is installed here: that is
+what the artifacts are for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from fsadvisor import catalog
+from fsadvisor.catalog.artifacts import Artifacts, Target, build
+from fsadvisor.domain import FsConfig
+from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+
+_MOUNTPOINT = re.compile(r"^(/[A-Za-z0-9._@+-]+)+/?$")
+
+
+def check_mountpoint(mountpoint: str) -> str:
+    # Plain characters only: the path is written into fstab, a unit name, YAML and a udev
+    # comment, and each has its own escaping rules.
+    if not _MOUNTPOINT.match(mountpoint or "") or "/../" in mountpoint + "/" or \
+            "/./" in mountpoint + "/":
+        raise ConfigError(f"--mountpoint must be an absolute path of letters, digits and "
+                          f"._@+- (e.g. /srv/data), not {mountpoint!r}")
+    return mountpoint.rstrip("/") or "/"
+
+
+def resolve_config(config: str | dict | None = None, rank: int | None = None,
+                   profile: str | None = None, device: str | None = None,
+                   db: str | None = None) -> tuple[FsConfig, str]:
+    """The configuration to apply and where it came from: ``config`` (JSON), or rank
+    ``rank`` of the recommendation for ``profile`` on ``device``."""
+    if (config is None) == (rank is None):
+        raise ConfigError("give --config JSON, or --rank N with --profile NAME")
+    if config is not None:
+        if profile is not None:
+            raise ConfigError("--profile goes with --rank, not with --config")
+        from fsadvisor.service.importing import parse_config
+        return parse_config(config), "--config"
+    if profile is None:
+        raise ConfigError("--rank needs --profile NAME (the recommendation it ranks)")
+    if rank < 1:
+        raise ConfigError(f"--rank counts from 1, not {rank}")
+    from fsadvisor.service.advice import recommend
+    rec = recommend(profile, device=device, top=rank, db=db)
+    if len(rec.ranked) < rank:
+        raise ConfigError(f"the recommendation for {profile} has only {len(rec.ranked)} "
+                          f"configuration(s); --rank {rank} does not exist")
+    return rec.ranked[rank - 1].config, f"rank {rank} of recommend --profile {profile}"
+
+
+def target_for(device: str) -> Target:
+    """The device as the rule and commands name it; read-only."""
+    from fsadvisor.host import device as devmod
+
+    if why := devmod.control_character_refusal(device, "--device"):
+        raise ConfigError(why)
+    if not device.startswith("/dev/"):
+        raise ConfigError(f"--device must be a block device path under /dev, not {device!r}")
+    disk = devmod.whole_disk(device)
+    props = devmod.udev_properties(f"/dev/{disk}") if os.path.exists(device) else {}
+    return Target(path=device, kernel_name=disk, id_wwn=props.get("ID_WWN", ""),
+                  id_serial=props.get("ID_SERIAL", ""))
+
+
+def apply(config: str | dict | None = None, rank: int | None = None,
+          profile: str | None = None, device: str = "", mountpoint: str = "/srv/data",
+          out: str | os.PathLike[str] | None = None, execute: bool = False,
+          confirm: str | None = None, force: bool = False, mount_unit: bool = False,
+          db: str | None = None) -> dict[str, Any]:
+    """Build (and with ``out`` write) the artifacts; with ``execute`` format the device
+    first. Returns the artifacts as a dict, plus what was written and done."""
+    mountpoint = check_mountpoint(mountpoint)
+    target = target_for(device)
+    cfg, origin = resolve_config(config, rank, profile, device if os.path.exists(device) else None, db)
+    size = _size_bytes(device)
+    catalog.validate(cfg, size)
+    done: list[str] = []
+    if execute:
+        target = _format(cfg, target, confirm, force)
+        done.append(f"formatted {target.path} as {cfg.fs} (UUID {target.uuid})")
+    arts = build(cfg, target, mountpoint, with_mount_unit=mount_unit)
+    written = write(arts, out) if out is not None else []
+    return {**arts.to_dict(), "config_from": origin, "executed": execute, "done": done,
+            "written": written}
+
+
+def _size_bytes(device: str) -> int | None:
+    try:
+        with open(device, "rb") as f:
+            return f.seek(0, os.SEEK_END) or None
+    except OSError:
+        return None
+
+
+def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> Target:
+    from dataclasses import replace
+
+    from fsadvisor.host import device as devmod
+    from fsadvisor.service.probing import device_confirmed, root_problem
+
+    if why := root_problem():
+        raise DeviceRefused(why)
+    verdict = devmod.safety_verdict(target.path, force=force)
+    if not verdict.ok:
+        raise DeviceRefused(verdict.reason or f"{target.path}: refused")
+    if not device_confirmed(target.path, confirm):
+        raise DeviceRefused(f"not confirmed: type the device exactly as {target.path} (or "
+                            "pass --yes-wipe with it) to let apply format it")
+    argv = catalog.mkfs_argv(cfg, verdict.resolved_path or target.path)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    except FileNotFoundError:
+        raise FsAdvisorError(f"{argv[0]} is not installed") from None
+    if proc.returncode != 0:
+        why = " ".join((proc.stderr or proc.stdout).split())[:200]
+        raise FsAdvisorError(f"{argv[0]} failed (exit {proc.returncode}): {why}")
+    ident = devmod.signature_identity(verdict.resolved_path or target.path)
+    if not ident or ident.get("TYPE") != cfg.fs or not ident.get("UUID"):
+        raise FsAdvisorError(f"{target.path}: mkfs ran but blkid finds no {cfg.fs} UUID on it")
+    return replace(target, uuid=ident["UUID"])
+
+
+def write(arts: Artifacts, out: str | os.PathLike[str]) -> list[str]:
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in arts.files.items():
+        p = d / name
+        p.write_text(text)
+        if name.endswith(".sh"):
+            p.chmod(0o755)
+        paths.append(str(p))
+    p = d / "fsadvisor-apply.json"
+    p.write_text(json.dumps({k: v for k, v in arts.to_dict().items() if k != "files"},
+                            indent=2) + "\n")
+    paths.append(str(p))
+    return paths

@@ -1,0 +1,181 @@
+"""`fsadvisor apply`'s artifacts (catalog.artifacts) and service (service.apply), without
+touching a device: the device-formatting path is in tests/device/test_apply_execute.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from fsadvisor.catalog.artifacts import (Target, build, kernel_pattern, systemd_escape_path,
+                                         udev_rule)
+from fsadvisor.cli import _register, app
+from fsadvisor.domain import FsConfig
+from fsadvisor.service.apply import apply, check_mountpoint
+
+_register()
+XFS = FsConfig.make("xfs", mount=("noatime",), scheduler="none", ag_count=8)
+
+
+def _rule_line(text: str) -> str:
+    (line,) = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    return line
+
+
+def test_udev_rule_matches_the_drive_by_wwn_then_serial_then_kernel_name():
+    wwn = _rule_line(udev_rule(Target("/dev/nvme0n1", "nvme0n1", id_wwn="eui.0025385b71b0ab12",
+                                      id_serial="Samsung_SSD_S5P2"), "none"))
+    assert 'KERNEL=="nvme[0-9]*n[0-9]*"' in wwn and 'ENV{ID_WWN}=="eui.0025385b71b0ab12"' in wwn
+    assert "ID_SERIAL" not in wwn
+    ser = _rule_line(udev_rule(Target("/dev/sdb", "sdb", id_serial="ST4000_Z1"), "mq-deadline"))
+    assert 'KERNEL=="sd[a-z]*"' in ser and 'ENV{ID_SERIAL}=="ST4000_Z1"' in ser
+    assert ser.endswith('ATTR{queue/scheduler}="mq-deadline"')
+    loop = _rule_line(udev_rule(Target("/dev/loop3", "loop3"), "none"))
+    assert 'KERNEL=="loop3"' in loop and "ENV{ID_" not in loop
+    for line in (wwn, ser, loop):
+        # partitions share the disk's ID_* and have no scheduler
+        assert 'ENV{DEVTYPE}=="disk"' in line and line.startswith('ACTION=="add|change"')
+
+
+@pytest.mark.parametrize("bad", ['x" , RUN+="/bin/sh', "ab*", "a b", "", "q[1]"])
+def test_udev_values_that_could_break_the_rule_fall_back_to_the_kernel_name(bad):
+    line = _rule_line(udev_rule(Target("/dev/sdc", "sdc", id_wwn=bad, id_serial=bad), "none"))
+    assert 'KERNEL=="sdc"' in line and "RUN" not in line and line.count('"') % 2 == 0
+
+
+@pytest.mark.parametrize("name, pattern", [("nvme0n1", "nvme[0-9]*n[0-9]*"),
+                                           ("nvme12n3", "nvme[0-9]*n[0-9]*"),
+                                           ("sda", "sd[a-z]*"), ("sdab", "sd[a-z]*"),
+                                           ("vdb", "vd[a-z]*"), ("mmcblk0", "mmcblk[0-9]*"),
+                                           ("loop7", "loop[0-9]*"), ("dm-0", "dm-0")])
+def test_kernel_pattern_per_kind(name, pattern):
+    assert kernel_pattern(name) == pattern
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abcXYZ019._@+-", min_size=1, max_size=8), min_size=1,
+                max_size=4))
+def test_unit_name_is_systemd_escape_path(parts):
+    path = "/" + "/".join(parts)
+    if not shutil.which("systemd-escape") or any(p in (".", "..") for p in parts):
+        return
+    want = subprocess.run(["systemd-escape", "--path", path], capture_output=True,
+                          text=True).stdout.strip()
+    assert systemd_escape_path(path) == want
+
+
+def test_build_dry_run_placeholders_and_ansible_yaml():
+    a = build(XFS, Target("/dev/nvme0n1", "nvme0n1", id_wwn="eui.1"), "/srv/data",
+              with_mount_unit=True)
+    assert a.fstab_line == "UUID=<uuid> /srv/data xfs noatime 0 0"
+    assert a.mkfs_argv == ["mkfs.xfs", "-f", "-b", "size=4096", "-i", "size=512", "-d",
+                           "agcount=8", "/dev/nvme0n1"]
+    assert set(a.files) == {"mkfs.sh", "fstab", "60-fsadvisor-scheduler.rules", "srv-data.mount",
+                            "fsadvisor-apply-tasks.yml"}
+    unit = a.files["srv-data.mount"]
+    assert "What=/dev/disk/by-uuid/<uuid>" in unit and "Where=/srv/data" in unit
+    assert "Options=noatime" in unit and "Type=xfs" in unit
+    tasks = yaml.safe_load(a.files["fsadvisor-apply-tasks.yml"])
+    names = [t["name"] for t in tasks]
+    assert names[0] == "Look for an existing signature on the device"
+    fmt = next(t for t in tasks if t["name"].startswith("Format"))
+    assert fmt["ansible.builtin.command"]["argv"] == a.mkfs_argv
+    assert fmt["when"] == "fsadvisor_blkid.rc == 2"  # never over an existing signature
+    rule = next(t for t in tasks if "udev rule" in t["name"] and "ansible.builtin.copy" in t)
+    assert rule["ansible.builtin.copy"]["content"] == a.files["60-fsadvisor-scheduler.rules"]
+    assert any("ansible.builtin.systemd_service" in t for t in tasks)
+
+
+def test_real_uuid_once_known():
+    a = build(XFS, Target("/dev/sdb", "sdb", uuid="0b5c9f5e-1111-2222-3333-444455556666"))
+    assert a.fstab_line.startswith("UUID=0b5c9f5e-1111-2222-3333-444455556666 /srv/data xfs")
+    fstab_task = yaml.safe_load(a.files["fsadvisor-apply-tasks.yml"])
+    line = next(t for t in fstab_task if "lineinfile" in str(t))["ansible.builtin.lineinfile"]
+    assert line["line"] == "UUID={{ fsadvisor_uuid.stdout }} /srv/data xfs noatime 0 0"
+
+
+def test_ansible_syntax_check_of_the_tasks(tmp_path):
+    exe = Path(__import__("sys").executable).parent / "ansible-playbook"
+    if not exe.exists():
+        pytest.skip("ansible-core not installed")
+    a = build(XFS, Target("/dev/nvme0n1", "nvme0n1"), "/srv/data")
+    (tmp_path / "tasks.yml").write_text(a.files["fsadvisor-apply-tasks.yml"])
+    (tmp_path / "play.yml").write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                                       "    - ansible.builtin.import_tasks: tasks.yml\n")
+    p = subprocess.run([str(exe), "--syntax-check", "-i", "localhost,", str(tmp_path / "play.yml")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_service_dry_run_writes_files(tmp_path):
+    out = apply(config='{"filesystem": "ext4"}', device="/dev/nvme7n7", out=tmp_path / "o",
+                mountpoint="/srv/db")
+    assert out["executed"] is False and out["uuid"] is None
+    written = {Path(p).name for p in out["written"]}
+    assert {"mkfs.sh", "fstab", "60-fsadvisor-scheduler.rules", "fsadvisor-apply-tasks.yml",
+            "fsadvisor-apply.json"} == written
+    assert (tmp_path / "o" / "fstab").read_text() == "UUID=<uuid> /srv/db ext4 defaults 0 2\n"
+    meta = json.loads((tmp_path / "o" / "fsadvisor-apply.json").read_text())
+    assert meta["mkfs_command"][0] == "mkfs.ext4" and meta["kernel_name"] == "nvme7n7"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-d", "/dev/nvme7n7"], "give --config JSON, or --rank N with --profile NAME"),
+    (["-d", "/dev/nvme7n7", "--rank", "1"], "--rank needs --profile"),
+    (["-d", "/dev/nvme7n7", "-c", '{"filesystem": "xfs"}', "--rank", "1"], "give --config JSON"),
+    (["-d", "/dev/nvme7n7", "-c", '{"filesystem": "zfs"}'], "zfs"),
+    (["-d", "/dev/nvme7n7", "-c", "{bad"], "not valid JSON"),
+    (["-d", "nvme:1T", "-c", '{"filesystem": "xfs"}'], "block device path under /dev"),
+    (["-d", "/dev/nvme7n7", "-c", '{"filesystem": "xfs"}', "--mountpoint", "/srv/my data"],
+     "--mountpoint must be"),
+    (["-d", "/dev/nvme7n7", "--rank", "0", "-p", "oltp"], "counts from 1"),
+])
+def test_cli_bad_input_is_one_line_exit_2(args, says):
+    r = CliRunner().invoke(app, ["apply", *args])
+    assert r.exit_code == 2 and says in r.output and r.output.count("\n") == 1, r.output
+
+
+def test_cli_rank_of_the_recommendation(tmp_path, monkeypatch):
+    monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "s.db"))
+    r = CliRunner().invoke(app, ["recommend", "-p", "oltp", "--json", "--top", "2"])
+    second = json.loads(r.output)["recommendations"][1]
+    r = CliRunner().invoke(app, ["apply", "-d", "/dev/nvme7n7", "--rank", "2", "-p", "oltp",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["config"] == second["config"] and out["config_from"].startswith("rank 2")
+    assert out["mkfs_command"][:-1] == second["mkfs_command"][:-1]
+
+
+@pytest.mark.parametrize("mp", ["/srv/data", "/a", "/srv/db-1/x_y", "/mnt/a.b"])
+def test_good_mountpoints(mp):
+    assert check_mountpoint(mp) == mp
+
+
+@pytest.mark.parametrize("mp", ["srv", "/srv/../etc", "/srv/{{x}}", "/a b", "/a\nb", "", "/./a"])
+def test_bad_mountpoints(mp):
+    with pytest.raises(Exception, match="--mountpoint"):
+        check_mountpoint(mp)
+
+
+def test_whole_disk_of_a_partition_from_sysfs(tmp_path):
+    from fsadvisor.host.device import Host, whole_disk
+    disk = tmp_path / "devices" / "pci0" / "block" / "sdb"
+    (disk / "sdb1").mkdir(parents=True)
+    (disk / "sdb1" / "partition").write_text("1\n")
+    cls = tmp_path / "class" / "block"
+    cls.mkdir(parents=True)
+    (cls / "sdb").symlink_to(disk)
+    (cls / "sdb1").symlink_to(disk / "sdb1")
+    host = Host(sys_root=str(tmp_path))
+    assert whole_disk("/dev/sdb1", host) == "sdb"
+    assert whole_disk("/dev/sdb", host) == "sdb"
+    rule = udev_rule(Target("/dev/sdb1", "sdb", id_serial="S1"), "none")
+    assert "its disk sdb" in rule and 'ENV{ID_SERIAL}=="S1"' in rule
