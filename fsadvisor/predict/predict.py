@@ -124,7 +124,11 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
         noise2 = model.noise_sd_measured ** 2
 
     def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return X @ theta, np.sum((X @ cov) * X, axis=1)
+        # Only the columns some configuration uses (a sixth or less of the ~600 with the
+        # per-device terms): the quadratic form then costs N*k^2, not N*p^2.
+        nz = np.flatnonzero(X.any(axis=0))
+        Xs = X[:, nz]
+        return Xs @ theta[nz], np.sum((Xs @ cov[np.ix_(nz, nz)]) * Xs, axis=1)
 
     mu_p, var_p = mv(Xp)
     mu_w, var_w = mv(Xw)
