@@ -85,14 +85,21 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         for n in block:
             space.col(n)
     theta, cov = space.moments()
-    p = len(theta)
+    # Only the coefficients these configurations touch (a fifth of the ~600 with the
+    # per-device terms) get a column: every product below is then N*k or N*k^2, not p, and
+    # the designs of tens of thousands of candidates stay small. Columns keep the
+    # coefficients' order; unused coefficients only ever multiplied zeros.
+    used = sorted({space.col(n) for block in const.values() for n in block}
+                  | {col for m in maps.values() for _, col in m})
+    pos = {col: k for k, col in enumerate(used)}
+    theta, cov = theta[used], cov[np.ix_(used, used)]
 
     def design(block: str) -> np.ndarray:
-        X = np.zeros((len(cfgs), p))
+        X = np.zeros((len(cfgs), len(used)))
         for n, v in const[block].items():
-            X[:, space.col(n)] += v
+            X[:, pos[space.col(n)]] += v
         for j, col in maps[block]:
-            X[:, col] += C[:, j]
+            X[:, pos[col]] += C[:, j]
         return X
 
     return design("perf"), design("power"), design("tail"), theta, cov
@@ -124,8 +131,8 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
         noise2 = model.noise_sd_measured ** 2
 
     def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # Only the columns some configuration uses (a sixth or less of the ~600 with the
-        # per-device terms): the quadratic form then costs N*k^2, not N*p^2.
+        # Only the columns some configuration of this block uses: the quadratic form then
+        # costs N*k^2 for this block's k, not for the union of the blocks.
         nz = np.flatnonzero(X.any(axis=0))
         Xs = X[:, nz]
         return Xs @ theta[nz], np.sum((Xs @ cov[np.ix_(nz, nz)]) * Xs, axis=1)
