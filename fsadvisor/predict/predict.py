@@ -35,14 +35,21 @@ class _Space:
             self.extra.append(name)
         return i
 
-    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def moments(self, used: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and covariance of the coefficients, or of those at the sorted columns
+        ``used`` only (sliced out, never built at full size: a single prediction would
+        otherwise copy the whole ~600 x 600 covariance)."""
         m = self.model
-        pri = [m.settings.prior(n) for n in self.extra]
-        theta = np.concatenate([m.theta, [p[0] for p in pri]])
-        cov = np.zeros((len(theta), len(theta)))
         k = len(m.names)
-        cov[:k, :k] = m.cov
-        cov[range(k, len(theta)), range(k, len(theta))] = [p[1] ** 2 for p in pri]
+        if used is None:
+            used = list(range(k + len(self.extra)))
+        fitted = [c for c in used if c < k]
+        pri = [m.settings.prior(self.extra[c - k]) for c in used if c >= k]
+        theta = np.concatenate([m.theta[fitted], [p[0] for p in pri]])
+        cov = np.zeros((len(theta), len(theta)))
+        f = len(fitted)
+        cov[:f, :f] = m.cov[np.ix_(fitted, fitted)]
+        cov[range(f, len(theta)), range(f, len(theta))] = [p[1] ** 2 for p in pri]
         return theta, cov
 
 
@@ -84,7 +91,6 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     for block in const.values():
         for n in block:
             space.col(n)
-    theta, cov = space.moments()
     # Only the coefficients these configurations touch (a fifth of the ~600 with the
     # per-device terms) get a column: every product below is then N*k or N*k^2, not p, and
     # the designs of tens of thousands of candidates stay small. Columns keep the
@@ -92,7 +98,7 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     used = sorted({space.col(n) for block in const.values() for n in block}
                   | {col for m in maps.values() for _, col in m})
     pos = {col: k for k, col in enumerate(used)}
-    theta, cov = theta[used], cov[np.ix_(used, used)]
+    theta, cov = space.moments(used)
 
     def design(block: str) -> np.ndarray:
         X = np.zeros((len(cfgs), len(used)))

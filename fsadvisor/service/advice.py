@@ -298,7 +298,9 @@ def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
         if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs",
                                              lambda: catalog.kernel_supports("f2fs")):
             warnings.append("f2fs: not supported by this machine's kernel; check the target host")
-        return {"config": cfg.to_dict(), "workload": w.to_dict(), "device": dev.to_dict(),
+        return {"config": cfg.to_dict(),
+                "workload": memo.get("workload_dict", w, w.to_dict),
+                "device": memo.get("device_dict", dev, dev.to_dict),
                 "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
                 "basis": basis, "warnings": warnings}
 
