@@ -101,11 +101,16 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     theta, cov = space.moments(used)
 
     def design(block: str) -> np.ndarray:
+        # Two fancy-indexed adds; within each the columns are distinct (one per feature
+        # name), so this is the same sum as adding column by column.
         X = np.zeros((len(cfgs), len(used)))
-        for n, v in const[block].items():
-            X[:, pos[space.col(n)]] += v
-        for j, col in maps[block]:
-            X[:, pos[col]] += C[:, j]
+        names = const[block]
+        if names:
+            X[:, [pos[space.col(n)] for n in names]] += np.fromiter(names.values(), float,
+                                                                      len(names))
+        if maps[block]:
+            js, cols = zip(*maps[block])
+            X[:, [pos[c] for c in cols]] += C[:, list(js)]
         return X
 
     return design("perf"), design("power"), design("tail"), theta, cov
