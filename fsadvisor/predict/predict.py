@@ -197,22 +197,26 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
         ex(mu_w + Z90 * sd_w)
     f_p, f_e = ex(sd_p), ex(sd_e)
     source = "model" if measured else "model (assumed power level)"
+    # Python floats column by column (tolist: one conversion per array, not per element).
+    (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj) = (
+        a.tolist() for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w,
+                             iops, p99, watts, opj))
     out = []
     for i in range(len(cfgs)):
         unc = {
             "model": "log-normal; factor = exp(1 sd), interval = 90%",
-            "iops_factor": float(f_p[i]),
-            "iops_90": [float(lo_p[i]), float(hi_p[i])],
-            "ops_per_joule_factor": float(f_e[i]),
-            "ops_per_joule_90": [float(lo_e[i]), float(hi_e[i])],
-            "p99_latency_ms_90": [float(lo_t[i]), float(hi_t[i])],
-            "watts_90": [float(lo_w[i]), float(hi_w[i])],
+            "iops_factor": f_p[i],
+            "iops_90": [lo_p[i], hi_p[i]],
+            "ops_per_joule_factor": f_e[i],
+            "ops_per_joule_90": [lo_e[i], hi_e[i]],
+            "p99_latency_ms_90": [lo_t[i], hi_t[i]],
+            "watts_90": [lo_w[i], hi_w[i]],
         }
-        io = float(iops[i])
+        io = iops[i]
         out.append(Prediction(
             iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
-            p99_latency_ms=float(p99[i]), watts=float(watts[i]), ops_per_joule=float(opj[i]),
-            bytes_per_joule=float(opj[i]) * bs, uncertainty=unc, power_scope=scope,
+            p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=opj[i],
+            bytes_per_joule=opj[i] * bs, uncertainty=unc, power_scope=scope,
             energy_source=source, basis=basis))
     return out
 
