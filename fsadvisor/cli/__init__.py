@@ -79,8 +79,24 @@ def _register() -> None:
             importlib.import_module(f"{__name__}.{mod.name}")
 
 
+# The module defining each of the offline commands that must start fast (issue 13): for
+# these, main() loads that one module, so typer builds its three commands instead of
+# inspecting every command's signature (~60 functions) and importing every module's service.
+# Only a module with two or more commands may be listed (typer runs a lone command as the
+# whole program). Anything else (help, other commands, typos) loads every module.
+# tests/unit/test_fast_startup.py checks the table against the full registration.
+FAST_COMMANDS = {"recommend": "advice", "predict": "advice"}
+
+
 def main() -> None:
-    _register()
+    import importlib
+
+    args = sys.argv[1:]
+    module = FAST_COMMANDS.get(args[0]) if args else None
+    if module is not None:
+        importlib.import_module(f"{__name__}.{module}")
+    else:
+        _register()
     app()
 
 

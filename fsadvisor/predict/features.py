@@ -3,6 +3,7 @@ workload-shape and per-device level terms, configuration effects and the mechani
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Mapping
 
@@ -62,6 +63,13 @@ def _roofline(w: Workload, p: Mapping[str, float],
 
 
 def _workload_terms(w: Workload) -> dict[str, float]:
+    # Once per workload, not once per configuration (ranking asks for every candidate):
+    # a fresh dict each time, as callers may keep it.
+    return dict(_workload_terms_of(w))
+
+
+@functools.lru_cache(maxsize=256)
+def _workload_terms_of(w: Workload) -> dict[str, float]:
     rf = w.read_pct / 100.0
     return {
         "wf": 1.0 - rf,

@@ -35,14 +35,21 @@ class _Space:
             self.extra.append(name)
         return i
 
-    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+    def moments(self, used: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and covariance of the coefficients, or of those at the sorted columns
+        ``used`` only (sliced out, never built at full size: a single prediction would
+        otherwise copy the whole ~600 x 600 covariance)."""
         m = self.model
-        pri = [m.settings.prior(n) for n in self.extra]
-        theta = np.concatenate([m.theta, [p[0] for p in pri]])
-        cov = np.zeros((len(theta), len(theta)))
         k = len(m.names)
-        cov[:k, :k] = m.cov
-        cov[range(k, len(theta)), range(k, len(theta))] = [p[1] ** 2 for p in pri]
+        if used is None:
+            used = list(range(k + len(self.extra)))
+        fitted = [c for c in used if c < k]
+        pri = [m.settings.prior(self.extra[c - k]) for c in used if c >= k]
+        theta = np.concatenate([m.theta[fitted], [p[0] for p in pri]])
+        cov = np.zeros((len(theta), len(theta)))
+        f = len(fitted)
+        cov[:f, :f] = m.cov[np.ix_(fitted, fitted)]
+        cov[range(f, len(theta)), range(f, len(theta))] = [p[1] ** 2 for p in pri]
         return theta, cov
 
 
@@ -84,15 +91,26 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     for block in const.values():
         for n in block:
             space.col(n)
-    theta, cov = space.moments()
-    p = len(theta)
+    # Only the coefficients these configurations touch (a fifth of the ~600 with the
+    # per-device terms) get a column: every product below is then N*k or N*k^2, not p, and
+    # the designs of tens of thousands of candidates stay small. Columns keep the
+    # coefficients' order; unused coefficients only ever multiplied zeros.
+    used = sorted({space.col(n) for block in const.values() for n in block}
+                  | {col for m in maps.values() for _, col in m})
+    pos = {col: k for k, col in enumerate(used)}
+    theta, cov = space.moments(used)
 
     def design(block: str) -> np.ndarray:
-        X = np.zeros((len(cfgs), p))
-        for n, v in const[block].items():
-            X[:, space.col(n)] += v
-        for j, col in maps[block]:
-            X[:, col] += C[:, j]
+        # Two fancy-indexed adds; within each the columns are distinct (one per feature
+        # name), so this is the same sum as adding column by column.
+        X = np.zeros((len(cfgs), len(used)))
+        names = const[block]
+        if names:
+            X[:, [pos[space.col(n)] for n in names]] += np.fromiter(names.values(), float,
+                                                                      len(names))
+        if maps[block]:
+            js, cols = zip(*maps[block])
+            X[:, [pos[c] for c in cols]] += C[:, list(js)]
         return X
 
     return design("perf"), design("power"), design("tail"), theta, cov
@@ -124,7 +142,11 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
         noise2 = model.noise_sd_measured ** 2
 
     def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return X @ theta, np.sum((X @ cov) * X, axis=1)
+        # Only the columns some configuration of this block uses: the quadratic form then
+        # costs N*k^2 for this block's k, not for the union of the blocks.
+        nz = np.flatnonzero(X.any(axis=0))
+        Xs = X[:, nz]
+        return Xs @ theta[nz], np.sum((Xs @ cov[np.ix_(nz, nz)]) * Xs, axis=1)
 
     mu_p, var_p = mv(Xp)
     mu_w, var_w = mv(Xw)
@@ -175,22 +197,26 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
         ex(mu_w + Z90 * sd_w)
     f_p, f_e = ex(sd_p), ex(sd_e)
     source = "model" if measured else "model (assumed power level)"
+    # Python floats column by column (tolist: one conversion per array, not per element).
+    (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj) = (
+        a.tolist() for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w,
+                             iops, p99, watts, opj))
     out = []
     for i in range(len(cfgs)):
         unc = {
             "model": "log-normal; factor = exp(1 sd), interval = 90%",
-            "iops_factor": float(f_p[i]),
-            "iops_90": [float(lo_p[i]), float(hi_p[i])],
-            "ops_per_joule_factor": float(f_e[i]),
-            "ops_per_joule_90": [float(lo_e[i]), float(hi_e[i])],
-            "p99_latency_ms_90": [float(lo_t[i]), float(hi_t[i])],
-            "watts_90": [float(lo_w[i]), float(hi_w[i])],
+            "iops_factor": f_p[i],
+            "iops_90": [lo_p[i], hi_p[i]],
+            "ops_per_joule_factor": f_e[i],
+            "ops_per_joule_90": [lo_e[i], hi_e[i]],
+            "p99_latency_ms_90": [lo_t[i], hi_t[i]],
+            "watts_90": [lo_w[i], hi_w[i]],
         }
-        io = float(iops[i])
+        io = iops[i]
         out.append(Prediction(
             iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
-            p99_latency_ms=float(p99[i]), watts=float(watts[i]), ops_per_joule=float(opj[i]),
-            bytes_per_joule=float(opj[i]) * bs, uncertainty=unc, power_scope=scope,
+            p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=opj[i],
+            bytes_per_joule=opj[i] * bs, uncertainty=unc, power_scope=scope,
             energy_source=source, basis=basis))
     return out
 

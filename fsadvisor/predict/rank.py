@@ -214,21 +214,32 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     chosen. Among equals, a filesystem with data behind its effects goes before one that
     only has priors (``measured``): an unmeasured configuration never wins a tie on the
     strength of its prior."""
-    score_of: dict[FsConfig, dict[str, float]] = {}
-    for val, cfg, _, _ in kept:
-        score_of.setdefault(cfg.with_(scheduler="none"), {})[cfg.scheduler] = val
+    # A configuration with its scheduler left out, as a plain tuple (FsConfig's fields but
+    # the scheduler): grouping by it costs a hash, not a dataclasses.replace per candidate.
+    bare_ids: dict[tuple, int] = {}
+    score_of: dict[tuple, dict[str, float]] = {}
+    bare = np.empty(len(kept), dtype=np.intp)
+    for n, (val, cfg, _, _) in enumerate(kept):
+        key = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
+        bare[n] = bare_ids.setdefault(key, len(bare_ids))
+        score_of.setdefault(key, {})[cfg.scheduler] = val
     cx = np.array([complexity(item[1], device) for item in kept])
     prior_only = np.array([0 if measured is None or measured(item[1]) else 1 for item in kept])
-    bares = [item[1].with_(scheduler="none") for item in kept]
+    fs_of = np.array([item[1].fs for item in kept])
     logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
     tol = -math.log(1 - TIE_TOLERANCE)
 
     # var(x_i - x_0) = q_i + q_0 - 2 x_i.cov.x_0 with q = diag(X cov X'): one matrix product
-    # up front, then a matrix-vector product per pick.
-    q = np.sum((X @ cov) * X, axis=1) if X is not None and cov is not None else None
+    # up front, then a matrix-vector product per pick; both over the columns some candidate
+    # uses (a fraction of the design's), so the cost is N*k^2 once and N*k per pick.
+    if X is not None and cov is not None:
+        nz = np.flatnonzero(X.any(axis=0))
+        X, cov = X[:, nz], cov[np.ix_(nz, nz)]
+        q = np.sum((X @ cov) * X, axis=1)
+    else:
+        q = None
 
-    def pick(indices: list[int]) -> int:
-        idx = np.asarray(indices)
+    def pick(idx: np.ndarray) -> int:
         gap = logv[idx[0]] - logv[idx]
         limit = np.full(len(idx), tol)
         if q is not None:
@@ -236,24 +247,27 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
             var = q[idx] + q[idx[0]] - 2 * cross
             limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
         band = idx[gap <= limit]
-        return int(min(band, key=lambda i: (cx[i], prior_only[i], -logv[i])))
+        # fewest settings, then measured before prior-only, then the higher score; on a
+        # full tie the earlier (better-scored) candidate, as min() over the band did
+        return int(band[np.lexsort((-logv[band], prior_only[band], cx[band]))[0]])
 
     ordered = []
-    remaining = list(range(len(kept)))  # kept is sorted by score, best first
-    while remaining and len(ordered) < top:
-        i = pick(remaining)
-        remaining = [j for j in remaining if bares[j] != bares[i]]
+    alive = np.ones(len(kept), dtype=bool)  # kept is sorted by score, best first
+    while alive.any() and len(ordered) < top:
+        i = pick(np.flatnonzero(alive))
+        alive &= bare != bare[i]
         ordered.append(kept[i])
     for fs in dict.fromkeys(item[1].fs for item in kept):
-        rest = [j for j in remaining if kept[j][1].fs == fs]
-        if rest and not any(o[1].fs == fs for o in ordered):
+        rest = np.flatnonzero(alive & (fs_of == fs))
+        if len(rest) and not any(o[1].fs == fs for o in ordered):
             ordered.append(kept[pick(rest)])
     alternatives = {}
     for item in ordered:
-        bare = item[1].with_(scheduler="none")
-        alternatives[bare] = {"_best": item[0], **{
-            s: v / item[0] for s, v in score_of[bare].items()
-            if s != item[1].scheduler and item[0]}}
+        cfg = item[1]
+        alternatives[cfg.with_(scheduler="none")] = {"_best": item[0], **{
+            s: v / item[0] for s, v in score_of[(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
+                                                 ].items()
+            if s != cfg.scheduler and item[0]}}
     return ordered, alternatives
 
 

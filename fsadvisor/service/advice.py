@@ -237,30 +237,89 @@ def _config_of(config: Any):
     return catalog.config_from_dict(config)
 
 
+class _Memo:
+    """Per-batch memory of everything a prediction line needs that does not depend on the
+    line alone: the model, parsed profiles, resolved devices, device parameters and whole
+    results of repeated requests. A failure is remembered as its exception and raised again,
+    so a repeated bad value gives the same error on every line. One batch is one moment:
+    a device path is inspected, and the store read, once per distinct value."""
+
+    def __init__(self, db: str | None):
+        self.db = db
+        self.memo: dict[Any, Any] = {}
+        self._model: FittedModel | None = None
+
+    def get(self, kind: str, key: Any, make):
+        k = (kind, key)
+        try:
+            hit = self.memo[k]
+        except KeyError:
+            try:
+                hit = (True, make())
+            except (FsAdvisorError, ValueError) as e:
+                hit = (False, e)
+            self.memo[k] = hit
+        except TypeError:  # an unhashable key (e.g. a list where a value belongs): no memo
+            return make()
+        if hit[0]:
+            return hit[1]
+        raise hit[1]
+
+    def model(self) -> FittedModel:
+        if self._model is None:
+            self._model = get_model(self.db)
+        return self._model
+
+
+def _json_key(value: Any) -> Any:
+    # The request value as written (key order kept: error messages name the first bad key).
+    return value if isinstance(value, (str, type(None))) else json.dumps(value)
+
+
+def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
+                  device: Any, scope: str) -> dict:
+    """predict_one, with every step remembered in ``memo`` (same checks in the same order,
+    so the same first error)."""
+    _check_scope(scope)
+    cfg = memo.get("config", _json_key(config), lambda: _config_of(config))
+    w = memo.get("workload", (_json_key(workload), profile),
+                 lambda: _workload_of(workload, profile))
+    spec = device if isinstance(device, str) or device is None else json.dumps(device)
+    dev = memo.get("device", spec, lambda: resolve_device(spec))
+    memo.get("valid", (cfg, dev.size_bytes), lambda: catalog.validate(cfg, dev.size_bytes))
+
+    def compute() -> dict:
+        params, described = memo.get("params", dev, lambda: (
+            (p := _device_params(dev, memo.db)), _describe_params(p)))
+        p = predict(memo.model(), cfg, w, dev, scope, device_params=params)
+        basis = dict(p.basis)
+        basis["device_parameters"] = described
+        warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
+        if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs",
+                                             lambda: catalog.kernel_supports("f2fs")):
+            warnings.append("f2fs: not supported by this machine's kernel; check the target host")
+        return {"config": cfg.to_dict(),
+                "workload": memo.get("workload_dict", w, w.to_dict),
+                "device": memo.get("device_dict", dev, dev.to_dict),
+                "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
+                "basis": basis, "warnings": warnings}
+
+    # A repeated request is the same prediction: computed once per batch (the nested dicts
+    # of the result are shared between the lines that repeat it).
+    return dict(memo.get("result", (cfg, w, dev, scope), compute))
+
+
 def predict_one(config: Any, workload: Any = None, profile: str | None = None,
                 device: Any = None, db: str | None = None, scope: str = "system") -> dict:
-    _check_scope(scope)
-    cfg = _config_of(config)
-    w = _workload_of(workload, profile)
-    dev = resolve_device(device if isinstance(device, str) or device is None
-                         else json.dumps(device))
-    catalog.validate(cfg, dev.size_bytes)
-    params = _device_params(dev, db)
-    p = predict(get_model(db), cfg, w, dev, scope, device_params=params)
-    basis = dict(p.basis)
-    basis["device_parameters"] = _describe_params(params)
-    warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
-    if cfg.fs == "f2fs" and not catalog.kernel_supports("f2fs"):
-        warnings.append("f2fs: not supported by this machine's kernel; check the target host")
-    return {"config": cfg.to_dict(), "workload": w.to_dict(), "device": dev.to_dict(),
-            "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
-            "basis": basis, "warnings": warnings}
+    return _predict_memo(_Memo(db), config, workload, profile, device, scope)
 
 
 def predict_batch(lines: Iterable[str], db: str | None = None,
                   scope: str = "system") -> Iterator[dict]:
     """JSON Lines in, one JSON object out per input line; a bad line yields an error object
-    naming the line instead of stopping the batch."""
+    naming the line instead of stopping the batch. The model, profiles, devices and their
+    parameters are loaded once per batch, not once per line."""
+    memo = _Memo(db)
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -271,8 +330,8 @@ def predict_batch(lines: Iterable[str], db: str | None = None,
             unknown = set(req) - {"device", "config", "workload", "profile", "id"}
             if unknown:
                 raise FsAdvisorError(f"unknown key(s) {sorted(unknown)}")
-            out = predict_one(req.get("config"), req.get("workload"), req.get("profile"),
-                              req.get("device"), db=db, scope=scope)
+            out = _predict_memo(memo, req.get("config"), req.get("workload"),
+                                req.get("profile"), req.get("device"), scope)
             if "id" in req:
                 out["id"] = req["id"]
             yield out

@@ -17,13 +17,16 @@ import os
 import time
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams, RawRun, fit_device_params, prior_params
-from fsadvisor.probe.calibration_plan import BUDGET_S, CalibrationPlan, build_calibration_plan
-from fsadvisor.probe.report import ProgressEvent, dry_run_lines
-from fsadvisor.service import probing
+# The planning and probing modules (fsadvisor.probe, ~30 ms of imports) are imported by
+# the functions that plan or run a calibration: `recommend` and `predict` only read a
+# device's parameters here (device_params_for, describe) and must start fast (issue 13).
+if TYPE_CHECKING:
+    from fsadvisor.probe.calibration_plan import CalibrationPlan
+    from fsadvisor.probe.report import ProgressEvent
 from fsadvisor.sizes import parse_size
 
 Z90 = 1.6448536269514722  # two-sided 90% normal quantile, as the model's intervals use
@@ -60,6 +63,8 @@ def plan_calibration(device: str | None = None, *, scratch: str | int | None = N
     within the 5-minute budget (see build_calibration_plan). Reads the device, never
     writes it; with ``dry_run`` executes nothing at all."""
     from fsadvisor.host import device as devmod
+    from fsadvisor.probe.calibration_plan import build_calibration_plan
+    from fsadvisor.service import probing
     if (device is None) == (scratch is None):
         raise ConfigError("give either a DEVICE or --scratch SIZE")
     if plp not in ("yes", "no", "unknown"):
@@ -91,6 +96,8 @@ def plan_calibration(device: str | None = None, *, scratch: str | int | None = N
 
 
 def dry_run(plan: CalibrationPlan) -> list[str]:
+    from fsadvisor.probe.calibration_plan import BUDGET_S
+    from fsadvisor.probe.report import dry_run_lines
     lines = dry_run_lines(plan)
     lines[0] = (f"# fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
                 f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
@@ -102,6 +109,7 @@ def dry_run(plan: CalibrationPlan) -> list[str]:
 
 def planned(plan: CalibrationPlan) -> str:
     """The one line a front end shows before starting."""
+    from fsadvisor.probe.calibration_plan import BUDGET_S
     target = "a scratch loop device" if plan.scratch_size_bytes else str(plan.device)
     return (f"calibrating {target}: {len(plan.cells())} raw-device runs of {plan.runtime_s:g} s "
             f"({plan.reps} reps, sweep {plan.sweep_reps}), about {plan.estimated_seconds():.0f} s "
@@ -159,6 +167,7 @@ def run_calibration(plan: CalibrationPlan,
     with no device_params row written."""
     from fsadvisor.probe.run import MatrixRun
     from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.service import probing
     from fsadvisor.store import open_store
 
     why = probing.root_problem()
@@ -227,6 +236,7 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
     """A calibration is not resumable: drop its unfinished-matrix entry from the state file,
     so the next one does not report it as something --resume could continue."""
     from fsadvisor.probe.state import StateFile, StateFileError, state_path_for
+    from fsadvisor.service import probing
     try:
         sf = StateFile(state_path_for(probing.store_path(plan.db_path)))
         state = sf.load()

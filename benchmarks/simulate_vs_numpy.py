@@ -1,0 +1,62 @@
+"""Benchmark: `fsadvisor simulate --vary numjobs=1,4,16,64` vs `python3 -c 'import numpy'`.
+
+Covers: the whole what-if path through the CLI (start-up, model from the warm fit cache,
+calibrating the simulator at the workload's point, four variants of 50,000 simulated
+requests each, the table). Scenario: the oltp preset on xfs with 16 AGs (the golden
+tests/unit/golden/sim_oltp.out's setting, at the CLI's default request count); alternating
+pairs (the order within a pair alternates too); printed: the per-pair ratio's median and
+min-max. Target (issue 13): <= 5x.
+
+    python benchmarks/simulate_vs_numpy.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="fsadvisor-bench-")
+    env = dict(os.environ, FSADVISOR_DB=os.path.join(tmp, "bench.db"),
+               XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # run the byte-compiled package, as installed
+    exe = shutil.which("fsadvisor")
+    sim = ([exe] if exe else [sys.executable, "-m", "fsadvisor.cli"]) + [
+        "simulate", "--profile", "oltp", "--config", '{"filesystem": "xfs", "ag_count": 16}',
+        "--vary", "numjobs=1,4,16,64"]
+    numpy_cmd = [sys.executable, "-c", "import numpy"]
+    t_sim, t_np = [], []
+    try:
+        timed(sim, env)  # seeds the store and fills the fit cache
+        for i in range(args.repeats):
+            pair = [(t_np, numpy_cmd), (t_sim, sim)]
+            for out, cmd in (pair if i % 2 == 0 else pair[::-1]):
+                out.append(timed(cmd, env))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratios = [s / n for s, n in zip(t_sim, t_np)]
+    print(f"python3 -c 'import numpy' median: {statistics.median(t_np) * 1000:8.1f} ms")
+    print(f"simulate (4 variants) median:     {statistics.median(t_sim) * 1000:8.1f} ms "
+          f"(min-max {min(t_sim) * 1000:.0f}-{max(t_sim) * 1000:.0f})")
+    print(f"per-pair ratio median:            {statistics.median(ratios):8.2f}x "
+          f"(min-max {min(ratios):.2f}-{max(ratios):.2f}; target <= 5x)")
+
+
+if __name__ == "__main__":
+    main()
