@@ -111,6 +111,9 @@ def edit_workload(w: Workload, jobs: Any = None, iodepth: Any = None, bs: Any = 
                      if fsync_every is not None and str(fsync_every).strip()
                      else max(w.fsync_every, 1))
             changes["fsync_every"] = every
+    elif fsync_every is not None:
+        # fio's fsync=N alone: 0 is never (with policy "none"), N every N writes
+        changes["fsync_every"] = _whole(fsync_every, "writes per fsync", 0, 1_000_000)
     return replace(w, **changes)
 
 

@@ -40,6 +40,13 @@ class FsAdvisorApp(App):
     def __init__(self, db: str | None = None) -> None:
         super().__init__()
         self.db = db
+        self.whatif = calls.whatif_session(db)
+        # Live what-if: one re-rank at a time; edits made while it runs are coalesced into
+        # one more run with the form's latest state (a fixed debounce would add its delay to
+        # every key press; this adds none when the app is idle).
+        self._live_busy = False
+        self._live_wanted = False
+        self.live_generation = 0  # live rankings shown so far (the latency benchmark waits on it)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -85,10 +92,47 @@ class FsAdvisorApp(App):
             self.notify(str(e), title="recommend", severity="error", markup=False)
             return
         self.action_show_tab("results")
-        self.query_one(ResultsPane).start(profile, device, top, self.db)
+        self.query_one(ResultsPane).start(profile, device, top, self.whatif)
 
     def on_profile_pane_recommend_requested(self, _event: ProfilePane.RecommendRequested) -> None:
         self.action_recommend()
+
+    # ------------------------------------------------------------------ live what-if
+
+    def on_profile_pane_edited(self, _event: ProfilePane.Edited) -> None:
+        self._live_wanted = True
+        if not self._live_busy:
+            self._run_live()
+
+    def _run_live(self) -> None:
+        self._live_wanted = False
+        prof = self.query_one(ProfilePane)
+        if prof.current is None:
+            return
+        try:
+            profile = prof.effective_profile()
+            device, top = self.query_one(DevicePane).choices()
+        except calls.USER_ERRORS as e:
+            prof.show_live_error(str(e))
+            return
+        self._live_busy = True
+        self.query_one(ResultsPane).start_live(profile, device, top, self.whatif)
+
+    def _live_done(self) -> None:
+        self._live_busy = False
+        self.live_generation += 1
+        if self._live_wanted:
+            self._run_live()
+
+    def on_results_pane_recommended(self, event: ResultsPane.Recommended) -> None:
+        if event.live:
+            self.query_one(ProfilePane).show_live(event.recommendation)
+            self._live_done()
+
+    def on_results_pane_failed(self, event: ResultsPane.Failed) -> None:
+        if event.live:
+            self.query_one(ProfilePane).show_live_error(event.error)
+            self._live_done()
 
     def on_probe_pane_preview_requested(self, event: ProbePane.PreviewRequested) -> None:
         prof = self.query_one(ProfilePane)

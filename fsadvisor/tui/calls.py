@@ -16,9 +16,13 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service import advice
 from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC, DeviceDescription, Recommendation
 from fsadvisor.service.probing import ProbePreview, ProbeRequest
+from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, format_size,
+                                      with_workload)
 
 __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles", "get_profile", "recommend",
-           "device", "energy_sources", "history", "probe_preview", "with_constraints"]
+           "device", "energy_sources", "history", "probe_preview", "with_constraints",
+           "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
+           "FSYNC_POLICIES", "format_size"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -79,3 +83,15 @@ def probe_preview(target: str, profile: str | None = None, quick: bool = True,
 
 def with_constraints(profile: Profile, **changes: Any) -> Profile:
     return replace(profile, constraints=replace(profile.constraints, **changes))
+
+
+def whatif_session(db: str | None = None) -> WhatIf:
+    """One session per app: it keeps the device context and a workload's predictions, so a
+    constraint edit refilters and a workload edit predicts again without fitting again."""
+    return WhatIf(db)
+
+
+def live_recommend(session: WhatIf, profile: Profile, device: str | None,
+                   top: int = 5) -> Recommendation:
+    """What ``recommend`` answers for the same arguments, from the session's caches."""
+    return session.recommend(profile, device, top=top)

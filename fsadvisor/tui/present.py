@@ -92,6 +92,18 @@ def ranked_row(r: Ranked) -> tuple[str, ...]:
             energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
 
 
+def live_status(rec: Recommendation) -> Text:
+    """One line over the live table: what was ranked and what the constraints cut."""
+    w = rec.profile.workload
+    excluded = sum(rec.excluded.values())
+    t = Text()
+    t.append("live: ", style="bold")
+    t.append(f"{rec.profile.name}, {w.numjobs} job(s) x QD {w.iodepth}, "
+             f"{format_size(w.bs_bytes)} requests, {w.read_pct}% reads; "
+             f"{rec.considered} candidates, {excluded} excluded")
+    return t
+
+
 def summary_text(rec: Recommendation) -> Text:
     d = rec.device
     t = Text()

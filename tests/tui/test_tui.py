@@ -193,7 +193,12 @@ async def test_a_typo_in_the_form_is_named_and_nothing_runs():
         await pilot.press(*"fast", "enter")
         await settle(pilot)
         assert any("max p99 ms must be a number" in t for t in toasts(app))
-        assert app.query_one(ResultsPane).recommendation is None
+        # nothing was ranked for the bad form: no explicit run, and the live table (which
+        # follows every edit) is empty and says why
+        assert app.query_one(ResultsPane).explicit_runs == 0
+        assert app.query_one("#live-ranked", DataTable).row_count == 0
+        assert "no ranking: max p99 ms must be a number" in str(
+            app.query_one("#live-status", Static).content)
         assert app.query_one("TabbedContent").active == "profile"
 
 
@@ -225,7 +230,8 @@ async def test_device_spec_is_inspected_and_a_bad_one_reported():
         spec.value = "nvme:1.92"
         spec.cursor_position = len(spec.value)
         await pilot.press("T", "r")
-        assert spec.value == "nvme:1.92Tr" and app.query_one(ResultsPane).recommendation is None
+        assert spec.value == "nvme:1.92Tr" and app.query_one(ResultsPane).explicit_runs == 0
+        assert app.query_one("TabbedContent").active == "device"
         spec.value = "nvme:1.92T"
         await pilot.press("f1", "r")
         await settle(pilot)

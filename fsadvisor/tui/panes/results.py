@@ -20,16 +20,20 @@ from fsadvisor.tui import calls, present
 
 class ResultsPane(Vertical):
     class Recommended(Message):
-        def __init__(self, recommendation: Recommendation) -> None:
+        def __init__(self, recommendation: Recommendation, live: bool = False) -> None:
             super().__init__()
             self.recommendation = recommendation
+            self.live = live  # a what-if re-rank (as the user types), not an explicit r
 
     class Failed(WorkerFailed):
-        pass
+        def __init__(self, error: str, live: bool = False) -> None:
+            super().__init__(error)
+            self.live = live
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.recommendation: Recommendation | None = None
+        self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
 
     def compose(self) -> ComposeResult:
         yield Static("No recommendations yet: choose a profile and a device, then press r.",
@@ -40,22 +44,38 @@ class ResultsPane(Vertical):
         with VerticalScroll(id="detail"):
             yield Static(id="detail-text")
 
-    def start(self, profile: Profile, device: str, top: int, db: str | None) -> None:
+    def start(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+        """An explicit recommendation (r, Enter, the palette): the previous one is cancelled."""
+        self.explicit_runs += 1
         self.query_one("#summary", Static).update(
             Text(f"ranking candidates for {profile.name} on {device} ..."))
-        self._recommend(profile, device, top, db)
+        self._recommend(profile, device, top, session)
+
+    def start_live(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+        """A what-if re-rank. Never cancelled (the app runs one at a time and coalesces the
+        edits made meanwhile), so every start is answered by exactly one message."""
+        self._live(profile, device, top, session)
 
     @work(thread=True, exclusive=True, group="recommend")
-    def _recommend(self, profile: Profile, device: str, top: int, db: str | None) -> None:
+    def _recommend(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
         worker = get_current_worker()
         try:
-            rec = calls.recommend(profile, device, top=top, db=db)
+            rec = calls.live_recommend(session, profile, device, top=top)
         except calls.USER_ERRORS as e:
             if not worker.is_cancelled:
                 self.post_message(self.Failed(str(e)))
             return
         if not worker.is_cancelled:
             self.post_message(self.Recommended(rec))
+
+    @work(thread=True, group="live")
+    def _live(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+        try:
+            rec = calls.live_recommend(session, profile, device, top=top)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e), live=True))
+            return
+        self.post_message(self.Recommended(rec, live=True))
 
     def on_results_pane_recommended(self, event: Recommended) -> None:
         rec = self.recommendation = event.recommendation
@@ -70,7 +90,8 @@ class ResultsPane(Vertical):
 
     def on_results_pane_failed(self, event: Failed) -> None:
         self.query_one("#summary", Static).update(Text(f"no recommendation: {event.error}"))
-        self.notify(event.error, title="recommend", severity="error", markup=False)
+        if not event.live:  # a live re-rank says it under the form, not once per key press
+            self.notify(event.error, title="recommend", severity="error", markup=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show(event.cursor_row)
