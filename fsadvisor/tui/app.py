@@ -7,6 +7,8 @@ need more than one pane. Domain errors become one-line notifications, never a tr
 
 from __future__ import annotations
 
+import time
+
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Header, OptionList, TabbedContent, TabPane
@@ -47,6 +49,7 @@ class FsAdvisorApp(App):
         self._live_busy = False
         self._live_wanted = False
         self.live_generation = 0  # live rankings shown so far (the latency benchmark waits on it)
+        self.live_drawn_at = 0.0  # perf_counter() after the last live table was refreshed
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -114,6 +117,7 @@ class FsAdvisorApp(App):
             device, top = self.query_one(DevicePane).choices()
         except calls.USER_ERRORS as e:
             prof.show_live_error(str(e))
+            self.live_generation += 1  # answered (with the reason), as a ranking would be
             return
         self._live_busy = True
         self.query_one(ResultsPane).start_live(profile, device, top, self.whatif)
@@ -121,8 +125,12 @@ class FsAdvisorApp(App):
     def _live_done(self) -> None:
         self._live_busy = False
         self.live_generation += 1
+        self.call_after_refresh(self._live_drawn)
         if self._live_wanted:
             self._run_live()
+
+    def _live_drawn(self) -> None:
+        self.live_drawn_at = time.perf_counter()
 
     def on_results_pane_recommended(self, event: ResultsPane.Recommended) -> None:
         if event.live:

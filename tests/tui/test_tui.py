@@ -323,3 +323,89 @@ def test_tui_command_is_registered_and_textual_stays_lazy():
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------- live what-if
+
+async def live_settled(pilot) -> None:
+    """Wait until no live re-rank is running or wanted (each run is one thread worker)."""
+    app = pilot.app
+    for _ in range(200):
+        await settle(pilot)
+        if not app._live_busy and not app._live_wanted:
+            return
+    raise AssertionError("the live re-rank never settled")
+
+
+def live_rows(app) -> list[tuple[str, ...]]:
+    table = app.query_one("#live-ranked", DataTable)
+    return [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+
+
+@pytest.mark.asyncio
+async def test_typing_a_constraint_reranks_live_without_r():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await live_settled(pilot)
+        oltp = advice.get_profile("oltp")
+        want = advice.recommend(oltp, "nvme:1T", top=5)
+        assert live_rows(app) == [present.ranked_row(r) for r in want.ranked]
+        made = app.whatif.predictions_made
+        best_iops = max(r.prediction.iops for r in want.ranked)
+        threshold = f"{int(best_iops) - 1}"
+        app.query_one("#min-iops", Input).focus()
+        await pilot.press(*threshold)  # no r, no Enter
+        await live_settled(pilot)
+        q = calls.with_constraints(oltp, min_iops=float(threshold))
+        cut = advice.recommend(q, "nvme:1T", top=5)
+        assert live_rows(app) == [present.ranked_row(r) for r in cut.ranked]
+        assert cut.excluded["fails_min_iops"] > 0
+        assert app.whatif.predictions_made == made  # refiltered, never predicted again
+        # the Results tab follows too, and no toast was raised per key press
+        assert app.query_one(ResultsPane).recommendation.to_dict() == cut.to_dict()
+        assert app.query_one(ResultsPane).explicit_runs == 0
+        assert toasts(app) == []
+        assert app.query_one("TabbedContent").active == "profile"
+
+
+@pytest.mark.asyncio
+async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_the_form():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await live_settled(pilot)
+        made = app.whatif.predictions_made
+        jobs = app.query_one("#wl-jobs", Input)
+        assert jobs.value == "16"  # oltp's own
+        jobs.focus()
+        await pilot.press("backspace", "backspace", "4")
+        await live_settled(pilot)
+        oltp = advice.get_profile("oltp")
+        want = advice.recommend(calls.with_workload(oltp, calls.edit_workload(oltp.workload, jobs=4)),
+                                "nvme:1T", top=5)
+        assert live_rows(app) == [present.ranked_row(r) for r in want.ranked]
+        assert app.whatif.predictions_made > made
+        assert "1 job(s)" not in str(app.query_one("#live-status", Static).content)
+        assert "4 job(s) x QD" in str(app.query_one("#live-status", Static).content)
+        await pilot.press("x")
+        await live_settled(pilot)
+        assert "no ranking: jobs must be a whole number, not '4x'" in str(
+            app.query_one("#live-status", Static).content)
+        assert live_rows(app) == [] and toasts(app) == []
+
+
+@pytest.mark.asyncio
+async def test_changing_the_preset_keeps_the_plp_answer():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        plp = app.query_one("#plp", Select)
+        assert plp.value == "unknown"
+        plp.value = "yes"  # what choosing it in the dropdown does
+        await live_settled(pilot)
+        options = app.query_one("#presets", OptionList)
+        options.focus()
+        await pilot.press("down")
+        await live_settled(pilot)
+        assert options.get_option_at_index(options.highlighted).id != "oltp"
+        assert plp.value == "yes"
+        assert app.query_one(ResultsPane).recommendation.device.plp == "yes"

@@ -34,17 +34,15 @@ def test_same_answer_as_recommend_for_every_preset(db):
     cases = [(p, None, "unknown") for p in advice.list_profiles()]
     cases += [(p, "sata-ssd:480G", "yes") for p in advice.list_profiles()[::10]]
     for p, device, plp in cases:
-        if True:
-            if True:
-                q = _constrained(p, plp=plp)
-                try:
-                    want = advice.recommend(q, device, top=5, db=db).to_dict()
-                except FsAdvisorError as e:
-                    with pytest.raises(FsAdvisorError, match="no configuration"):
-                        session.recommend(q, device, top=5)
-                    assert "no configuration" in str(e)
-                    continue
-                assert session.recommend(q, device, top=5).to_dict() == want, (p.name, device, plp)
+        q = _constrained(p, plp=plp)
+        try:
+            want = advice.recommend(q, device, top=5, db=db).to_dict()
+        except FsAdvisorError as e:
+            assert "no configuration" in str(e)
+            with pytest.raises(FsAdvisorError, match="no configuration"):
+                session.recommend(q, device, top=5)
+            continue
+        assert session.recommend(q, device, top=5).to_dict() == want, (p.name, device, plp)
 
 
 def test_constraint_edit_refilters_workload_edit_repredicts_and_nothing_refits(db, monkeypatch):
