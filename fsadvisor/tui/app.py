@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import time
 
-from textual.app import App, ComposeResult
+import json
+import shlex
+from pathlib import Path
+
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, TabbedContent, TabPane
 
 from fsadvisor.tui import calls
+from fsadvisor.tui.help import HelpScreen
 from fsadvisor.tui.panes.device import DevicePane
 from fsadvisor.tui.panes.energy import EnergyPane
 from fsadvisor.tui.panes.history import HistoryPane
@@ -31,13 +37,19 @@ class FsAdvisorApp(App):
     SUB_TITLE = "filesystem, options, AG count and scheduler by operations per joule"
     BINDINGS = [
         Binding("r", "recommend", "Recommend"),
+        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         # priority: the Screen's own (hidden) tab binding would otherwise win in the footer
-        Binding("tab", "focus_next", "Next pane", show=True, priority=True),
-        Binding("shift+tab", "focus_previous", "Previous pane", show=False, priority=True),
-        *(Binding(f"f{i}", f"show_tab('{tab}')", label, show=True)
+        Binding("tab", "focus_next", "Next field", show=True, priority=True),
+        Binding("shift+tab", "focus_previous", "Previous field", show=False, priority=True),
+        # The F keys are written on the tabs themselves ("F1 Profile"): in the footer they
+        # pushed Recommend/Help/Quit off an 80-column screen.
+        *(Binding(f"f{i}", f"show_tab('{tab}')", label, show=False)
           for i, (tab, label) in enumerate(TABS, 1)),
     ]
+    # Narrow (80 columns) and short (24 rows) terminals get a tighter layout (app.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     def __init__(self, db: str | None = None) -> None:
         super().__init__()
@@ -54,8 +66,8 @@ class FsAdvisorApp(App):
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="tabs", initial="profile"):
-            for tab, label in TABS:
-                with TabPane(label, id=tab):
+            for i, (tab, label) in enumerate(TABS, 1):
+                with TabPane(f"F{i} {label}", id=tab):
                     yield self._pane(tab)
         yield Footer()
 
@@ -67,6 +79,70 @@ class FsAdvisorApp(App):
 
     def on_mount(self) -> None:
         self.query_one("#presets", OptionList).focus()
+
+    # ------------------------------------------------------------------ discoverability
+
+    @property
+    def active_tab(self) -> str:
+        return str(self.query_one(TabbedContent).active)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.active_tab))
+
+    def get_system_commands(self, screen: Screen):
+        yield SystemCommand("Recommend", "Rank the configurations for the profile and device "
+                            "chosen (r)", self.action_recommend)
+        yield SystemCommand("Probe preview", "Dry run of a probe on scratch:1G with this "
+                            "profile: the cells and commands, nothing executed",
+                            self.action_probe_preview)
+        yield SystemCommand("Copy mkfs and fstab lines", "Copy the #1 recommendation's "
+                            "mkfs command and fstab line to the clipboard",
+                            self.action_copy_commands)
+        yield SystemCommand("Export recommendation (JSON)", "Write the current recommendation "
+                            "to fsadvisor-recommendation.json in the working directory",
+                            self.action_export_json)
+        yield SystemCommand("Help for this screen", "What the numbers mean and what to do "
+                            "next (?)", self.action_help)
+        yield from super().get_system_commands(screen)
+
+    def _recommendation(self):
+        rec = self.query_one(ResultsPane).recommendation
+        if rec is None or not rec.ranked:
+            self.notify("no recommendation yet: press r first", title="copy/export",
+                        severity="warning")
+            return None
+        return rec
+
+    def command_lines(self) -> str | None:
+        """The #1 recommendation's mkfs command and fstab line, as a shell user pastes them."""
+        rec = self.query_one(ResultsPane).recommendation
+        if rec is None or not rec.ranked:
+            return None
+        cmds = rec.ranked[0].commands
+        return f"{shlex.join(cmds['mkfs'])}\n{cmds['fstab']}\n"
+
+    def action_copy_commands(self) -> None:
+        if self._recommendation() is None:
+            return
+        text = self.command_lines()
+        self.copy_to_clipboard(text)
+        self.notify(text.strip(), title="copied (mkfs, fstab)", markup=False)
+
+    def action_export_json(self, path: str = "fsadvisor-recommendation.json") -> None:
+        rec = self._recommendation()
+        if rec is None:
+            return
+        try:
+            Path(path).write_text(json.dumps(rec.to_dict(), indent=2, default=str) + "\n")
+        except OSError as e:
+            self.notify(f"{path}: {e.strerror}", title="export", severity="error", markup=False)
+            return
+        self.notify(f"wrote {Path(path).resolve()}", title="export", markup=False)
+
+    def action_probe_preview(self) -> None:
+        self.action_show_tab("probe")
+        self.query_one(ProbePane).request_preview()
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -409,3 +409,75 @@ async def test_changing_the_preset_keeps_the_plp_answer():
         assert options.get_option_at_index(options.highlighted).id != "oltp"
         assert plp.value == "yes"
         assert app.query_one(ResultsPane).recommendation.device.plp == "yes"
+
+
+# ---------------------------------------------------------------------- discoverability
+
+@pytest.mark.asyncio
+async def test_question_mark_opens_help_for_the_current_tab_and_escape_closes_it():
+    from fsadvisor.tui.help import HelpScreen
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).content)
+        assert "Profile: what the application does" in text
+        assert "90% interval" in text and "operations per joule" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("f3", "question_mark")
+        await pilot.pause()
+        assert str(app.screen.query_one("#help-text", Static).content).startswith("Recommendations")
+
+
+@pytest.mark.asyncio
+async def test_the_first_tab_lands_on_a_visible_field():
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.focused.id == "presets"
+        await pilot.press("tab")
+        await pilot.pause()
+        focused = app.focused
+        assert isinstance(focused, Input) and focused.id == "wl-jobs"
+        region = focused.region
+        assert region.width > 0 and region.right <= 80 and region.bottom <= 24
+
+
+@pytest.mark.asyncio
+async def test_palette_commands_copy_the_mkfs_and_fstab_lines_and_export_json(tmp_path, monkeypatch):
+    import json
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for want in ("Recommend", "Probe preview", "Copy mkfs and fstab lines",
+                     "Export recommendation (JSON)", "Help for this screen"):
+            assert want in titles
+        results = app.query_one(ResultsPane)
+        live = results.recommendation  # the live ranking of the start screen
+        results.recommendation = None  # as before any ranking (e.g. a form that has none)
+        app.action_copy_commands()
+        await pilot.pause()
+        assert any("press r first" in t for t in toasts(app))
+        results.recommendation = live
+        await pilot.press("r")
+        await settle(pilot)
+        rec = app.query_one(ResultsPane).recommendation
+        top = rec.ranked[0].commands
+        copied = []
+        monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+        app.action_copy_commands()
+        assert copied == [f"{shlex.join(top['mkfs'])}\n{top['fstab']}\n"]
+        out = tmp_path / "rec.json"
+        app.action_export_json(str(out))
+        assert json.loads(out.read_text()) == json.loads(json.dumps(rec.to_dict(), default=str))
+        app.action_probe_preview()
+        await settle(pilot)
+        assert app.active_tab == "probe"
+        assert "fsadvisor probe" in str(app.query_one("#probe-command", Static).content)

@@ -85,19 +85,19 @@ class ProfilePane(Horizontal):
             with Horizontal(classes="form-row"):
                 yield Label("jobs", classes="field")
                 yield Input(id="wl-jobs", classes="num")
-                yield Label("queue depth", classes="field")
+                yield Label("QD", classes="field")
                 yield Input(id="wl-iodepth", classes="num")
-                yield Label("request", classes="field")
+                yield Label("req size", classes="field")
                 yield Input(id="wl-bs", classes="num")
             with Horizontal(classes="form-row"):
                 yield Label("read %", classes="field")
                 yield Input(id="wl-read", classes="num")
-                yield Label("working set", classes="field")
+                yield Label("work set", classes="field")
                 yield Input(id="wl-ws", classes="num")
             with Horizontal(classes="form-row"):
                 yield Label("fsync", classes="field")
                 yield Select(FSYNC_CHOICES, value="none", allow_blank=False, id="wl-fsync")
-                yield Label("writes/fsync", classes="field")
+                yield Label("per fsync", classes="field")
                 yield Input(id="wl-fsync-every", classes="num")
             yield Label("Constraints (r or Enter: full results)", classes="section")
             with Horizontal(classes="form-row"):
@@ -125,6 +125,9 @@ class ProfilePane(Horizontal):
             yield live
 
     def on_mount(self) -> None:
+        # The form scrolls, but is not a Tab stop of its own: the first Tab from the preset
+        # list lands on the first field, which the user can see and type into.
+        self.query_one("#profile-side").can_focus = False
         self._load_presets()
 
     @work(thread=True, exclusive=True, group="presets")
