@@ -22,7 +22,7 @@ from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, for
 __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles", "get_profile", "recommend",
            "device", "energy_sources", "history", "probe_preview", "with_constraints",
            "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
-           "FSYNC_POLICIES", "format_size"]
+           "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -95,3 +95,16 @@ def live_recommend(session: WhatIf, profile: Profile, device: str | None,
                    top: int = 5) -> Recommendation:
     """What ``recommend`` answers for the same arguments, from the session's caches."""
     return session.recommend(profile, device, top=top)
+
+
+def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
+    from fsadvisor.service.matrix_results import matrix_cells as cells
+    return cells(matrix_id, db)
+
+
+def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None) -> str:
+    """csv/json of the matrix's cells, or ``html``: its report (service.report)."""
+    from fsadvisor.service import matrix_results
+    if fmt == "html":
+        return str(matrix_results.export_report(matrix_id, out, db))
+    return str(matrix_results.export_matrix(matrix_id, fmt, out, db))

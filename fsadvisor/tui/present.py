@@ -171,6 +171,24 @@ def energy_table(sources: list[dict[str, Any]]) -> Table:
     return table
 
 
+MATRIX_COLUMNS = ("configuration", "workload", "n", "ops/J mean (95%)", "IOPS mean (95%)",
+                  "p99 µs", "W", "energy")
+
+
+def _ci(stat: dict[str, Any], digits: int = 0) -> str:
+    if stat.get("mean") is None:
+        return "-"
+    text = f"{stat['mean']:,.{digits}f}"
+    if stat.get("ci95_low") is not None and stat.get("ci95_high") is not None:
+        text += f" ({stat['ci95_low']:,.{digits}f}–{stat['ci95_high']:,.{digits}f})"
+    return text
+
+
+def matrix_row(c: dict[str, Any]) -> tuple[str, ...]:
+    return (c["label"], c["workload"], str(c["n"]), _ci(c["ops_per_joule"]), _ci(c["iops"]),
+            _ci(c["p99_latency_us"]), _ci(c["watts"], 1), c["energy"])
+
+
 HISTORY_COLUMNS = ("matrix", "status", "started", "finished", "device", "profile", "reps",
                    "runs ok", "failed", "incomplete", "cells")
 

@@ -481,3 +481,41 @@ async def test_palette_commands_copy_the_mkfs_and_fstab_lines_and_export_json(tm
         await settle(pilot)
         assert app.active_tab == "probe"
         assert "fsadvisor probe" in str(app.query_one("#probe-command", Static).content)
+
+
+# ---------------------------------------------------------------------- history you can open
+
+@pytest.mark.asyncio
+async def test_a_matrix_opens_to_its_measured_cells_and_exports(probed_store, tmp_path, monkeypatch):
+    import csv
+    import json
+
+    from fsadvisor.service import matrix_results
+
+    monkeypatch.chdir(tmp_path)
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")
+        await settle(pilot)
+        table = app.query_one("#history-table", DataTable)
+        assert table.has_focus
+        await pilot.press("c")  # nothing opened yet: said so
+        await settle(pilot)
+        assert any("open a matrix first" in t for t in toasts(app))
+        ids = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+        await pilot.press(*["down"] * ids.index("m-new"), "enter")
+        await settle(pilot)
+        want = matrix_results.matrix_cells("m-new", db=str(probed_store))
+        cells = app.query_one("#matrix-cells", DataTable)
+        rows = [tuple(str(c) for c in cells.get_row_at(i)) for i in range(cells.row_count)]
+        assert rows == [present.matrix_row(c) for c in want["cells"]] and len(rows) == 2
+        assert "matrix m-new (oltp on /dev/loop9)" in str(app.query_one("#matrix-note", Static).content)
+        await pilot.press("c", "j")
+        await settle(pilot)
+        assert json.loads((tmp_path / "fsadvisor-m-new.json").read_text()) == want
+        got = list(csv.DictReader((tmp_path / "fsadvisor-m-new.csv").open()))
+        assert [r["configuration"] for r in got] == [c["label"] for c in want["cells"]]
+        await pilot.press("h")
+        await settle(pilot)
+        assert "<html" in (tmp_path / "fsadvisor-m-new.html").read_text().lower()
