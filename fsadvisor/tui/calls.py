@@ -22,7 +22,8 @@ from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, for
 __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles", "get_profile", "recommend",
            "device", "energy_sources", "history", "probe_preview", "with_constraints",
            "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
-           "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix"]
+           "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
+           "plot_recommendation"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -108,3 +109,9 @@ def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None) -> 
     if fmt == "html":
         return str(matrix_results.export_report(matrix_id, out, db))
     return str(matrix_results.export_matrix(matrix_id, fmt, out, db))
+
+
+def plot_recommendation(rec: Recommendation, width: int = 80) -> str:
+    """The CLI's ``recommend --plot``: predicted ops/J bars with 95% whiskers (the 90% interval widened, service.report), plain text."""
+    from fsadvisor.service.report import plot_recommendation as plot
+    return plot(rec, width)

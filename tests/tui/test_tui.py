@@ -519,3 +519,26 @@ async def test_a_matrix_opens_to_its_measured_cells_and_exports(probed_store, tm
         await pilot.press("h")
         await settle(pilot)
         assert "<html" in (tmp_path / "fsadvisor-m-new.html").read_text().lower()
+
+
+@pytest.mark.asyncio
+async def test_p_plots_the_ranked_ops_per_joule_with_whiskers_and_p_again_goes_back():
+    from fsadvisor.service import report
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        pane = app.query_one(ResultsPane)
+        detail = app.query_one("#detail-text", Static)
+        row_text = str(detail.content)
+        await pilot.press("p")
+        await settle(pilot)
+        width = max(app.query_one("#detail").size.width - 2, 40)
+        shown = str(detail.content)
+        assert shown == report.plot_recommendation(pane.recommendation, width)
+        assert "P #1 " in shown and "95% interval" in shown and "│" in shown
+        await pilot.press("p")
+        await settle(pilot)
+        assert str(detail.content) == row_text

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
@@ -30,9 +31,17 @@ class ResultsPane(Vertical):
             super().__init__(error)
             self.live = live
 
+    class Plotted(Message):
+        def __init__(self, text: str, recommendation: Recommendation) -> None:
+            super().__init__()
+            self.text, self.recommendation = text, recommendation
+
+    BINDINGS = [Binding("p", "toggle_plot", "Plot ops/J")]
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.recommendation: Recommendation | None = None
+        self.plotting = False  # the detail area shows the ops/J bars instead of one row
         self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
 
     def compose(self) -> ComposeResult:
@@ -99,8 +108,40 @@ class ResultsPane(Vertical):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self._show(event.cursor_row)
 
+    # ------------------------------------------------------------------ the ops/J plot
+
+    def action_toggle_plot(self) -> None:
+        self.plotting = not self.plotting
+        if self.plotting:
+            self._replot()
+        else:
+            self._show(self.query_one("#ranked", DataTable).cursor_row)
+
+    def _replot(self) -> None:
+        if self.recommendation is not None:
+            width = max(self.query_one("#detail").size.width - 2, 40)
+            self._plot(self.recommendation, width)
+
+    @work(thread=True, exclusive=True, group="plot")
+    def _plot(self, rec: Recommendation, width: int) -> None:
+        # plotext keeps one global figure: the exclusive group runs one plot at a time
+        try:
+            text = calls.plot_recommendation(rec, width)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e)))
+            return
+        self.post_message(self.Plotted(text, rec))
+
+    def on_results_pane_plotted(self, event: Plotted) -> None:
+        if self.plotting and event.recommendation is self.recommendation:
+            self.query_one("#detail-text", Static).update(Text(event.text))
+            self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+
     def _show(self, row: int) -> None:
         rec = self.recommendation
+        if self.plotting:
+            self._replot()
+            return
         if rec is None or not 0 <= row < len(rec.ranked):
             return
         self.query_one("#detail-text", Static).update(present.detail_text(rec.ranked[row], rec))
