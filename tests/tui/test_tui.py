@@ -542,3 +542,18 @@ async def test_p_plots_the_ranked_ops_per_joule_with_whiskers_and_p_again_goes_b
         await pilot.press("p")
         await settle(pilot)
         assert str(detail.content) == row_text
+
+
+@pytest.mark.asyncio
+async def test_enter_on_a_preset_recommends_it():
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        options = app.query_one("#presets", OptionList)
+        assert options.has_focus
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        chosen = options.get_option_at_index(options.highlighted).id
+        pane = app.query_one(ResultsPane)
+        assert app.active_tab == "results" and pane.explicit_runs == 1
+        assert pane.recommendation.profile.name == chosen

@@ -172,6 +172,12 @@ class ProfilePane(Horizontal):
         if event.option.id in self.loaded:
             self.show(self.loaded[event.option.id])
 
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        # Enter on a preset: the obvious next step is its recommendation
+        if event.option.id in self.loaded:
+            event.stop()
+            self.post_message(self.RecommendRequested())
+
     def show(self, item: Loaded) -> None:
         """Show ``item`` and reset the form to its own constraints."""
         self.current = item
