@@ -1,4 +1,4 @@
-"""`fsadvisor profiles list|show`."""
+"""`fsadvisor profiles list|show|capture`."""
 
 from __future__ import annotations
 
@@ -41,3 +41,31 @@ def show(
         emit_json(p.to_dict())
     else:
         typer.echo(advice.profile_toml(p))
+
+
+@profiles_app.command("capture")
+@domain_errors
+def capture(
+    device: Annotated[str, typer.Option("--device", help="Block device to sample (/dev/nvme0n1 or nvme0n1); read-only.")],
+    seconds: Annotated[float, typer.Option("--seconds", help="How long to sample /proc/diskstats.")] = 10.0,
+    out: Annotated[str | None, typer.Option("-o", "--out", help="Write the profile TOML here.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Profile name (default captured-DEV).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Capture a workload profile from a running system: read/write mix, mean request
+    sizes, IOPS and effective queue depth from /proc/diskstats; what the kernel cannot tell
+    (randomness, fsync policy) is written as assumptions to confirm."""
+    from fsadvisor.service.capture import capture as run_capture
+
+    r = run_capture(device, seconds, out=out, name=name)
+    if as_json:
+        emit_json({k: v for k, v in r.items() if k != "toml"})
+        return
+    typer.echo(f"{device}: {r['iops']:,.0f} IOPS, {r['read_pct']}% reads, mean read "
+               f"{r['mean_read_bytes'] / 1024:,.1f} KiB, mean write "
+               f"{r['mean_write_bytes'] / 1024:,.1f} KiB, {r['effective_queue_depth']:.2f} "
+               f"in flight, {r['utilisation']:.0%} busy over {r['seconds']:.1f} s")
+    typer.echo("assumptions to confirm:")
+    for a in r["assumptions"]:
+        typer.echo(f"  - {a}")
+    typer.echo(f"wrote {out}" if out else r["toml"])

@@ -290,12 +290,15 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
          scope: str = "system", energy_basis: str = "total",
          candidates: list[FsConfig] | None = None,
          kernel_has: dict[str, bool] | None = None,
-         target: CommandTarget = PLACEHOLDER_TARGET, device_params=None) -> Recommendation:
+         target: CommandTarget = PLACEHOLDER_TARGET, device_params=None,
+         predict: Callable[..., list[Prediction]] | None = None) -> Recommendation:
     """Rank the candidates for ``profile`` on ``device``. Pure: the host facts it reports
     come in as arguments, ``kernel_has`` (filesystem -> this kernel mounts it; None: not
     checked), ``target`` (where the printed commands point; the placeholder by default,
     so nothing unchecked is ever printed ready to run) and ``device_params`` (the device's
-    calibration or datasheet prior; None: what the fit knows of it)."""
+    calibration or datasheet prior; None: what the fit knows of it). ``predict`` stands in
+    for predict_many with the same signature (the TUI's what-if passes one that answers
+    from predictions it already made for this workload)."""
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
     cands = candidates if candidates is not None else catalog.candidates(
@@ -318,7 +321,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             continue
         allowed.append((cfg, warns))
     design: dict = {}
-    preds = predict_many(model, [a[0] for a in allowed], w, device, scope, design_out=design,
+    preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
                          device_params=device_params)
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []

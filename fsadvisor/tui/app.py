@@ -7,11 +7,19 @@ need more than one pane. Domain errors become one-line notifications, never a tr
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
+import time
+
+import json
+import shlex
+from pathlib import Path
+
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, TabbedContent, TabPane
 
 from fsadvisor.tui import calls
+from fsadvisor.tui.help import HelpScreen
 from fsadvisor.tui.panes.device import DevicePane
 from fsadvisor.tui.panes.energy import EnergyPane
 from fsadvisor.tui.panes.history import HistoryPane
@@ -29,23 +37,37 @@ class FsAdvisorApp(App):
     SUB_TITLE = "filesystem, options, AG count and scheduler by operations per joule"
     BINDINGS = [
         Binding("r", "recommend", "Recommend"),
+        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         # priority: the Screen's own (hidden) tab binding would otherwise win in the footer
-        Binding("tab", "focus_next", "Next pane", show=True, priority=True),
-        Binding("shift+tab", "focus_previous", "Previous pane", show=False, priority=True),
-        *(Binding(f"f{i}", f"show_tab('{tab}')", label, show=True)
+        Binding("tab", "focus_next", "Next field", show=True, priority=True),
+        Binding("shift+tab", "focus_previous", "Previous field", show=False, priority=True),
+        # The F keys are written on the tabs themselves ("F1 Profile"): in the footer they
+        # pushed Recommend/Help/Quit off an 80-column screen.
+        *(Binding(f"f{i}", f"show_tab('{tab}')", label, show=False)
           for i, (tab, label) in enumerate(TABS, 1)),
     ]
+    # Narrow (80 columns) and short (24 rows) terminals get a tighter layout (app.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     def __init__(self, db: str | None = None) -> None:
         super().__init__()
         self.db = db
+        self.whatif = calls.whatif_session(db)
+        # Live what-if: one re-rank at a time; edits made while it runs are coalesced into
+        # one more run with the form's latest state (a fixed debounce would add its delay to
+        # every key press; this adds none when the app is idle).
+        self._live_busy = False
+        self._live_wanted = False
+        self.live_generation = 0  # live rankings shown so far (the latency benchmark waits on it)
+        self.live_drawn_at = 0.0  # perf_counter() after the last live table was refreshed
 
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="tabs", initial="profile"):
-            for tab, label in TABS:
-                with TabPane(label, id=tab):
+            for i, (tab, label) in enumerate(TABS, 1):
+                with TabPane(f"F{i} {label}", id=tab):
                     yield self._pane(tab)
         yield Footer()
 
@@ -57,6 +79,70 @@ class FsAdvisorApp(App):
 
     def on_mount(self) -> None:
         self.query_one("#presets", OptionList).focus()
+
+    # ------------------------------------------------------------------ discoverability
+
+    @property
+    def active_tab(self) -> str:
+        return str(self.query_one(TabbedContent).active)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.active_tab))
+
+    def get_system_commands(self, screen: Screen):
+        yield SystemCommand("Recommend", "Rank the configurations for the profile and device "
+                            "chosen (r)", self.action_recommend)
+        yield SystemCommand("Probe preview", "Dry run of a probe on scratch:1G with this "
+                            "profile: the cells and commands, nothing executed",
+                            self.action_probe_preview)
+        yield SystemCommand("Copy mkfs and fstab lines", "Copy the #1 recommendation's "
+                            "mkfs command and fstab line to the clipboard",
+                            self.action_copy_commands)
+        yield SystemCommand("Export recommendation (JSON)", "Write the current recommendation "
+                            "to fsadvisor-recommendation.json in the working directory",
+                            self.action_export_json)
+        yield SystemCommand("Help for this screen", "What the numbers mean and what to do "
+                            "next (?)", self.action_help)
+        yield from super().get_system_commands(screen)
+
+    def _recommendation(self):
+        rec = self.query_one(ResultsPane).recommendation
+        if rec is None or not rec.ranked:
+            self.notify("no recommendation yet: press r first", title="copy/export",
+                        severity="warning")
+            return None
+        return rec
+
+    def command_lines(self) -> str | None:
+        """The #1 recommendation's mkfs command and fstab line, as a shell user pastes them."""
+        rec = self.query_one(ResultsPane).recommendation
+        if rec is None or not rec.ranked:
+            return None
+        cmds = rec.ranked[0].commands
+        return f"{shlex.join(cmds['mkfs'])}\n{cmds['fstab']}\n"
+
+    def action_copy_commands(self) -> None:
+        if self._recommendation() is None:
+            return
+        text = self.command_lines()
+        self.copy_to_clipboard(text)
+        self.notify(text.strip(), title="copied (mkfs, fstab)", markup=False)
+
+    def action_export_json(self, path: str = "fsadvisor-recommendation.json") -> None:
+        rec = self._recommendation()
+        if rec is None:
+            return
+        try:
+            Path(path).write_text(json.dumps(rec.to_dict(), indent=2, default=str) + "\n")
+        except OSError as e:
+            self.notify(f"{path}: {e.strerror}", title="export", severity="error", markup=False)
+            return
+        self.notify(f"wrote {Path(path).resolve()}", title="export", markup=False)
+
+    def action_probe_preview(self) -> None:
+        self.action_show_tab("probe")
+        self.query_one(ProbePane).request_preview()
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
@@ -85,10 +171,52 @@ class FsAdvisorApp(App):
             self.notify(str(e), title="recommend", severity="error", markup=False)
             return
         self.action_show_tab("results")
-        self.query_one(ResultsPane).start(profile, device, top, self.db)
+        self.query_one(ResultsPane).start(profile, device, top, self.whatif)
 
     def on_profile_pane_recommend_requested(self, _event: ProfilePane.RecommendRequested) -> None:
         self.action_recommend()
+
+    # ------------------------------------------------------------------ live what-if
+
+    def on_profile_pane_edited(self, _event: ProfilePane.Edited) -> None:
+        self._live_wanted = True
+        if not self._live_busy:
+            self._run_live()
+
+    def _run_live(self) -> None:
+        self._live_wanted = False
+        prof = self.query_one(ProfilePane)
+        if prof.current is None:
+            return
+        try:
+            profile = prof.effective_profile()
+            device, top = self.query_one(DevicePane).choices()
+        except calls.USER_ERRORS as e:
+            prof.show_live_error(str(e))
+            self.live_generation += 1  # answered (with the reason), as a ranking would be
+            return
+        self._live_busy = True
+        self.query_one(ResultsPane).start_live(profile, device, top, self.whatif)
+
+    def _live_done(self) -> None:
+        self._live_busy = False
+        self.live_generation += 1
+        self.call_after_refresh(self._live_drawn)
+        if self._live_wanted:
+            self._run_live()
+
+    def _live_drawn(self) -> None:
+        self.live_drawn_at = time.perf_counter()
+
+    def on_results_pane_recommended(self, event: ResultsPane.Recommended) -> None:
+        if event.live:
+            self.query_one(ProfilePane).show_live(event.recommendation)
+            self._live_done()
+
+    def on_results_pane_failed(self, event: ResultsPane.Failed) -> None:
+        if event.live:
+            self.query_one(ProfilePane).show_live_error(event.error)
+            self._live_done()
 
     def on_probe_pane_preview_requested(self, event: ProbePane.PreviewRequested) -> None:
         prof = self.query_one(ProfilePane)

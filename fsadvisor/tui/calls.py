@@ -16,9 +16,14 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service import advice
 from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC, DeviceDescription, Recommendation
 from fsadvisor.service.probing import ProbePreview, ProbeRequest
+from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, format_size,
+                                      with_workload)
 
 __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles", "get_profile", "recommend",
-           "device", "energy_sources", "history", "probe_preview", "with_constraints"]
+           "device", "energy_sources", "history", "probe_preview", "with_constraints",
+           "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
+           "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
+           "plot_recommendation"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -79,3 +84,34 @@ def probe_preview(target: str, profile: str | None = None, quick: bool = True,
 
 def with_constraints(profile: Profile, **changes: Any) -> Profile:
     return replace(profile, constraints=replace(profile.constraints, **changes))
+
+
+def whatif_session(db: str | None = None) -> WhatIf:
+    """One session per app: it keeps the device context and a workload's predictions, so a
+    constraint edit refilters and a workload edit predicts again without fitting again."""
+    return WhatIf(db)
+
+
+def live_recommend(session: WhatIf, profile: Profile, device: str | None,
+                   top: int = 5) -> Recommendation:
+    """What ``recommend`` answers for the same arguments, from the session's caches."""
+    return session.recommend(profile, device, top=top)
+
+
+def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
+    from fsadvisor.service.matrix_results import matrix_cells as cells
+    return cells(matrix_id, db)
+
+
+def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None) -> str:
+    """csv/json of the matrix's cells, or ``html``: its report (service.report)."""
+    from fsadvisor.service import matrix_results
+    if fmt == "html":
+        return str(matrix_results.export_report(matrix_id, out, db))
+    return str(matrix_results.export_matrix(matrix_id, fmt, out, db))
+
+
+def plot_recommendation(rec: Recommendation, width: int = 80) -> str:
+    """The CLI's ``recommend --plot``: predicted ops/J bars with 95% whiskers (the 90% interval widened, service.report), plain text."""
+    from fsadvisor.service.report import plot_recommendation as plot
+    return plot(rec, width)

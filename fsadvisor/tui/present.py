@@ -92,6 +92,18 @@ def ranked_row(r: Ranked) -> tuple[str, ...]:
             energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
 
 
+def live_status(rec: Recommendation) -> Text:
+    """One line over the live table: what was ranked and what the constraints cut."""
+    w = rec.profile.workload
+    excluded = sum(rec.excluded.values())
+    t = Text()
+    t.append("live: ", style="bold")
+    t.append(f"{rec.profile.name}, {w.numjobs} job(s) x QD {w.iodepth}, "
+             f"{format_size(w.bs_bytes)} requests, {w.read_pct}% reads; "
+             f"{rec.considered} candidates, {excluded} excluded")
+    return t
+
+
 def summary_text(rec: Recommendation) -> Text:
     d = rec.device
     t = Text()
@@ -159,6 +171,24 @@ def energy_table(sources: list[dict[str, Any]]) -> Table:
     return table
 
 
+MATRIX_COLUMNS = ("configuration", "workload", "n", "ops/J mean (95%)", "IOPS mean (95%)",
+                  "p99 µs", "W", "energy")
+
+
+def _ci(stat: dict[str, Any], digits: int = 0) -> str:
+    if stat.get("mean") is None:
+        return "-"
+    text = f"{stat['mean']:,.{digits}f}"
+    if stat.get("ci95_low") is not None and stat.get("ci95_high") is not None:
+        text += f" ({stat['ci95_low']:,.{digits}f}–{stat['ci95_high']:,.{digits}f})"
+    return text
+
+
+def matrix_row(c: dict[str, Any]) -> tuple[str, ...]:
+    return (c["label"], c["workload"], str(c["n"]), _ci(c["ops_per_joule"]), _ci(c["iops"]),
+            _ci(c["p99_latency_us"]), _ci(c["watts"], 1), c["energy"])
+
+
 HISTORY_COLUMNS = ("matrix", "status", "started", "finished", "device", "profile", "reps",
                    "runs ok", "failed", "incomplete", "cells")
 
@@ -174,3 +204,65 @@ def history_row(m: dict[str, Any]) -> tuple[str, ...]:
             str(m.get("profile") or "-"), str(m.get("reps") or "-"),
             str(m.get("runs_ok", 0)), str(m.get("runs_failed", 0)),
             str(m.get("runs_incomplete", 0)), str(m.get("cells_run", 0)))
+
+
+# ---------------------------------------------------------------------- help (`?`)
+
+_COMMON_HELP = (
+    "ops/J is operations per joule: how much work one joule of energy buys (bytes/J for "
+    "bandwidth workloads). Higher is better. The figure in brackets is the 90% interval: "
+    "the model expects the true value inside it nine times in ten. Two candidates whose "
+    "intervals overlap may swap places on real hardware; a probe decides.\n\n"
+    "Keys: F1-F6 switch tabs, Tab/Shift+Tab move between fields, r recommends, "
+    "Ctrl+P opens the command palette (recommend, probe preview, copy the mkfs and fstab "
+    "lines, export), ? shows this help, Esc closes it, q quits.")
+
+HELP = {
+    "profile": (
+        "Profile: what the application does",
+        "Pick a preset on the left (Enter or the arrows) or type the path of a profile TOML "
+        "and press Enter. The workload fields are a what-if: jobs, queue depth, request size "
+        "(4k, 1M), read share, fsync policy and working set. The constraints filter the "
+        "answer: PLP (power-loss protection; your choice stays when you switch presets), "
+        "durability, features, min IOPS, max p99.\n\n"
+        "The table under the form re-ranks as you type, without r: changing a constraint "
+        "only refilters the predictions already made, changing the workload predicts "
+        "again (the model is not refitted). Next: press r (or Enter in a field) for the "
+        "full recommendation with its commands, or F2 to describe your device."),
+    "device": (
+        "Device: where the filesystem goes",
+        "Type a device spec (nvme:1T, sata-ssd:480G) or a path (/dev/nvme0n1, inspected "
+        "read-only) and press Enter. The XFS allocation-group range shown is what the AG "
+        "column is chosen from. Top N is how many configurations are listed. Next: r."),
+    "results": (
+        "Recommendations",
+        "Ranked by predicted ops/J. IOPS and ops/J are predictions unless the detail says "
+        "measured; the interval is 90%. A candidate ahead by less than the model's "
+        "uncertainty of the difference is not preferred for extra settings. Up/Down moves, "
+        "Enter shows a row's mkfs command, fstab line and why. Next: Ctrl+P -> copy the mkfs "
+        "and fstab lines, or F6 to preview a probe that would measure the top candidates."),
+    "energy": (
+        "Energy: where watts come from",
+        "Which power sources this machine offers (RAPL, IPMI, a meter log). Without one, "
+        "ops/J rests on the model's assumed power (marked 'assumed'). Next: probe with a "
+        "source for measured figures."),
+    "history": (
+        "History: probe runs in the store",
+        "Each row is one probe matrix, newest first. Measured results are the ground truth "
+        "the model is fitted on. Next: F6 to preview a new probe."),
+    "probe": (
+        "Probe preview",
+        "A dry run of `fsadvisor probe`: the cells it would run and the commands, nothing is "
+        "executed. scratch:SIZE uses a loop device on a file; a device path is checked for "
+        "safety first (never a mounted or system disk). Run the real probe from the CLI."),
+}
+
+
+def help_text(tab: str) -> Text:
+    title, body = HELP.get(tab, HELP["profile"])
+    t = Text()
+    t.append(title + "\n\n", style="bold")
+    t.append(body + "\n\n")
+    t.append(_COMMON_HELP, style="dim")
+    t.append("\n\nEsc closes this help.", style="italic")
+    return t

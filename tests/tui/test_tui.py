@@ -193,7 +193,12 @@ async def test_a_typo_in_the_form_is_named_and_nothing_runs():
         await pilot.press(*"fast", "enter")
         await settle(pilot)
         assert any("max p99 ms must be a number" in t for t in toasts(app))
-        assert app.query_one(ResultsPane).recommendation is None
+        # nothing was ranked for the bad form: no explicit run, and the live table (which
+        # follows every edit) is empty and says why
+        assert app.query_one(ResultsPane).explicit_runs == 0
+        assert app.query_one("#live-ranked", DataTable).row_count == 0
+        assert "no ranking: max p99 ms must be a number" in str(
+            app.query_one("#live-status", Static).content)
         assert app.query_one("TabbedContent").active == "profile"
 
 
@@ -225,7 +230,8 @@ async def test_device_spec_is_inspected_and_a_bad_one_reported():
         spec.value = "nvme:1.92"
         spec.cursor_position = len(spec.value)
         await pilot.press("T", "r")
-        assert spec.value == "nvme:1.92Tr" and app.query_one(ResultsPane).recommendation is None
+        assert spec.value == "nvme:1.92Tr" and app.query_one(ResultsPane).explicit_runs == 0
+        assert app.query_one("TabbedContent").active == "device"
         spec.value = "nvme:1.92T"
         await pilot.press("f1", "r")
         await settle(pilot)
@@ -317,3 +323,237 @@ def test_tui_command_is_registered_and_textual_stays_lazy():
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------- live what-if
+
+async def live_settled(pilot) -> None:
+    """Wait until no live re-rank is running or wanted (each run is one thread worker)."""
+    app = pilot.app
+    for _ in range(200):
+        await settle(pilot)
+        if not app._live_busy and not app._live_wanted:
+            return
+    raise AssertionError("the live re-rank never settled")
+
+
+def live_rows(app) -> list[tuple[str, ...]]:
+    table = app.query_one("#live-ranked", DataTable)
+    return [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+
+
+@pytest.mark.asyncio
+async def test_typing_a_constraint_reranks_live_without_r():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await live_settled(pilot)
+        oltp = advice.get_profile("oltp")
+        want = advice.recommend(oltp, "nvme:1T", top=5)
+        assert live_rows(app) == [present.ranked_row(r) for r in want.ranked]
+        made = app.whatif.predictions_made
+        best_iops = max(r.prediction.iops for r in want.ranked)
+        threshold = f"{int(best_iops) - 1}"
+        app.query_one("#min-iops", Input).focus()
+        await pilot.press(*threshold)  # no r, no Enter
+        await live_settled(pilot)
+        q = calls.with_constraints(oltp, min_iops=float(threshold))
+        cut = advice.recommend(q, "nvme:1T", top=5)
+        assert live_rows(app) == [present.ranked_row(r) for r in cut.ranked]
+        assert cut.excluded["fails_min_iops"] > 0
+        assert app.whatif.predictions_made == made  # refiltered, never predicted again
+        # the Results tab follows too, and no toast was raised per key press
+        assert app.query_one(ResultsPane).recommendation.to_dict() == cut.to_dict()
+        assert app.query_one(ResultsPane).explicit_runs == 0
+        assert toasts(app) == []
+        assert app.query_one("TabbedContent").active == "profile"
+
+
+@pytest.mark.asyncio
+async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_the_form():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await live_settled(pilot)
+        made = app.whatif.predictions_made
+        jobs = app.query_one("#wl-jobs", Input)
+        assert jobs.value == "16"  # oltp's own
+        jobs.focus()
+        await pilot.press("backspace", "backspace", "4")
+        await live_settled(pilot)
+        oltp = advice.get_profile("oltp")
+        want = advice.recommend(calls.with_workload(oltp, calls.edit_workload(oltp.workload, jobs=4)),
+                                "nvme:1T", top=5)
+        assert live_rows(app) == [present.ranked_row(r) for r in want.ranked]
+        assert app.whatif.predictions_made > made
+        assert "1 job(s)" not in str(app.query_one("#live-status", Static).content)
+        assert "4 job(s) x QD" in str(app.query_one("#live-status", Static).content)
+        await pilot.press("x")
+        await live_settled(pilot)
+        assert "no ranking: jobs must be a whole number, not '4x'" in str(
+            app.query_one("#live-status", Static).content)
+        assert live_rows(app) == [] and toasts(app) == []
+
+
+@pytest.mark.asyncio
+async def test_changing_the_preset_keeps_the_plp_answer():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        plp = app.query_one("#plp", Select)
+        assert plp.value == "unknown"
+        plp.value = "yes"  # what choosing it in the dropdown does
+        await live_settled(pilot)
+        options = app.query_one("#presets", OptionList)
+        options.focus()
+        await pilot.press("down")
+        await live_settled(pilot)
+        assert options.get_option_at_index(options.highlighted).id != "oltp"
+        assert plp.value == "yes"
+        assert app.query_one(ResultsPane).recommendation.device.plp == "yes"
+
+
+# ---------------------------------------------------------------------- discoverability
+
+@pytest.mark.asyncio
+async def test_question_mark_opens_help_for_the_current_tab_and_escape_closes_it():
+    from fsadvisor.tui.help import HelpScreen
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).content)
+        assert "Profile: what the application does" in text
+        assert "90% interval" in text and "operations per joule" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("f3", "question_mark")
+        await pilot.pause()
+        assert str(app.screen.query_one("#help-text", Static).content).startswith("Recommendations")
+
+
+@pytest.mark.asyncio
+async def test_the_first_tab_lands_on_a_visible_field():
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.focused.id == "presets"
+        await pilot.press("tab")
+        await pilot.pause()
+        focused = app.focused
+        assert isinstance(focused, Input) and focused.id == "wl-jobs"
+        region = focused.region
+        assert region.width > 0 and region.right <= 80 and region.bottom <= 24
+
+
+@pytest.mark.asyncio
+async def test_palette_commands_copy_the_mkfs_and_fstab_lines_and_export_json(tmp_path, monkeypatch):
+    import json
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for want in ("Recommend", "Probe preview", "Copy mkfs and fstab lines",
+                     "Export recommendation (JSON)", "Help for this screen"):
+            assert want in titles
+        results = app.query_one(ResultsPane)
+        live = results.recommendation  # the live ranking of the start screen
+        results.recommendation = None  # as before any ranking (e.g. a form that has none)
+        app.action_copy_commands()
+        await pilot.pause()
+        assert any("press r first" in t for t in toasts(app))
+        results.recommendation = live
+        await pilot.press("r")
+        await settle(pilot)
+        rec = app.query_one(ResultsPane).recommendation
+        top = rec.ranked[0].commands
+        copied = []
+        monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+        app.action_copy_commands()
+        assert copied == [f"{shlex.join(top['mkfs'])}\n{top['fstab']}\n"]
+        out = tmp_path / "rec.json"
+        app.action_export_json(str(out))
+        assert json.loads(out.read_text()) == json.loads(json.dumps(rec.to_dict(), default=str))
+        app.action_probe_preview()
+        await settle(pilot)
+        assert app.active_tab == "probe"
+        assert "fsadvisor probe" in str(app.query_one("#probe-command", Static).content)
+
+
+# ---------------------------------------------------------------------- history you can open
+
+@pytest.mark.asyncio
+async def test_a_matrix_opens_to_its_measured_cells_and_exports(probed_store, tmp_path, monkeypatch):
+    import csv
+    import json
+
+    from fsadvisor.service import matrix_results
+
+    monkeypatch.chdir(tmp_path)
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")
+        await settle(pilot)
+        table = app.query_one("#history-table", DataTable)
+        assert table.has_focus
+        await pilot.press("c")  # nothing opened yet: said so
+        await settle(pilot)
+        assert any("open a matrix first" in t for t in toasts(app))
+        ids = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+        await pilot.press(*["down"] * ids.index("m-new"), "enter")
+        await settle(pilot)
+        want = matrix_results.matrix_cells("m-new", db=str(probed_store))
+        cells = app.query_one("#matrix-cells", DataTable)
+        rows = [tuple(str(c) for c in cells.get_row_at(i)) for i in range(cells.row_count)]
+        assert rows == [present.matrix_row(c) for c in want["cells"]] and len(rows) == 2
+        assert "matrix m-new (oltp on /dev/loop9)" in str(app.query_one("#matrix-note", Static).content)
+        await pilot.press("c", "j")
+        await settle(pilot)
+        assert json.loads((tmp_path / "fsadvisor-m-new.json").read_text()) == want
+        got = list(csv.DictReader((tmp_path / "fsadvisor-m-new.csv").open()))
+        assert [r["configuration"] for r in got] == [c["label"] for c in want["cells"]]
+        await pilot.press("h")
+        await settle(pilot)
+        assert "<html" in (tmp_path / "fsadvisor-m-new.html").read_text().lower()
+
+
+@pytest.mark.asyncio
+async def test_p_plots_the_ranked_ops_per_joule_with_whiskers_and_p_again_goes_back():
+    from fsadvisor.service import report
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        pane = app.query_one(ResultsPane)
+        detail = app.query_one("#detail-text", Static)
+        row_text = str(detail.content)
+        await pilot.press("p")
+        await settle(pilot)
+        width = max(app.query_one("#detail").size.width - 2, 40)
+        shown = str(detail.content)
+        assert shown == report.plot_recommendation(pane.recommendation, width)
+        assert "P #1 " in shown and "95% interval" in shown and "│" in shown
+        await pilot.press("p")
+        await settle(pilot)
+        assert str(detail.content) == row_text
+
+
+@pytest.mark.asyncio
+async def test_enter_on_a_preset_recommends_it():
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        options = app.query_one("#presets", OptionList)
+        assert options.has_focus
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        chosen = options.get_option_at_index(options.highlighted).id
+        pane = app.query_one(ResultsPane)
+        assert app.active_tab == "results" and pane.explicit_runs == 1
+        assert pane.recommendation.profile.name == chosen

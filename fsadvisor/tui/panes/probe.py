@@ -53,6 +53,10 @@ class ProbePane(Vertical):
         event.stop()
         self._request()
 
+    def request_preview(self) -> None:
+        """Preview with what the form holds (the command palette's "Probe preview")."""
+        self._request()
+
     def _request(self) -> None:
         self.post_message(self.PreviewRequested(
             self.query_one("#probe-target", Input).value,

@@ -10,7 +10,8 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static, Switch
+from textual.widgets import (Button, Checkbox, DataTable, Input, Label, OptionList, Select,
+                             Static, Switch)
 from textual.widgets.option_list import Option
 
 from fsadvisor.domain import Profile
@@ -20,6 +21,12 @@ from fsadvisor.tui.panes import WorkerFailed
 
 FEATURES = ("snapshots", "checksums", "compression")
 PLP_CHOICES = (("unknown", "unknown"), ("yes", "yes"), ("no", "no"))
+FSYNC_CHOICES = tuple((p, p) for p in calls.FSYNC_POLICIES)
+# The workload knobs of the what-if form: widget id -> edit_workload keyword.
+WORKLOAD_FIELDS = {"wl-jobs": "jobs", "wl-iodepth": "iodepth", "wl-bs": "bs",
+                   "wl-read": "read_pct", "wl-fsync-every": "fsync_every",
+                   "wl-ws": "working_set"}
+LIVE_ROWS = 5  # the live table shows the top five, as recommend does by default
 DEFAULT_PRESET = "oltp"  # the README's quick-start example
 # The preset list is 42 columns wide (app.tcss), less border and padding (38) and its
 # scrollbar (2): a longer prompt wraps or not depending on whether the list had its
@@ -40,6 +47,9 @@ class ProfilePane(Horizontal):
     class RecommendRequested(Message):
         """The user asked for recommendations from inside the form (button or Enter)."""
 
+    class Edited(Message):
+        """Something in the what-if form (or the chosen profile) changed: re-rank live."""
+
     class PresetsLoaded(Message):
         def __init__(self, presets: list[Profile]) -> None:
             super().__init__()
@@ -59,6 +69,11 @@ class ProfilePane(Horizontal):
         super().__init__(**kw)
         self.loaded: dict[str, Loaded] = {}
         self.current: Loaded | None = None
+        # What show() last put in each workload field: only a field the user changed is
+        # applied, so a preset's own encoding (e.g. fsync_every with mode "none") survives.
+        self._shown: dict[str, str] = {}
+        self._plp_shown = "unknown"
+        self.plp_choice: str | None = None  # the user's PLP answer: it outlives a preset change
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="presets")
@@ -66,7 +81,25 @@ class ProfilePane(Horizontal):
         # resets it, which must not wipe what someone typed meanwhile.
         with VerticalScroll(id="profile-side", disabled=True):
             yield Static(id="profile-info")
-            yield Label("Constraints for this run (edit, then r or Enter)", classes="section")
+            yield Label("Workload (what-if: the ranking follows as you type)", classes="section")
+            with Horizontal(classes="form-row"):
+                yield Label("jobs", classes="field")
+                yield Input(id="wl-jobs", classes="num")
+                yield Label("QD", classes="field")
+                yield Input(id="wl-iodepth", classes="num")
+                yield Label("req size", classes="field")
+                yield Input(id="wl-bs", classes="num")
+            with Horizontal(classes="form-row"):
+                yield Label("read %", classes="field")
+                yield Input(id="wl-read", classes="num")
+                yield Label("work set", classes="field")
+                yield Input(id="wl-ws", classes="num")
+            with Horizontal(classes="form-row"):
+                yield Label("fsync", classes="field")
+                yield Select(FSYNC_CHOICES, value="none", allow_blank=False, id="wl-fsync")
+                yield Label("per fsync", classes="field")
+                yield Input(id="wl-fsync-every", classes="num")
+            yield Label("Constraints (r or Enter: full results)", classes="section")
             with Horizontal(classes="form-row"):
                 yield Label("PLP", classes="field")
                 yield Select(PLP_CHOICES, value="unknown", allow_blank=False, id="plp")
@@ -86,8 +119,15 @@ class ProfilePane(Horizontal):
             with Horizontal(classes="form-row"):
                 yield Label("TOML file", classes="field")
                 yield Input(placeholder="path/to/profile.toml, Enter to load", id="profile-path")
+            yield Static("live ranking: waiting for the presets ...", id="live-status")
+            live = DataTable(id="live-ranked", cursor_type="row", zebra_stripes=True)
+            live.add_columns(*present.TABLE_COLUMNS)
+            yield live
 
     def on_mount(self) -> None:
+        # The form scrolls, but is not a Tab stop of its own: the first Tab from the preset
+        # list lands on the first field, which the user can see and type into.
+        self.query_one("#profile-side").can_focus = False
         self._load_presets()
 
     @work(thread=True, exclusive=True, group="presets")
@@ -132,12 +172,27 @@ class ProfilePane(Horizontal):
         if event.option.id in self.loaded:
             self.show(self.loaded[event.option.id])
 
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        # Enter on a preset: the obvious next step is its recommendation
+        if event.option.id in self.loaded:
+            event.stop()
+            self.post_message(self.RecommendRequested())
+
     def show(self, item: Loaded) -> None:
         """Show ``item`` and reset the form to its own constraints."""
         self.current = item
         c = item.profile.constraints
+        w = item.profile.workload
         self.query_one("#profile-info", Static).update(present.profile_text(item.profile, item.origin))
-        self.query_one("#plp", Select).value = c.plp
+        self._plp_shown = self.plp_choice or c.plp
+        self.query_one("#plp", Select).value = self._plp_shown
+        self._shown = {"wl-jobs": str(w.numjobs), "wl-iodepth": str(w.iodepth),
+                       "wl-bs": calls.format_size(w.bs_bytes), "wl-read": str(w.read_pct),
+                       "wl-fsync-every": str(w.fsync_every),
+                       "wl-ws": calls.format_size(w.working_set_bytes)}
+        for wid, text in self._shown.items():
+            self.query_one(f"#{wid}", Input).value = text
+        self.query_one("#wl-fsync", Select).value = w.fsync_mode
         self.query_one("#durability", Switch).value = c.durability
         for f in FEATURES:
             self.query_one(f"#feat-{f}", Checkbox).value = f in c.features
@@ -172,6 +227,39 @@ class ProfilePane(Horizontal):
         self.select(key)
         self.show(self.loaded[key])
 
+    # ------------------------------------------------------------------ live what-if
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "profile-path":
+            self.post_message(self.Edited())
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "plp" and self.current is not None:
+            if str(event.value) != self._plp_shown:  # the user's answer, not show()'s
+                self.plp_choice = self._plp_shown = str(event.value)
+        self.post_message(self.Edited())
+
+    def on_switch_changed(self, _event: Switch.Changed) -> None:
+        self.post_message(self.Edited())
+
+    def on_checkbox_changed(self, _event: Checkbox.Changed) -> None:
+        self.post_message(self.Edited())
+
+    def show_live(self, rec) -> None:
+        """The top of a live ranking, under the form."""
+        table = self.query_one("#live-ranked", DataTable)
+        table.clear()
+        for r in rec.ranked[:LIVE_ROWS]:
+            table.add_row(*present.ranked_row(r), key=str(r.rank))
+        self.query_one("#live-status", Static).update(present.live_status(rec))
+
+    def show_live_error(self, error: str) -> None:
+        """A live re-rank that has no answer (a half-typed number, nothing qualifies): one
+        line under the form instead of a notification per key press; the table is emptied
+        so no stale ranking stands next to the new question."""
+        self.query_one("#live-ranked", DataTable).clear()
+        self.query_one("#live-status", Static).update(Text(f"no ranking: {error}", style="bold red"))
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.input.id == "profile-path":
@@ -191,8 +279,16 @@ class ProfilePane(Horizontal):
         if self.current is None:
             raise FsAdvisorError("no profile chosen: pick a preset or load a TOML file")
         features = tuple(f for f in FEATURES if self.query_one(f"#feat-{f}", Checkbox).value)
+        w = self.current.profile.workload
+        edits = {kw: self.query_one(f"#{wid}", Input).value
+                 for wid, kw in WORKLOAD_FIELDS.items()
+                 if self.query_one(f"#{wid}", Input).value.strip() != self._shown.get(wid)}
+        fsync = str(self.query_one("#wl-fsync", Select).value)
+        if fsync != w.fsync_mode:
+            edits["fsync"] = fsync
+        profile = calls.with_workload(self.current.profile, calls.edit_workload(w, **edits))
         return calls.with_constraints(
-            self.current.profile,
+            profile,
             plp=str(self.query_one("#plp", Select).value),
             durability=self.query_one("#durability", Switch).value,
             features=features,

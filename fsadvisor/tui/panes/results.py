@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
@@ -20,16 +21,28 @@ from fsadvisor.tui import calls, present
 
 class ResultsPane(Vertical):
     class Recommended(Message):
-        def __init__(self, recommendation: Recommendation) -> None:
+        def __init__(self, recommendation: Recommendation, live: bool = False) -> None:
             super().__init__()
             self.recommendation = recommendation
+            self.live = live  # a what-if re-rank (as the user types), not an explicit r
 
     class Failed(WorkerFailed):
-        pass
+        def __init__(self, error: str, live: bool = False) -> None:
+            super().__init__(error)
+            self.live = live
+
+    class Plotted(Message):
+        def __init__(self, text: str, recommendation: Recommendation) -> None:
+            super().__init__()
+            self.text, self.recommendation = text, recommendation
+
+    BINDINGS = [Binding("p", "toggle_plot", "Plot ops/J")]
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.recommendation: Recommendation | None = None
+        self.plotting = False  # the detail area shows the ops/J bars instead of one row
+        self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
 
     def compose(self) -> ComposeResult:
         yield Static("No recommendations yet: choose a profile and a device, then press r.",
@@ -40,22 +53,38 @@ class ResultsPane(Vertical):
         with VerticalScroll(id="detail"):
             yield Static(id="detail-text")
 
-    def start(self, profile: Profile, device: str, top: int, db: str | None) -> None:
+    def start(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+        """An explicit recommendation (r, Enter, the palette): the previous one is cancelled."""
+        self.explicit_runs += 1
         self.query_one("#summary", Static).update(
             Text(f"ranking candidates for {profile.name} on {device} ..."))
-        self._recommend(profile, device, top, db)
+        self._recommend(profile, device, top, session)
+
+    def start_live(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+        """A what-if re-rank. Never cancelled (the app runs one at a time and coalesces the
+        edits made meanwhile), so every start is answered by exactly one message."""
+        self._live(profile, device, top, session)
 
     @work(thread=True, exclusive=True, group="recommend")
-    def _recommend(self, profile: Profile, device: str, top: int, db: str | None) -> None:
+    def _recommend(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
         worker = get_current_worker()
         try:
-            rec = calls.recommend(profile, device, top=top, db=db)
+            rec = calls.live_recommend(session, profile, device, top=top)
         except calls.USER_ERRORS as e:
             if not worker.is_cancelled:
                 self.post_message(self.Failed(str(e)))
             return
         if not worker.is_cancelled:
             self.post_message(self.Recommended(rec))
+
+    @work(thread=True, group="live")
+    def _live(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+        try:
+            rec = calls.live_recommend(session, profile, device, top=top)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e), live=True))
+            return
+        self.post_message(self.Recommended(rec, live=True))
 
     def on_results_pane_recommended(self, event: Recommended) -> None:
         rec = self.recommendation = event.recommendation
@@ -70,7 +99,8 @@ class ResultsPane(Vertical):
 
     def on_results_pane_failed(self, event: Failed) -> None:
         self.query_one("#summary", Static).update(Text(f"no recommendation: {event.error}"))
-        self.notify(event.error, title="recommend", severity="error", markup=False)
+        if not event.live:  # a live re-rank says it under the form, not once per key press
+            self.notify(event.error, title="recommend", severity="error", markup=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show(event.cursor_row)
@@ -78,8 +108,40 @@ class ResultsPane(Vertical):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self._show(event.cursor_row)
 
+    # ------------------------------------------------------------------ the ops/J plot
+
+    def action_toggle_plot(self) -> None:
+        self.plotting = not self.plotting
+        if self.plotting:
+            self._replot()
+        else:
+            self._show(self.query_one("#ranked", DataTable).cursor_row)
+
+    def _replot(self) -> None:
+        if self.recommendation is not None:
+            width = max(self.query_one("#detail").size.width - 2, 40)
+            self._plot(self.recommendation, width)
+
+    @work(thread=True, exclusive=True, group="plot")
+    def _plot(self, rec: Recommendation, width: int) -> None:
+        # plotext keeps one global figure: the exclusive group runs one plot at a time
+        try:
+            text = calls.plot_recommendation(rec, width)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e)))
+            return
+        self.post_message(self.Plotted(text, rec))
+
+    def on_results_pane_plotted(self, event: Plotted) -> None:
+        if self.plotting and event.recommendation is self.recommendation:
+            self.query_one("#detail-text", Static).update(Text(event.text))
+            self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+
     def _show(self, row: int) -> None:
         rec = self.recommendation
+        if self.plotting:
+            self._replot()
+            return
         if rec is None or not 0 <= row < len(rec.ranked):
             return
         self.query_one("#detail-text", Static).update(present.detail_text(rec.ranked[row], rec))
