@@ -22,6 +22,7 @@ import numpy as np
 from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.predict import ceilings
 from fsadvisor.predict.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
@@ -306,6 +307,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     design: dict = {}
     preds = predict_many(model, [a[0] for a in allowed], w, device, scope, design_out=design,
                          device_params=device_params)
+    preds = [ceilings.cap(p, w) for p in preds]
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, Prediction] | None = None

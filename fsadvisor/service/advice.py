@@ -20,6 +20,7 @@ from fsadvisor import catalog, limits
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import device as devmod
+from fsadvisor.predict import ceilings
 from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
                                      choose_prior_scale, cross_validate, fit, load_model, predict,
@@ -246,7 +247,7 @@ def predict_one(config: Any, workload: Any = None, profile: str | None = None,
                          else json.dumps(device))
     catalog.validate(cfg, dev.size_bytes)
     params = _device_params(dev, db)
-    p = predict(get_model(db), cfg, w, dev, scope, device_params=params)
+    p = ceilings.cap(predict(get_model(db), cfg, w, dev, scope, device_params=params), w)
     basis = dict(p.basis)
     basis["device_parameters"] = _describe_params(params)
     warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
