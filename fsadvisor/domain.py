@@ -179,6 +179,18 @@ class FsConfig:
         ag = "" if self.ag_count is None else f" agcount={self.ag_count}"
         return f"{self.fs} [{mk}] ({','.join(self.mount)}) {self.scheduler}{ag}"
 
+    def label(self) -> str:
+        """What a person reads: ``ext4 defaults, sched none``, ``xfs agcount=16, noatime,
+        sched none`` (mkfs settings after the filesystem, then mount options)."""
+        made = [f"{k}={v}" for k, v in self.mkfs]
+        if self.ag_count is not None:
+            made.append(f"agcount={self.ag_count}")
+        head = " ".join([self.fs] + made) if made else self.fs
+        mount = ",".join(o for o in self.mount if o != "defaults")
+        if not made and not mount:
+            head += " defaults"
+        return ", ".join(p for p in (head, mount, f"sched {self.scheduler}") if p)
+
     def with_(self, **kw) -> "FsConfig":
         return replace(self, **kw)
 

@@ -28,14 +28,14 @@ from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_pat
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
-from fsadvisor.sizes import format_size
+from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
 
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
 # tests/unit/test_front_end_imports.py enforces it).
 __all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
-           "CommandTarget", "format_size", "list_profiles", "get_profile", "profile_toml",
+           "CommandTarget", "format_size", "format_binary", "headline", "list_profiles", "get_profile", "profile_toml",
            "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
            "predict_one", "predict_batch", "validate", "calibrate"]
 
@@ -193,7 +193,43 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
     rec.notes.insert(0, f"device parameters: {_describe_params(params)}")
     from fsadvisor.service.devices import library_notes
     rec.notes.extend(library_notes(dev))
+    _measured_first(rec, db)
     return rec
+
+
+def _short_number(x: float) -> str:
+    return f"{x / 1e3:,.0f}k" if abs(x) >= 1e4 else f"{x:,.0f}"
+
+
+def _measured_first(rec: Recommendation, db: str | None) -> None:
+    """When the user's own runs of this profile on this device measured a recommended
+    configuration, its first why-line says so, before any paper (issue 12 §6)."""
+    dev = rec.device
+    if not dev.path and not dev.serial:
+        return
+    with open_store(db) as store:
+        found = store.summaries(workload_name=rec.profile.name)
+    mine = [s for s in found
+            if (dev.path and s.get("device_path") == dev.path)
+            or (dev.serial and s.get("device_serial") == dev.serial)]
+    for r in rec.ranked:
+        runs = [s for s in mine if s.get("config_key") == r.config.key()
+                and (s.get("iops") or {}).get("mean")]
+        if not runs:
+            continue
+        s = max(runs, key=lambda x: x["n"])
+        st = s["iops"]
+        spread = (f" ± {_short_number(st['sd'])}" if st.get("sd") is not None
+                  else " (1 run — no interval)")
+        where = s.get("device_path") or dev.path or dev.serial
+        r.why.insert(0, f"measured on {where}: {s['n']} run{'s' if s['n'] != 1 else ''}, "
+                        f"{_short_number(st['mean'])}{spread} IOPS")
+
+
+def headline(rec: Recommendation) -> list[str]:
+    """The answer in words, first thing recommend prints (predict/explain.py)."""
+    from fsadvisor.predict.explain import headline as lines
+    return lines(rec)
 
 
 def _device_params(dev: Device, db: str | None):
