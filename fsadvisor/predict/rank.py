@@ -468,8 +468,13 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
     above a higher-scoring one gets an ``order_note`` naming the rule that put it there."""
     head = 0
     groups: list[int] = []
+    scores = [r.score for r in ranked]
     for i in range(len(ranked)):
-        if i and not tied(ordered[head], ordered[i]):
+        # An entry joins the open group when it is tied with the group's first, or when
+        # anything from here on outscores something already in the group: _order only puts
+        # a lower score first among statistical equals, so those are one tie.
+        if i and not (tied(ordered[head], ordered[i])
+                      or max(scores[i:]) > min(scores[head:i])):
             head = i
         groups.append(head)
     for i, r in enumerate(ranked):

@@ -197,8 +197,10 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
     return rec
 
 
-def _short_number(x: float) -> str:
-    return f"{x / 1e3:,.0f}k" if abs(x) >= 1e4 else f"{x:,.0f}"
+def _short_number(x: float, scale_of: float | None = None) -> str:
+    """``61k`` for 61,234; a spread in its mean's unit (``± 2k``, never ``± 1,987``)."""
+    big = abs(x if scale_of is None else scale_of) >= 1e4
+    return f"{x / 1e3:,.0f}k" if big else f"{x:,.0f}"
 
 
 def _measured_first(rec: Recommendation, db: str | None) -> None:
@@ -219,7 +221,7 @@ def _measured_first(rec: Recommendation, db: str | None) -> None:
             continue
         s = max(runs, key=lambda x: x["n"])
         st = s["iops"]
-        spread = (f" ± {_short_number(st['sd'])}" if st.get("sd") is not None
+        spread = (f" ± {_short_number(st['sd'], st['mean'])}" if st.get("sd") is not None
                   else " (1 run — no interval)")
         where = s.get("device_path") or dev.path or dev.serial
         r.why.insert(0, f"measured on {where}: {s['n']} run{'s' if s['n'] != 1 else ''}, "
