@@ -128,6 +128,17 @@ def _print_summary(s) -> None:
         typer.echo(f"interrupted by {d['interrupted']}: cleaned up; continue with --resume")
 
 
+def quick_override_note(quick: bool, reps: int | None, runtime: float | None) -> str | None:
+    """--quick sets 1 repetition of 10 s; an explicit --reps/--runtime overrides that part
+    only. Said out loud, so `--quick --reps 5` is not a silent surprise either way."""
+    if not quick or (reps is None and runtime is None):
+        return None
+    parts = ([f"{reps} repetition{'s' if reps != 1 else ''} per cell (--reps)"] if reps is not None else []) + \
+            ([f"{runtime:g} s runs (--runtime)"] if runtime is not None else [])
+    return ("fsadvisor: note: --quick with " + " and ".join(parts) + " instead of its 1 rep of "
+            "10 s; the rest of --quick (4k randread/randwrite only, no variants) still applies")
+
+
 @app.command()
 @domain_errors
 def probe(
@@ -203,6 +214,9 @@ def probe(
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
     from fsadvisor.service import probing
 
+    note = quick_override_note(quick, reps, runtime)
+    if note:
+        typer.echo(note, err=True)
     not_root = probing.root_problem()
     if not dry_run and not_root:
         fail(not_root)  # before planning: a refused run executes nothing, not even fio's self-test
