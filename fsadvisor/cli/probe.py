@@ -116,11 +116,14 @@ def _print_summary(s) -> None:
             notes = list(r["flags"])
             if not r["ranked"]:
                 notes.insert(0, "NOT RANKED")
+            if r["n"] == 1:
+                notes.insert(0, "1 run — no interval")
             if r.get("vs_raw_iops"):
-                notes.append(f"{r['vs_raw_iops'] * 100:.0f}% of raw device")
+                notes.append(r.get("vs_raw_note") or f"{r['vs_raw_iops'] * 100:.0f}% of raw device")
             if r.get("energy_source") and FLAG_ESTIMATE not in notes:
                 notes.append(f"energy {r['energy_source']}")
-            typer.echo(f"{r['config'][:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
+            label = r.get("label") or r["config"]
+            typer.echo(f"{label[:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
                        f"{_fmt(r['iops']):>18} {_fmt(r['mb_s'], digits=1):>14} "
                        f"{_fmt(r['p99_latency_us'], 1e-3, 2):>12} "
                        f"{_fmt(r['ops_per_joule'], digits=1):>14}  {', '.join(notes)}")

@@ -284,7 +284,7 @@ class Store:
         counts = {t: self._db[t].count for t in _TABLES}
         last = queries.matrices(self._db, limit=1)
         if last:
-            last[0].pop("plan")
+            last[0].update(queries.plan_target(last[0].pop("plan")))
         return {"path": self.label, "size_bytes": size,
                 "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
                 "tables": counts,
