@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from fsadvisor.domain import FsConfig
+
 from fsadvisor.service import options as limits
 from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 
@@ -93,6 +95,10 @@ def _print_recommendation(rec, yw, worth) -> None:
         typer.echo(f"   fstab:     {r.commands['fstab']}")
         typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)")
                                                            if r.ag_count is not None else ""))
+        rule = [ln for ln in r.commands["udev"].splitlines() if ln and not ln.startswith("#")]
+        if rule:
+            typer.echo(f"   udev:      {rule[-1]}")
+            typer.echo(f"              (in {r.commands['udev_file']}; `fsadvisor apply` writes it)")
         if r.ag_note:
             typer.echo(f"   AG:        {r.ag_note}")
         typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
@@ -137,7 +143,9 @@ def predict(
         emit_json(out)
         return
     p, u = out["predicted"], out["uncertainty"]
-    typer.echo(f"{out['config']['filesystem']} {out['config']}")
+    c = out["config"]
+    typer.echo(FsConfig.make(c["filesystem"], c.get("mkfs"), c.get("mount") or (),
+                             c.get("scheduler") or "none", c.get("ag_count")).label())
     typer.echo(f"  IOPS          {p['iops']:,.0f}   (90%: {_fmt_range(u['iops_90'])})")
     typer.echo(f"  MB/s          {p['mb_s']:,.1f}")
     typer.echo(f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})")

@@ -62,6 +62,7 @@ class Ranked:
             "fstab": self.commands["fstab"],
             "scheduler": self.config.scheduler,
             "scheduler_udev_rule": self.commands["udev"],
+            "scheduler_udev_file": self.commands.get("udev_file"),
             "scheduler_alternatives": self.scheduler_alternatives,
             "ag_count": self.ag_count,
             "ag_count_note": self.ag_note,
@@ -126,20 +127,32 @@ def _mechanism(feature: str) -> dict[str, str] | None:
     return _mechanisms().get(best) if best else None
 
 
-def udev_rule(scheduler: str) -> str:
-    # Persistent scheduler choice (domain notes §5); applies to whole NVMe namespaces only.
-    return ('ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
-            f'KERNEL=="nvme[0-9]*n[0-9]*", ATTR{{queue/scheduler}}="{scheduler}"')
+def udev_rule(scheduler: str, target: Any = None) -> str:
+    """The scheduler rule for the target device itself (catalog/artifacts.py, the builder
+    `fsadvisor apply` uses: matched by ID_WWN, else ID_SERIAL, else its kernel name, with the
+    kernel-name pattern of its kind). Without a device the rule names DEVICE and says how
+    to get one that matches by identity."""
+    from fsadvisor.catalog import artifacts
+
+    if target is None:
+        return ("# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
+                "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
+                + artifacts.udev_rule(artifacts.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler))
+    return artifacts.udev_rule(target, scheduler)
 
 
-def commands_for(cfg: FsConfig, device_path: str | None) -> dict[str, Any]:
+def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None
+                 ) -> dict[str, Any]:
+    from fsadvisor.catalog import artifacts
+
     dev = device_path or DEVICE_PLACEHOLDER
     return {
         "mkfs": catalog.mkfs_argv(cfg, dev),
         "mount": catalog.mount_argv(cfg, dev, "/srv/data"),
         "mount_options": catalog.mount_options_string(cfg),
         "fstab": catalog.fstab_line(cfg),
-        "udev": udev_rule(cfg.scheduler),
+        "udev": udev_rule(cfg.scheduler, udev_target if device_path else None),
+        "udev_file": artifacts.UDEV_RULE_PATH,
     }
 
 
@@ -151,6 +164,7 @@ class CommandTarget:
 
     path: str | None = None
     warning: str | None = None
+    udev: Any = None  # catalog.artifacts.Target of ``path`` (its kernel name, WWN, serial)
 
 
 PLACEHOLDER_TARGET = CommandTarget()
@@ -242,10 +256,21 @@ def _plain_feature(feat: str) -> str:
 TIE_TOLERANCE = 0.01
 
 
+def rotational(device: Device) -> bool:
+    return bool(device.rotational) or device.kind == "hdd"
+
+
+def default_scheduler(device: Device) -> str:
+    """The kernel's choice: none for multi-queue SSDs, mq-deadline for a rotational disk
+    (block/elevator.c elevator_get_default: no scheduler only for non-rotational
+    multi-queue devices; Debian's udev rules keep mq-deadline on disks)."""
+    return "mq-deadline" if rotational(device) else "none"
+
+
 def complexity(cfg: FsConfig, device: Device) -> int:
     """How many settings differ from what mkfs, mount and the kernel do by default."""
     n = len(cfg.mkfs) + len([o for o in cfg.mount if o not in ("defaults", "relatime")])
-    n += cfg.scheduler != "none"
+    n += cfg.scheduler != default_scheduler(device)
     if cfg.fs == "xfs" and cfg.ag_count is not None:
         n += cfg.ag_count != catalog.default_ag_count(device.size_bytes)
     return n
@@ -341,10 +366,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     c = profile.constraints
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
-                "o_direct_not_honoured": 0,
+                "o_direct_not_honoured": 0, "scheduler_none_on_rotational_disk": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     for cfg in cands:
+        if cfg.scheduler == "none" and rotational(device):
+            # a disk that seeks needs its requests sorted: never advise no scheduler for it
+            excluded["scheduler_none_on_rotational_disk"] += 1
+            continue
         if w.direct and cfg.mount_value("data") == "journal":
             excluded["o_direct_not_honoured"] += 1
             continue
@@ -423,7 +452,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                 if k != "_best"}
         return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
                       why=_why(model, cfg, profile, device, scope, unit=unit), warnings=warns,
-                      commands=commands_for(cfg, target.path), scheduler_alternatives=alts,
+                      commands=commands_for(cfg, target.path, target.udev), scheduler_alternatives=alts,
                       ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
                       if cfg.fs == "xfs" else None)
 

@@ -153,12 +153,25 @@ def mkfs_target(device: Device) -> CommandTarget:
         return CommandTarget()
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
-        return CommandTarget(device.path)
+        return CommandTarget(device.path, udev=_udev_target(device))
     if verdict.needs_force:
         return CommandTarget(device.path,
-                             f"{device.path}: {verdict.reason} — formatting destroys it")
+                             f"{device.path}: {verdict.reason} — formatting destroys it",
+                             udev=_udev_target(device))
     return CommandTarget(None, f"{device.path} must not be formatted ({verdict.reason}); "
                                f"commands show {DEVICE_PLACEHOLDER}")
+
+
+def _udev_target(device: Device):
+    """The device as apply's udev rule names it (its whole disk's kernel name, ID_WWN,
+    ID_SERIAL; read-only), so recommend prints the same rule `fsadvisor apply` writes."""
+    from fsadvisor.catalog.artifacts import Target
+    from fsadvisor.service.apply import target_for
+    try:
+        return target_for(device.path)
+    except (FsAdvisorError, OSError):
+        name = device.path.rsplit("/", 1)[-1]
+        return Target(device.path, name, id_serial=device.serial)
 
 
 def kernel_filesystems() -> dict[str, bool]:
