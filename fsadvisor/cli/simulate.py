@@ -67,8 +67,10 @@ def simulate(
     typer.echo("Simulated from the fitted model — not a measurement. Calibrated at the "
                "workload's own point; every variant extrapolates from there.")
     c = first.config
-    typer.echo(f"config:      {c['filesystem']} mkfs {c['mkfs']} mount {c['mount']} "
-               f"scheduler {c['scheduler']}" + (f" ag_count {c['ag_count']}" if c['ag_count'] else ""))
+    from fsadvisor.domain import FsConfig
+    typer.echo("config:      " + FsConfig.make(c["filesystem"], c.get("mkfs"), c.get("mount") or (),
+                                               c.get("scheduler") or "none",
+                                               c.get("ag_count")).label())
     wpf = cal.writes_per_flush
     typer.echo(f"workload:    {w['rw']} {w['bs_bytes']} B, {w['numjobs']} jobs x iodepth "
                f"{w['iodepth']}, " + (f"{w['rwmixread']}% reads, " if w['rw'] in ('rw', 'randrw') else "")
