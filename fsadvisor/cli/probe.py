@@ -217,9 +217,6 @@ def probe(
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
     from fsadvisor.service import probing
 
-    note = quick_override_note(quick, reps, runtime)
-    if note:
-        typer.echo(note, err=True)
     not_root = probing.root_problem()
     if not dry_run and not_root:
         fail(not_root)  # before planning: a refused run executes nothing, not even fio's self-test
@@ -272,6 +269,10 @@ def probe(
             if not probing.confirmation_matches(plan, confirm):
                 fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
 
+    # said once the probe really starts: a refusal stays the one line it is
+    note = quick_override_note(quick, reps, runtime)
+    if note:
+        typer.echo(note, err=True)
     summary = probing.run_probe(plan, on_progress=_Progress(), confirm=confirm)
     if as_json:
         emit_json(summary.to_dict())
