@@ -269,10 +269,11 @@ def probe(
             if not probing.confirmation_matches(plan, confirm):
                 fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
 
-    # said once the probe really starts: a refusal stays the one line it is
+    # on stdout with the plan's own output (stderr stays the one line of any refusal;
+    # --json keeps stdout a JSON document: the plan's reps/runtime are in it)
     note = quick_override_note(quick, reps, runtime)
-    if note:
-        typer.echo(note, err=True)
+    if note and not as_json:
+        typer.echo(note)
     summary = probing.run_probe(plan, on_progress=_Progress(), confirm=confirm)
     if as_json:
         emit_json(summary.to_dict())
