@@ -29,3 +29,18 @@ def format_size(n: int) -> str:
         if n >= mult and n % mult == 0:
             return f"{n // mult}{suffix}"
     return str(n)
+
+
+def format_binary(n: int) -> str:
+    """A size in the units it was most likely given in: a whole number of MiB came from the
+    binary suffixes the CLI parses (``1T`` is 1 TiB) and reads ``1.00 TiB``; anything else
+    (a datasheet's decimal 3.84 TB, a drive's real capacity) reads in decimal ``3.84 TB``."""
+    if n % (1 << 20):
+        for suffix, mult in (("TB", 10 ** 12), ("GB", 10 ** 9), ("MB", 10 ** 6)):
+            if n >= mult:
+                return f"{n / mult:.2f} {suffix}"
+        return f"{n} B"
+    for suffix, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            return f"{n / mult:.2f} {suffix}"
+    return f"{n} B"

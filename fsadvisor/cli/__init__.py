@@ -16,8 +16,24 @@ import typer
 
 from fsadvisor.errors import FsAdvisorError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+# -h as well as --help everywhere; no rich boxes: a usage error is one line (main()).
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Choose a filesystem configuration for an SSD by operations per joule.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+        typer.echo(f"fsadvisor {version('fsadvisor')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Choose a filesystem configuration for an SSD by operations per joule."""
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -88,16 +104,48 @@ def _register() -> None:
 FAST_COMMANDS = {"recommend": "advice", "predict": "advice"}
 
 
-def main() -> None:
+def usage_line(e: Any) -> str:
+    """A Click usage error as one line: what was wrong and where help is."""
+    ctx = e.ctx
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"fsadvisor: {e.format_message()}{where}"
+
+
+def _click_errors():
+    """Typer 0.2x vendors its own Click (typer._click); older ones use click itself."""
+    try:
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover - typer with click as a dependency
+        import click.exceptions as cx
+    return cx
+
+
+def main(argv: list[str] | None = None) -> None:
     import importlib
 
-    args = sys.argv[1:]
+    cx = _click_errors()
+    args = sys.argv[1:] if argv is None else list(argv)
     module = FAST_COMMANDS.get(args[0]) if args else None
     if module is not None:
         importlib.import_module(f"{__name__}.{module}")
     else:
         _register()
-    app()
+    command = typer.main.get_command(app)
+    try:
+        rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)
+    except cx.NoArgsIsHelpError as e:  # bare `fsadvisor` or a bare group: its help
+        typer.echo(e.ctx.get_help() if e.ctx is not None else str(e))
+        sys.exit(0)
+    except cx.UsageError as e:
+        typer.echo(usage_line(e), err=True)
+        sys.exit(2)
+    except cx.ClickException as e:
+        typer.echo(f"fsadvisor: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    except (KeyboardInterrupt, EOFError):
+        typer.echo("fsadvisor: aborted", err=True)
+        sys.exit(1)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

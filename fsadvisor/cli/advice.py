@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from fsadvisor.domain import FsConfig
+
 from fsadvisor.service import options as limits
 from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 
@@ -51,26 +53,54 @@ def recommend(
             doc["yearly_basis"] = yw
         emit_json(doc)
         return
+    for line in advice.headline(rec):
+        typer.echo(line)
+    typer.echo("")
+    _print_recommendation(rec, yw, worth)
+    if plot:
+        from fsadvisor.service.report import plot_recommendation
+        typer.echo("")
+        typer.echo(plot_recommendation(rec))
+
+
+def _print_recommendation(rec, yw, worth) -> None:
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
     typer.echo(f"Profile {rec.profile.name}: {rec.profile.description}")
-    typer.echo(f"Device: {rec.device.kind}, {rec.device.size_bytes / 1e12:.2f} TB, PLP {rec.device.plp}"
+    typer.echo(f"Device: {rec.device.kind}, {advice_size(rec.device.size_bytes)}, PLP {rec.device.plp}"
                + (f" ({rec.device.path})" if rec.device.path else "")
                + (f", {rec.device.model}" if rec.device.model else ""))
     typer.echo(f"{rec.considered} candidates, excluded: "
-               + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v))
+               + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
+                  or "none"))
     for n in rec.notes + (worth.summary_lines(yw) if yw is not None else []):
         typer.echo(f"note: {n}")
+    if any(r.tie_label.endswith("=") for r in rec.ranked):
+        typer.echo("note: '1=' marks configurations statistically tied with each other; "
+                   "within a tie the one with the fewest non-default settings is listed first")
     for r in rec.ranked:
         p = r.prediction
         u = p.uncertainty
+        lo, hi = u["ops_per_joule_90"]
+        if unit == "bytes/J":  # the interval in the unit of the score (bytes per op x ops/J)
+            per_op = p.bytes_per_joule / p.ops_per_joule if p.ops_per_joule else 0.0
+            lo, hi = lo * per_op, hi * per_op
         typer.echo("")
-        typer.echo(f"#{r.rank} {r.config.fs}  score {r.score:,.0f} {unit}  (90%: "
-                   f"{_fmt_range(u['ops_per_joule_90'])} ops/J, {p.energy_source}, {p.power_scope} scope)")
+        typer.echo(f"#{r.label} {r.config.label()}")
+        typer.echo(f"   score:     {r.score:,.0f} {unit}  (90%: {_fmt_range((lo, hi))} {unit}; "
+                   f"{p.energy_source}, {p.power_scope} scope)")
+        if r.order_note:
+            typer.echo(f"   order:     {r.order_note}")
         typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
         typer.echo(f"   mount:     -o {r.commands['mount_options']}")
         typer.echo(f"   fstab:     {r.commands['fstab']}")
         typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)")
-                                                           if r.config.fs == "xfs" else ""))
+                                                           if r.ag_count is not None else ""))
+        rule = [ln for ln in r.commands["udev"].splitlines() if ln and not ln.startswith("#")]
+        if rule:
+            typer.echo(f"   udev:      {rule[-1]}")
+            typer.echo(f"              (in {r.commands['udev_file']}; `fsadvisor apply` writes it)")
+        if r.ag_note:
+            typer.echo(f"   AG:        {r.ag_note}")
         typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
                    f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W")
         if yw is not None:
@@ -79,10 +109,11 @@ def recommend(
             typer.echo(f"   why:  {y}")
         for w in r.warnings:
             typer.echo(f"   WARN: {w}")
-    if plot:
-        from fsadvisor.service.report import plot_recommendation
-        typer.echo("")
-        typer.echo(plot_recommendation(rec))
+
+
+def advice_size(n: int) -> str:
+    from fsadvisor.service.advice import format_binary
+    return format_binary(n)
 
 
 @app.command()
@@ -112,7 +143,9 @@ def predict(
         emit_json(out)
         return
     p, u = out["predicted"], out["uncertainty"]
-    typer.echo(f"{out['config']['filesystem']} {out['config']}")
+    c = out["config"]
+    typer.echo(FsConfig.make(c["filesystem"], c.get("mkfs"), c.get("mount") or (),
+                             c.get("scheduler") or "none", c.get("ag_count")).label())
     typer.echo(f"  IOPS          {p['iops']:,.0f}   (90%: {_fmt_range(u['iops_90'])})")
     typer.echo(f"  MB/s          {p['mb_s']:,.1f}")
     typer.echo(f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})")

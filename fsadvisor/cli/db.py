@@ -56,7 +56,8 @@ def info(db: DbOpt = None,
         typer.echo("seed data   none loaded")
     lp = i["last_probe"]
     if lp:
-        typer.echo(f"last probe  {lp['id']} {lp['status']}, started {_when(lp['started_at'])}, "
+        typer.echo(f"last probe  {lp['id']} {lp['status']} on {lp['device']} ({lp['profile']}), "
+                   f"started {_when(lp['started_at'])}, "
                    f"finished {_when(lp['finished_at'])}: {lp['runs_ok']} ok, "
                    f"{lp['runs_failed']} failed, {lp['runs_incomplete']} incomplete runs")
     else:

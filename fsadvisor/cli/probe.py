@@ -116,16 +116,30 @@ def _print_summary(s) -> None:
             notes = list(r["flags"])
             if not r["ranked"]:
                 notes.insert(0, "NOT RANKED")
+            if r["n"] == 1:
+                notes.insert(0, "1 run — no interval")
             if r.get("vs_raw_iops"):
-                notes.append(f"{r['vs_raw_iops'] * 100:.0f}% of raw device")
+                notes.append(r.get("vs_raw_note") or f"{r['vs_raw_iops'] * 100:.0f}% of raw device")
             if r.get("energy_source") and FLAG_ESTIMATE not in notes:
                 notes.append(f"energy {r['energy_source']}")
-            typer.echo(f"{r['config'][:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
+            label = r.get("label") or r["config"]
+            typer.echo(f"{label[:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
                        f"{_fmt(r['iops']):>18} {_fmt(r['mb_s'], digits=1):>14} "
                        f"{_fmt(r['p99_latency_us'], 1e-3, 2):>12} "
                        f"{_fmt(r['ops_per_joule'], digits=1):>14}  {', '.join(notes)}")
     if d["interrupted"]:
         typer.echo(f"interrupted by {d['interrupted']}: cleaned up; continue with --resume")
+
+
+def quick_override_note(quick: bool, reps: int | None, runtime: float | None) -> str | None:
+    """--quick sets 1 repetition of 10 s; an explicit --reps/--runtime overrides that part
+    only. Said out loud, so `--quick --reps 5` is not a silent surprise either way."""
+    if not quick or (reps is None and runtime is None):
+        return None
+    parts = ([f"{reps} repetition{'s' if reps != 1 else ''} per cell (--reps)"] if reps is not None else []) + \
+            ([f"{runtime:g} s runs (--runtime)"] if runtime is not None else [])
+    return ("fsadvisor: note: --quick with " + " and ".join(parts) + " instead of its 1 rep of "
+            "10 s; the rest of --quick (4k randread/randwrite only, no variants) still applies")
 
 
 @app.command()
@@ -255,6 +269,11 @@ def probe(
             if not probing.confirmation_matches(plan, confirm):
                 fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
 
+    # on stdout with the plan's own output (stderr stays the one line of any refusal;
+    # --json keeps stdout a JSON document: the plan's reps/runtime are in it)
+    note = quick_override_note(quick, reps, runtime)
+    if note and not as_json:
+        typer.echo(note)
     summary = probing.run_probe(plan, on_progress=_Progress(), confirm=confirm)
     if as_json:
         emit_json(summary.to_dict())

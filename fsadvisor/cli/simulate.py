@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.service import options as limits
-from fsadvisor.cli import app, domain_errors, emit_json, limit_option
+from fsadvisor.cli import app, fail, domain_errors, emit_json, limit_option
 
 
 def _ms(x: float | None) -> str:
@@ -18,6 +18,22 @@ def _variant(r, keys: list[str]) -> str:
     return " ".join(f"{k}={r.overrides[k]}" for k in keys) or "as given"
 
 
+def combine_vary(items: list[str] | None) -> str | None:
+    """Repeated --vary for one knob combine (``--vary bs=4k --vary bs=128k`` is bs=4k,128k);
+    two different knobs would need a grid, which simulate does not do: refused, not dropped."""
+    if not items:
+        return None
+    knobs = {i.partition("=")[0].strip() for i in items}
+    if len(knobs) > 1:
+        fail(f"--vary takes one knob, got {', '.join(sorted(knobs))}: vary one and fix the "
+             "others with --set KNOB=VALUE")
+    if len(items) == 1:
+        return items[0]
+    knob = knobs.pop()
+    values = [v for i in items for v in i.partition("=")[2].split(",") if v.strip()]
+    return f"{knob}={','.join(dict.fromkeys(v.strip() for v in values))}"
+
+
 @app.command()
 @domain_errors
 def simulate(
@@ -25,7 +41,7 @@ def simulate(
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys).")] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Use this profile's workload.")] = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
-    vary: Annotated[Optional[str], typer.Option("--vary", help="One knob and its values, e.g. numjobs=1,4,16 | iodepth=1,32 | fsync_every=0,1,32 | plp=no,yes | bs=4k,128k | rwmixread=0,70,100.")] = None,
+    vary: Annotated[Optional[list[str]], typer.Option("--vary", help="One knob and its values (repeat only for the same knob: its values combine), e.g. numjobs=1,4,16 | iodepth=1,32 | fsync_every=0,1,32 | plp=no,yes | bs=4k,128k | rwmixread=0,70,100.")] = None,
     setting: Annotated[Optional[list[str]], typer.Option("--set", help="A knob fixed for every variant, e.g. --set iodepth=4 (also burst=N with pause_ms=MS).")] = None,
     seed: Annotated[int, typer.Option("--seed", callback=limit_option("seed"), help="Random seed; the same seed gives the same output." + limits.help_range("seed"))] = 0,
     requests: Annotated[int, typer.Option("--requests", "-n", callback=limit_option("requests"), help="Requests simulated per variant." + limits.help_range("requests"))] = 50_000,
@@ -38,7 +54,7 @@ def simulate(
     from fsadvisor.service.simulate import DEFAULT_SIGMA, SIM_LABEL, simulate_what_if
 
     results = simulate_what_if(config, workload=workload, profile=profile, device=device,
-                               vary=vary, seed=seed, requests=requests, db=db, scope=scope,
+                               vary=combine_vary(vary), seed=seed, requests=requests, db=db, scope=scope,
                                fixed=setting, sigma=DEFAULT_SIGMA if sigma is None else sigma)
     if as_json:
         emit_json({"note": SIM_LABEL, "results": [r.to_dict() for r in results]})
@@ -51,8 +67,10 @@ def simulate(
     typer.echo("Simulated from the fitted model — not a measurement. Calibrated at the "
                "workload's own point; every variant extrapolates from there.")
     c = first.config
-    typer.echo(f"config:      {c['filesystem']} mkfs {c['mkfs']} mount {c['mount']} "
-               f"scheduler {c['scheduler']}" + (f" ag_count {c['ag_count']}" if c['ag_count'] else ""))
+    from fsadvisor.domain import FsConfig
+    typer.echo("config:      " + FsConfig.make(c["filesystem"], c.get("mkfs"), c.get("mount") or (),
+                                               c.get("scheduler") or "none",
+                                               c.get("ag_count")).label())
     wpf = cal.writes_per_flush
     typer.echo(f"workload:    {w['rw']} {w['bs_bytes']} B, {w['numjobs']} jobs x iodepth "
                f"{w['iodepth']}, " + (f"{w['rwmixread']}% reads, " if w['rw'] in ('rw', 'randrw') else "")

@@ -22,6 +22,7 @@ import numpy as np
 from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.predict import ceilings
 from fsadvisor.predict.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
@@ -39,6 +40,15 @@ class Ranked:
     commands: dict[str, Any]
     scheduler_alternatives: dict[str, float] = field(default_factory=dict)
     ag_count: int | None = None  # the AG count mkfs.xfs will use (its default when unset)
+    # "1=" when statistically tied with the entries around it (tie group of the first one's
+    # rank), else the plain rank; ``order_note`` says why it is listed above a higher score.
+    tie_label: str = ""
+    order_note: str | None = None
+    ag_note: str | None = None  # the AG count's own effect, where allocation concurrency matters
+
+    @property
+    def label(self) -> str:
+        return self.tie_label or str(self.rank)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.prediction
@@ -52,9 +62,14 @@ class Ranked:
             "fstab": self.commands["fstab"],
             "scheduler": self.config.scheduler,
             "scheduler_udev_rule": self.commands["udev"],
+            "scheduler_udev_file": self.commands.get("udev_file"),
             "scheduler_alternatives": self.scheduler_alternatives,
             "ag_count": self.ag_count,
+            "ag_count_note": self.ag_note,
+            "tie_label": self.label,
+            "order_note": self.order_note,
             "config": self.config.to_dict(),
+            "config_label": self.config.label(),
             "score": self.score,
             "predicted": p.to_dict(),
             "uncertainty": dict(p.uncertainty),
@@ -76,9 +91,15 @@ class Recommendation:
     ranked: list[Ranked]
     best_per_filesystem: dict[str, Ranked]
     notes: list[str] = field(default_factory=list)
+    # How #1 stands against the rest (see _lead): gap to #2, sd of that difference, how many
+    # other candidates are statistically tied with it, whether this device's runs are in.
+    lead: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from fsadvisor.predict.explain import headline
         return {
+            "summary": " ".join(headline(self)),
+            "lead": dict(self.lead),
             "profile": self.profile.name,
             "device": self.device.to_dict(),
             "rank_by": self.rank_by,
@@ -106,20 +127,32 @@ def _mechanism(feature: str) -> dict[str, str] | None:
     return _mechanisms().get(best) if best else None
 
 
-def udev_rule(scheduler: str) -> str:
-    # Persistent scheduler choice (domain notes §5); applies to whole NVMe namespaces only.
-    return ('ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
-            f'KERNEL=="nvme[0-9]*n[0-9]*", ATTR{{queue/scheduler}}="{scheduler}"')
+def udev_rule(scheduler: str, target: Any = None) -> str:
+    """The scheduler rule for the target device itself (catalog/artifacts.py, the builder
+    `fsadvisor apply` uses: matched by ID_WWN, else ID_SERIAL, else its kernel name, with the
+    kernel-name pattern of its kind). Without a device the rule names DEVICE and says how
+    to get one that matches by identity."""
+    from fsadvisor.catalog import artifacts
+
+    if target is None:
+        return ("# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
+                "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
+                + artifacts.udev_rule(artifacts.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler))
+    return artifacts.udev_rule(target, scheduler)
 
 
-def commands_for(cfg: FsConfig, device_path: str | None) -> dict[str, Any]:
+def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None
+                 ) -> dict[str, Any]:
+    from fsadvisor.catalog import artifacts
+
     dev = device_path or DEVICE_PLACEHOLDER
     return {
         "mkfs": catalog.mkfs_argv(cfg, dev),
         "mount": catalog.mount_argv(cfg, dev, "/srv/data"),
         "mount_options": catalog.mount_options_string(cfg),
         "fstab": catalog.fstab_line(cfg),
-        "udev": udev_rule(cfg.scheduler),
+        "udev": udev_rule(cfg.scheduler, udev_target if device_path else None),
+        "udev_file": artifacts.UDEV_RULE_PATH,
     }
 
 
@@ -131,6 +164,7 @@ class CommandTarget:
 
     path: str | None = None
     warning: str | None = None
+    udev: Any = None  # catalog.artifacts.Target of ``path`` (its kernel name, WWN, serial)
 
 
 PLACEHOLDER_TARGET = CommandTarget()
@@ -167,23 +201,54 @@ def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, li
 
 
 def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, scope: str,
-         limit: int = 4) -> list[str]:
+         limit: int = 4, unit: str = "ops/J") -> list[str]:
+    """Plain-words reasons, largest effect first: one line per mechanism (the model's
+    features that share a mechanism are summed into one line, so no line repeats), its
+    effect on efficiency and performance against ext4 defaults, and where it comes from
+    (the mechanism's citation, how many stored sources measured it)."""
     base = catalog.default_config("ext4", device.size_bytes, "none")
-    out = []
     if cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none":
-        out.append("ext4 with defaults: the baseline every other candidate is compared with")
+        return ["ext4 with defaults: the baseline every other candidate is compared with"]
+    merged: dict[str, list] = {}
     for feat, d_perf, d_opj, sd_opj in contributions(model, cfg, base, profile.workload,
-                                                     kind_of(device), scope)[:limit]:
+                                                     kind_of(device), scope):
+        mech = _mechanism(feat)
+        text = mech["text"] if mech else _plain_feature(feat)
+        m = merged.setdefault(text, [0.0, 0.0, 0.0, mech, set()])
+        m[0] += d_perf
+        m[1] += d_opj
+        m[2] += sd_opj ** 2  # independent-terms approximation of the summed line's sd
+        m[4].update(model.sources.get(feat, []))
+    lines = sorted(merged.items(), key=lambda kv: -abs(kv[1][1]))
+    out = []
+    for text, (d_perf, d_opj, var, mech, data) in lines[:limit]:
         if abs(d_opj) < 0.01 and abs(d_perf) < 0.01:
             continue
-        mech = _mechanism(feat)
-        text = mech["text"] if mech else feat
-        data = model.sources.get(feat, [])
-        data_txt = "; data: " + ", ".join(data[:3]) if data else "; no stored data (prior only)"
-        cite = f" ({mech['cite']}{data_txt})" if mech else f" ({data_txt[2:]})"
-        out.append(f"{text}: {math.expm1(d_opj):+.0%} ops/J (1 sd {math.expm1(sd_opj):.0%}), "
-                   f"{math.expm1(d_perf):+.0%} perf vs ext4 defaults [{feat}]{cite}")
+        where = [mech["cite"]] if mech and mech.get("cite") else []
+        where.append(f"measured in {len(data)} stored source{'s' if len(data) != 1 else ''}"
+                     if data else "no stored measurement: prior only")
+        out.append(f"{text}: {math.expm1(d_opj):+.0%} {unit} (1 sd {math.expm1(var ** 0.5):.0%}), "
+                   f"{math.expm1(d_perf):+.0%} performance vs ext4 defaults ({'; '.join(where)})")
     return out
+
+
+_FEATURE_WORDS = {"fs": "filesystem", "opt": "option", "sched": "scheduler", "m": "mechanism",
+                  "ag": "allocation groups"}
+
+
+def _plain_feature(feat: str) -> str:
+    """A model term without a mechanism entry, in words (never the internal tag itself):
+    ``fs:xfs*smallw`` -> "filesystem xfs with small writes"."""
+    head, _, rest = feat.partition(":")
+    name, _, inter = rest.partition("*")
+    words = {"smallw": "small writes", "rf": "reads", "meta": "metadata-heavy work",
+             "fsync": "frequent fsync", "rnd": "random access", "wf": "writes",
+             "lc": "many concurrent jobs", "small": "small requests",
+             "buffered": "buffered I/O"}
+    txt = f"{_FEATURE_WORDS.get(head, head)} {name.replace(':', ' ').replace('_', ' ')}"
+    if inter:
+        txt += " with " + " and ".join(words.get(x, x) for x in inter.split("*"))
+    return txt.strip()
 
 
 # Differences below this are not worth a non-default setting: the seeds' repetitions
@@ -191,10 +256,21 @@ def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, sc
 TIE_TOLERANCE = 0.01
 
 
+def rotational(device: Device) -> bool:
+    return bool(device.rotational) or device.kind == "hdd"
+
+
+def default_scheduler(device: Device) -> str:
+    """The kernel's choice: none for multi-queue SSDs, mq-deadline for a rotational disk
+    (block/elevator.c elevator_get_default: no scheduler only for non-rotational
+    multi-queue devices; Debian's udev rules keep mq-deadline on disks)."""
+    return "mq-deadline" if rotational(device) else "none"
+
+
 def complexity(cfg: FsConfig, device: Device) -> int:
     """How many settings differ from what mkfs, mount and the kernel do by default."""
     n = len(cfg.mkfs) + len([o for o in cfg.mount if o not in ("defaults", "relatime")])
-    n += cfg.scheduler != "none"
+    n += cfg.scheduler != default_scheduler(device)
     if cfg.fs == "xfs" and cfg.ag_count is not None:
         n += cfg.ag_count != catalog.default_ag_count(device.size_bytes)
     return n
@@ -307,10 +383,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     c = profile.constraints
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
-                "o_direct_not_honoured": 0,
+                "o_direct_not_honoured": 0, "scheduler_none_on_rotational_disk": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     for cfg in cands:
+        if cfg.scheduler == "none" and rotational(device):
+            # a disk that seeks needs its requests sorted: never advise no scheduler for it
+            excluded["scheduler_none_on_rotational_disk"] += 1
+            continue
         if w.direct and cfg.mount_value("data") == "journal":
             excluded["o_direct_not_honoured"] += 1
             continue
@@ -323,6 +403,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     design: dict = {}
     preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
                          device_params=device_params)
+    preds = [ceilings.cap(p, w) for p in preds]
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
@@ -362,6 +443,13 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     ordered, alternatives = _order(kept, device, top, X, design["cov"],
                                    measured=lambda cfg: _has_data(model, cfg))
 
+    unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
+    tol = -math.log(1 - TIE_TOLERANCE)
+
+    def tied(a, b) -> bool:
+        gap = abs(math.log(a[0] / b[0])) if a[0] > 0 and b[0] > 0 else 0.0
+        return gap <= max(tol, difference_sd(design, row_of[a[1]], row_of[b[1]]))
+
     def make(i: int, item) -> Ranked:
         val, cfg, p, warns = item
         warns = list(warns)
@@ -380,12 +468,15 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         alts = {k: round(v, 4) for k, v in alternatives[cfg.with_(scheduler="none")].items()
                 if k != "_best"}
         return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
-                      why=_why(model, cfg, profile, device, scope), warnings=warns,
-                      commands=commands_for(cfg, target.path), scheduler_alternatives=alts,
+                      why=_why(model, cfg, profile, device, scope, unit=unit), warnings=warns,
+                      commands=commands_for(cfg, target.path, target.udev), scheduler_alternatives=alts,
                       ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
                       if cfg.fs == "xfs" else None)
 
     ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
+    _mark_ties(ranked, ordered, tied, device, lambda cfg: _has_data(model, cfg))
+    for r in ranked:
+        r.ag_note = _ag_note(r, kept, design, row_of, w, device, unit)
     best_fs: dict[str, Ranked] = {}
     for i, item in enumerate(ordered):
         fs = item[1].fs
@@ -393,18 +484,9 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             best_fs[fs] = ranked[i] if i < len(ranked) else make(i, item)
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
-             "a candidate ahead by less than the model's uncertainty of the difference (or "
-             f"{TIE_TOLERANCE:.0%}) is not preferred for its extra settings: among such equals "
-             "the one with the fewest non-default settings ranks first"]
-    if len(ordered) > 1:
-        a, b = ordered[0], ordered[1]
-        # the same design the ordering used: sd of the log ops/J difference of #1 and #2
-        sd = difference_sd(design, row_of[a[1]], row_of[b[1]])
-        gap = math.log(a[0] / b[0]) if a[0] > 0 and b[0] > 0 else 0.0
-        if abs(gap) < sd:
-            notes.append(f"#1 and #2 differ by {math.expm1(gap):+.1%} in predicted efficiency, "
-                         f"within the model's 1-sigma uncertainty of that difference "
-                         f"({math.expm1(sd):.1%}): probe both to decide")
+             ]
+    lead = _lead(ordered, kept, design, row_of, tol)
+    lead["measured_here"] = bool(model.known_device(device))
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
         # Say which device figures the ranking rests on when they are this device's own
@@ -422,4 +504,101 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
-                          notes=notes)
+                          notes=notes, lead=lead)
+
+
+def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Device,
+               measured: Callable[[FsConfig], bool]) -> None:
+    """Tie groups (``1=``) over the shown list: an entry joins the group of the entry that
+    opened it when the two are statistically equal (the rule _order used). An entry listed
+    above a higher-scoring one gets an ``order_note`` naming the rule that put it there."""
+    head = 0
+    groups: list[int] = []
+    scores = [r.score for r in ranked]
+    for i in range(len(ranked)):
+        # An entry joins the open group when it is tied with the group's first, or when
+        # anything from here on outscores something already in the group: _order only puts
+        # a lower score first among statistical equals, so those are one tie.
+        if i and not (tied(ordered[head], ordered[i])
+                      or max(scores[i:]) > min(scores[head:i])):
+            head = i
+        groups.append(head)
+    for i, r in enumerate(ranked):
+        size = groups.count(groups[i])
+        r.tie_label = f"{groups[i] + 1}=" if size > 1 else str(r.rank)
+        above = [o for o in ranked[i + 1:] if o.score > r.score]
+        if not above:
+            continue
+        o = above[0]
+        ci, co = complexity(r.config, device), complexity(o.config, device)
+        if ci < co:
+            why = (f"fewer non-default settings ({ci} vs {co}) among statistically equal "
+                   "candidates")
+        elif measured(r.config) and not measured(o.config):
+            why = f"measured data behind it (#{o.rank}'s filesystem rests on priors only)"
+        else:
+            why = "within the uncertainty of the difference"
+        r.order_note = (f"listed above #{o.rank}, whose score is {o.score / r.score - 1:.1%} higher: "
+                        f"{why}")
+
+
+def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float) -> dict[str, Any]:
+    """How #1 stands: its gap to #2 and the sd of that difference (log scale, shared terms
+    cancel), and how many other distinct configurations are statistically tied with it."""
+    first = ordered[0]
+    X, cov = design["X"], design["cov"]
+    rows = np.array([row_of[k[1]] for k in kept])
+    d = X[rows] - X[row_of[first[1]]]
+    sd = np.sqrt(np.maximum(np.sum((d @ cov) * d, axis=1), 0.0))
+    logv = np.log(np.maximum([k[0] for k in kept], 1e-300))
+    gap = np.abs(logv - math.log(max(first[0], 1e-300)))
+    bare0 = first[1].with_(scheduler="none")
+    tied_bare = {kept[j][1].with_(scheduler="none") for j in np.flatnonzero(gap <= np.maximum(tol, sd))}
+    tied_bare.discard(bare0)
+    out: dict[str, Any] = {"tied_with": len(tied_bare), "runner_up": None, "runner_up_gap": None,
+                           "difference_sd": None, "clearly_ahead": False}
+    if len(ordered) > 1:
+        second = ordered[1]
+        g = math.log(first[0] / second[0]) if first[0] > 0 and second[0] > 0 else 0.0
+        s = difference_sd(design, row_of[first[1]], row_of[second[1]])
+        out.update(runner_up=second[1].label(), runner_up_gap=math.expm1(g),
+                   difference_sd=math.expm1(s),
+                   clearly_ahead=g > max(tol, s))
+    return out
+
+
+def allocation_heavy(w) -> bool:
+    """Many writers creating or extending many files at once: where XFS allocation groups
+    (parallel allocators, seed 000 §IV and seed 004) can matter."""
+    writes = w.read_pct < 100 or w.create_frac > 0
+    return writes and w.numjobs >= 4 and (w.nrfiles >= w.numjobs or w.create_frac > 0)
+
+
+def _ag_note(r: Ranked, kept: list, design: dict, row_of: dict, w, device: Device,
+             unit: str) -> str | None:
+    """For an xfs entry of an allocation-heavy workload: the AG count the model prefers for
+    this otherwise identical configuration, its effect against the one shown and the sd of
+    that difference."""
+    if r.config.fs != "xfs" or not allocation_heavy(w):
+        return None
+    default = catalog.default_ag_count(device.size_bytes)
+    shown = r.config.ag_count or default
+    same = [k for k in kept if k[1].with_(ag_count=None) == r.config.with_(ag_count=None)]
+    if len(same) < 2:
+        return None
+    best = max(same, key=lambda k: k[0])
+    best_ag = best[1].ag_count or default
+    mine = next(k for k in same if k[1] == r.config)
+    sd = difference_sd(design, row_of[best[1]], row_of[mine[1]])
+    if best_ag == shown:
+        others = [k for k in same if (k[1].ag_count or default) != shown]
+        ref = next((k for k in others if (k[1].ag_count or default) == default), others[0])
+        ref_ag = ref[1].ag_count or default
+        sd = difference_sd(design, row_of[mine[1]], row_of[ref[1]])
+        return (f"AG count {shown} is the model's choice for this many concurrent writers: "
+                f"{mine[0] / ref[0] - 1:+.1%} {unit} vs {ref_ag} (1 sd {math.expm1(sd):.1%})")
+    verdict = ("within the uncertainty, so the simpler setting is kept"
+               if math.log(best[0] / mine[0]) <= sd else "worth probing")
+    return (f"AG count: the model prefers {best_ag} for this many concurrent writers, "
+            f"{best[0] / mine[0] - 1:+.1%} {unit} vs {shown} (1 sd {math.expm1(sd):.1%}) — "
+            f"{verdict}")

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from fsadvisor import catalog
-from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
+from fsadvisor.domain import (FILESYSTEMS, PROBE_CELL_OVERHEAD_S, PROBE_QUICK_RUNTIME_S,
+                              SCHEDULERS, Device, FsConfig, Workload)
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
 from fsadvisor.probe.micro import micro_jobs
@@ -34,12 +35,10 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 # Seed 000 §III used a 30 s measurement window and a 30 s idle period after each test.
 DEFAULT_RUNTIME_S = 30.0
 DEFAULT_COOLDOWN_S = 30.0
-QUICK_RUNTIME_S = 10.0
+QUICK_RUNTIME_S = PROBE_QUICK_RUNTIME_S  # domain.py: recommend's headline estimates with it
 DEFAULT_REPS = 3
 DEFAULT_SCHEDULERS = ("none", "mq-deadline")
-# Seconds a cell spends outside its measurement window (discard, mkfs, mount, umount) on an
-# NVMe or a loop device here (measured: 1.6-1.8 s per cell on a 512 MiB loop device).
-CELL_OVERHEAD_S = 3.0
+CELL_OVERHEAD_S = PROBE_CELL_OVERHEAD_S
 FILL_BYTES_PER_S = 500 * MIB  # conservative sequential write rate for the fill estimate
 
 # Workload kinds (how a cell's workload is run) are the benchmarks' own: tools/benchmark.py.

@@ -194,11 +194,12 @@ def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str,
             seen.append(c)
     rows: list[dict[str, Any]] = []
     raw_iops: dict[tuple[str, str], float] = {}
+    c_workloads = {c.workload.name: c.workload.workload for c in seen}
     for c in seen:
         for s in store.summaries(matrix_id=matrix_id, cell_key=c.key):
             ranked = measure.FLAG_DIRECT_IO not in (s.get("flags") or [])
             row = {
-                "config": c.config_key, "filesystem": c.config.fs if c.config else "raw-device",
+                "config": c.config_key, "label": cell_label(c.config, c.scheduler), "filesystem": c.config.fs if c.config else "raw-device",
                 "scheduler": c.scheduler, "workload": c.workload.name, "n": s["n"],
                 "iops": s["iops"], "mb_s": s["mb_s"], "p99_latency_us": s["p99_latency_us"],
                 "energy_j": s["energy_j"], "watts": s["watts"],
@@ -213,4 +214,29 @@ def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str,
         base = raw_iops.get((row["scheduler"], row["workload"]))
         mean = row["iops"]["mean"]
         row["vs_raw_iops"] = (mean / base) if (base and mean and row["filesystem"] != "raw-device") else None
+        row["vs_raw_note"] = raw_ratio_note(row["vs_raw_iops"], c_workloads.get(row["workload"]))
     return rows
+
+
+def cell_label(config: Any, scheduler: str) -> str:
+    """``ext4 defaults, sched none``; ``xfs agcount=16, noatime, sched none``; the raw
+    baseline as ``raw device (no filesystem), sched none``."""
+    if config is None:
+        return f"raw device (no filesystem), sched {scheduler}"
+    return config.with_(scheduler=scheduler).label()
+
+
+def raw_ratio_note(ratio: float | None, workload: Any = None) -> str:
+    """The filesystem's IOPS against the raw device, with the reason when it is over 100%:
+    nothing on top of a device makes it faster, so more than the raw figure means reads
+    served from the page cache (buffered I/O) or requests merged before they reached it."""
+    if not ratio:
+        return ""
+    text = f"{ratio * 100:.0f}% of raw device"
+    if ratio <= 1.0:
+        return text
+    buffered = workload is not None and not getattr(workload, "direct", True)
+    why = ("the page cache served part of it (buffered I/O)" if buffered else
+           "above the raw baseline: the page cache or request merging served part of it, "
+           "or run-to-run noise")
+    return f"{text} — {why}"

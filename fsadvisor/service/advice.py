@@ -20,6 +20,7 @@ from fsadvisor import catalog, limits
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import device as devmod
+from fsadvisor.predict import ceilings
 from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
                                      choose_prior_scale, cross_validate, fit, load_model, predict,
@@ -27,14 +28,14 @@ from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_pat
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
-from fsadvisor.sizes import format_size
+from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
 
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
 # tests/unit/test_front_end_imports.py enforces it).
 __all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
-           "CommandTarget", "format_size", "list_profiles", "get_profile", "profile_toml",
+           "CommandTarget", "format_size", "format_binary", "headline", "list_profiles", "get_profile", "profile_toml",
            "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
            "predict_one", "predict_batch", "validate", "calibrate"]
 
@@ -152,12 +153,25 @@ def mkfs_target(device: Device) -> CommandTarget:
         return CommandTarget()
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
-        return CommandTarget(device.path)
+        return CommandTarget(device.path, udev=_udev_target(device))
     if verdict.needs_force:
         return CommandTarget(device.path,
-                             f"{device.path}: {verdict.reason} — formatting destroys it")
+                             f"{device.path}: {verdict.reason} — formatting destroys it",
+                             udev=_udev_target(device))
     return CommandTarget(None, f"{device.path} must not be formatted ({verdict.reason}); "
                                f"commands show {DEVICE_PLACEHOLDER}")
+
+
+def _udev_target(device: Device):
+    """The device as apply's udev rule names it (its whole disk's kernel name, ID_WWN,
+    ID_SERIAL; read-only), so recommend prints the same rule `fsadvisor apply` writes."""
+    from fsadvisor.catalog.artifacts import Target
+    from fsadvisor.service.apply import target_for
+    try:
+        return target_for(device.path)
+    except (FsAdvisorError, OSError):
+        name = device.path.rsplit("/", 1)[-1]
+        return Target(device.path, name, id_serial=device.serial)
 
 
 def kernel_filesystems() -> dict[str, bool]:
@@ -192,7 +206,45 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
     rec.notes.insert(0, f"device parameters: {_describe_params(params)}")
     from fsadvisor.service.devices import library_notes
     rec.notes.extend(library_notes(dev))
+    _measured_first(rec, db)
     return rec
+
+
+def _short_number(x: float, scale_of: float | None = None) -> str:
+    """``61k`` for 61,234; a spread in its mean's unit (``± 2k``, never ``± 1,987``)."""
+    big = abs(x if scale_of is None else scale_of) >= 1e4
+    return f"{x / 1e3:,.0f}k" if big else f"{x:,.0f}"
+
+
+def _measured_first(rec: Recommendation, db: str | None) -> None:
+    """When the user's own runs of this profile on this device measured a recommended
+    configuration, its first why-line says so, before any paper (issue 12 §6)."""
+    dev = rec.device
+    if not dev.path and not dev.serial:
+        return
+    with open_store(db) as store:
+        found = store.summaries(workload_name=rec.profile.name)
+    mine = [s for s in found
+            if (dev.path and s.get("device_path") == dev.path)
+            or (dev.serial and s.get("device_serial") == dev.serial)]
+    for r in rec.ranked:
+        runs = [s for s in mine if s.get("config_key") == r.config.key()
+                and (s.get("iops") or {}).get("mean")]
+        if not runs:
+            continue
+        s = max(runs, key=lambda x: x["n"])
+        st = s["iops"]
+        spread = (f" ± {_short_number(st['sd'], st['mean'])}" if st.get("sd") is not None
+                  else " (1 run — no interval)")
+        where = s.get("device_path") or dev.path or dev.serial
+        r.why.insert(0, f"measured on {where}: {s['n']} run{'s' if s['n'] != 1 else ''}, "
+                        f"{_short_number(st['mean'])}{spread} IOPS")
+
+
+def headline(rec: Recommendation) -> list[str]:
+    """The answer in words, first thing recommend prints (predict/explain.py)."""
+    from fsadvisor.predict.explain import headline as lines
+    return lines(rec)
 
 
 def _device_params(dev: Device, db: str | None):
@@ -291,7 +343,7 @@ def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
     def compute() -> dict:
         params, described = memo.get("params", dev, lambda: (
             (p := _device_params(dev, memo.db)), _describe_params(p)))
-        p = predict(memo.model(), cfg, w, dev, scope, device_params=params)
+        p = ceilings.cap(predict(memo.model(), cfg, w, dev, scope, device_params=params), w)
         basis = dict(p.basis)
         basis["device_parameters"] = described
         warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]

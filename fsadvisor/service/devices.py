@@ -97,12 +97,12 @@ def library_drive_of(device: Device) -> LibraryDrive | None:
 
 
 def library_notes(device: Device) -> list[str]:
-    """What recommend says about a library drive's prior and its PLP."""
+    """What recommend says about a library drive beyond the device parameters note (which
+    already names the datasheet prior): its stated power-loss protection."""
     d = library_drive_of(device)
     if d is None:
         return []
-    from fsadvisor.predict.datasheet import params_for
-    notes = [f"device {d.name}: {params_for(d).source}"]
+    notes = []
     if d.plp == "yes" and device.plp != "yes":
         f = d.figures["plp"]
         notes.append(f"{d.name}: its {f.source.kind} states power-loss protection "

@@ -15,9 +15,20 @@ def energy_check(meter_log: str | None = None, device: str | None = None,
                  **opts: Any) -> list[dict[str, Any]]:
     """One dict per source (rapl, ipmi, meter-log, estimate): name, ok, detail, and
     ``auto`` True on the one ``choose_meter("auto")`` would pick."""
+    if meter_log is not None:
+        # A log the user named that is missing or not a meter log is an error to fix, not a
+        # row among the sources that happen not to work here.
+        _require_meter_log(meter_log)
     statuses = energy.check(meter_log=meter_log, device=device, **opts)
     chosen = energy.auto_choice(statuses, meter_log_given=meter_log is not None)
     return [dict(s.to_dict(), auto=s.name == chosen) for s in statuses]
+
+
+def _require_meter_log(path: str) -> None:
+    """EnergyError unless ``path`` is a readable power meter log with (timestamp, watts) rows."""
+    why = meterlog.MeterLogMeter(path).unavailable()
+    if why is not None:
+        raise EnergyError(f"{why} (expected a power meter's CSV export: timestamp, watts)")
 
 
 def energy_idle(seconds: float = 10.0, source: str = "auto", device: str | None = None,
@@ -48,6 +59,7 @@ def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: fl
         raise EnergyError(f"scope must be system, cpu+dram or drive, not {scope!r}")
     limits.check("clock-offset", clock_offset_s)
     limits.check("idle-watts", idle_watts)
+    _require_meter_log(path)
     store = open_store(db)
     filters: dict[str, Any] = {"status": "ok"}
     if matrix_id:

@@ -362,10 +362,11 @@ def plot_probe(summary: dict[str, Any], width: int = 80) -> str:
             continue
         low = st.get("ci95_low") if st.get("ci95_low") is not None else st["mean"]
         high = st.get("ci95_high") if st.get("ci95_high") is not None else st["mean"]
-        label = "raw device" if r.get("filesystem") == "raw-device" else r["config"]
+        # the readable label (``ext4 defaults, sched none``), never the store key
+        label = r.get("label") or (f"raw device [{r.get('scheduler')}]"
+                                   if r.get("filesystem") == "raw-device" else r["config"])
         by_workload.setdefault(r["workload"], []).append(
-            Bar(f"{label} [{r.get('scheduler')}]" if label == "raw device" else label,
-                st["mean"], max(low, 0.0), high, measured=True))
+            Bar(label, st["mean"], max(low, 0.0), high, measured=True))
     if not by_workload:
         return "no ops/J to plot: no run of this probe has an energy reading"
     return "\n\n".join(bars(items, "measured ops/J", f"{w}: ops/J", width)

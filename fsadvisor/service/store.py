@@ -51,6 +51,6 @@ def history(limit: int | None = 20, matrix_id: str | None = None,
 
 
 def _brief(m: dict[str, Any]) -> dict[str, Any]:
+    from fsadvisor.store.queries import plan_target
     plan = m.pop("plan") or {}
-    return {**m, "reps": plan.get("reps"), "device": plan.get("device"),
-            "profile": plan.get("profile")}
+    return {**m, "reps": plan.get("reps"), **plan_target(plan)}

@@ -88,6 +88,11 @@ def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
     p = Path(path).expanduser() if path is not None else default_path()
     if p.is_dir():
         raise StoreError(f"{p} is a directory, not a store file")
+    if path is not None and not p.parent.is_dir():
+        # A path the user typed (--db) into a directory that does not exist is a typo far
+        # more often than a wish for a new directory tree: say so instead of creating it.
+        raise StoreError(f"{p}: directory {p.parent} does not exist (create it first, or "
+                         "give a store file in an existing directory)")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -279,7 +284,7 @@ class Store:
         counts = {t: self._db[t].count for t in _TABLES}
         last = queries.matrices(self._db, limit=1)
         if last:
-            last[0].pop("plan")
+            last[0].update(queries.plan_target(last[0].pop("plan")))
         return {"path": self.label, "size_bytes": size,
                 "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
                 "tables": counts,

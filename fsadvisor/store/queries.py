@@ -214,6 +214,17 @@ def matrix(db: Database, matrix_id: str) -> dict[str, Any]:
     return found[0]
 
 
+def plan_target(plan: dict[str, Any] | None) -> dict[str, str]:
+    """What a probe matrix ran on and what it ran, in words, from its stored plan: the device
+    path (or the scratch file's directory) and the profile (or "micro benchmarks")."""
+    plan = plan or {}
+    device = plan.get("device") or (f"scratch file in {plan['scratch_dir']}"
+                                    if plan.get("scratch_dir") else "scratch file")
+    names = [w.get("name") for w in plan.get("workloads") or [] if isinstance(w, dict)]
+    profile = plan.get("profile") or ("micro benchmarks" if names else "-")
+    return {"device": str(device), "profile": str(profile)}
+
+
 def matrices(db: Database, limit: int | None = None,
              matrix_id: str | None = None) -> list[dict[str, Any]]:
     """Probe matrices, newest first, with their run counts per status and their plan."""

@@ -86,8 +86,9 @@ def ranked_row(r: Ranked) -> tuple[str, ...]:
     p = r.prediction
     lo, hi = p.uncertainty["ops_per_joule_90"]
     mkfs = ",".join(f"{k}={v}" for k, v in r.config.mkfs) or "defaults"
-    return (str(r.rank), r.config.fs, r.config.scheduler,
-            str(r.config.ag_count) if r.config.fs == "xfs" and r.config.ag_count else "-",
+    # the same AG count as recommend's text and JSON (mkfs.xfs's default when unset)
+    return (r.label, r.config.fs, r.config.scheduler,
+            str(r.ag_count) if r.ag_count is not None else "-",
             f"{p.iops:,.0f}", f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
             energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
 
@@ -124,8 +125,8 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
     t = Text()
     t.append(f"#{r.rank} {r.config.fs}", style="bold")
     t.append(f"  score {r.score:,.0f} {unit}, scheduler {r.config.scheduler}")
-    if r.config.fs == "xfs":
-        t.append(f", AG count {r.config.ag_count}")
+    if r.ag_count is not None:
+        t.append(f", AG count {r.ag_count}")
     t.append("\n")
     for label, value in (("mkfs", d["mkfs_command_line"]),
                          ("mount", f"-o {d['mount_options'] or 'defaults'}"),

@@ -46,5 +46,8 @@ def test_rank_never_inspects_the_host(no_host):
 def test_the_service_decides_the_mkfs_target(monkeypatch, verdict, path, warning):
     monkeypatch.setattr(devmod, "safety_verdict", lambda p, **k: verdict)
     dev = replace(advice.resolve_device("nvme:1T"), path="/dev/x")
-    assert advice.mkfs_target(dev) == CommandTarget(path, warning)
+    got = advice.mkfs_target(dev)
+    assert (got.path, got.warning) == (path, warning)
+    # a device that is printed gets apply's own udev target for it (issue 12 §5)
+    assert (got.udev is not None and got.udev.path == "/dev/x") == (path is not None)
     assert advice.mkfs_target(advice.resolve_device("nvme:1T")) == CommandTarget()

@@ -1,0 +1,74 @@
+"""The answer in words: the headline recommend prints first and ``--json`` gives as
+``summary`` (issue 12 §1).
+
+One function, ``headline(rec)``, so a later decision confidence (P(best) from the adaptive
+probe) can be added to the "how sure" line in one place. It reads only what ranking already
+decided: the tie groups, the lead of #1 over #2 and the sd of that difference (rank._lead).
+"""
+
+from __future__ import annotations
+
+import math
+
+from fsadvisor.domain import PROBE_CELL_OVERHEAD_S as CELL_OVERHEAD_S
+from fsadvisor.domain import PROBE_QUICK_RUNTIME_S as QUICK_RUNTIME_S
+
+# An adaptive probe runs short repetitions of the leading candidates until their order is
+# settled; the estimate assumes three quick repetitions of each (plan.DEFAULT_REPS), each a
+# quick-probe measurement window plus the per-cell overhead (mkfs, mount, discard) measured
+# in probe/plan.py. It is an order of magnitude, said as such ("about").
+ADAPTIVE_REPS = 3
+
+
+def adaptive_seconds(n_configs: int) -> float:
+    return n_configs * ADAPTIVE_REPS * (QUICK_RUNTIME_S + CELL_OVERHEAD_S)
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60.0
+    if minutes < 1.5:
+        return f"{seconds:.0f} s"
+    if minutes < 90:
+        return f"{math.ceil(minutes):.0f} min"
+    return f"{minutes / 60:.1f} h"
+
+
+def reason(rec) -> str:
+    """One line on why #1 is #1."""
+    top = rec.ranked[0]
+    lead = rec.lead or {}
+    if top.order_note or (not lead.get("clearly_ahead") and lead.get("tied_with")):
+        from fsadvisor.predict.rank import complexity
+        n = complexity(top.config, rec.device)
+        simplest = ("mkfs and mount defaults" if n == 0 else
+                    f"{n} non-default setting{'s' if n != 1 else ''}")
+        return (f"no candidate is reliably more efficient, and among the equals it has the "
+                f"fewest changes ({simplest})")
+    if top.why:
+        return top.why[0].split(" (")[0]
+    return "the highest predicted efficiency"
+
+
+def headline(rec) -> list[str]:
+    """Two lines: what to use and why, then how sure."""
+    if not rec.ranked:
+        return []
+    top = rec.ranked[0]
+    unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
+    lead = rec.lead or {}
+    first = f"Recommended: {top.config.label()} — {reason(rec)}."
+    basis = "measured on this device" if lead.get("measured_here") else "predicted"
+    if lead.get("runner_up") is None:
+        return [first, f"How sure: the only candidate left by the profile's constraints ({basis})."]
+    if lead.get("clearly_ahead"):
+        return [first, f"How sure: clearly ahead of #2 ({lead['runner_up']}) by "
+                       f"{lead['runner_up_gap']:.0%} in {unit}, more than the uncertainty of "
+                       f"that difference (1 sd {lead['difference_sd']:.0%}; {basis})."]
+    n = int(lead.get("tied_with") or 0)
+    leading = min(n + 1, 5)  # the leaders an adaptive probe would start from
+    sd = lead.get("difference_sd")
+    res = f" (1 sd of the gap to #2: {sd:.0%})" if sd is not None else ""
+    return [first, f"How sure: tied with {n} other configuration{'s' if n != 1 else ''} "
+                   f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
+                   f"on a spare device decides among the leading {leading} in about "
+                   f"{_duration(adaptive_seconds(leading))}."]
