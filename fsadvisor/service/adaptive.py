@@ -201,6 +201,7 @@ class Decision:
     reason: str = ""
     choice: str | None = None
     why: str = ""
+    calibration_s: float = 0.0  # part of spent_s: a device is calibrated once, not per probe
 
     @property
     def share(self) -> float:
@@ -216,7 +217,12 @@ class Decision:
                 "p_best": {k: round(v, 4) for k, v in self.p_best.items()},
                 "device_time_s": round(self.spent_s, 1),
                 "full_matrix_estimate_s": round(self.full_estimate_s, 1),
-                "share_of_full": round(self.share, 4), "runs": self.runs,
+                "share_of_full": round(self.share, 4),
+                "calibration_s": round(self.calibration_s, 1),
+                "share_of_full_without_calibration": round(
+                    (self.spent_s - self.calibration_s) / self.full_estimate_s, 4)
+                if self.full_estimate_s else 0.0,
+                "runs": self.runs,
                 "reason": self.reason, "next": self.choice, "why": self.why}
 
 
@@ -314,7 +320,8 @@ class Chooser:
                      spent_s=spent, full_estimate_s=self.plan.full_estimate_s,
                      runs=sum(ok.values()), reason="" if step.choice else step.reason,
                      choice=step.choice.label if step.choice else None,
-                     why=step.choice.why() if step.choice else "")
+                     why=step.choice.why() if step.choice else "",
+                     calibration_s=self.plan.calibration_s)
         return step, cfgs, d
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:

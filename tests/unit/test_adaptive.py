@@ -171,3 +171,24 @@ def test_adaptive_plan_round_trips_for_resume(tmp_path):
     back = ad.AdaptivePlan.from_dict(plan.to_dict())
     assert (back.target, back.budget_s, back.max_reps) == (plan.target, 600.0, plan.max_reps)
     assert back.configs == plan.configs and back.to_dict()["purpose"] == "adaptive"
+
+
+def test_resume_picks_up_the_adaptive_plan_and_refuses_a_full_one(tmp_path):
+    from dataclasses import replace
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.service import adaptive as ad, probing
+    req = _request(tmp_path)
+    plan = ad.plan_adaptive(req, budget="10m").plan
+    sf = StateFile(state_path_for(probing.store_path(req.db)))
+    state = sf.load()
+    state.matrices["scratch"] = {"matrix_id": "m-1", "plan": plan.to_dict()}
+    sf.save(state)
+    again = ad.plan_adaptive(replace(req, resume=True), budget=None)
+    assert isinstance(again.plan, ad.AdaptivePlan) and again.plan.matrix_id == "m-1"
+    assert again.plan.budget_s == 600.0  # the budget it started with
+    full = {**plan.to_dict()}
+    full.pop("purpose")
+    state.matrices["scratch"] = {"matrix_id": "m-2", "plan": full}
+    sf.save(state)
+    with pytest.raises(ConfigError, match="full matrix"):
+        ad.plan_adaptive(replace(req, resume=True))
