@@ -120,16 +120,30 @@ def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
     return [first] + [int(i) for i in close[:max_leaders - 1]]
 
 
+def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
+                         first: int) -> list[int]:
+    """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
+    the diagonal and the first's column are needed."""
+    mu = np.asarray(mu, dtype=float)
+    q = np.sum((X @ cov) * X, axis=1)
+    col = X @ (cov @ X[first])
+    sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
+    close = [i for i in np.argsort(-mu, kind="stable")
+             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]]
+    return [first] + [int(i) for i in close[:MAX_LEADERS - 1]]
+
+
 def decision_confidence(labels: Sequence[str], log_values: Sequence[float], X: np.ndarray,
                         cov: np.ndarray, first: int = 0, tolerance: float = 0.0) -> Confidence:
     """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
     mean: ties go to the simpler configuration) is the best of all ``labels``. Candidates
     beyond LEADER_SD are left out of the sampling; together they could take at most
     0.0002 each."""
-    S = covariance(np.asarray(X, dtype=float), np.asarray(cov, dtype=float))
-    idx = leaders(log_values, S, first)
+    X = np.asarray(X, dtype=float)
+    cov = np.asarray(cov, dtype=float)
+    idx = _leaders_from_design(log_values, X, cov, first)
     mu = np.asarray(log_values, dtype=float)[idx]
-    sub = S[np.ix_(idx, idx)]
+    sub = covariance(X[idx], cov)
     p = p_best(mu, sub)
     tol = float(p_best(mu, sub, tolerance=tolerance)[0]) if tolerance > 0 else None
     return Confidence(labels=[labels[i] for i in idx], p_best=[float(x) for x in p],

@@ -93,3 +93,14 @@ def test_recommend_text_has_the_confidence_line(tmp_path):
                                    str(tmp_path / "s.db")])
     assert out.exit_code == 0, out.output
     assert "is best (within 1%) with probability" in out.output
+
+
+def test_leaders_from_the_design_match_the_full_covariance():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 6))
+    A = rng.normal(size=(6, 6))
+    cov = A @ A.T * 0.001
+    mu = rng.normal(scale=0.05, size=40)
+    S = C.covariance(X, cov)
+    for first in (0, 7, int(np.argmax(mu))):
+        assert C._leaders_from_design(mu, X, cov, first) == C.leaders(mu, S, first)
