@@ -43,6 +43,18 @@ DEFAULT_TARGET = 0.95
 MAX_REPS = 6
 
 
+def pooled_sd(groups) -> float | None:
+    """Pooled within-group sd (None below 2 degrees of freedom)."""
+    ss, df = 0.0, 0
+    for g in groups:
+        g = list(g)
+        if len(g) >= 2:
+            m = sum(g) / len(g)
+            ss += sum((x - m) ** 2 for x in g)
+            df += len(g) - 1
+    return math.sqrt(ss / df) if df >= 2 else None
+
+
 def parse_budget(text: str | float | None) -> float | None:
     """``90``, ``90s``, ``3m``, ``1h30m`` -> seconds."""
     if text is None:
@@ -173,6 +185,10 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
             scratch=plan.scratch_size_bytes, scratch_dir=plan.scratch_dir, plp=plan.plp,
             force=plan.force, db=request.db, dry_run=request.dry_run)
         calib_s = float(calib.estimated_seconds())
+    if plan.budget_s is None and not request.resume:
+        # Without a budget never spend more than the exhaustive matrix would (plus the
+        # one-off calibration): adaptive probing that costs more has failed its purpose.
+        plan.budget_s = plan.full_estimate_s + calib_s
     spec = plan.workloads[0]
     cheapest = min((plan.cell_estimate_s(planmod.Cell(c, c.scheduler, spec, 1))
                     for c in plan.configs), default=0.0)
@@ -274,6 +290,11 @@ class Chooser:
         val = [p.bytes_per_joule if by_bytes else p.ops_per_joule for p in preds]
         noise = (model.noise_sd_measured if model.noise_sd_measured is not None
                  else model.noise_sd)
+        # This matrix's own repetitions say how noisy one run is here (1 s runs on a loop
+        # device scatter far more than the model's pooled residual): the larger one counts.
+        own = self.run_noise_sd()
+        if own is not None:
+            noise = max(float(noise), own)
         st = sel.State(labels=[c.key() for c in cfgs],
                        mu=np.log(np.maximum(np.asarray(val, float), 1e-300)),
                        X=np.asarray(design["X"]), cov=np.asarray(design["cov"]),
@@ -285,6 +306,18 @@ class Chooser:
         tau2 = self.own_sd() ** 2
         n = np.zeros(k) if runs is None else np.asarray(runs, float)
         return 1.0 / (1.0 / tau2 + n / max(noise_var, 1e-12))
+
+    def run_noise_sd(self) -> float | None:
+        """Pooled sd of log ops/J between repetitions of the same cell in this matrix
+        (None until two cells have been repeated, i.e. >= 2 degrees of freedom)."""
+        if self.plan.matrix_id is None:
+            return None
+        by_cell: dict[str, list[float]] = {}
+        for r in self.store.runs(matrix_id=self.plan.matrix_id, status="ok"):
+            ops, joules = r.get("ops"), r.get("energy_j")
+            if ops and joules and ops > 0 and joules > 0:
+                by_cell.setdefault(r["cell_key"], []).append(math.log(ops / joules))
+        return pooled_sd(by_cell.values())
 
     def _runs(self) -> tuple[Counter, float]:
         if self.plan.matrix_id is None:

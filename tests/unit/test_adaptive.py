@@ -192,3 +192,17 @@ def test_resume_picks_up_the_adaptive_plan_and_refuses_a_full_one(tmp_path):
     sf.save(state)
     with pytest.raises(ConfigError, match="full matrix"):
         ad.plan_adaptive(replace(req, resume=True))
+
+
+def test_pooled_sd_needs_two_degrees_of_freedom():
+    from fsadvisor.service.adaptive import pooled_sd
+    assert pooled_sd([[1.0, 1.2]]) is None
+    assert pooled_sd([[1.0, 1.2], [2.0, 2.2], [5.0]]) == pytest.approx(
+        math.sqrt((0.02 + 0.02) / 2))
+
+
+def test_no_budget_means_at_most_the_full_matrix(tmp_path):
+    from fsadvisor.service import adaptive as ad
+    setup = ad.plan_adaptive(_request(tmp_path))
+    assert setup.plan.budget_s == pytest.approx(setup.plan.full_estimate_s
+                                                + setup.calibration_estimate_s)
