@@ -212,6 +212,14 @@ def probe(
     force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem/partition-table signature.")] = False,
     yes_wipe: Annotated[Optional[str], typer.Option(
         "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
+    adaptive: Annotated[bool, typer.Option(
+        "--adaptive", help="Let the model choose each next cell of the --profile matrix and stop "
+                           "once the winner is settled (calibrates the device first if needed).")] = False,
+    budget: Annotated[Optional[str], typer.Option(
+        "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h).")] = None,
+    target_confidence: Annotated[float, typer.Option(
+        "--target-confidence", metavar="P",
+        help="With --adaptive: stop when P(the leader is the best) reaches P.")] = 0.95,
 ) -> None:
     """Format DEVICE with each candidate configuration, measure it with fio (and db_bench or
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
@@ -242,6 +250,11 @@ def probe(
         energy=energy, meter_log=meter_log, clock_offset_s=clock_offset,
         idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp, db=db, dry_run=dry_run,
         force=force)
+    if adaptive:
+        _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe)
+        return
+    if budget is not None:
+        fail("--budget applies to --adaptive")
     plan = probing.plan_probe(request)
 
     if dry_run:
@@ -288,4 +301,55 @@ def probe(
         sig = getattr(signal.Signals, summary.interrupted, None)
         raise typer.Exit(128 + sig.value if sig else EXIT_INTERRUPTED)
     if summary.count("failed"):
+        raise typer.Exit(EXIT_CELLS_FAILED)
+
+
+def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json: bool,
+              yes_wipe: str | None) -> None:
+    """probe --adaptive: plan (the budget check refuses before the device is touched), the
+    safety verdict as for any probe, then the model-driven run (service/adaptive.py)."""
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import probing
+
+    setup = ad.plan_adaptive(request, target, budget)
+    plan = setup.plan
+    if dry_run:
+        note = probing.dry_run_verdict(plan)
+        lines = ad.dry_run_lines(setup, request.db)
+        if note:
+            lines.insert(1, f"# {note}")
+        if as_json:
+            emit_json({"dry_run": True, "adaptive": True, "lines": lines,
+                       "full_matrix_estimate_s": plan.full_estimate_s,
+                       "calibration_estimate_s": setup.calibration_estimate_s})
+        else:
+            for line in lines:
+                typer.echo(line)
+        return
+    probing.check_device(plan)
+    confirm = None
+    if not plan.scratch_size_bytes:
+        confirm = yes_wipe if yes_wipe is not None else typer.prompt(
+            f"This DESTROYS all data on {plan.device}. Type the device path to continue",
+            err=True)
+        if not probing.confirmation_matches(plan, confirm):
+            fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
+    result = ad.run_adaptive(setup, request.db, on_progress=_Progress(), confirm=confirm)
+    s = result.probe
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        _print_summary(s)
+        d = result.decision
+        if d is not None:
+            typer.echo("")
+            typer.echo(f"adaptive: {d.leader} is best with probability {d.confidence:.2f} "
+                       f"after {d.runs} runs; device time {_duration(d.spent_s)} = "
+                       f"{d.share:.0%} of the full matrix's ~{_duration(d.full_estimate_s)}")
+            if d.reason:
+                typer.echo(f"adaptive: stopped: {d.reason}")
+    if s.interrupted:
+        sig = getattr(signal.Signals, s.interrupted, None)
+        raise typer.Exit(128 + sig.value if sig else EXIT_INTERRUPTED)
+    if s.count("failed"):
         raise typer.Exit(EXIT_CELLS_FAILED)

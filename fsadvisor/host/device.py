@@ -765,12 +765,10 @@ def udev_properties(dev: str, host: Host = HOST) -> dict[str, str]:
     if exe is None:
         return {}
     try:
-        proc = subprocess.run([exe, "info", "--query=property", f"--name={dev}"],
-                              capture_output=True, text=True, timeout=host.timeout_s,
-                              errors="replace")
-    except (subprocess.TimeoutExpired, OSError):
+        proc = run([exe, "info", "--query=property", f"--name={dev}"], timeout_s=host.timeout_s)
+    except (CommandTimedOut, CommandFailed):
         return {}
-    if proc.returncode != 0:
+    if not proc.ok:
         return {}
     out = {}
     for line in proc.stdout.splitlines():

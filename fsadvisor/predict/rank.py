@@ -23,6 +23,7 @@ from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
+from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.model import FittedModel, contributions, predict_many
 from fsadvisor.resources import data_dir
 
@@ -94,6 +95,8 @@ class Recommendation:
     # How #1 stands against the rest (see _lead): gap to #2, sd of that difference, how many
     # other candidates are statistically tied with it, whether this device's runs are in.
     lead: dict[str, Any] = field(default_factory=dict)
+    # P(#1 is the best) and each leader's P(best), from the posterior (predict/confidence.py)
+    confidence: Confidence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from fsadvisor.predict.explain import headline
@@ -110,6 +113,7 @@ class Recommendation:
             "notes": self.notes,
             "recommendations": [r.to_dict() for r in self.ranked],
             "best_per_filesystem": {fs: r.to_dict() for fs, r in self.best_per_filesystem.items()},
+            "confidence": self.confidence.to_dict() if self.confidence else None,
         }
 
 
@@ -501,10 +505,15 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     if excluded.get("o_direct_not_honoured"):
         notes.append("data=journal candidates were left out: they silently turn this "
                      "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
+    # over every kept candidate (scheduler variants too), not only the ones displayed
+    conf = decision_confidence([item[1].label() for item in kept],
+                               [math.log(max(item[0], 1e-300)) for item in kept],
+                               X, design["cov"], first=kept.index(ordered[0]),
+                               tolerance=-math.log(1 - TIE_TOLERANCE))
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
-                          notes=notes, lead=lead)
+                          notes=notes, lead=lead, confidence=conf)
 
 
 def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Device,

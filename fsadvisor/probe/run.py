@@ -111,8 +111,13 @@ class MatrixRun:
     def __init__(self, plan: Plan, store: Any, state_file: StateFile,
                  on_progress: Callable[[ProgressEvent], None] | None = None,
                  interruptions: Interruptions | None = None, sleep: Callable[[float], None] = time.sleep,
-                 device_check: Callable[[str], str | None] | None = None):
+                 device_check: Callable[[str], str | None] | None = None,
+                 cell_source: Callable[[Any, set], Any] | None = None):
         self.plan = plan
+        # probe --adaptive: chooses each next cell from what is stored so far (called with
+        # the inspected Device and the (cell key, rep) pairs already done; yields Cells).
+        # Everything else — state file, storing, interruption, cleanup — is the matrix's own.
+        self.cell_source = cell_source
         self.store = store
         self.state_file = state_file
         self.on_progress = on_progress or (lambda e: None)
@@ -253,6 +258,8 @@ class MatrixRun:
                             sleep=self.sleep,
                             hooks=CellHooks(before_mount=lambda d, m: self._record_signature(d)))
         check = self.device_check or devmod.in_use_reason
+        if self.cell_source is not None:
+            cells = self.cell_source(info, done)
         for cell in cells:
             self.guard.check()
             if (cell.key, cell.rep) in done:

@@ -203,9 +203,19 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
     params = _device_params(dev, db)
     rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
                kernel_has=kernel_filesystems(), target=mkfs_target(dev), device_params=params)
-    rec.notes.insert(0, f"device parameters: {_describe_params(params)}")
     from fsadvisor.service.devices import library_notes
-    rec.notes.extend(library_notes(dev))
+    return finish(rec, db, _describe_params(params), library_notes(dev))
+
+
+def finish(rec: Recommendation, db: str | None, params_text: str,
+           library_notes: list[str]) -> Recommendation:
+    """What recommend adds to a ranking, the same for the CLI and the TUI's what-if session:
+    which device figures it used, what would settle a tie, the library drive's notes, and
+    this device's own measurements first among the reasons."""
+    rec.notes.insert(0, f"device parameters: {params_text}")
+    if rec.confidence is not None and rec.confidence.tied:
+        rec.confidence.settle = settle_cells(rec)
+    rec.notes.extend(library_notes)
     _measured_first(rec, db)
     return rec
 
@@ -245,6 +255,30 @@ def headline(rec: Recommendation) -> list[str]:
     """The answer in words, first thing recommend prints (predict/explain.py)."""
     from fsadvisor.predict.explain import headline as lines
     return lines(rec)
+
+
+def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> list[dict]:
+    """The cells that would decide a tie: the profile's workload on #1 and on every leader
+    that is best with probability >= ``min_p``, each with the probe's default repetitions,
+    timed by the probe's own per-cell estimate on this device (probe/plan.py)."""
+    from fsadvisor.probe import plan as planmod
+    spec = planmod.profile_workload(rec.profile)
+    plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
+                        configs=[], workloads=[spec],
+                        size_bytes=planmod.default_size_bytes(rec.device.size_bytes))
+    # The leaders are named by FsConfig.label(), which spells out every setting.
+    by_key = {c.label(): c for c in catalog.candidates(
+        rec.device.size_bytes, sector_size=rec.device.logical_block_size)}
+    conf = rec.confidence
+    out = []
+    for i, (key, p) in enumerate(zip(conf.labels, conf.p_best)):
+        if (i and p < min_p) or key not in by_key or len(out) >= most:
+            continue
+        cfg = by_key[key]
+        cell_s = plan.cell_estimate_s(planmod.Cell(cfg, cfg.scheduler, spec, 1))
+        out.append({"config": key, "p_best": round(p, 4), "workload": spec.name,
+                    "reps": plan.reps, "seconds": round(cell_s * plan.reps, 1)})
+    return out
 
 
 def _device_params(dev: Device, db: str | None):

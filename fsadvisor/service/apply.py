@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from fsadvisor import catalog
 from fsadvisor.catalog.artifacts import Artifacts, Target, build
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+from fsadvisor.host.run import CommandNotFound, run
 
 _MOUNTPOINT = re.compile(r"^(/[A-Za-z0-9._@+-]+)+/?$")
 
@@ -121,8 +121,8 @@ def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> 
                             "pass --yes-wipe with it) to let apply format it")
     argv = catalog.mkfs_argv(cfg, verdict.resolved_path or target.path)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    except FileNotFoundError:
+        proc = run(argv, timeout_s=600)  # host/run.py: own process group, one failure wording
+    except CommandNotFound:
         raise FsAdvisorError(f"{argv[0]} is not installed") from None
     if proc.returncode != 0:
         why = " ".join((proc.stderr or proc.stdout).split())[:200]

@@ -192,6 +192,4 @@ class WhatIf:
         rec = rank(model, profile, ctx.dev, top=top, scope=scope, energy_basis=energy_basis,
                    kernel_has=ctx.kernel_has, target=ctx.target, device_params=ctx.params,
                    predict=self._predict)
-        rec.notes.insert(0, f"device parameters: {ctx.params_text}")
-        rec.notes.extend(ctx.library_notes)
-        return rec
+        return advice.finish(rec, self.db, ctx.params_text, list(ctx.library_notes))

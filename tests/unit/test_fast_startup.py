@@ -48,7 +48,11 @@ def test_recommend_loads_one_command_module_and_no_probe_code(tmp_path, monkeypa
     _run(["recommend", "--profile", "oltp"], tmp_path, monkeypatch)  # seeds, fits
     out = _run(["recommend", "--profile", "oltp", "--json"], tmp_path, monkeypatch)
     loaded = out.splitlines()[-1]
-    assert loaded == "LOADED ['fsadvisor.cli.advice']", loaded
+    # The tie note names the cells that would settle it and their time on this device, which
+    # only the probe's pure planning modules know (issue 11); the probe machinery (run, cell,
+    # state, commands, measure) and every other command module stay unloaded.
+    assert loaded == ("LOADED ['fsadvisor.cli.advice', 'fsadvisor.probe', "
+                      "'fsadvisor.probe.micro', 'fsadvisor.probe.plan']"), loaded
 
 
 def test_other_commands_and_help_still_see_every_command(tmp_path, monkeypatch):

@@ -1,0 +1,165 @@
+"""Decision confidence: how likely is the recommended configuration to be the true best?
+
+The model's posterior over its coefficients is normal (theta ~ N(theta_hat, cov), fit.py),
+and a candidate's expected log ops/J is linear in them (its design row x: x . theta), so the
+leaders' expected log ops/J are jointly normal with mean ``mu`` and covariance
+``X cov X'`` — correlated, because candidates share most of their terms (same device, same
+workload, often the same filesystem). P(candidate i is the best) = P(z_i = max z).
+
+Why Monte Carlo and not an analytic formula: for two candidates it is Phi(gap / sd of the
+difference), but for k > 2 correlated normals P(argmax = i) is a (k-1)-dimensional normal
+orthant probability with no closed form (Clark's moment-matching of the max is biased
+exactly when leaders are close, which is when the number matters). Sampling k <= 8 leaders
+4000 times costs well under a millisecond, and its standard error is at most
+sqrt(0.25 / 4000) = 0.008 — finer than any figure shown (two digits). The seed is fixed so
+the same store gives the same number on every run (a recommendation must not flicker).
+
+Pure numpy; the ranking (predict/rank.py) and the adaptive probe (probe/adaptive.py) call it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+DRAWS = 4000
+SEED = 20261124
+# Only candidates within this many sd (of their difference with the leader) can still be
+# the best with a probability that shows in two digits: P(z > 3.5) = 0.0002.
+LEADER_SD = 3.5
+MAX_LEADERS = 8
+# Below this P(#1 is best) the leaders are called tied and recommend says what would settle
+# it. 0.9: a one-in-ten chance of a wrong pick is the most a "best" claim should hide.
+CONFIDENT = 0.9
+
+
+@dataclass
+class Confidence:
+    """P(best) of the leading group; ``labels[0]`` is the ranking's #1."""
+
+    labels: list[str]
+    p_best: list[float]  # strict: P(this leader has the highest expected ops/J); sums to 1
+    # P(#1 is within ``tolerance`` (log) of the best): the ranking itself prefers a simpler
+    # configuration within TIE_TOLERANCE of a busier one, so "best" means the same here.
+    p_first_tol: float | None = None
+    tolerance: float = 0.0
+    method: str = f"Monte Carlo, {DRAWS} draws of the joint posterior (fixed seed)"
+    settle: list[dict[str, Any]] = field(default_factory=list)  # cells that would decide a tie
+
+    @property
+    def p_first(self) -> float:
+        if self.p_first_tol is not None:
+            return self.p_first_tol
+        return self.p_best[0] if self.p_best else 1.0
+
+    @property
+    def tied(self) -> bool:
+        return self.p_first < CONFIDENT
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"p_best_first": round(self.p_first, 4), "tied": self.tied,
+                "tolerance": round(math.expm1(self.tolerance), 4), "method": self.method,
+                "leaders": [{"config": k, "p_best": round(p, 4)}
+                            for k, p in zip(self.labels, self.p_best)],
+                "settle": list(self.settle)}
+
+    def sentence(self) -> str:
+        within = f" (within {math.expm1(self.tolerance):.0%})" if self.tolerance else ""
+        head = f"{self.labels[0]} is best{within} with probability {self.p_first:.2f}"
+        if len(self.labels) > 1:
+            head += "; strict P(best): " + ", ".join(f"{k} {p:.2f}" for k, p in
+                                     zip(self.labels[:4], self.p_best[:4]))
+        return head
+
+
+def covariance(X: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Joint posterior covariance of the rows' expected log ops/J."""
+    S = X @ cov @ X.T
+    return (S + S.T) / 2
+
+
+def p_best(mu: Sequence[float], S: np.ndarray, draws: int = DRAWS,
+           seed: int = SEED, tolerance: float | None = None) -> np.ndarray:
+    """P(each entry of a N(mu, S) vector is the largest), by sampling (module docstring).
+    With ``tolerance``: P(each entry is within it of the largest) (these overlap: they
+    need not sum to 1)."""
+    mu = np.asarray(mu, dtype=float)
+    k = len(mu)
+    if k == 0:
+        return np.zeros(0)
+    if k == 1:
+        return np.ones(1)
+    # Eigen-factor instead of Cholesky: S is often singular (two candidates the model cannot
+    # tell apart have identical rows), and clipping tiny negative eigenvalues is exact there.
+    w, V = np.linalg.eigh(np.asarray(S, dtype=float))
+    w = np.where(w > 1e-12 * max(float(w.max()), 1e-300), w, 0.0)  # rounding, not variance
+    L = V * np.sqrt(w)
+    z = np.random.default_rng(seed).standard_normal((draws, k)) @ L.T + mu
+    if tolerance is not None:
+        return np.mean(z >= z.max(axis=1, keepdims=True) - tolerance, axis=0)
+    # Exact ties in a draw (identical rows) go to the first, i.e. the better-ranked entry.
+    # (within float noise of the factorisation).
+    top = z >= z.max(axis=1, keepdims=True) - 1e-12
+    wins = np.bincount(np.argmax(top, axis=1), minlength=k)
+    return wins / draws
+
+
+def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
+            max_leaders: int = MAX_LEADERS) -> list[int]:
+    """Indices of the candidates that can still beat (or be beaten by) ``first``: within
+    LEADER_SD sd of their difference with it, best mean first, ``first`` always first."""
+    mu = np.asarray(mu, dtype=float)
+    d = np.diag(S)
+    var = d + d[first] - 2 * S[:, first]
+    sd = np.sqrt(np.maximum(var, 1e-18))
+    close = [i for i in np.argsort(-mu, kind="stable")
+             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]]
+    return [first] + [int(i) for i in close[:max_leaders - 1]]
+
+
+def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
+                         first: int) -> list[int]:
+    """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
+    the diagonal and the first's column are needed."""
+    mu = np.asarray(mu, dtype=float)
+    q = np.sum((X @ cov) * X, axis=1)
+    col = X @ (cov @ X[first])
+    sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
+    close = [i for i in np.argsort(-mu, kind="stable")
+             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]]
+    return [first] + [int(i) for i in close[:MAX_LEADERS - 1]]
+
+
+def decision_confidence(labels: Sequence[str], log_values: Sequence[float], X: np.ndarray,
+                        cov: np.ndarray, first: int = 0, tolerance: float = 0.0) -> Confidence:
+    """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
+    mean: ties go to the simpler configuration) is the best of all ``labels``. Candidates
+    beyond LEADER_SD are left out of the sampling; together they could take at most
+    0.0002 each."""
+    X = np.asarray(X, dtype=float)
+    cov = np.asarray(cov, dtype=float)
+    idx = _leaders_from_design(log_values, X, cov, first)
+    mu = np.asarray(log_values, dtype=float)[idx]
+    sub = covariance(X[idx], cov)
+    p = p_best(mu, sub)
+    tol = float(p_best(mu, sub, tolerance=tolerance)[0]) if tolerance > 0 else None
+    return Confidence(labels=[labels[i] for i in idx], p_best=[float(x) for x in p],
+                      p_first_tol=tol, tolerance=tolerance)
+
+
+def p_wrong(mu: Sequence[float], S: np.ndarray, choice: int | None = None) -> float:
+    """P(the chosen entry — by default the highest mean — is not the best)."""
+    mu = np.asarray(mu, dtype=float)
+    c = int(np.argmax(mu)) if choice is None else choice
+    return float(1.0 - p_best(mu, S)[c])
+
+
+def two_way(gap: float, sd: float) -> float:
+    """P(a is better than b) for a log gap with the sd of the difference (the k=2 closed
+    form; a check on the sampler, and what the tests compare it with)."""
+    if sd <= 0:
+        return 1.0 if gap > 0 else 0.5 if gap == 0 else 0.0
+    return 0.5 * (1 + math.erf(gap / (sd * math.sqrt(2))))

@@ -1,0 +1,184 @@
+"""Adaptive probing: which cell to measure next, and when to stop. Pure numpy.
+
+The decision is "which candidate has the highest expected ops/J on this device". Its
+uncertainty is the model's posterior: theta ~ N(theta_hat, cov), candidate i's expected log
+ops/J is x_i . theta (predict_many's design rows), so the candidates are jointly normal and
+P(the leader is not the best) — P(wrong) — follows from predict/confidence.py.
+
+What a measurement is worth (a preposterior approximation): one more run of candidate i is,
+to first order, an observation of x_i . theta with the model's per-run noise variance s^2.
+The normal-normal update of the coefficients is rank one,
+
+    cov' = cov - (cov x_i)(cov x_i)' / (x_i' cov x_i + s^2),
+
+and it shrinks the sd of every difference the leader takes part in. We hold the means where
+they are (their expected change is zero) and score the cell by the drop of P(wrong) under
+cov', per second of device time the cell costs. The one-step drop of P(wrong) is myopic
+(with three leaders tied no single run moves it), so the choice is scored by what that
+update does to the sd of the leader's difference with each challenger, weighted by the
+challenger's chance of beating it (``options``): it measures the leaders whose intervals
+overlap (repetitions of the same cell come out of it naturally, as a second run shrinks the
+same variance further) and never spends time on a candidate too far behind to matter.
+Both P(wrong)s use the same random draws (confidence.SEED), so their difference is smooth
+rather than Monte Carlo noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from fsadvisor.predict import confidence as C
+
+# A run that shrinks the leader's contested differences by less than this (log units, i.e.
+# 0.1% of ops/J, a tenth of rank.TIE_TOLERANCE) cannot change a decision made to 1%.
+MIN_SHRINK = 1e-3
+
+
+@dataclass(frozen=True)
+class Option:
+    """Measuring candidate ``index`` once more: P(wrong) now, expected after, its cost."""
+
+    index: int
+    label: str
+    p_wrong_now: float
+    p_wrong_after: float
+    cost_s: float
+    runs_so_far: int
+    shrink: float = 0.0  # weighted drop of the sd of the leader's differences (log units)
+
+    @property
+    def gain(self) -> float:
+        return max(0.0, self.p_wrong_now - self.p_wrong_after)
+
+    @property
+    def value_per_s(self) -> float:
+        return self.shrink / self.cost_s if self.cost_s > 0 else 0.0
+
+    def why(self) -> str:
+        rep = "a first run" if not self.runs_so_far else f"run {self.runs_so_far + 1}"
+        return (f"{self.label}: {rep} is expected to take P(wrong choice) from "
+                f"{self.p_wrong_now:.3f} to {self.p_wrong_after:.3f} and the sd of the "
+                f"leader's contested differences down by {self.shrink:.4f} (log) for about "
+                f"{self.cost_s:.0f} s of device time")
+
+
+@dataclass(frozen=True)
+class State:
+    """The posterior of the candidates' expected log ops/J on this device."""
+
+    labels: Sequence[str]
+    mu: np.ndarray  # (k,) log ops/J
+    X: np.ndarray  # (k, p) design rows
+    cov: np.ndarray  # (p, p) coefficient posterior covariance
+    noise_var: float  # one run's variance on log scale
+    tolerance: float = 0.0  # log: within this of the best counts as best (rank.TIE_TOLERANCE)
+    # Per-candidate variance the model's design does not show yet: this device's own
+    # deviation from the shared effects (the fit's "d:<device>|" terms, prior sd from
+    # priors.toml), shrunk by the runs of that cell already made. Before a device's first
+    # run its candidates differ from each other only by shared effects, and a preposterior
+    # on the design alone would say a run here can teach nothing about their order (one run
+    # pins the unknown device level that all share). Only the choice uses it.
+    own_var: np.ndarray | None = None
+
+    @property
+    def leader(self) -> int:
+        return int(np.argmax(self.mu))
+
+    def S(self, cov: np.ndarray | None = None) -> np.ndarray:
+        return C.covariance(self.X, self.cov if cov is None else cov)
+
+    def S_choice(self) -> np.ndarray:
+        S = self.S()
+        return S + np.diag(self.own_var) if self.own_var is not None else S
+
+    def confidence(self, cov: np.ndarray | None = None, S: np.ndarray | None = None) -> float:
+        """P(the leader is within ``tolerance`` of the best)."""
+        S = self.S(cov) if S is None else S
+        idx = C.leaders(self.mu, S, self.leader)
+        p = C.p_best(self.mu[idx], S[np.ix_(idx, idx)],
+                     tolerance=self.tolerance if self.tolerance > 0 else None)
+        return float(p[0])
+
+    def after_run(self, i: int, n: int = 1) -> np.ndarray:
+        """The coefficient covariance after ``n`` more runs of candidate ``i`` (rank one)."""
+        v = self.cov @ self.X[i]
+        denom = float(self.X[i] @ v) + self.noise_var / n
+        return self.cov - np.outer(v, v) / denom if denom > 0 else self.cov
+
+
+def options(state: State, cost_s: Sequence[float], runs: Sequence[int]) -> list[Option]:
+    """The cells that could change the decision, best value per second first.
+
+    The value of one more run of candidate i is how much it shrinks the sd of the leader's
+    difference with each challenger j (S' after the rank-one update), weighted by
+    P(j beats the leader) — the issue's "how much measuring a leader's cell would shrink the
+    sd of its difference with the others". Unlike the one-step drop of P(wrong) (which is
+    myopic: with three leaders tied, no single run moves it, and a greedy rule would stop
+    with nothing settled) this keeps measuring the leader and its strongest challengers
+    until their intervals part. P(wrong) before and after is still computed for the choice,
+    to say why."""
+    S = state.S_choice()
+    L = state.leader
+    group = C.leaders(state.mu, S, L, max_leaders=len(state.mu))
+    others = [j for j in group if j != L]
+    if not others:
+        return []
+    d_var = np.array([S[L, L] + S[j, j] - 2 * S[L, j] for j in others])
+    d_sd = np.sqrt(np.maximum(d_var, 1e-18))
+    gap = state.mu[L] - state.mu[others]
+    # P(j beats the leader by more than the tolerance), pairwise closed form
+    w = np.array([1.0 - C.two_way(g + state.tolerance, sd) for g, sd in zip(gap, d_sd)])
+    now = 1.0 - state.confidence(S=S)
+    out = []
+    for i in group:
+        v = S[:, i]
+        denom = S[i, i] + state.noise_var
+        S1 = S - np.outer(v, v) / denom if denom > 0 else S
+        d1 = np.array([S1[L, L] + S1[j, j] - 2 * S1[L, j] for j in others])
+        shrink = float(np.sum(w * (d_sd - np.sqrt(np.maximum(d1, 1e-18)))))
+        out.append((shrink, i, S1))
+    out = [o for o in out if o[0] > 0]
+    out.sort(key=lambda o: (-o[0] / max(float(cost_s[o[1]]), 1e-9), o[1]))
+    res = []
+    for k, (shrink, i, S1) in enumerate(out):
+        after = 1.0 - state.confidence(S=S1) if k < 3 else now
+        res.append(Option(i, state.labels[i], now, after, float(cost_s[i]), int(runs[i]),
+                          shrink))
+    return res
+
+
+@dataclass(frozen=True)
+class Step:
+    """What to do next: ``choice`` (None: stop) and why."""
+
+    choice: Option | None
+    confidence: float
+    reason: str
+    ranked: tuple[Option, ...] = ()
+
+
+def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
+              target: float, spent_s: float, budget_s: float | None,
+              max_runs: int | None = None) -> Step:
+    """Stop at the target confidence, when nothing left is worth its time, or when the best
+    cell no longer fits in the budget; else the cell with the most value per second (among
+    those below ``max_runs`` repetitions)."""
+    conf = state.confidence()
+    if conf >= target:
+        return Step(None, conf, f"settled: confidence {conf:.3f} >= target {target:g}")
+    ranked = [o for o in options(state, cost_s, runs)
+              if max_runs is None or o.runs_so_far < max_runs]
+    worth = [o for o in ranked if o.shrink >= MIN_SHRINK]
+    if not worth:
+        return Step(None, conf, f"no cell left that can raise the confidence ({conf:.3f}) "
+                                "measurably: the leaders are equal within the measurement "
+                                "noise (or measured the most times allowed)", tuple(ranked))
+    fits = [o for o in worth if budget_s is None or spent_s + o.cost_s <= budget_s]
+    if not fits:
+        return Step(None, conf, f"budget: {spent_s:.0f} s of {budget_s:.0f} s spent, the next "
+                                f"cell needs about {min(o.cost_s for o in worth):.0f} s",
+                    tuple(ranked))
+    return Step(fits[0], conf, fits[0].why(), tuple(ranked))

@@ -1,0 +1,507 @@
+"""`fsadvisor probe --adaptive`: measure only what can change the answer, stop when settled.
+
+The matrix is the one ``probe --profile P`` would plan (its configurations x the profile's
+workload), but no cell runs because it is next in the list: after every stored run the model
+is refitted on the store (a fit takes ~0.2 s on the seeded store), the candidates' posterior
+on this device is recomputed, and probe/adaptive.py picks the cell with the most expected
+reduction of P(wrong choice) per second of device time — or stops, at the target confidence,
+when nothing is worth measuring, or at the budget. The cells run through the probe's own
+MatrixRun (one matrix, one scratch device, the state file, interruption and cleanup, every
+run stored with its provenance), so ``--resume`` continues an interrupted adaptive probe.
+
+An uncalibrated device is calibrated first (service/calibration.py's short raw matrix), so
+the roofline the model reasons from is this device's. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from fsadvisor.domain import Device, device_identity
+from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+from fsadvisor.host import device as devmod
+from fsadvisor.predict.model import ModelSettings, fit, predict_many
+from fsadvisor.predict.rank import TIE_TOLERANCE, permitted
+from fsadvisor.probe import adaptive as sel
+from fsadvisor.probe import plan as planmod
+from fsadvisor.probe.report import ProgressEvent
+from fsadvisor.profiles import load_profile
+from fsadvisor.service import probing
+from fsadvisor.service.request import ProbeRequest
+
+DEFAULT_TARGET = 0.95
+# Repetitions of one cell beyond which another adds little: seed 000 ran 10; the full
+# matrix's default is 3, so the adaptive probe may go a bit beyond it where it matters.
+MAX_REPS = 6
+
+
+def pooled_sd(groups) -> float | None:
+    """Pooled within-group sd (None below 2 degrees of freedom)."""
+    ss, df = 0.0, 0
+    for g in groups:
+        g = list(g)
+        if len(g) >= 2:
+            m = sum(g) / len(g)
+            ss += sum((x - m) ** 2 for x in g)
+            df += len(g) - 1
+    return math.sqrt(ss / df) if df >= 2 else None
+
+
+def parse_budget(text: str | float | None) -> float | None:
+    """``90``, ``90s``, ``3m``, ``1h30m`` -> seconds."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        t = str(text).strip().lower()
+        m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", t)
+        if not t or not m or not any(m.groups()):
+            raise ConfigError(f"--budget {text!r} is not a duration (e.g. 90s, 3m, 1h30m)")
+        h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+        value = h * 3600 + mi * 60 + s
+    if not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"--budget must be a positive duration, not {text!r}")
+    return value
+
+
+def check_target(target: float) -> float:
+    if not (0.5 <= target < 1.0):
+        raise ConfigError(f"--target-confidence must be in [0.5, 1), not {target:g}")
+    return float(target)
+
+
+@dataclass
+class AdaptivePlan(planmod.Plan):
+    """A probe plan whose cells are chosen as it goes (what --resume needs to continue)."""
+
+    target: float = DEFAULT_TARGET
+    budget_s: float | None = None
+    max_reps: int = MAX_REPS
+    calibration_s: float = 0.0  # device time the calibration took (counted in the budget)
+    full_estimate_s: float = 0.0  # the exhaustive matrix's estimate, for comparison
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "purpose": "adaptive",
+                "adaptive": {"target": self.target, "budget_s": self.budget_s,
+                             "max_reps": self.max_reps, "calibration_s": self.calibration_s,
+                             "full_estimate_s": self.full_estimate_s}}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "AdaptivePlan":
+        base = planmod.Plan.from_dict(d)
+        a = d.get("adaptive") or {}
+        return AdaptivePlan(**{f: getattr(base, f) for f in base.__dataclass_fields__},
+                            target=float(a.get("target", DEFAULT_TARGET)),
+                            budget_s=a.get("budget_s"), max_reps=int(a.get("max_reps", MAX_REPS)),
+                            calibration_s=float(a.get("calibration_s") or 0.0),
+                            full_estimate_s=float(a.get("full_estimate_s") or 0.0))
+
+
+@dataclass
+class AdaptiveSetup:
+    plan: AdaptivePlan
+    calibration: Any | None  # a CalibrationPlan when the device needs one first
+    calibration_estimate_s: float
+    device: Device  # what the model predicts for (a guess for a scratch device not yet made)
+
+
+def _scratch_device(size_bytes: int, scratch_dir: str | None, plp: str) -> Device:
+    """The Device a scratch loop device in ``scratch_dir`` will be (its backing class), for
+    planning before it exists. The probe attaches it with direct I/O."""
+    d = scratch_dir or tempfile.gettempdir()
+    try:
+        st = os.stat(d)
+        with open("/proc/self/mountinfo") as f:
+            found = devmod.parse_mountinfo_fs(f.read(), os.major(st.st_dev), os.minor(st.st_dev))
+    except OSError:
+        found = None
+    fstype, source = found if found else (None, None)
+    kind, model = devmod.loop_class(fstype, source, True)
+    return Device(path=None, size_bytes=size_bytes, kind=kind, model=model, plp=plp)
+
+
+def _calibrated(device: Device, db: str | None) -> bool:
+    from fsadvisor.store import open_store
+    idents = {device.identity}
+    if device.kind in ("loop", "ram-loop"):
+        # a loop file system that refuses direct I/O falls back to buffered: either class
+        idents.add(device_identity(*devmod.loop_class(*_backing_of(device), False)))
+    with open_store(probing.store_path(db)) as store:
+        return bool(idents & set(store.calibrated_devices()))
+
+
+def _backing_of(device: Device) -> tuple[str | None, str | None]:
+    m = re.match(r"loop on (\S+)(?: \((.*?)\))?,", device.model or "")
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
+                  budget: str | float | None = None) -> AdaptiveSetup:
+    """Plan an adaptive probe: the profile's matrix, whether the device needs a calibration
+    first, and a budget check that refuses, before anything touches the device, a budget
+    too small for the calibration and one cell."""
+    target = check_target(target)
+    budget_s = parse_budget(budget)
+    if request.resume:
+        entry = probing._state_file(request.db).load().matrices.get(
+            "scratch" if request.scratch is not None else str(request.device))
+        if not entry:
+            raise FsAdvisorError("no unfinished probe of this device to resume; start one "
+                                 "without --resume")
+        if entry["plan"].get("purpose") != "adaptive":
+            raise ConfigError("the unfinished probe of this device is a full matrix: resume "
+                              "it without --adaptive")
+        plan = AdaptivePlan.from_dict(entry["plan"])
+        plan.matrix_id, plan.force = entry["matrix_id"], request.force
+        plan.db_path = str(probing.store_path(request.db))
+        if request.scratch is None:
+            plan.device_info = replace(request.device_info, plp=plan.plp)
+    else:
+        if request.profile is None:
+            raise ConfigError("--adaptive needs --profile: it decides for one workload")
+        base = probing.plan_probe(replace(request, micro=False, baseline=False))
+        full = replace(base, reps=max(base.reps, planmod.DEFAULT_REPS))
+        fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
+        fields["reps"] = MAX_REPS  # the ceiling; cells() of this plan is the full matrix
+        plan = AdaptivePlan(**fields, target=target, budget_s=budget_s,
+                            full_estimate_s=full.estimated_seconds())
+    device = (plan.device_info if plan.device_info is not None else
+              _scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp))
+    calib = None
+    calib_s = 0.0
+    if not _calibrated(device, request.db):
+        from fsadvisor.service import calibration
+        calib = calibration.plan_calibration(
+            None if plan.scratch_size_bytes else str(plan.device),
+            scratch=plan.scratch_size_bytes, scratch_dir=plan.scratch_dir, plp=plan.plp,
+            force=plan.force, db=request.db, dry_run=request.dry_run)
+        calib_s = float(calib.estimated_seconds())
+    if plan.budget_s is None and not request.resume:
+        # Without a budget never spend more than the exhaustive matrix would (plus the
+        # one-off calibration): adaptive probing that costs more has failed its purpose.
+        plan.budget_s = plan.full_estimate_s + calib_s
+    spec = plan.workloads[0]
+    cheapest = min((plan.cell_estimate_s(planmod.Cell(c, c.scheduler, spec, 1))
+                    for c in plan.configs), default=0.0)
+    if plan.budget_s is not None and plan.budget_s - plan.calibration_s < calib_s + cheapest:
+        what = (f"the device calibration (about {calib_s:.0f} s) and one cell (about "
+                f"{cheapest:.0f} s)" if calib else f"one cell (about {cheapest:.0f} s)")
+        raise ConfigError(f"--budget {plan.budget_s:.0f} s is too small for even {what}; "
+                          "nothing was touched")
+    return AdaptiveSetup(plan=plan, calibration=calib, calibration_estimate_s=calib_s,
+                         device=device)
+
+
+# --------------------------------------------------------------------------- choosing
+
+@dataclass
+class Decision:
+    """Where the adaptive probe stands: the leader and how sure, device time against the
+    full matrix's estimate."""
+
+    leader: str
+    confidence: float
+    p_best: dict[str, float]
+    spent_s: float
+    full_estimate_s: float
+    runs: int
+    reason: str = ""
+    choice: str | None = None
+    why: str = ""
+    calibration_s: float = 0.0  # part of spent_s: a device is calibrated once, not per probe
+
+    @property
+    def share(self) -> float:
+        return self.spent_s / self.full_estimate_s if self.full_estimate_s else 0.0
+
+    def line(self) -> str:
+        return (f"leader {self.leader}, confidence {self.confidence:.2f}; device time "
+                f"{self.spent_s:.0f} s of the full matrix's ~{self.full_estimate_s:.0f} s "
+                f"({self.share:.0%})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"leader": self.leader, "confidence": round(self.confidence, 4),
+                "p_best": {k: round(v, 4) for k, v in self.p_best.items()},
+                "device_time_s": round(self.spent_s, 1),
+                "full_matrix_estimate_s": round(self.full_estimate_s, 1),
+                "share_of_full": round(self.share, 4),
+                "calibration_s": round(self.calibration_s, 1),
+                "share_of_full_without_calibration": round(
+                    (self.spent_s - self.calibration_s) / self.full_estimate_s, 4)
+                if self.full_estimate_s else 0.0,
+                "runs": self.runs,
+                "reason": self.reason, "next": self.choice, "why": self.why}
+
+
+class Chooser:
+    """The MatrixRun's cell source (see module docstring); also used without a device by
+    the dry run (``first_choices``)."""
+
+    def __init__(self, plan: AdaptivePlan, store: Any, settings: ModelSettings,
+                 device_params: Callable[[Device], Any], stored_params: Callable[[], dict],
+                 on_progress: Callable[[ProgressEvent], None] | None = None) -> None:
+        self.plan = plan
+        self.store = store
+        self.settings = settings
+        self.device_params = device_params
+        self.stored_params = stored_params
+        self.on_progress = on_progress or (lambda e: None)
+        self.profile = load_profile(plan.profile)
+        self.spec = plan.workloads[0]
+        self.run: Any = None  # the MatrixRun, set by run_adaptive (to see skipped cells)
+        self.excluded: dict[str, str] = {}
+        self.history: list[Decision] = []
+
+    def candidates(self, device: Device) -> list:
+        out = []
+        for c in self.plan.configs:
+            if c.fs in self.plan.unsupported or c.key() in self.excluded:
+                continue
+            if permitted(c, self.profile, device)[0]:
+                out.append(c)
+        if not out:
+            raise ConfigError(f"no configuration of this matrix is allowed for profile "
+                              f"{self.profile.name} (durability/feature constraints)")
+        return out
+
+    def own_sd(self) -> float:
+        """Prior sd of a device's own deviation from a shared effect (priors.toml "d:")."""
+        try:
+            return float(self.settings.priors["prior"]["d:"]["sd"])
+        except (KeyError, TypeError, ValueError):
+            return 0.1  # crossval.DEVICE_SDS's middle
+
+    def state(self, device: Device, cfgs: list, runs: list[int] | None = None
+              ) -> tuple[sel.State, Any]:
+        model = fit(self.store.observations(), self.settings, self.stored_params())
+        design: dict = {}
+        preds = predict_many(model, cfgs, self.spec.workload, device, design_out=design,
+                             device_params=self.device_params(device))
+        by_bytes = self.profile.workload.rank_by == "bytes"
+        val = [p.bytes_per_joule if by_bytes else p.ops_per_joule for p in preds]
+        noise = (model.noise_sd_measured if model.noise_sd_measured is not None
+                 else model.noise_sd)
+        # This matrix's own repetitions say how noisy one run is here (1 s runs on a loop
+        # device scatter far more than the model's pooled residual): the larger one counts.
+        own = self.run_noise_sd()
+        if own is not None:
+            noise = max(float(noise), own)
+        st = sel.State(labels=[c.key() for c in cfgs],
+                       mu=np.log(np.maximum(np.asarray(val, float), 1e-300)),
+                       X=np.asarray(design["X"]), cov=np.asarray(design["cov"]),
+                       noise_var=float(noise) ** 2, tolerance=-math.log(1 - TIE_TOLERANCE),
+                       own_var=self.own_var(len(cfgs), runs, float(noise) ** 2))
+        return st, model
+
+    def own_var(self, k: int, runs: list[int] | None, noise_var: float) -> np.ndarray:
+        tau2 = self.own_sd() ** 2
+        n = np.zeros(k) if runs is None else np.asarray(runs, float)
+        return 1.0 / (1.0 / tau2 + n / max(noise_var, 1e-12))
+
+    def run_noise_sd(self) -> float | None:
+        """Pooled sd of log ops/J between repetitions of the same cell in this matrix
+        (None until two cells have been repeated, i.e. >= 2 degrees of freedom)."""
+        if self.plan.matrix_id is None:
+            return None
+        by_cell: dict[str, list[float]] = {}
+        for r in self.store.runs(matrix_id=self.plan.matrix_id, status="ok"):
+            ops, joules = r.get("ops"), r.get("energy_j")
+            if ops and joules and ops > 0 and joules > 0:
+                by_cell.setdefault(r["cell_key"], []).append(math.log(ops / joules))
+        return pooled_sd(by_cell.values())
+
+    def _runs(self) -> tuple[Counter, float]:
+        if self.plan.matrix_id is None:
+            return Counter(), 0.0
+        rows = self.store.runs(matrix_id=self.plan.matrix_id)
+        ok = Counter(r["cell_key"] for r in rows if r["status"] == "ok")
+        spent = sum(float(r.get("wall_s") or 0.0) for r in rows)
+        return ok, spent
+
+    def _ratio(self) -> float:
+        """Actual over estimated cell time so far (the probe's ETA does the same)."""
+        d = getattr(self.run, "_durations", None) or []
+        est = sum(e for e, _ in d)
+        return sum(a for _, a in d) / est if est > 0 else 1.0
+
+    def decide(self, device: Device) -> tuple[sel.Step, list, Decision]:
+        cfgs = self.candidates(device)
+        ok, spent = self._runs()
+        spent += self.plan.calibration_s
+        runs = [ok.get(planmod.cell_key(c, c.scheduler, self.spec.name), 0) for c in cfgs]
+        st, _ = self.state(device, cfgs, runs)
+        ratio = self._ratio()
+        cost = [self.plan.cell_estimate_s(planmod.Cell(c, c.scheduler, self.spec, 1)) * ratio
+                for c in cfgs]
+        step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
+                             budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
+        from fsadvisor.predict import confidence as C
+        S = st.S()
+        idx = C.leaders(st.mu, S, st.leader)
+        pb = C.p_best(st.mu[idx], S[np.ix_(idx, idx)])
+        d = Decision(leader=st.labels[st.leader], confidence=step.confidence,
+                     p_best={st.labels[i]: float(p) for i, p in zip(idx, pb)},
+                     spent_s=spent, full_estimate_s=self.plan.full_estimate_s,
+                     runs=sum(ok.values()), reason="" if step.choice else step.reason,
+                     choice=step.choice.label if step.choice else None,
+                     why=step.choice.why() if step.choice else "",
+                     calibration_s=self.plan.calibration_s)
+        return step, cfgs, d
+
+    def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
+        device = replace(info, plp=self.plan.plp)
+        while True:
+            step, cfgs, d = self.decide(device)
+            self.history.append(d)
+            self._note(d.line())
+            if step.choice is None:
+                self._note(f"stopping: {step.reason}")
+                return
+            cfg = cfgs[step.choice.index]
+            rep = step.choice.runs_so_far + 1
+            while (planmod.cell_key(cfg, cfg.scheduler, self.spec.name), rep) in done:
+                rep += 1
+            self._note(f"next: {step.choice.why()}")
+            yield planmod.Cell(cfg, cfg.scheduler, self.spec, rep)
+            last = self.run.summary.outcomes[-1] if self.run and self.run.summary.outcomes else None
+            if last is not None and last.status not in ("ok", "done-before"):
+                # a cell that fails or is skipped here would be chosen again and again
+                self.excluded[cfg.key()] = f"{last.status}: {last.error or ''}".strip()
+                self._note(f"{cfg.key()} left out of the choice ({last.status})")
+
+    def _note(self, message: str) -> None:
+        self.on_progress(ProgressEvent("note", len(self.history), 0, message=message))
+
+    def first_choices(self, device: Device, n: int = 5) -> tuple[list[str], Decision]:
+        """For --dry-run: the first ``n`` choices if every run came out at the model's mean
+        (then only the covariance moves: the preposterior step, repeated)."""
+        cfgs = self.candidates(device)
+        st, _ = self.state(device, cfgs)
+        cost = [self.plan.cell_estimate_s(planmod.Cell(c, c.scheduler, self.spec, 1))
+                for c in cfgs]
+        runs = [0] * len(cfgs)
+        spent = self.plan.calibration_s
+        lines = []
+        first: Decision | None = None
+        for k in range(n):
+            step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
+                                 budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
+            if first is None:
+                first = Decision(leader=st.labels[st.leader], confidence=step.confidence,
+                                 p_best={}, spent_s=spent,
+                                 full_estimate_s=self.plan.full_estimate_s, runs=0)
+            if step.choice is None:
+                lines.append(f"then stop: {step.reason}")
+                break
+            lines.append(f"{k + 1}. {step.choice.why()}")
+            i = step.choice.index
+            runs[i] += 1
+            st = replace(st, cov=st.after_run(i),
+                         own_var=self.own_var(len(cfgs), runs, st.noise_var))
+            spent += cost[i]
+        return lines, first  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- running
+
+@dataclass
+class AdaptiveSummary:
+    probe: Any  # ProbeSummary of the adaptive matrix
+    decision: Decision | None
+    calibration: dict[str, Any] | None = None
+    history: list[Decision] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"adaptive": True, "probe": self.probe.to_dict() if self.probe else None,
+                "decision": self.decision.to_dict() if self.decision else None,
+                "calibration": self.calibration,
+                "steps": [h.to_dict() for h in self.history]}
+
+
+def _store_helpers(db: str | None):
+    from fsadvisor.service.advice import _stored_device_params
+    from fsadvisor.service.calibration import device_params_for
+    return (lambda dev: device_params_for(dev, db)), (lambda: _stored_device_params(db))
+
+
+def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]:
+    """What --adaptive --dry-run prints: the calibration (if any), the first choices and
+    why, the budget and the full matrix it replaces. Executes nothing."""
+    from fsadvisor.store import open_store
+    plan = setup.plan
+    lines = [f"# fsadvisor probe --adaptive --dry-run: profile {plan.profile}, "
+             f"{len(plan.configs)} configurations; target confidence {plan.target:g}"
+             + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
+             + f"; the full matrix ({planmod.DEFAULT_REPS} reps) is about "
+               f"{plan.full_estimate_s:.0f} s. Nothing below is executed."]
+    if setup.calibration is not None:
+        lines.append(f"# first: calibrate the device ({len(setup.calibration.cells())} raw "
+                     f"runs, about {setup.calibration_estimate_s:.0f} s): it has none yet")
+    params, stored = _store_helpers(db)
+    with open_store(probing.store_path(db)) as store:
+        store.ensure_seeded()
+        ch = Chooser(plan, store, ModelSettings.load(db=db), params, stored)
+        choices, first = ch.first_choices(setup.device, n)
+    lines.append(f"# now: leader {first.leader}, confidence {first.confidence:.2f} "
+                 "(the model's prior for this device" +
+                 (", before calibration)" if setup.calibration is not None else ")"))
+    lines.append("# first choices if every run came out as predicted (each choice is "
+                 "recomputed from the real result):")
+    lines += [f"#   {c}" for c in choices]
+    return lines
+
+
+def run_adaptive(setup: AdaptiveSetup, db: str | None,
+                 on_progress: Callable[[ProgressEvent], None] | None = None,
+                 confirm: str | None = None, interruptions: Any = None) -> AdaptiveSummary:
+    """Calibrate if needed, then run the adaptive matrix (see module docstring)."""
+    from fsadvisor.probe.run import MatrixRun
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.store import open_store
+
+    why = probing.root_problem()
+    if why:
+        raise DeviceRefused(why)
+    plan = setup.plan
+    if not probing.confirmation_matches(plan, confirm):
+        raise DeviceRefused(f"not confirmed: type the device exactly as {plan.device}")
+    forward = on_progress or (lambda e: None)
+    calib_doc = None
+    if setup.calibration is not None:
+        from fsadvisor.service import calibration
+        forward(ProgressEvent("note", 0, 0, message="the device has no calibration: "
+                              f"{calibration.planned(setup.calibration)}"))
+        res = calibration.run_calibration(setup.calibration, on_progress=forward,
+                                          confirm=confirm, interruptions=interruptions)
+        plan.calibration_s = res.wall_s
+        calib_doc = {"identity": res.identity, "wall_s": round(res.wall_s, 1),
+                     "matrix_id": res.matrix_id}
+        if plan.budget_s is not None and plan.calibration_s >= plan.budget_s:
+            forward(ProgressEvent("note", 0, 0, message="the calibration used the whole "
+                                  "budget: no cell was measured"))
+    db_path = probing.store_path(plan.db_path)
+    params, stored = _store_helpers(str(db_path))
+    with open_store(db_path) as store:
+        store.ensure_seeded()
+        store.require_writable()
+        chooser = Chooser(plan, store, ModelSettings.load(db=str(db_path)), params, stored,
+                          on_progress=forward)
+        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), forward,
+                        interruptions=interruptions, cell_source=chooser)
+        chooser.run = run
+        summary = run.execute()
+        if summary.matrix_id:
+            from fsadvisor.probe.report import results_from_store
+            summary.results = results_from_store(store, summary.matrix_id, plan)
+        final = chooser.history[-1] if chooser.history else None
+    return AdaptiveSummary(probe=summary, decision=final, calibration=calib_doc,
+                           history=chooser.history)

@@ -1,0 +1,106 @@
+"""Decision confidence (predict/confidence.py): the sampler against closed forms, leaders,
+determinism, and the ranking/recommend surfaces that carry it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fsadvisor.predict import confidence as C
+
+
+@given(gap=st.floats(-0.2, 0.2), sd=st.floats(0.01, 0.3), rho=st.floats(-0.9, 0.9))
+@settings(max_examples=40, deadline=None)
+def test_two_candidates_match_the_closed_form(gap, sd, rho):
+    # var(a - b) = 2 s^2 (1 - rho): choose s so the difference has sd ``sd``
+    s2 = sd ** 2 / (2 * (1 - rho))
+    S = np.array([[s2, rho * s2], [rho * s2, s2]])
+    p = C.p_best([gap, 0.0], S)
+    assert p.sum() == pytest.approx(1.0)
+    # 4000 draws: standard error <= 0.008, so 4 se is 0.032
+    assert p[0] == pytest.approx(C.two_way(gap, sd), abs=0.032)
+
+
+def test_identical_candidates_split_by_rank_and_singular_cov_is_fine():
+    S = np.ones((3, 3)) * 0.01  # three candidates the model cannot tell apart: rank-1 cov
+    p = C.p_best([0.0, 0.0, 0.0], S)
+    assert p.tolist() == [1.0, 0.0, 0.0]  # exact ties go to the better-ranked entry
+
+
+def test_deterministic_and_uncorrelated_symmetric():
+    S = np.eye(3) * 0.04
+    a, b = C.p_best([0, 0, 0], S), C.p_best([0, 0, 0], S)
+    assert a.tolist() == b.tolist()
+    assert a == pytest.approx([1 / 3] * 3, abs=0.03)
+
+
+def test_tolerance_counts_near_ties_as_best():
+    S = np.eye(2) * 1e-6  # practically certain means
+    strict = C.p_best([0.0, 0.005], S)
+    loose = C.p_best([0.0, 0.005], S, tolerance=0.01)
+    assert strict[0] < 0.01 and loose[0] > 0.99
+
+
+def test_leaders_exclude_far_candidates_and_keep_first():
+    mu = np.array([0.0, 0.5, -0.01, -1.0])
+    S = np.eye(4) * 0.01 ** 2
+    idx = C.leaders(mu, S, first=0)
+    assert idx[0] == 0 and 2 in idx and 3 not in idx
+    assert 1 in idx  # far above, but it is what beats #1
+
+
+def test_decision_confidence_from_design_rows():
+    # two coefficients; candidate rows pick them: the third shares the first's term
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    cov = np.diag([0.01, 0.01])
+    c = C.decision_confidence(["a", "b", "a2"], [0.2, 0.0, 0.2], X, cov)
+    assert c.labels[0] == "a"
+    assert c.p_first == pytest.approx(C.two_way(0.2, math.sqrt(0.02)), abs=0.03)
+    assert not c.tied
+    d = c.to_dict()
+    assert d["leaders"][0]["config"] == "a" and "Monte Carlo" in d["method"]
+    assert "a is best with probability" in c.sentence()
+
+
+def test_tied_when_leaders_overlap():
+    c = C.decision_confidence(["a", "b"], [0.001, 0.0], np.eye(2), np.eye(2) * 0.01)
+    assert c.tied and c.p_first < 0.6
+
+
+def test_recommendation_carries_confidence_and_settle(tmp_path, monkeypatch):
+    from fsadvisor.service import advice
+    db = str(tmp_path / "s.db")
+    rec = advice.recommend("build-unpack", db=db)
+    doc = rec.to_dict()
+    conf = doc["confidence"]
+    assert 0.0 <= conf["p_best_first"] <= 1.0
+    assert conf["leaders"][0]["config"] == rec.ranked[0].config.label()
+    assert sum(l["p_best"] for l in conf["leaders"]) == pytest.approx(1.0, abs=0.01)
+    if conf["tied"]:
+        assert conf["settle"] and conf["settle"][0]["config"] == rec.ranked[0].config.label()
+        assert all(s["seconds"] > 0 and s["reps"] >= 1 for s in conf["settle"])
+
+
+def test_recommend_text_has_the_confidence_line(tmp_path):
+    from typer.testing import CliRunner
+    import fsadvisor.cli as cli
+    cli._register()
+    out = CliRunner().invoke(cli.app, ["recommend", "-p", "build-unpack", "--db",
+                                   str(tmp_path / "s.db")])
+    assert out.exit_code == 0, out.output
+    assert "is best (within 1%) with probability" in out.output
+
+
+def test_leaders_from_the_design_match_the_full_covariance():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 6))
+    A = rng.normal(size=(6, 6))
+    cov = A @ A.T * 0.001
+    mu = rng.normal(scale=0.05, size=40)
+    S = C.covariance(X, cov)
+    for first in (0, 7, int(np.argmax(mu))):
+        assert C._leaders_from_design(mu, X, cov, first) == C.leaders(mu, S, first)
