@@ -33,29 +33,40 @@ def compare(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T).")] = None,
     matrix: Annotated[bool, typer.Option("--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured.")] = False,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
+    load: Annotated[Optional[float], typer.Option("--load", help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration.")] = None,
+    price: Annotated[Optional[float], typer.Option("--price", help="Electricity price per kWh (with --load).")] = None,
+    servers: Annotated[int, typer.Option("--servers", help="How many servers run this (with --load).")] = 1,
+    pue: Annotated[float, typer.Option("--pue", help="Facility power usage effectiveness, >= 1.0 (with --load).")] = 1.0,
     plot: Annotated[bool, typer.Option("--plot", help="Draw the efficiency bars with 95% whiskers.")] = False,
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Compare configurations (measured where measured, predicted otherwise) or two probe
     matrices: the difference with its 95% interval and a plain verdict."""
-    from fsadvisor.service import compare as svc
+    from fsadvisor.service import compare as svc, worth
 
     doc = svc.compare(items, profile=profile, workload=workload, device=device,
-                      matrices=matrix, db=db, scope=scope)
+                      matrices=matrix, db=db, scope=scope, load=load, price=price,
+                      servers=servers, pue=pue)
     if as_json:
         emit_json(doc)
         return
     if doc["mode"] == "configurations":
+        yw = ({**doc["yearly_basis"], "entries": [e["yearly"] for e in doc["entries"]]}
+              if "yearly_basis" in doc else None)
         typer.echo(f"{doc['unit']} for {doc['profile'] or 'the workload'} "
                    f"({doc['power_scope']} scope; 95% intervals)")
-        for e in doc["entries"]:
+        for i, e in enumerate(doc["entries"]):
             typer.echo(f"{e['name']:>3}  {e['label']}")
             typer.echo(f"     predicted {_fmt(e['predicted'])}"
                        + (f"   measured {_fmt(e['measured'])} (runs {e['measured_on']['run_ids']},"
                           f" {e['measured_on']['energy_source']})" if e["measured"] else ""))
+            if yw is not None:
+                typer.echo(f"     per year: {worth.yearly_line(yw, i)}")
         for d in doc["differences"]:
             typer.echo(f"{d['b']} vs {d['a']}: {d['verdict']}  [{d['basis']}]")
+        for line in worth.summary_lines(yw) if yw is not None else []:
+            typer.echo(line)
     else:
         typer.echo(f"matrix A {doc['a']} vs matrix B {doc['b']} (95% Welch intervals)")
         for p in doc["pairs"]:

@@ -19,6 +19,10 @@ def report(
     png: Annotated[Optional[str], typer.Option("--png", metavar="DIR", help="Write the charts alone as PNG files into DIR.")] = None,
     top: Annotated[int, typer.Option("--top", "-n", help="Recommended configurations to include (1–1,000, like recommend's).")] = 5,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
+    load: Annotated[Optional[float], typer.Option("--load", help="Your load: ops/s (MB/s for bandwidth workloads); adds what the choice is worth per year.")] = None,
+    price: Annotated[Optional[float], typer.Option("--price", help="Electricity price per kWh (with --load).")] = None,
+    servers: Annotated[int, typer.Option("--servers", help="How many servers run this (with --load).")] = 1,
+    pue: Annotated[float, typer.Option("--pue", help="Facility power usage effectiveness, >= 1.0 (with --load).")] = 1.0,
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
@@ -28,7 +32,8 @@ def report(
 
     out = output if output is not None or png is None else None
     res = svc.write(profile, out=out if out is not None or png is not None else "report.html",
-                    png_dir=png, matrix=matrix, device=device, db=db, top=top, scope=scope)
+                    png_dir=png, matrix=matrix, device=device, db=db, top=top, scope=scope,
+                    load=load, price=price, servers=servers, pue=pue)
     if as_json:
         emit_json(res)
         return

@@ -62,6 +62,53 @@ def _rows(w: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _money(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.2f}"
+
+
+def _range(lo: float, hi: float, money: bool = False) -> str:
+    f = _money if money else (lambda v: f"{v:,.0f}")
+    return f"<br><small>[{f(lo)} – {f(hi)}]</small>"
+
+
+def _yearly(y: dict[str, Any]) -> str:
+    """The "What the choice is worth per year" table: one row per ranked configuration and
+    one for the distribution default (fsadvisor.service.worth's figures, 90% intervals)."""
+    priced = y["price_per_kwh"] is not None
+    head = ("<table><tr><th class=l>rank</th><th class=l>configuration</th>"
+            "<th>average W</th><th>busy share</th><th>kWh/yr</th>"
+            + ("<th>cost/yr</th>" if priced else "")
+            + "<th>saving vs ext4 defaults</th><th>saving vs runner-up</th>"
+              "<th class=l>load</th><th class=l>energy source</th></tr>")
+    rows = []
+
+    def row(rank: str, label: str, e: dict[str, Any]) -> str:
+        def save(key: str) -> str:
+            s = e.get(key)
+            if not s:
+                return "–"
+            if priced and "cost_per_year" in s:
+                return _money(s["cost_per_year"]) + _range(*s["cost_per_year_range"], money=True)
+            return f"{s['kwh_per_year']:,.1f} kWh" + _range(*s["kwh_per_year_range"])
+        ok = e["sustains_load"]
+        return (f"<tr><td class=l>{escape(rank)}</td><td class=l>{escape(label)}</td>"
+                f"<td>{e['avg_watts']:,.1f}{_range(*e['avg_watts_90'])}</td>"
+                f"<td>{e['utilisation']:.0%}</td>"
+                f"<td>{e['kwh_per_year']:,.0f}{_range(*e['kwh_per_year_90'])}</td>"
+                + (f"<td>{_money(e['cost_per_year'])}{_range(*e['cost_per_year_90'], money=True)}</td>"
+                   if priced else "")
+                + f"<td>{save('saving_vs_default')}</td><td>{save('saving_vs_runner_up')}</td>"
+                + ("<td class=l>sustained</td>" if ok
+                   else '<td class="l missing">CANNOT SUSTAIN THE LOAD</td>')
+                + f'<td class="l prov">{escape(e.get("energy_source") or "")}</td></tr>')
+
+    for e in y["entries"]:
+        rows.append(row(f"#{e['rank']}", e["label"], e))
+    rows.append(row("default", "ext4 defaults [none] (the distribution default)", y["default"]))
+    return (head + "\n".join(rows) + "</table><ul>"
+            + "".join(f"<li>{escape(x)}</li>" for x in y["summary"]) + "</ul>")
+
+
 def render(doc: dict[str, Any], pngs: list[bytes]) -> str:
     p = doc["profile"]
     dev = doc["device"]
@@ -105,6 +152,8 @@ def render(doc: dict[str, Any], pngs: list[bytes]) -> str:
                      + "</li></ul>")
     else:
         parts.append('<p class="missing">No recommendation could be made (see above).</p>')
+    if doc.get("yearly"):
+        parts.append("<h2>What the choice is worth per year</h2>" + _yearly(doc["yearly"]))
     parts.append('<p class="legend"><span>● filled circle, solid whisker, plain row: '
                  '<b>measured</b> (mean, 95% Student-t interval over the runs)</span>'
                  '<span>◇ hollow diamond, dashed whisker, tinted italic row: <b>predicted</b> '

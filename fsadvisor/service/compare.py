@@ -98,11 +98,18 @@ def _ranks(items: Sequence[str]) -> list[int] | None:
 
 def compare(items: Sequence[str], profile: str | None = None, workload: str | None = None,
             device: str | None = None, matrices: bool = False, db: str | None = None,
-            scope: str = "system") -> dict[str, Any]:
+            scope: str = "system", load: float | None = None, price: float | None = None,
+            servers: int = 1, pue: float = 1.0) -> dict[str, Any]:
     """Compare configurations (``items`` as JSON, or ranks with ``profile``) or, with
     ``matrices``, two probe matrices. The first is the baseline A; each other is compared
-    with it."""
+    with it. With ``load`` (and optionally ``price``, ``servers``, ``pue``) each configuration
+    also gets its ``yearly`` figures (fsadvisor.service.worth), the summary in ``yearly_basis``."""
+    from fsadvisor.service.worth import check_inputs
+    check_inputs(load, price, servers, pue)
     if matrices:
+        if load is not None:
+            raise FsAdvisorError("--load costs configurations of one workload: give "
+                                 "configurations or ranks, not --matrix")
         if len(items) != 2:
             raise FsAdvisorError(f"--matrix compares exactly two probe matrices, got {len(items)}")
         return compare_matrices(items[0], items[1], db=db)
@@ -182,10 +189,35 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
         d["significant"] = d["low_pct"] > 0 or d["high_pct"] < 0
         d["verdict"] = verdict(a["name"], b["name"], d, what)
         diffs.append(d)
-    return {"mode": "configurations", "metric": rank_by, "unit": what,
-            "profile": prof.name if prof else None, "workload": w.to_dict(),
-            "device": dev.to_dict(), "power_scope": scope, "entries": entries,
-            "differences": diffs}
+    doc = {"mode": "configurations", "metric": rank_by, "unit": what,
+           "profile": prof.name if prof else None, "workload": w.to_dict(),
+           "device": dev.to_dict(), "power_scope": scope, "entries": entries,
+           "differences": diffs}
+    if load is not None:
+        yw = _yearly(entries, preds, measured, w, dev, scope, rank_by, db,
+                     load, price, servers, pue)
+        for e, y in zip(entries, yw.pop("entries")):
+            e["yearly"] = y
+        doc["yearly_basis"] = yw
+    return doc
+
+
+def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, load, price, servers, pue):
+    """Each configuration's year at the user's load: from its measured summary (the one with
+    the most runs, as shown) where there is one with a throughput, else from the model. The
+    best is the one using the least energy per year, its runner-up the next."""
+    from fsadvisor.service import worth
+    bandwidth = rank_by == "bytes_per_joule"
+    bases = []
+    for p, found in zip(preds, measured):
+        m = max(found, key=lambda s: s["n"]) if found else None
+        b = m and worth.measured_basis(m, p, scope, dev, bandwidth, w.bs_bytes)
+        bases.append(b or worth.predicted_basis(p, scope, dev, bandwidth, w.bs_bytes))
+    cfg, default_pred = worth.default_prediction(w, dev, scope, db)
+    default = worth.predicted_basis(default_pred, scope, dev, bandwidth, w.bs_bytes)
+    return worth.worth_table(bases, default, cfg, load, price, servers, pue,
+                             "MB/s" if bandwidth else "ops/s", least_energy_first=True,
+                             names=[e["name"] for e in entries])
 
 
 def _measured_for(configs: list[FsConfig], workload_name: str, db: str | None):

@@ -174,15 +174,20 @@ def _shown(summaries: list[dict[str, Any]], scope: str) -> dict[str, Any]:
 
 
 def build(profile: str, matrix: str | None = None, device: str | None = None,
-          db: str | None = None, top: int = 5, scope: str = "system") -> dict[str, Any]:
+          db: str | None = None, top: int = 5, scope: str = "system",
+          load: float | None = None, price: float | None = None, servers: int = 1,
+          pue: float = 1.0) -> dict[str, Any]:
     """Everything the report shows, as plain data (also what ``report --json`` prints).
-    Raises NothingToReport when neither a measurement nor a prediction exists."""
+    With ``load`` (and ``price``, ``servers``, ``pue``) also what the choice is worth per
+    year (fsadvisor.service.worth, under ``yearly``). Raises NothingToReport when neither a
+    measurement nor a prediction exists."""
     from fsadvisor import limits
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice, worth
     from fsadvisor.store import open_store
     from fsadvisor.store.observations import workload_from_params
 
     limits.check("top", top)
+    worth.check_inputs(load, price, servers, pue)
     prof = advice.get_profile(profile)
     missing: list[str] = []
     profile_wname = f"profile:{prof.name}"
@@ -293,12 +298,20 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
             "udev": top1.commands["udev"], "why": list(top1.why),
             "risks": list(top1.warnings), "notes": list(rec.notes),
             "considered": rec.considered, "excluded": dict(rec.excluded)}
+    yearly = None
+    if load is not None and rec is not None and rec.ranked:
+        yearly = worth.yearly_worth(rec, load, price, servers, pue, db)
+        for e, r in zip(yearly["entries"], rec.ranked):
+            e["rank"], e["label"] = r.rank, config_label(r.config)
+        yearly["summary"] = worth.summary_lines(yearly)
+    elif load is not None:
+        missing.append("no yearly figures: they need a recommendation to cost")
     return {
         "profile": {"name": prof.name, "description": prof.description, "source": prof.source},
         "device": dev.to_dict(), "matrix": matrix, "rank_by": rank_by, "scope": scope,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "model": model, "recommendation": recommendation, "workloads": workloads,
-        "missing": missing}
+        "model": model, "recommendation": recommendation, "yearly": yearly,
+        "workloads": workloads, "missing": missing}
 
 
 def charts(doc: dict[str, Any]) -> list[tuple[str, bytes]]:
@@ -314,7 +327,8 @@ def charts(doc: dict[str, Any]) -> list[tuple[str, bytes]]:
 def write(profile: str, out: str | os.PathLike[str] | None = "report.html",
           png_dir: str | os.PathLike[str] | None = None, matrix: str | None = None,
           device: str | None = None, db: str | None = None, top: int = 5,
-          scope: str = "system") -> dict[str, Any]:
+          scope: str = "system", load: float | None = None, price: float | None = None,
+          servers: int = 1, pue: float = 1.0) -> dict[str, Any]:
     """Build the report and write the self-contained HTML to ``out`` (None: no HTML) and/or
     the charts alone as PNG files into ``png_dir``. Returns what was written, the report's
     ``missing`` lines and, under ``report``, everything it shows (``build``)."""
@@ -322,7 +336,8 @@ def write(profile: str, out: str | os.PathLike[str] | None = "report.html",
 
     if out is None and png_dir is None:
         raise FsAdvisorError("nothing to write: give -o FILE and/or --png DIR")
-    doc = build(profile, matrix=matrix, device=device, db=db, top=top, scope=scope)
+    doc = build(profile, matrix=matrix, device=device, db=db, top=top, scope=scope,
+                load=load, price=price, servers=servers, pue=pue)
     images = charts(doc)
     written: list[str] = []
     if png_dir is not None:

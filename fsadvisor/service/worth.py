@@ -27,11 +27,11 @@ def _capacity(p: Prediction, bandwidth: bool, bs_bytes: int) -> tuple[float, tup
     return p.iops, (lo, hi)
 
 
-def _power(p: Prediction, rec: Recommendation) -> tuple[float, float, tuple[float, float], str]:
+def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[float, float], str]:
     """(idle W, busy W, busy 90% W, where they come from) for one prediction."""
-    if rec.scope == "drive":
+    if scope == "drive":
         from fsadvisor.service.devices import library_drive_of
-        d = library_drive_of(rec.device)
+        d = library_drive_of(device)
         if d is not None:
             idle = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
             busy = d.figures.get("active_power_w") or d.figures.get("max_power_w")
@@ -52,39 +52,73 @@ def _power(p: Prediction, rec: Recommendation) -> tuple[float, float, tuple[floa
             f"[idle_watts]; {p.basis.get('power_level', '')}".rstrip("; "))
 
 
-def yearly_worth(rec: Recommendation, load: float, price: float | None = None, servers: int = 1,
-                 pue: float = 1.0, db: str | None = None) -> dict[str, Any]:
-    """Per ranked entry (same order as ``rec.ranked``) its ``yearly`` figures, plus a summary:
-    the best against the runner-up and against the distribution default."""
+# One configuration's inputs to the yearly arithmetic: idle W, busy W, busy W interval,
+# capacity (ops/s or MB/s), capacity interval, and where the watts come from.
+Basis = tuple[float, float, tuple[float, float], float, tuple[float, float], str]
+
+
+def predicted_basis(p: Prediction, scope: str, device: Any, bandwidth: bool, bs_bytes: int) -> Basis:
+    """A prediction's yearly inputs: the model's capacity and power (or, at drive scope for a
+    library drive, its datasheet power)."""
+    idle, busy, busy90, source = _power(p, scope, device)
+    cap, cap90 = _capacity(p, bandwidth, bs_bytes)
+    return idle, busy, busy90, cap, cap90, source
+
+
+def measured_basis(summary: dict[str, Any], p: Prediction, scope: str, device: Any,
+                   bandwidth: bool, bs_bytes: int) -> Basis | None:
+    """A store summary's yearly inputs: the measured ops/s (MB/s) as capacity and the measured
+    watts as busy power (the 95% Student-t intervals over the runs); the idle power is the
+    model's, and the model's watts stand in only when the runs have no energy reading. None
+    when the summary has no throughput to take as capacity."""
+    thr = summary.get("mb_s" if bandwidth else "iops") or {}
+    if thr.get("mean") is None or not thr["mean"] > 0:
+        return None
+    cap = float(thr["mean"])
+    cap95 = (float(thr.get("ci95_low") or cap), float(thr.get("ci95_high") or cap))
+    idle, busy, busy90, model_source = _power(p, scope, device)
+    runs = (f"runs {summary.get('run_ids')} on "
+            f"{summary.get('device_model') or summary.get('device_path') or '?'}")
+    w = summary.get("watts") or {}
+    if w.get("mean") is not None and summary.get("energy_source"):
+        busy = float(w["mean"])
+        busy90 = (float(w.get("ci95_low") or busy), float(w.get("ci95_high") or busy))
+        source = (f"measured ({runs}): capacity {cap:,.0f} {'MB/s' if bandwidth else 'ops/s'} "
+                  f"and {busy:g} W from {summary['energy_source']}, "
+                  f"{summary.get('power_scope')} scope (95% intervals over the runs); idle "
+                  f"{idle:g} W from the model")
+    else:
+        source = (f"measured capacity ({runs}, no energy reading); watts from the model: "
+                  f"{model_source}")
+    return idle, busy, busy90, cap, cap95, source
+
+
+def worth_table(bases: list[Basis], default: Basis, default_config: dict[str, Any], load: float,
+                price: float | None, servers: int, pue: float, unit: str,
+                least_energy_first: bool = False, names: list[str] | None = None) -> dict[str, Any]:
+    """The yearly figures for configurations given by their ``bases`` (recommend's ranked
+    entries, compare's items): per entry its year and saving against the distribution default;
+    the best also against the runner-up. Best and runner-up are the first two entries (a
+    ranking), or with ``least_energy_first`` the two using the least energy per year."""
     check_inputs(load, price, servers, pue)
     tariff = Tariff(load=float(load), price_per_kwh=price, servers=servers, pue=pue)
-    w = rec.profile.workload
-    bandwidth = rec.rank_by == "bytes_per_joule"
-    unit = "MB/s" if bandwidth else "ops/s"
-
-    def year_of(p: Prediction) -> tuple[Yearly, str]:
-        idle, busy, busy90, source = _power(p, rec)
-        cap, cap90 = _capacity(p, bandwidth, w.bs_bytes)
-        return yearly(idle, busy, busy90, cap, cap90, tariff), source
-
-    from fsadvisor.predict.model import predict
-    from fsadvisor.service.advice import get_model
-    default_cfg = catalog.config_from_dict(DEFAULT_CONFIG)
-    default_pred = predict(get_model(db), default_cfg, w, rec.device, rec.scope)
-    default_year, _ = year_of(default_pred)
-
-    entries = []
-    years = []
-    for r in rec.ranked:
-        y, source = year_of(r.prediction)
+    default_year = yearly(*default[:5], tariff)
+    entries, years = [], []
+    for i, b in enumerate(bases):
+        y = yearly(*b[:5], tariff)
         years.append(y)
         d = y.to_dict()
-        d["capacity"] = _capacity(r.prediction, bandwidth, w.bs_bytes)[0]
-        d["energy_source"] = source
+        if names is not None:
+            d["name"] = names[i]
+        d["capacity"] = b[3]
+        d["energy_source"] = b[5]
         d["saving_vs_default"] = saving(default_year, y)
         entries.append(d)
+    order = list(range(len(years)))
+    if least_energy_first:
+        order.sort(key=lambda i: years[i].kwh)
     if len(years) > 1:
-        entries[0]["saving_vs_runner_up"] = saving(years[1], years[0])
+        entries[order[0]]["saving_vs_runner_up"] = saving(years[order[1]], years[order[0]])
     notes = []
     if not any(y.sustains for y in years):
         best_cap = max(e["capacity"] for e in entries)
@@ -99,10 +133,33 @@ def yearly_worth(rec: Recommendation, load: float, price: float | None = None, s
         "model": "P_avg = P_idle + (P_busy - P_idle) x min(load / capacity, 1); "
                  f"kWh/yr = P_avg x {HOURS_PER_YEAR:g} h / 1000 x servers x PUE",
         "entries": entries,
-        "default": {"config": default_cfg.to_dict(), **default_year.to_dict(),
-                    "capacity": _capacity(default_pred, bandwidth, w.bs_bytes)[0]},
+        "default": {"config": default_config, **default_year.to_dict(), "capacity": default[3],
+                    "energy_source": default[5]},
         "notes": notes,
     }
+
+
+def default_prediction(w: Any, device: Any, scope: str, db: str | None) -> tuple[dict[str, Any], Prediction]:
+    """The distribution default's configuration and its prediction for this workload."""
+    from fsadvisor.predict.model import predict
+    from fsadvisor.service.advice import get_model
+    cfg = catalog.config_from_dict(DEFAULT_CONFIG)
+    return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope)
+
+
+def yearly_worth(rec: Recommendation, load: float, price: float | None = None, servers: int = 1,
+                 pue: float = 1.0, db: str | None = None) -> dict[str, Any]:
+    """Per ranked entry (same order as ``rec.ranked``) its ``yearly`` figures, plus a summary:
+    the best against the runner-up and against the distribution default."""
+    check_inputs(load, price, servers, pue)
+    w = rec.profile.workload
+    bandwidth = rec.rank_by == "bytes_per_joule"
+    unit = "MB/s" if bandwidth else "ops/s"
+    cfg, default_pred = default_prediction(w, rec.device, rec.scope, db)
+    bases = [predicted_basis(r.prediction, rec.scope, rec.device, bandwidth, w.bs_bytes)
+             for r in rec.ranked]
+    default = predicted_basis(default_pred, rec.scope, rec.device, bandwidth, w.bs_bytes)
+    return worth_table(bases, default, cfg, load, price, servers, pue, unit)
 
 
 def _money(v: float | None) -> str:
@@ -125,16 +182,23 @@ def yearly_line(yw: dict[str, Any], i: int) -> str:
 
 def summary_lines(yw: dict[str, Any]) -> list[str]:
     """The lines under the notes: what the figures assume and where their watts come from."""
-    first = yw["entries"][0]
+    entries = yw["entries"]
     lines = [f"per year at {yw['load']:,.0f} {yw['load_unit']} x {yw['servers']} server(s), "
              f"PUE {yw['pue']:g}" + (f", {yw['price_per_kwh']:g} per kWh" if yw["price_per_kwh"] is not None else "")
-             + f": {yw['model']}",
-             f"energy source: {first['energy_source']}"]
-    if "saving_vs_runner_up" in first:
-        s = first["saving_vs_runner_up"]
+             + f": {yw['model']}"]
+    sources = list(dict.fromkeys(e["energy_source"] for e in entries))
+    if len(sources) == 1:
+        lines.append(f"energy source: {sources[0]}")
+    else:  # compare: measured and predicted rows side by side, each names its own
+        lines += [f"energy source of {e.get('name', '#%d' % (i + 1))}: {e['energy_source']}"
+                  for i, e in enumerate(entries)]
+    best = [(i, e) for i, e in enumerate(entries) if "saving_vs_runner_up" in e]
+    if best:
+        i, e = best[0]
+        s = e["saving_vs_runner_up"]
         what = (f"{_money(s['cost_per_year'])} (range {_money(s['cost_per_year_range'][0])} to "
                 f"{_money(s['cost_per_year_range'][1])})" if "cost_per_year" in s else
                 f"{s['kwh_per_year']:,.1f} kWh (range {s['kwh_per_year_range'][0]:,.1f} to "
                 f"{s['kwh_per_year_range'][1]:,.1f})")
-        lines.append(f"#1 against the runner-up: saves {what} per year")
+        lines.append(f"{e.get('name', '#1')} against the runner-up: saves {what} per year")
     return lines + list(yw["notes"])
