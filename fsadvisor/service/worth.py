@@ -2,10 +2,12 @@
 the user's load, kWh and cost per year, and the saving against the runner-up and against the
 distribution default (ext4 with defaults, scheduler none), intervals carried through.
 
-The arithmetic is fsadvisor.predict.cost; this module picks its inputs from a Recommendation
-and names where the watts come from: the model's predicted power level and idle baseline in
-the ranked scope, or — for a library drive at ``--scope drive`` — the drive's datasheet power
-figures (idle and active), which are best cases too.
+The arithmetic is fsadvisor.predict.cost; this module picks its inputs (``Basis``) and names
+where the watts come from: the model's predicted power level and idle baseline in the ranked
+scope, or — for a library drive at ``--scope drive`` — the drive's datasheet power figures
+(idle and active), which are best cases too; for compare's probed configurations the measured
+ops/s (MB/s) and watts (``measured_basis``). ``worth_table`` turns bases into the figures
+recommend, compare and the report show.
 """
 
 from __future__ import annotations

@@ -1,0 +1,194 @@
+"""`compare` and `report` with --load/--price/--servers/--pue (issue 16 §2): the yearly figures
+are recommend's (fsadvisor.service.worth) for the same prediction, measured rows take their
+measured throughput and watts, a load above capacity is marked, bad numbers are one line."""
+
+from __future__ import annotations
+
+import json
+import pytest
+from typer.testing import CliRunner
+
+import fsadvisor.cli as cli
+
+cli._register()
+runner = CliRunner()
+
+XFS = '{"filesystem": "xfs", "mount": ["noatime"]}'
+EXT4 = '{"filesystem": "ext4"}'
+KEYS = {"avg_watts", "avg_watts_90", "utilisation", "sustains_load", "kwh_per_year",
+        "kwh_per_year_90", "cost_per_year", "cost_per_year_90", "capacity", "energy_source",
+        "saving_vs_default"}
+
+
+def run(*args):
+    return runner.invoke(cli.app, list(args))
+
+
+def run_json(*args):
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+@pytest.fixture
+def fresh_store(tmp_db, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    from fsadvisor.service import advice
+    advice._cache.clear()
+    return tmp_db
+
+
+def one_line_error(r, fragment):
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.output
+    assert fragment in lines[0], (fragment, lines[0])
+
+
+LOAD = ("--load", "20000", "--price", "0.30", "--servers", "3", "--pue", "1.2")
+
+
+def _same_year(a, b):
+    for k in ("avg_watts", "kwh_per_year", "cost_per_year", "utilisation", "capacity"):
+        assert a[k] == pytest.approx(b[k]), k
+    assert a["kwh_per_year_90"] == pytest.approx(b["kwh_per_year_90"])
+    assert a["saving_vs_default"]["cost_per_year"] == pytest.approx(
+        b["saving_vs_default"]["cost_per_year"])
+    assert a["energy_source"] == b["energy_source"]
+
+
+def test_compare_yearly_is_recommends_for_the_same_predictions(fresh_store):
+    rec = run_json("recommend", "--profile", "oltp", "--top", "2", *LOAD)
+    doc = run_json("compare", "--profile", "oltp", "1", "2", *LOAD)
+    assert doc["yearly_basis"]["servers"] == 3 and doc["yearly_basis"]["pue"] == 1.2
+    assert doc["yearly_basis"]["default"]["config"]["filesystem"] == "ext4"
+    assert doc["yearly_basis"]["default"]["kwh_per_year"] == pytest.approx(
+        rec["yearly_basis"]["default"]["kwh_per_year"])
+    for e, r in zip(doc["entries"], rec["recommendations"]):
+        assert KEYS <= set(e["yearly"]), set(e["yearly"])
+        _same_year(e["yearly"], r["yearly"])
+    # the runner-up saving sits on the one using the least energy, against the other
+    years = [e["yearly"] for e in doc["entries"]]
+    best = min(range(2), key=lambda i: years[i]["kwh_per_year"])
+    assert "saving_vs_runner_up" in years[best] and "saving_vs_runner_up" not in years[1 - best]
+    assert years[best]["saving_vs_runner_up"]["kwh_per_year"] == pytest.approx(
+        years[1 - best]["kwh_per_year"] - years[best]["kwh_per_year"])
+    r = run("compare", "--profile", "oltp", "1", "2", *LOAD)
+    assert r.exit_code == 0, r.output
+    assert r.output.count("     per year: ") == 2
+    assert "against the runner-up" in r.output and "energy source: model" in r.output
+
+
+def test_compare_measured_rows_use_measured_throughput_and_watts(probed_store):
+    from fsadvisor.store import open_store
+    with open_store(str(probed_store)) as store:
+        sums = store.summaries(workload_name="profile:oltp")
+    load = 5000.0
+    doc = run_json("compare", "--profile", "oltp", EXT4, XFS, "--load", str(load))
+    for e in doc["entries"]:
+        y = e["yearly"]
+        shown = max((s for s in sums if s["config_key"] == _key(e["config"])), key=lambda s: s["n"])
+        cap = shown["iops"]["mean"]
+        assert y["capacity"] == pytest.approx(cap)
+        assert y["energy_source"].startswith("measured (runs ")
+        assert "ipmi" in y["energy_source"] and "system scope" in y["energy_source"]
+        idle = float(y["energy_source"].split("; idle ")[1].split(" W")[0])
+        watts = idle + (50.0 - idle) * load / cap  # every probed run drew 50 W
+        assert y["avg_watts"] == pytest.approx(watts, rel=1e-3)
+        assert y["kwh_per_year"] == pytest.approx(y["avg_watts"] * 8766 / 1000)
+        assert y["cost_per_year"] is None
+    # xfs measured more ops/s at the same 50 W: busy for less of the year, less energy
+    a, b = (e["yearly"] for e in doc["entries"])
+    assert b["kwh_per_year"] < a["kwh_per_year"] and "saving_vs_runner_up" in b
+
+
+def _key(cfg):
+    from fsadvisor import catalog
+    return catalog.config_from_dict(cfg).key()
+
+
+def test_compare_marks_a_load_above_capacity(fresh_store):
+    doc = run_json("compare", "--profile", "oltp", EXT4, XFS, "--load", "1e12")
+    assert all(not e["yearly"]["sustains_load"] for e in doc["entries"])
+    assert any("above every shown configuration" in n for n in doc["yearly_basis"]["notes"])
+    r = run("compare", "--profile", "oltp", EXT4, XFS, "--load", "1e12")
+    assert r.output.count("CANNOT SUSTAIN THE LOAD") == 2
+
+
+def test_compare_without_load_has_no_yearly(fresh_store):
+    doc = run_json("compare", "--profile", "oltp", EXT4, XFS)
+    assert "yearly_basis" not in doc and all("yearly" not in e for e in doc["entries"])
+
+
+BAD = [
+    (("--load", "-5"), "--load must not be negative"),
+    (("--load", "nan"), "--load must be a finite number"),
+    (("--load", "100", "--price", "-0.3"), "--price must not be negative"),
+    (("--load", "100", "--price", "inf"), "--price must be a finite number"),
+    (("--load", "100", "--pue", "0.5"), "--pue must be at least 1.0"),
+    (("--load", "100", "--servers", "0"), "--servers must be a whole number"),
+    (("--price", "0.3",), "need --load"),
+]
+
+
+@pytest.mark.parametrize("args, fragment", BAD)
+def test_compare_refuses_bad_numbers_in_one_line(fresh_store, args, fragment):
+    one_line_error(run("compare", "--profile", "oltp", EXT4, XFS, *args), fragment)
+
+
+@pytest.mark.parametrize("args, fragment", BAD)
+def test_report_refuses_bad_numbers_in_one_line(fresh_store, tmp_path, args, fragment):
+    out = tmp_path / "r.html"
+    one_line_error(run("report", "--profile", "oltp", "-o", str(out), *args), fragment)
+    assert not out.exists()
+
+
+def test_compare_matrices_refuse_a_load(probed_store):
+    one_line_error(run("compare", "--matrix", "m-base", "m-new", "--load", "100"),
+                   "not --matrix")
+
+
+def test_report_yearly_is_recommends_and_is_in_the_html(fresh_store, tmp_path):
+    rec = run_json("recommend", "--profile", "oltp", "--top", "3", *LOAD)
+    out = tmp_path / "r.html"
+    res = run_json("report", "--profile", "oltp", "--top", "3", "-o", str(out), *LOAD)
+    y = res["report"]["yearly"]
+    assert [e["rank"] for e in y["entries"]] == [1, 2, 3]
+    for e, r in zip(y["entries"], rec["recommendations"]):
+        assert KEYS <= set(e)
+        _same_year(e, r["yearly"])
+    assert "saving_vs_runner_up" in y["entries"][0]
+    html = out.read_text()
+    assert "What the choice is worth per year" in html
+    section = html.split("What the choice is worth per year")[1].split("<h2>")[0]
+    assert section.count("<tr><td class=l>#") == 3 and "the distribution default" in section
+    assert f"{y['entries'][0]['cost_per_year']:,.2f}" in section
+    assert "CANNOT SUSTAIN" not in section
+
+
+def test_report_marks_a_load_above_capacity_and_has_no_table_without_load(fresh_store, tmp_path):
+    out = tmp_path / "r.html"
+    res = run_json("report", "--profile", "oltp", "--top", "2", "-o", str(out), "--load", "1e12")
+    assert not any(e["sustains_load"] for e in res["report"]["yearly"]["entries"])
+    assert out.read_text().count("CANNOT SUSTAIN THE LOAD") == 3  # two ranked + the default
+    res = run_json("report", "--profile", "oltp", "-o", str(out))
+    assert res["report"]["yearly"] is None
+    assert "What the choice is worth per year" not in out.read_text()
+
+
+def test_measured_basis_without_energy_takes_the_models_watts(fresh_store):
+    from fsadvisor.service import worth
+    from fsadvisor.service.advice import get_model, resolve_device
+    from fsadvisor.predict.model import predict
+    from fsadvisor.profiles import load_profile
+    from fsadvisor import catalog
+    w = load_profile("oltp").workload
+    dev = resolve_device(None)
+    p = predict(get_model(None), catalog.config_from_dict({"filesystem": "xfs"}), w, dev, "system")
+    s = {"iops": {"mean": 9000.0, "ci95_low": 8000.0, "ci95_high": 10000.0}, "watts": {},
+         "energy_source": None, "run_ids": [4, 5], "device_model": "loop"}
+    idle, busy, busy90, cap, cap90, source = worth.measured_basis(s, p, "system", dev, False, w.bs_bytes)
+    assert (cap, cap90) == (9000.0, (8000.0, 10000.0))
+    assert busy == p.watts and "no energy reading" in source and "watts from the model" in source
+    assert worth.measured_basis({"iops": {"mean": None}}, p, "system", dev, False, w.bs_bytes) is None
