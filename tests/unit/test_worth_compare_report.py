@@ -101,6 +101,11 @@ def test_compare_measured_rows_use_measured_throughput_and_watts(probed_store):
     # xfs measured more ops/s at the same 50 W: busy for less of the year, less energy
     a, b = (e["yearly"] for e in doc["entries"])
     assert b["kwh_per_year"] < a["kwh_per_year"] and "saving_vs_runner_up" in b
+    r = run("compare", "--profile", "oltp", EXT4, XFS, "--load", str(load))
+    assert r.exit_code == 0, r.output
+    # each row has its own runs, so each names its own source; the winner is named
+    assert "energy source of A: measured" in r.output and "energy source of B: measured" in r.output
+    assert "B against the runner-up: saves" in r.output
 
 
 def _key(cfg):
