@@ -55,6 +55,25 @@ def limit_option(name: str) -> Callable[[Any], Any]:
     return callback
 
 
+def confirm_wipe(plan: Any, yes_wipe: str | None, detail: str = "") -> str | None:
+    """The destructive-run confirmation probe and calibrate share: nothing to confirm for a
+    scratch loop device; else ``--yes-wipe`` must name the device, or the user types it at
+    the prompt. Returns what was typed (the run records it); a mismatch is one line, exit 2."""
+    from fsadvisor.service import probing
+
+    if plan.scratch_size_bytes:
+        return None
+    if yes_wipe is not None:
+        if not probing.confirmation_matches(plan, yes_wipe):
+            fail(f"--yes-wipe {yes_wipe} does not match the device {plan.device}")
+        return yes_wipe
+    typer.echo(f"This DESTROYS all data on {plan.device}{detail}.", err=True)
+    confirm = typer.prompt("Type the device path to continue", err=True)
+    if not probing.confirmation_matches(plan, confirm):
+        fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
+    return confirm
+
+
 def domain_errors(fn: Callable) -> Callable:
     """Turn FsAdvisorError (and bad JSON/TOML surfacing as ValueError, absurdly nested JSON,
     an unwritable output path) into one line on stderr and exit code 2."""

@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.service import options as limits
-from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
+from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
@@ -120,17 +120,7 @@ def calibrate(
                 typer.echo(line)
         return
     probing.check_device(plan)
-    confirm = None
-    if not plan.scratch_size_bytes:
-        if yes_wipe is not None:
-            confirm = yes_wipe
-            if not probing.confirmation_matches(plan, confirm):
-                fail(f"--yes-wipe {yes_wipe} does not match the device {plan.device}")
-        else:
-            typer.echo(f"This DESTROYS all data on {plan.device}.", err=True)
-            confirm = typer.prompt("Type the device path to continue", err=True)
-            if not probing.confirmation_matches(plan, confirm):
-                fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
+    confirm = confirm_wipe(plan, yes_wipe)
     typer.echo(f"fsadvisor: {calibration.planned(plan)}", err=True)
     from fsadvisor.cli.probe import _Progress
 

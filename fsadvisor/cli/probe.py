@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.service import options as limits
-from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
+from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
 from fsadvisor.domain import FLAG_ESTIMATE
 
 EXIT_INTERRUPTED = 130
@@ -268,19 +268,8 @@ def probe(
         return
 
     probing.check_device(plan)
-    confirm = None
-    if not plan.scratch_size_bytes:
-        if yes_wipe is not None:
-            confirm = yes_wipe
-            if not probing.confirmation_matches(plan, confirm):
-                fail(f"--yes-wipe {yes_wipe} does not match the device {plan.device}")
-        else:
-            typer.echo(f"This DESTROYS all data on {plan.device} "
-                       f"({len(plan.cells())} cells, about {_duration(plan.estimated_seconds())}).",
-                       err=True)
-            confirm = typer.prompt("Type the device path to continue", err=True)
-            if not probing.confirmation_matches(plan, confirm):
-                fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
+    confirm = confirm_wipe(plan, yes_wipe, f" ({len(plan.cells())} cells, about "
+                                           f"{_duration(plan.estimated_seconds())})")
 
     # on stdout with the plan's own output (stderr stays the one line of any refusal;
     # --json keeps stdout a JSON document: the plan's reps/runtime are in it)
