@@ -40,26 +40,9 @@ def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "u
 def _roofline(w: Workload, p: Mapping[str, float],
               plp: str = "unknown") -> tuple[float, float]:
     """(iops, share of per-op device latency spent in cache flushes) on a device with
-    parameters ``p`` (the keys of models/devices.toml)."""
-    rf = w.read_pct / 100.0
-    wf = 1.0 - rf
-    conc = min(max(w.concurrency, 1), p["parallelism"])
-    flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
-    flush_us = _fsync_per_op(w) * flush
-    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
-    if w.metadata_frac > 0:
-        # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
-        # second on this machine, issue 10), not two synchronous device writes; with fsync it
-        # pays a journal commit (one write) and a flush on top.
-        meta_us = mechanisms.META_CPU_US + (
-            (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)
-        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * meta_us
-    rates = [conc / (lat_us * 1e-6),
-             1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
-    if w.metadata_frac < 1.0:
-        bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
-        rates.append(bw / max(w.bs_bytes, 512))
-    return float(sum(r ** -4 for r in rates) ** -0.25), flush_us / lat_us
+    parameters ``p`` -- :func:`mechanisms.roofline`, which the mechanisms price their extra
+    work against."""
+    return mechanisms.roofline(w, p, plp)
 
 
 def _workload_terms(w: Workload) -> dict[str, float]:

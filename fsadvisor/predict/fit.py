@@ -295,7 +295,7 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
 
 # Bumped whenever the features or the fit change meaning, so a fit cached on disk by another
 # version of the model is never read back as if it were this one's.
-MODEL_VERSION = "device-aware-1"
+MODEL_VERSION = "device-aware-2"  # 2: mechanisms priced at the depth-aware t_op
 
 
 def settings_fingerprint(s: ModelSettings) -> str:

@@ -9,18 +9,26 @@ prediction for an NVMe drive by that drive's own time shares, not by the same pe
 
     log iops = log roofline(device) + sum_m theta_m * x_m(config, workload, device) + residual
 
+Every extra piece of work is priced as a share of t_op, the bare device's wall time per
+operation at the workload's own concurrency (1 / roofline): at queue depth 1 the service time,
+at depth 32 a fraction of it. Extra writes are priced in the device's deep-queue terms
+(:func:`write_time_us`: the larger of its share of the IOPS ceiling and of the bandwidth), so
+the same 16 KiB of scattered metadata is cheap next to a 128 KiB write on a device whose small
+random writes run at bandwidth speed (RAM) and dear on one where they do not (a disk).
+
 - ``m:cow``        btrfs copy-on-write of data: a small overwrite rewrites the extent, checksum
                    and parent tree blocks, ~16 KiB of metadata per write (seed 002, allocator
-                   section: "16-24 KB per 4 KB"): x = -log(1 + s_w * 16KiB / bs), s_w the share of the
-                   device's per-op time spent writing data (1 for a deep queue of writes, small
-                   for a flush-bound fsync loop). nodatacow
-                   removes it.
-- ``m:btrfs.write`` btrfs's write path beyond CoW (checksums, extent tree, delayed refs): x = -s_w.
-                   Prior mean 0.7 (a factor 2): the issue's probe of this machine measured btrfs
-                   ~3x below ext4/xfs for large sequential writes, where CoW amplification is
-                   small.
-- ``m:data_journal`` ext4 data=journal writes every data block twice (journal, then in place):
-                   x = -log(1 + s_w).
+                   section: "16-24 KB per 4 KB"): x = -log(1 + wf * t_w(16 KiB) / t_op).
+                   nodatacow removes it.
+- ``m:btrfs.write`` btrfs's write path beyond CoW (checksums, extent tree, delayed refs), in
+                   proportion to the device time spent writing data: x = -min(1, wf * t_w(bs) /
+                   t_op). Prior mean 0.7 (a factor 2): the issue's probe of this machine
+                   measured btrfs ~3x below ext4/xfs for large sequential writes, where CoW
+                   amplification is small.
+- ``m:data_journal`` ext4 data=journal writes every data block twice (a sequential journal
+                   stream, then in place): x = -log(1 + wf * t_seq(bs) / t_op) -- a 128 KiB
+                   stream that saturates the bandwidth halves, scattered 4 KiB writes bound by
+                   the IOPS ceiling barely notice.
 - ``m:fsync:<fs>``, ``m:flush:<fs>`` per-filesystem fsync cost in device terms: a journal/log
                    commit writes about one more block and issues one more cache flush per fsync,
                    so x = -log(1 + fsyncs per op * write latency / op time) and
@@ -29,10 +37,11 @@ prediction for an NVMe drive by that drive's own time shares, not by the same pe
                    filesystem but btrfs's commit writes (tree log: 1.5); an unmeasured
                    filesystem never gets a cheaper fsync from a prior alone.
 - ``m:cpu:<fs>``   CPU time per operation in the filesystem's code path, which dominates on
-                   RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / device op
-                   time). Prior mean 1 for ext4/xfs (about 5 us per 4K I/O), 2 for btrfs.
+                   RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / (k t_op)),
+                   k = min(numjobs, CPU_CORES) threads sharing it. Prior mean 1 for ext4/xfs
+                   (about 5 us per 4K I/O), 2 for btrfs.
 
-- ``m:sched``      a blk-mq scheduler's CPU work per request: x = -log(1 + 2 us / op time),
+- ``m:sched``      a blk-mq scheduler's CPU work per request: x = -log(1 + 2 us / (k t_op)),
                    pooled across schedulers (bfq expected dearer); "none" costs nothing.
 - ``m:meta_cpu``   metadata operations (create/stat/delete) without fsync are CPU- and
                    journal-bound, not two device writes each: the roofline prices one at
@@ -43,6 +52,7 @@ Fitted values replace the priors in ``models/mechanisms_fit.json`` (see :func:`l
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any, Mapping
@@ -55,6 +65,10 @@ FS_CPU_US = 5.0
 # of mq-deadline's per-request work; the fitted coefficient scales it, bfq's deviation is
 # expected to be larger). It matters on RAM-fast devices and vanishes on an HDD.
 SCHED_US = 2.0
+# Cores that share a workload's per-I/O CPU work (up to its numjobs threads): the reference
+# matrix's machine has 2. A server with more cores would pay a smaller share -- the fitted
+# coefficients carry that uncertainty, they are not known per host.
+CPU_CORES = 2
 # seed 003's CFQ/Deadline/NOOP map onto blk-mq's bfq/mq-deadline/none (as in features.py).
 _SCHED_ALIASES = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
 # Metadata written per small CoW overwrite (seed 002: 16-24 KB per 4 KB write; lower end).
@@ -96,9 +110,49 @@ def prior(name: str) -> tuple[float, float] | None:
 
 
 def op_time_us(w: Workload, p: Mapping[str, float]) -> float:
-    """The device's own service time of one operation of this mix (no filesystem)."""
+    """The device's own service time of one operation of this mix at queue depth 1."""
     rf = w.read_pct / 100.0
     return rf * p["read_latency_us"] + (1.0 - rf) * p["write_latency_us"]
+
+
+def _flush_us(p: Mapping[str, float], plp: str) -> float:
+    return p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
+
+
+def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple[float, float]:
+    """(iops, share of per-op device latency spent in cache flushes) the bare device could
+    sustain for this workload: a soft minimum of the latency-bound (Little's law), IOPS-bound
+    and bandwidth-bound rates, on a device with parameters ``p`` (models/devices.toml keys)."""
+    rf = w.read_pct / 100.0
+    wf = 1.0 - rf
+    conc = min(max(w.concurrency, 1), p["parallelism"])
+    flush = _flush_us(p, plp)
+    flush_us = (wf / w.writes_per_fsync if w.writes_per_fsync else 0.0) * flush
+    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
+    if w.metadata_frac > 0:
+        # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
+        # second on this machine, issue 10), not two synchronous device writes; with fsync it
+        # pays a journal commit (one write) and a flush on top.
+        meta_us = META_CPU_US + (
+            (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)
+        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * meta_us
+    rates = [conc / (lat_us * 1e-6),
+             1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
+    if w.metadata_frac < 1.0:
+        bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
+        rates.append(bw / max(w.bs_bytes, 512))
+    return float(sum(r ** -4 for r in rates) ** -0.25), flush_us / lat_us
+
+
+def write_time_us(p: Mapping[str, float], nbytes: float, sequential: bool = False) -> float:
+    """Device time one write of ``nbytes`` occupies when the device is kept busy (the deep-queue
+    figures, not the QD1 latency): its share of the IOPS ceiling or of the bandwidth, whichever
+    is larger. A sequential stream (a journal) is merged into large requests, so it pays the
+    bandwidth only. This is what makes extra writes cost differently per device: 16 KiB of
+    scattered metadata next to a 128 KiB data write is cheap where small random writes run
+    at bandwidth speed (RAM) and dear where they do not."""
+    by_bw = nbytes / p["write_bw_bytes_s"] * 1e6
+    return by_bw if sequential else max(1e6 / p["write_iops_cap"], by_bw)
 
 
 def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
@@ -111,19 +165,20 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     wf = 1.0 - w.read_pct / 100.0
     mount = set(cfg.mount) if cfg is not None else set()
     keys = {m.partition("=")[0] for m in mount}
-    t_op = max(op_time_us(w, p), 1e-3)
-    flush = p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
+    flush = _flush_us(p, plp)
     per_fsync = wf / w.writes_per_fsync if w.writes_per_fsync else 0.0
-    t_base = t_op + per_fsync * flush
-    # Share of the device's time per op spent writing data: extra data writes (CoW, journal)
-    # cost in proportion to it, so a flush-bound fsync loop suffers less than a deep queue of
-    # overwrites that saturates the device.
-    share_w = wf * p["write_latency_us"] / t_base if t_base > 0 else wf
+    # Wall time of one operation on the bare device at this workload's own concurrency
+    # (1 / roofline): what every extra piece of work is a share of. At queue depth 1 it is
+    # the service time (plus the flush of an fsync loop); at depth 32 a fraction of it.
+    t_op = 1e6 / _roofline_cached(w, p, plp)
     if w.metadata_frac < 1.0:
-        _pooled(f, "m:cpu", fs, -math.log1p(FS_CPU_US / t_base))
-    sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler) if cfg is not None else "none"
-    if sched != "none" and w.metadata_frac < 1.0:
-        _pooled(f, "m:sched", sched, -math.log1p(SCHED_US / t_base))
+        # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to
+        # the cores of the machine the reference matrix was measured on.
+        cpu_share = 1.0 / (min(max(w.numjobs, 1), CPU_CORES) * t_op)
+        _pooled(f, "m:cpu", fs, -math.log1p(FS_CPU_US * cpu_share))
+        sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler) if cfg is not None else "none"
+        if sched != "none":
+            _pooled(f, "m:sched", sched, -math.log1p(SCHED_US * cpu_share))
     if w.metadata_frac > 0:
         # The roofline prices a metadata operation at META_CPU_US of CPU (plus a commit when
         # fsynced); the coefficient is the log factor by which the real CPU cost differs,
@@ -131,18 +186,36 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
         # teaches it and an fsync-bound NVMe barely feels it.
         sync = (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0
         _pooled(f, "m:meta_cpu", fs, -w.metadata_frac * META_CPU_US / (META_CPU_US + sync))
-    if fs == "btrfs" and wf > 0 and "nodatacow" not in keys:
-        f["m:cow"] = -math.log1p(share_w * COW_META_BYTES / max(w.bs_bytes, 512))
-    if fs == "btrfs" and wf > 0:
-        f["m:btrfs.write"] = -share_w
-    if fs in ("ext4", "ext3") and "data=journal" in mount and wf > 0:
-        f["m:data_journal"] = -math.log1p(share_w)
+    if wf > 0 and w.metadata_frac < 1.0:
+        data_w = write_time_us(p, max(w.bs_bytes, 512), sequential=not w.random)
+        if fs == "btrfs" and "nodatacow" not in keys:
+            # Each overwrite rewrites ~16 KiB of tree blocks elsewhere: one more scattered
+            # write per data write, priced in this device's own time per op.
+            f["m:cow"] = -math.log1p(wf * write_time_us(p, COW_META_BYTES) / t_op)
+        if fs == "btrfs":
+            # Checksums and tree updates beyond CoW: in proportion to the data written.
+            f["m:btrfs.write"] = -min(1.0, wf * data_w / t_op)
+        if fs in ("ext4", "ext3") and "data=journal" in mount:
+            # Every data block goes to the journal first (a sequential stream), then home.
+            f["m:data_journal"] = -math.log1p(
+                wf * write_time_us(p, max(w.bs_bytes, 512), sequential=True) / t_op)
     if per_fsync:
         # Split so each part scales with its own device time: the commit write(s) with the
         # write latency, the extra cache flush with the flush latency (cheap with PLP).
+        t_base = max(op_time_us(w, p), 1e-3) + per_fsync * flush
         _pooled(f, "m:fsync", fs, -math.log1p(per_fsync * p["write_latency_us"] / t_base))
         _pooled(f, "m:flush", fs, -math.log1p(per_fsync * flush / t_base))
     return f
+
+
+@functools.lru_cache(maxsize=1024)
+def _roofline_key(w: Workload, items: tuple, plp: str) -> float:
+    return roofline(w, dict(items), plp)[0]
+
+
+def _roofline_cached(w: Workload, p: Mapping[str, float], plp: str) -> float:
+    # Once per (workload, device), not once per configuration: ranking asks for thousands.
+    return _roofline_key(w, tuple(sorted(p.items())), plp)
 
 
 def _pooled(f: dict[str, float], name: str, fs: str, x: float) -> None:
