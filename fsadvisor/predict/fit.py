@@ -63,8 +63,11 @@ def _replicate_var(obs: Observation) -> float:
 
 
 def _obs_rows(obs: Observation, s: ModelSettings,
-              fitted: Mapping[str, DeviceParams] | None = None) -> list[_Row]:
-    """Turn one observation into linear equations a . theta = b (empty if not usable)."""
+              fitted: Mapping[str, DeviceParams] | None = None,
+              timed_devices: frozenset[str] | set[str] | None = None) -> list[_Row]:
+    """Turn one observation into linear equations a . theta = b (empty if not usable).
+    ``timed_devices``: the devices measured here whose own device times are known (they have
+    raw-device runs); None: every device counts as timed."""
     if not (obs.value == obs.value) or math.isinf(obs.value):
         return []
     w, kind = obs.workload, obs.device_kind
@@ -103,6 +106,13 @@ def _obs_rows(obs: Observation, s: ModelSettings,
             # cross-validation showed their per-device deviations, learned from one table,
             # failing on the same drive's other tables -- median x1.32 against x1.19.)
             f.update(device_config_features(cf, dev))
+            if timed_devices is not None and dev not in timed_devices:
+                # A mechanism's feature is a share of this device's own time per op; with no
+                # raw-device run those times are its kind's datasheet-order guess (a factor
+                # e either way), so what it shows stays in its own d:<dev>|m: terms and does
+                # not move the mechanism every other device shares.
+                for k in [k for k in f if k.startswith("m:")]:
+                    del f[k]
         return f
 
     def W(c):
@@ -440,8 +450,10 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     rows: list[_Row] = []
     used = 0
     measured_power: dict[str, int] = {}
+    timed = frozenset(o.device_id for o in observations
+                      if o.device_id and o.config.fs == "raw" and o.relative_to is None)
     for o in observations:
-        r = _obs_rows(o, s, fitted)
+        r = _obs_rows(o, s, fitted, timed)
         if r:
             used += 1
             rows.extend(r)

@@ -69,6 +69,10 @@ SCHED_US = 2.0
 # matrix's machine has 2. A server with more cores would pay a smaller share -- the fitted
 # coefficients carry that uncertainty, they are not known per host.
 CPU_CORES = 2
+# One submitting thread's wall time per raw 4K I/O on that machine, microseconds: the RAM-backed
+# loop device ran ~200k IOPS at QD32 with one job (datasets/reference/runs.csv, shm-loop raw
+# 4k-randread-qd32: 213k-218k), i.e. ~5 us per I/O. Below it the CPU share is not extrapolated.
+CPU_FLOOR_US = 5.0
 # seed 003's CFQ/Deadline/NOOP map onto blk-mq's bfq/mq-deadline/none (as in features.py).
 _SCHED_ALIASES = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
 # Metadata written per small CoW overwrite (seed 002: 16-24 KB per 4 KB write; lower end).
@@ -174,7 +178,11 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     if w.metadata_frac < 1.0:
         # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to
         # the cores of the machine the reference matrix was measured on.
-        cpu_share = 1.0 / (min(max(w.numjobs, 1), CPU_CORES) * t_op)
+        # ... and never less than the reference machine's own per-thread time per raw I/O
+        # (CPU_FLOOR_US): the CPU coefficients were learned where an op took that long, and a
+        # datasheet's million-IOPS ceiling does not make one thread's filesystem work dearer
+        # than anything measured.
+        cpu_share = 1.0 / max(min(max(w.numjobs, 1), CPU_CORES) * t_op, CPU_FLOOR_US)
         _pooled(f, "m:cpu", fs, -math.log1p(FS_CPU_US * cpu_share))
         sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler) if cfg is not None else "none"
         if sched != "none":

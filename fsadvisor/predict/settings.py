@@ -107,6 +107,10 @@ class ModelSettings:
             for prefix, spec in self.priors["prior"].items():
                 if name.startswith(prefix) and len(prefix) > len(best):
                     best, sd = prefix, float(spec["sd"])
+            if name.startswith("d:") and "|m:" in name and "d:|m:" in self.priors["prior"]:
+                # A device's own deviation from a mechanism ("d:<device>|m:..."): the device
+                # id sits between the two parts, so no prefix can name it.
+                sd = float(self.priors["prior"]["d:|m:"]["sd"])
             if name.startswith(CONFIG_PREFIXES):
                 sd *= self.prior_scale
             hit = cache[name] = (mean, sd)

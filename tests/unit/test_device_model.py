@@ -208,9 +208,19 @@ def test_btrfs_cow_collapses_small_random_writes_not_reads(seeds):
     btrfs = FsConfig.make("btrfs")
     w, r = (predict_many(m, [btrfs, EXT4], x, NVME) for x in (RANDW, RANDR))
     assert w[0].iops < 0.3 * w[1].iops  # issue 10: btrfs 5-10x below ext4 for 4K rand writes
-    assert r[0].iops > 0.7 * r[1].iops
     nocow = FsConfig.make("btrfs", mount=("nodatacow",))
     assert predict(m, nocow, RANDW, NVME).iops > 2 * w[0].iops
+    # Reads do not collapse: where the device bounds them (queue depth 1) btrfs is within 30%
+    # of ext4 ...
+    qd1 = Workload(rw="randread", bs_bytes=4096, iodepth=1)
+    r1 = predict_many(m, [btrfs, EXT4], qd1, NVME)
+    assert r1[0].iops > 0.7 * r1[1].iops
+    # ... and where one thread's CPU bounds them (4K QD32, one job) they pay btrfs's checksum
+    # and tree work, as this machine measured: btrfs/ext4 0.56 on the RAM-backed loop and
+    # 0.54 on zram (datasets/reference/runs.csv, 4k-randread-qd32, medians) -- far less than
+    # the write collapse.
+    assert 0.35 < r[0].iops / r[1].iops < 0.85
+    assert r[0].iops / r[1].iops > 3 * (w[0].iops / w[1].iops)
 
 
 def test_mechanisms_scale_with_the_device():
