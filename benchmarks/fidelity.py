@@ -126,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
               "filesystem cells", file=sys.stderr)
         return 2
     reports = validate.leave_devices_out(obs, devices, ModelSettings.load(db=args.db))
+    rounds = _round_levels(store)
     if args.json:
-        json.dump(reports, sys.stdout, indent=1)
+        json.dump({"reports": reports, "rounds": rounds}, sys.stdout, indent=1)
         print()
         return 0
     for r in reports:
@@ -153,7 +154,42 @@ def main(argv: list[str] | None = None) -> int:
             ok = got >= bound if higher else got <= bound
             print(f"  target {key} {'>=' if higher else '<='} {bound:.0%}: "
                   f"{'met' if ok else 'MISSED'} ({got:.1%})")
+    if rounds:
+        print("\nWhere the rep-to-rep noise comes from: the probe runs repetition r of every cell "
+              "before repetition r+1 (rounds), so a round's level against round 1 is the "
+              "machine's drift, not a configuration's:")
+        for r in rounds:
+            print(f"  round {r['rep']}: {r['cells']} cells, host CPU busy median "
+                  f"{r['host_cpu_busy_pct_median']:.0f}%, IOPS vs round 1: median "
+                  f"x{r['level_vs_round_1_median']:.2f} (range x{r['level_vs_round_1_min']:.2f}"
+                  f"-x{r['level_vs_round_1_max']:.2f})")
     return 0
+
+
+def _round_levels(store) -> list[dict]:
+    """Per repetition round of the filesystem matrix: the host's CPU load and each cell's IOPS
+    relative to its round-1 run (a machine shared with other jobs moves whole rounds)."""
+    import statistics as st
+
+    by_cell: dict[tuple, dict[int, dict]] = {}
+    for r in store.runs(status="ok"):
+        if r.get("configuration_id") is None or not r.get("iops") or not r.get("rep"):
+            continue
+        key = (r.get("device_id"), r.get("configuration_id"), r.get("workload_id"))
+        by_cell.setdefault(key, {})[int(r["rep"])] = r
+    reps = sorted({k for c in by_cell.values() for k in c})
+    out = []
+    for rep in reps:
+        ratios = [c[rep]["iops"] / c[1]["iops"] for c in by_cell.values() if rep in c and 1 in c]
+        busy = [c[rep]["host_cpu_busy_pct"] for c in by_cell.values()
+                if rep in c and c[rep].get("host_cpu_busy_pct") is not None]
+        if not ratios:
+            continue
+        out.append({"rep": rep, "cells": len(ratios),
+                    "host_cpu_busy_pct_median": st.median(busy) if busy else float("nan"),
+                    "level_vs_round_1_median": st.median(ratios),
+                    "level_vs_round_1_min": min(ratios), "level_vs_round_1_max": max(ratios)})
+    return out
 
 
 if __name__ == "__main__":
