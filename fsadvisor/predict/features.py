@@ -256,5 +256,5 @@ def _cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, 
                   plp: str) -> dict[str, float]:
     """Configuration features plus the mechanisms in this device's terms."""
     f = config_features(cfg, w, kind)
-    f.update(mechanisms.features(cfg, w, p, plp))
+    f.update(mechanisms.features(cfg, w, p, plp, era2010=kind in ("hdd", "sata-ssd")))
     return f
