@@ -36,6 +36,11 @@ class _Row:
     relative: bool = False  # a within-study ratio ("+23% vs default"): device levels cancel
 
 
+# A feature name under this prefix is an offset in its row: the coefficient of the named
+# feature, as the rest of the data fits it, times the value (a "cut": the row uses the
+# coefficient but does not move it).
+FIXED_PREFIX = "fixed|"
+
 # Log-scale variance of one run where the source states no spread: rep-to-rep variation of
 # this VM's loop and RAM devices (an assumption of ~15% 1-sd until the reference matrix's
 # spread replaces it); a single run can then never pin an effect tighter than that.
@@ -111,8 +116,10 @@ def _obs_rows(obs: Observation, s: ModelSettings,
                 # raw-device run those times are its kind's datasheet-order guess (a factor
                 # e either way), so what it shows stays in its own d:<dev>|m: terms and does
                 # not move the mechanism every other device shares.
+                # (The row still carries the mechanism, at the value the other devices fit:
+                # FIXED_PREFIX marks it an offset, not a column -- see fit().)
                 for k in [k for k in f if k.startswith("m:")]:
-                    del f[k]
+                    f[FIXED_PREFIX + k] = f.pop(k)
         return f
 
     def W(c):
@@ -461,10 +468,11 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
                     o.relative_to is None and o.energy_source not in (None, "estimate"):
                 key = f"{o.power_scope or 'system'}/{o.device_kind}"
                 measured_power[key] = measured_power.get(key, 0) + 1
-    names = sorted({k for r in rows for k in r.a})
+    names = sorted({k.removeprefix(FIXED_PREFIX) for r in rows for k in r.a})
     index = {n: i for i, n in enumerate(names)}
     n, p = len(rows), len(names)
     X = np.zeros((n, p))
+    X_fixed = np.zeros((n, p))  # offsets: the coefficient as fitted on the other rows
     y = np.zeros(n)
     wts = np.zeros(n)
     xvar = np.zeros(n)
@@ -474,6 +482,9 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     sources: dict[str, set[str]] = {}
     for i, r in enumerate(rows):
         for k, v in r.a.items():
+            if k.startswith(FIXED_PREFIX):
+                X_fixed[i, index[k.removeprefix(FIXED_PREFIX)]] = v
+                continue
             X[i, index[k]] = v
             if not k.startswith(("k:", "w:", "pw:", "pww:", "t:0")):
                 sources.setdefault(k, set()).add(source_group(r.source))
@@ -502,18 +513,23 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     lit_abs, lit_rel = ~own & ~relative, ~own & relative
     point = bound == 0
     active = point.copy()
+    has_fixed = bool(X_fixed.any())
     for _ in range(5):  # re-estimate the noise levels; activate the bounds the fit breaks
         # Each row's variance: model noise (scaled by the row's weight) plus the spread of a
         # cell mean over its replicates (sd^2/n on log scale): three agreeing runs pin a
         # level, one run is never a confident effect.
         row_sd = np.where(own, sd_own, np.where(relative, sd_rel, sd))
         Wd = active / (row_sd ** 2 / np.maximum(wts, 1e-12) + xvar)
+        # The offsets at the previous iteration's coefficients (the prior's at the first):
+        # rows that may not move a coefficient still use it. Those coefficients are set by
+        # the other rows alone, so they settle with the noise levels.
+        y_eff = y - X_fixed @ theta if has_fixed else y
         A = (X.T * Wd) @ X + np.diag(prior_prec)
-        rhs = (X.T * Wd) @ y + prior_prec * prior_mean
+        rhs = (X.T * Wd) @ y_eff + prior_prec * prior_mean
         cov = np.linalg.inv(A)
         theta = cov @ rhs
         if n:
-            resid = y - X @ theta
+            resid = y - X_fixed @ theta - X @ theta if has_fixed else y - X @ theta
 
             def level(mask: np.ndarray, lo: float) -> float:
                 # Robust (1.4826 x median |weighted residual|): the seeds' residuals are
