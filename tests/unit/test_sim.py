@@ -496,7 +496,7 @@ def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
     assert r_w.bs_bytes == r.workload["bs_bytes"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=_CEILING_KINDS, ov=_OVERRIDES, meta=st.sampled_from([0.0, 0.3]))
 def test_latency_statistics_are_consistent(model, kind, ov, meta):
     """Right-skewed service times give right-skewed latencies: p50 <= mean, and the
@@ -505,13 +505,14 @@ def test_latency_statistics_are_consistent(model, kind, ov, meta):
     w = Workload(rw="randrw", numjobs=2, iodepth=2, fsync_every=4, create_frac=meta)
     conc = ov.get("numjobs", 2) * ov.get("iodepth", 2)
     r = sim.simulate(model, XFS, w, dev, requests=max(2000, 10 * conc), overrides=ov)
-    if r.concurrency <= r.calibration.channels:
+    if r.concurrency <= r.calibration.channels and r.throughput_ops_s < 0.8 * r.ceiling_iops:
         assert r.p50_latency_ms <= r.mean_latency_ms, (r.p50_latency_ms, r.mean_latency_ms)
     else:
-        # A queue deeper than the device's channels: latency is mostly the wait behind the
-        # requests ahead, a sum of many service times, near-symmetric (central limit): the
-        # median sits within a few percent of the mean on either side (measured: up to
-        # 1.044 x at 512 outstanding on 2-256 channels).
+        # A saturated device (a queue deeper than its channels, or its controller stage at
+        # 80% of the ceiling or more): latency is mostly the wait behind the requests ahead,
+        # a sum of many service times, near-symmetric (central limit): the median sits
+        # within a few percent of the mean on either side (measured: up to 1.044 x at 512
+        # outstanding on 2-256 channels).
         assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms,
                                                                 r.mean_latency_ms)
     assert (r.p50_latency_ms <= r.p90_latency_ms <= r.p99_latency_ms <= r.p999_latency_ms
