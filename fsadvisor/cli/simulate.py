@@ -92,8 +92,8 @@ def simulate(
                f"utilisation, + {cal.watts_per_utilisation:.1f} W x (util - "
                f"{cal.utilisation:.0%}); {cal.drive_power_source}; {cal.power_scope} scope, "
                f"{cal.power_basis}")
-    typer.echo(f"seed {cal.seed}, {cal.requests:,} requests per variant; util = share of the "
-               f"device's {cal.channels} channels held (a flush holds them all)")
+    typer.echo(f"seed {cal.seed}, {cal.requests:,} requests per variant; util = the busier of "
+               f"the device's {cal.channels} channels (a flush holds them all) and its link")
     for warning in cal.warnings:
         typer.echo(f"WARN: {warning}")
     typer.echo("")

@@ -42,8 +42,9 @@ whose p99/mean is the model's own p99/mean at the calibration point (its tail te
 writes at QD32, 408,200 IOPS, so 78 us mean by Little's law, and 290 us p99: p99/mean = 3.7).
 The p99 is printed with its 95% batch-means interval.
 
-Power, an estimate: ``P = idle + (active - idle) x utilisation``, utilisation being the
-share of the device's channels held (a flush holds them all). The line passes through the
+Power, an estimate: ``P = idle + (active - idle) x utilisation``, utilisation being that of
+the device's busier stage: the share of its channels held (a flush holds them all) or the
+share of time its controller/link transfers. The line passes through the
 model's watts at the calibration point and its slope is the drive's own active-idle range (a
 library drive's datasheet, else energy/estimate.py's assumed 3-8 W NVMe defaults; 0 in the
 cpu+dram scope, which does not contain the drive). Every energy figure is "simulated from
@@ -231,6 +232,7 @@ class SimStats:
     busy_us: float  # time with at least one request outstanding
     channels: int
     trace: list[tuple[float, int, str]] | None = None
+    controller_busy_us: float = 0.0  # time the controller/link stage spent transferring
 
     @property
     def throughput_ops_s(self) -> float:
@@ -283,8 +285,9 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     stop = env.event()
     stopped = [False]  # stop.triggered, read on every request: a plain flag is cheaper
     # [requests outstanding, when the device last became busy, busy time so far, when the
-    # controller/link stage is next free, operations completed (an fsync is not one)]
-    st = [0, 0.0, 0.0, 0.0, 0]
+    # controller/link stage is next free, operations completed (an fsync is not one), the
+    # controller's busy time]
+    st = [0, 0.0, 0.0, 0.0, 0, 0.0]
     written = [0] * len(jobs)
     read_us, read_x = times.read_us, times.read_xfer_us
     write_us, write_x = times.write_us, times.write_xfer_us
@@ -311,7 +314,9 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
             # schedule as a simpy.Resource of capacity 1, without its events).
             now = env.now
             start = st[3] if st[3] > now else now
-            st[3] = start + xfer_us * factor()
+            x = xfer_us * factor()
+            st[3] = start + x
+            st[5] += x
             yield timeout(st[3] - now)
         free(c)
 
@@ -369,7 +374,9 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                 if xfer_us > 0:
                     now = env.now
                     start = st[3] if st[3] > now else now
-                    st[3] = start + xfer_us * factor()
+                    x = xfer_us * factor()
+                    st[3] = start + x
+                    st[5] += x
                     yield timeout(st[3] - now)
                 free(c)
             end()
@@ -412,7 +419,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                     flush_latencies_us=np.asarray(flush_lat),
                     device_flushes=len(device_flushes),
                     busy_channel_us=ch.busy_channel_us, busy_us=busy,
-                    channels=times.channels, trace=log)
+                    channels=times.channels, trace=log, controller_busy_us=st[5])
 
 
 # --------------------------------------------------------------------------- from the model
@@ -475,7 +482,7 @@ class Calibration:
     writes_per_flush: int
     plp: str
     device_params_source: str
-    utilisation: float  # share of channels held at the calibration point
+    utilisation: float  # the busier stage's utilisation at the calibration point
     drive_idle_watts: float  # the drive's own power range, for the power line
     drive_active_watts: float
     drive_power_source: str
@@ -546,7 +553,8 @@ def drive_power(params: DeviceParams, scope: str) -> tuple[float, float, str]:
             + ("" if "idle_power_w" in pw else f" (idle {DRIVE_IDLE_W_ASSUMED:g} W assumed)"))
     return DRIVE_IDLE_W_ASSUMED, DRIVE_ACTIVE_W_ASSUMED, (
         f"drive {DRIVE_IDLE_W_ASSUMED:g}-{DRIVE_ACTIVE_W_ASSUMED:g} W assumed (a typical NVMe "
-        "drive idle and under sustained I/O, energy/estimate.py)")
+        "drive idle and under sustained I/O, energy/estimate.py"
+        + ("" if params.kind == "nvme" else f"; no figures for {params.kind}") + ")")
 
 
 def _sigma_of(p, sigma: float | None) -> tuple[float, str]:
@@ -619,7 +627,8 @@ def _scaled_stats(st: SimStats, k: float) -> SimStats:
     """The same run with every time x ``k`` (what a run of the scaled times gives)."""
     return replace(st, sim_us=st.sim_us * k, latencies_us=st.latencies_us * k,
                    flush_latencies_us=st.flush_latencies_us * k,
-                   busy_channel_us=st.busy_channel_us * k, busy_us=st.busy_us * k, trace=None)
+                   busy_channel_us=st.busy_channel_us * k, busy_us=st.busy_us * k,
+                   controller_busy_us=st.controller_busy_us * k, trace=None)
 
 
 def _solve_scale(bare: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int,
@@ -651,9 +660,14 @@ def _solve_scale(bare: DeviceTimes, jobs: list[JobSpec], requests: int, seed: in
 
 
 def _utilisation(st: SimStats) -> float:
-    """Mean share of the device's channels held (a flush holds them all): scale-free, so
-    the pilot's equals the calibrated run's."""
-    return min(1.0, st.busy_channel_us / (st.channels * st.sim_us)) if st.sim_us > 0 else 0.0
+    """The busier of the device's two stages: the mean share of its channels held (a flush
+    holds them all) or the share of time its controller/link stage transfers (at the
+    bandwidth ceiling the channels may be idle while the link is full). Scale-free, so the
+    pilot's equals the calibrated run's when every time scales."""
+    if st.sim_us <= 0:
+        return 0.0
+    return min(1.0, max(st.busy_channel_us / (st.channels * st.sim_us),
+                        st.controller_busy_us / st.sim_us))
 
 
 # --------------------------------------------------------------------------- what-if
@@ -769,7 +783,7 @@ class SimResult:
     fsyncs: int
     device_flushes: int
     mean_flush_latency_ms: float | None
-    utilisation: float  # mean share of channels held (a flush holds them all)
+    utilisation: float  # the busier stage: channels held (a flush holds all) or the link
     busy_fraction: float  # share of time with any request outstanding
     ceiling_iops: float  # the device's IOPS ceiling for this variant's mix and size
     watts: float

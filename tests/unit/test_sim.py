@@ -559,3 +559,16 @@ def test_human_output_has_no_python_reprs(cli_env, args):
     assert r.exit_code == 0, r.output
     bad = [line for line in r.stdout.splitlines() if REPR.search(line)]
     assert not bad, bad
+
+
+def test_utilisation_counts_the_link_at_the_bandwidth_ceiling():
+    # 2 channels, a 10 us link per request and 1 us media: the link is the bottleneck, busy
+    # all the time, while the channels are mostly waiting for it.
+    times = sim.DeviceTimes(channels=2, read_us=1.0, write_us=1.0, flush_us=0.0,
+                            read_xfer_us=10.0, sigma=0.0)
+    st_ = sim.run(times, [sim.JobSpec(read_frac=1.0)] * 8, requests=1000)
+    assert st_.controller_busy_us == pytest.approx(1000 * 10.0, rel=0.01)  # + ones in flight
+    assert st_.throughput_ops_s == pytest.approx(1e5, rel=0.01)
+    assert sim._utilisation(st_) == pytest.approx(1.0, abs=0.01)
+    scaled = sim._scaled_stats(st_, 3.0)
+    assert sim._utilisation(scaled) == pytest.approx(sim._utilisation(st_))
