@@ -1,8 +1,9 @@
 """Benchmark: `fsadvisor simulate --vary numjobs=1,4,16,64` vs `python3 -c 'import numpy'`.
 
 Covers: the whole what-if path through the CLI (start-up, model from the warm fit cache,
-calibrating the simulator at the workload's point, four variants of 50,000 simulated
-requests each, the table). Scenario: the oltp preset on xfs with 16 AGs (the golden
+calibrating the simulator at the workload's point, four variants of the CLI's default
+10,000 simulated requests each, the calibration point's run reused for its variant, the
+table with each p99's 95% interval). Scenario: the oltp preset on xfs with 16 AGs (the golden
 tests/unit/golden/sim_oltp.out's setting, at the CLI's default request count); alternating
 pairs (the order within a pair alternates too); printed: the per-pair ratio's median and
 min-max. Target (issue 13): <= 5x.

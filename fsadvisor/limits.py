@@ -82,7 +82,7 @@ LIMITS: dict[str, Limit] = {
                    "50 times per prior width", whole=True, commands=("validate", "calibrate")),
     "requests": Limit(100, 5_000_000, "",
                       "simulated requests per variant (fsadvisor.predict.sim MIN_REQUESTS, "
-                      "MAX_REQUESTS: about a second per 50,000)", whole=True,
+                      "MAX_REQUESTS: about 0.1 s per 10,000 here)", whole=True,
                       commands=("simulate",)),
     "sigma": Limit(0, 3, "", "log-sd of service times (fsadvisor.predict.sim; 3 puts the p99 "
                    "at ~1,000x the median)", commands=("simulate",)),

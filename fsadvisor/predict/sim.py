@@ -17,27 +17,38 @@ flush is still waiting for its counters rides along with it, as Linux merges pen
 come, first served, like ``simpy.Resource``; they are a resource of their own only because a
 barrier claims all of them in one request.
 
-Calibration. The model, not this file, knows how a filesystem configuration changes the
-device's speed. So one pilot run replays the profile's own workload (its numjobs x iodepth,
-its mix and fsync rate, the device's PLP) with the bare device's times, and every device time
-(media, transfer, flush) is then multiplied by the one factor that makes the simulated
-throughput at that point equal to the model's predicted IOPS for the configuration. Scaling
-all times by a factor scales the whole event sequence, so with the same seed and request
-count the match is exact. Without flushes and below the channel count this is Little's law,
-mean service time = concurrency / predicted IOPS; with flushes the barrier's share is kept.
+Calibration: one story with ``predict``. The model, not this file, knows how a filesystem
+configuration changes the device's speed. The simulator takes the device's parameters from
+where ``predict`` takes them (the store's calibration of the device, a library drive's
+datasheet, else its kind's prior: the service passes them) and the model's figure through
+the same hard ceilings (predict/ceilings.py). A pilot run replays the profile's own workload
+(its numjobs x iodepth, its mix and fsync rate, the device's PLP) with the bare device's
+times, and every media and flush time is then multiplied by the one factor that makes the
+simulated throughput at that point equal to the model's predicted IOPS. When that factor is
+1 or more the controller stage scales too, so the whole event sequence scales and the match
+is exact; below 1 the controller stage stays at the device's ceiling (a filesystem never
+makes the drive faster than its hardware) and a secant finds the factor to 1%. Where the
+model sits at the ceiling itself a finite queue cannot reach it, and a warning says how
+close it gets. The calibration point's run is kept: a variant that is that point reuses it.
 What-if variants (more jobs, deeper queues, another fsync interval, PLP, block size, mix,
 bursts) then run with the same factor: the simulator extrapolates from one calibrated point,
-and each result carries the model's own closed-form figure for the variant beside it.
+and each result carries the model's own closed-form figure beside it.
 
-Spread. The media time is log-normal with mean 1 x the mean and log-sd ``DEFAULT_SIGMA``,
-chosen so p99/mean matches seed 002's bare PM9A3 (4K random writes at QD32: 408,200 IOPS,
-so 78 us mean by Little's law, and 290 us p99: p99/mean = 3.7).
+Latency. An operation's latency runs from its start to its completion, including the fsync
+it waits for, so the simulated mean is the model's Little's-law mean (concurrency / IOPS).
+Media, transfer and flush times are log-normal with mean 1 x their mean; the log-sd is the one
+whose p99/mean is the model's own p99/mean at the calibration point (its tail terms), or seed
+002's bare PM9A3 figure when the model's ratio has no log-normal (``DEFAULT_SIGMA``: 4K random
+writes at QD32, 408,200 IOPS, so 78 us mean by Little's law, and 290 us p99: p99/mean = 3.7).
+The p99 is printed with its 95% batch-means interval.
 
-Power. ``P = idle + (active - idle) x busy_fraction`` integrated over simulated time, where
-busy_fraction is the share of time the device has any request outstanding (iostat's %util)
-and ``active`` is the model's predicted watts at the calibration point (where the device is
-always busy, so the simulated power equals the model's there). Every energy figure is
-"simulated from model", never a measurement.
+Power, an estimate: ``P = idle + (active - idle) x utilisation``, utilisation being that of
+the device's busier stage: the share of its channels held (a flush holds them all) or the
+share of time its controller/link transfers. The line passes through the
+model's watts at the calibration point and its slope is the drive's own active-idle range (a
+library drive's datasheet, else energy/estimate.py's assumed 3-8 W NVMe defaults; 0 in the
+cpu+dram scope, which does not contain the drive). Every energy figure is "simulated from
+model", never a measurement.
 
 Runs are capped by the number of simulated requests, not by wall time, and are deterministic
 for a given seed.
@@ -47,7 +58,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -56,6 +67,8 @@ from simpy.resources.base import BaseResource, Put
 
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.predict import ceilings
+from fsadvisor.predict.device_params import DeviceParams
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
 # 290 us. Little's law gives the mean latency.
@@ -76,9 +89,16 @@ def sigma_for_p99_over_mean(ratio: float) -> float:
 
 
 DEFAULT_SIGMA = sigma_for_p99_over_mean(SEED002_RAW_P99_US / SEED002_RAW_MEAN_US)  # 0.654
-DEFAULT_REQUESTS = 50_000
+# 10,000 requests per variant: the p99 rests on its 100 slowest, and its 95% batch-means
+# interval is printed beside it (issue 13: fewer simulated requests, the precision stated).
+DEFAULT_REQUESTS = 10_000
 META_WRITE_BYTES = 4096  # a journal record or an inode block
 LABEL = "simulated from the fitted model — not a measurement"
+# The drive's own power range when nothing better is known: energy/estimate.py's
+# DEFAULT_DRIVE_IDLE_W and DEFAULT_DRIVE_ACTIVE_W (NVMe PS0 idle and sustained I/O,
+# assumptions; a test keeps the two in step; not imported: that package costs ~65 ms).
+DRIVE_IDLE_W_ASSUMED = 3.0
+DRIVE_ACTIVE_W_ASSUMED = 8.0
 
 # What-if knobs and their bounds (a run costs about 10 us of wall time per simulated event).
 OVERRIDE_KEYS = ("numjobs", "iodepth", "fsync_every", "plp", "rwmixread", "bs", "burst",
@@ -90,6 +110,18 @@ STEADY_ROUNDS = 10  # requests >= 10 x concurrency, so the start-up transient st
 # more than a filesystem's usual share of the device (seed 002: ext4 defaults keep 9.4% of
 # raw random-write IOPS, tuned ext4 45%).
 SCALE_PLAUSIBLE = (0.25, 12.0)
+# Percentile intervals by batch means: 10 batches, Student's t 97.5% quantiles by degrees
+# of freedom (standard tables).
+CI_BATCHES = 10
+# Calibration below 1 x the bare device's times: stop within 1% of the model's IOPS, below
+# a 10,000-request run's own seed-to-seed spread (measured, 12 seeds: sd 0.8% for 4K random
+# reads at 32 outstanding, 3.1% for oltp's fsync-per-write mix),
+# after at most 4 runs, never below 1/1000 of the bare times.
+SCALE_TOLERANCE = 0.01
+SCALE_ITERATIONS = 4
+SCALE_MIN = 1e-3
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262}
 
 
 # --------------------------------------------------------------------------- the device
@@ -166,9 +198,14 @@ class DeviceTimes:
     sigma: float = DEFAULT_SIGMA
 
     def scaled(self, k: float) -> "DeviceTimes":
+        """Media and flush times x ``k``; the controller stage x ``max(k, 1)``. The transfer
+        stage is the device's IOPS/bandwidth ceiling (predict/ceilings.py): a filesystem can
+        make the device slower than that, never faster, so no calibration speeds it up (a
+        variant once reached twice the drive's bandwidth that way, issue 12 §7)."""
+        x = max(k, 1.0)
         return replace(self, read_us=self.read_us * k, write_us=self.write_us * k,
-                       flush_us=self.flush_us * k, read_xfer_us=self.read_xfer_us * k,
-                       write_xfer_us=self.write_xfer_us * k, meta_xfer_us=self.meta_xfer_us * k)
+                       flush_us=self.flush_us * k, read_xfer_us=self.read_xfer_us * x,
+                       write_xfer_us=self.write_xfer_us * x, meta_xfer_us=self.meta_xfer_us * x)
 
 
 @dataclass(frozen=True)
@@ -196,6 +233,7 @@ class SimStats:
     busy_us: float  # time with at least one request outstanding
     channels: int
     trace: list[tuple[float, int, str]] | None = None
+    controller_busy_us: float = 0.0  # time the controller/link stage spent transferring
 
     @property
     def throughput_ops_s(self) -> float:
@@ -230,105 +268,146 @@ class _Draws:
 def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
         trace: bool = False) -> SimStats:
     """Simulate until ``requests`` operations have completed (fsyncs are not operations, as
-    in fio's IOPS). The layer below the model: give it fixed times (sigma 0) and it is a
+    in fio's IOPS). An operation's latency runs from its start to its completion, including
+    the fsync it is followed by, if any. The layer below the model: give it fixed times (sigma 0) and it is a
     plain queueing network. With ``trace``, every completion is recorded as
     (time_us, job, "read"|"write"|"meta"|"flush")."""
     env = simpy.Environment()
+    timeout = env.timeout
     ch = Channels(env, times.channels)
-    ctrl = Channels(env, 1)  # FIFO like simpy.Resource, without a Release event per use
+    take_now, claim, free = ch.take_now, ch.claim, ch.free
     draws = _Draws(seed, times.sigma)
+    uniform, factor = draws.uniform, draws.factor
     lat: list[float] = []
     flush_lat: list[float] = []
     device_flushes: list[float] = []  # completion times of the flushes the device ran
-    queued: dict[str, simpy.Event | None] = {"flush": None}
+    queued: list[simpy.Event | None] = [None]  # a flush waiting for its channels
     log: list[tuple[float, int, str]] | None = [] if trace else None
     stop = env.event()
-    state = {"outstanding": 0, "since": 0.0, "busy": 0.0}
+    stopped = [False]  # stop.triggered, read on every request: a plain flag is cheaper
+    # [requests outstanding, when the device last became busy, busy time so far, when the
+    # controller/link stage is next free, operations completed (an fsync is not one), the
+    # controller's busy time]
+    st = [0, 0.0, 0.0, 0.0, 0, 0.0]
     written = [0] * len(jobs)
+    read_us, read_x = times.read_us, times.read_xfer_us
+    write_us, write_x = times.write_us, times.write_xfer_us
 
     def begin() -> None:
-        if state["outstanding"] == 0:
-            state["since"] = env.now
-        state["outstanding"] += 1
+        if st[0] == 0:
+            st[1] = env.now
+        st[0] += 1
 
     def end() -> None:
-        state["outstanding"] -= 1
-        if state["outstanding"] == 0:
-            state["busy"] += env.now - state["since"]
+        st[0] -= 1
+        if st[0] == 0:
+            st[2] += env.now - st[1]
 
     def io(media_us: float, xfer_us: float):
-        c = ch.take_now(1)
+        c = take_now(1)
         if c is None:
-            c = ch.claim(1)
+            c = claim(1)
             yield c
-        yield env.timeout(media_us * draws.factor())
+        yield timeout(media_us * factor())
         if xfer_us > 0:
-            x = ctrl.take_now(1)
-            if x is None:
-                x = ctrl.claim(1)
-                yield x
-            yield env.timeout(xfer_us)
-            ctrl.free(x)
-        ch.free(c)
+            # The controller is one first-come-first-served server: requests reach it in
+            # event order, so its queue is one number, the time it is next free (the same
+            # schedule as a simpy.Resource of capacity 1, without its events).
+            now = env.now
+            start = st[3] if st[3] > now else now
+            x = xfer_us * factor()
+            st[3] = start + x
+            st[5] += x
+            yield timeout(st[3] - now)
+        free(c)
 
     def flush(j: int):
         t0 = env.now
         begin()
-        if queued["flush"] is not None:
+        if queued[0] is not None:
             # The block layer merges a flush into one still waiting to start (Linux
             # block/blk-flush.c keeps pending flushes and issues them as one): group commit
             # below the filesystem, which is why fsync at depth costs less per call.
-            yield queued["flush"]
+            yield queued[0]
         else:
             done = env.event()
-            c = ch.take_now(times.channels)
+            c = take_now(times.channels)
             if c is None:
-                queued["flush"] = done
-                c = ch.claim(times.channels)
+                queued[0] = done
+                c = claim(times.channels)
                 yield c
-                queued["flush"] = None  # started: a later fsync needs a flush of its own
-            yield env.timeout(times.flush_us)
-            ch.free(c)
+                queued[0] = None  # started: a later fsync needs a flush of its own
+            yield timeout(times.flush_us * factor())
+            free(c)
             device_flushes.append(env.now)
             done.succeed()
         end()
-        if not stop.triggered:
+        if not stopped[0]:
             flush_lat.append(env.now - t0)
             if log is not None:
                 log.append((env.now, j, "flush"))
 
     def slot(j: int, spec: JobSpec):
         issued = 0
-        while not stop.triggered:
-            u = draws.uniform()
+        meta_frac = spec.meta_frac
+        read_cut = meta_frac + spec.read_frac * (1.0 - meta_frac)
+        wpf = spec.writes_per_flush
+        pause = spec.burst and spec.pause_us > 0
+        while not stopped[0]:
+            u = uniform()
             t0 = env.now
             begin()
-            if u < spec.meta_frac:
+            if u < meta_frac:
                 kind = "meta"
-                yield from io(times.write_us, times.meta_xfer_us)  # journal record
-                yield from io(times.write_us, times.meta_xfer_us)  # in-place update
-            elif (u - spec.meta_frac) < spec.read_frac * (1.0 - spec.meta_frac):
-                kind = "read"
-                yield from io(times.read_us, times.read_xfer_us)
+                yield from io(write_us, times.meta_xfer_us)  # journal record
+                yield from io(write_us, times.meta_xfer_us)  # in-place update
             else:
-                kind = "write"
-                yield from io(times.write_us, times.write_xfer_us)
+                # A read or a write: io() inline (one generator fewer per request).
+                if u < read_cut:
+                    kind, media_us, xfer_us = "read", read_us, read_x
+                else:
+                    kind, media_us, xfer_us = "write", write_us, write_x
+                c = take_now(1)
+                if c is None:
+                    c = claim(1)
+                    yield c
+                yield timeout(media_us * factor())
+                if xfer_us > 0:
+                    now = env.now
+                    start = st[3] if st[3] > now else now
+                    x = xfer_us * factor()
+                    st[3] = start + x
+                    st[5] += x
+                    yield timeout(st[3] - now)
+                free(c)
             end()
-            if stop.triggered:
+            if stopped[0]:
                 return
-            lat.append(env.now - t0)
             if log is not None:
                 log.append((env.now, j, kind))
-            if len(lat) >= requests:
+            st[4] += 1
+            due = False
+            if wpf and kind != "read":
+                written[j] += 1
+                due = written[j] % wpf == 0
+            if st[4] >= requests:
+                if not due:
+                    lat.append(env.now - t0)
+                stopped[0] = True
                 stop.succeed()
                 return
-            if kind != "read" and spec.writes_per_flush:
-                written[j] += 1
-                if written[j] % spec.writes_per_flush == 0:
-                    yield from flush(j)
-            issued += 1
-            if spec.burst and issued % spec.burst == 0 and spec.pause_us > 0:
-                yield env.timeout(spec.pause_us)
+            if due:
+                # The operation's latency includes the fsync it waits for (a commit), as the
+                # model's Little's-law mean (concurrency / IOPS) counts it: one story for the
+                # mean latency in predict and simulate (issue 12 §7).
+                yield from flush(j)
+                if stopped[0]:
+                    return
+            lat.append(env.now - t0)
+            if pause:
+                issued += 1
+                if issued % spec.burst == 0:
+                    yield timeout(spec.pause_us)
 
     for j, spec in enumerate(jobs):
         for _ in range(spec.iodepth):
@@ -336,12 +415,12 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     if requests > 0 and jobs:
         env.run(until=stop)
     end_us = env.now
-    busy = state["busy"] + (end_us - state["since"] if state["outstanding"] else 0.0)
-    return SimStats(ops=len(lat), sim_us=end_us, latencies_us=np.asarray(lat),
+    busy = st[2] + (end_us - st[1] if st[0] else 0.0)
+    return SimStats(ops=st[4], sim_us=end_us, latencies_us=np.asarray(lat),
                     flush_latencies_us=np.asarray(flush_lat),
                     device_flushes=len(device_flushes),
                     busy_channel_us=ch.busy_channel_us, busy_us=busy,
-                    channels=times.channels, trace=log)
+                    channels=times.channels, trace=log, controller_busy_us=st[5])
 
 
 # --------------------------------------------------------------------------- from the model
@@ -360,7 +439,7 @@ def device_times(params: Mapping[str, float], w: Workload, plp: str,
         return max(1e6 / cap_iops, nbytes / bw_bytes_s * 1e6)
 
     return DeviceTimes(
-        channels=int(params["parallelism"]), read_us=float(params["read_latency_us"]),
+        channels=max(1, round(params["parallelism"])), read_us=float(params["read_latency_us"]),
         write_us=float(params["write_latency_us"]), flush_us=float(flush),
         read_xfer_us=xfer(params["read_iops_cap"], params["read_bw_bytes_s"], w.bs_bytes),
         write_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"], w.bs_bytes),
@@ -378,31 +457,56 @@ def job_specs(w: Workload, burst: int = 0, pause_us: float = 0.0) -> list[JobSpe
 
 @dataclass(frozen=True)
 class Calibration:
-    """The profile's own point: what the model predicts there and the time factor that makes
-    the simulation agree with it."""
+    """The profile's own point: what the model predicts there (through the same path as
+    ``predict``: the device's own parameters, then the device's hard ceilings) and the time
+    factor, spread and power line that make the simulation tell the same story."""
 
     model_iops: float
     model_watts: float
     model_ops_per_joule: float
     model_iops_90: tuple[float, float]
-    idle_watts: float
+    model_mean_latency_ms: float
+    model_p99_latency_ms: float
+    model_p99_latency_ms_90: tuple[float, float]
+    idle_watts: float  # the scope's idle level (models/priors.toml), for reference
     power_scope: str
     power_basis: str
     raw_throughput_ops_s: float
-    scale: float  # every device time is the bare device's time x scale
+    scale: float  # every media/flush time is the bare device's time x scale
     concurrency: int
     channels: int
     sigma: float
+    sigma_source: str
     seed: int
     requests: int
     workload: dict[str, Any]  # the calibration point's workload
     writes_per_flush: int
     plp: str
+    device_params_source: str
+    utilisation: float  # the busier stage's utilisation at the calibration point
+    drive_idle_watts: float  # the drive's own power range, for the power line
+    drive_active_watts: float
+    drive_power_source: str
     warnings: tuple[str, ...] = ()
+    # The calibration point's own run (not part of the output): a variant that is the
+    # calibration point itself reuses it rather than simulating it again.
+    point: SimStats | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def watts_per_utilisation(self) -> float:
+        return self.drive_active_watts - self.drive_idle_watts
+
+    def watts_at(self, utilisation: float) -> float:
+        """Power at a utilisation: the model's watts at the calibration point, moved by the
+        drive's active-idle range for the change in utilisation. The same line as
+        idle + (active - idle) x utilisation, with idle = model watts - range x u_cal."""
+        return self.model_watts + self.watts_per_utilisation * (utilisation - self.utilisation)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "point"}
+        d["workload"] = dict(self.workload)
         d["model_iops_90"] = list(self.model_iops_90)
+        d["model_p99_latency_ms_90"] = list(self.model_p99_latency_ms_90)
         d["warnings"] = list(self.warnings)
         return d
 
@@ -424,37 +528,147 @@ def _check_workload(w: Workload, requests: int) -> None:
                              "steady state")
 
 
+def model_prediction(model, cfg: FsConfig, w: Workload, device: Device, scope: str,
+                     params: DeviceParams):
+    """What ``fsadvisor predict`` says for this point: the device's own parameters, then
+    its hard ceilings (service/advice.py does the same)."""
+    from fsadvisor.predict.predict import predict
+
+    return ceilings.cap(predict(model, cfg, w, device, scope, device_params=params), w)
+
+
+def drive_power(params: DeviceParams, scope: str) -> tuple[float, float, str]:
+    """(idle W, active W, source) of the drive itself, for the power line: a library drive's
+    datasheet figures, else energy/estimate.py's assumed NVMe defaults. The cpu+dram scope
+    does not contain the drive, so its range there is 0."""
+    if scope == "cpu+dram":
+        return 0.0, 0.0, "the drive is outside the cpu+dram scope, so power stays at the model's"
+    pw = params.details.get("power_w") if isinstance(params.details, Mapping) else None
+    pw = pw if isinstance(pw, Mapping) else {}
+    active = pw.get("active_power_w") or pw.get("max_power_w")
+    idle = pw.get("idle_power_w", DRIVE_IDLE_W_ASSUMED)
+    if active is not None and float(active) > float(idle):
+        return float(idle), float(active), (
+            f"drive {float(idle):g}-{float(active):g} W from "
+            f"{params.details.get('model') or params.device_id}'s datasheet"
+            + ("" if "idle_power_w" in pw else f" (idle {DRIVE_IDLE_W_ASSUMED:g} W assumed)"))
+    return DRIVE_IDLE_W_ASSUMED, DRIVE_ACTIVE_W_ASSUMED, (
+        f"drive {DRIVE_IDLE_W_ASSUMED:g}-{DRIVE_ACTIVE_W_ASSUMED:g} W assumed (a typical NVMe "
+        "drive idle and under sustained I/O, energy/estimate.py"
+        + ("" if params.kind == "nvme" else f"; no figures for {params.kind}") + ")")
+
+
+def _sigma_of(p, sigma: float | None) -> tuple[float, str]:
+    if sigma is not None:
+        return sigma, "given"
+    ratio = p.p99_latency_ms / p.mean_latency_ms if p.mean_latency_ms > 0 else math.nan
+    try:
+        return sigma_for_p99_over_mean(ratio), (
+            f"the model's p99/mean {ratio:.2f} here (its tail terms)")
+    except ValueError:
+        return DEFAULT_SIGMA, (f"seed 002's p99/mean (the model's {ratio:.3g} has no "
+                               "log-normal)")
+
+
 def calibrate(model, cfg: FsConfig, w: Workload, device: Device, scope: str = "system",
               seed: int = 0, requests: int = DEFAULT_REQUESTS,
-              sigma: float = DEFAULT_SIGMA) -> Calibration:
-    from fsadvisor.predict.model import predict
-
+              sigma: float | None = None, device_params: DeviceParams | None = None
+              ) -> Calibration:
+    """Calibrate at the workload's own point. ``device_params``: the device's parameters as
+    predict uses them (the store's calibration of it, a library drive's datasheet); default
+    the model's own for the device. ``sigma`` None: the spread that gives the model's own
+    p99/mean at this point."""
     _check_requests(requests)
     _check_workload(w, requests)
-    if not (math.isfinite(sigma) and 0.0 <= sigma <= 3.0):
+    if sigma is not None and not (math.isfinite(sigma) and 0.0 <= sigma <= 3.0):
         raise FsAdvisorError(f"sigma (log-sd of service times) must be in 0..3, not {sigma}")
-    p = predict(model, cfg, w, device, scope)
-    params = dict(model.params_for(device).values)  # the device's own figures when fitted
-    raw = run(device_times(params, w, device.plp, sigma), job_specs(w), requests, seed)
+    params = device_params or model.params_for(device)
+    p = model_prediction(model, cfg, w, device, scope, params)
+    sig, sig_source = _sigma_of(p, sigma)
+    bare = device_times(params.values, w, device.plp, sig)
+    jobs = job_specs(w)
+    raw = run(bare, jobs, requests, seed)
     t0 = raw.throughput_ops_s
     if not (t0 > 0 and p.iops > 0 and math.isfinite(t0 / p.iops)):
         raise FsAdvisorError("cannot calibrate the simulator: the pilot run or the model "
                              "gave no throughput")
-    scale = t0 / p.iops
+    scale, point = _solve_scale(bare, jobs, requests, seed, raw, p.iops)
     warnings = []
     if not SCALE_PLAUSIBLE[0] <= scale <= SCALE_PLAUSIBLE[1]:
         warnings.append(
             f"every bare-device time from devices.toml had to be multiplied by {scale:.3g} to "
             "match the model here; the two disagree, so read the variants as rough "
             "extrapolations")
+    reached = point.throughput_ops_s / p.iops
+    if reached < 1.0 - SCALE_TOLERANCE:
+        warnings.append(
+            f"the model's {p.iops:,.0f} IOPS here is at the device's ceiling; a queue of "
+            f"{w.concurrency} reaches {reached:.0%} of it, so the simulated figures are that "
+            "much slower than predict's")
+    d_idle, d_active, d_source = drive_power(params, scope)
+    lo, hi = p.uncertainty["iops_90"]
+    t_lo, t_hi = p.uncertainty["p99_latency_ms_90"]
     return Calibration(
         model_iops=p.iops, model_watts=p.watts, model_ops_per_joule=p.ops_per_joule,
-        model_iops_90=tuple(p.uncertainty["iops_90"]),
+        model_iops_90=(float(lo), float(hi)), model_mean_latency_ms=p.mean_latency_ms,
+        model_p99_latency_ms=p.p99_latency_ms,
+        model_p99_latency_ms_90=(float(t_lo), float(t_hi)),
         idle_watts=float(p.basis.get("idle_watts", 0.0)), power_scope=scope,
         power_basis=str(p.basis.get("power_level", p.energy_source)),
         raw_throughput_ops_s=t0, scale=scale, concurrency=w.concurrency,
-        channels=int(params["parallelism"]), sigma=sigma, seed=seed, requests=requests,
-        workload=w.to_dict(), writes_per_flush=writes_per_flush(w), plp=device.plp, warnings=tuple(warnings))
+        channels=max(1, round(params.values["parallelism"])), sigma=sig, sigma_source=sig_source,
+        seed=seed, requests=requests, workload=w.to_dict(),
+        writes_per_flush=writes_per_flush(w), plp=device.plp,
+        device_params_source=params.source, utilisation=_utilisation(point),
+        drive_idle_watts=d_idle, drive_active_watts=d_active, drive_power_source=d_source,
+        warnings=tuple(warnings), point=point)
+
+
+def _scaled_stats(st: SimStats, k: float) -> SimStats:
+    """The same run with every time x ``k`` (what a run of the scaled times gives)."""
+    return replace(st, sim_us=st.sim_us * k, latencies_us=st.latencies_us * k,
+                   flush_latencies_us=st.flush_latencies_us * k,
+                   busy_channel_us=st.busy_channel_us * k, busy_us=st.busy_us * k,
+                   controller_busy_us=st.controller_busy_us * k, trace=None)
+
+
+def _solve_scale(bare: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int,
+                 raw: SimStats, target_ops_s: float) -> tuple[float, SimStats]:
+    """The factor k on media and flush times that makes the calibration point's throughput
+    the model's, and that run's statistics. For k >= 1 every time scales (the controller
+    too, DeviceTimes.scaled), so the whole event sequence scales and k = raw / target
+    exactly. For k < 1 the controller stage stays at the device's ceiling, throughput is no
+    longer proportional to 1/k, and a secant on log throughput vs log k finds it."""
+    k = raw.throughput_ops_s / target_ops_s
+    if k >= 1.0:
+        return k, _scaled_stats(raw, k)
+    k_prev, t_prev = 1.0, raw.throughput_ops_s
+    best = None
+    for _ in range(SCALE_ITERATIONS):
+        st = run(bare.scaled(k), jobs, requests, seed)
+        t = st.throughput_ops_s
+        if best is None or abs(math.log(t / target_ops_s)) < abs(math.log(
+                best[1].throughput_ops_s / target_ops_s)):
+            best = (k, st)
+        if abs(t / target_ops_s - 1.0) <= SCALE_TOLERANCE or k <= SCALE_MIN:
+            break
+        slope = math.log(t / t_prev) / math.log(k / k_prev) if k != k_prev else -1.0
+        if not (math.isfinite(slope) and slope < -0.05):
+            slope = -0.05  # near the ceiling throughput hardly moves: take a big step
+        k_prev, t_prev = k, t
+        k = max(SCALE_MIN, k * (target_ops_s / t) ** (1.0 / slope))
+    return best
+
+
+def _utilisation(st: SimStats) -> float:
+    """The busier of the device's two stages: the mean share of its channels held (a flush
+    holds them all) or the share of time its controller/link stage transfers (at the
+    bandwidth ceiling the channels may be idle while the link is full). Scale-free, so the
+    pilot's equals the calibrated run's when every time scales."""
+    if st.sim_us <= 0:
+        return 0.0
+    return min(1.0, max(st.busy_channel_us / (st.channels * st.sim_us),
+                        st.controller_busy_us / st.sim_us))
 
 
 # --------------------------------------------------------------------------- what-if
@@ -527,6 +741,21 @@ def check_variant(w: Workload, device: Device, overrides: Mapping[str, Any] | No
     _check_workload(apply_overrides(w, device, overrides)[0], requests)
 
 
+def quantile_ci(values: np.ndarray, q: float, batches: int = CI_BATCHES
+                ) -> tuple[float, float] | None:
+    """95% interval of the ``q`` percentile by batch means: the run cut into ``batches``
+    consecutive pieces, the percentile of each, Student's t over them. Consecutive latencies
+    in a queue are correlated, which an order-statistic interval would ignore. None when the
+    run is too short for batches of at least 100."""
+    n = len(values) // batches
+    if batches < 2 or n < 100:
+        return None
+    per = np.percentile(values[:n * batches].reshape(batches, n), q, axis=1)
+    half = T975[batches - 1] * float(per.std(ddof=1)) / math.sqrt(batches)
+    mid = float(np.percentile(values, q))
+    return max(0.0, mid - half), mid + half
+
+
 @dataclass
 class SimResult:
     """One simulated variant. Energy is "simulated from model", never a measurement."""
@@ -547,13 +776,17 @@ class SimResult:
     mb_s: float
     mean_latency_ms: float
     p50_latency_ms: float
+    p90_latency_ms: float
     p99_latency_ms: float
     p999_latency_ms: float
+    max_latency_ms: float
+    p99_latency_ms_95: list[float] | None  # batch-means interval of the simulated p99
     fsyncs: int
     device_flushes: int
     mean_flush_latency_ms: float | None
-    utilisation: float  # mean share of channels held
+    utilisation: float  # the busier stage: channels held (a flush holds all) or the link
     busy_fraction: float  # share of time with any request outstanding
+    ceiling_iops: float  # the device's IOPS ceiling for this variant's mix and size
     watts: float
     energy_j: float
     energy_per_op_j: float
@@ -563,10 +796,11 @@ class SimResult:
     seed: int
     calibration: Calibration
     energy_source: str = "simulated from model"
+    power_model: str = "estimate"
     note: str = LABEL
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, calibration=None))  # type: ignore[arg-type]
         d["calibration"] = self.calibration.to_dict()
         return d
 
@@ -574,28 +808,35 @@ class SimResult:
 def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: str = "system",
              seed: int = 0, requests: int = DEFAULT_REQUESTS,
              overrides: dict | None = None, calibration: Calibration | None = None,
-             sigma: float = DEFAULT_SIGMA) -> SimResult:
+             sigma: float | None = None, device_params: DeviceParams | None = None
+             ) -> SimResult:
     """Simulate ``workload`` on ``device`` under ``cfg`` with the what-if ``overrides``
-    applied, calibrated at the workload's own point (pass ``calibration`` to reuse one)."""
-    from fsadvisor.predict.model import predict
-
+    applied, calibrated at the workload's own point (pass ``calibration`` to reuse one).
+    ``device_params`` as for :func:`calibrate`; pass the same ones with a calibration."""
     _check_requests(requests)
     w2, dev2, burst, pause_us = apply_overrides(workload, device, overrides)
     _check_workload(w2, requests)
-    cal = calibration or calibrate(model, cfg, workload, device, scope, seed, requests, sigma)
-    params = dict(model.params_for(device).values)  # the device's own figures when fitted
-    times = device_times(params, w2, dev2.plp, cal.sigma).scaled(cal.scale)
+    params = device_params or model.params_for(device)
+    cal = calibration or calibrate(model, cfg, workload, device, scope, seed, requests, sigma,
+                                   params)
+    times = device_times(params.values, w2, dev2.plp, cal.sigma).scaled(cal.scale)
     t_wall = time.perf_counter()
-    st = run(times, job_specs(w2, burst, pause_us), requests, seed)
+    if (cal.point is not None and not burst and w2 == workload and dev2.plp == device.plp
+            and requests == cal.requests and seed == cal.seed):
+        st = cal.point  # the calibration point itself: already simulated
+    else:
+        st = run(times, job_specs(w2, burst, pause_us), requests, seed)
     wall = time.perf_counter() - t_wall
     sim_s = st.sim_us * 1e-6
     thr = st.throughput_ops_s
     busy = min(1.0, st.busy_us / st.sim_us) if st.sim_us > 0 else 0.0
-    watts = cal.idle_watts + (cal.model_watts - cal.idle_watts) * busy
+    util = _utilisation(st)
+    watts = cal.watts_at(util)
     energy = watts * sim_s
     lat_ms = st.latencies_us / 1000.0
-    p50, p99, p999 = (float(x) for x in np.percentile(lat_ms, [50, 99, 99.9]))
-    mp = predict(model, cfg, w2, dev2, scope)
+    p50, p90, p99, p999 = (float(x) for x in np.percentile(lat_ms, [50, 90, 99, 99.9]))
+    ci = quantile_ci(lat_ms, 99)
+    mp = model_prediction(model, cfg, w2, dev2, scope, params)
     bs = w2.bs_bytes if w2.metadata_frac < 1.0 else 0
     return SimResult(
         overrides=dict(overrides or {}), config=cfg.to_dict(), workload=w2.to_dict(),
@@ -603,13 +844,15 @@ def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: st
         concurrency=w2.concurrency, writes_per_flush=writes_per_flush(w2), plp=dev2.plp,
         requests=st.ops, simulated_s=sim_s, wall_s=wall, throughput_ops_s=thr,
         mb_s=thr * bs * (1.0 - w2.metadata_frac) / 1e6,
-        mean_latency_ms=float(lat_ms.mean()), p50_latency_ms=p50, p99_latency_ms=p99,
-        p999_latency_ms=p999, fsyncs=int(st.flush_latencies_us.size),
-        device_flushes=st.device_flushes,
+        mean_latency_ms=float(lat_ms.mean()), p50_latency_ms=p50, p90_latency_ms=p90,
+        p99_latency_ms=p99, p999_latency_ms=p999, max_latency_ms=float(lat_ms.max()),
+        p99_latency_ms_95=None if ci is None else list(ci),
+        fsyncs=int(st.flush_latencies_us.size), device_flushes=st.device_flushes,
         mean_flush_latency_ms=(float(st.flush_latencies_us.mean()) / 1000.0
                                if st.flush_latencies_us.size else None),
-        utilisation=st.busy_channel_us / (st.channels * st.sim_us) if st.sim_us > 0 else 0.0,
-        busy_fraction=busy, watts=watts, energy_j=energy,
+        utilisation=util, busy_fraction=busy,
+        ceiling_iops=ceilings.ceilings(w2, params.values)["iops_limit"],
+        watts=watts, energy_j=energy,
         energy_per_op_j=energy / st.ops if st.ops else math.inf,
         ops_per_joule=st.ops / energy if energy > 0 else 0.0,
         model_iops=mp.iops, model_ops_per_joule=mp.ops_per_joule, seed=seed,

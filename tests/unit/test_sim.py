@@ -158,13 +158,18 @@ def test_p99_grows_once_concurrency_exceeds_the_channels():
 def test_throughput_at_the_calibration_point_is_the_models(model):
     for w in (OLTP, NO_FSYNC, Workload(rw="filecreate", numjobs=8)):
         r = sim.simulate(model, XFS, w, NVME, requests=5000)
-        assert r.throughput_ops_s == pytest.approx(r.calibration.model_iops, rel=1e-6)
-        assert r.model_iops == pytest.approx(r.calibration.model_iops)
-        # the model's watts are the active level and the closed loop keeps the device busy
+        cal = r.calibration
+        # Exact when every time scales (scale >= 1); below 1 the controller stage stays at
+        # the device's ceiling and the secant stops within SCALE_TOLERANCE.
+        rel = 1e-6 if cal.scale >= 1.0 else sim.SCALE_TOLERANCE
+        assert r.throughput_ops_s == pytest.approx(cal.model_iops, rel=rel)
+        assert r.model_iops == pytest.approx(cal.model_iops)
         assert r.busy_fraction == pytest.approx(1.0)
-        assert r.watts == pytest.approx(r.calibration.model_watts)
-        assert r.ops_per_joule == pytest.approx(r.calibration.model_ops_per_joule, rel=1e-6)
-        assert r.energy_source == "simulated from model"
+        # the power line passes through the model's watts at the calibration point
+        assert r.utilisation == pytest.approx(cal.utilisation)
+        assert r.watts == pytest.approx(cal.model_watts)
+        assert r.ops_per_joule == pytest.approx(cal.model_ops_per_joule, rel=rel)
+        assert r.energy_source == "simulated from model" and r.power_model == "estimate"
 
 
 def test_littles_law_holds_in_the_output(model):
@@ -322,3 +327,248 @@ def test_cli_json_and_errors(cli_env):
         assert r.exit_code == 2, r.output
         assert fragment in r.output and "Traceback" not in r.output
         assert r.output.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- one story (issue 12 §7)
+
+STORY_PRESETS = ("oltp", "fs-overhead-randwrite-4k-fsync1", "rocksdb-ycsb-a", "analytics-scan")
+STORY_KINDS = ("nvme", "sata-ssd", "loop", "zram")
+
+
+def _within(x: float, interval, rel: float = 0.0) -> bool:
+    lo, hi = interval
+    return lo * (1 - rel) <= x <= hi * (1 + rel)
+
+
+@pytest.mark.parametrize("kind", STORY_KINDS)
+@pytest.mark.parametrize("preset", STORY_PRESETS)
+def test_simulate_agrees_with_predict_at_the_calibration_point(tmp_db, preset, kind):
+    """simulate and predict, each through the service a front end calls: at the profile's own
+    workload the simulated IOPS, mean and p99 latency lie in predict's stated 90% intervals,
+    and the IOPS is predict's (to the calibration's tolerance, or short of it only where
+    predict sits at the device's ceiling, which a finite queue cannot reach: then a
+    warning says so)."""
+    from fsadvisor.service import advice
+    from fsadvisor.service.simulate import simulate_what_if
+    advice._cache.clear()
+    cfg = '{"filesystem": "xfs", "ag_count": 16}'
+    pred = advice.predict_one(cfg, profile=preset, device=f"{kind}:1T")
+    (r,) = simulate_what_if(cfg, profile=preset, device=f"{kind}:1T", requests=3000)
+    p, u = pred["predicted"], pred["uncertainty"]
+    cal = r.calibration
+    assert cal.model_iops == pytest.approx(p["iops"]) and r.model_iops == pytest.approx(p["iops"])
+    assert cal.model_p99_latency_ms == pytest.approx(p["p99_latency_ms"])
+    assert r.calibration.device_params_source == pred["basis"]["device_params"]["source"]
+    at_ceiling = any("at the device's ceiling" in x for x in cal.warnings)
+    if not at_ceiling:
+        assert r.throughput_ops_s == pytest.approx(p["iops"], rel=2 * sim.SCALE_TOLERANCE)
+    else:
+        assert r.throughput_ops_s <= p["iops"] * (1 + sim.SCALE_TOLERANCE)
+    # (hdd is left out: predict caps both ends of its interval at the 150-IOPS ceiling, a
+    # single point a finite closed queue reaches only to within 1-3%; the warning says so.)
+    assert _within(r.throughput_ops_s, u["iops_90"], rel=0.0), (r.throughput_ops_s, u["iops_90"])
+    conc = r.concurrency
+    mean_90 = (conc / u["iops_90"][1] * 1000, conc / u["iops_90"][0] * 1000)
+    assert _within(r.mean_latency_ms, mean_90, rel=0.0), (r.mean_latency_ms, mean_90)
+    assert _within(r.p99_latency_ms, u["p99_latency_ms_90"]), (r.p99_latency_ms,
+                                                                u["p99_latency_ms_90"])
+
+
+def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(tmp_db, model,
+                                                                               monkeypatch):
+    from fsadvisor.predict import ceilings
+    from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
+    from fsadvisor.predict.predict import predict
+    from fsadvisor.service import advice, calibration
+    from fsadvisor.service.simulate import simulate_what_if
+    from fsadvisor.store import open_store
+    loop = Device(path="/dev/loop4", size_bytes=64 << 30, kind="loop", model="backing: file")
+    values = dict(model.settings.device_params("loop"), read_latency_us=40.0,
+                  write_latency_us=30.0, flush_latency_us=150.0, parallelism=16.0,
+                  read_iops_cap=90_000.0, write_iops_cap=70_000.0)
+    fitted = DeviceParams(loop.identity, "loop", values, {k: 0.05 for k in PARAM_KEYS},
+                          source="fitted: 12 raw runs on this device", n_runs=12,
+                          details={"fitted_at": 1_790_000_000.0})
+    with open_store(str(tmp_db)) as s:
+        s.save_device_params(fitted, fitted_at=1_790_000_000.0)
+    params = calibration.device_params_for(loop, str(tmp_db))
+    assert params.measured and params.values["parallelism"] == 16.0
+    monkeypatch.setattr(advice, "resolve_device", lambda spec, plp=None: loop)
+    advice._cache.clear()
+    w = advice.get_profile("oltp").workload
+    (r,) = simulate_what_if('{"filesystem": "xfs", "ag_count": 16}', profile="oltp",
+                            requests=3000)
+    want = ceilings.cap(predict(advice.get_model(None), XFS, w, loop, device_params=params), w)
+    from fsadvisor.predict.device_params import prior_params
+    prior = ceilings.cap(predict(advice.get_model(None), XFS, w, loop, device_params=prior_params(
+        "loop", model.settings.devices, loop.identity)), w)
+    assert want.iops != pytest.approx(prior.iops, rel=0.01)  # the calibration matters here
+    cal = r.calibration
+    assert cal.model_iops == pytest.approx(want.iops)
+    assert cal.channels == 16 and cal.device_params_source == fitted.source
+    assert r.ceiling_iops == pytest.approx(ceilings.ceilings(w, values)["iops_limit"])
+    assert r.throughput_ops_s == pytest.approx(want.iops, rel=2 * sim.SCALE_TOLERANCE)
+
+
+def test_power_rises_with_utilisation_across_a_numjobs_sweep(tmp_db):
+    from fsadvisor.service.simulate import simulate_what_if
+    rs = simulate_what_if('{"filesystem": "xfs", "ag_count": 16}', profile="oltp",
+                          vary="numjobs=1,2,4,8,16,32,64", requests=2000)
+    cal = rs[0].calibration
+    assert cal.drive_active_watts > cal.drive_idle_watts  # system scope contains the drive
+    assert "assumed" in cal.drive_power_source
+    utils = [r.utilisation for r in rs]
+    assert max(utils) - min(utils) > 0.05  # the sweep really moves the device's load
+    by_util = sorted(rs, key=lambda r: r.utilisation)
+    for a, b in zip(by_util, by_util[1:]):
+        if b.utilisation > a.utilisation:
+            assert b.watts > a.watts, (a.utilisation, a.watts, b.utilisation, b.watts)
+    for r in rs:
+        # idle + (active - idle) x utilisation, through the model's watts at the point
+        idle = cal.model_watts - cal.watts_per_utilisation * cal.utilisation
+        assert r.watts == pytest.approx(idle + cal.watts_per_utilisation * r.utilisation)
+    point = next(r for r in rs if r.numjobs == 16)
+    assert point.watts == pytest.approx(cal.model_watts)
+
+
+def test_a_burst_that_leaves_the_device_idle_draws_less(model):
+    cal = sim.calibrate(model, XFS, NO_FSYNC, NVME, requests=4000)
+    busy = sim.simulate(model, XFS, NO_FSYNC, NVME, requests=4000, calibration=cal)
+    idle = sim.simulate(model, XFS, NO_FSYNC, NVME, requests=4000, calibration=cal,
+                        overrides={"burst": 4, "pause_ms": 1.0})
+    assert idle.utilisation < busy.utilisation and idle.watts < busy.watts
+
+
+def test_cpu_dram_scope_does_not_contain_the_drive(model):
+    cal = sim.calibrate(model, XFS, NO_FSYNC, NVME, scope="cpu+dram", requests=4000)
+    assert cal.watts_per_utilisation == 0.0 and "outside" in cal.drive_power_source
+
+
+def test_a_library_drives_datasheet_power_is_its_range():
+    from fsadvisor.predict.device_params import prior_params
+    from fsadvisor.predict.settings import ModelSettings
+    p = prior_params("nvme", ModelSettings.load().devices)
+    p = sim.replace(p, details={"model": "Example 1", "power_w": {"active_power_w": 6.5,
+                                                                  "idle_power_w": 0.055}})
+    idle, active, source = sim.drive_power(p, "system")
+    assert (idle, active) == (0.055, 6.5) and "Example 1" in source and "datasheet" in source
+
+
+def test_assumed_drive_power_is_energy_estimates_default():
+    from fsadvisor.energy import estimate
+    assert sim.DRIVE_IDLE_W_ASSUMED == estimate.DEFAULT_DRIVE_IDLE_W
+    assert sim.DRIVE_ACTIVE_W_ASSUMED == estimate.DEFAULT_DRIVE_ACTIVE_W
+
+
+def test_cli_default_request_count_is_the_simulators():
+    from fsadvisor.cli import simulate as cli_sim
+    assert cli_sim.DEFAULT_REQUESTS == sim.DEFAULT_REQUESTS
+
+
+_CEILING_KINDS = st.sampled_from(["nvme", "sata-ssd", "loop", "zram", "ram-loop"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=_CEILING_KINDS, ov=st.fixed_dictionaries({
+    "numjobs": st.sampled_from([1, 4, 16, 64]),
+    "iodepth": st.sampled_from([1, 8, 32]),
+    "bs": st.sampled_from(["4k", "64k", "1m", "4m"]),
+    "rwmixread": st.integers(0, 100),
+}, optional={"fsync_every": st.sampled_from([0, 1, 32]), "plp": st.sampled_from(["yes", "no"])}))
+def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
+    """No variant, however much faster than the calibration point the model made the device,
+    passes the drive's IOPS or bandwidth ceiling for its mix (predict/ceilings.py)."""
+    from fsadvisor.predict import ceilings
+    from fsadvisor.sizes import parse_size
+    dev = Device(path=None, size_bytes=1 << 40, kind=kind)
+    # Calibrated on OLTP, where the model makes most kinds' media times faster than
+    # devices.toml's (scale < 1): scaling the controller stage with them let a variant reach
+    # 1.9x an NVMe drive's ceiling before (issue 12 §7: "13.5 GB/s, twice the cap").
+    conc = ov["numjobs"] * ov["iodepth"]
+    n = max(1500, 10 * conc)
+    r = sim.simulate(model, XFS, OLTP, dev, requests=n, overrides=ov)
+    r_w = sim.replace(OLTP, rwmixread=ov["rwmixread"], bs_bytes=parse_size(ov["bs"]))
+    lim = ceilings.ceilings(r_w, model.params_for(dev).values)
+    # a finite run's read share wanders around the mix's: 3% slack on the harmonic mix
+    assert r.throughput_ops_s <= lim["iops_limit"] * 1.03, (r.throughput_ops_s, lim)
+    assert r.mb_s * 1e6 <= lim["bandwidth_bytes_s"] * 1.03
+    assert r.ceiling_iops == pytest.approx(lim["iops_limit"])
+    assert r_w.bs_bytes == r.workload["bs_bytes"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=_CEILING_KINDS, ov=_OVERRIDES, meta=st.sampled_from([0.0, 0.3]))
+def test_latency_statistics_are_consistent(model, kind, ov, meta):
+    """Right-skewed service times give right-skewed latencies: p50 <= mean, and the
+    percentiles are ordered up to the maximum; the p99 interval contains the p99."""
+    dev = Device(path=None, size_bytes=1 << 40, kind=kind)
+    w = Workload(rw="randrw", numjobs=2, iodepth=2, fsync_every=4, create_frac=meta)
+    conc = ov.get("numjobs", 2) * ov.get("iodepth", 2)
+    r = sim.simulate(model, XFS, w, dev, requests=max(2000, 10 * conc), overrides=ov)
+    if r.concurrency <= r.calibration.channels and r.throughput_ops_s < 0.8 * r.ceiling_iops:
+        assert r.p50_latency_ms <= r.mean_latency_ms, (r.p50_latency_ms, r.mean_latency_ms)
+    else:
+        # A saturated device (a queue deeper than its channels, or its controller stage at
+        # 80% of the ceiling or more): latency is mostly the wait behind the requests ahead,
+        # a sum of many service times, near-symmetric (central limit): the median sits
+        # within a few percent of the mean on either side (measured: up to 1.044 x at 512
+        # outstanding on 2-256 channels).
+        assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms,
+                                                                r.mean_latency_ms)
+    assert (r.p50_latency_ms <= r.p90_latency_ms <= r.p99_latency_ms <= r.p999_latency_ms
+            <= r.max_latency_ms)
+    lo, hi = r.p99_latency_ms_95
+    assert lo <= r.p99_latency_ms <= hi
+
+
+def test_quantile_ci_by_batch_means():
+    import numpy as np
+    rng = np.random.default_rng(5)
+    x = rng.lognormal(0.0, 0.8, 20_000)
+    lo, hi = sim.quantile_ci(x, 99)
+    assert lo < float(np.percentile(x, 99)) < hi
+    # coverage of the true p99 over 300 independent runs of 2,000 requests: about 95%
+    true_p99 = math.exp(0.8 * sim.Z99)
+    hits = sum(lo_ < true_p99 < hi_ for lo_, hi_ in
+               (sim.quantile_ci(rng.lognormal(0.0, 0.8, 2000), 99) for _ in range(300)))
+    assert 0.88 <= hits / 300 <= 0.99, hits
+    lo4, hi4 = sim.quantile_ci(x[:5000], 99)
+    assert (hi4 - lo4) > (hi - lo)  # fewer requests, a wider interval
+    assert sim.quantile_ci(x[:500], 99) is None  # batches of fewer than 100: no interval
+
+
+# --------------------------------------------------------------------------- no Python reprs
+
+REPR = __import__("re").compile(
+    r"\{'|\['|'\]|\bNone\b|\bTrue\b|\bFalse\b|object at 0x|\b[A-Z][A-Za-z]+\(\w+=|\bnan\b")
+
+
+@pytest.mark.parametrize("args", [
+    GOLDEN_ARGS[:-2] + ["--requests", "2000", "--set", "burst=3", "--set", "pause_ms=0.5"],
+    ["simulate", "-c", '{"filesystem": "ext4", "mount": ["noatime"]}', "-w",
+     '{"rw": "randwrite", "bs": "4k", "iodepth": 8, "fsync": 1}', "--vary", "plp=no,yes",
+     "-n", "2000", "--scope", "cpu+dram"],
+    ["predict", "--config", '{"filesystem": "xfs", "ag_count": 16, "mount": ["noatime"]}',
+     "--profile", "oltp"],
+    ["recommend", "--profile", "oltp", "--top", "3"],
+    ["compare", "--profile", "oltp", '{"filesystem": "xfs", "ag_count": 16}',
+     '{"filesystem": "ext4", "mount": ["noatime"]}'],
+])
+def test_human_output_has_no_python_reprs(cli_env, args):
+    r = cli_env(*args)
+    assert r.exit_code == 0, r.output
+    bad = [line for line in r.stdout.splitlines() if REPR.search(line)]
+    assert not bad, bad
+
+
+def test_utilisation_counts_the_link_at_the_bandwidth_ceiling():
+    # 2 channels, a 10 us link per request and 1 us media: the link is the bottleneck, busy
+    # all the time, while the channels are mostly waiting for it.
+    times = sim.DeviceTimes(channels=2, read_us=1.0, write_us=1.0, flush_us=0.0,
+                            read_xfer_us=10.0, sigma=0.0)
+    st_ = sim.run(times, [sim.JobSpec(read_frac=1.0)] * 8, requests=1000)
+    assert st_.controller_busy_us == pytest.approx(1000 * 10.0, rel=0.01)  # + ones in flight
+    assert st_.throughput_ops_s == pytest.approx(1e5, rel=0.01)
+    assert sim._utilisation(st_) == pytest.approx(1.0, abs=0.01)
+    scaled = sim._scaled_stats(st_, 3.0)
+    assert sim._utilisation(scaled) == pytest.approx(sim._utilisation(st_))
