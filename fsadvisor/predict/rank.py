@@ -506,10 +506,11 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         notes.append("data=journal candidates were left out: they silently turn this "
                      "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
     # over every kept candidate (scheduler variants too), not only the ones displayed
-    conf = decision_confidence([item[1].label() for item in kept],
+    conf = decision_confidence(lambda i: kept[i][1].label(),
                                [math.log(max(item[0], 1e-300)) for item in kept],
                                X, design["cov"], first=kept.index(ordered[0]),
-                               tolerance=-math.log(1 - TIE_TOLERANCE))
+                               tolerance=-math.log(1 - TIE_TOLERANCE),
+                               configs=[item[1] for item in kept])
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
@@ -561,9 +562,13 @@ def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float) -> 
     sd = np.sqrt(np.maximum(np.sum((d @ cov) * d, axis=1), 0.0))
     logv = np.log(np.maximum([k[0] for k in kept], 1e-300))
     gap = np.abs(logv - math.log(max(first[0], 1e-300)))
-    bare0 = first[1].with_(scheduler="none")
-    tied_bare = {kept[j][1].with_(scheduler="none") for j in np.flatnonzero(gap <= np.maximum(tol, sd))}
-    tied_bare.discard(bare0)
+    # A configuration without its scheduler as a plain tuple of FsConfig's other fields
+    # (as in _order): a hash per tied candidate, not a dataclasses.replace.
+    def bare(cfg: FsConfig) -> tuple:
+        return (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
+
+    tied_bare = {bare(kept[j][1]) for j in np.flatnonzero(gap <= np.maximum(tol, sd))}
+    tied_bare.discard(bare(first[1]))
     out: dict[str, Any] = {"tied_with": len(tied_bare), "runner_up": None, "runner_up_gap": None,
                            "difference_sd": None, "clearly_ahead": False}
     if len(ordered) > 1:

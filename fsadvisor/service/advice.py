@@ -266,15 +266,13 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
                         configs=[], workloads=[spec],
                         size_bytes=planmod.default_size_bytes(rec.device.size_bytes))
-    # The leaders are named by FsConfig.label(), which spells out every setting.
-    by_key = {c.label(): c for c in catalog.candidates(
-        rec.device.size_bytes, sector_size=rec.device.logical_block_size)}
     conf = rec.confidence
     out = []
-    for i, (key, p) in enumerate(zip(conf.labels, conf.p_best)):
-        if (i and p < min_p) or key not in by_key or len(out) >= most:
+    # The ranking hands over the leaders' configurations with their labels (no second
+    # pass over the catalog to look the labels up).
+    for i, (key, p, cfg) in enumerate(zip(conf.labels, conf.p_best, conf.configs)):
+        if (i and p < min_p) or len(out) >= most:
             continue
-        cfg = by_key[key]
         cell_s = plan.cell_estimate_s(planmod.Cell(cfg, cfg.scheduler, spec, 1))
         out.append({"config": key, "p_best": round(p, 4), "workload": spec.name,
                     "reps": plan.reps, "seconds": round(cell_s * plan.reps, 1)})
