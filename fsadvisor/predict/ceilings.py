@@ -35,13 +35,31 @@ def ceilings(w: Workload, values: Mapping[str, float]) -> dict[str, float]:
     return {"iops": iops, "bandwidth_bytes_s": bw, "iops_limit": min(iops, bw / bs)}
 
 
-def cap(p: Prediction, w: Workload) -> Prediction:
-    """``p`` with IOPS (and everything derived from it) held under the device's ceilings.
-    Unchanged when the basis names no device figures or the prediction is already under."""
+def _device_values(p: Prediction) -> Mapping[str, float] | None:
     dp = p.basis.get("device_params") if p.basis else None
     values = dp.get("values") if isinstance(dp, Mapping) else None
     if not values or not all(k in values for k in ("read_iops_cap", "write_iops_cap",
                                                    "read_bw_bytes_s", "write_bw_bytes_s")):
+        return None
+    return values
+
+
+def changes_figures(p: Prediction, w: Workload) -> bool:
+    """Whether ``cap`` changes any of ``p``'s figures (IOPS, ops/J, latency ...) rather than
+    only annotating its basis and clipping the top of its intervals: a ranking of
+    thousands compares the figures and caps in full only what it shows."""
+    values = _device_values(p)
+    if values is None:
+        return False
+    limit = ceilings(w, values)["iops_limit"]
+    return not (p.iops <= limit or not math.isfinite(limit))
+
+
+def cap(p: Prediction, w: Workload) -> Prediction:
+    """``p`` with IOPS (and everything derived from it) held under the device's ceilings.
+    Unchanged when the basis names no device figures or the prediction is already under."""
+    values = _device_values(p)
+    if values is None:
         return p
     lim = ceilings(w, values)
     limit = lim["iops_limit"]

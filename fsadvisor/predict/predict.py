@@ -70,10 +70,13 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
             cf.update(device_config_features(cf, dev))
     cnames = sorted({k for cf in cfs for k in cf})
     cidx = {n: j for j, n in enumerate(cnames)}
+    # One fancy-indexed assignment from flat (row, column, value) lists: a numpy scalar
+    # store per feature cost more than computing the features. Within a row every column
+    # is distinct (one per feature name), so this is the same matrix.
+    rows = [r for r, cf in enumerate(cfs) for _ in range(len(cf))]
+    cols = [cidx[k] for cf in cfs for k in cf]
     C = np.zeros((len(cfgs), len(cnames)))
-    for r, cf in enumerate(cfs):
-        for k, v in cf.items():
-            C[r, cidx[k]] = v
+    C[rows, cols] = [v for cf in cfs for v in cf.values()]
     # Block-constant parts (identical for every configuration of this workload).
     const = {
         "perf": workload_features(w, kind, flush_share, dev),

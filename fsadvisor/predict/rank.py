@@ -407,7 +407,18 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     design: dict = {}
     preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
                          device_params=device_params)
-    preds = [ceilings.cap(p, w) for p in preds]
+    # The hard cap changes a figure only where a prediction is over the device's ceiling;
+    # elsewhere it annotates the basis and clips the intervals, which only the shown
+    # entries need (make() caps those): same scores, a dataclasses.replace per shown entry
+    # instead of per candidate.
+    capped: set[int] = set()
+    for n, p in enumerate(preds):
+        if ceilings.changes_figures(p, w):
+            preds[n] = ceilings.cap(p, w)
+            capped.add(id(preds[n]))
+
+    def shown(p: Prediction) -> Prediction:  # cap once: a second cap would say "not capped"
+        return p if id(p) in capped else ceilings.cap(p, w)
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
@@ -436,6 +447,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         hint = ""
         if best_unconstrained:
             _, cfg, p = best_unconstrained
+            p = shown(p)
             hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
                     f"p99 {p.p99_latency_ms:.2f} ms ({cfg.key()})")
         raise FsAdvisorError(
@@ -456,6 +468,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
 
     def make(i: int, item) -> Ranked:
         val, cfg, p, warns = item
+        p = shown(p)
         warns = list(warns)
         if cfg.fs == "f2fs":
             here = ("not checked" if kernel_has is None else
