@@ -122,8 +122,12 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
 def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                  scope: str = "system", idle_watts: float | None = None,
                  design_out: dict | None = None,
-                 device_params: DeviceParams | None = None) -> list[Prediction]:
+                 device_params: DeviceParams | None = None,
+                 alone: bool = False) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
+    The lower end of the power interval is floored at 99% of the lowest predicted power of
+    the set; with ``alone``, each at its own, as if predicted by itself (``predict``: what
+    `predict --batch` computes for many lines at once).
     With ``design_out`` (a dict), also hands back the design of log ops/J ("X", "cov"):
     the sd of a difference between two rows is the uncertainty of their *ranking*, in which
     every shared term cancels (recommend uses it to tell real leads from noise).
@@ -196,8 +200,9 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     idle_floor = float(s.priors["idle_watts"].get(scope, 0.0)) if idle_watts is None else idle_watts
     lo_e, hi_e = ex(mu_e - Z90 * sd_e) * f_lo, ex(mu_e + Z90 * sd_e) * f_hi
     lo_t, hi_t = ex(mu_t - Z90 * sd_t) / f_hi, ex(mu_t + Z90 * sd_t) / f_lo
-    lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), min(idle_floor, 0.99 * watts.min())), \
-        ex(mu_w + Z90 * sd_w)
+    floor_w = (np.minimum(idle_floor, 0.99 * watts) if alone
+               else min(idle_floor, 0.99 * watts.min()))
+    lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), floor_w), ex(mu_w + Z90 * sd_w)
     f_p, f_e = ex(sd_p), ex(sd_e)
     source = "model" if measured else "model (assumed power level)"
     # Python floats column by column (tolist: one conversion per array, not per element).
