@@ -155,11 +155,12 @@ def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
 
 
 def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
-                         first: int) -> list[int]:
+                         first: int, q: np.ndarray | None = None) -> list[int]:
     """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
-    the diagonal and the first's column are needed."""
+    the diagonal (``q``, when the caller has it) and the first's column are needed."""
     mu = np.asarray(mu, dtype=float)
-    q = np.sum((X @ cov) * X, axis=1)
+    if q is None:
+        q = np.sum((X @ cov) * X, axis=1)
     col = X @ (cov @ X[first])
     sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
     close = [i for i in np.argsort(-mu, kind="stable")
@@ -170,16 +171,18 @@ def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
 def decision_confidence(labels: Sequence[str] | Callable[[int], str],
                         log_values: Sequence[float], X: np.ndarray, cov: np.ndarray,
                         first: int = 0, tolerance: float = 0.0,
-                        configs: Sequence[Any] | None = None) -> Confidence:
+                        configs: Sequence[Any] | None = None,
+                        q: np.ndarray | None = None) -> Confidence:
     """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
     mean: ties go to the simpler configuration) is the best of all candidates (rows of
     ``X``). Candidates beyond LEADER_SD are left out of the sampling; together they could
     take at most 0.0002 each. ``labels`` names candidate i (a list, or a function of i:
     a ranking of 1,000+ candidates then spells out only the few leaders' labels);
-    ``configs``, when given, are the candidates themselves, kept for the leaders."""
+    ``configs``, when given, are the candidates themselves, kept for the leaders; ``q``
+    the rows' x cov x' when the caller has them already."""
     X = np.asarray(X, dtype=float)
     cov = np.asarray(cov, dtype=float)
-    idx = _leaders_from_design(log_values, X, cov, first)
+    idx = _leaders_from_design(log_values, X, cov, first, q)
     mu = np.asarray(log_values, dtype=float)[idx]
     sub = covariance(X[idx], cov)
     p = p_best(mu, sub)

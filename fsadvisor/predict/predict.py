@@ -142,8 +142,6 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
     Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope, params)
-    if design_out is not None:
-        design_out["X"], design_out["cov"] = Xp - Xw, cov
     noise2 = model.noise_sd ** 2
     if model.known_device(device) and model.noise_sd_measured is not None:
         noise2 = model.noise_sd_measured ** 2
@@ -157,7 +155,13 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
 
     mu_p, var_p = mv(Xp)
     mu_w, var_w = mv(Xw)
-    mu_e, var_e = mv(Xp - Xw)
+    Xe = Xp - Xw
+    mu_e, var_e = mv(Xe)
+    if design_out is not None:
+        # "q": each row's quadratic form x cov x' (the model's variance of its log ops/J,
+        # before the device's and the noise's): ranking needs it for every candidate, and
+        # it is the costliest product here (N x k^2), so it is handed over, not redone.
+        design_out["X"], design_out["cov"], design_out["q"] = Xe, cov, var_e
     mu_t, var_t = mv(Xt - Xp)
     conc = max(w.concurrency, 1)
     mu_p = mu_p + roof

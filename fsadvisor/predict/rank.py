@@ -281,8 +281,8 @@ def complexity(cfg: FsConfig, device: Device) -> int:
 
 
 def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
-           cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None
-           ) -> tuple[list, dict[FsConfig, dict[str, float]]]:
+           cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None,
+           q: np.ndarray | None = None) -> tuple[list, dict[FsConfig, dict[str, float]]]:
     """The first ``top`` distinct configurations, then the best of every other filesystem.
 
     Best first — but a candidate whose lead over a simpler one is within the model's own
@@ -293,7 +293,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     a separate recommendation: it becomes a scheduler alternative, scored against the one
     chosen. Among equals, a filesystem with data behind its effects goes before one that
     only has priors (``measured``): an unmeasured configuration never wins a tie on the
-    strength of its prior."""
+    strength of its prior. ``q``: the rows' x cov x' when the caller has them already."""
     # A configuration with its scheduler left out, as a plain tuple (FsConfig's fields but
     # the scheduler): grouping by it costs a hash, not a dataclasses.replace per candidate.
     bare_ids: dict[tuple, int] = {}
@@ -315,7 +315,8 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     if X is not None and cov is not None:
         nz = np.flatnonzero(X.any(axis=0))
         X, cov = X[:, nz], cov[np.ix_(nz, nz)]
-        q = np.sum((X @ cov) * X, axis=1)
+        if q is None:
+            q = np.sum((X @ cov) * X, axis=1)
     else:
         q = None
 
@@ -455,9 +456,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
-    X = design["X"][[row_of[k[1]] for k in kept]]
+    kept_rows = [row_of[k[1]] for k in kept]
+    X = design["X"][kept_rows]
+    # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
+    # may not), else computed once here; _order, _lead and the confidence all use it.
+    q = (np.asarray(design["q"])[kept_rows] if "q" in design
+         else np.sum((X @ design["cov"]) * X, axis=1))
     ordered, alternatives = _order(kept, device, top, X, design["cov"],
-                                   measured=lambda cfg: _has_data(model, cfg))
+                                   measured=lambda cfg: _has_data(model, cfg), q=q)
 
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -502,7 +508,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
              ]
-    lead = _lead(ordered, kept, design, row_of, tol)
+    lead = _lead(ordered, kept, design, row_of, tol, X, q)
     lead["measured_here"] = bool(model.known_device(device))
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
@@ -523,7 +529,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                                [math.log(max(item[0], 1e-300)) for item in kept],
                                X, design["cov"], first=kept.index(ordered[0]),
                                tolerance=-math.log(1 - TIE_TOLERANCE),
-                               configs=[item[1] for item in kept])
+                               configs=[item[1] for item in kept], q=q)
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
@@ -565,14 +571,17 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
                         f"{why}")
 
 
-def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float) -> dict[str, Any]:
+def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float,
+          X: np.ndarray, q: np.ndarray) -> dict[str, Any]:
     """How #1 stands: its gap to #2 and the sd of that difference (log scale, shared terms
-    cancel), and how many other distinct configurations are statistically tied with it."""
+    cancel), and how many other distinct configurations are statistically tied with it.
+    ``X``, ``q``: the kept rows of the design and their x cov x'."""
     first = ordered[0]
-    X, cov = design["X"], design["cov"]
-    rows = np.array([row_of[k[1]] for k in kept])
-    d = X[rows] - X[row_of[first[1]]]
-    sd = np.sqrt(np.maximum(np.sum((d @ cov) * d, axis=1), 0.0))
+    cov = design["cov"]
+    # var(x_i - x_0) = q_i + q_0 - 2 x_i cov x_0: one matrix-vector product, not N x k^2
+    # (as _order; the rounding of the difference is far below TIE_TOLERANCE's square).
+    j0 = kept.index(first)
+    sd = np.sqrt(np.maximum(q + q[j0] - 2 * (X @ (cov @ X[j0])), 0.0))
     logv = np.log(np.maximum([k[0] for k in kept], 1e-300))
     gap = np.abs(logv - math.log(max(first[0], 1e-300)))
     # A configuration without its scheduler as a plain tuple of FsConfig's other fields
