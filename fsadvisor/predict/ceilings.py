@@ -44,15 +44,21 @@ def _device_values(p: Prediction) -> Mapping[str, float] | None:
     return values
 
 
-def changes_figures(p: Prediction, w: Workload) -> bool:
-    """Whether ``cap`` changes any of ``p``'s figures (IOPS, ops/J, latency ...) rather than
-    only annotating its basis and clipping the top of its intervals: a ranking of
-    thousands compares the figures and caps in full only what it shows."""
+def iops_limit(p: Prediction, w: Workload) -> float:
+    """The IOPS above which ``cap`` changes ``p``'s figures (IOPS, ops/J, latency ...)
+    rather than only annotating its basis and clipping the top of its intervals; infinite
+    when nothing caps it. The same for predictions that share a basis: a ranking of
+    thousands works it out once and caps in full only what it shows."""
     values = _device_values(p)
     if values is None:
-        return False
+        return math.inf
     limit = ceilings(w, values)["iops_limit"]
-    return not (p.iops <= limit or not math.isfinite(limit))
+    return limit if math.isfinite(limit) else math.inf
+
+
+def changes_figures(p: Prediction, w: Workload) -> bool:
+    """Whether ``cap`` changes any of ``p``'s figures (see iops_limit)."""
+    return p.iops > iops_limit(p, w)
 
 
 def cap(p: Prediction, w: Workload) -> Prediction:

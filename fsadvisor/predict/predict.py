@@ -213,24 +213,17 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj) = (
         a.tolist() for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w,
                              iops, p99, watts, opj))
-    out = []
-    for i in range(len(cfgs)):
-        unc = {
-            "model": "log-normal; factor = exp(1 sd), interval = 90%",
-            "iops_factor": f_p[i],
-            "iops_90": [lo_p[i], hi_p[i]],
-            "ops_per_joule_factor": f_e[i],
-            "ops_per_joule_90": [lo_e[i], hi_e[i]],
-            "p99_latency_ms_90": [lo_t[i], hi_t[i]],
-            "watts_90": [lo_w[i], hi_w[i]],
-        }
-        io = iops[i]
-        out.append(Prediction(
-            iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
-            p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=opj[i],
-            bytes_per_joule=opj[i] * bs, uncertainty=unc, power_scope=scope,
-            energy_source=source, basis=basis))
-    return out
+    # One pass over the columns together (zip, not 14 list indexings per candidate).
+    return [Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
+                       p99_latency_ms=t99, watts=wt, ops_per_joule=e, bytes_per_joule=e * bs,
+                       uncertainty={
+                           "model": "log-normal; factor = exp(1 sd), interval = 90%",
+                           "iops_factor": fp, "iops_90": [lp, hp],
+                           "ops_per_joule_factor": fe, "ops_per_joule_90": [le, he],
+                           "p99_latency_ms_90": [lt, ht], "watts_90": [lw, hw]},
+                       power_scope=scope, energy_source=source, basis=basis)
+            for io, t99, wt, e, fp, lp, hp, fe, le, he, lt, ht, lw, hw in zip(
+                iops, p99, watts, opj, f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w)]
 
 
 def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:

@@ -413,8 +413,12 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     # entries need (make() caps those): same scores, a dataclasses.replace per shown entry
     # instead of per candidate.
     capped: set[int] = set()
+    limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
     for n, p in enumerate(preds):
-        if ceilings.changes_figures(p, w):
+        limit = limit_of.get(id(p.basis))
+        if limit is None:
+            limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
+        if p.iops > limit:
             preds[n] = ceilings.cap(p, w)
             capped.add(id(preds[n]))
 
