@@ -391,6 +391,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                 "o_direct_not_honoured": 0, "scheduler_none_on_rotational_disk": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
+    verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
     for cfg in cands:
         if cfg.scheduler == "none" and rotational(device):
             # a disk that seeks needs its requests sorted: never advise no scheduler for it
@@ -399,12 +400,20 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         if w.direct and cfg.mount_value("data") == "journal":
             excluded["o_direct_not_honoured"] += 1
             continue
-        ok, warns = permitted(cfg, profile, device)
+        # A configuration's hazards and features are its filesystem's settings, whatever
+        # the scheduler (tests/unit/test_rank_shared_products.py holds the catalog to it):
+        # judged once per configuration, not once per scheduler.
+        bare = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
+        verdict = verdicts.get(bare)
+        if verdict is None:
+            ok, warns = permitted(cfg, profile, device)
+            verdict = verdicts[bare] = (ok, warns, not ok and bool(
+                set(c.features) - set(catalog.features(cfg))))
+        ok, warns, missing = verdict
         if not ok:
-            missing = set(c.features) - set(catalog.features(cfg))
             excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
             continue
-        allowed.append((cfg, warns))
+        allowed.append((cfg, list(warns)))
     design: dict = {}
     preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
                          device_params=device_params)

@@ -60,3 +60,19 @@ def test_leaders_with_q_given_match():
     for first in (0, 4, int(np.argmax(mu))):
         assert C._leaders_from_design(mu, X, cov, first, q) == \
             C.leaders(mu, C.covariance(X, cov), first)
+
+
+@pytest.mark.parametrize("plp", ["yes", "no", "unknown"])
+def test_the_catalogs_hazards_and_features_do_not_depend_on_the_scheduler(plp):
+    # rank() judges each configuration once for all its schedulers: this is what allows it
+    from fsadvisor import catalog
+    from fsadvisor.predict.rank import permitted
+    dev = advice.resolve_device("nvme:1T", plp)
+    profiles = [advice.get_profile(n) for n in ("oltp", "build-unpack", "analytics-scan")]
+    for cfg in catalog.candidates(dev.size_bytes):
+        for s in ("mq-deadline", "kyber", "bfq"):
+            other = cfg.with_(scheduler=s)
+            assert catalog.risks(other) == catalog.risks(cfg)
+            assert catalog.features(other) == catalog.features(cfg)
+            for prof in profiles:
+                assert permitted(other, prof, dev) == permitted(cfg, prof, dev)
