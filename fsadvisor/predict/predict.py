@@ -25,14 +25,18 @@ class _Space:
 
     def __init__(self, model: FittedModel):
         self.model = model
-        self.index = dict(model.index)
+        # The fit's index is read, never copied (~600 names: a copy per prediction cost
+        # more than a single prediction's features); unseen names get their own.
+        self.unseen: dict[str, int] = {}
         self.extra: list[str] = []
 
     def col(self, name: str) -> int:
-        i = self.index.get(name)
+        i = self.model.index.get(name)
         if i is None:
-            i = self.index[name] = len(self.model.names) + len(self.extra)
-            self.extra.append(name)
+            i = self.unseen.get(name)
+            if i is None:
+                i = self.unseen[name] = len(self.model.names) + len(self.extra)
+                self.extra.append(name)
         return i
 
     def moments(self, used: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -91,14 +95,12 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
             "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
                      if not n.startswith("d:")
                      if n.startswith(("fs:", "sched:")) and "*" not in n]}
-    for block in const.values():
-        for n in block:
-            space.col(n)
+    const_cols = {block: [space.col(n) for n in names] for block, names in const.items()}
     # Only the coefficients these configurations touch (a fifth of the ~600 with the
     # per-device terms) get a column: every product below is then N*k or N*k^2, not p, and
     # the designs of tens of thousands of candidates stay small. Columns keep the
     # coefficients' order; unused coefficients only ever multiplied zeros.
-    used = sorted({space.col(n) for block in const.values() for n in block}
+    used = sorted({c for cols in const_cols.values() for c in cols}
                   | {col for m in maps.values() for _, col in m})
     pos = {col: k for k, col in enumerate(used)}
     theta, cov = space.moments(used)
@@ -109,8 +111,8 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         X = np.zeros((len(cfgs), len(used)))
         names = const[block]
         if names:
-            X[:, [pos[space.col(n)] for n in names]] += np.fromiter(names.values(), float,
-                                                                      len(names))
+            X[:, [pos[c] for c in const_cols[block]]] += np.fromiter(names.values(), float,
+                                                                       len(names))
         if maps[block]:
             js, cols = zip(*maps[block])
             X[:, [pos[c] for c in cols]] += C[:, list(js)]
