@@ -77,6 +77,9 @@ def main() -> None:
                 assert len(out.splitlines()) == args.lines and not errors, (name, errors)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    # The machine is shared: how busy it was during the run belongs with the figures.
+    print(f"load average (1/5/15 min) at the end: "
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"python3 -c 'import numpy': median {statistics.median(t_np) * 1000:.0f} ms "
           f"(min-max {min(t_np) * 1000:.0f}-{max(t_np) * 1000:.0f})")
     for name, rs in rates.items():

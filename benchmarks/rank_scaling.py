@@ -16,6 +16,7 @@ Target (issue 13): linear, <= 10 us per candidate at 10k.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -61,6 +62,9 @@ def main() -> None:
             t0 = time.perf_counter()
             rank(model, prof, dev, candidates=lists[n])
             per[n].append((time.perf_counter() - t0) / n * 1e6)
+    # The machine is shared: how busy it was during the run belongs with the figures.
+    print(f"load average (1/5/15 min) at the end: "
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"catalog space: {len(base)} configurations; rounds: {args.rounds}")
     print(f"{'candidates':>10} {'median us/cand':>15} {'min-max':>17}")
     for n in sizes:

@@ -62,6 +62,9 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     m_rec, m_np = statistics.median(t_rec), statistics.median(t_np)
     ratios = [r / n for r, n in zip(t_rec, t_np)]
+    # The machine is shared: how busy it was during the run belongs with the figures.
+    print(f"load average (1/5/15 min) at the end: "
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"candidates considered:             {considered}")
     print(f"python3 -c 'import numpy' median:  {m_np * 1000:8.1f} ms "
           f"(min-max {min(t_np) * 1000:.1f}-{max(t_np) * 1000:.1f})")

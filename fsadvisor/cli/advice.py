@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 
@@ -15,6 +16,44 @@ from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
 ScopeOpt = Annotated[str, typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive.")]
+
+
+BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-200 bytes
+FALLBACK_LINES = 512  # lines per group from a stream without a file descriptor
+
+
+def _arriving_lines(stream) -> Iterator[list[bytes | str]]:
+    """The lines of ``stream`` in the groups they arrive in: each read returns what is
+    there (at most BATCH_READ_BYTES), so a file or pipe full of requests comes in groups of
+    hundreds that predict together, while a program that writes one request and waits for
+    its answer gets it at once (a read never waits for more than one line). Bytes: the
+    service decodes each line, and a line that does not decode is that line's error. A
+    stream without a file descriptor (a test runner's) is read FALLBACK_LINES at a time."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd is None:
+        group: list[bytes | str] = []
+        for line in stream:
+            group.append(line)
+            if len(group) >= FALLBACK_LINES:
+                yield group
+                group = []
+        if group:
+            yield group
+        return
+    tail = b""
+    while True:
+        block = os.read(fd, BATCH_READ_BYTES)
+        if not block:
+            break
+        lines = (tail + block).split(b"\n")
+        tail = lines.pop()
+        if lines:
+            yield lines
+    if tail:
+        yield [tail]
 
 
 def _fmt_range(r) -> str:
@@ -140,7 +179,7 @@ def predict(
     from fsadvisor.service import advice
 
     if batch:
-        for out in advice.predict_batch(sys.stdin, db=db, scope=scope):
+        for out in advice.predict_chunks(_arriving_lines(sys.stdin), db=db, scope=scope):
             typer.echo(json.dumps(out, default=str))
         return
     if config is None:

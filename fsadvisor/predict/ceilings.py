@@ -35,13 +35,37 @@ def ceilings(w: Workload, values: Mapping[str, float]) -> dict[str, float]:
     return {"iops": iops, "bandwidth_bytes_s": bw, "iops_limit": min(iops, bw / bs)}
 
 
-def cap(p: Prediction, w: Workload) -> Prediction:
-    """``p`` with IOPS (and everything derived from it) held under the device's ceilings.
-    Unchanged when the basis names no device figures or the prediction is already under."""
+def _device_values(p: Prediction) -> Mapping[str, float] | None:
     dp = p.basis.get("device_params") if p.basis else None
     values = dp.get("values") if isinstance(dp, Mapping) else None
     if not values or not all(k in values for k in ("read_iops_cap", "write_iops_cap",
                                                    "read_bw_bytes_s", "write_bw_bytes_s")):
+        return None
+    return values
+
+
+def iops_limit(p: Prediction, w: Workload) -> float:
+    """The IOPS above which ``cap`` changes ``p``'s figures (IOPS, ops/J, latency ...)
+    rather than only annotating its basis and clipping the top of its intervals; infinite
+    when nothing caps it. The same for predictions that share a basis: a ranking of
+    thousands works it out once and caps in full only what it shows."""
+    values = _device_values(p)
+    if values is None:
+        return math.inf
+    limit = ceilings(w, values)["iops_limit"]
+    return limit if math.isfinite(limit) else math.inf
+
+
+def changes_figures(p: Prediction, w: Workload) -> bool:
+    """Whether ``cap`` changes any of ``p``'s figures (see iops_limit)."""
+    return p.iops > iops_limit(p, w)
+
+
+def cap(p: Prediction, w: Workload) -> Prediction:
+    """``p`` with IOPS (and everything derived from it) held under the device's ceilings.
+    Unchanged when the basis names no device figures or the prediction is already under."""
+    values = _device_values(p)
+    if values is None:
         return p
     lim = ceilings(w, values)
     limit = lim["iops_limit"]

@@ -14,6 +14,12 @@ exactly when leaders are close, which is when the number matters). Sampling k <=
 sqrt(0.25 / 4000) = 0.008 — finer than any figure shown (two digits). The seed is fixed so
 the same store gives the same number on every run (a recommendation must not flicker).
 
+The normal draws come from SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom
+number generators", OOPSLA 2014; it passes TestU01's BigCrush) over a counter, through the
+Box-Muller transform, in a few numpy integer operations: importing ``numpy.random`` for its
+generator cost every `recommend` ~9 ms of start-up (measured: `python -c 'import numpy,
+numpy.random'` vs `import numpy`, median of 15), more than the sampling itself.
+
 Pure numpy; the ranking (predict/rank.py) and the adaptive probe (probe/adaptive.py) call it.
 """
 
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -48,6 +54,9 @@ class Confidence:
     tolerance: float = 0.0
     method: str = f"Monte Carlo, {DRAWS} draws of the joint posterior (fixed seed)"
     settle: list[dict[str, Any]] = field(default_factory=list)  # cells that would decide a tie
+    # The leaders themselves (FsConfig, same order as ``labels``) when the caller gave them:
+    # what would settle a tie is measured on these, without looking the labels up again.
+    configs: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def p_first(self) -> float:
@@ -75,6 +84,31 @@ class Confidence:
         return head
 
 
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (the paper's GAMMA)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix64(n: int, seed: int) -> np.ndarray:
+    """``n`` consecutive outputs of SplitMix64 started from ``seed`` (uint64, wrapping)."""
+    with np.errstate(over="ignore"):
+        z = (np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN_GAMMA
+             + np.uint64(seed % (1 << 64)))
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        return z ^ (z >> np.uint64(31))
+
+
+def standard_normal(shape: tuple[int, int], seed: int = SEED) -> np.ndarray:
+    """Independent N(0, 1) draws, the same for the same seed on every machine: uniforms
+    from the top 53 bits of SplitMix64 (never 0: the half step), paired by Box-Muller."""
+    n = shape[0] * shape[1]
+    m = (n + 1) // 2
+    u = ((_splitmix64(2 * m, seed) >> np.uint64(11)).astype(float) + 0.5) * 2.0 ** -53
+    r = np.sqrt(-2.0 * np.log(u[:m]))
+    t = 2.0 * np.pi * u[m:]
+    return np.concatenate([r * np.cos(t), r * np.sin(t)])[:n].reshape(shape)
+
+
 def covariance(X: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """Joint posterior covariance of the rows' expected log ops/J."""
     S = X @ cov @ X.T
@@ -97,7 +131,7 @@ def p_best(mu: Sequence[float], S: np.ndarray, draws: int = DRAWS,
     w, V = np.linalg.eigh(np.asarray(S, dtype=float))
     w = np.where(w > 1e-12 * max(float(w.max()), 1e-300), w, 0.0)  # rounding, not variance
     L = V * np.sqrt(w)
-    z = np.random.default_rng(seed).standard_normal((draws, k)) @ L.T + mu
+    z = standard_normal((draws, k), seed) @ L.T + mu
     if tolerance is not None:
         return np.mean(z >= z.max(axis=1, keepdims=True) - tolerance, axis=0)
     # Exact ties in a draw (identical rows) go to the first, i.e. the better-ranked entry.
@@ -121,11 +155,12 @@ def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
 
 
 def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
-                         first: int) -> list[int]:
+                         first: int, q: np.ndarray | None = None) -> list[int]:
     """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
-    the diagonal and the first's column are needed."""
+    the diagonal (``q``, when the caller has it) and the first's column are needed."""
     mu = np.asarray(mu, dtype=float)
-    q = np.sum((X @ cov) * X, axis=1)
+    if q is None:
+        q = np.sum((X @ cov) * X, axis=1)
     col = X @ (cov @ X[first])
     sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
     close = [i for i in np.argsort(-mu, kind="stable")
@@ -133,21 +168,29 @@ def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
     return [first] + [int(i) for i in close[:MAX_LEADERS - 1]]
 
 
-def decision_confidence(labels: Sequence[str], log_values: Sequence[float], X: np.ndarray,
-                        cov: np.ndarray, first: int = 0, tolerance: float = 0.0) -> Confidence:
+def decision_confidence(labels: Sequence[str] | Callable[[int], str],
+                        log_values: Sequence[float], X: np.ndarray, cov: np.ndarray,
+                        first: int = 0, tolerance: float = 0.0,
+                        configs: Sequence[Any] | None = None,
+                        q: np.ndarray | None = None) -> Confidence:
     """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
-    mean: ties go to the simpler configuration) is the best of all ``labels``. Candidates
-    beyond LEADER_SD are left out of the sampling; together they could take at most
-    0.0002 each."""
+    mean: ties go to the simpler configuration) is the best of all candidates (rows of
+    ``X``). Candidates beyond LEADER_SD are left out of the sampling; together they could
+    take at most 0.0002 each. ``labels`` names candidate i (a list, or a function of i:
+    a ranking of 1,000+ candidates then spells out only the few leaders' labels);
+    ``configs``, when given, are the candidates themselves, kept for the leaders; ``q``
+    the rows' x cov x' when the caller has them already."""
     X = np.asarray(X, dtype=float)
     cov = np.asarray(cov, dtype=float)
-    idx = _leaders_from_design(log_values, X, cov, first)
+    idx = _leaders_from_design(log_values, X, cov, first, q)
     mu = np.asarray(log_values, dtype=float)[idx]
     sub = covariance(X[idx], cov)
     p = p_best(mu, sub)
     tol = float(p_best(mu, sub, tolerance=tolerance)[0]) if tolerance > 0 else None
-    return Confidence(labels=[labels[i] for i in idx], p_best=[float(x) for x in p],
-                      p_first_tol=tol, tolerance=tolerance)
+    label = labels if callable(labels) else labels.__getitem__
+    return Confidence(labels=[label(i) for i in idx], p_best=[float(x) for x in p],
+                      p_first_tol=tol, tolerance=tolerance,
+                      configs=[configs[i] for i in idx] if configs is not None else [])
 
 
 def p_wrong(mu: Sequence[float], S: np.ndarray, choice: int | None = None) -> float:

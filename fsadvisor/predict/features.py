@@ -70,22 +70,60 @@ def _workload_terms_of(w: Workload) -> dict[str, float]:
 def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, float]:
     """Features of the configuration (and its interactions with the workload), shared by the
     performance, power and tail blocks. ext4 with defaults and scheduler none is all-zero."""
+    if cfg is None:
+        return _settings_features(None, (), (), None, w, kind)
+    # The filesystem's settings and the scheduler add disjoint features: the settings' part
+    # is remembered, so a ranking computes it once per configuration, not once per
+    # scheduler (the catalog offers each configuration under every scheduler). A copy:
+    # callers add to the dict they get.
+    try:
+        f = dict(_settings_features_of(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind))
+    except TypeError:  # an unhashable mkfs value (a list from JSON): nothing to remember
+        f = _settings_features(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind)
+    # ---- scheduler (seed 003's CFQ/Deadline/NOOP map only loosely onto blk-mq's)
+    sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
+    if sched != "none":
+        t = _workload_terms_of(w)
+        f[f"sched:{sched}"] = 1.0
+        f[f"sched:{sched}*lc"] = t["lc"]
+        f[f"sched:{sched}*rnd"] = t["rnd"]
+    return f
+
+
+@functools.lru_cache(maxsize=8192)
+def _settings_features_of(fs: str, mkfs: tuple, mount: tuple, ag_count: int | None,
+                          w: Workload, kind: str) -> dict[str, float]:
+    # Read-only once cached: config_features hands out copies.
+    return _settings_features(fs, mkfs, mount, ag_count, w, kind)
+
+
+@functools.lru_cache(maxsize=64)
+def _logbsize_log2(val: str) -> float:
+    from fsadvisor.sizes import parse_size
+    return math.log2(parse_size(val) / 32768)
+
+
+def _settings_features(fs: str | None, mkfs: tuple, mount: tuple, ag_count: int | None,
+                       w: Workload, kind: str) -> dict[str, float]:
+    """config_features without the scheduler: the filesystem (``None``: the raw device),
+    its mkfs and mount options and the XFS allocation-group count."""
     t = _workload_terms(w)
     f: dict[str, float] = {}
-    fs = cfg.fs if cfg is not None else "raw"
+    cfg = fs is not None
+    fs = fs if fs is not None else "raw"
     if fs != "ext4":
         f[f"fs:{fs}"] = 1.0
         for term in ("wf", "meta", "fsync", "lc"):
             f[f"fs:{fs}*{term}"] = t[term]
         f[f"fs:{fs}*rndw"] = t["rnd"] * t["wf"]
         f[f"fs:{fs}*smallw"] = t["small"] * t["wf"]
-    if cfg is None:
+    if not cfg:
         return f
     fam = _family(fs)
     era2010 = kind in ("hdd", "sata-ssd")
-    mk = cfg.mkfs_dict
+    mk = dict(mkfs)
     # ---- mount options
-    for opt in cfg.mount:
+    for opt in mount:
         key, _, val = opt.partition("=")
         if key in ("relatime", "defaults", "rw", "ordered") or opt == "data=ordered":
             continue
@@ -111,9 +149,7 @@ def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, f
             f["opt:btrfs.nodatacow*rndw"] = t["rnd"] * t["wf"]
             f["opt:btrfs.nodatacow"] = 1.0
         elif key == "logbsize":
-            from fsadvisor.sizes import parse_size
-            f["opt:xfs.logbsize*sync"] = math.log2(parse_size(val) / 32768) / 3 * (
-                t["fsync"] + t["meta"])
+            f["opt:xfs.logbsize*sync"] = _logbsize_log2(val) / 3 * (t["fsync"] + t["meta"])
         else:
             f[f"opt:{fs}.{opt}"] = 1.0
     # ---- mkfs options
@@ -139,9 +175,9 @@ def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, f
             continue
         f[f"opt:{fs}.mkfs.{k}={v}"] = 1.0
     # ---- XFS allocation groups (seed 000 §IV.D, seed 004 Table 2)
-    if fs == "xfs" and cfg.ag_count:
+    if fs == "xfs" and ag_count:
         ref = 16 if era2010 else 4
-        r = math.log2(cfg.ag_count / ref)
+        r = math.log2(ag_count / ref)
         if r:
             f["ag:log"] = r
             f["ag:log*meta"] = r * t["meta"]
@@ -151,12 +187,6 @@ def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, f
             # effect is not monotone (seed 004 Table 2: fileserver ops/J +25% at 64 AGs, +8% at
             # 128), so a curvature term lets the data put the optimum where it is.
             f["ag:log^2"] = r * r / 4.0
-    # ---- scheduler (seed 003's CFQ/Deadline/NOOP map only loosely onto blk-mq's)
-    sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
-    if sched != "none":
-        f[f"sched:{sched}"] = 1.0
-        f[f"sched:{sched}*lc"] = t["lc"]
-        f[f"sched:{sched}*rnd"] = t["rnd"]
     return f
 
 

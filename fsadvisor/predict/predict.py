@@ -25,14 +25,18 @@ class _Space:
 
     def __init__(self, model: FittedModel):
         self.model = model
-        self.index = dict(model.index)
+        # The fit's index is read, never copied (~600 names: a copy per prediction cost
+        # more than a single prediction's features); unseen names get their own.
+        self.unseen: dict[str, int] = {}
         self.extra: list[str] = []
 
     def col(self, name: str) -> int:
-        i = self.index.get(name)
+        i = self.model.index.get(name)
         if i is None:
-            i = self.index[name] = len(self.model.names) + len(self.extra)
-            self.extra.append(name)
+            i = self.unseen.get(name)
+            if i is None:
+                i = self.unseen[name] = len(self.model.names) + len(self.extra)
+                self.extra.append(name)
         return i
 
     def moments(self, used: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -70,10 +74,13 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
             cf.update(device_config_features(cf, dev))
     cnames = sorted({k for cf in cfs for k in cf})
     cidx = {n: j for j, n in enumerate(cnames)}
+    # One fancy-indexed assignment from flat (row, column, value) lists: a numpy scalar
+    # store per feature cost more than computing the features. Within a row every column
+    # is distinct (one per feature name), so this is the same matrix.
+    rows = [r for r, cf in enumerate(cfs) for _ in range(len(cf))]
+    cols = [cidx[k] for cf in cfs for k in cf]
     C = np.zeros((len(cfgs), len(cnames)))
-    for r, cf in enumerate(cfs):
-        for k, v in cf.items():
-            C[r, cidx[k]] = v
+    C[rows, cols] = [v for cf in cfs for v in cf.values()]
     # Block-constant parts (identical for every configuration of this workload).
     const = {
         "perf": workload_features(w, kind, flush_share, dev),
@@ -88,14 +95,12 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
             "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
                      if not n.startswith("d:")
                      if n.startswith(("fs:", "sched:")) and "*" not in n]}
-    for block in const.values():
-        for n in block:
-            space.col(n)
+    const_cols = {block: [space.col(n) for n in names] for block, names in const.items()}
     # Only the coefficients these configurations touch (a fifth of the ~600 with the
     # per-device terms) get a column: every product below is then N*k or N*k^2, not p, and
     # the designs of tens of thousands of candidates stay small. Columns keep the
     # coefficients' order; unused coefficients only ever multiplied zeros.
-    used = sorted({space.col(n) for block in const.values() for n in block}
+    used = sorted({c for cols in const_cols.values() for c in cols}
                   | {col for m in maps.values() for _, col in m})
     pos = {col: k for k, col in enumerate(used)}
     theta, cov = space.moments(used)
@@ -106,8 +111,8 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         X = np.zeros((len(cfgs), len(used)))
         names = const[block]
         if names:
-            X[:, [pos[space.col(n)] for n in names]] += np.fromiter(names.values(), float,
-                                                                      len(names))
+            X[:, [pos[c] for c in const_cols[block]]] += np.fromiter(names.values(), float,
+                                                                       len(names))
         if maps[block]:
             js, cols = zip(*maps[block])
             X[:, [pos[c] for c in cols]] += C[:, list(js)]
@@ -119,8 +124,12 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
 def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                  scope: str = "system", idle_watts: float | None = None,
                  design_out: dict | None = None,
-                 device_params: DeviceParams | None = None) -> list[Prediction]:
+                 device_params: DeviceParams | None = None,
+                 alone: bool = False) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
+    The lower end of the power interval is floored at 99% of the lowest predicted power of
+    the set; with ``alone``, each at its own, as if predicted by itself (``predict``: what
+    `predict --batch` computes for many lines at once).
     With ``design_out`` (a dict), also hands back the design of log ops/J ("X", "cov"):
     the sd of a difference between two rows is the uncertainty of their *ranking*, in which
     every shared term cancels (recommend uses it to tell real leads from noise).
@@ -135,8 +144,6 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
     Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope, params)
-    if design_out is not None:
-        design_out["X"], design_out["cov"] = Xp - Xw, cov
     noise2 = model.noise_sd ** 2
     if model.known_device(device) and model.noise_sd_measured is not None:
         noise2 = model.noise_sd_measured ** 2
@@ -150,7 +157,13 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
 
     mu_p, var_p = mv(Xp)
     mu_w, var_w = mv(Xw)
-    mu_e, var_e = mv(Xp - Xw)
+    Xe = Xp - Xw
+    mu_e, var_e = mv(Xe)
+    if design_out is not None:
+        # "q": each row's quadratic form x cov x' (the model's variance of its log ops/J,
+        # before the device's and the noise's): ranking needs it for every candidate, and
+        # it is the costliest product here (N x k^2), so it is handed over, not redone.
+        design_out["X"], design_out["cov"], design_out["q"] = Xe, cov, var_e
     mu_t, var_t = mv(Xt - Xp)
     conc = max(w.concurrency, 1)
     mu_p = mu_p + roof
@@ -193,32 +206,26 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     idle_floor = float(s.priors["idle_watts"].get(scope, 0.0)) if idle_watts is None else idle_watts
     lo_e, hi_e = ex(mu_e - Z90 * sd_e) * f_lo, ex(mu_e + Z90 * sd_e) * f_hi
     lo_t, hi_t = ex(mu_t - Z90 * sd_t) / f_hi, ex(mu_t + Z90 * sd_t) / f_lo
-    lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), min(idle_floor, 0.99 * watts.min())), \
-        ex(mu_w + Z90 * sd_w)
+    floor_w = (np.minimum(idle_floor, 0.99 * watts) if alone
+               else min(idle_floor, 0.99 * watts.min()))
+    lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), floor_w), ex(mu_w + Z90 * sd_w)
     f_p, f_e = ex(sd_p), ex(sd_e)
     source = "model" if measured else "model (assumed power level)"
     # Python floats column by column (tolist: one conversion per array, not per element).
     (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj) = (
         a.tolist() for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w,
                              iops, p99, watts, opj))
-    out = []
-    for i in range(len(cfgs)):
-        unc = {
-            "model": "log-normal; factor = exp(1 sd), interval = 90%",
-            "iops_factor": f_p[i],
-            "iops_90": [lo_p[i], hi_p[i]],
-            "ops_per_joule_factor": f_e[i],
-            "ops_per_joule_90": [lo_e[i], hi_e[i]],
-            "p99_latency_ms_90": [lo_t[i], hi_t[i]],
-            "watts_90": [lo_w[i], hi_w[i]],
-        }
-        io = iops[i]
-        out.append(Prediction(
-            iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
-            p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=opj[i],
-            bytes_per_joule=opj[i] * bs, uncertainty=unc, power_scope=scope,
-            energy_source=source, basis=basis))
-    return out
+    # One pass over the columns together (zip, not 14 list indexings per candidate).
+    return [Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
+                       p99_latency_ms=t99, watts=wt, ops_per_joule=e, bytes_per_joule=e * bs,
+                       uncertainty={
+                           "model": "log-normal; factor = exp(1 sd), interval = 90%",
+                           "iops_factor": fp, "iops_90": [lp, hp],
+                           "ops_per_joule_factor": fe, "ops_per_joule_90": [le, he],
+                           "p99_latency_ms_90": [lt, ht], "watts_90": [lw, hw]},
+                       power_scope=scope, energy_source=source, basis=basis)
+            for io, t99, wt, e, fp, lp, hp, fe, le, he, lt, ht, lw, hw in zip(
+                iops, p99, watts, opj, f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w)]
 
 
 def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:

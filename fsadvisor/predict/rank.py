@@ -281,8 +281,8 @@ def complexity(cfg: FsConfig, device: Device) -> int:
 
 
 def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
-           cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None
-           ) -> tuple[list, dict[FsConfig, dict[str, float]]]:
+           cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None,
+           q: np.ndarray | None = None) -> tuple[list, dict[FsConfig, dict[str, float]]]:
     """The first ``top`` distinct configurations, then the best of every other filesystem.
 
     Best first — but a candidate whose lead over a simpler one is within the model's own
@@ -293,7 +293,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     a separate recommendation: it becomes a scheduler alternative, scored against the one
     chosen. Among equals, a filesystem with data behind its effects goes before one that
     only has priors (``measured``): an unmeasured configuration never wins a tie on the
-    strength of its prior."""
+    strength of its prior. ``q``: the rows' x cov x' when the caller has them already."""
     # A configuration with its scheduler left out, as a plain tuple (FsConfig's fields but
     # the scheduler): grouping by it costs a hash, not a dataclasses.replace per candidate.
     bare_ids: dict[tuple, int] = {}
@@ -315,7 +315,8 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     if X is not None and cov is not None:
         nz = np.flatnonzero(X.any(axis=0))
         X, cov = X[:, nz], cov[np.ix_(nz, nz)]
-        q = np.sum((X @ cov) * X, axis=1)
+        if q is None:
+            q = np.sum((X @ cov) * X, axis=1)
     else:
         q = None
 
@@ -390,6 +391,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                 "o_direct_not_honoured": 0, "scheduler_none_on_rotational_disk": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
+    verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
     for cfg in cands:
         if cfg.scheduler == "none" and rotational(device):
             # a disk that seeks needs its requests sorted: never advise no scheduler for it
@@ -398,16 +400,39 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         if w.direct and cfg.mount_value("data") == "journal":
             excluded["o_direct_not_honoured"] += 1
             continue
-        ok, warns = permitted(cfg, profile, device)
+        # A configuration's hazards and features are its filesystem's settings, whatever
+        # the scheduler (tests/unit/test_rank_shared_products.py holds the catalog to it):
+        # judged once per configuration, not once per scheduler.
+        bare = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
+        verdict = verdicts.get(bare)
+        if verdict is None:
+            ok, warns = permitted(cfg, profile, device)
+            verdict = verdicts[bare] = (ok, warns, not ok and bool(
+                set(c.features) - set(catalog.features(cfg))))
+        ok, warns, missing = verdict
         if not ok:
-            missing = set(c.features) - set(catalog.features(cfg))
             excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
             continue
-        allowed.append((cfg, warns))
+        allowed.append((cfg, list(warns)))
     design: dict = {}
     preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
                          device_params=device_params)
-    preds = [ceilings.cap(p, w) for p in preds]
+    # The hard cap changes a figure only where a prediction is over the device's ceiling;
+    # elsewhere it annotates the basis and clips the intervals, which only the shown
+    # entries need (make() caps those): same scores, a dataclasses.replace per shown entry
+    # instead of per candidate.
+    capped: set[int] = set()
+    limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
+    for n, p in enumerate(preds):
+        limit = limit_of.get(id(p.basis))
+        if limit is None:
+            limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
+        if p.iops > limit:
+            preds[n] = ceilings.cap(p, w)
+            capped.add(id(preds[n]))
+
+    def shown(p: Prediction) -> Prediction:  # cap once: a second cap would say "not capped"
+        return p if id(p) in capped else ceilings.cap(p, w)
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
@@ -436,6 +461,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         hint = ""
         if best_unconstrained:
             _, cfg, p = best_unconstrained
+            p = shown(p)
             hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
                     f"p99 {p.p99_latency_ms:.2f} ms ({cfg.key()})")
         raise FsAdvisorError(
@@ -443,9 +469,14 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
-    X = design["X"][[row_of[k[1]] for k in kept]]
+    kept_rows = [row_of[k[1]] for k in kept]
+    X = design["X"][kept_rows]
+    # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
+    # may not), else computed once here; _order, _lead and the confidence all use it.
+    q = (np.asarray(design["q"])[kept_rows] if "q" in design
+         else np.sum((X @ design["cov"]) * X, axis=1))
     ordered, alternatives = _order(kept, device, top, X, design["cov"],
-                                   measured=lambda cfg: _has_data(model, cfg))
+                                   measured=lambda cfg: _has_data(model, cfg), q=q)
 
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -456,6 +487,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
 
     def make(i: int, item) -> Ranked:
         val, cfg, p, warns = item
+        p = shown(p)
         warns = list(warns)
         if cfg.fs == "f2fs":
             here = ("not checked" if kernel_has is None else
@@ -489,7 +521,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
              ]
-    lead = _lead(ordered, kept, design, row_of, tol)
+    lead = _lead(ordered, kept, design, row_of, tol, X, q)
     lead["measured_here"] = bool(model.known_device(device))
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
@@ -506,10 +538,11 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         notes.append("data=journal candidates were left out: they silently turn this "
                      "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
     # over every kept candidate (scheduler variants too), not only the ones displayed
-    conf = decision_confidence([item[1].label() for item in kept],
+    conf = decision_confidence(lambda i: kept[i][1].label(),
                                [math.log(max(item[0], 1e-300)) for item in kept],
                                X, design["cov"], first=kept.index(ordered[0]),
-                               tolerance=-math.log(1 - TIE_TOLERANCE))
+                               tolerance=-math.log(1 - TIE_TOLERANCE),
+                               configs=[item[1] for item in kept], q=q)
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
@@ -551,19 +584,26 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
                         f"{why}")
 
 
-def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float) -> dict[str, Any]:
+def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float,
+          X: np.ndarray, q: np.ndarray) -> dict[str, Any]:
     """How #1 stands: its gap to #2 and the sd of that difference (log scale, shared terms
-    cancel), and how many other distinct configurations are statistically tied with it."""
+    cancel), and how many other distinct configurations are statistically tied with it.
+    ``X``, ``q``: the kept rows of the design and their x cov x'."""
     first = ordered[0]
-    X, cov = design["X"], design["cov"]
-    rows = np.array([row_of[k[1]] for k in kept])
-    d = X[rows] - X[row_of[first[1]]]
-    sd = np.sqrt(np.maximum(np.sum((d @ cov) * d, axis=1), 0.0))
+    cov = design["cov"]
+    # var(x_i - x_0) = q_i + q_0 - 2 x_i cov x_0: one matrix-vector product, not N x k^2
+    # (as _order; the rounding of the difference is far below TIE_TOLERANCE's square).
+    j0 = kept.index(first)
+    sd = np.sqrt(np.maximum(q + q[j0] - 2 * (X @ (cov @ X[j0])), 0.0))
     logv = np.log(np.maximum([k[0] for k in kept], 1e-300))
     gap = np.abs(logv - math.log(max(first[0], 1e-300)))
-    bare0 = first[1].with_(scheduler="none")
-    tied_bare = {kept[j][1].with_(scheduler="none") for j in np.flatnonzero(gap <= np.maximum(tol, sd))}
-    tied_bare.discard(bare0)
+    # A configuration without its scheduler as a plain tuple of FsConfig's other fields
+    # (as in _order): a hash per tied candidate, not a dataclasses.replace.
+    def bare(cfg: FsConfig) -> tuple:
+        return (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
+
+    tied_bare = {bare(kept[j][1]) for j in np.flatnonzero(gap <= np.maximum(tol, sd))}
+    tied_bare.discard(bare(first[1]))
     out: dict[str, Any] = {"tied_with": len(tied_bare), "runner_up": None, "runner_up_gap": None,
                            "difference_sd": None, "clearly_ahead": False}
     if len(ordered) > 1:

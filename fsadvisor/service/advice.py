@@ -12,7 +12,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import platformdirs
 
@@ -24,7 +24,7 @@ from fsadvisor.predict import ceilings
 from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
                                      choose_prior_scale, cross_validate, fit, load_model, predict,
-                                     save_model, settings_fingerprint)
+                                     predict_many, save_model, settings_fingerprint)
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
@@ -37,7 +37,7 @@ from fsadvisor.store import open_store, quick_version
 __all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
            "CommandTarget", "format_size", "format_binary", "headline", "list_profiles", "get_profile", "profile_toml",
            "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
-           "predict_one", "predict_batch", "validate", "calibrate"]
+           "predict_one", "predict_batch", "predict_chunks", "validate", "calibrate"]
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
 _cache: dict[str, FittedModel] = {}
@@ -266,15 +266,13 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
                         configs=[], workloads=[spec],
                         size_bytes=planmod.default_size_bytes(rec.device.size_bytes))
-    # The leaders are named by FsConfig.label(), which spells out every setting.
-    by_key = {c.label(): c for c in catalog.candidates(
-        rec.device.size_bytes, sector_size=rec.device.logical_block_size)}
     conf = rec.confidence
     out = []
-    for i, (key, p) in enumerate(zip(conf.labels, conf.p_best)):
-        if (i and p < min_p) or key not in by_key or len(out) >= most:
+    # The ranking hands over the leaders' configurations with their labels (no second
+    # pass over the catalog to look the labels up).
+    for i, (key, p, cfg) in enumerate(zip(conf.labels, conf.p_best, conf.configs)):
+        if (i and p < min_p) or len(out) >= most:
             continue
-        cfg = by_key[key]
         cell_s = plan.cell_estimate_s(planmod.Cell(cfg, cfg.scheduler, spec, 1))
         out.append({"config": key, "p_best": round(p, 4), "workload": spec.name,
                     "reps": plan.reps, "seconds": round(cell_s * plan.reps, 1)})
@@ -362,10 +360,10 @@ def _json_key(value: Any) -> Any:
     return value if isinstance(value, (str, type(None))) else json.dumps(value)
 
 
-def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
-                  device: Any, scope: str) -> dict:
-    """predict_one, with every step remembered in ``memo`` (same checks in the same order,
-    so the same first error)."""
+def _request_parts(memo: _Memo, config: Any, workload: Any, profile: str | None,
+                   device: Any, scope: str) -> tuple:
+    """A request's configuration, workload and device, checked in predict_one's order (so
+    the same first error) and remembered in ``memo``."""
     _check_scope(scope)
     cfg = memo.get("config", _json_key(config), lambda: _config_of(config))
     w = memo.get("workload", (_json_key(workload), profile),
@@ -373,26 +371,70 @@ def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
     spec = device if isinstance(device, str) or device is None else json.dumps(device)
     dev = memo.get("device", spec, lambda: resolve_device(spec))
     memo.get("valid", (cfg, dev.size_bytes), lambda: catalog.validate(cfg, dev.size_bytes))
+    return cfg, w, dev
 
-    def compute() -> dict:
-        params, described = memo.get("params", dev, lambda: (
-            (p := _device_params(dev, memo.db)), _describe_params(p)))
-        p = ceilings.cap(predict(memo.model(), cfg, w, dev, scope, device_params=params), w)
-        basis = dict(p.basis)
-        basis["device_parameters"] = described
-        warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
-        if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs",
-                                             lambda: catalog.kernel_supports("f2fs")):
-            warnings.append("f2fs: not supported by this machine's kernel; check the target host")
-        return {"config": cfg.to_dict(),
-                "workload": memo.get("workload_dict", w, w.to_dict),
-                "device": memo.get("device_dict", dev, dev.to_dict),
-                "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
-                "basis": basis, "warnings": warnings}
 
+def _params(memo: _Memo, dev: Device):
+    return memo.get("params", dev, lambda: (
+        (p := _device_params(dev, memo.db)), _describe_params(p)))
+
+
+def _result(memo: _Memo, cfg, w, dev: Device, scope: str, raw=None) -> dict:
+    """One request's answer from its prediction (``raw``: made for it already, uncapped;
+    None: predicted here)."""
+    params, described = _params(memo, dev)
+    if raw is None:
+        raw = predict(memo.model(), cfg, w, dev, scope, device_params=params)
+    p = ceilings.cap(raw, w)
+    basis = dict(p.basis)
+    basis["device_parameters"] = described
+    warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
+    if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs",
+                                         lambda: catalog.kernel_supports("f2fs")):
+        warnings.append("f2fs: not supported by this machine's kernel; check the target host")
+    return {"config": cfg.to_dict(),
+            "workload": memo.get("workload_dict", w, w.to_dict),
+            "device": memo.get("device_dict", dev, dev.to_dict),
+            "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
+            "basis": basis, "warnings": warnings}
+
+
+def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
+                  device: Any, scope: str) -> dict:
+    """predict_one, with every step remembered in ``memo``."""
+    cfg, w, dev = _request_parts(memo, config, workload, profile, device, scope)
     # A repeated request is the same prediction: computed once per batch (the nested dicts
     # of the result are shared between the lines that repeat it).
-    return dict(memo.get("result", (cfg, w, dev, scope), compute))
+    return dict(memo.get("result", (cfg, w, dev, scope),
+                         lambda: _result(memo, cfg, w, dev, scope)))
+
+
+def _predict_together(memo: _Memo, requests: list[tuple], scope: str) -> None:
+    """Predict at once every configuration that requests (cfg, w, dev) share a workload and
+    a device with, and remember each answer in ``memo`` as the per-request path would: one
+    predict_many over N configurations instead of N over one (the design, coefficients'
+    moments and quadratic forms are laid out once). ``alone``: each answer's power interval
+    is the one predicting it by itself gives. A group that fails is left to the per-request
+    path, which gives each request its own error."""
+    groups: dict[tuple, dict] = {}
+    for cfg, w, dev in requests:
+        try:
+            if ("result", (cfg, w, dev, scope)) not in memo.memo:
+                groups.setdefault((w, dev), {})[cfg] = None
+        except TypeError:  # unhashable: the per-request path, without a memo
+            continue
+    for (w, dev), cfgs in groups.items():
+        if len(cfgs) < 2:
+            continue
+        try:
+            params, _ = _params(memo, dev)
+            raws = predict_many(memo.model(), list(cfgs), w, dev, scope, device_params=params,
+                                alone=True)
+        except (FsAdvisorError, ValueError):
+            continue
+        for cfg, raw in zip(cfgs, raws):
+            memo.get("result", (cfg, w, dev, scope),
+                     lambda: _result(memo, cfg, w, dev, scope, raw))
 
 
 def predict_one(config: Any, workload: Any = None, profile: str | None = None,
@@ -400,33 +442,70 @@ def predict_one(config: Any, workload: Any = None, profile: str | None = None,
     return _predict_memo(_Memo(db), config, workload, profile, device, scope)
 
 
-def predict_batch(lines: Iterable[str], db: str | None = None,
+def _request(line: str | bytes) -> dict:
+    req = json.loads(line)
+    if not isinstance(req, dict):
+        raise FsAdvisorError("each line must be a JSON object")
+    unknown = set(req) - {"device", "config", "workload", "profile", "id"}
+    if unknown:
+        raise FsAdvisorError(f"unknown key(s) {sorted(unknown)}")
+    return req
+
+
+def _line_error(n: int, e: BaseException) -> dict:
+    if isinstance(e, json.JSONDecodeError):
+        return {"line": n, "error": f"not JSON: {e.msg}"}
+    if isinstance(e, RecursionError):
+        return {"line": n, "error": "nested too deeply"}
+    return {"line": n, "error": str(e)}
+
+
+def predict_batch(lines: Iterable[str | bytes], db: str | None = None,
                   scope: str = "system") -> Iterator[dict]:
     """JSON Lines in, one JSON object out per input line; a bad line yields an error object
     naming the line instead of stopping the batch. The model, profiles, devices and their
-    parameters are loaded once per batch, not once per line."""
+    parameters are loaded once per batch, not once per line. Each answer is given as soon
+    as its line is read (predict_chunks predicts lines that arrive together at once)."""
+    return predict_chunks(([line] for line in lines), db=db, scope=scope)
+
+
+def predict_chunks(chunks: Iterable[Sequence[str | bytes]], db: str | None = None,
+                   scope: str = "system") -> Iterator[dict]:
+    """predict_batch over lines in groups (what has arrived so far, say): the lines of a
+    group that share a workload and a device are predicted together (_predict_together),
+    with the same answers, in the same order, as one at a time. Lines may be bytes (JSON
+    in UTF-8, -16 or -32); one that does not decode is an error line like any other."""
     memo = _Memo(db)
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            if not isinstance(req, dict):
-                raise FsAdvisorError("each line must be a JSON object")
-            unknown = set(req) - {"device", "config", "workload", "profile", "id"}
-            if unknown:
-                raise FsAdvisorError(f"unknown key(s) {sorted(unknown)}")
-            out = _predict_memo(memo, req.get("config"), req.get("workload"),
-                                req.get("profile"), req.get("device"), scope)
+    n = 0
+    for chunk in chunks:
+        todo: list[tuple[int, dict | None, Any]] = []
+        for line in chunk:
+            n += 1
+            if not line.strip():
+                continue
+            try:
+                req = _request(line)
+                todo.append((n, req, _request_parts(memo, req.get("config"),
+                                                    req.get("workload"), req.get("profile"),
+                                                    req.get("device"), scope)))
+            except (FsAdvisorError, ValueError, RecursionError) as e:
+                todo.append((n, None, _line_error(n, e)))
+        if len(todo) > 1:
+            _predict_together(memo, [parts for _, req, parts in todo if req is not None],
+                              scope)
+        for k, req, parts in todo:
+            if req is None:
+                yield parts
+                continue
+            try:
+                out = _predict_memo(memo, req.get("config"), req.get("workload"),
+                                    req.get("profile"), req.get("device"), scope)
+            except (FsAdvisorError, ValueError, RecursionError) as e:
+                yield _line_error(k, e)
+                continue
             if "id" in req:
                 out["id"] = req["id"]
             yield out
-        except json.JSONDecodeError as e:
-            yield {"line": n, "error": f"not JSON: {e.msg}"}
-        except RecursionError:
-            yield {"line": n, "error": "nested too deeply"}
-        except (FsAdvisorError, ValueError) as e:
-            yield {"line": n, "error": str(e)}
 
 
 def _check_folds(folds: int) -> None:

@@ -4,7 +4,11 @@ The golden files were written by this test (FSADVISOR_REGEN_GOLDEN=1) from the c
 the speed-ups (ranking's _order, predict_batch's per-batch loading, predict_many): the JSON of
 `recommend --json` for three profiles and of `predict --batch` over fixed lines (good lines
 and each kind of bad line). A model or data change that moves the numbers on purpose
-regenerates them; an optimisation must not.
+regenerates them; an optimisation must not. One did on purpose: the P(best) sampler's
+draws (predict/confidence.py) moved from numpy.random to SplitMix64, same count and seed, so
+the recommend goldens' ``confidence`` figures (and the summary line quoting them) were
+regenerated; every other field was unchanged (see that commit's message for the check
+against a 400,000-draw reference).
 
 "Same numbers" is exact for everything but floats: strings (the why/warning texts with their
 rounded figures), integers, key sets and the order of the recommendations must match

@@ -1,0 +1,56 @@
+"""predict/features.py remembers a configuration's settings features across schedulers
+(issue 13): the answer is the same dict, in the same order, and never shared."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fsadvisor import catalog
+from fsadvisor.domain import FsConfig, Workload
+from fsadvisor.predict import features as F
+
+CONFIGS = catalog.candidates(1 << 40)
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq", "cfq", "noop", "")
+
+
+@given(i=st.integers(0, len(CONFIGS) - 1), sched=st.sampled_from(SCHEDULERS),
+       rwmixread=st.integers(0, 100), fsync_every=st.integers(0, 4),
+       kind=st.sampled_from(["nvme", "sata-ssd", "hdd"]))
+@settings(max_examples=150, deadline=None)
+def test_remembered_settings_plus_scheduler_is_the_whole_computation(i, sched, rwmixread,
+                                                                     fsync_every, kind):
+    cfg = CONFIGS[i].with_(scheduler=sched)
+    w = Workload(rw="randrw", rwmixread=rwmixread, fsync_every=fsync_every)
+    got = F.config_features(cfg, w, kind)
+    # the uncached settings part, then the scheduler's three terms (and nothing for none)
+    want = F._settings_features(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind)
+    s = F._HISTORIC_SCHEDULERS.get(sched, sched)
+    assert not any(k.startswith("sched:") for k in want)
+    if s != "none":
+        t = F._workload_terms(w)
+        want.update({f"sched:{s}": 1.0, f"sched:{s}*lc": t["lc"], f"sched:{s}*rnd": t["rnd"]})
+    assert list(got.items()) == list(want.items())
+
+
+def test_callers_may_change_what_they_get():
+    cfg, w = FsConfig.make("xfs", {"inode_size": 1024}, ["noatime"], ag_count=16), Workload()
+    first = F.config_features(cfg, w, "nvme")
+    first["fs:xfs"] = 99.0
+    first["extra"] = 1.0
+    assert F.config_features(cfg, w, "nvme")["fs:xfs"] == 1.0
+    assert "extra" not in F.config_features(cfg, w, "nvme")
+
+
+def test_unhashable_mkfs_value_and_raw_device():
+    w = Workload()
+    cfg = FsConfig("ext4", mkfs=(("features", ["^has_journal"]),))
+    assert F.config_features(cfg, w, "nvme") == {"opt:ext4.mkfs.features=['^has_journal']": 1.0}
+    raw = F.config_features(None, w, "nvme")
+    assert raw["fs:raw"] == 1.0 and not any(k.startswith(("opt:", "sched:")) for k in raw)
+
+
+def test_logbsize_term():
+    w = Workload(fsync_every=1)
+    f = F.config_features(FsConfig.make("xfs", mount=["logbsize=256k"]), w, "nvme")
+    assert f["opt:xfs.logbsize*sync"] == 1.0  # log2(256k / 32k) / 3 * (fsync 1 + meta 0)

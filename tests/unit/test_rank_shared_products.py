@@ -1,0 +1,78 @@
+"""Ranking reuses predict_many's x cov x' of every candidate ("q", issue 13) and still ranks
+the same when a stand-in predictor does not hand it over."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fsadvisor.predict import confidence as C
+from fsadvisor.predict.model import predict_many
+from fsadvisor.predict.rank import rank
+from fsadvisor.service import advice
+
+
+def _close(a, b, where="$"):
+    if isinstance(a, float) or isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-12) or a == b, (where, a, b)
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for k in a:
+            _close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _close(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, (where, a, b)
+
+
+@pytest.mark.parametrize("profile,plp", [("oltp", "yes"), ("build-unpack", None)])
+def test_q_from_predict_many_or_computed_here_rank_alike(profile, plp):
+    model = advice.get_model()
+    prof = advice.get_profile(profile)
+    dev = advice.resolve_device("nvme:1T", plp)
+    seen = {}
+
+    def without_q(*a, design_out=None, **k):
+        out = predict_many(*a, design_out=design_out, **k)
+        X, cov = design_out["X"], design_out["cov"]
+        assert np.allclose(design_out.pop("q"), np.sum((X @ cov) * X, axis=1),
+                           rtol=1e-12, atol=0)
+        seen["called"] = True
+        return out
+
+    a = rank(model, prof, dev).to_dict()
+    b = rank(model, prof, dev, predict=without_q).to_dict()
+    assert seen
+    _close(a, b)
+
+
+def test_leaders_with_q_given_match():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 5))
+    A = rng.normal(size=(5, 5))
+    cov = A @ A.T * 0.001
+    mu = rng.normal(scale=0.05, size=30)
+    q = np.sum((X @ cov) * X, axis=1)
+    for first in (0, 4, int(np.argmax(mu))):
+        assert C._leaders_from_design(mu, X, cov, first, q) == \
+            C.leaders(mu, C.covariance(X, cov), first)
+
+
+@pytest.mark.parametrize("plp", ["yes", "no", "unknown"])
+def test_the_catalogs_hazards_and_features_do_not_depend_on_the_scheduler(plp):
+    # rank() judges each configuration once for all its schedulers: this is what allows it
+    from fsadvisor import catalog
+    from fsadvisor.predict.rank import permitted
+    dev = advice.resolve_device("nvme:1T", plp)
+    profiles = [advice.get_profile(n) for n in ("oltp", "build-unpack", "analytics-scan")]
+    for cfg in catalog.candidates(dev.size_bytes):
+        for s in ("mq-deadline", "kyber", "bfq"):
+            other = cfg.with_(scheduler=s)
+            assert catalog.risks(other) == catalog.risks(cfg)
+            assert catalog.features(other) == catalog.features(cfg)
+            for prof in profiles:
+                assert permitted(other, prof, dev) == permitted(cfg, prof, dev)
