@@ -160,6 +160,8 @@ class FsAdvisorApp(App):
             self.query_one(EnergyPane).reload()
         elif tab == "history":
             self.query_one(HistoryPane).reload()
+        elif tab == "results":
+            self.query_one(ResultsPane).redraw_if_stale()
 
     # ------------------------------------------------------------------ cross-pane actions
 

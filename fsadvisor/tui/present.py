@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fsadvisor.domain import Device, Profile, Workload
-from fsadvisor.service.advice import Ranked, Recommendation, format_size
+from fsadvisor.service.advice import (Ranked, Recommendation, confidence_lines, format_size,
+                                      headline)
 
 # The options come last: they are what tells near-equal rows apart, and the table scrolls
 # sideways when they do not fit; the detail pane shows them in full.
@@ -82,13 +83,21 @@ def energy_label(r: Ranked) -> str:
     return f"{r.prediction.energy_source}, {r.prediction.power_scope}"
 
 
+# The AG column for a filesystem that has no allocation groups: recommend's JSON has null
+# there (and only there: an xfs row always names the count mkfs.xfs will use).
+NO_AG = "—"
+
+
+def ag_cell(r: Ranked) -> str:
+    return str(r.ag_count) if r.ag_count is not None else NO_AG
+
+
 def ranked_row(r: Ranked) -> tuple[str, ...]:
     p = r.prediction
     lo, hi = p.uncertainty["ops_per_joule_90"]
     mkfs = ",".join(f"{k}={v}" for k, v in r.config.mkfs) or "defaults"
     # the same AG count as recommend's text and JSON (mkfs.xfs's default when unset)
-    return (r.label, r.config.fs, r.config.scheduler,
-            str(r.ag_count) if r.ag_count is not None else "-",
+    return (r.label, r.config.fs, r.config.scheduler, ag_cell(r),
             f"{p.iops:,.0f}", f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
             energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
 
@@ -106,8 +115,15 @@ def live_status(rec: Recommendation) -> Text:
 
 
 def summary_text(rec: Recommendation) -> Text:
+    """recommend's answer in the order the CLI prints it: the headline (what to use, why,
+    how sure), the decision confidence with what would settle a tie, then what was ranked
+    and the notes."""
     d = rec.device
     t = Text()
+    for line in headline(rec):
+        t.append(line + "\n", style="bold")
+    for line in confidence_lines(rec):
+        t.append(line.strip() + "\n", style="yellow" if rec.confidence.tied else "green")
     t.append(f"{rec.profile.name}", style="bold")
     t.append(f" on {d.kind} {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB), PLP {d.plp}"
              + (f" ({d.path})" if d.path else "") + "; ")
@@ -125,8 +141,9 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
     t = Text()
     t.append(f"#{r.rank} {r.config.fs}", style="bold")
     t.append(f"  score {r.score:,.0f} {unit}, scheduler {r.config.scheduler}")
-    if r.ag_count is not None:
-        t.append(f", AG count {r.ag_count}")
+    if r.ag_count is not None:  # the same words as recommend's text
+        t.append(f", AG count {r.ag_count}"
+                 + ("" if r.config.ag_count else " (mkfs.xfs default)"))
     t.append("\n")
     for label, value in (("mkfs", d["mkfs_command_line"]),
                          ("mount", f"-o {d['mount_options'] or 'defaults'}"),

@@ -557,3 +557,69 @@ async def test_enter_on_a_preset_recommends_it():
         pane = app.query_one(ResultsPane)
         assert app.active_tab == "results" and pane.explicit_runs == 1
         assert pane.recommendation.profile.name == chosen
+
+
+# ---------------------------------------------------------------------- headline and confidence
+
+def _recommend_json(*args: str) -> dict:
+    import json
+
+    from typer.testing import CliRunner
+
+    from fsadvisor import cli
+    cli._register()
+    result = CliRunner().invoke(cli.app, ["recommend", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("preset", ["oltp", "build-unpack"])
+async def test_recommendations_open_with_the_headline_and_the_confidence_of_recommend_json(preset):
+    """The pane's first lines are recommend's headline (its JSON ``summary``), then P(best)
+    of #1 and the leaders and, when tied, the cells that would settle it and how long: the
+    same values `fsadvisor recommend --json` gives for the same profile and device."""
+    doc = _recommend_json("-p", preset, "--top", "5")
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await recommend_for(pilot, preset)
+        shown = str(app.query_one("#summary", Static).content)
+    lines = shown.splitlines()
+    assert " ".join(lines[:2]) == doc["summary"]  # headline first, in words
+    conf = doc["confidence"]
+    assert lines[2] == (f"confidence: {conf['leaders'][0]['config']} is best (within "
+                        f"{conf['tolerance']:.0%}) with probability {conf['p_best_first']:.2f}"
+                        + ("; strict P(best): " + ", ".join(
+                            f"{x['config']} {x['p_best']:.2f}" for x in conf["leaders"][:4])
+                           if len(conf["leaders"]) > 1 else ""))
+    if conf["tied"]:
+        total_min = sum(c["seconds"] for c in conf["settle"]) / 60
+        assert lines[3].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
+                                   f"(about {total_min:.0f} min on this device): ")
+        assert all(f"{c['config']} x{c['reps']}" in lines[3] for c in conf["settle"])
+    else:
+        assert not conf["settle"] and not lines[3].startswith("tied")
+
+
+@pytest.mark.asyncio
+async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_xfs():
+    """One AG value in text, JSON and TUI (issue 12 §4): the column shows the JSON's
+    ag_count for every xfs row (mkfs.xfs's default when the configuration leaves it unset)
+    and "—" exactly where the JSON has null."""
+    doc = _recommend_json("-p", "build-unpack", "--top", "10", "--plp", "yes")
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#plp", Select).value = "yes"
+        pane = await recommend_for(pilot, "build-unpack")
+        app.query_one("#top", Input).value = "10"
+        await pilot.press("r")
+        await settle(pilot)
+        table = app.query_one("#ranked", DataTable)
+        ag = [str(table.get_row_at(i)[3]) for i in range(table.row_count)]
+        fs = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+    want = [r["ag_count"] for r in doc["recommendations"]]
+    assert len(ag) == len(want) == 10
+    assert ag == [present.NO_AG if a is None else str(a) for a in want]
+    assert all((a == present.NO_AG) == (f != "xfs") for a, f in zip(ag, fs))
+    assert "xfs" in fs, "the check needs an xfs row to mean anything"

@@ -43,10 +43,20 @@ class ResultsPane(Vertical):
         self.recommendation: Recommendation | None = None
         self.plotting = False  # the detail area shows the ops/J bars instead of one row
         self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
+        # A live re-rank while this tab is hidden only keeps the answer; it is drawn when the
+        # tab is shown (redraw_if_stale): no table refill or plot per key press unseen.
+        self.stale = False
+        self.draws = 0  # tables drawn (the per-key work test counts them)
+
+    def on_mount(self) -> None:
+        self.query_one("#summary-box").can_focus = False
 
     def compose(self) -> ComposeResult:
-        yield Static("No recommendations yet: choose a profile and a device, then press r.",
-                     id="summary")
+        # The headline and confidence come first and may run longer than a short screen
+        # allows: the box scrolls (it is no Tab stop: the table is what the keys move in).
+        with VerticalScroll(id="summary-box"):
+            yield Static("No recommendations yet: choose a profile and a device, then press r.",
+                         id="summary")
         table = DataTable(id="ranked", cursor_type="row", zebra_stripes=True)
         table.add_columns(*present.TABLE_COLUMNS)
         yield table
@@ -87,8 +97,27 @@ class ResultsPane(Vertical):
         self.post_message(self.Recommended(rec, live=True))
 
     def on_results_pane_recommended(self, event: Recommended) -> None:
-        rec = self.recommendation = event.recommendation
+        self.recommendation = event.recommendation
+        if event.live and not self.shown:
+            self.stale = True
+            return
+        self._draw()
+
+    @property
+    def shown(self) -> bool:
+        """Whether this pane is on screen (its tab is the active one)."""
+        return all(w.display for w in self.ancestors_with_self if hasattr(w, "display"))
+
+    def redraw_if_stale(self) -> None:
+        if self.stale:
+            self._draw()
+
+    def _draw(self) -> None:
+        self.stale = False
+        self.draws += 1
+        rec = self.recommendation
         self.query_one("#summary", Static).update(present.summary_text(rec))
+        self.query_one("#summary-box", VerticalScroll).scroll_home(animate=False)
         table = self.query_one("#ranked", DataTable)
         table.clear()
         for r in rec.ranked:
