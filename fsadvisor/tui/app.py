@@ -74,6 +74,8 @@ class FsAdvisorApp(App):
     def _pane(self, tab: str):
         if tab == "history":
             return HistoryPane(db=self.db, id="history-pane")
+        if tab == "results":
+            return ResultsPane(db=self.db, id="results-pane")
         return {"profile": ProfilePane, "device": DevicePane, "results": ResultsPane,
                 "energy": EnergyPane, "probe": ProbePane}[tab](id=f"{tab}-pane")
 

@@ -207,6 +207,53 @@ def matrix_row(c: dict[str, Any]) -> tuple[str, ...]:
             _ci(c["p99_latency_us"]), _ci(c["watts"], 1), c["energy"])
 
 
+def _stat_line(side: dict[str, Any], unit: str) -> str:
+    if side.get("mean") is None:
+        return f"no {unit} measured"
+    n = side.get("n") or 0
+    spread = (f" (95%: {side['ci95_low']:,.0f}–{side['ci95_high']:,.0f})"
+              if side.get("ci95_low") is not None and side.get("ci95_high") is not None
+              else " (1 run — no interval)" if n == 1 else "")
+    return f"{side['mean']:,.0f} {unit}{spread}, n = {n}"
+
+
+def marked_text(doc: dict[str, Any], marked: list[int]) -> Text:
+    t = Text()
+    if not marked:
+        t.append("space on a cell marks it; two marked cells are shown side by side", style="dim")
+        return t
+    t.append("A ", style="bold")
+    t.append(f"{doc['cells'][marked[0]]['label']} ({doc['cells'][marked[0]]['workload']}); "
+             "space on a second cell compares them", style="dim")
+    return t
+
+
+def comparison_text(c: dict[str, Any]) -> Text:
+    """Two cells side by side: mean, 95% interval and n of each, then B − A and whether
+    the runs can tell them apart (service.compare's Welch verdict)."""
+    unit = c["unit"]
+    t = Text()
+    for side in ("a", "b"):
+        s = c[side]
+        t.append(f"{side.upper()} ", style="bold")
+        t.append(f"{s['label']} ({s['workload']}): ")
+        t.append(_stat_line(s, unit) + "\n")
+    d = c.get("difference")
+    if d is None:
+        t.append(c["verdict"], style="yellow")
+    else:
+        half = (d["high_pct"] - d["low_pct"]) / 2
+        t.append(f"B − A: {d['diff']:+,.0f} {unit} ({d['diff_pct']:+.1f}% ± {half:.1f}%, "
+                 f"95% Welch interval {d['low']:+,.0f} to {d['high']:+,.0f}); ", style="bold")
+        t.append("separable" if d["significant"] else "not separable",
+                 style="green" if d["significant"] else "yellow")
+        t.append(f": {d['verdict']}")
+    if not c["same_workload"]:
+        t.append("\n(different workloads: the difference is not only the configuration)",
+                 style="dim")
+    return t
+
+
 HISTORY_COLUMNS = ("matrix", "status", "started", "finished", "device", "profile", "reps",
                    "runs ok", "failed", "incomplete", "cells")
 

@@ -623,3 +623,134 @@ async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_
     assert ag == [present.NO_AG if a is None else str(a) for a in want]
     assert all((a == present.NO_AG) == (f != "xfs") for a, f in zip(ag, fs))
     assert "xfs" in fs, "the check needs an xfs row to mean anything"
+
+
+# ---------------------------------------------------------------------- two cells side by side
+
+async def _open_matrix(pilot, matrix_id: str) -> None:
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("f5")
+    await settle(pilot)
+    table = app.query_one("#history-table", DataTable)
+    ids = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    table.focus()
+    await pilot.press(*["down"] * ids.index(matrix_id), "enter")
+    await settle(pilot)
+
+
+@pytest.mark.asyncio
+async def test_two_marked_cells_are_compared_side_by_side_with_compares_welch_verdict(probed_store):
+    from fsadvisor.service import compare, matrix_results
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await _open_matrix(pilot, "m-new")
+        await pilot.press("space")  # nothing compared yet: one marked cell
+        await settle(pilot)
+        view = app.query_one("#compare-view", Static)
+        assert "space on a second cell compares them" in plain(view.content)
+        cells = app.query_one("#matrix-cells", DataTable)
+        cells.focus()
+        await pilot.press("down", "space")
+        await settle(pilot)
+        shown = plain(view.content, 200)
+        compared = app.query_one("HistoryPane").compared
+    doc = matrix_results.matrix_cells("m-new", db=str(probed_store))
+    a, b = doc["cells"][0], doc["cells"][1]  # xfs (15k IOPS / 50 W) then ext4 (10k / 50 W)
+    d = compare.welch(a["ops_per_joule"]["mean"], a["ops_per_joule"]["sd"], a["n"],
+                      b["ops_per_joule"]["mean"], b["ops_per_joule"]["sd"], b["n"])
+    assert f"A {a['label']} (profile:oltp): {a['ops_per_joule']['mean']:,.0f} ops/J" in shown
+    assert f"n = {a['n']}" in shown and f"n = {b['n']}" in shown
+    assert f"B − A: {d['diff']:+,.0f} ops/J ({d['diff_pct']:+.1f}%" in shown
+    # ext4 is a third below xfs with 3 tight runs each: the runs separate them
+    assert "; separable: " + compare.verdict("A", "B", d, "ops/J") in shown
+    assert compared["difference"]["significant"] is True
+
+
+def test_compare_cells_says_when_the_runs_cannot_separate_two_cells():
+    doc = {"matrix": {"id": "m"}, "cells": [
+        {"label": "a", "workload": "w", "energy": "ipmi, system", "n": 3,
+         "ops_per_joule": {"n": 3, "mean": 100.0, "sd": 10.0, "ci95_low": 75.0, "ci95_high": 125.0},
+         "iops": {"n": 3, "mean": 5000.0, "sd": 500.0, "ci95_low": 3700.0, "ci95_high": 6200.0}},
+        {"label": "b", "workload": "w", "energy": "ipmi, system", "n": 3,
+         "ops_per_joule": {"n": 3, "mean": 102.0, "sd": 10.0, "ci95_low": 77.0, "ci95_high": 127.0},
+         "iops": {"n": 3, "mean": 5100.0, "sd": 500.0, "ci95_low": 3800.0, "ci95_high": 6300.0}},
+        {"label": "c", "workload": "v", "energy": "none", "n": 1,
+         "ops_per_joule": {"n": 0, "mean": None, "sd": None, "ci95_low": None, "ci95_high": None},
+         "iops": {"n": 1, "mean": 7000.0, "sd": None, "ci95_low": None, "ci95_high": None}}]}
+    c = calls.compare_cells(doc, 0, 1)
+    assert c["metric"] == "ops_per_joule" and c["difference"]["significant"] is False
+    text = plain(present.comparison_text(c), 200)
+    assert "not separable: no difference the data can see" in text
+    c = calls.compare_cells(doc, 0, 2)  # no energy on one side: IOPS, and n = 1 cannot tell
+    assert c["metric"] == "iops" and c["difference"] is None
+    text = plain(present.comparison_text(c), 200)
+    assert "1 run — no interval" in text and "cannot tell: fewer than 2 runs" in text
+    assert "different workloads" in text
+    with pytest.raises(calls.USER_ERRORS):
+        calls.compare_cells(doc, 1, 1)
+
+
+# ---------------------------------------------------------------------- plots: measured apart, device history
+
+@pytest.mark.asyncio
+async def test_g_charts_the_highlighted_matrix_device_over_time(probed_store):
+    from fsadvisor.service import matrix_results
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "ChartScreen"
+        shown = str(app.screen.query_one("#chart-text", Static).content)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert type(app.screen).__name__ != "ChartScreen"
+    hist = matrix_results.device_history("/dev/loop9", db=str(probed_store))
+    assert [m["id"] for m in hist["matrices"]] == ["m-base", "m-new"] or \
+        sorted(m["id"] for m in hist["matrices"]) == ["m-base", "m-new"]
+    assert hist["unit"] == "ops/J"
+    # one line per configuration with one point per matrix: xfs 240 -> 300 ops/J (PROBED_IOPS / 50 W)
+    xfs = next(v for k, v in hist["series"].items() if k.startswith("xfs"))
+    assert [round(p[1]) for p in xfs] == [240, 300]
+    assert "/dev/loop9: measured ops/J per matrix" in shown
+    assert "last 300 ops/J (2 matrices)" in shown
+
+
+@pytest.mark.asyncio
+async def test_the_plot_marks_runs_measured_on_the_device_apart_from_predictions(probed_store):
+    """With runs of the profile on the recommendation's device in the store, p draws each
+    measured configuration's bar (M) beside its prediction (P) and says where and how many
+    runs; the same plot for a device given as a size has predictions only."""
+    from fsadvisor.domain import Device
+    from fsadvisor.service import report
+
+    dev = Device(path="/dev/loop9", size_bytes=8 << 30, kind="loop", model="loop on ext4 (test)")
+    rec = advice.recommend("oltp", device=dev, top=5, db=str(probed_store))
+    measured = report.measured_on_device(rec, str(probed_store))
+    hits = [r for r in rec.ranked if r.config.key() in measured]
+    assert hits, "the check needs a measured configuration among the ranked ones"
+    app = FsAdvisorApp(db=str(probed_store))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        pane = app.query_one(ResultsPane)
+        before = pane.recommendation
+        pane.recommendation = rec  # as if the device pane had named /dev/loop9
+        await pilot.press("p")
+        await settle(pilot)
+        shown = str(app.query_one("#detail-text", Static).content)
+        pane.recommendation = before
+        await pilot.press("p", "p")
+        await settle(pilot)
+        unmeasured = str(app.query_one("#detail-text", Static).content)
+    for r in hits:  # both probe matrices of the fixture ran it: 6 runs
+        label = f"#{r.rank} {report.config_label(r.config)}"
+        assert f"M {label}: measured on /dev/loop9: 6 runs" in shown
+        assert f"P #{r.rank} " in shown and f"M #{r.rank} " in shown
+    assert "measured on" not in unmeasured and "M #" not in unmeasured

@@ -38,8 +38,9 @@ class ResultsPane(Vertical):
 
     BINDINGS = [Binding("p", "toggle_plot", "Plot ops/J")]
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, db: str | None = None, **kw) -> None:
         super().__init__(**kw)
+        self.db = db  # the store the plot reads measured runs from
         self.recommendation: Recommendation | None = None
         self.plotting = False  # the detail area shows the ops/J bars instead of one row
         self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
@@ -155,7 +156,7 @@ class ResultsPane(Vertical):
     def _plot(self, rec: Recommendation, width: int) -> None:
         # plotext keeps one global figure: the exclusive group runs one plot at a time
         try:
-            text = calls.plot_recommendation(rec, width)
+            text = calls.plot_recommendation(rec, width, self.db)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
