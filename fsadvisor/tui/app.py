@@ -104,6 +104,9 @@ class FsAdvisorApp(App):
         yield SystemCommand("Export recommendation (JSON)", "Write the current recommendation "
                             "to fsadvisor-recommendation.json in the working directory",
                             self.action_export_json)
+        yield SystemCommand("Capture a profile from a device", "Sample a running device's "
+                            "/proc/diskstats and load the profile it suggests (ctrl+g)",
+                            self.action_capture)
         yield SystemCommand("Help for this screen", "What the numbers mean and what to do "
                             "next (?)", self.action_help)
         yield from super().get_system_commands(screen)
@@ -141,6 +144,10 @@ class FsAdvisorApp(App):
             self.notify(f"{path}: {e.strerror}", title="export", severity="error", markup=False)
             return
         self.notify(f"wrote {Path(path).resolve()}", title="export", markup=False)
+
+    def action_capture(self) -> None:
+        self.action_show_tab("profile")
+        self.query_one(ProfilePane).action_capture()
 
     def action_probe_preview(self) -> None:
         self.action_show_tab("probe")

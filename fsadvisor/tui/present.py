@@ -57,6 +57,17 @@ def profile_text(p: Profile, origin: str) -> Text:
     return t
 
 
+def assumptions_text(assumptions: list[str]) -> Text:
+    """A captured profile's assumptions (what /proc/diskstats cannot tell), to confirm."""
+    t = Text()
+    t.append("\nassumptions to confirm ", style="bold yellow")
+    t.append("(captured: edit the workload fields or the TOML where they are wrong)\n",
+             style="dim")
+    for a in assumptions:
+        t.append(f" ? {a}\n", style="yellow")
+    return t
+
+
 def _opt(v: float | None, unit: str = "") -> str:
     return "-" if v is None else f"{v:g}{unit}"
 
@@ -286,7 +297,9 @@ HELP = {
     "profile": (
         "Profile: what the application does",
         "Pick a preset on the left (Enter or the arrows) or type the path of a profile TOML "
-        "and press Enter. The workload fields are a what-if: jobs, queue depth, request size "
+        "and press Enter, or capture one from a running device with ctrl+g (its mix, "
+        "request sizes, IOPS and queue depth from /proc/diskstats; confirm the assumptions "
+        "listed with it). The workload fields are a what-if: jobs, queue depth, request size "
         "(4k, 1M), read share, fsync policy and working set. The constraints filter the "
         "answer: PLP (power-loss protection; your choice stays when you switch presets), "
         "durability, features, min IOPS, max p99.\n\n"
@@ -301,10 +314,14 @@ HELP = {
         "column is chosen from. Top N is how many configurations are listed. Next: r."),
     "results": (
         "Recommendations",
+        "The first lines are the answer: what to use and why, how sure (the probability "
+        "that #1 is the best, from the model's posterior) and, when the leaders are tied, "
+        "which cells a probe would measure to settle it and about how long. "
         "Ranked by predicted ops/J. IOPS and ops/J are predictions unless the detail says "
         "measured; the interval is 90%. A candidate ahead by less than the model's "
         "uncertainty of the difference is not preferred for extra settings. Up/Down moves, "
-        "Enter shows a row's mkfs command, fstab line and why. Next: Ctrl+P -> copy the mkfs "
+        "Enter shows a row's mkfs command, fstab line and why; p plots "
+        "ops/J with 95% whiskers (M: measured on this device, P: predicted). Next: Ctrl+P -> copy the mkfs "
         "and fstab lines, or F6 to preview a probe that would measure the top candidates."),
     "energy": (
         "Energy: where watts come from",
@@ -314,7 +331,10 @@ HELP = {
     "history": (
         "History: probe runs in the store",
         "Each row is one probe matrix, newest first. Measured results are the ground truth "
-        "the model is fitted on. Next: F6 to preview a new probe."),
+        "the model is fitted on. Enter opens a matrix's cells (mean, 95% interval, n); space "
+        "marks two cells to see them side by side with the difference and whether the runs "
+        "can tell them apart; g charts the device's matrices over time; c, j, h export CSV, "
+        "JSON and the HTML report. Next: F6 to preview a new probe."),
     "probe": (
         "Probe preview",
         "A dry run of `fsadvisor probe`: the cells it would run and the commands, nothing is "

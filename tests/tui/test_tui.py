@@ -754,3 +754,87 @@ async def test_the_plot_marks_runs_measured_on_the_device_apart_from_predictions
         assert f"M {label}: measured on /dev/loop9: 6 runs" in shown
         assert f"P #{r.rank} " in shown and f"M #{r.rank} " in shown
     assert "measured on" not in unmeasured and "M #" not in unmeasured
+
+
+# ---------------------------------------------------------------------- capture from the TUI
+
+def _block_device_of(path) -> str | None:
+    """The /proc/diskstats name of the block device holding ``path`` (None on tmpfs etc.)."""
+    st = os.stat(path)
+    try:
+        uevent = open(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/uevent").read()
+    except OSError:
+        return None
+    return next((ln.split("=", 1)[1] for ln in uevent.splitlines() if ln.startswith("DEVNAME=")),
+                None)
+
+
+@pytest.mark.asyncio
+async def test_capture_samples_a_working_device_and_loads_its_profile_with_the_assumptions(tmp_path):
+    """ctrl+g: device, seconds, file -> the service capture runs in a worker while this test
+    writes and fsyncs a file on that device (the application "working"), the profile it
+    wrote is loaded into the form, and its assumptions are listed to confirm."""
+    import threading
+
+    dev = _block_device_of(tmp_path)
+    if dev is None:
+        pytest.skip(f"{tmp_path} is not on a block device")
+    out = tmp_path / "captured.toml"
+    stop = threading.Event()
+
+    def work() -> None:  # 4 KiB writes, each fsync'd: I/O the device's counters see
+        with open(tmp_path / "busy.bin", "wb") as f:
+            while not stop.is_set():
+                f.write(os.urandom(4096))
+                f.flush()
+                os.fsync(f.fileno())
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "CaptureScreen"
+        app.screen.query_one("#cap-device", Input).value = f"/dev/{dev}"
+        app.screen.query_one("#cap-seconds", Input).value = "1"
+        app.screen.query_one("#cap-out", Input).value = str(out)
+        writer = threading.Thread(target=work)
+        writer.start()
+        try:
+            await pilot.press("enter")
+            await pilot.pause()
+            await settle(pilot)
+            await settle(pilot)  # the capture's worker, then the file's
+        finally:
+            stop.set()
+            writer.join()
+        prof = app.query_one("ProfilePane")
+        info = plain(app.query_one("#profile-info", Static).content, 300)
+        current = prof.current
+    assert out.exists() and current is not None and current.ref == str(out)
+    assert current.profile.name == f"captured-{dev}"
+    assert current.profile == advice.get_profile(str(out))
+    assert "assumptions to confirm" in info
+    for line in prof.assumptions[str(out)]:
+        assert line in info
+    assert any("fsync" in a for a in prof.assumptions[str(out)])
+
+
+@pytest.mark.asyncio
+async def test_capture_of_a_device_that_does_not_exist_is_one_error_and_loads_nothing(tmp_path):
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        before = app.query_one("ProfilePane").current
+        app.action_capture()
+        await pilot.pause()
+        app.screen.query_one("#cap-device", Input).value = "/dev/no-such-disk"
+        app.screen.query_one("#cap-seconds", Input).value = "0.2"
+        app.screen.query_one("#cap-out", Input).value = str(tmp_path / "x.toml")
+        await pilot.press("enter")
+        await settle(pilot)
+        await settle(pilot)
+        shown = toasts(app)
+        assert app.query_one("ProfilePane").current is before
+    assert any("no-such-disk is not in /proc/diskstats" in t for t in shown)
+    assert not (tmp_path / "x.toml").exists()
