@@ -79,3 +79,77 @@ def test_help_screen_80x24(snap_compare):
 
 def test_the_version_guard_reads_a_version():
     assert RECORDED_WITH.count(".") == 2 and all(p.isdigit() for p in RECORDED_WITH.split("."))
+
+
+# ---------------------------------------------------------------------- error toasts, per screen
+
+def _typed_then_enter(selector: str, text: str):
+    async def run(pilot) -> None:
+        await _settle(pilot)
+        box = pilot.app.query_one(selector)
+        box.focus()
+        box.value = text
+        await pilot.press("enter")
+        await _settle(pilot)
+    return run
+
+
+async def _capture_missing_device(pilot) -> None:
+    await _settle(pilot)
+    await pilot.press("ctrl+g")
+    await pilot.pause()
+    pilot.app.screen.query_one("#cap-device").value = "/dev/no-such-disk"
+    pilot.app.screen.query_one("#cap-seconds").value = "0.2"
+    await pilot.press("enter")
+    await _settle(pilot)
+
+
+async def _capture_dialog(pilot) -> None:
+    await _settle(pilot)
+    await pilot.press("ctrl+g")
+    await _settle(pilot)
+
+
+async def _export_unwritable(pilot) -> None:
+    await _recommend(pilot)
+    pilot.app.action_export_json("/no-such-directory/fsadvisor-recommendation.json")
+    await _settle(pilot)
+
+
+async def _history_export_nothing_open(pilot) -> None:
+    await _settle(pilot)
+    await pilot.press("f5")
+    await _settle(pilot)
+    await pilot.press("c")
+    await _settle(pilot)
+
+
+def test_toast_bad_profile_path_80x24(snap_compare):
+    """Profile tab: a TOML path that does not exist is one error toast, the form unchanged."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
+                        run_before=_typed_then_enter("#profile-path", "no-such-profile.toml"))
+
+
+def test_toast_capture_missing_device_80x24(snap_compare):
+    """Profile tab: capturing a device /proc/diskstats does not list names it, once."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_capture_missing_device)
+
+
+def test_capture_dialog_80x24(snap_compare):
+    """ctrl+g: device, seconds (10 by default) and the file the profile goes to."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_capture_dialog)
+
+
+def test_toast_export_unwritable_80x24(snap_compare):
+    """Recommendations: exporting to a directory that does not exist says why, in one line."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_export_unwritable)
+
+
+def test_toast_export_unwritable(snap_compare):
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_export_unwritable)
+
+
+def test_toast_history_export_before_opening_80x24(snap_compare):
+    """History (empty store): c before a matrix is opened says what to do first."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
+                        run_before=_history_export_nothing_open)
