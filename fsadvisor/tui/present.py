@@ -96,7 +96,7 @@ def energy_label(r: Ranked) -> str:
 
 # The AG column for a filesystem that has no allocation groups: recommend's JSON has null
 # there (and only there: an xfs row always names the count mkfs.xfs will use).
-NO_AG = "—"
+NO_AG = "-"  # as every other missing value in the TUI's tables
 
 
 def ag_cell(r: Ranked) -> str:
@@ -145,6 +145,19 @@ def summary_text(rec: Recommendation) -> Text:
     return t
 
 
+def leader_p_best(r: Ranked, rec: Recommendation) -> float | None:
+    """``r``'s probability of being the best (recommend --json's confidence.leaders; for #1
+    its p_best_first, the within-tolerance figure the headline uses), None for a row outside
+    the leading group."""
+    conf = rec.confidence
+    if conf is None:
+        return None
+    if r.rank == 1:
+        return conf.p_first
+    label = r.config.label()
+    return next((p for k, p in zip(conf.labels, conf.p_best) if k == label), None)
+
+
 def detail_text(r: Ranked, rec: Recommendation) -> Text:
     d: dict[str, Any] = r.to_dict()
     p, u = r.prediction, r.prediction.uncertainty
@@ -156,6 +169,13 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
         t.append(f", AG count {r.ag_count}"
                  + ("" if r.config.ag_count else " (mkfs.xfs default)"))
     t.append("\n")
+    p_best = leader_p_best(r, rec)
+    if p_best is not None:
+        t.append("P(best) ", style="bold")
+        t.append(f"{p_best:.2f}, one of the {len(rec.confidence.labels)} leaders the model "
+                 "cannot yet tell apart" if rec.confidence.tied and len(rec.confidence.labels) > 1
+                 else f"{p_best:.2f}")
+        t.append("\n")
     for label, value in (("mkfs", d["mkfs_command_line"]),
                          ("mount", f"-o {d['mount_options'] or 'defaults'}"),
                          ("fstab", d["fstab"]),

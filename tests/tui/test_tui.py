@@ -561,6 +561,14 @@ async def test_enter_on_a_preset_recommends_it():
 
 # ---------------------------------------------------------------------- headline and confidence
 
+def _label_of(entry: dict) -> str:
+    """A --json recommendation's configuration as FsConfig.label() spells it."""
+    from fsadvisor.domain import FsConfig
+    c = entry["config"]
+    return FsConfig.make(c["filesystem"], mkfs=c["mkfs"], mount=c["mount"],
+                         scheduler=c["scheduler"], ag_count=c["ag_count"]).label()
+
+
 def _recommend_json(*args: str) -> dict:
     import json
 
@@ -582,8 +590,13 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
     doc = _recommend_json("-p", preset, "--top", "5")
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE) as pilot:
-        await recommend_for(pilot, preset)
+        pane = await recommend_for(pilot, preset)
         shown = str(app.query_one("#summary", Static).content)
+        details = [detail(app)]
+        for _ in pane.recommendation.ranked[1:]:
+            await pilot.press("down")
+            await pilot.pause()
+            details.append(detail(app))
     lines = shown.splitlines()
     assert " ".join(lines[:2]) == doc["summary"]  # headline first, in words
     conf = doc["confidence"]
@@ -599,13 +612,19 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
         assert all(f"{c['config']} x{c['reps']}" in lines[3] for c in conf["settle"])
     else:
         assert not conf["settle"] and not lines[3].startswith("tied")
+    # each row's detail gives its own P(best) where it is one of the leaders (#1: the
+    # within-tolerance figure of the headline), and none where it is not
+    leaders = {x["config"]: x["p_best"] for x in conf["leaders"]}
+    for i, (entry, text) in enumerate(zip(doc["recommendations"], details)):
+        p = conf["p_best_first"] if i == 0 else leaders.get(_label_of(entry))
+        assert (f"P(best) {p:.2f}" in text) if p is not None else ("P(best)" not in text), text
 
 
 @pytest.mark.asyncio
 async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_xfs():
     """One AG value in text, JSON and TUI (issue 12 §4): the column shows the JSON's
     ag_count for every xfs row (mkfs.xfs's default when the configuration leaves it unset)
-    and "—" exactly where the JSON has null."""
+    and "-" exactly where the JSON has null."""
     doc = _recommend_json("-p", "build-unpack", "--top", "10", "--plp", "yes")
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE) as pilot:
@@ -838,3 +857,33 @@ async def test_capture_of_a_device_that_does_not_exist_is_one_error_and_loads_no
         assert app.query_one("ProfilePane").current is before
     assert any("no-such-disk is not in /proc/diskstats" in t for t in shown)
     assert not (tmp_path / "x.toml").exists()
+
+
+@pytest.mark.asyncio
+async def test_live_reranks_do_not_redraw_the_hidden_results_tab_until_it_is_shown():
+    """Per key press the TUI redraws only what is on screen (issue 14 §1 latency): the
+    Results tab keeps the newest live answer but refills its table and detail (or plot)
+    once, when it is shown."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        pane = app.query_one(ResultsPane)
+        assert pane.draws == 0 and pane.stale  # the start's live ranking, unseen so far
+        app.query_one("#min-iops", Input).focus()
+        gen = app.live_generation
+        await pilot.press("1", "0", "0")
+        await live_settled(pilot)
+        assert app.live_generation > gen and pane.draws == 0
+        oltp = advice.get_profile("oltp")
+        want = advice.recommend(calls.with_constraints(oltp, min_iops=100.0), "nvme:1T", top=5)
+        assert pane.recommendation.to_dict() == want.to_dict()
+        await pilot.press("f3")
+        await settle(pilot)
+        assert pane.draws == 1 and not pane.stale
+        table = app.query_one("#ranked", DataTable)
+        assert [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)] \
+            == [present.ranked_row(r) for r in want.ranked]
+        # on screen, a live answer is drawn at once
+        app.query_one("#min-iops", Input).value = "1000"
+        await live_settled(pilot)
+        assert pane.draws == 2

@@ -49,12 +49,11 @@ class ResultsPane(Vertical):
         self.stale = False
         self.draws = 0  # tables drawn (the per-key work test counts them)
 
-    def on_mount(self) -> None:
-        self.query_one("#summary-box").can_focus = False
 
     def compose(self) -> ComposeResult:
         # The headline and confidence come first and may run longer than a short screen
-        # allows: the box scrolls (it is no Tab stop: the table is what the keys move in).
+        # allows: the box scrolls, and is a Tab stop (shift+Tab from the table) so the
+        # keyboard can scroll it at 80x24.
         with VerticalScroll(id="summary-box"):
             yield Static("No recommendations yet: choose a profile and a device, then press r.",
                          id="summary")
