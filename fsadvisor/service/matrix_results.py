@@ -166,6 +166,7 @@ def plot_device_history(doc: dict[str, Any], width: int = 80, height: int = 14) 
     best = sorted(doc["series"].items(), key=lambda kv: -kv[1][-1][1])[:HISTORY_SERIES]
     plt.clf()
     plt.theme("clear")
+    plt.limitsize(False, False)  # the size asked for, not the (unknown) terminal's
     plt.plotsize(max(40, min(int(width), 400)), max(8, height))
     for (label, pts), marker in zip(best, _MARKERS):
         plt.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker)
@@ -173,7 +174,10 @@ def plot_device_history(doc: dict[str, Any], width: int = 80, height: int = 14) 
     plt.xticks(ticks, [time.strftime("%m-%d %H:%M", time.localtime(m["started_at"]))
                        if m["started_at"] else m["id"] for m in doc["matrices"]])
     plt.title(f"{doc['device']}: measured {doc['unit']} per matrix")
-    lines = [ln.rstrip() for ln in plt.uncolorize(plt.build()).splitlines()]
+    try:
+        lines = [ln.rstrip() for ln in plt.uncolorize(plt.build()).splitlines()]
+    finally:
+        plt.limitsize(True, True)  # plotext's default: the other charts of the process keep it
     for (label, pts), marker in zip(best, _MARKERS):
         lines.append(f" {marker} {label}: last {pts[-1][1]:,.0f} {doc['unit']} "
                      f"({len(pts)} {'matrices' if len(pts) != 1 else 'matrix'})")

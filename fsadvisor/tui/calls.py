@@ -125,10 +125,11 @@ def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     return compare(doc, a, b)
 
 
-def device_history_plot(device: str, width: int = 80, db: str | None = None) -> str:
+def device_history_plot(device: str, width: int = 80, db: str | None = None,
+                        height: int = 14) -> str:
     """The device's matrices over time: measured ops/J (or IOPS) per configuration."""
     from fsadvisor.service.matrix_results import device_history, plot_device_history
-    return plot_device_history(device_history(device, db), width)
+    return plot_device_history(device_history(device, db), width, height)
 
 
 def capture(device: str, seconds: float, out: str) -> dict[str, Any]:

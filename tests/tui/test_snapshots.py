@@ -153,3 +153,50 @@ def test_toast_history_export_before_opening_80x24(snap_compare):
     """History (empty store): c before a matrix is opened says what to do first."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
                         run_before=_history_export_nothing_open)
+
+
+# ---------------------------------------------------------------------- history: side by side, chart
+
+@pytest.fixture
+def dated_store(request, monkeypatch):
+    """probed_store with fixed matrix times (an hour apart) shown in UTC, so the History
+    table's dates and the chart's axis are the same on every run and machine."""
+    import itertools
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    request.addfinalizer(time.tzset)  # after monkeypatch restored TZ (finalizers run LIFO)
+    clock = itertools.count(1_790_000_000.0, 3600.0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(time, "time", lambda: next(clock))
+        return request.getfixturevalue("probed_store")
+
+
+async def _compare_two_cells(pilot) -> None:
+    await _settle(pilot)
+    await pilot.press("f5")
+    await _settle(pilot)
+    await pilot.press("enter")  # the newest matrix, m-new
+    await _settle(pilot)
+    pilot.app.query_one("#matrix-cells").focus()
+    await pilot.press("space", "down", "space")
+    await _settle(pilot)
+
+
+async def _device_chart(pilot) -> None:
+    await _settle(pilot)
+    await pilot.press("f5")
+    await _settle(pilot)
+    await pilot.press("g")
+    await _settle(pilot)
+
+
+def test_history_two_cells_side_by_side_80x24(snap_compare, dated_store):
+    """m-new opened, xfs and ext4 marked: means, intervals, n, B − A and 'separable'."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_compare_two_cells)
+
+
+def test_history_device_chart(snap_compare, dated_store):
+    """g on /dev/loop9's matrix: ops/J per configuration across its two matrices."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_device_chart)

@@ -166,13 +166,16 @@ class HistoryPane(Vertical):
         if not device:
             self.notify("this matrix names no device", title="chart", severity="warning")
             return
-        self._chart(str(device), max(self.size.width - 6, 40))
+        # the chart box takes 95% x 90% of the screen (app.tcss #chart-box); the legend
+        # under the axes needs up to HISTORY_SERIES + 2 lines
+        self._chart(str(device), max(self.app.size.width * 95 // 100 - 6, 40),
+                    max(self.app.size.height * 9 // 10 - 12, 8))
 
     @work(thread=True, exclusive=True, group="chart")
-    def _chart(self, device: str, width: int) -> None:
+    def _chart(self, device: str, width: int, height: int) -> None:
         # plotext keeps one global figure: an exclusive group draws one chart at a time
         try:
-            text = calls.device_history_plot(device, width, self.db)
+            text = calls.device_history_plot(device, width, self.db, height)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
