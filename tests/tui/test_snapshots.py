@@ -200,3 +200,25 @@ def test_history_two_cells_side_by_side_80x24(snap_compare, dated_store):
 def test_history_device_chart(snap_compare, dated_store):
     """g on /dev/loop9's matrix: ops/J per configuration across its two matrices."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_device_chart)
+
+
+async def _plot_with_measured_runs(pilot) -> None:
+    from fsadvisor.domain import Device
+    from fsadvisor.service import advice
+    from fsadvisor.tui.panes.results import ResultsPane
+
+    await _recommend(pilot)
+    dev = Device(path="/dev/loop9", size_bytes=8 << 30, kind="loop", model="loop on ext4 (test)")
+    # as if the device pane had named /dev/loop9 (a path is inspected, and the fixture's
+    # loop device exists only in the store)
+    pane = pilot.app.query_one(ResultsPane)
+    pane.post_message(ResultsPane.Recommended(advice.recommend("oltp", device=dev, top=5)))
+    await _settle(pilot)
+    await pilot.press("p")
+    await _settle(pilot)
+
+
+def test_plot_marks_measured_runs(snap_compare, dated_store):
+    """p with runs of oltp on /dev/loop9 in the store: M bars beside the P bars, and where
+    and how many runs each measured bar rests on."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_plot_with_measured_runs)
