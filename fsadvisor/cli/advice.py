@@ -111,14 +111,9 @@ def _print_recommendation(rec, yw, worth) -> None:
     typer.echo(f"{rec.considered} candidates, excluded: "
                + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
                   or "none"))
-    if rec.confidence is not None:
-        typer.echo(f"confidence: {rec.confidence.sentence()}")
-        if rec.confidence.settle:
-            total_s = sum(c["seconds"] for c in rec.confidence.settle)
-            typer.echo(f"   tied: to settle it, measure {len(rec.confidence.settle)} cells "
-                       f"(about {total_s / 60:.0f} min on this device): "
-                       + "; ".join(f"{c['config']} x{c['reps']}" for c in rec.confidence.settle)
-                       + " — or run probe --adaptive")
+    from fsadvisor.service.advice import confidence_lines
+    for line in confidence_lines(rec):
+        typer.echo(line)
     for n in rec.notes + (worth.summary_lines(yw) if yw is not None else []):
         typer.echo(f"note: {n}")
     if any(r.tie_label.endswith("=") for r in rec.ranked):

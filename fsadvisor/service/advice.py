@@ -35,7 +35,7 @@ from fsadvisor.store import open_store, quick_version
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
 # tests/unit/test_front_end_imports.py enforces it).
 __all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
-           "CommandTarget", "format_size", "format_binary", "headline", "list_profiles", "get_profile", "profile_toml",
+           "CommandTarget", "format_size", "format_binary", "headline", "confidence_lines", "list_profiles", "get_profile", "profile_toml",
            "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
            "predict_one", "predict_batch", "predict_chunks", "validate", "calibrate"]
 
@@ -255,6 +255,23 @@ def headline(rec: Recommendation) -> list[str]:
     """The answer in words, first thing recommend prints (predict/explain.py)."""
     from fsadvisor.predict.explain import headline as lines
     return lines(rec)
+
+
+def confidence_lines(rec: Recommendation) -> list[str]:
+    """How sure, after the headline: P(best) of #1 and the leaders and, when they are tied,
+    which cells would settle it and roughly how long (issue 11 §1). The CLI's text and the
+    TUI's Recommendations pane print these same lines."""
+    conf = rec.confidence
+    if conf is None:
+        return []
+    lines = [f"confidence: {conf.sentence()}"]
+    if conf.settle:
+        total_s = sum(c["seconds"] for c in conf.settle)
+        lines.append(f"   tied: to settle it, measure {len(conf.settle)} cells "
+                     f"(about {total_s / 60:.0f} min on this device): "
+                     + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
+                     + " — or run probe --adaptive")
+    return lines
 
 
 def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> list[dict]:

@@ -89,3 +89,99 @@ def export_report(matrix_id: str, out: str | os.PathLike[str], db: str | None = 
                              f"--profile NAME --matrix {matrix_id}`")
     report.write(profile, out=out, matrix=matrix_id, db=db)
     return Path(out)
+
+
+def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
+    """Two cells of an opened matrix (``doc`` from matrix_cells; ``a``, ``b`` indexes of its
+    cells) side by side: mean, 95% interval and n of each, and B − A with its 95% Welch
+    interval and verdict (service.compare's, the one `fsadvisor compare` prints). ops/J when
+    both cells have it from the same energy source and scope, else IOPS."""
+    from fsadvisor.service.compare import verdict, welch
+
+    cells = doc["cells"]
+    if not (0 <= a < len(cells) and 0 <= b < len(cells)) or a == b:
+        raise FsAdvisorError("choose two different cells of the matrix to compare")
+    ca, cb = cells[a], cells[b]
+    metric = ("ops_per_joule" if ca["energy"] == cb["energy"] != "none"
+              and ca["ops_per_joule"]["mean"] and cb["ops_per_joule"]["mean"] else "iops")
+    what = "ops/J" if metric == "ops_per_joule" else "IOPS"
+    sa, sb = ca[metric], cb[metric]
+    out: dict[str, Any] = {
+        "matrix": doc["matrix"]["id"], "metric": metric, "unit": what,
+        "a": {"label": ca["label"], "workload": ca["workload"], "energy": ca["energy"], **sa},
+        "b": {"label": cb["label"], "workload": cb["workload"], "energy": cb["energy"], **sb},
+        "same_workload": ca["workload"] == cb["workload"]}
+    if (sa["n"] or 0) >= 2 and (sb["n"] or 0) >= 2 and sa["mean"]:
+        d = welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"], sb["sd"] or 0.0, sb["n"])
+        d["significant"] = d["low_pct"] > 0 or d["high_pct"] < 0
+        d["verdict"] = verdict("A", "B", d, what)
+        out["difference"] = d
+    else:
+        out["difference"] = None
+        out["verdict"] = "cannot tell: fewer than 2 runs on a side"
+    return out
+
+
+def device_history(device: str, db: str | None = None, limit: int = 200) -> dict[str, Any]:
+    """The history of one device: every stored matrix whose plan probed ``device``, oldest
+    first, and per configuration its mean per matrix (ops/J when every cell of those
+    matrices has an energy reading, else IOPS) — the points of the History tab's chart."""
+    with open_store(db) as store:
+        matrices = [m for m in store.matrices(limit=limit)
+                    if (m.get("plan") or {}).get("device") == device]
+        matrices.sort(key=lambda m: m.get("started_at") or 0.0)
+        per = [(m, store.summaries(matrix_id=m["id"])) for m in matrices]
+    every = [s for _, ss in per for s in ss]
+    metric = ("ops_per_joule" if every and all((s.get("ops_per_joule") or {}).get("mean")
+                                               for s in every) else "iops")
+    series: dict[str, list[list[Any]]] = {}
+    for i, (m, ss) in enumerate(per):
+        for s in ss:
+            mean = (s.get(metric) or {}).get("mean")
+            if mean is None:
+                continue
+            label = f"{config_label(s['config'], s.get('cell_key'))} {s['workload_name']}"
+            series.setdefault(label, []).append([i, mean])
+    return {"device": device, "metric": metric,
+            "unit": "ops/J" if metric == "ops_per_joule" else "IOPS",
+            "matrices": [{"id": m["id"], "started_at": m.get("started_at")} for m, _ in per],
+            "series": series}
+
+
+# The chart keeps this many configurations (the best by their latest mean): more lines than
+# this share too few marker characters to tell apart in a terminal.
+HISTORY_SERIES = 6
+_MARKERS = ("●", "▲", "■", "◆", "x", "+")
+
+
+def plot_device_history(doc: dict[str, Any], width: int = 80, height: int = 14) -> str:
+    """device_history as a terminal line chart (plotext, plain text): one line per
+    configuration across the device's matrices, with a legend naming each marker."""
+    import time
+
+    import plotext as plt  # lazy, as report/terminal.py
+
+    if not doc["series"]:
+        return f"no measured runs of {doc['device']} in the store"
+    best = sorted(doc["series"].items(), key=lambda kv: -kv[1][-1][1])[:HISTORY_SERIES]
+    plt.clf()
+    plt.theme("clear")
+    plt.limitsize(False, False)  # the size asked for, not the (unknown) terminal's
+    plt.plotsize(max(40, min(int(width), 400)), max(8, height))
+    for (label, pts), marker in zip(best, _MARKERS):
+        plt.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker)
+    ticks = list(range(len(doc["matrices"])))
+    plt.xticks(ticks, [time.strftime("%m-%d %H:%M", time.localtime(m["started_at"]))
+                       if m["started_at"] else m["id"] for m in doc["matrices"]])
+    plt.title(f"{doc['device']}: measured {doc['unit']} per matrix")
+    try:
+        lines = [ln.rstrip() for ln in plt.uncolorize(plt.build()).splitlines()]
+    finally:
+        plt.limitsize(True, True)  # plotext's default: the other charts of the process keep it
+    for (label, pts), marker in zip(best, _MARKERS):
+        lines.append(f" {marker} {label}: last {pts[-1][1]:,.0f} {doc['unit']} "
+                     f"({len(pts)} {'matrices' if len(pts) != 1 else 'matrix'})")
+    hidden = len(doc["series"]) - len(best)
+    if hidden > 0:
+        lines.append(f" ({hidden} more configuration(s) not drawn: export the matrices for all)")
+    return "\n".join(lines)

@@ -353,17 +353,61 @@ def write(profile: str, out: str | os.PathLike[str] | None = "report.html",
             "recommendation": (doc["recommendation"] or {}).get("headline"), "report": doc}
 
 
-def plot_recommendation(rec, width: int = 80) -> str:
-    """recommend --plot: the ranked configurations' predicted efficiency as terminal bars."""
+def measured_on_device(rec, db: str | None = None) -> dict[str, dict[str, Any]]:
+    """The store's ok runs of this recommendation's profile on its device, per ranked
+    configuration's key: {device, n, mean, low, high} of the ranked metric, where the
+    device (path or serial) ran it with an energy reading. Empty for a device given as a
+    size only (nothing can have been measured on it)."""
+    dev = rec.device
+    if not dev.path and not dev.serial:
+        return {}
+    from fsadvisor.store import open_store
+    names = {rec.profile.name, f"profile:{rec.profile.name}"}  # probe/plan.profile_workload
+    with open_store(db) as store:
+        found = [s for n in names for s in store.summaries(workload_name=n)]
+    keys = {r.config.key() for r in rec.ranked}
+    out: dict[str, dict[str, Any]] = {}
+    for s in found:
+        if s.get("config_key") not in keys or not (
+                (dev.path and s.get("device_path") == dev.path)
+                or (dev.serial and s.get("device_serial") == dev.serial)):
+            continue
+        st = measured_stats(s, rec.rank_by)["efficiency"]
+        if st is None or (s["config_key"] in out and out[s["config_key"]]["n"] >= s["n"]):
+            continue
+        out[s["config_key"]] = {"device": s.get("device_path") or dev.path or dev.serial,
+                                "n": s["n"], "mean": st["mean"],
+                                "low": st["low"] if st["low"] is not None else st["mean"],
+                                "high": st["high"] if st["high"] is not None else st["mean"]}
+    return out
+
+
+def plot_recommendation(rec, width: int = 80,
+                        measured: dict[str, dict[str, Any]] | None = None) -> str:
+    """recommend --plot: the ranked configurations' predicted efficiency as terminal bars.
+    With ``measured`` (measured_on_device), each configuration measured on the device gets
+    its own bar (M, Student-t 95% whisker) next to its prediction (P), and a legend line
+    says where and how many runs."""
     from fsadvisor.report.terminal import Bar, bars
     rank_by = rec.rank_by
+    measured = measured or {}
     items = []
     for r in rec.ranked:
         st = predicted_stats(r.prediction, rec.profile.workload.bs_bytes, rank_by)["efficiency"]
         items.append(Bar(f"#{r.rank} {config_label(r.config)}", st["mean"], st["low"],
                          st["high"], measured=False))
+        m = measured.get(r.config.key())
+        if m is not None:
+            items.append(Bar(f"#{r.rank} {config_label(r.config)}", m["mean"], m["low"],
+                             m["high"], measured=True))
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
-    return bars(items, f"predicted {unit}", f"{rec.profile.name}: {unit}", width)
+    chart = bars(items, f"predicted {unit}", f"{rec.profile.name}: {unit}", width)
+    for key, m in measured.items():
+        label = next(f"#{r.rank} {config_label(r.config)}" for r in rec.ranked
+                     if r.config.key() == key)
+        chart += (f"\nM {label}: measured on {m['device']}: {m['n']} run"
+                  f"{'s' if m['n'] != 1 else ''}")
+    return chart
 
 
 def plot_probe(summary: dict[str, Any], width: int = 80) -> str:

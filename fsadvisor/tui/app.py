@@ -74,6 +74,8 @@ class FsAdvisorApp(App):
     def _pane(self, tab: str):
         if tab == "history":
             return HistoryPane(db=self.db, id="history-pane")
+        if tab == "results":
+            return ResultsPane(db=self.db, id="results-pane")
         return {"profile": ProfilePane, "device": DevicePane, "results": ResultsPane,
                 "energy": EnergyPane, "probe": ProbePane}[tab](id=f"{tab}-pane")
 
@@ -102,6 +104,9 @@ class FsAdvisorApp(App):
         yield SystemCommand("Export recommendation (JSON)", "Write the current recommendation "
                             "to fsadvisor-recommendation.json in the working directory",
                             self.action_export_json)
+        yield SystemCommand("Capture a profile from a device", "Sample a running device's "
+                            "/proc/diskstats and load the profile it suggests (ctrl+g)",
+                            self.action_capture)
         yield SystemCommand("Help for this screen", "What the numbers mean and what to do "
                             "next (?)", self.action_help)
         yield from super().get_system_commands(screen)
@@ -140,6 +145,10 @@ class FsAdvisorApp(App):
             return
         self.notify(f"wrote {Path(path).resolve()}", title="export", markup=False)
 
+    def action_capture(self) -> None:
+        self.action_show_tab("profile")
+        self.query_one(ProfilePane).action_capture()
+
     def action_probe_preview(self) -> None:
         self.action_show_tab("probe")
         self.query_one(ProbePane).request_preview()
@@ -160,6 +169,8 @@ class FsAdvisorApp(App):
             self.query_one(EnergyPane).reload()
         elif tab == "history":
             self.query_one(HistoryPane).reload()
+        elif tab == "results":
+            self.query_one(ResultsPane).redraw_if_stale()
 
     # ------------------------------------------------------------------ cross-pane actions
 

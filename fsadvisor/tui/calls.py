@@ -23,7 +23,7 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "device", "energy_sources", "history", "probe_preview", "with_constraints",
            "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
            "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
-           "plot_recommendation"]
+           "plot_recommendation", "compare_cells", "device_history_plot", "capture"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -111,7 +111,35 @@ def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None) -> 
     return str(matrix_results.export_matrix(matrix_id, fmt, out, db))
 
 
-def plot_recommendation(rec: Recommendation, width: int = 80) -> str:
-    """The CLI's ``recommend --plot``: predicted ops/J bars with 95% whiskers (the 90% interval widened, service.report), plain text."""
-    from fsadvisor.service.report import plot_recommendation as plot
-    return plot(rec, width)
+def plot_recommendation(rec: Recommendation, width: int = 80, db: str | None = None) -> str:
+    """The CLI's ``recommend --plot``: predicted ops/J bars with 95% whiskers (the 90%
+    interval widened, service.report), plain text; a configuration the store has runs of on
+    this device also gets its measured bar (M) and a "measured on DEV: n runs" line."""
+    from fsadvisor.service.report import measured_on_device, plot_recommendation as plot
+    return plot(rec, width, measured=measured_on_device(rec, db))
+
+
+def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
+    """Two cells of an opened matrix side by side, B − A by Welch (service.compare's verdict)."""
+    from fsadvisor.service.matrix_results import compare_cells as compare
+    return compare(doc, a, b)
+
+
+def device_history_plot(device: str, width: int = 80, db: str | None = None,
+                        height: int = 14) -> str:
+    """The device's matrices over time: measured ops/J (or IOPS) per configuration."""
+    from fsadvisor.service.matrix_results import device_history, plot_device_history
+    return plot_device_history(device_history(device, db), width, height)
+
+
+def capture(device: str, seconds: float, out: str) -> dict[str, Any]:
+    """``fsadvisor profiles capture --device DEV --seconds N -o OUT``: samples
+    /proc/diskstats (read-only), writes the profile TOML with its assumptions; returns the
+    measured figures and the assumptions to confirm."""
+    from fsadvisor.service.capture import capture as run
+    device = device.strip()
+    if not device:
+        raise FsAdvisorError("give the block device to sample (e.g. /dev/nvme0n1 or sda)")
+    if not out.strip():
+        raise FsAdvisorError("give the file to write the captured profile to")
+    return run(device, seconds, out=out.strip())

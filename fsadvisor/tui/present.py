@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fsadvisor.domain import Device, Profile, Workload
-from fsadvisor.service.advice import Ranked, Recommendation, format_size
+from fsadvisor.service.advice import (Ranked, Recommendation, confidence_lines, format_size,
+                                      headline)
 
 # The options come last: they are what tells near-equal rows apart, and the table scrolls
 # sideways when they do not fit; the detail pane shows them in full.
@@ -56,6 +57,17 @@ def profile_text(p: Profile, origin: str) -> Text:
     return t
 
 
+def assumptions_text(assumptions: list[str]) -> Text:
+    """A captured profile's assumptions (what /proc/diskstats cannot tell), to confirm."""
+    t = Text()
+    t.append("\nassumptions to confirm ", style="bold yellow")
+    t.append("(captured: edit the workload fields or the TOML where they are wrong)\n",
+             style="dim")
+    for a in assumptions:
+        t.append(f" ? {a}\n", style="yellow")
+    return t
+
+
 def _opt(v: float | None, unit: str = "") -> str:
     return "-" if v is None else f"{v:g}{unit}"
 
@@ -82,13 +94,21 @@ def energy_label(r: Ranked) -> str:
     return f"{r.prediction.energy_source}, {r.prediction.power_scope}"
 
 
+# The AG column for a filesystem that has no allocation groups: recommend's JSON has null
+# there (and only there: an xfs row always names the count mkfs.xfs will use).
+NO_AG = "-"  # as every other missing value in the TUI's tables
+
+
+def ag_cell(r: Ranked) -> str:
+    return str(r.ag_count) if r.ag_count is not None else NO_AG
+
+
 def ranked_row(r: Ranked) -> tuple[str, ...]:
     p = r.prediction
     lo, hi = p.uncertainty["ops_per_joule_90"]
     mkfs = ",".join(f"{k}={v}" for k, v in r.config.mkfs) or "defaults"
     # the same AG count as recommend's text and JSON (mkfs.xfs's default when unset)
-    return (r.label, r.config.fs, r.config.scheduler,
-            str(r.ag_count) if r.ag_count is not None else "-",
+    return (r.label, r.config.fs, r.config.scheduler, ag_cell(r),
             f"{p.iops:,.0f}", f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
             energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
 
@@ -106,8 +126,15 @@ def live_status(rec: Recommendation) -> Text:
 
 
 def summary_text(rec: Recommendation) -> Text:
+    """recommend's answer in the order the CLI prints it: the headline (what to use, why,
+    how sure), the decision confidence with what would settle a tie, then what was ranked
+    and the notes."""
     d = rec.device
     t = Text()
+    for line in headline(rec):
+        t.append(line + "\n", style="bold")
+    for line in confidence_lines(rec):
+        t.append(line.strip() + "\n", style="yellow" if rec.confidence.tied else "green")
     t.append(f"{rec.profile.name}", style="bold")
     t.append(f" on {d.kind} {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB), PLP {d.plp}"
              + (f" ({d.path})" if d.path else "") + "; ")
@@ -118,6 +145,19 @@ def summary_text(rec: Recommendation) -> Text:
     return t
 
 
+def leader_p_best(r: Ranked, rec: Recommendation) -> float | None:
+    """``r``'s probability of being the best (recommend --json's confidence.leaders; for #1
+    its p_best_first, the within-tolerance figure the headline uses), None for a row outside
+    the leading group."""
+    conf = rec.confidence
+    if conf is None:
+        return None
+    if r.rank == 1:
+        return conf.p_first
+    label = r.config.label()
+    return next((p for k, p in zip(conf.labels, conf.p_best) if k == label), None)
+
+
 def detail_text(r: Ranked, rec: Recommendation) -> Text:
     d: dict[str, Any] = r.to_dict()
     p, u = r.prediction, r.prediction.uncertainty
@@ -125,9 +165,17 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
     t = Text()
     t.append(f"#{r.rank} {r.config.fs}", style="bold")
     t.append(f"  score {r.score:,.0f} {unit}, scheduler {r.config.scheduler}")
-    if r.ag_count is not None:
-        t.append(f", AG count {r.ag_count}")
+    if r.ag_count is not None:  # the same words as recommend's text
+        t.append(f", AG count {r.ag_count}"
+                 + ("" if r.config.ag_count else " (mkfs.xfs default)"))
     t.append("\n")
+    p_best = leader_p_best(r, rec)
+    if p_best is not None:
+        t.append("P(best) ", style="bold")
+        t.append(f"{p_best:.2f}, one of the {len(rec.confidence.labels)} leaders the model "
+                 "cannot yet tell apart" if rec.confidence.tied and len(rec.confidence.labels) > 1
+                 else f"{p_best:.2f}")
+        t.append("\n")
     for label, value in (("mkfs", d["mkfs_command_line"]),
                          ("mount", f"-o {d['mount_options'] or 'defaults'}"),
                          ("fstab", d["fstab"]),
@@ -190,6 +238,53 @@ def matrix_row(c: dict[str, Any]) -> tuple[str, ...]:
             _ci(c["p99_latency_us"]), _ci(c["watts"], 1), c["energy"])
 
 
+def _stat_line(side: dict[str, Any], unit: str) -> str:
+    if side.get("mean") is None:
+        return f"no {unit} measured"
+    n = side.get("n") or 0
+    spread = (f" (95%: {side['ci95_low']:,.0f}–{side['ci95_high']:,.0f})"
+              if side.get("ci95_low") is not None and side.get("ci95_high") is not None
+              else " (1 run — no interval)" if n == 1 else "")
+    return f"{side['mean']:,.0f} {unit}{spread}, n = {n}"
+
+
+def marked_text(doc: dict[str, Any], marked: list[int]) -> Text:
+    t = Text()
+    if not marked:
+        t.append("space on a cell marks it; two marked cells are shown side by side", style="dim")
+        return t
+    t.append("A ", style="bold")
+    t.append(f"{doc['cells'][marked[0]]['label']} ({doc['cells'][marked[0]]['workload']}); "
+             "space on a second cell compares them", style="dim")
+    return t
+
+
+def comparison_text(c: dict[str, Any]) -> Text:
+    """Two cells side by side: mean, 95% interval and n of each, then B − A and whether
+    the runs can tell them apart (service.compare's Welch verdict)."""
+    unit = c["unit"]
+    t = Text()
+    for side in ("a", "b"):
+        s = c[side]
+        t.append(f"{side.upper()} ", style="bold")
+        t.append(f"{s['label']} ({s['workload']}): ")
+        t.append(_stat_line(s, unit) + "\n")
+    d = c.get("difference")
+    if d is None:
+        t.append(c["verdict"], style="yellow")
+    else:
+        half = (d["high_pct"] - d["low_pct"]) / 2
+        t.append(f"B − A: {d['diff']:+,.0f} {unit} ({d['diff_pct']:+.1f}% ± {half:.1f}%, "
+                 f"95% Welch interval {d['low']:+,.0f} to {d['high']:+,.0f}); ", style="bold")
+        t.append("separable" if d["significant"] else "not separable",
+                 style="green" if d["significant"] else "yellow")
+        t.append(f": {d['verdict']}")
+    if not c["same_workload"]:
+        t.append("\n(different workloads: the difference is not only the configuration)",
+                 style="dim")
+    return t
+
+
 HISTORY_COLUMNS = ("matrix", "status", "started", "finished", "device", "profile", "reps",
                    "runs ok", "failed", "incomplete", "cells")
 
@@ -222,7 +317,9 @@ HELP = {
     "profile": (
         "Profile: what the application does",
         "Pick a preset on the left (Enter or the arrows) or type the path of a profile TOML "
-        "and press Enter. The workload fields are a what-if: jobs, queue depth, request size "
+        "and press Enter, or capture one from a running device with ctrl+g (its mix, "
+        "request sizes, IOPS and queue depth from /proc/diskstats; confirm the assumptions "
+        "listed with it). The workload fields are a what-if: jobs, queue depth, request size "
         "(4k, 1M), read share, fsync policy and working set. The constraints filter the "
         "answer: PLP (power-loss protection; your choice stays when you switch presets), "
         "durability, features, min IOPS, max p99.\n\n"
@@ -237,10 +334,14 @@ HELP = {
         "column is chosen from. Top N is how many configurations are listed. Next: r."),
     "results": (
         "Recommendations",
+        "The first lines are the answer: what to use and why, how sure (the probability "
+        "that #1 is the best, from the model's posterior) and, when the leaders are tied, "
+        "which cells a probe would measure to settle it and about how long. "
         "Ranked by predicted ops/J. IOPS and ops/J are predictions unless the detail says "
         "measured; the interval is 90%. A candidate ahead by less than the model's "
         "uncertainty of the difference is not preferred for extra settings. Up/Down moves, "
-        "Enter shows a row's mkfs command, fstab line and why. Next: Ctrl+P -> copy the mkfs "
+        "Enter shows a row's mkfs command, fstab line and why; p plots "
+        "ops/J with 95% whiskers (M: measured on this device, P: predicted). Next: Ctrl+P -> copy the mkfs "
         "and fstab lines, or F6 to preview a probe that would measure the top candidates."),
     "energy": (
         "Energy: where watts come from",
@@ -250,7 +351,10 @@ HELP = {
     "history": (
         "History: probe runs in the store",
         "Each row is one probe matrix, newest first. Measured results are the ground truth "
-        "the model is fitted on. Next: F6 to preview a new probe."),
+        "the model is fitted on. Enter opens a matrix's cells (mean, 95% interval, n); space "
+        "marks two cells to see them side by side with the difference and whether the runs "
+        "can tell them apart; g charts the device's matrices over time; c, j, h export CSV, "
+        "JSON and the HTML report. Next: F6 to preview a new probe."),
     "probe": (
         "Probe preview",
         "A dry run of `fsadvisor probe`: the cells it would run and the commands, nothing is "

@@ -557,3 +557,333 @@ async def test_enter_on_a_preset_recommends_it():
         pane = app.query_one(ResultsPane)
         assert app.active_tab == "results" and pane.explicit_runs == 1
         assert pane.recommendation.profile.name == chosen
+
+
+# ---------------------------------------------------------------------- headline and confidence
+
+def _label_of(entry: dict) -> str:
+    """A --json recommendation's configuration as FsConfig.label() spells it."""
+    from fsadvisor.domain import FsConfig
+    c = entry["config"]
+    return FsConfig.make(c["filesystem"], mkfs=c["mkfs"], mount=c["mount"],
+                         scheduler=c["scheduler"], ag_count=c["ag_count"]).label()
+
+
+def _recommend_json(*args: str) -> dict:
+    import json
+
+    from typer.testing import CliRunner
+
+    from fsadvisor import cli
+    cli._register()
+    result = CliRunner().invoke(cli.app, ["recommend", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("preset", ["oltp", "build-unpack"])
+async def test_recommendations_open_with_the_headline_and_the_confidence_of_recommend_json(preset):
+    """The pane's first lines are recommend's headline (its JSON ``summary``), then P(best)
+    of #1 and the leaders and, when tied, the cells that would settle it and how long: the
+    same values `fsadvisor recommend --json` gives for the same profile and device."""
+    doc = _recommend_json("-p", preset, "--top", "5")
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await recommend_for(pilot, preset)
+        shown = str(app.query_one("#summary", Static).content)
+        details = [detail(app)]
+        for _ in pane.recommendation.ranked[1:]:
+            await pilot.press("down")
+            await pilot.pause()
+            details.append(detail(app))
+    lines = shown.splitlines()
+    assert " ".join(lines[:2]) == doc["summary"]  # headline first, in words
+    conf = doc["confidence"]
+    assert lines[2] == (f"confidence: {conf['leaders'][0]['config']} is best (within "
+                        f"{conf['tolerance']:.0%}) with probability {conf['p_best_first']:.2f}"
+                        + ("; strict P(best): " + ", ".join(
+                            f"{x['config']} {x['p_best']:.2f}" for x in conf["leaders"][:4])
+                           if len(conf["leaders"]) > 1 else ""))
+    if conf["tied"]:
+        total_min = sum(c["seconds"] for c in conf["settle"]) / 60
+        assert lines[3].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
+                                   f"(about {total_min:.0f} min on this device): ")
+        assert all(f"{c['config']} x{c['reps']}" in lines[3] for c in conf["settle"])
+    else:
+        assert not conf["settle"] and not lines[3].startswith("tied")
+    # each row's detail gives its own P(best) where it is one of the leaders (#1: the
+    # within-tolerance figure of the headline), and none where it is not
+    leaders = {x["config"]: x["p_best"] for x in conf["leaders"]}
+    for i, (entry, text) in enumerate(zip(doc["recommendations"], details)):
+        p = conf["p_best_first"] if i == 0 else leaders.get(_label_of(entry))
+        assert (f"P(best) {p:.2f}" in text) if p is not None else ("P(best)" not in text), text
+
+
+@pytest.mark.asyncio
+async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_xfs():
+    """One AG value in text, JSON and TUI (issue 12 §4): the column shows the JSON's
+    ag_count for every xfs row (mkfs.xfs's default when the configuration leaves it unset)
+    and "-" exactly where the JSON has null."""
+    doc = _recommend_json("-p", "build-unpack", "--top", "10", "--plp", "yes")
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#plp", Select).value = "yes"
+        pane = await recommend_for(pilot, "build-unpack")
+        app.query_one("#top", Input).value = "10"
+        await pilot.press("r")
+        await settle(pilot)
+        table = app.query_one("#ranked", DataTable)
+        ag = [str(table.get_row_at(i)[3]) for i in range(table.row_count)]
+        fs = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+    want = [r["ag_count"] for r in doc["recommendations"]]
+    assert len(ag) == len(want) == 10
+    assert ag == [present.NO_AG if a is None else str(a) for a in want]
+    assert all((a == present.NO_AG) == (f != "xfs") for a, f in zip(ag, fs))
+    assert "xfs" in fs, "the check needs an xfs row to mean anything"
+
+
+# ---------------------------------------------------------------------- two cells side by side
+
+async def _open_matrix(pilot, matrix_id: str) -> None:
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("f5")
+    await settle(pilot)
+    table = app.query_one("#history-table", DataTable)
+    ids = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    table.focus()
+    await pilot.press(*["down"] * ids.index(matrix_id), "enter")
+    await settle(pilot)
+
+
+@pytest.mark.asyncio
+async def test_two_marked_cells_are_compared_side_by_side_with_compares_welch_verdict(probed_store):
+    from fsadvisor.service import compare, matrix_results
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await _open_matrix(pilot, "m-new")
+        await pilot.press("space")  # nothing compared yet: one marked cell
+        await settle(pilot)
+        view = app.query_one("#compare-view", Static)
+        assert "space on a second cell compares them" in plain(view.content)
+        cells = app.query_one("#matrix-cells", DataTable)
+        cells.focus()
+        await pilot.press("down", "space")
+        await settle(pilot)
+        shown = plain(view.content, 200)
+        compared = app.query_one("HistoryPane").compared
+    doc = matrix_results.matrix_cells("m-new", db=str(probed_store))
+    a, b = doc["cells"][0], doc["cells"][1]  # xfs (15k IOPS / 50 W) then ext4 (10k / 50 W)
+    d = compare.welch(a["ops_per_joule"]["mean"], a["ops_per_joule"]["sd"], a["n"],
+                      b["ops_per_joule"]["mean"], b["ops_per_joule"]["sd"], b["n"])
+    assert f"A {a['label']} (profile:oltp): {a['ops_per_joule']['mean']:,.0f} ops/J" in shown
+    assert f"n = {a['n']}" in shown and f"n = {b['n']}" in shown
+    assert f"B − A: {d['diff']:+,.0f} ops/J ({d['diff_pct']:+.1f}%" in shown
+    # ext4 is a third below xfs with 3 tight runs each: the runs separate them
+    assert "; separable: " + compare.verdict("A", "B", d, "ops/J") in shown
+    assert compared["difference"]["significant"] is True
+
+
+def test_compare_cells_says_when_the_runs_cannot_separate_two_cells():
+    doc = {"matrix": {"id": "m"}, "cells": [
+        {"label": "a", "workload": "w", "energy": "ipmi, system", "n": 3,
+         "ops_per_joule": {"n": 3, "mean": 100.0, "sd": 10.0, "ci95_low": 75.0, "ci95_high": 125.0},
+         "iops": {"n": 3, "mean": 5000.0, "sd": 500.0, "ci95_low": 3700.0, "ci95_high": 6200.0}},
+        {"label": "b", "workload": "w", "energy": "ipmi, system", "n": 3,
+         "ops_per_joule": {"n": 3, "mean": 102.0, "sd": 10.0, "ci95_low": 77.0, "ci95_high": 127.0},
+         "iops": {"n": 3, "mean": 5100.0, "sd": 500.0, "ci95_low": 3800.0, "ci95_high": 6300.0}},
+        {"label": "c", "workload": "v", "energy": "none", "n": 1,
+         "ops_per_joule": {"n": 0, "mean": None, "sd": None, "ci95_low": None, "ci95_high": None},
+         "iops": {"n": 1, "mean": 7000.0, "sd": None, "ci95_low": None, "ci95_high": None}}]}
+    c = calls.compare_cells(doc, 0, 1)
+    assert c["metric"] == "ops_per_joule" and c["difference"]["significant"] is False
+    text = plain(present.comparison_text(c), 200)
+    assert "not separable: no difference the data can see" in text
+    c = calls.compare_cells(doc, 0, 2)  # no energy on one side: IOPS, and n = 1 cannot tell
+    assert c["metric"] == "iops" and c["difference"] is None
+    text = plain(present.comparison_text(c), 200)
+    assert "1 run — no interval" in text and "cannot tell: fewer than 2 runs" in text
+    assert "different workloads" in text
+    with pytest.raises(calls.USER_ERRORS):
+        calls.compare_cells(doc, 1, 1)
+
+
+# ---------------------------------------------------------------------- plots: measured apart, device history
+
+@pytest.mark.asyncio
+async def test_g_charts_the_highlighted_matrix_device_over_time(probed_store):
+    from fsadvisor.service import matrix_results
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "ChartScreen"
+        shown = str(app.screen.query_one("#chart-text", Static).content)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert type(app.screen).__name__ != "ChartScreen"
+    hist = matrix_results.device_history("/dev/loop9", db=str(probed_store))
+    assert [m["id"] for m in hist["matrices"]] == ["m-base", "m-new"] or \
+        sorted(m["id"] for m in hist["matrices"]) == ["m-base", "m-new"]
+    assert hist["unit"] == "ops/J"
+    # one line per configuration with one point per matrix: xfs 240 -> 300 ops/J (PROBED_IOPS / 50 W)
+    xfs = next(v for k, v in hist["series"].items() if k.startswith("xfs"))
+    assert [round(p[1]) for p in xfs] == [240, 300]
+    assert "/dev/loop9: measured ops/J per matrix" in shown
+    assert "last 300 ops/J (2 matrices)" in shown
+
+
+@pytest.mark.asyncio
+async def test_the_plot_marks_runs_measured_on_the_device_apart_from_predictions(probed_store):
+    """With runs of the profile on the recommendation's device in the store, p draws each
+    measured configuration's bar (M) beside its prediction (P) and says where and how many
+    runs; the same plot for a device given as a size has predictions only."""
+    from fsadvisor.domain import Device
+    from fsadvisor.service import report
+
+    dev = Device(path="/dev/loop9", size_bytes=8 << 30, kind="loop", model="loop on ext4 (test)")
+    rec = advice.recommend("oltp", device=dev, top=5, db=str(probed_store))
+    measured = report.measured_on_device(rec, str(probed_store))
+    hits = [r for r in rec.ranked if r.config.key() in measured]
+    assert hits, "the check needs a measured configuration among the ranked ones"
+    app = FsAdvisorApp(db=str(probed_store))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        pane = app.query_one(ResultsPane)
+        before = pane.recommendation
+        pane.recommendation = rec  # as if the device pane had named /dev/loop9
+        await pilot.press("p")
+        await settle(pilot)
+        shown = str(app.query_one("#detail-text", Static).content)
+        pane.recommendation = before
+        await pilot.press("p", "p")
+        await settle(pilot)
+        unmeasured = str(app.query_one("#detail-text", Static).content)
+    for r in hits:  # both probe matrices of the fixture ran it: 6 runs
+        label = f"#{r.rank} {report.config_label(r.config)}"
+        assert f"M {label}: measured on /dev/loop9: 6 runs" in shown
+        assert f"P #{r.rank} " in shown and f"M #{r.rank} " in shown
+    assert "measured on" not in unmeasured and "M #" not in unmeasured
+
+
+# ---------------------------------------------------------------------- capture from the TUI
+
+def _block_device_of(path) -> str | None:
+    """The /proc/diskstats name of the block device holding ``path`` (None on tmpfs etc.)."""
+    st = os.stat(path)
+    try:
+        uevent = open(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/uevent").read()
+    except OSError:
+        return None
+    return next((ln.split("=", 1)[1] for ln in uevent.splitlines() if ln.startswith("DEVNAME=")),
+                None)
+
+
+@pytest.mark.asyncio
+async def test_capture_samples_a_working_device_and_loads_its_profile_with_the_assumptions(tmp_path):
+    """ctrl+g: device, seconds, file -> the service capture runs in a worker while this test
+    writes and fsyncs a file on that device (the application "working"), the profile it
+    wrote is loaded into the form, and its assumptions are listed to confirm."""
+    import threading
+
+    dev = _block_device_of(tmp_path)
+    if dev is None:
+        pytest.skip(f"{tmp_path} is not on a block device")
+    out = tmp_path / "captured.toml"
+    stop = threading.Event()
+
+    def work() -> None:  # 4 KiB writes, each fsync'd: I/O the device's counters see
+        with open(tmp_path / "busy.bin", "wb") as f:
+            while not stop.is_set():
+                f.write(os.urandom(4096))
+                f.flush()
+                os.fsync(f.fileno())
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "CaptureScreen"
+        app.screen.query_one("#cap-device", Input).value = f"/dev/{dev}"
+        app.screen.query_one("#cap-seconds", Input).value = "1"
+        app.screen.query_one("#cap-out", Input).value = str(out)
+        writer = threading.Thread(target=work)
+        writer.start()
+        try:
+            await pilot.press("enter")
+            await pilot.pause()
+            await settle(pilot)
+            await settle(pilot)  # the capture's worker, then the file's
+        finally:
+            stop.set()
+            writer.join()
+        prof = app.query_one("ProfilePane")
+        info = plain(app.query_one("#profile-info", Static).content, 300)
+        current = prof.current
+    assert out.exists() and current is not None and current.ref == str(out)
+    assert current.profile.name == f"captured-{dev}"
+    assert current.profile == advice.get_profile(str(out))
+    assert "assumptions to confirm" in info
+    for line in prof.assumptions[str(out)]:
+        assert line in info
+    assert any("fsync" in a for a in prof.assumptions[str(out)])
+
+
+@pytest.mark.asyncio
+async def test_capture_of_a_device_that_does_not_exist_is_one_error_and_loads_nothing(tmp_path):
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        before = app.query_one("ProfilePane").current
+        app.action_capture()
+        await pilot.pause()
+        app.screen.query_one("#cap-device", Input).value = "/dev/no-such-disk"
+        app.screen.query_one("#cap-seconds", Input).value = "0.2"
+        app.screen.query_one("#cap-out", Input).value = str(tmp_path / "x.toml")
+        await pilot.press("enter")
+        await settle(pilot)
+        await settle(pilot)
+        shown = toasts(app)
+        assert app.query_one("ProfilePane").current is before
+    assert any("no-such-disk is not in /proc/diskstats" in t for t in shown)
+    assert not (tmp_path / "x.toml").exists()
+
+
+@pytest.mark.asyncio
+async def test_live_reranks_do_not_redraw_the_hidden_results_tab_until_it_is_shown():
+    """Per key press the TUI redraws only what is on screen (issue 14 §1 latency): the
+    Results tab keeps the newest live answer but refills its table and detail (or plot)
+    once, when it is shown."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        pane = app.query_one(ResultsPane)
+        assert pane.draws == 0 and pane.stale  # the start's live ranking, unseen so far
+        app.query_one("#min-iops", Input).focus()
+        gen = app.live_generation
+        await pilot.press("1", "0", "0")
+        await live_settled(pilot)
+        assert app.live_generation > gen and pane.draws == 0
+        oltp = advice.get_profile("oltp")
+        want = advice.recommend(calls.with_constraints(oltp, min_iops=100.0), "nvme:1T", top=5)
+        assert pane.recommendation.to_dict() == want.to_dict()
+        await pilot.press("f3")
+        await settle(pilot)
+        assert pane.draws == 1 and not pane.stale
+        table = app.query_one("#ranked", DataTable)
+        assert [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)] \
+            == [present.ranked_row(r) for r in want.ranked]
+        # on screen, a live answer is drawn at once
+        app.query_one("#min-iops", Input).value = "1000"
+        await live_settled(pilot)
+        assert pane.draws == 2

@@ -1,5 +1,6 @@
-"""Step 1: the workload profile. Pick a preset (or load a TOML file), read its workload and
-constraints, and adjust the constraints the ranking is filtered by."""
+"""Step 1: the workload profile. Pick a preset (or load a TOML file, or capture one from a
+running device: ctrl+g), read its workload and constraints, and adjust the constraints the
+ranking is filtered by."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.screen import ModalScreen
 from textual.widgets import (Button, Checkbox, DataTable, Input, Label, OptionList, Select,
                              Static, Switch)
 from textual.widgets.option_list import Option
@@ -65,6 +68,15 @@ class ProfilePane(Horizontal):
             super().__init__(error)
             self.title = title
 
+    class Captured(Message):
+        def __init__(self, result: dict) -> None:
+            super().__init__()
+            self.result = result
+
+    # ctrl+g: Input keeps ctrl+k (delete to the end); off the footer, which is full at 80
+    # columns; the palette and ? name it.
+    BINDINGS = [Binding("ctrl+g", "capture", "Capture profile", show=False)]
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.loaded: dict[str, Loaded] = {}
@@ -74,6 +86,9 @@ class ProfilePane(Horizontal):
         self._shown: dict[str, str] = {}
         self._plp_shown = "unknown"
         self.plp_choice: str | None = None  # the user's PLP answer: it outlives a preset change
+        # Captured profiles' assumptions (what /proc/diskstats cannot tell), by file path:
+        # shown with the profile until the user has read and confirmed them.
+        self.assumptions: dict[str, list[str]] = {}
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="presets")
@@ -183,7 +198,10 @@ class ProfilePane(Horizontal):
         self.current = item
         c = item.profile.constraints
         w = item.profile.workload
-        self.query_one("#profile-info", Static).update(present.profile_text(item.profile, item.origin))
+        info = present.profile_text(item.profile, item.origin)
+        if item.ref in self.assumptions:
+            info.append_text(present.assumptions_text(self.assumptions[item.ref]))
+        self.query_one("#profile-info", Static).update(info)
         self._plp_shown = self.plp_choice or c.plp
         self.query_one("#plp", Select).value = self._plp_shown
         self._shown = {"wl-jobs": str(w.numjobs), "wl-iodepth": str(w.iodepth),
@@ -226,6 +244,42 @@ class ProfilePane(Horizontal):
         self.loaded[key] = Loaded(prof, path, f"file {path}")
         self.select(key)
         self.show(self.loaded[key])
+
+    # ------------------------------------------------------------------ capture
+
+    def action_capture(self) -> None:
+        self.app.push_screen(CaptureScreen(), self._capture_chosen)
+
+    def _capture_chosen(self, choice: tuple[str, str, str] | None) -> None:
+        if choice is None:
+            return
+        device, seconds, out = choice
+        try:
+            secs = float(seconds.strip())
+        except ValueError:
+            self.notify(f"seconds must be a number, not {seconds.strip()[:40]!r}",
+                        title="capture", severity="error", markup=False)
+            return
+        self.notify(f"sampling {device.strip()} for {secs:g} s ...", title="capture",
+                    markup=False)
+        self._capture(device, secs, out)
+
+    @work(thread=True, exclusive=True, group="capture")
+    def _capture(self, device: str, seconds: float, out: str) -> None:
+        try:
+            result = calls.capture(device, seconds, out)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e), "capture"))
+            return
+        self.post_message(self.Captured(result))
+
+    def on_profile_pane_captured(self, event: Captured) -> None:
+        r = event.result
+        self.assumptions[r["written"]] = list(r["assumptions"])
+        self.notify(f"{r['device']}: {r['iops']:,.0f} IOPS, {r['read_pct']}% reads over "
+                    f"{r['seconds']:.1f} s; wrote {r['written']} — confirm the assumptions "
+                    "listed with the profile", title="captured", markup=False)
+        self.load_path(r["written"])
 
     # ------------------------------------------------------------------ live what-if
 
@@ -311,3 +365,40 @@ def _number(text: str, what: str) -> float | None:
     if not value > 0 or value == float("inf"):
         raise FsAdvisorError(f"{what} must be a positive number, not {text[:40]!r}")
     return value
+
+
+class CaptureScreen(ModalScreen["tuple[str, str, str] | None"]):
+    """Which device to sample, for how long, and where the profile TOML goes; Enter in any
+    field captures, Esc cancels. Read-only: /proc/diskstats is all that is read."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_SECONDS = "10"  # as `fsadvisor profiles capture`
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="capture-box"):
+            yield Static("Capture a profile from a running device: its read/write mix, request "
+                         "sizes, IOPS and queue depth from /proc/diskstats (read-only). Run it "
+                         "while the application works.", classes="hint-box")
+            with Horizontal(classes="form-row"):
+                yield Label("device", classes="field")
+                yield Input(placeholder="/dev/nvme0n1 or sda", id="cap-device")
+            with Horizontal(classes="form-row"):
+                yield Label("seconds", classes="field")
+                yield Input(self.DEFAULT_SECONDS, id="cap-seconds", classes="num")
+            with Horizontal(classes="form-row"):
+                yield Label("write to", classes="field")
+                yield Input(placeholder="captured-DEVICE.toml", id="cap-out")
+            yield Static("Enter captures, Esc cancels", classes="hint-box")
+
+    def on_mount(self) -> None:
+        self.query_one("#cap-device", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        device = self.query_one("#cap-device", Input).value.strip()
+        out = self.query_one("#cap-out", Input).value.strip() or (
+            f"captured-{device.rsplit('/', 1)[-1]}.toml" if device else "")
+        self.dismiss((device, self.query_one("#cap-seconds", Input).value, out))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -38,15 +38,25 @@ class ResultsPane(Vertical):
 
     BINDINGS = [Binding("p", "toggle_plot", "Plot ops/J")]
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, db: str | None = None, **kw) -> None:
         super().__init__(**kw)
+        self.db = db  # the store the plot reads measured runs from
         self.recommendation: Recommendation | None = None
         self.plotting = False  # the detail area shows the ops/J bars instead of one row
         self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
+        # A live re-rank while this tab is hidden only keeps the answer; it is drawn when the
+        # tab is shown (redraw_if_stale): no table refill or plot per key press unseen.
+        self.stale = False
+        self.draws = 0  # tables drawn (the per-key work test counts them)
+
 
     def compose(self) -> ComposeResult:
-        yield Static("No recommendations yet: choose a profile and a device, then press r.",
-                     id="summary")
+        # The headline and confidence come first and may run longer than a short screen
+        # allows: the box scrolls, and is a Tab stop (shift+Tab from the table) so the
+        # keyboard can scroll it at 80x24.
+        with VerticalScroll(id="summary-box"):
+            yield Static("No recommendations yet: choose a profile and a device, then press r.",
+                         id="summary")
         table = DataTable(id="ranked", cursor_type="row", zebra_stripes=True)
         table.add_columns(*present.TABLE_COLUMNS)
         yield table
@@ -87,8 +97,27 @@ class ResultsPane(Vertical):
         self.post_message(self.Recommended(rec, live=True))
 
     def on_results_pane_recommended(self, event: Recommended) -> None:
-        rec = self.recommendation = event.recommendation
+        self.recommendation = event.recommendation
+        if event.live and not self.shown:
+            self.stale = True
+            return
+        self._draw()
+
+    @property
+    def shown(self) -> bool:
+        """Whether this pane is on screen (its tab is the active one)."""
+        return all(w.display for w in self.ancestors_with_self if hasattr(w, "display"))
+
+    def redraw_if_stale(self) -> None:
+        if self.stale:
+            self._draw()
+
+    def _draw(self) -> None:
+        self.stale = False
+        self.draws += 1
+        rec = self.recommendation
         self.query_one("#summary", Static).update(present.summary_text(rec))
+        self.query_one("#summary-box", VerticalScroll).scroll_home(animate=False)
         table = self.query_one("#ranked", DataTable)
         table.clear()
         for r in rec.ranked:
@@ -126,7 +155,7 @@ class ResultsPane(Vertical):
     def _plot(self, rec: Recommendation, width: int) -> None:
         # plotext keeps one global figure: the exclusive group runs one plot at a time
         try:
-            text = calls.plot_recommendation(rec, width)
+            text = calls.plot_recommendation(rec, width, self.db)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
