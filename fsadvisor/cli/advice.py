@@ -118,7 +118,8 @@ def _print_recommendation(rec, yw, worth) -> None:
         typer.echo(f"note: {n}")
     if any(r.tie_label.endswith("=") for r in rec.ranked):
         typer.echo("note: '1=' marks configurations statistically tied with each other; "
-                   "within a tie the one with the fewest non-default settings is listed first")
+                   "within a tie one with measured data for this kind of workload comes first, then "
+                   "the one with the fewest non-default settings")
     for r in rec.ranked:
         p = r.prediction
         u = p.uncertainty
@@ -133,8 +134,9 @@ def _print_recommendation(rec, yw, worth) -> None:
         if r.order_note:
             typer.echo(f"   order:     {r.order_note}")
         typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
-        typer.echo(f"   mount:     -o {r.commands['mount_options']}")
+        typer.echo(f"   mount:     {r.commands['mount_setup']}")
         typer.echo(f"   fstab:     {r.commands['fstab']}")
+        typer.echo(f"              (<uuid>: `{r.commands['uuid_command']}` after mkfs)")
         typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)")
                                                            if r.ag_count is not None else ""))
         rule = [ln for ln in r.commands["udev"].splitlines() if ln and not ln.startswith("#")]

@@ -24,7 +24,8 @@ def adaptive_seconds(n_configs: int) -> float:
     return n_configs * ADAPTIVE_REPS * (QUICK_RUNTIME_S + CELL_OVERHEAD_S)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A device time as people say it: "40 s", "14 min", "2.5 h" (minutes rounded up)."""
     minutes = seconds / 60.0
     if minutes < 1.5:
         return f"{seconds:.0f} s"
@@ -37,6 +38,9 @@ def reason(rec) -> str:
     """One line on why #1 is #1."""
     top = rec.ranked[0]
     lead = rec.lead or {}
+    if top.order_note and "measured data behind it" in top.order_note:
+        return ("no candidate is reliably more efficient, and among the equals it has "
+                "measured data behind it for this kind of workload (the others rest on priors)")
     if top.order_note or (not lead.get("clearly_ahead") and lead.get("tied_with")):
         from fsadvisor.predict.rank import complexity
         n = complexity(top.config, rec.device)
@@ -65,10 +69,18 @@ def headline(rec) -> list[str]:
                        f"{lead['runner_up_gap']:.0%} in {unit}, more than the uncertainty of "
                        f"that difference (1 sd {lead['difference_sd']:.0%}; {basis})."]
     n = int(lead.get("tied_with") or 0)
-    leading = min(n + 1, 5)  # the leaders an adaptive probe would start from
     sd = lead.get("difference_sd")
     res = f" (1 sd of the gap to #2: {sd:.0%})" if sd is not None else ""
+    settle = getattr(rec.confidence, "settle", None) or []
+    if settle:
+        # The same cells and time as the confidence's "to settle it" line (service/advice
+        # settle_cells: the probe's own per-cell estimate on this device), so the two never
+        # give two different durations.
+        leading, seconds = len(settle), sum(c["seconds"] for c in settle)
+    else:
+        leading = min(n + 1, 5)  # the leaders an adaptive probe would start from
+        seconds = adaptive_seconds(leading)
     return [first, f"How sure: tied with {n} other configuration{'s' if n != 1 else ''} "
                    f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
                    f"on a spare device decides among the leading {leading} in about "
-                   f"{_duration(adaptive_seconds(leading))}."]
+                   f"{duration(seconds)}."]

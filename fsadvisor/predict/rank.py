@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fsadvisor import catalog
-from fsadvisor.domain import Device, FsConfig, Prediction, Profile, kind_of
+from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.confidence import Confidence, decision_confidence
@@ -60,6 +60,8 @@ class Ranked:
             "mkfs_command_line": shlex.join(self.commands["mkfs"]),
             "mount_options": self.commands["mount_options"],
             "mount_command": self.commands["mount"],
+            "mount_setup": self.commands.get("mount_setup"),
+            "uuid_command": self.commands.get("uuid_command"),
             "fstab": self.commands["fstab"],
             "scheduler": self.config.scheduler,
             "scheduler_udev_rule": self.commands["udev"],
@@ -145,14 +147,23 @@ def udev_rule(scheduler: str, target: Any = None) -> str:
     return artifacts.udev_rule(target, scheduler)
 
 
+# Where the printed commands mount the filesystem (the fstab line's mount point too).
+MOUNT_POINT = "/srv/data"
+
+
 def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None
                  ) -> dict[str, Any]:
     from fsadvisor.catalog import artifacts
 
     dev = device_path or DEVICE_PLACEHOLDER
+    mount = catalog.mount_argv(cfg, dev, MOUNT_POINT)
     return {
         "mkfs": catalog.mkfs_argv(cfg, dev),
-        "mount": catalog.mount_argv(cfg, dev, "/srv/data"),
+        "mount": mount,
+        # What a sysadmin types after mkfs: the mount point first (mount fails without
+        # it), then the filesystem's UUID for the fstab line (mkfs made a new one).
+        "mount_setup": f"mkdir -p {shlex.quote(MOUNT_POINT)} && {shlex.join(mount)}",
+        "uuid_command": shlex.join(["blkid", "-s", "UUID", "-o", "value", dev]),
         "mount_options": catalog.mount_options_string(cfg),
         "fstab": catalog.fstab_line(cfg),
         "udev": udev_rule(cfg.scheduler, udev_target if device_path else None),
@@ -328,9 +339,10 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
             var = q[idx] + q[idx[0]] - 2 * cross
             limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
         band = idx[gap <= limit]
-        # fewest settings, then measured before prior-only, then the higher score; on a
-        # full tie the earlier (better-scored) candidate, as min() over the band did
-        return int(band[np.lexsort((-logv[band], prior_only[band], cx[band]))[0]])
+        # measured before prior-only (an unmeasured configuration never wins a tie on the
+        # strength of its prior, issue 10), then fewest settings, then the higher score; on
+        # a full tie the earlier (better-scored) candidate, as min() over the band did
+        return int(band[np.lexsort((-logv[band], cx[band], prior_only[band]))[0]])
 
     ordered = []
     alive = np.ones(len(kept), dtype=bool)  # kept is sorted by score, best first
@@ -352,10 +364,24 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     return ordered, alternatives
 
 
-def _has_data(model: FittedModel, cfg: FsConfig) -> bool:
-    """Whether the fit saw data on this filesystem (ext4 is the baseline every effect is
-    measured against, so it always has)."""
-    return cfg.fs == "ext4" or bool(model.sources.get(f"fs:{cfg.fs}"))
+def _has_data(model: FittedModel, cfg: FsConfig, w: Workload | None = None) -> bool:
+    """Whether the fit saw data on this filesystem for this kind of workload (ext4 is the
+    baseline every effect is measured against, so it always has). A filesystem measured only
+    on plain reads and writes rests on priors for a metadata or fsync workload: f2fs's
+    metadata cost is otherwise the pooled mean of the filesystems that were measured, which
+    2010's ext2 pulls below ext4's and xfs's -- no reason to prefer it."""
+    if cfg.fs == "ext4":
+        return True
+    if not model.sources.get(f"fs:{cfg.fs}"):
+        return False
+    if w is None:
+        return True
+    needs = []
+    if w.metadata_frac > 0:
+        needs.append((f"fs:{cfg.fs}*meta", f"m:meta_cpu:{cfg.fs}"))
+    if w.fsync_every > 0 or w.fsync_mode != "none":
+        needs.append((f"fs:{cfg.fs}*fsync", f"m:fsync:{cfg.fs}"))
+    return all(any(model.sources.get(k) for k in alts) for alts in needs)
 
 
 def difference_sd(design: dict, i: int, j: int) -> float:
@@ -476,7 +502,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     q = (np.asarray(design["q"])[kept_rows] if "q" in design
          else np.sum((X @ design["cov"]) * X, axis=1))
     ordered, alternatives = _order(kept, device, top, X, design["cov"],
-                                   measured=lambda cfg: _has_data(model, cfg), q=q)
+                                   measured=lambda cfg: _has_data(model, cfg, w), q=q)
 
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -510,7 +536,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                       if cfg.fs == "xfs" else None)
 
     ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
-    _mark_ties(ranked, ordered, tied, device, lambda cfg: _has_data(model, cfg))
+    _mark_ties(ranked, ordered, tied, device, lambda cfg: _has_data(model, cfg, w))
     for r in ranked:
         r.ag_note = _ag_note(r, kept, design, row_of, w, device, unit)
     best_fs: dict[str, Ranked] = {}
@@ -573,11 +599,12 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
             continue
         o = above[0]
         ci, co = complexity(r.config, device), complexity(o.config, device)
-        if ci < co:
+        if measured(r.config) and not measured(o.config):
+            why = (f"measured data behind it (#{o.rank}'s filesystem rests on priors only for "
+                   "this kind of workload)")
+        elif ci < co:
             why = (f"fewer non-default settings ({ci} vs {co}) among statistically equal "
                    "candidates")
-        elif measured(r.config) and not measured(o.config):
-            why = f"measured data behind it (#{o.rank}'s filesystem rests on priors only)"
         else:
             why = "within the uncertainty of the difference"
         r.order_note = (f"listed above #{o.rank}, whose score is {o.score / r.score - 1:.1%} higher: "

@@ -233,7 +233,10 @@ def _measured_first(rec: Recommendation, db: str | None) -> None:
     if not dev.path and not dev.serial:
         return
     with open_store(db) as store:
-        found = store.summaries(workload_name=rec.profile.name)
+        # A probe with --profile stores the profile's cells as "profile:<name>"
+        # (probe/plan.profile_workload); imported and older runs use the bare name.
+        found = (store.summaries(workload_name=f"profile:{rec.profile.name}")
+                 + store.summaries(workload_name=rec.profile.name))
     mine = [s for s in found
             if (dev.path and s.get("device_path") == dev.path)
             or (dev.serial and s.get("device_serial") == dev.serial)]
@@ -267,8 +270,9 @@ def confidence_lines(rec: Recommendation) -> list[str]:
     lines = [f"confidence: {conf.sentence()}"]
     if conf.settle:
         total_s = sum(c["seconds"] for c in conf.settle)
+        from fsadvisor.predict.explain import duration
         lines.append(f"   tied: to settle it, measure {len(conf.settle)} cells "
-                     f"(about {total_s / 60:.0f} min on this device): "
+                     f"(about {duration(total_s)} on this device): "
                      + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
                      + " — or run probe --adaptive")
     return lines
