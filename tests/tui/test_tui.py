@@ -293,7 +293,10 @@ async def test_probe_preview_lists_commands_and_executes_nothing(tmp_path):
         assert any(line.startswith("mkfs.xfs") for line in lines)
         command = str(app.query_one("#probe-command", Static).content)
         assert "fsadvisor probe --scratch 1G --profile oltp --quick" in command
-        assert "Preview only" in str(app.query_one("#probe-note", Static).content)
+        # the tab also runs real probes now (tests/tui/test_probe_tab.py): its note says
+        # which button does what
+        note = str(app.query_one("#probe-note", Static).content)
+        assert "FORMATS" in note and "Preview runs nothing" in note
         # no scratch file was created: a preview executes nothing
         assert not any(p.name.startswith("fsadvisor-scratch") for p in tmp_path.iterdir())
         target = app.query_one("#probe-target", Input)

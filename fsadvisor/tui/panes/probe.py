@@ -22,8 +22,7 @@ from fsadvisor.tui import calls
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, format_bytes
 
-NOTE = ("A real probe FORMATS the device it runs on. Pick a device (Enter) or the scratch "
-        "loop device; Preview lists the commands and runs none.")
+NOTE = "Probing FORMATS the device: pick one (Enter) or scratch; Preview runs nothing."
 
 SCRATCH_KEY = "scratch"
 DEFAULT_SCRATCH = "scratch:1G"
@@ -136,7 +135,8 @@ class ProbePane(Vertical):
             yield Button("Probe", id="probe-start", variant="error")
             yield Button("Cancel", id="probe-cancel", disabled=True)
         yield Static("", id="probe-status")
-        yield ProgressBar(id="probe-progress", show_eta=False)
+        # total 1, not None: an indeterminate bar animates, even before any probe
+        yield ProgressBar(id="probe-progress", total=1, show_eta=False)
         yield Sparkline([], id="probe-iops")
         yield Static("", id="probe-command")
         yield Log(id="probe-lines", highlight=False, auto_scroll=False)
@@ -163,7 +163,7 @@ class ProbePane(Vertical):
         table = self.query_one("#probe-devices", DataTable)
         table.clear()
         table.add_row("scratch loop device", self._scratch_size(), "file-backed loop",
-                      "allowed: created and detached by the probe", key=SCRATCH_KEY)
+                      "allowed (a new loop device)", key=SCRATCH_KEY)
         for d in event.devices:
             kind = f"{d.kind} {d.model}".strip()
             verdict = Text("allowed", style="bold green") if d.allowed else \
@@ -308,7 +308,7 @@ class ProbePane(Vertical):
         self.events, self.iops_history, self.summary = [], [], None
         self._running_cell, self._last, self._device = None, (None, None, None), None
         self.query_one("#probe-iops", Sparkline).data = []
-        self.query_one("#probe-progress", ProgressBar).update(total=None, progress=0)
+        self.query_one("#probe-progress", ProgressBar).update(total=1, progress=0)
         self.query_one("#probe-start", Button).disabled = True
         self.query_one("#probe-cancel", Button).disabled = False
         self.query_one("#probe-status", Static).update(Text(f"starting {job['target']} ..."))
