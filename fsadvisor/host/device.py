@@ -801,6 +801,18 @@ def whole_disk(dev: str, host: Host = HOST) -> str:
     return name
 
 
+def read_label(dev: str, host: Host = HOST) -> str | None:
+    """The filesystem label on ``dev`` from blkid -p (it reads the device itself, so it works
+    where udev is absent and lsblk's LABEL is empty); None when none or unreadable."""
+    proc = run_tool(["blkid", "-p", "-o", "export", dev], host)
+    if proc.returncode != 0 or proc.stderr.strip():
+        return None
+    try:
+        return parse_blkid_export(proc.stdout).get("LABEL") or None
+    except DeviceRefused:
+        return None
+
+
 def signature_identity(dev: str, host: Host = HOST) -> dict[str, str] | None:
     """TYPE and UUID of the filesystem on ``dev`` (read-only: blkid -p, which reads the
     device itself, not blkid's cache); None when there is none or blkid cannot tell."""

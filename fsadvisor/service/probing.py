@@ -314,7 +314,10 @@ def _block_device(n: dict, force: bool, given: str | None = None) -> BlockDevice
         kind=devmod.device_kind(n["name"], bool(n.get("rota")), n.get("tran")),
         model=str(n.get("model") or "").strip(), allowed=verdict.ok, reason=reason,
         signatures=tuple(verdict.signatures), fstype=n.get("fstype") or None,
-        label=n.get("label") or None)
+        # udev's label (lsblk) if it has one, else blkid's, read only where the verdict
+        # found a signature (and so could read the device)
+        label=n.get("label") or (devmod.read_label(verdict.resolved_path or path)
+                                 if verdict.signatures else None))
 
 
 def run_request(request: ProbeRequest, confirm: str | None = None,

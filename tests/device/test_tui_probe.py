@@ -159,3 +159,93 @@ async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp
         runs = store.runs(matrix_id=s.matrix_id)
     assert [r["status"] for r in runs] == ["incomplete"]
     assert "cancelled from the TUI" in runs[0]["error"]
+
+
+def row_of(app, path: str) -> list[str]:
+    table = app.query_one("#probe-devices", DataTable)
+    return [str(c) for c in table.get_row(path)]
+
+
+@pytest.mark.asyncio
+async def test_a_labelled_filesystem_is_listed_refused_with_what_it_holds(loop_device, tmp_path,
+                                                                         monkeypatch):
+    """The real device list: the root disk and a loop device holding an ext4 filesystem are
+    refused with the safety verdict's reason; pressing Probe on the latter says it and
+    never opens the confirmation."""
+    monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "probe.db"))
+    dev = loop_device(256 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "keepme", dev], check=True)
+    root_src = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True,
+                              text=True).stdout.strip()
+    app = FsAdvisorApp(db=str(tmp_path / "probe.db"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_show_tab("probe")
+        await pilot.pause()
+        pane = app.query_one(ProbePane)
+        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        ours = next(d for d in pane.devices if d.path == dev)
+        assert not ours.allowed and "holds data: ext4 signature found" in ours.reason
+        assert ours.label == "keepme" and "ext4 data labelled 'keepme'" in ours.contents
+        assert row_of(app, dev)[1] == "256.0 MiB" and "holds data" in row_of(app, dev)[3]
+        if root_src.startswith("/dev/") and root_src in {d.path for d in pane.devices}:
+            assert not next(d for d in pane.devices if d.path == root_src).allowed
+        narrow(pane, tmp_path, "1")  # ext4 only: xfs refuses a device below 300 MiB
+        pane.query_one("#probe-target", Input).value = dev
+        await pilot.pause()  # laid out: a click on a widget not yet placed hits (0, 0)
+        await pilot.click("#probe-start")
+        await settle(pilot, lambda: "holds data" in str(pane.query_one("#probe-command",
+                                                                       Static).content))
+        assert not isinstance(app.screen, ConfirmProbeScreen)
+        assert pane.cancel_token is None and pane.summary is None
+        assert str(pane.query_one("#probe-status", Static).content).startswith(
+            f"not started: {dev} holds data: ext4 signature found")
+    # untouched: still the user's filesystem
+    out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
+    assert "LABEL=keepme" in out.stdout
+
+
+@pytest.mark.asyncio
+async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(loop_device, tmp_path,
+                                                                       monkeypatch):
+    """A device of the list (not scratch): the confirmation names it and its size, a wrong
+    name is refused with nothing touched, the right one starts a real probe that ends with
+    its run stored, nothing mounted, and the device left as empty as it was found."""
+    db = tmp_path / "probe.db"
+    monkeypatch.setenv("FSADVISOR_DB", str(db))
+    dev = loop_device(512 << 20)
+    app = FsAdvisorApp(db=str(db))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_show_tab("probe")
+        await pilot.pause()
+        pane = app.query_one(ProbePane)
+        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        assert row_of(app, dev)[3] == "allowed"
+        narrow(pane, tmp_path, "1")
+        table = pane.query_one("#probe-devices", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index(dev))
+        await pilot.press("enter")
+        assert pane.query_one("#probe-target", Input).value == dev
+        await pilot.click("#probe-start")
+        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert f"This DESTROYS all data on {dev} (512.0 MiB, loop)" in text
+        assert "no filesystem, partition table or RAID signature found" in text
+        await pilot.press(*"/dev/loop", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmProbeScreen) and not pane.running
+        assert "nothing was touched" in str(app.screen.query_one("#confirm-error", Static).content)
+        app.screen.query_one("#confirm-device", Input).value = dev
+        await pilot.click("#confirm-ok")
+        await settle(pilot, lambda: pane.summary is not None)
+        await app.workers.wait_for_complete()
+        s = pane.summary
+        assert s.device == dev and s.count("ok") == 1 and s.interrupted is None, s.to_dict()
+    with open_store(db) as store:
+        runs = store.runs(matrix_id=s.matrix_id)
+    assert [r["status"] for r in runs] == ["ok"]
+    assert mounted_from({dev}) == []
+    out = subprocess.run(["blkid", "-p", dev], capture_output=True, text=True)
+    assert out.returncode == 2, out.stdout  # the probe wiped its own ext4 signature

@@ -248,6 +248,8 @@ class ProbePane(Vertical):
 
     def on_probe_pane_failed(self, event: Failed) -> None:
         self.query_one("#probe-command", Static).update(Text(f"cannot run: {event.error}"))
+        if not self.running:
+            self.query_one("#probe-status", Static).update(Text(f"not started: {event.error}"))
         self.notify(event.error, title="probe", severity="error", markup=False)
 
     # ------------------------------------------------------------------ a real probe
