@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -124,7 +123,6 @@ async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp
                                                                               monkeypatch):
     db = tmp_path / "probe.db"
     monkeypatch.setenv("FSADVISOR_DB", str(db))
-    mnt_before = set(Path(tempfile.gettempdir()).glob("fsadvisor-mnt-*"))
     app = FsAdvisorApp(db=str(db))
     async with app.run_test(size=(120, 40)) as pilot:
         # a 60 s run: the cancel lands inside fio's run, and must not wait for its end
@@ -134,6 +132,9 @@ async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp
                      json.loads(state_path.read_text()).get("child") is not None
                      and any(e.kind == "cell-start" for e in pane.events), timeout_s=60)
         device = next(e.device for e in pane.events if e.kind == "cell-start")
+        ours_mnt = json.loads(state_path.read_text())["mounts"][0]["mountpoint"]
+        # mkfs done, the cell's filesystem mounted: the fill or the measurement runs next
+        await settle(pilot, lambda: os.path.ismount(ours_mnt), timeout_s=30)
         assert our_loops(tmp_path) == [device]
         time.sleep(1.0)  # into the measurement
         t0 = time.monotonic()
@@ -150,8 +151,8 @@ async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp
     assert our_loops(tmp_path) == []
     assert mounted_from({device}) == []
     assert list((tmp_path / "scratch").iterdir()) == []  # backing file deleted
-    new_mnt = set(Path(tempfile.gettempdir()).glob("fsadvisor-mnt-*")) - mnt_before
-    assert all(not os.path.ismount(m) for m in new_mnt)
+    # the probe's own mount point (other helpers' probes may mount theirs meanwhile)
+    assert ours_mnt and not os.path.ismount(ours_mnt) and not os.path.exists(ours_mnt)
     state = json.loads(state_path.read_text())
     assert not state.get("owner") and not state.get("mounts") and not state.get("scratch")
     assert state["matrices"]["scratch"]["matrix_id"] == s.matrix_id  # --resume continues it
