@@ -252,10 +252,16 @@ HELP = {
         "Each row is one probe matrix, newest first. Measured results are the ground truth "
         "the model is fitted on. Next: F6 to preview a new probe."),
     "probe": (
-        "Probe preview",
-        "A dry run of `fsadvisor probe`: the cells it would run and the commands, nothing is "
-        "executed. scratch:SIZE uses a loop device on a file; a device path is checked for "
-        "safety first (never a mounted or system disk). Run the real probe from the CLI."),
+        "Probe",
+        "Measure configurations on a real device, as `fsadvisor probe` does. The list shows "
+        "this machine's block devices, each allowed or refused with the reason (never a "
+        "mounted or system disk, nothing holding data); scratch:SIZE is a loop device on a "
+        "file. Probe FORMATS the device: it needs root and the device path typed back. "
+        "Progress shows the cell, n/N, the ETA, the last cell's IOPS and watts (with the "
+        "energy source); the ranking on the Recommendations tab is redone after each "
+        "measured cell. Cancel stops it as Ctrl-C does: unmounted, the scratch device "
+        "detached, the matrix kept for `fsadvisor probe --resume`. Preview lists the "
+        "commands and runs none."),
 }
 
 
