@@ -28,7 +28,7 @@ from fsadvisor.tui.panes.profile import ProfilePane
 from fsadvisor.tui.panes.results import ResultsPane
 
 TABS = (("profile", "Profile"), ("device", "Device"), ("results", "Recommendations"),
-        ("energy", "Energy"), ("history", "History"), ("probe", "Probe preview"))
+        ("energy", "Energy"), ("history", "History"), ("probe", "Probe"))
 
 
 class FsAdvisorApp(App):
