@@ -9,6 +9,7 @@ a real probe and a real cancel are in tests/device/test_tui_probe.py."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -65,7 +66,7 @@ class FakeService:
     def preview(self, target, **_kw):
         if target.strip() == FAKE_REFUSED.path:
             raise calls.FsAdvisorError(FAKE_REFUSED.reason)
-        return PREVIEW
+        return replace(PREVIEW, command=f"fsadvisor probe {target.strip()} --quick")
 
     def run_probe(self, request, confirm, on_progress, cancel):
         """Two cells: the first measured, then the second runs until Cancel (or the test
@@ -263,12 +264,17 @@ async def test_progress_is_shown_and_cancel_stops_the_probe(monkeypatch):
         assert any("interrupted" in t for t in toasts(app))
 
 
-def test_progress_text_says_no_meter_when_no_energy_source_reported():
+def test_progress_text_says_no_meter_when_a_measured_cell_had_no_energy_source():
     e = ProgressEvent("cell-start", 0, 3, cell="ext4", eta_s=75.0)
-    assert progress_text(e, None, None, None, "ext4") == \
-        "0/3 cells  ETA 1m15s  running ext4  |  energy: no meter"
+    assert progress_text(e, None, None, None, "ext4", measured=False) == \
+        "0/3 cells  ETA 1m15s  running ext4  |  no cell measured yet"
+    assert progress_text(e, 900.0, None, None, None).endswith(
+        "between cells  |  last cell 900 IOPS, no meter")
     assert progress_text(e, 900.0, None, "rapl", None).endswith(
-        "between cells  |  last cell 900 IOPS, no watts (rapl)")
+        "last cell 900 IOPS, no watts (rapl)")
+    note = ProgressEvent("note", 0, 0, message="energy: ESTIMATE from a power model")
+    assert progress_text(note, None, None, None, None, measured=False) == \
+        "preparing: energy: ESTIMATE from a power model"
 
 
 def test_warning_text_for_a_blank_device_says_other_data_is_lost_too():
@@ -287,9 +293,18 @@ snapshots = pytest.mark.skipif(
     reason=f"snapshots recorded with Textual {RECORDED_WITH}, this is {textual.__version__}")
 
 
+async def steady(pilot) -> None:
+    """No blinking cursor in a screenshot: a focused Input would otherwise be drawn with
+    or without its cursor depending on the moment."""
+    for w in pilot.app.screen.query(Input):
+        w.cursor_blink = False
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
 async def _probe_tab(pilot) -> None:
     await open_probe_tab(pilot)
-    await pilot.wait_for_scheduled_animations()
+    await steady(pilot)
 
 
 async def _confirm(pilot) -> None:
@@ -297,21 +312,21 @@ async def _confirm(pilot) -> None:
     await choose(pilot, 1)
     await pilot.click("#probe-start")
     await settle(pilot)
-    await pilot.wait_for_scheduled_animations()
+    await steady(pilot)
 
 
 async def _refused_toast(pilot) -> None:
     await open_probe_tab(pilot)
     await choose(pilot, 2)
     await settle(pilot)
-    await pilot.wait_for_scheduled_animations()
+    await steady(pilot)
 
 
 async def _start(pilot) -> None:
     await open_probe_tab(pilot)
     await pilot.click("#probe-start")
     await settle(pilot)
-    await pilot.wait_for_scheduled_animations()
+    await steady(pilot)
 
 
 @snapshots
@@ -340,3 +355,25 @@ def test_probe_refused_device_toast(snap_compare, monkeypatch):
 def test_probe_not_root_toast_80x24(snap_compare, monkeypatch):
     FakeService().install(monkeypatch, root=ROOT_HINT)
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_start)
+
+
+async def _running(pilot) -> None:
+    pane = await open_probe_tab(pilot)
+    await choose(pilot, 0)
+    await pilot.click("#probe-start")
+    await settle(pilot)
+    await pilot.click("#confirm-ok")
+    for _ in range(200):  # the fake probe now waits in its second cell until Cancel
+        await pilot.pause(0.02)
+        if len(pane.events) >= 3:
+            break
+    await steady(pilot)
+
+
+@snapshots
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+def test_probe_running_screen(snap_compare, monkeypatch, size):
+    """Mid-probe: the status line (n/N, ETA, the running cell, the last cell's IOPS and
+    watts with their source), the bar at 1/2, the IOPS sparkline and Cancel enabled."""
+    FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_running)

@@ -38,12 +38,15 @@ def duration(seconds: float | None) -> str:
 
 
 def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | None,
-                  source: str | None, running: str | None) -> str:
-    """One status line: what runs, n/N, ETA, the last measured IOPS and watts (with the
-    energy source that gave them; "no meter" when none did)."""
+                  source: str | None, running: str | None, measured: bool = True) -> str:
+    """One status line: what runs, n/N, ETA, the last measured cell's IOPS and watts (with
+    the energy source that gave them; "no meter" when that cell had none)."""
+    if not e.total:
+        return "preparing: " + (e.message or "attaching, checking, choosing the energy meter")
     energy = (f"{watts:.1f} W ({source})" if watts is not None else
               f"no watts ({source})" if source else "no meter")
-    last = f"last cell {iops:,.0f} IOPS, {energy}" if iops is not None else f"energy: {energy}"
+    last = (f"last cell {iops:,.0f} IOPS, {energy}" if iops is not None else
+            f"last cell: {energy}") if measured else "no cell measured yet"
     cell = f"running {running}" if running else "between cells"
     return f"{e.done}/{e.total} cells  ETA {duration(e.eta_s)}  {cell}  |  {last}"
 
@@ -112,6 +115,7 @@ class ProbePane(Vertical):
         self.extra_options: dict = {}
         self._running_cell: str | None = None
         self._last: tuple[float | None, float | None, str | None] = (None, None, None)
+        self._measured = False  # a cell of this probe has ended ok
         self._device = None  # the probed Device, inspected while it exists (re-ranking)
         self._rank_with: tuple[Profile, int, str | None] | None = None
 
@@ -243,6 +247,7 @@ class ProbePane(Vertical):
             Text(f"{p.cells} cells, about {p.estimated_s / 60:.0f} min. To run it: {p.command}"))
         log = self.query_one("#probe-lines", Log)
         log.clear()
+        log.auto_scroll = False
         log.write_lines(p.lines)
         log.scroll_home(animate=False)
 
@@ -309,11 +314,18 @@ class ProbePane(Vertical):
         self.cancel_token = calls.new_cancel()
         self.events, self.iops_history, self.summary = [], [], None
         self._running_cell, self._last, self._device = None, (None, None, None), None
+        self._measured = False
         self.query_one("#probe-iops", Sparkline).data = []
         self.query_one("#probe-progress", ProgressBar).update(total=1, progress=0)
         self.query_one("#probe-start", Button).disabled = True
         self.query_one("#probe-cancel", Button).disabled = False
         self.query_one("#probe-status", Static).update(Text(f"starting {job['target']} ..."))
+        # The log now follows the run (the preview's commands were shown before the
+        # confirmation): cells as they end, notes, the cleanup.
+        log = self.query_one("#probe-lines", Log)
+        log.clear()
+        log.auto_scroll = True
+        log.write_line(f"probe of {job['target']} (confirmed); cells as they end:")
         self._run(job, confirm, self.cancel_token)
 
     @work(thread=True, exclusive=True, group="probe-run")
@@ -364,13 +376,13 @@ class ProbePane(Vertical):
                 self.iops_history.append(e.iops)
                 self.query_one("#probe-iops", Sparkline).data = list(self.iops_history)
             if e.status == "ok":
-                self._last = (e.iops, e.watts, e.energy_source or self._last[2])
+                self._last, self._measured = (e.iops, e.watts, e.energy_source), True
         elif e.kind in ("note", "cleanup"):
             log.write_line(("cleanup: " if e.kind == "cleanup" else "") + e.message)
         if e.total:
             self.query_one("#probe-progress", ProgressBar).update(total=e.total, progress=e.done)
         self.query_one("#probe-status", Static).update(
-            Text(progress_text(e, *self._last, self._running_cell)))
+            Text(progress_text(e, *self._last, self._running_cell, self._measured)))
 
     def on_probe_pane_finished(self, event: Finished) -> None:
         self.cancel_token = None
