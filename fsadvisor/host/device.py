@@ -454,6 +454,19 @@ def lsblk(dev: str, host: Host = HOST, columns: str = LSBLK_COLUMNS, inverse: bo
     return nodes[0]
 
 
+# Every top-level block device (no partitions: a probe formats whole devices only), with
+# what udev's database knows of its contents — readable without root, unlike blkid -p.
+LIST_COLUMNS = "NAME,PATH,TYPE,SIZE,RO,MODEL,ROTA,TRAN,FSTYPE,LABEL"
+
+
+def list_block_devices(host: Host = HOST) -> list[dict]:
+    """``lsblk -J -b -d`` of the whole machine: one node per disk, loop or zram device."""
+    proc = run_tool(["lsblk", "-J", "-b", "-d", "-o", LIST_COLUMNS], host)
+    if proc.returncode != 0:
+        raise _failed(proc, "lsblk")
+    return parse_lsblk(proc.stdout)
+
+
 def device_kind(name: str, rotational: bool, tran: str | None = None) -> str:
     if re.fullmatch(r"nvme\d+n\d+", name) or tran == "nvme":
         return "nvme"
@@ -786,6 +799,18 @@ def whole_disk(dev: str, host: Host = HOST) -> str:
     if (node / "partition").exists():
         return Path(os.path.realpath(node)).parent.name
     return name
+
+
+def read_label(dev: str, host: Host = HOST) -> str | None:
+    """The filesystem label on ``dev`` from blkid -p (it reads the device itself, so it works
+    where udev is absent and lsblk's LABEL is empty); None when none or unreadable."""
+    proc = run_tool(["blkid", "-p", "-o", "export", dev], host)
+    if proc.returncode != 0 or proc.stderr.strip():
+        return None
+    try:
+        return parse_blkid_export(proc.stdout).get("LABEL") or None
+    except DeviceRefused:
+        return None
 
 
 def signature_identity(dev: str, host: Host = HOST) -> dict[str, str] | None:

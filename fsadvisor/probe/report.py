@@ -82,6 +82,13 @@ class ProgressEvent:
     status: str | None = None
     eta_s: float | None = None
     message: str = ""
+    # cell-start/cell-end: the device the matrix runs on (a scratch loop device's path is
+    # known only once it is attached); cell-end of a measured repetition: its IOPS (fio's
+    # total, or the benchmark's ops/s) and mean watts with the energy source that gave them.
+    device: str | None = None
+    iops: float | None = None
+    watts: float | None = None
+    energy_source: str | None = None
 
 
 @dataclass

@@ -57,6 +57,10 @@ class Interruptions:
         self._pending = False
         self._raised = False
         self._old: dict[int, Any] = {}
+        # The process group of the command running now (the executor reports it): cancel()
+        # stops it as Ctrl-C's handler does (through host/run.py's stop_group: SIGINT first),
+        # so a cancel does not wait out a long fio run.
+        self.child_pgid: int | None = None
 
     def install(self) -> None:
         # Signal handlers can only be set from the main thread; a TUI worker uses cancel().
@@ -80,8 +84,14 @@ class Interruptions:
         raise ProbeInterrupted(name)
 
     def cancel(self, why: str = "cancelled") -> None:
-        """Ask the probe to stop at the next step boundary (for callers off the main thread)."""
+        """Stop the probe from another thread (the TUI's Cancel): the running command gets
+        SIGINT, as the whole process group would from a terminal's Ctrl-C, and the probe
+        raises ProbeInterrupted at its next check, so the cleanup is Ctrl-C's own."""
         self.received = self.received or why
+        pgid = self.child_pgid
+        if pgid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGINT)
 
     def check(self) -> None:
         if self.received and not self._raised:
@@ -140,6 +150,8 @@ class MatrixRun:
 
     def _child(self, pid: int | None) -> None:
         self.state.child = ProcessRef.of(pid) if pid else None
+        # start_new_session: the child's pid is its process group's id
+        self.guard.child_pgid = pid or None
         self._save()
 
     def _note(self, message: str) -> None:
@@ -309,11 +321,15 @@ class MatrixRun:
         self.state.current_cell = cell.label
         self._save()
         self.on_progress(ProgressEvent("cell-start", self._done_count(), self.summary.total,
-                                       cell=cell.label, eta_s=self._eta(cell, include=True)))
+                                       cell=cell.label, eta_s=self._eta(cell, include=True),
+                                       device=runner.device))
         t0 = time.monotonic()
         self._formatted = runner.device
         try:
             record = runner.run(cell, on_step=lambda s: self.guard.check())
+            # A cancel that stopped the last command (cancel() SIGINTs it) cut its
+            # measurement short: the cell is incomplete, never stored as ok or failed.
+            self.guard.check()
         except ProbeInterrupted as e:
             self._store_incomplete(runner, cell, e.signame, time.monotonic() - t0)
             raise
@@ -323,7 +339,7 @@ class MatrixRun:
             self.state_file.save(self.state)
         self._durations.append((self.plan.cell_estimate_s(cell), record.wall_s))
         self._outcome(CellOutcome(cell.key, cell.rep, cell.label, record.status, record.error,
-                                  record.flags, run_id, record.wall_s))
+                                  record.flags, run_id, record.wall_s), record, runner.device)
         if runner.fatal:
             raise FsAdvisorError(f"probe stopped: {runner.fatal}")
 
@@ -341,11 +357,18 @@ class MatrixRun:
         self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "incomplete",
                                   rec.error, (), run_id, wall_s))
 
-    def _outcome(self, o: CellOutcome) -> None:
+    def _outcome(self, o: CellOutcome, record: RunRecord | None = None,
+                 device: str | None = None) -> None:
         self.summary.outcomes.append(o)
+        iops = watts = source = None
+        if record is not None and record.status == "ok":
+            iops = record.metrics.get("iops")
+            if record.energy is not None:
+                watts, source = record.energy.avg_watts, record.energy.source
         self.on_progress(ProgressEvent("cell-end", self._done_count(), self.summary.total,
                                        cell=o.label, status=o.status, eta_s=self._eta(None),
-                                       message=o.error or ""))
+                                       message=o.error or "", device=device, iops=iops,
+                                       watts=watts, energy_source=source))
 
     def _eta(self, current: Cell | None, include: bool = False) -> float | None:
         """Remaining plan estimate, scaled by how long cells actually took so far."""

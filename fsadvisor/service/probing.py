@@ -35,7 +35,8 @@ Plan = planmod.Plan
 
 __all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "dry_run",
            "preview", "check_device", "run_probe", "cleanup_stale_state", "root_problem",
-           "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport"]
+           "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport",
+           "BlockDevice", "block_devices", "block_device", "device_confirmed", "run_request", "Interruptions"]
 
 
 def store_path(db: PathLike | None = None) -> Path:
@@ -259,3 +260,82 @@ def stale_state_pending(db: PathLike | None = None) -> bool:
         return False
     state = sf.load()
     return state.has_live_resources and live_owner(sf) is None
+
+
+# --------------------------------------------------------------------------- choosing a device
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """One of the machine's block devices as a front end lists it for a probe: the safety
+    verdict (``allowed``, else ``reason``) and what formatting it would destroy."""
+
+    path: str
+    size_bytes: int
+    kind: str
+    model: str
+    allowed: bool
+    reason: str | None
+    # Filesystem/RAID/partition-table signatures (blkid -p and wipefs, when the verdict got
+    # that far) and udev's FSTYPE/LABEL (lsblk), which need no root.
+    signatures: tuple[str, ...] = ()
+    fstype: str | None = None
+    label: str | None = None
+
+    @property
+    def contents(self) -> str:
+        """What a probe destroys, in words."""
+        found = list(dict.fromkeys([*self.signatures, *([self.fstype] if self.fstype else [])]))
+        if not found:
+            return ("no filesystem, partition table or RAID signature found (blkid, wipefs, "
+                    "lsblk); any other data on it is lost too")
+        label = f" labelled {self.label!r}" if self.label else ""
+        return f"the {', '.join(found)} data{label} on it: every file, beyond recovery"
+
+
+def block_devices(force: bool = False) -> list[BlockDevice]:
+    """Every top-level block device of this machine with the same safety verdict a probe
+    gets (``force`` as ``--force``). Reads only; without root most are refused for that."""
+    return [_block_device(n, force) for n in devmod.list_block_devices()]
+
+
+def block_device(path: str, force: bool = False) -> BlockDevice:
+    """One device as :func:`block_devices` lists it (what a confirmation names)."""
+    return _block_device(devmod.lsblk(path, columns=devmod.LIST_COLUMNS), force, path)
+
+
+def _block_device(n: dict, force: bool, given: str | None = None) -> BlockDevice:
+    path = given or n.get("path") or f"/dev/{n['name']}"
+    verdict = devmod.safety_verdict(path, force=force)
+    reason = verdict.reason
+    if reason and devmod.ROOT_HINT in reason and root_problem():
+        reason = f"not judged: {devmod.ROOT_HINT}"
+    return BlockDevice(
+        path=path, size_bytes=int(n.get("size") or 0),
+        kind=devmod.device_kind(n["name"], bool(n.get("rota")), n.get("tran")),
+        model=str(n.get("model") or "").strip(), allowed=verdict.ok, reason=reason,
+        signatures=tuple(verdict.signatures), fstype=n.get("fstype") or None,
+        # udev's label (lsblk) if it has one, else blkid's, read only where the verdict
+        # found a signature (and so could read the device)
+        label=n.get("label") or (devmod.read_label(verdict.resolved_path or path)
+                                 if verdict.signatures else None))
+
+
+def run_request(request: ProbeRequest, confirm: str | None = None,
+                on_progress: Callable[[ProgressEvent], None] | None = None,
+                interruptions: Interruptions | None = None) -> ProbeSummary:
+    """What ``fsadvisor probe`` does once its user confirmed, for a front end that asked
+    itself (the TUI, from a thread worker): refused without root, before anything runs;
+    cleanup after a killed probe; plan; safety verdict; run. ``interruptions.cancel()``
+    from another thread stops it with Ctrl-C's cleanup (unmount, scheduler back, scratch
+    loop device detached, the unfinished matrix kept for --resume)."""
+    why = root_problem()
+    if why:
+        raise DeviceRefused(why)
+    notify = on_progress or (lambda e: None)
+    report = cleanup_stale_state(request.db)
+    for action in report.actions if report.cleaned else []:
+        notify(ProgressEvent("note", 0, 0, message=f"cleaned up after an earlier probe: {action}"))
+    plan = plan_probe(replace(request, dry_run=False))
+    check_device(plan)
+    return run_probe(plan, on_progress=on_progress, confirm=confirm,
+                     interruptions=interruptions)

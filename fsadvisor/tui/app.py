@@ -28,7 +28,7 @@ from fsadvisor.tui.panes.profile import ProfilePane
 from fsadvisor.tui.panes.results import ResultsPane
 
 TABS = (("profile", "Profile"), ("device", "Device"), ("results", "Recommendations"),
-        ("energy", "Energy"), ("history", "History"), ("probe", "Probe preview"))
+        ("energy", "Energy"), ("history", "History"), ("probe", "Probe"))
 
 
 class FsAdvisorApp(App):
@@ -238,6 +238,24 @@ class FsAdvisorApp(App):
             pass  # a half-typed number in the form does not matter for a preview
         self.query_one(ProbePane).start(event.target, prof.ref if event.with_profile else None,
                                         event.quick, plp, self.db)
+
+    def on_probe_pane_probe_requested(self, event: ProbePane.ProbeRequested) -> None:
+        """A real probe: the profile's workload (with profile) and its PLP answer, and the
+        profile and top-N the re-ranking after each measured cell uses."""
+        prof = self.query_one(ProfilePane)
+        try:
+            profile = prof.effective_profile()
+            _device, top = self.query_one(DevicePane).choices()
+        except calls.USER_ERRORS as e:
+            self.notify(str(e), title="probe", severity="error", markup=False)
+            return
+        self.query_one(ProbePane).prepare(
+            event.target, prof.ref if event.with_profile else None, event.quick,
+            profile.constraints.plp, self.db, rank_profile=profile, top=top)
+
+    def on_probe_pane_ranked(self, event: ProbePane.Ranked) -> None:
+        # The results tab shows the ranking with the runs measured so far.
+        self.query_one(ResultsPane).post_message(ResultsPane.Recommended(event.recommendation))
 
 
 def run(db: str | None = None) -> None:

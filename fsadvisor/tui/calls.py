@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from fsadvisor.domain import Profile
+from fsadvisor.domain import Device, Profile
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service import advice
 from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC, DeviceDescription, Recommendation
-from fsadvisor.service.probing import ProbePreview, ProbeRequest
+from fsadvisor.service.probing import (BlockDevice, Interruptions, ProbePreview, ProbeRequest,
+                                       ProbeSummary, ProgressEvent)
 from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, format_size,
                                       with_workload)
 
@@ -23,7 +24,10 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "device", "energy_sources", "history", "probe_preview", "with_constraints",
            "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
            "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
-           "plot_recommendation", "compare_cells", "device_history_plot", "capture"]
+           "plot_recommendation", "compare_cells", "device_history_plot", "capture",
+           "probe_request", "root_problem", "block_devices",
+           "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
+           "BlockDevice", "ProbeSummary", "ProgressEvent"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -67,19 +71,80 @@ def history(db: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
 
 
 def probe_preview(target: str, profile: str | None = None, quick: bool = True,
-                  plp: str = "unknown", db: str | None = None) -> ProbePreview:
+                  plp: str = "unknown", db: str | None = None, filesystems: str | None = None,
+                  runtime_s: str | None = None, **options: Any) -> ProbePreview:
     """A dry run of ``fsadvisor probe``: ``target`` is a device
     path or ``scratch:SIZE``. Nothing is executed, not even fio's io_uring self-test."""
     from fsadvisor.service import probing
 
+    return probing.preview(probe_request(target, profile, quick, plp, db, filesystems,
+                                         runtime_s, dry_run=True, **options))
+
+
+def probe_request(target: str, profile: str | None = None, quick: bool = True,
+                  plp: str = "unknown", db: str | None = None, filesystems: str | None = None,
+                  runtime_s: str | None = None, dry_run: bool = False,
+                  **options: Any) -> ProbeRequest:
+    """A probe of ``target`` (a device path or ``scratch:SIZE``) as ``fsadvisor probe``
+    takes it: ``filesystems`` comma-separated (blank: the probe's default), ``runtime_s``
+    seconds per run (blank: the plan's, 10 s with --quick); ``options`` are any other
+    ProbeRequest field (``schedulers="none"``, ``baseline=False``, ...)."""
     target = target.strip()
     if not target:
         raise FsAdvisorError("give a device path (e.g. /dev/nvme1n1) or scratch:SIZE (e.g. scratch:2G)")
     scratch = target.partition(":")[2] if target.startswith("scratch:") else None
-    request = ProbeRequest.make(None if scratch is not None else target,
-                                scratch=scratch, profile=profile, quick=quick, plp=plp,
-                                db=db, dry_run=True)
-    return probing.preview(request)
+    opts: dict[str, Any] = dict(options)
+    if filesystems and filesystems.strip():
+        opts["filesystems"] = filesystems
+    if runtime_s and runtime_s.strip():
+        try:
+            opts["runtime_s"] = float(runtime_s)
+        except ValueError:
+            raise FsAdvisorError(f"runtime must be a number of seconds, not {runtime_s!r}") from None
+    return ProbeRequest.make(None if scratch is not None else target, scratch=scratch,
+                             profile=profile, quick=quick, plp=plp, db=db, dry_run=dry_run,
+                             **opts)
+
+
+def root_problem() -> str | None:
+    """Why this process cannot probe (not root), or None."""
+    from fsadvisor.service import probing
+    return probing.root_problem()
+
+
+def block_devices() -> list[BlockDevice]:
+    """The machine's block devices, each with the probe's safety verdict (reads only)."""
+    from fsadvisor.service import probing
+    return probing.block_devices()
+
+
+def block_device(path: str) -> BlockDevice:
+    from fsadvisor.service import probing
+    return probing.block_device(path)
+
+
+def device_confirmed(device: str, typed: str | None) -> bool:
+    """The CLI's rule: the device typed back exactly (as given or resolved)."""
+    from fsadvisor.service import probing
+    return probing.device_confirmed(device, typed)
+
+
+def new_cancel() -> Interruptions:
+    """What the Cancel button calls ``cancel()`` on (from the UI thread)."""
+    return Interruptions()
+
+
+def run_probe(request: ProbeRequest, confirm: str | None, on_progress,
+              cancel: Interruptions) -> ProbeSummary:
+    """The real probe (a thread worker): service.probing.run_request."""
+    from fsadvisor.service import probing
+    return probing.run_request(request, confirm=confirm, on_progress=on_progress,
+                               interruptions=cancel)
+
+
+def inspect(path: str) -> Device:
+    """The device at ``path`` (read-only), e.g. the scratch loop device while it exists."""
+    return advice.resolve_device(path)
 
 
 def with_constraints(profile: Profile, **changes: Any) -> Profile:

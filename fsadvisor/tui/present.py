@@ -177,8 +177,10 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
                  else f"{p_best:.2f}")
         t.append("\n")
     for label, value in (("mkfs", d["mkfs_command_line"]),
-                         ("mount", f"-o {d['mount_options'] or 'defaults'}"),
-                         ("fstab", d["fstab"]),
+                         ("mount", d.get("mount_setup")
+                          or f"-o {d['mount_options'] or 'defaults'}"),
+                         ("fstab", d["fstab"] + (f"  (<uuid>: {d['uuid_command']})"
+                                                 if d.get("uuid_command") else "")),
                          ("udev", d["scheduler_udev_rule"])):
         t.append(f"{label:<7}", style="bold cyan")
         t.append(value + "\n")
@@ -356,10 +358,16 @@ HELP = {
         "can tell them apart; g charts the device's matrices over time; c, j, h export CSV, "
         "JSON and the HTML report. Next: F6 to preview a new probe."),
     "probe": (
-        "Probe preview",
-        "A dry run of `fsadvisor probe`: the cells it would run and the commands, nothing is "
-        "executed. scratch:SIZE uses a loop device on a file; a device path is checked for "
-        "safety first (never a mounted or system disk). Run the real probe from the CLI."),
+        "Probe",
+        "Measure configurations on a real device, as `fsadvisor probe` does. The list shows "
+        "this machine's block devices, each allowed or refused with the reason (never a "
+        "mounted or system disk, nothing holding data); scratch:SIZE is a loop device on a "
+        "file. Probe FORMATS the device: it needs root and the device path typed back. "
+        "Progress shows the cell, n/N, the ETA, the last cell's IOPS and watts (with the "
+        "energy source); the ranking on the Recommendations tab is redone after each "
+        "measured cell. Cancel stops it as Ctrl-C does: unmounted, the scratch device "
+        "detached, the matrix kept for `fsadvisor probe --resume`. Preview lists the "
+        "commands and runs none."),
 }
 
 

@@ -293,7 +293,10 @@ async def test_probe_preview_lists_commands_and_executes_nothing(tmp_path):
         assert any(line.startswith("mkfs.xfs") for line in lines)
         command = str(app.query_one("#probe-command", Static).content)
         assert "fsadvisor probe --scratch 1G --profile oltp --quick" in command
-        assert "Preview only" in str(app.query_one("#probe-note", Static).content)
+        # the tab also runs real probes now (tests/tui/test_probe_tab.py): its note says
+        # which button does what
+        note = str(app.query_one("#probe-note", Static).content)
+        assert "FORMATS" in note and "Preview runs nothing" in note
         # no scratch file was created: a preview executes nothing
         assert not any(p.name.startswith("fsadvisor-scratch") for p in tmp_path.iterdir())
         target = app.query_one("#probe-target", Input)
@@ -606,9 +609,10 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
                             f"{x['config']} {x['p_best']:.2f}" for x in conf["leaders"][:4])
                            if len(conf["leaders"]) > 1 else ""))
     if conf["tied"]:
-        total_min = sum(c["seconds"] for c in conf["settle"]) / 60
+        from fsadvisor.predict.explain import duration  # the headline's rounding too
+        total_s = sum(c["seconds"] for c in conf["settle"])
         assert lines[3].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
-                                   f"(about {total_min:.0f} min on this device): ")
+                                   f"(about {duration(total_s)} on this device): ")
         assert all(f"{c['config']} x{c['reps']}" in lines[3] for c in conf["settle"])
     else:
         assert not conf["settle"] and not lines[3].startswith("tied")

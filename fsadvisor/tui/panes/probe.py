@@ -1,6 +1,11 @@
-"""A dry run of a probe: the commands ``fsadvisor probe`` would execute, and the command
-line to run it for real. The TUI never formats anything; a real probe needs root and the
-device typed back, which the CLI asks for."""
+"""The probe tab: choose a device from the machine's block devices (each with the probe's
+safety verdict), preview the commands, or run the probe for real after a confirmation that
+names the device and needs it typed back. Progress (cell, n/N, ETA, IOPS, watts and their
+energy source, an IOPS sparkline) arrives from the thread worker as messages; Cancel stops
+the probe with the cleanup Ctrl-C gets in the CLI; every measured cell re-ranks.
+
+Nothing here formats anything itself: the worker calls service.probing.run_request (through
+calls.run_probe), which refuses without root and repeats the safety verdict."""
 
 from __future__ import annotations
 
@@ -9,18 +14,53 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Button, Checkbox, Input, Label, Log, Static
+from textual.widgets import (Button, Checkbox, DataTable, Input, Label, Log, ProgressBar,
+                             Sparkline, Static)
 
-from fsadvisor.tui.panes import WorkerFailed
+from fsadvisor.domain import Profile
 from fsadvisor.tui import calls
+from fsadvisor.tui.panes import WorkerFailed
+from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, format_bytes
 
-NOTE = ("Preview only: nothing below is executed. A real probe FORMATS the device; run the "
-        "command shown in a root shell, which asks you to type the device path before "
-        "wiping it.")
+NOTE = "Probing FORMATS the device: pick one (Enter) or scratch; Preview runs nothing."
+
+SCRATCH_KEY = "scratch"
+DEFAULT_SCRATCH = "scratch:1G"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | None,
+                  source: str | None, running: str | None, measured: bool = True) -> str:
+    """One status line: what runs, n/N, ETA, the last measured cell's IOPS and watts (with
+    the energy source that gave them; "no meter" when that cell had none)."""
+    if not e.total:
+        return "preparing: " + (e.message or "attaching, checking, choosing the energy meter")
+    energy = (f"{watts:.1f} W ({source})" if watts is not None else
+              f"no watts ({source})" if source else "no meter")
+    last = (f"last cell {iops:,.0f} IOPS, {energy}" if iops is not None else
+            f"last cell: {energy}") if measured else "no cell measured yet"
+    cell = f"running {running}" if running else "between cells"
+    return f"{e.done}/{e.total} cells  ETA {duration(e.eta_s)}  {cell}  |  {last}"
 
 
 class ProbePane(Vertical):
     class PreviewRequested(Message):
+        def __init__(self, target: str, quick: bool, with_profile: bool) -> None:
+            super().__init__()
+            self.target, self.quick, self.with_profile = target, quick, with_profile
+
+    class ProbeRequested(Message):
+        """The Probe button: the app adds the profile (and its PLP answer) and calls
+        ``prepare``."""
+
         def __init__(self, target: str, quick: bool, with_profile: bool) -> None:
             super().__init__()
             self.target, self.quick, self.with_profile = target, quick, with_profile
@@ -30,20 +70,130 @@ class ProbePane(Vertical):
             super().__init__()
             self.preview = preview
 
+    class DevicesListed(Message):
+        def __init__(self, devices: list[calls.BlockDevice]) -> None:
+            super().__init__()
+            self.devices = devices
+
+    class Prepared(Message):
+        """The dry run of the chosen probe passed the safety verdict: ask for confirmation."""
+
+        def __init__(self, job: dict, preview: calls.ProbePreview,
+                     device: calls.BlockDevice | None) -> None:
+            super().__init__()
+            self.job, self.preview, self.device = job, preview, device
+
+    class Progress(Message):
+        def __init__(self, event: calls.ProgressEvent) -> None:
+            super().__init__()
+            self.event = event
+
+    class Finished(Message):
+        def __init__(self, summary: calls.ProbeSummary) -> None:
+            super().__init__()
+            self.summary = summary
+
+    class Ranked(Message):
+        """A ranking with the runs measured so far: the app shows it on the results tab."""
+
+        def __init__(self, recommendation) -> None:
+            super().__init__()
+            self.recommendation = recommendation
+
     class Failed(WorkerFailed):
         pass
 
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.devices: list[calls.BlockDevice] = []
+        self.cancel_token = None  # calls.new_cancel() while a probe runs
+        self.summary: calls.ProbeSummary | None = None  # the last finished probe
+        self.events: list[calls.ProgressEvent] = []  # of the running/last probe
+        self.iops_history: list[float] = []
+        # Extra ProbeRequest fields for every run and preview (schedulers, baseline, ...):
+        # the form shows the common choices only; tests narrow a real probe with these.
+        self.extra_options: dict = {}
+        self._running_cell: str | None = None
+        self._last: tuple[float | None, float | None, str | None] = (None, None, None)
+        self._measured = False  # a cell of this probe has ended ok
+        self._device = None  # the probed Device, inspected while it exists (re-ranking)
+        self._rank_with: tuple[Profile, int, str | None] | None = None
+
     def compose(self) -> ComposeResult:
         yield Static(NOTE, id="probe-note", classes="warning")
+        table = DataTable(id="probe-devices", cursor_type="row", zebra_stripes=True)
+        table.add_columns("device", "size", "kind / model", "probe?")
+        yield table
         with Horizontal(classes="form-row"):
             yield Label("target", classes="field")
-            yield Input(value="scratch:1G", placeholder="/dev/nvme1n1 or scratch:2G",
+            yield Input(value=DEFAULT_SCRATCH, placeholder="/dev/nvme1n1 or scratch:2G",
                         id="probe-target")
             yield Checkbox("quick", value=True, id="probe-quick")
             yield Checkbox("with profile", value=True, id="probe-profile")
+        with Horizontal(classes="form-row"):
+            yield Label("fs", classes="field")
+            yield Input(value="", placeholder="ext4,xfs,btrfs,f2fs", id="probe-fs")
+            yield Label("secs", classes="field")
+            yield Input(value="", placeholder="10", id="probe-runtime", classes="num")
             yield Button("Preview", id="probe-preview")
+            yield Button("Probe", id="probe-start", variant="error")
+            yield Button("Cancel", id="probe-cancel", disabled=True)
+        yield Static("", id="probe-status")
+        # total 1, not None: an indeterminate bar animates, even before any probe
+        yield ProgressBar(id="probe-progress", total=1, show_eta=False)
+        yield Sparkline([], id="probe-iops")
         yield Static("", id="probe-command")
         yield Log(id="probe-lines", highlight=False, auto_scroll=False)
+
+    def on_mount(self) -> None:
+        self.reload_devices()
+
+    # ------------------------------------------------------------------ device list
+
+    def reload_devices(self) -> None:
+        self._list_devices()
+
+    @work(thread=True, exclusive=True, group="probe-devices")
+    def _list_devices(self) -> None:
+        try:
+            devices = calls.block_devices()
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(f"cannot list block devices: {e}"))
+            return
+        self.post_message(self.DevicesListed(devices))
+
+    def on_probe_pane_devices_listed(self, event: DevicesListed) -> None:
+        self.devices = event.devices
+        table = self.query_one("#probe-devices", DataTable)
+        table.clear()
+        table.add_row("scratch loop device", self._scratch_size(), "file-backed loop",
+                      "allowed (a new loop device)", key=SCRATCH_KEY)
+        for d in event.devices:
+            kind = f"{d.kind} {d.model}".strip()
+            verdict = Text("allowed", style="bold green") if d.allowed else \
+                Text(d.reason or "refused", style="red")
+            table.add_row(d.path, format_bytes(d.size_bytes), kind, verdict, key=d.path)
+
+    def _scratch_size(self) -> str:
+        target = self.query_one("#probe-target", Input).value.strip()
+        return target.partition(":")[2] if target.startswith("scratch:") else "1G"
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "probe-devices":
+            return
+        event.stop()
+        key = event.row_key.value
+        target = self.query_one("#probe-target", Input)
+        if key == SCRATCH_KEY:
+            target.value = f"scratch:{self._scratch_size()}"
+        else:
+            target.value = str(key)
+            chosen = next((d for d in self.devices if d.path == key), None)
+            if chosen is not None and not chosen.allowed:
+                self.notify(chosen.reason or f"{key}: refused", title="probe: refused",
+                            severity="error", markup=False)
+
+    # ------------------------------------------------------------------ preview
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -51,28 +201,41 @@ class ProbePane(Vertical):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self._request()
+        if event.button.id == "probe-preview":
+            self._request()
+        elif event.button.id == "probe-start":
+            self.request_probe()
+        elif event.button.id == "probe-cancel":
+            self.cancel()
 
     def request_preview(self) -> None:
         """Preview with what the form holds (the command palette's "Probe preview")."""
         self._request()
 
+    def _form(self) -> tuple[str, bool, bool]:
+        return (self.query_one("#probe-target", Input).value,
+                self.query_one("#probe-quick", Checkbox).value,
+                self.query_one("#probe-profile", Checkbox).value)
+
     def _request(self) -> None:
-        self.post_message(self.PreviewRequested(
-            self.query_one("#probe-target", Input).value,
-            self.query_one("#probe-quick", Checkbox).value,
-            self.query_one("#probe-profile", Checkbox).value))
+        self.post_message(self.PreviewRequested(*self._form()))
+
+    def _options(self) -> dict:
+        return {"filesystems": self.query_one("#probe-fs", Input).value,
+                "runtime_s": self.query_one("#probe-runtime", Input).value,
+                **self.extra_options}
 
     def start(self, target: str, profile: str | None, quick: bool, plp: str,
               db: str | None) -> None:
         self.query_one("#probe-command", Static).update(Text(f"planning {target} ..."))
-        self._preview(target, profile, quick, plp, db)
+        self._preview(target, profile, quick, plp, db, self._options())
 
     @work(thread=True, exclusive=True, group="probe")
     def _preview(self, target: str, profile: str | None, quick: bool, plp: str,
-                 db: str | None) -> None:
+                 db: str | None, options: dict) -> None:
         try:
-            preview = calls.probe_preview(target, profile=profile, quick=quick, plp=plp, db=db)
+            preview = calls.probe_preview(target, profile=profile, quick=quick, plp=plp, db=db,
+                                          **options)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
@@ -84,9 +247,171 @@ class ProbePane(Vertical):
             Text(f"{p.cells} cells, about {p.estimated_s / 60:.0f} min. To run it: {p.command}"))
         log = self.query_one("#probe-lines", Log)
         log.clear()
+        log.auto_scroll = False
         log.write_lines(p.lines)
         log.scroll_home(animate=False)
 
     def on_probe_pane_failed(self, event: Failed) -> None:
-        self.query_one("#probe-command", Static).update(Text(f"cannot plan: {event.error}"))
+        self.query_one("#probe-command", Static).update(Text(f"cannot run: {event.error}"))
+        if not self.running:
+            self.query_one("#probe-status", Static).update(Text(f"not started: {event.error}"))
         self.notify(event.error, title="probe", severity="error", markup=False)
+
+    # ------------------------------------------------------------------ a real probe
+
+    @property
+    def running(self) -> bool:
+        return self.cancel_token is not None
+
+    def request_probe(self) -> None:
+        if self.running:
+            self.notify("a probe is running: cancel it first", title="probe",
+                        severity="warning")
+            return
+        self.post_message(self.ProbeRequested(*self._form()))
+
+    def prepare(self, target: str, profile_ref: str | None, quick: bool, plp: str,
+                db: str | None, rank_profile: Profile | None = None, top: int = 5) -> None:
+        """Check everything a probe needs before asking for confirmation: root first (one
+        line, nothing starts), then the dry run and the safety verdict, in a worker."""
+        why = calls.root_problem()
+        if why:
+            self.query_one("#probe-status", Static).update(Text(f"not started: {why}"))
+            self.notify(why, title="probe: not started", severity="error", markup=False)
+            return
+        self._rank_with = (rank_profile, top, db) if rank_profile is not None else None
+        job = {"target": target, "profile": profile_ref, "quick": quick, "plp": plp, "db": db,
+               **self._options()}
+        self.query_one("#probe-status", Static).update(Text(f"checking {target} ..."))
+        self._prepare(job)
+
+    @work(thread=True, exclusive=True, group="probe")
+    def _prepare(self, job: dict) -> None:
+        try:
+            preview = calls.probe_preview(**job)
+            target = job["target"].strip()
+            device = None if target.startswith("scratch:") else calls.block_device(target)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e)))
+            return
+        self.post_message(self.Prepared(job, preview, device))
+
+    def on_probe_pane_prepared(self, event: Prepared) -> None:
+        self.query_one("#probe-status", Static).update(Text("waiting for confirmation"))
+        self.on_probe_pane_previewed(self.Previewed(event.preview))
+
+        def answered(typed: str | None) -> None:
+            if typed is None:
+                self.query_one("#probe-status", Static).update(Text("not started: cancelled"))
+                return
+            self.launch(event.job, None if event.device is None else typed)
+
+        self.app.push_screen(ConfirmProbeScreen(event.job["target"].strip(), event.preview,
+                                                event.device), answered)
+
+    def launch(self, job: dict, confirm: str | None) -> None:
+        """Start the confirmed probe in a thread worker."""
+        self.cancel_token = calls.new_cancel()
+        self.events, self.iops_history, self.summary = [], [], None
+        self._running_cell, self._last, self._device = None, (None, None, None), None
+        self._measured = False
+        self.query_one("#probe-iops", Sparkline).data = []
+        self.query_one("#probe-progress", ProgressBar).update(total=1, progress=0)
+        self.query_one("#probe-start", Button).disabled = True
+        self.query_one("#probe-cancel", Button).disabled = False
+        self.query_one("#probe-status", Static).update(Text(f"starting {job['target']} ..."))
+        # The log now follows the run (the preview's commands were shown before the
+        # confirmation): cells as they end, notes, the cleanup.
+        log = self.query_one("#probe-lines", Log)
+        log.clear()
+        log.auto_scroll = True
+        log.write_line(f"probe of {job['target']} (confirmed); cells as they end:")
+        self._run(job, confirm, self.cancel_token)
+
+    @work(thread=True, exclusive=True, group="probe-run")
+    def _run(self, job: dict, confirm: str | None, token) -> None:
+        job = dict(job)
+        try:
+            request = calls.probe_request(job.pop("target"), **job)
+            summary = calls.run_probe(request, confirm, self._on_progress, token)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(str(e)))
+            self.post_message(self.Finished(None))
+            return
+        self.post_message(self.Finished(summary))
+
+    def _on_progress(self, e: calls.ProgressEvent) -> None:
+        # In the probe's thread, between its steps: the device exists now (a scratch loop
+        # device is detached at the end), so the ranking's device is inspected here, once.
+        if e.device and self._device is None and self._rank_with is not None:
+            try:
+                self._device = calls.inspect(e.device)
+            except calls.USER_ERRORS:
+                self._device = None
+        self.post_message(self.Progress(e))
+        if e.kind == "cell-end" and e.status == "ok" and self._device is not None:
+            self._rank(self._device)
+
+    @work(thread=True, exclusive=True, group="probe-rank")
+    def _rank(self, device) -> None:
+        profile, top, db = self._rank_with
+        try:
+            rec = calls.recommend(profile, device, top=top, db=db)
+        except calls.USER_ERRORS as e:
+            self.post_message(self.Failed(f"re-ranking: {e}"))
+            return
+        self.post_message(self.Ranked(rec))
+
+    def on_probe_pane_progress(self, event: Progress) -> None:
+        e = event.event
+        self.events.append(e)
+        log = self.query_one("#probe-lines", Log)
+        if e.kind == "cell-start":
+            self._running_cell = e.cell
+        elif e.kind == "cell-end":
+            self._running_cell = None
+            why = f": {e.message}" if e.message and e.status != "ok" else ""
+            log.write_line(f"{e.status:<11} {e.cell}{why}")
+            if e.iops is not None:
+                self.iops_history.append(e.iops)
+                self.query_one("#probe-iops", Sparkline).data = list(self.iops_history)
+            if e.status == "ok":
+                self._last, self._measured = (e.iops, e.watts, e.energy_source), True
+        elif e.kind in ("note", "cleanup"):
+            log.write_line(("cleanup: " if e.kind == "cleanup" else "") + e.message)
+        if e.total:
+            self.query_one("#probe-progress", ProgressBar).update(total=e.total, progress=e.done)
+        self.query_one("#probe-status", Static).update(
+            Text(progress_text(e, *self._last, self._running_cell, self._measured)))
+
+    def on_probe_pane_finished(self, event: Finished) -> None:
+        self.cancel_token = None
+        self.query_one("#probe-start", Button).disabled = False
+        self.query_one("#probe-cancel", Button).disabled = True
+        s = self.summary = event.summary
+        if s is None:
+            return
+        ok = s.count("ok")
+        text = (f"matrix {s.matrix_id} on {s.device}: {ok} ok, {s.count('failed')} failed, "
+                f"{s.count('skipped')} skipped of {s.total} cells in {duration(s.wall_s)}")
+        if s.interrupted:
+            text += f"; interrupted ({s.interrupted}): cleaned up, --resume continues it"
+        self.query_one("#probe-status", Static).update(Text(text))
+        self.query_one("#probe-lines", Log).write_line(text)
+        self.notify(text, title="probe", severity="warning" if s.interrupted else "information",
+                    markup=False)
+        self.reload_devices()
+
+    def cancel(self) -> None:
+        """The Cancel button: the probe stops as on Ctrl-C in the CLI (same cleanup)."""
+        if self.cancel_token is None:
+            return
+        self.cancel_token.cancel("cancelled from the TUI")
+        self.query_one("#probe-cancel", Button).disabled = True
+        self.query_one("#probe-status", Static).update(
+            Text("cancelling: stopping the running command, then unmounting and detaching ..."))
+
+    def on_unmount(self) -> None:
+        # Quitting the app mid-probe cancels it: the worker thread still runs the cleanup.
+        if self.cancel_token is not None:
+            self.cancel_token.cancel("cancelled: the TUI quit")

@@ -1,0 +1,379 @@
+"""The probe tab's flows with Pilot: the device list and its verdicts, the confirmation
+(a wrong device name is refused and nothing starts, the right one starts), the non-root
+refusal, progress messages and Cancel; and snapshots of those screens at 120x40 and 80x24.
+
+The service calls are replaced here by fakes with fixed answers (the device list must not
+depend on this machine's disks, and nothing here may format anything); the real calls,
+a real probe and a real cancel are in tests/device/test_tui_probe.py."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import textual
+from rich.console import Console
+from textual.widgets import Button, DataTable, Input, Sparkline, Static
+
+from fsadvisor.probe.report import CellOutcome, ProbeSummary, ProgressEvent
+from fsadvisor.service.probing import BlockDevice, ProbePreview
+from fsadvisor.tui import calls
+from fsadvisor.tui.app import FsAdvisorApp
+from fsadvisor.tui.panes.probe import ProbePane, progress_text
+from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, warning_text
+
+
+SIZE = (120, 40)
+SMALL = (80, 24)
+FAKE_OK = BlockDevice(path="/dev/fsadvisor-fake0", size_bytes=512 << 30, kind="nvme",
+                      model="Fake NVMe 512", allowed=True, reason=None,
+                      signatures=("xfs",), fstype="xfs", label="scratchdata")
+FAKE_REFUSED = BlockDevice(path="/dev/fsadvisor-fake1", size_bytes=256 << 30, kind="unknown",
+                           model="", allowed=False, reason="/dev/fsadvisor-fake1 holds /; never probed")
+PREVIEW = ProbePreview(command="fsadvisor probe /dev/fsadvisor-fake0 --quick",
+                       lines=["# fsadvisor probe --dry-run: 2 cells (2 runnable), about 1 min"],
+                       cells=2, estimated_s=50.0)
+ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
+
+
+class FakeService:
+    """Stands in for the service calls the probe tab makes; records what it was asked."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple] = []
+        self.may_finish = threading.Event()
+
+    def install(self, monkeypatch, root: str | None = None) -> "FakeService":
+        monkeypatch.setattr(calls, "block_devices", lambda: [FAKE_OK, FAKE_REFUSED])
+        monkeypatch.setattr(calls, "block_device",
+                            lambda p: {d.path: d for d in (FAKE_OK, FAKE_REFUSED)}[p])
+        monkeypatch.setattr(calls, "probe_preview", self.preview)
+        monkeypatch.setattr(calls, "root_problem", lambda: root)
+        monkeypatch.setattr(calls, "run_probe", self.run_probe)
+        monkeypatch.setattr(calls, "probe_request", self.request)
+        return self
+
+    def request(self, target, **options):
+        """What calls.probe_request builds, without inspecting the (nonexistent) device."""
+        self.options = options
+        scratch = target.partition(":")[2] if target.startswith("scratch:") else None
+        return SimpleNamespace(device=None if scratch else target, scratch=scratch)
+
+    def preview(self, target, **_kw):
+        if target.strip() == FAKE_REFUSED.path:
+            raise calls.FsAdvisorError(FAKE_REFUSED.reason)
+        return replace(PREVIEW, command=f"fsadvisor probe {target.strip()} --quick")
+
+    def run_probe(self, request, confirm, on_progress, cancel):
+        """Two cells: the first measured, then the second runs until Cancel (or the test
+        lets it finish), as MatrixRun reports them."""
+        self.runs.append((request.device, request.scratch, confirm))
+        on_progress(ProgressEvent("cell-start", 0, 2, cell="ext4 none | 4k-randread | rep 1",
+                                  eta_s=50.0, device=FAKE_OK.path))
+        on_progress(ProgressEvent("cell-end", 1, 2, cell="ext4 none | 4k-randread | rep 1",
+                                  status="ok", eta_s=25.0, device=FAKE_OK.path, iops=41234.0,
+                                  watts=6.25, energy_source="estimate"))
+        on_progress(ProgressEvent("cell-start", 1, 2, cell="xfs none | 4k-randread | rep 1",
+                                  eta_s=25.0, device=FAKE_OK.path))
+        s = ProbeSummary(matrix_id="m-fake", device=FAKE_OK.path, total=2, wall_s=30.0)
+        s.outcomes.append(CellOutcome("c1", 1, "ext4", "ok"))
+        while not self.may_finish.wait(0.02):
+            if cancel.received:
+                s.interrupted = cancel.received
+                s.outcomes.append(CellOutcome("c2", 1, "xfs", "incomplete"))
+                on_progress(ProgressEvent("cleanup", 2, 2, message="unmounted /tmp/x"))
+                on_progress(ProgressEvent("done", 2, 2, status="interrupted"))
+                return s
+        s.outcomes.append(CellOutcome("c2", 1, "xfs", "ok"))
+        on_progress(ProgressEvent("done", 2, 2, status="done"))
+        return s
+
+
+async def settle(pilot) -> None:
+    app = pilot.app
+    for _ in range(100):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not app._live_busy and not app._live_wanted:
+            break
+    await pilot.pause()
+
+
+async def open_probe_tab(pilot) -> ProbePane:
+    await settle(pilot)
+    await pilot.press("f6")
+    await settle(pilot)
+    return pilot.app.query_one(ProbePane)
+
+
+async def choose(pilot, row: int) -> None:
+    table = pilot.app.query_one("#probe-devices", DataTable)
+    table.focus()
+    table.move_cursor(row=row)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+def rows(app) -> list[list[str]]:
+    table = app.query_one("#probe-devices", DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def toasts(app) -> list[str]:
+    """The notifications on screen, as the user reads them (as tests/tui/test_tui.py)."""
+    out = []
+    for t in app.screen.query("Toast"):
+        console = Console(width=118, record=True, color_system=None, file=io.StringIO())
+        console.print(t.render())
+        out.append(" ".join(console.export_text().split()))
+    return out
+
+
+# ---------------------------------------------------------------------- flows
+
+@pytest.mark.asyncio
+async def test_the_device_list_shows_each_verdict_and_scratch_first(monkeypatch):
+    FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await open_probe_tab(pilot)
+        got = rows(app)
+        assert got[0][0] == "scratch loop device" and got[0][1] == "1G"
+        assert got[1] == ["/dev/fsadvisor-fake0", "512.0 GiB", "nvme Fake NVMe 512", "allowed"]
+        assert got[2][0] == "/dev/fsadvisor-fake1" and got[2][3] == FAKE_REFUSED.reason
+        await choose(pilot, 1)
+        assert app.query_one("#probe-target", Input).value == FAKE_OK.path
+        assert toasts(app) == []
+        await choose(pilot, 2)  # refused: the reason is said at once
+        assert app.query_one("#probe-target", Input).value == FAKE_REFUSED.path
+        assert any("holds /; never probed" in t for t in toasts(app))
+        await choose(pilot, 0)
+        assert app.query_one("#probe-target", Input).value == "scratch:1G"
+
+
+@pytest.mark.asyncio
+async def test_a_refused_device_never_reaches_the_confirmation(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await open_probe_tab(pilot)
+        await choose(pilot, 2)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmProbeScreen)
+        assert any("holds /; never probed" in t for t in toasts(app))
+        assert fake.runs == []
+
+
+@pytest.mark.asyncio
+async def test_not_root_is_one_line_and_nothing_starts(monkeypatch):
+    fake = FakeService().install(monkeypatch, root=ROOT_HINT)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await open_probe_tab(pilot)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmProbeScreen)
+        assert any("probing needs root" in t for t in toasts(app))
+        status = str(app.query_one("#probe-status", Static).content)
+        assert status == f"not started: {ROOT_HINT}"
+        assert fake.runs == []
+
+
+@pytest.mark.asyncio
+async def test_the_confirmation_refuses_a_wrong_name_and_starts_on_the_right_one(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    fake.may_finish.set()
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await open_probe_tab(pilot)
+        await choose(pilot, 1)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmProbeScreen)
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        # names the device, its size and model, what is lost and the plan's size
+        assert "DESTROYS all data on /dev/fsadvisor-fake0 (512.0 GiB, nvme, Fake NVMe 512)" in text
+        assert "xfs data labelled 'scratchdata'" in text and "2 cells" in text
+        await pilot.press(*"/dev/fsadvisor-fake", "enter")  # one character short
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
+        assert "('/dev/fsadvisor-fake' is not /dev/fsadvisor-fake0); nothing was touched" in str(
+            app.screen.query_one("#confirm-error", Static).content)
+        typed = app.screen.query_one("#confirm-device", Input)
+        typed.value = ""
+        await pilot.press(*"/dev/fsadvisor-fake0")
+        await pilot.click("#confirm-ok")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmProbeScreen)
+        assert fake.runs == [("/dev/fsadvisor-fake0", None, "/dev/fsadvisor-fake0")]
+        # the profile chosen on the first tab, as the preview and `fsadvisor probe` take it
+        assert fake.options["profile"] == "oltp" and fake.options["quick"] is True
+        assert pane.summary is not None and pane.summary.interrupted is None
+        assert pane.query_one("#probe-start", Button).disabled is False
+
+
+@pytest.mark.asyncio
+async def test_escape_in_the_confirmation_starts_nothing(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_probe_tab(pilot)
+        await choose(pilot, 1)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmProbeScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert fake.runs == []
+        assert str(app.query_one("#probe-status", Static).content) == "not started: cancelled"
+
+
+@pytest.mark.asyncio
+async def test_progress_is_shown_and_cancel_stops_the_probe(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await open_probe_tab(pilot)
+        await choose(pilot, 0)  # scratch: confirmed without typing
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmProbeScreen)
+        assert "nothing of yours is touched" in str(app.screen.query_one("#confirm-text", Static).content)
+        await pilot.click("#confirm-ok")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if len(pane.events) >= 3:
+                break
+        assert pane.running and fake.runs == [(None, "1G", None)]
+        status = str(pane.query_one("#probe-status", Static).content)
+        assert status.startswith("1/2 cells  ETA 25s  running xfs none | 4k-randread | rep 1")
+        assert "last cell 41,234 IOPS, 6.2 W (estimate)" in status
+        assert pane.query_one("#probe-iops", Sparkline).data == [41234.0]
+        assert pane.query_one("#probe-start", Button).disabled
+        await pilot.click("#probe-cancel")
+        await settle(pilot)
+        assert not pane.running and pane.summary.interrupted == "cancelled from the TUI"
+        status = str(pane.query_one("#probe-status", Static).content)
+        assert "interrupted (cancelled from the TUI): cleaned up, --resume continues it" in status
+        assert "cleanup: unmounted /tmp/x" in list(pane.query_one("#probe-lines").lines)
+        assert any("interrupted" in t for t in toasts(app))
+
+
+def test_progress_text_says_no_meter_when_a_measured_cell_had_no_energy_source():
+    e = ProgressEvent("cell-start", 0, 3, cell="ext4", eta_s=75.0)
+    assert progress_text(e, None, None, None, "ext4", measured=False) == \
+        "0/3 cells  ETA 1m15s  running ext4  |  no cell measured yet"
+    assert progress_text(e, 900.0, None, None, None).endswith(
+        "between cells  |  last cell 900 IOPS, no meter")
+    assert progress_text(e, 900.0, None, "rapl", None).endswith(
+        "last cell 900 IOPS, no watts (rapl)")
+    note = ProgressEvent("note", 0, 0, message="energy: ESTIMATE from a power model")
+    assert progress_text(note, None, None, None, None, measured=False) == \
+        "preparing: energy: ESTIMATE from a power model"
+
+
+def test_warning_text_for_a_blank_device_says_other_data_is_lost_too():
+    blank = BlockDevice(path="/dev/loop9", size_bytes=256 << 20, kind="loop", model="",
+                        allowed=True, reason=None)
+    text = warning_text("/dev/loop9", PREVIEW, blank)
+    assert text.startswith("This DESTROYS all data on /dev/loop9 (256.0 MiB, loop): no filesystem")
+    assert "any other data on it is lost too" in text
+
+
+# ---------------------------------------------------------------------- snapshots
+
+RECORDED_WITH = (Path(__file__).parent / "__snapshots__" / "textual-version.txt").read_text().strip()
+snapshots = pytest.mark.skipif(
+    textual.__version__ != RECORDED_WITH,
+    reason=f"snapshots recorded with Textual {RECORDED_WITH}, this is {textual.__version__}")
+
+
+async def steady(pilot) -> None:
+    """No blinking cursor in a screenshot: a focused Input would otherwise be drawn with
+    or without its cursor depending on the moment."""
+    for w in pilot.app.screen.query(Input):
+        w.cursor_blink = False
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
+async def _probe_tab(pilot) -> None:
+    await open_probe_tab(pilot)
+    await steady(pilot)
+
+
+async def _confirm(pilot) -> None:
+    await open_probe_tab(pilot)
+    await choose(pilot, 1)
+    await pilot.click("#probe-start")
+    await settle(pilot)
+    await steady(pilot)
+
+
+async def _refused_toast(pilot) -> None:
+    await open_probe_tab(pilot)
+    await choose(pilot, 2)
+    await settle(pilot)
+    await steady(pilot)
+
+
+async def _start(pilot) -> None:
+    await open_probe_tab(pilot)
+    await pilot.click("#probe-start")
+    await settle(pilot)
+    await steady(pilot)
+
+
+@snapshots
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+def test_probe_tab_screen(snap_compare, monkeypatch, size):
+    """The device list (scratch first, an allowed and a refused device), the form, the
+    buttons, the empty progress and the log."""
+    FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_probe_tab)
+
+
+@snapshots
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+def test_probe_confirmation_screen(snap_compare, monkeypatch, size):
+    FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_confirm)
+
+
+@snapshots
+def test_probe_refused_device_toast(snap_compare, monkeypatch):
+    FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_refused_toast)
+
+
+@snapshots
+def test_probe_not_root_toast_80x24(snap_compare, monkeypatch):
+    FakeService().install(monkeypatch, root=ROOT_HINT)
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_start)
+
+
+async def _running(pilot) -> None:
+    pane = await open_probe_tab(pilot)
+    await choose(pilot, 0)
+    await pilot.click("#probe-start")
+    await settle(pilot)
+    await pilot.click("#confirm-ok")
+    for _ in range(200):  # the fake probe now waits in its second cell until Cancel
+        await pilot.pause(0.02)
+        if len(pane.events) >= 3:
+            break
+    await steady(pilot)
+
+
+@snapshots
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+def test_probe_running_screen(snap_compare, monkeypatch, size):
+    """Mid-probe: the status line (n/N, ETA, the running cell, the last cell's IOPS and
+    watts with their source), the bar at 1/2, the IOPS sparkline and Cancel enabled."""
+    FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_running)
