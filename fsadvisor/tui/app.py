@@ -24,6 +24,7 @@ from fsadvisor.tui.panes.device import DevicePane
 from fsadvisor.tui.panes.energy import EnergyPane
 from fsadvisor.tui.panes.history import HistoryPane
 from fsadvisor.tui.panes.probe import ProbePane
+from fsadvisor.tui.panes.probe_confirm import QuitWhileProbingScreen
 from fsadvisor.tui.panes.profile import ProfilePane
 from fsadvisor.tui.panes.results import ResultsPane
 
@@ -87,6 +88,18 @@ class FsAdvisorApp(App):
     @property
     def active_tab(self) -> str:
         return str(self.query_one(TabbedContent).active)
+
+    async def action_quit(self) -> None:
+        """``q``: while a probe runs, ask first -- quitting cancels it (ProbePane.on_unmount)."""
+        pane = self.query_one(ProbePane)
+        if not pane.running:
+            self.exit()
+            return
+
+        def answered(leave: bool | None) -> None:
+            if leave:
+                self.exit()
+        self.push_screen(QuitWhileProbingScreen(pane.probed_device), answered)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -377,3 +377,49 @@ def test_probe_running_screen(snap_compare, monkeypatch, size):
     watts with their source), the bar at 1/2, the IOPS sparkline and Cancel enabled."""
     FakeService().install(monkeypatch)
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_running)
+
+
+@pytest.mark.asyncio
+async def test_q_while_probing_asks_first_and_quitting_cancels_the_probe(monkeypatch):
+    from fsadvisor.tui.panes.probe_confirm import QuitWhileProbingScreen
+    fake = FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await open_probe_tab(pilot)
+        await choose(pilot, 0)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        await pilot.click("#confirm-ok")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if len(pane.events) >= 3:
+                break
+        assert pane.running
+        pane.query_one("#probe-devices", DataTable).focus()
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitWhileProbingScreen)
+        assert FAKE_OK.path in str(app.screen.query_one("#quit-text", Static).content)
+        await pilot.press("n")  # keep probing: nothing was cancelled
+        await pilot.pause()
+        assert not isinstance(app.screen, QuitWhileProbingScreen) and pane.running
+        assert not pane.cancel_token.received
+        await pilot.press("q")
+        await pilot.pause()
+        token = pane.cancel_token
+        await pilot.press("y")
+        await pilot.pause()
+    assert app.return_code == 0 or app.return_code is None
+    assert token.received == "cancelled: the TUI quit"  # on_unmount's cleanup path
+    fake.may_finish.set()
+
+
+@pytest.mark.asyncio
+async def test_q_without_a_probe_quits_at_once(monkeypatch):
+    FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running

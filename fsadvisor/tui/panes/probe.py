@@ -263,6 +263,11 @@ class ProbePane(Vertical):
     def running(self) -> bool:
         return self.cancel_token is not None
 
+    @property
+    def probed_device(self) -> str | None:
+        """The device the running probe reported (a scratch loop's /dev/loopN), if any yet."""
+        return next((e.device for e in reversed(self.events) if e.device), None)
+
     def request_probe(self) -> None:
         if self.running:
             self.notify("a probe is running: cancel it first", title="probe",

@@ -85,3 +85,36 @@ class ConfirmProbeScreen(ModalScreen[str | None]):
 
     def action_back(self) -> None:
         self.dismiss(None)
+
+
+class QuitWhileProbingScreen(ModalScreen[bool]):
+    """``q`` while a probe runs: quitting cancels it (the same cleanup as Ctrl-C in the CLI:
+    unmounted, a scratch device detached, the matrix left resumable), so ask first."""
+
+    BINDINGS = [Binding("escape", "stay", "Keep probing"), Binding("n", "stay", show=False),
+                Binding("y", "leave", show=False)]
+
+    def __init__(self, device: str | None) -> None:
+        super().__init__()
+        self.device = device
+
+    def compose(self) -> ComposeResult:
+        on = f" on {self.device}" if self.device else ""
+        with Vertical(id="confirm-box"):
+            yield Static(Text(f"A probe is running{on}. Quitting cancels it: the running "
+                              "command is stopped, the device unmounted (a scratch device "
+                              "detached) and the matrix left for --resume. Quit? (y/n)"),
+                         id="quit-text", classes="warning")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("Cancel the probe and quit", id="quit-ok", variant="error")
+                yield Button("Keep probing", id="quit-stay")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "quit-ok")
+
+    def action_stay(self) -> None:
+        self.dismiss(False)
+
+    def action_leave(self) -> None:
+        self.dismiss(True)
