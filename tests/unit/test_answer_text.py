@@ -151,13 +151,18 @@ def test_why_lines_are_plain_and_unique(profile):
             assert not re.search(r"\b(fs|opt|m|w|k):[a-z]", w), w
 
 
-def test_the_users_own_runs_come_first(tmp_path, monkeypatch):
+# "oltp": imported and older runs; "profile:oltp": what `probe --profile oltp` stores
+# (probe/plan.profile_workload) -- the why-line missed those until this was parametrized.
+@pytest.mark.parametrize("stored_as", ["oltp", "profile:oltp"])
+def test_the_users_own_runs_come_first(tmp_path, monkeypatch, stored_as):
     from fsadvisor.domain import EnergyReading, RunRecord
     from fsadvisor.store import open_store
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "own.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     advice._cache.clear()
     prof = advice.get_profile("oltp")
+    from fsadvisor.probe.plan import profile_workload
+    assert profile_workload(prof).name == "profile:oltp"
     dev = replace(advice.resolve_device("nvme:1T"), path="/dev/nvme7n1", serial="S1")
     top = advice.recommend(prof, device=Device("/dev/nvme7n1", dev.size_bytes, serial="S1"),
                            top=1).ranked[0]
@@ -165,8 +170,8 @@ def test_the_users_own_runs_come_first(tmp_path, monkeypatch):
         store.ensure_seeded()
         for rep, iops in enumerate((60_000.0, 61_000.0, 62_000.0), 1):
             store.record_run(RunRecord(
-                cell_key=f"{top.config.key()} | oltp", device=dev, config=top.config,
-                workload_name="oltp", workload=prof.workload, rep=rep, status="ok",
+                cell_key=f"{top.config.key()} | {stored_as}", device=dev, config=top.config,
+                workload_name=stored_as, workload=prof.workload, rep=rep, status="ok",
                 started_at=1_700_000_000.0 + rep, wall_s=12.0,
                 metrics={"iops": iops, "mb_s": iops * 8192 / 1e6, "p99_latency_us": 900.0,
                          "mean_latency_us": 250.0, "runtime_s": 10.0},
@@ -196,3 +201,86 @@ def test_recommend_text_snapshot(profile):
     if os.environ.get("FSADVISOR_UPDATE_GOLDEN") == "1":  # regenerate after checking by hand
         path.write_text(out)
     assert out == path.read_text()
+
+
+# ------------------------------------------- one story: times, evidence, mount lines, own runs
+# (issues 10, 11, 12: the headline's probe time is the settle line's, an unmeasured
+# filesystem never wins a tie on its prior, the mount lines are complete, and the user's own
+# profile runs are found under the name a probe stores them by)
+
+from fsadvisor.domain import EnergyReading, RunRecord  # noqa: E402
+from fsadvisor.predict import rank as rankmod  # noqa: E402
+from fsadvisor.predict.fit import fit  # noqa: E402
+from fsadvisor.predict.settings import ModelSettings  # noqa: E402
+from fsadvisor.store import reference  # noqa: E402
+from fsadvisor.store.datasets import load_observations  # noqa: E402
+
+
+@pytest.mark.parametrize("profile", ["oltp", "build-unpack"])
+def test_headline_and_settle_line_give_one_duration(profile):
+    text = run("recommend", "-p", profile, "--top", "3")
+    how_sure = text.splitlines()[1]
+    settle = next(ln for ln in text.splitlines() if ln.strip().startswith("tied: to settle it"))
+    head = re.search(r"decides among the leading (\d+) in about (\d+(?:\.\d)? (?:s|min|h))",
+                     how_sure)
+    cells = re.search(r"measure (\d+) cells \(about (\d+(?:\.\d)? (?:s|min|h)) on this device",
+                      settle)
+    assert head and cells, (how_sure, settle)
+    assert head.groups() == cells.groups()
+
+
+@pytest.fixture(scope="module")
+def shipped_fit():
+    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
+    return fit(obs, ModelSettings.load(use_store_calibration=False))
+
+
+def test_a_filesystem_measured_only_on_plain_io_rests_on_priors_for_metadata_and_fsync(
+        shipped_fit):
+    f2fs, xfs = FsConfig.make("f2fs"), FsConfig.make("xfs")
+    meta = Workload(rw="randwrite", create_frac=1.0)
+    fsync = Workload(rw="randwrite", bs_bytes=4096, fsync_every=1)
+    plain = Workload(rw="randwrite", bs_bytes=4096, iodepth=32)
+    # seed 000 measured f2fs on plain reads and writes only; nothing on creates or fsync
+    assert rankmod._has_data(shipped_fit, f2fs, plain)
+    assert not rankmod._has_data(shipped_fit, f2fs, meta)
+    assert not rankmod._has_data(shipped_fit, f2fs, fsync)
+    assert rankmod._has_data(shipped_fit, xfs, meta) and rankmod._has_data(shipped_fit, xfs, fsync)
+
+
+def test_among_equals_measured_goes_before_fewer_settings():
+    # Two statistically tied candidates (within the 1% tolerance): the prior-only one is
+    # simpler and scores higher, and still comes second.
+    dev = Device(None, 1 << 40)
+    prior_only = FsConfig.make("f2fs")
+    measured = FsConfig.make("xfs", mount=("noatime",), ag_count=16)
+    kept = [(1000.0, prior_only, None, []), (995.0, measured, None, [])]
+    ordered, _ = rankmod._order(kept, dev, top=2, measured=lambda c: c.fs != "f2fs")
+    assert [item[1] for item in ordered] == [measured, prior_only]
+    # without the evidence rule the simpler one would lead (the old behaviour)
+    ordered, _ = rankmod._order(kept, dev, top=2, measured=lambda c: True)
+    assert ordered[0][1] == prior_only
+
+
+def test_build_unpack_is_not_won_by_an_unmeasured_filesystem():
+    doc = json.loads(run("recommend", "-p", "build-unpack", "--top", "3", "--json"))
+    top = doc["recommendations"][0]
+    assert top["filesystem"] != "f2fs", top["config_label"]
+
+
+def test_mount_lines_create_the_mount_point_and_name_the_uuid_command():
+    text = run("recommend", "-p", "oltp", "--top", "1")
+    mount = next(ln for ln in text.splitlines() if ln.strip().startswith("mount:"))
+    assert "mkdir -p /srv/data && mount -t " in mount and mount.rstrip().endswith(
+        "/dev/DEVICE /srv/data")
+    assert "blkid -s UUID -o value /dev/DEVICE" in text
+    doc = json.loads(run("recommend", "-p", "oltp", "--top", "1", "--json"))
+    r = doc["recommendations"][0]
+    assert r["mount_setup"].startswith("mkdir -p /srv/data && mount -t ")
+    assert r["uuid_command"] == "blkid -s UUID -o value /dev/DEVICE"
+
+
+def test_a_quoted_device_path_stays_one_word_in_the_mount_lines():
+    cmds = rankmod.commands_for(FsConfig.make("ext4"), "/dev/disk/by-id/nvme-X Y")
+    assert "'/dev/disk/by-id/nvme-X Y' /srv/data" in cmds["mount_setup"]
+    assert cmds["uuid_command"].endswith("'/dev/disk/by-id/nvme-X Y'")
