@@ -82,6 +82,9 @@ class ProgressEvent:
     status: str | None = None
     eta_s: float | None = None
     message: str = ""
+    # "" = done/total count cells; "s" = seconds of device time against a budget (probe
+    # --adaptive, whose cells are chosen as it goes: the count is not known beforehand)
+    unit: str = ""
 
 
 @dataclass
