@@ -94,7 +94,7 @@ def probe(args: list[str], db: Path, log: Path) -> dict:
         p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args, "--json"],
                            stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     if p.returncode not in (0, 1):
-        raise SystemExit(f"probe failed ({p.returncode}); see {log}")
+        raise RuntimeError(f"probe failed ({p.returncode}); see {log}")
     return json.loads(p.stdout)
 
 
@@ -161,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 target = ["--scratch", a.scratch, "--scratch-dir", CLASSES[cls]]
             for prof in a.profiles.split(","):
-                rows.append(one_case(a, cls, prof, target, common, work))
+                try:
+                    rows.append(one_case(a, cls, prof, target, common, work))
+                except RuntimeError as e:  # one case's failure is reported, not the end
+                    rows.append({"class": cls, "profile": prof, "error": str(e)})
                 if not a.json:
                     print_row(rows[-1], flush=True)
     if a.json:
