@@ -186,6 +186,8 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
     if a.budget:
         ada_args += ["--budget", a.budget]
     ada = probe(ada_args, work / f"{cls}-adaptive.db", log)
+    for kind, doc in (("full", full), ("adaptive", ada)):  # kept for a closer look
+        (work / f"{cls}-{prof}-{kind}.json").write_text(json.dumps(doc, indent=1))
     m = means(full)
     row = {"class": cls, "profile": prof, "log": str(log), "wall_s": None}
     if not m:
