@@ -142,38 +142,53 @@ class CellTimes:
     overhead), then any filesystem run on this device; per filesystem when it has its own
     samples (btrfs's mkfs is not ext4's), else the pooled median."""
 
-    def __init__(self, plan: planmod.Plan, overheads_by_fs: Mapping[str, list[float]]):
+    def __init__(self, plan: planmod.Plan, overheads_by_fs: Mapping[str, list[float]],
+                 window_fractions: list[float] = ()):
         self.plan = plan
         self.by_fs = {fs: sorted(v) for fs, v in overheads_by_fs.items() if v}
         self.pooled = sorted(x for v in self.by_fs.values() for x in v)
+        # The measured window over the planned --runtime of this workload's runs: below 1
+        # for a bounded job that ends before its time (a file-create workload done early)
+        self.window_fraction = (min(1.0, float(np.median(window_fractions)))
+                                if len(window_fractions) else 1.0)
 
     @staticmethod
     def from_store(store: Any, plan: planmod.Plan, identity: str) -> "CellTimes":
         name = plan.workloads[0].name if plan.workloads else None
-        cooldown: dict[str | None, float] = {}
+        planned: dict[str | None, tuple[float, float | None]] = {}
 
-        def cooldown_of(mid: str | None) -> float:
-            if mid not in cooldown:
+        def cooldown_runtime(mid: str | None) -> tuple[float, float | None]:
+            """(cool-down, planned runtime) of matrix ``mid``."""
+            if mid not in planned:
                 if mid is not None and mid == plan.matrix_id:
-                    cooldown[mid] = float(plan.cooldown_s)
+                    planned[mid] = (float(plan.cooldown_s), float(plan.runtime_s))
                 else:
                     try:
-                        cooldown[mid] = float((store.matrix(mid).get("plan") or {})
-                                              .get("cooldown_s") or 0.0) if mid else 0.0
+                        p = (store.matrix(mid).get("plan") or {}) if mid else {}
                     except FsAdvisorError:
-                        cooldown[mid] = 0.0
-            return cooldown[mid]
+                        p = {}
+                    planned[mid] = (float(p.get("cooldown_s") or 0.0),
+                                    float(p["runtime_s"]) if p.get("runtime_s") else None)
+            return planned[mid]
 
         same: dict[str, list[float]] = {}
         other: dict[str, list[float]] = {}
+        fractions: list[float] = []
         for r in store.runs(device_identity=identity, status="ok"):
             fs, wall, window = r.get("filesystem"), r.get("wall_s"), r.get("runtime_s")
             if not fs or wall is None or window is None:
                 continue  # a raw calibration run has no mkfs/mount: not a cell's overhead
-            over = float(wall) - float(window) - cooldown_of(r.get("matrix_id"))
-            if over >= 0:
-                (same if r.get("workload_name") == name else other).setdefault(fs, []).append(over)
-        return CellTimes(plan, same or other)
+            cooldown, runtime = cooldown_runtime(r.get("matrix_id"))
+            over = float(wall) - float(window) - cooldown
+            if over < 0:
+                continue
+            if r.get("workload_name") == name:
+                same.setdefault(fs, []).append(over)
+                if runtime:
+                    fractions.append(float(window) / runtime)
+            else:
+                other.setdefault(fs, []).append(over)
+        return CellTimes(plan, same or other, fractions)
 
     @property
     def measured(self) -> bool:
@@ -187,7 +202,7 @@ class CellTimes:
         over = self.overhead_s(cell.config.fs) if cell.config is not None else None
         if over is None:
             return self.plan.cell_estimate_s(cell)
-        return self.plan.runtime_s + self.plan.cooldown_s + over
+        return self.plan.runtime_s * self.window_fraction + self.plan.cooldown_s + over
 
     def config_s(self, cfg: Any) -> float:
         return self.cell_s(planmod.Cell(cfg, cfg.scheduler, self.plan.workloads[0], 1))

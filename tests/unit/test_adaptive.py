@@ -401,3 +401,22 @@ def test_configurations_whose_scheduler_the_device_lacks_are_left_out(tmp_path):
     assert only_none.configs and {c.scheduler for c in only_none.configs} == {"none"}
     assert ad.runnable(plan, None) is plan
     assert ad.available_schedulers(None) is None
+
+
+def test_a_workload_that_ends_before_its_runtime_costs_its_measured_window(tmp_path):
+    """A bounded job (e.g. creating a fixed number of files) may end before --runtime: its
+    cells cost the window it measured, not the planned one."""
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan  # runtime 1 s, cool-down 0
+    plan.runtime_s = 10.0
+    dev = _scratch_identity_device(plan)
+    cfg = _configs(plan)["ext4"]
+    with open_store(tmp_path / "s.db") as store:
+        mid = store.start_matrix({**plan.to_dict(), "runtime_s": 10.0, "cooldown_s": 0.0})
+        for rep in (1, 2, 3):
+            store.record_run(_run(dev, cfg, plan.workloads[0].name, 2.5 + 1.0, 2.5,
+                                  matrix_id=mid, rep=rep))
+        t = ad.CellTimes.from_store(store, plan, dev.identity)
+    assert t.window_fraction == pytest.approx(0.25)
+    assert t.config_s(cfg) == pytest.approx(2.5 + 1.0)
