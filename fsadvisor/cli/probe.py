@@ -30,11 +30,14 @@ def _duration(seconds: float | None) -> str:
 BAR_WIDTH = 24
 
 
-def progress_bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
-    """``[#########---------------]  3/8  37%`` (ASCII: logs and serial consoles too)."""
+def progress_bar(done: int, total: int, width: int = BAR_WIDTH, unit: str = "") -> str:
+    """``[#########---------------]  3/8  37%`` (ASCII: logs and serial consoles too);
+    with ``unit`` "s" the counts are seconds of device time (``120/600 s``)."""
     frac = min(1.0, done / total) if total else 0.0
     filled = int(frac * width)
-    return f"[{'#' * filled}{'-' * (width - filled)}] {done:>{len(str(total))}}/{total} {frac:4.0%}"
+    suffix = f" {unit}" if unit else ""
+    return (f"[{'#' * filled}{'-' * (width - filled)}] {done:>{len(str(total))}}/{total}"
+            f"{suffix} {frac:4.0%}")
 
 
 class _Progress:
@@ -67,14 +70,17 @@ class _Progress:
             self._line(text)
 
     def __call__(self, e) -> None:
-        bar = progress_bar(e.done, e.total or 0)
+        unit = getattr(e, "unit", "")
+        bar = progress_bar(e.done, e.total or 0, unit=unit)
+        # an adaptive probe stops when settled: its budget's remainder is an upper bound
+        eta = f"{'at most ' if unit == 's' else ''}ETA {_duration(e.eta_s)}"
         if e.kind == "note":
             self._line(f"fsadvisor: {e.message}")
         elif e.kind == "cell-start":
-            self._bar(f"{bar}  ETA {_duration(e.eta_s)}  running {e.cell}")
+            self._bar(f"{bar}  {eta}  running {e.cell}")
         elif e.kind == "cell-end":
             if e.status == "ok" and self.tty:
-                self._bar(f"{bar}  ETA {_duration(e.eta_s)}  ok {e.cell}")
+                self._bar(f"{bar}  {eta}  ok {e.cell}")
             else:
                 why = f": {e.message}" if e.message and e.status != "ok" else ""
                 self._line(f"{bar}  {e.status:<11} {e.cell}{why}")
@@ -250,7 +256,8 @@ def probe(
         energy=energy, meter_log=meter_log, clock_offset_s=clock_offset,
         idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp, db=db, dry_run=dry_run,
         force=force)
-    if adaptive:
+    from fsadvisor.service import adaptive as ad
+    if adaptive or ad.resumes_adaptive(request):  # an adaptive probe resumes adaptively
         _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe)
         return
     if budget is not None:

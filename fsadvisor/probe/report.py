@@ -89,6 +89,9 @@ class ProgressEvent:
     iops: float | None = None
     watts: float | None = None
     energy_source: str | None = None
+    # "" = done/total count cells; "s" = seconds of device time against a budget (probe
+    # --adaptive, whose cells are chosen as it goes: the count is not known beforehand)
+    unit: str = ""
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from fsadvisor.domain import Device, device_identity
-from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
+from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
 from fsadvisor.predict.model import ModelSettings, fit, predict_many
 from fsadvisor.predict.rank import TIE_TOLERANCE, permitted
@@ -129,6 +129,131 @@ def _scratch_device(size_bytes: int, scratch_dir: str | None, plp: str) -> Devic
     return Device(path=None, size_bytes=size_bytes, kind=kind, model=model, plp=plp)
 
 
+class CellTimes:
+    """Seconds one run of a cell costs on this device: the plan's window and cool-down plus
+    the per-run overhead outside the window (discard, mkfs, mount, fill, fio start, umount)
+    as measured by this device identity's stored runs.
+
+    The plan's fixed PROBE_CELL_OVERHEAD_S (3 s) applies only while nothing is stored: on a
+    RAM-backed loop device the measured overhead of a 1 s run was ~1 s (the first smoke run
+    of benchmarks/adaptive_vs_full.py: estimates ran ~2x the actual cell times), which made
+    the default budget, the reported share and every choice's cost wrong by that factor.
+    Samples of the same workload are preferred (a read workload's fill is part of its
+    overhead), then any filesystem run on this device; per filesystem when it has its own
+    samples (btrfs's mkfs is not ext4's), else the pooled median."""
+
+    def __init__(self, plan: planmod.Plan, overheads_by_fs: Mapping[str, list[float]],
+                 window_fractions: list[float] = ()):
+        self.plan = plan
+        self.by_fs = {fs: sorted(v) for fs, v in overheads_by_fs.items() if v}
+        self.pooled = sorted(x for v in self.by_fs.values() for x in v)
+        # The measured window over the planned --runtime of this workload's runs: below 1
+        # for a bounded job that ends before its time (a file-create workload done early)
+        self.window_fraction = (min(1.0, float(np.median(window_fractions)))
+                                if len(window_fractions) else 1.0)
+
+    @staticmethod
+    def from_store(store: Any, plan: planmod.Plan, identity: str) -> "CellTimes":
+        name = plan.workloads[0].name if plan.workloads else None
+        planned: dict[str | None, tuple[float, float | None]] = {}
+
+        def cooldown_runtime(mid: str | None) -> tuple[float, float | None]:
+            """(cool-down, planned runtime) of matrix ``mid``."""
+            if mid not in planned:
+                if mid is not None and mid == plan.matrix_id:
+                    planned[mid] = (float(plan.cooldown_s), float(plan.runtime_s))
+                else:
+                    try:
+                        p = (store.matrix(mid).get("plan") or {}) if mid else {}
+                    except FsAdvisorError:
+                        p = {}
+                    planned[mid] = (float(p.get("cooldown_s") or 0.0),
+                                    float(p["runtime_s"]) if p.get("runtime_s") else None)
+            return planned[mid]
+
+        same: dict[str, list[float]] = {}
+        other: dict[str, list[float]] = {}
+        fractions: list[float] = []
+        for r in store.runs(device_identity=identity, status="ok"):
+            fs, wall, window = r.get("filesystem"), r.get("wall_s"), r.get("runtime_s")
+            if not fs or wall is None or window is None:
+                continue  # a raw calibration run has no mkfs/mount: not a cell's overhead
+            cooldown, runtime = cooldown_runtime(r.get("matrix_id"))
+            over = float(wall) - float(window) - cooldown
+            if over < 0:
+                continue
+            if r.get("workload_name") == name:
+                same.setdefault(fs, []).append(over)
+                if runtime:
+                    fractions.append(float(window) / runtime)
+            else:
+                other.setdefault(fs, []).append(over)
+        return CellTimes(plan, same or other, fractions)
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.pooled)
+
+    def overhead_s(self, fs: str) -> float | None:
+        v = self.by_fs.get(fs) or self.pooled
+        return float(np.median(v)) if v else None
+
+    def cell_s(self, cell: planmod.Cell) -> float:
+        over = self.overhead_s(cell.config.fs) if cell.config is not None else None
+        if over is None:
+            return self.plan.cell_estimate_s(cell)
+        return self.plan.runtime_s * self.window_fraction + self.plan.cooldown_s + over
+
+    def config_s(self, cfg: Any) -> float:
+        return self.cell_s(planmod.Cell(cfg, cfg.scheduler, self.plan.workloads[0], 1))
+
+    def matrix_s(self, plan: planmod.Plan) -> float:
+        """``plan``'s whole matrix (as Plan.estimated_seconds, with measured overheads)."""
+        return sum(self.cell_s(c) for c in plan.cells() if not c.skip_reason)
+
+
+def available_schedulers(path: str | None) -> set[str] | None:
+    """The I/O schedulers ``path`` can run (a bio-based device such as zram: only "none");
+    None when there is no device yet (a scratch loop device: loop devices have them all)."""
+    if not path:
+        return None
+    try:
+        return set(devmod.read_scheduler(path)[1])
+    except NotSupported:
+        return {devmod.NO_SCHEDULER}
+    except (FsAdvisorError, OSError):
+        return None
+
+
+def runnable(plan: planmod.Plan, schedulers: set[str] | None) -> planmod.Plan:
+    """``plan`` without the configurations whose scheduler the device lacks: the probe
+    skips their cells (0 s), so they are neither candidates nor part of the full matrix's
+    time (on zram, half of the default matrix)."""
+    if schedulers is None:
+        return plan
+    return replace(plan, configs=[c for c in plan.configs if c.scheduler in schedulers])
+
+
+def resumes_adaptive(request: ProbeRequest) -> bool:
+    """Whether ``request`` (with --resume) continues an adaptive probe: then it must run
+    adaptively again (a plain resume would run its plan's cells() — every configuration x
+    MAX_REPS — as a full matrix)."""
+    if not request.resume:
+        return False
+    entry = probing._state_file(request.db).load().matrices.get(
+        "scratch" if request.scratch is not None else str(request.device))
+    return bool(entry) and (entry.get("plan") or {}).get("purpose") == "adaptive"
+
+
+def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes:
+    from fsadvisor.store import open_store
+    path = probing.store_path(db)
+    if not path.exists():
+        return CellTimes(plan, {})
+    with open_store(path) as store:
+        return CellTimes.from_store(store, plan, device.identity)
+
+
 def _calibrated(device: Device, db: str | None) -> bool:
     from fsadvisor.store import open_store
     idents = {device.identity}
@@ -169,13 +294,17 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         if request.profile is None:
             raise ConfigError("--adaptive needs --profile: it decides for one workload")
         base = probing.plan_probe(replace(request, micro=False, baseline=False))
-        full = replace(base, reps=max(base.reps, planmod.DEFAULT_REPS))
+        full_reps = max(base.reps, planmod.DEFAULT_REPS)
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         fields["reps"] = MAX_REPS  # the ceiling; cells() of this plan is the full matrix
-        plan = AdaptivePlan(**fields, target=target, budget_s=budget_s,
-                            full_estimate_s=full.estimated_seconds())
+        plan = AdaptivePlan(**fields, target=target, budget_s=budget_s)
     device = (plan.device_info if plan.device_info is not None else
               _scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp))
+    times = _cell_times(plan, device, request.db)
+    if not request.resume:
+        full = runnable(replace(plan, reps=full_reps),
+                        available_schedulers(device.path if plan.device_info else None))
+        plan.full_estimate_s = times.matrix_s(full)
     calib = None
     calib_s = 0.0
     if not _calibrated(device, request.db):
@@ -190,7 +319,7 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         # one-off calibration): adaptive probing that costs more has failed its purpose.
         plan.budget_s = plan.full_estimate_s + calib_s
     spec = plan.workloads[0]
-    cheapest = min((plan.cell_estimate_s(planmod.Cell(c, c.scheduler, spec, 1))
+    cheapest = min((times.cell_s(planmod.Cell(c, c.scheduler, spec, 1))
                     for c in plan.configs), default=0.0)
     if plan.budget_s is not None and plan.budget_s - plan.calibration_s < calib_s + cheapest:
         what = (f"the device calibration (about {calib_s:.0f} s) and one cell (about "
@@ -260,12 +389,15 @@ class Chooser:
         self.run: Any = None  # the MatrixRun, set by run_adaptive (to see skipped cells)
         self.excluded: dict[str, str] = {}
         self.history: list[Decision] = []
+        self.schedulers: set[str] | None = None  # the probed device's (see __call__)
 
     def candidates(self, device: Device) -> list:
         out = []
         for c in self.plan.configs:
             if c.fs in self.plan.unsupported or c.key() in self.excluded:
                 continue
+            if self.schedulers is not None and c.scheduler not in self.schedulers:
+                continue  # the probe would skip it: nothing to learn, no time spent
             if permitted(c, self.profile, device)[0]:
                 out.append(c)
         if not out:
@@ -327,11 +459,10 @@ class Chooser:
         spent = sum(float(r.get("wall_s") or 0.0) for r in rows)
         return ok, spent
 
-    def _ratio(self) -> float:
-        """Actual over estimated cell time so far (the probe's ETA does the same)."""
-        d = getattr(self.run, "_durations", None) or []
-        est = sum(e for e, _ in d)
-        return sum(a for _, a in d) / est if est > 0 else 1.0
+    def times(self, device: Device) -> CellTimes:
+        """Cell costs from this device's stored runs (this matrix's own included): the
+        measured per-run overhead, not the plan's fixed guess."""
+        return CellTimes.from_store(self.store, self.plan, device.identity)
 
     def decide(self, device: Device) -> tuple[sel.Step, list, Decision]:
         cfgs = self.candidates(device)
@@ -339,9 +470,8 @@ class Chooser:
         spent += self.plan.calibration_s
         runs = [ok.get(planmod.cell_key(c, c.scheduler, self.spec.name), 0) for c in cfgs]
         st, _ = self.state(device, cfgs, runs)
-        ratio = self._ratio()
-        cost = [self.plan.cell_estimate_s(planmod.Cell(c, c.scheduler, self.spec, 1)) * ratio
-                for c in cfgs]
+        times = self.times(device)
+        cost = [times.config_s(c) for c in cfgs]
         step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
                              budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
         from fsadvisor.predict import confidence as C
@@ -359,6 +489,7 @@ class Chooser:
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
         device = replace(info, plp=self.plan.plp)
+        self.schedulers = available_schedulers(info.path)
         while True:
             step, cfgs, d = self.decide(device)
             self.history.append(d)
@@ -381,13 +512,25 @@ class Chooser:
     def _note(self, message: str) -> None:
         self.on_progress(ProgressEvent("note", len(self.history), 0, message=message))
 
+    def in_seconds(self, e: ProgressEvent) -> ProgressEvent:
+        """The MatrixRun's cell events counted in device time against the budget (the
+        MatrixRun counts plan.cells(): every configuration x MAX_REPS, which an adaptive
+        probe never runs). The calibration is part of the time spent, as of the budget."""
+        if e.kind not in ("cell-start", "cell-end", "done"):
+            return e
+        spent = self._runs()[1] + self.plan.calibration_s
+        total = self.plan.budget_s or self.plan.full_estimate_s
+        return replace(e, done=int(round(spent)), total=int(round(total)), unit="s",
+                       eta_s=max(0.0, total - spent))
+
     def first_choices(self, device: Device, n: int = 5) -> tuple[list[str], Decision]:
         """For --dry-run: the first ``n`` choices if every run came out at the model's mean
         (then only the covariance moves: the preposterior step, repeated)."""
+        self.schedulers = available_schedulers(device.path)
         cfgs = self.candidates(device)
         st, _ = self.state(device, cfgs)
-        cost = [self.plan.cell_estimate_s(planmod.Cell(c, c.scheduler, self.spec, 1))
-                for c in cfgs]
+        times = self.times(device)
+        cost = [times.config_s(c) for c in cfgs]
         runs = [0] * len(cfgs)
         spent = self.plan.calibration_s
         lines = []
@@ -495,10 +638,14 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
         store.require_writable()
         chooser = Chooser(plan, store, ModelSettings.load(db=str(db_path)), params, stored,
                           on_progress=forward)
-        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), forward,
+        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)),
+                        lambda e: forward(chooser.in_seconds(e)),
                         interruptions=interruptions, cell_source=chooser)
         chooser.run = run
         summary = run.execute()
+        # MatrixRun counted plan.cells() (every configuration x MAX_REPS); an adaptive
+        # matrix is the cells it chose
+        summary.total = len(summary.outcomes)
         if summary.matrix_id:
             from fsadvisor.probe.report import results_from_store
             summary.results = results_from_store(store, summary.matrix_id, plan)

@@ -72,6 +72,11 @@ def plan_probe(request: ProbeRequest) -> Plan:
         if not entry:
             raise FsAdvisorError(f"no unfinished probe of {key} recorded next to {db_path}; "
                                  "start one without --resume")
+        if entry["plan"].get("purpose") == "adaptive":
+            # its cells() are every configuration x the adaptive ceiling of repetitions:
+            # resumed as a full matrix it would measure all of them (service/adaptive.py)
+            raise ConfigError(f"the unfinished probe of {key} is adaptive: resume it "
+                              "adaptively (probe --resume does; service.adaptive)")
         plan = Plan.from_dict(entry["plan"])
         plan.matrix_id = entry["matrix_id"]
         plan.force = r.force

@@ -7,9 +7,13 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +56,10 @@ def test_runs_end_to_end_within_the_budget(adaptive_run):
     assert d["runs"] >= 1 and d["reason"]
     assert doc["steps"] and doc["steps"][-1]["leader"] == d["leader"]
     assert "leader " in p.stderr and "confidence" in p.stderr and "full matrix" in p.stderr
+    # the bar counts device seconds against the budget, not configurations x MAX_REPS
+    assert re.search(r"\] +\d+/180 s +\d+%", p.stderr), p.stderr[-2000:]
+    cells = doc["probe"]["cells"]
+    assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
 
 
 def test_every_run_is_stored_with_its_matrix(adaptive_run):
@@ -93,3 +101,56 @@ def test_an_adaptive_run_on_a_refused_device_is_refused(tmp_path):
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
+        adaptive_run, tmp_path):
+    """The calibrated store of the first run: the scratch device's backing class is
+    calibrated, so no calibration runs again. Interrupted after its first stored cell, the
+    probe is resumed by ``probe --scratch 1G --resume`` without --adaptive: it continues the
+    same matrix adaptively within the budget it started with."""
+    from fsadvisor.store import open_store
+    _, calibrated_db = adaptive_run
+    db = tmp_path / "s.db"
+    shutil.copy(calibrated_db, db)
+    with open_store(db) as store:
+        before = {m["id"] for m in store.matrices()}
+    args = [a if a != "fio-randwrite-4k-j1" else "fs-overhead-randwrite-4k-fsync1" for a in ARGS]
+    env = dict(os.environ, FSADVISOR_DB=str(db))
+    proc = subprocess.Popen([sys.executable, "-m", "fsadvisor.cli", "probe", *args,
+                             "--budget", "40s", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        mid, deadline = None, time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+            with open_store(db) as store:
+                new = [m for m in store.matrices() if m["id"] not in before]
+                if new and new[0]["runs_ok"] >= 1:
+                    mid = new[0]["id"]
+                    break
+        assert mid is not None, proc.communicate()[1][-3000:]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "has no calibration" not in err
+    first = json.loads(out)
+    assert first["calibration"] is None  # reused: stored for this backing class
+    assert not loops_on("fsadvisor-scratch-")
+    p = probe_cli("--scratch", "1G", "--resume", "--json", db=db)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(p.stdout)
+    assert doc["adaptive"] is True and doc["probe"]["matrix_id"] == mid
+    assert doc["calibration"] is None
+    d = doc["decision"]
+    assert d["device_time_s"] <= 40 * 1.15 and d["reason"]
+    with open_store(db) as store:
+        rows = store.runs(matrix_id=mid, status="ok")
+    assert len(rows) == d["runs"] and len(rows) >= 1
+    # adaptively: not every configuration x MAX_REPS (the full path would run them all)
+    cells = doc["probe"]["cells"]
+    assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
+    assert not loops_on("fsadvisor-scratch-")

@@ -206,3 +206,217 @@ def test_no_budget_means_at_most_the_full_matrix(tmp_path):
     setup = ad.plan_adaptive(_request(tmp_path))
     assert setup.plan.budget_s == pytest.approx(setup.plan.full_estimate_s
                                                 + setup.calibration_estimate_s)
+
+
+# ------------------------------------------------------ cell times, calibration, progress
+
+def _scratch_identity_device(plan):
+    from dataclasses import replace
+    from fsadvisor.service import adaptive as ad
+    guess = ad._scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp)
+    return replace(guess, path="/dev/loop5")  # what the attached scratch device will be
+
+
+def _run(device, cfg, workload_name, wall_s, runtime_s, matrix_id=None, rep=1):
+    from fsadvisor.domain import EnergyReading, RunRecord, Workload
+    return RunRecord(cell_key=f"{cfg.key()}|{workload_name}", device=device, config=cfg,
+                     workload_name=workload_name, workload=Workload(rw="randwrite", bs_bytes=4096),
+                     rep=rep, status="ok", started_at=1.7e9, wall_s=wall_s, matrix_id=matrix_id,
+                     metrics={"iops": 1000.0, "runtime_s": runtime_s, "ops": 1000.0 * runtime_s},
+                     energy=EnergyReading(source="estimate", scope="device", energy_j=5.0,
+                                          avg_watts=5.0, duration_s=runtime_s, samples=1))
+
+
+def _configs(plan):
+    from fsadvisor.domain import FsConfig
+    by_fs = {}
+    for c in plan.configs:
+        by_fs.setdefault(c.fs, c)
+    by_fs.setdefault("btrfs", FsConfig.make("btrfs", {}, [], "none"))  # not in _request's
+    return by_fs
+
+
+def test_cell_times_come_from_the_measured_overhead_per_filesystem(tmp_path):
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
+    dev = _scratch_identity_device(plan)
+    name = plan.workloads[0].name
+    cfg = _configs(plan)
+    with open_store(tmp_path / "s.db") as store:
+        static = ad.CellTimes.from_store(store, plan, dev.identity)
+        assert not static.measured  # nothing stored yet: the plan's fixed guess
+        assert static.config_s(cfg["ext4"]) == pytest.approx(
+            plan.runtime_s + plan.cooldown_s + 3.0)
+        # 1 s windows (runtime_s as fio measured it) and 0 s cool-down: overhead is the rest
+        for rep, wall in enumerate((2.0, 2.2, 1.8), 1):
+            store.record_run(_run(dev, cfg["ext4"], name, wall, 1.0, rep=rep))
+        store.record_run(_run(dev, cfg["xfs"], name, 3.5, 1.0))
+        # another workload's runs (e.g. a read with a fill) count only when none of this one
+        store.record_run(_run(dev, cfg["btrfs"], "profile:other", 20.0, 1.0))
+        t = ad.CellTimes.from_store(store, plan, dev.identity)
+    assert t.measured
+    assert t.config_s(cfg["ext4"]) == pytest.approx(1.0 + 1.0)  # median 1.0 s overhead
+    assert t.config_s(cfg["xfs"]) == pytest.approx(1.0 + 2.5)
+    # btrfs has no run of this workload: the pooled median of this workload's overheads
+    assert t.config_s(cfg["btrfs"]) == pytest.approx(1.0 + np.median([1.0, 1.2, 0.8, 2.5]))
+
+
+def test_cell_times_subtract_each_matrix_own_cooldown(tmp_path):
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
+    dev = _scratch_identity_device(plan)
+    cfg = _configs(plan)["ext4"]
+    with open_store(tmp_path / "s.db") as store:
+        mid = store.start_matrix({**plan.to_dict(), "cooldown_s": 30.0})
+        store.record_run(_run(dev, cfg, plan.workloads[0].name, 32.0, 1.0, matrix_id=mid))
+        t = ad.CellTimes.from_store(store, plan, dev.identity)
+    assert t.overhead_s("ext4") == pytest.approx(1.0)  # 32 s - 1 s window - 30 s cool-down
+
+
+def test_the_full_matrix_estimate_and_budget_use_stored_overheads(tmp_path):
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    before = ad.plan_adaptive(_request(tmp_path)).plan
+    dev = _scratch_identity_device(before)
+    with open_store(tmp_path / "s.db") as store:
+        for c in (c for c in _configs(before).values() if c in before.configs):
+            store.record_run(_run(dev, c, before.workloads[0].name, 1.5, 1.0))
+    setup = ad.plan_adaptive(_request(tmp_path))
+    runnable = [c for c in before.cells() if not c.skip_reason]
+    n_full = len(runnable) // ad.MAX_REPS * 3  # the full matrix: 3 reps, not the ceiling
+    assert before.full_estimate_s == pytest.approx(n_full * (1.0 + 3.0))
+    assert setup.plan.full_estimate_s == pytest.approx(n_full * (1.0 + 0.5))
+    assert setup.plan.budget_s == pytest.approx(setup.plan.full_estimate_s
+                                                + setup.calibration_estimate_s)
+
+
+def test_a_calibrated_device_identity_is_not_calibrated_again(tmp_path):
+    """The calibration is one-off per device identity (a scratch loop device's is its
+    backing class): a second profile on the same class reuses it."""
+    from fsadvisor.predict.device_params import DeviceParams, PARAM_KEYS
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    first = ad.plan_adaptive(_request(tmp_path), budget="10m")
+    assert first.calibration is not None and first.calibration_estimate_s > 0
+    dev = _scratch_identity_device(first.plan)
+    with open_store(tmp_path / "s.db") as store:
+        store.save_device_params(DeviceParams(dev.identity, dev.kind, {k: 1.0 for k in PARAM_KEYS},
+                                              {k: 0.05 for k in PARAM_KEYS}, "calibrated: test",
+                                              12, {"measured": list(PARAM_KEYS)}))
+    from dataclasses import replace
+    again = ad.plan_adaptive(replace(_request(tmp_path), profile="fio-read-128k-j1"),
+                             budget="10m")
+    assert again.calibration is None and again.calibration_estimate_s == 0.0
+    text = "\n".join(ad.dry_run_lines(again, str(tmp_path / "s.db")))
+    assert "calibrate the device" not in text
+    # a budget that was too small only because of the calibration now fits
+    ad.plan_adaptive(_request(tmp_path), budget="20s")
+
+
+def test_progress_counts_device_seconds_against_the_budget(tmp_path):
+    from fsadvisor.predict.model import ModelSettings
+    from fsadvisor.probe.report import ProgressEvent
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
+    plan.calibration_s = 100.0
+    dev = _scratch_identity_device(plan)
+    cfg = _configs(plan)["ext4"]
+    with open_store(tmp_path / "s.db") as store:
+        plan.matrix_id = store.start_matrix(plan.to_dict())
+        for rep in (1, 2):
+            store.record_run(_run(dev, cfg, plan.workloads[0].name, 20.0, 1.0,
+                                  matrix_id=plan.matrix_id, rep=rep))
+        ch = ad.Chooser(plan, store, ModelSettings.load(db=str(tmp_path / "s.db")), lambda d: None,
+                        lambda: {})
+        e = ch.in_seconds(ProgressEvent("cell-start", 2, len(plan.cells()), cell="x",
+                                        eta_s=9999.0))
+        note = ProgressEvent("note", 0, 0, message="m")
+        assert ch.in_seconds(note) is note
+    assert (e.done, e.total, e.unit) == (140, 600, "s")  # 2 x 20 s + the calibration
+    assert e.eta_s == pytest.approx(460.0) and e.cell == "x"
+
+
+def test_the_cli_bar_shows_seconds_and_an_upper_bound():
+    import io
+    from fsadvisor.cli.probe import _Progress, progress_bar
+    from fsadvisor.probe.report import ProgressEvent
+    assert "140/600 s" in progress_bar(140, 600, unit="s")
+    out = io.StringIO()
+    _Progress(tty=False, out=out)(ProgressEvent("cell-start", 140, 600, cell="c", eta_s=460,
+                                                unit="s"))
+    assert "140/600 s" in out.getvalue() and "at most ETA" in out.getvalue()
+    out = io.StringIO()
+    _Progress(tty=False, out=out)(ProgressEvent("cell-start", 3, 8, cell="c", eta_s=60))
+    assert " 3/8 " in out.getvalue() and "at most" not in out.getvalue()
+
+
+def _save_state(tmp_path, req, plan_doc, mid="m-1"):
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.service import probing
+    sf = StateFile(state_path_for(probing.store_path(req.db)))
+    state = sf.load()
+    state.matrices["scratch"] = {"matrix_id": mid, "plan": plan_doc}
+    sf.save(state)
+
+
+def test_a_plain_resume_of_an_adaptive_probe_is_adaptive(tmp_path):
+    from dataclasses import replace
+    from fsadvisor.service import adaptive as ad, probing
+    req = _request(tmp_path)
+    plan = ad.plan_adaptive(req, budget="10m").plan
+    assert not ad.resumes_adaptive(replace(req, resume=True))  # nothing to resume
+    _save_state(tmp_path, req, plan.to_dict())
+    assert ad.resumes_adaptive(replace(req, resume=True))
+    assert not ad.resumes_adaptive(req)  # not asked to resume
+    # the full-matrix path refuses it instead of running every config x MAX_REPS
+    with pytest.raises(ConfigError, match="is adaptive"):
+        probing.plan_probe(replace(req, resume=True))
+    full = plan.to_dict()
+    full.pop("purpose")
+    _save_state(tmp_path, req, full)
+    assert not ad.resumes_adaptive(replace(req, resume=True))
+
+
+def test_cli_probe_resume_continues_an_adaptive_plan_adaptively(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+    from fsadvisor.cli import app
+    from fsadvisor.service import adaptive as ad
+    req = _request(tmp_path)
+    plan = ad.plan_adaptive(req, budget="10m").plan
+    _save_state(tmp_path, req, plan.to_dict())
+    monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "s.db"))
+    res = CliRunner().invoke(app, ["probe", "--scratch", "1G", "--resume", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert "probe --adaptive --dry-run" in res.output and "budget 600 s" in res.output
+
+
+def test_configurations_whose_scheduler_the_device_lacks_are_left_out(tmp_path):
+    from fsadvisor.service import adaptive as ad
+    plan = ad.plan_adaptive(_request(tmp_path, schedulers="none,mq-deadline")).plan
+    assert {c.scheduler for c in plan.configs} == {"none", "mq-deadline"}
+    only_none = ad.runnable(plan, {"none"})
+    assert only_none.configs and {c.scheduler for c in only_none.configs} == {"none"}
+    assert ad.runnable(plan, None) is plan
+    assert ad.available_schedulers(None) is None
+
+
+def test_a_workload_that_ends_before_its_runtime_costs_its_measured_window(tmp_path):
+    """A bounded job (e.g. creating a fixed number of files) may end before --runtime: its
+    cells cost the window it measured, not the planned one."""
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan  # runtime 1 s, cool-down 0
+    plan.runtime_s = 10.0
+    dev = _scratch_identity_device(plan)
+    cfg = _configs(plan)["ext4"]
+    with open_store(tmp_path / "s.db") as store:
+        mid = store.start_matrix({**plan.to_dict(), "runtime_s": 10.0, "cooldown_s": 0.0})
+        for rep in (1, 2, 3):
+            store.record_run(_run(dev, cfg, plan.workloads[0].name, 2.5 + 1.0, 2.5,
+                                  matrix_id=mid, rep=rep))
+        t = ad.CellTimes.from_store(store, plan, dev.identity)
+    assert t.window_fraction == pytest.approx(0.25)
+    assert t.config_s(cfg) == pytest.approx(2.5 + 1.0)
