@@ -172,16 +172,42 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     fs = cfg.fs if cfg is not None else "raw"
     if fs == "raw":
         return {}
+    # They depend on the configuration only through these four, so a ranking of thousands
+    # of candidates computes them a handful of times per workload and device.
+    nodatacow = any(m.partition("=")[0] == "nodatacow" for m in cfg.mount)
+    sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler)
+    return dict(_features_of(fs, nodatacow, "data=journal" in cfg.mount, sched, w,
+                             _params_key(p), plp, era2010))
+
+
+def _params_key(p: Mapping[str, float]) -> tuple:
+    # One device's parameters are one dict for a whole ranking: its sorted items are worked
+    # out once per dict (kept alive in the memo, so its id is not reused meanwhile).
+    hit = _PARAMS_KEYS.get(id(p))
+    if hit is not None and hit[0] is p:
+        return hit[1]
+    if len(_PARAMS_KEYS) > 256:
+        _PARAMS_KEYS.clear()
+    key = tuple(sorted(p.items()))
+    _PARAMS_KEYS[id(p)] = (p, key)
+    return key
+
+
+_PARAMS_KEYS: dict[int, tuple] = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _features_of(fs: str, nodatacow: bool, data_journal: bool, sched: str, w: Workload,
+                 pkey: tuple, plp: str, era2010: bool) -> dict[str, float]:
+    p = dict(pkey)
     f: dict[str, float] = {}
     wf = 1.0 - w.read_pct / 100.0
-    mount = set(cfg.mount) if cfg is not None else set()
-    keys = {m.partition("=")[0] for m in mount}
     flush = _flush_us(p, plp)
     per_fsync = wf / w.writes_per_fsync if w.writes_per_fsync else 0.0
     # Wall time of one operation on the bare device at this workload's own concurrency
     # (1 / roofline): what every extra piece of work is a share of. At queue depth 1 it is
     # the service time (plus the flush of an fsync loop); at depth 32 a fraction of it.
-    t_op = 1e6 / _roofline_cached(w, p, plp)
+    t_op = 1e6 / _roofline_key(w, pkey, plp)
     if w.metadata_frac < 1.0:
         # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to
         # the cores of the machine the reference matrix was measured on.
@@ -191,7 +217,6 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
         # than anything measured.
         cpu_share = 1.0 / max(min(max(w.numjobs, 1), CPU_CORES) * t_op, CPU_FLOOR_US)
         _pooled(f, "m:cpu", fs, era2010, -math.log1p(FS_CPU_US * cpu_share))
-        sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler) if cfg is not None else "none"
         if sched != "none":
             _pooled(f, "m:sched", sched, False, -math.log1p(SCHED_US * cpu_share))
     if w.metadata_frac > 0:
@@ -203,14 +228,14 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
         _pooled(f, "m:meta_cpu", fs, era2010, -w.metadata_frac * META_CPU_US / (META_CPU_US + sync))
     if wf > 0 and w.metadata_frac < 1.0:
         data_w = write_time_us(p, max(w.bs_bytes, 512), sequential=not w.random)
-        if fs == "btrfs" and "nodatacow" not in keys:
+        if fs == "btrfs" and not nodatacow:
             # Each overwrite rewrites ~16 KiB of tree blocks elsewhere: one more scattered
             # write per data write, priced in this device's own time per op.
             f["m:cow"] = -math.log1p(wf * write_time_us(p, COW_META_BYTES) / t_op)
         if fs == "btrfs":
             # Checksums and tree updates beyond CoW: in proportion to the data written.
             f["m:btrfs.write"] = -min(1.0, wf * data_w / t_op)
-        if fs in ("ext4", "ext3") and "data=journal" in mount:
+        if fs in ("ext4", "ext3") and data_journal:
             # Every data block goes to the journal first (a sequential stream), then home.
             f["m:data_journal"] = -math.log1p(
                 wf * write_time_us(p, max(w.bs_bytes, 512), sequential=True) / t_op)
@@ -226,11 +251,6 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
 @functools.lru_cache(maxsize=1024)
 def _roofline_key(w: Workload, items: tuple, plp: str) -> float:
     return roofline(w, dict(items), plp)[0]
-
-
-def _roofline_cached(w: Workload, p: Mapping[str, float], plp: str) -> float:
-    # Once per (workload, device), not once per configuration: ranking asks for thousands.
-    return _roofline_key(w, tuple(sorted(p.items())), plp)
 
 
 def _pooled(f: dict[str, float], name: str, fs: str, era2010: bool, x: float) -> None:
