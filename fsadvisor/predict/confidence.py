@@ -141,6 +141,21 @@ def p_best(mu: Sequence[float], S: np.ndarray, draws: int = DRAWS,
     return wins / draws
 
 
+def expected_loss(mu: Sequence[float], S: np.ndarray, choice: int = 0, draws: int = DRAWS,
+                  seed: int = SEED) -> float:
+    """E[max_j z_j - z_choice] for z ~ N(mu, S): how much, in the units of ``mu`` (log ops/J:
+    a share of ops/J), choosing ``choice`` is expected to give up against the true best. Small
+    both when the choice is clearly best and when the leaders are tied -- the quantity a
+    regret goal is about, which P(best) is not (sampled like :func:`p_best`)."""
+    mu = np.asarray(mu, dtype=float)
+    if len(mu) < 2:
+        return 0.0
+    w, V = np.linalg.eigh(np.asarray(S, dtype=float))
+    w = np.where(w > 1e-12 * max(float(w.max()), 1e-300), w, 0.0)
+    z = standard_normal((draws, len(mu)), seed) @ (V * np.sqrt(w)).T + mu
+    return float(np.mean(z.max(axis=1) - z[:, choice]))
+
+
 def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
             max_leaders: int = MAX_LEADERS) -> list[int]:
     """Indices of the candidates that can still beat (or be beaten by) ``first``: within
