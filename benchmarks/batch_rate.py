@@ -17,12 +17,12 @@ import argparse
 import json
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from _cli import fsadvisor_cmd, remove_scratch, scratch_env
 
 PROFILES = ("oltp", "analytics-scan", "build-unpack", "fio-randread-4k-j4")
 
@@ -52,12 +52,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--lines", type=int, default=10_000)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="fsadvisor-bench-")
-    env = dict(os.environ, FSADVISOR_DB=os.path.join(tmp, "bench.db"),
-               XDG_CACHE_HOME=os.path.join(tmp, "cache"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # run the byte-compiled package, as installed
-    exe = shutil.which("fsadvisor")
-    cmd = ([exe] if exe else [sys.executable, "-m", "fsadvisor.cli"]) + ["predict", "--batch"]
+    env = scratch_env()
+    cmd = fsadvisor_cmd("predict", "--batch")
     inputs = scenarios(args.lines)
     rates: dict[str, list[float]] = {k: [] for k in inputs}
     t_np: list[float] = []
@@ -76,7 +72,7 @@ def main() -> None:
                 errors = sum('"error"' in x for x in out.splitlines())
                 assert len(out.splitlines()) == args.lines and not errors, (name, errors)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_scratch(env)
     # The machine is shared: how busy it was during the run belongs with the figures.
     print(f"load average (1/5/15 min) at the end: "
           f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from _cli import fsadvisor_cmd, remove_scratch, scratch_env
 
 REPEATS = 11  # pairs; the median damps one-off scheduler noise on 2 cores
 
@@ -36,16 +36,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=REPEATS)
     ap.add_argument("--profile", default="oltp")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="fsadvisor-bench-")
-    env = dict(os.environ, FSADVISOR_DB=os.path.join(tmp, "bench.db"),
-               XDG_CACHE_HOME=os.path.join(tmp, "cache"))
-    # Measure an installation as users have it: byte-compiled modules (pip compiles them on
-    # install). Some shells export PYTHONDONTWRITEBYTECODE, which would make every run
-    # recompile fsadvisor from source; the warm-up run below writes the .pyc files.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    exe = shutil.which("fsadvisor")
-    rec = ([exe] if exe else [sys.executable, "-m", "fsadvisor.cli"]) + [
-        "recommend", "--profile", args.profile, "--json"]
+    env = scratch_env()
+    rec = fsadvisor_cmd("recommend", "--profile", args.profile, "--json")
     numpy_cmd = [sys.executable, "-c", "import numpy"]
     try:
         _, first = timed(rec, env)  # seeds the store and fits once, like a user's first run
@@ -59,7 +51,7 @@ def main() -> None:
                 t_rec.append(timed(rec, env)[0])
                 t_np.append(timed(numpy_cmd, env)[0])
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_scratch(env)
     m_rec, m_np = statistics.median(t_rec), statistics.median(t_np)
     ratios = [r / n for r, n in zip(t_rec, t_np)]
     # The machine is shared: how busy it was during the run belongs with the figures.

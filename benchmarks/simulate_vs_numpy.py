@@ -14,13 +14,12 @@ min-max. Target (issue 13): <= 5x.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from _cli import fsadvisor_cmd, remove_scratch, scratch_env
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
@@ -33,14 +32,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="fsadvisor-bench-")
-    env = dict(os.environ, FSADVISOR_DB=os.path.join(tmp, "bench.db"),
-               XDG_CACHE_HOME=os.path.join(tmp, "cache"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # run the byte-compiled package, as installed
-    exe = shutil.which("fsadvisor")
-    sim = ([exe] if exe else [sys.executable, "-m", "fsadvisor.cli"]) + [
+    env = scratch_env()
+    sim = fsadvisor_cmd(
         "simulate", "--profile", "oltp", "--config", '{"filesystem": "xfs", "ag_count": 16}',
-        "--vary", "numjobs=1,4,16,64"]
+        "--vary", "numjobs=1,4,16,64")
     numpy_cmd = [sys.executable, "-c", "import numpy"]
     t_sim, t_np = [], []
     try:
@@ -50,7 +45,7 @@ def main() -> None:
             for out, cmd in (pair if i % 2 == 0 else pair[::-1]):
                 out.append(timed(cmd, env))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_scratch(env)
     ratios = [s / n for s, n in zip(t_sim, t_np)]
     print(f"python3 -c 'import numpy' median: {statistics.median(t_np) * 1000:8.1f} ms")
     print(f"simulate (4 variants) median:     {statistics.median(t_sim) * 1000:8.1f} ms "

@@ -5,7 +5,6 @@ a program that sends one request and waits."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
 import subprocess
@@ -17,22 +16,9 @@ from fsadvisor import catalog
 from fsadvisor.predict import model as M
 from fsadvisor.service import advice
 
+from _jsonclose import assert_close
+
 CONFIGS = [c.to_dict() for c in catalog.candidates(1 << 40)[::37]]
-
-
-def _close(a, b, where="$"):
-    if isinstance(a, float) or isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-12) or a == b, (where, a, b)
-    elif isinstance(a, dict):
-        assert list(a) == list(b), where
-        for k in a:
-            _close(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, (where, a, b)
 
 
 def _lines():
@@ -55,8 +41,8 @@ def test_alone_gives_each_the_prediction_made_for_it_by_itself(spec, profile):
     together = M.predict_many(model, cfgs, w, dev, alone=True)
     for cfg, p in zip(cfgs, together):
         one = M.predict(model, cfg, w, dev)
-        _close(p.to_dict(), one.to_dict())
-        _close(p.uncertainty, one.uncertainty)
+        assert_close(p.to_dict(), one.to_dict())
+        assert_close(p.uncertainty, one.uncertainty)
     # On the SATA drive the power interval's floor binds: predicted as a set, its lower
     # ends differ from the ones each gets alone (what `alone` is for).
     if spec.startswith("sata"):
@@ -77,7 +63,7 @@ def test_groups_answer_as_one_line_at_a_time(monkeypatch):
 
     monkeypatch.setattr(advice, "predict_many", counting)
     grouped = list(advice.predict_chunks([lines[:20], lines[20:]]))
-    _close(grouped, one_by_one)
+    assert_close(grouped, one_by_one)
     assert [o.get("line") for o in grouped if "error" in o] == [4, 8, 12, len(CONFIGS) + 4]
     # two presets in the first group, then the rest of each: four predict_many calls
     # over many configurations, not one per line
@@ -107,7 +93,7 @@ def test_a_pipe_of_requests_gives_the_same_answers(tmp_path):
     out, err = p.communicate(("\n".join(lines)).encode())  # no newline after the last
     assert p.returncode == 0, err.decode()
     got = [json.loads(x) for x in out.decode().splitlines()]
-    _close(got, list(advice.predict_batch(lines, db=str(tmp_path / "s.db"))))
+    assert_close(got, list(advice.predict_batch(lines, db=str(tmp_path / "s.db"))))
 
 
 def test_one_request_is_answered_before_the_next_is_sent(tmp_path):

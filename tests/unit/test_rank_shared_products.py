@@ -3,7 +3,6 @@ the same when a stand-in predictor does not hand it over."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -13,20 +12,7 @@ from fsadvisor.predict.model import predict_many
 from fsadvisor.predict.rank import rank
 from fsadvisor.service import advice
 
-
-def _close(a, b, where="$"):
-    if isinstance(a, float) or isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-12) or a == b, (where, a, b)
-    elif isinstance(a, dict):
-        assert list(a) == list(b), where
-        for k in a:
-            _close(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, (where, a, b)
+from _jsonclose import assert_close
 
 
 @pytest.mark.parametrize("profile,plp", [("oltp", "yes"), ("build-unpack", None)])
@@ -47,7 +33,7 @@ def test_q_from_predict_many_or_computed_here_rank_alike(profile, plp):
     a = rank(model, prof, dev).to_dict()
     b = rank(model, prof, dev, predict=without_q).to_dict()
     assert seen
-    _close(a, b)
+    assert_close(a, b)
 
 
 def test_leaders_with_q_given_match():
@@ -76,3 +62,11 @@ def test_the_catalogs_hazards_and_features_do_not_depend_on_the_scheduler(plp):
             assert catalog.features(other) == catalog.features(cfg)
             for prof in profiles:
                 assert permitted(other, prof, dev) == permitted(cfg, prof, dev)
+
+
+def test_the_comparison_catches_a_changed_number():
+    assert_close({"a": [1.0, {"b": 2.0}]}, {"a": [1.0, {"b": 2.0 * (1 + 1e-14)}]})
+    with pytest.raises(AssertionError):
+        assert_close({"a": [1.0, {"b": 2.0}]}, {"a": [1.0, {"b": 2.0 * (1 + 1e-9)}]})
+    with pytest.raises(AssertionError):
+        assert_close({"a": 1, "b": 2}, {"b": 2, "a": 1})  # key order is part of the JSON

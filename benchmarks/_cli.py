@@ -1,0 +1,32 @@
+"""What the benchmarks that time the `fsadvisor` command share: a scratch store and cache (so
+a user's store never shapes a figure) and the command line of the installed CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+
+
+def scratch_env() -> dict[str, str]:
+    """The environment for a timed run: a fresh store and fit cache in a temporary directory.
+    Measure an installation as users have it: byte-compiled modules (pip compiles them on
+    install). Some shells export PYTHONDONTWRITEBYTECODE, which would make every run
+    recompile fsadvisor from source; each benchmark's warm-up run writes the .pyc files."""
+    tmp = tempfile.mkdtemp(prefix="fsadvisor-bench-")
+    env = dict(os.environ, FSADVISOR_DB=os.path.join(tmp, "bench.db"),
+               XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def fsadvisor_cmd(*args: str) -> list[str]:
+    """The installed `fsadvisor` (the venv's, when it is on PATH) with ``args``."""
+    exe = shutil.which("fsadvisor")
+    return ([exe] if exe else [sys.executable, "-m", "fsadvisor.cli"]) + list(args)
+
+
+def remove_scratch(env: dict[str, str]) -> None:
+    """Remove what :func:`scratch_env` created."""
+    shutil.rmtree(os.path.dirname(env["FSADVISOR_DB"]), ignore_errors=True)
