@@ -38,7 +38,7 @@ def reason(rec) -> str:
     """One line on why #1 is #1."""
     top = rec.ranked[0]
     lead = rec.lead or {}
-    if top.order_note and "measured data behind it" in top.order_note:
+    if getattr(top, "order_rule", None) == "measured":
         return ("no candidate is reliably more efficient, and among the equals it has "
                 "measured data behind it for this kind of workload (the others rest on priors)")
     if top.order_note or (not lead.get("clearly_ahead") and lead.get("tied_with")):

@@ -45,6 +45,9 @@ class Ranked:
     # rank), else the plain rank; ``order_note`` says why it is listed above a higher score.
     tie_label: str = ""
     order_note: str | None = None
+    # which rule put it there: "measured" (data behind it, the other rests on priors),
+    # "simpler" (fewer non-default settings) or "uncertainty"; None when nothing scores higher
+    order_rule: str | None = None
     ag_note: str | None = None  # the AG count's own effect, where allocation concurrency matters
 
     @property
@@ -608,12 +611,15 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
         o = above[0]
         ci, co = complexity(r.config, device), complexity(o.config, device)
         if measured(r.config) and not measured(o.config):
+            r.order_rule = "measured"
             why = (f"measured data behind it (#{o.rank}'s filesystem rests on priors only for "
                    "this kind of workload)")
         elif ci < co:
+            r.order_rule = "simpler"
             why = (f"fewer non-default settings ({ci} vs {co}) among statistically equal "
                    "candidates")
         else:
+            r.order_rule = "uncertainty"
             why = "within the uncertainty of the difference"
         r.order_note = (f"listed above #{o.rank}, whose score is {o.score / r.score - 1:.1%} higher: "
                         f"{why}")

@@ -284,3 +284,33 @@ def test_a_quoted_device_path_stays_one_word_in_the_mount_lines():
     cmds = rankmod.commands_for(FsConfig.make("ext4"), "/dev/disk/by-id/nvme-X Y")
     assert "'/dev/disk/by-id/nvme-X Y' /srv/data" in cmds["mount_setup"]
     assert cmds["uuid_command"].endswith("'/dev/disk/by-id/nvme-X Y'")
+
+
+def test_the_headline_names_the_evidence_rule_when_it_put_number_one_first():
+    cfg = FsConfig.make("xfs", ag_count=128)
+    top = SimpleNamespace(config=cfg, why=[], order_rule="measured",
+                          order_note="listed above #2, whose score is 3.0% higher: measured "
+                                     "data behind it (#2's filesystem rests on priors only "
+                                     "for this kind of workload)")
+    rec = SimpleNamespace(ranked=[top], rank_by="ops_per_joule", device=Device(None, 1 << 40),
+                          confidence=None,
+                          lead={"tied_with": 3, "runner_up": "f2fs, sched none",
+                                "runner_up_gap": 0.03, "difference_sd": 0.1,
+                                "clearly_ahead": False, "measured_here": False})
+    first = explain.headline(rec)[0]
+    assert "measured data behind it for this kind of workload" in first
+    # the same entry listed first by the simplicity rule says so instead
+    top.order_rule = "simpler"
+    assert "fewest changes" in explain.headline(rec)[0]
+
+
+def test_mark_ties_records_which_rule_ordered_an_entry():
+    dev = Device(None, 1 << 40)
+    a, b = FsConfig.make("xfs", mount=("noatime",), ag_count=16), FsConfig.make("f2fs")
+    ranked = [SimpleNamespace(config=c, score=s, rank=i + 1, tie_label="", order_note=None,
+                              order_rule=None) for i, (c, s) in enumerate(((a, 990.0),
+                                                                          (b, 1000.0)))]
+    rankmod._mark_ties(ranked, [(990.0, a), (1000.0, b)], lambda x, y: True, dev,
+                       lambda c: c.fs != "f2fs")
+    assert ranked[0].order_rule == "measured" and ranked[1].order_rule is None
+    assert "measured data behind it" in ranked[0].order_note
