@@ -58,7 +58,7 @@ class _Space:
 
 
 def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                   scope: str, params: DeviceParams | None = None):
+                   scope: str, params: DeviceParams | None = None, own: bool = False):
     """Design matrices of the performance, power and tail blocks for many configurations of
     one workload, in the fitted coefficients' space (plus unseen features at their prior):
     the configuration features are laid out once, then mapped into each block."""
@@ -68,8 +68,12 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     dev = model.known_device(device)
     space = _Space(model)
     cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
-    if dev and any(n.startswith(f"d:{dev}|") for n in model.index):
-        # A device measured here: its own deviations from the shared effects apply.
+    if dev and (own or any(n.startswith(f"d:{dev}|") for n in model.index)):
+        # A device measured here: its own deviations from the shared effects apply. With
+        # ``own`` they apply before its first configuration run too (at their prior: a
+        # device that has only its raw calibration may still deviate), so configurations
+        # sharing a filesystem or mechanism share that uncertainty -- what the adaptive
+        # probe needs to know that one ext4 run also teaches it about the other ext4 cells.
         for cf in cfs:
             cf.update(device_config_features(cf, dev))
     cnames = sorted({k for cf in cfs for k in cf})
@@ -125,7 +129,7 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
                  scope: str = "system", idle_watts: float | None = None,
                  design_out: dict | None = None,
                  device_params: DeviceParams | None = None,
-                 alone: bool = False) -> list[Prediction]:
+                 alone: bool = False, own_deviations: bool = False) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
     The lower end of the power interval is floored at 99% of the lowest predicted power of
     the set; with ``alone``, each at its own, as if predicted by itself (``predict``: what
@@ -134,7 +138,9 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     the sd of a difference between two rows is the uncertainty of their *ranking*, in which
     every shared term cancels (recommend uses it to tell real leads from noise).
     ``device_params`` overrides what the fit knows of the device (the service passes the
-    store's calibration of it, or a library drive's datasheet prior)."""
+    store's calibration of it, or a library drive's datasheet prior). ``own_deviations``:
+    a known device's own deviations from the shared effects enter the uncertainty even
+    where none of its configuration runs is stored yet (see _block_designs)."""
     kind = kind_of(device)
     s = model.settings
     params = device_params or model.params_for(device)
@@ -143,7 +149,8 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     # (delta method on log scale); an unmeasured device's spread around its kind is what
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
-    Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope, params)
+    Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope, params,
+                                             own=own_deviations)
     noise2 = model.noise_sd ** 2
     if model.known_device(device) and model.noise_sd_measured is not None:
         noise2 = model.noise_sd_measured ** 2

@@ -201,11 +201,21 @@ def test_pooled_sd_needs_two_degrees_of_freedom():
         math.sqrt((0.02 + 0.02) / 2))
 
 
-def test_no_budget_means_at_most_the_full_matrix(tmp_path):
+def test_no_budget_means_a_quarter_of_the_full_matrix_plus_the_calibration(tmp_path):
     from fsadvisor.service import adaptive as ad
     setup = ad.plan_adaptive(_request(tmp_path))
-    assert setup.plan.budget_s == pytest.approx(setup.plan.full_estimate_s
+    assert ad.DEFAULT_BUDGET_SHARE == 0.25
+    assert setup.calibration_estimate_s > 0  # a fresh store: the device is calibrated first
+    assert setup.plan.budget_s == pytest.approx(0.25 * setup.plan.full_estimate_s
                                                 + setup.calibration_estimate_s)
+    assert setup.plan.budget_s < setup.plan.full_estimate_s + setup.calibration_estimate_s
+
+
+def test_the_default_budget_always_fits_one_cell(tmp_path, monkeypatch):
+    from fsadvisor.service import adaptive as ad
+    monkeypatch.setattr(ad, "DEFAULT_BUDGET_SHARE", 1e-6)
+    setup = ad.plan_adaptive(_request(tmp_path))  # not refused as "too small"
+    assert setup.plan.budget_s > setup.calibration_estimate_s
 
 
 # ------------------------------------------------------ cell times, calibration, progress
@@ -288,7 +298,8 @@ def test_the_full_matrix_estimate_and_budget_use_stored_overheads(tmp_path):
     n_full = len(runnable) // ad.MAX_REPS * 3  # the full matrix: 3 reps, not the ceiling
     assert before.full_estimate_s == pytest.approx(n_full * (1.0 + 3.0))
     assert setup.plan.full_estimate_s == pytest.approx(n_full * (1.0 + 0.5))
-    assert setup.plan.budget_s == pytest.approx(setup.plan.full_estimate_s
+    assert setup.plan.budget_s == pytest.approx(ad.DEFAULT_BUDGET_SHARE
+                                                * setup.plan.full_estimate_s
                                                 + setup.calibration_estimate_s)
 
 
@@ -463,3 +474,88 @@ def test_the_device_own_deviations_keep_a_first_run_from_stopping_early():
     assert s.expected_loss() > sel.MAX_EXPECTED_LOSS
     step = sel.next_step(s, [60] * 3, [0] * 3, target=0.95, spent_s=0, budget_s=None)
     assert step.choice is not None
+
+
+# ------------------------------------------------------ knowledge gradient
+
+def _f(z):
+    return z * 0.5 * math.erfc(-z / math.sqrt(2)) + math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+
+def test_expected_max_gain_of_two_lines_is_the_closed_form():
+    # E[max(a1 + b1 Z, a2 + b2 Z)] - max(a1, a2) = |b2 - b1| f(-|a1 - a2| / |b2 - b1|)
+    for a, b in (([0.0, -0.1], [0.05, -0.02]), ([0.3, 0.0], [0.0, 0.2]), ([0.0, 0.0], [1, -1])):
+        want = abs(b[1] - b[0]) * _f(-abs(a[0] - a[1]) / abs(b[1] - b[0]))
+        assert sel.expected_max_gain(np.array(a), np.array(b)) == pytest.approx(want, rel=1e-12)
+
+
+def test_expected_max_gain_is_zero_when_no_line_can_overtake():
+    assert sel.expected_max_gain(np.array([0.0, -0.5, 0.2]), np.array([0.1, 0.1, 0.1])) == 0.0
+
+
+@given(a=st.lists(st.floats(-1, 1), min_size=2, max_size=7),
+       b=st.lists(st.floats(-0.5, 0.5), min_size=7, max_size=7))
+@settings(max_examples=40, deadline=None)
+def test_expected_max_gain_matches_monte_carlo(a, b):
+    a = np.array(a)
+    b = np.array(b[:len(a)])
+    z = np.random.default_rng(0).standard_normal(200_000)
+    mc = float(np.mean(np.max(a[:, None] + b[:, None] * z[None, :], axis=0)) - a.max())
+    se = float(np.std(np.max(a[:, None] + b[:, None] * z[None, :], axis=0))) / math.sqrt(z.size)
+    # (+1e-6: a line that overtakes only beyond ~5 sd gains ~1e-8 that 2e5 draws never see)
+    assert sel.expected_max_gain(a, b) == pytest.approx(mc, abs=5 * se + 1e-6)
+
+
+def test_a_run_that_teaches_about_two_contenders_beats_one_that_teaches_about_one():
+    # Three tied candidates: a and b share a coefficient (one filesystem, two schedulers,
+    # say), c has its own. One run of a moves b too; one run of c moves only c.
+    X = np.array([[1.0, 0.0, 0.1, 0.0], [1.0, 0.0, 0.0, 0.1], [0.0, 1.0, 0.0, 0.0]])
+    cov = np.diag([0.04, 0.04, 0.0001, 0.0001])
+    s = sel.State(labels=["a", "b", "c"], mu=np.array([0.0, -0.001, -0.002]), X=X, cov=cov,
+                  noise_var=0.0025, tolerance=TOL)
+    ranked = sel.options(s, [60, 60, 60], [0, 0, 0])
+    kg = {o.label: o.kg for o in ranked}
+    assert kg["a"] > 0 and kg["c"] > 0
+    assert ranked[0].label in ("a", "b")
+
+
+def test_the_device_own_deviations_correlate_configurations_that_share_a_filesystem():
+    """A device with only its raw calibration: with own_deviations its ext4 cells share the
+    uncertainty of its own ext4 deviation, so the covariance of two ext4 cells grows by more
+    than that of an ext4 and an xfs cell."""
+    from fsadvisor.domain import FsConfig
+    from fsadvisor.predict import validate
+    from fsadvisor.predict.fit import fit
+    from fsadvisor.predict.predict import predict_many
+    from fsadvisor.predict.settings import ModelSettings
+    from fsadvisor.store import open_store
+    from fsadvisor.profiles import load_profile
+    store = open_store(":memory:")
+    store.ensure_seeded()
+    obs = store.observations()
+    d = validate.eligible_devices(obs)[0]
+    model = fit([o for o in obs if o.device_id != d or validate._is_raw(o)],
+                ModelSettings.load(), None)
+    dev = validate._target_device(obs, d)
+    assert model.known_device(dev)  # its raw runs give it its own level
+    cfgs = [FsConfig.make("ext4", {}, ["noatime"], "none"),
+            FsConfig.make("ext4", {}, ["noatime"], "mq-deadline"),
+            FsConfig.make("xfs", {}, ["noatime"], "none")]
+    w = load_profile("oltp").workload
+
+    def S(own):
+        design = {}
+        predict_many(model, cfgs, w, dev, design_out=design, own_deviations=own)
+        X, cov = np.asarray(design["X"]), np.asarray(design["cov"])
+        return X @ cov @ X.T
+
+    before, after = S(False), S(True)
+    grow = after - before
+    assert np.all(np.diag(grow) > 0)
+    # ext4 and xfs share the mechanisms' own deviations; two ext4 cells share ext4's too
+    assert grow[0, 1] > grow[0, 2] > 0
+
+    def diff_var(M, i, j):
+        return M[i, i] + M[j, j] - 2 * M[i, j]
+    # so the order of the two ext4 cells is surer than that of ext4 and xfs
+    assert diff_var(after, 0, 1) < diff_var(after, 0, 2)
