@@ -73,7 +73,8 @@ def kg_step(st: sel.State, runs, spent, budget):
     return max(worth, key=lambda o: (o.kg, -o.index)) if worth else None
 
 
-def replay(cs, model, dev, w, policy: str, share: float, seed: int) -> tuple[float, float]:
+def replay(cs, model, dev, w, policy: str, share: float, seed: int
+           ) -> tuple[float, float, float]:
     cfgs = [c.config for c in cs]
     truth = np.log([c.mean for c in cs])
     sd_run = np.maximum(np.array([(c.sd or 0.0) / c.mean for c in cs]), 0.02)
@@ -108,7 +109,8 @@ def replay(cs, model, dev, w, policy: str, share: float, seed: int) -> tuple[flo
         runs[i] += 1
         spent += 1
     best = truth.max()
-    return 1 - math.exp(truth[int(np.argmax(mu))] - best), spent / full
+    # the confidence the probe states at its stop: P(its leader is within 1% of the best)
+    return 1 - math.exp(truth[int(np.argmax(mu))] - best), spent / full, st.confidence()
 
 
 def main(argv=None) -> int:
@@ -140,17 +142,22 @@ def main(argv=None) -> int:
         for p, s in policies:
             r = [replay(cs, model, dev, w, p, s, seed) for seed in range(a.seeds)]
             reg, t = float(np.mean([x[0] for x in r])), float(np.mean([x[1] for x in r]))
-            by_dev.setdefault(d, {}).setdefault((p, s), []).append((reg, t))
+            by_dev.setdefault(d, {}).setdefault((p, s), []).append(
+                (reg, t, float(np.mean([x[2] for x in r])),
+                 float(np.mean([x[0] <= TIE_TOLERANCE for x in r]))))
             cells.append(f"{reg:5.1%}/{t:4.0%}")
         print(f"{d[:24]:24s} {validate.workload_label(w)[:28]:28s} k={len(cs):2d} cv={cv:.2f} "
               + " | ".join(cells), flush=True)
-    print("# summary per device: mean regret, cases with regret <= 3%, mean device time")
+    print("# summary per device: mean regret, cases with regret <= 3%, mean device time, and "
+          "the confidence stated at the stop (P(leader within 1% of the best)) against how "
+          "often the leader was within 1% of the matrix's best")
     for d, res in by_dev.items():
         for (p, s), rows in res.items():
             regs = [r[0] for r in rows]
             print(f"{d[:40]:40s} {p:6s} budget {s:4.0%}: regret {np.mean(regs):5.1%} "
                   f"(<= 3% in {sum(r <= 0.03 for r in regs)} of {len(regs)}), time "
-                  f"{np.mean([r[1] for r in rows]):4.0%}")
+                  f"{np.mean([r[1] for r in rows]):4.0%}, stated confidence "
+                  f"{np.mean([r[2] for r in rows]):.2f} vs hit rate {np.mean([r[3] for r in rows]):.2f}")
     store.close() if hasattr(store, "close") else None
     if tmp:
         import shutil

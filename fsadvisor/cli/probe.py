@@ -222,7 +222,7 @@ def probe(
         "--adaptive", help="Let the model choose each next cell of the --profile matrix and stop "
                            "once the winner is settled (calibrates the device first if needed).")] = False,
     budget: Annotated[Optional[str], typer.Option(
-        "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h).")] = None,
+        "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a quarter of the full matrix's estimate).")] = None,
     target_confidence: Annotated[float, typer.Option(
         "--target-confidence", metavar="P",
         help="With --adaptive: stop when P(the leader is the best) reaches P.")] = 0.95,

@@ -98,12 +98,30 @@ class AdaptivePlan(planmod.Plan):
     max_reps: int = MAX_REPS
     calibration_s: float = 0.0  # device time the calibration took (counted in the budget)
     full_estimate_s: float = 0.0  # the exhaustive matrix's estimate, for comparison
+    # Without --budget: the budget is this share of the exhaustive matrix's estimate, and it
+    # follows the estimate as this device's measured cell times replace the plan's guess.
+    budget_share: float | None = None
+    full_reps: int = planmod.DEFAULT_REPS  # repetitions of the exhaustive matrix compared to
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "purpose": "adaptive",
                 "adaptive": {"target": self.target, "budget_s": self.budget_s,
                              "max_reps": self.max_reps, "calibration_s": self.calibration_s,
-                             "full_estimate_s": self.full_estimate_s}}
+                             "full_estimate_s": self.full_estimate_s,
+                             "budget_share": self.budget_share, "full_reps": self.full_reps}}
+
+    def default_budget(self, times: "CellTimes", schedulers: set[str] | None) -> None:
+        """With no --budget: re-estimate the exhaustive matrix from ``times`` and set the
+        budget to its share of it (never below one cell), plus the calibration's time."""
+        if self.budget_share is None:
+            return
+        self.full_estimate_s = times.matrix_s(runnable(replace(self, reps=self.full_reps),
+                                                       schedulers))
+        spec = self.workloads[0]
+        cheapest = min((times.cell_s(planmod.Cell(c, c.scheduler, spec, 1))
+                        for c in self.configs), default=0.0)
+        self.budget_s = (max(self.budget_share * self.full_estimate_s, cheapest)
+                         + self.calibration_s)
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> "AdaptivePlan":
@@ -113,7 +131,9 @@ class AdaptivePlan(planmod.Plan):
                             target=float(a.get("target", DEFAULT_TARGET)),
                             budget_s=a.get("budget_s"), max_reps=int(a.get("max_reps", MAX_REPS)),
                             calibration_s=float(a.get("calibration_s") or 0.0),
-                            full_estimate_s=float(a.get("full_estimate_s") or 0.0))
+                            full_estimate_s=float(a.get("full_estimate_s") or 0.0),
+                            budget_share=a.get("budget_share"),
+                            full_reps=int(a.get("full_reps") or planmod.DEFAULT_REPS))
 
 
 @dataclass
@@ -312,6 +332,7 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
               _scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp))
     times = _cell_times(plan, device, request.db)
     if not request.resume:
+        plan.full_reps = full_reps
         full = runnable(replace(plan, reps=full_reps),
                         available_schedulers(device.path if plan.device_info else None))
         plan.full_estimate_s = times.matrix_s(full)
@@ -326,11 +347,14 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         calib_s = float(calib.estimated_seconds())
     if plan.budget_s is None and not request.resume:
         # Without a budget: a share of what the exhaustive matrix would cost (plus the
-        # one-off calibration), never less than the calibration and one cell.
-        spec = plan.workloads[0]
-        cheapest = min((times.cell_s(planmod.Cell(c, c.scheduler, spec, 1))
-                        for c in plan.configs), default=0.0)
-        plan.budget_s = max(DEFAULT_BUDGET_SHARE * plan.full_estimate_s, cheapest) + calib_s
+        # one-off calibration), never less than the calibration and one cell. It is
+        # re-estimated before every choice (Chooser.decide): on a device's first profile the
+        # plan's fixed per-cell overhead over-estimates the matrix (by 27-35% on the RAM loop
+        # and zram, 2026-11-24), and the first measured cells correct it.
+        plan.budget_share = DEFAULT_BUDGET_SHARE
+        plan.default_budget(times, available_schedulers(device.path if plan.device_info
+                                                        else None))
+        plan.budget_s = (plan.budget_s or 0.0) + calib_s
     spec = plan.workloads[0]
     cheapest = min((times.cell_s(planmod.Cell(c, c.scheduler, spec, 1))
                     for c in plan.configs), default=0.0)
@@ -488,6 +512,7 @@ class Chooser:
         runs = [ok.get(planmod.cell_key(c, c.scheduler, self.spec.name), 0) for c in cfgs]
         st, _ = self.state(device, cfgs, runs)
         times = self.times(device)
+        self.plan.default_budget(times, self.schedulers)
         cost = [times.config_s(c) for c in cfgs]
         step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
                              budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)

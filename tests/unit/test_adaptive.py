@@ -559,3 +559,33 @@ def test_the_device_own_deviations_correlate_configurations_that_share_a_filesys
         return M[i, i] + M[j, j] - 2 * M[i, j]
     # so the order of the two ext4 cells is surer than that of ext4 and xfs
     assert diff_var(after, 0, 1) < diff_var(after, 0, 2)
+
+
+def test_the_default_budget_follows_the_measured_cell_times(tmp_path):
+    """No --budget: a quarter of the exhaustive matrix's estimate, re-estimated before each
+    choice from the device's measured overheads (the plan's fixed 3 s guess over-estimated a
+    RAM loop's first profile by a third); an explicit --budget never moves."""
+    from fsadvisor.predict.model import ModelSettings
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    plan = ad.plan_adaptive(_request(tmp_path)).plan
+    fixed = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
+    guessed = plan.full_estimate_s
+    assert plan.budget_share == ad.DEFAULT_BUDGET_SHARE and fixed.budget_share is None
+    plan.calibration_s = 100.0  # as run_adaptive sets it after the calibration
+    dev = _scratch_identity_device(plan)
+    with open_store(tmp_path / "s.db") as store:
+        for c in (c for c in _configs(plan).values() if c in plan.configs):
+            store.record_run(_run(dev, c, plan.workloads[0].name, 1.5, 1.0))
+        settings = ModelSettings.load(db=str(tmp_path / "s.db"))
+        for p in (plan, fixed):
+            ad.Chooser(p, store, settings, lambda d: None, lambda: {}).decide(dev)
+    runnable = [c for c in plan.cells() if not c.skip_reason]
+    n_full = len(runnable) // ad.MAX_REPS * 3
+    assert plan.full_estimate_s == pytest.approx(n_full * 1.5)
+    assert plan.full_estimate_s < guessed
+    assert plan.budget_s == pytest.approx(0.25 * n_full * 1.5 + 100.0)
+    assert fixed.budget_s == 600.0
+    # and it survives a resume
+    again = ad.AdaptivePlan.from_dict(plan.to_dict())
+    assert (again.budget_share, again.full_reps) == (plan.budget_share, plan.full_reps)
