@@ -75,7 +75,7 @@ class Option:
         return (f"{self.label}: {rep} is expected to take P(wrong choice) from "
                 f"{self.p_wrong_now:.3f} to {self.p_wrong_after:.3f}, the sd of the "
                 f"leader's contested differences down by {self.shrink:.4f} (log) and the "
-                f"chosen configuration's ops/J up by {math.expm1(self.kg):.2%} (expected) for "
+                f"final choice's ops/J up by {math.expm1(self.kg):.2%} (expected gain) for "
                 f"about {self.cost_s:.0f} s of device time")
 
 
