@@ -572,3 +572,30 @@ def test_utilisation_counts_the_link_at_the_bandwidth_ceiling():
     assert sim._utilisation(st_) == pytest.approx(1.0, abs=0.01)
     scaled = sim._scaled_stats(st_, 3.0)
     assert sim._utilisation(scaled) == pytest.approx(sim._utilisation(st_))
+
+
+def test_freeing_a_wide_claim_grants_every_waiting_claim_that_fits_in_order():
+    # Channels._grant replaces simpy's _trigger_put/_do_put loop: a barrier's release lets
+    # all the narrow claims behind it in at once, in the order they queued, and stops at the
+    # first that does not fit (the wide one at the back waits for both narrow ones).
+    env = simpy.Environment()
+    ch = sim.Channels(env, 2)
+    got: list[tuple[str, float]] = []
+
+    def user(name, width, start_us, hold_us):
+        yield env.timeout(start_us)
+        c = ch.claim(width)
+        yield c
+        got.append((name, env.now))
+        yield env.timeout(hold_us)
+        ch.free(c)
+
+    env.process(user("barrier", 2, 0, 10))
+    env.process(user("a", 1, 1, 3))
+    env.process(user("b", 1, 2, 5))
+    env.process(user("wide", 2, 3, 1))
+    env.process(user("c", 1, 4, 1))  # behind the wide one: waits although a channel frees at 13
+    env.run()
+    assert got == [("barrier", 0), ("a", 10), ("b", 10), ("wide", 15), ("c", 16)]
+    assert ch.in_use == 0 and not ch.put_queue
+    assert ch.busy_channel_us == 2 * 10 + 3 + 5 + 2 * 1 + 1
