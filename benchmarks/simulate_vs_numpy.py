@@ -14,6 +14,7 @@ min-max. Target (issue 13): <= 5x.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,9 @@ def main() -> None:
     finally:
         remove_scratch(env)
     ratios = [s / n for s, n in zip(t_sim, t_np)]
+    # The machine is shared: how busy it was during the run belongs with the figures.
+    print(f"load average (1/5/15 min) at the end: "
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"python3 -c 'import numpy' median: {statistics.median(t_np) * 1000:8.1f} ms")
     print(f"simulate (4 variants) median:     {statistics.median(t_sim) * 1000:8.1f} ms "
           f"(min-max {min(t_sim) * 1000:.0f}-{max(t_sim) * 1000:.0f})")
