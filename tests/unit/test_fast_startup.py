@@ -80,3 +80,19 @@ def test_other_commands_and_help_still_see_every_command(tmp_path, monkeypatch):
         assert name in out
     out = _run(["profiles", "list"], tmp_path, monkeypatch)
     assert "oltp" in out
+
+
+def test_importing_the_plan_does_not_read_the_micro_job_files():
+    # recommend imports probe.plan for a tie note's per-cell time; the micro matrix is read
+    # from runner/probe-micro/*.fio only when something asks for it.
+    code = ("from fsadvisor.probe import micro, plan\n"
+            "print(micro.micro_jobs.cache_info().misses)\n"
+            "names = [w.name for w in plan.MICRO]\n"
+            "assert plan.MICRO_BY_NAME[names[0]] is plan.MICRO[0]\n"
+            "assert [w.name for w in plan.micro_workloads()] == names\n"
+            "print(micro.micro_jobs.cache_info().misses, len(names))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    before, after = r.stdout.split("\n")[:2]
+    assert before == "0"
+    assert after.split()[0] == "1" and int(after.split()[1]) > 0
