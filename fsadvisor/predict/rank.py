@@ -25,6 +25,7 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.model import FittedModel, contributions, predict_many
+from fsadvisor.predict.predict import Predictions, predict_lazily
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -444,53 +445,80 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             continue
         allowed.append((cfg, list(warns)))
     design: dict = {}
-    preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
-                         device_params=device_params)
+    preds = (predict or predict_lazily)(model, [a[0] for a in allowed], w, device, scope,
+                                        design_out=design, device_params=device_params)
     # The hard cap changes a figure only where a prediction is over the device's ceiling;
     # elsewhere it annotates the basis and clips the intervals, which only the shown
     # entries need (make() caps those): same scores, a dataclasses.replace per shown entry
     # instead of per candidate.
     capped: set[int] = set()
-    limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
-    for n, p in enumerate(preds):
-        limit = limit_of.get(id(p.basis))
-        if limit is None:
-            limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
-        if p.iops > limit:
-            preds[n] = ceilings.cap(p, w)
-            capped.add(id(preds[n]))
+    if isinstance(preds, Predictions):
+        # predict_many's own answer: scored from its columns; a Prediction is built only
+        # for an entry over the ceiling (capped here, as below) and for the entries shown.
+        # One basis for all of them, so one limit.
+        cols = preds.columns
+        iops_c, p99_c, watts_c, opj_c = (list(cols[k]) for k in (
+            "iops", "p99_latency_ms", "watts", "ops_per_joule"))
+        bs = preds.bs
+        mbs_c = [io * bs / 1e6 for io in iops_c]
+        bpj_c = [e * bs for e in opj_c]
+        idle_c = None
+        if len(preds):
+            limit = ceilings.iops_limit(preds[0], w)
+            for n in [n for n, io in enumerate(iops_c) if io > limit]:
+                p = ceilings.cap(preds[n], w)
+                preds.replace(n, p)
+                capped.add(id(p))
+                iops_c[n], mbs_c[n], p99_c[n] = p.iops, p.mb_s, p.p99_latency_ms
+                watts_c[n], opj_c[n], bpj_c[n] = p.watts, p.ops_per_joule, p.bytes_per_joule
+            idle_c = [float(preds[0].basis.get("idle_watts") or 0.0)] * len(preds)
+    else:  # a stand-in's list (the TUI's what-if): cap and read each one
+        limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
+        for n, p in enumerate(preds):
+            limit = limit_of.get(id(p.basis))
+            if limit is None:
+                limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
+            if p.iops > limit:
+                preds[n] = ceilings.cap(p, w)
+                capped.add(id(preds[n]))
+        iops_c, mbs_c, p99_c, watts_c, opj_c, bpj_c = (
+            [getattr(p, k) for p in preds] for k in (
+                "iops", "mb_s", "p99_latency_ms", "watts", "ops_per_joule", "bytes_per_joule"))
+        idle_c = [float(p.basis.get("idle_watts") or 0.0) for p in preds]
 
     def shown(p: Prediction) -> Prediction:  # cap once: a second cap would say "not capped"
         return p if id(p) in capped else ceilings.cap(p, w)
     row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
-    kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
-    best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
-    for (cfg, warns), p in zip(allowed, preds):
+    # (score, configuration, its row in preds, warnings)
+    kept: list[tuple[float, FsConfig, int, list[str]]] = []
+    best_unconstrained: tuple[float, FsConfig, int] | None = None
+    mult = w.bs_bytes if rank_by == "bytes_per_joule" else 1
+    for n, (cfg, warns) in enumerate(allowed):
         if energy_basis == "active":
-            idle = float(p.basis.get("idle_watts") or 0.0)
-            active_w = max(p.watts - idle, 0.05 * p.watts)
-            val = (p.iops * (w.bs_bytes if rank_by == "bytes_per_joule" else 1)) / active_w
+            watts = watts_c[n]
+            active_w = max(watts - idle_c[n], 0.05 * watts)
+            val = (iops_c[n] * mult) / active_w
         else:
-            val = p.bytes_per_joule if rank_by == "bytes_per_joule" else p.ops_per_joule
+            val = bpj_c[n] if rank_by == "bytes_per_joule" else opj_c[n]
         if best_unconstrained is None or val > best_unconstrained[0]:
-            best_unconstrained = (val, cfg, p)
-        if c.min_iops is not None and p.iops < c.min_iops:
+            best_unconstrained = (val, cfg, n)
+        if c.min_iops is not None and iops_c[n] < c.min_iops:
             excluded["fails_min_iops"] += 1
             continue
-        if c.min_mb_s is not None and p.mb_s < c.min_mb_s:
+        if c.min_mb_s is not None and mbs_c[n] < c.min_mb_s:
             excluded["fails_min_mb_s"] += 1
             continue
-        if c.max_p99_ms is not None and p.p99_latency_ms > c.max_p99_ms:
+        if c.max_p99_ms is not None and p99_c[n] > c.max_p99_ms:
             excluded["fails_max_p99_ms"] += 1
             continue
-        kept.append((val, cfg, p, warns))
+        kept.append((val, cfg, n, warns))
     if not kept:
         parts = [f"{k}={v}" for k, v in (("min_iops", c.min_iops), ("min_mb_s", c.min_mb_s),
                                           ("max_p99_ms", c.max_p99_ms)) if v is not None]
         hint = ""
         if best_unconstrained:
-            _, cfg, p = best_unconstrained
-            p = shown(p)
+            _, cfg, n = best_unconstrained
+            p = shown(preds[n])
             hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
                     f"p99 {p.p99_latency_ms:.2f} ms ({cfg.key()})")
         raise FsAdvisorError(
@@ -522,8 +550,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         return gap <= max(tol, difference_sd(design, row_of[a[1]], row_of[b[1]]))
 
     def make(i: int, item) -> Ranked:
-        val, cfg, p, warns = item
-        p = shown(p)
+        val, cfg, n, warns = item
+        p = shown(preds[n])
         warns = list(warns)
         if cfg.fs == "f2fs":
             here = ("not checked" if kernel_has is None else
