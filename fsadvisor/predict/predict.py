@@ -10,7 +10,8 @@ import numpy as np
 
 from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (_cap, _cfg_features, _roofline, device_ceiling_iops,
+from fsadvisor.predict.features import (_cap, _cfg_features, _matrix_of, _roofline,
+                                        config_matrix, device_ceiling_iops,
                                         device_config_features, power_features,
                                         tail_features, workload_features)
 from fsadvisor.predict.fit import _CAP_KEYS, FittedModel
@@ -67,20 +68,15 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     _, flush_share = _roofline(w, pv, device.plp)
     dev = model.known_device(device)
     space = _Space(model)
-    cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
     if dev and any(n.startswith(f"d:{dev}|") for n in model.index):
         # A device measured here: its own deviations from the shared effects apply.
+        cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
         for cf in cfs:
             cf.update(device_config_features(cf, dev))
-    cnames = sorted({k for cf in cfs for k in cf})
+        C, cnames = _matrix_of(cfs)
+    else:
+        C, cnames = config_matrix(cfgs, w, kind, pv, device.plp)
     cidx = {n: j for j, n in enumerate(cnames)}
-    # One fancy-indexed assignment from flat (row, column, value) lists: a numpy scalar
-    # store per feature cost more than computing the features. Within a row every column
-    # is distinct (one per feature name), so this is the same matrix.
-    rows = [r for r, cf in enumerate(cfs) for _ in range(len(cf))]
-    cols = [cidx[k] for cf in cfs for k in cf]
-    C = np.zeros((len(cfgs), len(cnames)))
-    C[rows, cols] = [v for cf in cfs for v in cf.values()]
     # Block-constant parts (identical for every configuration of this workload).
     const = {
         "perf": workload_features(w, kind, flush_share, dev),

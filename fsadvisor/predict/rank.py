@@ -488,7 +488,6 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
 
     def shown(p: Prediction) -> Prediction:  # cap once: a second cap would say "not capped"
         return p if id(p) in capped else ceilings.cap(p, w)
-    row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
     # (score, configuration, its row in preds, warnings)
     kept: list[tuple[float, FsConfig, int, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, int] | None = None
@@ -526,7 +525,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
-    kept_rows = [row_of[k[1]] for k in kept]
+    # A kept entry carries its row of the design (equal configurations have equal rows).
+    kept_rows = [k[2] for k in kept]
     X = design["X"][kept_rows]
     # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
     # may not), else computed once here; _order, _lead and the confidence all use it.
@@ -547,7 +547,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
 
     def tied(a, b) -> bool:
         gap = abs(math.log(a[0] / b[0])) if a[0] > 0 and b[0] > 0 else 0.0
-        return gap <= max(tol, difference_sd(design, row_of[a[1]], row_of[b[1]]))
+        return gap <= max(tol, difference_sd(design, a[2], b[2]))
 
     def make(i: int, item) -> Ranked:
         val, cfg, n, warns = item
@@ -577,7 +577,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     _mark_ties(ranked, ordered, tied, device, has_data)
     sans_ag = _sans_ag(kept) if allocation_heavy(w) else {}
     for r in ranked:
-        r.ag_note = _ag_note(r, sans_ag, design, row_of, w, device, unit)
+        r.ag_note = _ag_note(r, sans_ag, design, w, device, unit)
     best_fs: dict[str, Ranked] = {}
     for i, item in enumerate(ordered):
         fs = item[1].fs
@@ -586,7 +586,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
              ]
-    lead = _lead(ordered, kept, design, row_of, tol, X, q)
+    lead = _lead(ordered, kept, design, tol, X, q)
     lead["measured_here"] = bool(model.known_device(device))
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
@@ -653,7 +653,7 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
                         f"{why}")
 
 
-def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float,
+def _lead(ordered: list, kept: list, design: dict, tol: float,
           X: np.ndarray, q: np.ndarray) -> dict[str, Any]:
     """How #1 stands: its gap to #2 and the sd of that difference (log scale, shared terms
     cancel), and how many other distinct configurations are statistically tied with it.
@@ -678,7 +678,7 @@ def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float,
     if len(ordered) > 1:
         second = ordered[1]
         g = math.log(first[0] / second[0]) if first[0] > 0 and second[0] > 0 else 0.0
-        s = difference_sd(design, row_of[first[1]], row_of[second[1]])
+        s = difference_sd(design, first[2], second[2])
         out.update(runner_up=second[1].label(), runner_up_gap=math.expm1(g),
                    difference_sd=math.expm1(s),
                    clearly_ahead=g > max(tol, s))
@@ -706,7 +706,7 @@ def _sans_ag(kept: list) -> dict[tuple, list]:
     return groups
 
 
-def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, row_of: dict, w,
+def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, w,
              device: Device, unit: str) -> str | None:
     """For an xfs entry of an allocation-heavy workload: the AG count the model prefers for
     this otherwise identical configuration, its effect against the one shown and the sd of
@@ -721,12 +721,12 @@ def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, row_of: dict, 
     best = max(same, key=lambda k: k[0])
     best_ag = best[1].ag_count or default
     mine = next(k for k in same if k[1] == r.config)
-    sd = difference_sd(design, row_of[best[1]], row_of[mine[1]])
+    sd = difference_sd(design, best[2], mine[2])
     if best_ag == shown:
         others = [k for k in same if (k[1].ag_count or default) != shown]
         ref = next((k for k in others if (k[1].ag_count or default) == default), others[0])
         ref_ag = ref[1].ag_count or default
-        sd = difference_sd(design, row_of[mine[1]], row_of[ref[1]])
+        sd = difference_sd(design, mine[2], ref[2])
         return (f"AG count {shown} is the model's choice for this many concurrent writers: "
                 f"{mine[0] / ref[0] - 1:+.1%} {unit} vs {ref_ag} (1 sd {math.expm1(sd):.1%})")
     verdict = ("within the uncertainty, so the simpler setting is kept"
