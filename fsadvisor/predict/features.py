@@ -306,10 +306,17 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     settings: dict[tuple, dict[str, float]] = {}
     scheds: dict[str, dict[str, float]] = {}
     mechs: dict[tuple, dict[str, float]] = {}
-    parts: list[tuple[dict, ...]] = []
+    # Per configuration, the ids of its parts in one flat list and how many (three, or one
+    # merged dict): ints, not a tuple per configuration for the collector to track.
+    seq: list[int] = []
+    nparts: list[int] = []
+    distinct: dict[int, dict[str, float]] = {}
     for cfg in cfgs:
         if cfg is None:
-            parts.append((_cfg_features(None, w, kind, p, plp),))
+            d = _cfg_features(None, w, kind, p, plp)
+            distinct[id(d)] = d
+            seq.append(id(d))
+            nparts.append(1)
             continue
         try:
             key = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
@@ -321,7 +328,10 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
             if mf is None:
                 mf = mechs[mkey] = mechanisms.features(cfg, w, p, plp, era2010=era2010)
         except TypeError:  # an unhashable mkfs or mount value (a list from JSON)
-            parts.append((_cfg_features(cfg, w, kind, p, plp),))
+            d = _cfg_features(cfg, w, kind, p, plp)
+            distinct[id(d)] = d
+            seq.append(id(d))
+            nparts.append(1)
             continue
         sc = scheds.get(cfg.scheduler)
         if sc is None:
@@ -329,12 +339,14 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
             sc = scheds[cfg.scheduler] = ({} if sched == "none" else {
                 f"sched:{sched}": 1.0, f"sched:{sched}*lc": t["lc"],
                 f"sched:{sched}*rnd": t["rnd"]})
-        parts.append((sf, sc, mf))
-    distinct = {id(d): d for ps in parts for d in ps}
+        seq += (id(sf), id(sc), id(mf))
+        nparts.append(3)
+    for group in (settings, scheds, mechs):
+        for d in group.values():
+            distinct[id(d)] = d
     # The parts of one configuration must not share a name (merging them would keep the
     # last): settings never name a scheduler or mechanism feature, which are "sched:" and
-    # "m:" ones. Otherwise, the merged dicts.
-    # Checked once per distinct part.
+    # "m:" ones. Otherwise, the merged dicts. Checked once per distinct part.
     if (any(k.startswith(("sched:", "m:")) for d in settings.values() for k in d)
             or any(not k.startswith("sched:") for d in scheds.values() for k in d)
             or any(not k.startswith("m:") for d in mechs.values() for k in d)):
@@ -343,19 +355,19 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     idx = {n: j for j, n in enumerate(names)}
     cols_of = {i: [idx[k] for k in d] for i, d in distinct.items()}
     vals_of = {i: list(d.values()) for i, d in distinct.items()}
+    len_of = {i: len(d) for i, d in distinct.items()}
     cols: list[int] = []
     vals: list[float] = []
-    lens = np.empty(len(parts), dtype=np.intp)
-    for r, ps in enumerate(parts):
-        n = 0
-        for d in ps:
-            i = id(d)
-            cols += cols_of[i]
-            vals += vals_of[i]
-            n += len(d)
-        lens[r] = n
-    C = np.zeros((len(parts), len(names)))
-    C[np.repeat(np.arange(len(parts)), lens), cols] = vals
+    for i in seq:
+        cols += cols_of[i]
+        vals += vals_of[i]
+    lens = [len_of[i] for i in seq]
+    n_cfg = len(nparts)
+    # rows: each configuration's index once per feature of each of its parts
+    part_rows = np.repeat(np.arange(n_cfg), nparts)
+    rows = np.repeat(part_rows, lens)
+    C = np.zeros((n_cfg, len(names)))
+    C[rows, cols] = vals
     return C, names
 
 

@@ -443,7 +443,9 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         if not ok:
             excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
             continue
-        allowed.append((cfg, list(warns)))
+        # The verdict's own list, shared by the configuration's schedulers: make() copies
+        # it before adding to it (a copy per candidate cost a tracked object each).
+        allowed.append((cfg, warns))
     design: dict = {}
     preds = (predict or predict_lazily)(model, [a[0] for a in allowed], w, device, scope,
                                         design_out=design, device_params=device_params)
