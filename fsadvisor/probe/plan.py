@@ -27,7 +27,6 @@ from fsadvisor.domain import (FILESYSTEMS, PROBE_CELL_OVERHEAD_S, PROBE_QUICK_RU
                               SCHEDULERS, Device, FsConfig, Workload)
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
-from fsadvisor.probe.micro import micro_jobs
 from fsadvisor.tools.benchmark import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
@@ -88,6 +87,9 @@ QUICK_MICRO = ("4k-randread-qd32", "4k-randwrite-qd32")
 
 @functools.lru_cache(maxsize=1)
 def _micro() -> tuple[tuple[WorkloadSpec, ...], dict[str, WorkloadSpec]]:
+    # The job-file reader (probe/micro.py, tools/jobfile.py, configparser) loads here too.
+    from fsadvisor.probe.micro import micro_jobs
+
     specs = tuple(WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
                   for name, w, raw in micro_jobs())
     return specs, {w.name: w for w in specs}
