@@ -288,8 +288,12 @@ def default_scheduler(device: Device) -> str:
 
 def complexity(cfg: FsConfig, device: Device) -> int:
     """How many settings differ from what mkfs, mount and the kernel do by default."""
+    return _settings_complexity(cfg, device) + (cfg.scheduler != default_scheduler(device))
+
+
+def _settings_complexity(cfg: FsConfig, device: Device) -> int:
+    """complexity() without the scheduler: the mkfs, mount and AG-count settings."""
     n = len(cfg.mkfs) + len([o for o in cfg.mount if o not in ("defaults", "relatime")])
-    n += cfg.scheduler != default_scheduler(device)
     if cfg.fs == "xfs" and cfg.ag_count is not None:
         n += cfg.ag_count != catalog.default_ag_count(device.size_bytes)
     return n
@@ -311,14 +315,26 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     strength of its prior. ``q``: the rows' x cov x' when the caller has them already."""
     # A configuration with its scheduler left out, as a plain tuple (FsConfig's fields but
     # the scheduler): grouping by it costs a hash, not a dataclasses.replace per candidate.
+    # complexity() per candidate, its settings' part worked out once per configuration
+    # (the same for each of its schedulers).
     bare_ids: dict[tuple, int] = {}
     score_of: dict[tuple, dict[str, float]] = {}
-    bare = np.empty(len(kept), dtype=np.intp)
-    for n, (val, cfg, _, _) in enumerate(kept):
+    settings_cx: list[int] = []
+    default_sched = default_scheduler(device)
+    bare_l: list[int] = []
+    cx_l: list[int] = []
+    for val, cfg, _, _ in kept:
         key = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
-        bare[n] = bare_ids.setdefault(key, len(bare_ids))
-        score_of.setdefault(key, {})[cfg.scheduler] = val
-    cx = np.array([complexity(item[1], device) for item in kept])
+        b = bare_ids.get(key)
+        if b is None:
+            b = bare_ids[key] = len(bare_ids)
+            settings_cx.append(_settings_complexity(cfg, device))
+            score_of[key] = {}
+        score_of[key][cfg.scheduler] = val
+        bare_l.append(b)
+        cx_l.append(settings_cx[b] + (cfg.scheduler != default_sched))
+    bare = np.array(bare_l, dtype=np.intp)
+    cx = np.array(cx_l)
     prior_only = np.array([0 if measured is None or measured(item[1]) else 1 for item in kept])
     fs_of = np.array([item[1].fs for item in kept])
     logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
@@ -422,8 +438,9 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
+    rot = rotational(device)  # once, not per candidate
     for cfg in cands:
-        if cfg.scheduler == "none" and rotational(device):
+        if rot and cfg.scheduler == "none":
             # a disk that seeks needs its requests sorted: never advise no scheduler for it
             excluded["scheduler_none_on_rotational_disk"] += 1
             continue
