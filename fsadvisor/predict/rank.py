@@ -10,6 +10,7 @@ Ranking never mixes power scopes: every candidate is predicted in the one scope 
 
 from __future__ import annotations
 
+import gc
 import math
 import shlex
 import tomllib
@@ -425,7 +426,28 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     so nothing unchecked is ever printed ready to run) and ``device_params`` (the device's
     calibration or datasheet prior; None: what the fit knows of it). ``predict`` stands in
     for predict_many with the same signature (the TUI's what-if passes one that answers
-    from predictions it already made for this workload)."""
+    from predictions it already made for this workload).
+
+    The cyclic garbage collector is paused while it runs (and restored after, also on an
+    error): a ranking makes a few long-lived containers per candidate and no reference
+    cycles, and each full collection it triggered walked every object the process holds
+    (the caller's candidate lists too), ~5-12 us per candidate at 60,000 measured with
+    benchmarks/rank_scaling.py against a run without the collector, so ranking grew
+    faster than the candidate count."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _rank(model, profile, device, top, scope, energy_basis, candidates,
+                     kernel_has, target, device_params, predict)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope: str,
+          energy_basis: str, candidates: list[FsConfig] | None,
+          kernel_has: dict[str, bool] | None, target: CommandTarget, device_params,
+          predict: Callable[..., list[Prediction]] | None) -> Recommendation:
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
     cands = candidates if candidates is not None else catalog.candidates(

@@ -82,3 +82,33 @@ def test_order_counts_complexity_per_configuration_plus_its_scheduler(spec):
     for cfg in catalog.candidates(dev.size_bytes):
         assert complexity(cfg, dev) == _settings_complexity(cfg, dev) + (
             cfg.scheduler != default_scheduler(dev))
+
+
+def test_rank_pauses_the_collector_and_restores_it_also_on_error(monkeypatch):
+    import gc
+    from fsadvisor.predict import rank as rank_mod
+    model = advice.get_model()
+    prof = advice.get_profile("oltp")
+    dev = advice.resolve_device("nvme:1T", None)
+    seen = []
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return predict_many(*a, **k)
+
+    assert gc.isenabled()
+    rank(model, prof, dev, predict=spy)
+    assert seen == [False] and gc.isenabled()
+
+    def boom(*a, **k):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        rank(model, prof, dev, predict=boom)
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        rank(model, prof, dev)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
