@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 import time
-from heapq import heappush
+from heapq import heappop, heappush
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
@@ -287,6 +287,32 @@ class _Draws:
         return self._f.pop()
 
 
+def _run_until(env: simpy.Environment, stop: simpy.Event) -> None:
+    """``env.run(until=stop)`` with simpy 4.1's Environment.step inlined: pop the next event
+    (time, priority, id), run its callbacks, crash on an undefused failure; return once
+    ``stop`` is popped, its own callbacks run (simpy's run stops there too, through the
+    StopSimulation callback it adds). The same events in the same order; what is saved is
+    a method call and an exception frame per event (a 10,000-request run processes ~28,000
+    events; this loop was ~10% of its time)."""
+    queue = env._queue
+    while True:
+        try:
+            env._now, _, _, event = heappop(queue)
+        except IndexError:
+            raise RuntimeError(f'No scheduled events left but "until" event was not '
+                               f"triggered: {stop}") from None
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if event is stop:
+            return
+        if not event._ok and not hasattr(event, "_defused"):
+            # As simpy: a process died of an exception nobody handled; raise a copy of it.
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
+
+
 def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
         trace: bool = False) -> SimStats:
     """Simulate until ``requests`` operations have completed (fsyncs are not operations, as
@@ -469,7 +495,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
         for _ in range(spec.iodepth):
             env.process(slot(j, spec))
     if requests > 0 and jobs:
-        env.run(until=stop)
+        _run_until(env, stop)
     end_us = env.now
     busy = st[2] + (end_us - st[1] if st[0] else 0.0)
     return SimStats(ops=st[4], sim_us=end_us, latencies_us=np.asarray(lat),

@@ -599,3 +599,44 @@ def test_freeing_a_wide_claim_grants_every_waiting_claim_that_fits_in_order():
     assert got == [("barrier", 0), ("a", 10), ("b", 10), ("wide", 15), ("c", 16)]
     assert ch.in_use == 0 and not ch.put_queue
     assert ch.busy_channel_us == 2 * 10 + 3 + 5 + 2 * 1 + 1
+
+
+def test_run_until_stops_at_the_stop_event_and_surfaces_failures():
+    # sim._run_until is env.run(until=stop) with simpy's step inlined: the same stopping
+    # time, the same crash on an unhandled exception, the same error on an empty schedule.
+    def scenario(driver):
+        env = simpy.Environment()
+        stop = env.event()
+        seen = []
+
+        def p():
+            yield env.timeout(3)
+            seen.append(env.now)
+            stop.succeed()
+            yield env.timeout(0)  # same instant, after stop: not processed
+            seen.append("late")
+
+        env.process(p())
+        driver(env, stop)
+        return env.now, seen
+
+    assert scenario(sim._run_until) == scenario(lambda env, stop: env.run(until=stop)) \
+        == (3, [3])
+
+    env = simpy.Environment()
+
+    def bad():
+        yield env.timeout(1)
+        raise ValueError("boom")
+
+    env.process(bad())
+    with pytest.raises(ValueError, match="boom"):
+        sim._run_until(env, env.event())
+    env = simpy.Environment()
+
+    def short():
+        yield env.timeout(1)
+
+    env.process(short())
+    with pytest.raises(RuntimeError, match="No scheduled events left"):
+        sim._run_until(env, env.event())
