@@ -640,3 +640,35 @@ def test_run_until_stops_at_the_stop_event_and_surfaces_failures():
     env.process(short())
     with pytest.raises(RuntimeError, match="No scheduled events left"):
         sim._run_until(env, env.event())
+
+
+import numpy as np  # noqa: E402
+from hypothesis import given, settings, strategies as hst  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(hnp.arrays(float, hst.integers(1, 60),
+                  elements=hst.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)),
+       hst.lists(hst.floats(0, 100), min_size=1, max_size=5) | hst.floats(0, 100)
+       | hst.sampled_from([[50, 90, 99, 99.9], 99, 0, 100]))
+def test_percentiles_are_numpys_bit_for_bit(values, q):
+    got = sim.percentiles(values, q)
+    want = np.percentile(values, q)
+    assert np.shape(got) == np.shape(want)
+    assert np.array_equal(got, want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(hnp.arrays(float, hst.tuples(hst.integers(2, 10), hst.integers(1, 30)),
+                  elements=hst.floats(0, 1e4, allow_nan=False)),
+       hst.floats(0, 100))
+def test_percentiles_along_an_axis_are_numpys(values, q):
+    for axis in (0, 1):
+        assert np.array_equal(sim.percentiles(values, q, axis=axis),
+                              np.percentile(values, q, axis=axis))
+
+
+def test_percentiles_with_nan_are_numpys():
+    v = np.array([1.0, np.nan, 3.0])
+    assert np.array_equal(sim.percentiles(v, 50), np.percentile(v, 50), equal_nan=True)
