@@ -149,9 +149,21 @@ def main(argv: list[str] | None = None) -> None:
     module = FAST_COMMANDS.get(args[0]) if args else None
     if module is not None:
         importlib.import_module(f"{__name__}.{module}")
+        # Only the command asked for: typer inspects every registered command's signature
+        # to build the group (~1 ms each), and running one needs no other. The app keeps
+        # its registrations (an in-process caller may run another command next).
+        everything, groups = app.registered_commands, app.registered_groups
+        only = [c for c in everything
+                if (c.name or typer.main.get_command_name(c.callback.__name__)) == args[0]]
+        if only:
+            app.registered_commands, app.registered_groups = only, []
+        try:
+            command = typer.main.get_command(app)
+        finally:
+            app.registered_commands, app.registered_groups = everything, groups
     else:
         _register()
-    command = typer.main.get_command(app)
+        command = typer.main.get_command(app)
     try:
         rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)
     except cx.NoArgsIsHelpError as e:  # bare `fsadvisor` or a bare group: its help

@@ -101,3 +101,23 @@ def test_importing_the_plan_does_not_read_the_micro_job_files():
     before, after = r.stdout.split("\n")[:2]
     assert before == "0"
     assert after.split()[0] == "1" and int(after.split()[1]) > 0
+
+
+def test_a_fast_command_builds_only_itself_and_leaves_the_app_whole(monkeypatch):
+    built = []
+    real = typer.main.get_command
+
+    def spy(app):
+        group = real(app)
+        built.append(sorted(group.commands))
+        return group
+
+    monkeypatch.setattr(typer.main, "get_command", spy)
+    cli._register()
+    before = list(cli.app.registered_commands), list(cli.app.registered_groups)
+    try:
+        cli.main(["recommend", "--help"])
+    except SystemExit as e:
+        assert not e.code
+    assert built == [["recommend"]]
+    assert (cli.app.registered_commands, cli.app.registered_groups) == before
