@@ -169,6 +169,20 @@ class FsConfig:
     scheduler: str = "none"
     ag_count: int | None = None
 
+    def __init__(self, fs: str, mkfs: tuple[tuple[str, Any], ...] = (),
+                 mount: tuple[str, ...] = (), scheduler: str = "none",
+                 ag_count: int | None = None):
+        # The generated __init__ of a frozen dataclass, written out: the fields go into the
+        # instance dict directly instead of one object.__setattr__ call each (~2x faster;
+        # recommend's catalog builds ~4,000). tests/unit/test_domain_init.py keeps the
+        # signature equal to the fields.
+        d = self.__dict__
+        d["fs"] = fs
+        d["mkfs"] = mkfs
+        d["mount"] = mount
+        d["scheduler"] = scheduler
+        d["ag_count"] = ag_count
+
     @staticmethod
     def make(fs: str, mkfs: Mapping[str, Any] | None = None, mount=(), scheduler="none",
              ag_count: int | None = None) -> "FsConfig":
