@@ -334,6 +334,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     env = simpy.Environment()
     ch = Channels(env, times.channels)
     take_now, free = ch.take_now, ch.free
+    put_queue, channels = ch.put_queue, times.channels
 
     def claim(width: int) -> Claim:
         return Claim(ch, width)
@@ -376,16 +377,6 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     write_us, write_x = times.write_us, times.write_xfer_us
     # env._now is what the env.now property returns; read directly in the per-request code.
 
-    def begin() -> None:
-        if st[0] == 0:
-            st[1] = env._now
-        st[0] += 1
-
-    def end() -> None:
-        st[0] -= 1
-        if st[0] == 0:
-            st[2] += env._now - st[1]
-
     def io(media_us: float, xfer_us: float):
         c = take_now(1)
         if c is None:
@@ -403,37 +394,6 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
             st[5] += x
             yield timeout(st[3] - now)
         free(c)
-
-    def flush(j: int):
-        t0 = env._now
-        begin()
-        if queued[0] is not None:
-            # The block layer merges a flush into one still waiting to start (Linux
-            # block/blk-flush.c keeps pending flushes and issues them as one): group commit
-            # below the filesystem, which is why fsync at depth costs less per call.
-            yield queued[0]
-        else:
-            done = None
-            c = take_now(times.channels)
-            if c is None:
-                done = queued[0] = env.event()
-                c = claim(times.channels)
-                yield c
-                queued[0] = None  # started: a later fsync needs a flush of its own
-            yield timeout(times.flush_us * (f_pop() if f_buf else factor()))
-            free(c)
-            device_flushes.append(env._now)
-            # Only fsyncs that arrived while this flush waited for its channels wait on its
-            # completion. With none, that event would have no callbacks and be processed at
-            # this same instant, changing nothing (events after it keep their order: ids
-            # only ever increase), so it is not scheduled: one event fewer per flush.
-            if done is not None and done.callbacks:
-                done.succeed()
-        end()
-        if not stopped[0]:
-            flush_lat.append(env._now - t0)
-            if log is not None:
-                log.append((env._now, j, "flush"))
 
     def slot(j: int, spec: JobSpec):
         issued = 0
@@ -459,10 +419,16 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                     kind, media_us, xfer_us = "read", read_us, read_x
                 else:
                     kind, media_us, xfer_us = "write", write_us, write_x
-                c = take_now(1)
-                if c is None:
+                # ch.take_now(1) / ch.claim(1) ... ch.free(c), inline for the one channel
+                # of a read or write (the same state changes in the same order; two method
+                # calls and an object fewer per request).
+                if not put_queue and channels - ch.in_use >= 1:
+                    ch.in_use += 1
+                    granted = env._now
+                else:
                     c = claim(1)
                     yield c
+                    granted = c.granted_at
                 yield timeout(media_us * (f_pop() if f_buf else factor()))
                 if xfer_us > 0:
                     now = env._now
@@ -471,7 +437,10 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                     st[3] = start + x
                     st[5] += x
                     yield timeout(st[3] - now)
-                free(c)
+                ch.in_use -= 1
+                ch.busy_channel_us += 1 * (env._now - granted)
+                if put_queue:
+                    ch._grant()
             # end(), inline
             st[0] -= 1
             if st[0] == 0:
@@ -495,9 +464,43 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                 # The operation's latency includes the fsync it waits for (a commit), as the
                 # model's Little's-law mean (concurrency / IOPS) counts it: one story for the
                 # mean latency in predict and simulate (issue 12 §7).
-                yield from flush(j)
+                # The fsync's flush, inline (a generator and a delegation fewer per fsync).
+                tf = env._now
+                if st[0] == 0:
+                    st[1] = tf
+                st[0] += 1
+                if queued[0] is not None:
+                    # The block layer merges a flush into one still waiting to start (Linux
+                    # block/blk-flush.c keeps pending flushes and issues them as one): group
+                    # commit below the filesystem, which is why fsync at depth costs less
+                    # per call.
+                    yield queued[0]
+                else:
+                    done = None
+                    c = take_now(channels)
+                    if c is None:
+                        done = queued[0] = env.event()
+                        c = claim(channels)
+                        yield c
+                        queued[0] = None  # started: a later fsync needs a flush of its own
+                    yield timeout(times.flush_us * (f_pop() if f_buf else factor()))
+                    free(c)
+                    device_flushes.append(env._now)
+                    # Only fsyncs that arrived while this flush waited for its channels
+                    # wait on its completion. With none, that event would have no callbacks
+                    # and be processed at this same instant, changing nothing (events after
+                    # it keep their order: ids only ever increase), so it is not scheduled:
+                    # one event fewer per flush.
+                    if done is not None and done.callbacks:
+                        done.succeed()
+                st[0] -= 1
+                if st[0] == 0:
+                    st[2] += env._now - st[1]
                 if stopped[0]:
                     return
+                flush_lat.append(env._now - tf)
+                if log is not None:
+                    log.append((env._now, j, "flush"))
             lat_append(env._now - t0)
             if pause:
                 issued += 1
