@@ -336,8 +336,23 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     take_now, free = ch.take_now, ch.free
     put_queue, channels = ch.put_queue, times.channels
 
+    new_claim = object.__new__
+
     def claim(width: int) -> Claim:
-        return Claim(ch, width)
+        # Claim(ch, width) less its grant attempt: run() claims only when the channels were
+        # not free at once (someone waiting, or fewer than ``width`` free), and then nothing
+        # can be granted -- the line's head was retried at the last free() and no channel
+        # has been freed since -- so the new claim only joins the line.
+        c = new_claim(Claim)
+        c.width = width
+        c.granted_at = 0.0
+        c.env = env
+        c.callbacks = []
+        c._value = PENDING
+        c.resource = ch
+        c.proc = env._active_proc
+        put_queue.append(c)
+        return c
 
     draws = _Draws(seed, times.sigma)
     uniform, factor = draws.uniform, draws.factor

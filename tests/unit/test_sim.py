@@ -672,3 +672,24 @@ def test_percentiles_along_an_axis_are_numpys(values, q):
 def test_percentiles_with_nan_are_numpys():
     v = np.array([1.0, np.nan, 3.0])
     assert np.array_equal(sim.percentiles(v, 50), np.percentile(v, 50), equal_nan=True)
+
+
+def test_run_claims_channels_only_when_nothing_could_be_granted(monkeypatch):
+    # run() queues a claim without simpy's grant attempt (sim.py, claim()): right only if,
+    # whenever it joins the line, the head of the line does not fit in the free channels.
+    fits_at_append = []
+
+    class Line(list):
+        def append(self, claim):
+            super().append(claim)
+            ch = claim.resource
+            fits_at_append.append(ch._capacity - ch.in_use >= self[0].width)
+
+    monkeypatch.setattr(sim.Channels, "PutQueue", Line)
+    times = sim.DeviceTimes(channels=4, read_us=50.0, write_us=20.0, flush_us=100.0,
+                            read_xfer_us=2.0, write_xfer_us=2.0, meta_xfer_us=1.0, sigma=0.6)
+    jobs = [sim.JobSpec(iodepth=4, read_frac=0.5, meta_frac=0.1, writes_per_flush=2)] * 3
+    st_ = sim.run(times, jobs, requests=3000, seed=3)
+    assert st_.ops == 3000
+    assert len(fits_at_append) > 100  # contended: many claims waited
+    assert not any(fits_at_append)
