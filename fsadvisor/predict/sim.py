@@ -444,14 +444,27 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                     c = claim(1)
                     yield c
                     granted = c.granted_at
-                yield timeout(media_us * (f_pop() if f_buf else factor()))
+                # timeout(media), inline: a read or write waits twice, the hot path
+                d = media_us * (f_pop() if f_buf else factor())
+                ev = new_timeout(_Delay)
+                ev.env = env
+                ev.callbacks = []
+                ev._delay = d
+                heappush(queue, (env._now + d, NORMAL, next(eid), ev))
+                yield ev
                 if xfer_us > 0:
                     now = env._now
                     start = st[3] if st[3] > now else now
                     x = xfer_us * (f_pop() if f_buf else factor())
                     st[3] = start + x
                     st[5] += x
-                    yield timeout(st[3] - now)
+                    d = st[3] - now  # timeout(d), inline
+                    ev = new_timeout(_Delay)
+                    ev.env = env
+                    ev.callbacks = []
+                    ev._delay = d
+                    heappush(queue, (env._now + d, NORMAL, next(eid), ev))
+                    yield ev
                 ch.in_use -= 1
                 ch.busy_channel_us += 1 * (env._now - granted)
                 if put_queue:
