@@ -25,7 +25,7 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, ki
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.confidence import Confidence, decision_confidence
-from fsadvisor.predict.model import FittedModel, contributions, predict_many
+from fsadvisor.predict.model import FittedModel, contributions
 from fsadvisor.predict.predict import Predictions, predict_lazily
 from fsadvisor.resources import data_dir
 

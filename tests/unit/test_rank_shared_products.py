@@ -84,9 +84,8 @@ def test_order_counts_complexity_per_configuration_plus_its_scheduler(spec):
             cfg.scheduler != default_scheduler(dev))
 
 
-def test_rank_pauses_the_collector_and_restores_it_also_on_error(monkeypatch):
+def test_rank_pauses_the_collector_and_restores_it_also_on_error():
     import gc
-    from fsadvisor.predict import rank as rank_mod
     model = advice.get_model()
     prof = advice.get_profile("oltp")
     dev = advice.resolve_device("nvme:1T", None)
