@@ -115,12 +115,14 @@ def _register() -> None:
 
 
 # The module defining each of the offline commands that must start fast (issue 13): for
-# these, main() loads that one module, so typer builds its three commands instead of
-# inspecting every command's signature (~60 functions) and importing every module's service.
-# Only a module with two or more commands may be listed (typer runs a lone command as the
-# whole program). Anything else (help, other commands, typos) loads every module.
-# tests/unit/test_fast_startup.py checks the table against the full registration.
-FAST_COMMANDS = {"recommend": "advice", "predict": "advice"}
+# these, main() loads that one module, so typer builds its commands instead of inspecting
+# every command's signature (~60 functions) and importing every module's service (~30 ms
+# measured for simulate). The app has a callback (_root), so typer always builds a group,
+# even when the one module loaded defines a single command (typer.main.get_command: a
+# registered callback makes a group). Anything else (help, other commands, typos) loads
+# every module. tests/unit/test_fast_startup.py checks the table against the full
+# registration and runs each fast command as a subcommand.
+FAST_COMMANDS = {"recommend": "advice", "predict": "advice", "simulate": "simulate"}
 
 
 def usage_line(e: Any) -> str:
@@ -147,9 +149,21 @@ def main(argv: list[str] | None = None) -> None:
     module = FAST_COMMANDS.get(args[0]) if args else None
     if module is not None:
         importlib.import_module(f"{__name__}.{module}")
+        # Only the command asked for: typer inspects every registered command's signature
+        # to build the group (~1 ms each), and running one needs no other. The app keeps
+        # its registrations (an in-process caller may run another command next).
+        everything, groups = app.registered_commands, app.registered_groups
+        only = [c for c in everything
+                if (c.name or typer.main.get_command_name(c.callback.__name__)) == args[0]]
+        if only:
+            app.registered_commands, app.registered_groups = only, []
+        try:
+            command = typer.main.get_command(app)
+        finally:
+            app.registered_commands, app.registered_groups = everything, groups
     else:
         _register()
-    command = typer.main.get_command(app)
+        command = typer.main.get_command(app)
     try:
         rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)
     except cx.NoArgsIsHelpError as e:  # bare `fsadvisor` or a bare group: its help

@@ -10,7 +10,8 @@ import numpy as np
 
 from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (_cap, _cfg_features, _roofline, device_ceiling_iops,
+from fsadvisor.predict.features import (_cap, _cfg_features, _matrix_of, _roofline,
+                                        config_matrix, device_ceiling_iops,
                                         device_config_features, power_features,
                                         tail_features, workload_features)
 from fsadvisor.predict.fit import _CAP_KEYS, FittedModel
@@ -67,24 +68,19 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     _, flush_share = _roofline(w, pv, device.plp)
     dev = model.known_device(device)
     space = _Space(model)
-    cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
     if dev and (own or any(n.startswith(f"d:{dev}|") for n in model.index)):
         # A device measured here: its own deviations from the shared effects apply. With
         # ``own`` they apply before its first configuration run too (at their prior: a
         # device that has only its raw calibration may still deviate), so configurations
         # sharing a filesystem or mechanism share that uncertainty -- what the adaptive
         # probe needs to know that one ext4 run also teaches it about the other ext4 cells.
+        cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
         for cf in cfs:
             cf.update(device_config_features(cf, dev))
-    cnames = sorted({k for cf in cfs for k in cf})
+        C, cnames = _matrix_of(cfs)
+    else:
+        C, cnames = config_matrix(cfgs, w, kind, pv, device.plp)
     cidx = {n: j for j, n in enumerate(cnames)}
-    # One fancy-indexed assignment from flat (row, column, value) lists: a numpy scalar
-    # store per feature cost more than computing the features. Within a row every column
-    # is distinct (one per feature name), so this is the same matrix.
-    rows = [r for r, cf in enumerate(cfs) for _ in range(len(cf))]
-    cols = [cidx[k] for cf in cfs for k in cf]
-    C = np.zeros((len(cfgs), len(cnames)))
-    C[rows, cols] = [v for cf in cfs for v in cf.values()]
     # Block-constant parts (identical for every configuration of this workload).
     const = {
         "perf": workload_features(w, kind, flush_share, dev),
@@ -125,6 +121,41 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     return design("perf"), design("power"), design("tail"), theta, cov
 
 
+class Predictions(Sequence):
+    """predict_many's answer for a ranking: the same Prediction objects, each built on first
+    access (and kept), with the columns a ranking filters and scores by as plain lists
+    (``columns``: iops, p99_latency_ms, watts, ops_per_joule; ``bs``: the bytes per
+    operation that mb_s and bytes_per_joule are iops and ops_per_joule times). A ranking of
+    thousands builds objects only for the entries it shows: building one with its
+    uncertainty dict for every candidate was an eighth of ranking 10,000."""
+
+    def __init__(self, n: int, build, columns: dict[str, list[float]], bs: float):
+        self._n, self._build, self.columns, self.bs = n, build, columns, bs
+        self._made: dict[int, Prediction] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        p = self._made.get(i)
+        if p is None:
+            p = self._made[i] = self._build(i)
+        return p
+
+    def __iter__(self):
+        return (self[i] for i in range(self._n))
+
+    def replace(self, i: int, p: Prediction) -> None:
+        """Put ``p`` (e.g. ``ceilings.cap`` of the one there) in place ``i``."""
+        self._made[i] = p
+
+
 def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                  scope: str = "system", idle_watts: float | None = None,
                  design_out: dict | None = None,
@@ -141,6 +172,25 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     store's calibration of it, or a library drive's datasheet prior). ``own_deviations``:
     a known device's own deviations from the shared effects enter the uncertainty even
     where none of its configuration runs is stored yet (see _block_designs)."""
+    return _predict(model, cfgs, w, device, scope, idle_watts, design_out, device_params,
+                    alone, lazy=False, own_deviations=own_deviations)
+
+
+def predict_lazily(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+                   scope: str = "system", idle_watts: float | None = None,
+                   design_out: dict | None = None,
+                   device_params: DeviceParams | None = None,
+                   alone: bool = False) -> Predictions:
+    """predict_many's predictions, built on access (:class:`Predictions`); the same numbers."""
+    return _predict(model, cfgs, w, device, scope, idle_watts, design_out, device_params,
+                    alone, lazy=True)
+
+
+def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
+             scope: str, idle_watts: float | None, design_out: dict | None,
+             device_params: DeviceParams | None, alone: bool, lazy: bool,
+             own_deviations: bool = False):
+    """predict_many's work; with ``lazy``, as :class:`Predictions`."""
     kind = kind_of(device)
     s = model.settings
     params = device_params or model.params_for(device)
@@ -222,11 +272,29 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj) = (
         a.tolist() for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w,
                              iops, p99, watts, opj))
+    unc_model = "log-normal; factor = exp(1 sd), interval = 90%"
+    if lazy:
+        def build(i: int) -> Prediction:
+            # The same expressions as the list below, for row i.
+            io, e = iops[i], opj[i]
+            return Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
+                              p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=e,
+                              bytes_per_joule=e * bs, uncertainty={
+                                  "model": unc_model,
+                                  "iops_factor": f_p[i], "iops_90": [lo_p[i], hi_p[i]],
+                                  "ops_per_joule_factor": f_e[i],
+                                  "ops_per_joule_90": [lo_e[i], hi_e[i]],
+                                  "p99_latency_ms_90": [lo_t[i], hi_t[i]],
+                                  "watts_90": [lo_w[i], hi_w[i]]},
+                              power_scope=scope, energy_source=source, basis=basis)
+
+        return Predictions(len(iops), build, {"iops": iops, "p99_latency_ms": p99,
+                                              "watts": watts, "ops_per_joule": opj}, bs)
     # One pass over the columns together (zip, not 14 list indexings per candidate).
     return [Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
                        p99_latency_ms=t99, watts=wt, ops_per_joule=e, bytes_per_joule=e * bs,
                        uncertainty={
-                           "model": "log-normal; factor = exp(1 sd), interval = 90%",
+                           "model": unc_model,
                            "iops_factor": fp, "iops_90": [lp, hp],
                            "ops_per_joule_factor": fe, "ops_per_joule_90": [le, he],
                            "p99_latency_ms_90": [lt, ht], "watts_90": [lw, hw]},

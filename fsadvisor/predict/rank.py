@@ -10,6 +10,7 @@ Ranking never mixes power scopes: every candidate is predicted in the one scope 
 
 from __future__ import annotations
 
+import gc
 import math
 import shlex
 import tomllib
@@ -24,7 +25,8 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, ki
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.confidence import Confidence, decision_confidence
-from fsadvisor.predict.model import FittedModel, contributions, predict_many
+from fsadvisor.predict.model import FittedModel, contributions
+from fsadvisor.predict.predict import Predictions, predict_lazily
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -287,8 +289,12 @@ def default_scheduler(device: Device) -> str:
 
 def complexity(cfg: FsConfig, device: Device) -> int:
     """How many settings differ from what mkfs, mount and the kernel do by default."""
+    return _settings_complexity(cfg, device) + (cfg.scheduler != default_scheduler(device))
+
+
+def _settings_complexity(cfg: FsConfig, device: Device) -> int:
+    """complexity() without the scheduler: the mkfs, mount and AG-count settings."""
     n = len(cfg.mkfs) + len([o for o in cfg.mount if o not in ("defaults", "relatime")])
-    n += cfg.scheduler != default_scheduler(device)
     if cfg.fs == "xfs" and cfg.ag_count is not None:
         n += cfg.ag_count != catalog.default_ag_count(device.size_bytes)
     return n
@@ -310,14 +316,26 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     strength of its prior. ``q``: the rows' x cov x' when the caller has them already."""
     # A configuration with its scheduler left out, as a plain tuple (FsConfig's fields but
     # the scheduler): grouping by it costs a hash, not a dataclasses.replace per candidate.
+    # complexity() per candidate, its settings' part worked out once per configuration
+    # (the same for each of its schedulers).
     bare_ids: dict[tuple, int] = {}
     score_of: dict[tuple, dict[str, float]] = {}
-    bare = np.empty(len(kept), dtype=np.intp)
-    for n, (val, cfg, _, _) in enumerate(kept):
+    settings_cx: list[int] = []
+    default_sched = default_scheduler(device)
+    bare_l: list[int] = []
+    cx_l: list[int] = []
+    for val, cfg, _, _ in kept:
         key = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
-        bare[n] = bare_ids.setdefault(key, len(bare_ids))
-        score_of.setdefault(key, {})[cfg.scheduler] = val
-    cx = np.array([complexity(item[1], device) for item in kept])
+        b = bare_ids.get(key)
+        if b is None:
+            b = bare_ids[key] = len(bare_ids)
+            settings_cx.append(_settings_complexity(cfg, device))
+            score_of[key] = {}
+        score_of[key][cfg.scheduler] = val
+        bare_l.append(b)
+        cx_l.append(settings_cx[b] + (cfg.scheduler != default_sched))
+    bare = np.array(bare_l, dtype=np.intp)
+    cx = np.array(cx_l)
     prior_only = np.array([0 if measured is None or measured(item[1]) else 1 for item in kept])
     fs_of = np.array([item[1].fs for item in kept])
     logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
@@ -408,7 +426,28 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     so nothing unchecked is ever printed ready to run) and ``device_params`` (the device's
     calibration or datasheet prior; None: what the fit knows of it). ``predict`` stands in
     for predict_many with the same signature (the TUI's what-if passes one that answers
-    from predictions it already made for this workload)."""
+    from predictions it already made for this workload).
+
+    The cyclic garbage collector is paused while it runs (and restored after, also on an
+    error): a ranking makes a few long-lived containers per candidate and no reference
+    cycles, and each full collection it triggered walked every object the process holds
+    (the caller's candidate lists too), ~5-12 us per candidate at 60,000 measured with
+    benchmarks/rank_scaling.py against a run without the collector, so ranking grew
+    faster than the candidate count."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _rank(model, profile, device, top, scope, energy_basis, candidates,
+                     kernel_has, target, device_params, predict)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope: str,
+          energy_basis: str, candidates: list[FsConfig] | None,
+          kernel_has: dict[str, bool] | None, target: CommandTarget, device_params,
+          predict: Callable[..., list[Prediction]] | None) -> Recommendation:
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
     cands = candidates if candidates is not None else catalog.candidates(
@@ -421,8 +460,9 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
+    rot = rotational(device)  # once, not per candidate
     for cfg in cands:
-        if cfg.scheduler == "none" and rotational(device):
+        if rot and cfg.scheduler == "none":
             # a disk that seeks needs its requests sorted: never advise no scheduler for it
             excluded["scheduler_none_on_rotational_disk"] += 1
             continue
@@ -442,55 +482,83 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
         if not ok:
             excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
             continue
-        allowed.append((cfg, list(warns)))
+        # The verdict's own list, shared by the configuration's schedulers: make() copies
+        # it before adding to it (a copy per candidate cost a tracked object each).
+        allowed.append((cfg, warns))
     design: dict = {}
-    preds = (predict or predict_many)(model, [a[0] for a in allowed], w, device, scope, design_out=design,
-                         device_params=device_params)
+    preds = (predict or predict_lazily)(model, [a[0] for a in allowed], w, device, scope,
+                                        design_out=design, device_params=device_params)
     # The hard cap changes a figure only where a prediction is over the device's ceiling;
     # elsewhere it annotates the basis and clips the intervals, which only the shown
     # entries need (make() caps those): same scores, a dataclasses.replace per shown entry
     # instead of per candidate.
     capped: set[int] = set()
-    limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
-    for n, p in enumerate(preds):
-        limit = limit_of.get(id(p.basis))
-        if limit is None:
-            limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
-        if p.iops > limit:
-            preds[n] = ceilings.cap(p, w)
-            capped.add(id(preds[n]))
+    if isinstance(preds, Predictions):
+        # predict_many's own answer: scored from its columns; a Prediction is built only
+        # for an entry over the ceiling (capped here, as below) and for the entries shown.
+        # One basis for all of them, so one limit.
+        cols = preds.columns
+        iops_c, p99_c, watts_c, opj_c = (list(cols[k]) for k in (
+            "iops", "p99_latency_ms", "watts", "ops_per_joule"))
+        bs = preds.bs
+        mbs_c = [io * bs / 1e6 for io in iops_c]
+        bpj_c = [e * bs for e in opj_c]
+        idle_c = None
+        if len(preds):
+            limit = ceilings.iops_limit(preds[0], w)
+            for n in [n for n, io in enumerate(iops_c) if io > limit]:
+                p = ceilings.cap(preds[n], w)
+                preds.replace(n, p)
+                capped.add(id(p))
+                iops_c[n], mbs_c[n], p99_c[n] = p.iops, p.mb_s, p.p99_latency_ms
+                watts_c[n], opj_c[n], bpj_c[n] = p.watts, p.ops_per_joule, p.bytes_per_joule
+            idle_c = [float(preds[0].basis.get("idle_watts") or 0.0)] * len(preds)
+    else:  # a stand-in's list (the TUI's what-if): cap and read each one
+        limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
+        for n, p in enumerate(preds):
+            limit = limit_of.get(id(p.basis))
+            if limit is None:
+                limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
+            if p.iops > limit:
+                preds[n] = ceilings.cap(p, w)
+                capped.add(id(preds[n]))
+        iops_c, mbs_c, p99_c, watts_c, opj_c, bpj_c = (
+            [getattr(p, k) for p in preds] for k in (
+                "iops", "mb_s", "p99_latency_ms", "watts", "ops_per_joule", "bytes_per_joule"))
+        idle_c = [float(p.basis.get("idle_watts") or 0.0) for p in preds]
 
     def shown(p: Prediction) -> Prediction:  # cap once: a second cap would say "not capped"
         return p if id(p) in capped else ceilings.cap(p, w)
-    row_of = {cfg: i for i, (cfg, _) in enumerate(allowed)}
-    kept: list[tuple[float, FsConfig, Prediction, list[str]]] = []
-    best_unconstrained: tuple[float, FsConfig, Prediction] | None = None
-    for (cfg, warns), p in zip(allowed, preds):
+    # (score, configuration, its row in preds, warnings)
+    kept: list[tuple[float, FsConfig, int, list[str]]] = []
+    best_unconstrained: tuple[float, FsConfig, int] | None = None
+    mult = w.bs_bytes if rank_by == "bytes_per_joule" else 1
+    for n, (cfg, warns) in enumerate(allowed):
         if energy_basis == "active":
-            idle = float(p.basis.get("idle_watts") or 0.0)
-            active_w = max(p.watts - idle, 0.05 * p.watts)
-            val = (p.iops * (w.bs_bytes if rank_by == "bytes_per_joule" else 1)) / active_w
+            watts = watts_c[n]
+            active_w = max(watts - idle_c[n], 0.05 * watts)
+            val = (iops_c[n] * mult) / active_w
         else:
-            val = p.bytes_per_joule if rank_by == "bytes_per_joule" else p.ops_per_joule
+            val = bpj_c[n] if rank_by == "bytes_per_joule" else opj_c[n]
         if best_unconstrained is None or val > best_unconstrained[0]:
-            best_unconstrained = (val, cfg, p)
-        if c.min_iops is not None and p.iops < c.min_iops:
+            best_unconstrained = (val, cfg, n)
+        if c.min_iops is not None and iops_c[n] < c.min_iops:
             excluded["fails_min_iops"] += 1
             continue
-        if c.min_mb_s is not None and p.mb_s < c.min_mb_s:
+        if c.min_mb_s is not None and mbs_c[n] < c.min_mb_s:
             excluded["fails_min_mb_s"] += 1
             continue
-        if c.max_p99_ms is not None and p.p99_latency_ms > c.max_p99_ms:
+        if c.max_p99_ms is not None and p99_c[n] > c.max_p99_ms:
             excluded["fails_max_p99_ms"] += 1
             continue
-        kept.append((val, cfg, p, warns))
+        kept.append((val, cfg, n, warns))
     if not kept:
         parts = [f"{k}={v}" for k, v in (("min_iops", c.min_iops), ("min_mb_s", c.min_mb_s),
                                           ("max_p99_ms", c.max_p99_ms)) if v is not None]
         hint = ""
         if best_unconstrained:
-            _, cfg, p = best_unconstrained
-            p = shown(p)
+            _, cfg, n = best_unconstrained
+            p = shown(preds[n])
             hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
                     f"p99 {p.p99_latency_ms:.2f} ms ({cfg.key()})")
         raise FsAdvisorError(
@@ -498,7 +566,8 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
             f"({', '.join(parts) or 'durability/feature constraints'}; "
             f"{len(cands)} candidates considered){hint}")
     kept.sort(key=lambda t: -t[0])
-    kept_rows = [row_of[k[1]] for k in kept]
+    # A kept entry carries its row of the design (equal configurations have equal rows).
+    kept_rows = [k[2] for k in kept]
     X = design["X"][kept_rows]
     # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
     # may not), else computed once here; _order, _lead and the confidence all use it.
@@ -519,11 +588,11 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
 
     def tied(a, b) -> bool:
         gap = abs(math.log(a[0] / b[0])) if a[0] > 0 and b[0] > 0 else 0.0
-        return gap <= max(tol, difference_sd(design, row_of[a[1]], row_of[b[1]]))
+        return gap <= max(tol, difference_sd(design, a[2], b[2]))
 
     def make(i: int, item) -> Ranked:
-        val, cfg, p, warns = item
-        p = shown(p)
+        val, cfg, n, warns = item
+        p = shown(preds[n])
         warns = list(warns)
         if cfg.fs == "f2fs":
             here = ("not checked" if kernel_has is None else
@@ -549,7 +618,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     _mark_ties(ranked, ordered, tied, device, has_data)
     sans_ag = _sans_ag(kept) if allocation_heavy(w) else {}
     for r in ranked:
-        r.ag_note = _ag_note(r, sans_ag, design, row_of, w, device, unit)
+        r.ag_note = _ag_note(r, sans_ag, design, w, device, unit)
     best_fs: dict[str, Ranked] = {}
     for i, item in enumerate(ordered):
         fs = item[1].fs
@@ -558,7 +627,7 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
              ]
-    lead = _lead(ordered, kept, design, row_of, tol, X, q)
+    lead = _lead(ordered, kept, design, tol, X, q)
     lead["measured_here"] = bool(model.known_device(device))
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
@@ -625,7 +694,7 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
                         f"{why}")
 
 
-def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float,
+def _lead(ordered: list, kept: list, design: dict, tol: float,
           X: np.ndarray, q: np.ndarray) -> dict[str, Any]:
     """How #1 stands: its gap to #2 and the sd of that difference (log scale, shared terms
     cancel), and how many other distinct configurations are statistically tied with it.
@@ -650,7 +719,7 @@ def _lead(ordered: list, kept: list, design: dict, row_of: dict, tol: float,
     if len(ordered) > 1:
         second = ordered[1]
         g = math.log(first[0] / second[0]) if first[0] > 0 and second[0] > 0 else 0.0
-        s = difference_sd(design, row_of[first[1]], row_of[second[1]])
+        s = difference_sd(design, first[2], second[2])
         out.update(runner_up=second[1].label(), runner_up_gap=math.expm1(g),
                    difference_sd=math.expm1(s),
                    clearly_ahead=g > max(tol, s))
@@ -678,7 +747,7 @@ def _sans_ag(kept: list) -> dict[tuple, list]:
     return groups
 
 
-def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, row_of: dict, w,
+def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, w,
              device: Device, unit: str) -> str | None:
     """For an xfs entry of an allocation-heavy workload: the AG count the model prefers for
     this otherwise identical configuration, its effect against the one shown and the sd of
@@ -693,12 +762,12 @@ def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, row_of: dict, 
     best = max(same, key=lambda k: k[0])
     best_ag = best[1].ag_count or default
     mine = next(k for k in same if k[1] == r.config)
-    sd = difference_sd(design, row_of[best[1]], row_of[mine[1]])
+    sd = difference_sd(design, best[2], mine[2])
     if best_ag == shown:
         others = [k for k in same if (k[1].ag_count or default) != shown]
         ref = next((k for k in others if (k[1].ag_count or default) == default), others[0])
         ref_ag = ref[1].ag_count or default
-        sd = difference_sd(design, row_of[mine[1]], row_of[ref[1]])
+        sd = difference_sd(design, mine[2], ref[2])
         return (f"AG count {shown} is the model's choice for this many concurrent writers: "
                 f"{mine[0] / ref[0] - 1:+.1%} {unit} vs {ref_ag} (1 sd {math.expm1(sd):.1%})")
     verdict = ("within the uncertainty, so the simpler setting is kept"

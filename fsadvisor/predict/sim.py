@@ -58,11 +58,13 @@ from __future__ import annotations
 
 import math
 import time
+from heapq import heappop, heappush
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL, PENDING, Timeout
 from simpy.resources.base import BaseResource, Put
 
 from fsadvisor.domain import Device, FsConfig, Workload
@@ -132,7 +134,25 @@ class Claim(Put):
     def __init__(self, resource: "Channels", width: int):
         self.width = width
         self.granted_at = 0.0
-        super().__init__(resource)
+        # simpy's Put.__init__ less its callback to the resource's get side: channels are
+        # never taken back with a get (Channels.free), so that callback only ever walked
+        # an empty get queue, once per claim.
+        env = resource._env
+        self.env = env  # Event.__init__, inline (one call fewer per claim)
+        self.callbacks = []
+        self._value = PENDING
+        self.resource = resource
+        self.proc = env.active_process
+        resource.put_queue.append(self)
+        resource._grant()
+
+
+class _Delay(Timeout):
+    """A simpy Timeout as run() schedules it: value None and succeeded from the start, as
+    class attributes instead of two stores per event (a run makes ~20,000)."""
+
+    _value = None
+    _ok = True
 
 
 @dataclass
@@ -162,20 +182,32 @@ class Channels(BaseResource):
         if self.put_queue or self._capacity - self.in_use < width:
             return None
         self.in_use += width
-        return Held(width, self._env.now)
+        return Held(width, self._env._now)
 
     def free(self, claim: "Claim | Held") -> None:
         self.in_use -= claim.width
-        self.busy_channel_us += claim.width * (self._env.now - claim.granted_at)
-        self._trigger_put(None)
+        self.busy_channel_us += claim.width * (self._env._now - claim.granted_at)
+        if self.put_queue:
+            self._grant()
 
-    def _do_put(self, event: Claim) -> bool:
-        if self._capacity - self.in_use >= event.width:
+    def _grant(self) -> None:
+        """Grant claims from the head of the line while they fit, stopping at the first that
+        does not (strict FIFO). simpy's BaseResource._trigger_put with this resource's
+        _do_put, specialised: a granted claim is always triggered and leaves from the head,
+        one Python call per claim fewer (a run grants ~one claim per request)."""
+        q = self.put_queue
+        while q:
+            event = q[0]
+            if self._capacity - self.in_use < event.width:
+                return
             self.in_use += event.width
-            event.granted_at = self._env.now
+            event.granted_at = self._env._now
             event.succeed()
-            return True  # grant the next in line too, if it fits
-        return False  # strict FIFO: stop at the first claim that does not fit
+            del q[0]
+
+    def _trigger_put(self, get_event) -> None:
+        # simpy's own entry point (BaseResource), should anything in simpy call it.
+        self._grant()
 
     def _do_get(self, event) -> bool:  # pragma: no cover - channels are freed via free()
         # simpy's BaseResource asks for a get handler; channels are only ever released with
@@ -253,7 +285,8 @@ class _Draws:
 
     def uniform(self) -> float:
         if not self._u:
-            self._u = self.rng.random(self.BLOCK).tolist()
+            # In place: run() holds this list and pops from it directly.
+            self._u.extend(self.rng.random(self.BLOCK).tolist())
         return self._u.pop()
 
     def factor(self) -> float:
@@ -261,8 +294,34 @@ class _Draws:
             return 1.0
         if not self._f:
             s = self.sigma
-            self._f = np.exp(s * self.rng.standard_normal(self.BLOCK) - s * s / 2).tolist()
+            self._f.extend(np.exp(s * self.rng.standard_normal(self.BLOCK) - s * s / 2).tolist())
         return self._f.pop()
+
+
+def _run_until(env: simpy.Environment, stop: simpy.Event) -> None:
+    """``env.run(until=stop)`` with simpy 4.1's Environment.step inlined: pop the next event
+    (time, priority, id), run its callbacks, crash on an undefused failure; return once
+    ``stop`` is popped, its own callbacks run (simpy's run stops there too, through the
+    StopSimulation callback it adds). The same events in the same order; what is saved is
+    a method call and an exception frame per event (a 10,000-request run processes ~28,000
+    events; this loop was ~10% of its time)."""
+    queue = env._queue
+    while True:
+        try:
+            env._now, _, _, event = heappop(queue)
+        except IndexError:
+            raise RuntimeError(f'No scheduled events left but "until" event was not '
+                               f"triggered: {stop}") from None
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if event is stop:
+            return
+        if not event._ok and not hasattr(event, "_defused"):
+            # As simpy: a process died of an exception nobody handled; raise a copy of it.
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
 
 
 def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
@@ -273,11 +332,50 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     plain queueing network. With ``trace``, every completion is recorded as
     (time_us, job, "read"|"write"|"meta"|"flush")."""
     env = simpy.Environment()
-    timeout = env.timeout
     ch = Channels(env, times.channels)
-    take_now, claim, free = ch.take_now, ch.claim, ch.free
+    take_now, free = ch.take_now, ch.free
+    put_queue, channels = ch.put_queue, times.channels
+
+    new_claim = object.__new__
+
+    def claim(width: int) -> Claim:
+        # Claim(ch, width) less its grant attempt: run() claims only when the channels were
+        # not free at once (someone waiting, or fewer than ``width`` free), and then nothing
+        # can be granted -- the line's head was retried at the last free() and no channel
+        # has been freed since -- so the new claim only joins the line.
+        c = new_claim(Claim)
+        c.width = width
+        c.granted_at = 0.0
+        c.env = env
+        c.callbacks = []
+        c._value = PENDING
+        c.resource = ch
+        c.proc = env._active_proc
+        put_queue.append(c)
+        return c
+
     draws = _Draws(seed, times.sigma)
     uniform, factor = draws.uniform, draws.factor
+    # The draws' blocks, read here without a method call per draw (a run makes ~3 draws per
+    # request): the same lists _Draws refills in place, so the sequence is unchanged.
+    u_buf, f_buf = draws._u, draws._f
+    u_pop, f_pop = u_buf.pop, f_buf.pop
+    # A timeout scheduled straight onto simpy's queue: what env.timeout(d) does (simpy
+    # 4.1's Timeout.__init__ and Environment.schedule, NORMAL priority, same event id
+    # sequence), without two Python calls and the negative-delay check per event (every
+    # delay here is a mean time x a positive factor, or a wait until a later time). ~40% of
+    # a run's events are these timeouts.
+    queue, eid = env._queue, env._eid
+    new_timeout = object.__new__
+
+    def timeout(delay: float):
+        ev = new_timeout(_Delay)
+        ev.env = env
+        ev.callbacks = []
+        ev._delay = delay
+        heappush(queue, (env._now + delay, NORMAL, next(eid), ev))
+        return ev
+
     lat: list[float] = []
     flush_lat: list[float] = []
     device_flushes: list[float] = []  # completion times of the flushes the device ran
@@ -292,60 +390,25 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
     written = [0] * len(jobs)
     read_us, read_x = times.read_us, times.read_xfer_us
     write_us, write_x = times.write_us, times.write_xfer_us
-
-    def begin() -> None:
-        if st[0] == 0:
-            st[1] = env.now
-        st[0] += 1
-
-    def end() -> None:
-        st[0] -= 1
-        if st[0] == 0:
-            st[2] += env.now - st[1]
+    # env._now is what the env.now property returns; read directly in the per-request code.
 
     def io(media_us: float, xfer_us: float):
         c = take_now(1)
         if c is None:
             c = claim(1)
             yield c
-        yield timeout(media_us * factor())
+        yield timeout(media_us * (f_pop() if f_buf else factor()))
         if xfer_us > 0:
             # The controller is one first-come-first-served server: requests reach it in
             # event order, so its queue is one number, the time it is next free (the same
             # schedule as a simpy.Resource of capacity 1, without its events).
-            now = env.now
+            now = env._now
             start = st[3] if st[3] > now else now
-            x = xfer_us * factor()
+            x = xfer_us * (f_pop() if f_buf else factor())
             st[3] = start + x
             st[5] += x
             yield timeout(st[3] - now)
         free(c)
-
-    def flush(j: int):
-        t0 = env.now
-        begin()
-        if queued[0] is not None:
-            # The block layer merges a flush into one still waiting to start (Linux
-            # block/blk-flush.c keeps pending flushes and issues them as one): group commit
-            # below the filesystem, which is why fsync at depth costs less per call.
-            yield queued[0]
-        else:
-            done = env.event()
-            c = take_now(times.channels)
-            if c is None:
-                queued[0] = done
-                c = claim(times.channels)
-                yield c
-                queued[0] = None  # started: a later fsync needs a flush of its own
-            yield timeout(times.flush_us * factor())
-            free(c)
-            device_flushes.append(env.now)
-            done.succeed()
-        end()
-        if not stopped[0]:
-            flush_lat.append(env.now - t0)
-            if log is not None:
-                log.append((env.now, j, "flush"))
 
     def slot(j: int, spec: JobSpec):
         issued = 0
@@ -353,10 +416,14 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
         read_cut = meta_frac + spec.read_frac * (1.0 - meta_frac)
         wpf = spec.writes_per_flush
         pause = spec.burst and spec.pause_us > 0
+        lat_append = lat.append
         while not stopped[0]:
-            u = uniform()
-            t0 = env.now
-            begin()
+            u = u_pop() if u_buf else uniform()
+            t0 = env._now
+            # begin(), inline
+            if st[0] == 0:
+                st[1] = t0
+            st[0] += 1
             if u < meta_frac:
                 kind = "meta"
                 yield from io(write_us, times.meta_xfer_us)  # journal record
@@ -367,24 +434,49 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                     kind, media_us, xfer_us = "read", read_us, read_x
                 else:
                     kind, media_us, xfer_us = "write", write_us, write_x
-                c = take_now(1)
-                if c is None:
+                # ch.take_now(1) / ch.claim(1) ... ch.free(c), inline for the one channel
+                # of a read or write (the same state changes in the same order; two method
+                # calls and an object fewer per request).
+                if not put_queue and channels - ch.in_use >= 1:
+                    ch.in_use += 1
+                    granted = env._now
+                else:
                     c = claim(1)
                     yield c
-                yield timeout(media_us * factor())
+                    granted = c.granted_at
+                # timeout(media), inline: a read or write waits twice, the hot path
+                d = media_us * (f_pop() if f_buf else factor())
+                ev = new_timeout(_Delay)
+                ev.env = env
+                ev.callbacks = []
+                ev._delay = d
+                heappush(queue, (env._now + d, NORMAL, next(eid), ev))
+                yield ev
                 if xfer_us > 0:
-                    now = env.now
+                    now = env._now
                     start = st[3] if st[3] > now else now
-                    x = xfer_us * factor()
+                    x = xfer_us * (f_pop() if f_buf else factor())
                     st[3] = start + x
                     st[5] += x
-                    yield timeout(st[3] - now)
-                free(c)
-            end()
+                    d = st[3] - now  # timeout(d), inline
+                    ev = new_timeout(_Delay)
+                    ev.env = env
+                    ev.callbacks = []
+                    ev._delay = d
+                    heappush(queue, (env._now + d, NORMAL, next(eid), ev))
+                    yield ev
+                ch.in_use -= 1
+                ch.busy_channel_us += 1 * (env._now - granted)
+                if put_queue:
+                    ch._grant()
+            # end(), inline
+            st[0] -= 1
+            if st[0] == 0:
+                st[2] += env._now - st[1]
             if stopped[0]:
                 return
             if log is not None:
-                log.append((env.now, j, kind))
+                log.append((env._now, j, kind))
             st[4] += 1
             due = False
             if wpf and kind != "read":
@@ -392,7 +484,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                 due = written[j] % wpf == 0
             if st[4] >= requests:
                 if not due:
-                    lat.append(env.now - t0)
+                    lat_append(env._now - t0)
                 stopped[0] = True
                 stop.succeed()
                 return
@@ -400,10 +492,44 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
                 # The operation's latency includes the fsync it waits for (a commit), as the
                 # model's Little's-law mean (concurrency / IOPS) counts it: one story for the
                 # mean latency in predict and simulate (issue 12 §7).
-                yield from flush(j)
+                # The fsync's flush, inline (a generator and a delegation fewer per fsync).
+                tf = env._now
+                if st[0] == 0:
+                    st[1] = tf
+                st[0] += 1
+                if queued[0] is not None:
+                    # The block layer merges a flush into one still waiting to start (Linux
+                    # block/blk-flush.c keeps pending flushes and issues them as one): group
+                    # commit below the filesystem, which is why fsync at depth costs less
+                    # per call.
+                    yield queued[0]
+                else:
+                    done = None
+                    c = take_now(channels)
+                    if c is None:
+                        done = queued[0] = env.event()
+                        c = claim(channels)
+                        yield c
+                        queued[0] = None  # started: a later fsync needs a flush of its own
+                    yield timeout(times.flush_us * (f_pop() if f_buf else factor()))
+                    free(c)
+                    device_flushes.append(env._now)
+                    # Only fsyncs that arrived while this flush waited for its channels
+                    # wait on its completion. With none, that event would have no callbacks
+                    # and be processed at this same instant, changing nothing (events after
+                    # it keep their order: ids only ever increase), so it is not scheduled:
+                    # one event fewer per flush.
+                    if done is not None and done.callbacks:
+                        done.succeed()
+                st[0] -= 1
+                if st[0] == 0:
+                    st[2] += env._now - st[1]
                 if stopped[0]:
                     return
-            lat.append(env.now - t0)
+                flush_lat.append(env._now - tf)
+                if log is not None:
+                    log.append((env._now, j, "flush"))
+            lat_append(env._now - t0)
             if pause:
                 issued += 1
                 if issued % spec.burst == 0:
@@ -413,7 +539,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
         for _ in range(spec.iodepth):
             env.process(slot(j, spec))
     if requests > 0 and jobs:
-        env.run(until=stop)
+        _run_until(env, stop)
     end_us = env.now
     busy = st[2] + (end_us - st[1] if st[0] else 0.0)
     return SimStats(ops=st[4], sim_us=end_us, latencies_us=np.asarray(lat),
@@ -741,6 +867,44 @@ def check_variant(w: Workload, device: Device, overrides: Mapping[str, Any] | No
     _check_workload(apply_overrides(w, device, overrides)[0], requests)
 
 
+def percentiles(values: np.ndarray, q, axis: int | None = None) -> np.ndarray:
+    """``np.percentile(values, q, axis=axis)`` (its default, linear interpolation) by the
+    same arithmetic on a sorted copy: numpy 2.x's _quantile with method "linear" --
+    virtual index (n - 1) * q / 100, its floor and the next index (both the last element at
+    or beyond the end), gamma = index - floor, then _lerp (a + (b - a) * g, or
+    b - (b - a) * (1 - g) where g >= 0.5). Bit for bit the same figures
+    (tests/unit/test_sim.py checks it against numpy), without np.percentile's call to
+    np.unique, which imports numpy.ma (~5 ms of a simulate run's start-up). Data with NaN
+    goes to numpy itself."""
+    a = np.asarray(values, dtype=float)
+    if np.isnan(a).any():
+        return np.percentile(a, q, axis=axis)
+    if axis is None:
+        a = a.ravel()
+        axis = 0
+    a = np.sort(np.moveaxis(a, axis, 0), axis=0)
+    n = a.shape[0]
+    qs = np.true_divide(q, 100, out=...)
+    virtual = np.asanyarray((n - 1) * qs)
+    prev = np.floor(virtual, out=...)
+    nxt = np.add(prev, 1, out=...)
+    above = virtual >= n - 1
+    prev[above] = -1
+    nxt[above] = -1
+    below = virtual < 0
+    prev[below] = 0
+    nxt[below] = 0
+    prev_i, nxt_i = prev.astype(np.intp), nxt.astype(np.intp)
+    gamma = np.asanyarray(np.asanyarray(virtual - prev_i), dtype=virtual.dtype)
+    gamma = gamma.reshape(virtual.shape + (1,) * (a.ndim - 1))
+    lo, hi = np.take(a, prev_i, axis=0), np.take(a, nxt_i, axis=0)
+    diff = hi - lo
+    out = np.add(lo, diff * gamma, out=...)
+    np.subtract(hi, diff * (1 - gamma), out=out, where=gamma >= 0.5, casting="unsafe",
+                dtype=type(out.dtype))
+    return out[()] if out.ndim == 0 else out
+
+
 def quantile_ci(values: np.ndarray, q: float, batches: int = CI_BATCHES
                 ) -> tuple[float, float] | None:
     """95% interval of the ``q`` percentile by batch means: the run cut into ``batches``
@@ -750,9 +914,9 @@ def quantile_ci(values: np.ndarray, q: float, batches: int = CI_BATCHES
     n = len(values) // batches
     if batches < 2 or n < 100:
         return None
-    per = np.percentile(values[:n * batches].reshape(batches, n), q, axis=1)
+    per = percentiles(values[:n * batches].reshape(batches, n), q, axis=1)
     half = T975[batches - 1] * float(per.std(ddof=1)) / math.sqrt(batches)
-    mid = float(np.percentile(values, q))
+    mid = float(percentiles(values, q))
     return max(0.0, mid - half), mid + half
 
 
@@ -834,7 +998,7 @@ def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: st
     watts = cal.watts_at(util)
     energy = watts * sim_s
     lat_ms = st.latencies_us / 1000.0
-    p50, p90, p99, p999 = (float(x) for x in np.percentile(lat_ms, [50, 90, 99, 99.9]))
+    p50, p90, p99, p999 = (float(x) for x in percentiles(lat_ms, [50, 90, 99, 99.9]))
     ci = quantile_ci(lat_ms, 99)
     mp = model_prediction(model, cfg, w2, dev2, scope, params)
     bs = w2.bs_bytes if w2.metadata_frac < 1.0 else 0

@@ -16,6 +16,7 @@ Everything here is pure: building a :class:`Plan` reads the catalog and nothing 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,6 @@ from fsadvisor.domain import (FILESYSTEMS, PROBE_CELL_OVERHEAD_S, PROBE_QUICK_RU
                               SCHEDULERS, Device, FsConfig, Workload)
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
-from fsadvisor.probe.micro import micro_jobs
 from fsadvisor.tools.benchmark import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
@@ -79,11 +79,28 @@ class WorkloadSpec:
 # "4K-randwrite-fsync1"), 128 KiB sequential jobs ranked by bytes, and the file
 # create/stat/delete chain (seed 002 "metadata-create"; fio's filecreate/filestat/filedelete
 # engines, domain notes §1).
-MICRO: tuple[WorkloadSpec, ...] = tuple(
-    WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
-    for name, w, raw in micro_jobs())
+# MICRO and MICRO_BY_NAME are read from those files on first use (PEP 562 __getattr__
+# below), not on import: recommend imports this module for the per-cell time of a tie note
+# and never needs the micro matrix (parsing the job files cost ~3 ms of its start-up).
 QUICK_MICRO = ("4k-randread-qd32", "4k-randwrite-qd32")
-MICRO_BY_NAME = {w.name: w for w in MICRO}
+
+
+@functools.lru_cache(maxsize=1)
+def _micro() -> tuple[tuple[WorkloadSpec, ...], dict[str, WorkloadSpec]]:
+    # The job-file reader (probe/micro.py, tools/jobfile.py, configparser) loads here too.
+    from fsadvisor.probe.micro import micro_jobs
+
+    specs = tuple(WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
+                  for name, w, raw in micro_jobs())
+    return specs, {w.name: w for w in specs}
+
+
+def __getattr__(name: str):
+    if name == "MICRO":
+        return _micro()[0]
+    if name == "MICRO_BY_NAME":
+        return _micro()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Variants measured by default next to each filesystem's default configuration: the levers
 # seed 002 names as recovering most of the filesystem overhead (noatime, data=writeback)
@@ -107,12 +124,13 @@ def with_ioengine(spec: WorkloadSpec, ioengine: str) -> WorkloadSpec:
 
 def micro_workloads(names: Iterable[str] | None = None, quick: bool = False) -> list[WorkloadSpec]:
     if names is None:
-        names = QUICK_MICRO if quick else [w.name for w in MICRO]
+        names = QUICK_MICRO if quick else [w.name for w in _micro()[0]]
     out = []
     for n in names:
-        if n not in MICRO_BY_NAME:
-            raise ConfigError(f"unknown micro workload {n!r}; known: {', '.join(MICRO_BY_NAME)}")
-        out.append(MICRO_BY_NAME[n])
+        by_name = _micro()[1]
+        if n not in by_name:
+            raise ConfigError(f"unknown micro workload {n!r}; known: {', '.join(by_name)}")
+        out.append(by_name[n])
     return out
 
 

@@ -70,3 +70,44 @@ def test_the_comparison_catches_a_changed_number():
         assert_close({"a": [1.0, {"b": 2.0}]}, {"a": [1.0, {"b": 2.0 * (1 + 1e-9)}]})
     with pytest.raises(AssertionError):
         assert_close({"a": 1, "b": 2}, {"b": 2, "a": 1})  # key order is part of the JSON
+
+
+@pytest.mark.parametrize("spec", ["nvme:1T", "hdd:8T"])
+def test_order_counts_complexity_per_configuration_plus_its_scheduler(spec):
+    # _order works out the settings' part of complexity() once per configuration and adds
+    # the scheduler's: the same count as complexity() for every candidate
+    from fsadvisor import catalog
+    from fsadvisor.predict.rank import _settings_complexity, complexity, default_scheduler
+    dev = advice.resolve_device(spec, None)
+    for cfg in catalog.candidates(dev.size_bytes):
+        assert complexity(cfg, dev) == _settings_complexity(cfg, dev) + (
+            cfg.scheduler != default_scheduler(dev))
+
+
+def test_rank_pauses_the_collector_and_restores_it_also_on_error():
+    import gc
+    model = advice.get_model()
+    prof = advice.get_profile("oltp")
+    dev = advice.resolve_device("nvme:1T", None)
+    seen = []
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return predict_many(*a, **k)
+
+    assert gc.isenabled()
+    rank(model, prof, dev, predict=spy)
+    assert seen == [False] and gc.isenabled()
+
+    def boom(*a, **k):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        rank(model, prof, dev, predict=boom)
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        rank(model, prof, dev)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -572,3 +572,124 @@ def test_utilisation_counts_the_link_at_the_bandwidth_ceiling():
     assert sim._utilisation(st_) == pytest.approx(1.0, abs=0.01)
     scaled = sim._scaled_stats(st_, 3.0)
     assert sim._utilisation(scaled) == pytest.approx(sim._utilisation(st_))
+
+
+def test_freeing_a_wide_claim_grants_every_waiting_claim_that_fits_in_order():
+    # Channels._grant replaces simpy's _trigger_put/_do_put loop: a barrier's release lets
+    # all the narrow claims behind it in at once, in the order they queued, and stops at the
+    # first that does not fit (the wide one at the back waits for both narrow ones).
+    env = simpy.Environment()
+    ch = sim.Channels(env, 2)
+    got: list[tuple[str, float]] = []
+
+    def user(name, width, start_us, hold_us):
+        yield env.timeout(start_us)
+        c = ch.claim(width)
+        yield c
+        got.append((name, env.now))
+        yield env.timeout(hold_us)
+        ch.free(c)
+
+    env.process(user("barrier", 2, 0, 10))
+    env.process(user("a", 1, 1, 3))
+    env.process(user("b", 1, 2, 5))
+    env.process(user("wide", 2, 3, 1))
+    env.process(user("c", 1, 4, 1))  # behind the wide one: waits although a channel frees at 13
+    env.run()
+    assert got == [("barrier", 0), ("a", 10), ("b", 10), ("wide", 15), ("c", 16)]
+    assert ch.in_use == 0 and not ch.put_queue
+    assert ch.busy_channel_us == 2 * 10 + 3 + 5 + 2 * 1 + 1
+
+
+def test_run_until_stops_at_the_stop_event_and_surfaces_failures():
+    # sim._run_until is env.run(until=stop) with simpy's step inlined: the same stopping
+    # time, the same crash on an unhandled exception, the same error on an empty schedule.
+    def scenario(driver):
+        env = simpy.Environment()
+        stop = env.event()
+        seen = []
+
+        def p():
+            yield env.timeout(3)
+            seen.append(env.now)
+            stop.succeed()
+            yield env.timeout(0)  # same instant, after stop: not processed
+            seen.append("late")
+
+        env.process(p())
+        driver(env, stop)
+        return env.now, seen
+
+    assert scenario(sim._run_until) == scenario(lambda env, stop: env.run(until=stop)) \
+        == (3, [3])
+
+    env = simpy.Environment()
+
+    def bad():
+        yield env.timeout(1)
+        raise ValueError("boom")
+
+    env.process(bad())
+    with pytest.raises(ValueError, match="boom"):
+        sim._run_until(env, env.event())
+    env = simpy.Environment()
+
+    def short():
+        yield env.timeout(1)
+
+    env.process(short())
+    with pytest.raises(RuntimeError, match="No scheduled events left"):
+        sim._run_until(env, env.event())
+
+
+import numpy as np  # noqa: E402
+from hypothesis import given, settings, strategies as hst  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(hnp.arrays(float, hst.integers(1, 60),
+                  elements=hst.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)),
+       hst.lists(hst.floats(0, 100), min_size=1, max_size=5) | hst.floats(0, 100)
+       | hst.sampled_from([[50, 90, 99, 99.9], 99, 0, 100]))
+def test_percentiles_are_numpys_bit_for_bit(values, q):
+    got = sim.percentiles(values, q)
+    want = np.percentile(values, q)
+    assert np.shape(got) == np.shape(want)
+    assert np.array_equal(got, want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(hnp.arrays(float, hst.tuples(hst.integers(2, 10), hst.integers(1, 30)),
+                  elements=hst.floats(0, 1e4, allow_nan=False)),
+       hst.floats(0, 100))
+def test_percentiles_along_an_axis_are_numpys(values, q):
+    for axis in (0, 1):
+        assert np.array_equal(sim.percentiles(values, q, axis=axis),
+                              np.percentile(values, q, axis=axis))
+
+
+def test_percentiles_with_nan_are_numpys():
+    v = np.array([1.0, np.nan, 3.0])
+    assert np.array_equal(sim.percentiles(v, 50), np.percentile(v, 50), equal_nan=True)
+
+
+def test_run_claims_channels_only_when_nothing_could_be_granted(monkeypatch):
+    # run() queues a claim without simpy's grant attempt (sim.py, claim()): right only if,
+    # whenever it joins the line, the head of the line does not fit in the free channels.
+    fits_at_append = []
+
+    class Line(list):
+        def append(self, claim):
+            super().append(claim)
+            ch = claim.resource
+            fits_at_append.append(ch._capacity - ch.in_use >= self[0].width)
+
+    monkeypatch.setattr(sim.Channels, "PutQueue", Line)
+    times = sim.DeviceTimes(channels=4, read_us=50.0, write_us=20.0, flush_us=100.0,
+                            read_xfer_us=2.0, write_xfer_us=2.0, meta_xfer_us=1.0, sigma=0.6)
+    jobs = [sim.JobSpec(iodepth=4, read_frac=0.5, meta_frac=0.1, writes_per_flush=2)] * 3
+    st_ = sim.run(times, jobs, requests=3000, seed=3)
+    assert st_.ops == 3000
+    assert len(fits_at_append) > 100  # contended: many claims waited
+    assert not any(fits_at_append)
