@@ -37,6 +37,9 @@ FAKE_REFUSED = BlockDevice(path="/dev/fsadvisor-fake1", size_bytes=256 << 30, ki
 PREVIEW = ProbePreview(command="fsadvisor probe /dev/fsadvisor-fake0 --quick",
                        lines=["# fsadvisor probe --dry-run: 2 cells (2 runnable), about 1 min"],
                        cells=2, estimated_s=50.0)
+SAMPLE = ProgressEvent("sample", 1, 2, cell="xfs none | 4k-randread | rep 1",
+                       device=FAKE_OK.path, iops=39876.0, bw_bytes_s=163.3e6,
+                       sample_source="/sys/block/fsadvisor-fake0/stat", energy_source="estimate")
 ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
 
 
@@ -61,7 +64,8 @@ class FakeService:
         """What calls.probe_request builds, without inspecting the (nonexistent) device."""
         self.options = options
         scratch = target.partition(":")[2] if target.startswith("scratch:") else None
-        return SimpleNamespace(device=None if scratch else target, scratch=scratch)
+        return SimpleNamespace(device=None if scratch else target, scratch=scratch,
+                               resume=bool(options.get("resume")), db=options.get("db"))
 
     def preview(self, target, **_kw):
         if target.strip() == FAKE_REFUSED.path:
@@ -79,6 +83,7 @@ class FakeService:
                                   watts=6.25, energy_source="estimate"))
         on_progress(ProgressEvent("cell-start", 1, 2, cell="xfs none | 4k-randread | rep 1",
                                   eta_s=25.0, device=FAKE_OK.path))
+        on_progress(SAMPLE)  # the running cell, a second into its measurement
         s = ProbeSummary(matrix_id="m-fake", device=FAKE_OK.path, total=2, wall_s=30.0)
         s.outcomes.append(CellOutcome("c1", 1, "ext4", "ok"))
         while not self.may_finish.wait(0.02):
@@ -253,7 +258,11 @@ async def test_progress_is_shown_and_cancel_stops_the_probe(monkeypatch):
         status = str(pane.query_one("#probe-status", Static).content)
         assert status.startswith("1/2 cells  ETA 25s  running xfs none | 4k-randread | rep 1")
         assert "last cell 41,234 IOPS, 6.2 W (estimate)" in status
-        assert pane.query_one("#probe-iops", Sparkline).data == [41234.0]
+        # the running cell's live reading, labelled as the block layer's, not fio's
+        assert ("now: 39.9k IOPS, 163 MB/s (block layer, /sys/block/fsadvisor-fake0/stat), "
+                "no meter") in status
+        assert pane.query_one("#probe-iops", Sparkline).data == [39876.0]  # fed live
+        assert pane.iops_history == [41234.0]  # fio's, per measured cell
         assert pane.query_one("#probe-start", Button).disabled
         await pilot.click("#probe-cancel")
         await settle(pilot)
