@@ -352,3 +352,48 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tm
         runs = store.runs(matrix_id=s.matrix_id)
     assert runs and all(r["status"] == "ok" for r in runs)
     assert our_loops(tmp_path) == [] and list((tmp_path / "scratch").iterdir()) == []
+
+
+@pytest.mark.asyncio
+async def test_force_from_the_form_probes_a_device_holding_a_filesystem(loop_device, tmp_path,
+                                                                        monkeypatch):
+    """A loop device holding a labelled ext4 filesystem: without force it is refused; with
+    the form's force box the confirmation says the ext4 signature will be destroyed and
+    still needs the device typed back; then the probe runs its cell and the user's
+    filesystem is gone (the probe wipes its own signature at the end)."""
+    db = tmp_path / "probe.db"
+    monkeypatch.setenv("FSADVISOR_DB", str(db))
+    dev = loop_device(512 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "oldstuff", dev], check=True)
+    app = FsAdvisorApp(db=str(db))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_show_tab("probe")
+        await pilot.pause()
+        pane = app.query_one(ProbePane)
+        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        narrow(pane, tmp_path, "1")
+        pane.query_one("#probe-target", Input).value = dev
+        pane.query_one("#probe-force", Checkbox).value = True
+        await pilot.pause()
+        await pilot.click("#probe-start")
+        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert "ext4 data labelled 'oldstuff'" in text
+        assert "FORCE: the ext4 signature on it is overridden and will be destroyed" in text
+        await pilot.click("#confirm-ok")  # nothing typed: refused, nothing touched
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmProbeScreen) and not pane.running
+        typed = app.screen.query_one("#confirm-device", Input)
+        typed.value = dev
+        typed.focus()
+        await pilot.press("enter")  # (the refusal's toast may cover the button)
+        await settle(pilot, lambda: pane.running)
+        await settle(pilot, lambda: not pane.running)
+        await app.workers.wait_for_complete()
+        s = pane.summary
+        assert s is not None, str(pane.query_one("#probe-command", Static).content)
+        assert s.device == dev and s.count("ok") == 1 and s.interrupted is None, s.to_dict()
+    assert mounted_from({dev}) == []
+    out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
+    assert "oldstuff" not in out.stdout
