@@ -7,7 +7,6 @@ need more than one pane. Domain errors become one-line notifications, never a tr
 
 from __future__ import annotations
 
-import gc
 import time
 
 import json
@@ -21,6 +20,7 @@ from textual.widgets import Footer, Header, OptionList, TabbedContent, TabPane
 
 from fsadvisor.tui import calls
 from fsadvisor.tui.help import HelpScreen
+from fsadvisor.tui.idle_gc import IdleCollector
 from fsadvisor.tui.panes.device import DevicePane
 from fsadvisor.tui.panes.energy import EnergyPane
 from fsadvisor.tui.panes.history import HistoryPane
@@ -64,7 +64,7 @@ class FsAdvisorApp(App):
         self._live_wanted = False
         self.live_generation = 0  # live rankings shown so far (the latency benchmark waits on it)
         self.live_drawn_at = 0.0  # perf_counter() after the last live table was refreshed
-        self.gc_frozen = False  # see _live_done
+        self.collector = IdleCollector()  # full garbage collections only in pauses (idle_gc.py)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -84,6 +84,7 @@ class FsAdvisorApp(App):
 
     def on_mount(self) -> None:
         self.query_one("#presets", OptionList).focus()
+        self.set_interval(self.collector.idle_s / 2, self.collector.tick)
 
     # ------------------------------------------------------------------ discoverability
 
@@ -233,24 +234,12 @@ class FsAdvisorApp(App):
 
     def _live_drawn(self) -> None:
         self.live_drawn_at = time.perf_counter()
-        if not self.gc_frozen:
-            self._freeze_long_lived()
-
-    def _freeze_long_lived(self) -> None:
-        """Once the first ranking is on screen, everything a session keeps is loaded
-        (presets, the fitted model, the device context, the widgets): hundreds of thousands
-        of long-lived objects that every full (generation 2) collection walked again,
-        100-200 ms each on this machine, the p90 of a key press (benchmarks/tui_latency.py:
-        workload p90 114 ms before, 69 ms after, 2026-11-24). Collected once, then frozen,
-        they are left out of every later collection; on_unmount gives them back."""
-        gc.collect()
-        gc.freeze()
-        self.gc_frozen = True
+        # the first ranking on screen: the session is loaded (idle_gc.py)
+        self.collector.start()
+        self.collector.activity()
 
     def on_unmount(self) -> None:
-        if self.gc_frozen:
-            gc.unfreeze()  # an app run in a longer process (tests) leaves nothing pinned
-            self.gc_frozen = False
+        self.collector.stop()  # an app run in a longer process (tests) leaves nothing pinned
 
     def on_results_pane_recommended(self, event: ResultsPane.Recommended) -> None:
         if event.live:
