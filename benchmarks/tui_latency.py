@@ -12,7 +12,8 @@ preset (or those named with --presets) it measures two kinds of edit:
 A sample runs from just before the key is pressed until the screen refresh after the live
 table was filled (the app stamps ``live_drawn_at`` in a call_after_refresh of that
 update). Pilot's own ``press`` returns later than that (it waits for the app to go idle),
-so its return is not the end of a sample. Prints median and p90 per kind, in ms.
+so its return is not the end of a sample. Prints median and p90 per kind, in ms, and the
+load average before and after (other work on the machine moves these figures).
 
     python benchmarks/tui_latency.py [--presets oltp,web-static] [--rounds 3]
 """
@@ -89,11 +90,15 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="fsadvisor-tui-latency-")
     os.environ["FSADVISOR_DB"] = os.path.join(tmp, "fsadvisor.db")
     os.environ["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
+    load_before = os.getloadavg()
     samples = asyncio.run(_measure(args.presets.split(",") if args.presets else None,
                                    args.rounds))
+    load_after = os.getloadavg()
     for kind, xs in samples.items():
         print(f"{kind:>15}: n={len(xs)} median {statistics.median(xs):.0f} ms, "
               f"p90 {_p90(xs):.0f} ms, max {max(xs):.0f} ms")
+    print(f"load average (1/5/15 min): before {' '.join(f'{x:.2f}' for x in load_before)}, "
+          f"after {' '.join(f'{x:.2f}' for x in load_after)}")
     return 0
 
 

@@ -47,12 +47,16 @@ class _Progress:
     cleanup stay on screen; redirected to a file or a CI log every event is its own line (a
     carriage return there would leave one unreadable line)."""
 
-    def __init__(self, tty: bool | None = None, out=None) -> None:
+    def __init__(self, tty: bool | None = None, out=None, columns: int | None = None) -> None:
+        import shutil
         import sys
 
         self.out = out or sys.stderr
         self.tty = self.out.isatty() if tty is None else tty
         self.drawn = False  # a bar without a newline is on the terminal's last line
+        self.running = ""  # the bar of the cell that runs now (its live samples extend it)
+        # a redrawn line longer than the terminal would wrap and "\r" could not erase it
+        self.columns = columns or shutil.get_terminal_size().columns
 
     def _line(self, text: str) -> None:
         if self.drawn:
@@ -77,8 +81,16 @@ class _Progress:
         if e.kind == "note":
             self._line(f"fsadvisor: {e.message}")
         elif e.kind == "cell-start":
-            self._bar(f"{bar}  {eta}  running {e.cell}")
+            self.running = f"{bar}  {eta}  running {e.cell}"
+            self._bar(self.running)
+        elif e.kind == "sample":
+            # about once a second: on a terminal the bar says what the device does now; a
+            # log gets no line per second (the cell's end has fio's own figures)
+            if self.tty and self.running:
+                from fsadvisor.service.probing import live_text
+                self._bar(f"{self.running}  now: {live_text(e)}"[:max(20, self.columns - 1)])
         elif e.kind == "cell-end":
+            self.running = ""
             if e.status == "ok" and self.tty:
                 self._bar(f"{bar}  {eta}  ok {e.cell}")
             else:

@@ -102,6 +102,11 @@ class IpmiMeter(EnergyMeter):
         self._t_begin = self._t0
         self._sampler.start()
 
+    def live_watts(self) -> float | None:
+        """The BMC's latest reading (itself a ~1 s average, domain notes §3)."""
+        last = self._sampler.latest(1) if self.running and self._sampler else []
+        return last[0][1] if last else None
+
     def _finish(self, duration_s: float) -> EnergyReading:
         t_end = self._t_begin + duration_s
         samples = self._sampler.stop()

@@ -144,6 +144,11 @@ class EnergyMeter(ABC):
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    def live_watts(self) -> float | None:
+        """The power right now (the latest sampling interval), for a progress display while
+        the meter runs; None when this source has no live figure (meter-log, estimate)."""
+        return None
+
     @property
     def reading(self) -> EnergyReading | None:
         """The reading of the last completed start/stop, None before that."""
@@ -208,6 +213,11 @@ class Sampler(Generic[T]):
         t_mid = (t_before + self._clock()) / 2
         with self._lock:
             self.samples.append((t_mid, value))
+
+    def latest(self, n: int) -> list[tuple[float, T]]:
+        """The last ``n`` samples so far (oldest first), while the sampler runs."""
+        with self._lock:
+            return list(self.samples[-n:])
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):

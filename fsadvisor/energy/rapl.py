@@ -282,6 +282,15 @@ class RaplMeter(EnergyMeter):
                                 self.interval_s, self._clock)
         self._sampler.start()
 
+    def live_watts(self) -> float | None:
+        """Energy between the last two counter readings over their interval (wraps handled
+        as for the whole run, fsadvisor.energy.rapl.accumulate)."""
+        last = self._sampler.latest(2) if self.running and self._sampler else []
+        if len(last) < 2 or last[1][0] <= last[0][0]:
+            return None
+        energy_j, _wraps, why = accumulate(self._zones, [v for _, v in last])
+        return None if energy_j is None or why else energy_j / (last[1][0] - last[0][0])
+
     def _finish(self, duration_s: float) -> EnergyReading:
         samples = [v for _, v in self._sampler.stop()]
         sampler = self._sampler

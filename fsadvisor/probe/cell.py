@@ -23,6 +23,7 @@ from typing import Any, Callable
 from fsadvisor import catalog
 from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
 from fsadvisor.errors import FsAdvisorError, one_line
+from fsadvisor.host import blockstat
 from fsadvisor.host import device as devmod
 from fsadvisor.probe import measure
 from fsadvisor.probe.commands import CommandFailed, CommandResult, Executor, display
@@ -111,6 +112,19 @@ def bench_job(plan: Plan, cell: Cell, target_dir: str | None, device: str) -> Be
                     app=spec.app)
 
 
+@dataclass(frozen=True)
+class LiveSample:
+    """About once a second while a cell's benchmark runs (not stored, shown only): the
+    block layer's completions over the last interval, read from ``stat_file``, and the
+    energy meter's latest watts (None: no live figure) with its source and scope."""
+
+    rate: blockstat.BlockRate
+    stat_file: str
+    watts: float | None
+    energy_source: str | None
+    energy_scope: str | None
+
+
 @dataclass
 class CellHooks:
     """How the matrix runner keeps its state file in step with the cell."""
@@ -135,6 +149,10 @@ class CellRunner:
     block_stat: Callable[[str], dict[str, int]] | None = None
     set_scheduler: Callable[[str, str], str] | None = None
     sleep: Callable[[float], None] = time.sleep
+    # Live readings while the benchmark runs (a thread calls it; the sampler stops with
+    # the measurement, also when it is interrupted).
+    on_sample: Callable[[LiveSample], None] | None = None
+    sample_interval_s: float = blockstat.DEFAULT_INTERVAL_S
     mounted: bool = False
     fatal: str | None = None  # set when the device is left in a state no later cell can use
 
@@ -262,11 +280,14 @@ class CellRunner:
         # Wall-clock window of the measurement, kept with the run so an external meter's log
         # exported later (`fsadvisor energy import-log`) can be aligned to exactly this span.
         window_start = time.time()
+        live = self._live_sampler()
         try:
             result = self.executor.run(step.argv, env=dict(step.env) or None, cwd=step.cwd,
                                        check=False, timeout_s=self.plan.runtime_s + MEASURE_GRACE_S)
         finally:
             window_end = time.time()
+            if live is not None:
+                live.stop()
             energy = self.meter.stop() if self.meter is not None else None
         after_cpu = measure.CpuTimes.now()
         os.sync()  # flush what the run left dirty, so the device counters include it
@@ -292,6 +313,26 @@ class CellRunner:
             flags.append(measure.FLAG_ESTIMATE)
         record.metrics = metrics
         record.status = "ok"
+
+    def _live_sampler(self) -> blockstat.BlockStatSampler | None:
+        """Started here, stopped in _measure's finally: None without a listener or when the
+        device has no readable stat file (the measurement itself does not need one)."""
+        if self.on_sample is None:
+            return None
+        try:
+            path, label = blockstat.stat_file(self.device)
+        except (FsAdvisorError, OSError):
+            return None
+        meter, listener = self.meter, self.on_sample
+
+        def sampled(rate: blockstat.BlockRate) -> None:
+            watts = meter.live_watts() if meter is not None else None
+            listener(LiveSample(rate, label, watts, getattr(meter, "name", None),
+                                getattr(meter, "scope", None)))
+
+        sampler = blockstat.BlockStatSampler(path, sampled, self.sample_interval_s)
+        sampler.start()
+        return sampler
 
     def _parse(self, step: Step, result: CommandResult,
                ) -> tuple[dict[str, float], str | None, list[str]]:

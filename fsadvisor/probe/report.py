@@ -73,7 +73,11 @@ LOOP_WARNING = ("scratch loop device: its numbers describe the backing file's fi
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """What a front end shows: ``kind`` is note | cell-start | cell-end | cleanup | done."""
+    """What a front end shows: ``kind`` is note | cell-start | cell-end | sample | cleanup |
+    done. A ``sample`` comes about once a second while a cell's benchmark runs: ``iops`` and
+    ``bw_bytes_s`` are the block layer's completions (``sample_source`` names the stat file
+    read: not fio's own count), ``watts`` the energy meter's latest interval (None: the meter
+    has no live figure, or there is no meter); its done/total are the last cell event's."""
 
     kind: str
     done: int
@@ -92,6 +96,13 @@ class ProgressEvent:
     # "" = done/total count cells; "s" = seconds of device time against a budget (probe
     # --adaptive, whose cells are chosen as it goes: the count is not known beforehand)
     unit: str = ""
+    bw_bytes_s: float | None = None  # sample: block-layer read + write bytes per second
+    sample_source: str | None = None  # sample: the stat file, e.g. /sys/block/loop3/stat
+    energy_scope: str | None = None  # with watts: system | cpu+dram | drive
+    # probe --adaptive's notes of where it stands: the leading configuration and
+    # P(it is within 1% of the best)
+    leader: str | None = None
+    confidence: float | None = None
 
 
 @dataclass

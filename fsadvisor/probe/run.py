@@ -25,7 +25,7 @@ from fsadvisor.errors import DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
 from fsadvisor.host import loopdev
 from fsadvisor.probe import measure
-from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner
+from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner, LiveSample
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
@@ -268,7 +268,8 @@ class MatrixRun:
                             executor=self.executor, meter=meter,
                             host=measure.host_info(fio.fio_version()), matrix_id=matrix_id,
                             sleep=self.sleep,
-                            hooks=CellHooks(before_mount=lambda d, m: self._record_signature(d)))
+                            hooks=CellHooks(before_mount=lambda d, m: self._record_signature(d)),
+                            on_sample=self._sample)
         check = self.device_check or devmod.in_use_reason
         if self.cell_source is not None:
             cells = self.cell_source(info, done)
@@ -343,6 +344,14 @@ class MatrixRun:
         if runner.fatal:
             raise FsAdvisorError(f"probe stopped: {runner.fatal}")
 
+    def _sample(self, s: LiveSample) -> None:
+        """From the cell's sampling thread: a live reading of the running cell."""
+        self.on_progress(ProgressEvent(
+            "sample", self._done_count(), self.summary.total, cell=self.state.current_cell,
+            device=self.state.device, iops=s.rate.iops, bw_bytes_s=s.rate.bw_bytes_s,
+            sample_source=s.stat_file, watts=s.watts,
+            energy_source=s.energy_source, energy_scope=s.energy_scope))
+
     def _store_incomplete(self, runner: CellRunner, cell: Cell, signame: str, wall_s: float) -> None:
         rec = RunRecord(cell_key=cell.key, device=runner.device_info, config=cell.config,
                         workload_name=cell.workload.name, workload=cell.workload.workload,
@@ -360,15 +369,17 @@ class MatrixRun:
     def _outcome(self, o: CellOutcome, record: RunRecord | None = None,
                  device: str | None = None) -> None:
         self.summary.outcomes.append(o)
-        iops = watts = source = None
+        iops = watts = source = scope = None
         if record is not None and record.status == "ok":
             iops = record.metrics.get("iops")
             if record.energy is not None:
                 watts, source = record.energy.avg_watts, record.energy.source
+                scope = record.energy.scope
         self.on_progress(ProgressEvent("cell-end", self._done_count(), self.summary.total,
                                        cell=o.label, status=o.status, eta_s=self._eta(None),
                                        message=o.error or "", device=device, iops=iops,
-                                       watts=watts, energy_source=source))
+                                       watts=watts, energy_source=source,
+                                       energy_scope=scope))
 
     def _eta(self, current: Cell | None, include: bool = False) -> float | None:
         """Remaining plan estimate, scaled by how long cells actually took so far."""

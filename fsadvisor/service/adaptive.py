@@ -535,7 +535,7 @@ class Chooser:
         while True:
             step, cfgs, d = self.decide(device)
             self.history.append(d)
-            self._note(d.line())
+            self._note(d.line(), d)
             if step.choice is None:
                 self._note(f"stopping: {step.reason}")
                 return
@@ -551,8 +551,11 @@ class Chooser:
                 self.excluded[cfg.key()] = f"{last.status}: {last.error or ''}".strip()
                 self._note(f"{cfg.key()} left out of the choice ({last.status})")
 
-    def _note(self, message: str) -> None:
-        self.on_progress(ProgressEvent("note", len(self.history), 0, message=message))
+    def _note(self, message: str, d: Decision | None = None) -> None:
+        # with the decision: where the probe stands, as fields a front end shows
+        self.on_progress(ProgressEvent("note", len(self.history), 0, message=message,
+                                       leader=d.leader if d else None,
+                                       confidence=d.confidence if d else None))
 
     def in_seconds(self, e: ProgressEvent) -> ProgressEvent:
         """The MatrixRun's cell events counted in device time against the budget (the

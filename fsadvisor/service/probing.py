@@ -36,7 +36,42 @@ Plan = planmod.Plan
 __all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "dry_run",
            "preview", "check_device", "run_probe", "cleanup_stale_state", "root_problem",
            "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport",
-           "BlockDevice", "block_devices", "block_device", "device_confirmed", "run_request", "Interruptions"]
+           "BlockDevice", "block_devices", "block_device", "device_confirmed", "run_request", "Interruptions",
+           "live_text", "si_number", "adaptive_preview", "run_adaptive_request", "is_adaptive",
+           "adaptive_argv"]
+
+
+def si_number(x: float) -> str:
+    """71234 -> "71.2k", 1.2e6 -> "1.20M", 950 -> "950": three digits at most (a status
+    line's width), rounding that reaches the next thousand moving to the next unit."""
+    if abs(x) < 999.5:
+        return f"{x:.0f}"
+    for mult, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T")):
+        v = x / mult
+        if abs(v) < 999.5 or suffix == "T":
+            return (f"{v:.2f}" if abs(v) < 9.995 else f"{v:.1f}" if abs(v) < 99.95
+                    else f"{v:.0f}") + suffix
+    raise AssertionError("unreachable")
+
+
+def live_text(e: ProgressEvent) -> str:
+    """A "sample" event in words, the same for the CLI's bar and the TUI's status line:
+    ``71.2k IOPS, 292 MB/s (block layer, /sys/block/loop3/stat), 41.5 W (rapl, cpu+dram)``.
+    Said to be the block layer's (completions the kernel counted: journal and metadata
+    I/O included, merged requests once), not fio's own count; "no meter" when the probe
+    has none that reads live (an estimate is computed after the cell)."""
+    rate = f"{si_number(e.iops or 0.0)} IOPS"
+    if e.bw_bytes_s is not None:
+        rate += f", {e.bw_bytes_s / 1e6:,.0f} MB/s"
+    where = f"block layer, {e.sample_source}" if e.sample_source else "block layer"
+    if e.watts is not None:
+        scope = f", {e.energy_scope}" if e.energy_scope else ""
+        energy = f"{e.watts:.1f} W ({e.energy_source}{scope})"
+    elif e.energy_source in (None, "estimate"):
+        energy = "no meter"
+    else:
+        energy = f"no live watts ({e.energy_source})"
+    return f"{rate} ({where}), {energy}"
 
 
 def store_path(db: PathLike | None = None) -> Path:
@@ -155,6 +190,19 @@ class ProbePreview:
     lines: list[str]
     cells: int
     estimated_s: float
+    # probe --adaptive: ``cells`` is the configurations it chooses among and ``estimated_s``
+    # its budget of device time (it stops earlier once the answer is settled)
+    adaptive: bool = False
+
+    @property
+    def plan_text(self) -> str:
+        """``12 cells, about 3 min`` or, adaptive, ``adaptive among 12 configurations, at
+        most 3 min of device time``."""
+        minutes = max(1, round(self.estimated_s / 60))
+        if self.adaptive:
+            return (f"adaptive among {self.cells} configurations, at most {minutes} min of "
+                    "device time")
+        return f"{self.cells} cells, about {minutes} min"
 
 
 def preview(request: ProbeRequest, plan: Plan | None = None) -> ProbePreview:
@@ -344,3 +392,66 @@ def run_request(request: ProbeRequest, confirm: str | None = None,
     check_device(plan)
     return run_probe(plan, on_progress=on_progress, confirm=confirm,
                      interruptions=interruptions)
+
+
+# --------------------------------------------------------------------------- adaptive
+
+def adaptive_argv(request: ProbeRequest, target: float, budget: str | None) -> list[str]:
+    """``fsadvisor probe ... --adaptive [--budget B] [--target-confidence P]``."""
+    from fsadvisor.service import adaptive as ad
+    argv = replace(request, dry_run=False).to_argv() + ["--adaptive"]
+    if budget is not None and str(budget).strip():
+        argv += ["--budget", str(budget).strip()]
+    if float(target) != ad.DEFAULT_TARGET:
+        argv += ["--target-confidence", f"{float(target):g}"]
+    return argv
+
+
+def is_adaptive(request: ProbeRequest, adaptive: bool) -> bool:
+    """Whether ``request`` runs adaptively: asked for, or a --resume of an adaptive probe
+    (which must continue adaptively, as ``fsadvisor probe --resume`` does)."""
+    from fsadvisor.service import adaptive as ad
+    return adaptive or ad.resumes_adaptive(request)
+
+
+def adaptive_preview(request: ProbeRequest, target: float,
+                     budget: str | None = None) -> ProbePreview:
+    """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
+    calibration and one cell is refused here), the safety verdict, the first choices and
+    why. Executes nothing."""
+    import shlex
+
+    from fsadvisor.service import adaptive as ad
+    request = replace(request, dry_run=True)
+    setup = ad.plan_adaptive(request, target, budget)
+    note = dry_run_verdict(setup.plan)
+    lines = ad.dry_run_lines(setup, request.db)
+    if note:
+        lines.insert(1, f"# {note}")
+    plan = setup.plan
+    return ProbePreview(command=shlex.join(adaptive_argv(request, target, budget)),
+                        lines=lines, cells=len(plan.configs),
+                        estimated_s=float(plan.budget_s or plan.full_estimate_s),
+                        adaptive=True)
+
+
+def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
+                         confirm: str | None = None,
+                         on_progress: Callable[[ProgressEvent], None] | None = None,
+                         interruptions: Interruptions | None = None):
+    """:func:`run_request` for ``probe --adaptive`` (or the --resume of one): refused
+    without root, cleanup after a killed probe, the budget check, the safety verdict, then
+    service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
+    ProbeSummary, ``.decision`` the leader, its confidence and the device time)."""
+    from fsadvisor.service import adaptive as ad
+    why = root_problem()
+    if why:
+        raise DeviceRefused(why)
+    notify = on_progress or (lambda e: None)
+    report = cleanup_stale_state(request.db)
+    for action in report.actions if report.cleaned else []:
+        notify(ProgressEvent("note", 0, 0, message=f"cleaned up after an earlier probe: {action}"))
+    setup = ad.plan_adaptive(replace(request, dry_run=False), target, budget)
+    check_device(setup.plan)
+    return ad.run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
+                           interruptions=interruptions)

@@ -20,6 +20,7 @@ from textual.widgets import Footer, Header, OptionList, TabbedContent, TabPane
 
 from fsadvisor.tui import calls
 from fsadvisor.tui.help import HelpScreen
+from fsadvisor.tui.idle_gc import IdleCollector
 from fsadvisor.tui.panes.device import DevicePane
 from fsadvisor.tui.panes.energy import EnergyPane
 from fsadvisor.tui.panes.history import HistoryPane
@@ -63,6 +64,7 @@ class FsAdvisorApp(App):
         self._live_wanted = False
         self.live_generation = 0  # live rankings shown so far (the latency benchmark waits on it)
         self.live_drawn_at = 0.0  # perf_counter() after the last live table was refreshed
+        self.collector = IdleCollector()  # full garbage collections only in pauses (idle_gc.py)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -82,6 +84,7 @@ class FsAdvisorApp(App):
 
     def on_mount(self) -> None:
         self.query_one("#presets", OptionList).focus()
+        self.set_interval(self.collector.idle_s / 2, self.collector.tick)
 
     # ------------------------------------------------------------------ discoverability
 
@@ -231,6 +234,12 @@ class FsAdvisorApp(App):
 
     def _live_drawn(self) -> None:
         self.live_drawn_at = time.perf_counter()
+        # the first ranking on screen: the session is loaded (idle_gc.py)
+        self.collector.start()
+        self.collector.activity()
+
+    def on_unmount(self) -> None:
+        self.collector.stop()  # an app run in a longer process (tests) leaves nothing pinned
 
     def on_results_pane_recommended(self, event: ResultsPane.Recommended) -> None:
         if event.live:

@@ -27,7 +27,8 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "plot_recommendation", "compare_cells", "device_history_plot", "capture",
            "probe_request", "root_problem", "block_devices",
            "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
-           "BlockDevice", "ProbeSummary", "ProgressEvent"]
+           "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "run_adaptive_probe",
+           "runs_adaptively", "live_text"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -72,13 +73,59 @@ def history(db: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
 
 def probe_preview(target: str, profile: str | None = None, quick: bool = True,
                   plp: str = "unknown", db: str | None = None, filesystems: str | None = None,
-                  runtime_s: str | None = None, **options: Any) -> ProbePreview:
+                  runtime_s: str | None = None, adaptive: dict | None = None,
+                  **options: Any) -> ProbePreview:
     """A dry run of ``fsadvisor probe``: ``target`` is a device
-    path or ``scratch:SIZE``. Nothing is executed, not even fio's io_uring self-test."""
+    path or ``scratch:SIZE``. Nothing is executed, not even fio's io_uring self-test.
+    ``adaptive`` (see :func:`adaptive_choice`) previews ``probe --adaptive`` instead, as
+    does the --resume of an adaptive probe."""
     from fsadvisor.service import probing
 
-    return probing.preview(probe_request(target, profile, quick, plp, db, filesystems,
-                                         runtime_s, dry_run=True, **options))
+    request = probe_request(target, profile, quick, plp, db, filesystems, runtime_s,
+                            dry_run=True, **options)
+    on, confidence, budget = adaptive_choice(adaptive)
+    if probing.is_adaptive(request, on):
+        return probing.adaptive_preview(request, confidence, budget)
+    return probing.preview(request)
+
+
+def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
+    """The form's adaptive fields -> (on, target confidence, budget or None), checked as the
+    CLI checks --target-confidence and --budget."""
+    from fsadvisor.service import adaptive as ad
+    a = adaptive or {}
+    text = str(a.get("target") or "").strip()
+    try:
+        confidence = float(text) if text else ad.DEFAULT_TARGET
+    except ValueError:
+        raise FsAdvisorError(f"target confidence must be a number in [0.5, 1), not {text!r}") from None
+    ad.check_target(confidence)
+    budget = str(a.get("budget") or "").strip() or None
+    if budget is not None:
+        ad.parse_budget(budget)  # one line now, not after the confirmation
+    return bool(a.get("on")), confidence, budget
+
+
+def run_adaptive_probe(request: ProbeRequest, adaptive: dict | None, confirm: str | None,
+                       on_progress, cancel: Interruptions):
+    """The real ``probe --adaptive`` (a thread worker): service.probing.run_adaptive_request;
+    returns its AdaptiveSummary (``.probe``, ``.decision``)."""
+    from fsadvisor.service import probing
+    _on, confidence, budget = adaptive_choice(adaptive)
+    return probing.run_adaptive_request(request, confidence, budget, confirm=confirm,
+                                        on_progress=on_progress, interruptions=cancel)
+
+
+def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:
+    """Asked for on the form, or the --resume of an adaptive probe (reads the state file)."""
+    from fsadvisor.service import probing
+    return probing.is_adaptive(request, adaptive_choice(adaptive)[0])
+
+
+def live_text(event: ProgressEvent) -> str:
+    """A live "sample" event in words (block layer, with its stat file; watts or no meter)."""
+    from fsadvisor.service import probing
+    return probing.live_text(event)
 
 
 def probe_request(target: str, profile: str | None = None, quick: bool = True,
@@ -118,9 +165,11 @@ def block_devices() -> list[BlockDevice]:
     return probing.block_devices()
 
 
-def block_device(path: str) -> BlockDevice:
+def block_device(path: str, force: bool = False) -> BlockDevice:
+    """``force``: the verdict ``--force`` gets (a leftover signature no longer refuses it;
+    the confirmation then says that signature is destroyed)."""
     from fsadvisor.service import probing
-    return probing.block_device(path)
+    return probing.block_device(path, force=force)
 
 
 def device_confirmed(device: str, typed: str | None) -> bool:

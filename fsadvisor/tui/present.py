@@ -363,11 +363,17 @@ HELP = {
         "this machine's block devices, each allowed or refused with the reason (never a "
         "mounted or system disk, nothing holding data); scratch:SIZE is a loop device on a "
         "file. Probe FORMATS the device: it needs root and the device path typed back. "
-        "Progress shows the cell, n/N, the ETA, the last cell's IOPS and watts (with the "
-        "energy source); the ranking on the Recommendations tab is redone after each "
-        "measured cell. Cancel stops it as Ctrl-C does: unmounted, the scratch device "
-        "detached, the matrix kept for `fsadvisor probe --resume`. Preview lists the "
-        "commands and runs none."),
+        "Progress shows the cell, n/N, the ETA, what the device does now (the block "
+        "layer's completed I/Os per second from its /sys/block stat file, not fio's count; "
+        "watts only from a live meter) and the last cell's IOPS and watts (with the energy "
+        "source); the ranking on the Recommendations tab is redone after each measured "
+        "cell. sched and micro narrow the schedulers and micro workloads (blank: all); "
+        "adaptive lets the model choose each next cell of the profile's matrix until it is "
+        "sure (P(best)) or the budget of device time is spent, and shows the leader; resume "
+        "continues an interrupted matrix; force also formats a device that holds a "
+        "filesystem signature, and the confirmation says so. Cancel stops it as Ctrl-C "
+        "does: unmounted, the scratch device detached, the matrix kept for resume. Preview "
+        "lists the commands and runs none."),
 }
 
 

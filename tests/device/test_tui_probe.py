@@ -103,8 +103,9 @@ async def test_a_real_probe_from_the_tui_stores_its_runs_and_reranks(tmp_path, m
         end = next(e for e in pane.events if e.kind == "cell-end")
         assert end.status == "ok" and end.iops and end.iops > 0 and end.device
         assert end.energy_source  # the meter's name; its watts may be None (no meter)
-        assert pane.iops_history == [end.iops]
-        assert pane.query_one("#probe-iops", Sparkline).data == [end.iops]
+        assert pane.iops_history == [end.iops]  # fio's, per measured cell
+        # the sparkline is fed the live block-layer samples (a 1 s run may give none)
+        assert pane.query_one("#probe-iops", Sparkline).data == pane.live_iops
         status = str(pane.query_one("#probe-status", Static).content)
         assert f"matrix {s.matrix_id}" in status and "1 ok" in status
         # the ranking was redone with the probed device after the measured cell
@@ -280,3 +281,119 @@ async def test_quitting_mid_probe_cancels_it_and_still_cleans_up(tmp_path, monke
     assert state["matrices"]["scratch"]["matrix_id"]
     with open_store(db) as store:
         assert [r["status"] for r in store.runs()] == ["incomplete"]
+
+
+@pytest.mark.asyncio
+async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tmp_path,
+                                                                            monkeypatch):
+    """The form's adaptive probe, for real on a scratch loop device: the profile's matrix
+    (ext4, xfs and their mount-option variants; scheduler none; 3 s runs) with a one-minute
+    budget; it measures at least one
+    cell, its progress counts device seconds against the budget, the status names the
+    leader and its confidence, the live reading arrives while a cell runs, and it ends
+    with its decision, nothing left attached.
+
+    The store is given a calibration of the scratch device's class first (its kind's
+    prior, saved under the identity the probe will key on): the real calibration takes
+    ~2.5 min here and is tested by tests/device/test_probe_adaptive.py."""
+    from fsadvisor.predict.device_params import prior_params
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service.calibration import devices_table
+    from fsadvisor.service.request import ProbeRequest
+
+    db = tmp_path / "probe.db"
+    monkeypatch.setenv("FSADVISOR_DB", str(db))
+    (tmp_path / "scratch").mkdir()
+    guess = ad.plan_adaptive(ProbeRequest.make(
+        None, scratch="512M", scratch_dir=str(tmp_path / "scratch"), profile="oltp",
+        filesystems="ext4,xfs", schedulers="none", runtime_s=3, db=str(db), dry_run=True),
+        0.95, None).device
+    with open_store(db) as store:
+        store.save_device_params(prior_params(guess.kind, devices_table(),
+                                              device_id=guess.identity))
+    app = FsAdvisorApp(db=str(db))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.action_show_tab("probe")
+        pane = app.query_one(ProbePane)
+        await settle(pilot, lambda: pane.query_one("#probe-devices", DataTable).row_count > 0)
+        pane.query_one("#probe-target", Input).value = "scratch:512M"
+        pane.query_one("#probe-fs", Input).value = "ext4,xfs"
+        pane.query_one("#probe-runtime", Input).value = "3"
+        pane.query_one("#probe-schedulers", Input).value = "none"
+        pane.query_one("#probe-adaptive", Checkbox).value = True
+        pane.query_one("#probe-budget", Input).value = "60s"
+        # not --quick: its mount-option variants give the model something to choose between
+        pane.query_one("#probe-quick", Checkbox).value = False
+        pane.extra_options = {"scratch_dir": str(tmp_path / "scratch"), "cooldown_s": 0.0}
+        await pilot.pause()
+        await pilot.click("#probe-start")
+        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert "adaptive among 5 configurations, at most 1 min of device time" in text
+        await pilot.click("#confirm-ok")
+        await settle(pilot, lambda: pane.running)
+        await settle(pilot, lambda: pane.summary is not None, timeout_s=240)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        s, d = pane.summary, pane.decision
+        assert s.interrupted is None and s.count("ok") >= 1, s.to_dict()
+        assert d is not None and d.leader and 0.0 <= d.confidence <= 1.0 and d.runs >= 1
+        counted = [e for e in pane.events if e.kind in ("cell-start", "cell-end")]
+        assert counted and all(e.unit == "s" and e.total == 60 for e in counted)
+        assert any(e.leader for e in pane.events if e.kind == "note")
+        assert pane.live_iops and all(x >= 0 for x in pane.live_iops)
+        status = str(pane.query_one("#probe-status", Static).content)
+        assert f"matrix {s.matrix_id}" in status and f"leader {d.leader}" in status
+        lines = list(pane.query_one("#probe-lines").lines)
+        assert any(ln.startswith(f"adaptive: {d.leader} is best") for ln in lines)
+    with open_store(db) as store:
+        runs = store.runs(matrix_id=s.matrix_id)
+    assert runs and all(r["status"] == "ok" for r in runs)
+    assert our_loops(tmp_path) == [] and list((tmp_path / "scratch").iterdir()) == []
+
+
+@pytest.mark.asyncio
+async def test_force_from_the_form_probes_a_device_holding_a_filesystem(loop_device, tmp_path,
+                                                                        monkeypatch):
+    """A loop device holding a labelled ext4 filesystem: without force it is refused; with
+    the form's force box the confirmation says the ext4 signature will be destroyed and
+    still needs the device typed back; then the probe runs its cell and the user's
+    filesystem is gone (the probe wipes its own signature at the end)."""
+    db = tmp_path / "probe.db"
+    monkeypatch.setenv("FSADVISOR_DB", str(db))
+    dev = loop_device(512 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "oldstuff", dev], check=True)
+    app = FsAdvisorApp(db=str(db))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_show_tab("probe")
+        await pilot.pause()
+        pane = app.query_one(ProbePane)
+        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        narrow(pane, tmp_path, "1")
+        pane.query_one("#probe-target", Input).value = dev
+        pane.query_one("#probe-force", Checkbox).value = True
+        await pilot.pause()
+        await pilot.click("#probe-start")
+        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert "ext4 data labelled 'oldstuff'" in text
+        assert "FORCE: the ext4 signature on it is overridden and will be destroyed" in text
+        await pilot.click("#confirm-ok")  # nothing typed: refused, nothing touched
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmProbeScreen) and not pane.running
+        typed = app.screen.query_one("#confirm-device", Input)
+        typed.value = dev
+        typed.focus()
+        await pilot.press("enter")  # (the refusal's toast may cover the button)
+        await settle(pilot, lambda: pane.running)
+        await settle(pilot, lambda: not pane.running)
+        await app.workers.wait_for_complete()
+        s = pane.summary
+        assert s is not None, str(pane.query_one("#probe-command", Static).content)
+        assert s.device == dev and s.count("ok") == 1 and s.interrupted is None, s.to_dict()
+    assert mounted_from({dev}) == []
+    out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
+    assert "oldstuff" not in out.stdout

@@ -37,6 +37,9 @@ FAKE_REFUSED = BlockDevice(path="/dev/fsadvisor-fake1", size_bytes=256 << 30, ki
 PREVIEW = ProbePreview(command="fsadvisor probe /dev/fsadvisor-fake0 --quick",
                        lines=["# fsadvisor probe --dry-run: 2 cells (2 runnable), about 1 min"],
                        cells=2, estimated_s=50.0)
+SAMPLE = ProgressEvent("sample", 1, 2, cell="xfs none | 4k-randread | rep 1",
+                       device=FAKE_OK.path, iops=39876.0, bw_bytes_s=163.3e6,
+                       sample_source="/sys/block/fsadvisor-fake0/stat", energy_source="estimate")
 ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
 
 
@@ -61,11 +64,16 @@ class FakeService:
         """What calls.probe_request builds, without inspecting the (nonexistent) device."""
         self.options = options
         scratch = target.partition(":")[2] if target.startswith("scratch:") else None
-        return SimpleNamespace(device=None if scratch else target, scratch=scratch)
+        return SimpleNamespace(device=None if scratch else target, scratch=scratch,
+                               resume=bool(options.get("resume")), db=options.get("db"))
 
-    def preview(self, target, **_kw):
+    def preview(self, target, **kw):
+        self.previewed = kw
         if target.strip() == FAKE_REFUSED.path:
             raise calls.FsAdvisorError(FAKE_REFUSED.reason)
+        if (kw.get("adaptive") or {}).get("on"):
+            return replace(PREVIEW, command=f"fsadvisor probe {target.strip()} --adaptive",
+                           cells=3, estimated_s=180.0, adaptive=True)
         return replace(PREVIEW, command=f"fsadvisor probe {target.strip()} --quick")
 
     def run_probe(self, request, confirm, on_progress, cancel):
@@ -79,6 +87,7 @@ class FakeService:
                                   watts=6.25, energy_source="estimate"))
         on_progress(ProgressEvent("cell-start", 1, 2, cell="xfs none | 4k-randread | rep 1",
                                   eta_s=25.0, device=FAKE_OK.path))
+        on_progress(SAMPLE)  # the running cell, a second into its measurement
         s = ProbeSummary(matrix_id="m-fake", device=FAKE_OK.path, total=2, wall_s=30.0)
         s.outcomes.append(CellOutcome("c1", 1, "ext4", "ok"))
         while not self.may_finish.wait(0.02):
@@ -253,7 +262,11 @@ async def test_progress_is_shown_and_cancel_stops_the_probe(monkeypatch):
         status = str(pane.query_one("#probe-status", Static).content)
         assert status.startswith("1/2 cells  ETA 25s  running xfs none | 4k-randread | rep 1")
         assert "last cell 41,234 IOPS, 6.2 W (estimate)" in status
-        assert pane.query_one("#probe-iops", Sparkline).data == [41234.0]
+        # the running cell's live reading, labelled as the block layer's, not fio's
+        assert ("now: 39.9k IOPS, 163 MB/s (block layer, /sys/block/fsadvisor-fake0/stat), "
+                "no meter") in status
+        assert pane.query_one("#probe-iops", Sparkline).data == [39876.0]  # fed live
+        assert pane.iops_history == [41234.0]  # fio's, per measured cell
         assert pane.query_one("#probe-start", Button).disabled
         await pilot.click("#probe-cancel")
         await settle(pilot)
@@ -423,3 +436,190 @@ async def test_q_without_a_probe_quits_at_once(monkeypatch):
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
+
+
+# ---------------------------------------------------------------------- the form's options
+
+async def fill(pilot, **fields) -> None:
+    """Type into the form's inputs (``probe_schedulers="none"``) and tick its boxes."""
+    from textual.widgets import Checkbox
+    for key, value in fields.items():
+        widget = pilot.app.query_one("#" + key.replace("_", "-"))
+        if isinstance(widget, Checkbox):
+            widget.value = value
+        else:
+            widget.value = ""
+            widget.focus()
+            await pilot.press(*value)
+    await pilot.pause()
+
+
+@pytest.mark.asyncio
+async def test_schedulers_micro_workloads_and_resume_reach_the_request_and_the_preview(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    fake.may_finish.set()
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await open_probe_tab(pilot)
+        await fill(pilot, probe_schedulers="none,kyber", probe_workloads="4k-randread-qd32",
+                   probe_resume=True)
+        await pilot.click("#probe-preview")
+        await settle(pilot)
+        assert fake.previewed["schedulers"] == "none,kyber"
+        assert fake.previewed["workloads"] == "4k-randread-qd32"
+        assert fake.previewed["resume"] is True and "force" not in fake.previewed
+        await choose(pilot, 0)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        await pilot.click("#confirm-ok")
+        await settle(pilot)
+        assert fake.runs == [(None, "1G", None)]
+        assert (fake.options["schedulers"], fake.options["workloads"], fake.options["resume"]) \
+            == ("none,kyber", "4k-randread-qd32", True)
+        assert "adaptive" not in fake.options  # not a ProbeRequest field
+
+
+def test_the_real_request_takes_the_forms_options():
+    """calls.probe_request builds the same ProbeRequest ``fsadvisor probe`` does."""
+    r = calls.probe_request("scratch:1G", None, True, "unknown", None, "ext4", "2",
+                            schedulers="none,kyber", workloads="4k-randread-qd32")
+    assert r.schedulers == ("none", "kyber") and r.workloads == ("4k-randread-qd32",)
+    assert r.command_line() == ("fsadvisor probe --scratch 1G --fs ext4 --schedulers "
+                                "none,kyber --workloads 4k-randread-qd32 --runtime 2 --quick")
+    assert calls.probe_request("scratch:1G", resume=True).resume is True
+    with pytest.raises(calls.FsAdvisorError, match="deadline"):  # planning checks the names
+        calls.probe_preview("scratch:1G", schedulers="deadline")
+
+
+def test_the_adaptive_fields_are_checked_as_the_cli_checks_them():
+    assert calls.adaptive_choice({"on": True, "budget": "3m", "target": "0.9"}) == \
+        (True, 0.9, "3m")
+    assert calls.adaptive_choice(None) == (False, 0.95, None)
+    assert calls.adaptive_choice({"on": True, "budget": " ", "target": ""}) == (True, 0.95, None)
+    for bad in ({"target": "1.0"}, {"target": "high"}, {"budget": "soon"}, {"budget": "0s"}):
+        with pytest.raises(calls.FsAdvisorError):
+            calls.adaptive_choice({"on": True, **bad})
+
+
+class FakeDecision(SimpleNamespace):
+    pass
+
+
+@pytest.mark.asyncio
+async def test_an_adaptive_probe_shows_device_seconds_the_leader_and_its_confidence(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    asked = {}
+
+    def run_adaptive(request, adaptive, confirm, on_progress, cancel):
+        asked.update(adaptive=adaptive, confirm=confirm, device=request.device)
+        on_progress(ProgressEvent("note", 1, 0, message="leader xfs, confidence 0.41; ...",
+                                  leader="xfs [noatime] none", confidence=0.41))
+        on_progress(ProgressEvent("cell-start", 12, 180, cell="xfs | profile:oltp | rep 1",
+                                  eta_s=168.0, unit="s", device="/dev/loop7"))
+        on_progress(ProgressEvent("sample", 0, 36, cell="xfs | profile:oltp | rep 1",
+                                  iops=1500.0, bw_bytes_s=6.1e6, sample_source="/sys/block/loop7/stat",
+                                  energy_source="estimate"))
+        assert gate.wait(30)  # the test reads the status line mid-cell
+        on_progress(ProgressEvent("cell-end", 20, 180, cell="xfs | profile:oltp | rep 1",
+                                  status="ok", eta_s=160.0, unit="s", iops=1450.0,
+                                  energy_source="estimate"))
+        on_progress(ProgressEvent("note", 2, 0, message="leader xfs, confidence 0.96; ...",
+                                  leader="xfs [noatime] none", confidence=0.96))
+        s = ProbeSummary(matrix_id="m-ad", device="/dev/loop7", total=1, wall_s=30.0)
+        s.outcomes.append(CellOutcome("c1", 1, "xfs", "ok"))
+        on_progress(ProgressEvent("done", 20, 180, status="done", unit="s"))
+        return SimpleNamespace(probe=s, decision=FakeDecision(
+            leader="xfs [noatime] none", confidence=0.96, runs=1, spent_s=20.0,
+            full_estimate_s=400.0, reason="reached the target confidence"))
+
+    gate = threading.Event()
+    monkeypatch.setattr(calls, "run_adaptive_probe", run_adaptive)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await open_probe_tab(pilot)
+        await fill(pilot, probe_adaptive=True, probe_budget="3m", probe_confidence="0.9")
+        await choose(pilot, 0)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert "adaptive among 3 configurations, at most 3 min of device time" in text
+        await pilot.click("#confirm-ok")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if pane.live_iops:
+                break
+        at_sample = str(pane.query_one("#probe-status", Static).content)
+        gate.set()
+        await settle(pilot)
+        assert fake.runs == []  # the adaptive service call, not the full matrix's
+        assert asked["adaptive"] == {"on": True, "budget": "3m", "target": "0.9"}
+        # mid-run: seconds of device time against the budget, the live reading, the leader
+        assert at_sample.startswith("12/180 s device time  at most ETA 2m48s  running xfs")
+        assert "now: 1.50k IOPS" in at_sample
+        assert "leader xfs [noatime] none, P(best within 1%) 0.41" in at_sample
+        status = str(pane.query_one("#probe-status", Static).content)
+        assert "matrix m-ad" in status and "leader xfs [noatime] none, P(best within 1%) 0.96" in status
+        lines = list(pane.query_one("#probe-lines").lines)
+        assert any(ln.startswith("adaptive: xfs [noatime] none is best (within 1%) with "
+                                 "probability 0.96 after 1 runs") for ln in lines)
+        assert pane.query_one("#probe-progress").total == 180
+
+
+@pytest.mark.asyncio
+async def test_force_needs_the_typed_name_and_says_the_signature_is_destroyed(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    fake.may_finish.set()
+    forced = []
+    monkeypatch.setattr(calls, "block_device",
+                        lambda p, force=False: forced.append(force) or FAKE_OK)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await open_probe_tab(pilot)
+        await fill(pilot, probe_force=True)
+        await choose(pilot, 0)  # scratch: nothing to force, refused before anything
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
+        assert any("scratch loop device is new" in t for t in toasts(app))
+        await choose(pilot, 1)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmProbeScreen) and forced == [True]
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert "FORCE: the xfs signature on it is overridden and will be destroyed" in text
+        assert "Type the device path to continue" in text
+        await pilot.click("#confirm-ok")  # nothing typed: refused
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
+        app.screen.query_one("#confirm-device", Input).focus()
+        await pilot.press(*FAKE_OK.path)
+        await pilot.click("#confirm-ok")
+        await settle(pilot)
+        assert fake.runs == [(FAKE_OK.path, None, FAKE_OK.path)]
+        assert fake.options["force"] is True
+
+
+def test_warning_text_under_force_without_a_signature_still_says_so():
+    blank = BlockDevice(path="/dev/loop9", size_bytes=256 << 20, kind="loop", model="",
+                        allowed=True, reason=None)
+    assert "FORCE: any filesystem or RAID signature on it will be destroyed (none was found)" \
+        in warning_text("/dev/loop9", PREVIEW, blank, force=True)
+    assert "FORCE" not in warning_text("/dev/loop9", PREVIEW, blank)
+
+
+@snapshots
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+def test_probe_form_filled_adaptive(snap_compare, monkeypatch, size):
+    """The form with every option set: schedulers, a micro workload, adaptive with budget
+    and target, resume."""
+    FakeService().install(monkeypatch)
+
+    async def filled(pilot):
+        await open_probe_tab(pilot)
+        await fill(pilot, probe_schedulers="none,mq-deadline", probe_workloads="4k-randread-qd32",
+                   probe_adaptive=True, probe_budget="3m", probe_confidence="0.9",
+                   probe_resume=True)
+        await pilot.click("#probe-preview")
+        await settle(pilot)
+        await steady(pilot)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=filled)

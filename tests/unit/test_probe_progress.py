@@ -73,3 +73,36 @@ def test_the_bar_is_fixed_width_and_monotone(done, total):
     if done < total:
         assert len(b[1]) < BAR_WIDTH and int(b[5]) < 100 or done / total >= 0.995
     assert len(progress_bar(done, total)) == len(progress_bar(total, total))
+
+
+SAMPLE = ProgressEvent("sample", 0, 4, cell="ext4 [] () none | 4k-randread-qd32",
+                       iops=71234.0, bw_bytes_s=291.8e6, sample_source="/sys/block/loop3/stat",
+                       energy_source="estimate")
+
+
+def test_a_terminal_shows_the_live_reading_on_the_running_cells_bar():
+    out = io.StringIO()
+    progress = _Progress(tty=True, out=out, columns=200)
+    progress(EVENTS[1])
+    progress(SAMPLE)
+    last = out.getvalue().rsplit("\r\x1b[K", 1)[-1]
+    assert "running ext4 [] () none | 4k-randread-qd32  now: 71.2k IOPS, 292 MB/s " \
+           "(block layer, /sys/block/loop3/stat), no meter" in last
+    assert "\n" not in out.getvalue()  # redrawn in place, never a line per second
+    narrow = io.StringIO()
+    progress = _Progress(tty=True, out=narrow, columns=80)
+    progress(EVENTS[1])
+    progress(SAMPLE)
+    assert len(narrow.getvalue().rsplit("\r\x1b[K", 1)[-1]) == 79  # never wraps
+
+
+def test_a_log_gets_no_line_per_sample_and_a_sample_between_cells_draws_nothing():
+    out = io.StringIO()
+    progress = _Progress(tty=False, out=out)
+    progress(EVENTS[1])
+    before = out.getvalue()
+    progress(SAMPLE)
+    assert out.getvalue() == before
+    tty = io.StringIO()
+    _Progress(tty=True, out=tty)(SAMPLE)
+    assert tty.getvalue() == ""

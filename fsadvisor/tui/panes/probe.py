@@ -37,10 +37,19 @@ def duration(seconds: float | None) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+# Live samples kept for the sparkline: ten minutes at one a second is wider than any screen.
+LIVE_POINTS = 600
+
+
 def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | None,
-                  source: str | None, running: str | None, measured: bool = True) -> str:
-    """One status line: what runs, n/N, ETA, the last measured cell's IOPS and watts (with
-    the energy source that gave them; "no meter" when that cell had none)."""
+                  source: str | None, running: str | None, measured: bool = True,
+                  now: calls.ProgressEvent | None = None,
+                  leader: tuple[str, float | None] | None = None) -> str:
+    """The status: what runs, n/N cells (an adaptive probe: device seconds against its
+    budget, the ETA an upper bound: it stops once settled), the live reading of the running
+    cell (``now``: block-layer completions, not fio's count), the last measured cell's IOPS
+    and watts (with the energy source; "no meter" when that cell had none) and, adaptive,
+    the leader and its confidence."""
     if not e.total:
         return "preparing: " + (e.message or "attaching, checking, choosing the energy meter")
     energy = (f"{watts:.1f} W ({source})" if watts is not None else
@@ -48,7 +57,18 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
     last = (f"last cell {iops:,.0f} IOPS, {energy}" if iops is not None else
             f"last cell: {energy}") if measured else "no cell measured yet"
     cell = f"running {running}" if running else "between cells"
-    return f"{e.done}/{e.total} cells  ETA {duration(e.eta_s)}  {cell}  |  {last}"
+    if e.unit == "s":
+        head = f"{e.done}/{e.total} s device time  at most ETA {duration(e.eta_s)}"
+    else:
+        head = f"{e.done}/{e.total} cells  ETA {duration(e.eta_s)}"
+    text = f"{head}  {cell}  |  "
+    if now is not None and running:
+        text += f"now: {calls.live_text(now)}  |  "
+    text += last
+    if leader is not None:
+        conf = f", P(best within 1%) {leader[1]:.2f}" if leader[1] is not None else ""
+        text += f"  |  leader {leader[0]}{conf}"
+    return text
 
 
 class ProbePane(Vertical):
@@ -88,6 +108,13 @@ class ProbePane(Vertical):
             super().__init__()
             self.event = event
 
+    class Decided(Message):
+        """An adaptive probe ended: where it stopped (service.adaptive.Decision)."""
+
+        def __init__(self, decision) -> None:
+            super().__init__()
+            self.decision = decision
+
     class Finished(Message):
         def __init__(self, summary: calls.ProbeSummary) -> None:
             super().__init__()
@@ -109,11 +136,16 @@ class ProbePane(Vertical):
         self.cancel_token = None  # calls.new_cancel() while a probe runs
         self.summary: calls.ProbeSummary | None = None  # the last finished probe
         self.events: list[calls.ProgressEvent] = []  # of the running/last probe
-        self.iops_history: list[float] = []
+        self.iops_history: list[float] = []  # fio's IOPS of each measured cell
+        self.live_iops: list[float] = []  # the block layer's, one a second (the sparkline)
+        self.decision = None  # an adaptive probe's last Decision
         # Extra ProbeRequest fields for every run and preview (schedulers, baseline, ...):
         # the form shows the common choices only; tests narrow a real probe with these.
         self.extra_options: dict = {}
         self._running_cell: str | None = None
+        self._count: calls.ProgressEvent | None = None  # the last event counting cells or s
+        self._now: calls.ProgressEvent | None = None  # the running cell's latest sample
+        self._leader: tuple[str, float | None] | None = None
         self._last: tuple[float | None, float | None, str | None] = (None, None, None)
         self._measured = False  # a cell of this probe has ended ok
         self._device = None  # the probed Device, inspected while it exists (re-ranking)
@@ -138,6 +170,19 @@ class ProbePane(Vertical):
             yield Button("Preview", id="probe-preview")
             yield Button("Probe", id="probe-start", variant="error")
             yield Button("Cancel", id="probe-cancel", disabled=True)
+        with Horizontal(classes="form-row"):
+            yield Label("sched", classes="field")
+            yield Input(value="", placeholder="none,mq-deadline,kyber,bfq", id="probe-schedulers")
+            yield Label("micro", classes="field")
+            yield Input(value="", placeholder="all micro workloads", id="probe-workloads")
+        with Horizontal(classes="form-row"):
+            yield Checkbox("adaptive", value=False, id="probe-adaptive")
+            yield Label("budget", classes="field")
+            yield Input(value="", placeholder="3m", id="probe-budget", classes="num")
+            yield Label("P(best)", classes="field")
+            yield Input(value="0.95", id="probe-confidence", classes="num")
+            yield Checkbox("resume", value=False, id="probe-resume")
+            yield Checkbox("force", value=False, id="probe-force")
         yield Static("", id="probe-status")
         # total 1, not None: an indeterminate bar animates, even before any probe
         yield ProgressBar(id="probe-progress", total=1, show_eta=False)
@@ -221,9 +266,21 @@ class ProbePane(Vertical):
         self.post_message(self.PreviewRequested(*self._form()))
 
     def _options(self) -> dict:
-        return {"filesystems": self.query_one("#probe-fs", Input).value,
-                "runtime_s": self.query_one("#probe-runtime", Input).value,
-                **self.extra_options}
+        """The form as ``fsadvisor probe``'s options (ProbeRequest fields; blank fields are
+        the probe's defaults), and ``adaptive``: --adaptive, --budget, --target-confidence."""
+        opts: dict = {"filesystems": self.query_one("#probe-fs", Input).value,
+                      "runtime_s": self.query_one("#probe-runtime", Input).value}
+        for key, wid in (("schedulers", "#probe-schedulers"), ("workloads", "#probe-workloads")):
+            value = self.query_one(wid, Input).value.strip()
+            if value:
+                opts[key] = value
+        for key in ("resume", "force"):
+            if self.query_one(f"#probe-{key}", Checkbox).value:
+                opts[key] = True
+        opts["adaptive"] = {"on": self.query_one("#probe-adaptive", Checkbox).value,
+                            "budget": self.query_one("#probe-budget", Input).value,
+                            "target": self.query_one("#probe-confidence", Input).value}
+        return {**opts, **self.extra_options}
 
     def start(self, target: str, profile: str | None, quick: bool, plp: str,
               db: str | None) -> None:
@@ -244,7 +301,7 @@ class ProbePane(Vertical):
     def on_probe_pane_previewed(self, event: Previewed) -> None:
         p = event.preview
         self.query_one("#probe-command", Static).update(
-            Text(f"{p.cells} cells, about {p.estimated_s / 60:.0f} min. To run it: {p.command}"))
+            Text(f"{p.plan_text}. To run it: {p.command}"))
         log = self.query_one("#probe-lines", Log)
         log.clear()
         log.auto_scroll = False
@@ -287,6 +344,12 @@ class ProbePane(Vertical):
         self._rank_with = (rank_profile, top, db) if rank_profile is not None else None
         job = {"target": target, "profile": profile_ref, "quick": quick, "plp": plp, "db": db,
                **self._options()}
+        if job.get("force") and target.strip().startswith("scratch:"):
+            why = ("force is for a device's leftover filesystem signature; a scratch loop "
+                   "device is new and has none")
+            self.query_one("#probe-status", Static).update(Text(f"not started: {why}"))
+            self.notify(why, title="probe: not started", severity="error", markup=False)
+            return
         self.query_one("#probe-status", Static).update(Text(f"checking {target} ..."))
         self._prepare(job)
 
@@ -295,7 +358,9 @@ class ProbePane(Vertical):
         try:
             preview = calls.probe_preview(**job)
             target = job["target"].strip()
-            device = None if target.startswith("scratch:") else calls.block_device(target)
+            device = (None if target.startswith("scratch:") else
+                      calls.block_device(target, force=True) if job.get("force") else
+                      calls.block_device(target))
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
@@ -312,13 +377,15 @@ class ProbePane(Vertical):
             self.launch(event.job, None if event.device is None else typed)
 
         self.app.push_screen(ConfirmProbeScreen(event.job["target"].strip(), event.preview,
-                                                event.device), answered)
+                                                event.device, force=bool(event.job.get("force"))),
+                             answered)
 
     def launch(self, job: dict, confirm: str | None) -> None:
         """Start the confirmed probe in a thread worker."""
         self.cancel_token = calls.new_cancel()
-        self.events, self.iops_history, self.summary = [], [], None
+        self.events, self.iops_history, self.live_iops, self.summary = [], [], [], None
         self._running_cell, self._last, self._device = None, (None, None, None), None
+        self._count = self._now = self._leader = self.decision = None
         self._measured = False
         self.query_one("#probe-iops", Sparkline).data = []
         self.query_one("#probe-progress", ProgressBar).update(total=1, progress=0)
@@ -336,9 +403,16 @@ class ProbePane(Vertical):
     @work(thread=True, exclusive=True, group="probe-run")
     def _run(self, job: dict, confirm: str | None, token) -> None:
         job = dict(job)
+        adaptive = job.pop("adaptive", None)
         try:
             request = calls.probe_request(job.pop("target"), **job)
-            summary = calls.run_probe(request, confirm, self._on_progress, token)
+            if calls.runs_adaptively(request, adaptive):
+                result = calls.run_adaptive_probe(request, adaptive, confirm,
+                                                  self._on_progress, token)
+                self.post_message(self.Decided(result.decision))
+                summary = result.probe
+            else:
+                summary = calls.run_probe(request, confirm, self._on_progress, token)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             self.post_message(self.Finished(None))
@@ -369,25 +443,53 @@ class ProbePane(Vertical):
 
     def on_probe_pane_progress(self, event: Progress) -> None:
         e = event.event
+        if e.kind == "sample":
+            # once a second while a cell's benchmark runs: the sparkline and the "now"
+            # reading; its counts are the matrix's cells, never an adaptive probe's seconds
+            self._now = e
+            self.live_iops.append(e.iops or 0.0)
+            self.live_iops = self.live_iops[-LIVE_POINTS:]
+            self.query_one("#probe-iops", Sparkline).data = list(self.live_iops)
+            self._show_status(e)
+            return
         self.events.append(e)
         log = self.query_one("#probe-lines", Log)
+        if e.leader:
+            self._leader = (e.leader, e.confidence)
         if e.kind == "cell-start":
             self._running_cell = e.cell
         elif e.kind == "cell-end":
             self._running_cell = None
             why = f": {e.message}" if e.message and e.status != "ok" else ""
             log.write_line(f"{e.status:<11} {e.cell}{why}")
+            self._now = None  # that reading was of the cell that ended
             if e.iops is not None:
                 self.iops_history.append(e.iops)
-                self.query_one("#probe-iops", Sparkline).data = list(self.iops_history)
             if e.status == "ok":
                 self._last, self._measured = (e.iops, e.watts, e.energy_source), True
         elif e.kind in ("note", "cleanup"):
             log.write_line(("cleanup: " if e.kind == "cleanup" else "") + e.message)
         if e.total:
+            self._count = e
             self.query_one("#probe-progress", ProgressBar).update(total=e.total, progress=e.done)
-        self.query_one("#probe-status", Static).update(
-            Text(progress_text(e, *self._last, self._running_cell, self._measured)))
+        self._show_status(e)
+
+    def _show_status(self, e: calls.ProgressEvent) -> None:
+        # an adaptive probe's notes carry no counts: the last counting event stands
+        self.query_one("#probe-status", Static).update(Text(progress_text(
+            self._count or e, *self._last, self._running_cell, self._measured,
+            now=self._now, leader=self._leader)))
+
+    def on_probe_pane_decided(self, event: Decided) -> None:
+        self.decision = d = event.decision
+        if d is None:
+            return
+        line = (f"adaptive: {d.leader} is best (within 1%) with probability "
+                f"{d.confidence:.2f} after {d.runs} runs; device time {duration(d.spent_s)} "
+                f"of the full matrix's ~{duration(d.full_estimate_s)}")
+        if d.reason:
+            line += f"; stopped: {d.reason}"
+        self.query_one("#probe-lines", Log).write_line(line)
 
     def on_probe_pane_finished(self, event: Finished) -> None:
         self.cancel_token = None
@@ -401,6 +503,9 @@ class ProbePane(Vertical):
                 f"{s.count('skipped')} skipped of {s.total} cells in {duration(s.wall_s)}")
         if s.interrupted:
             text += f"; interrupted ({s.interrupted}): cleaned up, --resume continues it"
+        if self.decision is not None:
+            text += (f"; leader {self.decision.leader}, P(best within 1%) "
+                     f"{self.decision.confidence:.2f}")
         self.query_one("#probe-status", Static).update(Text(text))
         self.query_one("#probe-lines", Log).write_line(text)
         self.notify(text, title="probe", severity="warning" if s.interrupted else "information",

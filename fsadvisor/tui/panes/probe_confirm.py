@@ -24,15 +24,23 @@ def format_bytes(n: int) -> str:
 
 
 def warning_text(target: str, preview: calls.ProbePreview,
-                 device: calls.BlockDevice | None) -> str:
-    plan = f"{preview.cells} cells, about {max(1, round(preview.estimated_s / 60))} min"
+                 device: calls.BlockDevice | None, force: bool = False) -> str:
+    plan = preview.plan_text
     if device is None:
         return (f"Probe a scratch loop device ({target.partition(':')[2]}): a file in $TMPDIR "
                 f"attached as a loop device, formatted and detached again; nothing of yours "
                 f"is touched. {plan}.")
     what = ", ".join(x for x in (format_bytes(device.size_bytes), device.kind, device.model) if x)
-    return (f"This DESTROYS all data on {device.path} ({what}): {device.contents}. {plan}. "
-            f"Type the device path to continue.")
+    forced = ""
+    if force:
+        found = ", ".join(dict.fromkeys([*device.signatures,
+                                         *([device.fstype] if device.fstype else [])]))
+        forced = (f" FORCE: the {found} signature on it is overridden and will be destroyed "
+                  "with the filesystem it marks." if found else
+                  " FORCE: any filesystem or RAID signature on it will be destroyed "
+                  "(none was found).")
+    return (f"This DESTROYS all data on {device.path} ({what}): {device.contents}.{forced} "
+            f"{plan}. Type the device path to continue.")
 
 
 class ConfirmProbeScreen(ModalScreen[str | None]):
@@ -41,13 +49,15 @@ class ConfirmProbeScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "back", "Do not probe")]
 
     def __init__(self, target: str, preview: calls.ProbePreview,
-                 device: calls.BlockDevice | None) -> None:
+                 device: calls.BlockDevice | None, force: bool = False) -> None:
         super().__init__()
         self.target, self.preview, self.device = target, preview, device
+        self.force = force
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(Text(warning_text(self.target, self.preview, self.device)),
+            yield Static(Text(warning_text(self.target, self.preview, self.device,
+                                           self.force)),
                          id="confirm-text", classes="warning")
             if self.device is not None:
                 yield Input(placeholder=self.device.path, id="confirm-device")
