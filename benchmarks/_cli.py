@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 
 
 def scratch_env() -> dict[str, str]:
@@ -30,3 +33,25 @@ def fsadvisor_cmd(*args: str) -> list[str]:
 def remove_scratch(env: dict[str, str]) -> None:
     """Remove what :func:`scratch_env` created."""
     shutil.rmtree(os.path.dirname(env["FSADVISOR_DB"]), ignore_errors=True)
+
+
+def import_floor(modules: str, repeats: int) -> float:
+    """How long ``python3 -c 'import <modules>'`` takes as a multiple of ``import numpy``
+    alone: the median of ``repeats`` alternating pairs. What a missed start-up target owes
+    to libraries fsadvisor does not control (numpy, the CLI framework, simpy); the rest is
+    fsadvisor's own imports and work."""
+    env = scratch_env()
+    floor_cmd = [sys.executable, "-c", f"import {modules}"]
+    numpy_cmd = [sys.executable, "-c", "import numpy"]
+    t_floor: list[float] = []
+    t_np: list[float] = []
+    try:
+        for i in range(repeats):
+            pair = [(t_np, numpy_cmd), (t_floor, floor_cmd)]
+            for out, cmd in (pair if i % 2 == 0 else pair[::-1]):
+                t0 = time.perf_counter()
+                subprocess.run(cmd, capture_output=True, env=env, check=True)
+                out.append(time.perf_counter() - t0)
+    finally:
+        remove_scratch(env)
+    return statistics.median(f / n for f, n in zip(t_floor, t_np))

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from _cli import fsadvisor_cmd, remove_scratch, scratch_env
+from _cli import fsadvisor_cmd, import_floor, remove_scratch, scratch_env
 
 REPEATS = 11  # pairs; the median damps one-off scheduler noise on 2 cores
 
@@ -73,18 +73,7 @@ def why_missed(ratio: float, repeats: int, m_np: float) -> None:
     """The part of a missed target that is start-up fsadvisor does not control: numpy plus
     the CLI framework (typer) imported by themselves, timed against numpy alone in the same
     alternating pairs; the rest is fsadvisor's own imports and work."""
-    env = scratch_env()
-    floor_cmd = [sys.executable, "-c", "import numpy, typer"]
-    numpy_cmd = [sys.executable, "-c", "import numpy"]
-    t_floor, t_np = [], []
-    try:
-        for i in range(repeats):
-            pair = [(t_np, numpy_cmd), (t_floor, floor_cmd)]
-            for out, cmd in (pair if i % 2 == 0 else pair[::-1]):
-                out.append(timed(cmd, env)[0])
-    finally:
-        remove_scratch(env)
-    floor = statistics.median(f / n for f, n in zip(t_floor, t_np))
+    floor = import_floor("numpy, typer", repeats)
     print(f"target missed: {ratio:.2f}x. numpy + typer alone: {floor:.2f}x numpy "
           f"(median of {repeats} alternating pairs); fsadvisor's own imports and work: "
           f"{ratio - floor:.2f}x, ~{(ratio - floor) * m_np * 1000:.0f} ms")

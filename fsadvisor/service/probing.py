@@ -373,6 +373,19 @@ def _block_device(n: dict, force: bool, given: str | None = None) -> BlockDevice
                                  if verdict.signatures else None))
 
 
+def _before_a_probe(request: ProbeRequest,
+                    on_progress: Callable[[ProgressEvent], None] | None) -> None:
+    """What every probe a front end starts does first: refused without root, before
+    anything runs; then the cleanup after a killed probe, each action reported."""
+    why = root_problem()
+    if why:
+        raise DeviceRefused(why)
+    notify = on_progress or (lambda e: None)
+    report = cleanup_stale_state(request.db)
+    for action in report.actions if report.cleaned else []:
+        notify(ProgressEvent("note", 0, 0, message=f"cleaned up after an earlier probe: {action}"))
+
+
 def run_request(request: ProbeRequest, confirm: str | None = None,
                 on_progress: Callable[[ProgressEvent], None] | None = None,
                 interruptions: Interruptions | None = None) -> ProbeSummary:
@@ -381,13 +394,7 @@ def run_request(request: ProbeRequest, confirm: str | None = None,
     cleanup after a killed probe; plan; safety verdict; run. ``interruptions.cancel()``
     from another thread stops it with Ctrl-C's cleanup (unmount, scheduler back, scratch
     loop device detached, the unfinished matrix kept for --resume)."""
-    why = root_problem()
-    if why:
-        raise DeviceRefused(why)
-    notify = on_progress or (lambda e: None)
-    report = cleanup_stale_state(request.db)
-    for action in report.actions if report.cleaned else []:
-        notify(ProgressEvent("note", 0, 0, message=f"cleaned up after an earlier probe: {action}"))
+    _before_a_probe(request, on_progress)
     plan = plan_probe(replace(request, dry_run=False))
     check_device(plan)
     return run_probe(plan, on_progress=on_progress, confirm=confirm,
@@ -444,13 +451,7 @@ def run_adaptive_request(request: ProbeRequest, target: float, budget: str | Non
     service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
     ProbeSummary, ``.decision`` the leader, its confidence and the device time)."""
     from fsadvisor.service import adaptive as ad
-    why = root_problem()
-    if why:
-        raise DeviceRefused(why)
-    notify = on_progress or (lambda e: None)
-    report = cleanup_stale_state(request.db)
-    for action in report.actions if report.cleaned else []:
-        notify(ProgressEvent("note", 0, 0, message=f"cleaned up after an earlier probe: {action}"))
+    _before_a_probe(request, on_progress)
     setup = ad.plan_adaptive(replace(request, dry_run=False), target, budget)
     check_device(setup.plan)
     return ad.run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
