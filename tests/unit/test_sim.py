@@ -105,9 +105,11 @@ def test_controller_stage_serialises_transfers():
     assert st_.trace == [(15.0, 0, "read"), (20.0, 1, "read")]
 
 
-def test_channels_never_let_a_narrow_claim_overtake_a_wide_one():
+def _claimers(channels: int):
+    """A simpy environment with ``channels`` channels, the (name, grant time) list, and a
+    process body that claims ``width`` channels at ``start_us``, holds them ``hold_us``."""
     env = simpy.Environment()
-    ch = sim.Channels(env, 2)
+    ch = sim.Channels(env, channels)
     got: list[tuple[str, float]] = []
 
     def user(name, width, start_us, hold_us):
@@ -117,6 +119,11 @@ def test_channels_never_let_a_narrow_claim_overtake_a_wide_one():
         got.append((name, env.now))
         yield env.timeout(hold_us)
         ch.free(c)
+    return env, ch, got, user
+
+
+def test_channels_never_let_a_narrow_claim_overtake_a_wide_one():
+    env, ch, got, user = _claimers(2)
 
     env.process(user("a", 1, 0, 10))
     env.process(user("barrier", 2, 1, 5))
@@ -578,17 +585,7 @@ def test_freeing_a_wide_claim_grants_every_waiting_claim_that_fits_in_order():
     # Channels._grant replaces simpy's _trigger_put/_do_put loop: a barrier's release lets
     # all the narrow claims behind it in at once, in the order they queued, and stops at the
     # first that does not fit (the wide one at the back waits for both narrow ones).
-    env = simpy.Environment()
-    ch = sim.Channels(env, 2)
-    got: list[tuple[str, float]] = []
-
-    def user(name, width, start_us, hold_us):
-        yield env.timeout(start_us)
-        c = ch.claim(width)
-        yield c
-        got.append((name, env.now))
-        yield env.timeout(hold_us)
-        ch.free(c)
+    env, ch, got, user = _claimers(2)
 
     env.process(user("barrier", 2, 0, 10))
     env.process(user("a", 1, 1, 3))
