@@ -58,6 +58,14 @@ class _Space:
         return theta, cov
 
 
+# From this many configurations on, their feature matrix is built from each one's parts
+# (features.config_matrix); below it, from their feature dicts. The same matrix either way
+# (tests/unit/test_feature_matrix.py); predict --batch's all-distinct lines (one
+# configuration each) ran ~5% slower through the parts (benchmarks/batch_rate.py: 2,879
+# against 3,034 lines/s, 2026-11-24).
+_PARTS_FROM = 16
+
+
 def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                    scope: str, params: DeviceParams | None = None, own: bool = False):
     """Design matrices of the performance, power and tail blocks for many configurations of
@@ -78,6 +86,10 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         for cf in cfs:
             cf.update(device_config_features(cf, dev))
         C, cnames = _matrix_of(cfs)
+    elif len(cfgs) < _PARTS_FROM:
+        # A handful (predict --batch's one line, predict): the features directly; mapping
+        # each candidate's parts costs more than it saves below a few dozen.
+        C, cnames = _matrix_of([_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs])
     else:
         C, cnames = config_matrix(cfgs, w, kind, pv, device.plp)
     cidx = {n: j for j, n in enumerate(cnames)}

@@ -8,7 +8,10 @@ import inspect
 
 import pytest
 
-from fsadvisor.domain import FsConfig
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fsadvisor.domain import FsConfig, Workload
 
 
 def test_fsconfig_init_matches_its_fields():
@@ -33,3 +36,17 @@ def test_fsconfig_is_still_a_frozen_hashable_value():
                                       "scheduler='none', ag_count=None)")
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.fs = "ext4"
+
+
+@given(st.builds(Workload, rw=st.sampled_from(["randread", "write", "randrw", "filecreate"]),
+                 bs_bytes=st.integers(512, 1 << 20), iodepth=st.integers(1, 256),
+                 numjobs=st.integers(1, 64), fsync_every=st.integers(0, 100),
+                 file_size_max_bytes=st.none() | st.integers(1, 1 << 30),
+                 create_frac=st.floats(0, 1)))
+@settings(max_examples=50, deadline=None)
+def test_workload_to_dict_is_asdict(w):
+    # the shallow dict stands for dataclasses.asdict: every field is a scalar
+    from dataclasses import asdict
+    d = w.to_dict()
+    assert d == asdict(w) and list(d) == list(asdict(w))
+    assert all(isinstance(v, (str, int, float, bool, type(None))) for v in d.values())
