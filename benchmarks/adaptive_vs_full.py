@@ -98,8 +98,8 @@ def probe(args: list[str], db: Path, log: Path) -> dict:
     return json.loads(p.stdout)
 
 
-def means(summary: dict) -> dict[str, tuple[float, float, int]]:
-    """config -> (mean ops/J, 95% half-interval, n) of the profile's cells."""
+def means(summary: dict) -> dict[str, tuple[float, float, int, float]]:
+    """config -> (mean ops/J, 95% half-interval, n, sd) of the profile's cells."""
     out = {}
     for r in summary.get("results") or []:
         s = r.get("ops_per_joule") or {}
@@ -107,7 +107,8 @@ def means(summary: dict) -> dict[str, tuple[float, float, int]]:
             continue
         lo, hi = s.get("ci95_low"), s.get("ci95_high")
         half = (hi - lo) / 2 if lo is not None and hi is not None else float("nan")
-        out[r["config"]] = (float(s["mean"]), half, int(r.get("n") or 0))
+        out[r["config"]] = (float(s["mean"]), half, int(r.get("n") or 0),
+                            float(s.get("sd") or 0.0))
     return out
 
 
@@ -138,15 +139,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scratch", default="2G")
     ap.add_argument("--workdir", default="/var/tmp/fsadvisor-adaptive-bench")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--reread", action="store_true",
+                    help="print the rows again from --workdir's saved probe outputs and stores "
+                         "(runs nothing)")
     a = ap.parse_args(argv)
     if a.reps < 3:
         ap.error("--reps must be >= 3 (the exhaustive matrix is the reference)")
     unknown = [c for c in a.classes.split(",") if c not in CLASSES]
     if unknown:
         ap.error(f"unknown class {unknown[0]!r} (known: {', '.join(CLASSES)})")
+    work = Path(a.workdir)
+    if a.reread:
+        rows = [reread(a, cls, prof, work) for cls in a.classes.split(",")
+                for prof in a.profiles.split(",")
+                if (work / f"{cls}-{prof}-full.json").exists()]
+        for r in rows:
+            print_row(r)
+        print_totals(rows)
+        return 0
     if os.geteuid() != 0:
         ap.error("run as root (it formats scratch loop devices)")
-    work = Path(a.workdir)
     work.mkdir(parents=True, exist_ok=True)
     common = ["--fs", a.fs, "--runtime", a.runtime, "--cooldown", a.cooldown]
     if not a.json:
@@ -188,6 +200,18 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
     ada = probe(ada_args, work / f"{cls}-adaptive.db", log)
     for kind, doc in (("full", full), ("adaptive", ada)):  # kept for a closer look
         (work / f"{cls}-{prof}-{kind}.json").write_text(json.dumps(doc, indent=1))
+    return summarise(a, cls, prof, full, ada, full_db, log, t0)
+
+
+def reread(a, cls: str, prof: str, work: Path) -> dict:
+    """A case's row from the probe outputs and store one_case saved (--reread)."""
+    docs = [json.loads((work / f"{cls}-{prof}-{k}.json").read_text()) for k in ("full", "adaptive")]
+    return summarise(a, cls, prof, docs[0], docs[1], work / f"{cls}-full.db",
+                     work / f"{cls}-{prof}.log", None)
+
+
+def summarise(a, cls: str, prof: str, full: dict, ada: dict, full_db: Path, log: Path,
+              t0: float | None) -> dict:
     m = means(full)
     row = {"class": cls, "profile": prof, "log": str(log), "wall_s": None}
     if not m:
@@ -197,11 +221,20 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
     d = ada.get("decision") or {}
     aw = d.get("leader")
     regret = 1 - m[aw][0] / m[fw][0] if aw in m else float("nan")
+    # Can the exhaustive matrix itself tell the two winners apart? Welch's 95% interval of
+    # (adaptive winner - exhaustive winner) from their runs (service/compare.welch): where it
+    # holds 0, the regret is within the matrix's own noise ("within the matrix's noise").
+    sep = None
+    if aw in m and aw != fw and min(m[aw][2], m[fw][2]) >= 2:
+        from fsadvisor.service.compare import welch
+        wd = welch(m[fw][0], m[fw][3], m[fw][2], m[aw][0], m[aw][3], m[aw][2])
+        sep = {"low_pct": wd["low_pct"], "high_pct": wd["high_pct"],
+               "separable": wd["high_pct"] < 0}
     full_s, overhead = device_time(full, full_db, float(a.cooldown))
     ada_s = float(d.get("device_time_s") or 0.0)
     calib_s = float(d.get("calibration_s") or 0.0)
     row.update({
-        "full_winner": fw, "adaptive_winner": aw, "regret": regret,
+        "full_winner": fw, "adaptive_winner": aw, "regret": regret, "welch": sep,
         "full_noise": m[fw][1] / m[fw][0] if m[fw][0] else None,
         "full_cells": sum(v[2] for v in m.values()), "full_configs": len(m),
         "full_device_s": full_s, "full_overhead_s": overhead,
@@ -211,7 +244,7 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
         "share_without_calibration": (ada_s - calib_s) / full_s if full_s else None,
         "stated_confidence": d.get("confidence"),
         "borne_out": bool(aw in m and m[aw][0] >= (1 - TIE) * m[fw][0]),
-        "stop_reason": d.get("reason"), "wall_s": time.time() - t0})
+        "stop_reason": d.get("reason"), "wall_s": time.time() - t0 if t0 else None})
     return row
 
 
@@ -232,6 +265,11 @@ def print_row(r: dict, flush: bool = False) -> None:
           f"(stated confidence {r['stated_confidence']}; stopped: {r['stop_reason']})")
     print(f"   regret {r['regret']:.1%} [{ok_regret}, goal <= {REGRET_GOAL:.0%}; matrix "
           f"noise +-{(r['full_noise'] or math.nan):.1%}]")
+    sep = r.get("welch")
+    if sep:
+        print(f"   the exhaustive matrix {'tells' if sep['separable'] else 'cannot tell'} the two "
+              f"winners apart: adaptive - exhaustive winner {sep['low_pct']:+.1f}% to "
+              f"{sep['high_pct']:+.1f}% (Welch 95%)")
     print(f"   device time without the calibration {r['adaptive_device_s'] - r['calibration_s']:.0f}"
           f" s of {r['full_device_s']:.0f} s = {r['share_without_calibration']:.0%} "
           f"[{ok_share}, goal <= {SHARE_GOAL:.0%}]"
@@ -255,6 +293,10 @@ def print_totals(rows: list[dict]) -> None:
               f"{ada / full if full else math.nan:.0%} ({(ada - cal) / full if full else math.nan:.0%}"
               " without the calibration)")
     if rows:
+        apart = [r for r in rows if r["regret"] > REGRET_GOAL and (r.get("welch") or {}).get("separable")]
+        print(f"regret <= {REGRET_GOAL:.0%} in {sum(r['regret'] <= REGRET_GOAL for r in rows)} of "
+              f"{len(rows)} cases; of the others, the exhaustive matrix tells the winners apart "
+              f"in {len(apart)}")
         stated = sum(r["stated_confidence"] or 0 for r in rows) / len(rows)
         hits = sum(r["borne_out"] for r in rows) / len(rows)
         print(f"mean stated confidence {stated:.2f} vs hit rate {hits:.2f} over {len(rows)} cases")

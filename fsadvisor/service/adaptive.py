@@ -47,9 +47,10 @@ MAX_REPS = 6
 # configurations differ, no stop rule fires early and the budget is what ends the probe.
 # Replayed on the stored exhaustive matrix of a disk-backed loop device (9 configurations x
 # 6 workloads x 3 runs, run-to-run cv 3-8%: `python benchmarks/adaptive_replay.py`), the
-# adaptive choice's regret was <= 3% on 5 of 6 workloads at a fifth of the matrix and on 6
-# of 6 at 40-50%; a quarter keeps a real drive's 98-run matrix (bench-fio's example, ~1 h
-# 38) to about 25 minutes. `--budget` sets any other.
+# adaptive choice's regret was <= 3% on 3 of 6 workloads at a fifth of the matrix (mean
+# 6.4%) and on 6 of 6 at a quarter (mean 1.9%; 0.9% at a half); a quarter keeps a real
+# drive's 98-run matrix (bench-fio's example, ~1 h 38) to about 25 minutes. `--budget`
+# sets any other.
 DEFAULT_BUDGET_SHARE = 0.25
 
 
