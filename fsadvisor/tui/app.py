@@ -206,6 +206,7 @@ class FsAdvisorApp(App):
     # ------------------------------------------------------------------ live what-if
 
     def on_profile_pane_edited(self, _event: ProfilePane.Edited) -> None:
+        self.query_one(ProbePane).show_profile(self.query_one(ProfilePane).ref)
         self._live_wanted = True
         if not self._live_busy:
             self._run_live()

@@ -623,3 +623,26 @@ def test_probe_form_filled_adaptive(snap_compare, monkeypatch, size):
         await settle(pilot)
         await steady(pilot)
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=filled)
+
+
+@pytest.mark.asyncio
+async def test_the_with_profile_box_names_the_profile_the_probe_adds(monkeypatch):
+    from textual.widgets import Checkbox, OptionList
+    FakeService().install(monkeypatch)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        box = app.query_one("#probe-profile", Checkbox)
+        assert "oltp" in str(box.label)  # the default preset
+        options = app.query_one("#presets", OptionList)
+        options.focus()
+        target = options.get_option_index("rocksdb-ycsb-a")
+        step = "down" if target > options.highlighted else "up"
+        await pilot.press(*[step] * abs(target - options.highlighted))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert str(box.label) == "with rocksdb-ycsb-a"
+        long = "fs-overhead-randwrite-4k-fsync1"
+        app.query_one(ProbePane).show_profile(long)
+        assert str(box.label) == "with fs-overhead-ran…" and long in str(box.tooltip)

@@ -71,6 +71,11 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
     return text
 
 
+# The profile's name in the "with profile" box: room for the presets' names (the longest,
+# rocksdb-ycsb-a, is 14) in the form's row at 80 columns.
+PROFILE_LABEL_MAX = 16
+
+
 class ProbePane(Vertical):
     class PreviewRequested(Message):
         def __init__(self, target: str, quick: bool, with_profile: bool) -> None:
@@ -192,6 +197,16 @@ class ProbePane(Vertical):
 
     def on_mount(self) -> None:
         self.reload_devices()
+
+    def show_profile(self, ref: str | None) -> None:
+        """Name the profile a probe "with profile" measures (the Profile tab's, as saved:
+        a preset's name or a file's path), so the box says what it adds."""
+        name = ref.rsplit("/", 1)[-1] if ref else None
+        if name and len(name) > PROFILE_LABEL_MAX:
+            name = name[:PROFILE_LABEL_MAX - 1] + "…"
+        box = self.query_one("#probe-profile", Checkbox)
+        box.label = f"with {name}" if name else "with profile"
+        box.tooltip = f"probe the workload of profile {ref}" if ref else None
 
     # ------------------------------------------------------------------ device list
 
