@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import simpy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -505,15 +505,30 @@ def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=_CEILING_KINDS, ov=_OVERRIDES, meta=st.sampled_from([0.0, 0.3]))
+# Found by hypothesis (2026-11-24): 44% reads among writes that wait for a flush every 9th.
+@example(kind="nvme", ov={"numjobs": 4, "plp": "no", "fsync_every": 9, "iodepth": 7,
+                          "rwmixread": 44, "bs": "16k"}, meta=0.0)
 def test_latency_statistics_are_consistent(model, kind, ov, meta):
-    """Right-skewed service times give right-skewed latencies: p50 <= mean, and the
-    percentiles are ordered up to the maximum; the p99 interval contains the p99."""
+    """Right-skewed service times give right-skewed latencies: p50 <= mean for one class of
+    request, and the percentiles are ordered up to the maximum; the p99 interval contains
+    the p99."""
     dev = Device(path=None, size_bytes=1 << 40, kind=kind)
     w = Workload(rw="randrw", numjobs=2, iodepth=2, fsync_every=4, create_frac=meta)
     conc = ov.get("numjobs", 2) * ov.get("iodepth", 2)
     r = sim.simulate(model, XFS, w, dev, requests=max(2000, 10 * conc), overrides=ov)
-    if r.concurrency <= r.calibration.channels and r.throughput_ops_s < 0.8 * r.ceiling_iops:
+    one_class = (ov.get("fsync_every", w.fsync_every) == 0
+                 or ov.get("rwmixread", w.rwmixread) in (0, 100))
+    unsaturated = (r.concurrency <= r.calibration.channels
+                   and r.throughput_ops_s < 0.8 * r.ceiling_iops)
+    if unsaturated and one_class:
         assert r.p50_latency_ms <= r.mean_latency_ms, (r.p50_latency_ms, r.mean_latency_ms)
+    elif unsaturated:
+        # Reads among writes that wait for flushes: a mixture of a fast and a slow class. When
+        # the slow class holds most requests, the median sits in it and the mean is pulled
+        # below it by the fast one, so p50 > mean is no fault (the example above: p50/mean
+        # 0.93-1.02 over seeds 1-7; without fsync, or with one class, 0.86-0.99).
+        assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms,
+                                                                r.mean_latency_ms)
     else:
         # A saturated device (a queue deeper than its channels, or its controller stage at
         # 80% of the ceiling or more): latency is mostly the wait behind the requests ahead,
