@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
 import tempfile
 
@@ -44,10 +45,10 @@ from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.rank import TIE_TOLERANCE
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.probe import adaptive as sel
+from fsadvisor.service.adaptive import MAX_REPS
 from fsadvisor.store import open_store
 
 TOL = -math.log(1 - TIE_TOLERANCE)
-MAX_REPS = 6  # service/adaptive.py MAX_REPS
 
 
 def cases(obs, settings):
@@ -125,9 +126,9 @@ def main(argv=None) -> int:
     if db is None:
         tmp = tempfile.mkdtemp(prefix="fsadvisor-replay-")
         db = os.path.join(tmp, "replay.db")
-    store = open_store(db)
-    store.ensure_seeded()
-    obs = store.observations()
+    with open_store(db) as store:
+        store.ensure_seeded()
+        obs = store.observations()
     settings = ModelSettings.load(db=db)
     shares = [float(x) for x in a.shares.split(",")]
     policies = [(p, s) for s in shares for p in ("probe", "kg")]
@@ -158,9 +159,7 @@ def main(argv=None) -> int:
                   f"(<= 3% in {sum(r <= 0.03 for r in regs)} of {len(regs)}), time "
                   f"{np.mean([r[1] for r in rows]):4.0%}, stated confidence "
                   f"{np.mean([r[2] for r in rows]):.2f} vs hit rate {np.mean([r[3] for r in rows]):.2f}")
-    store.close() if hasattr(store, "close") else None
     if tmp:
-        import shutil
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

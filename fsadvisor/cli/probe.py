@@ -12,19 +12,16 @@ from fsadvisor.service import options as limits
 from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
 from fsadvisor.domain import FLAG_ESTIMATE
 
+
+def clock(seconds: float | None) -> str:
+    """service.probing.clock (imported on use: this module loads the service lazily)."""
+    from fsadvisor.service.probing import clock as service_clock
+    return service_clock(seconds)
+
 EXIT_INTERRUPTED = 130
 EXIT_CELLS_FAILED = 1
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
 
 
 BAR_WIDTH = 24
@@ -77,7 +74,7 @@ class _Progress:
         unit = getattr(e, "unit", "")
         bar = progress_bar(e.done, e.total or 0, unit=unit)
         # an adaptive probe stops when settled: its budget's remainder is an upper bound
-        eta = f"{'at most ' if unit == 's' else ''}ETA {_duration(e.eta_s)}"
+        eta = f"{'at most ' if unit == 's' else ''}ETA {clock(e.eta_s)}"
         if e.kind == "note":
             self._line(f"fsadvisor: {e.message}")
         elif e.kind == "cell-start":
@@ -118,7 +115,7 @@ def _print_summary(s) -> None:
     typer.echo(f"matrix {d['matrix_id']} on {d['device']} ({d['device_kind']}): "
                f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, "
                f"{c['already_done']} already done, {c['incomplete']} incomplete "
-               f"of {c['total']} cells in {_duration(d['wall_s'])}")
+               f"of {c['total']} cells in {clock(d['wall_s'])}")
     for reason, n in d["skipped_reasons"].items():
         typer.echo(f"  skipped {n} cells: {reason}")
     for f in d["failed"]:
@@ -288,7 +285,7 @@ def probe(
 
     probing.check_device(plan)
     confirm = confirm_wipe(plan, yes_wipe, f" ({len(plan.cells())} cells, about "
-                                           f"{_duration(plan.estimated_seconds())})")
+                                           f"{clock(plan.estimated_seconds())})")
 
     # on stdout with the plan's own output (stderr stays the one line of any refusal;
     # --json keeps stdout a JSON document: the plan's reps/runtime are in it)
@@ -351,11 +348,8 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
         d = result.decision
         if d is not None:
             typer.echo("")
-            typer.echo(f"adaptive: {d.leader} is best with probability {d.confidence:.2f} "
-                       f"after {d.runs} runs; device time {_duration(d.spent_s)} = "
-                       f"{d.share:.0%} of the full matrix's ~{_duration(d.full_estimate_s)}")
-            if d.reason:
-                typer.echo(f"adaptive: stopped: {d.reason}")
+            for line in d.outcome_lines():
+                typer.echo(line)
     if s.interrupted:
         sig = getattr(signal.Signals, s.interrupted, None)
         raise typer.Exit(128 + sig.value if sig else EXIT_INTERRUPTED)

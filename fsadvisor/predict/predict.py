@@ -60,9 +60,11 @@ class _Space:
 
 # From this many configurations on, their feature matrix is built from each one's parts
 # (features.config_matrix); below it, from their feature dicts. The same matrix either way
-# (tests/unit/test_feature_matrix.py); predict --batch's all-distinct lines (one
-# configuration each) ran ~5% slower through the parts (benchmarks/batch_rate.py: 2,879
-# against 3,034 lines/s, 2026-11-24).
+# (tests/unit/test_feature_matrix.py). For predict --batch's all-distinct lines (one
+# configuration each) the parts cost more than they save: cProfile of 3,000 such lines,
+# _block_designs 0.65 s through the parts, 0.57 s through the dicts (2026-11-24). A ranking
+# has thousands (through the parts ranking 10,000 went from ~12 to ~9 us per candidate,
+# commit 8ccf1f8); 16 is a round number between the two, not tuned.
 _PARTS_FROM = 16
 
 
@@ -287,7 +289,8 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     unc_model = "log-normal; factor = exp(1 sd), interval = 90%"
     if lazy:
         def build(i: int) -> Prediction:
-            # The same expressions as the list below, for row i.
+            # The same expressions as the list below, for row i. (One function for both cost
+            # the eager list a call per row: 5-10% of predict --batch on shared lines.)
             io, e = iops[i], opj[i]
             return Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
                               p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=e,

@@ -111,17 +111,19 @@ class AdaptivePlan(planmod.Plan):
                              "full_estimate_s": self.full_estimate_s,
                              "budget_share": self.budget_share, "full_reps": self.full_reps}}
 
+    def estimate_full(self, times: "CellTimes", schedulers: set[str] | None) -> None:
+        """The exhaustive matrix's device time (``full_reps`` of every runnable cell) at
+        ``times``' cell costs: what the adaptive probe is compared with."""
+        self.full_estimate_s = times.matrix_s(runnable(replace(self, reps=self.full_reps),
+                                                       schedulers))
+
     def default_budget(self, times: "CellTimes", schedulers: set[str] | None) -> None:
         """With no --budget: re-estimate the exhaustive matrix from ``times`` and set the
         budget to its share of it (never below one cell), plus the calibration's time."""
         if self.budget_share is None:
             return
-        self.full_estimate_s = times.matrix_s(runnable(replace(self, reps=self.full_reps),
-                                                       schedulers))
-        spec = self.workloads[0]
-        cheapest = min((times.cell_s(planmod.Cell(c, c.scheduler, spec, 1))
-                        for c in self.configs), default=0.0)
-        self.budget_s = (max(self.budget_share * self.full_estimate_s, cheapest)
+        self.estimate_full(times, schedulers)
+        self.budget_s = (max(self.budget_share * self.full_estimate_s, times.cheapest_s())
                          + self.calibration_s)
 
     @staticmethod
@@ -238,6 +240,10 @@ class CellTimes:
     def config_s(self, cfg: Any) -> float:
         return self.cell_s(planmod.Cell(cfg, cfg.scheduler, self.plan.workloads[0], 1))
 
+    def cheapest_s(self) -> float:
+        """One run of the plan's cheapest configuration: what a budget must leave room for."""
+        return min((self.config_s(c) for c in self.plan.configs), default=0.0)
+
     def matrix_s(self, plan: planmod.Plan) -> float:
         """``plan``'s whole matrix (as Plan.estimated_seconds, with measured overheads)."""
         return sum(self.cell_s(c) for c in plan.cells() if not c.skip_reason)
@@ -332,11 +338,10 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
     device = (plan.device_info if plan.device_info is not None else
               _scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp))
     times = _cell_times(plan, device, request.db)
+    schedulers = available_schedulers(device.path if plan.device_info else None)
     if not request.resume:
         plan.full_reps = full_reps
-        full = runnable(replace(plan, reps=full_reps),
-                        available_schedulers(device.path if plan.device_info else None))
-        plan.full_estimate_s = times.matrix_s(full)
+        plan.estimate_full(times, schedulers)
     calib = None
     calib_s = 0.0
     if not _calibrated(device, request.db):
@@ -353,12 +358,9 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         # plan's fixed per-cell overhead over-estimates the matrix (by 27-35% on the RAM loop
         # and zram, 2026-11-24), and the first measured cells correct it.
         plan.budget_share = DEFAULT_BUDGET_SHARE
-        plan.default_budget(times, available_schedulers(device.path if plan.device_info
-                                                        else None))
+        plan.default_budget(times, schedulers)
         plan.budget_s = (plan.budget_s or 0.0) + calib_s
-    spec = plan.workloads[0]
-    cheapest = min((times.cell_s(planmod.Cell(c, c.scheduler, spec, 1))
-                    for c in plan.configs), default=0.0)
+    cheapest = times.cheapest_s()
     if plan.budget_s is not None and plan.budget_s - plan.calibration_s < calib_s + cheapest:
         what = (f"the device calibration (about {calib_s:.0f} s) and one cell (about "
                 f"{cheapest:.0f} s)" if calib else f"one cell (about {cheapest:.0f} s)")
@@ -389,6 +391,17 @@ class Decision:
     @property
     def share(self) -> float:
         return self.spent_s / self.full_estimate_s if self.full_estimate_s else 0.0
+
+    def outcome_lines(self) -> list[str]:
+        """Where an adaptive probe ended, in words: the same lines in the CLI's summary and
+        the TUI's log."""
+        lines = [f"adaptive: {self.leader} is best (within 1%) with probability "
+                 f"{self.confidence:.2f} after {self.runs} runs; device time "
+                 f"{probing.clock(self.spent_s)} = {self.share:.0%} of the full matrix's "
+                 f"~{probing.clock(self.full_estimate_s)}"]
+        if self.reason:
+            lines.append(f"adaptive: stopped: {self.reason}")
+        return lines
 
     def line(self) -> str:
         return (f"leader {self.leader}, confidence {self.confidence:.2f}; device time "

@@ -37,8 +37,19 @@ __all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "d
            "preview", "check_device", "run_probe", "cleanup_stale_state", "root_problem",
            "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport",
            "BlockDevice", "block_devices", "block_device", "device_confirmed", "run_request", "Interruptions",
-           "live_text", "si_number", "adaptive_preview", "run_adaptive_request", "is_adaptive",
+           "live_text", "si_number", "clock", "adaptive_preview", "run_adaptive_request", "is_adaptive",
            "adaptive_argv"]
+
+
+def clock(seconds: float | None) -> str:
+    """A probe's elapsed or remaining time as a clock reads it: "45s", "3m05s", "1h02m"
+    ("?" when unknown), the same in the CLI's bar and summary and the TUI's status line."""
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def si_number(x: float) -> str:

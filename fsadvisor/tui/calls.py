@@ -16,7 +16,7 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service import advice
 from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC, DeviceDescription, Recommendation
 from fsadvisor.service.probing import (BlockDevice, Interruptions, ProbePreview, ProbeRequest,
-                                       ProbeSummary, ProgressEvent)
+                                       ProbeSummary, ProgressEvent, clock)
 from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, format_size,
                                       with_workload)
 
@@ -28,7 +28,7 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "probe_request", "root_problem", "block_devices",
            "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
            "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "run_adaptive_probe",
-           "runs_adaptively", "live_text"]
+           "runs_adaptively", "live_text", "clock"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).

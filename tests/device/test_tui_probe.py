@@ -163,6 +163,17 @@ async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp
     assert "cancelled from the TUI" in runs[0]["error"]
 
 
+async def probe_tab_listing(pilot, dev: str) -> ProbePane:
+    """The Probe tab, once its device list shows ``dev``."""
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    app.action_show_tab("probe")
+    await pilot.pause()
+    pane = app.query_one(ProbePane)
+    await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+    return pane
+
+
 def row_of(app, path: str) -> list[str]:
     table = app.query_one("#probe-devices", DataTable)
     return [str(c) for c in table.get_row(path)]
@@ -181,11 +192,7 @@ async def test_a_labelled_filesystem_is_listed_refused_with_what_it_holds(loop_d
                               text=True).stdout.strip()
     app = FsAdvisorApp(db=str(tmp_path / "probe.db"))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await app.workers.wait_for_complete()
-        app.action_show_tab("probe")
-        await pilot.pause()
-        pane = app.query_one(ProbePane)
-        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        pane = await probe_tab_listing(pilot, dev)
         ours = next(d for d in pane.devices if d.path == dev)
         assert not ours.allowed and "holds data: ext4 signature found" in ours.reason
         assert ours.label == "keepme" and "ext4 data labelled 'keepme'" in ours.contents
@@ -218,11 +225,7 @@ async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(loop_devi
     dev = loop_device(512 << 20)
     app = FsAdvisorApp(db=str(db))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await app.workers.wait_for_complete()
-        app.action_show_tab("probe")
-        await pilot.pause()
-        pane = app.query_one(ProbePane)
-        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        pane = await probe_tab_listing(pilot, dev)
         assert row_of(app, dev)[3] == "allowed"
         narrow(pane, tmp_path, "1")
         table = pane.query_one("#probe-devices", DataTable)
@@ -262,7 +265,7 @@ async def test_quitting_mid_probe_cancels_it_and_still_cleans_up(tmp_path, monke
     app = FsAdvisorApp(db=str(db))
     state_path = Path(f"{db}.probe-state.json")
     async with app.run_test(size=(120, 40)) as pilot:
-        pane = await start_scratch_probe(pilot, tmp_path, "60")
+        await start_scratch_probe(pilot, tmp_path, "60")
         await settle(pilot, lambda: state_path.exists()
                      and json.loads(state_path.read_text()).get("mounts"), timeout_s=60)
         ours_mnt = json.loads(state_path.read_text())["mounts"][0]["mountpoint"]
@@ -367,11 +370,7 @@ async def test_force_from_the_form_probes_a_device_holding_a_filesystem(loop_dev
     subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "oldstuff", dev], check=True)
     app = FsAdvisorApp(db=str(db))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await app.workers.wait_for_complete()
-        app.action_show_tab("probe")
-        await pilot.pause()
-        pane = app.query_one(ProbePane)
-        await settle(pilot, lambda: any(d.path == dev for d in pane.devices))
+        pane = await probe_tab_listing(pilot, dev)
         narrow(pane, tmp_path, "1")
         pane.query_one("#probe-target", Input).value = dev
         pane.query_one("#probe-force", Checkbox).value = True

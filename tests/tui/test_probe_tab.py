@@ -501,10 +501,6 @@ def test_the_adaptive_fields_are_checked_as_the_cli_checks_them():
             calls.adaptive_choice({"on": True, **bad})
 
 
-class FakeDecision(SimpleNamespace):
-    pass
-
-
 @pytest.mark.asyncio
 async def test_an_adaptive_probe_shows_device_seconds_the_leader_and_its_confidence(monkeypatch):
     fake = FakeService().install(monkeypatch)
@@ -528,8 +524,9 @@ async def test_an_adaptive_probe_shows_device_seconds_the_leader_and_its_confide
         s = ProbeSummary(matrix_id="m-ad", device="/dev/loop7", total=1, wall_s=30.0)
         s.outcomes.append(CellOutcome("c1", 1, "xfs", "ok"))
         on_progress(ProgressEvent("done", 20, 180, status="done", unit="s"))
-        return SimpleNamespace(probe=s, decision=FakeDecision(
-            leader="xfs [noatime] none", confidence=0.96, runs=1, spent_s=20.0,
+        from fsadvisor.service.adaptive import Decision
+        return SimpleNamespace(probe=s, decision=Decision(
+            leader="xfs [noatime] none", confidence=0.96, p_best={}, runs=1, spent_s=20.0,
             full_estimate_s=400.0, reason="reached the target confidence"))
 
     gate = threading.Event()
@@ -560,8 +557,9 @@ async def test_an_adaptive_probe_shows_device_seconds_the_leader_and_its_confide
         status = str(pane.query_one("#probe-status", Static).content)
         assert "matrix m-ad" in status and "leader xfs [noatime] none, P(best within 1%) 0.96" in status
         lines = list(pane.query_one("#probe-lines").lines)
-        assert any(ln.startswith("adaptive: xfs [noatime] none is best (within 1%) with "
-                                 "probability 0.96 after 1 runs") for ln in lines)
+        assert ("adaptive: xfs [noatime] none is best (within 1%) with probability 0.96 after "
+                "1 runs; device time 20s = 5% of the full matrix's ~6m40s") in lines
+        assert "adaptive: stopped: reached the target confidence" in lines
         assert pane.query_one("#probe-progress").total == 180
 
 

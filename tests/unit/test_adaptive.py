@@ -215,7 +215,9 @@ def test_the_default_budget_always_fits_one_cell(tmp_path, monkeypatch):
     from fsadvisor.service import adaptive as ad
     monkeypatch.setattr(ad, "DEFAULT_BUDGET_SHARE", 1e-6)
     setup = ad.plan_adaptive(_request(tmp_path))  # not refused as "too small"
-    assert setup.plan.budget_s > setup.calibration_estimate_s
+    one_cell = ad.CellTimes(setup.plan, {}).cheapest_s()
+    assert one_cell > 0
+    assert setup.plan.budget_s == pytest.approx(one_cell + setup.calibration_estimate_s)
 
 
 # ------------------------------------------------------ cell times, calibration, progress

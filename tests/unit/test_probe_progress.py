@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -106,3 +108,23 @@ def test_a_log_gets_no_line_per_sample_and_a_sample_between_cells_draws_nothing(
     tty = io.StringIO()
     _Progress(tty=True, out=tty)(SAMPLE)
     assert tty.getvalue() == ""
+
+
+@pytest.mark.parametrize("seconds,text", [(None, "?"), (0, "0s"), (59.4, "59s"), (60, "1m00s"),
+                                          (185, "3m05s"), (3599.6, "1h00m"), (3720, "1h02m")])
+def test_one_clock_for_the_cli_and_the_tui(seconds, text):
+    from fsadvisor.service.probing import clock
+    from fsadvisor.tui.panes.probe import duration
+    assert clock(seconds) == text
+    assert duration is clock  # the TUI's status line uses the same one
+
+
+def test_the_adaptive_outcome_is_one_set_of_lines_for_both_front_ends():
+    from fsadvisor.service.adaptive import Decision
+    d = Decision(leader="xfs none", confidence=0.8123, p_best={}, spent_s=185.0,
+                 full_estimate_s=740.0, runs=7, reason="budget: 185 s of 190 s spent")
+    assert d.outcome_lines() == [
+        "adaptive: xfs none is best (within 1%) with probability 0.81 after 7 runs; device "
+        "time 3m05s = 25% of the full matrix's ~12m20s",
+        "adaptive: stopped: budget: 185 s of 190 s spent"]
+    assert len(Decision(**{**d.__dict__, "reason": ""}).outcome_lines()) == 1

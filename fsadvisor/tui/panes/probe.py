@@ -28,13 +28,7 @@ SCRATCH_KEY = "scratch"
 DEFAULT_SCRATCH = "scratch:1G"
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+duration = calls.clock  # the CLI's too (service.probing.clock)
 
 
 # Live samples kept for the sparkline: ten minutes at one a second is wider than any screen.
@@ -71,8 +65,9 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
     return text
 
 
-# The profile's name in the "with profile" box: room for the presets' names (the longest,
-# rocksdb-ycsb-a, is 14) in the form's row at 80 columns.
+# The profile's name in the "with profile" box, cut to what the form's row has room for at 80
+# columns: the practical presets' names fit (rocksdb-ycsb-a: 14 characters); the long
+# fio-*/fs-overhead-* ones are cut, and the box's tooltip gives them whole.
 PROFILE_LABEL_MAX = 16
 
 
@@ -499,12 +494,8 @@ class ProbePane(Vertical):
         self.decision = d = event.decision
         if d is None:
             return
-        line = (f"adaptive: {d.leader} is best (within 1%) with probability "
-                f"{d.confidence:.2f} after {d.runs} runs; device time {duration(d.spent_s)} "
-                f"of the full matrix's ~{duration(d.full_estimate_s)}")
-        if d.reason:
-            line += f"; stopped: {d.reason}"
-        self.query_one("#probe-lines", Log).write_line(line)
+        for line in d.outcome_lines():
+            self.query_one("#probe-lines", Log).write_line(line)
 
     def on_probe_pane_finished(self, event: Finished) -> None:
         self.cancel_token = None
