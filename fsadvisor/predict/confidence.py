@@ -31,6 +31,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fsadvisor.predict.design import DesignRows
+
 DRAWS = 4000
 SEED = 20261124
 # Only candidates within this many sd (of their difference with the leader) can still be
@@ -195,7 +197,8 @@ def decision_confidence(labels: Sequence[str] | Callable[[int], str],
     a ranking of 1,000+ candidates then spells out only the few leaders' labels);
     ``configs``, when given, are the candidates themselves, kept for the leaders; ``q``
     the rows' x cov x' when the caller has them already."""
-    X = np.asarray(X, dtype=float)
+    if not isinstance(X, DesignRows):  # a ranking's factored design stays factored
+        X = np.asarray(X, dtype=float)
     cov = np.asarray(cov, dtype=float)
     idx = _leaders_from_design(log_values, X, cov, first, q)
     mu = np.asarray(log_values, dtype=float)[idx]

@@ -4,7 +4,6 @@ with per-device terms, replicate variances and two noise levels; the on-disk fit
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import re
@@ -250,23 +249,34 @@ def source_group(source: str) -> str:
     return re.sub(r"\s*\([^()]*\d[^()]*\)$", "", source).strip() or source
 
 
-def save_model(m: FittedModel, path: Path) -> None:
-    """Cache a fit (numpy arrays + JSON metadata in one .npz) for the next process."""
+# A cached fit is one file: this line, a line of JSON metadata (with the full cache key the
+# caller gave), then theta and cov as one float64 array in numpy's .npy format. Not an
+# .npz: its zip container cost a `recommend` ~1.5 ms to import and open (issue 13).
+_MODEL_MAGIC = b"fsadvisor-model 1\n"
+
+
+def save_model(m: FittedModel, path: Path, key: str = "") -> None:
+    """Cache a fit for the next process; ``key`` is what load_model must be given back."""
     import os
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
+    meta = {"key": key, "names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
             "noise_sd_measured": m.noise_sd_measured,
             "n_observations": m.n_observations, "sources": m.sources,
             "data_hash": m.data_hash, "measured_power": m.measured_power,
             "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
+    n = len(m.names)
+    arrays = np.empty((n + 1, n), dtype="<f8")
+    arrays[0], arrays[1:] = m.theta, m.cov
     # A private temp file, then an atomic rename: two processes saving at once never
     # leave a half-written cache behind.
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp.npz", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, theta=m.theta, cov=m.cov, meta=np.array(json.dumps(meta)))
+            f.write(_MODEL_MAGIC)
+            f.write(json.dumps(meta).encode() + b"\n")  # json escapes newlines: one line
+            np.save(f, arrays, allow_pickle=False)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -274,19 +284,28 @@ def save_model(m: FittedModel, path: Path) -> None:
         raise
 
 
-def load_model(path: Path, settings: ModelSettings) -> FittedModel | None:
-    """The cached fit, or None (then the caller refits). A damaged cache file of any kind is
-    a miss, and removed, never an error: it is only a cache."""
-    if not path.is_file():
+def load_model(path: Path, settings: ModelSettings, key: str = "") -> FittedModel | None:
+    """The cached fit saved under ``key``, or None (then the caller refits). A file saved
+    under another key (its name's short hash collided) is a miss and left alone; a damaged
+    cache file of any kind is a miss, and removed, never an error: it is only a cache."""
+    try:
+        f = open(path, "rb")
+    except OSError:
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            theta, cov = np.array(z["theta"]), np.array(z["cov"])
+        with f:
+            if f.read(len(_MODEL_MAGIC)) != _MODEL_MAGIC:
+                raise ValueError("not a cached fit")
+            meta = json.loads(f.readline())
+            if meta.get("key", "") != key:
+                return None
+            arrays = np.load(f, allow_pickle=False)
         names = list(meta["names"])
-        if theta.shape != (len(names),) or cov.shape != (len(names), len(names)):
+        n = len(names)
+        if arrays.shape != (n + 1, n):
             raise ValueError("shape mismatch")
-    except Exception:  # noqa: BLE001 - zip, pickle, JSON, shape: all mean "refit"
+        theta, cov = arrays[0].copy(), arrays[1:]
+    except Exception:  # noqa: BLE001 - npy, JSON, shape: all mean "refit"
         with contextlib.suppress(OSError):
             path.unlink()
         return None
@@ -315,14 +334,22 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
 MODEL_VERSION = "device-aware-2"  # 2: mechanisms priced at the depth-aware t_op
 
 
-def settings_fingerprint(s: ModelSettings) -> str:
+def settings_key(s: ModelSettings) -> str:
+    """The model's version and everything in the settings that changes a fit, as canonical
+    JSON: what a cached fit is keyed by (with the store's data version)."""
     from fsadvisor.predict import mechanisms
-    return hashlib.sha256(json.dumps([MODEL_VERSION, s.priors, s.devices, s.prior_scale,
-                                      mechanisms.PRIORS], sort_keys=True,
-                                     default=str).encode()).hexdigest()[:16]
+    return json.dumps([MODEL_VERSION, s.priors, s.devices, s.prior_scale, mechanisms.PRIORS],
+                      sort_keys=True, default=str)
+
+
+def settings_fingerprint(s: ModelSettings) -> str:
+    """A short hash of :func:`settings_key`."""
+    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
+    return hashlib.sha256(settings_key(s).encode()).hexdigest()[:16]
 
 
 def observations_hash(observations: Sequence[Observation]) -> str:
+    import hashlib
     h = hashlib.sha256()
     for o in observations:
         h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,

@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
+from fsadvisor.predict.design import DesignRows
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (_cap, _cfg_features, _matrix_of, _roofline,
                                         config_matrix, device_ceiling_iops,
@@ -118,21 +119,99 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
                   | {col for m in maps.values() for _, col in m})
     pos = {col: k for k, col in enumerate(used)}
     theta, cov = space.moments(used)
-
-    def design(block: str) -> np.ndarray:
-        # Two fancy-indexed adds; within each the columns are distinct (one per feature
-        # name), so this is the same sum as adding column by column.
-        X = np.zeros((len(cfgs), len(used)))
-        names = const[block]
+    # Each block's design is X = 1 k' + C M: its workload constants k (one row for all) plus
+    # the configuration features C mapped into the block's columns by M (0/1, one 1 per
+    # mapped feature).
+    k = {}
+    for block, names in const.items():
+        k[block] = np.zeros(len(used))
         if names:
-            X[:, [pos[c] for c in const_cols[block]]] += np.fromiter(names.values(), float,
-                                                                       len(names))
-        if maps[block]:
-            js, cols = zip(*maps[block])
-            X[:, [pos[c] for c in cols]] += C[:, list(js)]
+            k[block][[pos[c] for c in const_cols[block]]] += np.fromiter(
+                names.values(), float, len(names))
+    if len(cfgs) < _PARTS_FROM:
+        return _Dense(C, k, maps, pos, theta, cov)
+    M = {}
+    for block, m in maps.items():
+        M[block] = np.zeros((C.shape[1], len(used)))
+        if m:
+            js, cols = zip(*m)
+            M[block][list(js), [pos[c] for c in cols]] = 1.0
+    return _Factored(C, k, M, maps, pos, theta, cov)
+
+
+class _Dense:
+    """The blocks' designs of a few configurations, built out (N x k each); the moments of
+    a row are its products with the coefficients."""
+
+    def __init__(self, C, k, maps, pos, theta, cov):
+        self.C, self.k, self.maps, self.pos = C, k, maps, pos
+        self.theta, self.cov = theta, cov
+        self._X: dict[str, np.ndarray] = {}
+
+    def design(self, block: str) -> np.ndarray:
+        X = self._X.get(block)
+        if X is None:
+            # Two fancy-indexed adds; within each the columns are distinct (one per feature
+            # name), so this is the same sum as adding column by column.
+            X = np.zeros((self.C.shape[0], len(self.pos)))
+            X += self.k[block]
+            if self.maps[block]:
+                js, cols = zip(*self.maps[block])
+                X[:, [self.pos[c] for c in cols]] += self.C[:, list(js)]
+            self._X[block] = X
         return X
 
-    return design("perf"), design("power"), design("tail"), theta, cov
+    def matrix(self, a: str, b: str | None = None) -> np.ndarray:
+        """The design of block ``a`` (minus block ``b``'s), N x k."""
+        return self.design(a) if b is None else self.design(a) - self.design(b)
+
+    def moments(self, a: str, b: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's mean x.theta and variance x cov x' for block ``a`` (minus ``b``)."""
+        X = self.matrix(a, b)
+        # Only the columns some configuration of this block uses: the quadratic form then
+        # costs N*k^2 for this block's k, not for the union of the blocks.
+        nz = np.flatnonzero(X.any(axis=0))
+        Xs = X[:, nz]
+        return Xs @ self.theta[nz], np.sum((Xs @ self.cov[np.ix_(nz, nz)]) * Xs, axis=1)
+
+
+class _Factored(_Dense):
+    """The same designs for many configurations, never built out: X = 1 k' + C M, so
+    x.theta = k.theta + c.(M theta) and x cov x' = k cov k' + 2 c.(M cov k') + c (M cov M') c'.
+    For 2,752 candidates that is N x 94 products instead of five N x 187 designs and their
+    copies (~9 ms of a one-shot `recommend`, mostly the first touch of ~35 MB; issue 13).
+    The design of log ops/J is built out only for predict_many (``matrix``); a ranking
+    gets it as :class:`DesignRows` (``rows``)."""
+
+    def __init__(self, C, k, M, maps, pos, theta, cov):
+        super().__init__(C, k, maps, pos, theta, cov)
+        self.M = M
+
+    def matrix(self, a: str, b: str | None = None) -> np.ndarray:
+        X = np.zeros((self.C.shape[0], len(self.pos)))
+        X += self.k[a] if b is None else self.k[a] - self.k[b]
+        for block, sign in ((a, 1.0), (b, -1.0)):
+            if block is not None and self.maps[block]:
+                js, cols = zip(*self.maps[block])
+                X[:, [self.pos[c] for c in cols]] += sign * self.C[:, list(js)]
+        return X
+
+    def rows(self, a: str, b: str | None = None) -> DesignRows:
+        """The design of block ``a`` (minus ``b``'s) as :class:`DesignRows`: not built."""
+        return DesignRows(self.k[a] if b is None else self.k[a] - self.k[b], self.C,
+                          self.M[a] if b is None else self.M[a] - self.M[b])
+
+    def moments(self, a: str, b: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        k = self.k[a] if b is None else self.k[a] - self.k[b]
+        M = self.M[a] if b is None else self.M[a] - self.M[b]
+        nz = np.flatnonzero(k.astype(bool) | M.any(axis=0))  # the block's columns
+        rows = np.flatnonzero(M.any(axis=1))  # the configuration features it maps
+        k, M = k[nz], M[np.ix_(rows, nz)]
+        C, theta, cov = self.C[:, rows], self.theta[nz], self.cov[np.ix_(nz, nz)]
+        ck = cov @ k
+        mu = k @ theta + C @ (M @ theta)
+        var = k @ ck + 2.0 * (C @ (M @ ck)) + np.sum((C @ (M @ cov @ M.T)) * C, axis=1)
+        return mu, var
 
 
 class Predictions(Sequence):
@@ -213,29 +292,25 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     # (delta method on log scale); an unmeasured device's spread around its kind is what
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
-    Xp, Xw, Xt, theta, cov = _block_designs(model, cfgs, w, device, scope, params,
-                                             own=own_deviations)
+    designs = _block_designs(model, cfgs, w, device, scope, params, own=own_deviations)
     noise2 = model.noise_sd ** 2
     if model.known_device(device) and model.noise_sd_measured is not None:
         noise2 = model.noise_sd_measured ** 2
 
-    def mv(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # Only the columns some configuration of this block uses: the quadratic form then
-        # costs N*k^2 for this block's k, not for the union of the blocks.
-        nz = np.flatnonzero(X.any(axis=0))
-        Xs = X[:, nz]
-        return Xs @ theta[nz], np.sum((Xs @ cov[np.ix_(nz, nz)]) * Xs, axis=1)
-
-    mu_p, var_p = mv(Xp)
-    mu_w, var_w = mv(Xw)
-    Xe = Xp - Xw
-    mu_e, var_e = mv(Xe)
+    mu_p, var_p = designs.moments("perf")
+    mu_w, var_w = designs.moments("power")
+    mu_e, var_e = designs.moments("perf", "power")
     if design_out is not None:
         # "q": each row's quadratic form x cov x' (the model's variance of its log ops/J,
         # before the device's and the noise's): ranking needs it for every candidate, and
         # it is the costliest product here (N x k^2), so it is handed over, not redone.
-        design_out["X"], design_out["cov"], design_out["q"] = Xe, cov, var_e
-    mu_t, var_t = mv(Xt - Xp)
+        # A ranking (lazy) takes the design in factored form when there is one; every
+        # other caller gets the ndarray.
+        design_out["X"] = (designs.rows("perf", "power")
+                           if lazy and isinstance(designs, _Factored)
+                           else designs.matrix("perf", "power"))
+        design_out["cov"], design_out["q"] = designs.cov, var_e
+    mu_t, var_t = designs.moments("tail", "perf")
     conc = max(w.concurrency, 1)
     mu_p = mu_p + roof
     mu_e = mu_e + roof

@@ -25,6 +25,7 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, ki
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.confidence import Confidence, decision_confidence
+from fsadvisor.predict.design import DesignRows
 from fsadvisor.predict.model import FittedModel, contributions
 from fsadvisor.predict.predict import Predictions, predict_lazily
 from fsadvisor.resources import data_dir
@@ -342,13 +343,12 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     tol = -math.log(1 - TIE_TOLERANCE)
 
     # var(x_i - x_0) = q_i + q_0 - 2 x_i.cov.x_0 with q = diag(X cov X'): one matrix product
-    # up front, then a matrix-vector product per pick; both over the columns some candidate
-    # uses (a fraction of the design's), so the cost is N*k^2 once and N*k per pick.
+    # up front (or the caller's q), then a matrix-vector product per pick over every kept
+    # row, read at the rows still in play (no copy of those rows: X may be a DesignRows).
     if X is not None and cov is not None:
-        nz = np.flatnonzero(X.any(axis=0))
-        X, cov = X[:, nz], cov[np.ix_(nz, nz)]
         if q is None:
-            q = np.sum((X @ cov) * X, axis=1)
+            Xa = np.asarray(X)
+            q = np.sum((Xa @ cov) * Xa, axis=1)
     else:
         q = None
 
@@ -356,7 +356,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
         gap = logv[idx[0]] - logv[idx]
         limit = np.full(len(idx), tol)
         if q is not None:
-            cross = X[idx] @ (cov @ X[idx[0]])
+            cross = (X @ (cov @ X[idx[0]]))[idx]
             var = q[idx] + q[idx[0]] - 2 * cross
             limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
         band = idx[gap <= limit]
@@ -568,11 +568,17 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     kept.sort(key=lambda t: -t[0])
     # A kept entry carries its row of the design (equal configurations have equal rows).
     kept_rows = [k[2] for k in kept]
-    X = design["X"][kept_rows]
+    # The kept rows, best first: of a factored design (predict_lazily) without building
+    # them, else (a stand-in's ndarray) a copy. What follows takes only X @ v and rows.
+    X = (design["X"].take(kept_rows) if isinstance(design["X"], DesignRows)
+         else design["X"][kept_rows])
     # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
     # may not), else computed once here; _order, _lead and the confidence all use it.
-    q = (np.asarray(design["q"])[kept_rows] if "q" in design
-         else np.sum((X @ design["cov"]) * X, axis=1))
+    if "q" in design:
+        q = np.asarray(design["q"])[kept_rows]
+    else:
+        Xk = np.asarray(X)
+        q = np.sum((Xk @ design["cov"]) * Xk, axis=1)
     evidence: dict[str, bool] = {}  # _has_data depends on the filesystem alone here
 
     def has_data(cfg: FsConfig) -> bool:

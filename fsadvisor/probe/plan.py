@@ -17,7 +17,6 @@ Everything here is pure: building a :class:`Plan` reads the catalog and nothing 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from fsadvisor.domain import (FILESYSTEMS, PROBE_CELL_OVERHEAD_S, PROBE_QUICK_RU
                               SCHEDULERS, Device, FsConfig, Workload)
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
-from fsadvisor.tools.benchmark import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
+from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -41,7 +40,7 @@ DEFAULT_SCHEDULERS = ("none", "mq-deadline")
 CELL_OVERHEAD_S = PROBE_CELL_OVERHEAD_S
 FILL_BYTES_PER_S = 500 * MIB  # conservative sequential write rate for the fill estimate
 
-# Workload kinds (how a cell's workload is run) are the benchmarks' own: tools/benchmark.py.
+# Workload kinds (how a cell's workload is run) are the benchmarks' own: fsadvisor/tools.
 APP_KINDS = (KIND_DB_BENCH, KIND_SYSBENCH)
 
 UNSUPPORTED_FMT = "{fs}: not supported by this kernel"
@@ -294,6 +293,7 @@ class Plan:
         d = self.to_dict()
         for k in ("device", "db_path", "force"):
             d.pop(k, None)
+        import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

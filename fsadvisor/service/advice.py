@@ -7,16 +7,14 @@ change (a fit takes milliseconds) and cached per process by a hash of the observ
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import platformdirs
-
-from fsadvisor import catalog, limits
+from fsadvisor import catalog, limits, xdg
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import device as devmod
@@ -24,7 +22,7 @@ from fsadvisor.predict import ceilings
 from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
                                      choose_prior_scale, cross_validate, fit, load_model, predict,
-                                     predict_many, save_model, settings_fingerprint)
+                                     predict_many, save_model, settings_key)
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
@@ -67,7 +65,11 @@ def _observations(db: str | None):
 
 
 def _cache_file(key: str) -> Path:
-    return Path(platformdirs.user_cache_dir("fsadvisor")) / f"model-{key}.npz"
+    """Where the fit cached under ``key`` lives. The name carries a short hash of the key;
+    the file carries the whole key, which load_model checks (so the hash needs no
+    cryptographic strength, and hashlib's OpenSSL import stays out of a `recommend`)."""
+    data = key.encode("utf-8", "surrogatepass")
+    return xdg.cache_dir() / f"model-{zlib.crc32(data):08x}{zlib.adler32(data):08x}.fit"
 
 
 def get_model(db: str | None = None) -> FittedModel:
@@ -79,11 +81,10 @@ def get_model(db: str | None = None) -> FittedModel:
     version = quick_version(db)
     key = None
     if version is not None:
-        key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
-                             ).hexdigest()[:20]
+        key = f"{version}|{settings_key(settings)}"
         if key in _cache:
             return _cache[key]
-        cached = load_model(_cache_file(key), settings)
+        cached = load_model(_cache_file(key), settings, key)
         if cached is not None:
             _cache.clear()
             _cache[key] = cached
@@ -93,11 +94,10 @@ def get_model(db: str | None = None) -> FittedModel:
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
-            key = hashlib.sha256(f"{version}|{settings_fingerprint(settings)}".encode()
-                                 ).hexdigest()[:20]
+            key = f"{version}|{settings_key(settings)}"
     if key is not None:
         try:
-            save_model(model, _cache_file(key))
+            save_model(model, _cache_file(key), key)
         except OSError:
             pass  # a read-only cache dir only costs a refit next time
         _cache.clear()

@@ -21,12 +21,9 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Mapping, TypeVar
 
-import platformdirs
-
 from fsadvisor.domain import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError, one_line
 from fsadvisor.store import device_params as _device_params
-from fsadvisor.store import export as _export
 from fsadvisor.store import observations as _observations
 from fsadvisor.store import queries, recording, schema, seeding
 from fsadvisor.store.schema import SCHEMA_VERSION
@@ -43,7 +40,8 @@ def default_path() -> Path:
     env = os.environ.get("FSADVISOR_DB")
     if env:
         return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("fsadvisor")) / "fsadvisor.db"
+    from fsadvisor import xdg
+    return xdg.data_dir() / "fsadvisor.db"
 
 
 def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
@@ -298,6 +296,7 @@ class Store:
                table: str | None = None) -> dict[str, int]:
         """Write ``table`` (csv: default runs) or the whole document (json: default all of
         runs, summaries, measurements) to a path or text stream; return rows per table."""
+        from fsadvisor.store import export as _export  # csv, only for an export
         _export.check(fmt, table)
         wanted = [table or "runs"] if fmt == "csv" else ([table] if table else list(_export.TABLES))
         data = {t: self._rows(t, include_raw=(fmt == "json")) for t in wanted}

@@ -8,7 +8,6 @@ a non-finite float is stored as null, which is what it means for a measurement (
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import numbers
@@ -49,6 +48,7 @@ def loads(text: str | None) -> Any:
 
 
 def digest(obj: Any) -> str:
+    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
     return hashlib.sha256(dumps(obj).encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from statistics import NormalDist
 from typing import Iterable
 
 _EXPANSION_DF = 1000.0
@@ -62,9 +61,16 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+def _normal_quantile(p: float) -> float:
+    # statistics (with fractions and decimal, ~1.5 ms) is imported when a quantile is first
+    # needed: a `recommend` reading a cached fit never needs one (issue 13).
+    from statistics import NormalDist
+    return NormalDist().inv_cdf(p)
+
+
 def _t_quantile_exact(p: float, df: float) -> float:
     target = 1.0 - p  # upper tail to hit, p > 0.5
-    lo, hi = 0.0, max(1.0, NormalDist().inv_cdf(p))
+    lo, hi = 0.0, max(1.0, _normal_quantile(p))
     while t_upper_tail(hi, df) > target:
         lo, hi = hi, hi * 2.0
         if hi > 1e300:
@@ -82,7 +88,7 @@ def _t_quantile_exact(p: float, df: float) -> float:
 
 def _t_quantile_expansion(p: float, df: float) -> float:
     # Cornish-Fisher expansion of t in powers of 1/df (Abramowitz & Stegun 26.7.5).
-    z = NormalDist().inv_cdf(p)
+    z = _normal_quantile(p)
     z2 = z * z
     g1 = (z2 + 1) * z / 4
     g2 = ((5 * z2 + 16) * z2 + 3) * z / 96

@@ -24,12 +24,8 @@ from fsadvisor.errors import FsAdvisorError, NotSupported
 from fsadvisor.host import run as hostrun
 from fsadvisor.host.run import CommandResult
 
-# How a workload is run (WorkloadSpec.kind in the probe plan).
-KIND_FIO = "fio"  # fio.workload_argv from a Workload
-KIND_JOBFILE = "jobfile"  # a runner/*.fio job file
-KIND_DB_BENCH = "db_bench"
-KIND_SYSBENCH = "sysbench"
-KINDS = (KIND_FIO, KIND_JOBFILE, KIND_DB_BENCH, KIND_SYSBENCH)
+# How a workload is run (WorkloadSpec.kind in the probe plan): defined in the package.
+from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH, KINDS  # noqa: F401,E402
 MIB_TO_MB = 1.048576  # db_bench and sysbench print MiB/s as "MB/s"/"MiB/s"; fsadvisor uses 10^6 bytes
 # Debian packages of the application benchmarks, for "not installed" messages.
 PACKAGES = {"db_bench": "rocksdb-tools", "sysbench": "sysbench"}

@@ -87,3 +87,45 @@ def test_constraints_exclude_alike_on_both_paths(constraint, profile, device):
     full = rank(model, prof, dev, predict=predict_many).to_dict()
     assert lazy == full
     assert lazy["excluded"][f"fails_{constraint}"] > 0
+
+
+def test_a_ranking_gets_the_design_factored_and_it_equals_predict_manys_matrix():
+    # predict_lazily hands ranking the design of log ops/J as DesignRows (X = 1 k' + C M,
+    # never built out); predict_many hands every other caller the ndarray. The same design.
+    import numpy as np
+
+    from fsadvisor.predict.design import DesignRows
+
+    model, prof, dev, _ = _setup()
+    cfgs = catalog.candidates(dev.size_bytes)
+    lazy_d: dict = {}
+    full_d: dict = {}
+    predict_lazily(model, cfgs, prof.workload, dev, "system", design_out=lazy_d)
+    predict_many(model, cfgs, prof.workload, dev, "system", design_out=full_d)
+    X, Xf = lazy_d["X"], full_d["X"]
+    assert isinstance(X, DesignRows) and isinstance(Xf, np.ndarray)
+    assert X.shape == Xf.shape and len(X) == len(cfgs)
+    # each entry of X is one feature value, or a constant plus one: built out, bit for bit
+    assert np.array_equal(np.asarray(X), Xf)
+    assert np.array_equal(X[17], Xf[17])
+    rows = [5, 2000, 3, 3]
+    assert np.array_equal(X[rows], Xf[rows])
+    v = np.random.default_rng(1).normal(size=Xf.shape[1])
+    assert np.allclose(X @ v, Xf @ v, rtol=1e-12, atol=1e-12 * np.abs(Xf).sum(axis=1).max())
+    sub = X.take(rows)
+    assert len(sub) == 4 and np.array_equal(np.asarray(sub), Xf[rows])
+    assert np.allclose(sub @ v, (Xf @ v)[rows], rtol=1e-12, atol=1e-9)
+    assert np.array_equal(sub.take([1, 0])[0], Xf[2000])
+    assert np.allclose(lazy_d["q"], full_d["q"], rtol=1e-12, atol=1e-15)
+    assert np.array_equal(lazy_d["cov"], full_d["cov"])
+
+
+def test_a_handful_of_configurations_keeps_the_built_design():
+    # Below _PARTS_FROM configurations the design is built (the factored form costs more
+    # than it saves there): ranking copes with either.
+    import numpy as np
+
+    model, prof, dev, cfgs = _setup()
+    d: dict = {}
+    predict_lazily(model, cfgs[:5], prof.workload, dev, "system", design_out=d)
+    assert isinstance(d["X"], np.ndarray) and d["X"].shape[0] == 5
