@@ -78,9 +78,14 @@ def recommend(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
-    from fsadvisor.service import advice, worth
+    from fsadvisor.service import advice
 
-    worth.check_inputs(load, price, servers, pue)  # refuse bad numbers before the ranking runs
+    worth = None
+    if load is not None or price is not None or servers != 1 or pue != 1.0:
+        # Refuse bad numbers before the ranking runs (the defaults need no check, and
+        # without them the yearly arithmetic is not loaded: ~1 ms of start-up, issue 13).
+        from fsadvisor.service import worth
+        worth.check_inputs(load, price, servers, pue)
     rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
                            energy_basis="active" if active else "total", plp=plp)
     yw = worth.yearly_worth(rec, load, price, servers, pue, db) if load is not None else None

@@ -23,17 +23,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fsadvisor.catalog.geometry import MIN_DEVICE_BYTES
 from fsadvisor.domain import Device
 from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported, one_line
 from fsadvisor.host.run import CommandFailed, CommandResult, CommandTimedOut, run
-from fsadvisor.sizes import parse_size
+from fsadvisor.host import spec as _spec
+from fsadvisor.host.spec import control_character_refusal
 
+# The device kinds, the --device spec parser and the control-character check live in
+# host/spec.py (a `recommend` for a kind:size spec needs nothing else of this module);
+# they are this module's names too.
+DEVICE_KINDS, MAX_SPEC_BYTES = _spec.DEVICE_KINDS, _spec.MAX_SPEC_BYTES
 LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,RO,MOUNTPOINTS,FSTYPE,PKNAME,MODEL,SERIAL,WWN,ROTA,LOG-SEC,REV,TRAN"
-# ram-loop: a loop device whose backing file is in RAM (tmpfs, e.g. /dev/shm); zram: a
-# compressed RAM block device. Both are device classes of this machine (issue 10 §3) with
-# figures of their own in models/devices.toml; "loop" is a loop device over a disk file.
-DEVICE_KINDS = ("nvme", "sata-ssd", "hdd", "loop", "ram-loop", "zram", "unknown")
 # Filesystems that keep their files in RAM: a loop device over one of their files is ram-loop.
 RAM_FILESYSTEMS = ("tmpfs", "ramfs")
 # /sys/block/X/stat field names in kernel order (Documentation/block/stat.rst); ticks are ms.
@@ -301,16 +301,6 @@ class SysNode:
         return (self.parent_dir or self.dir) / "queue"
 
 
-def control_character_refusal(text: str, what: str) -> str | None:
-    """Why ``text`` (a path) is refused, if it holds a control character: NUL makes the OS
-    calls raise ValueError, and a newline would split a previewed shell line in two (a
-    comment line's rest would become a command). No device or directory name needs one."""
-    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
-    if bad is None:
-        return None
-    return f"{what} {text[:60]!r} contains a control character ({bad!r}); refused"
-
-
 def resolve(path: str) -> str:
     """Follow symlinks (/dev/disk/by-id/...) to the device node; refuse what is no block device."""
     p = os.fspath(path)
@@ -575,42 +565,9 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
                   rotational=rotational)
 
 
-# A spec above this is a typo, not a drive: the largest SSDs sold hold ~100 TB.
-MAX_SPEC_BYTES = 1 << 60
-
-
 def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Device:
-    """``--device`` for recommend: a path (inspected), or ``[kind:]size`` such as
-    ``nvme:1.92T``, ``sata-ssd:480G`` or ``2T`` (kind nvme). Sizes are binary, like every
-    size in fsadvisor (fsadvisor.sizes)."""
-    s = str(spec).strip()
-    if not s:
-        raise ConfigError("empty --device: give a device path or a size such as nvme:1.92T")
-    if why := control_character_refusal(s, "--device"):
-        raise ConfigError(why)
-    if s.startswith(("/", ".")) or os.sep in s:
-        return inspect(s, plp=plp, host=host)
-    kind, sep, size_text = s.rpartition(":")
-    if not sep:
-        kind = "nvme"
-    if kind not in DEVICE_KINDS:
-        raise ConfigError(f"unknown device kind {kind!r} in {one_line(s, 60)!r}; "
-                          f"use one of {', '.join(DEVICE_KINDS)} (e.g. nvme:1.92T)")
-    try:
-        size_bytes = parse_size(size_text)
-    except (ValueError, OverflowError):
-        raise ConfigError(f"not a device size: {one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)") from None
-    if size_bytes <= 0:
-        raise ConfigError(f"device size must be positive: {one_line(s, 60)!r}")
-    smallest = min(MIN_DEVICE_BYTES.values())
-    if size_bytes < smallest:
-        raise ConfigError(f"device size {one_line(size_text, 30)} is below {smallest >> 20} MiB, "
-                          f"the smallest device any filesystem here formats (mkfs.ext4 with a journal)")
-    if size_bytes > MAX_SPEC_BYTES:
-        raise ConfigError(f"device size {one_line(size_text, 30)} is above 1 EiB; no SSD is that large")
-    if plp not in ("yes", "no", "unknown"):
-        raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
-    return Device(path=None, size_bytes=size_bytes, kind=kind, plp=plp, rotational=kind == "hdd")
+    """``--device`` for recommend (host/spec.py): a path is inspected here, on ``host``."""
+    return _spec.device_from_spec(spec, plp, host)
 
 
 # ---------------------------------------------------------------- safety verdict

@@ -70,13 +70,15 @@ _PARTS_FROM = 16
 
 
 def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                   scope: str, params: DeviceParams | None = None, own: bool = False):
+                   scope: str, params: DeviceParams | None = None, own: bool = False,
+                   roofline: tuple[float, float] | None = None):
     """Design matrices of the performance, power and tail blocks for many configurations of
     one workload, in the fitted coefficients' space (plus unseen features at their prior):
     the configuration features are laid out once, then mapped into each block."""
     kind = kind_of(device)
     pv = (params or model.params_for(device)).values
-    _, flush_share = _roofline(w, pv, device.plp)
+    # (the caller's _roofline of the same workload and figures, when it has it)
+    _, flush_share = roofline or _roofline(w, pv, device.plp)
     dev = model.known_device(device)
     space = _Space(model)
     if dev and (own or any(n.startswith(f"d:{dev}|") for n in model.index)):
@@ -151,10 +153,9 @@ class _Dense:
     def design(self, block: str) -> np.ndarray:
         X = self._X.get(block)
         if X is None:
-            # Two fancy-indexed adds; within each the columns are distinct (one per feature
-            # name), so this is the same sum as adding column by column.
-            X = np.zeros((self.C.shape[0], len(self.pos)))
-            X += self.k[block]
+            # The constants in every row, then one fancy-indexed add (its columns are
+            # distinct, one per feature name: the same sum as adding column by column).
+            X = np.repeat(self.k[block][None, :], self.C.shape[0], axis=0)
             if self.maps[block]:
                 js, cols = zip(*self.maps[block])
                 X[:, [self.pos[c] for c in cols]] += self.C[:, list(js)]
@@ -168,11 +169,10 @@ class _Dense:
     def moments(self, a: str, b: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each row's mean x.theta and variance x cov x' for block ``a`` (minus ``b``)."""
         X = self.matrix(a, b)
-        # Only the columns some configuration of this block uses: the quadratic form then
-        # costs N*k^2 for this block's k, not for the union of the blocks.
-        nz = np.flatnonzero(X.any(axis=0))
-        Xs = X[:, nz]
-        return Xs @ self.theta[nz], np.sum((Xs @ self.cov[np.ix_(nz, nz)]) * Xs, axis=1)
+        # Fewer than _PARTS_FROM rows: the products over all k columns cost less than
+        # picking out the columns this block uses (np.ix_ and friends were a fifth of
+        # predict --batch's all-distinct lines, one configuration each).
+        return X @ self.theta, np.sum((X @ self.cov) * X, axis=1)
 
 
 class _Factored(_Dense):
@@ -205,12 +205,14 @@ class _Factored(_Dense):
         k = self.k[a] if b is None else self.k[a] - self.k[b]
         M = self.M[a] if b is None else self.M[a] - self.M[b]
         nz = np.flatnonzero(k.astype(bool) | M.any(axis=0))  # the block's columns
-        rows = np.flatnonzero(M.any(axis=1))  # the configuration features it maps
-        k, M = k[nz], M[np.ix_(rows, nz)]
-        C, theta, cov = self.C[:, rows], self.theta[nz], self.cov[np.ix_(nz, nz)]
+        # All of C's columns (a feature this block does not map has a zero row in M):
+        # gathering C's columns cost more than the products they would save.
+        k, M = k[nz], M[:, nz]
+        C, theta, cov = self.C, self.theta[nz], self.cov[np.ix_(nz, nz)]
         ck = cov @ k
         mu = k @ theta + C @ (M @ theta)
-        var = k @ ck + 2.0 * (C @ (M @ ck)) + np.sum((C @ (M @ cov @ M.T)) * C, axis=1)
+        var = (k @ ck + 2.0 * (C @ (M @ ck))
+               + np.einsum("ij,ij->i", C @ (M @ cov @ M.T), C))  # row-wise, no N x K temporary
         return mu, var
 
 
@@ -287,12 +289,14 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     kind = kind_of(device)
     s = model.settings
     params = device_params or model.params_for(device)
-    roof = math.log(_roofline(w, params.values, device.plp)[0])
+    roofline = _roofline(w, params.values, device.plp)
+    roof = math.log(roofline[0])
     # The uncertainty of a measured device's own figures enters every prediction for it
     # (delta method on log scale); an unmeasured device's spread around its kind is what
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
-    designs = _block_designs(model, cfgs, w, device, scope, params, own=own_deviations)
+    designs = _block_designs(model, cfgs, w, device, scope, params, own=own_deviations,
+                             roofline=roofline)
     noise2 = model.noise_sd ** 2
     if model.known_device(device) and model.noise_sd_measured is not None:
         noise2 = model.noise_sd_measured ** 2

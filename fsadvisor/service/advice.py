@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from fsadvisor import catalog, limits, xdg
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
-from fsadvisor.host import device as devmod
+from fsadvisor.host import spec as devspec
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.crossval import choose_device_sd
 from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
@@ -120,7 +120,7 @@ def resolve_device(spec: str | None, plp: str | None = None) -> Device:
     named = library_device(spec, plp)
     if named is not None:
         return named
-    dev = devmod.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
+    dev = devspec.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
         if plp not in ("yes", "no", "unknown"):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
@@ -151,6 +151,7 @@ def mkfs_target(device: Device) -> CommandTarget:
     once per recommendation, so ranking itself never inspects the host."""
     if not device.path:
         return CommandTarget()
+    from fsadvisor.host import device as devmod  # a path: inspected read-only
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
         return CommandTarget(device.path, udev=_udev_target(device))

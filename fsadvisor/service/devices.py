@@ -78,7 +78,7 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
     if spec is None:
         return None
     from fsadvisor import devicelib
-    from fsadvisor.host.device import DEVICE_KINDS
+    from fsadvisor.host.spec import DEVICE_KINDS
     if not devicelib.looks_like_name(spec) or spec.strip() in DEVICE_KINDS:
         return None  # a bare kind ("nvme") gets the spec parser's "give a size" message
     d = devicelib.find(spec)

@@ -18,7 +18,8 @@ except SystemExit as e:
     assert not e.code, e.code
 print("AVOIDABLE", sorted(set(sys.modules) & {
     "_hashlib", "hashlib", "secrets", "platformdirs", "statistics", "decimal", "zipfile",
-    "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export"}))
+    "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
+    "fsadvisor.host.device", "fsadvisor.service.worth"}))
 print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & {"sqlite_utils", "textual"}))
 """
 
@@ -36,7 +37,8 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     # OpenSSL's hashlib (~4 ms; a cached fit is found by a zlib hash and its stored key),
     # secrets (~7 ms with hmac), platformdirs (~3.5 ms; fsadvisor/xdg.py), statistics with
     # decimal (~1.5 ms), zipfile (~1.6 ms; the fit cache is one .npy), the device library,
-    # the benchmark adapters and the exporter: none is needed for a spec device.
+    # the benchmark adapters, the exporter, the device inspection (host/device.py: a spec
+    # device is parsed by host/spec.py) and the yearly cost (no --load): none is needed.
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     first = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
