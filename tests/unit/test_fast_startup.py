@@ -121,3 +121,36 @@ def test_a_fast_command_builds_only_itself_and_leaves_the_app_whole(monkeypatch)
         assert not e.code
     assert built == [["recommend"]]
     assert (cli.app.registered_commands, cli.app.registered_groups) == before
+
+
+def test_only_the_process_command_line_freezes_the_collector_at_exit(monkeypatch):
+    # main() for the process's own arguments hands its objects to gc.freeze as it ends (the
+    # exit-time collections were ~16 ms of a `recommend`); an in-process caller's main([...])
+    # leaves the collector alone, also when the command fails.
+    import gc
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    for argv in (["--version"], ["recommend", "--top", "0", "--profile", "oltp"]):
+        try:
+            cli.main(argv)
+        except SystemExit:
+            pass
+    assert frozen == []
+    monkeypatch.setattr("sys.argv", ["fsadvisor", "--version"])
+    try:
+        cli.main()
+    except SystemExit as e:
+        assert not e.code
+    assert frozen == [True]
+
+
+def test_a_command_line_run_still_prints_everything_and_keeps_its_exit_code(tmp_path,
+                                                                            monkeypatch):
+    out = _run(["recommend", "--profile", "oltp", "--json"], tmp_path, monkeypatch)
+    import json
+    doc = json.loads(out[:out.rindex("}") + 1])
+    assert doc["recommendations"] and doc["candidates_considered"] > 1000
+    monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
+    r = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "recommend", "--profile",
+                        "no-such-profile"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("fsadvisor: no preset or profile")
