@@ -128,19 +128,40 @@ def p_best(mu: Sequence[float], S: np.ndarray, draws: int = DRAWS,
         return np.zeros(0)
     if k == 1:
         return np.ones(1)
+    z = _sample(mu, S, draws, seed)
+    return _within(z, tolerance) if tolerance is not None else _wins(z)
+
+
+def p_best_and_within(mu: Sequence[float], S: np.ndarray, tolerance: float,
+                      draws: int = DRAWS, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """``p_best(mu, S)`` and ``p_best(mu, S, tolerance=tolerance)`` from one set of draws:
+    the same numbers as the two calls, for one factorisation and one sample (a ranking's
+    confidence needs both; drawing twice was ~1 ms of every `recommend`)."""
+    mu = np.asarray(mu, dtype=float)
+    if len(mu) < 2:
+        return p_best(mu, S), p_best(mu, S)
+    z = _sample(mu, S, draws, seed)
+    return _wins(z), _within(z, tolerance)
+
+
+def _sample(mu: np.ndarray, S: np.ndarray, draws: int, seed: int) -> np.ndarray:
     # Eigen-factor instead of Cholesky: S is often singular (two candidates the model cannot
     # tell apart have identical rows), and clipping tiny negative eigenvalues is exact there.
     w, V = np.linalg.eigh(np.asarray(S, dtype=float))
     w = np.where(w > 1e-12 * max(float(w.max()), 1e-300), w, 0.0)  # rounding, not variance
     L = V * np.sqrt(w)
-    z = standard_normal((draws, k), seed) @ L.T + mu
-    if tolerance is not None:
-        return np.mean(z >= z.max(axis=1, keepdims=True) - tolerance, axis=0)
+    return standard_normal((draws, len(mu)), seed) @ L.T + mu
+
+
+def _within(z: np.ndarray, tolerance: float) -> np.ndarray:
+    return np.mean(z >= z.max(axis=1, keepdims=True) - tolerance, axis=0)
+
+
+def _wins(z: np.ndarray) -> np.ndarray:
     # Exact ties in a draw (identical rows) go to the first, i.e. the better-ranked entry.
     # (within float noise of the factorisation).
     top = z >= z.max(axis=1, keepdims=True) - 1e-12
-    wins = np.bincount(np.argmax(top, axis=1), minlength=k)
-    return wins / draws
+    return np.bincount(np.argmax(top, axis=1), minlength=z.shape[1]) / z.shape[0]
 
 
 def expected_loss(mu: Sequence[float], S: np.ndarray, choice: int = 0, draws: int = DRAWS,
@@ -203,8 +224,11 @@ def decision_confidence(labels: Sequence[str] | Callable[[int], str],
     idx = _leaders_from_design(log_values, X, cov, first, q)
     mu = np.asarray(log_values, dtype=float)[idx]
     sub = covariance(X[idx], cov)
-    p = p_best(mu, sub)
-    tol = float(p_best(mu, sub, tolerance=tolerance)[0]) if tolerance > 0 else None
+    if tolerance > 0:
+        p, within = p_best_and_within(mu, sub, tolerance)
+        tol = float(within[0])
+    else:
+        p, tol = p_best(mu, sub), None
     label = labels if callable(labels) else labels.__getitem__
     return Confidence(labels=[label(i) for i in idx], p_best=[float(x) for x in p],
                       p_first_tol=tol, tolerance=tolerance,

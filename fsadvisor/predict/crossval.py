@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Observation
 from fsadvisor.predict.fit import _obs_rows, fit, source_group
 from fsadvisor.predict.settings import PRIOR_SCALES, ModelSettings
+
+if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
+    from fsadvisor.records import Observation
 
 
 def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: int = 0,

@@ -9,11 +9,11 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, Observation, identity_of, kind_of
+from fsadvisor.domain import Device, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (_cfg_features, _roofline, config_features,
@@ -21,6 +21,9 @@ from fsadvisor.predict.features import (_cfg_features, _roofline, config_feature
                                         power_features, tail_features, workload_features)
 from fsadvisor.predict.settings import (_BANDWIDTH_UNITS, _EFFICIENCY_METRICS,
                                         _LATENCY_MEAN_METRICS, _RATE_METRICS, ModelSettings)
+
+if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
+    from fsadvisor.records import Observation
 
 
 @dataclass

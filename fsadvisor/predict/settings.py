@@ -7,12 +7,14 @@ import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from fsadvisor.domain import Observation
 from fsadvisor.predict import mechanisms
 from fsadvisor.predict.device_params import DeviceParams, prior_params
 from fsadvisor.resources import data_dir
+
+if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
+    from fsadvisor.records import Observation
 
 # Metrics whose observations carry performance information, and how.
 _RATE_METRICS = {"iops", "ops_per_s", "files_per_s", "db_ops_per_s", "transactions_per_s"}

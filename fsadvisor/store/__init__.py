@@ -19,14 +19,16 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, IO, Iterable, Mapping, TypeVar
 
-from fsadvisor.domain import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError, one_line
 from fsadvisor.store import device_params as _device_params
 from fsadvisor.store import observations as _observations
 from fsadvisor.store import queries, recording, schema, seeding
 from fsadvisor.store.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
+    from fsadvisor.records import EnergyReading, Observation, RunRecord
 
 __all__ = ["Store", "open_store", "check_store_file", "default_path", "SCHEMA_VERSION"]
 

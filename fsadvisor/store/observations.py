@@ -9,11 +9,13 @@ reads from the page cache, so such figures are not comparable with any other cel
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
-                              Observation, Workload, device_identity,
-                              model_kind)
+                              Workload, device_identity, model_kind)
+
+if TYPE_CHECKING:
+    from fsadvisor.records import Observation
 
 NOT_COMPARABLE_FLAGS = frozenset({FLAG_DIRECT_IO})
 _PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_latency_us"})
@@ -53,6 +55,7 @@ def _source(s: dict[str, Any]) -> str:
 
 
 def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]:
+    from fsadvisor.records import Observation  # records.py: built only here, when asked
     out: list[Observation] = []
     for s in summaries:
         cfg = s["config"]

@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from fsadvisor.domain import RUN_STATUSES, Device, EnergyReading, FsConfig, RunRecord
+from fsadvisor.domain import RUN_STATUSES, Device, FsConfig
 from fsadvisor.errors import StoreError
 from fsadvisor.store import encoding
 from fsadvisor.store.schema import METRIC_COLUMNS
@@ -21,6 +21,9 @@ from fsadvisor.store.schema import METRIC_COLUMNS
 if TYPE_CHECKING:
     # imported lazily, see schema.connect
     from sqlite_utils import Database
+
+    # records.py: not built by a recommend from a cached fit
+    from fsadvisor.records import EnergyReading, RunRecord
 
 MATRIX_STATUSES = ("running", "done", "failed", "interrupted")
 RUN_ORIGINS = ("probe", "imported")

@@ -149,3 +149,19 @@ def test_decision_confidence_names_only_the_leaders_and_keeps_their_configs():
     assert c.labels[0] == "a" and len(c.labels) == 3
     assert c.configs == [{"a": "A", "b": "B", "c": "A2"}[x] for x in c.labels]
     assert C.decision_confidence(["a", "b"], [0.2, 0.0], X[:2], cov).configs == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(k=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
+       tol=st.floats(1e-4, 0.5))
+def test_one_sample_gives_both_probabilities_exactly(k, seed, tol):
+    # decision_confidence draws once for P(best) and P(within the tolerance): the same
+    # numbers, bit for bit, as the two separate calls.
+    from fsadvisor.predict.confidence import p_best, p_best_and_within
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, k))
+    S = A @ A.T * 0.01
+    mu = rng.normal(scale=0.05, size=k)
+    both = p_best_and_within(mu, S, tol)
+    assert np.array_equal(both[0], p_best(mu, S))
+    assert np.array_equal(both[1], p_best(mu, S, tolerance=tol))

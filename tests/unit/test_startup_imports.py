@@ -19,7 +19,7 @@ except SystemExit as e:
 print("AVOIDABLE", sorted(set(sys.modules) & {
     "_hashlib", "hashlib", "secrets", "platformdirs", "statistics", "decimal", "zipfile",
     "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
-    "fsadvisor.host.device", "fsadvisor.service.worth"}))
+    "fsadvisor.host.device", "fsadvisor.service.worth", "fsadvisor.records"}))
 print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & {"sqlite_utils", "textual"}))
 """
 
@@ -38,7 +38,8 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     # secrets (~7 ms with hmac), platformdirs (~3.5 ms; fsadvisor/xdg.py), statistics with
     # decimal (~1.5 ms), zipfile (~1.6 ms; the fit cache is one .npy), the device library,
     # the benchmark adapters, the exporter, the device inspection (host/device.py: a spec
-    # device is parsed by host/spec.py) and the yearly cost (no --load): none is needed.
+    # device is parsed by host/spec.py), the yearly cost (no --load) and the records of
+    # measurements (fsadvisor/records.py, ~1.5 ms of dataclasses): none is needed.
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     first = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
@@ -46,3 +47,18 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     warm = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.splitlines()[-2] == "AVOIDABLE []", warm.stdout.splitlines()[-2]
+
+
+def test_the_records_are_domain_names_too():
+    # fsadvisor/records.py defines them; fsadvisor.domain hands them out on first use.
+    from fsadvisor import domain, records
+    from fsadvisor.domain import EnergyReading, Observation, RunRecord
+    assert (EnergyReading, Observation, RunRecord) == (
+        records.EnergyReading, records.Observation, records.RunRecord)
+    assert domain.Observation is records.Observation
+    try:
+        domain.NoSuchNoun  # noqa: B018
+    except AttributeError as e:
+        assert "NoSuchNoun" in str(e)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")
