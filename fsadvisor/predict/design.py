@@ -13,6 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 
+def row_variances(X, cov: np.ndarray) -> np.ndarray:
+    """Each row's x cov x' (the model's variance of that row's prediction), for an ndarray
+    design or a :class:`DesignRows` (built out for this)."""
+    X = np.asarray(X, dtype=float)
+    return np.sum((X @ cov) * X, axis=1)
+
+
 class DesignRows:
     """Rows of X = 1 k' + C M (``rows``: which rows of C, in this order; None: all).
     Supports what ranking needs of a design: ``X @ v``, ``X[i]`` and ``X[idx]`` (as

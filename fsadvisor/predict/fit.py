@@ -254,7 +254,7 @@ def source_group(source: str) -> str:
 
 # A cached fit is one file: this line, a line of JSON metadata (with the full cache key the
 # caller gave), then theta and cov as one float64 array in numpy's .npy format. Not an
-# .npz: its zip container cost a `recommend` ~1.5 ms to import and open (issue 13).
+# .npz: importing zipfile for it alone was 1.6 ms of a `recommend` (issue 13).
 _MODEL_MAGIC = b"fsadvisor-model 1\n"
 
 
@@ -345,14 +345,8 @@ def settings_key(s: ModelSettings) -> str:
                       sort_keys=True, default=str)
 
 
-def settings_fingerprint(s: ModelSettings) -> str:
-    """A short hash of :func:`settings_key`."""
-    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
-    return hashlib.sha256(settings_key(s).encode()).hexdigest()[:16]
-
-
 def observations_hash(observations: Sequence[Observation]) -> str:
-    import hashlib
+    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
     h = hashlib.sha256()
     for o in observations:
         h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,

@@ -72,9 +72,11 @@ _PARTS_FROM = 16
 def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
                    scope: str, params: DeviceParams | None = None, own: bool = False,
                    roofline: tuple[float, float] | None = None):
-    """Design matrices of the performance, power and tail blocks for many configurations of
-    one workload, in the fitted coefficients' space (plus unseen features at their prior):
-    the configuration features are laid out once, then mapped into each block."""
+    """The designs of the performance, power and tail blocks for many configurations of one
+    workload, in the fitted coefficients' space (plus unseen features at their prior): the
+    configuration features are laid out once, then mapped into each block. Returned as
+    :class:`_Dense` (a few configurations) or :class:`_Factored` (many), which give each
+    row's moments (``moments``) and the design itself (``matrix``)."""
     kind = kind_of(device)
     pv = (params or model.params_for(device)).values
     # (the caller's _roofline of the same workload and figures, when it has it)
@@ -153,14 +155,20 @@ class _Dense:
     def design(self, block: str) -> np.ndarray:
         X = self._X.get(block)
         if X is None:
-            # The constants in every row, then one fancy-indexed add (its columns are
-            # distinct, one per feature name: the same sum as adding column by column).
-            X = np.repeat(self.k[block][None, :], self.C.shape[0], axis=0)
-            if self.maps[block]:
-                js, cols = zip(*self.maps[block])
-                X[:, [self.pos[c] for c in cols]] += self.C[:, list(js)]
-            self._X[block] = X
+            X = self._X[block] = np.repeat(self.k[block][None, :], self.C.shape[0], axis=0)
+            self._add_mapped(X, block)
         return X
+
+    def _add_mapped(self, X: np.ndarray, block: str, sign: float = 1.0) -> None:
+        # One fancy-indexed add of the block's configuration features: its columns are
+        # distinct (one per feature name), the same sum as adding column by column.
+        if self.maps[block]:
+            js, cols = zip(*self.maps[block])
+            X[:, [self.pos[c] for c in cols]] += sign * self.C[:, list(js)]
+
+    def _k(self, a: str, b: str | None) -> np.ndarray:
+        """The constants of block ``a`` (minus block ``b``'s)."""
+        return self.k[a] if b is None else self.k[a] - self.k[b]
 
     def matrix(self, a: str, b: str | None = None) -> np.ndarray:
         """The design of block ``a`` (minus block ``b``'s), N x k."""
@@ -178,8 +186,9 @@ class _Dense:
 class _Factored(_Dense):
     """The same designs for many configurations, never built out: X = 1 k' + C M, so
     x.theta = k.theta + c.(M theta) and x cov x' = k cov k' + 2 c.(M cov k') + c (M cov M') c'.
-    For 2,752 candidates that is N x 94 products instead of five N x 187 designs and their
-    copies (~9 ms of a one-shot `recommend`, mostly the first touch of ~35 MB; issue 13).
+    For 2,752 candidates that is N x 94 products instead of five N x 187 designs (4 MB each)
+    and their copies: a one-shot `recommend`'s in-process time went from 41-46 to 32-34 ms
+    with it (2026-11-24; issue 13).
     The design of log ops/J is built out only for predict_many (``matrix``); a ranking
     gets it as :class:`DesignRows` (``rows``)."""
 
@@ -188,22 +197,21 @@ class _Factored(_Dense):
         self.M = M
 
     def matrix(self, a: str, b: str | None = None) -> np.ndarray:
-        X = np.zeros((self.C.shape[0], len(self.pos)))
-        X += self.k[a] if b is None else self.k[a] - self.k[b]
-        for block, sign in ((a, 1.0), (b, -1.0)):
-            if block is not None and self.maps[block]:
-                js, cols = zip(*self.maps[block])
-                X[:, [self.pos[c] for c in cols]] += sign * self.C[:, list(js)]
+        X = np.repeat(self._k(a, b)[None, :], self.C.shape[0], axis=0)
+        self._add_mapped(X, a)
+        if b is not None:
+            self._add_mapped(X, b, -1.0)
         return X
+
+    def _M(self, a: str, b: str | None) -> np.ndarray:
+        return self.M[a] if b is None else self.M[a] - self.M[b]
 
     def rows(self, a: str, b: str | None = None) -> DesignRows:
         """The design of block ``a`` (minus ``b``'s) as :class:`DesignRows`: not built."""
-        return DesignRows(self.k[a] if b is None else self.k[a] - self.k[b], self.C,
-                          self.M[a] if b is None else self.M[a] - self.M[b])
+        return DesignRows(self._k(a, b), self.C, self._M(a, b))
 
     def moments(self, a: str, b: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-        k = self.k[a] if b is None else self.k[a] - self.k[b]
-        M = self.M[a] if b is None else self.M[a] - self.M[b]
+        k, M = self._k(a, b), self._M(a, b)
         nz = np.flatnonzero(k.astype(bool) | M.any(axis=0))  # the block's columns
         # All of C's columns (a feature this block does not map has a zero row in M):
         # gathering C's columns cost more than the products they would save.

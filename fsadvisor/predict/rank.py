@@ -25,7 +25,7 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, ki
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.confidence import Confidence, decision_confidence
-from fsadvisor.predict.design import DesignRows
+from fsadvisor.predict.design import DesignRows, row_variances
 from fsadvisor.predict.model import FittedModel, contributions
 from fsadvisor.predict.predict import Predictions, predict_lazily
 from fsadvisor.resources import data_dir
@@ -347,8 +347,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     # row, read at the rows still in play (no copy of those rows: X may be a DesignRows).
     if X is not None and cov is not None:
         if q is None:
-            Xa = np.asarray(X)
-            q = np.sum((Xa @ cov) * Xa, axis=1)
+            q = row_variances(X, cov)
     else:
         q = None
 
@@ -574,11 +573,8 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
          else design["X"][kept_rows])
     # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
     # may not), else computed once here; _order, _lead and the confidence all use it.
-    if "q" in design:
-        q = np.asarray(design["q"])[kept_rows]
-    else:
-        Xk = np.asarray(X)
-        q = np.sum((Xk @ design["cov"]) * Xk, axis=1)
+    q = (np.asarray(design["q"])[kept_rows] if "q" in design
+         else row_variances(X, design["cov"]))
     evidence: dict[str, bool] = {}  # _has_data depends on the filesystem alone here
 
     def has_data(cfg: FsConfig) -> bool:

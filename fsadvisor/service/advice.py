@@ -78,10 +78,11 @@ def get_model(db: str | None = None) -> FittedModel:
     re-reads the datasets nor refits; any new probe run or data change makes a new key."""
 
     settings = ModelSettings.load(db=db)
+    skey = settings_key(settings)
     version = quick_version(db)
     key = None
     if version is not None:
-        key = f"{version}|{settings_key(settings)}"
+        key = f"{version}|{skey}"
         if key in _cache:
             return _cache[key]
         cached = load_model(_cache_file(key), settings, key)
@@ -94,7 +95,7 @@ def get_model(db: str | None = None) -> FittedModel:
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
-            key = f"{version}|{settings_key(settings)}"
+            key = f"{version}|{skey}"
     if key is not None:
         try:
             save_model(model, _cache_file(key), key)

@@ -350,10 +350,11 @@ def test_an_unmeasured_filesystem_inherits_the_shared_fsync_cost():
 
 def test_the_fit_cache_key_changes_with_the_mechanisms(monkeypatch):
     from fsadvisor.predict import mechanisms
-    from fsadvisor.predict.model import settings_fingerprint
-    before = settings_fingerprint(S)
+    # settings_key is the settings' part of the cache key service/advice.get_model uses
+    from fsadvisor.predict.model import settings_key
+    before = settings_key(S)
     monkeypatch.setitem(mechanisms.PRIORS, "m:cow", (2.0, 0.3, "changed"))
-    assert settings_fingerprint(S) != before
+    assert settings_key(S) != before
 
 
 def test_the_shipped_mechanism_fit_is_current():

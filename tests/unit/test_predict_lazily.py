@@ -129,3 +129,22 @@ def test_a_handful_of_configurations_keeps_the_built_design():
     d: dict = {}
     predict_lazily(model, cfgs[:5], prof.workload, dev, "system", design_out=d)
     assert isinstance(d["X"], np.ndarray) and d["X"].shape[0] == 5
+
+
+def test_the_factored_moments_are_the_built_designs_moments():
+    # _Factored computes each row's mean and variance from C without building X; _Dense
+    # builds X. Over the whole catalog, every block and block difference, they agree.
+    import numpy as np
+
+    from fsadvisor.predict.predict import _block_designs, _Dense, _Factored
+
+    model, prof, dev, _ = _setup()
+    cfgs = catalog.candidates(dev.size_bytes)
+    fac = _block_designs(model, cfgs, prof.workload, dev, "system")
+    assert isinstance(fac, _Factored)
+    dense = _Dense(fac.C, fac.k, fac.maps, fac.pos, fac.theta, fac.cov)
+    for a, b in (("perf", None), ("power", None), ("perf", "power"), ("tail", "perf")):
+        (mu_f, var_f), (mu_d, var_d) = fac.moments(a, b), dense.moments(a, b)
+        assert np.allclose(mu_f, mu_d, rtol=1e-12, atol=1e-12), (a, b)
+        assert np.allclose(var_f, var_d, rtol=1e-10, atol=1e-14), (a, b)
+        assert np.array_equal(fac.matrix(a, b), dense.matrix(a, b)), (a, b)
