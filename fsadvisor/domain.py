@@ -281,14 +281,6 @@ def identity_of(device: "Device") -> str:
     return device.identity
 
 
-# Probe timing, here rather than in probe/plan.py because recommend's headline estimates how
-# long a probe would take to settle a tie without loading the probe package. A --quick run's
-# measurement window (s), and the seconds a cell spends outside it (discard, mkfs, mount,
-# umount) on an NVMe or a loop device here (measured: 1.6-1.8 s per cell on a 512 MiB loop).
-PROBE_QUICK_RUNTIME_S = 10.0
-PROBE_CELL_OVERHEAD_S = 3.0
-
-
 # Kinds whose "device" is a RAM- or file-backed stand-in: what they measure is their backing
 # class (``Device.model`` describes it), never the loop/zram number they happened to get.
 BACKED_KINDS = ("loop", "ram-loop", "zram")

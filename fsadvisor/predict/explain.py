@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 
-from fsadvisor.domain import PROBE_CELL_OVERHEAD_S as CELL_OVERHEAD_S
-from fsadvisor.domain import PROBE_QUICK_RUNTIME_S as QUICK_RUNTIME_S
+from fsadvisor.probe.timing import CELL_OVERHEAD_S, QUICK_RUNTIME_S
 
 # An adaptive probe runs short repetitions of the leading candidates until their order is
-# settled; the estimate assumes three quick repetitions of each (plan.DEFAULT_REPS), each a
+# settled; the estimate assumes three quick repetitions of each (probe/timing.DEFAULT_REPS), each a
 # quick-probe measurement window plus the per-cell overhead (mkfs, mount, discard) measured
-# in probe/plan.py. It is an order of magnitude, said as such ("about").
+# in probe/timing.py. It is an order of magnitude, said as such ("about").
 ADAPTIVE_REPS = 3
 
 

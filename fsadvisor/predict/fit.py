@@ -369,10 +369,10 @@ def _iops_of(o: Observation) -> float | None:
 
 
 def _fit_raw(raw: Sequence[Observation], base: DeviceParams, s: ModelSettings) -> DeviceParams:
-    """`fsadvisor calibrate`'s fit (predict/device_params.fit_device_params) of a device's
+    """`fsadvisor calibrate`'s fit (predict/device_fit.fit_device_params) of a device's
     raw-device cells. A stored cell is its mean, so it enters as one run: the fit then gives
     it a single run's spread, never the false confidence of n identical values."""
-    from fsadvisor.predict.device_params import RawRun, fit_device_params
+    from fsadvisor.predict.device_fit import RawRun, fit_device_params
     runs = [RawRun(rw=o.workload.rw, bs_bytes=o.workload.bs_bytes, iops=o.value,
                    iodepth=o.workload.iodepth, numjobs=o.workload.numjobs,
                    fsync_every=o.workload.fsync_every)

@@ -1,5 +1,5 @@
 """Planning a device calibration: a short raw-device matrix (no filesystem) from which
-``fsadvisor.predict.device_params.fit_device_params`` learns the device's own parameters.
+``fsadvisor.predict.device_fit.fit_device_params`` learns the device's own parameters.
 
 What each workload pins (models/devices.toml's keys):
 
@@ -21,13 +21,14 @@ cleanup run it unchanged. Pure: nothing here touches a device.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from fsadvisor.domain import Workload
 from fsadvisor.errors import ConfigError
-from fsadvisor.probe.plan import (FILL_BYTES_PER_S, KIB, MIB, MICRO_BY_NAME, Cell, Plan,
-                                  WorkloadSpec, default_size_bytes, with_ioengine)
+from fsadvisor.probe.plan import (KIB, MIB, MICRO_BY_NAME, Cell, Plan, WorkloadSpec,
+                                  default_size_bytes, with_ioengine)
+from fsadvisor.probe.timing import cell_seconds
 
 # Issue 10 §2: "a raw-device probe of at most 5 minutes".
 BUDGET_S = 300.0
@@ -89,8 +90,8 @@ class CalibrationPlan(Plan):
                 for w in self.workloads if rep <= self.reps_of(w)]
 
     def cell_estimate_s(self, cell: Cell) -> float:
-        fill = self.size_bytes / FILL_BYTES_PER_S if cell.workload.workload.read_pct > 0 else 0.0
-        return self.runtime_s + self.cooldown_s + RAW_CELL_OVERHEAD_S + fill
+        return cell_seconds(cell.workload.workload.read_pct, self.size_bytes,
+                            self.runtime_s, self.cooldown_s, RAW_CELL_OVERHEAD_S)
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "purpose": "calibration", "sweep_reps": self.sweep_reps,

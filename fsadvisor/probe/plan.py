@@ -22,23 +22,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from fsadvisor import catalog
-from fsadvisor.domain import (FILESYSTEMS, PROBE_CELL_OVERHEAD_S, PROBE_QUICK_RUNTIME_S,
-                              SCHEDULERS, Device, FsConfig, Workload)
+from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
+# The probe's timing (window, cool-down, repetitions, per-cell overhead, fill, data-set size)
+# lives in probe/timing.py, which recommend reads without this module; its names stay ours.
+from fsadvisor.probe.timing import (CELL_OVERHEAD_S, DEFAULT_COOLDOWN_S, DEFAULT_REPS,  # noqa: F401
+                                    DEFAULT_RUNTIME_S, FILL_BYTES_PER_S, QUICK_RUNTIME_S,
+                                    cell_seconds, default_size_bytes)
 from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
-# Seed 000 §III used a 30 s measurement window and a 30 s idle period after each test.
-DEFAULT_RUNTIME_S = 30.0
-DEFAULT_COOLDOWN_S = 30.0
-QUICK_RUNTIME_S = PROBE_QUICK_RUNTIME_S  # domain.py: recommend's headline estimates with it
-DEFAULT_REPS = 3
 DEFAULT_SCHEDULERS = ("none", "mq-deadline")
-CELL_OVERHEAD_S = PROBE_CELL_OVERHEAD_S
-FILL_BYTES_PER_S = 500 * MIB  # conservative sequential write rate for the fill estimate
 
 # Workload kinds (how a cell's workload is run) are the benchmarks' own: fsadvisor/tools.
 APP_KINDS = (KIND_DB_BENCH, KIND_SYSBENCH)
@@ -248,8 +245,8 @@ class Plan:
         return total
 
     def cell_estimate_s(self, cell: Cell) -> float:
-        fill = self.size_bytes / FILL_BYTES_PER_S if cell.workload.workload.read_pct > 0 else 0.0
-        return self.runtime_s + self.cooldown_s + CELL_OVERHEAD_S + fill
+        return cell_seconds(cell.workload.workload.read_pct, self.size_bytes,
+                            self.runtime_s, self.cooldown_s)
 
     def to_dict(self) -> dict[str, Any]:
         """What the store keeps with the matrix and the state file keeps for --resume."""
@@ -295,13 +292,6 @@ class Plan:
             d.pop(k, None)
         import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def default_size_bytes(device_size_bytes: int) -> int:
-    """Per-job data set: an eighth of the device, at most 4 GiB, at least 16 MiB. Large enough
-    to leave the drive's DRAM cache behind on a real SSD (seed 002 uses 2 GiB), small enough
-    that the largest job (numjobs x size) stays well inside the device."""
-    return int(max(16 * MIB, min(4 * GIB, device_size_bytes // 8)) // MIB * MIB)
 
 
 def parse_csv(text: str | Sequence[str] | None) -> list[str]:

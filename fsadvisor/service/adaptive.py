@@ -632,7 +632,7 @@ class AdaptiveSummary:
 
 def _store_helpers(db: str | None):
     from fsadvisor.service.advice import _stored_device_params
-    from fsadvisor.service.calibration import device_params_for
+    from fsadvisor.service.device_figures import device_params_for
     return (lambda dev: device_params_for(dev, db)), (lambda: _stored_device_params(db))
 
 

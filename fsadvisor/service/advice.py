@@ -283,33 +283,33 @@ def confidence_lines(rec: Recommendation) -> list[str]:
 def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> list[dict]:
     """The cells that would decide a tie: the profile's workload on #1 and on every leader
     that is best with probability >= ``min_p``, each with the probe's default repetitions,
-    timed by the probe's own per-cell estimate on this device (probe/plan.py)."""
-    from fsadvisor.probe import plan as planmod
-    spec = planmod.profile_workload(rec.profile)
-    plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
-                        configs=[], workloads=[spec],
-                        size_bytes=planmod.default_size_bytes(rec.device.size_bytes))
+    timed by the probe's own per-cell estimate on this device (probe/timing.py, which
+    probe/plan.py's Plan.cell_estimate_s uses: a test holds the two equal)."""
+    from fsadvisor.probe import timing
+
+    name = f"profile:{rec.profile.name}"  # the cell's workload name (plan.profile_workload)
+    size = timing.default_size_bytes(rec.device.size_bytes)
+    cell_s = timing.cell_seconds(rec.profile.workload.read_pct, size)
     conf = rec.confidence
     out = []
     # The ranking hands over the leaders' configurations with their labels (no second
     # pass over the catalog to look the labels up).
-    for i, (key, p, cfg) in enumerate(zip(conf.labels, conf.p_best, conf.configs)):
+    for i, (key, p) in enumerate(zip(conf.labels, conf.p_best)):
         if (i and p < min_p) or len(out) >= most:
             continue
-        cell_s = plan.cell_estimate_s(planmod.Cell(cfg, cfg.scheduler, spec, 1))
-        out.append({"config": key, "p_best": round(p, 4), "workload": spec.name,
-                    "reps": plan.reps, "seconds": round(cell_s * plan.reps, 1)})
+        out.append({"config": key, "p_best": round(p, 4), "workload": name,
+                    "reps": timing.DEFAULT_REPS, "seconds": round(cell_s * timing.DEFAULT_REPS, 1)})
     return out
 
 
 def _device_params(dev: Device, db: str | None):
-    """This device's calibration in the store, else its kind's prior (service/calibration)."""
-    from fsadvisor.service.calibration import device_params_for
+    """This device's calibration in the store, else its kind's prior (service/device_figures)."""
+    from fsadvisor.service.device_figures import device_params_for
     return device_params_for(dev, db)
 
 
 def _describe_params(params) -> str:
-    from fsadvisor.service.calibration import describe
+    from fsadvisor.service.device_figures import describe
     return describe(params)
 
 

@@ -6,7 +6,7 @@ verdict, confirmation, state file and cleanup, stores every repetition like a pr
 then fits the device's parameters (fsadvisor.predict.device_params) and stores them under
 the device's identity. The parameters are saved only after every step succeeded and the fit
 is complete: a calibration that fails or is interrupted leaves no device_params row and
-says which step failed. ``device_params_for`` is what predict/recommend look up.
+says which step failed. What predict/recommend look up is service/device_figures.py.
 Nothing here prints.
 """
 
@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import math
 import os
-import time
-import tomllib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
-from fsadvisor.predict.device_params import DeviceParams, RawRun, fit_device_params, prior_params
-# The planning and probing modules (fsadvisor.probe, ~30 ms of imports) are imported by
-# the functions that plan or run a calibration: `recommend` and `predict` only read a
-# device's parameters here (device_params_for, describe) and must start fast (issue 13).
+from fsadvisor.predict.device_params import DeviceParams
+# What predict/recommend look up (a device's parameters, the line that says where they come
+# from) is service/device_figures.py, which loads neither this module nor the fitting code:
+# they must start fast (issue 13). Its names stay ours for the callers of a calibration.
+from fsadvisor.service.device_figures import describe, device_params_for, devices_table  # noqa: F401
+# The planning and probing modules (fsadvisor.probe, ~30 ms of imports) and the fitting
+# (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
 if TYPE_CHECKING:
     from fsadvisor.probe.calibration_plan import CalibrationPlan
     from fsadvisor.probe.report import ProgressEvent
@@ -42,14 +43,6 @@ class CalibrationInterrupted(CalibrationFailed):
     def __init__(self, message: str, signame: str):
         super().__init__(message)
         self.signame = signame
-
-
-def devices_table() -> dict[str, dict[str, float]]:
-    """models/devices.toml: the per-kind priors."""
-    from fsadvisor.resources import data_dir
-
-    with open(data_dir("models") / "devices.toml", "rb") as f:
-        return tomllib.load(f)
 
 
 # --------------------------------------------------------------------------- planning
@@ -214,6 +207,7 @@ def run_calibration(plan: CalibrationPlan,
             raise CalibrationFailed("calibration stored no successful run; no device "
                                     "parameters were saved")
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
+        from fsadvisor.predict.device_fit import RawRun, fit_device_params
         raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
         try:
             params = fit_device_params(raw, kind, devices_table(), device_id=identity)
@@ -244,40 +238,3 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
             sf.save(state)
     except (StateFileError, OSError):
         pass  # only a stale note for the next run is at stake
-
-
-# --------------------------------------------------------------------------- lookup
-
-def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
-    """What predict/recommend key a device on: its calibration in the store (by
-    Device.identity) when there is one, else its kind's prior from models/devices.toml —
-    for a kind with no figures, the nvme class, and ``source`` says so."""
-    table = devices_table()
-    if device.path:
-        from fsadvisor.store import open_store
-        with open_store(db) as store:
-            found = store.device_params(device.identity)
-        if found is not None:
-            return found
-    # A drive named from the device library (--device samsung-990-pro-2tb): its datasheet
-    # figures are the prior, wide because datasheets quote best cases.
-    from fsadvisor.service.devices import library_params_of
-    lib = library_params_of(device)
-    if lib is not None:
-        return lib
-    return prior_params(device.kind, table, device_id=device.identity)
-
-
-def describe(p: DeviceParams) -> str:
-    """One line for the output: calibrated (runs, date) or the prior's class."""
-    if p.measured:
-        at = p.details.get("fitted_at")
-        when = time.strftime("%Y-%m-%d", time.gmtime(float(at))) if at else "unknown date"
-        return (f"calibrated on this device, {p.n_runs} runs, {when} "
-                f"({len(p.details.get('measured') or ())} of {len(p.values)} parameters measured)")
-    if p.source.startswith("datasheet"):
-        return f"{p.source}; not calibrated"
-    if "no figures for device kind" in p.source:
-        return (f"prior for kind nvme (device kind {p.kind!r} has no figures of its own: "
-                "falls back to the nvme class of models/devices.toml; not calibrated)")
-    return f"prior for kind {p.kind} ({p.source.removeprefix('prior: ')}; not calibrated)"

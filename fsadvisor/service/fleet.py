@@ -46,10 +46,11 @@ def recommend_per_model(profile: str, db: PathLike | None = None, top: int = 1,
     calibration per model; the kind's prior when none was run), and the recommendation for
     ``profile`` on it."""
     from fsadvisor.domain import Device
-    from fsadvisor.predict.device_params import RawRun, fit_device_params, prior_params
+    from fsadvisor.predict.device_fit import RawRun, fit_device_params
+    from fsadvisor.predict.device_params import prior_params
     from fsadvisor.predict.rank import rank
     from fsadvisor.service.advice import get_model, get_profile
-    from fsadvisor.service.calibration import describe, devices_table
+    from fsadvisor.service.device_figures import describe, devices_table
 
     prof = get_profile(profile)
     with open_store(db) as store:

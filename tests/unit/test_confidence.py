@@ -85,6 +85,29 @@ def test_recommendation_carries_confidence_and_settle(tmp_path, monkeypatch):
         assert all(s["seconds"] > 0 and s["reps"] >= 1 for s in conf["settle"])
 
 
+@pytest.mark.parametrize("profile,device", [("oltp", None), ("log-append", None),
+                                            ("build-unpack", "nvme:8G")])
+def test_settle_cells_time_a_cell_as_the_probe_plan_does(tmp_path, profile, device):
+    """settle_cells times a tie's cells from probe/timing.py without loading the probe's
+    planning: its workload name, repetitions and seconds are those of a real Plan of the
+    profile's cell on the same device (a read-free profile has no fill; a small device has
+    a smaller data set)."""
+    from fsadvisor.probe import plan as planmod
+    from fsadvisor.service import advice
+    rec = advice.recommend(profile, device, db=str(tmp_path / "s.db"))
+    spec = planmod.profile_workload(rec.profile)
+    plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
+                        configs=[], workloads=[spec],
+                        size_bytes=planmod.default_size_bytes(rec.device.size_bytes))
+    cells = advice.settle_cells(rec, min_p=0.0)
+    assert cells and len(cells) == min(4, len(rec.confidence.labels))
+    for c, key in zip(cells, rec.confidence.labels):
+        # A plan's per-cell time depends on the workload and the plan, not the configuration.
+        expected = plan.cell_estimate_s(planmod.Cell(None, "none", spec, 1)) * plan.reps
+        assert (c["config"], c["workload"], c["reps"], c["seconds"]) == (
+            key, spec.name, plan.reps, round(expected, 1))
+
+
 def test_recommend_text_has_the_confidence_line(tmp_path):
     from typer.testing import CliRunner
     import fsadvisor.cli as cli

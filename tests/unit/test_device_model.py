@@ -403,11 +403,11 @@ def test_mechanisms_measured_on_one_device_transfer_to_another():
 
 
 def test_a_calibration_fit_of_the_device_is_used_when_installed(monkeypatch):
-    """`fsadvisor calibrate` (predict/device_params.fit_device_params) fits a device's raw runs;
+    """`fsadvisor calibrate` (predict/device_fit.fit_device_params) fits a device's raw runs;
     the model takes its figures, the lifting only adds what filesystem runs exceeded."""
     from dataclasses import replace as dc_replace
 
-    from fsadvisor.predict import device_params
+    from fsadvisor.predict import device_fit, device_params
     calls = []
 
     def fake_fit(raw_runs, kind, devices, device_id=""):
@@ -417,7 +417,7 @@ def test_a_calibration_fit_of_the_device_is_used_when_installed(monkeypatch):
         return dc_replace(prior, values=values, log_sd={k: 0.1 for k in prior.log_sd},
                           source="fitted: test calibration", n_runs=6)
 
-    monkeypatch.setattr(device_params, "fit_device_params", fake_fit, raising=False)
+    monkeypatch.setattr(device_fit, "fit_device_params", fake_fit)
     raw = FsConfig.make("raw")
     m = fit([cell(raw, RANDR, 30000), cell(EXT4, RANDW, 90000)], S)
     p = m.params_for(LOOP)

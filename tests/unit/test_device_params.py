@@ -6,9 +6,9 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor.predict.device_params import (LOG_SD_FLOOR, PARAM_KEYS, PRIOR_LOG_SD,
-                                             SINGLE_RUN_LOG_SD, RawRun, fit_device_params,
-                                             prior_params)
+from fsadvisor.predict.device_fit import (LOG_SD_FLOOR, SINGLE_RUN_LOG_SD, RawRun,
+                                          fit_device_params)
+from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD, prior_params
 
 DEVICES = {"nvme": {"read_iops_cap": 1e6, "write_iops_cap": 1e6, "read_bw_bytes_s": 7e9,
                     "write_bw_bytes_s": 6e9, "read_latency_us": 80.0, "write_latency_us": 20.0,

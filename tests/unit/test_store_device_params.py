@@ -9,7 +9,8 @@ import pytest
 
 from fsadvisor.domain import Device, RunRecord, Workload, device_identity
 from fsadvisor.errors import StoreError
-from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams, RawRun, fit_device_params
+from fsadvisor.predict.device_fit import RawRun, fit_device_params
+from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
 from fsadvisor.store import open_store
 
 DEVICES = {"loop": {k: 100.0 for k in PARAM_KEYS}}

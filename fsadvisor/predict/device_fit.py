@@ -1,0 +1,254 @@
+"""Learning a device's parameters (predict/device_params.py's DeviceParams) from its own
+raw-device runs: what ``fsadvisor calibrate`` and a probe's baseline measured, one
+repetition per RawRun, each parameter with its interval from the repetitions."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD, DeviceParams, prior_params
+
+# A repetition's spread says how well a cell's mean is known: sd(log values) / sqrt(n). Two
+# floors keep that honest. LOG_SD_FLOOR: three reps that agree to 0.1% do not make a device
+# parameter known to 0.1% (drift between a 5-minute calibration and the user's workload,
+# temperature, GC: assumption, ~3%). SINGLE_RUN_LOG_SD: one run says nothing about its own
+# noise; rep-to-rep differences of 10-20% were seen on this machine's loop devices (issue 10:
+# "single-run noise is learned as a real effect (noatime +15%)"), so one run gets 0.2.
+LOG_SD_FLOOR = 0.03
+SINGLE_RUN_LOG_SD = 0.2
+# 4K-class random I/O (what the IOPS and latency keys mean) vs 128K-class sequential I/O
+# (what the bandwidth keys mean): block sizes up to SMALL_BS_BYTES count as the former,
+# from LARGE_BS_BYTES on as the latter.
+SMALL_BS_BYTES = 16 << 10
+LARGE_BS_BYTES = 64 << 10
+# A cell whose concurrency (iodepth x numjobs) is at least this is "deep-queue": its IOPS
+# are a candidate for the device's ceiling (the micro matrix's QD32, seed 002).
+DEEP_CONCURRENCY = 8
+# The soft minimum the model's roofline uses (predict/model.py: sum r**-4): the same shape
+# here, so the fitted parallelism means what the model reads it as.
+SOFTMIN_POWER = 4.0
+# Concurrency sweep grid for the knee (parallelism), log-spaced.
+_PARALLELISM_GRID = tuple(2 ** (i / 16) for i in range(0, 16 * 13 + 1))  # 1 .. 8192
+
+
+@dataclass(frozen=True)
+class RawRun:
+    """One repetition of a raw-device run (no filesystem), as plain numbers: the workload's
+    shape and what it measured. ``bw_bytes_s`` may be None (then iops x bs)."""
+
+    rw: str
+    bs_bytes: int
+    iops: float
+    iodepth: int = 1
+    numjobs: int = 1
+    fsync_every: int = 0
+    mean_latency_us: float | None = None
+    bw_bytes_s: float | None = None
+    run_id: int | None = None
+
+    @property
+    def concurrency(self) -> int:
+        return max(1, int(self.iodepth)) * max(1, int(self.numjobs))
+
+    @property
+    def bandwidth(self) -> float:
+        return self.bw_bytes_s if self.bw_bytes_s else self.iops * self.bs_bytes
+
+    @staticmethod
+    def from_store_row(row: dict) -> "RawRun | None":
+        """A row of ``Store.runs()`` (raw-device, status ok) as a RawRun; None when it is
+        not usable (a filesystem run, no IOPS, an unknown workload shape)."""
+        w = row.get("workload") or {}
+        if row.get("configuration_id") is not None or not isinstance(w, dict):
+            return None
+        iops = row.get("iops")
+        if not iops or iops <= 0 or "rw" not in w:
+            return None
+        mb_s = row.get("mb_s")
+        return RawRun(rw=str(w["rw"]), bs_bytes=int(w.get("bs_bytes") or 4096), iops=float(iops),
+                      iodepth=int(w.get("iodepth") or 1), numjobs=int(w.get("numjobs") or 1),
+                      fsync_every=int(w.get("fsync_every") or 0),
+                      mean_latency_us=row.get("mean_latency_us"),
+                      bw_bytes_s=float(mb_s) * 1e6 if mb_s else None, run_id=row.get("run_id"))
+
+
+@dataclass
+class _Estimate:
+    value: float
+    log_sd: float
+    n: int
+    cell: str
+    run_ids: list[int]
+
+
+def _geo(values: list[float]) -> tuple[float, float]:
+    """Geometric mean and the log-scale sd of that mean (floored; see LOG_SD_FLOOR)."""
+    logs = [math.log(v) for v in values]
+    n = len(logs)
+    mean = sum(logs) / n
+    if n == 1:
+        return math.exp(mean), SINGLE_RUN_LOG_SD
+    sd = (sum((x - mean) ** 2 for x in logs) / (n - 1)) ** 0.5
+    return math.exp(mean), max(sd / n ** 0.5, LOG_SD_FLOOR)
+
+
+def _estimate(runs: list[RawRun], metric, cell: str) -> _Estimate | None:
+    vals = [(metric(r), r.run_id) for r in runs]
+    vals = [(v, i) for v, i in vals if v is not None and v > 0]
+    if not vals:
+        return None
+    value, sd = _geo([v for v, _ in vals])
+    return _Estimate(value, sd, len(vals), cell, [i for _, i in vals if i is not None])
+
+
+def _small(r: RawRun) -> bool:
+    return r.bs_bytes <= SMALL_BS_BYTES
+
+
+def _cells(runs: list[RawRun], rw: str, fsync: bool) -> dict[int, list[RawRun]]:
+    """Small-block runs of ``rw`` (with or without an fsync after every write), by concurrency."""
+    out: dict[int, list[RawRun]] = {}
+    for r in runs:
+        if r.rw == rw and _small(r) and (r.fsync_every == 1 if fsync else r.fsync_every == 0):
+            out.setdefault(r.concurrency, []).append(r)
+    return out
+
+
+def _per_op_us(r: RawRun) -> float:
+    """Time one operation occupies the device at concurrency c (Little's law: c / IOPS)."""
+    return r.concurrency / r.iops * 1e6
+
+
+def _ceiling(cells: dict[int, list[RawRun]], label: str) -> _Estimate | None:
+    """The highest deep-queue cell mean: the device's ceiling for that I/O. A maximum, so
+    that a higher measured rate can only raise it (never average a ceiling down with a
+    queue depth that did not reach it)."""
+    best = None
+    for conc, rs in sorted(cells.items()):
+        if conc < DEEP_CONCURRENCY:
+            continue
+        e = _estimate(rs, lambda r: r.iops, f"{label} QD{conc}")
+        if e is not None and (best is None or e.value > best.value):
+            best = e
+    return best
+
+
+def _bandwidth(runs: list[RawRun], rw: str) -> _Estimate | None:
+    by_conc: dict[int, list[RawRun]] = {}
+    for r in runs:
+        if r.rw == rw and r.bs_bytes >= LARGE_BS_BYTES and r.fsync_every == 0:
+            by_conc.setdefault(r.concurrency, []).append(r)
+    best = None
+    for conc, rs in sorted(by_conc.items()):
+        e = _estimate(rs, lambda r: r.bandwidth, f"{rw} {rs[0].bs_bytes >> 10}K QD{conc}")
+        if e is not None and (best is None or e.value > best.value):
+            best = e
+    return best
+
+
+def _parallelism(cells: dict[int, list[RawRun]]) -> _Estimate | None:
+    """The knee of the concurrency sweep: iops(c) = C * ((P/c)^4 + 1)^(-1/4), the soft
+    minimum of c/latency and the cap C, with P = C x latency the device's internal
+    parallelism. For each P on a log grid the best log C is closed-form; P minimises the
+    squared log error. Its sd is the half-width of the profile where the error rises by
+    one residual variance (Delta chi^2 = 1). None with fewer than three concurrency levels
+    (two parameters) or a sweep that never bends (no knee: P is not determined)."""
+    pts = [(c, math.log(r.iops), r.run_id) for c, rs in cells.items() for r in rs if r.iops > 0]
+    levels = sorted({c for c, _, _ in pts})
+    if len(levels) < 3:
+        return None
+    ys = [y for _, y, _ in pts]
+
+    def sse(p: float) -> float:
+        shape = [-math.log1p((p / c) ** SOFTMIN_POWER) / SOFTMIN_POWER for c, _, _ in pts]
+        log_c = sum(y - s for y, s in zip(ys, shape)) / len(ys)
+        return sum((y - log_c - s) ** 2 for y, s in zip(ys, shape))
+
+    grid = [p for p in _PARALLELISM_GRID if p <= 4 * levels[-1]]
+    errs = [sse(p) for p in grid]
+    i = min(range(len(grid)), key=errs.__getitem__)
+    if i == len(grid) - 1:
+        return None  # still rising at 4x the deepest queue: no knee in the data
+    dof = max(len(pts) - 2, 1)
+    var = max(errs[i] / dof, LOG_SD_FLOOR ** 2)
+    inside = [math.log(grid[j]) for j, e in enumerate(errs) if e - errs[i] <= var]
+    half = (max(inside) - min(inside)) / 2
+    return _Estimate(grid[i], max(half, LOG_SD_FLOOR), len(pts),
+                     "random read sweep QD" + ",".join(str(c) for c in levels),
+                     [r for _, _, r in pts if r is not None])
+
+
+def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[str, float]],
+                      device_id: str = "") -> DeviceParams:
+    """Fit one device's parameters from its raw-device runs (every repetition, plain
+    numbers). What the runs determine is replaced, with an sd from the repetitions; the rest
+    stays at the kind's prior (``prior_params``) with its wide sd, and ``source`` and
+    ``details["measured"]`` say which keys were measured.
+
+    - read/write_latency_us: QD1 small-block random read/write, per-op time (1 / IOPS)
+    - read/write_iops_cap: the best deep-queue (>= QD8) small random read/write cell
+    - read/write_bw_bytes_s: the best large-block (>= 64K) sequential read/write cell
+    - flush_latency_us (and _plp, the same measured flush): QD1 write + fsync per write,
+      per-op time minus the plain QD1 write's (floored at 1 us: a flush the device
+      acknowledges at once costs nothing measurable)
+    - parallelism: the knee of the random read concurrency sweep (_parallelism)
+    """
+    prior = prior_params(kind, devices, device_id)
+    values, log_sd = dict(prior.values), dict(prior.log_sd)
+    est: dict[str, _Estimate] = {}
+    runs = [r for r in runs if r.iops > 0]
+    reads, writes = _cells(runs, "randread", False), _cells(runs, "randwrite", False)
+    syncs = {**_cells(runs, "write", True)}
+    for c, rs in _cells(runs, "randwrite", True).items():
+        syncs.setdefault(c, []).extend(rs)
+
+    if 1 in reads:
+        est["read_latency_us"] = _estimate(reads[1], _per_op_us, "random read QD1")
+    if 1 in writes:
+        est["write_latency_us"] = _estimate(writes[1], _per_op_us, "random write QD1")
+    for key, cells, label in (("read_iops_cap", reads, "random read"),
+                              ("write_iops_cap", writes, "random write")):
+        e = _ceiling(cells, label)
+        if e is not None:
+            est[key] = e
+    for key, rw in (("read_bw_bytes_s", "read"), ("write_bw_bytes_s", "write")):
+        e = _bandwidth(runs, rw)
+        if e is not None:
+            est[key] = e
+    if 1 in syncs and est.get("write_latency_us"):
+        total = _estimate(syncs[1], _per_op_us, "write + fsync QD1")
+        plain = est["write_latency_us"]
+        if total is not None:
+            flush = max(total.value - plain.value, 1.0)
+            # sd of a difference of two log-normal means, in linear terms, back to log scale
+            abs_sd = math.hypot(total.value * total.log_sd, plain.value * plain.log_sd)
+            sd = min(max(abs_sd / flush, LOG_SD_FLOOR), PRIOR_LOG_SD)
+            e = _Estimate(flush, sd, total.n, "write + fsync QD1 minus write QD1",
+                          total.run_ids + plain.run_ids)
+            est["flush_latency_us"] = e
+            est["flush_latency_us_plp"] = e
+    par = _parallelism(reads)
+    if par is not None:
+        est["parallelism"] = par
+    est = {k: v for k, v in est.items() if v is not None}
+
+    details: dict[str, object] = {"measured": sorted(est), "not_measured":
+                                  sorted(k for k in PARAM_KEYS if k not in est),
+                                  "cells": {}}
+    for k, e in est.items():
+        values[k], log_sd[k] = float(e.value), float(min(e.log_sd, PRIOR_LOG_SD))
+        details["cells"][k] = {"cell": e.cell, "n": e.n, "run_ids": sorted(set(e.run_ids))}  # type: ignore[index]
+    used = sorted({i for e in est.values() for i in e.run_ids})
+    details["run_ids"] = used
+    if not est:
+        return DeviceParams(prior.device_id, kind, prior.values, prior.log_sd, prior.source,
+                            details=details)
+    rest = details["not_measured"]
+    source = (f"calibrated: {len(est)} of {len(PARAM_KEYS)} parameters fitted on "
+              f"{len(used) or len(runs)} raw-device runs"
+              + (f"; prior ({prior.source.removeprefix('prior: ')}) for {', '.join(rest)}"
+                 if rest else ""))
+    return DeviceParams(device_id=device_id or prior.device_id, kind=kind, values=values,
+                        log_sd=log_sd, source=source, n_runs=len(used) or len(runs),
+                        details=details)
