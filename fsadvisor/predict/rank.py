@@ -13,14 +13,13 @@ from __future__ import annotations
 import gc
 import math
 import shlex
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
 
-from fsadvisor import catalog
+from fsadvisor import catalog, tomlcache
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
@@ -127,8 +126,7 @@ class Recommendation:
 
 @lru_cache(maxsize=1)
 def _mechanisms() -> dict[str, dict[str, str]]:
-    with open(data_dir("models") / "mechanisms.toml", "rb") as f:
-        return tomllib.load(f)
+    return tomlcache.load_toml(data_dir("models") / "mechanisms.toml")
 
 
 def _mechanism(feature: str) -> dict[str, str] | None:

@@ -4,11 +4,11 @@ prior width and where a store's calibration lives (beside the store, never a glo
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from fsadvisor import tomlcache
 from fsadvisor.predict import mechanisms
 from fsadvisor.predict.device_params import DeviceParams, prior_params
 from fsadvisor.resources import data_dir
@@ -57,10 +57,8 @@ class ModelSettings:
         of the store ``db`` (beside it) when there is one, else from the shipped
         models/calibration.json; never from a file shared by every store."""
         d = data_dir("models")
-        with open(d / "priors.toml", "rb") as f:
-            priors = tomllib.load(f)
-        with open(d / "devices.toml", "rb") as f:
-            devices = tomllib.load(f)
+        priors = tomlcache.load_toml(d / "priors.toml")
+        devices = tomlcache.load_toml(d / "devices.toml")
         source = "argument"
         device_sd = None
         if prior_scale is None:

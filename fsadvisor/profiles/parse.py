@@ -76,11 +76,11 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from fsadvisor import tomlcache
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line
 from fsadvisor.resources import presets_dir
@@ -622,20 +622,34 @@ def _profiles_in(doc: Mapping[str, Any], stem: str, origin: str) -> list[Profile
 
 
 def load_profiles(path: str | Path) -> list[Profile]:
-    """Every profile in one TOML file (one profile, or many as [profiles.<name>])."""
+    """Every profile in one TOML file (one profile, or many as [profiles.<name>]). The
+    parsed TOML comes through fsadvisor/tomlcache.py (an unchanged file is not parsed
+    again); the profiles are checked and built from it every time."""
     p = Path(path)
     origin = f"profile {p.name}"
     try:
-        text = p.read_bytes().decode("utf-8")
+        doc = tomlcache.load(p, lambda raw: _toml_doc(raw, origin))
     except OSError as e:
         raise ProfileError(one_line(f"{origin}: cannot read {p}: {e.strerror or e}")) from None
+    return _profiles_in(doc, p.stem, origin)
+
+
+def _toml_doc(raw: bytes, origin: str) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ProfileError(f"{origin}: not UTF-8 text") from None
-    return profiles_from_toml(text, stem=p.stem, origin=origin)
+    return _parse_toml(text, origin)
 
 
 def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> list[Profile]:
     """Parse TOML text holding one or many profiles (``stem`` names a lone one)."""
+    return _profiles_in(_parse_toml(text, origin), stem, origin)
+
+
+def _parse_toml(text: str, origin: str) -> dict[str, Any]:
+    import tomllib  # only when a profile file is parsed, not read from its cached copy
+
     for line in text.splitlines():
         head = line.split("=", 1)[0] if "=" in line else line if line.lstrip().startswith("[") else ""
         if head.count(".") > MAX_KEY_DEPTH:
@@ -643,14 +657,13 @@ def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> li
             # (20,000 levels took 1.5 GB here); real profiles nest 3 deep.
             raise ProfileError(f"{origin}: a key is nested more than {MAX_KEY_DEPTH} levels deep")
     try:
-        doc = tomllib.loads(text)
+        return tomllib.loads(text)
     except RecursionError:
         raise ProfileError(f"{origin}: malformed TOML: arrays or tables nested too deeply") from None
     except tomllib.TOMLDecodeError as e:
         raise ProfileError(one_line(f"{origin}: malformed TOML: {e}")) from None
     except ValueError as e:  # tomllib lets int()'s 4300-digit limit escape as ValueError
         raise ProfileError(one_line(f"{origin}: unreadable TOML value: {e}")) from None
-    return _profiles_in(doc, stem, origin)
 
 
 @functools.lru_cache(maxsize=4)

@@ -9,7 +9,6 @@ planning and running (service/calibration.py) nor the fitting (predict/device_fi
 from __future__ import annotations
 
 import time
-import tomllib
 from typing import Any
 
 from fsadvisor.predict.device_params import DeviceParams, prior_params
@@ -17,10 +16,10 @@ from fsadvisor.predict.device_params import DeviceParams, prior_params
 
 def devices_table() -> dict[str, dict[str, float]]:
     """models/devices.toml: the per-kind priors."""
+    from fsadvisor import tomlcache
     from fsadvisor.resources import data_dir
 
-    with open(data_dir("models") / "devices.toml", "rb") as f:
-        return tomllib.load(f)
+    return tomlcache.load_toml(data_dir("models") / "devices.toml")
 
 
 def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
