@@ -141,13 +141,26 @@ def _click_errors():
     return cx
 
 
-def main(argv: list[str] | None = None) -> None:
-    """The ``fsadvisor`` command (``argv`` None: the process's own arguments)."""
+def main(argv: list[str] | None = None, *, collector_paused: bool = False) -> None:
+    """The ``fsadvisor`` command (``argv`` None: the process's own arguments).
+    ``collector_paused``: the console script (fsadvisor/entry.py) paused the cyclic garbage
+    collector for the start-up; it is resumed as the command starts unless the command is
+    a bounded one-shot answer (:func:`collector_may_stay_paused`)."""
     try:
-        _main(argv)
+        _main(argv, collector_paused)
     finally:
         if argv is None:
             _exiting()
+
+
+def collector_may_stay_paused(args: list[str]) -> bool:
+    """Whether a command line is a bounded one-shot answer that may run to its end without
+    the cyclic garbage collector (fsadvisor/entry.py says why): `recommend`, and `predict`
+    of one request. Everything else (predict --batch reads any number of lines; probe,
+    tui, simulate and the rest run long or grow with their input) gets it back."""
+    if not args:
+        return False
+    return args[0] == "recommend" or (args[0] == "predict" and "--batch" not in args)
 
 
 def _exiting() -> None:
@@ -163,7 +176,7 @@ def _exiting() -> None:
     gc.freeze()
 
 
-def _main(argv: list[str] | None) -> None:
+def _main(argv: list[str] | None, collector_paused: bool = False) -> None:
     import importlib
 
     cx = _click_errors()
@@ -186,6 +199,9 @@ def _main(argv: list[str] | None) -> None:
     else:
         _register()
         command = typer.main.get_command(app)
+    if collector_paused and not collector_may_stay_paused(args):
+        import gc
+        gc.enable()  # the program is loaded; the command's own work gets its collector
     try:
         rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)
     except cx.NoArgsIsHelpError as e:  # bare `fsadvisor` or a bare group: its help
