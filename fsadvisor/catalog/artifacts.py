@@ -6,11 +6,7 @@ task file doing the same with ansible-core's builtin modules only (ansible.posix
 is not in ansible-core, so the fstab line is kept with ``lineinfile`` and mounted with
 ``mount``).
 
-The udev rule names the device by what survives a reboot and a re-cabling: ``ID_WWN`` (the
-world-wide name / NVMe EUI the drive reports) where udev has it, else ``ID_SERIAL``, else the
-kernel name (loop and virtio devices report neither; a kernel name can change between
-boots, which the rule's comment says). Partitions carry their disk's ID_* too and have no
-scheduler, so the rule matches ``DEVTYPE=="disk"`` and the kernel-name pattern of its kind.
+The udev rule, and the device as it names it (``Target``), are catalog/udev.py's.
 """
 
 from __future__ import annotations
@@ -22,39 +18,11 @@ from dataclasses import dataclass, field
 
 from fsadvisor.catalog.commands import fstab_line, mkfs_argv, mount_options_string
 from fsadvisor.catalog.rules import canonical
+# The udev rule and the device it names are catalog/udev.py's (recommend prints the rule
+# without loading this builder); they stay this module's names for apply and its callers.
+from fsadvisor.catalog.udev import (KERNEL_PATTERNS, UDEV_RULE_PATH,  # noqa: F401
+                                    UUID_PLACEHOLDER, Target, kernel_pattern, udev_rule)
 from fsadvisor.domain import FsConfig
-
-UDEV_RULE_PATH = "/etc/udev/rules.d/60-fsadvisor-scheduler.rules"
-UUID_PLACEHOLDER = "<uuid>"
-# Kernel names per device kind (Documentation/admin-guide/devices.txt): NVMe namespaces
-# nvmeXnY, SCSI/SATA/SAS disks sdX, virtio vdX, MMC mmcblkN, loop loopN, zram zramN.
-KERNEL_PATTERNS = (
-    (re.compile(r"nvme\d+n\d+$"), "nvme[0-9]*n[0-9]*"),
-    (re.compile(r"sd[a-z]+$"), "sd[a-z]*"),
-    (re.compile(r"vd[a-z]+$"), "vd[a-z]*"),
-    (re.compile(r"xvd[a-z]+$"), "xvd[a-z]*"),
-    (re.compile(r"mmcblk\d+$"), "mmcblk[0-9]*"),
-    (re.compile(r"loop\d+$"), "loop[0-9]*"),
-    (re.compile(r"zram\d+$"), "zram[0-9]*"),
-)
-_SAFE_UDEV_VALUE = re.compile(r"^[A-Za-z0-9._:+@/=-]{1,200}$")
-
-
-@dataclass(frozen=True)
-class Target:
-    """The device the artifacts are for: its path, kernel name (the whole disk's, which
-    holds the scheduler), and udev's ID_WWN / ID_SERIAL when it reports them."""
-
-    path: str
-    kernel_name: str
-    id_wwn: str = ""
-    id_serial: str = ""
-    uuid: str = ""  # the filesystem's UUID once formatted; "" before
-
-    @property
-    def fstab_spec(self) -> str:
-        return f"UUID={self.uuid or UUID_PLACEHOLDER}"
-
 
 @dataclass
 class Artifacts:
@@ -71,41 +39,6 @@ class Artifacts:
                 "mountpoint": self.mountpoint, "mkfs_command": self.mkfs_argv,
                 "mkfs_command_line": shlex.join(self.mkfs_argv), "fstab": self.fstab_line,
                 "files": dict(self.files)}
-
-
-def kernel_pattern(kernel_name: str) -> str:
-    for rx, pattern in KERNEL_PATTERNS:
-        if rx.match(kernel_name):
-            return pattern
-    return kernel_name
-
-
-def _udev_value(value: str) -> str | None:
-    # udev values are compared as globs inside double quotes: refuse anything that could
-    # end the quote or act as a glob rather than quoting it wrongly.
-    v = value.strip()
-    return v if v and _SAFE_UDEV_VALUE.match(v) and not set("*?[]") & set(v) else None
-
-
-def udev_rule(target: Target, scheduler: str) -> str:
-    """The rule file's text: sets ``scheduler`` on ``target`` only (see module docstring)."""
-    match = [f'ACTION=="add|change"', 'SUBSYSTEM=="block"', 'ENV{DEVTYPE}=="disk"']
-    if wwn := _udev_value(target.id_wwn):
-        match += [f'KERNEL=="{kernel_pattern(target.kernel_name)}"', f'ENV{{ID_WWN}}=="{wwn}"']
-        how = f"its world-wide name {wwn}"
-    elif serial := _udev_value(target.id_serial):
-        match += [f'KERNEL=="{kernel_pattern(target.kernel_name)}"',
-                  f'ENV{{ID_SERIAL}}=="{serial}"']
-        how = f"its serial {serial}"
-    else:
-        match.append(f'KERNEL=="{target.kernel_name}"')
-        how = (f"its kernel name {target.kernel_name} (it reports no ID_WWN or ID_SERIAL); "
-               "kernel names can change between boots: check it on the target")
-    disk = "" if target.path.rsplit("/", 1)[-1] == target.kernel_name else (
-        f" (its disk {target.kernel_name}: the scheduler belongs to the whole disk)")
-    return (f"# {UDEV_RULE_PATH}: written by fsadvisor apply\n"
-            f"# I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}.\n"
-            + ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"']) + "\n")
 
 
 def systemd_escape_path(path: str) -> str:

@@ -138,17 +138,17 @@ def _mechanism(feature: str) -> dict[str, str] | None:
 
 
 def udev_rule(scheduler: str, target: Any = None) -> str:
-    """The scheduler rule for the target device itself (catalog/artifacts.py, the builder
-    `fsadvisor apply` uses: matched by ID_WWN, else ID_SERIAL, else its kernel name, with the
+    """The scheduler rule for the target device itself (catalog/udev.py, the rule
+    `fsadvisor apply` writes: matched by ID_WWN, else ID_SERIAL, else its kernel name, with the
     kernel-name pattern of its kind). Without a device the rule names DEVICE and says how
     to get one that matches by identity."""
-    from fsadvisor.catalog import artifacts
+    from fsadvisor.catalog import udev
 
     if target is None:
         return ("# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
                 "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
-                + artifacts.udev_rule(artifacts.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler))
-    return artifacts.udev_rule(target, scheduler)
+                + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler))
+    return udev.udev_rule(target, scheduler)
 
 
 # Where the printed commands mount the filesystem (the fstab line's mount point too).
@@ -157,7 +157,7 @@ MOUNT_POINT = "/srv/data"
 
 def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None
                  ) -> dict[str, Any]:
-    from fsadvisor.catalog import artifacts
+    from fsadvisor.catalog.udev import UDEV_RULE_PATH
 
     dev = device_path or DEVICE_PLACEHOLDER
     mount = catalog.mount_argv(cfg, dev, MOUNT_POINT)
@@ -171,7 +171,7 @@ def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None
         "mount_options": catalog.mount_options_string(cfg),
         "fstab": catalog.fstab_line(cfg),
         "udev": udev_rule(cfg.scheduler, udev_target if device_path else None),
-        "udev_file": artifacts.UDEV_RULE_PATH,
+        "udev_file": UDEV_RULE_PATH,
     }
 
 
@@ -183,7 +183,7 @@ class CommandTarget:
 
     path: str | None = None
     warning: str | None = None
-    udev: Any = None  # catalog.artifacts.Target of ``path`` (its kernel name, WWN, serial)
+    udev: Any = None  # catalog.udev.Target of ``path`` (its kernel name, WWN, serial)
 
 
 PLACEHOLDER_TARGET = CommandTarget()

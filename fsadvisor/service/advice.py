@@ -167,7 +167,7 @@ def mkfs_target(device: Device) -> CommandTarget:
 def _udev_target(device: Device):
     """The device as apply's udev rule names it (its whole disk's kernel name, ID_WWN,
     ID_SERIAL; read-only), so recommend prints the same rule `fsadvisor apply` writes."""
-    from fsadvisor.catalog.artifacts import Target
+    from fsadvisor.catalog.udev import Target
     from fsadvisor.service.apply import target_for
     try:
         return target_for(device.path)

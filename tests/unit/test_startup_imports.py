@@ -21,7 +21,7 @@ print("AVOIDABLE", sorted(set(sys.modules) & {
     "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
     "fsadvisor.host.device", "fsadvisor.service.worth", "fsadvisor.records",
     "fsadvisor.probe.plan", "fsadvisor.service.calibration", "fsadvisor.predict.device_fit",
-    "tomllib"}))
+    "tomllib", "fsadvisor.catalog.artifacts"}))
 print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & {"sqlite_utils", "textual"}))
 """
 
@@ -45,7 +45,8 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     # tie note times its cells by probe/timing.py), the calibration's running and the
     # fitting of device parameters (service/device_figures.py looks them up), and tomllib
     # (~1.1 ms; the shipped TOML files, unchanged, are read from their cached JSON copies,
-    # fsadvisor/tomlcache.py): none is needed.
+    # fsadvisor/tomlcache.py), and apply's file builder (the udev rule recommend prints is
+    # catalog/udev.py's): none is needed.
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     first = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
