@@ -126,6 +126,9 @@ class Constraints:
 
 @dataclass(frozen=True)
 class Profile:
+    """A named workload with the constraints its answer must meet, and where it comes from
+    (a preset's citation, the runner/ job file that reproduces it, its tags)."""
+
     name: str
     description: str
     workload: Workload
@@ -158,7 +161,7 @@ def _mount_values(mount: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)  # its __init__ is written out below
 class FsConfig:
     """A filesystem configuration: what mkfs gets, what mount gets, which scheduler.
 

@@ -21,6 +21,9 @@ MIB, TIB = 1 << 20, 1 << 40
 
 @dataclass(frozen=True)
 class Limit:
+    """One numeric option's allowed range [lo, hi] in ``unit``, why those bounds, and
+    which commands take it."""
+
     lo: float
     hi: float
     unit: str  # "s", "W", "bytes", or "" for a count

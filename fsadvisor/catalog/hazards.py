@@ -22,6 +22,8 @@ _NO_DURABILITY = ("durability=false", "allow_risky")
 
 @dataclass(frozen=True)
 class Risk:
+    """A mkfs or mount option's durability hazard, why, and what makes it acceptable."""
+
     option: str
     hazard: str  # one of HAZARDS
     reason: str

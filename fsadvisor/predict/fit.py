@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
 
 @dataclass
 class _Row:
+    """One equation of the fit: features ``a`` (name -> value) against the log-scale value
+    ``b``, with its weight, source and kind (point value, bound or within-study ratio)."""
+
     a: dict[str, float]
     b: float
     weight: float
@@ -186,6 +189,9 @@ def _obs_rows(obs: Observation, s: ModelSettings,
 
 @dataclass
 class FittedModel:
+    """The fitted coefficients (``theta``, posterior ``cov``, by ``names``), the noise, the
+    settings and data they were fitted with, and the devices the fit knows by identity."""
+
     names: list[str]
     index: dict[str, int]
     theta: np.ndarray

@@ -34,6 +34,9 @@ DEVICE_PLACEHOLDER = "/dev/DEVICE"
 
 @dataclass
 class Ranked:
+    """One recommended configuration: its rank and score, prediction, reasons, warnings,
+    the commands that make it, and how its tie group and order were decided."""
+
     rank: int
     config: FsConfig
     prediction: Prediction
@@ -89,6 +92,9 @@ class Ranked:
 
 @dataclass
 class Recommendation:
+    """A ranking's answer for one profile on one device: the ranked configurations, the
+    best of each filesystem, what was excluded and why, notes, the lead and the confidence."""
+
     profile: Profile
     device: Device
     rank_by: str  # ops_per_joule | bytes_per_joule

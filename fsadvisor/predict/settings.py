@@ -45,6 +45,9 @@ def calibration_path(db: str | Path | None = None) -> Path | None:
 
 @dataclass(frozen=True)
 class ModelSettings:
+    """What a fit depends on besides the data: the priors, the per-kind device figures,
+    the prior width and where that width came from."""
+
     priors: dict[str, Any]
     devices: dict[str, dict[str, float]]
     prior_scale: float = 1.0  # multiplies the prior sd of configuration effects

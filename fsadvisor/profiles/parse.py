@@ -258,6 +258,8 @@ def _size_range(where: _Where, key: str, v: Any) -> tuple[int, int | None]:
 
 @dataclass
 class _Slot:
+    """A canonical fact of a profile, with the key and raw value that set it."""
+
     value: Any
     field: str  # qualified name of the key that set it
     raw: Any
