@@ -1,6 +1,9 @@
 """Offline commands: recommend, predict, validate (calibrate: fsadvisor/cli/calibrate.py)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here, unlike the rest of fsadvisor: typer reads
+# each command's parameters from its annotations, and postponed (string) ones it must eval
+# one by one when it builds the command. Evaluated once at import instead, building
+# `recommend` took 0.9 ms instead of 2.4 ms of every run (2026-11-25, issue 13).
 
 import json
 import os
