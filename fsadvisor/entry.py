@@ -1,13 +1,13 @@
 """The ``fsadvisor`` console script (pyproject's [project.scripts]): the CLI, with Python's
 cyclic garbage collector paused while the program loads.
 
-Why. Loading the CLI, typer, numpy and the service creates ~100,000 long-lived objects and
-no cyclic garbage to speak of, yet the collector walked them 65 times in a `recommend` (59
-young and 6 middle-generation passes): 6.8 ms of a ~120 ms command, found 31 objects, and
-freed nothing a user could notice (measured in-process with gc.callbacks, 2026-11-25).
-A whole `recommend` run with the collector off leaves 531 unreachable objects (93 KB) and
-its peak RSS is 44.3 MB against 43.9 MB with it: the process ends long before any of that
-would matter, and the OS takes it back at exit.
+Why. Loading the CLI, typer, numpy and the service and answering leaves ~57,000 objects for
+the collector to track (26,000 once the CLI is loaded), nearly all of them alive to the end,
+yet it ran 65 times in a `recommend` (59 young and 6 middle-generation passes): 6.8-8.5 ms
+of a ~120 ms command, to free 478 objects in all (measured in-process with gc.callbacks,
+2026-11-25). A whole `recommend` with the collector off leaves 531 unreachable objects
+(93 KB) and peaks at 44.3 MB RSS against 43.9 MB with it: the process ends long before any
+of that would matter, and the OS takes it back at exit.
 
 So the collector is paused here, before anything is imported, and the CLI resumes it as
 the command starts (fsadvisor/cli/__init__.py, ``main``) for every command whose work grows

@@ -80,7 +80,7 @@ def load(path: str | os.PathLike[str], parse: Callable[[bytes], dict[str, Any]])
             doc = json.loads(f.read())
         if doc.get("magic") == _MAGIC and doc.get("key") == key:
             return doc["data"]
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, RecursionError):
         pass  # no copy, another file's, or a damaged one: parse
     with open(p, "rb") as f:
         raw = f.read()

@@ -5,6 +5,7 @@ again, and a copy that is damaged, foreign or cannot be written never changes an
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import os
 import tomllib
@@ -118,8 +119,10 @@ def test_a_damaged_or_foreign_copy_is_a_miss(tmp_path, cache, monkeypatch):
     f.write_text("x = 1\n")
     tomlcache.load_toml(f)
     (copy,) = _copies(cache)
+    key = json.loads(copy.read_text())["key"]  # a copy with the right key but no data
     for junk in (b"", b"{", b"[1, 2]", b'{"magic": "fsadvisor-toml-1", "key": [1], "data": {"x": 9}}',
-                 b'{"magic": "other", "data": {"x": 9}}', b"\xff\xfe"):
+                 b'{"magic": "other", "data": {"x": 9}}', b"\xff\xfe", b"[" * 100_000,
+                 b'{"magic": "fsadvisor-toml-1", "key": %s}' % json.dumps(key).encode()):
         copy.write_bytes(junk)
         assert tomlcache.load_toml(f) == {"x": 1}, junk
 
