@@ -13,9 +13,9 @@ import math
 from fsadvisor.probe.timing import CELL_OVERHEAD_S, QUICK_RUNTIME_S
 
 # An adaptive probe runs short repetitions of the leading candidates until their order is
-# settled; the estimate assumes three quick repetitions of each (probe/timing.DEFAULT_REPS), each a
-# quick-probe measurement window plus the per-cell overhead (mkfs, mount, discard) measured
-# in probe/timing.py. It is an order of magnitude, said as such ("about").
+# settled; the estimate assumes three quick repetitions of each (probe/timing.DEFAULT_REPS),
+# each a quick-probe measurement window plus the per-cell overhead (mkfs, mount, discard)
+# measured in probe/timing.py. It is an order of magnitude, said as such ("about").
 ADAPTIVE_REPS = 3
 
 
