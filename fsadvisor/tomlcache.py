@@ -85,7 +85,8 @@ def load(path: str | os.PathLike[str], parse: Callable[[bytes], dict[str, Any]])
     with open(p, "rb") as f:
         raw = f.read()
     data = parse(raw)
-    if time.time() - max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 >= SETTLED_S \
+    # Nanoseconds against the file's own nanosecond stamps (exact integers, no float rounding).
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= SETTLED_S * 1e9 \
             and _key(os.stat(p)) == key and json_exact(data):
         _write(copy, {"magic": _MAGIC, "key": key, "data": data})
     return data
