@@ -34,8 +34,8 @@ _SAFE_UDEV_VALUE = re.compile(r"^[A-Za-z0-9._:+@/=-]{1,200}$")
 
 @dataclass(frozen=True)
 class Target:
-    """The device the artifacts are for: its path, kernel name (the whole disk's, which
-    holds the scheduler), and udev's ID_WWN / ID_SERIAL when it reports them."""
+    """The device a rule (and apply's other files) is for: its path, kernel name (the whole
+    disk's, which holds the scheduler), and udev's ID_WWN / ID_SERIAL when it reports them."""
 
     path: str
     kernel_name: str

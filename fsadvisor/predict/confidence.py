@@ -56,9 +56,6 @@ class Confidence:
     tolerance: float = 0.0
     method: str = f"Monte Carlo, {DRAWS} draws of the joint posterior (fixed seed)"
     settle: list[dict[str, Any]] = field(default_factory=list)  # cells that would decide a tie
-    # The leaders themselves (FsConfig, same order as ``labels``) when the caller gave them:
-    # what would settle a tie is measured on these, without looking the labels up again.
-    configs: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def p_first(self) -> float:
@@ -211,14 +208,12 @@ def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
 def decision_confidence(labels: Sequence[str] | Callable[[int], str],
                         log_values: Sequence[float], X: np.ndarray, cov: np.ndarray,
                         first: int = 0, tolerance: float = 0.0,
-                        configs: Sequence[Any] | None = None,
                         q: np.ndarray | None = None) -> Confidence:
     """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
     mean: ties go to the simpler configuration) is the best of all candidates (rows of
     ``X``). Candidates beyond LEADER_SD are left out of the sampling; together they could
     take at most 0.0002 each. ``labels`` names candidate i (a list, or a function of i:
-    a ranking of 1,000+ candidates then spells out only the few leaders' labels);
-    ``configs``, when given, are the candidates themselves, kept for the leaders; ``q``
+    a ranking of 1,000+ candidates then spells out only the few leaders' labels); ``q``
     the rows' x cov x' when the caller has them already."""
     if not isinstance(X, DesignRows):  # a ranking's factored design stays factored
         X = np.asarray(X, dtype=float)
@@ -233,8 +228,7 @@ def decision_confidence(labels: Sequence[str] | Callable[[int], str],
         p, tol = p_best(mu, sub), None
     label = labels if callable(labels) else labels.__getitem__
     return Confidence(labels=[label(i) for i in idx], p_best=[float(x) for x in p],
-                      p_first_tol=tol, tolerance=tolerance,
-                      configs=[configs[i] for i in idx] if configs is not None else [])
+                      p_first_tol=tol, tolerance=tolerance)
 
 
 def p_wrong(mu: Sequence[float], S: np.ndarray, choice: int | None = None) -> float:

@@ -653,8 +653,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     conf = decision_confidence(lambda i: kept[i][1].label(),
                                [math.log(max(item[0], 1e-300)) for item in kept],
                                X, design["cov"], first=kept.index(ordered[0]),
-                               tolerance=-math.log(1 - TIE_TOLERANCE),
-                               configs=[item[1] for item in kept], q=q)
+                               tolerance=-math.log(1 - TIE_TOLERANCE), q=q)
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,

@@ -28,8 +28,8 @@ from fsadvisor.errors import ConfigError
 # The probe's timing (window, cool-down, repetitions, per-cell overhead, fill, data-set size)
 # lives in probe/timing.py, which recommend reads without this module; its names stay ours.
 from fsadvisor.probe.timing import (CELL_OVERHEAD_S, DEFAULT_COOLDOWN_S, DEFAULT_REPS,  # noqa: F401
-                                    DEFAULT_RUNTIME_S, FILL_BYTES_PER_S, QUICK_RUNTIME_S,
-                                    cell_seconds, default_size_bytes)
+                                    DEFAULT_RUNTIME_S, QUICK_RUNTIME_S, cell_seconds,
+                                    default_size_bytes)
 from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1

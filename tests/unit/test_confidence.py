@@ -157,7 +157,7 @@ def test_odd_number_of_draws():
     assert C.standard_normal((3, 1)).shape == (3, 1)
 
 
-def test_decision_confidence_names_only_the_leaders_and_keeps_their_configs():
+def test_decision_confidence_names_only_the_leaders():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
     cov = np.diag([0.01, 0.01])
     asked = []
@@ -166,12 +166,9 @@ def test_decision_confidence_names_only_the_leaders_and_keeps_their_configs():
         asked.append(i)
         return "abcd"[i]
 
-    c = C.decision_confidence(label, [0.2, 0.0, 0.2, -5.0], X, cov,
-                              configs=["A", "B", "A2", "D"])
+    c = C.decision_confidence(label, [0.2, 0.0, 0.2, -5.0], X, cov)
     assert 3 not in asked and sorted(asked) == sorted(set(asked))  # the far one: never named
     assert c.labels[0] == "a" and len(c.labels) == 3
-    assert c.configs == [{"a": "A", "b": "B", "c": "A2"}[x] for x in c.labels]
-    assert C.decision_confidence(["a", "b"], [0.2, 0.0], X[:2], cov).configs == []
 
 
 @settings(max_examples=30, deadline=None)
