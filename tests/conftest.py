@@ -6,8 +6,27 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
+
+# PYTHONDONTWRITEBYTECODE (set on this project's machines) keeps .pyc files out of the source
+# tree, and pytest then rewrites the asserts of every test module again on every run: 5.1 s
+# of collection against 1.45 s from a cache (`pytest --co`, this suite). The rewritten
+# modules, and whatever this process imports from here on, are cached under .pytest_cache
+# instead (sys.pycache_prefix, which pytest honours), still outside the tree's own dirs.
+# A prefix the user set is kept; a tree we cannot write to is left alone.
+if sys.dont_write_bytecode and not sys.pycache_prefix:
+    _prefix = Path(__file__).resolve().parents[1] / ".pytest_cache" / "pycache"
+    try:
+        _prefix.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    else:
+        if os.access(_prefix, os.W_OK):
+            sys.pycache_prefix = str(_prefix)
+            sys.dont_write_bytecode = False
 
 from fsadvisor.host import loopdev
 

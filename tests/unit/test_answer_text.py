@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 import fsadvisor.cli as cli
+from _golden import same_lines
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.predict import explain
 from fsadvisor.service import advice
@@ -200,7 +201,9 @@ def test_recommend_text_snapshot(profile):
     path = GOLDEN / f"recommend_{profile}.out"
     if os.environ.get("FSADVISOR_UPDATE_GOLDEN") == "1":  # regenerate after checking by hand
         path.write_text(out)
-    assert out == path.read_text()
+    # the same lines in the same order; printed figures within their last digit, P(best)
+    # within its sampling error (tests/unit/_golden.py)
+    same_lines(out, path.read_text(), path.name)
 
 
 # ------------------------------------------- one story: times, evidence, mount lines, own runs

@@ -185,3 +185,25 @@ def test_one_sample_gives_both_probabilities_exactly(k, seed, tol):
     both = p_best_and_within(mu, S, tol)
     assert np.array_equal(both[0], p_best(mu, S))
     assert np.array_equal(both[1], p_best(mu, S, tolerance=tol))
+
+
+def test_the_factor_does_not_depend_on_the_eigenbasis_lapack_picks():
+    """Where eigenvalues repeat (or nearly do), LAPACK may return any rotation of their
+    eigenspace, and which one depended on the BLAS kernel: the eigen-factor V sqrt(w), and so
+    the draws and P(best), changed with it. The symmetric root is the same matrix whatever
+    the basis: it squares back to S, and relabelling the candidates relabels it."""
+    rng = np.random.default_rng(7)
+    V, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    w = np.array([0.0, 0.0, 0.5, 0.5, 0.5, 2.0])  # singular, and a repeated eigenvalue
+    S = (V * w) @ V.T
+    R = C._root(S)
+    assert np.allclose(R @ R.T, S, atol=1e-10) and np.allclose(R, R.T)
+    # another orthonormal basis of the 0.5-eigenspace: another eigen-factor, the same root
+    V2 = V.copy()
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    V2[:, 2:5] = V[:, 2:5] @ Q
+    F, F2 = V * np.sqrt(w), V2 * np.sqrt(w)
+    assert np.allclose(F2 @ F2.T, S, atol=1e-10) and not np.allclose(F, F2, atol=1e-3)
+    assert np.allclose(F2 @ V2.T, R, atol=1e-10)
+    perm = rng.permutation(6)
+    assert np.allclose(C._root(S[np.ix_(perm, perm)]), R[np.ix_(perm, perm)], atol=1e-10)

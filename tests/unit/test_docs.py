@@ -51,8 +51,14 @@ def test_quick_start_is_two_commands_that_create_and_use_a_venv():
         steps = [s.strip() for s in cmd.split("&&")]
         assert not any(s.startswith(("pip ", "python3 -m pip")) for s in steps), cmd
         assert any(s.startswith(".venv/bin/pip install") for s in steps), cmd
+        # the exact versions of the lock, by hash; fsadvisor itself without resolving again
+        pips = [s for s in steps if s.startswith(".venv/bin/pip install")]
+        assert pips[0].startswith(".venv/bin/pip install --require-hashes -r requirements/")
+        assert pips[-1] == ".venv/bin/pip install --no-deps --no-build-isolation -e .", cmd
+    assert "-r requirements/main.txt" in cmds[0] and "-r requirements/test.txt" in cmds[1]
     assert cmds[0].endswith(".venv/bin/fsadvisor recommend --profile oltp")
-    assert cmds[1].endswith(".venv/bin/python3 -m pytest -q")
+    # no -q: pytest prints each file with its progress, so a 15-minute run shows where it is
+    assert cmds[1].endswith(".venv/bin/python3 -m pytest")
 
 
 def test_ci_runs_the_readme_test_command():
