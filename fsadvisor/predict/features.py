@@ -10,7 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from fsadvisor.domain import FsConfig, Workload
-from fsadvisor.predict import mechanisms
+from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.settings import ModelSettings
 
@@ -63,7 +63,6 @@ def _workload_terms_of(w: Workload) -> dict[str, float]:
         "fsync": 1.0 if (w.fsync_every > 0 or w.fsync_mode != "none") else 0.0,
         "small": 1.0 if w.bs_bytes <= 8192 else 0.0,
         "buffered": 0.0 if w.direct else 1.0,
-        "smallfiles": 1.0 if w.file_size_bytes <= 64 << 10 else 0.0,
     }
 
 
@@ -97,12 +96,6 @@ def _settings_features_of(fs: str, mkfs: tuple, mount: tuple, ag_count: int | No
     return _settings_features(fs, mkfs, mount, ag_count, w, kind)
 
 
-@functools.lru_cache(maxsize=64)
-def _logbsize_log2(val: str) -> float:
-    from fsadvisor.sizes import parse_size
-    return math.log2(parse_size(val) / 32768)
-
-
 def _settings_features(fs: str | None, mkfs: tuple, mount: tuple, ag_count: int | None,
                        w: Workload, kind: str) -> dict[str, float]:
     """config_features without the scheduler: the filesystem (``None``: the raw device),
@@ -119,74 +112,10 @@ def _settings_features(fs: str | None, mkfs: tuple, mount: tuple, ag_count: int 
         f[f"fs:{fs}*smallw"] = t["small"] * t["wf"]
     if not cfg:
         return f
-    fam = _family(fs)
-    era2010 = kind in ("hdd", "sata-ssd")
-    mk = dict(mkfs)
-    # ---- mount options
-    for opt in mount:
-        key, _, val = opt.partition("=")
-        if key in ("relatime", "defaults", "rw", "ordered") or opt == "data=ordered":
-            continue
-        if key == "noatime":
-            f["opt:noatime"] = 1.0
-            f["opt:noatime*rf"] = t["rf"]
-            f["opt:noatime*meta"] = t["meta"]
-        elif key == "data" and val in ("writeback", "journal"):
-            f[f"opt:{fam}.data={val}"] = 1.0
-            f[f"opt:{fam}.data={val}*wf"] = t["wf"]
-            f[f"opt:{fam}.data={val}*fsync"] = t["fsync"]
-        elif opt in ("nobarrier", "barrier=0") or opt == "fsync_mode=nobarrier":
-            f["opt:nobarrier*fsync"] = t["fsync"]
-            f["opt:nobarrier*wf"] = t["wf"]
-        elif key == "commit" and val.isdigit() and int(val) > 5:
-            f["opt:commit_long*wf"] = t["wf"] * math.log2(int(val) / 5) / 4
-        elif key in ("compress", "compress-force", "compress_algorithm"):
-            f["opt:compress"] = 1.0
-            f["opt:compress*wf"] = t["wf"]
-        elif key == "discard" and val != "async":
-            f["opt:discard*wf"] = t["wf"]
-        elif key in ("nodatacow",):
-            f["opt:btrfs.nodatacow*rndw"] = t["rnd"] * t["wf"]
-            f["opt:btrfs.nodatacow"] = 1.0
-        elif key == "logbsize":
-            f["opt:xfs.logbsize*sync"] = _logbsize_log2(val) / 3 * (t["fsync"] + t["meta"])
-        else:
-            f[f"opt:{fs}.{opt}"] = 1.0
-    # ---- mkfs options
-    block = int(mk.get("block_size", 4096) or 4096)
-    if block != 4096:
-        f[f"opt:{fam}.blk_small"] = math.log2(4096 / block)
-    if w.bs_bytes < 4096 and block <= w.bs_bytes:
-        # Seed 004 §5.5: a block size matching 2 KB OLTP I/O avoids read-modify-write.
-        f["opt:rmw_avoided"] = 1.0
-    isz_default = {"ext": 128 if era2010 else 256, "xfs": 256 if era2010 else 512}.get(fam)
-    if "inode_size" in mk and isz_default:
-        r = math.log2(int(mk["inode_size"]) / isz_default)
-        if r:
-            f[f"opt:{fam}.isz_large"] = r
-            f[f"opt:{fam}.isz_large*smallfiles"] = r * t["smallfiles"]
-    if "blocks_per_group" in mk:
-        f["opt:ext.bg_small"] = math.log2(32768 / int(mk["blocks_per_group"]))
-    if str(mk.get("journal", "true")).lower() in ("false", "0", "no"):
-        f["opt:ext.nojournal"] = 1.0
-        f["opt:ext.nojournal*wf"] = t["wf"]
-    for k, v in mk.items():
-        if k in ("block_size", "inode_size", "blocks_per_group", "journal"):
-            continue
-        f[f"opt:{fs}.mkfs.{k}={v}"] = 1.0
-    # ---- XFS allocation groups (seed 000 §IV.D, seed 004 Table 2)
-    if fs == "xfs" and ag_count:
-        ref = 16 if era2010 else 4
-        r = math.log2(ag_count / ref)
-        if r:
-            f["ag:log"] = r
-            f["ag:log*meta"] = r * t["meta"]
-            f["ag:log*lc"] = r * t["lc"]
-            f["ag:log*wf"] = r * t["wf"]
-            # Allocation concurrency saturates and many small AGs fragment free space: the
-            # effect is not monotone (seed 004 Table 2: fileserver ops/J +25% at 64 AGs, +8% at
-            # 128), so a curvature term lets the data put the optimum where it is.
-            f["ag:log^2"] = r * r / 4.0
+    # Every option effect acts through a declared mechanism where the workload does that
+    # work (predict/spec.py), and is absent elsewhere.
+    f.update(spec.option_features(fs, dict(mkfs), mount, ag_count, w,
+                                  era2010=kind in ("hdd", "sata-ssd")))
     return f
 
 

@@ -338,17 +338,18 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
                         log_sd=dict(d["log_sd"]), source=d["source"], n_runs=int(d["n_runs"]))
 
 
-# Bumped whenever the features or the fit change meaning, so a fit cached on disk by another
-# version of the model is never read back as if it were this one's.
-MODEL_VERSION = "device-aware-2"  # 2: mechanisms priced at the depth-aware t_op
+# Bumped when the fit itself (this file) changes meaning; a change to the features or to a
+# declared effect changes spec.fingerprint() by itself.
+MODEL_VERSION = "device-aware-3"  # 3: option effects through their mechanisms (spec.py)
 
 
 def settings_key(s: ModelSettings) -> str:
-    """The model's version and everything in the settings that changes a fit, as canonical
-    JSON: what a cached fit is keyed by (with the store's data version)."""
-    from fsadvisor.predict import mechanisms
-    return json.dumps([MODEL_VERSION, s.priors, s.devices, s.prior_scale, mechanisms.PRIORS],
-                      sort_keys=True, default=str)
+    """The model's version, a hash of the feature code and declared effects, and everything
+    in the settings that changes a fit, as canonical JSON: what a cached fit is keyed by
+    (with the store's data version), so a cached fit of other features is never read back."""
+    from fsadvisor.predict import mechanisms, spec
+    return json.dumps([MODEL_VERSION, spec.fingerprint(), s.priors, s.devices, s.prior_scale,
+                       mechanisms.PRIORS], sort_keys=True, default=str)
 
 
 def observations_hash(observations: Sequence[Observation]) -> str:

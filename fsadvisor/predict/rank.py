@@ -136,6 +136,10 @@ def _mechanisms() -> dict[str, dict[str, str]]:
 
 
 def _mechanism(feature: str) -> dict[str, str] | None:
+    from fsadvisor.predict import spec
+    effect = spec.effect_of(feature)
+    if effect is not None:  # a declared option effect carries its own words
+        return {"text": effect.text, "cite": effect.cite}
     best = ""
     for prefix in _mechanisms():
         if feature.startswith(prefix) and len(prefix) > len(best):
@@ -732,10 +736,10 @@ def _lead(ordered: list, kept: list, design: dict, tol: float,
 
 
 def allocation_heavy(w) -> bool:
-    """Many writers creating or extending many files at once: where XFS allocation groups
-    (parallel allocators, seed 000 §IV and seed 004) can matter."""
-    writes = w.read_pct < 100 or w.create_frac > 0
-    return writes and w.numjobs >= 4 and (w.nrfiles >= w.numjobs or w.create_frac > 0)
+    """Several writers allocating at once: the condition through which XFS allocation groups
+    act (predict/spec.py concurrent_allocation); elsewhere the AG count changes nothing."""
+    from fsadvisor.predict.spec import concurrent_allocation
+    return concurrent_allocation(w) > 0
 
 
 def _ag_free_key(cfg: FsConfig) -> tuple:

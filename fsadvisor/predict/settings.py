@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from fsadvisor import tomlcache
-from fsadvisor.predict import mechanisms
+from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams, prior_params
 from fsadvisor.resources import data_dir
 
@@ -94,22 +94,27 @@ class ModelSettings:
         return ModelSettings(priors, self.devices, self.prior_scale, self.calibration_source)
 
     def prior(self, name: str) -> tuple[float, float]:
-        """(mean, sd) of a coefficient's prior: longest matching prefix in priors.toml, or for
-        a mechanism (``m:``) its prior in predict/mechanisms.py."""
+        """(mean, sd) of a coefficient's prior: a declared option effect's own
+        (predict/spec.py), a mechanism's (``m:``, predict/mechanisms.py), else the longest
+        matching prefix in priors.toml."""
         cache = self.__dict__.setdefault("_prior_cache", {})
         hit = cache.get(name)
         if hit is None and name.startswith(("m:", "pwf:m:")):
             mp = mechanisms.prior(name) if name.startswith("m:") else None
             hit = cache[name] = mp if mp is not None else (0.0, 0.05)
+        if hit is None and name.startswith(("opt:", "ag:")):
+            declared = spec.prior(name)  # an option effect's own prior (predict/spec.py)
+            if declared is not None:
+                hit = cache[name] = (declared[0], declared[1] * self.prior_scale)
         if hit is None:
             mean, best_m = 0.0, ""
             for prefix, v in self.priors.get("prior_mean", {}).items():
                 if name.startswith(prefix) and len(prefix) > len(best_m):
                     best_m, mean = prefix, float(v)
             best, sd = "", 1.0
-            for prefix, spec in self.priors["prior"].items():
+            for prefix, entry in self.priors["prior"].items():
                 if name.startswith(prefix) and len(prefix) > len(best):
-                    best, sd = prefix, float(spec["sd"])
+                    best, sd = prefix, float(entry["sd"])
             if name.startswith("d:") and "|m:" in name and "d:|m:" in self.priors["prior"]:
                 # A device's own deviation from a mechanism ("d:<device>|m:..."): the device
                 # id sits between the two parts, so no prefix can name it.

@@ -69,7 +69,9 @@ def test_old_hardware_counts_less_than_nvme():
     w = Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=4)
     nvme = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="nvme"), S)
     hdd = fit(synthetic({EXT4: 0.0, XFS16: 0.4}, kind="hdd"), S)
-    assert nvme.coef("ag:log")[1] < hdd.coef("ag:log")[1]
+    # these overwrites allocate nothing, so the AG count has no term: XFS's own effect
+    # carries what the data show, learned more surely from the NVMe rows
+    assert nvme.coef("fs:xfs")[1] < hdd.coef("fs:xfs")[1]
     assert predict(nvme, XFS16, w, NVME).uncertainty["iops_factor"] <= \
         predict(hdd, XFS16, w, NVME).uncertainty["iops_factor"]
 

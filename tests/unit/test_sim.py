@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from _golden import same_lines
 from fsadvisor.predict import sim
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError
@@ -310,9 +311,10 @@ def test_cli_output_matches_the_golden_file(cli_env):
     path = GOLDEN / "sim_oltp.out"
     if os.environ.get("FSADVISOR_UPDATE_GOLDEN") == "1":  # regenerate after checking by hand
         path.write_text(r.stdout)
-    assert r.stdout == path.read_text(), (
-        "simulator output changed; if that is intended (new model data, priors, devices.toml), "
-        "check the new numbers by hand and rerun with FSADVISOR_UPDATE_GOLDEN=1")
+    # the same lines, figures within their last printed digit (tests/unit/_golden.py); if a
+    # change is intended (new model data, priors, devices.toml), check the new numbers by hand
+    # and rerun with FSADVISOR_UPDATE_GOLDEN=1
+    same_lines(r.stdout, path.read_text(), path.name)
 
 
 def test_cli_json_and_errors(cli_env):
