@@ -114,8 +114,7 @@ def _settings_features(fs: str | None, mkfs: tuple, mount: tuple, ag_count: int 
         return f
     # Every option effect acts through a declared mechanism where the workload does that
     # work (predict/spec.py), and is absent elsewhere.
-    f.update(spec.option_features(fs, dict(mkfs), mount, ag_count, w,
-                                  era2010=kind in ("hdd", "sata-ssd")))
+    f.update(spec.option_features(fs, dict(mkfs), mount, ag_count, w, kind))
     return f
 
 

@@ -47,6 +47,7 @@ DEFAULT_AG_REF_2010 = 16  # seed 004's baseline
 DEFAULT_LOGBUFS = 8  # xfs(5): "The default value is 8 buffers"
 DEFAULT_BTRFS_NODESIZE = 16384
 ERA_SUFFIX = "@2010"
+ERA_2010_KINDS = frozenset({"hdd", "sata-ssd"})  # the seeds' 2010 devices
 
 
 # ------------------------------------------------------------------ workload conditions
@@ -72,9 +73,18 @@ def concurrent_allocation(w: Workload) -> float:
     return _files_written(w) * math.log2(writers) / 6.0
 
 
-def sub_block_io(w: Workload) -> float:
-    """I/O smaller than the default 4 KiB block, which a smaller block spares a
-    read-modify-write (or tiny files, which it stores in fewer bytes)."""
+# Device kinds whose smallest write is a 512-byte sector: a disk. A flash drive programs whole
+# pages of 4 KiB or more (NVMe and SATA SSDs; a loop or zram device goes through 4 KiB pages
+# of the page cache), so a smaller filesystem block only moves the read-modify-write of a
+# sub-4 KiB write from the filesystem into the device.
+SUB_PAGE_WRITES = frozenset({"hdd"})
+
+
+def sub_block_io(w: Workload, kind: str = "hdd") -> float:
+    """I/O smaller than the default 4 KiB block (or tiny files), on a device that can write
+    less than 4 KiB: what a smaller block spares a read-modify-write of."""
+    if kind not in SUB_PAGE_WRITES:
+        return 0.0
     if w.metadata_frac >= 1.0:
         return 1.0 if w.file_size_bytes < DEFAULT_BLOCK else 0.0
     small_io = w.bs_bytes < DEFAULT_BLOCK
@@ -111,20 +121,28 @@ def syncing(w: Workload) -> float:
 
 @dataclass(frozen=True)
 class Condition:
+    """Where a mechanism applies: a function of the workload and the device's kind, 0 where
+    the mechanism does no work."""
+
     key: str
     words: str  # how a why-line says where the effect applies
-    of: Callable[[Workload], float]
+    of: Callable[[Workload, str], float]
+
+
+def _w(fn: Callable[[Workload], float]) -> Callable[[Workload, str], float]:
+    return lambda w, kind: fn(w)
 
 
 CONDITIONS: dict[str, Condition] = {c.key: c for c in (
-    Condition("alloc", "where several writers allocate at once", concurrent_allocation),
-    Condition("subblock", "for I/O or files smaller than a 4 KiB block", sub_block_io),
-    Condition("meta", "for metadata operations", metadata),
-    Condition("rf", "for data reads", data_reads),
-    Condition("wf", "for data writes", data_writes),
-    Condition("rndw", "for random data writes", random_writes),
-    Condition("data", "for data I/O", data_io),
-    Condition("sync", "for fsync'd writes and metadata commits", syncing),
+    Condition("alloc", "where several writers allocate at once", _w(concurrent_allocation)),
+    Condition("subblock", "for I/O or files smaller than a 4 KiB block on a disk",
+              sub_block_io),
+    Condition("meta", "for metadata operations", _w(metadata)),
+    Condition("rf", "for data reads", _w(data_reads)),
+    Condition("wf", "for data writes", _w(data_writes)),
+    Condition("rndw", "for random data writes", _w(random_writes)),
+    Condition("data", "for data I/O", _w(data_io)),
+    Condition("sync", "for fsync'd writes and metadata commits", _w(syncing)),
 )}
 
 
@@ -215,7 +233,8 @@ EFFECTS: tuple[Effect, ...] = (
            "subblock", _blk_below_io, 0.0, OPT_SD,
            NEUTRAL,
            "a smaller block avoids read-modify-write of partial blocks for I/O smaller than "
-           "4 KiB and stores tiny files in fewer bytes",
+           "4 KiB on a disk, and stores tiny files in fewer bytes (a flash drive programs "
+           "4 KiB pages whatever the block)",
            "seed 004 §5.5 and Table 2 (2 KB OLTP pages); mkfs.xfs(8): 4 KiB suits almost "
            "everything"),
     Effect("opt:blk_small*alloc", "mkfs:block_size", ("ext4", "ext3", "ext2", "xfs"),
@@ -385,7 +404,7 @@ def _effects_reading(reads: str, fs: str) -> tuple[Effect, ...]:
 
 
 def option_features(fs: str, mkfs: Mapping[str, object], mount: tuple[str, ...],
-                    ag_count: int | None, w: Workload, era2010: bool) -> dict[str, float]:
+                    ag_count: int | None, w: Workload, kind: str) -> dict[str, float]:
     """The option features of a configuration for a workload: each declared effect's size
     times its condition, absent where either is 0; a 2010-era row also loads on each
     effect's era twin. An option no entry declares (a configuration from --config) gets a
@@ -393,11 +412,12 @@ def option_features(fs: str, mkfs: Mapping[str, object], mount: tuple[str, ...],
     (tests/unit/test_spec.py: no catalog option is among them)."""
     f: dict[str, float] = {}
     fam = _FAMILY.get(fs, fs)
+    era2010 = kind in ERA_2010_KINDS
 
     def add(effect: Effect, size: float | None) -> None:
         if not size:
             return
-        x = size * CONDITIONS[effect.condition].of(w)
+        x = size * CONDITIONS[effect.condition].of(w, kind)
         if x:
             f[effect.name] = f.get(effect.name, 0.0) + x
             if era2010:

@@ -51,7 +51,7 @@ def test_every_catalog_option_has_a_declared_mechanism():
     w = Workload(rw="randrw", numjobs=8, create_frac=0.2, stat_frac=0.1, delete_frac=0.1,
                  fsync_every=1, op="file", bs_bytes=2048, file_size_bytes=2048, direct=False)
     for cfg in CONFIGS:
-        names = spec.option_features(cfg.fs, cfg.mkfs_dict, cfg.mount, cfg.ag_count, w, False)
+        names = spec.option_features(cfg.fs, cfg.mkfs_dict, cfg.mount, cfg.ag_count, w, "hdd")
         undeclared = [n for n in names if n.endswith("*any")]
         assert not undeclared, (cfg.label(), undeclared)
         for n in names:
@@ -66,7 +66,7 @@ def test_an_effect_is_absent_wherever_its_condition_is_zero(w, i, kind):
     for name in f:
         effect = spec.effect_of(name)
         if effect is not None:
-            assert spec.CONDITIONS[effect.condition].of(w) > 0, (name, w)
+            assert spec.CONDITIONS[effect.condition].of(w, kind) > 0, (name, w, kind)
             assert f[name] != 0.0
     # the option features are exactly the declared ones' (no bare option term)
     assert not [n for n in f if n.startswith(("opt:", "ag:")) and spec.effect_of(n) is None]
@@ -96,10 +96,13 @@ def test_block_size_acts_only_on_sub_block_io_or_allocation():
         assert not [k for k in features.config_features(small, w, "nvme")
                     if "blk" in k]
     two_k = Workload(rw="randrw", bs_bytes=2048, numjobs=4)
-    f1 = features.config_features(small, two_k, "nvme")
-    f2 = features.config_features(FsConfig.make("xfs", mkfs={"block_size": 2048}), two_k, "nvme")
+    f1 = features.config_features(small, two_k, "hdd")
+    f2 = features.config_features(FsConfig.make("xfs", mkfs={"block_size": 2048}), two_k, "hdd")
     # a 1 KiB block spares a 2 KiB write nothing more than a 2 KiB block does
     assert f1["opt:blk_small*subblock"] == f2["opt:blk_small*subblock"] == 1.0
+    # a flash drive programs 4 KiB pages whatever the block: nothing spared there
+    for kind in ("nvme", "sata-ssd", "ram-loop", "zram"):
+        assert "opt:blk_small*subblock" not in features.config_features(small, two_k, kind)
 
 
 def test_2010_rows_load_on_a_wide_era_twin():
@@ -136,8 +139,8 @@ def _presets():
 @pytest.mark.parametrize("device", [None, "samsung-pm9a3-3.84tb-u2"])
 def test_no_preset_gets_an_option_whose_mechanism_it_does_not_exercise(device, tmp_db):
     """Over every preset, on the default NVMe and on a data-centre NVMe with PLP: no #1 with
-    a block below 4 KiB unless the profile does sub-block I/O, and no AG count other than
-    mkfs.xfs's unless writers allocate concurrently."""
+    a block below 4 KiB (a flash drive programs 4 KiB pages whatever the block), and no AG
+    count other than mkfs.xfs's unless writers allocate concurrently."""
     runner = CliRunner()
     for name in _presets():
         w = load_profile(name).workload
@@ -148,7 +151,6 @@ def test_no_preset_gets_an_option_whose_mechanism_it_does_not_exercise(device, t
         assert r.exit_code == 0, (name, r.output)
         top = json.loads(r.output)["recommendations"][0]
         block = top["config"].get("mkfs", {}).get("block_size", 4096)
-        if block < 4096:
-            assert spec.sub_block_io(w) > 0, (name, top["config_label"])
+        assert block >= 4096, (name, top["config_label"])  # flash: never a sub-4K block
         if top["filesystem"] == "xfs" and top["config"].get("ag_count") is not None:
             assert spec.concurrent_allocation(w) > 0, (name, top["config_label"])
