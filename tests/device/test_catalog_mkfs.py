@@ -339,3 +339,37 @@ def test_schedulers_are_the_kernels(loop):
     listed = open(f"/sys/block/{os.path.basename(loop)}/queue/scheduler").read()
     names = set(listed.replace("[", "").replace("]", "").split())
     assert {c.scheduler for c in catalog.candidates(LOOP_BYTES)} <= names
+
+
+def _presets_first_choices() -> list[FsConfig]:
+    """The distinct #1 configurations of every preset, on the default NVMe and on a
+    data-centre NVMe with PLP (what `recommend` prints first)."""
+    from fsadvisor.profiles import list_presets
+    from fsadvisor.service import advice
+    firsts: dict[FsConfig, None] = {}
+    for p in list_presets():
+        name = p if isinstance(p, str) else p.name
+        for device, plp in ((None, None), ("samsung-pm9a3-3.84tb-u2", "yes")):
+            rec = advice.recommend(name, device=device, plp=plp, top=1)
+            firsts[rec.ranked[0].config] = None
+    return list(firsts)
+
+
+def test_every_first_choice_formats_a_4kn_and_a_512e_device(tmp_path, tmp_db):
+    """Every distinct #1 mkfs command of every preset runs on a loop device with 4096-byte
+    logical sectors (4Kn) and on one with 512-byte sectors (512e), and the filesystem it
+    leaves is the one named. 16 GiB sparse backing files: a sub-4K block would fail on the
+    4Kn device ("block size ... cannot be smaller than sector size")."""
+    configs = _presets_first_choices()
+    assert configs
+    size = 16 * GIB
+    for sector in (4096, 512):
+        with _scratch(tmp_path, size, sector_size=sector) as dev:
+            for cfg in configs:
+                argv = catalog.mkfs_argv(cfg, dev)
+                p = _run(argv, timeout=300)
+                if cfg.fs == "f2fs" and p.returncode != 0 and not shutil.which("mkfs.f2fs"):
+                    pytest.skip("mkfs.f2fs missing")
+                assert p.returncode == 0, (sector, cfg.label(), argv, p.stderr[-500:])
+                probe = _run(["blkid", "-p", "-o", "value", "-s", "TYPE", dev])
+                assert probe.stdout.strip() == cfg.fs, (sector, cfg.label(), probe.stdout)
