@@ -8,7 +8,6 @@ a real probe and a real cancel are in tests/device/test_tui_probe.py."""
 
 from __future__ import annotations
 
-import io
 from dataclasses import replace
 import threading
 from pathlib import Path
@@ -16,7 +15,6 @@ from types import SimpleNamespace
 
 import pytest
 import textual
-from rich.console import Console
 from textual.widgets import Button, DataTable, Input, Sparkline, Static
 
 from fsadvisor.probe.report import CellOutcome, ProbeSummary, ProgressEvent
@@ -25,6 +23,7 @@ from fsadvisor.tui import calls
 from fsadvisor.tui.app import FsAdvisorApp
 from fsadvisor.tui.panes.probe import ProbePane, progress_text
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, warning_text
+from _screen import driven, screen_lines, screen_text, toasts
 
 
 SIZE = (120, 40)
@@ -130,16 +129,6 @@ async def choose(pilot, row: int) -> None:
 def rows(app) -> list[list[str]]:
     table = app.query_one("#probe-devices", DataTable)
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-
-
-def toasts(app) -> list[str]:
-    """The notifications on screen, as the user reads them (as tests/tui/test_tui.py)."""
-    out = []
-    for t in app.screen.query("Toast"):
-        console = Console(width=118, record=True, color_system=None, file=io.StringIO())
-        console.print(t.render())
-        out.append(" ".join(console.export_text().split()))
-    return out
 
 
 # ---------------------------------------------------------------------- flows
@@ -299,6 +288,9 @@ def test_warning_text_for_a_blank_device_says_other_data_is_lost_too():
 
 
 # ---------------------------------------------------------------------- snapshots
+# Each SVG snapshot has a behavioural Pilot test beside it (``*_pilot``), driven by the same
+# steps: a rendering change in a new Textual fails only the snapshot, to be reviewed.
+
 
 RECORDED_WITH = (Path(__file__).parent / "__snapshots__" / "textual-version.txt").read_text().strip()
 snapshots = pytest.mark.skipif(
@@ -350,6 +342,21 @@ def test_probe_tab_screen(snap_compare, monkeypatch, size):
     FakeService().install(monkeypatch)
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_probe_tab)
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+async def test_probe_tab_screen_pilot(monkeypatch, size):
+    """Beside test_probe_tab_screen: scratch first, then each device with its verdict; the
+    target is scratch, Probe and Preview enabled, Cancel not, nothing logged yet."""
+    FakeService().install(monkeypatch)
+    async with driven(_probe_tab, size) as app:
+        table = rows(app)
+        assert [r[0] for r in table] == ["scratch loop device", FAKE_OK.path, FAKE_REFUSED.path]
+        assert table[1][3] == "allowed" and table[2][3] == FAKE_REFUSED.reason
+        assert app.query_one("#probe-target", Input).value == "scratch:1G"
+        assert not app.query_one("#probe-start", Button).disabled
+        assert app.query_one("#probe-cancel", Button).disabled
+        assert "Probing FORMATS the device" in screen_text(app)
+
 
 @snapshots
 @pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
@@ -357,17 +364,49 @@ def test_probe_confirmation_screen(snap_compare, monkeypatch, size):
     FakeService().install(monkeypatch)
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_confirm)
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+async def test_probe_confirmation_screen_pilot(monkeypatch, size):
+    """Beside test_probe_confirmation_screen: Probe on the allowed device asks for its path,
+    naming the signature it destroys and the cells' time; nothing has run."""
+    fake = FakeService().install(monkeypatch)
+    async with driven(_confirm, size) as app:
+        assert isinstance(app.screen, ConfirmProbeScreen)
+        text = screen_text(app)
+        assert f"This DESTROYS all data on {FAKE_OK.path}" in text
+        assert "'scratchdata'" in text and "Type the device path" in text
+        assert fake.runs == []
+
 
 @snapshots
 def test_probe_refused_device_toast(snap_compare, monkeypatch):
     FakeService().install(monkeypatch)
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_refused_toast)
 
+@pytest.mark.asyncio
+async def test_probe_refused_device_toast_pilot(monkeypatch):
+    """Beside test_probe_refused_device_toast: choosing the refused device is one toast with
+    the reason; it becomes the target but no confirmation opens and nothing runs."""
+    fake = FakeService().install(monkeypatch)
+    async with driven(_refused_toast, SIZE) as app:
+        assert toasts(app) == [f"probe: refused {FAKE_REFUSED.reason}"]
+        assert not isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
+
 
 @snapshots
 def test_probe_not_root_toast_80x24(snap_compare, monkeypatch):
     FakeService().install(monkeypatch, root=ROOT_HINT)
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_start)
+
+@pytest.mark.asyncio
+async def test_probe_not_root_toast_80x24_pilot(monkeypatch):
+    """Beside test_probe_not_root_toast_80x24: without root, Probe says why in the status
+    line and one toast, and starts nothing."""
+    fake = FakeService().install(monkeypatch, root=ROOT_HINT)
+    async with driven(_start, SMALL) as app:
+        assert str(app.query_one("#probe-status", Static).content) == f"not started: {ROOT_HINT}"
+        assert toasts(app) == [f"probe: not started {ROOT_HINT}"]
+        assert fake.runs == []
 
 
 async def _running(pilot) -> None:
@@ -390,6 +429,25 @@ def test_probe_running_screen(snap_compare, monkeypatch, size):
     watts with their source), the bar at 1/2, the IOPS sparkline and Cancel enabled."""
     FakeService().install(monkeypatch)
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_running)
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+async def test_probe_running_screen_pilot(monkeypatch, size):
+    """Beside test_probe_running_screen: mid-probe the status names n/N, the running cell,
+    the live block-layer IOPS and the last cell's IOPS and watts with their source; the bar
+    is at 1 of 2, Cancel is enabled and the finished cell is logged."""
+    fake = FakeService().install(monkeypatch)
+    async with driven(_running, size) as app:
+        status = " ".join(str(app.query_one("#probe-status", Static).content).split())
+        for part in ("1/2 cells", "running xfs none | 4k-randread | rep 1", "now: 39.9k IOPS",
+                     "last cell 41,234 IOPS, 6.2 W (estimate)"):
+            assert part in status, (part, status)
+        bar = app.query_one("#probe-progress")
+        assert (bar.progress, bar.total) == (1, 2)
+        assert not app.query_one("#probe-cancel", Button).disabled
+        log = [ln.strip("│ ") for ln in screen_lines(app)]
+        assert "ok          ext4 none | 4k-randread | rep 1" in log
+        fake.may_finish.set()
 
 
 @pytest.mark.asyncio
@@ -605,22 +663,36 @@ def test_warning_text_under_force_without_a_signature_still_says_so():
     assert "FORCE" not in warning_text("/dev/loop9", PREVIEW, blank)
 
 
+async def _filled(pilot) -> None:
+    await open_probe_tab(pilot)
+    await fill(pilot, probe_schedulers="none,mq-deadline", probe_workloads="4k-randread-qd32",
+               probe_adaptive=True, probe_budget="3m", probe_confidence="0.9",
+               probe_resume=True)
+    await pilot.click("#probe-preview")
+    await settle(pilot)
+    await steady(pilot)
+
+
 @snapshots
 @pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
 def test_probe_form_filled_adaptive(snap_compare, monkeypatch, size):
     """The form with every option set: schedulers, a micro workload, adaptive with budget
     and target, resume."""
     FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_filled)
 
-    async def filled(pilot):
-        await open_probe_tab(pilot)
-        await fill(pilot, probe_schedulers="none,mq-deadline", probe_workloads="4k-randread-qd32",
-                   probe_adaptive=True, probe_budget="3m", probe_confidence="0.9",
-                   probe_resume=True)
-        await pilot.click("#probe-preview")
-        await settle(pilot)
-        await steady(pilot)
-    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=filled)
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+async def test_probe_form_filled_adaptive_pilot(monkeypatch, size):
+    """Beside test_probe_form_filled_adaptive: the typed options reach the preview, which
+    states the adaptive budget and the command that runs it."""
+    fake = FakeService().install(monkeypatch)
+    async with driven(_filled, size) as app:
+        assert fake.previewed["schedulers"] == "none,mq-deadline"
+        assert fake.previewed["adaptive"]["on"] is True
+        text = screen_text(app)
+        assert "adaptive among 3 configurations, at most 3 min of device time" in text
+        assert "fsadvisor probe scratch:1G --adaptive" in text
 
 
 @pytest.mark.asyncio

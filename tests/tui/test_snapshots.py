@@ -14,16 +14,34 @@ from pathlib import Path
 
 import pytest
 import textual
+from textual.widgets import DataTable, Input, OptionList, Static
 
+from _screen import driven, screen_lines, screen_text, toasts
+from fsadvisor.domain import FILESYSTEMS
+from fsadvisor.service import advice
 from fsadvisor.tui.app import FsAdvisorApp
 
 SIZE = (120, 40)
 SMALL = (80, 24)
+BOTH = pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
 RECORDED_WITH = (Path(__file__).parent / "__snapshots__" / "textual-version.txt").read_text().strip()
 
-pytestmark = pytest.mark.skipif(
+# Only the SVG comparisons depend on how this Textual draws; the behavioural Pilot test beside
+# each one (``*_pilot``) runs on any version.
+snapshot = pytest.mark.skipif(
     textual.__version__ != RECORDED_WITH,
     reason=f"snapshots recorded with Textual {RECORDED_WITH}, this is {textual.__version__}")
+
+
+def tab(app) -> str:
+    return app.query_one("TabbedContent").active
+
+
+def fits(app, text: str) -> None:
+    """``text`` is on the screen, and no row is wider than the terminal."""
+    assert text in screen_text(app), (text, screen_lines(app))
+    width = app.size.width
+    assert all(len(row) <= width for row in screen_lines(app))
 
 
 async def _settle(pilot) -> None:
@@ -53,28 +71,79 @@ async def _help(pilot) -> None:
     await _settle(pilot)
 
 
+@snapshot
 def test_start_screen(snap_compare):
     """The preset list with oltp chosen, its workload, the what-if form and its live table."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_settle)
 
 
+@snapshot
 def test_recommendation_screen(snap_compare):
     """oltp on the default nvme:1T: summary, notes, the ranked table and #1's commands."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_recommend)
 
 
+@snapshot
 def test_start_screen_80x24(snap_compare):
     """The same start at 80x24: the form fits beside the list, the commands are visible."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_settle)
 
+@pytest.mark.asyncio
+@BOTH
+async def test_start_screen_pilot(size):
+    """Beside test_start_screen(_80x24): the profile tab opens on oltp, its workload is in
+    the form, and the live ranking under it is filled with real filesystems."""
+    async with driven(_settle, size) as app:
+        assert tab(app) == "profile"
+        presets = app.query_one("#presets", OptionList)
+        assert presets.get_option_at_index(presets.highlighted).id == "oltp"
+        assert app.query_one("#wl-jobs", Input).value == "16"
+        assert app.query_one("#wl-bs", Input).value == "8k"
+        live = app.query_one("#live-ranked", DataTable)
+        assert live.row_count > 0
+        assert all(str(live.get_row_at(i)[1]) in FILESYSTEMS for i in range(live.row_count))
+        fits(app, "oltp")
 
+
+@snapshot
 def test_recommendation_screen_80x24(snap_compare):
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_recommend)
 
+@pytest.mark.asyncio
+@BOTH
+async def test_recommendation_screen_pilot(size):
+    """Beside test_recommendation_screen(_80x24): r opens the results with recommend's own
+    headline on screen, the ranked table's first row is its #1, and the detail shows #1's
+    mkfs command and one P(best) in [0, 1]."""
+    expected = advice.recommend("oltp", top=5)
+    top = expected.ranked[0]
+    async with driven(_recommend, size) as app:
+        assert tab(app) == "results"
+        summary = str(app.query_one("#summary", Static).content)
+        assert summary.startswith(f"Recommended: {top.config.label()} — ")
+        fits(app, f"Recommended: {top.config.label()}")
+        table = app.query_one("#ranked", DataTable)
+        assert table.row_count == len(expected.ranked)
+        assert str(table.get_row_at(0)[1]) == top.config.fs
+        detail = str(app.query_one("#detail-text", Static).content)
+        assert " ".join(top.commands["mkfs"]) in detail
+        p = [ln for ln in detail.splitlines() if ln.startswith("P(best)")]
+        assert len(p) == 1 and 0.0 <= float(p[0].split()[1].rstrip(",")) <= 1.0
 
+
+@snapshot
 def test_help_screen_80x24(snap_compare):
     """? on the profile tab: what ops/J and the intervals mean, what to do next."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_help)
+
+@pytest.mark.asyncio
+async def test_help_screen_80x24_pilot():
+    """Beside test_help_screen_80x24: ? opens the profile tab's help over it, and its text
+    (what the form does, what to do next) fits the 80-column screen."""
+    async with driven(_help, SMALL) as app:
+        assert type(app.screen).__name__ == "HelpScreen"
+        fits(app, "Profile: what the application does")
+        fits(app, "press r")
 
 
 def test_the_version_guard_reads_a_version():
@@ -124,35 +193,93 @@ async def _history_export_nothing_open(pilot) -> None:
     await _settle(pilot)
 
 
+@snapshot
 def test_toast_bad_profile_path_80x24(snap_compare):
     """Profile tab: a TOML path that does not exist is one error toast, the form unchanged."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
                         run_before=_typed_then_enter("#profile-path", "no-such-profile.toml"))
 
+@pytest.mark.asyncio
+async def test_toast_bad_profile_path_80x24_pilot():
+    """Beside test_toast_bad_profile_path_80x24: one error naming the path and why; the
+    profile shown is still oltp."""
+    async with driven(_typed_then_enter("#profile-path", "no-such-profile.toml"), SMALL) as app:
+        notes = toasts(app)
+        assert len(notes) == 1 and "no-such-profile.toml" in notes[0]
+        assert "No such file or directory" in notes[0]
+        presets = app.query_one("#presets", OptionList)
+        assert presets.get_option_at_index(presets.highlighted).id == "oltp"
 
+
+@snapshot
 def test_toast_capture_missing_device_80x24(snap_compare):
     """Profile tab: capturing a device /proc/diskstats does not list names it, once."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_capture_missing_device)
 
+@pytest.mark.asyncio
+async def test_toast_capture_missing_device_80x24_pilot():
+    """Beside test_toast_capture_missing_device_80x24: the dialog closes, and one error says
+    the device is not in /proc/diskstats and what to give instead."""
+    async with driven(_capture_missing_device, SMALL) as app:
+        assert type(app.screen).__name__ != "CaptureScreen"
+        errors = [t for t in toasts(app) if "not in /proc/diskstats" in t]
+        assert len(errors) == 1 and "no-such-disk" in errors[0]
 
+
+@snapshot
 def test_capture_dialog_80x24(snap_compare):
     """ctrl+g: device, seconds (10 by default) and the file the profile goes to."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_capture_dialog)
 
+@pytest.mark.asyncio
+async def test_capture_dialog_80x24_pilot():
+    """Beside test_capture_dialog_80x24: ctrl+g asks for the device (focused, empty), the
+    seconds (10) and the output file (by default named after the device), and says how to
+    go on."""
+    async with driven(_capture_dialog, SMALL) as app:
+        assert type(app.screen).__name__ == "CaptureScreen"
+        device = app.screen.query_one("#cap-device", Input)
+        assert app.focused is device and device.value == ""
+        assert app.screen.query_one("#cap-seconds", Input).value == "10"
+        out = app.screen.query_one("#cap-out", Input)  # empty: named after the device
+        assert out.value == "" and out.placeholder.endswith(".toml")
+        fits(app, "Enter captures, Esc cancels")
 
+
+@snapshot
 def test_toast_export_unwritable_80x24(snap_compare):
     """Recommendations: exporting to a directory that does not exist says why, in one line."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_export_unwritable)
 
 
+@snapshot
 def test_toast_export_unwritable(snap_compare):
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_export_unwritable)
 
+@pytest.mark.asyncio
+@BOTH
+async def test_toast_export_unwritable_pilot(size):
+    """Beside test_toast_export_unwritable(_80x24): one error naming the file and why; the
+    recommendation stays on screen."""
+    async with driven(_export_unwritable, size) as app:
+        notes = toasts(app)
+        assert len(notes) == 1 and "/no-such-directory/" in notes[0]
+        assert tab(app) == "results" and app.query_one("#ranked", DataTable).row_count > 0
 
+
+@snapshot
 def test_toast_history_export_before_opening_80x24(snap_compare):
     """History (empty store): c before a matrix is opened says what to do first."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
                         run_before=_history_export_nothing_open)
+
+@pytest.mark.asyncio
+async def test_toast_history_export_before_opening_80x24_pilot():
+    """Beside test_toast_history_export_before_opening_80x24: c on an empty history says
+    what to do first, and writes nothing."""
+    async with driven(_history_export_nothing_open, SMALL) as app:
+        assert tab(app) == "history"
+        assert toasts(app) == ["export open a matrix first (Enter on its row)"]
 
 
 # ---------------------------------------------------------------------- history: side by side, chart
@@ -192,14 +319,38 @@ async def _device_chart(pilot) -> None:
     await _settle(pilot)
 
 
+@snapshot
 def test_history_two_cells_side_by_side_80x24(snap_compare, dated_store):
     """m-new opened, xfs and ext4 marked: means, intervals, n, B − A and 'separable'."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_compare_two_cells)
 
+@pytest.mark.asyncio
+async def test_history_two_cells_side_by_side_80x24_pilot(dated_store):
+    """Beside test_history_two_cells_side_by_side_80x24: the two marked cells of m-new are
+    compared with B − A, its Welch interval and the verdict, all on the 80x24 screen."""
+    async with driven(_compare_two_cells, SMALL) as app:
+        assert tab(app) == "history"
+        assert app.query_one("#matrix-cells", DataTable).row_count == 2
+        fits(app, "matrix m-new (oltp on /dev/loop9)")
+        fits(app, "A xfs -o noatime (profile:oltp): 300 ops/J")
+        fits(app, "B ext4 (profile:oltp): 201 ops/J")
+        fits(app, "B − A: -99 ops/J")
+        assert "significant" in screen_text(app)
 
+
+@snapshot
 def test_history_device_chart(snap_compare, dated_store):
     """g on /dev/loop9's matrix: ops/J per configuration across its two matrices."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_device_chart)
+
+@pytest.mark.asyncio
+async def test_history_device_chart_pilot(dated_store):
+    """Beside test_history_device_chart: g charts /dev/loop9's measured ops/J per matrix,
+    one labelled series per configuration with its last value."""
+    async with driven(_device_chart, SIZE) as app:
+        fits(app, "/dev/loop9: measured ops/J per matrix")
+        fits(app, "xfs -o noatime profile:oltp: last 300 ops/J (2 matrices)")
+        fits(app, "ext4 profile:oltp: last 201 ops/J (2 matrices)")
 
 
 async def _plot_with_measured_runs(pilot) -> None:
@@ -218,7 +369,19 @@ async def _plot_with_measured_runs(pilot) -> None:
     await _settle(pilot)
 
 
+@snapshot
 def test_plot_marks_measured_runs(snap_compare, dated_store):
     """p with runs of oltp on /dev/loop9 in the store: M bars beside the P bars, and where
     and how many runs each measured bar rests on."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_plot_with_measured_runs)
+
+@pytest.mark.asyncio
+async def test_plot_marks_measured_runs_pilot(dated_store):
+    """Beside test_plot_marks_measured_runs: p plots ops/J with the bar measured on
+    /dev/loop9 marked M beside the predicted P bars, and the headline says measured."""
+    async with driven(_plot_with_measured_runs, SIZE) as app:
+        text = screen_text(app)
+        assert "oltp: ops/J" in text and "measured on this device" in text
+        rows = screen_lines(app)
+        assert any(r.lstrip().startswith("M #") for r in rows)
+        assert any(r.lstrip().startswith("P #1") for r in rows)
