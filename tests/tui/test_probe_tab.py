@@ -356,6 +356,7 @@ async def test_probe_tab_screen_pilot(monkeypatch, size):
         assert not app.query_one("#probe-start", Button).disabled
         assert app.query_one("#probe-cancel", Button).disabled
         assert "Probing FORMATS the device" in screen_text(app)
+        assert list(app.query_one("#probe-lines").lines) == []
 
 
 @snapshots
@@ -375,6 +376,8 @@ async def test_probe_confirmation_screen_pilot(monkeypatch, size):
         text = screen_text(app)
         assert f"This DESTROYS all data on {FAKE_OK.path}" in text
         assert "'scratchdata'" in text and "Type the device path" in text
+        assert "2 cells, about 1 min" in str(app.screen.query_one("#confirm-text", Static).content)
+        assert app.focused is app.screen.query_one("#confirm-device", Input)
         assert fake.runs == []
 
 
@@ -390,6 +393,7 @@ async def test_probe_refused_device_toast_pilot(monkeypatch):
     fake = FakeService().install(monkeypatch)
     async with driven(_refused_toast, SIZE) as app:
         assert toasts(app) == [f"probe: refused {FAKE_REFUSED.reason}"]
+        assert app.query_one("#probe-target", Input).value == FAKE_REFUSED.path
         assert not isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
 
 
@@ -444,6 +448,7 @@ async def test_probe_running_screen_pilot(monkeypatch, size):
             assert part in status, (part, status)
         bar = app.query_one("#probe-progress")
         assert (bar.progress, bar.total) == (1, 2)
+        assert app.query_one("#probe-iops", Sparkline).data == [SAMPLE.iops]
         assert not app.query_one("#probe-cancel", Button).disabled
         log = [ln.strip("│ ") for ln in screen_lines(app)]
         assert "ok          ext4 none | 4k-randread | rep 1" in log
@@ -689,7 +694,8 @@ async def test_probe_form_filled_adaptive_pilot(monkeypatch, size):
     fake = FakeService().install(monkeypatch)
     async with driven(_filled, size) as app:
         assert fake.previewed["schedulers"] == "none,mq-deadline"
-        assert fake.previewed["adaptive"]["on"] is True
+        assert fake.previewed["workloads"] == "4k-randread-qd32" and fake.previewed["resume"]
+        assert fake.previewed["adaptive"] == {"on": True, "budget": "3m", "target": "0.9"}
         text = screen_text(app)
         assert "adaptive among 3 configurations, at most 3 min of device time" in text
         assert "fsadvisor probe scratch:1G --adaptive" in text

@@ -38,10 +38,17 @@ def tab(app) -> str:
 
 
 def fits(app, text: str) -> None:
-    """``text`` is on the screen, and no row is wider than the terminal."""
-    assert text in screen_text(app), (text, screen_lines(app))
-    width = app.size.width
-    assert all(len(row) <= width for row in screen_lines(app))
+    """``text`` is drawn whole on one row: on the screen, neither wrapped nor cut at this width."""
+    rows = screen_lines(app)
+    assert any(text in " ".join(row.split()) for row in rows), (text, rows)
+
+
+def shown(app, *selectors: str) -> None:
+    """Each widget is displayed and drawn within the screen in the last update."""
+    for sel in selectors:
+        w = app.screen.query_one(sel)
+        assert w.display and w.is_on_screen, sel
+        assert w.region.overlaps(app.screen.region), (sel, w.region)
 
 
 async def _settle(pilot) -> None:
@@ -78,12 +85,6 @@ def test_start_screen(snap_compare):
 
 
 @snapshot
-def test_recommendation_screen(snap_compare):
-    """oltp on the default nvme:1T: summary, notes, the ranked table and #1's commands."""
-    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_recommend)
-
-
-@snapshot
 def test_start_screen_80x24(snap_compare):
     """The same start at 80x24: the form fits beside the list, the commands are visible."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_settle)
@@ -102,7 +103,15 @@ async def test_start_screen_pilot(size):
         live = app.query_one("#live-ranked", DataTable)
         assert live.row_count > 0
         assert all(str(live.get_row_at(i)[1]) in FILESYSTEMS for i in range(live.row_count))
-        fits(app, "oltp")
+        shown(app, "#presets", "#wl-jobs", "#wl-bs")
+        fits(app, "oltp (preset)")
+        fits(app, "Postgres-style OLTP: 8 KB pages, 70% random")
+
+
+@snapshot
+def test_recommendation_screen(snap_compare):
+    """oltp on the default nvme:1T: summary, notes, the ranked table and #1's commands."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_recommend)
 
 
 @snapshot
@@ -122,8 +131,11 @@ async def test_recommendation_screen_pilot(size):
         summary = str(app.query_one("#summary", Static).content)
         assert summary.startswith(f"Recommended: {top.config.label()} — ")
         fits(app, f"Recommended: {top.config.label()}")
+        shown(app, "#summary", "#ranked", "#detail-text")
         table = app.query_one("#ranked", DataTable)
         assert table.row_count == len(expected.ranked)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels[1:3] == ["filesystem", "scheduler"] and "ops/J (90% interval)" in labels
         assert str(table.get_row_at(0)[1]) == top.config.fs
         detail = str(app.query_one("#detail-text", Static).content)
         assert " ".join(top.commands["mkfs"]) in detail
@@ -224,6 +236,7 @@ async def test_toast_capture_missing_device_80x24_pilot():
         assert type(app.screen).__name__ != "CaptureScreen"
         errors = [t for t in toasts(app) if "not in /proc/diskstats" in t]
         assert len(errors) == 1 and "no-such-disk" in errors[0]
+        assert "give a block device such as /dev/nvme0n1 or sda" in errors[0]
 
 
 @snapshot
@@ -240,6 +253,7 @@ async def test_capture_dialog_80x24_pilot():
         assert type(app.screen).__name__ == "CaptureScreen"
         device = app.screen.query_one("#cap-device", Input)
         assert app.focused is device and device.value == ""
+        shown(app, "#cap-device", "#cap-seconds", "#cap-out")
         assert app.screen.query_one("#cap-seconds", Input).value == "10"
         out = app.screen.query_one("#cap-out", Input)  # empty: named after the device
         assert out.value == "" and out.placeholder.endswith(".toml")
@@ -264,6 +278,7 @@ async def test_toast_export_unwritable_pilot(size):
     async with driven(_export_unwritable, size) as app:
         notes = toasts(app)
         assert len(notes) == 1 and "/no-such-directory/" in notes[0]
+        assert "No such file or directory" in notes[0]
         assert tab(app) == "results" and app.query_one("#ranked", DataTable).row_count > 0
 
 
@@ -274,12 +289,18 @@ def test_toast_history_export_before_opening_80x24(snap_compare):
                         run_before=_history_export_nothing_open)
 
 @pytest.mark.asyncio
-async def test_toast_history_export_before_opening_80x24_pilot():
+async def test_toast_history_export_before_opening_80x24_pilot(monkeypatch):
     """Beside test_toast_history_export_before_opening_80x24: c on an empty history says
-    what to do first, and writes nothing."""
+    what to do first, and exports nothing."""
+    from fsadvisor.tui import calls
+    exported = []
+    real = calls.export_matrix
+    monkeypatch.setattr(calls, "export_matrix", lambda *a, **k: exported.append(a) or real(*a, **k))
     async with driven(_history_export_nothing_open, SMALL) as app:
         assert tab(app) == "history"
+        fits(app, "No probe runs stored yet")
         assert toasts(app) == ["export open a matrix first (Enter on its row)"]
+        assert exported == [] and app.query_one("#matrix-cells", DataTable).row_count == 0
 
 
 # ---------------------------------------------------------------------- history: side by side, chart
