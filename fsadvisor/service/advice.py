@@ -281,24 +281,49 @@ def confidence_lines(rec: Recommendation) -> list[str]:
 
 
 def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> list[dict]:
-    """The cells that would decide a tie: the profile's workload on #1 and on every leader
-    that is best with probability >= ``min_p``, each with the probe's default repetitions,
-    timed by the probe's own per-cell estimate on this device (probe/timing.py, which
-    probe/plan.py's Plan.cell_estimate_s uses: a test holds the two equal)."""
+    """The cells that would decide a tie: the defaults of every leading filesystem (those of
+    the leaders and of the entries tied with #1: what a variant must beat to earn its
+    settings, never left out for variants of one option), then #1 and every leader that is
+    best with probability >= ``min_p`` up to ``most`` cells in all. Each with the probe's
+    default repetitions, timed by the probe's own per-cell estimate on this device
+    (probe/timing.py, which probe/plan.py's Plan.cell_estimate_s uses: a test holds the two
+    equal). ``p_best`` is None for a default the model does not count among the leaders."""
+    from fsadvisor import catalog
+    from fsadvisor.predict.rank import default_scheduler
     from fsadvisor.probe import timing
 
     name = f"profile:{rec.profile.name}"  # the cell's workload name (plan.profile_workload)
     size = timing.default_size_bytes(rec.device.size_bytes)
     cell_s = timing.cell_seconds(rec.profile.workload.read_pct, size)
     conf = rec.confidence
-    out = []
+    p_of = dict(zip(conf.labels, conf.p_best))
+
+    def cell(label: str) -> dict:
+        p = p_of.get(label)
+        return {"config": label, "p_best": None if p is None else round(p, 4), "workload": name,
+                "reps": timing.DEFAULT_REPS, "seconds": round(cell_s * timing.DEFAULT_REPS, 1)}
+
     # The ranking hands over the leaders' configurations with their labels (no second
-    # pass over the catalog to look the labels up).
-    for i, (key, p) in enumerate(zip(conf.labels, conf.p_best)):
-        if (i and p < min_p) or len(out) >= most:
+    # pass over the catalog to look the labels up); a label starts with its filesystem.
+    first = rec.ranked[0].label if rec.ranked else None
+    tied = [r.config.fs for r in rec.ranked if r.label == first]
+    leading = dict.fromkeys(tied + [k.split(",")[0].split()[0] for k in conf.labels])
+    ranked_fs = {r.config.fs for r in rec.ranked} | {r.config.fs for r in
+                                                     rec.best_per_filesystem.values()}
+    sched = default_scheduler(rec.device)
+    defaults = []
+    for fs in leading:
+        if fs not in ranked_fs:  # excluded here (constraints, this kernel)
             continue
-        out.append({"config": key, "p_best": round(p, 4), "workload": name,
-                    "reps": timing.DEFAULT_REPS, "seconds": round(cell_s * timing.DEFAULT_REPS, 1)})
+        try:
+            defaults.append(catalog.default_config(fs, rec.device.size_bytes, sched).label())
+        except ConfigError:  # a filesystem this device is too small for
+            continue
+    out = [cell(label) for label in defaults]
+    for i, (key, p) in enumerate(zip(conf.labels, conf.p_best)):
+        if key in defaults or (i and p < min_p) or len(out) >= most:
+            continue
+        out.append(cell(key))
     return out
 
 
