@@ -22,7 +22,7 @@ import numpy as np
 from fsadvisor import catalog, tomlcache
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, kind_of
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.predict import ceilings
+from fsadvisor.predict import ceilings, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
 from fsadvisor.predict.model import FittedModel, contributions
@@ -136,7 +136,6 @@ def _mechanisms() -> dict[str, dict[str, str]]:
 
 
 def _mechanism(feature: str) -> dict[str, str] | None:
-    from fsadvisor.predict import spec
     effect = spec.effect_of(feature)
     if effect is not None:  # a declared option effect carries its own words
         return {"text": effect.text, "cite": effect.cite}
@@ -738,8 +737,7 @@ def _lead(ordered: list, kept: list, design: dict, tol: float,
 def allocation_heavy(w) -> bool:
     """Several writers allocating at once: the condition through which XFS allocation groups
     act (predict/spec.py concurrent_allocation); elsewhere the AG count changes nothing."""
-    from fsadvisor.predict.spec import concurrent_allocation
-    return concurrent_allocation(w) > 0
+    return spec.concurrent_allocation(w) > 0
 
 
 def _ag_free_key(cfg: FsConfig) -> tuple:

@@ -125,7 +125,6 @@ class Condition:
     the mechanism does no work."""
 
     key: str
-    words: str  # how a why-line says where the effect applies
     of: Callable[[Workload, str], float]
 
 
@@ -134,15 +133,14 @@ def _w(fn: Callable[[Workload], float]) -> Callable[[Workload, str], float]:
 
 
 CONDITIONS: dict[str, Condition] = {c.key: c for c in (
-    Condition("alloc", "where several writers allocate at once", _w(concurrent_allocation)),
-    Condition("subblock", "for I/O or files smaller than a 4 KiB block on a disk",
-              sub_block_io),
-    Condition("meta", "for metadata operations", _w(metadata)),
-    Condition("rf", "for data reads", _w(data_reads)),
-    Condition("wf", "for data writes", _w(data_writes)),
-    Condition("rndw", "for random data writes", _w(random_writes)),
-    Condition("data", "for data I/O", _w(data_io)),
-    Condition("sync", "for fsync'd writes and metadata commits", _w(syncing)),
+    Condition("alloc", _w(concurrent_allocation)),
+    Condition("subblock", sub_block_io),
+    Condition("meta", _w(metadata)),
+    Condition("rf", _w(data_reads)),
+    Condition("wf", _w(data_writes)),
+    Condition("rndw", _w(random_writes)),
+    Condition("data", _w(data_io)),
+    Condition("sync", _w(syncing)),
 )}
 
 
