@@ -174,14 +174,30 @@ def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
     return f
 
 
-def device_config_features(cf: Mapping[str, float], device_id: str) -> dict[str, float]:
+FS_MEDIATED = spec.FS_MEDIATED
+
+
+def device_config_features(cf: Mapping[str, float], device_id: str,
+                           fs: str | None = None, w: Workload | None = None) -> dict[str, float]:
     """One device's own deviations from the shared configuration effects (``d:<id>|feat``).
     A probe or reference device's rows load on both, so with prior sds sigma_shared and
     tau (priors.toml "d:") only sigma^2 / (sigma^2 + tau^2) of what one device shows moves the
     shared effect that other devices use. Mechanisms (``m:``) get deviations too: a device
     whose own figures are off (a loop device priced from its kind's datasheet-order prior)
-    then absorbs the misfit itself instead of bending the coefficient every device shares."""
-    return {f"d:{device_id}|{k}": v for k, v in cf.items()}
+    then absorbs the misfit itself instead of bending the coefficient every device shares.
+    With ``fs`` = "ext4" and its workload ``w``, ext4's own deviations on the
+    filesystem-mediated shape terms (:data:`FS_MEDIATED`) are added: every other filesystem
+    has them through its fs:<fs>*<term> features."""
+    # A mechanism with a filesystem's own twin (m:fsync and m:fsync:btrfs) deviates on this
+    # device through the twin only: btrfs's fsync cost here says nothing of ext4's.
+    twins = {k.rpartition(":")[0] for k in cf if k.startswith("m:") and k.count(":") == 2}
+    f = {f"d:{device_id}|{k}": v for k, v in cf.items() if k not in twins}
+    if fs == "ext4" and w is not None:
+        t = _workload_terms_of(w)
+        for term in FS_MEDIATED:
+            if t[term]:
+                f[f"d:{device_id}|fs:ext4*{term}"] = t[term]
+    return f
 
 
 def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,

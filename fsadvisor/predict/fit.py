@@ -16,8 +16,8 @@ import numpy as np
 from fsadvisor.domain import Device, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (_cfg_features, _roofline, config_features,
-                                        device_config_features,
+from fsadvisor.predict.features import (FS_MEDIATED, _cfg_features, _roofline,
+                                        config_features, device_config_features,
                                         power_features, tail_features, workload_features)
 from fsadvisor.predict.settings import (_BANDWIDTH_UNITS, _EFFICIENCY_METRICS,
                                         _LATENCY_MEAN_METRICS, _RATE_METRICS, ModelSettings)
@@ -115,7 +115,18 @@ def _obs_rows(obs: Observation, s: ModelSettings,
             # and the mechanisms. (The seeds' cited drives do not: held-out-table
             # cross-validation showed their per-device deviations, learned from one table,
             # failing on the same drive's other tables -- median x1.32 against x1.19.)
-            f.update(device_config_features(cf, dev))
+            f.update(device_config_features(cf, dev, c.fs if c is not None else None, w))
+            if c is not None and c.fs not in ("raw", None):
+                # What a filesystem shows of its fsync and metadata costs on this device is
+                # its own (its journal, its metadata): the device's and its kind's shape
+                # terms stay offsets here, set by the raw-device runs and the other devices,
+                # and the deviation goes to d:<dev>|fs:<fs>*<term>. Otherwise a btrfs fsync
+                # collapse with several writers (x0.1) would pull the device's fsync term,
+                # and with it ext4's and xfs's predictions, far below their own runs.
+                for k in [f"w:{kind}:{t}" for t in FS_MEDIATED] + \
+                        [f"w:dev:{dev}:{t}" for t in FS_MEDIATED]:
+                    if k in f:
+                        f[FIXED_PREFIX + k] = f.pop(k)
             if timed_devices is not None and dev not in timed_devices:
                 # A mechanism's feature is a share of this device's own time per op; with no
                 # raw-device run those times are its kind's datasheet-order guess (a factor

@@ -90,8 +90,8 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         # sharing a filesystem or mechanism share that uncertainty -- what the adaptive
         # probe needs to know that one ext4 run also teaches it about the other ext4 cells.
         cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
-        for cf in cfs:
-            cf.update(device_config_features(cf, dev))
+        for cfg, cf in zip(cfgs, cfs):
+            cf.update(device_config_features(cf, dev, cfg.fs if cfg is not None else None, w))
         C, cnames = _matrix_of(cfs)
     elif len(cfgs) < _PARTS_FROM:
         # A handful (predict --batch's one line, predict): the features directly; mapping

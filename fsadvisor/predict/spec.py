@@ -38,6 +38,14 @@ from typing import Callable, Mapping
 
 from fsadvisor.domain import Workload
 
+
+# Workload-shape terms whose cost is the filesystem's own work (its journal commit on fsync,
+# its metadata updates). On a device measured here, what one filesystem shows of them is that
+# filesystem's: a filesystem row carries the device's and kind's shape terms as offsets and
+# its own deviation in ``d:<id>|fs:<fs>*<term>`` (fit._obs_rows). ext4, the baseline, has no
+# shared fs: terms, so it gets these deviations by name (features.device_config_features).
+FS_MEDIATED = ("fsync", "meta")
+
 # Today's defaults the sizes are measured from (mkfs.xfs(8), mke2fs.conf(5), xfs(5)).
 DEFAULT_BLOCK = 4096
 DEFAULT_INODE = {"ext": 256, "xfs": 512}
