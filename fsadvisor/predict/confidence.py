@@ -46,41 +46,59 @@ CONFIDENT = 0.9
 
 @dataclass
 class Confidence:
-    """P(best) of the leading group; ``labels[0]`` is the ranking's #1."""
+    """P(best) of the leading group; ``labels[0]`` is the ranking's #1.
+
+    One number per configuration, from one sample: with a ``tolerance`` (a ranking's,
+    TIE_TOLERANCE), P(this leader is within it of the best) -- "best" as the ranking means
+    it, where a simpler configuration within the tolerance of a busier one is preferred; these
+    overlap (two equal leaders can both be within 1%), so they need not sum to 1. Without a
+    tolerance, the strict P(this leader is the best), which sums to 1."""
 
     labels: list[str]
-    p_best: list[float]  # strict: P(this leader has the highest expected ops/J); sums to 1
-    # P(#1 is within ``tolerance`` (log) of the best): the ranking itself prefers a simpler
-    # configuration within TIE_TOLERANCE of a busier one, so "best" means the same here.
-    p_first_tol: float | None = None
+    p_best: list[float]
     tolerance: float = 0.0
     method: str = f"Monte Carlo, {DRAWS} draws of the joint posterior (fixed seed)"
     settle: list[dict[str, Any]] = field(default_factory=list)  # cells that would decide a tie
+    # Distinct configurations in the ranking's tie set (rank._order, the answer's one tie
+    # rule); None outside a ranking, where "tied" falls back on P(#1) < CONFIDENT.
+    tie_set: int | None = None
 
     @property
     def p_first(self) -> float:
-        if self.p_first_tol is not None:
-            return self.p_first_tol
         return self.p_best[0] if self.p_best else 1.0
 
     @property
     def tied(self) -> bool:
+        if self.tie_set is not None:
+            return self.tie_set > 1
         return self.p_first < CONFIDENT
+
+    @property
+    def settled(self) -> bool:
+        """#1 is the best, or within the tolerance of it, with probability >= CONFIDENT:
+        measuring the tie could not change the pick by more than the tolerance."""
+        return self.p_first >= CONFIDENT
 
     def to_dict(self) -> dict[str, Any]:
         return {"p_best_first": round(self.p_first, 4), "tied": self.tied,
+                "settled": self.settled,
                 "tolerance": round(math.expm1(self.tolerance), 4), "method": self.method,
                 "leaders": [{"config": k, "p_best": round(p, 4)}
                             for k, p in zip(self.labels, self.p_best)],
                 "settle": list(self.settle)}
 
+    @property
+    def what(self) -> str:
+        """What ``p_best`` is, in the words every front end prints beside it."""
+        return (f"P(within {math.expm1(self.tolerance):.0%} of the best)" if self.tolerance
+                else "P(best)")
+
     def sentence(self) -> str:
-        within = f" (within {math.expm1(self.tolerance):.0%})" if self.tolerance else ""
-        head = f"{self.labels[0]} is best{within} with probability {self.p_first:.2f}"
-        if len(self.labels) > 1:
-            head += "; strict P(best): " + ", ".join(f"{k} {p:.2f}" for k, p in
-                                     zip(self.labels[:4], self.p_best[:4]))
-        return head
+        what = self.what
+        if len(self.labels) == 1:
+            return f"{what}: {self.labels[0]} {self.p_first:.2f}"
+        return f"{what}: " + ", ".join(f"{k} {p:.2f}" for k, p in
+                                       zip(self.labels[:4], self.p_best[:4]))
 
 
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (the paper's GAMMA)
@@ -127,20 +145,6 @@ def p_best(mu: Sequence[float], S: np.ndarray, draws: int = DRAWS,
         return np.ones(1)
     z = _sample(mu, S, draws, seed)
     return _within(z, tolerance) if tolerance is not None else _wins(z)
-
-
-def p_best_and_within(mu: Sequence[float], S: np.ndarray, tolerance: float,
-                      draws: int = DRAWS, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
-    """``p_best(mu, S)`` and ``p_best(mu, S, tolerance=tolerance)`` from one set of draws:
-    the same numbers as the two calls, for one factorisation and one sample (a ranking's
-    confidence needs both; at 8 leaders the two calls took 3.2 ms, this 1.8 ms: mean of 50,
-    2026-11-25)."""
-    mu = np.asarray(mu, dtype=float)
-    if len(mu) < 2:  # nothing to sample: 1 for a lone entry, either way
-        p = p_best(mu, S)
-        return p, p.copy()
-    z = _sample(mu, S, draws, seed)
-    return _wins(z), _within(z, tolerance)
 
 
 def _root(S: np.ndarray) -> np.ndarray:
@@ -202,7 +206,8 @@ def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
 
 
 def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
-                         first: int, q: np.ndarray | None = None) -> list[int]:
+                         first: int, q: np.ndarray | None = None,
+                         eligible: np.ndarray | None = None) -> list[int]:
     """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
     the diagonal (``q``, when the caller has it) and the first's column are needed."""
     mu = np.asarray(mu, dtype=float)
@@ -211,34 +216,34 @@ def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
     col = X @ (cov @ X[first])
     sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
     close = [i for i in np.argsort(-mu, kind="stable")
-             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]]
+             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]
+             and (eligible is None or eligible[i])]
     return [first] + [int(i) for i in close[:MAX_LEADERS - 1]]
 
 
 def decision_confidence(labels: Sequence[str] | Callable[[int], str],
                         log_values: Sequence[float], X: np.ndarray, cov: np.ndarray,
                         first: int = 0, tolerance: float = 0.0,
-                        q: np.ndarray | None = None) -> Confidence:
+                        q: np.ndarray | None = None, tie_set: int | None = None,
+                        eligible: np.ndarray | None = None) -> Confidence:
     """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
     mean: ties go to the simpler configuration) is the best of all candidates (rows of
     ``X``). Candidates beyond LEADER_SD are left out of the sampling; together they could
     take at most 0.0002 each. ``labels`` names candidate i (a list, or a function of i:
     a ranking of 1,000+ candidates then spells out only the few leaders' labels); ``q``
-    the rows' x cov x' when the caller has them already."""
+    the rows' x cov x' when the caller has them already; ``eligible``: which candidates
+    may be leaders (a ranking leaves out the busier twins of a candidate it cannot tell apart
+    from them)."""
     if not isinstance(X, DesignRows):  # a ranking's factored design stays factored
         X = np.asarray(X, dtype=float)
     cov = np.asarray(cov, dtype=float)
-    idx = _leaders_from_design(log_values, X, cov, first, q)
+    idx = _leaders_from_design(log_values, X, cov, first, q, eligible)
     mu = np.asarray(log_values, dtype=float)[idx]
     sub = covariance(X[idx], cov)
-    if tolerance > 0:
-        p, within = p_best_and_within(mu, sub, tolerance)
-        tol = float(within[0])
-    else:
-        p, tol = p_best(mu, sub), None
+    p = p_best(mu, sub, tolerance=tolerance if tolerance > 0 else None)
     label = labels if callable(labels) else labels.__getitem__
     return Confidence(labels=[label(i) for i in idx], p_best=[float(x) for x in p],
-                      p_first_tol=tol, tolerance=tolerance)
+                      tolerance=tolerance, tie_set=tie_set)
 
 
 def p_wrong(mu: Sequence[float], S: np.ndarray, choice: int | None = None) -> float:

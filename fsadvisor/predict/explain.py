@@ -70,6 +70,14 @@ def headline(rec) -> list[str]:
     n = int(lead.get("tied_with") or 0)
     sd = lead.get("difference_sd")
     res = f" (1 sd of the gap to #2: {sd:.0%})" if sd is not None else ""
+    conf = rec.confidence
+    others = f"{n} other configuration{'s' if n != 1 else ''}"
+    if conf is not None and conf.settled:
+        # Tied, and measuring could not change the pick by more than the tolerance: any of
+        # the tied ones will do, and nothing needs settling.
+        return [first, f"How sure: tied with {others} within the data's resolution{res}, and "
+                       f"#1 is within {math.expm1(conf.tolerance):.0%} of the best with "
+                       f"probability {conf.p_first:.2f}: any of them will do; {basis}."]
     settle = getattr(rec.confidence, "settle", None) or []
     if settle:
         # The same cells and time as the confidence's "to settle it" line (service/advice
@@ -79,7 +87,7 @@ def headline(rec) -> list[str]:
     else:
         leading = min(n + 1, 5)  # the leaders an adaptive probe would start from
         seconds = adaptive_seconds(leading)
-    return [first, f"How sure: tied with {n} other configuration{'s' if n != 1 else ''} "
+    return [first, f"How sure: tied with {others} "
                    f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
                    f"on a spare device decides among the leading {leading} in about "
                    f"{duration(seconds)}."]

@@ -15,7 +15,7 @@ import math
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -308,12 +308,21 @@ def _settings_complexity(cfg: FsConfig, device: Device) -> int:
     return n
 
 
+class Ordering(NamedTuple):
+    ordered: list  # the kept entries to show, in order
+    alternatives: dict[FsConfig, dict[str, float]]  # each one's other schedulers
+    tied: int  # distinct configurations in the tie set (listed first; 1: #1 stands alone)
+    twins: np.ndarray  # per kept entry: the same score as a simpler one of its filesystem
+
+
 def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
            cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None,
-           q: np.ndarray | None = None) -> tuple[list, dict[FsConfig, dict[str, float]]]:
+           q: np.ndarray | None = None) -> Ordering:
     """The first ``top`` distinct configurations, then the best of every other filesystem.
 
-    Best first — but a candidate whose lead over a simpler one is within the model's own
+    The tie set comes first: every configuration statistically equal to the highest-scoring
+    candidate (the one tie rule of the answer: lead.tied_with, the ``1=`` labels, the
+    headline and the confidence all read it). Then best first — but a candidate whose lead over a simpler one is within the model's own
     uncertainty of that difference (rows of ``X`` with ``cov``: the sd of the log ops/J
     difference, in which shared terms cancel) or within TIE_TOLERANCE has not earned its
     extra settings: among such statistically equal candidates the one with the fewest
@@ -358,21 +367,48 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     else:
         q = None
 
-    def pick(idx: np.ndarray) -> int:
+    def tie_band(idx: np.ndarray) -> np.ndarray:
+        """Which of ``idx`` (best-scored first) are statistically equal to its first."""
         gap = logv[idx[0]] - logv[idx]
         limit = np.full(len(idx), tol)
         if q is not None:
             cross = (X @ (cov @ X[idx[0]]))[idx]
             var = q[idx] + q[idx[0]] - 2 * cross
             limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
-        band = idx[gap <= limit]
+        return gap <= limit
+
+    def pick(idx: np.ndarray) -> int:
+        band = idx[tie_band(idx)]
         # measured before prior-only (an unmeasured configuration never wins a tie on the
         # strength of its prior, issue 10), then fewest settings, then the higher score; on
         # a full tie the earlier (better-scored) candidate, as min() over the band did
         return int(band[np.lexsort((-logv[band], cx[band], prior_only[band]))[0]])
 
+    # A twin: a candidate the model cannot tell apart at all from a simpler one of its
+    # filesystem (the same score: a setting whose mechanism does not act here, an AG count for
+    # a reader). It is never listed, never counted in the tie set, never a leader.
+    twins = np.zeros(len(kept), dtype=bool)
+    simplest: dict[tuple, int] = {}
+    for i in np.lexsort((np.arange(len(kept)), cx)):  # simplest first, then best-scored
+        key = (fs_of[i], round(float(logv[i]), 12))
+        if key in simplest:
+            twins[i] = True
+        else:
+            simplest[key] = int(i)
     ordered = []
-    alive = np.ones(len(kept), dtype=bool)  # kept is sorted by score, best first
+    alive = ~twins  # kept is sorted by score, best first
+    # The tie set (TIE RULE): every candidate within max(TIE_TOLERANCE, 1 sd of the
+    # difference) of the highest-scoring one. It is listed first, in the rule's order
+    # (measured > fewest settings > score), and every tie the answer states is this set.
+    everyone = np.flatnonzero(alive)
+    tie = everyone[tie_band(everyone)] if len(everyone) else everyone
+    tie_set = set(bare[tie].tolist())
+    in_tie = np.isin(np.arange(len(kept)), tie)
+    while (alive & in_tie).any() and len(ordered) < top:
+        idx = np.flatnonzero(alive & in_tie)
+        i = int(idx[np.lexsort((-logv[idx], cx[idx], prior_only[idx]))[0]])
+        alive &= bare != bare[i]
+        ordered.append(kept[i])
     while alive.any() and len(ordered) < top:
         i = pick(np.flatnonzero(alive))
         alive &= bare != bare[i]
@@ -388,7 +424,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
             s: v / item[0] for s, v in score_of[(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
                                                  ].items()
             if s != cfg.scheduler and item[0]}}
-    return ordered, alternatives
+    return Ordering(ordered, alternatives, len(tie_set), twins)
 
 
 def _has_data(model: FittedModel, cfg: FsConfig, w: Workload | None = None) -> bool:
@@ -589,8 +625,8 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
             evidence[cfg.fs] = _has_data(model, cfg, w)
         return evidence[cfg.fs]
 
-    ordered, alternatives = _order(kept, device, top, X, design["cov"],
-                                   measured=has_data, q=q)
+    ordered, alternatives, n_tied, twins = _order(kept, device, top, X, design["cov"],
+                                                  measured=has_data, q=q)
 
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -624,7 +660,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
                       if cfg.fs == "xfs" else None)
 
     ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
-    _mark_ties(ranked, ordered, tied, device, has_data)
+    _mark_ties(ranked, ordered, tied, device, has_data, n_tied)
     sans_ag = _sans_ag(kept) if allocation_heavy(w) else {}
     for r in ranked:
         r.ag_note = _ag_note(r, sans_ag, design, w, device, unit)
@@ -636,7 +672,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
              ]
-    lead = _lead(ordered, kept, design, tol, X, q)
+    lead = _lead(ordered, design, n_tied)
     lead["measured_here"] = bool(model.known_device(device))
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
@@ -652,11 +688,13 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     if excluded.get("o_direct_not_honoured"):
         notes.append("data=journal candidates were left out: they silently turn this "
                      "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
-    # over every kept candidate (scheduler variants too), not only the ones displayed
+    # over every kept candidate (scheduler variants too), not only the ones displayed; a
+    # twin of a simpler candidate (_order) is never a leader
     conf = decision_confidence(lambda i: kept[i][1].label(),
                                [math.log(max(item[0], 1e-300)) for item in kept],
                                X, design["cov"], first=kept.index(ordered[0]),
-                               tolerance=-math.log(1 - TIE_TOLERANCE), q=q)
+                               tolerance=-math.log(1 - TIE_TOLERANCE), q=q, tie_set=n_tied,
+                               eligible=~twins)
     return Recommendation(profile=profile, device=device, rank_by=rank_by,
                           energy_basis=energy_basis, scope=scope, considered=len(cands),
                           excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
@@ -664,19 +702,21 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
 
 
 def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Device,
-               measured: Callable[[FsConfig], bool]) -> None:
-    """Tie groups (``1=``) over the shown list: an entry joins the group of the entry that
-    opened it when the two are statistically equal (the rule _order used). An entry listed
-    above a higher-scoring one gets an ``order_note`` naming the rule that put it there."""
-    head = 0
-    groups: list[int] = []
+               measured: Callable[[FsConfig], bool], n_tied: int = 1) -> None:
+    """Tie groups over the shown list: the first ``n_tied`` entries are the tie set of #1
+    (``1=``; _order's rule); below it an entry joins the group of the entry that opened it
+    when the two are statistically equal. An entry listed above a higher-scoring one gets an
+    ``order_note`` naming the rule that put it there."""
+    first = min(max(n_tied, 1), len(ranked))
+    groups: list[int] = [0] * first
+    head = first
     scores = [r.score for r in ranked]
-    for i in range(len(ranked)):
+    for i in range(first, len(ranked)):
         # An entry joins the open group when it is tied with the group's first, or when
         # anything from here on outscores something already in the group: _order only puts
         # a lower score first among statistical equals, so those are one tie.
-        if i and not (tied(ordered[head], ordered[i])
-                      or max(scores[i:]) > min(scores[head:i])):
+        if i > head and not (tied(ordered[head], ordered[i])
+                             or max(scores[i:]) > min(scores[head:i])):
             head = i
         groups.append(head)
     for i, r in enumerate(ranked):
@@ -702,35 +742,20 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
                         f"{why}")
 
 
-def _lead(ordered: list, kept: list, design: dict, tol: float,
-          X: np.ndarray, q: np.ndarray) -> dict[str, Any]:
-    """How #1 stands: its gap to #2 and the sd of that difference (log scale, shared terms
-    cancel), and how many other distinct configurations are statistically tied with it.
-    ``X``, ``q``: the kept rows of the design and their x cov x'."""
+def _lead(ordered: list, design: dict, n_tied: int) -> dict[str, Any]:
+    """How #1 stands: how many other distinct configurations share its tie set (_order's),
+    and its gap to #2 with the sd of that difference (log scale, shared terms cancel). #1 is
+    clearly ahead exactly when it is alone in its tie set."""
     first = ordered[0]
-    cov = design["cov"]
-    # var(x_i - x_0) = q_i + q_0 - 2 x_i cov x_0: one matrix-vector product, not N x k^2
-    # (as _order; the rounding of the difference is far below TIE_TOLERANCE's square).
-    j0 = kept.index(first)
-    sd = np.sqrt(np.maximum(q + q[j0] - 2 * (X @ (cov @ X[j0])), 0.0))
-    logv = np.log(np.maximum([k[0] for k in kept], 1e-300))
-    gap = np.abs(logv - math.log(max(first[0], 1e-300)))
-    # A configuration without its scheduler as a plain tuple of FsConfig's other fields
-    # (as in _order): a hash per tied candidate, not a dataclasses.replace.
-    def bare(cfg: FsConfig) -> tuple:
-        return (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
-
-    tied_bare = {bare(kept[j][1]) for j in np.flatnonzero(gap <= np.maximum(tol, sd))}
-    tied_bare.discard(bare(first[1]))
-    out: dict[str, Any] = {"tied_with": len(tied_bare), "runner_up": None, "runner_up_gap": None,
-                           "difference_sd": None, "clearly_ahead": False}
+    out: dict[str, Any] = {"tied_with": max(n_tied - 1, 0), "runner_up": None,
+                           "runner_up_gap": None, "difference_sd": None,
+                           "clearly_ahead": False}
     if len(ordered) > 1:
         second = ordered[1]
         g = math.log(first[0] / second[0]) if first[0] > 0 and second[0] > 0 else 0.0
         s = difference_sd(design, first[2], second[2])
         out.update(runner_up=second[1].label(), runner_up_gap=math.expm1(g),
-                   difference_sd=math.expm1(s),
-                   clearly_ahead=g > max(tol, s))
+                   difference_sd=math.expm1(s), clearly_ahead=n_tied <= 1)
     return out
 
 

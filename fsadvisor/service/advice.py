@@ -215,7 +215,7 @@ def finish(rec: Recommendation, db: str | None, params_text: str,
     which device figures it used, what would settle a tie, the library drive's notes, and
     this device's own measurements first among the reasons."""
     rec.notes.insert(0, f"device parameters: {params_text}")
-    if rec.confidence is not None and rec.confidence.tied:
+    if rec.confidence is not None and rec.confidence.tied and not rec.confidence.settled:
         rec.confidence.settle = settle_cells(rec)
     rec.notes.extend(library_notes)
     _measured_first(rec, db)

@@ -146,9 +146,8 @@ def summary_text(rec: Recommendation) -> Text:
 
 
 def leader_p_best(r: Ranked, rec: Recommendation) -> float | None:
-    """``r``'s probability of being the best (recommend --json's confidence.leaders; for #1
-    its p_best_first, the within-tolerance figure the headline uses), None for a row outside
-    the leading group."""
+    """``r``'s probability of being the best, or within the tolerance of it (recommend
+    --json's confidence.leaders, #1's first), None for a row outside the leading group."""
     conf = rec.confidence
     if conf is None:
         return None
@@ -171,7 +170,7 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
     t.append("\n")
     p_best = leader_p_best(r, rec)
     if p_best is not None:
-        t.append("P(best) ", style="bold")
+        t.append(f"{rec.confidence.what} ", style="bold")
         t.append(f"{p_best:.2f}, one of the {len(rec.confidence.labels)} leaders the model "
                  "cannot yet tell apart" if rec.confidence.tied and len(rec.confidence.labels) > 1
                  else f"{p_best:.2f}")

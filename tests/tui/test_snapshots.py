@@ -123,7 +123,7 @@ def test_recommendation_screen_80x24(snap_compare):
 async def test_recommendation_screen_pilot(size):
     """Beside test_recommendation_screen(_80x24): r opens the results with recommend's own
     headline on screen, the ranked table's first row is its #1, and the detail shows #1's
-    mkfs command and one P(best) in [0, 1]."""
+    mkfs command and one P (within 1% of the best) in [0, 1]."""
     expected = advice.recommend("oltp", top=5)
     top = expected.ranked[0]
     async with driven(_recommend, size) as app:
@@ -139,8 +139,10 @@ async def test_recommendation_screen_pilot(size):
         assert str(table.get_row_at(0)[1]) == top.config.fs
         detail = str(app.query_one("#detail-text", Static).content)
         assert " ".join(top.commands["mkfs"]) in detail
-        p = [ln for ln in detail.splitlines() if ln.startswith("P(best)")]
-        assert len(p) == 1 and 0.0 <= float(p[0].split()[1].rstrip(",")) <= 1.0
+        what = expected.confidence.what  # "P(within 1% of the best)"
+        p = [ln for ln in detail.splitlines() if ln.startswith(what)]
+        assert len(p) == 1
+        assert 0.0 <= float(p[0].removeprefix(what).split()[0].rstrip(",")) <= 1.0
 
 
 @snapshot

@@ -603,12 +603,12 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
     lines = shown.splitlines()
     assert " ".join(lines[:2]) == doc["summary"]  # headline first, in words
     conf = doc["confidence"]
-    assert lines[2] == (f"confidence: {conf['leaders'][0]['config']} is best (within "
-                        f"{conf['tolerance']:.0%}) with probability {conf['p_best_first']:.2f}"
-                        + ("; strict P(best): " + ", ".join(
-                            f"{x['config']} {x['p_best']:.2f}" for x in conf["leaders"][:4])
-                           if len(conf["leaders"]) > 1 else ""))
-    if conf["tied"]:
+    # one P per configuration, #1's first (conf["p_best_first"])
+    assert lines[2] == (f"confidence: P(within {conf['tolerance']:.0%} of the best): "
+                        + ", ".join(f"{x['config']} {x['p_best']:.2f}"
+                                    for x in conf["leaders"][:4]))
+    assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
+    if conf["settle"]:
         from fsadvisor.predict.explain import duration  # the headline's rounding too
         total_s = sum(c["seconds"] for c in conf["settle"])
         assert lines[3].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
@@ -616,12 +616,13 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
         assert all(f"{c['config']} x{c['reps']}" in lines[3] for c in conf["settle"])
     else:
         assert not conf["settle"] and not lines[3].startswith("tied")
-    # each row's detail gives its own P(best) where it is one of the leaders (#1: the
-    # within-tolerance figure of the headline), and none where it is not
+    # each row's detail gives its own P where it is one of the leaders, the one number the
+    # confidence line gives it, and none where it is not
     leaders = {x["config"]: x["p_best"] for x in conf["leaders"]}
+    what = f"P(within {conf['tolerance']:.0%} of the best)"
     for i, (entry, text) in enumerate(zip(doc["recommendations"], details)):
         p = conf["p_best_first"] if i == 0 else leaders.get(_label_of(entry))
-        assert (f"P(best) {p:.2f}" in text) if p is not None else ("P(best)" not in text), text
+        assert (f"{what} {p:.2f}" in text) if p is not None else ("P(" not in text), text
 
 
 @pytest.mark.asyncio

@@ -258,10 +258,10 @@ def test_among_equals_measured_goes_before_fewer_settings():
     prior_only = FsConfig.make("f2fs")
     measured = FsConfig.make("xfs", mount=("noatime",), ag_count=16)
     kept = [(1000.0, prior_only, None, []), (995.0, measured, None, [])]
-    ordered, _ = rankmod._order(kept, dev, top=2, measured=lambda c: c.fs != "f2fs")
+    ordered = rankmod._order(kept, dev, top=2, measured=lambda c: c.fs != "f2fs").ordered
     assert [item[1] for item in ordered] == [measured, prior_only]
     # without the evidence rule the simpler one would lead (the old behaviour)
-    ordered, _ = rankmod._order(kept, dev, top=2, measured=lambda c: True)
+    ordered = rankmod._order(kept, dev, top=2, measured=lambda c: True).ordered
     assert ordered[0][1] == prior_only
 
 

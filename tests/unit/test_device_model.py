@@ -379,7 +379,7 @@ def test_an_unmeasured_filesystem_does_not_win_a_tie_on_its_prior():
     f2fs, ext4 = FsConfig.make("f2fs"), EXT4
     kept = [(100.5, f2fs, None, []), (100.0, ext4, None, [])]  # 0.5% apart: a tie
     assert _order(kept, NVME, 1)[0][0][1] == f2fs  # no evidence rule: the higher score
-    ordered, _ = _order(kept, NVME, 1, measured=lambda c: c.fs == "ext4")
+    ordered = _order(kept, NVME, 1, measured=lambda c: c.fs == "ext4").ordered
     assert ordered[0][1] == ext4
     # A clear lead is not a tie: the unmeasured filesystem keeps it.
     kept = [(150.0, f2fs, None, []), (100.0, ext4, None, [])]

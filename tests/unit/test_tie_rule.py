@@ -1,0 +1,102 @@
+"""One tie rule in the whole answer (rank._order's tie set), and the README's description of
+the headline, the ties and the ``--json`` keys matches what recommend prints.
+
+Over every preset, on the default NVMe and on a data-centre NVMe with PLP:
+- the ``1=`` entries are the first ones listed, as many as the tie set has (up to ``--top``);
+- ``lead.tied_with`` counts that set; #1 is "clearly ahead" exactly when it is alone in it,
+  and the confidence calls the leaders tied on the same set;
+- #1 is the simplest of its tie set (fewest non-default settings) unless the rule put it
+  first for the data behind its filesystem ("measured");
+- P of #1 is printed once, is the first leader's, and the leaders' figures are probabilities
+  that together cover at least 1 (P within 1% of the best overlap);
+- no two listed entries are twins (the same prediction) of one filesystem."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import fsadvisor.cli as cli
+from fsadvisor.domain import Device
+from fsadvisor.predict.rank import complexity
+from fsadvisor.profiles import list_presets
+from fsadvisor.service import advice
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+TOP = 6
+
+
+def _presets():
+    return [p if isinstance(p, str) else p.name for p in list_presets()]
+
+
+def _readme_keys(name: str) -> set[str]:
+    """The keys the README lists for a JSON object: "`name` (`a`, `b`, ...)"."""
+    m = re.search(rf"`{name}` \(((?:[^()]|\([^()]*\))*)\)", README)
+    assert m, f"README lists no keys for `{name}`"
+    body = re.sub(r"\[[^\]]*\]", "", m.group(1))  # a list's item keys are checked apart
+    body = body.split(";")[0]
+    return set(re.findall(r"`([a-z_]+)`", body))
+
+
+@pytest.mark.parametrize("device", [None, "samsung-pm9a3-3.84tb-u2"])
+def test_one_tie_set_behind_every_tie_the_answer_states(device, tmp_db):
+    kwargs = {"plp": "yes"} if device else {}
+    for name in _presets():
+        rec = advice.recommend(name, device, top=TOP, **kwargs)
+        lead, conf, ranked = rec.lead, rec.confidence, rec.ranked
+        first = ranked[0]
+        n_tie = lead["tied_with"] + 1
+        labels = [r.label for r in ranked]
+        # the tie set is listed first, and only it carries #1's label
+        shown = min(n_tie, len(ranked))
+        if n_tie > 1:
+            assert labels[:shown] == ["1="] * shown, (name, labels)
+        else:
+            assert labels[0] == "1", (name, labels)
+        assert "1=" not in labels[shown:], (name, labels)
+        assert lead["clearly_ahead"] == (n_tie == 1 and len(ranked) > 1), name
+        assert conf.tied == (n_tie > 1), name
+        # #1 is the simplest of its tie set unless measured data put it first
+        if first.order_rule != "measured":
+            dev = rec.device
+            assert all(complexity(first.config, dev) <= complexity(r.config, dev)
+                       for r in ranked[:shown]), (name, [r.config.label() for r in ranked])
+        # one P per configuration, #1's first and printed once
+        assert conf.labels[0] == first.config.label(), name
+        assert len(set(conf.labels)) == len(conf.labels), name
+        assert all(0.0 <= p <= 1.0 for p in conf.p_best) and sum(conf.p_best) >= 1 - 1e-9
+        line = advice.confidence_lines(rec)[0]
+        assert line.count(first.config.label()) == 1, line
+        # no listed twins: two entries of one filesystem never share a prediction
+        seen = {(r.config.fs, round(r.score, 6)) for r in ranked}
+        assert len(seen) == len(ranked), (name, [r.config.label() for r in ranked])
+
+
+def test_the_readme_describes_the_headline_ties_and_json_keys_as_printed(tmp_db):
+    cli._register()
+    runner = CliRunner()
+    for name in ("oltp", "analytics-scan", "build-unpack"):
+        r = runner.invoke(cli.app, ["recommend", "-p", name, "--json", "--top", "3"])
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.output)
+        assert set(doc["lead"]) == _readme_keys("lead")
+        assert set(doc["confidence"]) == _readme_keys("confidence")
+        assert all(set(x) == {"config", "p_best"} for x in doc["confidence"]["leaders"])
+        head, sure = doc["summary"].split("How sure: ")
+        assert head.startswith("Recommended: ") and " — " in head
+        tied = doc["lead"]["tied_with"]
+        if tied:
+            assert sure.startswith(f"tied with {tied} other configuration")
+            assert "tied with N\nother configurations within the data's resolution" in README
+            assert ("any of them will do" in sure) == doc["confidence"]["settled"]
+            assert all(x["tie_label"] == "1=" for x in doc["recommendations"][:tied + 1])
+        else:
+            assert sure.startswith("clearly ahead of #2") or sure.startswith("the only")
+        text = runner.invoke(cli.app, ["recommend", "-p", name]).output
+        assert "confidence: P(within 1% of the best): " in text
+    assert "`P(within 1% of the best)`" in README and "`#1=`" in README
