@@ -19,7 +19,7 @@ import time
 
 from fsadvisor.predict import sim
 from fsadvisor.domain import Workload
-from fsadvisor.predict.model import ModelSettings
+from fsadvisor.predict.settings import ModelSettings
 
 SCENARIOS = {
     "4k randread 4x8, no fsync": Workload(rw="randread", bs_bytes=4096, numjobs=4, iodepth=8),

@@ -14,6 +14,7 @@ import typer
 
 from fsadvisor.domain import FsConfig
 
+from fsadvisor.service import answer
 from fsadvisor.service import options as limits
 from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 
@@ -100,7 +101,7 @@ def recommend(
             doc["yearly_basis"] = yw
         emit_json(doc)
         return
-    for line in advice.headline(rec):
+    for line in answer.headline(rec):
         typer.echo(line)
     typer.echo("")
     _print_recommendation(rec, yw, worth)
@@ -119,15 +120,14 @@ def _print_recommendation(rec, yw, worth) -> None:
     typer.echo(f"{rec.considered} candidates, excluded: "
                + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
                   or "none"))
-    from fsadvisor.service.advice import confidence_lines
-    for line in confidence_lines(rec):
+    for line in answer.confidence_lines(rec):
         typer.echo(line)
-    for n in rec.notes + (worth.summary_lines(yw) if yw is not None else []):
+    notes = answer.notes(rec)
+    if yw is not None:  # the yearly figures' notes before the tie note, as they always were
+        at = len(rec.notes)
+        notes[at:at] = worth.summary_lines(yw)
+    for n in notes:
         typer.echo(f"note: {n}")
-    if any(r.tie_label.endswith("=") for r in rec.ranked):
-        typer.echo("note: '1=' marks configurations statistically tied with each other; "
-                   "within a tie one with measured data for this kind of workload comes first, then "
-                   "the one with the fewest non-default settings")
     for r in rec.ranked:
         p = r.prediction
         u = p.uncertainty

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from fsadvisor.predict.fit import _obs_rows, fit, source_group
+from fsadvisor.predict.fit import _obs_rows, fit, measured_here, source_group
 from fsadvisor.predict.settings import PRIOR_SCALES, ModelSettings
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
@@ -90,9 +90,9 @@ def choose_device_sd(observations: Sequence[Observation], settings: ModelSetting
     measured device's own deviations (priors.toml "d:") that predicts each measured device
     best from its raw runs and the other devices (leave-one-device-out, median |IOPS error|
     over devices). (None, []) unless two or more devices measured here are in the store."""
+    # (validate builds Observation records: a warm `recommend` never needs them,
+    # tests/unit/test_startup_imports.py)
     from fsadvisor.predict import validate
-    from fsadvisor.predict.fit import measured_here
-
     here = {o.device_id for o in observations if measured_here(o)}
     devices = [d for d in validate.eligible_devices(observations) if d in here]
     if len(devices) < 2:

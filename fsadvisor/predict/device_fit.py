@@ -25,7 +25,7 @@ LARGE_BS_BYTES = 64 << 10
 # A cell whose concurrency (iodepth x numjobs) is at least this is "deep-queue": its IOPS
 # are a candidate for the device's ceiling (the micro matrix's QD32, seed 002).
 DEEP_CONCURRENCY = 8
-# The soft minimum the model's roofline uses (predict/model.py: sum r**-4): the same shape
+# The soft minimum the model's roofline uses (mechanisms.roofline: sum r**-4): the same shape
 # here, so the fitted parallelism means what the model reads it as.
 SOFTMIN_POWER = 4.0
 # Concurrency sweep grid for the knee (parallelism), log-spaced.

@@ -15,6 +15,7 @@ import numpy as np
 
 from fsadvisor.domain import Device, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (FS_MEDIATED, _cfg_features, _roofline,
                                         config_features, device_config_features,
@@ -358,7 +359,6 @@ def settings_key(s: ModelSettings) -> str:
     """The model's version, a hash of the feature code and declared effects, and everything
     in the settings that changes a fit, as canonical JSON: what a cached fit is keyed by
     (with the store's data version), so a cached fit of other features is never read back."""
-    from fsadvisor.predict import mechanisms, spec
     return json.dumps([MODEL_VERSION, spec.fingerprint(), s.priors, s.devices, s.prior_scale,
                        mechanisms.PRIORS], sort_keys=True, default=str)
 
@@ -390,6 +390,8 @@ def _fit_raw(raw: Sequence[Observation], base: DeviceParams, s: ModelSettings) -
     """`fsadvisor calibrate`'s fit (predict/device_fit.fit_device_params) of a device's
     raw-device cells. A stored cell is its mean, so it enters as one run: the fit then gives
     it a single run's spread, never the false confidence of n identical values."""
+    # Imported here: only a device with raw-device runs needs it, and a warm `recommend`
+    # never loads it (tests/unit/test_startup_imports.py).
     from fsadvisor.predict.device_fit import RawRun, fit_device_params
     runs = [RawRun(rw=o.workload.rw, bs_bytes=o.workload.bs_bytes, iops=o.value,
                    iodepth=o.workload.iodepth, numjobs=o.workload.numjobs,

@@ -53,7 +53,6 @@ Fitted values replace the priors in ``models/mechanisms_fit.json`` (see :func:`l
 from __future__ import annotations
 
 import functools
-import json
 import math
 from typing import Any, Mapping
 
@@ -267,78 +266,3 @@ def _pooled(f: dict[str, float], name: str, fs: str, era2010: bool, x: float) ->
     f[f"{name}:{fs}"] = x
     if era2010:
         f[f"{name}:{fs}@2010"] = x
-
-
-def load_fit(path) -> dict[str, Any]:
-    """A stored mechanism fit ({"parameters": {name: {"mean", "sd"}}, "fitted_on": ...}); the
-    fitted values then serve as the priors of the next fit. Missing file: the priors above."""
-    try:
-        doc = json.loads(path.read_text())
-        return doc if isinstance(doc.get("parameters"), dict) else {}
-    except (OSError, ValueError, AttributeError):
-        return {}
-
-
-def fit_report(model, observations_used: int | None = None) -> dict[str, Any]:
-    """The fitted mechanism parameters with their priors, what they were fitted on, and how
-    much one device's own findings reach another device (the shared share of the pooling)."""
-    import time
-
-    params = {}
-    for name in sorted(n for n in model.index if n.startswith("m:")):
-        mean, sd = model.coef(name)
-        pm, psd = prior(name) or (0.0, 0.0)
-        why = next((PRIORS[p][2] for p in sorted(PRIORS, key=len, reverse=True)
-                    if name.startswith(p)), "")
-        params[name] = {"mean": round(mean, 4), "sd": round(sd, 4), "prior_mean": pm,
-                        "prior_sd": psd, "prior_source": why,
-                        "data": model.sources.get(name, [])}
-    s = model.settings
-    tau = s.prior("d:x")[1]
-    pooling = {}
-    for prefix in ("fs:", "opt:", "ag:", "sched:"):
-        sigma = s.prior(prefix + "x")[1]
-        pooling[prefix] = {"shared_prior_sd": sigma, "device_prior_sd": tau,
-                           "share_one_device_moves_others": round(
-                               sigma ** 2 / (sigma ** 2 + tau ** 2), 4)}
-    return {
-        "how": ("Bayesian linear model on log scale (fsadvisor/predict/fit.py); each mechanism "
-                "a feature computed from the device's own parameters with one shared "
-                "coefficient (prior in fsadvisor/predict/mechanisms.py)"),
-        "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "fitted_on": {"data_hash": model.data_hash,
-                      "observations": observations_used or model.n_observations,
-                      "equations": model.n_rows,
-                      "devices_with_own_terms": sorted(
-                          n[len("k:dev:"):] for n in model.index if n.startswith("k:dev:"))},
-        "prior_scale": s.prior_scale,
-        "parameters": params,
-        "pooling": pooling,
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m fsadvisor.predict.mechanisms [OUT]``: fit on the shipped data (seeds and,
-    when shipped, the reference matrix) and write the mechanism fit (default
-    models/mechanisms_fit.json)."""
-    import sys
-
-    from fsadvisor.predict.fit import fit
-    from fsadvisor.predict.settings import ModelSettings
-    from fsadvisor.resources import data_dir
-    from fsadvisor.store import reference
-    from fsadvisor.store.datasets import load_observations
-
-    args = sys.argv[1:] if argv is None else argv
-    out = args[0] if args else str(data_dir("models") / "mechanisms_fit.json")
-    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
-    model = fit(obs, ModelSettings.load(use_store_calibration=False))
-    from pathlib import Path
-    Path(out).write_text(json.dumps(fit_report(model, len(obs)), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {out}: {sum(1 for n in model.index if n.startswith('m:'))} mechanism "
-          f"parameters from {len(obs)} observations")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -25,7 +25,8 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
-from fsadvisor.predict.model import FittedModel, contributions
+from fsadvisor.predict.fit import FittedModel
+from fsadvisor.predict.predict import contributions
 from fsadvisor.predict.predict import Predictions, predict_lazily
 from fsadvisor.resources import data_dir
 
@@ -108,13 +109,14 @@ class Recommendation:
     # How #1 stands against the rest (see _lead): gap to #2, sd of that difference, how many
     # other candidates are statistically tied with it, whether this device's runs are in.
     lead: dict[str, Any] = field(default_factory=dict)
-    # P(#1 is the best) and each leader's P(best), from the posterior (predict/confidence.py)
+    # Each leader's P(within the tolerance of the best), from the posterior (confidence.py)
     confidence: Confidence | None = None
+    # The answer in words (service/answer.headline, written by the service that asked)
+    summary: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        from fsadvisor.predict.explain import headline
         return {
-            "summary": " ".join(headline(self)),
+            "summary": " ".join(self.summary),
             "lead": dict(self.lead),
             "profile": self.profile.name,
             "device": self.device.to_dict(),

@@ -1,7 +1,6 @@
 """Workload profiles: the TOML parser (:mod:`.parse`), the writer (:mod:`.write`) and the
 shipped presets (``presets/*.toml``)."""
 
-from fsadvisor.profiles.parse import *  # noqa: F401,F403  (the public parser API)
 from fsadvisor.profiles.parse import (  # noqa: F401  (named for tests and the store)
     list_presets, load_profile, load_profiles, profile_from_dict, profiles_from_toml,
     workload_from_dict)

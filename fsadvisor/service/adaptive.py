@@ -28,7 +28,9 @@ import numpy as np
 from fsadvisor.domain import Device, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
-from fsadvisor.predict.model import ModelSettings, fit, predict_many
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.fit import fit
+from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.rank import TIE_TOLERANCE, permitted
 from fsadvisor.probe import adaptive as sel
 from fsadvisor.probe import plan as planmod

@@ -19,12 +19,13 @@ from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import spec as devspec
 from fsadvisor.predict import ceilings
-from fsadvisor.predict.crossval import choose_device_sd
-from fsadvisor.predict.model import (FittedModel, ModelSettings, calibration_path,
-                                     choose_prior_scale, cross_validate, fit, load_model, predict,
-                                     predict_many, save_model, settings_key)
+from fsadvisor.predict.crossval import choose_device_sd, choose_prior_scale, cross_validate
+from fsadvisor.predict.fit import FittedModel, fit, load_model, save_model, settings_key
+from fsadvisor.predict.predict import predict, predict_many
+from fsadvisor.predict.settings import ModelSettings, calibration_path
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
+from fsadvisor.service import answer
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
 from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
@@ -219,6 +220,7 @@ def finish(rec: Recommendation, db: str | None, params_text: str,
         rec.confidence.settle = settle_cells(rec)
     rec.notes.extend(library_notes)
     _measured_first(rec, db)
+    rec.summary = answer.headline(rec)
     return rec
 
 
@@ -254,30 +256,6 @@ def _measured_first(rec: Recommendation, db: str | None) -> None:
         where = s.get("device_path") or dev.path or dev.serial
         r.why.insert(0, f"measured on {where}: {s['n']} run{'s' if s['n'] != 1 else ''}, "
                         f"{_short_number(st['mean'])}{spread} IOPS")
-
-
-def headline(rec: Recommendation) -> list[str]:
-    """The answer in words, first thing recommend prints (predict/explain.py)."""
-    from fsadvisor.predict.explain import headline as lines
-    return lines(rec)
-
-
-def confidence_lines(rec: Recommendation) -> list[str]:
-    """How sure, after the headline: P(best) of #1 and the leaders and, when they are tied,
-    which cells would settle it and roughly how long (issue 11 §1). The CLI's text and the
-    TUI's Recommendations pane print these same lines."""
-    conf = rec.confidence
-    if conf is None:
-        return []
-    lines = [f"confidence: {conf.sentence()}"]
-    if conf.settle:
-        total_s = sum(c["seconds"] for c in conf.settle)
-        from fsadvisor.predict.explain import duration
-        lines.append(f"   tied: to settle it, measure {len(conf.settle)} cells "
-                     f"(about {duration(total_s)} on this device): "
-                     + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
-                     + " — or run probe --adaptive")
-    return lines
 
 
 def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> list[dict]:

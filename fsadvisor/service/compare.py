@@ -147,7 +147,7 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
     from fsadvisor import catalog
     for c in configs:
         catalog.validate(c, dev.size_bytes)
-    from fsadvisor.predict.model import predict_many
+    from fsadvisor.predict.predict import predict_many
     from fsadvisor.predict.rank import difference_sd
     design: dict = {}
     preds = predict_many(advice.get_model(db), configs, w, dev, scope, design_out=design,

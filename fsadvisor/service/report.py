@@ -20,7 +20,7 @@ from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError, StoreError
 
 # Two-sided normal quantiles: the model's intervals are log-normal 90% ones
-# (predict/model.py Z90); the report shows 95% everywhere, like the measured CIs.
+# (predict/predict.py Z90); the report shows 95% everywhere, like the measured CIs.
 Z90 = 1.6448536269514722
 Z95 = 1.959963984540054
 
@@ -109,7 +109,7 @@ def model_provenance(db: str | None) -> dict[str, Any]:
     """Which model the predictions come from and its validated error: the held-out-source-
     table cross-validation stored with the calibration in use (``fsadvisor calibrate``)."""
     from fsadvisor.service.advice import get_model
-    from fsadvisor.predict.model import ModelSettings
+    from fsadvisor.predict.settings import ModelSettings
 
     settings = ModelSettings.load()
     m = get_model(db)
@@ -148,7 +148,7 @@ def _measured_line(s: dict[str, Any]) -> str:
 
 def _predict(configs: list[FsConfig], w: Workload, dev: Device, db: str | None, scope: str,
              design: dict | None = None):
-    from fsadvisor.predict.model import predict_many
+    from fsadvisor.predict.predict import predict_many
     from fsadvisor.service.advice import _device_params, get_model
     return predict_many(get_model(db), configs, w, dev, scope, design_out=design,
                         device_params=_device_params(dev, db))

@@ -143,7 +143,7 @@ def worth_table(bases: list[Basis], default: Basis, default_config: dict[str, An
 
 def default_prediction(w: Any, device: Any, scope: str, db: str | None) -> tuple[dict[str, Any], Prediction]:
     """The distribution default's configuration and its prediction for this workload."""
-    from fsadvisor.predict.model import predict
+    from fsadvisor.predict.predict import predict
     from fsadvisor.service.advice import get_model
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)
     return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope)

@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fsadvisor.domain import Device, Profile, Workload
-from fsadvisor.service.advice import (Ranked, Recommendation, confidence_lines, format_size,
-                                      headline)
+from fsadvisor.service.advice import Ranked, Recommendation, format_size
+from fsadvisor.service.answer import confidence_lines, headline, notes as answer_notes
 
 # The options come last: they are what tells near-equal rows apart, and the table scrolls
 # sideways when they do not fit; the detail pane shows them in full.
@@ -140,7 +140,7 @@ def summary_text(rec: Recommendation) -> Text:
              + (f" ({d.path})" if d.path else "") + "; ")
     excluded = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
     t.append(f"{rec.considered} candidates, excluded: {excluded or 'none'}")
-    for n in rec.notes:
+    for n in answer_notes(rec):
         t.append(f"\nnote: {n}", style="dim")
     return t
 

@@ -609,7 +609,7 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
                                     for x in conf["leaders"][:4]))
     assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
     if conf["settle"]:
-        from fsadvisor.predict.explain import duration  # the headline's rounding too
+        from fsadvisor.service.answer import duration  # the headline's rounding too
         total_s = sum(c["seconds"] for c in conf["settle"])
         assert lines[3].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
                                    f"(about {duration(total_s)} on this device): ")

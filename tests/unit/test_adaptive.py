@@ -329,7 +329,7 @@ def test_a_calibrated_device_identity_is_not_calibrated_again(tmp_path):
 
 
 def test_progress_counts_device_seconds_against_the_budget(tmp_path):
-    from fsadvisor.predict.model import ModelSettings
+    from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.probe.report import ProgressEvent
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
@@ -567,7 +567,7 @@ def test_the_default_budget_follows_the_measured_cell_times(tmp_path):
     """No --budget: a quarter of the exhaustive matrix's estimate, re-estimated before each
     choice from the device's measured overheads (the plan's fixed 3 s guess over-estimated a
     RAM loop's first profile by a third); an explicit --budget never moves."""
-    from fsadvisor.predict.model import ModelSettings
+    from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
     plan = ad.plan_adaptive(_request(tmp_path)).plan

@@ -97,7 +97,7 @@ def test_changes_figures_says_exactly_when_cap_moves_a_figure(iops, rw, bs):
 
 def test_shown_entries_are_capped_once_with_the_flag_of_their_raw_prediction():
     from fsadvisor.predict.ceilings import changes_figures
-    from fsadvisor.predict.model import predict
+    from fsadvisor.predict.predict import predict
     rec = advice.recommend("filebench-webserver-004", device="sata-ssd:480G", top=5)
     w = rec.profile.workload
     params = advice._device_params(rec.device, None)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 import fsadvisor.cli as cli
 from _golden import same_lines
 from fsadvisor.domain import Device, FsConfig, Workload
-from fsadvisor.predict import explain
+from fsadvisor.service import answer as explain
 from fsadvisor.service import advice
 
 cli._register()

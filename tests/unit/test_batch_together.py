@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from fsadvisor import catalog
-from fsadvisor.predict import model as M
+from fsadvisor.predict import predict as M
 from fsadvisor.service import advice
 
 from _jsonclose import assert_close

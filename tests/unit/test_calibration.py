@@ -90,7 +90,9 @@ def test_params_table_intervals():
 
 
 def test_the_model_uses_the_device_ceiling():
-    from fsadvisor.predict.model import ModelSettings, fit, predict
+    from fsadvisor.predict.settings import ModelSettings
+    from fsadvisor.predict.fit import fit
+    from fsadvisor.predict.predict import predict
 
     model = fit([], ModelSettings.load(prior_scale=1.0))
     w = Workload(rw="randread", bs_bytes=4096, iodepth=32)

@@ -11,7 +11,9 @@ import pytest
 from fsadvisor.domain import Device, FsConfig, Observation, Workload, device_identity
 from fsadvisor.predict import validate as lodo
 from fsadvisor.predict.device_params import PRIOR_LOG_SD
-from fsadvisor.predict.model import ModelSettings, fit, predict, predict_many
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.fit import fit
+from fsadvisor.predict.predict import predict, predict_many
 from fsadvisor.store import reference
 from fsadvisor.store.datasets import load_observations
 from fsadvisor.store.observations import probe_observations
@@ -250,7 +252,7 @@ def test_mechanisms_scale_with_the_device():
 
 
 def test_metadata_creates_are_cpu_bound_not_two_device_writes():
-    from fsadvisor.predict.model import roofline_iops
+    from fsadvisor.predict.features import roofline_iops
     creates = Workload(rw="randwrite", create_frac=1.0, iodepth=1, numjobs=1)
     # issue 10: tens of thousands per second here, not ~10k/s from two synchronous writes
     assert roofline_iops(creates, "loop", S) > 15000
@@ -351,7 +353,7 @@ def test_an_unmeasured_filesystem_inherits_the_shared_fsync_cost():
 def test_the_fit_cache_key_changes_with_the_mechanisms(monkeypatch):
     from fsadvisor.predict import mechanisms
     # settings_key is the settings' part of the cache key service/advice.get_model uses
-    from fsadvisor.predict.model import settings_key
+    from fsadvisor.predict.fit import settings_key
     before = settings_key(S)
     monkeypatch.setitem(mechanisms.PRIORS, "m:cow", (2.0, 0.3, "changed"))
     assert settings_key(S) != before
@@ -359,8 +361,8 @@ def test_the_fit_cache_key_changes_with_the_mechanisms(monkeypatch):
 
 def test_the_shipped_mechanism_fit_is_current():
     """models/mechanisms_fit.json records what the mechanisms were fitted on; after a change to
-    the shipped data or the model, rerun `python -m fsadvisor.predict.mechanisms`."""
-    from fsadvisor.predict import mechanisms
+    the shipped data or the model, rerun `python -m fsadvisor.predict.mechanism_fit`."""
+    from fsadvisor.predict import mechanism_fit
     from fsadvisor.resources import data_dir
     doc = json.loads((data_dir("models") / "mechanisms_fit.json").read_text())
     obs = load_observations(include=("upper-bound", "lower-bound")) + \
@@ -371,7 +373,7 @@ def test_the_shipped_mechanism_fit_is_current():
     for name, p in doc["parameters"].items():
         assert p["mean"] == pytest.approx(m.coef(name)[0], abs=1e-3)
     assert doc["pooling"]["fs:"]["share_one_device_moves_others"] < 0.1
-    assert mechanisms.fit_report(m)["parameters"].keys() == doc["parameters"].keys()
+    assert mechanism_fit.fit_report(m)["parameters"].keys() == doc["parameters"].keys()
 
 
 def test_an_unmeasured_filesystem_does_not_win_a_tie_on_its_prior():

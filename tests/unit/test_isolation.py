@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from fsadvisor import xdg
-from fsadvisor.predict.model import calibration_path
+from fsadvisor.predict.settings import calibration_path
 from fsadvisor.store import default_path
 
 

@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from fsadvisor.domain import Device, FsConfig, Observation, Workload
-from fsadvisor.predict.model import (ModelSettings, cross_validate, fit, predict, roofline_iops)
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.crossval import cross_validate
+from fsadvisor.predict.fit import fit
+from fsadvisor.predict.predict import predict
+from fsadvisor.predict.features import roofline_iops
 
 S = ModelSettings.load(prior_scale=1.0)  # priors as written, whatever calibration exists
 NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")
@@ -120,7 +124,7 @@ def test_no_prediction_exceeds_the_device_ceiling():
     # The shipped figure is a prior, not a wall (issue 10 §1): the interval's upper end may
     # reach the prior ceiling's own 90% upper bound, never beyond.
     from fsadvisor.predict.device_params import PRIOR_LOG_SD
-    from fsadvisor.predict.model import Z90
+    from fsadvisor.predict.predict import Z90
     assert p.uncertainty["iops_90"][1] * (128 << 10) <= (
         6.636e9 * math.exp(Z90 * PRIOR_LOG_SD) * 1.001)
     assert p.p99_latency_ms > 0 and p.ops_per_joule > 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fsadvisor.predict.model import ModelSettings, fit, load_model, save_model
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.fit import fit, load_model, save_model
 from fsadvisor.service import advice
 from fsadvisor.store import open_store
 

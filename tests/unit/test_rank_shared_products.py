@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fsadvisor.predict import confidence as C
-from fsadvisor.predict.model import predict_many
+from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.rank import rank
 from fsadvisor.service import advice
 

@@ -6,7 +6,9 @@ say why (they turn into failures the day the model reproduces them, so they get 
 import pytest
 
 from fsadvisor.domain import Device, FsConfig
-from fsadvisor.predict.model import ModelSettings, fit, predict_many
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.fit import fit
+from fsadvisor.predict.predict import predict_many
 from fsadvisor.store.datasets import load_observations, load_workloads
 
 SEED000_DEVICE = "Samsung 990 PRO 2 TB PCIe 4.0 NVMe (heatsink)"

@@ -17,7 +17,8 @@ from _golden import same_lines
 from fsadvisor.predict import sim
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.predict.model import ModelSettings, fit
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.fit import fit
 
 GOLDEN = Path(__file__).parent / "golden"
 NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")

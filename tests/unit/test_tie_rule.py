@@ -24,7 +24,7 @@ import fsadvisor.cli as cli
 from fsadvisor.domain import Device
 from fsadvisor.predict.rank import complexity
 from fsadvisor.profiles import list_presets
-from fsadvisor.service import advice
+from fsadvisor.service import advice, answer
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 TOP = 6
@@ -70,7 +70,7 @@ def test_one_tie_set_behind_every_tie_the_answer_states(device, tmp_db):
         assert conf.labels[0] == first.config.label(), name
         assert len(set(conf.labels)) == len(conf.labels), name
         assert all(0.0 <= p <= 1.0 for p in conf.p_best) and sum(conf.p_best) >= 1 - 1e-9
-        line = advice.confidence_lines(rec)[0]
+        line = answer.confidence_lines(rec)[0]
         assert line.count(first.config.label()) == 1, line
         # no listed twins: two entries of one filesystem never share a prediction
         seen = {(r.config.fs, round(r.score, 6)) for r in ranked}

@@ -185,7 +185,7 @@ def test_report_marks_a_load_above_capacity_and_has_no_table_without_load(fresh_
 def test_measured_basis_without_energy_takes_the_models_watts(fresh_store):
     from fsadvisor.service import worth
     from fsadvisor.service.advice import get_model, resolve_device
-    from fsadvisor.predict.model import predict
+    from fsadvisor.predict.predict import predict
     from fsadvisor.profiles import load_profile
     from fsadvisor import catalog
     w = load_profile("oltp").workload

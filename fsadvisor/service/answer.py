@@ -1,16 +1,14 @@
-"""The answer in words: the headline recommend prints first and ``--json`` gives as
-``summary`` (issue 12 §1).
-
-One function, ``headline(rec)``, so a later decision confidence (P(best) from the adaptive
-probe) can be added to the "how sure" line in one place. It reads only what ranking already
-decided: the tie groups, the lead of #1 over #2 and the sd of that difference (rank._lead).
+"""The answer in words, written once for every front end: the headline recommend prints first
+(``--json``'s ``summary``), the confidence lines, and the tie note. The CLI's text, the TUI's
+Recommendations pane and the report call these; what they say is read from what the ranking
+decided (rank._order's tie set, rank._lead, the confidence) and never recomputed here.
 """
 
 from __future__ import annotations
 
 import math
 
-from fsadvisor.probe.timing import CELL_OVERHEAD_S, QUICK_RUNTIME_S
+from fsadvisor.predict.rank import Recommendation, complexity
 
 # An adaptive probe runs short repetitions of the leading candidates until their order is
 # settled; the estimate assumes three quick repetitions of each (probe/timing.DEFAULT_REPS),
@@ -20,6 +18,9 @@ ADAPTIVE_REPS = 3
 
 
 def adaptive_seconds(n_configs: int) -> float:
+    # (the probe's timing only when a headline needs it: `simulate` and a warm `recommend`
+    # load no probe code, tests/unit/test_fast_startup.py)
+    from fsadvisor.probe.timing import CELL_OVERHEAD_S, QUICK_RUNTIME_S
     return n_configs * ADAPTIVE_REPS * (QUICK_RUNTIME_S + CELL_OVERHEAD_S)
 
 
@@ -33,7 +34,7 @@ def duration(seconds: float) -> str:
     return f"{minutes / 60:.1f} h"
 
 
-def reason(rec) -> str:
+def reason(rec: Recommendation) -> str:
     """One line on why #1 is #1."""
     top = rec.ranked[0]
     lead = rec.lead or {}
@@ -41,7 +42,6 @@ def reason(rec) -> str:
         return ("no candidate is reliably more efficient, and among the equals it has "
                 "measured data behind it for this kind of workload (the others rest on priors)")
     if top.order_note or (not lead.get("clearly_ahead") and lead.get("tied_with")):
-        from fsadvisor.predict.rank import complexity
         n = complexity(top.config, rec.device)
         simplest = ("mkfs and mount defaults" if n == 0 else
                     f"{n} non-default setting{'s' if n != 1 else ''}")
@@ -52,7 +52,7 @@ def reason(rec) -> str:
     return "the highest predicted efficiency"
 
 
-def headline(rec) -> list[str]:
+def headline(rec: Recommendation) -> list[str]:
     """Two lines: what to use and why, then how sure."""
     if not rec.ranked:
         return []
@@ -91,3 +91,33 @@ def headline(rec) -> list[str]:
                    f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
                    f"on a spare device decides among the leading {leading} in about "
                    f"{duration(seconds)}."]
+
+
+def confidence_lines(rec: Recommendation) -> list[str]:
+    """How sure, after the headline: one P per leader (#1's first) and, when they are tied
+    and unsettled, which cells would settle it and roughly how long."""
+    conf = rec.confidence
+    if conf is None:
+        return []
+    lines = [f"confidence: {conf.sentence()}"]
+    if conf.settle:
+        total_s = sum(c["seconds"] for c in conf.settle)
+        lines.append(f"   tied: to settle it, measure {len(conf.settle)} cells "
+                     f"(about {duration(total_s)} on this device): "
+                     + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
+                     + " — or run probe --adaptive")
+    return lines
+
+
+TIE_NOTE = ("'1=' marks configurations statistically tied with each other; within a tie one "
+            "with measured data for this kind of workload comes first, then the one with the "
+            "fewest non-default settings")
+
+
+def notes(rec: Recommendation) -> list[str]:
+    """The notes under the confidence: the ranking's, then the tie note when the list shows a
+    tie."""
+    out = list(rec.notes)
+    if any(r.tie_label.endswith("=") for r in rec.ranked):
+        out.append(TIE_NOTE)
+    return out

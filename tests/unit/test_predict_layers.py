@@ -1,0 +1,59 @@
+"""predict/ is layered (predict/__init__.py): what the model is (spec, mechanisms, settings)
+-> features -> fit -> predict -> validation, ranking and the simulator. Every import, at the
+top of a module or inside a function, goes to a lower layer: no import loop, and no facade
+re-exporting another module's names (no star import anywhere in fsadvisor)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "fsadvisor"
+
+LAYERS = {
+    # what the model is made of: declared effects, mechanisms, device figures, pure helpers
+    "design": 0, "device_params": 0, "spec": 0, "mechanisms": 0, "ceilings": 0, "cost": 0,
+    "scorecard": 0,
+    "settings": 1, "confidence": 1, "datasheet": 1, "device_fit": 1,
+    "features": 2,
+    "fit": 3,
+    "predict": 4,
+    "validate": 5, "mechanism_fit": 5,
+    "crossval": 6, "rank": 6, "sim": 6,
+}
+# predict/ is pure computation: it never reaches up into the front ends, the service or the
+# machine (probe/host).
+FORBIDDEN = ("fsadvisor.service", "fsadvisor.cli", "fsadvisor.tui", "fsadvisor.probe",
+             "fsadvisor.host")
+
+
+def _imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "fsadvisor.predict":
+                out += [f"fsadvisor.predict.{a.name}" for a in node.names]
+            else:
+                out.append(node.module)
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return out
+
+
+def test_every_predict_module_imports_only_lower_layers():
+    modules = {p.stem: p for p in (PKG / "predict").glob("*.py") if p.stem != "__init__"}
+    assert set(modules) == set(LAYERS), "declare the new module's layer here"
+    for name, path in modules.items():
+        for imp in _imports(path):
+            assert not imp.startswith(FORBIDDEN), (name, imp)
+            if imp.startswith("fsadvisor.predict."):
+                dep = imp.split(".")[2]
+                assert LAYERS[dep] < LAYERS[name], f"{name} (layer {LAYERS[name]}) imports " \
+                                                   f"{dep} (layer {LAYERS[dep]})"
+
+
+def test_no_star_imports():
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert all(a.name != "*" for a in node.names), path
