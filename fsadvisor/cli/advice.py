@@ -71,6 +71,7 @@ def recommend(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
     top: Annotated[int, typer.Option("--top", "-n", callback=limit_option("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
     plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
+    sector_size: Annotated[Optional[int], typer.Option("--sector-size", help="Logical sector size of a device given by size or name: 512 | 4096 (default 4096, the stricter: every command shown also runs on 512-byte sectors). A device path uses its own.")] = None,
     scope: ScopeOpt = "system",
     active: Annotated[bool, typer.Option("--active", help="Rank by active energy (total minus idle) instead of total energy.")] = False,
     load: Annotated[Optional[float], typer.Option("--load", help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration.")] = None,
@@ -91,7 +92,8 @@ def recommend(
         from fsadvisor.service import worth
         worth.check_inputs(load, price, servers, pue)
     rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
-                           energy_basis="active" if active else "total", plp=plp)
+                           energy_basis="active" if active else "total", plp=plp,
+                           sector_size=sector_size)
     yw = worth.yearly_worth(rec, load, price, servers, pue, db) if load is not None else None
     if as_json:
         doc = rec.to_dict()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from fsadvisor import catalog, limits, xdg
+from fsadvisor.catalog.geometry import DEFAULT_SECTOR_BYTES
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import spec as devspec
@@ -39,6 +40,9 @@ __all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation
            "predict_one", "predict_batch", "predict_chunks", "validate", "calibrate"]
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
+# A device given by size or name, whose sector size nobody said: the larger, stricter one
+# (catalog/geometry.py DEFAULT_SECTOR_BYTES): no block below it, AG headers sized for it.
+ASSUMED_SECTOR_BYTES = DEFAULT_SECTOR_BYTES
 _cache: dict[str, FittedModel] = {}
 
 
@@ -115,19 +119,46 @@ def _stored_device_params(db: str | None) -> dict:
                 if (p := store.device_params(ident)) is not None}
 
 
-def resolve_device(spec: str | None, plp: str | None = None) -> Device:
+SECTOR_SIZES = (512, 4096)
+
+
+def resolve_device(spec: str | None, plp: str | None = None,
+                   sector_size: int | None = None) -> Device:
     """A device path (inspected read-only), a device-library name (``samsung-990-pro-2tb``)
-    or a spec like ``nvme:1.92T``; default 1 TB NVMe."""
+    or a spec like ``nvme:1.92T``; default 1 TB NVMe. A path's logical sector size is its
+    own (sysfs); a name or a spec has ``sector_size``, else 4096 assumed (the stricter
+    case: every mkfs command made for it also runs on a 512-byte-sector drive)."""
     from fsadvisor.service.devices import library_device
+    if sector_size is not None and sector_size not in SECTOR_SIZES:
+        raise ConfigError(f"--sector-size must be 512 or 4096 (the logical sector sizes "
+                          f"drives report), not {sector_size}")
     named = library_device(spec, plp)
     if named is not None:
-        return named
+        return replace(named, logical_block_size=sector_size or ASSUMED_SECTOR_BYTES)
     dev = devspec.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
         if plp not in ("yes", "no", "unknown"):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
         dev = replace(dev, plp=plp)
+    if dev.path is None:
+        return replace(dev, logical_block_size=sector_size or ASSUMED_SECTOR_BYTES)
+    if sector_size is not None and sector_size != dev.logical_block_size:
+        raise ConfigError(f"--sector-size {sector_size}: {dev.path} reports "
+                          f"{dev.logical_block_size}-byte logical sectors (sysfs); leave "
+                          f"--sector-size out for a device path")
     return dev
+
+
+def sector_note(device: Device, spec: str | Device | None, sector_size: int | None) -> str:
+    """Which logical sector size the candidates were held to, and where it came from."""
+    n = device.logical_block_size
+    if isinstance(spec, Device) or device.path:
+        return f"logical sector size {n} B (the device's own)"
+    if sector_size is not None:
+        return f"logical sector size {n} B (--sector-size)"
+    return (f"logical sector size {n} B assumed for a device given by size or name: every "
+            f"mkfs command shown also runs on a 512-byte-sector drive (--sector-size 512 "
+            f"lets smaller blocks be considered)")
 
 
 @dataclass(frozen=True)
@@ -189,10 +220,11 @@ def _check_scope(scope: str) -> None:
 
 def recommend(profile: str | Profile, device: str | Device | None = None, top: int = 5,
               db: str | None = None, scope: str = "system", energy_basis: str = "total",
-              plp: str | None = None) -> Recommendation:
+              plp: str | None = None, sector_size: int | None = None) -> Recommendation:
     """Rank the candidates for ``profile`` (a preset name, a TOML path, or a Profile the
     caller built, e.g. the TUI's form with edited constraints). A profile that states PLP
-    speaks for the device too, as ``--plp`` does."""
+    speaks for the device too, as ``--plp`` does. ``sector_size``: the logical sector size
+    of a device given by size or name (resolve_device)."""
     limits.check("top", top)
     _check_scope(scope)
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
@@ -202,12 +234,13 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
         from dataclasses import replace
         dev = replace(device, plp=plp) if plp else device
     else:
-        dev = resolve_device(device, plp)
+        dev = resolve_device(device, plp, sector_size)
     params = _device_params(dev, db)
     rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
                kernel_has=kernel_filesystems(), target=mkfs_target(dev), device_params=params)
     from fsadvisor.service.devices import library_notes
-    return finish(rec, db, _describe_params(params), library_notes(dev))
+    return finish(rec, db, _describe_params(params),
+                  [sector_note(dev, device, sector_size)] + library_notes(dev))
 
 
 def finish(rec: Recommendation, db: str | None, params_text: str,
@@ -220,8 +253,28 @@ def finish(rec: Recommendation, db: str | None, params_text: str,
         rec.confidence.settle = settle_cells(rec)
     rec.notes.extend(library_notes)
     _measured_first(rec, db)
+    _mark_against_guidance(rec)
     rec.summary = answer.headline(rec)
     return rec
+
+
+def _mark_against_guidance(rec: Recommendation) -> None:
+    """A #1 that goes against documented guidance (service/guidance.py) says so: as measured
+    on this device when its own runs put it there, else as a warning naming the rule and its
+    source (the ranking should never get there: tests/unit/test_guidance.py)."""
+    from fsadvisor.service import guidance
+    if not rec.ranked:
+        return
+    top = rec.ranked[0]
+    kernel_has = kernel_filesystems() if rec.device.path else None
+    for rule in guidance.against(top.config, rec.profile, rec.device, kernel_has):
+        if rec.lead.get("measured_here"):
+            top.why.insert(0, f"measured on this device against documented guidance "
+                              f"({rule.says}; {rule.source})")
+        else:
+            top.warnings.insert(0, f"goes against documented guidance: {rule.says} "
+                                   f"({rule.source}) — measure it on this device before using "
+                                   f"it")
 
 
 def _short_number(x: float, scale_of: float | None = None) -> str:

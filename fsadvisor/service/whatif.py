@@ -152,7 +152,8 @@ class WhatIf:
             dev = advice.resolve_device(device, plp)
             params = advice._device_params(dev, self.db)
             ctx = _Context(dev, params, advice.kernel_filesystems(), advice.mkfs_target(dev),
-                           list(library_notes(dev)), advice._describe_params(params))
+                           [advice.sector_note(dev, device, None)] + list(library_notes(dev)),
+                           advice._describe_params(params))
             with self._lock:
                 self._contexts[key] = ctx
         return ctx

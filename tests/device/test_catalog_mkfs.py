@@ -341,26 +341,29 @@ def test_schedulers_are_the_kernels(loop):
     assert {c.scheduler for c in catalog.candidates(LOOP_BYTES)} <= names
 
 
-def _presets_first_choices() -> list[FsConfig]:
-    """The distinct #1 configurations of every preset, on the default NVMe and on a
-    data-centre NVMe with PLP (what `recommend` prints first)."""
+def _presets_printed_choices() -> list[FsConfig]:
+    """Every distinct configuration `recommend` prints a mkfs command for (its five ranked
+    entries and the best of each filesystem) over every preset, on the default NVMe and on a
+    data-centre NVMe with PLP, each with its sector size left to the default (4096 assumed)."""
     from fsadvisor.profiles import list_presets
     from fsadvisor.service import advice
-    firsts: dict[FsConfig, None] = {}
+    printed: dict[tuple, FsConfig] = {}
     for p in list_presets():
         name = p if isinstance(p, str) else p.name
         for device, plp in ((None, None), ("samsung-pm9a3-3.84tb-u2", "yes")):
-            rec = advice.recommend(name, device=device, plp=plp, top=1)
-            firsts[rec.ranked[0].config] = None
-    return list(firsts)
+            rec = advice.recommend(name, device=device, plp=plp, top=5)
+            for r in rec.ranked + list(rec.best_per_filesystem.values()):
+                # the scheduler and mount options do not change the mkfs command
+                printed.setdefault((r.config.fs, r.config.mkfs, r.config.ag_count), r.config)
+    return list(printed.values())
 
 
-def test_every_first_choice_formats_a_4kn_and_a_512e_device(tmp_path, tmp_db):
-    """Every distinct #1 mkfs command of every preset runs on a loop device with 4096-byte
-    logical sectors (4Kn) and on one with 512-byte sectors (512e), and the filesystem it
-    leaves is the one named. 16 GiB sparse backing files: a sub-4K block would fail on the
-    4Kn device ("block size ... cannot be smaller than sector size")."""
-    configs = _presets_first_choices()
+def test_every_printed_mkfs_command_formats_a_4kn_and_a_512e_device(tmp_path, tmp_db):
+    """Every distinct mkfs command recommend prints for every preset runs on a loop device
+    with 4096-byte logical sectors (4Kn) and on one with 512-byte sectors (512e), and the
+    filesystem it leaves is the one named. 16 GiB sparse backing files: a sub-4K block would
+    fail on the 4Kn device ("block size ... cannot be smaller than sector size")."""
+    configs = _presets_printed_choices()
     assert configs
     size = 16 * GIB
     for sector in (4096, 512):
@@ -373,3 +376,18 @@ def test_every_first_choice_formats_a_4kn_and_a_512e_device(tmp_path, tmp_db):
                 assert p.returncode == 0, (sector, cfg.label(), argv, p.stderr[-500:])
                 probe = _run(["blkid", "-p", "-o", "value", "-s", "TYPE", dev])
                 assert probe.stdout.strip() == cfg.fs, (sector, cfg.label(), probe.stdout)
+
+
+def test_a_device_path_keeps_its_own_sector_size(tmp_path, tmp_db):
+    """recommend on a 4Kn loop device holds the candidates to its 4096-byte sectors (no
+    smaller block anywhere in the list) and says so; --sector-size cannot contradict sysfs."""
+    from fsadvisor.errors import ConfigError
+    from fsadvisor.service import advice
+    with _scratch(tmp_path, 2 * GIB, sector_size=4096) as dev:
+        rec = advice.recommend("filebench-fileserver-004", device=dev, top=20)
+        assert rec.device.logical_block_size == 4096
+        assert "logical sector size 4096 B (the device's own)" in rec.notes
+        for r in rec.ranked + list(rec.best_per_filesystem.values()):
+            assert dict(r.config.mkfs).get("block_size", 4096) >= 4096, r.config.label()
+        with pytest.raises(ConfigError, match="reports 4096-byte logical sectors"):
+            advice.recommend("filebench-fileserver-004", device=dev, sector_size=512)
