@@ -45,7 +45,7 @@ from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.rank import TIE_TOLERANCE
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.probe import adaptive as sel
-from fsadvisor.service.adaptive import MAX_REPS
+from fsadvisor.service.adaptive import MAX_REPS, Chooser
 from fsadvisor.store import open_store
 
 TOL = -math.log(1 - TIE_TOLERANCE)
@@ -94,8 +94,10 @@ def replay(cs, model, dev, w, policy: str, share: float, seed: int
         st = sel.State(labels=[c.config.key() for c in cs], mu=mu, X=X, cov=cov,
                        noise_var=noise ** 2, tolerance=TOL)
         if policy == "probe":
+            # the probe's rule, the leading filesystems' defaults first included
             step = sel.next_step(st, [1.0] * len(cs), runs, target=0.95, spent_s=spent,
-                                 budget_s=budget, max_runs=MAX_REPS)
+                                 budget_s=budget, max_runs=MAX_REPS,
+                                 defaults=Chooser.leading_defaults(st, cfgs, dev))
             choice = step.choice
         else:
             choice = kg_step(st, runs, spent, budget)

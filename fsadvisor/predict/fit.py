@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, identity_of, kind_of
+from fsadvisor.domain import BACKED_KINDS, Device, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
@@ -221,6 +221,9 @@ class FittedModel:
     # Residual sd of the rows measured here (probe, reference): the noise of a prediction
     # for a device the fit has its own terms for. None: same as noise_sd.
     noise_sd_measured: float | None = None
+    # Per device identity, where its runs come from: "measured" (a probe here), "reference"
+    # (the shipped reference matrix) or "imported" (fio results measured elsewhere only).
+    device_origins: dict[str, str] = field(default_factory=dict)
 
     def params_for(self, device: Device) -> DeviceParams:
         return self.settings.params_for(kind_of(device), identity_of(device),
@@ -228,9 +231,26 @@ class FittedModel:
 
     def known_device(self, device: Device) -> str:
         """The device's identity when the fit has its own terms for it, else "" (then it is
-        predicted from its kind's level and the shared effects only)."""
+        predicted from its kind's level and the shared effects only). A device given only by
+        its kind (a spec such as nvme:1T, identity "kind:nvme") is never known: runs tagged
+        with a spec describe some drive of that kind, not the one being asked about."""
         ident = identity_of(device)
+        if ident.startswith("kind:"):
+            return ""
         return ident if f"k:dev:{ident}" in self.index else ""
+
+    def measured_basis(self, device: Device) -> str:
+        """What stands behind this device's own terms, in the words the answer uses:
+        "this device" (probed here, its own identity), "this device class" (a loop or zram
+        device: its identity is its backing class, shared by every device backed the same
+        way), "imported" (only fio results measured elsewhere), "" (none: predicted)."""
+        ident = self.known_device(device)
+        origin = self.device_origins.get(ident, "") if ident else ""
+        if not origin:
+            return ""
+        if origin == "imported":
+            return "imported"
+        return "this device class" if ident.split(":")[0] in BACKED_KINDS else "this device"
 
     # ---- linear algebra on sparse feature dicts
     def _mean_var(self, a: dict[str, float]) -> tuple[float, float]:
@@ -286,6 +306,7 @@ def save_model(m: FittedModel, path: Path, key: str = "") -> None:
             "noise_sd_measured": m.noise_sd_measured,
             "n_observations": m.n_observations, "sources": m.sources,
             "data_hash": m.data_hash, "measured_power": m.measured_power,
+            "device_origins": m.device_origins,
             "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
     n = len(m.names)
     arrays = np.empty((n + 1, n), dtype="<f8")
@@ -336,6 +357,7 @@ def load_model(path: Path, settings: ModelSettings, key: str = "") -> FittedMode
                        n_rows=meta["n_rows"], n_observations=meta["n_observations"],
                        sources=meta["sources"], data_hash=meta["data_hash"],
                        measured_power=meta["measured_power"],
+                       device_origins=meta.get("device_origins", {}),
                        device_params={k: _params_from_json(v)
                                       for k, v in meta.get("device_params", {}).items()})
 
@@ -352,7 +374,7 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
 
 # Bumped when the fit itself (this file) changes meaning; a change to the features or to a
 # declared effect changes spec.fingerprint() by itself.
-MODEL_VERSION = "device-aware-3"  # 3: option effects through their mechanisms (spec.py)
+MODEL_VERSION = "device-aware-4"  # 4: the fit records where each device's runs come from
 
 
 def settings_key(s: ModelSettings) -> str:
@@ -590,8 +612,16 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
             # A bound is an equation at its value while the fit would break it (a Tobit-like
             # active set: a bound the fit respects costs nothing).
             active = point | (active & (bound != 0)) | (bound * resid < 0)
+    origins: dict[str, str] = {}
+    rank_of = {"imported": 0, "reference": 1, "measured": 2}
+    for o in observations:
+        if o.device_id:
+            origin = ("measured" if o.source.startswith("probe ") else
+                      "reference" if o.source.startswith("reference") else "imported")
+            if rank_of[origin] > rank_of.get(origins.get(o.device_id, ""), -1):
+                origins[o.device_id] = origin
     return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd,
-                       noise_sd_measured=sd_own, settings=s,
+                       noise_sd_measured=sd_own, settings=s, device_origins=origins,
                        n_rows=n, n_observations=used,
                        sources={k: sorted(v) for k, v in sources.items()},
                        data_hash=observations_hash(observations), measured_power=measured_power,

@@ -21,7 +21,7 @@ import numpy as np
 
 from fsadvisor import catalog, tomlcache
 from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, kind_of
-from fsadvisor.errors import FsAdvisorError
+from fsadvisor.errors import ConfigError, FsAdvisorError
 from fsadvisor.predict import ceilings, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
@@ -290,6 +290,28 @@ def rotational(device: Device) -> bool:
     return bool(device.rotational) or device.kind == "hdd"
 
 
+def exclusion(cfg: FsConfig, profile: Profile, device: Device,
+              kernel_has: dict[str, bool] | None = None) -> str | None:
+    """Why this configuration may not be recommended for this profile on this device (a key
+    of Recommendation.excluded), None when it may: the one eligibility rule of recommend,
+    report, compare and fleet (through rank) and of the adaptive probe.
+    - a device on this host gets only a filesystem its kernel mounts (``kernel_has``);
+    - a rotational disk never gets scheduler none;
+    - an O_DIRECT workload never gets ext4 data=journal (it silently turns buffered);
+    - the profile's durability, PLP and feature constraints (permitted)."""
+    if device.path and kernel_has is not None and not kernel_has.get(cfg.fs, True):
+        return "not_supported_by_this_kernel"
+    if rotational(device) and cfg.scheduler == "none":
+        return "scheduler_none_on_rotational_disk"
+    if profile.workload.direct and cfg.mount_value("data") == "journal":
+        return "o_direct_not_honoured"
+    ok, _ = permitted(cfg, profile, device)
+    if not ok:
+        missing = set(profile.constraints.features) - set(catalog.features(cfg))
+        return "missing_required_feature" if missing else "durability_hazard_not_allowed"
+    return None
+
+
 def default_scheduler(device: Device) -> str:
     """The kernel's choice: none for multi-queue SSDs, mq-deadline for a rotational disk
     (block/elevator.c elevator_get_default: no scheduler only for non-rotational
@@ -501,11 +523,19 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
                 "o_direct_not_honoured": 0, "scheduler_none_on_rotational_disk": 0,
+                "not_supported_by_this_kernel": 0,
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
     rot = rotational(device)  # once, not per candidate
+    # A device on this host can only get a filesystem this kernel mounts; offline (a spec, a
+    # library drive) every filesystem stays, with a note to check the target's kernel.
+    unmountable = ({fs for fs, ok in kernel_has.items() if not ok}
+                   if device.path and kernel_has is not None else set())
     for cfg in cands:
+        if cfg.fs in unmountable:
+            excluded["not_supported_by_this_kernel"] += 1
+            continue
         if rot and cfg.scheduler == "none":
             # a disk that seeks needs its requests sorted: never advise no scheduler for it
             excluded["scheduler_none_on_rotational_disk"] += 1
@@ -675,7 +705,11 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
              f"power level: {ranked[0].prediction.basis.get('power_level')}",
              ]
     lead = _lead(ordered, design, n_tied)
-    lead["measured_here"] = bool(model.known_device(device))
+    # "measured on this device" only for runs of this device's own identity, probed here;
+    # a loop/zram class, imported runs and a spec say what they are (fit.measured_basis)
+    lead["measured_basis"] = model.measured_basis(device)
+    lead["measured_here"] = lead["measured_basis"] == "this device"
+    lead["worth"] = _knob_worth(kept, design, device, ordered[0][1])
     params = model.params_for(device)
     if params.measured or "no figures for device kind" in params.source:
         # Say which device figures the ranking rests on when they are this device's own
@@ -687,6 +721,9 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     if c.plp == "unknown" and device.plp == "unknown":
         notes.append("PLP unknown: no option with a durability hazard was considered (say "
                      "--plp yes or no to widen the search)")
+    if unmountable and excluded["not_supported_by_this_kernel"]:
+        notes.append(f"not supported by this kernel, so left out for {device.path}: "
+                     f"{', '.join(sorted(unmountable))} (/proc/filesystems)")
     if excluded.get("o_direct_not_honoured"):
         notes.append("data=journal candidates were left out: they silently turn this "
                      "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
@@ -759,6 +796,64 @@ def _lead(ordered: list, design: dict, n_tied: int) -> dict[str, Any]:
         out.update(runner_up=second[1].label(), runner_up_gap=math.expm1(g),
                    difference_sd=math.expm1(s), clearly_ahead=n_tied <= 1)
     return out
+
+
+def _knob_worth(kept: list, design: dict, device: Device, top: FsConfig) -> dict[str, Any]:
+    """What each knob is worth for this workload, from the predictions of the candidates the
+    profile allows: the best filesystem's defaults against ext4's (filesystem); the best
+    options of #1's filesystem against its defaults (options); the best AG count of that
+    configuration against mkfs.xfs's (AG count); the best scheduler of #1 against the kernel's
+    default (scheduler). Each with its 90% interval, from the sd of the log difference (in
+    which the shared terms cancel); ``resolved`` when the whole interval is above the tie
+    tolerance: the knob matters here."""
+    sched0 = default_scheduler(device)
+    tol = -math.log(1 - TIE_TOLERANCE)
+    by_cfg = {item[1]: item for item in kept}
+
+    def knob(better, base) -> dict[str, Any] | None:
+        if better is None or base is None:
+            return None
+        g = math.log(better[0] / base[0]) if better[0] > 0 and base[0] > 0 else 0.0
+        sd = difference_sd(design, better[2], base[2]) if better is not base else 0.0
+        z = 1.6449  # 90% (predict.Z90)
+        return {"best": better[1].label(), "against": base[1].label(),
+                "gain": math.expm1(g), "low": math.expm1(g - z * sd),
+                "high": math.expm1(g + z * sd), "resolved": g - z * sd > tol}
+
+    out: dict[str, Any] = {}
+    defaults = []
+    for fs in dict.fromkeys(item[1].fs for item in kept):
+        try:
+            d = by_cfg.get(catalog.default_config(fs, device.size_bytes, sched0))
+        except ConfigError:  # a filesystem this device is too small for
+            d = None
+        if d is not None:
+            defaults.append(d)
+    if len(defaults) > 1:
+        # against ext4's defaults, what a server gets unless someone chooses (or, where ext4's
+        # are the best, against the next filesystem's)
+        best = max(defaults, key=lambda k: k[0])
+        others = [d for d in defaults if d is not best]
+        against = next((d for d in others if d[1].fs == "ext4"),
+                       max(others, key=lambda k: k[0]))
+        out["filesystem"] = knob(best, against)
+    fs_default = next((d for d in defaults if d[1].fs == top.fs), None)
+    ag0 = (None, catalog.default_ag_count(device.size_bytes))
+    same_fs = [k for k in kept if k[1].fs == top.fs and k[1].scheduler == sched0
+               and k[1].ag_count in ag0]
+    if same_fs and fs_default is not None:
+        out["options"] = knob(max(same_fs, key=lambda k: k[0]), fs_default)
+    if top.fs == "xfs":
+        base = by_cfg.get(top.with_(ag_count=None, scheduler=sched0))
+        ags = [k for k in kept if k[1].fs == "xfs" and k[1].mkfs == top.mkfs
+               and k[1].mount == top.mount and k[1].scheduler == sched0]
+        if base is not None and len(ags) > 1:
+            out["ag_count"] = knob(max(ags, key=lambda k: k[0]), base)
+    base = by_cfg.get(top.with_(scheduler=sched0))
+    scheds = [k for k in kept if k[1].with_(scheduler=sched0) == top.with_(scheduler=sched0)]
+    if base is not None and len(scheds) > 1:
+        out["scheduler"] = knob(max(scheds, key=lambda k: k[0]), base)
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def allocation_heavy(w) -> bool:

@@ -61,6 +61,7 @@ class Option:
     runs_so_far: int
     shrink: float = 0.0  # weighted drop of the sd of the leader's differences (log units)
     kg: float = 0.0  # knowledge gradient: expected gain of the best choice after the run (log)
+    defaults_first: bool = False  # chosen as a leading filesystem's defaults (next_step)
 
     @property
     def gain(self) -> float:
@@ -71,6 +72,10 @@ class Option:
         return self.shrink / self.cost_s if self.cost_s > 0 else 0.0
 
     def why(self) -> str:
+        if self.defaults_first:
+            return (f"{self.label}: a first run of a leading filesystem's defaults, what every "
+                    f"variant of it has to beat to earn its settings, for about "
+                    f"{self.cost_s:.0f} s of device time")
         rep = "a first run" if not self.runs_so_far else f"run {self.runs_so_far + 1}"
         return (f"{self.label}: {rep} is expected to take P(wrong choice) from "
                 f"{self.p_wrong_now:.3f} to {self.p_wrong_after:.3f}, the sd of the "
@@ -229,11 +234,14 @@ class Step:
 
 def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
               target: float, spent_s: float, budget_s: float | None,
-              max_runs: int | None = None, max_loss: float = MAX_EXPECTED_LOSS) -> Step:
+              max_runs: int | None = None, max_loss: float = MAX_EXPECTED_LOSS,
+              defaults: Sequence[int] = ()) -> Step:
     """Stop at the target confidence, when choosing the leader is expected to cost at most
     ``max_loss`` (log ops/J) against the best, when nothing left is worth its time, or when
-    the best cell no longer fits in the budget; else the cell with the most value per second (among
-    those below ``max_runs`` repetitions)."""
+    the best cell no longer fits in the budget; else, first, a not yet measured cell of
+    ``defaults`` (the defaults of the leading filesystems: settling a tie starts from what a
+    variant must beat, never only variants of one option), then the cell with the most value
+    per second (among those below ``max_runs`` repetitions)."""
     conf = state.confidence()
     # Settled only when it holds with this device's not-yet-measured own deviations counted
     # (S_choice): the shared effects alone can look sure of an order this device may not keep.
@@ -246,6 +254,12 @@ def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
                                 f"{math.expm1(loss):.2%} of ops/J against the best (<= "
                                 f"{math.expm1(max_loss):.0%}; confidence {conf:.3f}: the "
                                 "leaders are within the measurement's resolution)")
+    for i in defaults:
+        if runs[i] == 0 and (budget_s is None or spent_s + cost_s[i] <= budget_s):
+            return Step(Option(index=i, label=state.labels[i], p_wrong_now=1.0 - conf,
+                               p_wrong_after=1.0 - conf, cost_s=cost_s[i], runs_so_far=0,
+                               defaults_first=True), conf,
+                        f"{state.labels[i]}: a leading filesystem's defaults first")
     ranked = [o for o in options(state, cost_s, runs)
               if max_runs is None or o.runs_so_far < max_runs]
     worth = [o for o in ranked if o.shrink >= MIN_SHRINK]

@@ -134,6 +134,9 @@ def render(doc: dict[str, Any], pngs: list[bytes]) -> str:
     parts.append("<h2>Recommendation</h2>")
     if r:
         parts.append(f'<p class="headline">{escape(r["headline"])}</p>')
+        if r.get("answer"):
+            parts.append('<div class="answer">' + "".join(
+                f"<p>{escape(line.strip())}</p>" for line in r["answer"]) + "</div>")
         parts.append("<table><tr><th class=l>mkfs</th><td class=l><code>"
                      f"{escape(r['mkfs'])}</code></td></tr>"
                      f"<tr><th class=l>mount options</th><td class=l><code>{escape(r['mount_options'])}</code></td></tr>"

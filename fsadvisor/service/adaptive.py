@@ -25,13 +25,14 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from fsadvisor import catalog
 from fsadvisor.domain import Device, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
-from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
-from fsadvisor.predict.rank import TIE_TOLERANCE, permitted
+from fsadvisor.predict.settings import ModelSettings
+from fsadvisor.predict.rank import TIE_TOLERANCE, default_scheduler, exclusion
 from fsadvisor.probe import adaptive as sel
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProgressEvent
@@ -451,11 +452,30 @@ class Chooser:
                 continue
             if self.schedulers is not None and c.scheduler not in self.schedulers:
                 continue  # the probe would skip it: nothing to learn, no time spent
-            if permitted(c, self.profile, device)[0]:
+            # recommend's own rule (a rotational disk never gets scheduler none; this
+            # kernel's filesystems only: plan.unsupported above)
+            if exclusion(c, self.profile, device) is None:
                 out.append(c)
         if not out:
             raise ConfigError(f"no configuration of this matrix is allowed for profile "
                               f"{self.profile.name} (durability/feature constraints)")
+        return out
+
+    @staticmethod
+    def leading_defaults(st: sel.State, cfgs: list, device: Device) -> list[int]:
+        """Indices (into ``cfgs``) of the defaults of every filesystem among the leaders, the
+        leader's own first: what recommend's "to settle it" line starts from too."""
+        from fsadvisor.predict import confidence as C
+        lead = C.leaders(st.mu, st.S(), st.leader)
+        where = {c: i for i, c in enumerate(cfgs)}
+        out = []
+        for fs in dict.fromkeys(cfgs[i].fs for i in lead):
+            try:
+                d = catalog.default_config(fs, device.size_bytes, default_scheduler(device))
+            except ConfigError:
+                continue
+            if d in where:
+                out.append(where[d])
         return out
 
     def own_sd(self) -> float:
@@ -531,7 +551,8 @@ class Chooser:
         self.plan.default_budget(times, self.schedulers)
         cost = [times.config_s(c) for c in cfgs]
         step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
-                             budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
+                             budget_s=self.plan.budget_s, max_runs=self.plan.max_reps,
+                             defaults=self.leading_defaults(st, cfgs, device))
         from fsadvisor.predict import confidence as C
         S = st.S()
         idx = C.leaders(st.mu, S, st.leader)
@@ -598,7 +619,8 @@ class Chooser:
         first: Decision | None = None
         for k in range(n):
             step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
-                                 budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
+                                 budget_s=self.plan.budget_s, max_runs=self.plan.max_reps,
+                                 defaults=self.leading_defaults(st, cfgs, device))
             if first is None:
                 first = Decision(leader=st.labels[st.leader], confidence=step.confidence,
                                  p_best={}, spent_s=spent,

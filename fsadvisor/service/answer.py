@@ -52,15 +52,67 @@ def reason(rec: Recommendation) -> str:
     return "the highest predicted efficiency"
 
 
+KNOBS = {"filesystem": "filesystem", "options": "options", "ag_count": "AG count",
+         "scheduler": "scheduler"}
+
+
+def _knob(n: str, k: dict) -> str:
+    """One knob's worth: the gain of its best setting here over the default, 90% interval."""
+    if k["best"] == k["against"]:
+        return f"{KNOBS[n]}: the default is best"
+    # the filesystem knob compares two filesystems' defaults: their names say it
+    who = (f"{k['best'].split()[0].rstrip(',')} over {k['against'].split()[0].rstrip(',')} "
+           if n == "filesystem" else "")
+    return f"{KNOBS[n]} {who}{k['gain']:+.0%} (90%: {k['low']:+.0%} to {k['high']:+.0%})"
+
+
+def what_matters(rec: Recommendation) -> str:
+    """Whether the choice matters at all (rank._knob_worth), in one short line: the knobs
+    whose whole 90% interval is above the data's resolution, with their gain; the intervals
+    of every knob are worth_line's."""
+    worth = (rec.lead or {}).get("worth") or {}
+    if not worth:
+        return ""
+    resolved = []
+    for n, k in worth.items():
+        if k["resolved"]:
+            who = (f" ({k['best'].split()[0].rstrip(',')} {k['gain']:+.0%} over "
+                   f"{k['against'].split()[0].rstrip(',')})" if n == "filesystem"
+                   else f" ({k['gain']:+.0%})")
+            resolved.append(f"the {KNOBS[n]}{who}")
+    if not resolved:
+        return ("What matters: nothing the data resolves — the defaults are as good as any "
+                "choice it can tell apart.")
+    rest = [KNOBS[n] for n, k in worth.items() if not k["resolved"]]
+    return ("What matters: " + ", ".join(resolved)
+            + (f"; {', '.join(rest)} within the data's resolution." if rest else "."))
+
+
+def worth_line(rec: Recommendation) -> str:
+    """Every knob's worth with its 90% interval (the JSON's lead.worth)."""
+    worth = (rec.lead or {}).get("worth") or {}
+    return ("worth: " + "; ".join(_knob(n, k) for n, k in worth.items())) if worth else ""
+
+
 def headline(rec: Recommendation) -> list[str]:
-    """Two lines: what to use and why, then how sure."""
+    """Three lines: what matters for this workload, what to use and why, how sure."""
     if not rec.ranked:
         return []
+    matters = what_matters(rec)
+    return ([matters] if matters else []) + _use_and_how_sure(rec)
+
+
+def _use_and_how_sure(rec: Recommendation) -> list[str]:
     top = rec.ranked[0]
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
     lead = rec.lead or {}
     first = f"Recommended: {top.config.label()} — {reason(rec)}."
-    basis = "measured on this device" if lead.get("measured_here") else "predicted"
+    basis = {"this device": "measured on this device",
+             "this device class": f"measured on this device class ({rec.device.kind} with "
+                                  "the same backing; not this device alone)",
+             "imported": "from imported runs of this device (measured elsewhere)"}.get(
+                 lead.get("measured_basis") or ("this device" if lead.get("measured_here")
+                                                else ""), "predicted")
     if lead.get("runner_up") is None:
         return [first, f"How sure: the only candidate left by the profile's constraints ({basis})."]
     if lead.get("clearly_ahead"):
@@ -94,12 +146,13 @@ def headline(rec: Recommendation) -> list[str]:
 
 
 def confidence_lines(rec: Recommendation) -> list[str]:
-    """How sure, after the headline: one P per leader (#1's first) and, when they are tied
-    and unsettled, which cells would settle it and roughly how long."""
+    """After the headline: what each knob is worth, one P per leader (#1's first) and, when
+    they are tied and unsettled, which cells would settle it and roughly how long."""
     conf = rec.confidence
     if conf is None:
         return []
-    lines = [f"confidence: {conf.sentence()}"]
+    worth = worth_line(rec)
+    lines = ([worth] if worth else []) + [f"confidence: {conf.sentence()}"]
     if conf.settle:
         total_s = sum(c["seconds"] for c in conf.settle)
         lines.append(f"   tied: to settle it, measure {len(conf.settle)} cells "

@@ -182,7 +182,7 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
     year (fsadvisor.service.worth, under ``yearly``). Raises NothingToReport when neither a
     measurement nor a prediction exists."""
     from fsadvisor import limits
-    from fsadvisor.service import advice, worth
+    from fsadvisor.service import advice, answer, worth
     from fsadvisor.store import open_store
     from fsadvisor.store.observations import workload_from_params
 
@@ -293,6 +293,9 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
                          f"(95%: {pst['low']:,.0f}–{pst['high']:,.0f}), {p.iops:,.0f} IOPS, "
                          f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W "
                          f"({p.power_scope} scope, {p.energy_source})"),
+            # recommend's own answer in words (service/answer): what matters, what to use,
+            # how sure, what each knob is worth, one P per leader
+            "answer": list(rec.summary) + answer.confidence_lines(rec),
             "config": top1.config.to_dict(), "mkfs": " ".join(top1.commands["mkfs"]),
             "mount_options": top1.commands["mount_options"], "fstab": top1.commands["fstab"],
             "udev": top1.commands["udev"], "why": list(top1.why),

@@ -161,7 +161,17 @@ def yearly_worth(rec: Recommendation, load: float, price: float | None = None, s
     bases = [predicted_basis(r.prediction, rec.scope, rec.device, bandwidth, w.bs_bytes)
              for r in rec.ranked]
     default = predicted_basis(default_pred, rec.scope, rec.device, bandwidth, w.bs_bytes)
-    return worth_table(bases, default, cfg, load, price, servers, pue, unit)
+    yw = worth_table(bases, default, cfg, load, price, servers, pue, unit)
+    s = yw["entries"][0].get("saving_vs_runner_up") if yw["entries"] else None
+    if s is not None and s["kwh_per_year"] < 0 and len(rec.ranked) > 1:
+        # #1 may cost more than #2 at this load: say why it is still #1
+        why = (rec.ranked[0].order_note
+               or ("the ranking is by efficiency at the workload's own concurrency, where "
+                   "#1 leads; at this load the energy difference is within the interval"))
+        yw["notes"].insert(0, f"#1 uses {-s['kwh_per_year']:,.1f} kWh/yr more than #2 at this "
+                              f"load (range {s['kwh_per_year_range'][0]:,.1f} to "
+                              f"{s['kwh_per_year_range'][1]:,.1f}) and is still #1: {why}")
+    return yw
 
 
 def _money(v: float | None) -> str:

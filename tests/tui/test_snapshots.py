@@ -129,7 +129,9 @@ async def test_recommendation_screen_pilot(size):
     async with driven(_recommend, size) as app:
         assert tab(app) == "results"
         summary = str(app.query_one("#summary", Static).content)
-        assert summary.startswith(f"Recommended: {top.config.label()} — ")
+        # what matters first, then what to use
+        assert summary.startswith("What matters: ")
+        assert summary.splitlines()[1].startswith(f"Recommended: {top.config.label()} — ")
         fits(app, f"Recommended: {top.config.label()}")
         shown(app, "#summary", "#ranked", "#detail-text")
         table = app.query_one("#ranked", DataTable)

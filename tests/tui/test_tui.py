@@ -601,21 +601,22 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
             await pilot.pause()
             details.append(detail(app))
     lines = shown.splitlines()
-    assert " ".join(lines[:2]) == doc["summary"]  # headline first, in words
+    assert " ".join(lines[:3]) == doc["summary"]  # headline first, in words
     conf = doc["confidence"]
     # one P per configuration, #1's first (conf["p_best_first"])
-    assert lines[2] == (f"confidence: P(within {conf['tolerance']:.0%} of the best): "
+    assert lines[3].startswith("worth: filesystem ")  # each knob's worth, 90% intervals
+    assert lines[4] == (f"confidence: P(within {conf['tolerance']:.0%} of the best): "
                         + ", ".join(f"{x['config']} {x['p_best']:.2f}"
                                     for x in conf["leaders"][:4]))
     assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
     if conf["settle"]:
         from fsadvisor.service.answer import duration  # the headline's rounding too
         total_s = sum(c["seconds"] for c in conf["settle"])
-        assert lines[3].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
+        assert lines[5].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
                                    f"(about {duration(total_s)} on this device): ")
-        assert all(f"{c['config']} x{c['reps']}" in lines[3] for c in conf["settle"])
+        assert all(f"{c['config']} x{c['reps']}" in lines[5] for c in conf["settle"])
     else:
-        assert not conf["settle"] and not lines[3].startswith("tied")
+        assert not conf["settle"] and not lines[5].startswith("tied")
     # each row's detail gives its own P where it is one of the leaders, the one number the
     # confidence line gives it, and none where it is not
     leaders = {x["config"]: x["p_best"] for x in conf["leaders"]}

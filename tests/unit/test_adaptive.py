@@ -4,6 +4,7 @@ service's checks that run before any device is touched (service/adaptive.py)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -591,3 +592,19 @@ def test_the_default_budget_follows_the_measured_cell_times(tmp_path):
     # and it survives a resume
     again = ad.AdaptivePlan.from_dict(plan.to_dict())
     assert (again.budget_share, again.full_reps) == (plan.budget_share, plan.full_reps)
+
+
+def test_the_adaptive_probe_measures_the_leading_filesystems_defaults_first(tmp_path):
+    """Settling a tie starts from what a variant must beat: the first cells of an adaptive
+    probe are the defaults of every filesystem among the leaders (recommend's "to settle it"
+    line starts from them too), then the model's most valuable cells."""
+    from fsadvisor import catalog
+    from fsadvisor.service import adaptive as ad
+    setup = ad.plan_adaptive(_request(tmp_path), budget="10m")
+    lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
+    firsts = [ln.split(". ", 1)[1] for ln in lines if re.match(r"#\s+\d+\. ", ln)]
+    defaults = {catalog.default_config(fs).key() for fs in ("ext4", "xfs")}
+    head = [f.split(":")[0] for f in firsts[:2]]
+    assert set(head) == defaults, firsts
+    assert all("a leading filesystem's defaults" in f for f in firsts[:2])
+    assert "P(wrong choice)" in firsts[2]  # then the value-per-second rule

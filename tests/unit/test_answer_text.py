@@ -42,12 +42,19 @@ def run(*args):
 
 def test_recommend_answers_in_words_first_and_json_has_the_same_summary():
     text = run("recommend", "-p", "oltp", "--top", "3")
-    first, second = text.splitlines()[:2]
+    matters, first, second = text.splitlines()[:3]
     doc = json.loads(run("recommend", "-p", "oltp", "--top", "3", "--json"))
     top = doc["recommendations"][0]
+    # first whether the choice matters at all, knob by knob, then what to use, then how sure
+    assert matters.startswith("What matters: ")
+    worth = next(ln for ln in text.splitlines() if ln.startswith("worth: "))
+    assert all(k in worth for k in ("filesystem", "options", "AG count", "scheduler"))
+    # every knob the one line calls resolved has its whole 90% interval above 1%
+    for name, k in doc["lead"]["worth"].items():
+        assert k["resolved"] == (k["low"] > 0.01), name
     assert first.startswith("Recommended: " + top["config_label"] + " — ")
     assert second.startswith("How sure: ")
-    assert doc["summary"] == f"{first} {second}"
+    assert doc["summary"] == f"{matters} {first} {second}"
     # oltp's leaders are statistically equal: the headline says so and how to decide
     assert "tied with" in second and "`fsadvisor probe --adaptive`" in second
     assert re.search(r"in about \d+ (s|min|h)", second)
@@ -222,7 +229,7 @@ from fsadvisor.store.datasets import load_observations  # noqa: E402
 @pytest.mark.parametrize("profile", ["oltp", "build-unpack"])
 def test_headline_and_settle_line_give_one_duration(profile):
     text = run("recommend", "-p", profile, "--top", "3")
-    how_sure = text.splitlines()[1]
+    how_sure = next(ln for ln in text.splitlines() if ln.startswith("How sure: "))
     settle = next(ln for ln in text.splitlines() if ln.strip().startswith("tied: to settle it"))
     head = re.search(r"decides among the leading (\d+) in about (\d+(?:\.\d)? (?:s|min|h))",
                      how_sure)

@@ -159,6 +159,11 @@ def test_report_separates_measured_and_predicted_with_provenance(probed_store, p
     assert "ipmi (system scope)" in prov["measured"] and "m-base" in prov["measured"]
     assert "validated error median ×" in prov["predicted"]
     assert doc["recommendation"]["headline"].startswith("Use ")
+    # recommend's own words, from the one renderer: what matters, what to use, how sure
+    said = doc["recommendation"]["answer"]
+    assert said[0].startswith("What matters: ") and said[1].startswith("Recommended: ")
+    assert said[2].startswith("How sure: ")
+    assert any(x.startswith("confidence: P(within 1% of the best)") for x in said)
     ranked = [c for c in w["configs"] if c["rank"]]
     assert [c["rank"] for c in ranked] == sorted(c["rank"] for c in ranked)
 

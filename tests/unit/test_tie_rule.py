@@ -39,6 +39,8 @@ def _readme_keys(name: str) -> set[str]:
     m = re.search(rf"`{name}` \(((?:[^()]|\([^()]*\))*)\)", README)
     assert m, f"README lists no keys for `{name}`"
     body = re.sub(r"\[[^\]]*\]", "", m.group(1))  # a list's item keys are checked apart
+    while "{" in body:  # ... and so are a nested object's
+        body = re.sub(r"\{[^{}]*\}", "", body)
     body = body.split(";")[0]
     return set(re.findall(r"`([a-z_]+)`", body))
 
@@ -70,7 +72,7 @@ def test_one_tie_set_behind_every_tie_the_answer_states(device, tmp_db):
         assert conf.labels[0] == first.config.label(), name
         assert len(set(conf.labels)) == len(conf.labels), name
         assert all(0.0 <= p <= 1.0 for p in conf.p_best) and sum(conf.p_best) >= 1 - 1e-9
-        line = answer.confidence_lines(rec)[0]
+        line = next(ln for ln in answer.confidence_lines(rec) if ln.startswith("confidence:"))
         assert line.count(first.config.label()) == 1, line
         # no listed twins: two entries of one filesystem never share a prediction
         seen = {(r.config.fs, round(r.score, 6)) for r in ranked}
@@ -85,10 +87,14 @@ def test_the_readme_describes_the_headline_ties_and_json_keys_as_printed(tmp_db)
         assert r.exit_code == 0, r.output
         doc = json.loads(r.output)
         assert set(doc["lead"]) == _readme_keys("lead")
+        for knob in doc["lead"]["worth"].values():
+            assert set(knob) == {"best", "against", "gain", "low", "high", "resolved"}
+            assert knob["low"] <= knob["gain"] <= knob["high"]
         assert set(doc["confidence"]) == _readme_keys("confidence")
         assert all(set(x) == {"config", "p_best"} for x in doc["confidence"]["leaders"])
         head, sure = doc["summary"].split("How sure: ")
-        assert head.startswith("Recommended: ") and " — " in head
+        matters, _, use = head.partition(" Recommended: ")
+        assert matters.startswith("What matters: ") and " — " in use
         tied = doc["lead"]["tied_with"]
         if tied:
             assert sure.startswith(f"tied with {tied} other configuration")

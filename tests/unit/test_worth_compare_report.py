@@ -197,3 +197,20 @@ def test_measured_basis_without_energy_takes_the_models_watts(fresh_store):
     assert (cap, cap90) == (9000.0, (8000.0, 10000.0))
     assert busy == p.watts and "no energy reading" in source and "watts from the model" in source
     assert worth.measured_basis({"iops": {"mean": None}}, p, "system", dev, False, w.bs_bytes) is None
+
+
+def test_a_first_choice_that_costs_more_per_year_than_the_runner_up_says_why(tmp_db):
+    """With --load, #1 can use more energy per year than #2 (the ranking is by efficiency at
+    the workload's own concurrency; at the user's load the two may swap within their
+    intervals): the notes then say so and why #1 is still #1."""
+    from fsadvisor.service import advice, worth
+    rec = advice.recommend("oltp", top=3)
+    yw = worth.yearly_worth(rec, 20000, 0.3)
+    if yw["entries"][0]["saving_vs_runner_up"]["kwh_per_year"] >= 0:
+        # put the runner-up first: it then costs more per year than the one after it
+        rec.ranked[0], rec.ranked[1] = rec.ranked[1], rec.ranked[0]
+        rec.ranked[0].order_note = "listed above #2 for the test"
+        yw = worth.yearly_worth(rec, 20000, 0.3)
+    assert yw["entries"][0]["saving_vs_runner_up"]["kwh_per_year"] < 0
+    note = next(n for n in worth.summary_lines(yw) if n.startswith("#1 uses "))
+    assert "more than #2 at this load" in note and "is still #1: " in note
