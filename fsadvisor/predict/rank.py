@@ -20,7 +20,8 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from fsadvisor import catalog, tomlcache
-from fsadvisor.domain import Device, FsConfig, Prediction, Profile, Workload, kind_of
+from fsadvisor.domain import (BACKED_KINDS, Device, FsConfig, Prediction, Profile, Workload,
+                              kind_of)
 from fsadvisor.errors import ConfigError, FsAdvisorError
 from fsadvisor.predict import ceilings, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
@@ -290,18 +291,26 @@ def rotational(device: Device) -> bool:
     return bool(device.rotational) or device.kind == "hdd"
 
 
+def seeks(device: Device) -> bool:
+    """A disk whose requests a scheduler has to sort: a rotational drive. Not a loop or zram
+    device, whose rotational flag is its backing's (a direct-I/O loop on a file on a virtio
+    disk reports 1): its requests go to a file, and the backing disk's own scheduler sorts
+    what reaches it, so scheduler none on the loop device leaves nothing unsorted."""
+    return rotational(device) and device.kind not in BACKED_KINDS
+
+
 def exclusion(cfg: FsConfig, profile: Profile, device: Device,
               kernel_has: dict[str, bool] | None = None) -> str | None:
     """Why this configuration may not be recommended for this profile on this device (a key
     of Recommendation.excluded), None when it may: the one eligibility rule of recommend,
     report, compare and fleet (through rank) and of the adaptive probe.
     - a device on this host gets only a filesystem its kernel mounts (``kernel_has``);
-    - a rotational disk never gets scheduler none;
+    - a rotational disk never gets scheduler none (a loop or zram device is no disk: seeks);
     - an O_DIRECT workload never gets ext4 data=journal (it silently turns buffered);
     - the profile's durability, PLP and feature constraints (permitted)."""
     if device.path and kernel_has is not None and not kernel_has.get(cfg.fs, True):
         return "not_supported_by_this_kernel"
-    if rotational(device) and cfg.scheduler == "none":
+    if seeks(device) and cfg.scheduler == "none":
         return "scheduler_none_on_rotational_disk"
     if profile.workload.direct and cfg.mount_value("data") == "journal":
         return "o_direct_not_honoured"
@@ -527,7 +536,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
-    rot = rotational(device)  # once, not per candidate
+    rot = seeks(device)  # once, not per candidate
     # A device on this host can only get a filesystem this kernel mounts; offline (a spec, a
     # library drive) every filesystem stays, with a note to check the target's kernel.
     unmountable = ({fs for fs, ok in kernel_has.items() if not ok}

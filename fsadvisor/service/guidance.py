@@ -16,6 +16,7 @@ from typing import Callable
 from fsadvisor import catalog, tomlcache
 from fsadvisor.domain import Device, FsConfig, Profile
 from fsadvisor.predict import spec
+from fsadvisor.predict.rank import seeks
 from fsadvisor.resources import data_dir
 
 FLASH = ("nvme", "sata-ssd")
@@ -71,7 +72,7 @@ CHECKS: dict[str, Callable[[FsConfig, Profile, Device, dict[str, bool] | None], 
         cfg.fs == "ext4" and int(_mount(cfg).get("commit") or EXT4_DEFAULT_COMMIT_S)
         > EXT4_DEFAULT_COMMIT_S and _durable(p, d)),
     "scheduler-none-not-rotational": lambda cfg, p, d, k: (
-        d.rotational and cfg.scheduler == "none"),
+        seeks(d) and cfg.scheduler == "none"),
     "f2fs-needs-the-kernel": lambda cfg, p, d, k: (
         cfg.fs == "f2fs" and d.path is not None and k is not None and not k.get("f2fs")),
 }

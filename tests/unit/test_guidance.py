@@ -52,8 +52,8 @@ def test_each_check_fires_where_the_rule_is_broken(rule, cfg, profile, device):
     broken = [r.id for r in guidance.against(cfg, prof, device, {"f2fs": False})]
     assert rule in broken
     default = FsConfig.make(cfg.fs, mount=("nodiscard",) if cfg.fs == "f2fs" else ())
-    assert rule not in [r.id for r in guidance.against(default, prof, replace(
-        device, rotational=False), {"f2fs": True})]
+    flash = replace(device, rotational=False, kind="nvme")  # (an hdd is rotational by kind)
+    assert rule not in [r.id for r in guidance.against(default, prof, flash, {"f2fs": True})]
 
 
 def test_writeback_is_within_the_guidance_where_durability_is_waived_and_plp_known():

@@ -28,6 +28,10 @@ CASES = {
     "hdd spec": Device(None, 1 << 40, kind="hdd", rotational=True),
     "local nvme": Device("/dev/nvme9n1", 64 * GIB, kind="nvme"),
     "local rotational": Device("/dev/sdz", 64 * GIB, kind="hdd", rotational=True),
+    # a direct-I/O loop on a file on a virtio disk reports rotational 1: the flag is its
+    # backing's, and the loop device is no disk to sort seeks for
+    "loop on a rotational backing": Device("/dev/loop7", 8 * GIB, kind="loop",
+                                           rotational=True),
 }
 
 
@@ -52,8 +56,10 @@ def test_the_ranking_and_the_adaptive_chooser_apply_one_rule(case, profile, dura
         assert n == expected.get(reason, 0), (case, reason, n, expected)
     shown = rec.ranked + list(rec.best_per_filesystem.values())
     assert all(exclusion(r.config, prof, device, KERNEL) is None for r in shown)
-    if device.rotational:
+    if device.rotational and device.kind == "hdd":
         assert all(r.config.scheduler != "none" for r in shown)
+    if device.kind == "loop":
+        assert expected.get("scheduler_none_on_rotational_disk", 0) == 0
     if device.path:
         assert all(r.config.fs != "f2fs" for r in shown)
         assert any("not supported by this kernel" in n for n in rec.notes)
