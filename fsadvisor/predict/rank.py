@@ -27,8 +27,7 @@ from fsadvisor.predict import ceilings, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
 from fsadvisor.predict.fit import FittedModel
-from fsadvisor.predict.predict import contributions
-from fsadvisor.predict.predict import Predictions, predict_lazily
+from fsadvisor.predict.predict import Z90, Predictions, contributions, predict_lazily
 from fsadvisor.resources import data_dir
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
@@ -308,16 +307,27 @@ def exclusion(cfg: FsConfig, profile: Profile, device: Device,
     - a rotational disk never gets scheduler none (a loop or zram device is no disk: seeks);
     - an O_DIRECT workload never gets ext4 data=journal (it silently turns buffered);
     - the profile's durability, PLP and feature constraints (permitted)."""
-    if device.path and kernel_has is not None and not kernel_has.get(cfg.fs, True):
-        return "not_supported_by_this_kernel"
-    if seeks(device) and cfg.scheduler == "none":
-        return "scheduler_none_on_rotational_disk"
-    if profile.workload.direct and cfg.mount_value("data") == "journal":
-        return "o_direct_not_honoured"
+    why = _device_exclusion(cfg, profile, device, kernel_has)
+    if why is not None:
+        return why
     ok, _ = permitted(cfg, profile, device)
     if not ok:
         missing = set(profile.constraints.features) - set(catalog.features(cfg))
         return "missing_required_feature" if missing else "durability_hazard_not_allowed"
+    return None
+
+
+def _device_exclusion(cfg: FsConfig, profile: Profile, device: Device,
+                      kernel_has: dict[str, bool] | None) -> str | None:
+    """exclusion's checks of the device and the workload (cheap, per candidate); the
+    profile's constraints are permitted's, which rank judges once per configuration."""
+    if device.path and kernel_has is not None and not kernel_has.get(cfg.fs, True):
+        return "not_supported_by_this_kernel"
+    if seeks(device) and cfg.scheduler == "none":
+        # a disk that seeks needs its requests sorted: never advise no scheduler for it
+        return "scheduler_none_on_rotational_disk"
+    if profile.workload.direct and cfg.mount_value("data") == "journal":
+        return "o_direct_not_honoured"
     return None
 
 
@@ -536,21 +546,14 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
                 "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
     allowed: list[tuple[FsConfig, list[str]]] = []
     verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
-    rot = seeks(device)  # once, not per candidate
     # A device on this host can only get a filesystem this kernel mounts; offline (a spec, a
     # library drive) every filesystem stays, with a note to check the target's kernel.
     unmountable = ({fs for fs, ok in kernel_has.items() if not ok}
                    if device.path and kernel_has is not None else set())
     for cfg in cands:
-        if cfg.fs in unmountable:
-            excluded["not_supported_by_this_kernel"] += 1
-            continue
-        if rot and cfg.scheduler == "none":
-            # a disk that seeks needs its requests sorted: never advise no scheduler for it
-            excluded["scheduler_none_on_rotational_disk"] += 1
-            continue
-        if w.direct and cfg.mount_value("data") == "journal":
-            excluded["o_direct_not_honoured"] += 1
+        why = _device_exclusion(cfg, profile, device, kernel_has)  # exclusion's own checks
+        if why is not None:
+            excluded[why] += 1
             continue
         # A configuration's hazards and features are its filesystem's settings, whatever
         # the scheduler (tests/unit/test_rank_shared_products.py holds the catalog to it):
@@ -824,10 +827,9 @@ def _knob_worth(kept: list, design: dict, device: Device, top: FsConfig) -> dict
             return None
         g = math.log(better[0] / base[0]) if better[0] > 0 and base[0] > 0 else 0.0
         sd = difference_sd(design, better[2], base[2]) if better is not base else 0.0
-        z = 1.6449  # 90% (predict.Z90)
         return {"best": better[1].label(), "against": base[1].label(),
-                "gain": math.expm1(g), "low": math.expm1(g - z * sd),
-                "high": math.expm1(g + z * sd), "resolved": g - z * sd > tol}
+                "gain": math.expm1(g), "low": math.expm1(g - Z90 * sd),
+                "high": math.expm1(g + Z90 * sd), "resolved": g - Z90 * sd > tol}
 
     out: dict[str, Any] = {}
     defaults = []
@@ -859,7 +861,9 @@ def _knob_worth(kept: list, design: dict, device: Device, top: FsConfig) -> dict
         if base is not None and len(ags) > 1:
             out["ag_count"] = knob(max(ags, key=lambda k: k[0]), base)
     base = by_cfg.get(top.with_(scheduler=sched0))
-    scheds = [k for k in kept if k[1].with_(scheduler=sched0) == top.with_(scheduler=sched0)]
+    # (compared as plain tuples, as _order does: a dataclasses.replace per candidate is not)
+    bare = (top.fs, top.mkfs, top.mount, top.ag_count)
+    scheds = [k for k in kept if (k[1].fs, k[1].mkfs, k[1].mount, k[1].ag_count) == bare]
     if base is not None and len(scheds) > 1:
         out["scheduler"] = knob(max(scheds, key=lambda k: k[0]), base)
     return {k: v for k, v in out.items() if v is not None}
