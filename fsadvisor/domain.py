@@ -65,6 +65,11 @@ class Workload:
     op: str = "io"  # io | file | db_op | transaction
     rank_by: Literal["ops", "bytes"] = "ops"
 
+    def key(self) -> str:
+        """A stable identity of what the workload does (every field, in order): a probe
+        run of a profile and the profile itself have the same key."""
+        return "|".join(repr(getattr(self, f.name)) for f in fields(self))
+
     @property
     def read_pct(self) -> int:
         if self.rw in ("read", "randread", "filestat"):

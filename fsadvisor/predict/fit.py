@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import BACKED_KINDS, Device, identity_of, kind_of
+from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
@@ -57,6 +57,12 @@ def measured_here(obs: Observation) -> bool:
     """A cell measured on this kind of machine by fsadvisor itself (a probe or the reference
     matrix): one equation per cell, its replicate spread, its own noise level."""
     return bool(obs.device_id) and obs.source.startswith(("probe ", "reference"))
+
+
+def cell_tag(cfg: FsConfig, w: Workload) -> str:
+    """A measured cell's identity for the tie rule: the configuration without its scheduler
+    (a scheduler alternative is the same recommendation) and the workload."""
+    return f"{cfg.with_(scheduler='none').key()}\t{w.key()}"
 
 
 # Kept for callers of the first version of this module.
@@ -224,6 +230,23 @@ class FittedModel:
     # Per device identity, where its runs come from: "measured" (a probe here), "reference"
     # (the shipped reference matrix) or "imported" (fio results measured elsewhere only).
     device_origins: dict[str, str] = field(default_factory=dict)
+    # Per device identity, the cells a probe here measured: "<configuration key without its
+    # scheduler>\t<workload key>". The tie rule puts a configuration measured on this
+    # device for this workload before one the model only predicts.
+    measured_cells: dict[str, list[str]] = field(default_factory=dict)
+
+    def measured_here(self, device: Device, cfg: FsConfig, w: Workload) -> bool:
+        """Whether a probe of this device (its own identity, or its loop/zram class) ran
+        ``cfg`` (under any scheduler) with workload ``w``."""
+        ident = self.known_device(device)
+        return bool(ident) and cell_tag(cfg, w) in self._measured_sets().get(ident, ())
+
+    def _measured_sets(self) -> dict[str, frozenset[str]]:
+        sets = self.__dict__.get("_measured_cache")
+        if sets is None:
+            sets = {k: frozenset(v) for k, v in self.measured_cells.items()}
+            self.__dict__["_measured_cache"] = sets
+        return sets
 
     def params_for(self, device: Device) -> DeviceParams:
         return self.settings.params_for(kind_of(device), identity_of(device),
@@ -306,7 +329,7 @@ def save_model(m: FittedModel, path: Path, key: str = "") -> None:
             "noise_sd_measured": m.noise_sd_measured,
             "n_observations": m.n_observations, "sources": m.sources,
             "data_hash": m.data_hash, "measured_power": m.measured_power,
-            "device_origins": m.device_origins,
+            "device_origins": m.device_origins, "measured_cells": m.measured_cells,
             "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
     n = len(m.names)
     arrays = np.empty((n + 1, n), dtype="<f8")
@@ -358,6 +381,7 @@ def load_model(path: Path, settings: ModelSettings, key: str = "") -> FittedMode
                        sources=meta["sources"], data_hash=meta["data_hash"],
                        measured_power=meta["measured_power"],
                        device_origins=meta.get("device_origins", {}),
+                       measured_cells=meta.get("measured_cells", {}),
                        device_params={k: _params_from_json(v)
                                       for k, v in meta.get("device_params", {}).items()})
 
@@ -374,7 +398,7 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
 
 # Bumped when the fit itself (this file) changes meaning; a change to the features or to a
 # declared effect changes spec.fingerprint() by itself.
-MODEL_VERSION = "device-aware-4"  # 4: the fit records where each device's runs come from
+MODEL_VERSION = "device-aware-5"  # 5: the fit records which cells a probe of each device ran
 
 
 def settings_key(s: ModelSettings) -> str:
@@ -613,6 +637,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
             # active set: a bound the fit respects costs nothing).
             active = point | (active & (bound != 0)) | (bound * resid < 0)
     origins: dict[str, str] = {}
+    cells: dict[str, set[str]] = {}
     rank_of = {"imported": 0, "reference": 1, "measured": 2}
     for o in observations:
         if o.device_id:
@@ -620,8 +645,11 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
                       "reference" if o.source.startswith("reference") else "imported")
             if rank_of[origin] > rank_of.get(origins.get(o.device_id, ""), -1):
                 origins[o.device_id] = origin
+            if origin == "measured" and o.relative_to is None:
+                cells.setdefault(o.device_id, set()).add(cell_tag(o.config, o.workload))
     return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd,
                        noise_sd_measured=sd_own, settings=s, device_origins=origins,
+                       measured_cells={k: sorted(v) for k, v in cells.items()},
                        n_rows=n, n_observations=used,
                        sources={k: sorted(v) for k, v in sources.items()},
                        data_hash=observations_hash(observations), measured_power=measured_power,

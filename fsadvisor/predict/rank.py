@@ -360,7 +360,8 @@ class Ordering(NamedTuple):
 
 def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
            cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None,
-           q: np.ndarray | None = None) -> Ordering:
+           q: np.ndarray | None = None,
+           here: Callable[[FsConfig], bool] | None = None) -> Ordering:
     """The first ``top`` distinct configurations, then the best of every other filesystem.
 
     The tie set comes first: every configuration statistically equal to the highest-scoring
@@ -373,7 +374,10 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     a separate recommendation: it becomes a scheduler alternative, scored against the one
     chosen. Among equals, a filesystem with data behind its effects goes before one that
     only has priors (``measured``): an unmeasured configuration never wins a tie on the
-    strength of its prior. ``q``: the rows' x cov x' when the caller has them already."""
+    strength of its prior; and before both, a configuration a probe of this very device ran
+    with this workload (``here``): among equals, what was measured on the user's drive is
+    the answer, not a simpler one the model only predicts. ``q``: the rows' x cov x' when
+    the caller has them already."""
     # A configuration with its scheduler left out, as a plain tuple (FsConfig's fields but
     # the scheduler): grouping by it costs a hash, not a dataclasses.replace per candidate.
     # complexity() per candidate, its settings' part worked out once per configuration
@@ -397,6 +401,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     bare = np.array(bare_l, dtype=np.intp)
     cx = np.array(cx_l)
     prior_only = np.array([0 if measured is None or measured(item[1]) else 1 for item in kept])
+    not_here = np.array([0 if here is not None and here(item[1]) else 1 for item in kept])
     fs_of = np.array([item[1].fs for item in kept])
     logv = np.log(np.maximum([item[0] for item in kept], 1e-300))
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -422,10 +427,11 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
 
     def pick(idx: np.ndarray) -> int:
         band = idx[tie_band(idx)]
-        # measured before prior-only (an unmeasured configuration never wins a tie on the
-        # strength of its prior, issue 10), then fewest settings, then the higher score; on
-        # a full tie the earlier (better-scored) candidate, as min() over the band did
-        return int(band[np.lexsort((-logv[band], cx[band], prior_only[band]))[0]])
+        # measured on this device first, then a filesystem with data before prior-only (an
+        # unmeasured configuration never wins a tie on the strength of its prior), then
+        # fewest settings, then the higher score; on a full tie the earlier (better-scored)
+        return int(band[np.lexsort((-logv[band], cx[band], prior_only[band],
+                                    not_here[band]))[0]])
 
     # A twin: a candidate the model cannot tell apart at all from a simpler one of its
     # filesystem (the same score: a setting whose mechanism does not act here, an AG count for
@@ -442,14 +448,14 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     alive = ~twins  # kept is sorted by score, best first
     # The tie set (TIE RULE): every candidate within max(TIE_TOLERANCE, 1 sd of the
     # difference) of the highest-scoring one. It is listed first, in the rule's order
-    # (measured > fewest settings > score), and every tie the answer states is this set.
+    # (measured here > data > fewest settings > score); every tie the answer states is it.
     everyone = np.flatnonzero(alive)
     tie = everyone[tie_band(everyone)] if len(everyone) else everyone
     tie_set = set(bare[tie].tolist())
     in_tie = np.isin(np.arange(len(kept)), tie)
     while (alive & in_tie).any() and len(ordered) < top:
         idx = np.flatnonzero(alive & in_tie)
-        i = int(idx[np.lexsort((-logv[idx], cx[idx], prior_only[idx]))[0]])
+        i = int(idx[np.lexsort((-logv[idx], cx[idx], prior_only[idx], not_here[idx]))[0]])
         alive &= bare != bare[i]
         ordered.append(kept[i])
     while alive.any() and len(ordered) < top:
@@ -669,8 +675,11 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
             evidence[cfg.fs] = _has_data(model, cfg, w)
         return evidence[cfg.fs]
 
+    def here(cfg: FsConfig) -> bool:
+        return model.measured_here(device, cfg, w)
+
     ordered, alternatives, n_tied, twins = _order(kept, device, top, X, design["cov"],
-                                                  measured=has_data, q=q)
+                                                  measured=has_data, q=q, here=here)
 
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -704,7 +713,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
                       if cfg.fs == "xfs" else None)
 
     ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
-    _mark_ties(ranked, ordered, tied, device, has_data, n_tied)
+    _mark_ties(ranked, ordered, tied, device, has_data, n_tied, here)
     sans_ag = _sans_ag(kept) if allocation_heavy(w) else {}
     for r in ranked:
         r.ag_note = _ag_note(r, sans_ag, design, w, device, unit)
@@ -753,7 +762,8 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
 
 
 def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Device,
-               measured: Callable[[FsConfig], bool], n_tied: int = 1) -> None:
+               measured: Callable[[FsConfig], bool], n_tied: int = 1,
+               here: Callable[[FsConfig], bool] | None = None) -> None:
     """Tie groups over the shown list: the first ``n_tied`` entries are the tie set of #1
     (``1=``; _order's rule); below it an entry joins the group of the entry that opened it
     when the two are statistically equal. An entry listed above a higher-scoring one gets an
@@ -778,7 +788,10 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
             continue
         o = above[0]
         ci, co = complexity(r.config, device), complexity(o.config, device)
-        if measured(r.config) and not measured(o.config):
+        if here is not None and here(r.config) and not here(o.config):
+            r.order_rule = "measured here"
+            why = (f"measured on this device with this workload (#{o.rank} is predicted only)")
+        elif measured(r.config) and not measured(o.config):
             r.order_rule = "measured"
             why = (f"measured data behind it (#{o.rank}'s filesystem rests on priors only for "
                    "this kind of workload)")

@@ -38,6 +38,9 @@ def reason(rec: Recommendation) -> str:
     """One line on why #1 is #1."""
     top = rec.ranked[0]
     lead = rec.lead or {}
+    if getattr(top, "order_rule", None) == "measured here":
+        return ("no candidate is reliably more efficient, and among the equals it is the one "
+                "measured on this device with this workload (the others are predicted)")
     if getattr(top, "order_rule", None) == "measured":
         return ("no candidate is reliably more efficient, and among the equals it has "
                 "measured data behind it for this kind of workload (the others rest on priors)")

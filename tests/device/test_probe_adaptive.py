@@ -4,7 +4,6 @@ target; every run stored with the matrix's provenance; refusals before anything 
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -12,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,17 +28,25 @@ def probe_cli(*args: str, db: Path, timeout: float = 600):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def loops_on(pattern: str) -> list[str]:
-    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if pattern in ln]
+def loops_on(scratch_dir: Path) -> list[str]:
+    """Loop devices backed by a file in this module's scratch directory: the machine is
+    shared, and a loop another process left behind is not this probe's."""
+    out = subprocess.run(["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True,
+                         text=True).stdout
+    return [ln for ln in out.splitlines() if f"{scratch_dir}/" in ln]
 
 
 @pytest.fixture(scope="module")
-def adaptive_run(tmp_path_factory):
+def scratch_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("scratch")
+
+
+@pytest.fixture(scope="module")
+def adaptive_run(tmp_path_factory, scratch_dir):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     db = tmp_path_factory.mktemp("adaptive") / "s.db"
-    p = probe_cli(*ARGS, "--budget", "3m", "--json", db=db)
+    p = probe_cli(*ARGS, "--scratch-dir", str(scratch_dir), "--budget", "3m", "--json", db=db)
     return p, db
 
 
@@ -75,18 +81,19 @@ def test_every_run_is_stored_with_its_matrix(adaptive_run):
         assert store.calibrated_devices()  # the calibration it ran first is stored
 
 
-def test_the_scratch_device_is_gone(adaptive_run):
-    assert not loops_on("fsadvisor-scratch-")
+def test_the_scratch_device_is_gone(adaptive_run, scratch_dir):
+    assert not loops_on(scratch_dir) and not list(scratch_dir.iterdir())
 
 
 def test_a_budget_too_small_for_calibration_is_refused_before_anything(tmp_path):
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "fsadvisor-scratch-*")))
-    p = probe_cli(*ARGS, "--budget", "20s", db=tmp_path / "s.db", timeout=120)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    p = probe_cli(*ARGS, "--scratch-dir", str(scratch), "--budget", "20s", db=tmp_path / "s.db",
+                  timeout=120)
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "too small for even the device calibration" in lines[0]
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "fsadvisor-scratch-*"))) == before
-    assert not loops_on("fsadvisor-scratch-")
+    assert not list(scratch.iterdir()) and not loops_on(scratch)
 
 
 def test_an_adaptive_run_on_a_refused_device_is_refused(tmp_path):
@@ -104,7 +111,7 @@ def test_an_adaptive_run_on_a_refused_device_is_refused(tmp_path):
 
 
 def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
-        adaptive_run, tmp_path):
+        adaptive_run, scratch_dir, tmp_path):
     """The calibrated store of the first run: the scratch device's backing class is
     calibrated, so no calibration runs again. Interrupted after its first stored cell, the
     probe is resumed by ``probe --scratch 1G --resume`` without --adaptive: it continues the
@@ -118,7 +125,7 @@ def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
     args = [a if a != "fio-randwrite-4k-j1" else "fs-overhead-randwrite-4k-fsync1" for a in ARGS]
     env = dict(os.environ, FSADVISOR_DB=str(db))
     proc = subprocess.Popen([sys.executable, "-m", "fsadvisor.cli", "probe", *args,
-                             "--budget", "40s", "--json"], stdout=subprocess.PIPE,
+                             "--scratch-dir", str(scratch_dir), "--budget", "40s", "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         mid, deadline = None, time.monotonic() + 300
@@ -139,7 +146,7 @@ def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
     assert "has no calibration" not in err
     first = json.loads(out)
     assert first["calibration"] is None  # reused: stored for this backing class
-    assert not loops_on("fsadvisor-scratch-")
+    assert not loops_on(scratch_dir)
     p = probe_cli("--scratch", "1G", "--resume", "--json", db=db)
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads(p.stdout)
@@ -153,4 +160,4 @@ def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
     # adaptively: not every configuration x MAX_REPS (the full path would run them all)
     cells = doc["probe"]["cells"]
     assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
-    assert not loops_on("fsadvisor-scratch-")
+    assert not loops_on(scratch_dir) and not list(scratch_dir.iterdir())

@@ -6,7 +6,8 @@ Over every preset, on the default NVMe and on a data-centre NVMe with PLP:
 - ``lead.tied_with`` counts that set; #1 is "clearly ahead" exactly when it is alone in it,
   and the confidence calls the leaders tied on the same set;
 - #1 is the simplest of its tie set (fewest non-default settings) unless the rule put it
-  first for the data behind its filesystem ("measured");
+  first for what was measured ("measured here": on this device with this workload;
+  "measured": data behind its filesystem);
 - P of #1 is printed once, is the first leader's, and the leaders' figures are probabilities
   that together cover at least 1 (P within 1% of the best overlap);
 - no two listed entries are twins (the same prediction) of one filesystem."""
@@ -64,7 +65,7 @@ def test_one_tie_set_behind_every_tie_the_answer_states(device, tmp_db):
         assert lead["clearly_ahead"] == (n_tie == 1 and len(ranked) > 1), name
         assert conf.tied == (n_tie > 1), name
         # #1 is the simplest of its tie set unless measured data put it first
-        if first.order_rule != "measured":
+        if first.order_rule not in ("measured", "measured here"):
             dev = rec.device
             assert all(complexity(first.config, dev) <= complexity(r.config, dev)
                        for r in ranked[:shown]), (name, [r.config.label() for r in ranked])
@@ -106,3 +107,48 @@ def test_the_readme_describes_the_headline_ties_and_json_keys_as_printed(tmp_db)
         text = runner.invoke(cli.app, ["recommend", "-p", name]).output
         assert "confidence: P(within 1% of the best): " in text
     assert "`P(within 1% of the best)`" in README and "`#1=`" in README
+
+
+def test_among_equals_a_configuration_measured_on_this_device_goes_first():
+    """The tie set's order: measured here (this device, this workload) > a filesystem with
+    data > fewest settings > score. Two candidates 0.5% apart (inside TIE_TOLERANCE): the
+    simpler leads while neither is measured; the measured one leads once it is, even when
+    it is the more complex and the lower-scored."""
+    from fsadvisor.domain import FsConfig
+    from fsadvisor.predict.rank import _order
+
+    dev = Device(None, 1 << 40, kind="nvme")
+    plain = FsConfig.make("xfs", scheduler="none")
+    tuned = FsConfig.make("xfs", mount=["noatime", "logbsize=256k"], scheduler="none")
+    kept = [(1000.0, plain, 0, []), (995.0, tuned, 1, [])]
+    assert _order(kept, dev, 2).ordered[0][1] == plain
+    kept = [(1000.0, tuned, 0, []), (995.0, plain, 1, [])]
+    assert _order(kept, dev, 2).ordered[0][1] == plain  # simpler first among equals
+    measured_here = _order(kept, dev, 2, here=lambda c: c == tuned)
+    assert measured_here.ordered[0][1] == tuned and measured_here.tied == 2
+    kept = [(1000.0, plain, 0, []), (995.0, tuned, 1, [])]
+    assert _order(kept, dev, 2, here=lambda c: c == tuned).ordered[0][1] == tuned
+    # outside the tie set a measurement changes nothing: the better one leads
+    kept = [(1000.0, plain, 0, []), (900.0, tuned, 1, [])]
+    assert _order(kept, dev, 2, here=lambda c: c == tuned).ordered[0][1] == plain
+
+
+def test_the_fit_knows_which_cells_a_probe_of_this_device_ran(probed_store):
+    """measured_here: this device's identity (its loop class here), this configuration under
+    any scheduler, this workload; never another workload, configuration or device."""
+    from dataclasses import replace as dc_replace
+
+    from fsadvisor.domain import FsConfig
+    from fsadvisor.profiles import load_profile
+
+    model = advice.get_model(str(probed_store))
+    dev = Device(path="/dev/loop9", size_bytes=8 << 30, kind="loop", model="loop on ext4 (test)")
+    other = Device(path="/dev/nvme0n1", size_bytes=1 << 40, kind="nvme", model="another")
+    w = load_profile("oltp").workload
+    xfs = FsConfig.make("xfs", mount=["noatime"], scheduler="kyber")
+    assert model.measured_here(dev, xfs, w)
+    assert model.measured_here(dev, FsConfig.make("ext4"), w)
+    assert not model.measured_here(dev, FsConfig.make("xfs"), w)
+    assert not model.measured_here(dev, xfs, dc_replace(w, iodepth=w.iodepth * 2))
+    assert not model.measured_here(other, xfs, w)
+    assert not model.measured_here(Device(None, 1 << 40, kind="loop"), xfs, w)
