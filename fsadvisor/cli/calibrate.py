@@ -26,7 +26,9 @@ _ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
          ("write_iops_cap", "4K random write ceiling", 1.0, "IOPS"),
          ("read_bw_bytes_s", "128K sequential read", 1e-6, "MB/s"),
          ("write_bw_bytes_s", "128K sequential write", 1e-6, "MB/s"),
-         ("parallelism", "internal parallelism", 1.0, "in flight"))
+         ("parallelism", "internal parallelism", 1.0, "in flight"),
+         ("host_cpu_factor", "host CPU time per call", 1.0, "x the reference machine's"),
+         ("host_cores", "host CPUs", 1.0, "cores"))
 
 
 def _print_params(res) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
-from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD, DeviceParams, prior_params
+from fsadvisor.predict.device_params import (HOST_KEYS, PARAM_KEYS, PRIOR_LOG_SD, DeviceParams,
+                                             prior_params)
 
 # A repetition's spread says how well a cell's mean is known: sd(log values) / sqrt(n). Two
 # floors keep that honest. LOG_SD_FLOOR: three reps that agree to 0.1% do not make a device
@@ -17,6 +19,10 @@ from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD, DevicePara
 # "single-run noise is learned as a real effect (noatime +15%)"), so one run gets 0.2.
 LOG_SD_FLOOR = 0.03
 SINGLE_RUN_LOG_SD = 0.2
+# A host figure as measured (host/cpu.py): the best of 7 pread rounds repeats within ~2% on
+# a quiet host; how well a pread loop stands for a filesystem's own code path is the wider
+# question, left to the mechanisms' coefficients.
+HOST_MEASURED_LOG_SD = 0.05
 # 4K-class random I/O (what the IOPS and latency keys mean) vs 128K-class sequential I/O
 # (what the bandwidth keys mean): block sizes up to SMALL_BS_BYTES count as the former,
 # from LARGE_BS_BYTES on as the latter.
@@ -180,7 +186,8 @@ def _parallelism(cells: dict[int, list[RawRun]]) -> _Estimate | None:
 
 
 def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[str, float]],
-                      device_id: str = "") -> DeviceParams:
+                      device_id: str = "", host: Mapping[str, float] | None = None
+                      ) -> DeviceParams:
     """Fit one device's parameters from its raw-device runs (every repetition, plain
     numbers). What the runs determine is replaced, with an sd from the repetitions; the rest
     stays at the kind's prior (``prior_params``) with its wide sd, and ``source`` and
@@ -193,6 +200,8 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
       per-op time minus the plain QD1 write's (floored at 1 us: a flush the device
       acknowledges at once costs nothing measurable)
     - parallelism: the knee of the random read concurrency sweep (_parallelism)
+    - host_cpu_factor, host_cores: ``host``, the figures of the host the runs were made on
+      (fsadvisor/host/cpu.py measures them), with HOST_MEASURED_LOG_SD
     """
     prior = prior_params(kind, devices, device_id)
     values, log_sd = dict(prior.values), dict(prior.log_sd)
@@ -232,6 +241,11 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
     if par is not None:
         est["parallelism"] = par
     est = {k: v for k, v in est.items() if v is not None}
+    for k in HOST_KEYS:
+        if host and host.get(k) and host[k] > 0:
+            est[k] = _Estimate(float(host[k]), HOST_MEASURED_LOG_SD, 1,
+                               "this host: 4 KiB pread of a tmpfs file, best of 7 rounds"
+                               if k == "host_cpu_factor" else "this host: usable CPUs", [])
 
     details: dict[str, object] = {"measured": sorted(est), "not_measured":
                                   sorted(k for k in PARAM_KEYS if k not in est),
@@ -244,9 +258,13 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
     if not est:
         return DeviceParams(prior.device_id, kind, prior.values, prior.log_sd, prior.source,
                             details=details)
-    rest = details["not_measured"]
-    source = (f"calibrated: {len(est)} of {len(PARAM_KEYS)} parameters fitted on "
-              f"{len(used) or len(runs)} raw-device runs"
+    rest = [k for k in details["not_measured"] if k not in HOST_KEYS]  # type: ignore[union-attr]
+    n_device = sum(1 for k in est if k not in HOST_KEYS)
+    host_measured = all(k in est for k in HOST_KEYS)
+    source = (f"calibrated: {n_device} of {len(PARAM_KEYS) - len(HOST_KEYS)} device parameters "
+              f"fitted on {len(used) or len(runs)} raw-device runs"
+              + ("; host CPU measured" if host_measured else
+                 "; host CPU: the reference machine's (not measured)")
               + (f"; prior ({prior.source.removeprefix('prior: ')}) for {', '.join(rest)}"
                  if rest else ""))
     return DeviceParams(device_id=device_id or prior.device_id, kind=kind, values=values,

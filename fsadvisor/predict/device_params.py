@@ -17,10 +17,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The keys every DeviceParams carries (models/devices.toml's per-kind keys).
-PARAM_KEYS = ("read_latency_us", "write_latency_us", "flush_latency_us", "flush_latency_us_plp",
-              "read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s",
-              "parallelism")
+# The device's own keys (models/devices.toml's per-kind keys).
+DEVICE_KEYS = ("read_latency_us", "write_latency_us", "flush_latency_us",
+               "flush_latency_us_plp", "read_iops_cap", "write_iops_cap", "read_bw_bytes_s",
+               "write_bw_bytes_s", "parallelism")
+# What the host it is attached to adds (fsadvisor/host/cpu.py): its CPU time per call
+# relative to the reference machine's, and its cores. Not a property of a device kind: an
+# unmeasured host is the reference machine, with a width for how far a server may be from
+# it (a factor of e^0.5 = 1.6 either way in speed, e^1 in cores). A calibration measures it.
+HOST_KEYS = ("host_cpu_factor", "host_cores")
+HOST_PRIOR = {"host_cpu_factor": 1.0, "host_cores": 2.0}
+HOST_PRIOR_LOG_SD = {"host_cpu_factor": 0.5, "host_cores": 1.0}
+# The keys every DeviceParams carries.
+PARAM_KEYS = DEVICE_KEYS + HOST_KEYS
 # Log-scale 1-sd of a devices.toml figure used as a prior for a device of that kind that has
 # not been measured: a factor of e^1 = 2.7 either way, since one kind spans drives that
 # differ that much (a QLC SATA SSD and a TLC data-centre one are both "sata-ssd").
@@ -50,8 +59,18 @@ def prior_params(kind: str, devices: dict[str, dict[str, float]], device_id: str
     nvme, and the source says so)."""
     known = kind in devices
     table = devices[kind] if known else devices["nvme"]
-    values = {k: float(table[k]) for k in PARAM_KEYS}
+    values = {k: float(table[k]) for k in DEVICE_KEYS}
     src = (f"prior: models/devices.toml [{kind}]" if known
            else f"prior: models/devices.toml [nvme] (no figures for device kind {kind!r})")
+    log_sd = {k: PRIOR_LOG_SD for k in DEVICE_KEYS}
+    with_host_prior(values, log_sd)
     return DeviceParams(device_id=device_id or f"kind:{kind}", kind=kind, values=values,
-                        log_sd={k: PRIOR_LOG_SD for k in PARAM_KEYS}, source=src)
+                        log_sd=log_sd, source=src)
+
+
+def with_host_prior(values: dict[str, float], log_sd: dict[str, float]) -> None:
+    """Fill the host keys a set of parameters lacks (a prior, or a calibration stored before
+    the host was measured) with the reference machine's figures and their prior width."""
+    for k in HOST_KEYS:
+        if k not in values:
+            values[k], log_sd[k] = HOST_PRIOR[k], HOST_PRIOR_LOG_SD[k]

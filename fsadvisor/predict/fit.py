@@ -398,7 +398,7 @@ def _params_from_json(d: dict[str, Any]) -> DeviceParams:
 
 # Bumped when the fit itself (this file) changes meaning; a change to the features or to a
 # declared effect changes spec.fingerprint() by itself.
-MODEL_VERSION = "device-aware-5"  # 5: the fit records which cells a probe of each device ran
+MODEL_VERSION = "device-aware-6"  # 6: the host's CPU speed and cores price CPU work
 
 
 def settings_key(s: ModelSettings) -> str:

@@ -117,6 +117,13 @@ def prior(name: str) -> tuple[float, float] | None:
     return (PRIORS[best][0], PRIORS[best][1]) if best else None
 
 
+def host_factor(p: Mapping[str, float]) -> float:
+    """The host's CPU time per call relative to the reference machine's (host/cpu.py): every
+    microsecond of CPU work below (FS_CPU_US, SCHED_US, META_CPU_US, CPU_FLOOR_US) is the
+    reference machine's and costs this many times as long on the host."""
+    return float(p.get("host_cpu_factor", 1.0))
+
+
 def op_time_us(w: Workload, p: Mapping[str, float]) -> float:
     """The device's own service time of one operation of this mix at queue depth 1."""
     rf = w.read_pct / 100.0
@@ -141,7 +148,7 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
         # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
         # second on this machine, issue 10), not two synchronous device writes; with fsync it
         # pays a journal commit (one write) and a flush on top.
-        meta_us = META_CPU_US + (
+        meta_us = META_CPU_US * host_factor(p) + (
             (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)
         lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * meta_us
     rates = [conc / (lat_us * 1e-6),
@@ -207,24 +214,30 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, sched: str, w: Wo
     # (1 / roofline): what every extra piece of work is a share of. At queue depth 1 it is
     # the service time (plus the flush of an fsync loop); at depth 32 a fraction of it.
     t_op = 1e6 / _roofline_key(w, pkey, plp)
+    # The host's own CPU speed and cores (a calibration measures them; otherwise the reference
+    # machine's): CPU work is priced in the host's microseconds, so a slow host makes a
+    # CPU-heavy filesystem dearer on a fast device and changes nothing where the device is slow.
+    h = host_factor(p)
+    cores = max(1.0, float(p.get("host_cores", CPU_CORES)))
     if w.metadata_frac < 1.0:
         # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to
-        # the cores of the machine the reference matrix was measured on.
+        # the host's cores.
         # ... and never less than the reference machine's own per-thread time per raw I/O
-        # (CPU_FLOOR_US): the CPU coefficients were learned where an op took that long, and a
-        # datasheet's million-IOPS ceiling does not make one thread's filesystem work dearer
-        # than anything measured.
-        cpu_share = 1.0 / max(min(max(w.numjobs, 1), CPU_CORES) * t_op, CPU_FLOOR_US)
-        _pooled(f, "m:cpu", fs, era2010, -math.log1p(FS_CPU_US * cpu_share))
+        # (CPU_FLOOR_US, in the host's time): the CPU coefficients were learned where an op
+        # took that long, and a datasheet's million-IOPS ceiling does not make one thread's
+        # filesystem work dearer than anything measured.
+        cpu_share = 1.0 / max(min(max(w.numjobs, 1), cores) * t_op, CPU_FLOOR_US * h)
+        _pooled(f, "m:cpu", fs, era2010, -math.log1p(FS_CPU_US * h * cpu_share))
         if sched != "none":
-            _pooled(f, "m:sched", sched, False, -math.log1p(SCHED_US * cpu_share))
+            _pooled(f, "m:sched", sched, False, -math.log1p(SCHED_US * h * cpu_share))
     if w.metadata_frac > 0:
-        # The roofline prices a metadata operation at META_CPU_US of CPU (plus a commit when
-        # fsynced); the coefficient is the log factor by which the real CPU cost differs,
-        # entering in proportion to the CPU share of the op, so a RAM-backed reference device
-        # teaches it and an fsync-bound NVMe barely feels it.
+        # The roofline prices a metadata operation at META_CPU_US of the host's CPU (plus a
+        # commit when fsynced); the coefficient is the log factor by which the real CPU cost
+        # differs, entering in proportion to the CPU share of the op, so a RAM-backed
+        # reference device teaches it and an fsync-bound NVMe barely feels it.
         sync = (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0
-        _pooled(f, "m:meta_cpu", fs, era2010, -w.metadata_frac * META_CPU_US / (META_CPU_US + sync))
+        meta_us = META_CPU_US * h
+        _pooled(f, "m:meta_cpu", fs, era2010, -w.metadata_frac * meta_us / (meta_us + sync))
     if wf > 0 and w.metadata_frac < 1.0:
         data_w = write_time_us(p, max(w.bs_bytes, 512), sequential=not w.random)
         if fs == "btrfs" and not nodatacow:

@@ -207,10 +207,14 @@ def run_calibration(plan: CalibrationPlan,
             raise CalibrationFailed("calibration stored no successful run; no device "
                                     "parameters were saved")
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
+        from fsadvisor.host import cpu as host_cpu
         from fsadvisor.predict.device_fit import RawRun, fit_device_params
         raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
         try:
-            params = fit_device_params(raw, kind, devices_table(), device_id=identity)
+            # the host's CPU, measured after the device runs (nothing else of ours is busy):
+            # the model prices filesystem, scheduler and metadata work with it
+            params = fit_device_params(raw, kind, devices_table(), device_id=identity,
+                                       host=host_cpu.host_figures())
         except (ArithmeticError, ValueError) as e:
             raise CalibrationFailed(f"calibration failed at step fit: {e}; no device "
                                     "parameters were saved") from None

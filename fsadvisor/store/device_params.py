@@ -19,9 +19,11 @@ if TYPE_CHECKING:
 def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
          fitted_at: float | None = None) -> None:
     """Replace the row of ``params.device_id`` (an identity, Device.identity)."""
-    from fsadvisor.predict.device_params import PARAM_KEYS
+    from fsadvisor.predict.device_params import PARAM_KEYS, with_host_prior
 
-    missing = [k for k in PARAM_KEYS if k not in params.values or k not in params.log_sd]
+    values, log_sd = dict(params.values), dict(params.log_sd)
+    with_host_prior(values, log_sd)  # the host unmeasured: the reference machine's, as a prior
+    missing = [k for k in PARAM_KEYS if k not in values or k not in log_sd]
     if missing:
         raise StoreError(f"device parameters for {params.device_id} lack {', '.join(missing)}")
     ids = sorted({int(i) for i in run_ids})
@@ -37,8 +39,8 @@ def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
         db["device_params"].upsert({
             "identity": params.device_id, "kind": params.kind,
             "device_id": dev[0] if dev else None,
-            "params": encoding.dumps(dict(params.values)),
-            "log_sd": encoding.dumps(dict(params.log_sd)), "n_runs": int(params.n_runs),
+            "params": encoding.dumps(values),
+            "log_sd": encoding.dumps(log_sd), "n_runs": int(params.n_runs),
             "source": params.source,
             "fitted_at": float(fitted_at if fitted_at is not None else time.time()),
             "run_ids": encoding.dumps(ids), "details": encoding.dumps(dict(params.details)),
@@ -46,7 +48,7 @@ def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
 
 
 def load(db: Database, identity: str) -> DeviceParams | None:
-    from fsadvisor.predict.device_params import DeviceParams
+    from fsadvisor.predict.device_params import DeviceParams, with_host_prior
 
     rows = list(db["device_params"].rows_where("identity = ?", [identity]))
     if not rows:
@@ -55,9 +57,10 @@ def load(db: Database, identity: str) -> DeviceParams | None:
     details: dict[str, Any] = dict(encoding.loads(r["details"]) or {})
     details["fitted_at"] = r["fitted_at"]
     details["run_ids"] = encoding.loads(r["run_ids"]) or []
-    return DeviceParams(device_id=r["identity"], kind=r["kind"],
-                        values={k: float(v) for k, v in encoding.loads(r["params"]).items()},
-                        log_sd={k: float(v) for k, v in encoding.loads(r["log_sd"]).items()},
+    values = {k: float(v) for k, v in encoding.loads(r["params"]).items()}
+    log_sd = {k: float(v) for k, v in encoding.loads(r["log_sd"]).items()}
+    with_host_prior(values, log_sd)  # a calibration stored before the host was measured
+    return DeviceParams(device_id=r["identity"], kind=r["kind"], values=values, log_sd=log_sd,
                         source=r["source"], n_runs=int(r["n_runs"] or 0), details=details)
 
 

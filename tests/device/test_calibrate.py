@@ -53,6 +53,10 @@ def test_calibrate_scratch_end_to_end_then_predict_says_calibrated(tmp_path):
     measured = {k for k, v in out["params"].items() if v["measured"]}
     # every key the plan targets is measured (parallelism only if the sweep bent)
     assert set(PARAM_KEYS) - {"parallelism"} <= measured
+    # the host is measured too: this VM is the reference machine (factor near 1 unless the
+    # machine is loaded), with the CPUs this process may use
+    assert 0.3 < out["params"]["host_cpu_factor"]["value"] < 4.0
+    assert out["params"]["host_cores"]["value"] == len(os.sched_getaffinity(0))
     (row,) = params_rows(db)
     assert row[0] == out["identity"] and row[1] == "loop" and row[2] == 17
     assert sorted(json.loads(row[3])) == sorted(out["run_ids"])

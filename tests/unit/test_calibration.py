@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import ConfigError
-from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams, prior_params
+from fsadvisor.predict.device_params import DEVICE_KEYS, PARAM_KEYS, DeviceParams, prior_params
 from fsadvisor.probe.calibration_plan import (BUDGET_S, SWEEP_NAMES, CalibrationPlan,
                                               build_calibration_plan)
 from fsadvisor.service import calibration
@@ -58,7 +58,8 @@ def test_lookup_calibrated_prior_and_unknown_kind(tmp_path):
     db = str(tmp_path / "s.db")
     table = calibration.devices_table()
     assert {"ram-loop", "zram", "loop", "nvme"} <= set(table)
-    assert all(set(PARAM_KEYS) <= set(table[k]) for k in table)
+    # every kind has the device's own keys; the host's (HOST_KEYS) are no kind's property
+    assert all(set(DEVICE_KEYS) <= set(table[k]) for k in table)
     prior = calibration.device_params_for(LOOP, db)
     assert not prior.measured and prior.values == prior_params("loop", table).values
     assert calibration.describe(prior).startswith("prior for kind loop (models/devices.toml [loop]")
@@ -74,7 +75,7 @@ def test_lookup_calibrated_prior_and_unknown_kind(tmp_path):
     got = calibration.device_params_for(other_loop_number, db)
     assert got.values == fitted.values
     assert calibration.describe(got) == ("calibrated on this device, 12 runs, 2026-09-21 "
-                                         "(9 of 9 parameters measured)")
+                                         f"({len(PARAM_KEYS)} of {len(PARAM_KEYS)} parameters measured)")
     # a spec without a path is its kind's prior, whatever the store holds
     spec = Device(path=None, size_bytes=1 << 30, kind="loop")
     assert not calibration.device_params_for(spec, db).measured

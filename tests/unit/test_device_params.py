@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from fsadvisor.predict.device_fit import (LOG_SD_FLOOR, SINGLE_RUN_LOG_SD, RawRun,
                                           fit_device_params)
-from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD, prior_params
+from fsadvisor.predict.device_params import (DEVICE_KEYS, HOST_KEYS, HOST_PRIOR_LOG_SD,
+                                             PARAM_KEYS, PRIOR_LOG_SD, prior_params)
 
 DEVICES = {"nvme": {"read_iops_cap": 1e6, "write_iops_cap": 1e6, "read_bw_bytes_s": 7e9,
                     "write_bw_bytes_s": 6e9, "read_latency_us": 80.0, "write_latency_us": 20.0,
@@ -70,8 +71,12 @@ def test_fit_recovers_the_known_device():
     assert v["flush_latency_us_plp"] == v["flush_latency_us"]
     assert v["parallelism"] == pytest.approx(PAR, rel=0.05)
     assert p.measured and p.n_runs == len(device_runs())
-    assert set(p.details["measured"]) == set(PARAM_KEYS) and not p.details["not_measured"]
-    assert p.source.startswith("calibrated: 9 of 9 parameters fitted on 30 raw-device runs")
+    # the runs measure every key of the device; the host's are measured apart (host/cpu.py),
+    # so without its figures they stay at the reference machine's prior
+    assert set(p.details["measured"]) == set(DEVICE_KEYS)
+    assert set(p.details["not_measured"]) == set(HOST_KEYS)
+    assert p.source.startswith("calibrated: 9 of 9 device parameters fitted on 30 raw-device runs; "
+                               "host CPU: the reference machine's (not measured)")
     assert p.kind == "loop" and p.device_id == "loop:test"
 
 
@@ -100,7 +105,8 @@ def test_unmeasured_keys_stay_at_the_prior_with_its_wide_sd():
     assert p.details["measured"] == ["read_latency_us"]
     for k in PARAM_KEYS:
         if k != "read_latency_us":
-            assert p.values[k] == prior.values[k] and p.log_sd[k] == PRIOR_LOG_SD
+            wide = HOST_PRIOR_LOG_SD[k] if k in HOST_KEYS else PRIOR_LOG_SD
+            assert p.values[k] == prior.values[k] and p.log_sd[k] == wide
     assert "prior (models/devices.toml [loop]) for" in p.source and "write_iops_cap" in p.source
     assert p.details["run_ids"] == [1, 2]
 
