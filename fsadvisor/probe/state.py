@@ -22,12 +22,14 @@ import errno
 import json
 import os
 import signal
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from fsadvisor.domain import SCHEDULERS
 from fsadvisor.errors import FsAdvisorError, one_line
 from fsadvisor.host import device as devmod
 from fsadvisor.host import loopdev
@@ -38,6 +40,11 @@ from fsadvisor.host.run import run
 STATE_VERSION = 1
 UMOUNT_TIMEOUT_S = 120.0  # as a cell's own umount (probe/cell.py)
 SUFFIX = ".probe-state.json"
+# What a probe creates (tempfile names in run.py): the cleanup touches nothing named otherwise.
+MOUNT_PREFIX = "fsadvisor-mnt-"
+SCRATCH_PREFIX, SCRATCH_SUFFIX = "fsadvisor-scratch-", ".img"
+# A state file is a few KB (one plan per unfinished matrix); anything far larger is not ours.
+MAX_STATE_BYTES = 16 << 20
 
 
 def state_path_for(db_path: str | os.PathLike) -> Path:
@@ -177,13 +184,33 @@ class StateFile:
         return self.path.exists()
 
     def load(self) -> ProbeState:
+        """The state, only from a file this user wrote where nobody else can replace it (see
+        :func:`untrusted`): a root probe acts on what the file names -- stops processes,
+        unmounts, deletes -- so a file anyone could have written is refused, not read."""
         try:
-            text = self.path.read_text()
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             return ProbeState()
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise StateFileError(f"probe state {self.path} is a symbolic link; a probe "
+                                     "trusts only the file it wrote (remove it)") from None
             raise StateFileError(f"cannot read probe state {self.path}: {e.strerror}") from None
         try:
+            why = untrusted(self.path, os.fstat(fd))
+            if why:
+                raise StateFileError(why)
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                raw = f.read(MAX_STATE_BYTES + 1)
+        except OSError as e:
+            raise StateFileError(f"cannot read probe state {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+        if len(raw) > MAX_STATE_BYTES:
+            raise StateFileError(f"probe state {self.path} is larger than "
+                                 f"{MAX_STATE_BYTES >> 20} MiB: not a probe's; inspect it")
+        try:
+            text = raw.decode("utf-8")
             return ProbeState.from_dict(json.loads(text))
         except ValueError:
             raise StateFileError(f"probe state {self.path} is not JSON; inspect it, "
@@ -224,6 +251,9 @@ class StateFile:
 
     def _write(self, data: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        why = untrusted_dir(self.path.parent)
+        if why:
+            raise StateFileError(f"probe state {self.path}: {why}")
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
                                    dir=self.path.parent)
         try:
@@ -245,10 +275,74 @@ class StateFile:
                 os.close(dfd)
 
 
+def untrusted_dir(directory: Path) -> str | None:
+    """Why a file in ``directory`` could be replaced by someone else (None: it cannot):
+    the directory must belong to this user or root and be writable by nobody else, unless
+    it is sticky (/tmp: others may add files but not replace ours)."""
+    try:
+        st = os.stat(directory)
+    except OSError as e:
+        return f"cannot check its directory {directory}: {e.strerror}"
+    sticky = bool(st.st_mode & stat.S_ISVTX)
+    if st.st_uid not in (os.geteuid(), 0) and not sticky:
+        return (f"its directory {directory} belongs to uid {st.st_uid}, who could replace "
+                "the file: keep the store in a directory of your own")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
+        return (f"its directory {directory} is writable by others (mode "
+                f"{stat.S_IMODE(st.st_mode):o}), who could replace the file: keep the store in "
+                "a directory only you can write")
+    return None
+
+
+def untrusted(path: Path, st: os.stat_result) -> str | None:
+    """Why the state file with status ``st`` must not be acted on (None: it may): it must be
+    a regular file of this user, writable by no one else, in a directory no one else can
+    replace it in."""
+    where = f"probe state {path}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{where} is not a regular file; a probe trusts only the file it wrote"
+    if st.st_uid != os.geteuid():
+        return (f"{where} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); a probe "
+                "acts only on a state file it wrote itself: remove it if it is not yours")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"{where} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); a probe "
+                "acts only on a state file no one else could have changed: remove it")
+    why = untrusted_dir(path.parent)
+    return f"{where}: {why}" if why else None
+
+
+def ours_mountpoint(path: object) -> bool:
+    """A mount point a probe made: an absolute, normalised path to a directory named by
+    tempfile.mkdtemp(prefix=MOUNT_PREFIX). Nothing else is ever unmounted or removed."""
+    return (isinstance(path, str) and os.path.isabs(path) and os.path.normpath(path) == path
+            and os.path.basename(path).startswith(MOUNT_PREFIX))
+
+
+def ours_scratch_file(path: object) -> bool:
+    """A scratch backing file a probe made (tempfile.mkstemp(prefix=SCRATCH_PREFIX,
+    suffix=SCRATCH_SUFFIX)): named so, absolute and normalised, and -- while it exists -- a
+    regular file of this user (not a symbolic link to someone's data)."""
+    if not (isinstance(path, str) and os.path.isabs(path) and os.path.normpath(path) == path):
+        return False
+    name = os.path.basename(path)
+    if not (name.startswith(SCRATCH_PREFIX) and name.endswith(SCRATCH_SUFFIX)):
+        return False
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True  # already gone: only a loop device still serving it may be detached
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
 # ---------------------------------------------------------------- undoing what a probe did
 
 # What a probe runs against a mount point or device; only these are ever stopped by name.
 BENCHMARK_TOOLS = frozenset({"fio", "db_bench", "sysbench"})
+# Every command a probe step runs in its own process group (probe/cell.py: discard, wipe,
+# mkfs.*, mount, the benchmark, umount): the recorded child is one of these or is left alone.
+PROBE_COMMANDS = BENCHMARK_TOOLS | {"blkdiscard", "wipefs", "mount", "umount"}
 
 
 class HostOps(Protocol):
@@ -320,31 +414,39 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
     now), a mount point is unmounted only while it is mounted, a scheduler is restored only
     on the device it was changed on."""
     done: list[str] = []
-    if state.child and ops.process_alive(state.child):
+    # Only what a probe makes is ever touched, whatever the file says: the recorded child
+    # with its start time (a pid alone may be anyone's by now; SystemOps also checks it runs
+    # one of the probe's commands), mount points and a scratch file named as a probe names
+    # them (ours_mountpoint, ours_scratch_file).
+    if state.child and state.child.start_ticks is not None and ops.process_alive(state.child):
         ops.stop_process_group(state.child)
         done.append(f"stopped the benchmark still running as process group {state.child.pid}")
+    mounts = [m for m in state.mounts if ours_mountpoint(m.get("mountpoint"))]
     # A benchmark started in the instant before a kill is not in the file yet: find it by
     # the mount point in its arguments or working directory (unique random names), or by
     # the scratch loop device while that still serves our file.
-    paths = [m["mountpoint"] for m in state.mounts]
+    paths = [m["mountpoint"] for m in mounts]
     scratch = state.scratch or {}
-    loop = scratch.get("loop_device")
-    if loop and _same_file(ops.loop_backing_file(loop), scratch.get("backing_file")):
+    backing = scratch.get("backing_file")
+    if backing is not None and not ours_scratch_file(backing):
+        backing = None
+    loop = scratch.get("loop_device") if backing else None
+    if loop and _same_file(ops.loop_backing_file(loop), backing):
         paths.append(loop)
     for ref in ops.benchmarks_using(paths) if paths else []:
         ops.stop_process_group(ref)
         done.append(f"stopped a benchmark (pid {ref.pid}) still using {', '.join(paths)}")
-    for m in reversed(state.mounts):
+    for m in reversed(mounts):
         mnt = m["mountpoint"]
         if ops.is_mounted(mnt):
             err = ops.umount(mnt)
             done.append(f"unmounted {mnt}" if err is None else f"could not unmount {mnt}: {err}")
         ops.remove_dir(mnt)
-    backing = scratch.get("backing_file")
     device_is_ours = True
     if scratch and state.device and state.device == loop:
         device_is_ours = _same_file(ops.loop_backing_file(loop), backing)
-    if state.original_scheduler and state.device and device_is_ours:
+    if (state.original_scheduler in SCHEDULERS and isinstance(state.device, str)
+            and state.device.startswith("/dev/") and device_is_ours):
         now = ops.current_scheduler(state.device)
         if now is not None and now != state.original_scheduler:
             try:
@@ -368,13 +470,14 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
 def leftovers(state: ProbeState, ops: HostOps) -> list[str]:
     """What ``undo`` could not put back: a mount still mounted, a scratch loop device still
     attached to our file, the file itself, a benchmark still running."""
-    out = [f"{m['mountpoint']} is still mounted" for m in state.mounts if ops.is_mounted(m["mountpoint"])]
+    out = [f"{m['mountpoint']} is still mounted" for m in state.mounts
+           if ours_mountpoint(m.get("mountpoint")) and ops.is_mounted(m["mountpoint"])]
     backing = (state.scratch or {}).get("backing_file")
-    if backing:
+    if backing and ours_scratch_file(backing):
         out += [f"loop device {d} is still attached to {backing}" for d in ops.loops_of(backing)]
         if os.path.exists(backing):
             out.append(f"scratch file {backing} still exists")
-    if state.child and ops.process_alive(state.child):
+    if state.child and state.child.start_ticks is not None and ops.process_alive(state.child):
         out.append(f"process group {state.child.pid} is still running")
     return out
 
@@ -391,6 +494,10 @@ class SystemOps:
         return ticks is not None and (ref.start_ticks is None or ticks == ref.start_ticks)
 
     def stop_process_group(self, ref: ProcessRef) -> None:
+        # Only a process running one of the probe's own commands, checked now: a state file
+        # names a pid, and the cleanup must never signal anything else.
+        if not self._runs_probe_command(ref.pid):
+            return
         # fio stops its jobs cleanly on SIGINT; whatever is left after a few seconds is killed.
         try:
             pgid = os.getpgid(ref.pid)
@@ -408,6 +515,14 @@ class SystemOps:
                 if not self._group_alive(pgid):
                     return
                 time.sleep(0.05)
+
+    def _runs_probe_command(self, pid: int) -> bool:
+        try:
+            argv0 = Path(self.proc_root, str(pid), "cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            return False
+        name = os.path.basename(argv0.decode(errors="replace"))
+        return name in PROBE_COMMANDS or name.startswith("mkfs.")
 
     def benchmarks_using(self, paths: list[str]) -> list[ProcessRef]:
         out = []

@@ -238,7 +238,7 @@ def full_state() -> ProbeState:
     return ProbeState(owner=ProcessRef(4242, 99), matrix_id="m1", device="/dev/loop5",
                       original_scheduler="bfq",
                       mounts=[{"device": "/dev/loop5", "mountpoint": "/tmp/fsadvisor-mnt-a"}],
-                      scratch={"backing_file": "/tmp/s.img", "loop_device": "/dev/loop5"},
+                      scratch={"backing_file": "/tmp/fsadvisor-scratch-s.img", "loop_device": "/dev/loop5"},
                       child=ProcessRef(4300, 7), current_cell="xfs ... | rep 2",
                       matrices={"scratch": {"matrix_id": "m1", "plan": {"reps": 2}}})
 
@@ -339,7 +339,7 @@ class FakeHost:
 
 
 def test_cleanup_after_a_dead_probe_undoes_everything_in_order(tmp_path):
-    img = tmp_path / "s.img"
+    img = tmp_path / "fsadvisor-scratch-s.img"
     img.write_bytes(b"")
     state = full_state()
     state.scratch = {"backing_file": str(img), "loop_device": "/dev/loop5"}
@@ -380,7 +380,7 @@ def test_cleanup_does_not_touch_a_loop_device_that_now_serves_someone_else(tmp_p
 
 
 def test_cleanup_finds_a_loop_device_attached_before_its_name_was_saved(tmp_path):
-    img = tmp_path / "s.img"
+    img = tmp_path / "fsadvisor-scratch-s.img"
     img.write_bytes(b"")
     state = ProbeState(owner=ProcessRef(4242, 1),
                        scratch={"backing_file": str(img), "loop_device": None})
@@ -607,7 +607,7 @@ def test_cleanup_stops_a_benchmark_started_just_before_the_kill(tmp_path):
     state.child = None
     host = FakeHost(alive={777, 888}, mounted={"/tmp/fsadvisor-mnt-a"},
                     benchmarks={777: ["/tmp/fsadvisor-mnt-a"], 888: ["/somewhere/else"]},
-                    backing={"/dev/loop5": "/tmp/s.img"})
+                    backing={"/dev/loop5": "/tmp/fsadvisor-scratch-s.img"})
     undo(state, host)
     assert host.calls[:2] == [("stop", 777), ("umount", "/tmp/fsadvisor-mnt-a")]
     assert ("stop", 888) not in host.calls

@@ -87,7 +87,7 @@ def test_benchmarks_are_matched_on_whole_path_components(tmp_path):
 def test_cleanup_of_a_dead_scratch_probe_stops_only_its_own_fio(tmp_path):
     """The reviewer's case: our scratch device was /dev/loop1, someone else runs fio on
     /dev/loop10 and /dev/loop1p1 and in a mount point named like ours plus one letter."""
-    img = tmp_path / "s.img"
+    img = tmp_path / "fsadvisor-scratch-s.img"
     img.write_bytes(b"")
     ops = SystemOps(proc_root=fake_proc(tmp_path / "proc", TABLE))
     stopped: list[int] = []
