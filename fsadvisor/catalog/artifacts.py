@@ -78,6 +78,20 @@ def _yaml(value) -> str:
     return json.dumps(value)
 
 
+def _data(value) -> str:
+    """A value that is data, never a template: each string tagged ``!unsafe``, so Ansible
+    does not evaluate a ``{{ ... }}`` a device or path name might carry (on the controller,
+    even under --check). JSON inside: YAML reads it back unchanged."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_data(v) for v in value) + "]"
+    return f"!unsafe {json.dumps(value)}"
+
+
+# A destination directory the playbook may override (a test points it elsewhere), then the
+# file name as data: JSON-quoted, so a systemd unit name's "\x2d" stays a backslash.
+TEMPLATE_DIR = "{{{{ {var} | default('{default}') }}}}/"
+
+
 def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: str,
                   unit: tuple[str, str] | None = None) -> str:
     """An Ansible task file (ansible-core builtins only) that formats the device only when it
@@ -96,39 +110,39 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
         f"# that has {dev}. It formats {dev} only when blkid finds no signature on it.",
         "- name: Look for an existing signature on the device",
         "  ansible.builtin.command:",
-        f"    argv: {_yaml(['blkid', '-p', '-o', 'export', dev])}",
+        f"    argv: {_data(['blkid', '-p', '-o', 'export', dev])}",
         "  register: fsadvisor_blkid",
         "  changed_when: false",
         # blkid -p: 0 found, 2 nothing found; anything else is an error to stop on
         "  failed_when: fsadvisor_blkid.rc not in [0, 2]",
         f"- name: Format the device ({cfg.fs})",
         "  ansible.builtin.command:",
-        f"    argv: {_yaml(mkfs)}",
+        f"    argv: {_data(mkfs)}",
         "  when: fsadvisor_blkid.rc == 2",
         "- name: Read the filesystem UUID",
         "  ansible.builtin.command:",
-        f"    argv: {_yaml(['blkid', '-p', '-o', 'value', '-s', 'UUID', dev])}",
+        f"    argv: {_data(['blkid', '-p', '-o', 'value', '-s', 'UUID', dev])}",
         "  register: fsadvisor_uuid",
         "  changed_when: false",
         "- name: Check the device holds the expected filesystem",
         "  ansible.builtin.command:",
-        f"    argv: {_yaml(['blkid', '-p', '-o', 'value', '-s', 'TYPE', dev])}",
+        f"    argv: {_data(['blkid', '-p', '-o', 'value', '-s', 'TYPE', dev])}",
         "  register: fsadvisor_type",
         "  changed_when: false",
         f"  failed_when: fsadvisor_type.stdout != {_yaml(cfg.fs)}",
         "- name: Install the I/O scheduler udev rule",
         "  ansible.builtin.copy:",
-        f"    dest: \"{{{{ fsadvisor_udev_rules_dir | default('/etc/udev/rules.d') }}}}/{rule_name}\"",
-        f"    content: {_yaml(udev_text)}",
+        f"    dest: {_yaml(TEMPLATE_DIR.format(var='fsadvisor_udev_rules_dir', default='/etc/udev/rules.d') + rule_name)}",
+        f"    content: {_data(udev_text)}",
         "    mode: \"0644\"",
         "  register: fsadvisor_udev",
         "- name: Apply the udev rule now",
         "  ansible.builtin.command:",
-        f"    argv: {_yaml(['udevadm', 'trigger', '--action=change', '--sysname-match=' + target.kernel_name])}",
+        f"    argv: {_data(['udevadm', 'trigger', '--action=change', '--sysname-match=' + target.kernel_name])}",
         "  when: fsadvisor_udev.changed and (fsadvisor_mount | default(true) | bool)",
         "- name: Create the mount point",
         "  ansible.builtin.file:",
-        f"    path: {_yaml(mountpoint)}",
+        f"    path: {_data(mountpoint)}",
         "    state: directory",
         "    mode: \"0755\"",
         "  when: fsadvisor_mount | default(true) | bool",
@@ -138,20 +152,20 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
             "- name: Mount by UUID in fstab",
             "  ansible.builtin.lineinfile:",
             "    path: \"{{ fsadvisor_fstab | default('/etc/fstab') }}\"",
-            f"    regexp: {_yaml(fstab_regexp)}",
+            f"    regexp: {_data(fstab_regexp)}",
             f"    line: {_yaml('UUID={{ fsadvisor_uuid.stdout }} ' + fstab_rest)}",
             "    create: true",
             "    mode: \"0644\"",
             "- name: Is it mounted already",
             "  ansible.builtin.command:",
-            f"    argv: {_yaml(['findmnt', '--mountpoint', mountpoint])}",
+            f"    argv: {_data(['findmnt', '--mountpoint', mountpoint])}",
             "  register: fsadvisor_findmnt",
             "  changed_when: false",
             "  failed_when: false",
             "  when: fsadvisor_mount | default(true) | bool",
             "- name: Mount it",
             "  ansible.builtin.command:",
-            f"    argv: {_yaml(['mount', mountpoint])}",
+            f"    argv: {_data(['mount', mountpoint])}",
             "  when: (fsadvisor_mount | default(true) | bool) and fsadvisor_findmnt.rc != 0",
         ]
     else:
@@ -161,12 +175,12 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
         t += [
             "- name: Install the mount unit",
             "  ansible.builtin.copy:",
-            f"    dest: \"{{{{ fsadvisor_systemd_dir | default('/etc/systemd/system') }}}}/{name}\"",
+            f"    dest: {_yaml(TEMPLATE_DIR.format(var='fsadvisor_systemd_dir', default='/etc/systemd/system') + name)}",
             f"    content: {_yaml(unit_for_uuid)}",
             "    mode: \"0644\"",
             "- name: Start and enable the mount",
             "  ansible.builtin.systemd_service:",
-            f"    name: {_yaml(name)}",
+            f"    name: {_data(name)}",
             "    state: started",
             "    enabled: true",
             "    daemon_reload: true",

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fsadvisor.errors import ConfigError
+
 UDEV_RULE_PATH = "/etc/udev/rules.d/60-fsadvisor-scheduler.rules"
 UUID_PLACEHOLDER = "<uuid>"
 # Kernel names per device kind (Documentation/admin-guide/devices.txt): NVMe namespaces
@@ -29,7 +31,8 @@ KERNEL_PATTERNS = (
     (re.compile(r"loop\d+$"), "loop[0-9]*"),
     (re.compile(r"zram\d+$"), "zram[0-9]*"),
 )
-_SAFE_UDEV_VALUE = re.compile(r"^[A-Za-z0-9._:+@/=-]{1,200}$")
+_SAFE_UDEV_VALUE = re.compile(r"[A-Za-z0-9._:+@/=-]{1,200}")
+KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ def _udev_value(value: str) -> str | None:
     # udev values are compared as globs inside double quotes: refuse anything that could
     # end the quote or act as a glob rather than quoting it wrongly.
     v = value.strip()
-    return v if v and _SAFE_UDEV_VALUE.match(v) and not set("*?[]") & set(v) else None
+    return v if v and _SAFE_UDEV_VALUE.fullmatch(v) and not set("*?[]") & set(v) else None
 
 
 def udev_rule(target: Target, scheduler: str) -> str:
@@ -73,6 +76,11 @@ def udev_rule(target: Target, scheduler: str) -> str:
                   f'ENV{{ID_SERIAL}}=="{serial}"']
         how = f"its serial {serial}"
     else:
+        # a kernel name is letters, digits and a few marks (nvme0n1, sda, dm-0, loop7); one
+        # that is not could end the quoted value or glob over every disk
+        if not KERNEL_NAME.fullmatch(target.kernel_name or ""):
+            raise ConfigError(f"{target.kernel_name!r} is not a kernel device name; the udev "
+                              "rule cannot name it")
         match.append(f'KERNEL=="{target.kernel_name}"')
         how = (f"its kernel name {target.kernel_name} (it reports no ID_WWN or ID_SERIAL); "
                "kernel names can change between boots: check it on the target")

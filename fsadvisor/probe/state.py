@@ -36,6 +36,7 @@ from fsadvisor.host import loopdev
 from fsadvisor.host.device import parse_mounts
 from fsadvisor.host.run import group_alive
 from fsadvisor.host.run import run
+from fsadvisor.host.trust import untrusted_dir
 
 STATE_VERSION = 1
 UMOUNT_TIMEOUT_S = 120.0  # as a cell's own umount (probe/cell.py)
@@ -273,25 +274,6 @@ class StateFile:
                 os.fsync(dfd)
             finally:
                 os.close(dfd)
-
-
-def untrusted_dir(directory: Path) -> str | None:
-    """Why a file in ``directory`` could be replaced by someone else (None: it cannot):
-    the directory must belong to this user or root and be writable by nobody else, unless
-    it is sticky (/tmp: others may add files but not replace ours)."""
-    try:
-        st = os.stat(directory)
-    except OSError as e:
-        return f"cannot check its directory {directory}: {e.strerror}"
-    sticky = bool(st.st_mode & stat.S_ISVTX)
-    if st.st_uid not in (os.geteuid(), 0) and not sticky:
-        return (f"its directory {directory} belongs to uid {st.st_uid}, who could replace "
-                "the file: keep the store in a directory of your own")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
-        return (f"its directory {directory} is writable by others (mode "
-                f"{stat.S_IMODE(st.st_mode):o}), who could replace the file: keep the store in "
-                "a directory only you can write")
-    return None
 
 
 def untrusted(path: Path, st: os.stat_result) -> str | None:

@@ -12,6 +12,7 @@ what the artifacts are for.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,13 +25,17 @@ from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host.run import CommandNotFound, run
 
-_MOUNTPOINT = re.compile(r"^(/[A-Za-z0-9._@+-]+)+/?$")
+_MOUNTPOINT = re.compile(r"(/[A-Za-z0-9._@+-]+)+/?")
+# A device path: /dev/ and path components of the characters kernel and udev names use
+# (nvme0n1, disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S6Z..., mapper/vg-lv): nothing a YAML
+# template, a udev rule or a shell could read as syntax.
+_DEVICE = re.compile(r"/dev(/[A-Za-z0-9._:+@,=-]+)+")
 
 
 def check_mountpoint(mountpoint: str) -> str:
     # Plain characters only: the path is written into fstab, a unit name, YAML and a udev
     # comment, and each has its own escaping rules.
-    if not _MOUNTPOINT.match(mountpoint or "") or "/../" in mountpoint + "/" or \
+    if not _MOUNTPOINT.fullmatch(mountpoint or "") or "/../" in mountpoint + "/" or \
             "/./" in mountpoint + "/":
         raise ConfigError(f"--mountpoint must be an absolute path of letters, digits and "
                           f"._@+- (e.g. /srv/data), not {mountpoint!r}")
@@ -69,6 +74,10 @@ def target_for(device: str) -> Target:
         raise ConfigError(why)
     if not device.startswith("/dev/"):
         raise ConfigError(f"--device must be a block device path under /dev, not {device!r}")
+    parts = device.split("/")
+    if not _DEVICE.fullmatch(device) or "." in parts or ".." in parts:
+        raise ConfigError(f"--device must be a device path of letters, digits and ._:+@,=- "
+                          f"under /dev (e.g. /dev/nvme1n1), not {device!r}")
     disk = devmod.whole_disk(device)
     props = devmod.udev_properties(f"/dev/{disk}") if os.path.exists(device) else {}
     return Target(path=device, kernel_name=disk, id_wwn=props.get("ID_WWN", ""),
@@ -134,17 +143,37 @@ def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> 
 
 
 def write(arts: Artifacts, out: str | os.PathLike[str]) -> list[str]:
+    """Write every artifact into ``out``, which must be a directory no one else can write
+    (host/trust.py). Each file is written to a new temporary file there and renamed over the
+    name: an existing symbolic link is replaced, never followed, and its target untouched."""
+    from fsadvisor.host.trust import untrusted_dir
+
     d = Path(out)
+    if d.is_symlink():
+        raise ConfigError(f"--out {out} is a symbolic link; give the directory itself")
     d.mkdir(parents=True, exist_ok=True)
+    if why := untrusted_dir(d):
+        raise ConfigError(f"--out: {why}")
+    docs = dict(arts.files)
+    docs["fsadvisor-apply.json"] = json.dumps(
+        {k: v for k, v in arts.to_dict().items() if k != "files"}, indent=2) + "\n"
     paths = []
-    for name, text in arts.files.items():
-        p = d / name
-        p.write_text(text)
-        if name.endswith(".sh"):
-            p.chmod(0o755)
-        paths.append(str(p))
-    p = d / "fsadvisor-apply.json"
-    p.write_text(json.dumps({k: v for k, v in arts.to_dict().items() if k != "files"},
-                            indent=2) + "\n")
-    paths.append(str(p))
+    for name, text in docs.items():
+        paths.append(_write_new(d, name, text, 0o755 if name.endswith(".sh") else 0o644))
     return paths
+
+
+def _write_new(d: Path, name: str, text: str, mode: int) -> str:
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, d / name)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return str(d / name)

@@ -71,6 +71,17 @@ def test_unit_name_is_systemd_escape_path(parts):
     assert systemd_escape_path(path) == want
 
 
+class AnsibleLoader(yaml.SafeLoader):
+    """YAML as Ansible reads it: ``!unsafe`` marks a string as data (never templated)."""
+
+
+AnsibleLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+
+
+def load_tasks(text: str):
+    return yaml.load(text, Loader=AnsibleLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def test_build_dry_run_placeholders_and_ansible_yaml():
     a = build(XFS, Target("/dev/nvme0n1", "nvme0n1", id_wwn="eui.1"), "/srv/data",
               with_mount_unit=True)
@@ -82,7 +93,7 @@ def test_build_dry_run_placeholders_and_ansible_yaml():
     unit = a.files["srv-data.mount"]
     assert "What=/dev/disk/by-uuid/<uuid>" in unit and "Where=/srv/data" in unit
     assert "Options=noatime" in unit and "Type=xfs" in unit
-    tasks = yaml.safe_load(a.files["fsadvisor-apply-tasks.yml"])
+    tasks = load_tasks(a.files["fsadvisor-apply-tasks.yml"])
     names = [t["name"] for t in tasks]
     assert names[0] == "Look for an existing signature on the device"
     fmt = next(t for t in tasks if t["name"].startswith("Format"))
@@ -96,7 +107,7 @@ def test_build_dry_run_placeholders_and_ansible_yaml():
 def test_real_uuid_once_known():
     a = build(XFS, Target("/dev/sdb", "sdb", uuid="0b5c9f5e-1111-2222-3333-444455556666"))
     assert a.fstab_line.startswith("UUID=0b5c9f5e-1111-2222-3333-444455556666 /srv/data xfs")
-    fstab_task = yaml.safe_load(a.files["fsadvisor-apply-tasks.yml"])
+    fstab_task = load_tasks(a.files["fsadvisor-apply-tasks.yml"])
     line = next(t for t in fstab_task if "lineinfile" in str(t))["ansible.builtin.lineinfile"]
     assert line["line"] == "UUID={{ fsadvisor_uuid.stdout }} /srv/data xfs noatime 0 0"
 
