@@ -30,7 +30,7 @@ def apply_cmd(
                                     "confirmation); the default only writes the artifacts.")] = False,
     yes_wipe: Annotated[Optional[str], typer.Option(
         "--yes-wipe", metavar="DEVICE", help="Confirm --execute without a prompt by repeating the exact device.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Format over an existing filesystem signature.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Format over an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member).")] = False,
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file (for --rank).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:

@@ -74,7 +74,7 @@ def calibrate(
     reps: Annotated[Optional[int], typer.Option(
         "--reps", min=1, help="Repetitions of the key runs (default 3; the QD sweep gets one fewer).")] = None,
     plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
-    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem/partition-table signature.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).")] = False,
     yes_wipe: Annotated[Optional[str], typer.Option(
         "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
     dry_run: Annotated[bool, typer.Option(

@@ -224,7 +224,7 @@ def probe(
         "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem/partition-table signature.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).")] = False,
     yes_wipe: Annotated[Optional[str], typer.Option(
         "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
     adaptive: Annotated[bool, typer.Option(

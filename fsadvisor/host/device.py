@@ -215,6 +215,25 @@ def partition_table_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str
     return sorted(names)
 
 
+# Signatures of a device that belongs to something else: an md array, an LVM volume group,
+# an encrypted volume, a ZFS pool, a bcache set, Ceph, DRBD, firmware RAID (blkid's TYPE
+# names). Formatting such a member destroys the array or volume it is part of, so it is
+# refused whatever the flags; --force overrides only a plain filesystem signature.
+MEMBER_TYPES = frozenset({
+    "linux_raid_member", "LVM2_member", "LVM1_member", "crypto_LUKS", "BitLocker",
+    "zfs_member", "bcache", "ceph_bluestore", "drbd", "drbdmanage_control_volume",
+    "drbdproxy_datalog", "VMFS_volume_member", "vdo", "stratis", "isw_raid_member",
+    "ddf_raid_member", "adaptec_raid_member", "hpt37x_raid_member", "hpt45x_raid_member",
+    "jmicron_raid_member", "lsi_mega_raid_member", "nvidia_raid_member",
+    "promise_fasttrack_raid_member", "silicon_medley_raid_member", "via_raid_member"})
+
+
+def member_signatures(names: list[str]) -> list[str]:
+    """The signatures among ``names`` that make the device a member of an array, volume
+    group, encrypted volume or pool (MEMBER_TYPES, and any other blkid ``*_member``)."""
+    return [n for n in names if n in MEMBER_TYPES or n.endswith("_member")]
+
+
 def signature_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str]:
     """Every filesystem, RAID/LVM member or partition-table signature, sorted and unique."""
     names = {blkid[k] for k in ("TYPE", "PTTYPE") if blkid.get(k)}
@@ -837,6 +856,11 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
         return _refuse(f, f"{dev} has a partition table ({', '.join(f.partition_tables)}); --force "
                           f"does not override it: clear it deliberately (wipefs -a {f.resolved}) "
                           "if that is what you want")
+    members = member_signatures(f.signatures)
+    if members:
+        return _refuse(f, f"{dev} is a member of an array, volume group, encrypted volume or "
+                          f"pool ({', '.join(members)} signature); --force does not override "
+                          "it: take it out of what it belongs to first; never probed")
     if f.size_bytes <= 0:
         return _refuse(f, f"{dev} has no medium (size 0)")
     if not f.readable:
@@ -877,6 +901,11 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST,
         verdict = judge(facts, force=True)
         if not verdict.ok:
             return verdict
+        # Busy before "holds data": a device the kernel or a program holds is reported as
+        # that, whatever is written on it.
+        busy = exclusive_guard(facts.resolved)
+        if busy:
+            return replace(verdict, ok=False, reason=busy)
         facts.signatures, facts.partition_tables = read_signature_sets(facts.resolved, host)
         if facts.signatures and own_signature:
             facts.recorded = dict(own_signature)

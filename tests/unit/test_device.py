@@ -421,15 +421,27 @@ def test_judge_is_ok_only_when_nothing_objects(protected, mounted, held, ro, par
               size_bytes=0 if empty else 1 << 30, readable=readable, signatures=sigs)
     v = judge(f, force=force)
     objections = protected or mounted or held or ro or partition or parts or empty or not readable
-    assert v.ok == (not objections and (not sigs or force))
-    assert v.needs_force == (not objections and bool(sigs) and not force)
+    # an array or LVM member is refused like a partitioned device, with or without --force
+    member = bool({"LVM2_member", "linux_raid_member"} & set(sigs))
+    assert v.ok == (not objections and not member and (not sigs or force))
+    assert v.needs_force == (not objections and not member and bool(sigs) and not force)
     assert (v.reason is None) == v.ok and (v.ok or "\n" not in v.reason)
     assert v.signatures == sigs and v.resolved_path == "/dev/loop0"
 
 
-def test_force_allows_signatures_and_reports_them():
-    v = judge(facts(signatures=["LVM2_member"]), force=True)
-    assert v.ok and v.signatures == ["LVM2_member"]
+def test_force_allows_a_filesystem_signature_and_reports_it():
+    v = judge(facts(signatures=["xfs"]), force=True)
+    assert v.ok and v.signatures == ["xfs"]
+
+
+@pytest.mark.parametrize("member", ["LVM2_member", "linux_raid_member", "crypto_LUKS",
+                                    "zfs_member", "bcache", "ceph_bluestore", "isw_raid_member",
+                                    "some_future_member"])
+def test_a_member_of_an_array_volume_group_or_encrypted_volume_is_refused_even_with_force(member):
+    for force in (False, True):
+        v = judge(facts(signatures=[member, "xfs"]), force=force)
+        assert not v.ok and not v.needs_force and member in v.reason
+        assert "--force does not override it" in v.reason and "\n" not in v.reason
 
 
 # -------------------------------------------------------------- paths that are no block device
