@@ -720,6 +720,7 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
     with open_store(db_path) as store:
         store.ensure_seeded()
         store.require_writable()
+        store.require_intact()
         chooser = Chooser(plan, store, ModelSettings.load(db=str(db_path)), params, stored,
                           on_progress=forward)
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)),

@@ -64,9 +64,9 @@ def profile_toml(profile: Profile) -> str:
 # --------------------------------------------------------------------------- model
 
 def _observations(db: str | None):
-    store = open_store(db)
-    store.ensure_seeded()
-    return store.observations()
+    with open_store(db) as store:
+        store.ensure_seeded()
+        return store.observations()
 
 
 def _cache_file(key: str) -> Path:

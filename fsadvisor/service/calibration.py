@@ -178,6 +178,7 @@ def run_calibration(plan: CalibrationPlan,
 
     db_path = probing.store_path(plan.db_path)
     with open_store(db_path) as store:
+        store.require_intact()  # a damaged store is refused before the device is touched
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), progress,
                         interruptions=interruptions)
         try:

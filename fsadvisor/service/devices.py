@@ -194,7 +194,8 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
 def _raw_baselines(db: str | None) -> list[dict[str, Any]]:
     """Summaries of the store's raw-device baseline runs (no filesystem configuration)."""
     from fsadvisor.store import open_store
-    return [s for s in open_store(db).summaries() if s["configuration_id"] is None]
+    with open_store(db) as store:
+        return [s for s in store.summaries() if s["configuration_id"] is None]
 
 
 def list_measured(db: str | None = None) -> list[dict[str, Any]]:

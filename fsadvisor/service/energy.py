@@ -60,32 +60,32 @@ def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: fl
     limits.check("clock-offset", clock_offset_s)
     limits.check("idle-watts", idle_watts)
     _require_meter_log(path)
-    store = open_store(db)
-    filters: dict[str, Any] = {"status": "ok"}
-    if matrix_id:
-        filters["matrix_id"] = matrix_id
-    runs = store.runs(**filters)
-    if matrix_id and not runs:
-        raise EnergyError(f"no completed runs of matrix {matrix_id!r} in the store")
-    kw: dict[str, Any] = {"clock_offset_s": clock_offset_s, "scope": scope,
-                          "idle_watts": idle_watts}
-    if max_gap_s is not None:
-        kw["max_gap_s"] = max_gap_s
-    updated, missing, unaligned = [], [], 0
-    for run in runs:
-        m = run.get("metrics") or {}
-        start, end = m.get("window_start_epoch_s"), m.get("window_end_epoch_s")
-        if start is None or end is None:
-            unaligned += 1
-            continue
-        reading = meterlog.reading_for_window(path, float(start), float(end), **kw)
-        store.set_energy(int(run["run_id"]), reading)
-        if reading.energy_j is None:
-            missing.append({"run_id": run["run_id"], "cell_key": run["cell_key"],
-                            "reason": reading.missing})
-        else:
-            updated.append({"run_id": run["run_id"], "cell_key": run["cell_key"],
-                            "energy_j": reading.energy_j, "avg_watts": reading.avg_watts})
+    with open_store(db) as store:
+        filters: dict[str, Any] = {"status": "ok"}
+        if matrix_id:
+            filters["matrix_id"] = matrix_id
+        runs = store.runs(**filters)
+        if matrix_id and not runs:
+            raise EnergyError(f"no completed runs of matrix {matrix_id!r} in the store")
+        kw: dict[str, Any] = {"clock_offset_s": clock_offset_s, "scope": scope,
+                              "idle_watts": idle_watts}
+        if max_gap_s is not None:
+            kw["max_gap_s"] = max_gap_s
+        updated, missing, unaligned = [], [], 0
+        for run in runs:
+            m = run.get("metrics") or {}
+            start, end = m.get("window_start_epoch_s"), m.get("window_end_epoch_s")
+            if start is None or end is None:
+                unaligned += 1
+                continue
+            reading = meterlog.reading_for_window(path, float(start), float(end), **kw)
+            store.set_energy(int(run["run_id"]), reading)
+            if reading.energy_j is None:
+                missing.append({"run_id": run["run_id"], "cell_key": run["cell_key"],
+                                "reason": reading.missing})
+            else:
+                updated.append({"run_id": run["run_id"], "cell_key": run["cell_key"],
+                                "energy_j": reading.energy_j, "avg_watts": reading.avg_watts})
     return {"log": str(path), "runs_considered": len(runs), "updated": updated,
             "missing": missing, "without_window": unaligned, "scope": scope,
             "clock_offset_s": clock_offset_s}

@@ -301,6 +301,7 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
     db_path = store_path(plan.db_path)
     with open_store(db_path) as store:
         store.require_writable()  # before a scratch loop device is attached or a disk formatted
+        store.require_intact()
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), on_progress,
                         interruptions=interruptions)
         summary = run.execute()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, IO, Iterable, Mapping, TypeVar
 from fsadvisor.errors import StoreError, one_line
 from fsadvisor.store import device_params as _device_params
 from fsadvisor.store import observations as _observations
-from fsadvisor.store import queries, recording, schema, seeding
+from fsadvisor.store import integrity, queries, recording, schema, seeding
 from fsadvisor.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
@@ -58,6 +58,14 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     try:
         conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=2.0)
         try:
+            # Only a store of this code's own schema may skip the proper open: a future,
+            # invalid or foreign one goes the full way and is refused there in one line.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            if version != schema.SCHEMA_VERSION or app_id != schema.APPLICATION_ID:
+                return None
+            if not integrity.known_intact(p):
+                return None  # changed by someone else since: the proper open checks it
             fp = conn.execute("SELECT value FROM meta WHERE key = 'datasets_fingerprint'"
                               ).fetchone()
             runs = conn.execute("SELECT count(*), max(id) FROM runs").fetchone()
@@ -135,6 +143,14 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            if self.path is not None:
+                integrity.remember(self.path)  # as this process leaves it: no re-check
+
+    @_guarded
+    def require_intact(self) -> None:
+        """The full PRAGMA integrity_check, before a probe writes its first run: a damaged
+        store is refused in one line before a device is touched."""
+        integrity.check(self._db.conn, self.label, full=True)
 
     # ------------------------------------------------------------------ writing
     @_guarded

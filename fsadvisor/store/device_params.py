@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterable
 
 from fsadvisor.errors import StoreError
-from fsadvisor.store import encoding
+from fsadvisor.store import encoding, schema
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -27,7 +27,7 @@ def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
     if missing:
         raise StoreError(f"device parameters for {params.device_id} lack {', '.join(missing)}")
     ids = sorted({int(i) for i in run_ids})
-    with db.atomic():
+    with schema.write_transaction(db):
         dev = db.execute("SELECT max(id) FROM devices WHERE identity = ?",
                          [params.device_id]).fetchone()
         if ids:

@@ -87,7 +87,7 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
     counts = {"runs_added": 0, "runs_present": 0, "matrices_added": 0,
               "device_params_added": 0, **{f"{t}_added": 0 for t in _KEYED}}
     run_map: dict[int, int] = {}
-    with dst.atomic():
+    with schema.write_transaction(dst):
         for run in src.execute_returning_dicts("SELECT * FROM runs ORDER BY id"):
             found = dst.execute("SELECT id FROM runs WHERE uid = ?", [run["uid"]]).fetchone()
             if found:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from fsadvisor.domain import RUN_STATUSES, Device, FsConfig
 from fsadvisor.errors import StoreError
-from fsadvisor.store import encoding
+from fsadvisor.store import encoding, schema
 from fsadvisor.store.schema import METRIC_COLUMNS
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def start_matrix(db: Database, plan: Mapping[str, Any], matrix_id: str | None = 
     if not matrix_id:
         import secrets  # lazily: with hmac and hashlib ~7 ms, and only a new matrix needs it
         matrix_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-    with db.atomic():
+    with schema.write_transaction(db):
         if db["matrices"].count_where("id = ?", [matrix_id]):
             raise StoreError(f"matrix {matrix_id} already exists")
         db["matrices"].insert({"id": matrix_id, "plan": plan_json, "started_at": time.time(),
@@ -49,7 +49,7 @@ def start_matrix(db: Database, plan: Mapping[str, Any], matrix_id: str | None = 
 def finish_matrix(db: Database, matrix_id: str, status: str = "done") -> None:
     if status not in MATRIX_STATUSES:
         raise StoreError(f"unknown matrix status {status!r} (one of {', '.join(MATRIX_STATUSES)})")
-    with db.atomic():
+    with schema.write_transaction(db):
         if not db["matrices"].count_where("id = ?", [matrix_id]):
             raise StoreError(f"no matrix {matrix_id!r} in the store")
         db["matrices"].update(matrix_id, {"status": status, "finished_at": time.time()})
@@ -72,7 +72,7 @@ def record_run(db: Database, rec: RunRecord,
     except TypeError as e:
         raise StoreError(f"run metrics cannot be stored: {e}") from e
     sample_rows = [_sample(s) for s in (samples or ())]
-    with db.atomic():
+    with schema.write_transaction(db):
         if rec.matrix_id is not None and not db["matrices"].count_where("id = ?", [rec.matrix_id]):
             raise StoreError(f"run refers to matrix {rec.matrix_id!r}, which is not in the store")
         row: dict[str, Any] = {
@@ -198,7 +198,7 @@ def set_energy(db: Database, run_id: int, reading: EnergyReading) -> None:
     probe); its power samples from an earlier meter are dropped with it."""
     if not db["runs"].count_where("id = ?", [run_id]):
         raise StoreError(f"no run {run_id} in the store")
-    with db.atomic():
+    with schema.write_transaction(db):
         db.execute("DELETE FROM energy_samples WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM energy WHERE run_id = ?", [run_id])
         db["energy"].insert(_energy_row(run_id, reading))
@@ -219,7 +219,7 @@ def record_imported(db: Database, items: Iterable[tuple[RunRecord, Mapping[str, 
     earlier in ``items``) is not stored again. Returns, per item, the sha256, the run id and
     whether it was new."""
     out: list[dict[str, Any]] = []
-    with db.atomic():
+    with schema.write_transaction(db):
         for rec, prov in items:
             sha = str(prov["sha256"])
             existing = imported_run_id(db, sha)

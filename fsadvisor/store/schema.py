@@ -9,12 +9,14 @@ A file newer than this code is refused: guessing at a future schema could lose m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from fsadvisor.errors import StoreError, one_line
+from fsadvisor.store import integrity
 
 if TYPE_CHECKING:
     # sqlite_utils is imported when a store is opened: it pulls in click, and the core
@@ -188,6 +190,8 @@ def connect(path: Path | None) -> Database:
         if foreign:
             raise StoreError(f"{label} is an SQLite file but not an fsadvisor store")
         _refuse_newer(version, label)
+        if path is not None and version > 0 and not integrity.known_intact(path):
+            integrity.check(db.conn, label)  # a damaged file is neither read nor written
         if path is not None:
             # WAL: a probe appending runs and a TUI/CLI reading them do not block each other.
             _enable_wal(db)
@@ -234,9 +238,51 @@ def _enable_wal(db: Database, timeout_s: float = 10.0) -> None:
 
 
 def _refuse_newer(version: int, label: str) -> None:
+    if version < 0:
+        # no migration starts below 0 (MIGRATIONS[-1] would run the newest step on an
+        # unknown file)
+        raise StoreError(f"{label} has an invalid store schema version ({version}); it was "
+                         "not written by fsadvisor")
     if version > SCHEMA_VERSION:
         raise StoreError(f"{label} has store schema version {version}, newer than this "
                          f"fsadvisor understands ({SCHEMA_VERSION}); upgrade fsadvisor")
+
+
+# How long a writer waits for another process's write transaction before it gives up (the
+# connection's busy handler waits within each attempt; locked answers SQLite gives without
+# calling it -- an upgrade of a read lock -- are retried here until then).
+WRITE_LOCK_WAIT_S = 60.0
+
+
+@contextlib.contextmanager
+def write_transaction(db: Database) -> Iterator[Database]:
+    """One write transaction that takes SQLite's write lock *before* it reads (BEGIN
+    IMMEDIATE): a deferred one that reads first and then writes is refused "database is
+    locked" at once when another process committed meanwhile, which lost imports when two
+    streams wrote at once. Nested in a transaction: a savepoint of it (sqlite-utils)."""
+    import time
+
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield db
+        return
+    deadline = time.monotonic() + WRITE_LOCK_WAIT_S
+    while True:
+        try:
+            db.conn.execute("BEGIN IMMEDIATE")
+            break
+        except sqlite3.OperationalError as e:
+            retryable = "locked" in str(e) or "busy" in str(e)
+            if not retryable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    try:
+        yield db
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
 
 
 def migrate(db: Database, label: str = "store") -> None:

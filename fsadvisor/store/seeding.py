@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsadvisor.errors import StoreError
 from fsadvisor.resources import data_dir
-from fsadvisor.store import encoding
+from fsadvisor.store import encoding, schema
 from fsadvisor.store.schema import MEASUREMENT_COLUMNS
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def ensure_seeded(db: Database) -> dict[str, Any]:
             db["meta"].upsert({"key": "datasets_fingerprint", "value": quick}, pk="key")
         return {"loaded": False, "rows": len(rows), "hash": digest}
     files = sorted({str(r["file"]) for r in rows if r.get("file")}) or _dataset_files()
-    with db.atomic():
+    with schema.write_transaction(db):
         db.execute("DELETE FROM measurements")
         db["measurements"].insert_all(_measurement_row(r) for r in rows)
         db["meta"].upsert_all([
