@@ -57,11 +57,11 @@ LIMITS: dict[str, Limit] = {
     "runtime": Limit(0.1, 86_400, "s",
                      "fio gets whole milliseconds (below 1 ms it would get 0 = no limit) and a "
                      "tenth of a second is already mostly start-up; a run over a day makes a "
-                     "matrix of dozens of cells take months"),
+                     "matrix of dozens of cells take months", commands=("probe", "calibrate")),
     "cooldown": Limit(0, 3_600, "s",
                       "seed 000 found 30 s between runs enough; an hour is far beyond it"),
     "reps": Limit(1, 100, "", "repetitions per cell; 100 already gives a 95% CI far narrower "
-                  "than run-to-run drift", whole=True),
+                  "than run-to-run drift", whole=True, commands=("probe", "calibrate")),
     "idle-watts": Limit(0, 100_000, "W",
                         "no single server draws more than 100 kW (energy.meterlog "
                         "MAX_PLAUSIBLE_WATTS)", commands=("probe", "energy import-log")),

@@ -27,8 +27,12 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
+from fsadvisor.host.readfile import read_bounded
+
 # A file must have been left alone this long before its parsed form is kept (see above).
 SETTLED_S = 2.0
+# A profile or model TOML is kilobytes; a file far larger is not one (and is not read whole).
+MAX_FILE_BYTES = 16 << 20
 _MAGIC = "fsadvisor-toml-1"
 
 
@@ -83,8 +87,7 @@ def load(path: str | os.PathLike[str], parse: Callable[[bytes], dict[str, Any]])
             return doc["data"]
     except (OSError, ValueError, AttributeError, KeyError, TypeError, RecursionError):
         pass  # no copy, another file's, or a damaged one: parse
-    with open(p, "rb") as f:
-        raw = f.read()
+    raw = read_bounded(p, MAX_FILE_BYTES)  # a regular file only: /dev/zero, a FIFO are refused
     data = parse(raw)
     # Nanoseconds against the file's own nanosecond stamps (exact integers, no float rounding).
     if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= SETTLED_S * 1e9 \

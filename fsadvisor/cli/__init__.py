@@ -146,11 +146,32 @@ def main(argv: list[str] | None = None, *, collector_paused: bool = False) -> No
     ``collector_paused``: the console script (fsadvisor/entry.py) paused the cyclic garbage
     collector for the start-up; it is resumed as the command starts unless the command is
     a bounded one-shot answer (:func:`collector_may_stay_paused`)."""
+    if argv is None:
+        _interrupt_with_a_message()
     try:
         _main(argv, collector_paused)
+    except (KeyboardInterrupt, Interrupted):
+        typer.echo("fsadvisor: interrupted", err=True)
+        sys.exit(130)
     finally:
         if argv is None:
             _exiting()
+
+
+class Interrupted(BaseException):
+    """Ctrl-C in a command: not KeyboardInterrupt, which typer turns into a silent exit 130."""
+
+
+def _interrupt_with_a_message() -> None:
+    # The process's own command line only; a probe installs its own handler while it runs
+    # (probe/run.py Interruptions) and puts this one back after.
+    import signal
+    import threading
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
 
 
 def collector_may_stay_paused(args: list[str]) -> bool:
@@ -213,9 +234,11 @@ def _main(argv: list[str] | None, collector_paused: bool = False) -> None:
     except cx.ClickException as e:
         typer.echo(f"fsadvisor: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
-    except (KeyboardInterrupt, EOFError):
-        typer.echo("fsadvisor: aborted", err=True)
-        sys.exit(1)
+    except (typer.Abort, EOFError):
+        # typer's answer to standard input ending at a prompt: the confirmation never came
+        # (a prompt is on the line without its newline: end it first)
+        typer.echo("\nfsadvisor: aborted: no answer to the prompt; nothing was touched", err=True)
+        sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

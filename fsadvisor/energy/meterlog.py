@@ -40,6 +40,10 @@ DEFAULT_MAX_GAP_S = 5.0
 # Numeric timestamps below this are not epoch seconds (1973-03-03): relative seconds
 # cannot be aligned to a run.
 MIN_EPOCH_S = 1e8
+MAX_EPOCH_S = 4_102_444_800.0  # 2100-01-01: beyond it a number is no meter's timestamp
+# A meter log is read whole: 1 Hz for a year is ~1 GB of CSV at most; beyond that (or a
+# device such as /dev/zero, which never ends) it is refused, not read.
+MAX_LOG_BYTES = 1 << 30
 MS_EPOCH_ABOVE = 1e11
 # A reading outside 0..100 kW is a corrupt row, not a measurement: no single server draws
 # more, and no wall socket a meter plugs into can deliver it (a 32 A three-phase 400 V
@@ -123,7 +127,9 @@ def parse_timestamp(text: str, tz: timezone | None = None) -> float | None:
     if num is not None:
         if num > MS_EPOCH_ABOVE:
             num /= 1000.0
-        return num if num >= MIN_EPOCH_S else None
+        # no meter logged before MIN_EPOCH_S or after MAX_EPOCH_S: a 400-digit "timestamp"
+        # is a damaged row, not a date to overflow on
+        return num if MIN_EPOCH_S <= num <= MAX_EPOCH_S else None
     dt = None
     try:
         dt = datetime.fromisoformat(t)
@@ -270,13 +276,14 @@ class MeterLogMeter(EnergyMeter):
                               "(Watts Up Pro ±1.5% +0.3 Wh, seed 004)")
 
     def load(self) -> MeterLog:
-        with open(self.path, encoding="utf-8", errors="replace") as f:
-            return parse_log(f.read(), self.clock_offset_s)
+        from fsadvisor.host.readfile import read_bounded
+        raw = read_bounded(self.path, MAX_LOG_BYTES)
+        return parse_log(raw.decode("utf-8", errors="replace"), self.clock_offset_s)
 
     def unavailable(self) -> str | None:
         if self.path is None:
             return "meter-log: give --meter-log FILE"
-        if not os.path.isfile(self.path):
+        if not os.path.lexists(self.path):
             return f"meter log {self.path} not found"
         try:
             log = self.load()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsadvisor.domain import Workload
+from fsadvisor import limits
 from fsadvisor.errors import ConfigError
 from fsadvisor.probe.plan import (KIB, MIB, MICRO_BY_NAME, Cell, Plan, WorkloadSpec,
                                   default_size_bytes, with_ioengine)
@@ -110,6 +111,10 @@ def build_calibration_plan(device: str | None, device_size_bytes: int, *,
         raise ConfigError(f"--runtime must be positive, not {runtime_s:g}")
     if reps is not None and reps < 1:
         raise ConfigError(f"--reps must be at least 1, not {reps}")
+    # within the option's range before a plan is built: a million repetitions would build
+    # millions of cells only to be refused by the budget afterwards
+    limits.check("reps", reps)
+    limits.check("runtime", runtime_s)
     size = min(MAX_SIZE_BYTES, default_size_bytes(device_size_bytes))
     workloads = [with_ioengine(w, ioengine) for w in (*KEY_WORKLOADS, *SWEEP_WORKLOADS)]
 

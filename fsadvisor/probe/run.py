@@ -47,6 +47,26 @@ class ProbeInterrupted(BaseException):
         self.signame = signame
 
 
+def scratch_space_problem(plan: Plan) -> str | None:
+    """Why a scratch backing file of the plan's size does not fit where it would go (None:
+    it fits). Sparse, but mkfs, the fill and the runs may write all of it; checked before
+    the file exists, so a full disk names the scratch directory, not a cell's mount."""
+    import shutil
+
+    from fsadvisor.sizes import format_binary
+
+    size = int(plan.scratch_size_bytes or 0)
+    where = plan.scratch_dir or tempfile.gettempdir()
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError as e:
+        return f"--scratch-dir {where}: {e.strerror or e}"
+    if free < size:
+        return (f"--scratch {format_binary(size)} does not fit in {where} ({format_binary(free)} "
+                "free): give a smaller --scratch, or a --scratch-dir with more room")
+    return None
+
+
 class Interruptions:
     """SIGINT/SIGTERM -> :class:`ProbeInterrupted`, once. Inside ``critical()`` (storing a
     finished repetition, writing the state file) the signal is held until the block ends."""
@@ -419,6 +439,8 @@ class MatrixRun:
 
     # ------------------------------------------------------------ scratch and cleanup
     def _attach_scratch(self) -> str:
+        if why := scratch_space_problem(self.plan):
+            raise FsAdvisorError(why)
         fd, path = tempfile.mkstemp(prefix="fsadvisor-scratch-", suffix=".img",
                                     dir=self.plan.scratch_dir)
         os.close(fd)

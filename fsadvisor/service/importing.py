@@ -13,6 +13,7 @@ measured on exactly as probe runs do (store.observations).
 
 from __future__ import annotations
 
+import errno
 import getpass
 import hashlib
 import json
@@ -25,7 +26,7 @@ from typing import Any, Iterable
 
 from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, RunRecord, Workload
-from fsadvisor.errors import ConfigError, FsAdvisorError
+from fsadvisor.errors import ConfigError, FsAdvisorError, one_line
 from fsadvisor.store import open_store
 
 # A fio JSON document of one run is kilobytes (json+ with its latency bins: ~100 KB); a
@@ -74,14 +75,13 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
     complete fio result or does not match ``workload``."""
     from fsadvisor.tools import fio
 
+    from fsadvisor.host.readfile import read_bounded
+
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise FioImportError(f"{path}: {size} bytes is not a fio result (limit "
-                               f"{MAX_FILE_BYTES >> 20} MiB)")
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_FILE_BYTES)
     except OSError as e:
-        raise FioImportError(f"{path}: {e.strerror or e}") from None
+        what = " (not a fio result)" if e.errno == errno.EFBIG else ""
+        raise FioImportError(one_line(f"{path}: {e.strerror or e}{what}")) from None
     text = data.decode("utf-8", errors="replace")
     try:
         res = fio.parse(text)
@@ -97,7 +97,7 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
         raise FioImportError(f"{path}: fio completed no I/O")
     if workload is not None:
         if why := mismatch(res.doc, res.jobs, workload):
-            raise FioImportError(f"{path}: {why}")
+            raise FioImportError(one_line(f"{path}: {why}"))  # a field may hold a newline
     return ReadResult(
         path=str(path), sha256=hashlib.sha256(data).hexdigest(), fio_version=res.version,
         host=_host_of(res.doc, res.jobs), metrics=metrics,

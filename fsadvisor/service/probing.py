@@ -22,7 +22,7 @@ from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host import device as devmod
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
-from fsadvisor.probe.run import Interruptions, MatrixRun
+from fsadvisor.probe.run import Interruptions, MatrixRun, scratch_space_problem
 from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cleanup_stale,
                                    live_owner, recorded_signature, state_path_for)
 from fsadvisor.profiles import load_profile
@@ -248,6 +248,8 @@ def check_device(plan: Plan) -> str | None:
     """The resolved device path when it may be formatted (None for --scratch, created at run
     time); DeviceRefused with the one-line reason otherwise."""
     if plan.scratch_size_bytes:
+        if why := scratch_space_problem(plan):
+            raise ConfigError(why)
         return None
     return devmod.require_safe(str(plan.device), force=plan.force,
                                own_signature=own_signature(plan))
