@@ -139,7 +139,8 @@ class ProbeState:
         if not isinstance(d, dict) or d.get("version") != STATE_VERSION:
             raise StateFileError("unrecognised probe state file (version "
                                  f"{d.get('version') if isinstance(d, dict) else '?'})")
-        mounts = [m for m in d.get("mounts") or []
+        raw_mounts = d.get("mounts")
+        mounts = [m for m in (raw_mounts if isinstance(raw_mounts, list) else [])
                   if isinstance(m, dict) and isinstance(m.get("mountpoint"), str)]
         scratch = d.get("scratch") if isinstance(d.get("scratch"), dict) else None
         matrices = d.get("matrices") if isinstance(d.get("matrices"), dict) else {}
@@ -413,6 +414,8 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
     if backing is not None and not ours_scratch_file(backing):
         backing = None
     loop = scratch.get("loop_device") if backing else None
+    if not (isinstance(loop, str) and loop.startswith("/dev/loop")):
+        loop = None
     if loop and _same_file(ops.loop_backing_file(loop), backing):
         paths.append(loop)
     for ref in ops.benchmarks_using(paths) if paths else []:

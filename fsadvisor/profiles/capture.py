@@ -29,12 +29,12 @@ class DiskStats:
 
 
 def parse_diskstats(text: str) -> dict[str, DiskStats]:
-    """Device name -> its counters. Lines with fewer than the 11 classic fields are
-    skipped (they are not block device lines); a non-numeric field is a ValueError."""
+    """Device name -> its counters. Lines with fewer than the 11 classic fields, or with a
+    counter that is not a whole number, are skipped: they are not block device lines."""
     out: dict[str, DiskStats] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) < 14:
+        if len(parts) < 14 or not all(x.isascii() and x.isdigit() for x in parts[3:14]):
             continue
         f = [int(x) for x in parts[3:14]]
         out[parts[2]] = DiskStats(reads=f[0], read_sectors=f[2], writes=f[4],

@@ -96,3 +96,10 @@ def test_service_capture_refuses_an_unknown_device_and_a_bad_interval(tmp_path):
         capture("nosuch", 1.0, diskstats=str(stats), sleep=lambda s: None)
     with pytest.raises(FsAdvisorError, match="--seconds must be between"):
         capture("vda", 0.0, diskstats=str(stats), sleep=lambda s: None)
+
+
+def test_a_diskstats_line_with_a_counter_that_is_no_number_is_skipped():
+    """benchmarks/fuzz_parsers.py found a ValueError traceback here."""
+    good = "259 0 nvme0n1 100 0 800 10 5 0 40 2 0 20 12 0 0 0 0 0 0"
+    bad = "259 1 nvme1n1 100 : 800 10 5 0 40 2 0 20 12 0 0 0 0 0 0"
+    assert set(cap.parse_diskstats(f"{good}\n{bad}\n")) == {"nvme0n1"}

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fsadvisor.probe.state import (ProcessRef, StateFile, StateFileError, SystemOps,
                                    cleanup_stale, process_start_ticks)
@@ -199,3 +201,31 @@ def test_a_probe_command_under_its_start_time_is_still_stopped(home, tmp_path):
         if fio.poll() is None:
             fio.kill()
             fio.wait()
+
+
+_JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
+                               st.text(max_size=10)),
+                     lambda c: st.one_of(st.lists(c, max_size=4),
+                                         st.dictionaries(st.text(max_size=8), c, max_size=4)),
+                     max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(extra=st.dictionaries(st.sampled_from(["owner", "mounts", "scratch", "child", "device",
+                                              "original_scheduler", "matrices"]), _JSON))
+def test_a_damaged_state_document_reads_as_what_it_safely_names(extra):
+    """Any JSON under the right version (a hand edit, a damaged file) gives a state or a
+    one-line StateFileError, and undoing it touches nothing that is not a probe's
+    (benchmarks/fuzz_parsers.py found `"mounts": true` raising TypeError)."""
+    from fsadvisor.probe.state import ProbeState, undo
+
+    try:
+        state = ProbeState.from_dict({**extra, "version": 1})
+    except StateFileError as e:
+        assert "\n" not in str(e)
+        return
+    ops = Recording()
+    ops.is_mounted = lambda m: False  # type: ignore[method-assign]
+    ops.process_alive = lambda ref: False  # type: ignore[method-assign]
+    undo(state, ops)
+    assert all(c[0] == "rmdir" and "fsadvisor-mnt-" in c[1] for c in ops.calls), ops.calls
