@@ -179,7 +179,9 @@ def lvm_label() -> bytes:
     return bytes(label)
 
 
-def test_lvm_member_signature_needs_force(loop_device):
+def test_an_lvm_member_is_refused_even_with_force(loop_device):
+    """An LVM physical volume belongs to a volume group: formatting it destroys the group's
+    data, so --force does not override it (it overrides only a plain filesystem)."""
     dev = loop_device(SMALL)
     fd = os.open(dev, os.O_WRONLY)
     try:
@@ -187,8 +189,9 @@ def test_lvm_member_signature_needs_force(loop_device):
         os.fsync(fd)
     finally:
         os.close(fd)
-    v = refused(dev, "LVM2_member signature found")
-    assert v.needs_force and v.signatures == ["LVM2_member"]
+    for force in (False, True):
+        v = refused(dev, "LVM2_member signature); --force does not override it", force=force)
+        assert not v.needs_force and v.signatures == ["LVM2_member"]
 
 
 def test_partitioned_device_parent_and_child(loop_device, tmp_path):
