@@ -17,10 +17,17 @@ import typer
 from fsadvisor.errors import FsAdvisorError
 
 # -h as well as --help everywhere; no rich boxes: a usage error is one line (main()).
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+app = typer.Typer(no_args_is_help=True, add_completion=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Choose a filesystem configuration for an SSD by operations per joule.")
+
+
+def complete_profile(incomplete: str) -> list[str]:
+    """Shell completion of --profile: the preset names starting with what was typed (a path
+    is the shell's own file completion's job)."""
+    from fsadvisor.service.advice import list_profiles
+    return [p.name for p in list_profiles() if p.name.startswith(incomplete)]
 
 
 def _version(value: bool) -> None:

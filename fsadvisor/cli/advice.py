@@ -16,7 +16,7 @@ from fsadvisor.domain import FsConfig
 
 from fsadvisor.service import answer
 from fsadvisor.service import options as limits
-from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
 ScopeOpt = Annotated[str, typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive.")]
@@ -67,7 +67,7 @@ def _fmt_range(r) -> str:
 @app.command()
 @domain_errors
 def recommend(
-    profile: Annotated[str, typer.Option("--profile", "-p", help="Preset name or path to a profile TOML.")],
+    profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Preset name or path to a profile TOML.")],
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
     top: Annotated[int, typer.Option("--top", "-n", callback=limit_option("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
     plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
@@ -175,7 +175,7 @@ def advice_size(n: int) -> str:
 def predict(
     config: Annotated[Optional[str], typer.Option("--config", "-c", help='Configuration JSON, e.g. {"filesystem":"xfs","mount":["noatime"],"ag_count":16}.')] = None,
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys).")] = None,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Use this profile's workload.")] = None,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload.")] = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
     scope: ScopeOpt = "system",
     batch: Annotated[bool, typer.Option("--batch", help="Read JSON Lines requests on stdin, write one JSON line per request.")] = False,

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
 
 
 def _num(x: float) -> str:
@@ -28,7 +28,7 @@ def _fmt(st) -> str:
 @domain_errors
 def compare(
     items: Annotated[list[str], typer.Argument(help="Configurations as JSON, or ranks with --profile (1 2), or two matrix ids with --matrix. The first is the baseline.")],
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Workload profile (and the recommendation ranks refer to).")] = None,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Workload profile (and the recommendation ranks refer to).")] = None,
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON instead of a profile.")] = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T).")] = None,
     matrix: Annotated[bool, typer.Option("--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured.")] = False,

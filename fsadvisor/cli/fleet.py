@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
 app.add_typer(fleet_app, name="fleet")
@@ -16,7 +16,7 @@ app.add_typer(fleet_app, name="fleet")
 @fleet_app.command("recommend")
 @domain_errors
 def recommend(
-    profile: Annotated[str, typer.Option("--profile", "-p", help="Profile name or TOML path.")],
+    profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Profile name or TOML path.")],
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="The merged store.")] = None,
     top: Annotated[int, typer.Option("--top", help="Configurations per device model.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,

@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
 
 import_app = typer.Typer(no_args_is_help=True,
                          help="Bring results measured elsewhere into the store.")
@@ -28,7 +28,7 @@ def fio_json(
         "--workload", "-w", help='The workload they ran, as JSON: {"rw": "randread", '
                                  '"bs_bytes": 4096, "iodepth": 32}.')] = None,
     profile: Annotated[Optional[str], typer.Option(
-        "--profile", "-p", help="...or the profile whose workload they ran.")] = None,
+        "--profile", "-p", autocompletion=complete_profile, help="...or the profile whose workload they ran.")] = None,
     plp: Annotated[Optional[str], typer.Option("--plp", help="yes|no|unknown")] = None,
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,

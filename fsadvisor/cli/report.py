@@ -6,13 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
 
 
 @app.command()
 @domain_errors
 def report(
-    profile: Annotated[str, typer.Option("--profile", "-p", help="Preset name or path to a profile TOML.")],
+    profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Preset name or path to a profile TOML.")],
     matrix: Annotated[Optional[str], typer.Option("--matrix", help="Also show every workload of this probe matrix (id from `fsadvisor probe` / `db info`).")] = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target device for the predictions: path, library name or spec (default: the matrix's device, else nvme:1T).")] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="HTML file to write (default report.html unless only --png is given).")] = None,

@@ -1,0 +1,57 @@
+"""fsadvisor(1) is generated from the commands (fsadvisor/cli/manpage.py): the shipped copy
+is what the generator makes of today's commands, man(1) renders it without a warning, and
+every command is in it; shell completion is offered and completes commands and presets."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from fsadvisor.cli import manpage
+
+
+def test_the_shipped_page_is_the_generated_one():
+    assert manpage.PAGE.read_text() == manpage.render(), \
+        "regenerate: python -m fsadvisor.cli.manpage --write"
+
+
+def test_every_command_is_on_the_page():
+    import typer
+
+    from fsadvisor.cli import _register, app
+    _register()
+    root = typer.main.get_command(app)
+    page = manpage.PAGE.read_text()
+    for name in root.list_commands(None):
+        assert f".SS fsadvisor {name}" in page, name
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="man(1) not installed")
+def test_man_renders_it_without_a_warning():
+    p = subprocess.run(["man", "--warnings", "-l", str(manpage.PAGE)], capture_output=True,
+                       text=True, timeout=60, env=dict(os.environ, MANWIDTH="100",
+                                                       LC_ALL="C.UTF-8"))
+    assert p.returncode == 0 and p.stderr.strip() == "", p.stderr[:2000]
+    assert "fsadvisor probe" in p.stdout and "FSADVISOR_DB" in p.stdout
+
+
+def _complete(words: str) -> list[str]:
+    env = dict(os.environ, _FSADVISOR_COMPLETE="complete_bash", COMP_WORDS=words,
+               COMP_CWORD=str(len(words.split()) - 1))
+    p = subprocess.run([sys.executable, "-c", "from fsadvisor.entry import main; main()"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()
+
+
+def test_shell_completion_is_offered_and_completes_commands_options_and_presets():
+    p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert "--install-completion" in p.stdout and "--show-completion" in p.stdout
+    assert _complete("fsadvisor rec") == ["recommend"]
+    assert {"--fs", "--force"} <= set(_complete("fsadvisor probe --f"))
+    assert _complete("fsadvisor recommend --profile olt") == ["oltp"]
