@@ -1,10 +1,12 @@
-"""`fsadvisor calibrate`: two calibrations in one command.
+"""`fsadvisor calibrate` and `fsadvisor refit`: the two calibrations, each under its name.
 
 - ``fsadvisor calibrate DEVICE`` / ``--scratch SIZE``: a raw-device probe of at most five
-  minutes that learns the device's own parameters and stores them in the store
-  (fsadvisor.service.calibration); afterwards ``recommend/predict --device DEVICE`` use them.
-- ``fsadvisor calibrate`` (no DEVICE): refit the model's prior width on the store
-  (fsadvisor.service.advice.calibrate), as before.
+  minutes that learns the device's own parameters (and the host's CPU) and stores them in
+  the store (fsadvisor.service.calibration); afterwards ``recommend/predict --device DEVICE``
+  use them.
+- ``fsadvisor refit``: refit the model's prior width on the store
+  (fsadvisor.service.advice.calibrate). ``calibrate`` without a DEVICE is its old spelling,
+  kept with a note.
 
 Presentation only."""
 
@@ -62,7 +64,7 @@ def _model_calibration(output: Optional[str], folds: int, db: Optional[str], as_
 def calibrate(
     device: Annotated[Optional[str], typer.Argument(
         help="Block device to WIPE and calibrate (raw-device runs, at most 5 minutes). "
-             "Omit it (and --scratch) to refit the model's prior width instead.")] = None,
+             "Without it (and --scratch): the old spelling of `fsadvisor refit`.")] = None,
     scratch: Annotated[Optional[str], typer.Option(
         "--scratch", metavar="SIZE", help="Calibrate a file-backed loop device of SIZE (e.g. 1G).")] = None,
     scratch_dir: Annotated[Optional[str], typer.Option(
@@ -72,7 +74,8 @@ def calibrate(
         "--runtime", metavar="SECONDS", callback=limit_option("runtime"),
         help="Measurement window per run (default 4; shrunk to fit 5 minutes)." + limits.help_range("runtime"))] = None,
     reps: Annotated[Optional[int], typer.Option(
-        "--reps", min=1, help="Repetitions of the key runs (default 3; the QD sweep gets one fewer).")] = None,
+        "--reps", callback=limit_option("reps"),
+        help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)." + limits.help_range("reps"))] = None,
     plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
     force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).")] = False,
     yes_wipe: Annotated[Optional[str], typer.Option(
@@ -89,11 +92,14 @@ def calibrate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (parameters with 90% intervals) as JSON.")] = False,
 ) -> None:
     """Learn DEVICE's own parameters (service times, IOPS and bandwidth ceilings, flush
-    cost, parallelism) from a raw-device probe of at most 5 minutes and store them; without
-    DEVICE, refit the model's prior width on the store. DESTROYS ALL DATA on DEVICE."""
+    cost, parallelism) and this host's CPU speed from a raw-device probe of at most 5
+    minutes and store them. DESTROYS ALL DATA on DEVICE. (Without DEVICE: `fsadvisor
+    refit`, the old spelling.)"""
     from fsadvisor.service import calibration, probing
 
     if device is None and scratch is None:
+        typer.echo("fsadvisor: note: refitting the model is `fsadvisor refit` now; `calibrate` "
+                   "without a DEVICE still does it", err=True)
         _model_calibration(output, folds, db, as_json)
         return
     if output is not None:
@@ -136,3 +142,21 @@ def calibrate(
         emit_json(result.to_dict())
     else:
         _print_params(result)
+
+
+@app.command()
+@domain_errors
+def refit(
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help="Write the calibration here instead of beside the store (<db>.calibration.json).")] = None,
+    folds: Annotated[int, typer.Option(
+        "--folds", callback=limit_option("folds"),
+        help="Cross-validation folds for the prior width." + limits.help_range("folds"))] = 5,
+    db: Annotated[Optional[str], typer.Option(
+        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON.")] = False,
+) -> None:
+    """Refit the model on the store: choose the prior width of the configuration effects by
+    cross-validation and write it beside the store (run it after probing). Touches no
+    device."""
+    _model_calibration(output, folds, db, as_json)

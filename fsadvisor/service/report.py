@@ -107,7 +107,7 @@ def _fs_config(c: dict[str, Any]) -> FsConfig:
 
 def model_provenance(db: str | None) -> dict[str, Any]:
     """Which model the predictions come from and its validated error: the held-out-source-
-    table cross-validation stored with the calibration in use (``fsadvisor calibrate``)."""
+    table cross-validation stored with the calibration in use (``fsadvisor refit``)."""
     from fsadvisor.service.advice import get_model
     from fsadvisor.predict.settings import ModelSettings
 

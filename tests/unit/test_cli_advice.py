@@ -116,8 +116,8 @@ def test_recommend_text_output():
     (["predict", "--config", '{"filesystem": "ext4", "ag_count": 8}', "--profile", "oltp"], "ag"),
     (["predict", "--config", "[" * 100000, "--profile", "oltp"], "nested"),
     (["validate", "--folds", "0"], "folds"),
-    (["calibrate", "--output", ""], "output"),
-    (["calibrate", "--output", "/"], "directory"),
+    (["refit", "--output", ""], "output"),
+    (["refit", "--output", "/"], "directory"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, words):
     r = run(*args)
@@ -202,14 +202,22 @@ def test_validate_reports_cross_validated_error_both_ways():
         doc["by_row"]["prior_only"]["median_abs_log_error"]
 
 
-def test_calibrate_writes_parameters_with_provenance(tmp_path):
+def test_refit_writes_parameters_with_provenance(tmp_path):
     out = tmp_path / "cal.json"
-    r = run("calibrate", "--output", str(out), "--folds", "3")
+    r = run("refit", "--output", str(out), "--folds", "3")
     assert r.exit_code == 0, r.output
     doc = json.loads(out.read_text())
     assert doc["prior_scale"] in (0.1, 0.25, 0.5, 1.0)
     assert len(doc["prior_scale_search"]) == 4
     assert "how" in doc and doc["observations_used"] > 100
+
+
+def test_calibrate_without_a_device_is_the_old_spelling_of_refit_with_a_note(tmp_path):
+    out = tmp_path / "cal.json"
+    r = run("calibrate", "--output", str(out), "--folds", "3")
+    assert r.exit_code == 0, r.output
+    assert "refitting the model is `fsadvisor refit` now" in r.output
+    assert json.loads(out.read_text())["prior_scale"] in (0.1, 0.25, 0.5, 1.0)
 
 
 def test_recommend_never_prints_a_ready_mkfs_for_the_root_disk():
