@@ -19,6 +19,7 @@ import typer
 
 from fsadvisor.service import options as limits
 from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
+from fsadvisor.cli.db import DbOpt
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
@@ -31,6 +32,15 @@ _ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
          ("parallelism", "internal parallelism", 1.0, "in flight"),
          ("host_cpu_factor", "host CPU time per call", 1.0, "x the reference machine's"),
          ("host_cores", "host CPUs", 1.0, "cores"))
+
+
+# The refit's options, declared once for `refit` and for `calibrate` without a DEVICE.
+RefitOutput = Annotated[Optional[str], typer.Option(
+    "--output", "-o", help="Refit: write the model calibration here instead of beside the "
+                           "store (<db>.calibration.json).")]
+RefitFolds = Annotated[int, typer.Option(
+    "--folds", callback=limit_option("folds"),
+    help="Refit: cross-validation folds for the prior width." + limits.help_range("folds"))]
 
 
 def _print_params(res) -> None:
@@ -82,13 +92,9 @@ def calibrate(
         "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
-    output: Annotated[Optional[str], typer.Option(
-        "--output", "-o", help="Model calibration only: write it here instead of beside the store (<db>.calibration.json).")] = None,
-    folds: Annotated[int, typer.Option(
-        "--folds", callback=limit_option("folds"),
-        help="Model calibration only: cross-validation folds for the prior width." + limits.help_range("folds"))] = 5,
-    db: Annotated[Optional[str], typer.Option(
-        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
+    output: RefitOutput = None,
+    folds: RefitFolds = 5,
+    db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (parameters with 90% intervals) as JSON.")] = False,
 ) -> None:
     """Learn DEVICE's own parameters (service times, IOPS and bandwidth ceilings, flush
@@ -147,13 +153,9 @@ def calibrate(
 @app.command()
 @domain_errors
 def refit(
-    output: Annotated[Optional[str], typer.Option(
-        "--output", "-o", help="Write the calibration here instead of beside the store (<db>.calibration.json).")] = None,
-    folds: Annotated[int, typer.Option(
-        "--folds", callback=limit_option("folds"),
-        help="Cross-validation folds for the prior width." + limits.help_range("folds"))] = 5,
-    db: Annotated[Optional[str], typer.Option(
-        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
+    output: RefitOutput = None,
+    folds: RefitFolds = 5,
+    db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON.")] = False,
 ) -> None:
     """Refit the model on the store: choose the prior width of the configuration effects by

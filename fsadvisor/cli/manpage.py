@@ -41,8 +41,11 @@ def _commands(group, ctx, prefix: str = ""):
 
 
 def render() -> str:
-    from fsadvisor import __version__
+    from importlib.metadata import version
+
     from fsadvisor.cli import _register, app
+
+    __version__ = version("fsadvisor")  # as --version prints it
 
     _register()
     root = typer.main.get_command(app)
