@@ -65,7 +65,7 @@ def mount_unit(config: FsConfig, target: Target, mountpoint: str) -> tuple[str, 
     name = systemd_escape_path(mountpoint) + ".mount"
     return name, ("# written by fsadvisor apply; the unit name must match Where=\n"
                   "[Unit]\n"
-                  f"Description=fsadvisor: {cfg.fs} ({cfg.key()}) on {mountpoint}\n"
+                  f"Description=fsadvisor: {cfg.label()} on {mountpoint}\n"
                   "\n[Mount]\n"
                   f"What={what}\nWhere={mountpoint}\nType={cfg.fs}\n"
                   f"Options={mount_options_string(cfg)}\n"

@@ -652,7 +652,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
             _, cfg, n = best_unconstrained
             p = shown(preds[n])
             hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
-                    f"p99 {p.p99_latency_ms:.2f} ms ({cfg.key()})")
+                    f"p99 {p.p99_latency_ms:.2f} ms ({cfg.label()})")
         raise FsAdvisorError(
             f"no configuration satisfies profile {profile.name!r} "
             f"({', '.join(parts) or 'durability/feature constraints'}; "

@@ -586,7 +586,7 @@ class Chooser:
             if last is not None and last.status not in ("ok", "done-before"):
                 # a cell that fails or is skipped here would be chosen again and again
                 self.excluded[cfg.key()] = f"{last.status}: {last.error or ''}".strip()
-                self._note(f"{cfg.key()} left out of the choice ({last.status})")
+                self._note(f"{cfg.label()} left out of the choice ({last.status})")
 
     def _note(self, message: str, d: Decision | None = None) -> None:
         # with the decision: where the probe stands, as fields a front end shows

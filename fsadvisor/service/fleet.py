@@ -93,7 +93,7 @@ def recommend_per_model(profile: str, db: PathLike | None = None, top: int = 1,
             "imported_runs": sum(r["origin"] == "imported" for r in members),
             "raw_runs_fitted": len(raw),
             "device_parameters": describe(params), "note": note,
-            "headline": (f"{best.config.key()} (predicted {rec.rank_by} {_fmt(best, rec.rank_by)})"
+            "headline": (f"{best.config.label()} (predicted {rec.rank_by} {_fmt(best, rec.rank_by)})"
                          if best else "no configuration meets the profile's constraints"),
             "recommendation": rec.to_dict(),
         })

@@ -1,0 +1,52 @@
+"""What a person reads never shows the program's internals: no configuration key
+("ext4 [] () none"), no Python repr (FsConfig(...), {'...': ...}, None, True), in the human
+output of the commands that print configurations, and in the files apply writes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+import fsadvisor.cli as cli
+
+INTERNAL = re.compile(r"\[[^\]]*\] \([^)]*\) (none|mq-deadline|kyber|bfq)\b"  # FsConfig.key()
+                      r"|\b(FsConfig|Workload|Device|Prediction|Ranked)\("  # a dataclass repr
+                      r"|\{'[a-z_]+': "  # a dict repr
+                      r"|\bNone\b|\bTrue\b|\bFalse\b")
+
+COMMANDS = [
+    ["recommend", "-p", "oltp"],
+    ["recommend", "-p", "fio-randwrite-4k-j1", "--device", "samsung-pm9a3-3.84tb-u2",
+     "--plp", "yes", "--load", "20000"],
+    ["predict", "--config", '{"filesystem": "xfs", "mount": ["noatime"]}', "-p", "oltp"],
+    ["compare", "-p", "oltp", "1", "2"],
+    ["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests", "2000"],
+    ["apply", "--rank", "1", "-p", "oltp", "--device", "/dev/nvme0n1", "--mount-unit",
+     "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=[a[0] for a in COMMANDS])
+def test_human_output_carries_no_internal_token(args, tmp_db):
+    cli._register()
+    r = CliRunner().invoke(cli.app, args)
+    assert r.exit_code == 0, r.output
+    bad = [ln for ln in r.output.splitlines() if INTERNAL.search(ln)]
+    assert not bad, bad[:5]
+
+
+def test_the_files_apply_writes_carry_no_internal_token(tmp_path):
+    from fsadvisor.catalog.artifacts import build
+    from fsadvisor.catalog.udev import Target
+    from fsadvisor.domain import FsConfig
+
+    cfg = FsConfig.make("xfs", {"inode_size": 1024}, ["noatime"], scheduler="mq-deadline",
+                        ag_count=8)
+    a = build(cfg, Target("/dev/nvme0n1", "nvme0n1"), "/srv/data", with_mount_unit=True)
+    for name, text in a.files.items():
+        bad = [ln for ln in text.splitlines() if INTERNAL.search(ln)
+               and not ln.lstrip().startswith(("when:", "failed_when:", "changed_when:",
+                                                "create:", "enabled:", "daemon_reload:"))]
+        assert not bad, (name, bad[:5])
