@@ -111,6 +111,35 @@ def emit_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
 
 
+# One metavar per option name, whatever command it is on (typer's defaults are <str>,
+# <int>, <float>): what --help, the man page and the README show. An option that sets its
+# own metavar keeps it; a new option without one gets its name in capitals (command_tree).
+METAVARS = {
+    "--config": "JSON", "--workload": "JSON", "--db": "PATH", "--device": "DEVICE",
+    "--energy": "SOURCE", "--source": "SOURCE", "--folds": "N", "--format": "FORMAT",
+    "--fs": "FS,...", "--kind": "KIND", "--load": "RATE", "--matrix": "ID",
+    "--mountpoint": "PATH", "--name": "NAME", "--out": "FILE", "--output": "FILE",
+    "--plp": "yes|no|unknown", "--price": "PER_KWH", "--profile": "NAME|FILE", "--pue": "X",
+    "--rank": "N", "--reps": "N", "--requests": "N", "--schedulers": "SCHED,...",
+    "--scope": "system|cpu+dram|drive", "--seconds": "SECONDS", "--sector-size": "512|4096",
+    "--seed": "N", "--servers": "N", "--set": "KNOB=VALUE", "--sigma": "SD",
+    "--table": "TABLE", "--top": "N", "--vary": "KNOB=V1,V2",
+}
+
+
+def command_tree(group=None):
+    """The Click command typer builds from ``app``, with one metavar per option name
+    (METAVARS): main, the man page and the tests all read this tree."""
+    root = typer.main.get_command(app) if group is None else group
+    for name in getattr(root, "commands", {}):
+        command_tree(root.commands[name])
+    for p in getattr(root, "params", ()):
+        if p.param_type_name == "option" and not p.is_flag and p.metavar is None:
+            long = max(p.opts, key=len)
+            p.metavar = METAVARS.get(long, long.lstrip("-").upper())
+    return root
+
+
 def _register() -> None:
     # Command groups live in their own modules; importing them registers them on ``app``.
     import importlib
@@ -221,12 +250,12 @@ def _main(argv: list[str] | None, collector_paused: bool = False) -> None:
         if only:
             app.registered_commands, app.registered_groups = only, []
         try:
-            command = typer.main.get_command(app)
+            command = command_tree()
         finally:
             app.registered_commands, app.registered_groups = everything, groups
     else:
         _register()
-        command = typer.main.get_command(app)
+        command = command_tree()
     if collector_paused and not collector_may_stay_paused(args):
         import gc
         gc.enable()  # the program is loaded; the command's own work gets its collector

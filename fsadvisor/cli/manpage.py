@@ -43,12 +43,12 @@ def _commands(group, ctx, prefix: str = ""):
 def render() -> str:
     from importlib.metadata import version
 
-    from fsadvisor.cli import _register, app
+    from fsadvisor.cli import _register, command_tree
 
     __version__ = version("fsadvisor")  # as --version prints it
 
     _register()
-    root = typer.main.get_command(app)
+    root = command_tree()
     ctx = root.context_class(root, info_name="fsadvisor")  # typer's own (vendored) Click
     lines = [
         f'.TH FSADVISOR 1 "" "fsadvisor {__version__}" "User Commands"',

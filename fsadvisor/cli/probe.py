@@ -179,7 +179,7 @@ def probe(
     schedulers: Annotated[str, typer.Option(
         "--schedulers", help="I/O schedulers, comma-separated (none,mq-deadline,kyber,bfq).")] = "none,mq-deadline",
     profile: Annotated[Optional[str], typer.Option(
-        "--profile", metavar="NAME", autocompletion=complete_profile, help="Your workload (preset name or TOML file), run next to the micro matrix.")] = None,
+        "--profile", metavar="NAME|FILE", autocompletion=complete_profile, help="Your workload (preset name or TOML file), run next to the micro matrix.")] = None,
     micro: Annotated[bool, typer.Option("--micro/--no-micro", help="Run the standard micro matrix.")] = True,
     workloads: Annotated[Optional[str], typer.Option(
         "--workloads", metavar="NAMES", help="Only these micro workloads (comma-separated).")] = None,

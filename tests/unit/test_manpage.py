@@ -55,3 +55,22 @@ def test_shell_completion_is_offered_and_completes_commands_options_and_presets(
     assert _complete("fsadvisor rec") == ["recommend"]
     assert {"--fs", "--force"} <= set(_complete("fsadvisor probe --f"))
     assert _complete("fsadvisor recommend --profile olt") == ["oltp"]
+
+
+def test_every_option_names_its_value_the_same_way_everywhere():
+    """No typer default metavar (<str>, <int>, <float>) in any --help, and one option name
+    has one metavar on every command (fsadvisor.cli.METAVARS)."""
+    from fsadvisor.cli import _register, command_tree
+    _register()
+    seen: dict[str, set[str]] = {}
+
+    def walk(cmd) -> None:
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub)
+        for p in getattr(cmd, "params", ()):
+            if p.param_type_name == "option" and not p.is_flag:
+                assert p.metavar and "<" not in p.metavar, (cmd.name, p.opts, p.metavar)
+                seen.setdefault(max(p.opts, key=len), set()).add(p.metavar)
+    walk(command_tree())
+    # --out is a directory for apply (several files) and a file for profiles capture
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {"--out": {"DIR", "FILE"}}
