@@ -132,7 +132,12 @@ def command_tree(group=None):
     (METAVARS): main, the man page and the tests all read this tree."""
     root = typer.main.get_command(app) if group is None else group
     for name in getattr(root, "commands", {}):
-        command_tree(root.commands[name])
+        sub = command_tree(root.commands[name])
+        if not sub.short_help and sub.help:
+            # The listing shows the first sentence whole (Click would cut it at 45
+            # characters with "..."): a person reads what the command does.
+            first = " ".join(sub.help.split()).split(". ")[0].rstrip(".")
+            sub.short_help = first + "."
     for p in getattr(root, "params", ()):
         if p.param_type_name == "option" and not p.is_flag and p.metavar is None:
             long = max(p.opts, key=len)

@@ -52,6 +52,7 @@ def test_shell_completion_is_offered_and_completes_commands_options_and_presets(
     p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "--help"], capture_output=True,
                        text=True, timeout=60)
     assert "--install-completion" in p.stdout and "--show-completion" in p.stdout
+    assert "..." not in p.stdout.split("Commands:")[1]  # descriptions whole, never cut
     assert _complete("fsadvisor rec") == ["recommend"]
     assert {"--fs", "--force"} <= set(_complete("fsadvisor probe --f"))
     assert _complete("fsadvisor recommend --profile olt") == ["oltp"]
