@@ -68,7 +68,7 @@ def _fmt_range(r) -> str:
 @domain_errors
 def recommend(
     profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Preset name or path to a profile TOML.")],
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only), a library drive name (fsadvisor devices list, e.g. samsung-pm9a3-3.84tb-u2) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
     top: Annotated[int, typer.Option("--top", "-n", callback=limit_option("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
     plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
     sector_size: Annotated[Optional[int], typer.Option("--sector-size", help="Logical sector size of a device given by size or name: 512 | 4096 (default 4096, the stricter: every command shown also runs on 512-byte sectors). A device path uses its own.")] = None,
@@ -176,7 +176,7 @@ def predict(
     config: Annotated[Optional[str], typer.Option("--config", "-c", help='Configuration JSON, e.g. {"filesystem":"xfs","mount":["noatime"],"ag_count":16}.')] = None,
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys).")] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library drive name (fsadvisor devices list) or spec (default nvme:1T).")] = None,
     scope: ScopeOpt = "system",
     batch: Annotated[bool, typer.Option("--batch", help="Read JSON Lines requests on stdin, write one JSON line per request.")] = False,
     db: DbOpt = None,

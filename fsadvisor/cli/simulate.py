@@ -45,7 +45,7 @@ def simulate(
     config: Annotated[str, typer.Option("--config", "-c", help='Configuration JSON, e.g. {"filesystem":"xfs","ag_count":16}.')],
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys).")] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path or spec (default nvme:1T).")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library drive name (fsadvisor devices list) or spec (default nvme:1T).")] = None,
     vary: Annotated[Optional[list[str]], typer.Option("--vary", help="One knob and its values (repeat only for the same knob: its values combine), e.g. numjobs=1,4,16 | iodepth=1,32 | fsync_every=0,1,32 | plp=no,yes | bs=4k,128k | rwmixread=0,70,100.")] = None,
     setting: Annotated[Optional[list[str]], typer.Option("--set", help="A knob fixed for every variant, e.g. --set iodepth=4 (also burst=N with pause_ms=MS).")] = None,
     seed: Annotated[int, typer.Option("--seed", callback=limit_option("seed"), help="Random seed; the same seed gives the same output." + limits.help_range("seed"))] = 0,
