@@ -352,8 +352,7 @@ FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
 
 # The records of measurements (EnergyReading, Observation, RunRecord) live in records.py and
 # are this module's names too, imported on first use (PEP 562): a `recommend` from a cached
-# fit never builds one, and generating their dataclass methods was ~1.5 ms of its start-up
-# (issue 13).
+# fit never builds one, and generating their dataclass methods was ~1.5 ms of its start-up.
 _RECORDS = ("EnergyReading", "Observation", "RunRecord")
 
 

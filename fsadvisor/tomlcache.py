@@ -2,7 +2,7 @@
 
 Every `recommend` reads five TOML documents (the model's priors and device figures, the
 mechanisms' explanations, the profile presets). Parsing the five with tomllib took 1.9 ms,
-and importing tomllib ~1.1 ms by -X importtime, of a start-up that issue 13 holds to 2x a
+and importing tomllib ~1.1 ms by -X importtime, of a start-up held to 2x a
 numpy import; reading the same data back from their JSON copies (C-parsed) takes 0.2 ms
 (measured in-process, 2026-11-25).
 

@@ -5,7 +5,7 @@ lines: ``$XDG_DATA_HOME`` / ``$XDG_CACHE_HOME`` when set to an absolute path (th
 relative one is invalid and ignored), else ``~/.local/share`` / ``~/.cache``; then the
 application's own directory. platformdirs computes the same on Linux (a test holds the two
 equal), but importing it (it pulls in tempfile and random) cost ~3.5 ms of every
-`recommend`, against an issue 13 budget of ~40 ms for all of fsadvisor's own start-up.
+`recommend`, against a budget of ~40 ms for all of fsadvisor's own start-up.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def _register() -> None:
             importlib.import_module(f"{__name__}.{mod.name}")
 
 
-# The module defining each of the offline commands that must start fast (issue 13): for
+# The module defining each of the offline commands that must start fast: for
 # these, main() loads that one module, so typer builds its commands instead of inspecting
 # every command's signature (~60 functions) and importing every module's service (~30 ms
 # measured for simulate). The app has a callback (_root), so typer always builds a group,

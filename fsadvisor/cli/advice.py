@@ -3,7 +3,7 @@
 # No `from __future__ import annotations` here, unlike the rest of fsadvisor: typer reads
 # each command's parameters from its annotations, and postponed (string) ones it must eval
 # one by one when it builds the command. Evaluated once at import instead, building
-# `recommend` took 0.9 ms instead of 2.4 ms of every run (2026-11-25, issue 13).
+# `recommend` took 0.9 ms instead of 2.4 ms of every run (2026-11-25).
 
 import json
 import os
@@ -88,7 +88,7 @@ def recommend(
     worth = None
     if load is not None or price is not None or servers != 1 or pue != 1.0:
         # Refuse bad numbers before the ranking runs (the defaults need no check, and
-        # without them the yearly arithmetic is not loaded: ~1 ms of start-up, issue 13).
+        # without them the yearly arithmetic is not loaded: ~1 ms of start-up).
         from fsadvisor.service import worth
         worth.check_inputs(load, price, servers, pue)
     rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,

@@ -2,7 +2,7 @@
 
 Kept apart from host/device.py (the read-only inspection of real devices and the probe's
 safety verdict, ~2.5 ms to import): a `recommend` for ``nvme:1.92T`` needs only this, and
-imports host/device.py only for a path (issue 13).
+imports host/device.py only for a path.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from fsadvisor.errors import ConfigError, one_line
 from fsadvisor.sizes import parse_size
 
 # ram-loop: a loop device whose backing file is in RAM (tmpfs, e.g. /dev/shm); zram: a
-# compressed RAM block device. Both are device classes of this machine (issue 10 §3) with
+# compressed RAM block device. Both are device classes of this machine with
 # figures of their own in models/devices.toml; "loop" is a loop device over a disk file.
 DEVICE_KINDS = ("nvme", "sata-ssd", "hdd", "loop", "ram-loop", "zram", "unknown")
 

@@ -3,8 +3,8 @@
 The model (predict/predict.py) caps only what certainly reaches the device: it leaves
 buffered reads (the page cache may serve them) and application-level operations (a
 Filebench file op, a database transaction) uncapped, and its cap is smooth. A sysadmin
-reading "13 GB/s" for a drive rated at 7 GB/s stops trusting every other number (issue 12
-§3), so recommend and predict pass each prediction through this hard cap as well: IOPS at
+reading "13 GB/s" for a drive rated at 7 GB/s stops trusting every other number, so
+recommend and predict pass each prediction through this hard cap as well: IOPS at
 most the device's IOPS ceiling for the workload's read/write mix, IOPS × request size at
 most its bandwidth ceiling. The ceilings are the DeviceParams values the prediction names
 in ``basis["device_params"]``; throughput lost to the cap is lost to ops/J and bytes/J (the

@@ -5,7 +5,7 @@ for every candidate, plus each candidate's configuration features (a row of C, ~
 mapped into the coefficients' columns by M. What a ranking does with X is products with a
 vector (each candidate's covariance with #1) and a few rows (the leaders'), so X (N x ~190,
 for 2,752 candidates 4 MB, and in a one-shot `recommend` mostly page faults) is never built:
-X v = k.v + C (M v), and a row is k + c M (issue 13).
+X v = k.v + C (M v), and a row is k + c M.
 """
 
 from __future__ import annotations

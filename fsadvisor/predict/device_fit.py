@@ -15,8 +15,8 @@ from fsadvisor.predict.device_params import (HOST_KEYS, PARAM_KEYS, PRIOR_LOG_SD
 # floors keep that honest. LOG_SD_FLOOR: three reps that agree to 0.1% do not make a device
 # parameter known to 0.1% (drift between a 5-minute calibration and the user's workload,
 # temperature, GC: assumption, ~3%). SINGLE_RUN_LOG_SD: one run says nothing about its own
-# noise; rep-to-rep differences of 10-20% were seen on this machine's loop devices (issue 10:
-# "single-run noise is learned as a real effect (noatime +15%)"), so one run gets 0.2.
+# noise; rep-to-rep differences of 10-20% were seen on this machine's loop devices (single-
+# run noise was once learned as a real effect, noatime +15%), so one run gets 0.2.
 LOG_SD_FLOOR = 0.03
 SINGLE_RUN_LOG_SD = 0.2
 # A host figure as measured (host/cpu.py): the best of 7 pread rounds repeats within ~2% on

@@ -315,7 +315,7 @@ def source_group(source: str) -> str:
 
 # A cached fit is one file: this line, a line of JSON metadata (with the full cache key the
 # caller gave), then theta and cov as one float64 array in numpy's .npy format. Not an
-# .npz: importing zipfile for it alone was 1.6 ms of a `recommend` (issue 13).
+# .npz: importing zipfile for it alone was 1.6 ms of a `recommend`.
 _MODEL_MAGIC = b"fsadvisor-model 1\n"
 
 
@@ -410,7 +410,7 @@ def settings_key(s: ModelSettings) -> str:
 
 
 def observations_hash(observations: Sequence[Observation]) -> str:
-    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
+    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
     h = hashlib.sha256()
     for o in observations:
         h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,

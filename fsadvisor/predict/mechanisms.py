@@ -84,7 +84,7 @@ META_CPU_LOG_SD = 0.7
 # name -> (prior mean, prior sd, why). Prefix match: "m:fsync:" covers every filesystem.
 PRIORS: dict[str, tuple[float, float, str]] = {
     "m:cow": (1.0, 0.3, "seed 002 allocator section: 16-24 KB of metadata per 4 KB CoW write"),
-    "m:btrfs.write": (0.7, 0.5, "issue 10: btrfs ~3x below ext4/xfs for large sequential "
+    "m:btrfs.write": (0.7, 0.5, "btrfs ~3x below ext4/xfs for large sequential "
                                 "writes on this machine's probe"),
     "m:data_journal": (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
     # Shared across filesystems (m:fsync, m:flush, m:cpu), then each filesystem's deviation.
@@ -146,7 +146,7 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
     lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
     if w.metadata_frac > 0:
         # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
-        # second on this machine, issue 10), not two synchronous device writes; with fsync it
+        # second on this machine), not two synchronous device writes; with fsync it
         # pays a journal commit (one write) and a flush on top.
         meta_us = META_CPU_US * host_factor(p) + (
             (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)

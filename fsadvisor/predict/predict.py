@@ -188,7 +188,7 @@ class _Factored(_Dense):
     x.theta = k.theta + c.(M theta) and x cov x' = k cov k' + 2 c.(M cov k') + c (M cov M') c'.
     For 2,752 candidates that is N x 94 products instead of five N x 187 designs (4 MB each)
     and their copies: a one-shot `recommend`'s in-process time went from 41-46 to 32-34 ms
-    with it (2026-11-24; issue 13).
+    with it (2026-11-24).
     The design of log ops/J is built out only for predict_many (``matrix``); a ranking
     gets it as :class:`DesignRows` (``rows``)."""
 

@@ -92,7 +92,7 @@ def sigma_for_p99_over_mean(ratio: float) -> float:
 
 DEFAULT_SIGMA = sigma_for_p99_over_mean(SEED002_RAW_P99_US / SEED002_RAW_MEAN_US)  # 0.654
 # 10,000 requests per variant: the p99 rests on its 100 slowest, and its 95% batch-means
-# interval is printed beside it (issue 13: fewer simulated requests, the precision stated).
+# interval is printed beside it (fewer simulated requests, the precision stated).
 DEFAULT_REQUESTS = 10_000
 META_WRITE_BYTES = 4096  # a journal record or an inode block
 LABEL = "simulated from the fitted model — not a measurement"
@@ -233,7 +233,7 @@ class DeviceTimes:
         """Media and flush times x ``k``; the controller stage x ``max(k, 1)``. The transfer
         stage is the device's IOPS/bandwidth ceiling (predict/ceilings.py): a filesystem can
         make the device slower than that, never faster, so no calibration speeds it up (a
-        variant once reached twice the drive's bandwidth that way, issue 12 §7)."""
+        variant once reached twice the drive's bandwidth that way)."""
         x = max(k, 1.0)
         return replace(self, read_us=self.read_us * k, write_us=self.write_us * k,
                        flush_us=self.flush_us * k, read_xfer_us=self.read_xfer_us * x,
@@ -491,7 +491,7 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
             if due:
                 # The operation's latency includes the fsync it waits for (a commit), as the
                 # model's Little's-law mean (concurrency / IOPS) counts it: one story for the
-                # mean latency in predict and simulate (issue 12 §7).
+                # mean latency in predict and simulate.
                 # The fsync's flush, inline (a generator and a delegation fewer per fsync).
                 tf = env._now
                 if st[0] == 0:

@@ -27,7 +27,7 @@ from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings
 
 METRICS = ("iops", "ops_per_joule")
-SEPARABLE_SE = 3.0  # issue 10 §4: "means differ by more than 3 pooled standard errors"
+SEPARABLE_SE = 3.0  # a separable pair: means differ by more than 3 pooled standard errors
 
 
 @dataclass(frozen=True)

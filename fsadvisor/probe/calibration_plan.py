@@ -31,7 +31,7 @@ from fsadvisor.probe.plan import (KIB, MIB, MICRO_BY_NAME, Cell, Plan, WorkloadS
                                   default_size_bytes, with_ioengine)
 from fsadvisor.probe.timing import cell_seconds
 
-# Issue 10 §2: "a raw-device probe of at most 5 minutes".
+# The calibration promises "a raw-device probe of at most 5 minutes".
 BUDGET_S = 300.0
 DEFAULT_RUNTIME_S = 4.0
 MIN_RUNTIME_S = 1.0

@@ -290,7 +290,7 @@ class Plan:
         d = self.to_dict()
         for k in ("device", "db_path", "force"):
             d.pop(k, None)
-        import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
+        import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

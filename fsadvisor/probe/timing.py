@@ -4,8 +4,7 @@ cell spends outside its window, and the fill of its data set.
 Pure and light on purpose: `recommend` says how long a probe would take to settle a tie
 (service/advice.settle_cells) and how long an adaptive probe would take (service/answer)
 from these figures without loading the probe's planning (probe/plan.py builds its cells
-and its estimate on them; importing it cost ~1.7 ms of a `recommend` by -X importtime,
-issue 13).
+and its estimate on them; importing it cost ~1.7 ms of a `recommend` by -X importtime).
 """
 
 from __future__ import annotations

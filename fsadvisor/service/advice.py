@@ -285,7 +285,7 @@ def _short_number(x: float, scale_of: float | None = None) -> str:
 
 def _measured_first(rec: Recommendation, db: str | None) -> None:
     """When the user's own runs of this profile on this device measured a recommended
-    configuration, its first why-line says so, before any paper (issue 12 §6)."""
+    configuration, its first why-line says so, before any paper."""
     dev = rec.device
     if not dev.path and not dev.serial:
         return

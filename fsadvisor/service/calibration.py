@@ -21,7 +21,7 @@ from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams
 # What predict/recommend look up (a device's parameters, the line that says where they come
 # from) is service/device_figures.py, which loads neither this module nor the fitting code:
-# they must start fast (issue 13). Its names stay ours for the callers of a calibration.
+# they must start fast. Its names stay ours for the callers of a calibration.
 from fsadvisor.service.device_figures import describe, device_params_for, devices_table  # noqa: F401
 # The planning and probing modules (fsadvisor.probe, ~30 ms of imports) and the fitting
 # (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.

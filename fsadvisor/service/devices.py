@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fsadvisor.devicelib import LibraryDrive
 
 # The library (devicelib: its TOML files and dataclasses, ~2 ms) is imported by the functions
-# that read it, so a `recommend` for a path or a kind:size spec never loads it (issue 13).
+# that read it, so a `recommend` for a path or a kind:size spec never loads it.
 
 # Device.model of a library drive: "<model> [library: <name>]" — the output names the drive
 # and library_drive_of() finds it again.

@@ -48,7 +48,7 @@ def loads(text: str | None) -> Any:
 
 
 def digest(obj: Any) -> str:
-    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend` (issue 13)
+    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
     return hashlib.sha256(dumps(obj).encode("utf-8", "surrogatepass")).hexdigest()
 
 
