@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from fsadvisor.catalog.commands import fstab_line, mkfs_argv, mount_options_string
 from fsadvisor.catalog.rules import canonical
 # The udev rule and the device it names are catalog/udev.py's (recommend prints the rule
-# without loading this builder); they stay this module's names for apply and its callers.
-from fsadvisor.catalog.udev import (UDEV_RULE_PATH, UUID_PLACEHOLDER, Target,  # noqa: F401
-                                    kernel_pattern, udev_rule)
+# without loading this builder).
+from fsadvisor.catalog.udev import UDEV_RULE_PATH, UUID_PLACEHOLDER, Target, udev_rule
 from fsadvisor.domain import FsConfig
 
 @dataclass

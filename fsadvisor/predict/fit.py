@@ -65,10 +65,6 @@ def cell_tag(cfg: FsConfig, w: Workload) -> str:
     return f"{cfg.with_(scheduler='none').key()}\t{w.key()}"
 
 
-# Kept for callers of the first version of this module.
-own_effects = measured_here
-
-
 def _replicate_var(obs: Observation) -> float:
     """Variance of log(value) of a cell mean over ``n`` runs with sample sd ``sd``."""
     if obs.relative_to is not None or not measured_here(obs):

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from fsadvisor import catalog
-from fsadvisor.catalog.artifacts import Artifacts, Target, build
+from fsadvisor.catalog.artifacts import Artifacts, build
+from fsadvisor.catalog.udev import Target
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host.run import CommandNotFound, run

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fsadvisor.catalog.artifacts import (Target, build, kernel_pattern, systemd_escape_path,
-                                         udev_rule)
+from fsadvisor.catalog.artifacts import build, systemd_escape_path
+from fsadvisor.catalog.udev import Target, kernel_pattern, udev_rule
 from fsadvisor.cli import _register, app
 from fsadvisor.domain import FsConfig
 from fsadvisor.service.apply import apply, check_mountpoint
