@@ -20,6 +20,9 @@ def clock(seconds: float | None) -> str:
     return service_clock(seconds)
 
 EXIT_INTERRUPTED = 130
+# Without a profile there is nothing to decide adaptively; a matrix longer than this is run
+# only when asked for (--full): `probe DEVICE` alone plans hundreds of cells.
+FULL_ONLY_ABOVE_S = 3600.0
 EXIT_CELLS_FAILED = 1
 
 
@@ -230,7 +233,12 @@ def probe(
         "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
     adaptive: Annotated[bool, typer.Option(
         "--adaptive", help="Let the model choose each next cell of the --profile matrix and stop "
-                           "once the winner is settled (calibrates the device first if needed).")] = False,
+                           "once the winner is settled (calibrates the device first if needed). "
+                           "The default with --profile.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Run the whole matrix (the micro matrix, and the profile's with --profile) "
+                       "instead of the adaptive probe; without --profile a matrix over an hour "
+                       "needs it.")] = False,
     budget: Annotated[Optional[str], typer.Option(
         "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a quarter of the full matrix's estimate).")] = None,
     target_confidence: Annotated[float, typer.Option(
@@ -267,12 +275,22 @@ def probe(
         idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp, db=db, dry_run=dry_run,
         force=force)
     from fsadvisor.service import adaptive as ad
-    if adaptive or ad.resumes_adaptive(request):  # an adaptive probe resumes adaptively
+    if adaptive and full:
+        fail("--adaptive and --full exclude each other")
+    # With a profile the adaptive probe is the default: the model measures what decides,
+    # within a budget stated before anything starts. --full runs everything.
+    if adaptive or ad.resumes_adaptive(request) or (profile is not None and not full
+                                                     and not resume):
         _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe)
         return
     if budget is not None:
-        fail("--budget applies to --adaptive")
+        fail("--budget applies to the adaptive probe (--profile without --full)")
     plan = probing.plan_probe(request)
+    if profile is None and not full and not resume and not dry_run and \
+            plan.estimated_seconds() > FULL_ONLY_ABOVE_S:
+        fail(f"this is the whole matrix: {len(plan.cells())} cells, about "
+             f"{clock(plan.estimated_seconds())}; give --profile NAME for an adaptive probe of "
+             "your workload, narrow it (--fs, --workloads, --quick), or pass --full")
 
     if dry_run:
         shown = probing.preview(request, plan)

@@ -418,9 +418,12 @@ def run_request(request: ProbeRequest, confirm: str | None = None,
 # --------------------------------------------------------------------------- adaptive
 
 def adaptive_argv(request: ProbeRequest, target: float, budget: str | None) -> list[str]:
-    """``fsadvisor probe ... --adaptive [--budget B] [--target-confidence P]``."""
+    """``fsadvisor probe ... --profile P [--budget B] [--target-confidence P]``: with a
+    profile the adaptive probe is the default (``--adaptive`` only without one)."""
     from fsadvisor.service import adaptive as ad
-    argv = replace(request, dry_run=False).to_argv() + ["--adaptive"]
+    argv = replace(request, dry_run=False).to_argv(adaptive=True)
+    if request.profile is None:
+        argv.append("--adaptive")
     if budget is not None and str(budget).strip():
         argv += ["--budget", str(budget).strip()]
     if float(target) != ad.DEFAULT_TARGET:

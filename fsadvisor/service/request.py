@@ -180,9 +180,11 @@ class ProbeRequest:
 
     # ------------------------------------------------------------------ rendering
 
-    def to_argv(self) -> list[str]:
+    def to_argv(self, adaptive: bool = False) -> list[str]:
         """The ``fsadvisor probe`` argument list that makes this same request (defaults
-        left out), e.g. ``["fsadvisor", "probe", "--scratch", "1G", "--quick"]``."""
+        left out), e.g. ``["fsadvisor", "probe", "--scratch", "1G", "--quick"]``. With a
+        profile the CLI probes adaptively unless told ``--full``: a request that is not
+        ``adaptive`` says so."""
         argv = ["fsadvisor", "probe"]
         argv += ["--scratch", self.scratch] if self.scratch is not None else [self.device]
         for f in fields(self):
@@ -203,6 +205,8 @@ class ProbeRequest:
                 argv += [option, f"{value:g}"]
             else:
                 argv += [option, str(value)]
+        if self.profile is not None and not adaptive and not self.resume:
+            argv.append("--full")
         return argv
 
     def command_line(self) -> str:

@@ -79,9 +79,11 @@ def test_to_argv_parsed_by_the_cli_is_the_same_request(parse_cli, req):
 
 def test_to_argv_leaves_defaults_out_and_quotes():
     req = ProbeRequest.make(scratch="1G", profile="oltp", quick=True, db="/tmp/a b.db")
+    # with a profile the CLI probes adaptively by default: this request is the full matrix
     assert req.to_argv() == ["fsadvisor", "probe", "--scratch", "1G", "--profile", "oltp",
-                             "--quick", "--db", "/tmp/a b.db"]
-    assert req.command_line().endswith("--db '/tmp/a b.db'")
+                             "--quick", "--db", "/tmp/a b.db", "--full"]
+    assert req.to_argv(adaptive=True)[-2:] == ["--db", "/tmp/a b.db"]
+    assert req.command_line().endswith("--db '/tmp/a b.db' --full")
     assert ProbeRequest.make(scratch="1G", agcounts="4,16").to_argv()[-2:] == ["--agcounts", "4,16"]
 
 

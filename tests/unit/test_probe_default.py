@@ -1,0 +1,46 @@
+"""What `probe` does by default: with --profile, the adaptive probe (a budget stated before it
+starts); --full runs the whole matrix; without a profile, a matrix of more than an hour is
+refused in one line unless --full, naming its size and what to do instead. Dry runs only:
+nothing is formatted here (tests/device/test_probe_adaptive.py runs the adaptive probe)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+import fsadvisor.cli as cli
+
+
+def run(*args: str):
+    cli._register()
+    return CliRunner().invoke(cli.app, ["probe", *args])
+
+
+def test_a_profile_probes_adaptively_by_default(tmp_db):
+    r = run("--scratch", "1G", "--profile", "oltp", "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["adaptive"] is True
+
+
+def test_full_runs_the_whole_matrix(tmp_db):
+    r = run("--scratch", "1G", "--profile", "oltp", "--full", "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert "adaptive" not in doc and doc["cells"] > 100
+
+
+def test_without_a_profile_a_matrix_over_an_hour_needs_full(tmp_db, monkeypatch):
+    from fsadvisor.service import probing
+    monkeypatch.setattr(probing, "root_problem", lambda: None)
+    monkeypatch.setattr(probing, "cleanup_stale_state", lambda db=None: probing.CleanupReport())
+    r = run("--scratch", "1G")
+    assert r.exit_code == 2
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "this is the whole matrix" in lines[0] and "--full" in lines[0]
+    assert "give --profile NAME" in lines[0]
+
+
+def test_adaptive_and_full_exclude_each_other(tmp_db):
+    r = run("--scratch", "1G", "--profile", "oltp", "--adaptive", "--full", "--dry-run")
+    assert r.exit_code == 2 and "exclude each other" in r.output
