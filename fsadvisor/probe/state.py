@@ -176,6 +176,16 @@ class StateFileError(FsAdvisorError):
     pass
 
 
+def _zombie(pid: int, proc_root: str = "/proc") -> bool:
+    """Field 3 of /proc/PID/stat is "Z" (exited, not yet reaped)."""
+    try:
+        text = Path(proc_root, str(pid), "stat").read_text()
+    except OSError:
+        return False
+    rest = text.rsplit(")", 1)[-1].split()
+    return bool(rest) and rest[0] == "Z"
+
+
 class StateFile:
     """Load/save a :class:`ProbeState` at ``path``; saving an empty state removes the file."""
 
@@ -475,8 +485,11 @@ class SystemOps:
         self.proc_root = proc_root
 
     def process_alive(self, ref: ProcessRef) -> bool:
-        ticks = process_start_ticks(ref.pid)
-        return ticks is not None and (ref.start_ticks is None or ticks == ref.start_ticks)
+        # A zombie is not alive: it holds no mount, file or device, and only its parent (or
+        # init, for the orphan of a killed probe) can reap it, whenever that parent gets to it.
+        ticks = process_start_ticks(ref.pid, self.proc_root)
+        return (ticks is not None and (ref.start_ticks is None or ticks == ref.start_ticks)
+                and not _zombie(ref.pid, self.proc_root))
 
     def stop_process_group(self, ref: ProcessRef) -> None:
         # Only a process running one of the probe's own commands, checked now: a state file

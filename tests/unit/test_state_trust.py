@@ -229,3 +229,23 @@ def test_a_damaged_state_document_reads_as_what_it_safely_names(extra):
     ops.process_alive = lambda ref: False  # type: ignore[method-assign]
     undo(state, ops)
     assert all(c[0] == "rmdir" and "fsadvisor-mnt-" in c[1] for c in ops.calls), ops.calls
+
+
+def test_a_zombie_child_is_not_alive_so_the_cleanup_does_not_wait_for_its_reaping(tmp_path):
+    """The orphaned benchmark of a SIGKILLed probe may end before the next probe cleans up;
+    until init reaps it, it is a zombie: nothing to stop, nothing left (the cleanup once
+    reported it 'still running' and refused the next probe)."""
+    import subprocess as sp
+    p = sp.Popen(["bash", "-c", "exec -a fio true"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # not reaped: a zombie until p.wait()
+        stat = Path(f"/proc/{p.pid}/stat").read_text()
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            break
+        time.sleep(0.02)
+    try:
+        ref = ProcessRef(p.pid, process_start_ticks(p.pid))
+        assert ref.start_ticks is not None
+        assert not SystemOps().process_alive(ref)
+    finally:
+        p.wait()
