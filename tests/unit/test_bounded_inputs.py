@@ -98,7 +98,7 @@ def test_a_scratch_device_larger_than_the_free_space_is_refused_first(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     p = cli("probe", "--scratch", "16T", "--scratch-dir", str(scratch), "--fs", "ext4",
-            "--runtime", "1", db=tmp_path / "s.db")
+            "--runtime", "1", "--full", db=tmp_path / "s.db")
     one_line_refusal(p, f"does not fit in {scratch}")
     assert list(scratch.iterdir()) == []
 
