@@ -14,7 +14,7 @@ from fsadvisor.host import loopdev
 pytestmark = pytest.mark.device
 
 
-@pytest.mark.parametrize("command", [["probe", "--fs", "ext4", "--runtime", "1"],
+@pytest.mark.parametrize("command", [["probe", "--fs", "ext4", "--runtime", "1", "--full"],
                                      ["calibrate", "--runtime", "1", "--reps", "1"]])
 def test_no_answer_at_the_prompt_is_one_line_and_touches_nothing(command, tmp_path):
     if os.geteuid() != 0:
