@@ -32,14 +32,5 @@ def main() -> None:
 
         cli_main(collector_paused=True)
     except KeyboardInterrupt:
-        # Ctrl-C while the program is still loading (before the CLI's own handling): the
-        # shell's convention, one line, no traceback
-        interrupted()
-
-
-def interrupted() -> None:
-    import os
-    import sys
-    sys.stderr.write("fsadvisor: interrupted\n")
-    sys.stderr.flush()
-    os._exit(130)  # noqa: SLF001 - nothing is half-written while loading; exit now
+        from fsadvisor.errors import exit_interrupted
+        exit_interrupted()

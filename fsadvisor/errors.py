@@ -39,3 +39,14 @@ def one_line(what: object, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
+
+
+def exit_interrupted() -> None:
+    """Ctrl-C before the CLI handles it itself (while the program still loads): the shell's
+    convention, one line and exit 130, no traceback. Nothing is half-written while loading,
+    so the process ends at once."""
+    import os
+    import sys
+    sys.stderr.write("fsadvisor: interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)

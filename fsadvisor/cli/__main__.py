@@ -3,9 +3,6 @@ try:
 
     main()
 except KeyboardInterrupt:  # Ctrl-C while loading, before the CLI handles it itself
-    import os
-    import sys
+    from fsadvisor.errors import exit_interrupted
 
-    sys.stderr.write("fsadvisor: interrupted\n")
-    sys.stderr.flush()
-    os._exit(130)
+    exit_interrupted()

@@ -28,7 +28,6 @@ import time
 # cores, kernel 6.18, CPython 3.11), best of 7 rounds of 4,000 calls: `python -m
 # fsadvisor.host.cpu` printed 443-470 ns (median 451) in five runs there at load 0.36.
 REFERENCE_PREAD_NS = 450.0
-REFERENCE_CORES = 2
 _ROUNDS = 7
 _CALLS = 4000
 

@@ -64,9 +64,9 @@ FS_CPU_US = 5.0
 # of mq-deadline's per-request work; the fitted coefficient scales it, bfq's deviation is
 # expected to be larger). It matters on RAM-fast devices and vanishes on an HDD.
 SCHED_US = 2.0
-# Cores that share a workload's per-I/O CPU work (up to its numjobs threads): the reference
-# matrix's machine has 2. A server with more cores would pay a smaller share -- the fitted
-# coefficients carry that uncertainty, they are not known per host.
+# Cores that share a workload's per-I/O CPU work (up to its numjobs threads): the host's
+# (a calibration measures them); where the parameters lack them, the reference matrix's
+# machine's 2 (device_params.HOST_PRIOR holds the same figure: this module may not import it).
 CPU_CORES = 2
 # One submitting thread's wall time per raw 4K I/O on that machine, microseconds: the RAM-backed
 # loop device ran ~200k IOPS at QD32 with one job (datasets/reference/runs.csv, shm-loop raw

@@ -52,19 +52,27 @@ def state_path_for(db_path: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(db_path)}{SUFFIX}")
 
 
-def process_start_ticks(pid: int, proc_root: str = "/proc") -> int | None:
-    """Field 22 of /proc/PID/stat (start time in clock ticks): with the pid it identifies a
-    process for its whole life; None when no such process exists."""
+def _stat_after_comm(pid: int, proc_root: str = "/proc") -> list[str] | None:
+    """Fields 3.. of /proc/PID/stat (state, ppid, ...); None when no such process exists.
+    The command name (field 2) may contain spaces and parentheses: split after the last ")"."""
     try:
         text = Path(proc_root, str(pid), "stat").read_text()
     except OSError:
         return None
-    # The command name (field 2) may contain spaces and parentheses: split after the last ")".
-    rest = text.rsplit(")", 1)[-1].split()
+    return text.rsplit(")", 1)[-1].split()
+
+
+def _ticks(rest: list[str] | None) -> int | None:
     try:
-        return int(rest[19])
+        return int(rest[19]) if rest else None
     except (IndexError, ValueError):
         return None
+
+
+def process_start_ticks(pid: int, proc_root: str = "/proc") -> int | None:
+    """Field 22 of /proc/PID/stat (start time in clock ticks): with the pid it identifies a
+    process for its whole life; None when no such process exists."""
+    return _ticks(_stat_after_comm(pid, proc_root))
 
 
 @dataclass
@@ -174,16 +182,6 @@ def recorded_signature(state: ProbeState, device_key: str, device: str) -> dict[
 
 class StateFileError(FsAdvisorError):
     pass
-
-
-def _zombie(pid: int, proc_root: str = "/proc") -> bool:
-    """Field 3 of /proc/PID/stat is "Z" (exited, not yet reaped)."""
-    try:
-        text = Path(proc_root, str(pid), "stat").read_text()
-    except OSError:
-        return False
-    rest = text.rsplit(")", 1)[-1].split()
-    return bool(rest) and rest[0] == "Z"
 
 
 class StateFile:
@@ -487,9 +485,10 @@ class SystemOps:
     def process_alive(self, ref: ProcessRef) -> bool:
         # A zombie is not alive: it holds no mount, file or device, and only its parent (or
         # init, for the orphan of a killed probe) can reap it, whenever that parent gets to it.
-        ticks = process_start_ticks(ref.pid, self.proc_root)
+        rest = _stat_after_comm(ref.pid, self.proc_root)
+        ticks = _ticks(rest)
         return (ticks is not None and (ref.start_ticks is None or ticks == ref.start_ticks)
-                and not _zombie(ref.pid, self.proc_root))
+                and rest[0] != "Z")
 
     def stop_process_group(self, ref: ProcessRef) -> None:
         # Only a process running one of the probe's own commands, checked now: a state file

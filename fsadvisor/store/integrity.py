@@ -67,6 +67,8 @@ def remember(path: Path) -> None:
         return
     doc = _load()
     key = str(path.resolve())
+    if doc.get(key) == sig:
+        return  # a store only read: nothing to write
     doc.pop(key, None)
     doc[key] = sig
     while len(doc) > _MAX_REMEMBERED:

@@ -292,21 +292,14 @@ def migrate(db: Database, label: str = "store") -> None:
     the same new store (a probe and a TUI started together) then serialise, and the second
     one finds the version the first wrote instead of failing on a deadlocked upgrade."""
     while True:
-        db.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(db):
             version = _pragma(db, "user_version")
             _refuse_newer(version, label)
             if version == SCHEMA_VERSION:
-                db.conn.execute("COMMIT")
                 return
             MIGRATIONS[version](db)
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {version + 1}")
-            db.conn.execute("COMMIT")
-        except BaseException:
-            if db.conn.in_transaction:
-                db.conn.execute("ROLLBACK")
-            raise
 
 
 # Less free space than this beside a store that just failed, and the failure is the full

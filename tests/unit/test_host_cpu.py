@@ -102,3 +102,10 @@ def test_where_cpu_is_no_share_or_all_of_each_op_the_host_changes_no_ratio(kind,
     for i in (0, 1):
         seq = [r[h][i] for h in FACTORS]
         assert max(seq) / min(seq) < 1.01, seq
+
+
+def test_the_reference_machine_has_one_core_count():
+    """mechanisms may not import device_params (one predict layer): its fallback core count
+    and the host prior must be the same reference machine."""
+    from fsadvisor.predict import mechanisms
+    assert mechanisms.CPU_CORES == HOST_PRIOR["host_cores"]
