@@ -1,6 +1,8 @@
-"""Fuzz every parser of outside input and the numeric-option gate, N inputs each (10,000 by
-default): each input either parses or fails with the parser's own error in one line; any
-other exception is a traceback a user would see, and is printed with the input that caused it.
+"""Fuzz every parser of outside input, every numeric option of every command (parsed as the
+command line parses it: Click's conversion, then the option's range check) and the numeric
+options given as text (sizes, durations, watts), N inputs each (10,000 by default): each
+input either parses or fails with the parser's own error in one line; any other exception
+is a traceback a user would see, and is printed with the input that caused it.
 
     python benchmarks/fuzz_parsers.py [--examples N] [--only NAME]
 
@@ -111,7 +113,102 @@ def targets() -> dict[str, tuple[st.SearchStrategy, Callable[[Any], Any], tuple]
                                              "current_cell", "matrices"]),
                             _json_values(), max_size=9))), state, ()),
         "numeric options": (numeric, check_all, ()),
+        **string_number_targets(),
+        **cli_option_targets(),
     }
+
+
+def _option_texts() -> st.SearchStrategy[str]:
+    """What a person (or a script with a bad variable) types as a number: any text, numbers
+    in every notation Python and Click accept, and the edge spellings."""
+    edges = st.sampled_from(["inf", "-inf", "nan", "1e309", "-0", "0x10", "1_000", "\u0664",
+                             " 5 ", "5\n", "1e-400", "9" * 40, "", "--", "-1"])
+    return st.one_of(st.text(max_size=24), edges, st.integers().map(str),
+                     st.floats(0, 1).map(repr),
+                     st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                     st.integers(-10, 10**7).map(str))
+
+
+def string_number_targets() -> dict[str, tuple]:
+    """The numeric options that arrive as text (sizes, durations, watts, lists of counts):
+    each through the function the probe request uses, as the CLI and the TUI call it."""
+    from fsadvisor import limits
+    from fsadvisor.energy.idle import parse_idle_watts
+    from fsadvisor.service.adaptive import parse_budget
+    from fsadvisor.service.request import ProbeRequest
+
+    def request(field: str) -> Callable[[str], Any]:
+        base = {"scratch": "1G"} if field != "scratch" else {}
+        extra = {"filesystems": "xfs"} if field == "agcounts" else {}
+        return lambda t: ProbeRequest.make(None, dry_run=True, **base, **extra,
+                                           **{field: t}).validate()
+
+    def idle_watts(t: str) -> Any:
+        # as the probe reads it (service.probing): watts text, then the option's range
+        return limits.check("idle-watts", parse_idle_watts(t))
+
+    return {f"--{name} text": (_option_texts(), request(name), ())
+            for name in ("scratch", "size", "agcounts")} | {
+        "--idle-watts text": (_option_texts(), idle_watts, ()),
+        "--budget text": (_option_texts(), parse_budget, ())}
+
+
+def cli_option_targets() -> dict[str, tuple]:
+    """Every integer and float option of every command, parsed as the command line parses it
+    (Click's conversion, then the option's range check): a refusal is one line, exit 2. Each
+    target first checks that an in-range value parses, so its refusals are the option's own
+    and not a missing required option's."""
+    import contextlib
+    import io
+
+    import typer
+
+    from fsadvisor import cli, limits
+
+    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+    class Refused(FsAdvisorError):
+        pass
+
+    def required(cmd: Any) -> list[str]:
+        # Parsing only (make_context invokes nothing): any text satisfies a required option.
+        args: list[str] = []
+        for p in cmd.params:
+            if p.required:
+                args += ["x"] if p.param_type_name == "argument" else [max(p.opts, key=len), "x"]
+        return args
+
+    def walk(c: Any, path: tuple[str, ...]) -> Any:
+        for name, sub in getattr(c, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+        for p in getattr(c, "params", ()):
+            if p.param_type_name == "option" and p.type.name in ("int", "integer", "float"):
+                yield path, c, max(p.opts, key=len)
+
+    def parse(path: tuple[str, ...], cmd: Any, opt: str) -> Callable[[str], Any]:
+        def call(text: str) -> Any:
+            out = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(out), contextlib.redirect_stdout(out):
+                    return cmd.make_context(" ".join(path), [*required(cmd), f"{opt}={text}"])
+            except typer.Exit as e:
+                said = out.getvalue()
+                if e.exit_code != 2 or said.count("\n") != 1 or not said.startswith("fsadvisor: "):
+                    raise AssertionError(f"exit {e.exit_code} with {said[:300]!r}") from None
+                raise Refused(said.strip()) from None
+            except click_error as e:
+                raise Refused(e.format_message()) from None
+        return call
+
+    cli._register()
+    found = {f"{' '.join(path)} {opt}": parse(path, cmd, opt)
+             for path, cmd, opt in walk(cli.command_tree(), ())}
+    for name, call in found.items():
+        option = name.split("--")[-1]
+        limit = limits.LIMITS.get(option)
+        call(str(limits.CHOICES[option][0][0]) if limit is None
+             else str(int(limit.lo) if limit.whole else limit.lo))
+    return {name: (_option_texts(), call, ()) for name, call in found.items()}
 
 
 def _one_line(e: BaseException) -> None:
@@ -157,7 +254,7 @@ def main() -> int:
         r = fuzz(name, inputs, call, own, args.examples)
         status = "ok" if r["failure"] is None else f"FAILED: {r['failure']}"
         bad += r["failure"] is not None
-        print(f"{name:16} {r['tried']:>6} tried {r['parsed']:>6} parsed {r['refused']:>6} "
+        print(f"{name:32} {r['tried']:>6} tried {r['parsed']:>6} parsed {r['refused']:>6} "
               f"refused (one line)  {r['seconds']:6.1f} s  {status}")
     print(json.dumps({"targets_failed": bad}))
     return 1 if bad else 0

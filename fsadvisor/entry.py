@@ -17,15 +17,30 @@ tests/unit/test_gc_policy.py holds each of them under a bound of unreachable obj
 change that makes them build cyclic garbage fails there first.
 
 An in-process caller of ``fsadvisor.cli.main`` (tests, scripts) keeps its own collector
-settings: only this entry point pauses it.
+settings and SIGINT handling until the command starts: only this entry point pauses the
+collector and ends a Ctrl-C during loading in one line.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import signal
+
+
+def _interrupted_while_loading(signum: int, frame: object) -> None:
+    # Nothing is written while the program loads, so it can end at once; no import here,
+    # a second Ctrl-C must not land in one.
+    os.write(2, b"fsadvisor: interrupted\n")
+    os._exit(130)
 
 
 def main() -> None:
+    # First, so that a Ctrl-C from here until the CLI installs its own handler (as the
+    # command starts) is one line and exit 130, not a traceback from inside an import.
+    # Earlier than this, in Python's start-up and the launcher's own `import re` (the first
+    # ~10 ms), the interpreter's default handling applies.
+    signal.signal(signal.SIGINT, _interrupted_while_loading)
     gc.disable()
     try:
         from fsadvisor.cli import main as cli_main

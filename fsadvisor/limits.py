@@ -17,6 +17,7 @@ from fsadvisor.errors import ConfigError
 from fsadvisor.sizes import format_size
 
 MIB, TIB = 1 << 20, 1 << 40
+LOAD_COMMANDS = ("recommend", "compare", "report")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ LIMITS: dict[str, Limit] = {
                         "MAX_PLAUSIBLE_WATTS)", commands=("probe", "energy import-log")),
     "idle-seconds": Limit(0, 3_600, "s", "an hour of idle is plenty for a baseline (0: none)"),
     "seconds": Limit(0.1, 3_600, "s",
-                     "below 0.1 s no meter has updated; an hour is plenty",
-                     commands=("energy idle",)),
+                     "below 0.1 s no meter or counter has updated; an hour is plenty",
+                     commands=("energy idle", "profiles capture")),
     "clock-offset": Limit(-1e9, 1e9, "s",
                           "about 31 years either way: a meter clock reset to its factory "
                           "date still aligns; more would move timestamps beyond the dates "
@@ -80,7 +81,22 @@ LIMITS: dict[str, Limit] = {
                   "at least one 1 MiB block of the sequential workloads; at most half the "
                   "device, which is checked too (no SSD holds 2 PiB)"),
     "top": Limit(1, 1_000, "", "a ranking of more lines is not read by anyone; --json holds "
-                 "the same", whole=True, commands=("recommend",)),
+                 "the same", whole=True, commands=("recommend", "report", "fleet recommend")),
+    "rank": Limit(1, 1_000, "", "a place in recommend's list, which shows at most 1,000",
+                  whole=True, commands=("apply",)),
+    "load": Limit(0, 1e12, "", "your work per second (ops/s, or MB/s for bandwidth workloads); "
+                  "a trillion is beyond any one server's drives", commands=LOAD_COMMANDS),
+    "price": Limit(0, 1e7, "", "per kWh in your currency's unit; ten million covers the "
+                   "smallest currency units", commands=LOAD_COMMANDS),
+    "servers": Limit(1, 10_000_000, "", "servers running this workload; ten million is more "
+                     "than any one fleet", whole=True, commands=LOAD_COMMANDS),
+    "pue": Limit(1, 5, "", "facility power / IT power: 1 is no overhead, most facilities "
+                 "run between 1.1 and 2, and 5 is beyond any working one", commands=LOAD_COMMANDS),
+    "budget": Limit(1, 30 * 86_400, "s", "device time an adaptive probe may spend; a month "
+                    "is beyond any probe worth planning (the whole matrix takes hours)"),
+    "target-confidence": Limit(0.5, 0.999, "", "P(the leader is the best) at which the "
+                               "adaptive probe stops: below 0.5 the leader is a coin toss; "
+                               "above 0.999 no budget gets there through run-to-run noise"),
     "folds": Limit(2, 50, "", "cross-validation needs 2 folds; 50 already refits the model "
                    "50 times per prior width", whole=True, commands=("validate", "calibrate")),
     "requests": Limit(100, 5_000_000, "",
@@ -94,11 +110,24 @@ LIMITS: dict[str, Limit] = {
 }
 
 
+# name -> (the allowed values, what they are): the numeric options that take one of a few.
+CHOICES: dict[str, tuple[tuple[int, ...], str]] = {
+    "sector-size": ((512, 4096), "the logical sector sizes drives report"),
+}
+
+
 def check(name: str, value: Any, option: str | None = None) -> Any:
-    """``value`` if it is a finite number inside ``LIMITS[name]``; ConfigError otherwise.
-    ``None`` (the option was not given) passes."""
+    """``value`` if it is a finite number inside ``LIMITS[name]`` (or one of ``CHOICES[name]``);
+    ConfigError otherwise. ``None`` (the option was not given) passes."""
     if value is None:
         return None
+    if name in CHOICES:
+        allowed, what = CHOICES[name]
+        if isinstance(value, bool) or value not in allowed:
+            listed = " or ".join(str(a) for a in allowed)
+            raise ConfigError(f"{option or '--' + name} must be {listed} ({what}), "
+                              f"not {str(value)[:40]}")
+        return value
     lim = LIMITS[name]
     opt = option or f"--{name}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -119,7 +148,9 @@ def help_range(name: str) -> str:
 def rows() -> list[tuple[str, str, str, str]]:
     """(option, commands, range, why) for the README's table."""
     return [(f"--{name}", ", ".join(lim.commands), lim.range_text, lim.why)
-            for name, lim in LIMITS.items()]
+            for name, lim in LIMITS.items()] + [
+        (f"--{name}", "recommend", " or ".join(map(str, allowed)), what)
+        for name, (allowed, what) in CHOICES.items()]
 
 
 def readme_table() -> str:

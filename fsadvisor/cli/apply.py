@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
+from fsadvisor.service import options as limits
 
 
 @app.command("apply")
@@ -17,7 +18,7 @@ def apply_cmd(
     config: Annotated[Optional[str], typer.Option(
         "--config", "-c", help='Configuration JSON, e.g. {"filesystem": "xfs", "mount": ["noatime"]}.')] = None,
     rank: Annotated[Optional[int], typer.Option(
-        "--rank", help="...or the N-th configuration of the recommendation for --profile.")] = None,
+        "--rank", callback=limit_option("rank"), help="...or the N-th configuration of the recommendation for --profile." + limits.help_range("rank"))] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Profile for --rank.")] = None,
     mountpoint: Annotated[str, typer.Option("--mountpoint", help="Where it is mounted.")] = "/srv/data",
     out: Annotated[Optional[str], typer.Option(

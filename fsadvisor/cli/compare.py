@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
+from fsadvisor.service import options as limits
 
 
 def _num(x: float) -> str:
@@ -33,10 +34,10 @@ def compare(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T).")] = None,
     matrix: Annotated[bool, typer.Option("--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured.")] = False,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
-    load: Annotated[Optional[float], typer.Option("--load", help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration.")] = None,
-    price: Annotated[Optional[float], typer.Option("--price", help="Electricity price per kWh (with --load).")] = None,
-    servers: Annotated[int, typer.Option("--servers", help="How many servers run this (with --load).")] = 1,
-    pue: Annotated[float, typer.Option("--pue", help="Facility power usage effectiveness, >= 1.0 (with --load).")] = 1.0,
+    load: Annotated[Optional[float], typer.Option("--load", callback=limit_option("load"), help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration." + limits.help_range("load"))] = None,
+    price: Annotated[Optional[float], typer.Option("--price", callback=limit_option("price"), help="Electricity price per kWh (with --load)." + limits.help_range("price"))] = None,
+    servers: Annotated[int, typer.Option("--servers", callback=limit_option("servers"), help="How many servers run this (with --load)." + limits.help_range("servers"))] = 1,
+    pue: Annotated[float, typer.Option("--pue", callback=limit_option("pue"), help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"))] = 1.0,
     plot: Annotated[bool, typer.Option("--plot", help="Draw the efficiency bars with 95% whiskers.")] = False,
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,

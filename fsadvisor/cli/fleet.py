@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
+from fsadvisor.service import options as limits
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
 app.add_typer(fleet_app, name="fleet")
@@ -18,7 +19,7 @@ app.add_typer(fleet_app, name="fleet")
 def recommend(
     profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Profile name or TOML path.")],
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="The merged store.")] = None,
-    top: Annotated[int, typer.Option("--top", help="Configurations per device model.")] = 1,
+    top: Annotated[int, typer.Option("--top", callback=limit_option("top"), help="Configurations per device model." + limits.help_range("top"))] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Per device model across hosts: its calibration (fitted from every host's raw-device

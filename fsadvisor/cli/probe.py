@@ -240,10 +240,11 @@ def probe(
                        "instead of the adaptive probe; without --profile a matrix over an hour "
                        "needs it.")] = False,
     budget: Annotated[Optional[str], typer.Option(
-        "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a quarter of the full matrix's estimate).")] = None,
+        "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a quarter of the full matrix's estimate)." + limits.help_range("budget"))] = None,
     target_confidence: Annotated[float, typer.Option(
-        "--target-confidence", metavar="P",
-        help="With --adaptive: stop when P(the leader is the best) reaches P.")] = 0.95,
+        "--target-confidence", metavar="P", callback=limit_option("target-confidence"),
+        help="With --adaptive: stop when P(the leader is the best) reaches P."
+             + limits.help_range("target-confidence"))] = 0.95,
 ) -> None:
     """Format DEVICE with each candidate configuration, measure it with fio (and db_bench or
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""

@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli import app, domain_errors, emit_json, limit_option
+from fsadvisor.service import options as limits
 
 profiles_app = typer.Typer(no_args_is_help=True, help="Workload profiles (presets and TOML files).")
 app.add_typer(profiles_app, name="profiles")
@@ -47,7 +48,7 @@ def show(
 @domain_errors
 def capture(
     device: Annotated[str, typer.Option("--device", help="Block device to sample (/dev/nvme0n1 or nvme0n1); read-only.")],
-    seconds: Annotated[float, typer.Option("--seconds", help="How long to sample /proc/diskstats.")] = 10.0,
+    seconds: Annotated[float, typer.Option("--seconds", callback=limit_option("seconds"), help="How long to sample /proc/diskstats." + limits.help_range("seconds"))] = 10.0,
     out: Annotated[str | None, typer.Option("-o", "--out", help="Write the profile TOML here.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default captured-DEV).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,

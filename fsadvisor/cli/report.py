@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
+from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
+from fsadvisor.service import options as limits
 
 
 @app.command()
@@ -17,12 +18,12 @@ def report(
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target device for the predictions: path, library name or spec (default: the matrix's device, else nvme:1T).")] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="HTML file to write (default report.html unless only --png is given).")] = None,
     png: Annotated[Optional[str], typer.Option("--png", metavar="DIR", help="Write the charts alone as PNG files into DIR.")] = None,
-    top: Annotated[int, typer.Option("--top", "-n", help="Recommended configurations to include (1–1,000, like recommend's).")] = 5,
+    top: Annotated[int, typer.Option("--top", "-n", callback=limit_option("top"), help="Recommended configurations to include." + limits.help_range("top"))] = 5,
     scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
-    load: Annotated[Optional[float], typer.Option("--load", help="Your load: ops/s (MB/s for bandwidth workloads); adds what the choice is worth per year.")] = None,
-    price: Annotated[Optional[float], typer.Option("--price", help="Electricity price per kWh (with --load).")] = None,
-    servers: Annotated[int, typer.Option("--servers", help="How many servers run this (with --load).")] = 1,
-    pue: Annotated[float, typer.Option("--pue", help="Facility power usage effectiveness, >= 1.0 (with --load).")] = 1.0,
+    load: Annotated[Optional[float], typer.Option("--load", callback=limit_option("load"), help="Your load: ops/s (MB/s for bandwidth workloads); adds what the choice is worth per year." + limits.help_range("load"))] = None,
+    price: Annotated[Optional[float], typer.Option("--price", callback=limit_option("price"), help="Electricity price per kWh (with --load)." + limits.help_range("price"))] = None,
+    servers: Annotated[int, typer.Option("--servers", callback=limit_option("servers"), help="How many servers run this (with --load)." + limits.help_range("servers"))] = 1,
+    pue: Annotated[float, typer.Option("--pue", callback=limit_option("pue"), help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"))] = 1.0,
     db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:

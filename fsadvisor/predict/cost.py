@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from fsadvisor import limits
 from fsadvisor.errors import FsAdvisorError
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days x 24 h: the mean calendar year, leap years included
@@ -42,24 +43,10 @@ class Tariff:
 
 
 def check_inputs(load: float | None, price: float | None, servers: int, pue: float) -> None:
-    """Refuse what cannot be a load, price, server count or PUE, in one line each."""
-    def finite(name: str, v: float | None) -> None:
-        if v is None:
-            return
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise FsAdvisorError(f"{name} must be a finite number, not {v!r}")
-
-    finite("--load", load)
-    finite("--price", price)
-    finite("--pue", pue)
-    if load is not None and load < 0:
-        raise FsAdvisorError(f"--load must not be negative, not {load!r}")
-    if price is not None and price < 0:
-        raise FsAdvisorError(f"--price must not be negative, not {price!r}")
-    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
-        raise FsAdvisorError(f"--servers must be a whole number >= 1, not {servers!r}")
-    if pue < 1.0:
-        raise FsAdvisorError(f"--pue must be at least 1.0 (facility power / IT power), not {pue!r}")
+    """Refuse what cannot be a load, price, server count or PUE (each option's range is in
+    fsadvisor/limits.py), and a tariff without the load it costs, in one line each."""
+    for name, value in (("load", load), ("price", price), ("servers", servers), ("pue", pue)):
+        limits.check(name, value)
     if (price is not None or servers != 1 or pue != 1.0) and load is None:
         raise FsAdvisorError("--price, --servers and --pue need --load (the work per second to cost)")
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from fsadvisor import catalog
+from fsadvisor import catalog, limits
 from fsadvisor.domain import Device, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
@@ -84,13 +84,11 @@ def parse_budget(text: str | float | None) -> float | None:
         value = h * 3600 + mi * 60 + s
     if not (value > 0 and math.isfinite(value)):
         raise ConfigError(f"--budget must be a positive duration, not {text!r}")
-    return value
+    return limits.check("budget", value)
 
 
 def check_target(target: float) -> float:
-    if not (0.5 <= target < 1.0):
-        raise ConfigError(f"--target-confidence must be in [0.5, 1), not {target:g}")
-    return float(target)
+    return float(limits.check("target-confidence", target))
 
 
 @dataclass

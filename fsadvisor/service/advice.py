@@ -119,9 +119,6 @@ def _stored_device_params(db: str | None) -> dict:
                 if (p := store.device_params(ident)) is not None}
 
 
-SECTOR_SIZES = (512, 4096)
-
-
 def resolve_device(spec: str | None, plp: str | None = None,
                    sector_size: int | None = None) -> Device:
     """A device path (inspected read-only), a device-library name (``samsung-990-pro-2tb``)
@@ -129,9 +126,7 @@ def resolve_device(spec: str | None, plp: str | None = None,
     own (sysfs); a name or a spec has ``sector_size``, else 4096 assumed (the stricter
     case: every mkfs command made for it also runs on a 512-byte-sector drive)."""
     from fsadvisor.service.devices import library_device
-    if sector_size is not None and sector_size not in SECTOR_SIZES:
-        raise ConfigError(f"--sector-size must be 512 or 4096 (the logical sector sizes "
-                          f"drives report), not {sector_size}")
+    limits.check("sector-size", sector_size)
     named = library_device(spec, plp)
     if named is not None:
         return replace(named, logical_block_size=sector_size or ASSUMED_SECTOR_BYTES)

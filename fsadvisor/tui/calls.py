@@ -98,7 +98,9 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     try:
         confidence = float(text) if text else ad.DEFAULT_TARGET
     except ValueError:
-        raise FsAdvisorError(f"target confidence must be a number in [0.5, 1), not {text!r}") from None
+        from fsadvisor.service.options import LIMITS
+        raise FsAdvisorError(f"target confidence must be a number "
+                             f"{LIMITS['target-confidence'].between_text}, not {text!r}") from None
     ad.check_target(confidence)
     budget = str(a.get("budget") or "").strip() or None
     if budget is not None:

@@ -142,19 +142,6 @@ def test_a_load_above_every_capacity_is_said_and_marked():
     assert "CANNOT SUSTAIN THE LOAD" in r.output
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (("--load", "-5"), "--load must not be negative"),
-    (("--load", "nan"), "--load must be a finite number"),
-    (("--load", "100", "--price", "-0.3"), "--price must not be negative"),
-    (("--load", "100", "--price", "inf"), "--price must be a finite number"),
-    (("--load", "100", "--pue", "0.5"), "--pue must be at least 1.0"),
-    (("--load", "100", "--servers", "0"), "--servers must be a whole number"),
-    (("--price", "0.3",), "need --load"),
-])
-def test_bad_load_price_servers_pue_are_refused(args, fragment):
-    one_line_error(run("recommend", "--profile", "oltp", *args), fragment)
-
-
 def test_datasheet_power_changes_the_yearly_watts_at_drive_scope():
     # Two SATA drives from one Intel specification with different power figures (S4500:
     # 1.1 W idle / 5.6 W active; S4600: 1.0 / 5.0): at drive scope the yearly figures use them.

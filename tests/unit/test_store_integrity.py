@@ -85,3 +85,40 @@ def test_a_store_as_fsadvisor_left_it_is_not_checked_again(store_file, monkeypat
     with open_store(str(store_file)):
         pass
     assert len(calls) == 1
+
+
+def _index_out_of_step(path) -> None:
+    """An index whose entries no longer match its table (the kind of damage a torn write
+    leaves in an index page): quick_check passes it, only integrity_check finds it."""
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT count(*) FROM configurations").fetchone()[0] > 0
+    con.execute("PRAGMA writable_schema=ON")
+    con.execute("UPDATE sqlite_master SET sql='CREATE UNIQUE INDEX \"idx_configurations_key\" "
+                "ON \"configurations\" (\"id\")' WHERE name='idx_configurations_key'")
+    con.commit()
+    con.close()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    assert con.execute("PRAGMA integrity_check").fetchall() != [("ok",)]
+    con.close()
+
+
+def test_a_probe_runs_the_full_check_before_it_attaches_anything(store_file, tmp_path):
+    from fsadvisor.errors import StoreError
+    from fsadvisor.service import probing
+
+    fio_json = FIXTURES / "fio-3.33-randread-json-plus.json"
+    r = _run("import", "fio-json", str(fio_json), "--device", "nvme:1T",
+             "--config", '{"filesystem": "xfs"}', "--profile", "fio-randread-4k-j1")
+    assert r.exit_code == 0, r.output
+    _index_out_of_step(store_file)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    plan = probing.plan_probe(probing.ProbeRequest.make(
+        scratch="512M", scratch_dir=scratch, filesystems="ext4", workloads="4k-randread-qd32",
+        variants=False, baseline=False, reps=1, runtime_s=1, cooldown_s=0, db=store_file))
+    with pytest.raises(StoreError, match="is damaged .*integrity_check"):
+        probing.run_probe(plan)
+    assert list(scratch.iterdir()) == []  # no backing file, so no loop device either
+    with sqlite3.connect(store_file) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1

@@ -127,14 +127,19 @@ def test_compare_without_load_has_no_yearly(fresh_store):
 
 
 BAD = [
-    (("--load", "-5"), "--load must not be negative"),
-    (("--load", "nan"), "--load must be a finite number"),
-    (("--load", "100", "--price", "-0.3"), "--price must not be negative"),
-    (("--load", "100", "--price", "inf"), "--price must be a finite number"),
-    (("--load", "100", "--pue", "0.5"), "--pue must be at least 1.0"),
-    (("--load", "100", "--servers", "0"), "--servers must be a whole number"),
+    (("--load", "-5"), "--load must be between 0 and"),
+    (("--load", "nan"), "--load must be between 0 and 1,000,000,000,000, not nan"),
+    (("--load", "100", "--price", "-0.3"), "--price must be between 0 and"),
+    (("--load", "100", "--price", "inf"), "--price must be between 0 and 10,000,000, not inf"),
+    (("--load", "100", "--pue", "0.5"), "--pue must be between 1 and 5"),
+    (("--load", "100", "--servers", "0"), "--servers must be between 1 and"),
     (("--price", "0.3",), "need --load"),
 ]
+
+
+@pytest.mark.parametrize("args, fragment", BAD)
+def test_recommend_refuses_bad_numbers_in_one_line(fresh_store, args, fragment):
+    one_line_error(run("recommend", "--profile", "oltp", *args), fragment)
 
 
 @pytest.mark.parametrize("args, fragment", BAD)
