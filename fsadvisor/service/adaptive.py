@@ -120,12 +120,13 @@ class AdaptivePlan(planmod.Plan):
 
     def default_budget(self, times: "CellTimes", schedulers: set[str] | None) -> None:
         """With no --budget: re-estimate the exhaustive matrix from ``times`` and set the
-        budget to its share of it (never below one cell), plus the calibration's time."""
+        budget to its share of it (never below one run of each filesystem), plus the
+        calibration's time."""
         if self.budget_share is None:
             return
         self.estimate_full(times, schedulers)
-        self.budget_s = (max(self.budget_share * self.full_estimate_s, times.cheapest_s())
-                         + self.calibration_s)
+        least = sum(times.cheapest_per_fs().values())
+        self.budget_s = max(self.budget_share * self.full_estimate_s, least) + self.calibration_s
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> "AdaptivePlan":
@@ -241,9 +242,14 @@ class CellTimes:
     def config_s(self, cfg: Any) -> float:
         return self.cell_s(planmod.Cell(cfg, cfg.scheduler, self.plan.workloads[0], 1))
 
-    def cheapest_s(self) -> float:
-        """One run of the plan's cheapest configuration: what a budget must leave room for."""
-        return min((self.config_s(c) for c in self.plan.configs), default=0.0)
+    def cheapest_per_fs(self) -> dict[str, float]:
+        """One run of each filesystem's cheapest configuration: the least a budget must
+        leave room for, so that every filesystem of the plan is measured once."""
+        out: dict[str, float] = {}
+        for c in self.plan.configs:
+            if c.fs not in self.plan.unsupported:  # never run here: costs nothing
+                out[c.fs] = min(out.get(c.fs, math.inf), self.config_s(c))
+        return out
 
     def matrix_s(self, plan: planmod.Plan) -> float:
         """``plan``'s whole matrix (as Plan.estimated_seconds, with measured overheads)."""
@@ -361,12 +367,17 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         plan.budget_share = DEFAULT_BUDGET_SHARE
         plan.default_budget(times, schedulers)
         plan.budget_s = (plan.budget_s or 0.0) + calib_s
-    cheapest = times.cheapest_s()
-    if plan.budget_s is not None and plan.budget_s - plan.calibration_s < calib_s + cheapest:
-        what = (f"the device calibration (about {calib_s:.0f} s) and one cell (about "
-                f"{cheapest:.0f} s)" if calib else f"one cell (about {cheapest:.0f} s)")
-        raise ConfigError(f"--budget {plan.budget_s:.0f} s is too small for even {what}; "
-                          "nothing was touched")
+    per_fs = times.cheapest_per_fs()
+    least = calib_s + sum(per_fs.values())
+    if plan.budget_s is not None and plan.budget_s - plan.calibration_s < least:
+        # A budget that cannot measure each filesystem once after calibrating would end
+        # with a leader the probe never compared: refused before anything is touched.
+        runs = ", ".join(f"{fs} about {t:.0f} s" for fs, t in per_fs.items())
+        what = (f"the device calibration (about {calib_s:.0f} s) and one run of each "
+                f"filesystem ({runs})" if calib else f"one run of each filesystem ({runs})")
+        raise ConfigError(f"--budget {plan.budget_s - plan.calibration_s:.0f} s is too small "
+                          f"for even {what}: the smallest budget that works is "
+                          f"{math.ceil(least + plan.calibration_s)} s; nothing was touched")
     return AdaptiveSetup(plan=plan, calibration=calib, calibration_estimate_s=calib_s,
                          device=device)
 

@@ -143,7 +143,7 @@ def _request(tmp_path, **kw):
 
 def test_a_budget_too_small_for_the_calibration_is_refused_in_planning(tmp_path):
     from fsadvisor.service import adaptive as ad
-    with pytest.raises(ConfigError, match="too small for even the device calibration"):
+    with pytest.raises(ConfigError, match="too small for even the device calibration .* and one run of each filesystem .*the smallest budget that works is [0-9]+ s"):
         ad.plan_adaptive(_request(tmp_path), budget="20s")
 
 
@@ -212,13 +212,14 @@ def test_no_budget_means_a_quarter_of_the_full_matrix_plus_the_calibration(tmp_p
     assert setup.plan.budget_s < setup.plan.full_estimate_s + setup.calibration_estimate_s
 
 
-def test_the_default_budget_always_fits_one_cell(tmp_path, monkeypatch):
+def test_the_default_budget_always_fits_one_run_of_each_filesystem(tmp_path, monkeypatch):
     from fsadvisor.service import adaptive as ad
     monkeypatch.setattr(ad, "DEFAULT_BUDGET_SHARE", 1e-6)
     setup = ad.plan_adaptive(_request(tmp_path))  # not refused as "too small"
-    one_cell = ad.CellTimes(setup.plan, {}).cheapest_s()
-    assert one_cell > 0
-    assert setup.plan.budget_s == pytest.approx(one_cell + setup.calibration_estimate_s)
+    per_fs = ad.CellTimes(setup.plan, {}).cheapest_per_fs()
+    assert set(per_fs) == {"ext4", "xfs"} and all(t > 0 for t in per_fs.values())
+    assert setup.plan.budget_s == pytest.approx(sum(per_fs.values())
+                                                + setup.calibration_estimate_s)
 
 
 # ------------------------------------------------------ cell times, calibration, progress
@@ -608,3 +609,22 @@ def test_the_adaptive_probe_measures_the_leading_filesystems_defaults_first(tmp_
     assert set(head) == defaults, firsts
     assert all("a leading filesystem's defaults" in f for f in firsts[:2])
     assert "P(wrong choice)" in firsts[2]  # then the value-per-second rule
+
+
+def test_the_least_budget_named_in_the_refusal_is_accepted(tmp_path):
+    # The refusal names the smallest budget that measures each filesystem once after the
+    # calibration: that budget plans, one second less does not (f2fs, which this kernel
+    # cannot mount, is not counted: its cells never run here).
+    import re
+
+    from fsadvisor.service import adaptive as ad
+    with pytest.raises(ConfigError) as e:
+        ad.plan_adaptive(_request(tmp_path), budget="20s")
+    least = int(re.search(r"smallest budget that works is (\d+) s", str(e.value)).group(1))
+    assert "ext4 about" in str(e.value) and "xfs about" in str(e.value)
+    setup = ad.plan_adaptive(_request(tmp_path), budget=f"{least}s")
+    per_fs = ad._cell_times(setup.plan, setup.device, str(tmp_path / "s.db")).cheapest_per_fs()
+    assert set(per_fs) == {"ext4", "xfs"}
+    assert least >= setup.calibration_estimate_s + sum(per_fs.values())
+    with pytest.raises(ConfigError, match="too small"):
+        ad.plan_adaptive(_request(tmp_path), budget=f"{least - 2}s")
