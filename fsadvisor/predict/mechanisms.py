@@ -16,45 +16,22 @@ at depth 32 a fraction of it. Extra writes are priced in the device's deep-queue
 the same 16 KiB of scattered metadata is cheap next to a 128 KiB write on a device whose small
 random writes run at bandwidth speed (RAM) and dear on one where they do not (a disk).
 
-- ``m:cow``        btrfs copy-on-write of data: a small overwrite rewrites the extent, checksum
-                   and parent tree blocks, ~16 KiB of metadata per write (seed 002, allocator
-                   section: "16-24 KB per 4 KB"): x = -log(1 + wf * t_w(16 KiB) / t_op).
-                   nodatacow removes it.
-- ``m:btrfs.write`` btrfs's write path beyond CoW (checksums, extent tree, delayed refs), in
-                   proportion to the device time spent writing data: x = -min(1, wf * t_w(bs) /
-                   t_op). Prior mean 0.7 (a factor 2): the issue's probe of this machine
-                   measured btrfs ~3x below ext4/xfs for large sequential writes, where CoW
-                   amplification is small.
-- ``m:data_journal`` ext4 data=journal writes every data block twice (a sequential journal
-                   stream, then in place): x = -log(1 + wf * t_seq(bs) / t_op) -- a 128 KiB
-                   stream that saturates the bandwidth halves, scattered 4 KiB writes bound by
-                   the IOPS ceiling barely notice.
-- ``m:fsync:<fs>``, ``m:flush:<fs>`` per-filesystem fsync cost in device terms: a journal/log
-                   commit writes about one more block and issues one more cache flush per fsync,
-                   so x = -log(1 + fsyncs per op * write latency / op time) and
-                   -log(1 + fsyncs per op * flush latency / op time) of *this* device (a PLP
-                   drive's cheap flush makes the second vanish). Prior mean 1 for every
-                   filesystem but btrfs's commit writes (tree log: 1.5); an unmeasured
-                   filesystem never gets a cheaper fsync from a prior alone.
-- ``m:cpu:<fs>``   CPU time per operation in the filesystem's code path, which dominates on
-                   RAM-backed devices and vanishes on slow ones: x = -log(1 + 5 us / (k t_op)),
-                   k = min(numjobs, CPU_CORES) threads sharing it. Prior mean 1 for ext4/xfs
-                   (about 5 us per 4K I/O), 2 for btrfs.
-
-- ``m:sched``      a blk-mq scheduler's CPU work per request: x = -log(1 + 2 us / (k t_op)),
-                   pooled across schedulers (bfq expected dearer); "none" costs nothing.
-- ``m:meta_cpu``   metadata operations (create/stat/delete) without fsync are CPU- and
-                   journal-bound, not two device writes each: the roofline prices one at
-                   META_CPU_US; this coefficient is the log factor of the real cost, weighted by
-                   the CPU share of the op (pooled across filesystems like the fsync costs).
-Fitted values replace the priors in ``models/mechanisms_fit.json`` (see :func:`load_fit`).
+Each mechanism is one entry of :data:`MECHANISMS`: its value (a small function of the
+configuration, workload and device figures, None where the workload does not do that work),
+its prior with the reason, and the words and citation `recommend` prints. The priors
+(:data:`PRIORS`, settings.py), the why-lines (rank.py), which filesystems count as measured
+for a workload (:func:`own_data_terms`) and the fit cache's key (spec.fingerprint hashes
+this file) are derived from it, so a mechanism is added or changed there and nowhere else.
+Fitted values are recorded in ``models/mechanisms_fit.json`` (mechanism_fit.py): what the
+shipped data teach each coefficient, next to its prior; the model refits from the data.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from fsadvisor.domain import FsConfig, Workload
 
@@ -81,27 +58,220 @@ COW_META_BYTES = 16 << 10
 META_CPU_US = 50.0
 META_CPU_LOG_SD = 0.7
 
-# name -> (prior mean, prior sd, why). Prefix match: "m:fsync:" covers every filesystem.
-PRIORS: dict[str, tuple[float, float, str]] = {
-    "m:cow": (1.0, 0.3, "seed 002 allocator section: 16-24 KB of metadata per 4 KB CoW write"),
-    "m:btrfs.write": (0.7, 0.5, "btrfs ~3x below ext4/xfs for large sequential "
-                                "writes on this machine's probe"),
-    "m:data_journal": (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
-    # Shared across filesystems (m:fsync, m:flush, m:cpu), then each filesystem's deviation.
-    "m:fsync": (1.0, 0.5, "one journal/log commit write per fsync"),
-    "m:fsync:": (0.0, 0.3, "this filesystem's deviation from the shared commit cost"),
-    "m:fsync:btrfs": (0.5, 0.5, "btrfs tree log: more than one commit write per fsync"),
-    "m:flush": (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
-    "m:flush:": (0.0, 0.3, "this filesystem's deviation from the shared flush cost"),
-    "m:cpu": (1.0, 0.5, "about 5 us of filesystem code per I/O"),
-    "m:sched": (1.0, 0.5, "about 2 us of scheduler work per request"),
-    "m:sched:": (0.0, 0.3, "this scheduler's deviation from the shared per-request cost"),
-    "m:sched:bfq": (1.0, 0.5, "bfq's fairness bookkeeping costs more per request"),
-    "m:meta_cpu": (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
-    "m:meta_cpu:": (0.0, 0.3, "this filesystem's deviation from the shared metadata CPU cost"),
-    "m:cpu:": (0.0, 0.3, "this filesystem's deviation from the shared CPU cost"),
-    "m:cpu:btrfs": (1.0, 0.5, "btrfs checksums and tree updates on every I/O"),
-}
+@dataclass(frozen=True)
+class Ctx:
+    """What every mechanism's value is computed from: one configuration's few inputs, the
+    workload and the device's (and host's) own figures, worked out once per feature set."""
+
+    fs: str
+    nodatacow: bool
+    data_journal: bool
+    sched: str
+    w: Workload
+    p: Mapping[str, float]
+    plp: str
+    wf: float  # write share of the data operations
+    flush_us: float  # one cache flush on this device (with PLP: the cheap one)
+    per_fsync: float  # fsyncs per operation
+    t_op: float  # wall time of one operation on the bare device at the workload's concurrency
+    cpu_share: float  # 1 / (CPU-sharing threads x t_op), floored: what 1 us of CPU per I/O costs
+    host: float  # the host's CPU time per call over the reference machine's
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One piece of work a filesystem (or scheduler) adds, declared once: its value in this
+    device's terms (``value``: None where the workload does not do that work, so the effect
+    is exactly zero there), the prior of its coefficient with the reason, and the words and
+    citation `recommend` prints. ``per`` "fs": a coefficient shared by every filesystem plus
+    each filesystem's deviation (prior ``deviation``, overridden in ``deviations``) and a
+    2010-era twin (see :func:`_pooled`); "sched": the same per scheduler, without an era.
+    ``own_data``: for a workload where it holds, `recommend` counts a filesystem as measured
+    only if its own deviation (or its ``fs:<fs>*<fs_term>`` effect) has data."""
+
+    name: str
+    value: Callable[[Ctx], float | None]
+    prior: tuple[float, float, str]
+    text: str
+    cite: str
+    per: str = ""
+    deviation: tuple[float, float, str] | None = None
+    deviations: Mapping[str, tuple[float, float, str]] = field(default_factory=dict)
+    own_data: Callable[[Workload], bool] | None = None
+    fs_term: str = ""
+
+
+def _data_io(c: Ctx) -> bool:
+    return c.w.metadata_frac < 1.0
+
+
+def _cpu(c: Ctx) -> float | None:
+    # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to the
+    # host's cores, in the host's own microseconds.
+    return -math.log1p(FS_CPU_US * c.host * c.cpu_share) if _data_io(c) else None
+
+
+def _sched(c: Ctx) -> float | None:
+    if not _data_io(c) or c.sched == "none":
+        return None
+    return -math.log1p(SCHED_US * c.host * c.cpu_share)
+
+
+def _meta_cpu(c: Ctx) -> float | None:
+    # The roofline prices a metadata operation at META_CPU_US of the host's CPU (plus a
+    # commit when fsynced); the coefficient is the log factor by which the real CPU cost
+    # differs, entering in proportion to the CPU share of the op, so a RAM-backed reference
+    # device teaches it and an fsync-bound NVMe barely feels it.
+    w = c.w
+    if w.metadata_frac <= 0:
+        return None
+    sync = ((c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync
+            if w.writes_per_fsync else 0.0)
+    meta_us = META_CPU_US * c.host
+    return -w.metadata_frac * meta_us / (meta_us + sync)
+
+
+def _writes_data(c: Ctx) -> bool:
+    return c.wf > 0 and _data_io(c)
+
+
+def _data_write_us(c: Ctx, sequential: bool) -> float:
+    return write_time_us(c.p, max(c.w.bs_bytes, 512), sequential=sequential)
+
+
+def _cow(c: Ctx) -> float | None:
+    # Each overwrite rewrites ~16 KiB of tree blocks elsewhere: one more scattered write per
+    # data write, priced in this device's own time per op.
+    if not _writes_data(c) or c.fs != "btrfs" or c.nodatacow:
+        return None
+    return -math.log1p(c.wf * write_time_us(c.p, COW_META_BYTES) / c.t_op)
+
+
+def _btrfs_write(c: Ctx) -> float | None:
+    # Checksums and tree updates beyond CoW: in proportion to the data written.
+    if not _writes_data(c) or c.fs != "btrfs":
+        return None
+    return -min(1.0, c.wf * _data_write_us(c, sequential=not c.w.random) / c.t_op)
+
+
+def _data_journal(c: Ctx) -> float | None:
+    # Every data block goes to the journal first (a sequential stream), then home.
+    if not _writes_data(c) or c.fs not in ("ext4", "ext3") or not c.data_journal:
+        return None
+    return -math.log1p(c.wf * _data_write_us(c, sequential=True) / c.t_op)
+
+
+def _fsync_base_us(c: Ctx) -> float:
+    return max(op_time_us(c.w, c.p), 1e-3) + c.per_fsync * c.flush_us
+
+
+def _fsync(c: Ctx) -> float | None:
+    # The commit write(s) scale with the write latency, the extra flush (below) with the
+    # flush latency: cheap with PLP.
+    if not c.per_fsync:
+        return None
+    return -math.log1p(c.per_fsync * c.p["write_latency_us"] / _fsync_base_us(c))
+
+
+def _flush(c: Ctx) -> float | None:
+    if not c.per_fsync:
+        return None
+    return -math.log1p(c.per_fsync * c.flush_us / _fsync_base_us(c))
+
+
+def _fsyncs(w: Workload) -> bool:
+    return w.fsync_every > 0 or w.fsync_mode != "none"
+
+
+_FS_DEVIATION = "this filesystem's deviation from the shared {}"
+
+# Every mechanism, in the order its features are built.
+MECHANISMS: tuple[Mechanism, ...] = (
+    Mechanism("m:cpu", _cpu, (1.0, 0.5, "about 5 us of filesystem code per I/O"),
+              "CPU time in the filesystem's code path per I/O: large on RAM-fast devices, "
+              "negligible on slow ones",
+              "reference matrix (RAM-backed devices), where shipped", per="fs",
+              deviation=(0.0, 0.3, _FS_DEVIATION.format("CPU cost")),
+              deviations={"btrfs": (1.0, 0.5, "btrfs checksums and tree updates on every I/O")}),
+    Mechanism("m:sched", _sched, (1.0, 0.5, "about 2 us of scheduler work per request"),
+              "a blk-mq I/O scheduler adds CPU work per request: noticeable on fast devices, "
+              "negligible on slow ones",
+              "domain notes §5; seed 003 (CFQ/Deadline/NOOP, loosely mapped)", per="sched",
+              deviation=(0.0, 0.3, "this scheduler's deviation from the shared per-request cost"),
+              deviations={"bfq": (1.0, 0.5, "bfq's fairness bookkeeping costs more per request")}),
+    Mechanism("m:meta_cpu", _meta_cpu,
+              (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
+              "a metadata operation without fsync costs CPU and journal work, not device "
+              "writes; its CPU cost is fitted",
+              "measured on this machine (creates: tens of thousands per second); reference "
+              "matrix where shipped", per="fs",
+              deviation=(0.0, 0.3, _FS_DEVIATION.format("metadata CPU cost")),
+              own_data=lambda w: w.metadata_frac > 0, fs_term="meta"),
+    Mechanism("m:cow", _cow,
+              (1.0, 0.3, "seed 002 allocator section: 16-24 KB of metadata per 4 KB CoW write"),
+              "btrfs copy-on-write rewrites extent, checksum and parent tree blocks on every "
+              "small overwrite (about 16 KiB of metadata per write); nodatacow avoids it",
+              "seed 002, allocator section (16-24 KB per 4 KB); fitted on the reference matrix "
+              "where shipped (models/mechanisms_fit.json)"),
+    Mechanism("m:btrfs.write", _btrfs_write,
+              (0.7, 0.5, "btrfs ~3x below ext4/xfs for large sequential writes on this "
+                         "machine's probe"),
+              "btrfs's write path (checksums, extent tree, delayed references) costs more per "
+              "byte than ext4's or XFS's",
+              "a probe of this machine (btrfs ~3x below ext4/xfs for large sequential writes)"),
+    Mechanism("m:data_journal", _data_journal,
+              (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
+              "data=journal writes every data block twice: into the journal, then in place",
+              "ext4 documentation; seed 002"),
+    Mechanism("m:fsync", _fsync, (1.0, 0.5, "one journal/log commit write per fsync"),
+              "each fsync costs a journal/log commit write, in this device's own write latency",
+              "seed 002 (fsync decomposition)", per="fs",
+              deviation=(0.0, 0.3, _FS_DEVIATION.format("commit cost")),
+              deviations={"btrfs": (0.5, 0.5, "btrfs tree log: more than one commit write "
+                                              "per fsync")},
+              own_data=_fsyncs, fs_term="fsync"),
+    Mechanism("m:flush", _flush, (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
+              "each fsync costs one more device cache flush for the journal commit (cheap "
+              "with power-loss protection)",
+              "seed 002 (fsync decomposition)", per="fs",
+              deviation=(0.0, 0.3, _FS_DEVIATION.format("flush cost"))),
+)
+BY_NAME: dict[str, Mechanism] = {m.name: m for m in MECHANISMS}
+
+
+def _priors() -> dict[str, tuple[float, float, str]]:
+    out: dict[str, tuple[float, float, str]] = {}
+    for m in MECHANISMS:
+        out[m.name] = m.prior
+        if m.deviation is not None:
+            out[m.name + ":"] = m.deviation
+        for who, pr in m.deviations.items():
+            out[f"{m.name}:{who}"] = pr
+    return out
+
+
+# name -> (prior mean, prior sd, why), derived from MECHANISMS. Prefix match: "m:fsync:"
+# covers every filesystem's deviation.
+PRIORS: dict[str, tuple[float, float, str]] = _priors()
+
+
+def describe(feature: str) -> Mechanism | None:
+    """The mechanism a model term belongs to: its shared coefficient, a filesystem's or
+    scheduler's deviation, their 2010-era twins and power twins."""
+    name = feature[4:] if feature.startswith("pwf:") else feature
+    name = name.split("@", 1)[0]
+    hit = BY_NAME.get(name)
+    if hit is None and name.startswith("m:"):
+        hit = BY_NAME.get(name.rpartition(":")[0])
+    return hit
+
+
+def own_data_terms(fs: str, w: Workload) -> list[tuple[str, str]]:
+    """For a workload: the (fs:<fs>*<term>, m:<mechanism>:<fs>) pairs of which a filesystem
+    must have measured at least one for `recommend` to count it as measured (an unmeasured
+    filesystem's fsync or metadata cost is the pooled mean of the measured ones)."""
+    return [(f"fs:{fs}*{m.fs_term}", f"{m.name}:{fs}")
+            for m in MECHANISMS if m.own_data is not None and m.own_data(w)]
 # The 2010-era deviations (see _pooled): wide, so a 2010 table's per-filesystem finding moves
 # today's deviation by only 0.3^2 / (0.3^2 + 0.6^2) = 20% of what it shows.
 ERA_2010_SD = 0.6
@@ -206,10 +376,7 @@ _PARAMS_KEYS: dict[int, tuple] = {}
 def _features_of(fs: str, nodatacow: bool, data_journal: bool, sched: str, w: Workload,
                  pkey: tuple, plp: str, era2010: bool) -> dict[str, float]:
     p = dict(pkey)
-    f: dict[str, float] = {}
     wf = 1.0 - w.read_pct / 100.0
-    flush = _flush_us(p, plp)
-    per_fsync = wf / w.writes_per_fsync if w.writes_per_fsync else 0.0
     # Wall time of one operation on the bare device at this workload's own concurrency
     # (1 / roofline): what every extra piece of work is a share of. At queue depth 1 it is
     # the service time (plus the flush of an fsync loop); at depth 32 a fraction of it.
@@ -219,44 +386,25 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, sched: str, w: Wo
     # CPU-heavy filesystem dearer on a fast device and changes nothing where the device is slow.
     h = host_factor(p)
     cores = max(1.0, float(p.get("host_cores", CPU_CORES)))
-    if w.metadata_frac < 1.0:
-        # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to
-        # the host's cores.
-        # ... and never less than the reference machine's own per-thread time per raw I/O
-        # (CPU_FLOOR_US, in the host's time): the CPU coefficients were learned where an op
-        # took that long, and a datasheet's million-IOPS ceiling does not make one thread's
-        # filesystem work dearer than anything measured.
-        cpu_share = 1.0 / max(min(max(w.numjobs, 1), cores) * t_op, CPU_FLOOR_US * h)
-        _pooled(f, "m:cpu", fs, era2010, -math.log1p(FS_CPU_US * h * cpu_share))
-        if sched != "none":
-            _pooled(f, "m:sched", sched, False, -math.log1p(SCHED_US * h * cpu_share))
-    if w.metadata_frac > 0:
-        # The roofline prices a metadata operation at META_CPU_US of the host's CPU (plus a
-        # commit when fsynced); the coefficient is the log factor by which the real CPU cost
-        # differs, entering in proportion to the CPU share of the op, so a RAM-backed
-        # reference device teaches it and an fsync-bound NVMe barely feels it.
-        sync = (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0
-        meta_us = META_CPU_US * h
-        _pooled(f, "m:meta_cpu", fs, era2010, -w.metadata_frac * meta_us / (meta_us + sync))
-    if wf > 0 and w.metadata_frac < 1.0:
-        data_w = write_time_us(p, max(w.bs_bytes, 512), sequential=not w.random)
-        if fs == "btrfs" and not nodatacow:
-            # Each overwrite rewrites ~16 KiB of tree blocks elsewhere: one more scattered
-            # write per data write, priced in this device's own time per op.
-            f["m:cow"] = -math.log1p(wf * write_time_us(p, COW_META_BYTES) / t_op)
-        if fs == "btrfs":
-            # Checksums and tree updates beyond CoW: in proportion to the data written.
-            f["m:btrfs.write"] = -min(1.0, wf * data_w / t_op)
-        if fs in ("ext4", "ext3") and data_journal:
-            # Every data block goes to the journal first (a sequential stream), then home.
-            f["m:data_journal"] = -math.log1p(
-                wf * write_time_us(p, max(w.bs_bytes, 512), sequential=True) / t_op)
-    if per_fsync:
-        # Split so each part scales with its own device time: the commit write(s) with the
-        # write latency, the extra cache flush with the flush latency (cheap with PLP).
-        t_base = max(op_time_us(w, p), 1e-3) + per_fsync * flush
-        _pooled(f, "m:fsync", fs, era2010, -math.log1p(per_fsync * p["write_latency_us"] / t_base))
-        _pooled(f, "m:flush", fs, era2010, -math.log1p(per_fsync * flush / t_base))
+    # numjobs threads share the CPU work per I/O, up to the host's cores, and never less
+    # than the reference machine's own per-thread time per raw I/O (CPU_FLOOR_US, in the
+    # host's time): the CPU coefficients were learned where an op took that long, and a
+    # datasheet's million-IOPS ceiling does not make one thread's filesystem work dearer
+    # than anything measured.
+    cpu_share = 1.0 / max(min(max(w.numjobs, 1), cores) * t_op, CPU_FLOOR_US * h)
+    c = Ctx(fs, nodatacow, data_journal, sched, w, p, plp, wf, _flush_us(p, plp),
+            wf / w.writes_per_fsync if w.writes_per_fsync else 0.0, t_op, cpu_share, h)
+    f: dict[str, float] = {}
+    for m in MECHANISMS:
+        x = m.value(c)
+        if x is None:
+            continue
+        if m.per == "fs":
+            _pooled(f, m.name, fs, era2010, x)
+        elif m.per == "sched":
+            _pooled(f, m.name, sched, False, x)
+        else:
+            f[m.name] = x
     return f
 
 

@@ -23,7 +23,7 @@ from fsadvisor import catalog, tomlcache
 from fsadvisor.domain import (BACKED_KINDS, Device, FsConfig, Prediction, Profile, Workload,
                               kind_of)
 from fsadvisor.errors import ConfigError, FsAdvisorError
-from fsadvisor.predict import ceilings, spec
+from fsadvisor.predict import ceilings, mechanisms, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
 from fsadvisor.predict.fit import FittedModel
@@ -138,8 +138,8 @@ def _mechanisms() -> dict[str, dict[str, str]]:
 
 
 def _mechanism(feature: str) -> dict[str, str] | None:
-    effect = spec.effect_of(feature)
-    if effect is not None:  # a declared option effect carries its own words
+    effect = spec.effect_of(feature) or mechanisms.describe(feature)
+    if effect is not None:  # a declared option effect or mechanism carries its own words
         return {"text": effect.text, "cite": effect.cite}
     best = ""
     for prefix in _mechanisms():
@@ -488,12 +488,8 @@ def _has_data(model: FittedModel, cfg: FsConfig, w: Workload | None = None) -> b
         return False
     if w is None:
         return True
-    needs = []
-    if w.metadata_frac > 0:
-        needs.append((f"fs:{cfg.fs}*meta", f"m:meta_cpu:{cfg.fs}"))
-    if w.fsync_every > 0 or w.fsync_mode != "none":
-        needs.append((f"fs:{cfg.fs}*fsync", f"m:fsync:{cfg.fs}"))
-    return all(any(model.sources.get(k) for k in alts) for alts in needs)
+    return all(any(model.sources.get(k) for k in alts)
+               for alts in mechanisms.own_data_terms(cfg.fs, w))
 
 
 def difference_sd(design: dict, i: int, j: int) -> float:

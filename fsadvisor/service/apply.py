@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fsadvisor import catalog
+from fsadvisor import catalog, limits
 from fsadvisor.catalog.artifacts import Artifacts, build
 from fsadvisor.catalog.udev import Target
 from fsadvisor.domain import FsConfig
@@ -57,8 +57,7 @@ def resolve_config(config: str | dict | None = None, rank: int | None = None,
         return parse_config(config), "--config"
     if profile is None:
         raise ConfigError("--rank needs --profile NAME (the recommendation it ranks)")
-    if rank < 1:
-        raise ConfigError(f"--rank counts from 1, not {rank}")
+    limits.check("rank", rank)
     from fsadvisor.service.advice import recommend
     rec = recommend(profile, device=device, top=rank, db=db)
     if len(rec.ranked) < rank:

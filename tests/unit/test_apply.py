@@ -146,7 +146,7 @@ def test_service_dry_run_writes_files(tmp_path):
     (["-d", "nvme:1T", "-c", '{"filesystem": "xfs"}'], "block device path under /dev"),
     (["-d", "/dev/nvme7n7", "-c", '{"filesystem": "xfs"}', "--mountpoint", "/srv/my data"],
      "--mountpoint must be"),
-    (["-d", "/dev/nvme7n7", "--rank", "0", "-p", "oltp"], "counts from 1"),
+    (["-d", "/dev/nvme7n7", "--rank", "0", "-p", "oltp"], "--rank must be between 1 and 1,000"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(args, says):
     r = CliRunner().invoke(app, ["apply", *args])

@@ -1,0 +1,93 @@
+"""Each device mechanism is declared once (predict/mechanisms.py MECHANISMS): its value, its
+prior with the reason, its words. The priors, the why-lines and which filesystems count as
+measured for a workload are derived from that one table, and a mechanism whose work the
+workload does not do contributes nothing at all."""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+
+from fsadvisor.domain import FsConfig, Workload
+from fsadvisor.predict import mechanisms
+from fsadvisor.predict.device_params import HOST_PRIOR
+from fsadvisor.resources import data_dir
+
+P = {"read_latency_us": 80.0, "write_latency_us": 20.0, "flush_latency_us": 500.0,
+     "flush_latency_us_plp": 20.0, "parallelism": 64.0, "read_iops_cap": 800_000.0,
+     "write_iops_cap": 300_000.0, "read_bw_bytes_s": 6e9, "write_bw_bytes_s": 4e9,
+     **HOST_PRIOR}
+WORKLOADS = [Workload(rw=rw, bs_bytes=bs, iodepth=qd, numjobs=nj, fsync_every=fs)
+             for rw, bs, qd, nj, fs in itertools.product(
+                 ("randread", "randwrite", "write", "randrw", "filecreate"), (4096, 131072),
+                 (1, 32), (1, 4), (0, 1))]
+CONFIGS = [FsConfig.make(fs, mount=m, scheduler=s)
+           for fs, m, s in itertools.product(("ext4", "xfs", "btrfs", "f2fs"),
+                                             ((), ("nodatacow",), ("data=journal",)),
+                                             ("none", "mq-deadline", "bfq"))]
+
+
+def _all_features():
+    for cfg, w in itertools.product(CONFIGS, WORKLOADS):
+        yield cfg, w, mechanisms.features(cfg, w, P, "unknown", era2010=True)
+
+
+def test_every_mechanism_term_has_its_entry_prior_and_words():
+    seen = set()
+    for _cfg, _w, f in _all_features():
+        for name in f:
+            m = mechanisms.describe(name)
+            assert m is not None, name
+            assert m.text and m.cite and m.prior[2]
+            assert mechanisms.prior(name) is not None, name
+            seen.add(m.name)
+    assert seen == set(mechanisms.BY_NAME)  # the sweep reaches every declared mechanism
+
+
+def test_priors_are_derived_from_the_table():
+    for m in mechanisms.MECHANISMS:
+        assert mechanisms.PRIORS[m.name] == m.prior
+        if m.deviation:
+            assert mechanisms.prior(f"{m.name}:anything") == m.deviation[:2]
+        for who, pr in m.deviations.items():
+            assert mechanisms.prior(f"{m.name}:{who}") == pr[:2]
+    assert mechanisms.prior("m:fsync:xfs@2010") == (0.0, mechanisms.ERA_2010_SD)
+
+
+def test_the_words_live_in_one_place():
+    # models/mechanisms.toml keeps words only for terms that are no mechanism
+    words = tomllib.loads((data_dir("models") / "mechanisms.toml").read_text())
+    assert not [k for k in words if k.startswith("m:")]
+
+
+def test_where_the_work_is_not_done_the_mechanism_is_absent():
+    for cfg, w, f in _all_features():
+        fs, reads_only = cfg.fs, w.read_pct == 100
+        if reads_only or fs != "btrfs" or "nodatacow" in cfg.mount:
+            assert "m:cow" not in f, (cfg, w)
+        if reads_only or "data=journal" not in cfg.mount or fs != "ext4":
+            assert "m:data_journal" not in f, (cfg, w)
+        if cfg.scheduler == "none":
+            assert not [k for k in f if k.startswith("m:sched")], (cfg, w)
+        if not w.fsync_every:
+            assert not [k for k in f if k.startswith(("m:fsync", "m:flush"))], (cfg, w)
+        if w.metadata_frac == 0:
+            assert not [k for k in f if k.startswith("m:meta_cpu")], (cfg, w)
+
+
+def test_measured_for_a_workload_means_the_mechanisms_it_exercises():
+    fsync = Workload(rw="randwrite", bs_bytes=4096, fsync_every=1)
+    create = Workload(rw="filecreate", bs_bytes=4096)
+    assert mechanisms.own_data_terms("xfs", fsync) == [("fs:xfs*fsync", "m:fsync:xfs")]
+    assert mechanisms.own_data_terms("btrfs", create) == [("fs:btrfs*meta", "m:meta_cpu:btrfs")]
+    assert mechanisms.own_data_terms("xfs", Workload(rw="randread", bs_bytes=4096)) == []
+
+
+def test_why_lines_name_a_mechanism_in_words_never_its_tag():
+    from fsadvisor.predict.rank import _mechanism, _plain_feature
+
+    for name in ("m:fsync", "m:fsync:btrfs", "m:flush:xfs@2010", "pwf:m:cpu:btrfs", "m:sched:bfq"):
+        words = _mechanism(name)
+        assert words is not None and words["text"] == mechanisms.describe(name).text
+        assert "m:" not in words["text"]
+    assert "mechanism" in _plain_feature("m:unknown")  # only an undeclared term gets plain words
