@@ -33,16 +33,41 @@ from fsadvisor.resources import data_dir
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
 
 
+@dataclass(frozen=True)
+class Reason:
+    """One mechanism's share of a configuration's difference from ext4 defaults, on the log
+    scale: efficiency (``d_opj``, with its sd) and performance (``d_perf``); the mechanism's
+    words and citation, and how many stored sources measured it (0: its prior alone). The
+    model terms that share a mechanism are summed into one reason. service/answer.py says
+    it in words."""
+
+    text: str
+    cite: str
+    d_perf: float
+    d_opj: float
+    sd_opj: float
+    sources: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mechanism": self.text, "cite": self.cite or None,
+                "efficiency_change": round(math.expm1(self.d_opj), 4),
+                "efficiency_sd": round(math.expm1(self.sd_opj), 4),
+                "performance_change": round(math.expm1(self.d_perf), 4),
+                "stored_sources": self.sources}
+
+
 @dataclass
 class Ranked:
-    """One recommended configuration: its rank and score, prediction, reasons, warnings,
-    the commands that make it, and how its tie group and order were decided."""
+    """One recommended configuration: its rank and score, prediction, reasons (the
+    mechanisms behind its difference from ext4 defaults; ``why`` is them in words, written
+    by service/answer.py), warnings, the commands that make it, and how its tie group and
+    order were decided."""
 
     rank: int
     config: FsConfig
     prediction: Prediction
     score: float
-    why: list[str]
+    reasons: list[Reason]
     warnings: list[str]
     commands: dict[str, Any]
     scheduler_alternatives: dict[str, float] = field(default_factory=dict)
@@ -55,6 +80,7 @@ class Ranked:
     # "simpler" (fewer non-default settings) or "uncertainty"; None when nothing scores higher
     order_rule: str | None = None
     ag_note: str | None = None  # the AG count's own effect, where allocation concurrency matters
+    why: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -87,6 +113,7 @@ class Ranked:
             "uncertainty": dict(p.uncertainty),
             "basis": dict(p.basis),
             "why": self.why,
+            "reasons": [x.to_dict() for x in self.reasons],
             "warnings": self.warnings,
         }
 
@@ -230,36 +257,32 @@ def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, li
     return True, warnings
 
 
-def _why(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, scope: str,
-         limit: int = 4, unit: str = "ops/J") -> list[str]:
-    """Plain-words reasons, largest effect first: one line per mechanism (the model's
-    features that share a mechanism are summed into one line, so no line repeats), its
-    effect on efficiency and performance against ext4 defaults, and where it comes from
-    (the mechanism's citation, how many stored sources measured it)."""
+def is_baseline(cfg: FsConfig) -> bool:
+    """ext4 with defaults and no scheduler: what every reason is measured against."""
+    return cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none"
+
+
+def _reasons(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device,
+             scope: str) -> list[Reason]:
+    """The mechanisms behind ``cfg``'s difference from ext4 defaults, largest effect on
+    efficiency first: the model's terms that share a mechanism are summed into one reason
+    (so none repeats), with the stored sources that measured any of them."""
+    if is_baseline(cfg):
+        return []
     base = catalog.default_config("ext4", device.size_bytes, "none")
-    if cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none":
-        return ["ext4 with defaults: the baseline every other candidate is compared with"]
     merged: dict[str, list] = {}
     for feat, d_perf, d_opj, sd_opj in contributions(model, cfg, base, profile.workload,
                                                      kind_of(device), scope):
         mech = _mechanism(feat)
         text = mech["text"] if mech else _plain_feature(feat)
-        m = merged.setdefault(text, [0.0, 0.0, 0.0, mech, set()])
+        m = merged.setdefault(text, [0.0, 0.0, 0.0, (mech or {}).get("cite", ""), set()])
         m[0] += d_perf
         m[1] += d_opj
-        m[2] += sd_opj ** 2  # independent-terms approximation of the summed line's sd
+        m[2] += sd_opj ** 2  # independent-terms approximation of the summed reason's sd
         m[4].update(model.sources.get(feat, []))
-    lines = sorted(merged.items(), key=lambda kv: -abs(kv[1][1]))
-    out = []
-    for text, (d_perf, d_opj, var, mech, data) in lines[:limit]:
-        if abs(d_opj) < 0.01 and abs(d_perf) < 0.01:
-            continue
-        where = [mech["cite"]] if mech and mech.get("cite") else []
-        where.append(f"measured in {len(data)} stored source{'s' if len(data) != 1 else ''}"
-                     if data else "no stored measurement: prior only")
-        out.append(f"{text}: {math.expm1(d_opj):+.0%} {unit} (1 sd {math.expm1(var ** 0.5):.0%}), "
-                   f"{math.expm1(d_perf):+.0%} performance vs ext4 defaults ({'; '.join(where)})")
-    return out
+    out = [Reason(text, cite, d_perf, d_opj, var ** 0.5, len(data))
+           for text, (d_perf, d_opj, var, cite, data) in merged.items()]
+    return sorted(out, key=lambda r: -abs(r.d_opj))
 
 
 _FEATURE_WORDS = {"fs": "filesystem", "opt": "option", "sched": "scheduler", "m": "mechanism",
@@ -703,7 +726,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         alts = {k: round(v, 4) for k, v in alternatives[cfg.with_(scheduler="none")].items()
                 if k != "_best"}
         return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
-                      why=_why(model, cfg, profile, device, scope, unit=unit), warnings=warns,
+                      reasons=_reasons(model, cfg, profile, device, scope), warnings=warns,
                       commands=commands_for(cfg, target.path, target.udev), scheduler_alternatives=alts,
                       ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
                       if cfg.fs == "xfs" else None)

@@ -243,6 +243,7 @@ def finish(rec: Recommendation, db: str | None, params_text: str,
     """What recommend adds to a ranking, the same for the CLI and the TUI's what-if session:
     which device figures it used, what would settle a tie, the library drive's notes, and
     this device's own measurements first among the reasons."""
+    answer.write_why(rec)
     rec.notes.insert(0, f"device parameters: {params_text}")
     if rec.confidence is not None and rec.confidence.tied and not rec.confidence.settled:
         rec.confidence.settle = settle_cells(rec)

@@ -1,5 +1,6 @@
 """The answer in words, written once for every front end: the headline recommend prints first
-(``--json``'s ``summary``), the confidence lines, and the tie note. The CLI's text, the TUI's
+(``--json``'s ``summary``), the confidence lines, the tie note and each configuration's
+why-lines (its reasons from the ranking, in words). The CLI's text, the TUI's
 Recommendations pane and the report call these; what they say is read from what the ranking
 decided (rank._order's tie set, rank._lead, the confidence) and never recomputed here.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from fsadvisor.predict.rank import Recommendation, complexity
+from fsadvisor.predict.rank import Ranked, Recommendation, complexity, is_baseline
 
 # An adaptive probe runs short repetitions of the leading candidates until their order is
 # settled; the estimate assumes three quick repetitions of each (probe/timing.DEFAULT_REPS),
@@ -32,6 +33,37 @@ def duration(seconds: float) -> str:
     if minutes < 90:
         return f"{math.ceil(minutes):.0f} min"
     return f"{minutes / 60:.1f} h"
+
+
+# Reasons shown per configuration, largest first, and the smallest change worth a line.
+WHY_LINES = 4
+WHY_MIN_CHANGE = 0.01
+
+
+def why_lines(r: Ranked, unit: str) -> list[str]:
+    """Plain-words reasons, largest effect first: one line per mechanism, its effect on
+    efficiency and performance against ext4 defaults, and where it comes from (the
+    mechanism's citation, how many stored sources measured it)."""
+    if is_baseline(r.config):
+        return ["ext4 with defaults: the baseline every other candidate is compared with"]
+    out = []
+    for x in r.reasons[:WHY_LINES]:
+        if abs(x.d_opj) < WHY_MIN_CHANGE and abs(x.d_perf) < WHY_MIN_CHANGE:
+            continue
+        where = [x.cite] if x.cite else []
+        where.append(f"measured in {x.sources} stored source{'s' if x.sources != 1 else ''}"
+                     if x.sources else "no stored measurement: prior only")
+        out.append(f"{x.text}: {math.expm1(x.d_opj):+.0%} {unit} "
+                   f"(1 sd {math.expm1(x.sd_opj):.0%}), {math.expm1(x.d_perf):+.0%} "
+                   f"performance vs ext4 defaults ({'; '.join(where)})")
+    return out
+
+
+def write_why(rec: Recommendation) -> None:
+    """Every shown configuration's why-lines (the ranked ones and each filesystem's best)."""
+    unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
+    for r in {id(r): r for r in [*rec.ranked, *rec.best_per_filesystem.values()]}.values():
+        r.why = why_lines(r, unit)
 
 
 def reason(rec: Recommendation) -> str:

@@ -50,7 +50,7 @@ def recommend_per_model(profile: str, db: PathLike | None = None, top: int = 1,
     from fsadvisor.predict.device_params import prior_params
     from fsadvisor.predict.rank import rank
     from fsadvisor.service.advice import get_model, get_profile
-    from fsadvisor.service.answer import headline
+    from fsadvisor.service.answer import headline, write_why
     from fsadvisor.service.device_figures import describe, devices_table
 
     prof = get_profile(profile)
@@ -83,6 +83,7 @@ def recommend_per_model(profile: str, db: PathLike | None = None, top: int = 1,
         dev = Device(path=None, size_bytes=size, kind=kind,
                      model="" if name == members[0]["device_identity"] else name)
         rec = rank(model, prof, dev, top=top, scope=scope, device_params=params)
+        write_why(rec)
         rec.summary = headline(rec)
         best = rec.ranked[0] if rec.ranked else None
         out.append({

@@ -324,3 +324,35 @@ def test_mark_ties_records_which_rule_ordered_an_entry():
                        lambda c: c.fs != "f2fs")
     assert ranked[0].order_rule == "measured" and ranked[1].order_rule is None
     assert "measured data behind it" in ranked[0].order_note
+
+
+def test_the_readme_names_every_json_key_of_a_recommendation():
+    # README "--json output, per configuration: ..." up to "; plus": each key it names is
+    # in the output and each key of the output is named (nested keys in braces included).
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("`--json` output, per configuration:")
+    per_config = readme[start:readme.index("; plus", start)]
+    named = set(re.findall(r"`([a-z_0-9]+)`", per_config))
+    r = json.loads(run("recommend", "-p", "oltp", "--top", "1", "--json"))["recommendations"][0]
+    assert r["reasons"], "oltp's #1 differs from ext4 defaults: it has reasons"
+    for keys in (set(r), set(r["predicted"]), set(r["reasons"][0])):
+        assert keys <= named, keys - named
+    assert named <= set(r) | set(r["predicted"]) | set(r["reasons"][0]), named
+
+
+def test_why_lines_are_the_rankings_reasons_in_words_written_by_the_service():
+    from fsadvisor.predict.rank import is_baseline, rank
+    from fsadvisor.service import answer
+    prof = advice.get_profile("oltp")
+    bare = rank(advice.get_model(), prof, advice.resolve_device(None), top=3)
+    assert all(r.why == [] and r.reasons is not None for r in bare.ranked)  # no words yet
+    rec = advice.recommend("oltp", top=5)
+    for r in rec.ranked:
+        if is_baseline(r.config):
+            assert r.reasons == [] and "baseline" in r.why[0]
+            continue
+        shown = [x for x in r.reasons[:answer.WHY_LINES]
+                 if max(abs(x.d_opj), abs(x.d_perf)) >= answer.WHY_MIN_CHANGE]
+        assert len(r.why) == len(shown)
+        assert all(w.startswith(x.text + ": ") for w, x in zip(r.why, shown))
+        assert all(abs(a.d_opj) >= abs(b.d_opj) for a, b in zip(r.reasons, r.reasons[1:]))
