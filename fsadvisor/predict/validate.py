@@ -174,6 +174,10 @@ def leave_one_device_out(observations: Sequence[Observation], device_id: str,
         regrets = _regret(cells, pred[m])
         spread = [c.sd / c.mean for c in cells if c.sd is not None and c.mean]
         report[m] = {**_summary(errs),
+                     # per held-out cell ("<config key> | <workload>"): what a comparison
+                     # of two fits on the same cells needs (benchmarks/fidelity.py)
+                     "abs_error_by_cell": {f"{c.config.key()} | {c.workload.key()}": abs(e)
+                                           for c, e in zip(cells, errs)},
                      "separable_pairs": sep,
                      "ordered_right": (right / sep) if sep else None,
                      "regret_by_workload": regrets,
