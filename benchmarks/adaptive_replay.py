@@ -1,4 +1,4 @@
-"""Benchmark: the adaptive probe's choices replayed on stored exhaustive matrices (issue 11).
+"""Benchmark: the adaptive probe's choices replayed on stored exhaustive matrices.
 
 The live benchmark (adaptive_vs_full.py) costs an hour of device time per class and sees
 each case once. This one replays the adaptive probe's decision rule (probe/adaptive.py) on

@@ -1,4 +1,4 @@
-"""Benchmark: `probe --adaptive` against the exhaustive matrix (issue 11 targets).
+"""Benchmark: `probe --adaptive` against the exhaustive matrix (the adaptive probe's targets).
 
 For each scratch device class (a direct-I/O loop device over a file on the VM's disk, one
 over a file in RAM under /dev/shm, a zram device this script adds and removes) and each

@@ -6,7 +6,7 @@ in and out). Scenarios, 10,000 lines each: "shared" — the catalog's configurat
 distinct request; "repeated" — 16 distinct requests repeated; "distinct" — every line its own
 workload (random fio shapes), nothing shared. Alternating with `python3 -c 'import numpy'`
 as a yardstick of the machine's current speed; printed: per-scenario median and min-max
-lines/s over REPEATS runs. Target (issue 13): >= 3,000 lines/s.
+lines/s over REPEATS runs. Target: >= 3,000 lines/s.
 
     python benchmarks/batch_rate.py [--repeats 3] [--lines 10000]
 """

@@ -8,7 +8,7 @@ once through the probe service and once as `fio JOBFILE` by hand (the probe cell
 command written out as a job file, so both run the very same job). Rounds alternate which
 goes first so slow drift cancels. Reported: the geometric mean of the per-round ratios with its
 95% t confidence interval (paired, on log ratios) and the median.
-Target (issue #3): IOPS ratio within 2%. The verdict is statistical: "OK" only when the whole
+Target: IOPS ratio within 2%. The verdict is statistical: "OK" only when the whole
 95% interval lies inside +-2%; "OUTSIDE TARGET" when the whole interval lies outside it;
 otherwise "INCONCLUSIVE: more rounds needed" (a single pair on this VM spreads several %).
 Needs root. Loop-device numbers are not an SSD's: this measures the harness, not a drive.

@@ -8,7 +8,7 @@ N; the copies beyond the catalog differ in a commit=SECONDS mount option, so eve
 a distinct configuration but the feature set stays the catalog's (see _grow). Alternating
 sizes per round; the median and min-max of microseconds per candidate are printed, and
 the ratio of per-candidate cost at the largest vs the smallest size (1.0 = linear).
-Target (issue 13): linear, <= 10 us per candidate at 10k.
+Target: linear, <= 10 us per candidate at 10k.
 
     python benchmarks/rank_scaling.py [--rounds 5] [--sizes 1000,10000,60000]
 """

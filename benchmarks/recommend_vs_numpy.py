@@ -3,8 +3,8 @@
 Covers: the whole offline path (start-up, store open, model fit, ranking, JSON out).
 Scenario: both commands run alternately in one process tree, REPEATS pairs, on the same
 machine (the order within a pair alternates too, so neither always runs second); printed: the
-per-pair ratio's median and min-max (the issue 13 measure: a ratio of two medians hides how
-much one pair varies) and, for comparison, the ratio of the medians. Target (issue 13): a
+per-pair ratio's median and min-max (the measure the target is set in: a ratio of two medians hides how
+much one pair varies) and, for comparison, the ratio of the medians. Target: a
 per-pair median of at most 2x.
 
     python benchmarks/recommend_vs_numpy.py [--repeats 7] [--profile oltp]

@@ -6,7 +6,7 @@ calibrating the simulator at the workload's point, four variants of the CLI's de
 table with each p99's 95% interval). Scenario: the oltp preset on xfs with 16 AGs (the golden
 tests/unit/golden/sim_oltp.out's setting, at the CLI's default request count); alternating
 pairs (the order within a pair alternates too); printed: the per-pair ratio's median and
-min-max. Target (issue 13): <= 5x.
+min-max. Target: <= 5x.
 
     python benchmarks/simulate_vs_numpy.py [--repeats 5]
 """

@@ -1,4 +1,4 @@
-"""Key press -> live table redrawn, in the TUI's what-if form (issue 14, target <= 100 ms).
+"""Key press -> live table redrawn, in the TUI's what-if form (target <= 100 ms).
 
 Drives the real app headless with Textual's Pilot against a fresh store in a temp dir (so
 the fit is the shipped data's, cached once like a user's second start). For each shipped

@@ -222,7 +222,7 @@ class FsConfig:
     def label(self) -> str:
         """What a person reads: ``ext4 defaults, sched none``, ``xfs agcount=16, noatime,
         sched none`` (mkfs settings after the filesystem, then mount options)."""
-        made = [f"{k}={v}" for k, v in self.mkfs]
+        made = [f"{k}={_word(v)}" for k, v in self.mkfs]
         if self.ag_count is not None:
             made.append(f"agcount={self.ag_count}")
         head = " ".join([self.fs] + made) if made else self.fs
@@ -362,3 +362,8 @@ def __getattr__(name: str) -> Any:
         value = globals()[name] = getattr(records, name)
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _word(value: Any) -> str:
+    """An option's value as a person reads it: on/off for a switch (never Python's False)."""
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)

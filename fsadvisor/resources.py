@@ -4,9 +4,15 @@ copy a wheel carries under fsadvisor/_data."""
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
+from typing import Any, Callable
+
+from fsadvisor.host.readfile import read_bounded
 
 _PKG = Path(__file__).resolve().parent
+# A shipped or user TOML document larger than this is no document of ours.
+MAX_TOML_BYTES = 16 << 20
 
 
 def data_dir(name: str) -> Path:
@@ -23,3 +29,12 @@ def data_dir(name: str) -> Path:
 
 def presets_dir() -> Path:
     return _PKG / "profiles" / "presets"
+
+
+def read_toml(path: str | os.PathLike[str],
+              parse: Callable[[bytes], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The TOML document in ``path``: a regular file of at most MAX_TOML_BYTES (a FIFO or
+    /dev/zero is refused, host/readfile.py), parsed by tomllib or by ``parse`` (the
+    caller's own parser and errors). OSError from the file itself is the caller's."""
+    raw = read_bounded(Path(path), MAX_TOML_BYTES)
+    return parse(raw) if parse is not None else tomllib.loads(raw.decode())

@@ -182,15 +182,12 @@ def _click_errors():
     return cx
 
 
-def main(argv: list[str] | None = None, *, collector_paused: bool = False) -> None:
-    """The ``fsadvisor`` command (``argv`` None: the process's own arguments).
-    ``collector_paused``: the console script (fsadvisor/entry.py) paused the cyclic garbage
-    collector for the start-up; it is resumed as the command starts unless the command is
-    a bounded one-shot answer (:func:`collector_may_stay_paused`)."""
+def main(argv: list[str] | None = None) -> None:
+    """The ``fsadvisor`` command (``argv`` None: the process's own arguments)."""
     if argv is None:
         _interrupt_with_a_message()
     try:
-        _main(argv, collector_paused)
+        _main(argv)
     except (KeyboardInterrupt, Interrupted):
         typer.echo("fsadvisor: interrupted", err=True)
         sys.exit(130)
@@ -215,21 +212,11 @@ def _interrupt_with_a_message() -> None:
         signal.signal(signal.SIGINT, handler)
 
 
-def collector_may_stay_paused(args: list[str]) -> bool:
-    """Whether a command line is a bounded one-shot answer that may run to its end without
-    the cyclic garbage collector (fsadvisor/entry.py says why): `recommend`, and `predict`
-    of one request. Everything else (predict --batch reads any number of lines; probe,
-    tui, simulate and the rest run long or grow with their input) gets it back."""
-    if not args:
-        return False
-    return args[0] == "recommend" or (args[0] == "predict" and "--batch" not in args)
-
-
 def _exiting() -> None:
     # The process is about to end: move every object the garbage collector tracks out of
-    # its sight (gc.freeze), so interpreter shutdown does not walk them all again: from
-    # main's return to the process's end after a `recommend`, 20.5 -> 6.9 ms (median of 9
-    # runs each, 2026-11-24; `python3 -c 'import numpy'` ends in 10 ms). Nothing is
+    # its sight (gc.freeze), so interpreter shutdown does not walk them all again (after a
+    # `recommend` that walk took longer than all of `python3 -c 'import numpy'`;
+    # benchmarks/recommend_vs_numpy.py measures the whole command). Nothing is
     # skipped that a user could see: atexit handlers, thread joins, stream flushes and
     # every deallocation by reference count still run; only cyclic garbage is left to the
     # OS, and CPython never promised finalizers for that at exit. Only for the process's
@@ -238,7 +225,7 @@ def _exiting() -> None:
     gc.freeze()
 
 
-def _main(argv: list[str] | None, collector_paused: bool = False) -> None:
+def _main(argv: list[str] | None) -> None:
     import importlib
 
     cx = _click_errors()
@@ -261,9 +248,6 @@ def _main(argv: list[str] | None, collector_paused: bool = False) -> None:
     else:
         _register()
         command = command_tree()
-    if collector_paused and not collector_may_stay_paused(args):
-        import gc
-        gc.enable()  # the program is loaded; the command's own work gets its collector
     try:
         rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)
     except cx.NoArgsIsHelpError as e:  # bare `fsadvisor` or a bare group: its help

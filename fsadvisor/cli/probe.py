@@ -120,10 +120,13 @@ def _print_summary(s) -> None:
                f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, "
                f"{c['already_done']} already done, {c['incomplete']} incomplete "
                f"of {c['total']} cells in {clock(d['wall_s'])}")
+    from fsadvisor.service.probing import device_time_line
+    if (line := device_time_line(d)) is not None:
+        typer.echo(line)
     for reason, n in d["skipped_reasons"].items():
         typer.echo(f"  skipped {n} cells: {reason}")
     for f in d["failed"]:
-        typer.echo(f"  failed: {f['cell']} rep {f['rep']}: {f['error']}")
+        typer.echo(f"  failed: {f['label']}: {f['error']}")
     e = d["energy"]
     if e:
         typer.echo(f"energy: {e.get('source')} (scope {e.get('scope')}; {e.get('why')})")

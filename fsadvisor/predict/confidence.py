@@ -14,11 +14,7 @@ exactly when leaders are close, which is when the number matters). Sampling k <=
 sqrt(0.25 / 4000) = 0.008 — finer than any figure shown (two digits). The seed is fixed so
 the same store gives the same number on every run (a recommendation must not flicker).
 
-The normal draws come from SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom
-number generators", OOPSLA 2014; it passes TestU01's BigCrush) over a counter, through the
-Box-Muller transform, in a few numpy integer operations: importing ``numpy.random`` for its
-generator cost every `recommend` ~9 ms of start-up (measured: `python -c 'import numpy,
-numpy.random'` vs `import numpy`, median of 15), more than the sampling itself.
+The normal draws come from numpy's default generator (PCG64) seeded with that fixed seed.
 
 Pure numpy; the ranking (predict/rank.py) and the adaptive probe (probe/adaptive.py) call it.
 """
@@ -101,29 +97,9 @@ class Confidence:
                                        zip(self.labels[:4], self.p_best[:4]))
 
 
-_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (the paper's GAMMA)
-_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-
-
-def _splitmix64(n: int, seed: int) -> np.ndarray:
-    """``n`` consecutive outputs of SplitMix64 started from ``seed`` (uint64, wrapping)."""
-    with np.errstate(over="ignore"):
-        z = (np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN_GAMMA
-             + np.uint64(seed % (1 << 64)))
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        return z ^ (z >> np.uint64(31))
-
-
 def standard_normal(shape: tuple[int, int], seed: int = SEED) -> np.ndarray:
-    """Independent N(0, 1) draws, the same for the same seed on every machine: uniforms
-    from the top 53 bits of SplitMix64 (never 0: the half step), paired by Box-Muller."""
-    n = shape[0] * shape[1]
-    m = (n + 1) // 2
-    u = ((_splitmix64(2 * m, seed) >> np.uint64(11)).astype(float) + 0.5) * 2.0 ** -53
-    r = np.sqrt(-2.0 * np.log(u[:m]))
-    t = 2.0 * np.pi * u[m:]
-    return np.concatenate([r * np.cos(t), r * np.sin(t)])[:n].reshape(shape)
+    """Independent N(0, 1) draws, the same for the same seed on every machine."""
+    return np.random.default_rng(seed).standard_normal(shape)
 
 
 def covariance(X: np.ndarray, cov: np.ndarray) -> np.ndarray:

@@ -62,10 +62,9 @@ class _Space:
 # From this many configurations on, their feature matrix is built from each one's parts
 # (features.config_matrix); below it, from their feature dicts. The same matrix either way
 # (tests/unit/test_feature_matrix.py). For predict --batch's all-distinct lines (one
-# configuration each) the parts cost more than they save: cProfile of 3,000 such lines,
-# _block_designs 0.65 s through the parts, 0.57 s through the dicts (2026-11-24). A ranking
-# has thousands (through the parts ranking 10,000 went from ~12 to ~9 us per candidate,
-# commit 8ccf1f8); 16 is a round number between the two, not tuned.
+# configuration each) the parts cost more than they save (benchmarks/batch_rate.py); a
+# ranking has thousands, where the parts save about a quarter of the time per candidate
+# (benchmarks/rank_scaling.py). 16 is a round number between the two, not tuned.
 _PARTS_FROM = 16
 
 
@@ -186,9 +185,9 @@ class _Dense:
 class _Factored(_Dense):
     """The same designs for many configurations, never built out: X = 1 k' + C M, so
     x.theta = k.theta + c.(M theta) and x cov x' = k cov k' + 2 c.(M cov k') + c (M cov M') c'.
-    For 2,752 candidates that is N x 94 products instead of five N x 187 designs (4 MB each)
-    and their copies: a one-shot `recommend`'s in-process time went from 41-46 to 32-34 ms
-    with it (2026-11-24).
+    For a few thousand candidates that is N x ~100 products instead of five N x ~190 designs
+    of megabytes each, and their copies: about a fifth of a one-shot `recommend`'s
+    in-process time (benchmarks/recommend_vs_numpy.py).
     The design of log ops/J is built out only for predict_many (``matrix``); a ranking
     gets it as :class:`DesignRows` (``rows``)."""
 

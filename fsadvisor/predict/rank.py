@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from fsadvisor import catalog, tomlcache
+from fsadvisor import catalog
 from fsadvisor.domain import (BACKED_KINDS, Device, FsConfig, Prediction, Profile, Workload,
                               kind_of)
 from fsadvisor.errors import ConfigError, FsAdvisorError
@@ -28,7 +28,7 @@ from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
 from fsadvisor.predict.fit import FittedModel
 from fsadvisor.predict.predict import Z90, Predictions, contributions, predict_lazily
-from fsadvisor.resources import data_dir
+from fsadvisor.resources import data_dir, read_toml
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
 
@@ -161,7 +161,7 @@ class Recommendation:
 
 @lru_cache(maxsize=1)
 def _mechanisms() -> dict[str, dict[str, str]]:
-    return tomlcache.load_toml(data_dir("models") / "mechanisms.toml")
+    return read_toml(data_dir("models") / "mechanisms.toml")
 
 
 def _mechanism(feature: str) -> dict[str, str] | None:

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from fsadvisor import tomlcache
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams, prior_params
-from fsadvisor.resources import data_dir
+from fsadvisor.resources import data_dir, read_toml
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import Observation
@@ -60,8 +59,8 @@ class ModelSettings:
         of the store ``db`` (beside it) when there is one, else from the shipped
         models/calibration.json; never from a file shared by every store."""
         d = data_dir("models")
-        priors = tomlcache.load_toml(d / "priors.toml")
-        devices = tomlcache.load_toml(d / "devices.toml")
+        priors = read_toml(d / "priors.toml")
+        devices = read_toml(d / "devices.toml")
         source = "argument"
         device_sd = None
         if prior_scale is None:

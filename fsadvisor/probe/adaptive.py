@@ -62,6 +62,7 @@ class Option:
     shrink: float = 0.0  # weighted drop of the sd of the leader's differences (log units)
     kg: float = 0.0  # knowledge gradient: expected gain of the best choice after the run (log)
     defaults_first: bool = False  # chosen as a leading filesystem's defaults (next_step)
+    name: str = ""  # what a person reads (``label`` is the configuration's key)
 
     @property
     def gain(self) -> float:
@@ -72,15 +73,16 @@ class Option:
         return self.shrink / self.cost_s if self.cost_s > 0 else 0.0
 
     def why(self) -> str:
+        who = self.name or self.label
         if self.defaults_first:
-            return (f"{self.label}: a first run of a leading filesystem's defaults, what every "
+            return (f"{who}: a first run of a leading filesystem's defaults, what every "
                     f"variant of it has to beat to earn its settings, for about "
                     f"{self.cost_s:.0f} s of device time")
         rep = "a first run" if not self.runs_so_far else f"run {self.runs_so_far + 1}"
-        return (f"{self.label}: {rep} is expected to take P(wrong choice) from "
-                f"{self.p_wrong_now:.3f} to {self.p_wrong_after:.3f}, the sd of the "
-                f"leader's contested differences down by {self.shrink:.4f} (log) and the "
-                f"final choice's ops/J up by {math.expm1(self.kg):.2%} (expected gain) for "
+        return (f"{who}: {rep} is expected to narrow the leaders' uncertainty the most per "
+                f"second (chance the current leader is not within 1% of the best: "
+                f"{self.p_wrong_now:.0%} now, {self.p_wrong_after:.0%} expected after; "
+                f"expected gain of the final choice {math.expm1(self.kg):+.1%} ops/J) for "
                 f"about {self.cost_s:.0f} s of device time")
 
 
@@ -101,6 +103,10 @@ class State:
     # on the design alone would say a run here can teach nothing about their order (one run
     # pins the unknown device level that all share). Only the choice uses it.
     own_var: np.ndarray | None = None
+    names: Sequence[str] = ()  # what a person reads for each candidate (labels: its key)
+
+    def name(self, i: int) -> str:
+        return self.names[i] if self.names else self.labels[i]
 
     @property
     def leader(self) -> int:
@@ -218,7 +224,7 @@ def options(state: State, cost_s: Sequence[float], runs: Sequence[int]) -> list[
     for k, (kg, shrink, i, S1) in enumerate(out):
         after = 1.0 - state.confidence(S=S1) if k < 3 else now
         res.append(Option(i, state.labels[i], now, after, float(cost_s[i]), int(runs[i]),
-                          shrink, kg))
+                          shrink, kg, name=state.name(i)))
     return res
 
 
@@ -258,8 +264,8 @@ def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
         if runs[i] == 0 and (budget_s is None or spent_s + cost_s[i] <= budget_s):
             return Step(Option(index=i, label=state.labels[i], p_wrong_now=1.0 - conf,
                                p_wrong_after=1.0 - conf, cost_s=cost_s[i], runs_so_far=0,
-                               defaults_first=True), conf,
-                        f"{state.labels[i]}: a leading filesystem's defaults first")
+                               defaults_first=True, name=state.name(i)), conf,
+                        f"{state.name(i)}: a leading filesystem's defaults first")
     ranked = [o for o in options(state, cost_s, runs)
               if max_runs is None or o.runs_so_far < max_runs]
     worth = [o for o in ranked if o.shrink >= MIN_SHRINK]

@@ -38,6 +38,12 @@ FLAG_NO_DISCARD = "no-discard"
 MEASURE_GRACE_S = 300.0
 ERROR_CHARS = 400  # a stored error is one line, at most this long
 SETUP_TIMEOUT_S = 3600.0  # mkfs/fill of a large drive
+# A run's seconds per phase are kept in its metrics under this key; the phase of each step
+# role (fill: laying out the files a read workload reads; measure: the benchmark process,
+# its measured window and its start and end).
+STEP_SECONDS = "step_seconds"
+STEP_PHASES = {"scheduler": "mount", "prepare": "fill", "sync": "cache drop",
+               "drop-caches": "cache drop", "cooldown": "cool-down"}
 # After the last cell: the probe's own filesystem signature goes, so that a rerun or
 # --resume finds the device as empty as the user handed it over (no --force needed).
 WIPE_ARGV = ["wipefs", "--all", "--quiet"]
@@ -195,16 +201,24 @@ class CellRunner:
                            rep=cell.rep, status="failed", started_at=started, wall_s=0.0,
                            host=dict(self.host), matrix_id=self.matrix_id)
         self.fatal = None
+        # Where the cell's device time goes, by step (what a probe spends outside fio's
+        # measured window is what a smaller matrix or a longer window would save).
+        spent: dict[str, float] = {}
         try:
             for step in self.steps(cell):
                 if on_step:
                     on_step(step)
-                if step.role == "measure":
-                    self._measure(step, cell, record, flags)
-                    if record.status != "ok":
-                        break
-                else:
-                    self._do(step, flags)
+                t_step = time.monotonic()
+                try:
+                    if step.role == "measure":
+                        self._measure(step, cell, record, flags)
+                    else:
+                        self._do(step, flags)
+                finally:
+                    phase = STEP_PHASES.get(step.role, step.role)
+                    spent[phase] = spent.get(phase, 0.0) + time.monotonic() - t_step
+                if step.role == "measure" and record.status != "ok":
+                    break
         except (FsAdvisorError, OSError) as e:
             record.status, record.error = "failed", one_line(e, ERROR_CHARS)
         except BaseException:
@@ -216,6 +230,8 @@ class CellRunner:
         finally:
             record.wall_s = time.monotonic() - t0
             record.flags = tuple(dict.fromkeys(flags))
+            record.metrics = {**dict(record.metrics or {}),
+                              STEP_SECONDS: {k: round(v, 3) for k, v in spent.items()}}
         if self.mounted:
             try:
                 self.umount()

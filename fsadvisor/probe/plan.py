@@ -173,7 +173,17 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.key} | rep {self.rep}"
+        """What a person reads in progress lines and previews: ``xfs agcount=16, noatime,
+        sched none | 4k-randread-qd32 | rep 2`` (``key`` is the store's identity)."""
+        return f"{cell_label(self.config, self.scheduler)} | {self.workload.name} | rep {self.rep}"
+
+
+def cell_label(config: FsConfig | None, scheduler: str) -> str:
+    """``ext4 defaults, sched none``; ``xfs agcount=16, noatime, sched none``; the raw
+    baseline as ``raw device (no filesystem), sched none``."""
+    if config is None:
+        return f"raw device (no filesystem), sched {scheduler}"
+    return config.with_(scheduler=scheduler).label()
 
 
 def cell_key(config: FsConfig | None, scheduler: str, workload_name: str) -> str:

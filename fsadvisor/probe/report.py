@@ -17,7 +17,7 @@ from fsadvisor.domain import Device
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor
-from fsadvisor.probe.plan import Cell, Plan
+from fsadvisor.probe.plan import Cell, Plan, cell_label
 from fsadvisor.tools import fio
 
 
@@ -115,10 +115,36 @@ class CellOutcome:
     flags: tuple[str, ...] = ()
     run_id: int | None = None
     wall_s: float | None = None
+    steps_s: dict[str, float] = field(default_factory=dict)  # seconds per phase (cell.py)
+    window_s: float | None = None  # the benchmark's own measured window
 
     def to_dict(self) -> dict[str, Any]:
         return {"cell": self.key, "rep": self.rep, "status": self.status, "error": self.error,
-                "flags": list(self.flags), "run_id": self.run_id, "wall_s": self.wall_s}
+                "label": self.label, "flags": list(self.flags), "run_id": self.run_id,
+                "wall_s": self.wall_s, "steps_s": self.steps_s, "window_s": self.window_s}
+
+
+def device_time(outcomes: list[CellOutcome]) -> dict[str, Any] | None:
+    """Where the cells' device time went: inside the benchmarks' measured windows, and
+    outside them per phase (mkfs, mount, fill, cache drop, cool-down, the benchmark's own
+    start and end, ...), in seconds and as shares of the cells' time. None before a cell ran."""
+    ran = [o for o in outcomes if o.wall_s and o.status in ("ok", "failed")]
+    total = sum(o.wall_s for o in ran)
+    if total <= 0:
+        return None
+    window = sum(o.window_s or 0.0 for o in ran)
+    phases: dict[str, float] = {}
+    for o in ran:
+        for k, v in o.steps_s.items():
+            phases[k] = phases.get(k, 0.0) + v
+    # the measure phase minus the window: the benchmark's start, ramp and exit, the sync after
+    phases["measure"] = max(0.0, phases.get("measure", 0.0) - window)
+    phases["other"] = max(0.0, total - window - sum(phases.values()))
+    outside = {k: v for k, v in sorted(phases.items(), key=lambda kv: -kv[1]) if v > 0}
+    return {"cells": len(ran), "cells_s": round(total, 1), "window_s": round(window, 1),
+            "window_share": round(window / total, 4),
+            "outside_s": {("benchmark start/end" if k == "measure" else k): round(v, 1)
+                          for k, v in outside.items()}}
 
 
 @dataclass
@@ -160,6 +186,7 @@ class ProbeSummary:
             "failed": [o.to_dict() for o in self.outcomes if o.status == "failed"],
             "energy": self.energy, "results": self.results, "notes": self.notes,
             "cleanup": self.cleanup, "wall_s": round(self.wall_s, 3),
+            "device_time": device_time(self.outcomes),
         }
 
 
@@ -237,14 +264,6 @@ def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str,
         row["vs_raw_iops"] = (mean / base) if (base and mean and row["filesystem"] != "raw-device") else None
         row["vs_raw_note"] = raw_ratio_note(row["vs_raw_iops"], c_workloads.get(row["workload"]))
     return rows
-
-
-def cell_label(config: Any, scheduler: str) -> str:
-    """``ext4 defaults, sched none``; ``xfs agcount=16, noatime, sched none``; the raw
-    baseline as ``raw device (no filesystem), sched none``."""
-    if config is None:
-        return f"raw device (no filesystem), sched {scheduler}"
-    return config.with_(scheduler=scheduler).label()
 
 
 def raw_ratio_note(ratio: float | None, workload: Any = None) -> str:

@@ -25,7 +25,7 @@ from fsadvisor.errors import DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
 from fsadvisor.host import loopdev
 from fsadvisor.probe import measure
-from fsadvisor.probe.cell import WIPE_ARGV, CellHooks, CellRunner, LiveSample
+from fsadvisor.probe.cell import STEP_SECONDS, WIPE_ARGV, CellHooks, CellRunner, LiveSample
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
@@ -359,8 +359,12 @@ class MatrixRun:
             self.state.current_cell = None
             self.state_file.save(self.state)
         self._durations.append((self.plan.cell_estimate_s(cell), record.wall_s))
+        metrics = record.metrics or {}
+        window = metrics.get("runtime_s") if record.status == "ok" else None
         self._outcome(CellOutcome(cell.key, cell.rep, cell.label, record.status, record.error,
-                                  record.flags, run_id, record.wall_s), record, runner.device)
+                                  record.flags, run_id, record.wall_s,
+                                  dict(metrics.get(STEP_SECONDS) or {}),
+                                  float(window) if window else None), record, runner.device)
         if runner.fatal:
             raise FsAdvisorError(f"probe stopped: {runner.fatal}")
 

@@ -80,10 +80,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from fsadvisor import tomlcache
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line
-from fsadvisor.resources import presets_dir
+from fsadvisor.resources import presets_dir, read_toml
 from fsadvisor.sizes import format_size, parse_size
 from fsadvisor.profiles.write import toml_string
 
@@ -625,12 +624,11 @@ def _profiles_in(doc: Mapping[str, Any], stem: str, origin: str) -> list[Profile
 
 def load_profiles(path: str | Path) -> list[Profile]:
     """Every profile in one TOML file (one profile, or many as [profiles.<name>]). The
-    parsed TOML comes through fsadvisor/tomlcache.py (an unchanged file is not parsed
-    again); the profiles are checked and built from it every time."""
+    profiles are checked and built from it every time it is read."""
     p = Path(path)
     origin = f"profile {p.name}"
     try:
-        doc = tomlcache.load(p, lambda raw: _toml_doc(raw, origin))
+        doc = read_toml(p, lambda raw: _toml_doc(raw, origin))
     except OSError as e:
         raise ProfileError(one_line(f"{origin}: cannot read {p}: {e.strerror or e}")) from None
     return _profiles_in(doc, p.stem, origin)

@@ -362,8 +362,9 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         # Without a budget: a share of what the exhaustive matrix would cost (plus the
         # one-off calibration), never less than the calibration and one cell. It is
         # re-estimated before every choice (Chooser.decide): on a device's first profile the
-        # plan's fixed per-cell overhead over-estimates the matrix (by 27-35% on the RAM loop
-        # and zram, 2026-11-24), and the first measured cells correct it.
+        # plan's fixed per-cell overhead over-estimates the matrix (by about a third on the
+        # RAM loop and zram, benchmarks/adaptive_vs_full.py), and the first measured cells
+        # correct it.
         plan.budget_share = DEFAULT_BUDGET_SHARE
         plan.default_budget(times, schedulers)
         plan.budget_s = (plan.budget_s or 0.0) + calib_s
@@ -399,6 +400,11 @@ class Decision:
     choice: str | None = None
     why: str = ""
     calibration_s: float = 0.0  # part of spent_s: a device is calibrated once, not per probe
+    leader_name: str = ""  # what a person reads (``leader`` is the configuration's key)
+
+    @property
+    def who(self) -> str:
+        return self.leader_name or self.leader
 
     @property
     def share(self) -> float:
@@ -407,7 +413,7 @@ class Decision:
     def outcome_lines(self) -> list[str]:
         """Where an adaptive probe ended, in words: the same lines in the CLI's summary and
         the TUI's log."""
-        lines = [f"adaptive: {self.leader} is best (within 1%) with probability "
+        lines = [f"adaptive: {self.who} is best (within 1%) with probability "
                  f"{self.confidence:.2f} after {self.runs} runs; device time "
                  f"{probing.clock(self.spent_s)} = {self.share:.0%} of the full matrix's "
                  f"~{probing.clock(self.full_estimate_s)}"]
@@ -416,12 +422,13 @@ class Decision:
         return lines
 
     def line(self) -> str:
-        return (f"leader {self.leader}, confidence {self.confidence:.2f}; device time "
+        return (f"leader {self.who}, confidence {self.confidence:.2f}; device time "
                 f"{self.spent_s:.0f} s of the full matrix's ~{self.full_estimate_s:.0f} s "
                 f"({self.share:.0%})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"leader": self.leader, "confidence": round(self.confidence, 4),
+        return {"leader": self.leader, "leader_label": self.who,
+                "confidence": round(self.confidence, 4),
                 "p_best": {k: round(v, 4) for k, v in self.p_best.items()},
                 "device_time_s": round(self.spent_s, 1),
                 "full_matrix_estimate_s": round(self.full_estimate_s, 1),
@@ -512,7 +519,7 @@ class Chooser:
         own = self.run_noise_sd()
         if own is not None:
             noise = max(float(noise), own)
-        st = sel.State(labels=[c.key() for c in cfgs],
+        st = sel.State(labels=[c.key() for c in cfgs], names=[c.label() for c in cfgs],
                        mu=np.log(np.maximum(np.asarray(val, float), 1e-300)),
                        X=np.asarray(design["X"]), cov=np.asarray(design["cov"]),
                        noise_var=float(noise) ** 2, tolerance=-math.log(1 - TIE_TOLERANCE),
@@ -566,7 +573,8 @@ class Chooser:
         S = st.S()
         idx = C.leaders(st.mu, S, st.leader)
         pb = C.p_best(st.mu[idx], S[np.ix_(idx, idx)])
-        d = Decision(leader=st.labels[st.leader], confidence=step.confidence,
+        d = Decision(leader=st.labels[st.leader], leader_name=st.name(st.leader),
+                     confidence=step.confidence,
                      p_best={st.labels[i]: float(p) for i, p in zip(idx, pb)},
                      spent_s=spent, full_estimate_s=self.plan.full_estimate_s,
                      runs=sum(ok.values()), reason="" if step.choice else step.reason,
@@ -600,7 +608,7 @@ class Chooser:
     def _note(self, message: str, d: Decision | None = None) -> None:
         # with the decision: where the probe stands, as fields a front end shows
         self.on_progress(ProgressEvent("note", len(self.history), 0, message=message,
-                                       leader=d.leader if d else None,
+                                       leader=d.who if d else None,
                                        confidence=d.confidence if d else None))
 
     def in_seconds(self, e: ProgressEvent) -> ProgressEvent:
@@ -631,7 +639,8 @@ class Chooser:
                                  budget_s=self.plan.budget_s, max_runs=self.plan.max_reps,
                                  defaults=self.leading_defaults(st, cfgs, device))
             if first is None:
-                first = Decision(leader=st.labels[st.leader], confidence=step.confidence,
+                first = Decision(leader=st.labels[st.leader], leader_name=st.name(st.leader),
+                                 confidence=step.confidence,
                                  p_best={}, spent_s=spent,
                                  full_estimate_s=self.plan.full_estimate_s, runs=0)
             if step.choice is None:
@@ -687,7 +696,7 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
         store.ensure_seeded()
         ch = Chooser(plan, store, ModelSettings.load(db=db), params, stored)
         choices, first = ch.first_choices(setup.device, n)
-    lines.append(f"# now: leader {first.leader}, confidence {first.confidence:.2f} "
+    lines.append(f"# now: leader {first.who}, confidence {first.confidence:.2f} "
                  "(the model's prior for this device" +
                  (", before calibration)" if setup.calibration is not None else ")"))
     lines.append("# first choices if every run came out as predicted (each choice is "

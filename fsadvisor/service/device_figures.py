@@ -16,10 +16,9 @@ from fsadvisor.predict.device_params import DeviceParams, prior_params
 
 def devices_table() -> dict[str, dict[str, float]]:
     """models/devices.toml: the per-kind priors."""
-    from fsadvisor import tomlcache
-    from fsadvisor.resources import data_dir
+    from fsadvisor.resources import data_dir, read_toml
 
-    return tomlcache.load_toml(data_dir("models") / "devices.toml")
+    return read_toml(data_dir("models") / "devices.toml")
 
 
 def device_params_for(device: Any, db: str | None = None) -> DeviceParams:

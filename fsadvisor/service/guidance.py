@@ -13,11 +13,11 @@ import functools
 from dataclasses import dataclass
 from typing import Callable
 
-from fsadvisor import catalog, tomlcache
+from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Profile
 from fsadvisor.predict import spec
 from fsadvisor.predict.rank import seeks
-from fsadvisor.resources import data_dir
+from fsadvisor.resources import data_dir, read_toml
 
 FLASH = ("nvme", "sata-ssd")
 EXT4_DEFAULT_COMMIT_S = 5  # ext4.rst: commit=nrsec, default 5
@@ -34,7 +34,7 @@ class Rule:
 @functools.lru_cache(maxsize=1)
 def rules() -> dict[str, Rule]:
     # (through the parsed-TOML cache: a warm `recommend` loads no TOML parser)
-    doc = tomlcache.load_toml(data_dir("datasets") / "guidance.toml")
+    doc = read_toml(data_dir("datasets") / "guidance.toml")
     return {r["id"]: Rule(**r) for r in doc["rule"]}
 
 

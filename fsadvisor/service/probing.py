@@ -287,6 +287,21 @@ def device_confirmed(device: str, typed: str | None) -> bool:
     return typed in (device, os.path.realpath(device))
 
 
+def device_time_line(summary: dict[str, Any]) -> str | None:
+    """Where a finished probe's device time went, in one line: ``device time: 62% inside
+    the benchmarks' measured windows (100 s of 161 s in cells); outside them: fill 15%, ...``
+    (from ProbeSummary.to_dict()'s ``device_time``)."""
+    d = summary.get("device_time")
+    if not d:
+        return None
+    total = d["cells_s"]
+    parts = ", ".join(f"{k} {v / total:.0%}" for k, v in d["outside_s"].items()
+                      if v / total >= 0.005)
+    return (f"device time: {d['window_share']:.0%} inside the benchmarks' measured windows "
+            f"({d['window_s']:.0f} s of {total:.0f} s in cells)"
+            + (f"; outside them: {parts}" if parts else ""))
+
+
 def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = None,
               confirm: str | None = None,
               interruptions: Interruptions | None = None) -> ProbeSummary:

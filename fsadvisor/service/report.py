@@ -424,9 +424,10 @@ def plot_probe(summary: dict[str, Any], width: int = 80) -> str:
             continue
         low = st.get("ci95_low") if st.get("ci95_low") is not None else st["mean"]
         high = st.get("ci95_high") if st.get("ci95_high") is not None else st["mean"]
-        # the readable label (``ext4 defaults, sched none``), never the store key
-        label = r.get("label") or (f"raw device [{r.get('scheduler')}]"
-                                   if r.get("filesystem") == "raw-device" else r["config"])
+        # the readable label (``ext4 defaults, sched none``), never the store key; the raw
+        # device in its short form (a bar's label has about 30 columns)
+        label = (f"raw device, sched {r.get('scheduler') or '?'}"
+                 if r.get("filesystem") == "raw-device" else r.get("label") or r["config"])
         by_workload.setdefault(r["workload"], []).append(
             Bar(label, st["mean"], max(low, 0.0), high, measured=True))
     if not by_workload:

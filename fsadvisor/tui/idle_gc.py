@@ -1,11 +1,11 @@
 """Full garbage collections off the key path: the live what-if's p90 was Python's
 generation-2 collections, each walking every long-lived object of the session.
 
-Profiled with benchmarks/tui_latency.py (2026-11-24, this 2-core machine): a full
-collection over the loaded session (presets, the fitted model, the device context, the
-widgets: hundreds of thousands of objects) took 100-200 ms and landed inside key presses;
+Profiled with benchmarks/tui_latency.py on a 2-core machine: a full collection over the
+loaded session (presets, the fitted model, the device context, the widgets: hundreds of
+thousands of objects) took longer than the key-press target and landed inside key presses;
 with those frozen, the collections of what a session adds afterwards (each workload's
-predictions and rankings) still took 30-50 ms. So, once the first ranking is on screen,
+predictions and rankings) still took a good part of it. So, once the first ranking is on screen,
 everything is collected once and frozen out of later collections, automatic full
 collections are switched off (generations 0 and 1 still run, and free most garbage), and a
 full collection runs when the user has paused for ``IDLE_S``. ``stop()`` puts the

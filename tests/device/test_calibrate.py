@@ -100,7 +100,7 @@ def test_a_failing_step_saves_no_parameters_and_names_the_step(tmp_path):
     with pytest.raises(calibration.CalibrationFailed) as e:
         calibration.run_calibration(plan)
     msg = str(e.value)
-    assert "calibration failed at step raw-device none | 4k-randwrite-fsync1 | rep 1" in msg
+    assert "calibration failed at step raw device (no filesystem), sched none | 4k-randwrite-fsync1 | rep 1" in msg
     assert "no device parameters were saved" in msg and "\n" not in msg
     con = sqlite3.connect(db)
     try:

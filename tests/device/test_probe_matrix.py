@@ -128,6 +128,22 @@ def test_metrics_are_complete_and_physically_consistent(probed):
         assert r["hostname"] and r["kernel"] == os.uname().release
 
 
+def test_each_run_says_where_its_device_time_went(probed):
+    s = summary(probed)
+    with open_store(probed["db"]) as store:
+        runs = store.runs(matrix_id=s["matrix_id"], include_raw=True)
+    for r in runs:
+        steps = r["metrics"]["step_seconds"]
+        fs_steps = {"mkfs", "mount", "umount"} if r["filesystem"] else set()
+        assert {"measure", "cache drop"} | fs_steps <= set(steps), steps
+        # fio's window lies inside its own step, and the steps inside the cell's wall time
+        assert steps["measure"] >= r["metrics"]["runtime_s"] * 0.95, steps
+        assert sum(steps.values()) <= r["wall_s"] + 0.05, (steps, r["wall_s"])
+    d = s["device_time"]
+    assert d["cells"] == len(runs) and 0 < d["window_share"] < 1
+    assert sum(d["outside_s"].values()) + d["window_s"] == pytest.approx(d["cells_s"], abs=1.0)
+
+
 def test_energy_is_the_labelled_estimate(probed):
     s = summary(probed)
     assert s["energy"]["source"] == "estimate"

@@ -37,7 +37,7 @@ def test_overlapping_leaders_are_measured_and_far_ones_never():
     step = sel.next_step(s, [60, 60, 60], [0, 0, 0], target=0.95, spent_s=0, budget_s=None)
     assert step.choice is not None and step.choice.index in (0, 1)
     assert all(o.index != 2 for o in step.ranked)  # 10 sd behind: cannot change the answer
-    assert "P(wrong choice)" in step.choice.why()
+    assert "narrow the leaders' uncertainty" in step.choice.why()
 
 
 def test_cheaper_cell_wins_at_equal_information():
@@ -163,7 +163,7 @@ def test_dry_run_shows_calibration_and_first_choices(tmp_path):
     lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
     text = "\n".join(lines)
     assert "first: calibrate the device" in text and "budget 600 s" in text
-    assert "#   1. " in text and "P(wrong choice)" in text
+    assert "#   1. " in text and "narrow the leaders' uncertainty" in text
 
 
 def test_adaptive_plan_round_trips_for_resume(tmp_path):
@@ -604,11 +604,11 @@ def test_the_adaptive_probe_measures_the_leading_filesystems_defaults_first(tmp_
     setup = ad.plan_adaptive(_request(tmp_path), budget="10m")
     lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
     firsts = [ln.split(". ", 1)[1] for ln in lines if re.match(r"#\s+\d+\. ", ln)]
-    defaults = {catalog.default_config(fs).key() for fs in ("ext4", "xfs")}
-    head = [f.split(":")[0] for f in firsts[:2]]
+    defaults = {catalog.default_config(fs).label() for fs in ("ext4", "xfs")}
+    head = [f.split(":")[0] for f in firsts[:2]]  # each choice named as a person reads it
     assert set(head) == defaults, firsts
     assert all("a leading filesystem's defaults" in f for f in firsts[:2])
-    assert "P(wrong choice)" in firsts[2]  # then the value-per-second rule
+    assert "narrow the leaders' uncertainty" in firsts[2]  # then the value-per-second rule
 
 
 def test_the_least_budget_named_in_the_refusal_is_accepted(tmp_path):

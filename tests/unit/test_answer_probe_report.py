@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 import fsadvisor.cli as cli
 from fsadvisor.cli.probe import _print_summary
 from fsadvisor.domain import FsConfig, Workload
-from fsadvisor.probe.report import cell_label, raw_ratio_note
+from fsadvisor.probe.plan import cell_label
+from fsadvisor.probe.report import raw_ratio_note
 from fsadvisor.store import open_store
 from fsadvisor.store.queries import plan_target
 

@@ -25,6 +25,11 @@ COMMANDS = [
     ["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests", "2000"],
     ["apply", "--rank", "1", "-p", "oltp", "--device", "/dev/nvme0n1", "--mount-unit",
      "--dry-run"],
+    # a probe's preview names each cell as a person reads it, and the adaptive probe's
+    # first choices say why in words
+    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--workloads",
+     "4k-randread-qd32", "--reps", "1", "--full"],
+    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--profile", "oltp"],
 ]
 
 

@@ -548,7 +548,9 @@ def test_a_failing_mount_fails_the_cell_and_stops_its_steps():
     assert rec.error == "mount: mount exited 32: mount: wrong fs type, bad option"
     assert [a[0] for a in r.executor.ran] == ["blkdiscard", "mkfs.ext4", "mount"]
     assert scheduler_calls == [] and not r.mounted and r.fatal is None
-    assert rec.metrics == {} and rec.energy is None
+    # nothing measured; only where its time went, step by step, up to the failing mount
+    assert set(rec.metrics) == {"step_seconds"} and rec.energy is None
+    assert list(rec.metrics["step_seconds"]) == ["discard", "mkfs", "mount"]
     assert "loop-device" not in rec.flags  # the fake device is not a loop device
 
 

@@ -16,16 +16,16 @@ from fsadvisor.probe.report import ProgressEvent
 
 EVENTS = [
     ProgressEvent("note", 0, 4, message="energy: ESTIMATE from a power model"),
-    ProgressEvent("cell-start", 0, 4, cell="ext4 [] () none | 4k-randread-qd32", eta_s=95),
-    ProgressEvent("cell-end", 1, 4, cell="ext4 [] () none | 4k-randread-qd32", status="ok",
+    ProgressEvent("cell-start", 0, 4, cell="ext4 defaults, sched none | 4k-randread-qd32", eta_s=95),
+    ProgressEvent("cell-end", 1, 4, cell="ext4 defaults, sched none | 4k-randread-qd32", status="ok",
                   eta_s=70),
-    ProgressEvent("cell-start", 1, 4, cell="xfs [] () none | 4k-randread-qd32", eta_s=70),
-    ProgressEvent("cell-end", 2, 4, cell="xfs [] () none | 4k-randread-qd32", status="failed",
+    ProgressEvent("cell-start", 1, 4, cell="xfs defaults, sched none | 4k-randread-qd32", eta_s=70),
+    ProgressEvent("cell-end", 2, 4, cell="xfs defaults, sched none | 4k-randread-qd32", status="failed",
                   message="mkfs.xfs: agsize too small"),
-    ProgressEvent("cell-end", 3, 4, cell="f2fs [] () none | 4k-randread-qd32", status="skipped",
+    ProgressEvent("cell-end", 3, 4, cell="f2fs defaults, sched none | 4k-randread-qd32", status="skipped",
                   message="f2fs: not supported by this kernel"),
-    ProgressEvent("cell-start", 3, 4, cell="btrfs [] () none | 4k-randread-qd32", eta_s=3725),
-    ProgressEvent("cell-end", 4, 4, cell="btrfs [] () none | 4k-randread-qd32", status="ok"),
+    ProgressEvent("cell-start", 3, 4, cell="btrfs defaults, sched none | 4k-randread-qd32", eta_s=3725),
+    ProgressEvent("cell-end", 4, 4, cell="btrfs defaults, sched none | 4k-randread-qd32", status="ok"),
     ProgressEvent("done", 4, 4, status="done"),
 ]
 BAR = re.compile(r"\[(#*)(-*)\] +(\d+)/(\d+) +(\d+)%")
@@ -47,8 +47,8 @@ def test_a_log_gets_one_line_per_event_each_with_the_bar():
     assert all(bars), lines
     assert [(int(b[3]), int(b[4])) for b in bars] == [
         (0, 4), (1, 4), (1, 4), (2, 4), (3, 4), (3, 4), (4, 4)]
-    assert "ETA 1m35s  running ext4 [] () none | 4k-randread-qd32" in lines[1]
-    assert "failed      xfs [] () none | 4k-randread-qd32: mkfs.xfs: agsize too small" in lines[4]
+    assert "ETA 1m35s  running ext4 defaults, sched none | 4k-randread-qd32" in lines[1]
+    assert "failed      xfs defaults, sched none | 4k-randread-qd32: mkfs.xfs: agsize too small" in lines[4]
     assert lines[5].endswith("f2fs: not supported by this kernel")
     assert "ETA 1h02m  running btrfs" in lines[6]
     assert len(lines) == 8
@@ -77,7 +77,7 @@ def test_the_bar_is_fixed_width_and_monotone(done, total):
     assert len(progress_bar(done, total)) == len(progress_bar(total, total))
 
 
-SAMPLE = ProgressEvent("sample", 0, 4, cell="ext4 [] () none | 4k-randread-qd32",
+SAMPLE = ProgressEvent("sample", 0, 4, cell="ext4 defaults, sched none | 4k-randread-qd32",
                        iops=71234.0, bw_bytes_s=291.8e6, sample_source="/sys/block/loop3/stat",
                        energy_source="estimate")
 
@@ -88,7 +88,7 @@ def test_a_terminal_shows_the_live_reading_on_the_running_cells_bar():
     progress(EVENTS[1])
     progress(SAMPLE)
     last = out.getvalue().rsplit("\r\x1b[K", 1)[-1]
-    assert "running ext4 [] () none | 4k-randread-qd32  now: 71.2k IOPS, 292 MB/s " \
+    assert "running ext4 defaults, sched none | 4k-randread-qd32  now: 71.2k IOPS, 292 MB/s " \
            "(block layer, /sys/block/loop3/stat), no meter" in last
     assert "\n" not in out.getvalue()  # redrawn in place, never a line per second
     narrow = io.StringIO()
@@ -128,3 +128,29 @@ def test_the_adaptive_outcome_is_one_set_of_lines_for_both_front_ends():
         "time 3m05s = 25% of the full matrix's ~12m20s",
         "adaptive: stopped: budget: 185 s of 190 s spent"]
     assert len(Decision(**{**d.__dict__, "reason": ""}).outcome_lines()) == 1
+
+
+def test_device_time_splits_the_cells_time_by_phase():
+    from fsadvisor.probe.report import CellOutcome, ProbeSummary
+    from fsadvisor.service.probing import device_time_line
+    s = ProbeSummary(total=3)
+    s.outcomes = [
+        CellOutcome("k1", 1, "ext4 defaults, sched none | w | rep 1", "ok", wall_s=20.0,
+                    steps_s={"discard": 0.5, "mkfs": 2.0, "mount": 0.5, "fill": 3.0,
+                             "cache drop": 0.5, "measure": 11.0, "cool-down": 2.0,
+                             "umount": 0.3}, window_s=10.0),
+        CellOutcome("k2", 1, "xfs defaults, sched none | w | rep 1", "failed", wall_s=3.0,
+                    steps_s={"mkfs": 3.0}),
+        CellOutcome("k3", 1, "f2fs defaults, sched none | w | rep 1", "skipped"),
+    ]
+    d = s.to_dict()["device_time"]
+    assert d["cells"] == 2 and d["cells_s"] == 23.0 and d["window_s"] == 10.0
+    assert d["window_share"] == pytest.approx(10 / 23, abs=1e-4)
+    out = d["outside_s"]
+    assert out["mkfs"] == 5.0 and out["fill"] == 3.0 and out["benchmark start/end"] == 1.0
+    assert list(out)[0] == "mkfs"  # largest first
+    assert sum(out.values()) + d["window_s"] == pytest.approx(d["cells_s"], abs=0.2)
+    line = device_time_line(s.to_dict())
+    assert line.startswith("device time: 43% inside the benchmarks' measured windows")
+    assert "mkfs 22%" in line and "\n" not in line
+    assert ProbeSummary().to_dict()["device_time"] is None

@@ -315,7 +315,7 @@ def test_plot_probe_draws_each_workload_and_skips_unranked():
     assert len(charts) == 2 and "4k-randread: ops/J" in charts[0]
     rows = [ln.split("┤")[0].strip() for ln in charts[0].splitlines() if "┤" in ln]
     assert rows == ["M xfs [] () none", "M ext4 [] () none"]  # data=journal never ranked
-    assert "M raw device [none]" in charts[1] and "btrfs" not in charts[1]
+    assert "M raw device, sched none" in charts[1] and "btrfs" not in charts[1]
     assert max(len(ln) for ln in text.splitlines()) <= 80
     assert rep.plot_probe({"results": []}).startswith("no ops/J to plot")
 

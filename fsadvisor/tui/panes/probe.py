@@ -510,10 +510,13 @@ class ProbePane(Vertical):
         if s.interrupted:
             text += f"; interrupted ({s.interrupted}): cleaned up, --resume continues it"
         if self.decision is not None:
-            text += (f"; leader {self.decision.leader}, P(best within 1%) "
+            text += (f"; leader {self.decision.who}, P(best within 1%) "
                      f"{self.decision.confidence:.2f}")
         self.query_one("#probe-status", Static).update(Text(text))
         self.query_one("#probe-lines", Log).write_line(text)
+        from fsadvisor.service.probing import device_time_line  # the CLI's own summary line
+        if (used := device_time_line(s.to_dict())) is not None:
+            self.query_one("#probe-lines", Log).write_line(used)
         self.notify(text, title="probe", severity="warning" if s.interrupted else "information",
                     markup=False)
         self.reload_devices()

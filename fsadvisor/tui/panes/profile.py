@@ -317,8 +317,8 @@ class ProfilePane(Horizontal):
     def _live_line(self, text: Text) -> None:
         """The line over the live table. Only a text that wraps to another number of lines
         needs a layout pass: otherwise repainting the line is enough, and a key press costs
-        one screen layout (the Input's own) instead of two (~15 ms each here, profiled with
-        benchmarks/tui_latency.py, 2026-11-24)."""
+        one screen layout (the Input's own) instead of two (each a noticeable share of the
+        key-press budget, benchmarks/tui_latency.py)."""
         box = self.query_one("#live-status", Static)
         width, height = box.content_size
         same = width > 0 and len(text.wrap(self.app.console, width)) == height
