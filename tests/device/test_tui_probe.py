@@ -348,9 +348,9 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tm
         assert any(e.leader for e in pane.events if e.kind == "note")
         assert pane.live_iops and all(x >= 0 for x in pane.live_iops)
         status = str(pane.query_one("#probe-status", Static).content)
-        assert f"matrix {s.matrix_id}" in status and f"leader {d.leader}" in status
+        assert f"matrix {s.matrix_id}" in status and f"leader {d.who}" in status
         lines = list(pane.query_one("#probe-lines").lines)
-        assert any(ln.startswith(f"adaptive: {d.leader} is best") for ln in lines)
+        assert any(ln.startswith(f"adaptive: {d.who} is best") for ln in lines)
     with open_store(db) as store:
         runs = store.runs(matrix_id=s.matrix_id)
     assert runs and all(r["status"] == "ok" for r in runs)

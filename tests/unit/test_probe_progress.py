@@ -126,8 +126,13 @@ def test_the_adaptive_outcome_is_one_set_of_lines_for_both_front_ends():
     assert d.outcome_lines() == [
         "adaptive: xfs none is best (within 1%) with probability 0.81 after 7 runs; device "
         "time 3m05s = 25% of the full matrix's ~12m20s",
-        "adaptive: stopped: budget: 185 s of 190 s spent"]
-    assert len(Decision(**{**d.__dict__, "reason": ""}).outcome_lines()) == 1
+        "adaptive: stopped: budget: 185 s of 190 s spent",
+        "adaptive: noise seen: not measured (no cell was repeated)"]
+    assert len(Decision(**{**d.__dict__, "reason": ""}).outcome_lines()) == 2
+    noisy = Decision(**{**d.__dict__, "noise_sd": 0.0488})
+    assert noisy.outcome_lines()[-1] == ("adaptive: noise seen: one run scatters by about 5.0% "
+                                         "in ops/J (sd between repetitions of the same cell here)")
+    assert noisy.to_dict()["run_noise_sd"] == 0.0488
 
 
 def test_device_time_splits_the_cells_time_by_phase():
