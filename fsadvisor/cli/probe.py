@@ -4,6 +4,7 @@ loop device) and store every run. Presentation only; the work is fsadvisor.servi
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
@@ -184,8 +185,11 @@ def probe(
         "--agcounts", metavar="N,N", help="XFS allocation-group counts to add, e.g. 4,16.")] = None,
     schedulers: Annotated[str, typer.Option(
         "--schedulers", help="I/O schedulers, comma-separated (none,mq-deadline,kyber,bfq).")] = "none,mq-deadline",
-    profile: Annotated[Optional[str], typer.Option(
-        "--profile", metavar="NAME|FILE", autocompletion=complete_profile, help="Your workload (preset name or TOML file), run next to the micro matrix.")] = None,
+    profiles: Annotated[Optional[list[str]], typer.Option(
+        "--profile", metavar="NAME|FILE", autocompletion=complete_profile,
+        help="Your workload (preset name or TOML file), run next to the micro matrix. Repeat it "
+             "for a server's several workloads: one adaptive probe each, one after the other, "
+             "the device calibrated once, an answer per profile (each with its own --budget).")] = None,
     micro: Annotated[bool, typer.Option("--micro/--no-micro", help="Run the standard micro matrix.")] = True,
     workloads: Annotated[Optional[str], typer.Option(
         "--workloads", metavar="NAMES", help="Only these micro workloads (comma-separated).")] = None,
@@ -253,6 +257,11 @@ def probe(
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
     from fsadvisor.service import probing
 
+    profile = profiles[0] if profiles else None
+    if profiles and len(profiles) > 1 and (full or resume):
+        fail("several --profile run as adaptive probes one after the other; --full and "
+             "--resume take one --profile")
+
     not_root = probing.root_problem()
     if not dry_run and not_root:
         fail(not_root)  # before planning: a refused run executes nothing, not even fio's self-test
@@ -283,6 +292,9 @@ def probe(
         fail("--adaptive and --full exclude each other")
     # With a profile the adaptive probe is the default: the model measures what decides,
     # within a budget stated before anything starts. --full runs everything.
+    if profiles and len(profiles) > 1:
+        _adaptive_each(request, profiles, target_confidence, budget, dry_run, as_json, yes_wipe)
+        return
     if adaptive or ad.resumes_adaptive(request) or (profile is not None and not full
                                                      and not resume):
         _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe)
@@ -336,6 +348,46 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
               yes_wipe: str | None) -> None:
     """probe --adaptive: plan (the budget check refuses before the device is touched), the
     safety verdict as for any probe, then the model-driven run (service/adaptive.py)."""
+    doc, s, _confirm = _adaptive_one(request, target, budget, dry_run, yes_wipe, as_json)
+    if as_json:
+        emit_json(doc)
+    _exit_for(s)
+
+
+def _adaptive_each(request, profiles: list[str], target: float, budget: str | None,
+                   dry_run: bool, as_json: bool, yes_wipe: str | None) -> None:
+    """Several --profile: every profile's adaptive probe planned first (a bad name or a
+    budget too small is refused before anything is touched), then run one after the other
+    on the same device: the first calibrates it, the others use that calibration; the
+    device is confirmed once. An answer per profile (--json: one document per profile)."""
+    from fsadvisor.service import adaptive as ad
+    requests = [replace(request, profile=p) for p in profiles]
+    for r in requests:
+        ad.plan_adaptive(r, target, budget)
+    docs, worst = [], None
+    confirm = yes_wipe
+    for i, r in enumerate(requests):
+        if not as_json:
+            typer.echo(("" if i == 0 else "\n") + f"== profile {r.profile} "
+                       f"({i + 1} of {len(requests)}) ==")
+            if dry_run and i > 0:
+                typer.echo("# (a calibration above is run once, by the first profile's probe; "
+                           "this one then uses it)")
+        doc, s, confirm = _adaptive_one(r, target, budget, dry_run, confirm, as_json)
+        docs.append({"profile": r.profile, **(doc or {})})
+        if s is not None and (s.interrupted or s.count("failed")):
+            worst = s
+            if s.interrupted:
+                break  # Ctrl-C stops the whole probe, not one profile of it
+    if as_json:
+        emit_json({"profiles": docs})
+    _exit_for(worst)
+
+
+def _adaptive_one(request, target: float, budget: str | None, dry_run: bool,
+                  yes_wipe: str | None, as_json: bool):
+    """One profile's adaptive probe: (its JSON document, its probe summary or None for a
+    dry run, the confirmation typed)."""
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service import probing
 
@@ -346,14 +398,12 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
         lines = ad.dry_run_lines(setup, request.db)
         if note:
             lines.insert(1, f"# {note}")
-        if as_json:
-            emit_json({"dry_run": True, "adaptive": True, "lines": lines,
-                       "full_matrix_estimate_s": plan.full_estimate_s,
-                       "calibration_estimate_s": setup.calibration_estimate_s})
-        else:
+        if not as_json:
             for line in lines:
                 typer.echo(line)
-        return
+        return ({"dry_run": True, "adaptive": True, "lines": lines,
+                 "full_matrix_estimate_s": plan.full_estimate_s,
+                 "calibration_estimate_s": setup.calibration_estimate_s}, None, yes_wipe)
     probing.check_device(plan)
     confirm = None
     if not plan.scratch_size_bytes:
@@ -364,15 +414,19 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
             fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
     result = ad.run_adaptive(setup, request.db, on_progress=_Progress(), confirm=confirm)
     s = result.probe
-    if as_json:
-        emit_json(result.to_dict())
-    else:
+    if not as_json:
         _print_summary(s)
         d = result.decision
         if d is not None:
             typer.echo("")
             for line in d.outcome_lines():
                 typer.echo(line)
+    return result.to_dict(), s, confirm
+
+
+def _exit_for(s) -> None:
+    if s is None:
+        return
     if s.interrupted:
         sig = getattr(signal.Signals, s.interrupted, None)
         raise typer.Exit(128 + sig.value if sig else EXIT_INTERRUPTED)

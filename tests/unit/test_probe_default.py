@@ -44,3 +44,24 @@ def test_without_a_profile_a_matrix_over_an_hour_needs_full(tmp_db, monkeypatch)
 def test_adaptive_and_full_exclude_each_other(tmp_db):
     r = run("--scratch", "1G", "--profile", "oltp", "--adaptive", "--full", "--dry-run")
     assert r.exit_code == 2 and "exclude each other" in r.output
+
+
+def test_several_profiles_plan_each_before_anything_runs(tmp_path):
+    # a bad second profile (or a budget too small for any of them) is refused in one line
+    # before the first probe starts; --full and --resume take one profile
+    from typer.testing import CliRunner
+    import fsadvisor.cli as cli
+    cli._register()
+    base = ["probe", "--scratch", "1G", "--fs", "ext4,xfs", "--db", str(tmp_path / "s.db")]
+    r = CliRunner().invoke(cli.app, [*base, "--profile", "oltp", "--profile", "no-such-profile"])
+    assert r.exit_code == 2 and "no-such-profile" in r.output, r.output
+    assert not (tmp_path / "s.db").exists() or "matrix" not in r.output
+    r = CliRunner().invoke(cli.app, [*base, "--profile", "oltp", "--profile", "log-append",
+                                     "--full"])
+    assert r.exit_code == 2 and "--full and --resume take one --profile" in r.output
+    r = CliRunner().invoke(cli.app, [*base, "--profile", "oltp", "--profile", "log-append",
+                                     "--dry-run"])
+    assert r.exit_code == 0, r.output
+    heads = [ln for ln in r.output.splitlines() if ln.startswith("== profile ")]
+    assert heads == ["== profile oltp (1 of 2) ==", "== profile log-append (2 of 2) =="]
+    assert "calibration above is run once" in r.output
