@@ -178,11 +178,12 @@ class Cell:
         return f"{cell_label(self.config, self.scheduler)} | {self.workload.name} | rep {self.rep}"
 
 
-def cell_label(config: FsConfig | None, scheduler: str) -> str:
+def cell_label(config: FsConfig | None, scheduler: str, short: bool = False) -> str:
     """``ext4 defaults, sched none``; ``xfs agcount=16, noatime, sched none``; the raw
-    baseline as ``raw device (no filesystem), sched none``."""
+    baseline as ``raw device (no filesystem), sched none`` (``short``: ``raw device, sched
+    none``, for a chart's label column)."""
     if config is None:
-        return f"raw device (no filesystem), sched {scheduler}"
+        return f"raw device{'' if short else ' (no filesystem)'}, sched {scheduler}"
     return config.with_(scheduler=scheduler).label()
 
 

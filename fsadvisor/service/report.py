@@ -416,6 +416,7 @@ def plot_recommendation(rec, width: int = 80,
 def plot_probe(summary: dict[str, Any], width: int = 80) -> str:
     """probe --plot: per workload of a finished probe, the measured ops/J of each
     configuration as bars with 95% whiskers (a single run has no whisker: low = high)."""
+    from fsadvisor.probe.plan import cell_label
     from fsadvisor.report.terminal import Bar, bars
     by_workload: dict[str, list] = {}
     for r in summary.get("results") or []:
@@ -426,7 +427,7 @@ def plot_probe(summary: dict[str, Any], width: int = 80) -> str:
         high = st.get("ci95_high") if st.get("ci95_high") is not None else st["mean"]
         # the readable label (``ext4 defaults, sched none``), never the store key; the raw
         # device in its short form (a bar's label has about 30 columns)
-        label = (f"raw device, sched {r.get('scheduler') or '?'}"
+        label = (cell_label(None, r.get("scheduler") or "?", short=True)
                  if r.get("filesystem") == "raw-device" else r.get("label") or r["config"])
         by_workload.setdefault(r["workload"], []).append(
             Bar(label, st["mean"], max(low, 0.0), high, measured=True))
