@@ -22,7 +22,8 @@
 # USAGE (from the repository root, with fsadvisor installed, e.g. `pip install -e .`):
 #   sudo datasets/reference/collect.sh [shm|zram|all|export] 
 # Environment: FSADVISOR_DB (store), FSADVISOR (the CLI, default `fsadvisor`), PYTHON,
-#   REPS (3), RUNTIME (3 s), SIZE (256M), LOGDIR (next to the store).
+#   REPS (3), RUNTIME (3 s), SIZE (256M), LOGDIR (next to the store), MATRIX (base:
+#   runs.csv; mechanisms: runs-mechanisms.csv, see below).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,27 +37,79 @@ LOGDIR="${LOGDIR:-$(dirname "$FSADVISOR_DB")}"
 WHAT="${1:-all}"
 mkdir -p "$LOGDIR"
 
-# The matrix: 13 configurations. btrfs gets an explicit nodiscard (kernel >= 6.2 mounts
-# btrfs with discard=async by default; the probe's own default btrfs config says nodiscard
-# too, an explicit --config does not add it). ext4 and xfs do not discard by default.
-CONFIGS=(
-  '{"filesystem":"ext4"}'
-  '{"filesystem":"ext4","mount":["noatime"]}'
-  '{"filesystem":"ext4","mount":["data=journal"]}'
-  '{"filesystem":"ext4","mount":["data=writeback"]}'
-  '{"filesystem":"ext4","mkfs":{"journal":false}}'
-  '{"filesystem":"ext4","mount":["commit=60"]}'
-  '{"filesystem":"xfs"}'
-  '{"filesystem":"xfs","ag_count":2}'
-  '{"filesystem":"xfs","ag_count":16}'
-  '{"filesystem":"xfs","mount":["logbufs=8","logbsize=256k"]}'
-  '{"filesystem":"btrfs","mount":["nodiscard"]}'
-  '{"filesystem":"btrfs","mount":["nodiscard","nodatacow"]}'
-  '{"filesystem":"btrfs","mount":["nodiscard","compress=zstd:1"]}'
-)
+# MATRIX=base (default) is the 13-configuration matrix of runs.csv; MATRIX=mechanisms is the
+# second matrix of runs-mechanisms.csv: the mechanisms the first one cannot show (compression
+# by algorithm, 1 KiB blocks under 4 KiB I/O, data=journal and nodatacow beside them, fsync
+# from several writers, large random reads), on the same two devices.
+MATRIX="${MATRIX:-base}"
+# btrfs gets an explicit nodiscard (kernel >= 6.2 mounts btrfs with discard=async by default;
+# the probe's own default btrfs config says nodiscard too, an explicit --config does not add
+# it). ext4 and xfs do not discard by default.
+case "$MATRIX" in
+  base)
+    OUT="runs.csv"; TAG=""
+    WORKLOADS=()          # every micro workload
+    PROFILES=()
+    CONFIGS=(
+      '{"filesystem":"ext4"}'
+      '{"filesystem":"ext4","mount":["noatime"]}'
+      '{"filesystem":"ext4","mount":["data=journal"]}'
+      '{"filesystem":"ext4","mount":["data=writeback"]}'
+      '{"filesystem":"ext4","mkfs":{"journal":false}}'
+      '{"filesystem":"ext4","mount":["commit=60"]}'
+      '{"filesystem":"xfs"}'
+      '{"filesystem":"xfs","ag_count":2}'
+      '{"filesystem":"xfs","ag_count":16}'
+      '{"filesystem":"xfs","mount":["logbufs=8","logbsize=256k"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","nodatacow"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","compress=zstd:1"]}'
+    ) ;;
+  mechanisms)
+    OUT="runs-mechanisms.csv"; TAG="-mechanisms"
+    WORKLOADS=(--workloads 4k-randwrite-qd32,128k-write-qd8,meta-create,meta-delete)
+    # log-append: 4 writers appending with an fsync every 32 records (fsync from several
+    # writers); fio-randread-128k-j4: 128 KiB random reads from 4 processes.
+    PROFILES=(log-append fio-randread-128k-j4)
+    CONFIGS=(
+      '{"filesystem":"ext4"}'
+      '{"filesystem":"ext4","mount":["data=journal"]}'
+      '{"filesystem":"ext4","mkfs":{"block_size":1024}}'
+      '{"filesystem":"xfs"}'
+      '{"filesystem":"xfs","mkfs":{"block_size":1024}}'
+      '{"filesystem":"btrfs","mount":["nodiscard"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","nodatacow"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","compress=lzo"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","compress=zstd:1"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","compress=zlib"]}'
+    ) ;;
+  *) echo "MATRIX must be base or mechanisms" >&2; exit 2 ;;
+esac
 COMMON=(--schedulers none --reps "$REPS" --runtime "$RUNTIME" --cooldown 0 --size "$SIZE"
         --energy estimate --json)
 for c in "${CONFIGS[@]}"; do COMMON+=(--config "$c"); done
+
+# One class's probes on one device (TARGET...: the probe's device arguments): the micro
+# matrix, then each profile's full matrix; summaries in $LOGDIR/<class>$TAG[-<profile>].json.
+run_probes() {
+  local cls="$1"; shift
+  local rc=0
+  "$FSADVISOR" probe "$@" "${COMMON[@]}" "${WORKLOADS[@]}" \
+      > "$LOGDIR/$cls$TAG.json" 2> "$LOGDIR/$cls$TAG.log" || rc=$?
+  [ "$rc" -le 1 ] || return "$rc"
+  for p in "${PROFILES[@]}"; do
+    "$FSADVISOR" probe "$@" "${COMMON[@]}" --no-micro --full --profile "$p" \
+        > "$LOGDIR/$cls$TAG-$p.json" 2> "$LOGDIR/$cls$TAG-$p.log" || rc=$?
+    [ "$rc" -le 1 ] || return "$rc"
+  done
+  return 0
+}
+# Every summary of a class, as export.py's repeated --shm-log/--zram-log arguments.
+logs_of() {
+  local flag="$1" cls="$2"
+  printf '%s\n' "$flag" "$LOGDIR/$cls$TAG.json"
+  for p in "${PROFILES[@]}"; do printf '%s\n' "$flag" "$LOGDIR/$cls$TAG-$p.json"; done
+}
 
 # The host is shared: /proc/loadavg every 5 s while a class runs (export.py joins the
 # 1-minute load at the end of each run's window into host_loadavg_1m).
@@ -71,9 +124,8 @@ trap stop_sampler EXIT
 run_shm() {
   echo "== shm-loop: $(date -u +%FT%TZ)" >&2
   local rc=0
-  start_sampler "$LOGDIR/loadavg-shm-loop.log"
-  "$FSADVISOR" probe --scratch 3G --scratch-dir /dev/shm "${COMMON[@]}" \
-      > "$LOGDIR/shm-loop.json" 2> "$LOGDIR/shm-loop.log" || rc=$?
+  start_sampler "$LOGDIR/loadavg-shm-loop$TAG.log"
+  run_probes shm-loop --scratch 3G --scratch-dir /dev/shm || rc=$?
   stop_sampler
   echo "== shm-loop: exit $rc at $(date -u +%FT%TZ)" >&2
   # exit 1 = some cells failed (they are stored with status failed): keep going
@@ -104,14 +156,13 @@ run_zram() {
   echo "== zram: $dev ($(cat /sys/block/zram$ZRAM_ID/comp_algorithm)) $(date -u +%FT%TZ)" >&2
   cat "/sys/block/zram$ZRAM_ID/comp_algorithm" > "$LOGDIR/zram.comp_algorithm"
   local rc=0
-  start_sampler "$LOGDIR/loadavg-zram.log"
-  "$FSADVISOR" probe "$dev" --yes-wipe "$dev" "${COMMON[@]}" \
-      > "$LOGDIR/zram.json" 2> "$LOGDIR/zram.log" || rc=$?
+  start_sampler "$LOGDIR/loadavg-zram$TAG.log"
+  run_probes zram "$dev" --yes-wipe "$dev" || rc=$?
   stop_sampler
   cat "/sys/block/zram$ZRAM_ID/mm_stat" > "$LOGDIR/zram.mm_stat" 2>/dev/null || true
   # The AG count mkfs.xfs applies on this very device (-N: prints the geometry, writes nothing).
   "$PYTHON" "$HERE/export.py" --db "$FSADVISOR_DB" --xfs-geometry "$dev" \
-      --geometry-out "$LOGDIR/zram.xfs_geometry.json" || true
+      --geometry-out "$LOGDIR/zram$TAG.xfs_geometry.json" || true
   echo "== zram: exit $rc at $(date -u +%FT%TZ)" >&2
   zram_cleanup
   trap - INT TERM
@@ -123,14 +174,15 @@ do_export() {
   # shm-loop: the scratch loop device is gone; a sparse 3 GiB file in /dev/shm stands in for
   # it (a loop device on a file has the file's geometry) for mkfs.xfs -N.
   "$PYTHON" "$HERE/export.py" --db "$FSADVISOR_DB" --xfs-geometry /dev/shm \
-      --size-bytes $((3 << 30)) --geometry-out "$LOGDIR/shm-loop.xfs_geometry.json"
-  "$PYTHON" "$HERE/export.py" --db "$FSADVISOR_DB" --out "$HERE/runs.csv" \
-      --shm-log "$LOGDIR/shm-loop.json" --zram-log "$LOGDIR/zram.json" \
-      --shm-geometry "$LOGDIR/shm-loop.xfs_geometry.json" \
-      --zram-geometry "$LOGDIR/zram.xfs_geometry.json" \
+      --size-bytes $((3 << 30)) --geometry-out "$LOGDIR/shm-loop$TAG.xfs_geometry.json"
+  local logs=()
+  mapfile -t logs < <(logs_of --shm-log shm-loop; logs_of --zram-log zram)
+  "$PYTHON" "$HERE/export.py" --db "$FSADVISOR_DB" --out "$HERE/$OUT" "${logs[@]}" \
+      --shm-geometry "$LOGDIR/shm-loop$TAG.xfs_geometry.json" \
+      --zram-geometry "$LOGDIR/zram$TAG.xfs_geometry.json" \
       --zram-comp "$LOGDIR/zram.comp_algorithm" \
-      --load-log "$LOGDIR/loadavg-shm-loop.log" --load-log "$LOGDIR/loadavg-zram.log"
-  "$PYTHON" "$HERE/export.py" --summary "$HERE/runs.csv" > "$LOGDIR/summary.md"
+      --load-log "$LOGDIR/loadavg-shm-loop$TAG.log" --load-log "$LOGDIR/loadavg-zram$TAG.log"
+  "$PYTHON" "$HERE/export.py" --summary "$HERE/$OUT" > "$LOGDIR/summary$TAG.md"
 }
 
 case "$WHAT" in

@@ -15,6 +15,7 @@ Part of datasets/reference/collect.sh (which runs the probes); this step only re
 
 Usage:
   export.py --db STORE --out runs.csv --shm-log shm-loop.json --zram-log zram.json
+            (--shm-log/--zram-log repeat for a class measured by several probes)
             [--shm-geometry FILE.json] [--zram-geometry FILE.json]
   export.py --xfs-geometry /dev/zramN --size-bytes N --geometry-out zram.xfs_geometry.json
   export.py --summary runs.csv
@@ -135,16 +136,19 @@ def xfs_geometry(target: str, configs, size_bytes: int | None = None) -> dict[st
 
 # ------------------------------------------------------------------ export
 
-def matrices_from_logs(logs: dict[str, str]) -> dict[str, str]:
+def matrices_from_logs(logs: dict[str, list[str]]) -> dict[str, str]:
+    """matrix id -> device class, from each class's probe summaries (one per probe: the
+    mechanisms matrix runs several probes on one device)."""
     out = {}
-    for cls, path in logs.items():
-        if not path or not os.path.exists(path):
-            print(f"export: no probe summary {path} for {cls}", file=sys.stderr)
-            continue
-        with open(path) as f:
-            text = f.read()
-        d = json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
-        out[d["matrix_id"]] = cls
+    for cls, paths in logs.items():
+        for path in paths or ():
+            if not os.path.exists(path):
+                print(f"export: no probe summary {path} for {cls}", file=sys.stderr)
+                continue
+            with open(path) as f:
+                text = f.read()
+            d = json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
+            out[d["matrix_id"]] = cls
     return out
 
 
@@ -429,8 +433,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db")
     ap.add_argument("--out")
-    ap.add_argument("--shm-log")
-    ap.add_argument("--zram-log")
+    ap.add_argument("--shm-log", action="append", default=[],
+                    help="a shm-loop probe's JSON summary (repeatable)")
+    ap.add_argument("--zram-log", action="append", default=[],
+                    help="a zram probe's JSON summary (repeatable)")
     ap.add_argument("--shm-geometry")
     ap.add_argument("--zram-geometry")
     ap.add_argument("--zram-comp", help="file holding the zram comp_algorithm line")
