@@ -21,6 +21,15 @@ root.
 Usage:
     python benchmarks/fidelity.py --measure --db /var/tmp/fidelity.db [--size 2G] [--runtime 3]
     python benchmarks/fidelity.py --db STORE [--device ID ...] [--reference CSV] [--json]
+                                  [--record FILE] [--against FILE]
+
+A scorecard for model changes: ``--record FILE`` writes the figures (raw-only, and the median
+over the 20% draws) with the store's matrix ids; ``--against FILE`` (default
+benchmarks/results/fidelity-scorecard.json when it exists) compares them. On the same
+measured matrices the analysis is deterministic, so a figure worse than recorded by more than
+predict/scorecard.py's tolerance for its kind fails the run (exit 1): the model got worse on
+the held-out device. On another store (a re-measurement) the differences include the
+device's own run-to-run noise: they are printed, not judged.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 # The specification's targets on a held-out device class: (share of the device's cells given,
 # metric, bound, higher is better). Raw-only: the device's raw-device runs alone.
@@ -44,6 +54,8 @@ TARGETS = {
 DRAWS = 5  # random 20% draws of the device's cells
 PROFILE = "log-append"  # fsync with several writers, besides the micro workloads
 QUIET_LOAD = 0.5  # 1-minute load average above which the figures are marked as loaded
+SCORECARD = Path(__file__).resolve().parent / "results" / "fidelity-scorecard.json"
+GATED = ("median_abs_error", "ordered_right", "max_regret")
 
 
 # >= 9 configurations incl. btrfs, nodatacow, data=journal, no journal and XFS AG counts;
@@ -113,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="--measure: repetitions (>= 3)")
     ap.add_argument("--scratch-dir", default="/var/tmp",
                     help="--measure: where the backing file goes (on disk, not tmpfs)")
+    ap.add_argument("--record", help="write the figures as the scorecard FILE")
+    ap.add_argument("--against", default=str(SCORECARD) if SCORECARD.exists() else None,
+                    help="compare with the scorecard FILE (default: the recorded one)")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
     print(f"load average before: {load_before:.2f} (1 min) on {os.cpu_count()} CPUs")
@@ -149,18 +164,30 @@ def main(argv: list[str] | None = None) -> int:
             r["raw_only_on_these_cells"] = _on_same_cells(raw, r)
             reports.append(r)
     rounds = _round_levels(store)
+    card = {"matrices": sorted({r["matrix_id"] for r in store.runs(status="ok")
+                                if r.get("matrix_id")}),
+            "figures": scorecard_figures(reports)}
     load_after = os.getloadavg()[0]
-    # Judged by the load before: with --measure the load after is the benchmark's own probe.
-    loaded = load_before > QUIET_LOAD or (not args.measure and load_after > QUIET_LOAD)
+    # Only a measurement can be loaded: judged by the load before it (the load after is the
+    # benchmark's own probe). Without --measure the figures are a deterministic analysis of
+    # runs stored earlier, whatever runs beside it now.
+    loaded = bool(args.measure) and load_before > QUIET_LOAD
+    if args.record:
+        Path(args.record).write_text(json.dumps(card, indent=1, sort_keys=True) + "\n")
+    against = compare_scorecard(card, args.against) if args.against else None
     if args.json:
         json.dump({"reports": reports, "rounds": rounds, "load": [load_before, load_after],
-                   "loaded": loaded}, sys.stdout, indent=1)
+                   "loaded": loaded, "scorecard": card, "against_recorded": against},
+                  sys.stdout, indent=1)
         print()
-        return 0
-    print(f"load average after: {load_after:.2f}"
-          + (" (this benchmark's own probe)" if args.measure else "")
-          + ("  -- LOADED: these figures are not targets' evidence" if loaded
-             else "  (quiet before it started)"))
+        return 1 if against and against["worse"] and against["judged"] else 0
+    if args.measure:
+        print(f"load average after: {load_after:.2f} (this benchmark's own probe)"
+              + ("  -- LOADED: these figures are not targets' evidence" if loaded
+                 else "  (quiet before it started)"))
+    else:
+        print("analysis of runs stored earlier: deterministic, whatever the load now (the "
+              "load while they ran: their host_loadavg_1m in the store)")
     for r in reports:
         f = r.get("iops") or {}
         share = r["share_of_cells_given"]
@@ -191,6 +218,13 @@ def main(argv: list[str] | None = None) -> int:
             ok = got >= bound if higher else got <= bound
             print(f"  target {key} {'>=' if higher else '<='} {bound:.0%}: "
                   f"{'met' if ok else 'MISSED'} ({got:.1%})")
+    if against:
+        print(f"\nagainst the recorded scorecard ({args.against}): "
+              + ("same matrices, judged" if against["judged"] else
+                 "other matrices (a re-measurement): differences include the device's own "
+                 "noise, not judged"))
+        for name, now, then, how in against["lines"]:
+            print(f"  {name}: {now:.1%} (recorded {then:.1%}) {how}")
     if rounds:
         print("\nWhere the rep-to-rep noise comes from: the probe runs repetition r of every cell "
               "before repetition r+1 (rounds), so a round's level against round 1 is the "
@@ -200,7 +234,46 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['host_cpu_busy_pct_median']:.0f}%, IOPS vs round 1: median "
                   f"x{r['level_vs_round_1_median']:.2f} (range x{r['level_vs_round_1_min']:.2f}"
                   f"-x{r['level_vs_round_1_max']:.2f})")
-    return 0
+    return 1 if against and against["worse"] and against["judged"] else 0
+
+
+def scorecard_figures(reports: list[dict]) -> dict[str, float]:
+    """device|share|metric -> figure: raw-only as measured, the 20% draws by their median."""
+    import statistics as st
+
+    groups: dict[str, list[float]] = {}
+    for r in reports:
+        f = r.get("iops") or {}
+        for k in GATED:
+            if f.get(k) is not None:
+                groups.setdefault(f"{r['device']}|{r['share_of_cells_given']:.1f}|{k}",
+                                  []).append(float(f[k]))
+    return {k: st.median(v) for k, v in sorted(groups.items())}
+
+
+def compare_scorecard(card: dict, path: str) -> dict | None:
+    """Each figure against the recorded one, with predict/scorecard.py's tolerance."""
+    from fsadvisor.predict.scorecard import HIGHER_IS_BETTER, TOLERANCE
+
+    try:
+        old = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    judged = old.get("matrices") == card["matrices"]
+    lines, worse = [], []
+    for name, now in card["figures"].items():
+        then = old.get("figures", {}).get(name)
+        if then is None:
+            continue
+        kind = name.rsplit("|", 1)[1]
+        better_up = kind in HIGHER_IS_BETTER
+        delta = (now - then) if better_up else (then - now)
+        how = ("better" if delta > TOLERANCE[kind] else
+               "WORSE" if delta < -TOLERANCE[kind] else "same within tolerance")
+        if how == "WORSE":
+            worse.append(name)
+        lines.append((name, now, then, how))
+    return {"judged": judged, "worse": worse, "lines": lines}
 
 
 def _on_same_cells(raw: dict, given: dict) -> dict | None:

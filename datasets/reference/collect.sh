@@ -67,7 +67,7 @@ case "$MATRIX" in
     ) ;;
   mechanisms)
     OUT="runs-mechanisms.csv"; TAG="-mechanisms"
-    WORKLOADS=(--workloads 4k-randwrite-qd32,128k-write-qd8,meta-create,meta-delete)
+    WORKLOADS=(--workloads 4k-randwrite-qd32,128k-write-qd8,meta-create)
     # log-append: 4 writers appending with an fsync every 32 records (fsync from several
     # writers); fio-randread-128k-j4: 128 KiB random reads from 4 processes.
     PROFILES=(log-append fio-randread-128k-j4)

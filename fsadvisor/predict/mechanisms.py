@@ -54,9 +54,16 @@ _SCHED_ALIASES = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "
 # Metadata written per small CoW overwrite (seed 002: 16-24 KB per 4 KB write; lower end).
 COW_META_BYTES = 16 << 10
 # CPU time of one metadata operation (create/stat/delete) without fsync, microseconds: the
-# issue measured creates "tens of thousands per second" on this machine; 50 us = 20k/s per core.
+# creates measured "tens of thousands per second" on this machine; 50 us = 20k/s per core.
 META_CPU_US = 50.0
 META_CPU_LOG_SD = 0.7
+MIB = 1 << 20
+# Dependent writes of one log commit besides its flush (the log's blocks, then the write that
+# points at them); the fitted coefficient of m:fsync_writers scales the whole wait.
+COMMIT_ROUND_TRIPS = 2
+# CPU time btrfs spends verifying one MiB it reads (csum-tree lookups and crc32c of 256 data
+# blocks), microseconds: an assumption of its order, scaled by the fitted coefficient.
+CSUM_READ_US_PER_MIB = 50.0
 
 @dataclass(frozen=True)
 class Ctx:
@@ -131,6 +138,21 @@ def _meta_cpu(c: Ctx) -> float | None:
     return -w.metadata_frac * meta_us / (meta_us + sync)
 
 
+def _deletes(c: Ctx) -> float | None:
+    # A delete frees what the file held: ext4 clears bits in a bitmap, XFS returns an extent
+    # to its free-space btrees, btrfs drops the extent's references and checksums through its
+    # delayed-ref trees. Priced like a metadata operation's CPU (the share of the op a
+    # delete's own work takes), per filesystem: a create and a delete are not the same work.
+    w = c.w
+    share = 1.0 if w.rw == "filedelete" else w.delete_frac
+    if share <= 0:
+        return None
+    sync = ((c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync
+            if w.writes_per_fsync else 0.0)
+    meta_us = META_CPU_US * c.host
+    return -share * meta_us / (meta_us + sync)
+
+
 def _writes_data(c: Ctx) -> bool:
     return c.wf > 0 and _data_io(c)
 
@@ -141,17 +163,33 @@ def _data_write_us(c: Ctx, sequential: bool) -> float:
 
 def _cow(c: Ctx) -> float | None:
     # Each overwrite rewrites ~16 KiB of tree blocks elsewhere: one more scattered write per
-    # data write, priced in this device's own time per op.
-    if not _writes_data(c) or c.fs != "btrfs" or c.nodatacow:
+    # data write, priced in this device's own time per op. Random writes only: a sequential
+    # stream (an append, a file written whole) extends one extent at a time.
+    if not _writes_data(c) or c.fs != "btrfs" or c.nodatacow or not c.w.random:
         return None
     return -math.log1p(c.wf * write_time_us(c.p, COW_META_BYTES) / c.t_op)
 
 
 def _btrfs_write(c: Ctx) -> float | None:
-    # Checksums and tree updates beyond CoW: in proportion to the data written.
-    if not _writes_data(c) or c.fs != "btrfs":
+    # Checksums, extent-tree and delayed-reference work of copy-on-write data, for every
+    # direct write request its own ordered extent, in proportion to the data written.
+    # nodatacow writes in place without data checksums (or compression): none of it (the
+    # reference matrices: 128 KiB direct writes ~10x below ext4 on the RAM-backed loop,
+    # nodatacow at 79% of ext4). Buffered writes reach btrfs at writeback, merged into large
+    # extents whose work many writes share: 64 KiB buffered appends with nodatacow run only
+    # x1.26 btrfs's (log-append, same matrices), so this work is not theirs.
+    if not _writes_data(c) or c.fs != "btrfs" or c.nodatacow or not c.w.direct:
         return None
     return -min(1.0, c.wf * _data_write_us(c, sequential=not c.w.random) / c.t_op)
+
+
+def _btrfs_csum_read(c: Ctx) -> float | None:
+    # btrfs verifies a checksum of every data block it reads: a csum-tree lookup and crc32c,
+    # CPU work per byte in the reading thread. nodatacow (nodatasum) has none to verify.
+    if c.fs != "btrfs" or c.nodatacow or not _data_io(c) or c.w.read_pct <= 0:
+        return None
+    us = (c.w.read_pct / 100.0) * max(c.w.bs_bytes, 512) / MIB * CSUM_READ_US_PER_MIB * c.host
+    return -math.log1p(us * c.cpu_share)
 
 
 def _data_journal(c: Ctx) -> float | None:
@@ -171,6 +209,25 @@ def _fsync(c: Ctx) -> float | None:
     if not c.per_fsync:
         return None
     return -math.log1p(c.per_fsync * c.p["write_latency_us"] / _fsync_base_us(c))
+
+
+def _fsync_writers(c: Ctx) -> float | None:
+    # Several writers fsyncing at once: where a filesystem commits one writer's fsync after
+    # another instead of joining them in one commit, each fsync waits for the others'. Of one
+    # writer's time per operation, the share ``s`` is its commit (the data written since its
+    # last fsync, the log's dependent writes and the flush, in this device's own terms).
+    # With n writers it waits for others' commits -- but writers that arrive while a commit
+    # is in flight join the next one (btrfs batches its log commits too), so the wait grows
+    # with log2(n), not n: 1 + s at two writers, 1 + 2s at four, 1 + 4s at sixteen. Fitted
+    # on four writers (the reference matrices' log-append), extrapolated no further than that.
+    w = c.w
+    if not c.per_fsync or w.numjobs <= 1:
+        return None
+    batch = (w.writes_per_fsync or 1) * max(w.bs_bytes, 512)
+    commit_us = c.per_fsync * (write_time_us(c.p, batch, sequential=True)
+                               + COMMIT_ROUND_TRIPS * c.p["write_latency_us"] + c.flush_us)
+    share = commit_us / (commit_us + max(op_time_us(w, c.p), 1e-3))
+    return -math.log1p(math.log2(w.numjobs) * share)
 
 
 def _flush(c: Ctx) -> float | None:
@@ -207,6 +264,12 @@ MECHANISMS: tuple[Mechanism, ...] = (
               "matrix where shipped", per="fs",
               deviation=(0.0, 0.3, _FS_DEVIATION.format("metadata CPU cost")),
               own_data=lambda w: w.metadata_frac > 0, fs_term="meta"),
+    Mechanism("m:delete", _deletes,
+              (0.0, 0.3, "a delete costs about what a create does"),
+              "a delete frees the file's space -- a bitmap for ext4, free-space btrees for "
+              "XFS, extent references and checksums for btrfs -- work a create does not do",
+              "reference matrices (meta-delete beside meta-create, RAM-backed loop and zram)",
+              per="fs", deviation=(0.0, 0.3, _FS_DEVIATION.format("delete cost"))),
     Mechanism("m:cow", _cow,
               (1.0, 0.3, "seed 002 allocator section: 16-24 KB of metadata per 4 KB CoW write"),
               "btrfs copy-on-write rewrites extent, checksum and parent tree blocks on every "
@@ -216,9 +279,17 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("m:btrfs.write", _btrfs_write,
               (0.7, 0.5, "btrfs ~3x below ext4/xfs for large sequential writes on this "
                          "machine's probe"),
-              "btrfs's write path (checksums, extent tree, delayed references) costs more per "
-              "byte than ext4's or XFS's",
-              "a probe of this machine (btrfs ~3x below ext4/xfs for large sequential writes)"),
+              "btrfs's copy-on-write data path (checksums, extent tree, delayed references) "
+              "costs more per byte than ext4's or XFS's; nodatacow skips it",
+              "a probe of this machine (btrfs ~3x below ext4/xfs for large sequential writes); "
+              "reference matrices (nodatacow at ext4's level on the RAM-backed loop)"),
+    Mechanism("m:btrfs.csum_read", _btrfs_csum_read,
+              (1.0, 0.7, "about 50 us of checksum lookup and crc32c per MiB read"),
+              "btrfs verifies a checksum of every data block it reads (CPU work per byte, "
+              "large for large reads on a fast device); nodatacow has no checksums",
+              "btrfs(5) (nodatacow implies nodatasum); reference matrices (mechanisms): 128 KiB "
+              "random reads from 4 processes, btrfs about half of ext4's and XFS's rate on "
+              "the RAM-backed loop, nodatacow about 1.4x btrfs's"),
     Mechanism("m:data_journal", _data_journal,
               (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
               "data=journal writes every data block twice: into the journal, then in place",
@@ -230,6 +301,16 @@ MECHANISMS: tuple[Mechanism, ...] = (
               deviations={"btrfs": (0.5, 0.5, "btrfs tree log: more than one commit write "
                                               "per fsync")},
               own_data=_fsyncs, fs_term="fsync"),
+    Mechanism("m:fsync_writers", _fsync_writers,
+              (0.0, 0.3, "ext4's jbd2 and XFS's log join concurrent writers' fsyncs into one "
+                         "commit (group commit): no wait for the others"),
+              "with several writers fsyncing at once, a filesystem that commits their fsyncs "
+              "one after another makes each wait for the others' data and log writes",
+              "reference matrices (mechanisms): log-append, 4 writers, on the RAM-backed loop "
+              "and zram (btrfs far below ext4 and XFS, with nodatacow and compression too)",
+              per="fs", deviation=(0.0, 0.3, _FS_DEVIATION.format("commit joining")),
+              deviations={"btrfs": (1.0, 0.7, "btrfs's tree log syncs concurrent fsyncs "
+                                              "largely one at a time")}),
     Mechanism("m:flush", _flush, (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
               "each fsync costs one more device cache flush for the journal commit (cheap "
               "with power-loss protection)",

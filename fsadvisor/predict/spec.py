@@ -228,6 +228,28 @@ def _blk_below_io(value: str, era2010: bool, w: Workload) -> float | None:
     return math.log2(DEFAULT_BLOCK / max(block, unit))
 
 
+# Compression's CPU work per byte by algorithm, relative to zstd level 1-3 (btrfs's zstd
+# default is level 3; f2fs's lz4 is of lzo's class). Ordinal, from btrfs(5)'s description
+# ("LZO: faster compression and decompression than ZLIB ... ZSTD: compression comparable to
+# zlib with higher compression/decompression speeds"): the scale of the effect is fitted
+# (opt:compress*), this only says which algorithm does more of it. Higher zstd levels cost
+# more per level step; zlib's default level 3 costs about twice zstd:3.
+COMPRESS_WORK = {"lzo": 0.5, "lz4": 0.5, "zstd": 1.0, "zlib": 2.0, "lzo-rle": 0.5}
+
+
+def _compress_work(value: str, era2010: bool, w: Workload) -> float | None:
+    """``compress`` (zlib, btrfs's bare default), ``compress=zstd:5``, ``lzo``, ``no``..."""
+    alg, _, level = (value or "zlib").partition(":")
+    if alg in ("no", "none", "off"):
+        return None
+    work = COMPRESS_WORK.get(alg)
+    if work is None:
+        return 1.0
+    if alg == "zstd" and level.isdigit() and int(level) > 3:
+        work *= 1.0 + (int(level) - 3) / 6.0
+    return work
+
+
 # The prior every option starts from: centred on "no effect", as wide as the option's family.
 NEUTRAL = "no effect unless the data show one"
 OPT_SD = 0.35  # priors.toml's "opt:" width: an option plausibly moves a metric by +-40%
@@ -330,11 +352,12 @@ EFFECTS: tuple[Effect, ...] = (
            "too many XFS allocation groups fragment free space",
            "seed 004 Table 2 (fileserver: +23% at 64 AGs, less at 128)"),
     # ---- compression, discard, copy-on-write
-    Effect("opt:compress*wf", "mount:compress", ("btrfs", "f2fs"), "wf", _on, 0.0, OPT_SD,
-           NEUTRAL,
-           "compression trades CPU for fewer bytes written", "btrfs(5); learned from probes"),
-    Effect("opt:compress*rf", "mount:compress", ("btrfs", "f2fs"), "rf", _on, 0.0, OPT_SD,
-           NEUTRAL,
+    Effect("opt:compress*wf", "mount:compress", ("btrfs", "f2fs"), "wf", _compress_work, 0.0,
+           OPT_SD, NEUTRAL,
+           "compression trades CPU for fewer bytes written (lzo least, zlib most per byte)",
+           "btrfs(5); reference matrix (mechanisms): lzo, zstd:1, zlib on RAM-backed devices"),
+    Effect("opt:compress*rf", "mount:compress", ("btrfs", "f2fs"), "rf", _compress_work, 0.0,
+           OPT_SD, NEUTRAL,
            "compressed data costs CPU to decompress on every read", "btrfs(5)"),
     Effect("opt:discard*wf", "mount:discard", ("ext4", "xfs", "btrfs", "f2fs"), "wf",
            lambda v, era, w: 1.0 if v != "async" else None, 0.0, OPT_SD,
@@ -350,9 +373,8 @@ EFFECTS: tuple[Effect, ...] = (
            OPT_SD, NEUTRAL,
            "nodatacow updates in place (no fragmentation under random overwrites)",
            "seed 002, allocator section"),
-    Effect("opt:btrfs.nodatacow*rf", "mount:nodatacow", ("btrfs",), "rf", _on, 0.0, OPT_SD,
-           NEUTRAL,
-           "nodatacow also turns off data checksums, which every read verifies", "btrfs(5)"),
+    # nodatacow's other half -- no data checksums for a read to verify -- is the absence of
+    # the mechanism m:btrfs.csum_read (mechanisms.py), priced per byte read on the device.
     Effect("opt:btrfs.nodesize*meta", "mkfs:nodesize", ("btrfs",), "meta",
            _log2_ratio(DEFAULT_BTRFS_NODESIZE), 0.0, OPT_SD,
            NEUTRAL,

@@ -63,6 +63,8 @@ class Option:
     kg: float = 0.0  # knowledge gradient: expected gain of the best choice after the run (log)
     defaults_first: bool = False  # chosen as a leading filesystem's defaults (next_step)
     name: str = ""  # what a person reads (``label`` is the configuration's key)
+    run_sd: float = 0.0  # one run's sd (log) of this cell, from its own repetitions
+    pooled_sd: float = 0.0  # the matrix's pooled run-to-run sd (log)
 
     @property
     def gain(self) -> float:
@@ -79,6 +81,9 @@ class Option:
                     f"variant of it has to beat to earn its settings, for about "
                     f"{self.cost_s:.0f} s of device time")
         rep = "a first run" if not self.runs_so_far else f"run {self.runs_so_far + 1}"
+        if self.pooled_sd > 0 and self.run_sd > 1.5 * self.pooled_sd:
+            rep += (f" (its runs scatter {math.expm1(self.run_sd):.0%}, more than the usual "
+                    f"{math.expm1(self.pooled_sd):.0%}: each teaches less)")
         return (f"{who}: {rep} is expected to narrow the leaders' uncertainty the most per "
                 f"second (chance the current leader is not within 1% of the best: "
                 f"{self.p_wrong_now:.0%} now, {self.p_wrong_after:.0%} expected after; "
@@ -104,6 +109,14 @@ class State:
     # pins the unknown device level that all share). Only the choice uses it.
     own_var: np.ndarray | None = None
     names: Sequence[str] = ()  # what a person reads for each candidate (labels: its key)
+    # One run's variance per candidate where its own repetitions say it scatters more (or
+    # less) than the pooled ``noise_var``: a noisy cell's run teaches less, so its mean stays
+    # contested longer and it is measured more often before the leaders part.
+    cell_noise_var: np.ndarray | None = None
+
+    def noise_of(self, i: int) -> float:
+        return (float(self.cell_noise_var[i]) if self.cell_noise_var is not None
+                else self.noise_var)
 
     def name(self, i: int) -> str:
         return self.names[i] if self.names else self.labels[i]
@@ -139,7 +152,7 @@ class State:
     def after_run(self, i: int, n: int = 1) -> np.ndarray:
         """The coefficient covariance after ``n`` more runs of candidate ``i`` (rank one)."""
         v = self.cov @ self.X[i]
-        denom = float(self.X[i] @ v) + self.noise_var / n
+        denom = float(self.X[i] @ v) + self.noise_of(i) / n
         return self.cov - np.outer(v, v) / denom if denom > 0 else self.cov
 
 
@@ -210,7 +223,7 @@ def options(state: State, cost_s: Sequence[float], runs: Sequence[int]) -> list[
     out = []
     for i in group:
         v = S[:, i]
-        denom = S[i, i] + state.noise_var
+        denom = S[i, i] + state.noise_of(i)
         if denom <= 0:
             continue
         S1 = S - np.outer(v, v) / denom
@@ -224,7 +237,9 @@ def options(state: State, cost_s: Sequence[float], runs: Sequence[int]) -> list[
     for k, (kg, shrink, i, S1) in enumerate(out):
         after = 1.0 - state.confidence(S=S1) if k < 3 else now
         res.append(Option(i, state.labels[i], now, after, float(cost_s[i]), int(runs[i]),
-                          shrink, kg, name=state.name(i)))
+                          shrink, kg, name=state.name(i),
+                          run_sd=math.sqrt(max(state.noise_of(i), 0.0)),
+                          pooled_sd=math.sqrt(max(state.noise_var, 0.0))))
     return res
 
 

@@ -139,3 +139,56 @@ def build_calibration_plan(device: str | None, device_size_bytes: int, *,
                 f"{plan.runtime_s:g} s); lower --runtime or --reps")
         plan = make(rt, n)
     return plan
+
+
+class CalibrationPacer:
+    """Runs a calibration's cells in the plan's order (every workload's first repetition
+    first) and keeps it within ``deadline_s`` of device time from what the device's own
+    first runs took, not from the plan's fixed per-run overhead: a slow device's fill and
+    discard can take many times RAW_CELL_OVERHEAD_S. Before each further repetition it
+    projects that repetition's time from the same workload's first run (its window plus what
+    it took outside it); a repetition that would end past the deadline is left out, and so
+    are the ones after it. The first repetition of every workload always runs: the fit needs
+    each of them once. ``clock`` is the device time spent so far (the runner's wall time).
+
+    Used as MatrixRun's ``cell_source``; ``wall_of`` gives the stored wall time of a cell's
+    run once it is done (None before)."""
+
+    def __init__(self, plan: CalibrationPlan, deadline_s: float | None,
+                 wall_of: Any, note: Any = None):
+        self.plan, self.deadline_s = plan, deadline_s
+        self.wall_of, self.note = wall_of, note or (lambda message: None)
+        self.dropped: list[Cell] = []
+        self.reestimated_s: float | None = None
+
+    def _first_walls(self) -> dict[str, float]:
+        out = {}
+        for w in self.plan.workloads:
+            wall = self.wall_of(Cell(None, self.plan.scheduler, w, 1))
+            if wall is not None:
+                out[w.name] = float(wall)
+        return out
+
+    def __call__(self, info: Any, done: set) -> Any:
+        cells = self.plan.cells()
+        spent = 0.0
+        for i, cell in enumerate(cells):
+            if cell.rep > 1 and self.deadline_s is not None:
+                first = self._first_walls()
+                if self.reestimated_s is None:
+                    rest = sum(first.get(c.workload.name, self.plan.cell_estimate_s(c))
+                               for c in cells[i:])
+                    self.reestimated_s = spent + rest
+                    self.note(f"calibration: the first runs took {spent:.0f} s; all "
+                              f"{len(cells)} would take about {self.reestimated_s:.0f} s "
+                              f"(planned {self.plan.estimated_seconds():.0f} s)")
+                need = first.get(cell.workload.name, self.plan.cell_estimate_s(cell))
+                if spent + need > self.deadline_s:
+                    self.dropped = cells[i:]
+                    self.note(f"calibration: {len(self.dropped)} further repetitions left out "
+                              f"to stay within {self.deadline_s:.0f} s of device time (the "
+                              f"first repetition of every workload ran)")
+                    return
+            yield cell
+            wall = self.wall_of(cell)
+            spent += float(wall) if wall is not None else self.plan.cell_estimate_s(cell)

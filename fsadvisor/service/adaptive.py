@@ -69,6 +69,25 @@ def pooled_sd(groups) -> float | None:
     return math.sqrt(ss / df) if df >= 2 else None
 
 
+# Degrees of freedom the pooled run-to-run variance counts for against one cell's own
+# repetitions: with 3 runs (2 df) a cell's own scatter gets a third of the weight, with 9 runs
+# two thirds; a cell with one run keeps the pooled figure.
+NOISE_PRIOR_DF = 4.0
+
+
+def cell_noise_var(values: list[float], pooled_var: float) -> float:
+    """One run's variance (log scale) for a cell with repetitions ``values``: its own sample
+    variance shrunk toward the pooled one (a scaled-inverse-chi-square prior of
+    NOISE_PRIOR_DF degrees of freedom), so that two runs that happen to agree do not make a
+    cell look exact, and one that scatters is measured more before its mean is trusted."""
+    n = len(values)
+    if n < 2:
+        return pooled_var
+    m = sum(values) / n
+    ss = sum((x - m) ** 2 for x in values)
+    return (NOISE_PRIOR_DF * pooled_var + ss) / (NOISE_PRIOR_DF + n - 1)
+
+
 def parse_budget(text: str | float | None) -> float | None:
     """``90``, ``90s``, ``3m``, ``1h30m`` -> seconds."""
     if text is None:
@@ -147,6 +166,9 @@ class AdaptiveSetup:
     calibration: Any | None  # a CalibrationPlan when the device needs one first
     calibration_estimate_s: float
     device: Device  # what the model predicts for (a guess for a scratch device not yet made)
+    # The most device time the calibration may take: the budget less one run of each
+    # filesystem (None: the calibration's own budget). Judged from its own first runs.
+    calibration_deadline_s: float | None = None
 
 
 def _scratch_device(size_bytes: int, scratch_dir: str | None, plp: str) -> Device:
@@ -379,8 +401,10 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         raise ConfigError(f"--budget {plan.budget_s - plan.calibration_s:.0f} s is too small "
                           f"for even {what}: the smallest budget that works is "
                           f"{math.ceil(least + plan.calibration_s)} s; nothing was touched")
+    deadline = (plan.budget_s - plan.calibration_s - sum(per_fs.values())
+                if calib is not None and plan.budget_s is not None else None)
     return AdaptiveSetup(plan=plan, calibration=calib, calibration_estimate_s=calib_s,
-                         device=device)
+                         device=device, calibration_deadline_s=deadline)
 
 
 # --------------------------------------------------------------------------- choosing
@@ -527,12 +551,17 @@ class Chooser:
         own = self.run_noise_sd()
         if own is not None:
             noise = max(float(noise), own)
+        by_cell = self.cell_log_opj()
+        cell_var = np.array([cell_noise_var(by_cell.get(
+            planmod.cell_key(c, c.scheduler, self.spec.name), []), float(noise) ** 2)
+            for c in cfgs])
         st = sel.State(labels=[c.key() for c in cfgs], names=[c.label() for c in cfgs],
                        mu=np.log(np.maximum(np.asarray(val, float), 1e-300)),
                        X=np.asarray(design["X"]), cov=np.asarray(design["cov"]),
                        noise_var=float(noise) ** 2, tolerance=-math.log(1 - TIE_TOLERANCE),
                        own_var=(None if model.known_device(device) else
-                                self.own_var(len(cfgs), runs, float(noise) ** 2)))
+                                self.own_var(len(cfgs), runs, float(noise) ** 2)),
+                       cell_noise_var=cell_var)
         return st, model
 
     def own_var(self, k: int, runs: list[int] | None, noise_var: float) -> np.ndarray:
@@ -540,17 +569,21 @@ class Chooser:
         n = np.zeros(k) if runs is None else np.asarray(runs, float)
         return 1.0 / (1.0 / tau2 + n / max(noise_var, 1e-12))
 
-    def run_noise_sd(self) -> float | None:
-        """Pooled sd of log ops/J between repetitions of the same cell in this matrix
-        (None until two cells have been repeated, i.e. >= 2 degrees of freedom)."""
-        if self.plan.matrix_id is None:
-            return None
+    def cell_log_opj(self) -> dict[str, list[float]]:
+        """log ops/J of each ok run of this matrix, by cell key."""
         by_cell: dict[str, list[float]] = {}
+        if self.plan.matrix_id is None:
+            return by_cell
         for r in self.store.runs(matrix_id=self.plan.matrix_id, status="ok"):
             ops, joules = r.get("ops"), r.get("energy_j")
             if ops and joules and ops > 0 and joules > 0:
                 by_cell.setdefault(r["cell_key"], []).append(math.log(ops / joules))
-        return pooled_sd(by_cell.values())
+        return by_cell
+
+    def run_noise_sd(self) -> float | None:
+        """Pooled sd of log ops/J between repetitions of the same cell in this matrix
+        (None until two cells have been repeated, i.e. >= 2 degrees of freedom)."""
+        return pooled_sd(self.cell_log_opj().values())
 
     def _runs(self) -> tuple[Counter, float]:
         if self.plan.matrix_id is None:
@@ -734,7 +767,8 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
         forward(ProgressEvent("note", 0, 0, message="the device has no calibration: "
                               f"{calibration.planned(setup.calibration)}"))
         res = calibration.run_calibration(setup.calibration, on_progress=forward,
-                                          confirm=confirm, interruptions=interruptions)
+                                          confirm=confirm, interruptions=interruptions,
+                                          deadline_s=setup.calibration_deadline_s)
         plan.calibration_s = res.wall_s
         calib_doc = {"identity": res.identity, "wall_s": round(res.wall_s, 1),
                      "matrix_id": res.matrix_id}

@@ -153,11 +153,16 @@ class _StopAtFailure(Exception):
 
 def run_calibration(plan: CalibrationPlan,
                     on_progress: Callable[[ProgressEvent], None] | None = None,
-                    confirm: str | None = None, interruptions: Any = None) -> CalibrationResult:
+                    confirm: str | None = None, interruptions: Any = None,
+                    deadline_s: float | None = None) -> CalibrationResult:
     """Run ``plan`` (``confirm`` repeats the device, as for a probe), fit, store. Raises
     DeviceRefused like a probe; CalibrationFailed naming the step when a run fails, the
     runner stops, the run is interrupted, or the fit cannot use the runs — in every case
-    with no device_params row written."""
+    with no device_params row written. ``deadline_s`` (never more than the calibration's own
+    budget) is the most device time it may take, judged from its own first runs
+    (CalibrationPacer): further repetitions that would pass it are left out, and said."""
+    from fsadvisor.probe.calibration_plan import BUDGET_S, CalibrationPacer
+    from fsadvisor.probe.report import ProgressEvent as Event
     from fsadvisor.probe.run import MatrixRun
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import probing
@@ -179,8 +184,15 @@ def run_calibration(plan: CalibrationPlan,
     db_path = probing.store_path(plan.db_path)
     with open_store(db_path) as store:
         store.require_intact()  # a damaged store is refused before the device is touched
+        def wall_of(cell: Any) -> float | None:
+            return next((o.wall_s for o in run.summary.outcomes
+                         if o.key == cell.key and o.rep == cell.rep), None)
+
+        pacer = CalibrationPacer(plan, BUDGET_S if deadline_s is None else
+                                 min(BUDGET_S, deadline_s),
+                                 wall_of, lambda m: forward(Event("note", 0, 0, message=m)))
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), progress,
-                        interruptions=interruptions)
+                        interruptions=interruptions, cell_source=pacer)
         try:
             summary = run.execute()
         except _StopAtFailure as e:
@@ -225,9 +237,13 @@ def run_calibration(plan: CalibrationPlan,
         run_ids = [int(r["run_id"]) for r in rows]
         store.save_device_params(params, run_ids=run_ids)
         saved = store.device_params(identity)
+    notes = list(summary.notes)
+    if pacer.dropped:
+        notes.append(f"{len(pacer.dropped)} repetitions left out to stay within "
+                     f"{pacer.deadline_s:.0f} s of device time")
     return CalibrationResult(params=saved, device=summary.device or "", identity=identity,
                              matrix_id=summary.matrix_id or "", run_ids=run_ids,
-                             wall_s=summary.wall_s, notes=list(summary.notes),
+                             wall_s=summary.wall_s, notes=notes,
                              cleanup=list(summary.cleanup))
 
 

@@ -1,4 +1,4 @@
-"""The reference matrix (``datasets/reference/runs.csv``) as model observations.
+"""The reference matrices (``datasets/reference/runs*.csv``) as model observations.
 
 The matrix was measured on this machine's RAM-backed device classes (a direct-I/O loop device
 on /dev/shm, a zram device) with every repetition kept, one CSV row per repetition (the
@@ -36,9 +36,33 @@ REQUIRED = ("device_class", "device", "host", "filesystem", "mkfs_options", "mou
             "iops")
 
 
+# The shipped matrices, each with the words that name it in its observations' source and the
+# suffix of its device identities: the first (13 configurations x the micro workloads) and
+# the second, measured for the mechanisms the first cannot show (collect.sh
+# MATRIX=mechanisms). A cell of one matrix is never averaged with the same cell of the other.
+# Both are one study of one device class ("reference matrix, zram"): cross-validation by
+# source table holds a class's two matrices out together (predict/fit.source_group).
+SHIPPED = (("runs.csv", "", ""),
+           ("runs-mechanisms.csv", "mechanisms matrix; ", "/quiet"))
+# A RAM-backed device's speed is the host's CPU: the first matrix ran beside other jobs
+# (load average median 4.5, rep-to-rep CV 19-32%), the second on a quiet host (CV 2-9%), and
+# the same cells differ between them by up to x1.8 (zram ext4 4k random writes: 63k against
+# 112k IOPS). One identity for both would read that as noise and blur every cell of the
+# device; each matrix is therefore its own device for levels (the identity gets the suffix),
+# while the mechanisms, shared by every device, learn from both.
+
+
 def default_path() -> Path:
     from fsadvisor.resources import data_dir
-    return data_dir("datasets") / "reference" / "runs.csv"
+    return data_dir("datasets") / "reference" / SHIPPED[0][0]
+
+
+def shipped_paths() -> list[tuple[Path, str, str]]:
+    """(path, source words, identity suffix) of every shipped matrix present."""
+    from fsadvisor.resources import data_dir
+    here = data_dir("datasets") / "reference"
+    return [(here / name, words, suffix) for name, words, suffix in SHIPPED
+            if (here / name).is_file()]
 
 
 def _value(text: str) -> Any:
@@ -73,10 +97,11 @@ def _num(text: str | None) -> float | None:
     return v if v is not None and math.isfinite(v) and v > 0 else None
 
 
-def device_id_of(row: dict[str, str]) -> str:
+def device_id_of(row: dict[str, str], suffix: str = "") -> str:
     """The backing class on this host is the device: every shm-loop run on one host shares
-    its levels, a zram device has its own."""
-    return f"{KINDS.get(row['device_class'], row['device_class'])}:{row['device']}@{row['host']}"
+    its levels, a zram device has its own (``suffix``: the matrix's, see SHIPPED)."""
+    kind = KINDS.get(row["device_class"], row["device_class"])
+    return f"{kind}:{row['device']}@{row['host']}{suffix}"
 
 
 def load_rows(path: str | Path) -> list[dict[str, str]]:
@@ -89,8 +114,8 @@ def load_rows(path: str | Path) -> list[dict[str, str]]:
         return list(reader)
 
 
-def observations(rows: Iterable[dict[str, str]], source: str = "reference matrix"
-                 ) -> list[Observation]:
+def observations(rows: Iterable[dict[str, str]], matrix: str = "",
+                 suffix: str = "") -> list[Observation]:
     """Cell means over ok repetitions (rows whose direct I/O was not honoured are left out,
     as in probe summaries)."""
     cells: dict[tuple, list[dict[str, str]]] = {}
@@ -100,7 +125,7 @@ def observations(rows: Iterable[dict[str, str]], source: str = "reference matrix
         if r["device_class"] not in KINDS:
             raise DatasetError(f"device_class {r['device_class']!r} is not one of "
                                + ", ".join(KINDS))
-        key = (device_id_of(r), config_of(r).key(), r["workload"],
+        key = (device_id_of(r, suffix), config_of(r).key(), r["workload"],
                json.dumps(json.loads(r["workload_params"] or "{}"), sort_keys=True),
                r.get("energy_source", ""), r.get("power_scope", ""))
         cells.setdefault(key, []).append(r)
@@ -128,7 +153,8 @@ def observations(rows: Iterable[dict[str, str]], source: str = "reference matrix
             mean = statistics.fmean(vals)
             sd = statistics.stdev(vals) if len(vals) > 1 else None
             out.append(Observation(
-                source=f"{source}, {first['device_class']} ({wname}; runs {runs})",
+                source=f"reference matrix, {first['device_class']} ({matrix}{wname}; "
+                       f"runs {runs})",
                 device_kind=kind, config=cfg, workload=w, metric=metric, value=mean,
                 unit=unit, power_scope=e_scope, energy_source=e_src,
                 note=f"n={len(vals)}" + (f", sd={sd:.4g}" if sd is not None else ""),
@@ -137,8 +163,12 @@ def observations(rows: Iterable[dict[str, str]], source: str = "reference matrix
 
 
 def load_observations(path: str | Path | None = None) -> list[Observation]:
-    """Observations from the shipped reference matrix; none when it is not shipped."""
-    p = Path(path) if path is not None else default_path()
+    """Observations from one reference matrix file, or (no path) from every shipped one;
+    none when none is there."""
+    if path is None:
+        return [o for p, words, suffix in shipped_paths()
+                for o in observations(load_rows(p), words, suffix)]
+    p = Path(path)
     if not p.is_file():
         return []
     return observations(load_rows(p))

@@ -628,3 +628,40 @@ def test_the_least_budget_named_in_the_refusal_is_accepted(tmp_path):
     assert least >= setup.calibration_estimate_s + sum(per_fs.values())
     with pytest.raises(ConfigError, match="too small"):
         ad.plan_adaptive(_request(tmp_path), budget=f"{least - 2}s")
+
+
+def test_a_noisy_cell_teaches_less_per_run_and_stays_contested_longer():
+    quiet = state([0.0, 0.0], [0.1, 0.1], noise_sd=0.05)
+    noisy = sel.State(labels=quiet.labels, mu=quiet.mu, X=quiet.X, cov=quiet.cov,
+                      noise_var=quiet.noise_var, tolerance=TOL,
+                      cell_noise_var=np.array([0.05 ** 2, 0.3 ** 2]))
+    # one run of the noisy cell shrinks its own variance less than one run of a quiet cell
+    assert noisy.after_run(1)[1, 1] > quiet.after_run(1)[1, 1]
+    assert noisy.after_run(0)[0, 0] == pytest.approx(quiet.after_run(0)[0, 0])
+    # after the same number of runs of each, the noisy cell's mean is the less certain:
+    # it needs more runs before the two part
+    cov = noisy.cov
+    for _ in range(3):
+        for i in (0, 1):
+            v = cov @ noisy.X[i]
+            cov = cov - np.outer(v, v) / (float(noisy.X[i] @ v) + noisy.noise_of(i))
+    assert cov[1, 1] > 2 * cov[0, 0]
+    step = sel.next_step(noisy, [60, 60], [3, 3], target=0.95, spent_s=0, budget_s=None)
+    noisy_opt = next(o for o in step.ranked if o.index == 1)
+    assert "scatter" in noisy_opt.why() and "each teaches less" in noisy_opt.why()
+
+
+def test_a_cell_noise_is_its_own_scatter_shrunk_toward_the_pooled():
+    from fsadvisor.service.adaptive import NOISE_PRIOR_DF, cell_noise_var
+    pooled = 0.05 ** 2
+    assert cell_noise_var([], pooled) == pooled
+    assert cell_noise_var([1.0], pooled) == pooled  # one run says nothing of its scatter
+    same = cell_noise_var([1.0, 1.0, 1.0], pooled)
+    assert 0 < same < pooled  # agreeing runs lower it, never to zero
+    wild = cell_noise_var([0.7, 1.0, 1.3], pooled)
+    assert wild > pooled
+    # the closed form: (df0 * pooled + sum of squares) / (df0 + n - 1)
+    assert wild == pytest.approx((NOISE_PRIOR_DF * pooled + 0.18) / (NOISE_PRIOR_DF + 2))
+    # many runs: their own variance dominates
+    many = [1.0 + (0.3 if i % 2 else -0.3) for i in range(40)]
+    assert cell_noise_var(many, pooled) == pytest.approx(0.09 * 40 / 39, rel=0.1)

@@ -19,7 +19,8 @@ P = {"read_latency_us": 80.0, "write_latency_us": 20.0, "flush_latency_us": 500.
      **HOST_PRIOR}
 WORKLOADS = [Workload(rw=rw, bs_bytes=bs, iodepth=qd, numjobs=nj, fsync_every=fs)
              for rw, bs, qd, nj, fs in itertools.product(
-                 ("randread", "randwrite", "write", "randrw", "filecreate"), (4096, 131072),
+                 ("randread", "randwrite", "write", "randrw", "filecreate", "filedelete"),
+                 (4096, 131072),
                  (1, 32), (1, 4), (0, 1))]
 CONFIGS = [FsConfig.make(fs, mount=m, scheduler=s)
            for fs, m, s in itertools.product(("ext4", "xfs", "btrfs", "f2fs"),
@@ -91,3 +92,56 @@ def test_why_lines_name_a_mechanism_in_words_never_its_tag():
         assert words is not None and words["text"] == mechanisms.describe(name).text
         assert "m:" not in words["text"]
     assert "mechanism" in _plain_feature("m:unknown")  # only an undeclared term gets plain words
+
+
+def _f(fs, w, mount=()):
+    return mechanisms.features(FsConfig.make(fs, mount=mount), w, P, "unknown")
+
+
+def test_the_mechanisms_of_the_second_reference_matrix_apply_only_where_their_work_is():
+    one = Workload(rw="write", bs_bytes=65536, iodepth=1, numjobs=1, fsync_every=32,
+                   direct=False)
+    four = Workload(rw="write", bs_bytes=65536, iodepth=1, numjobs=4, fsync_every=32,
+                    direct=False)
+    # fsync from several writers: only with several writers that fsync
+    assert "m:fsync_writers:btrfs" in _f("btrfs", four)
+    assert "m:fsync_writers:btrfs" not in _f("btrfs", one)
+    assert not any(k.startswith("m:fsync_writers") for k in _f("btrfs", Workload(
+        rw="write", bs_bytes=65536, numjobs=4, direct=False)))
+    # ... whatever btrfs's data options: nodatacow does not change the log's commits
+    assert _f("btrfs", four)["m:fsync_writers"] == _f("btrfs", four, ("nodatacow",))[
+        "m:fsync_writers"]
+    # the copy-on-write data path: direct writes of copy-on-write data only
+    direct = Workload(rw="write", bs_bytes=131072, iodepth=8)
+    assert "m:btrfs.write" in _f("btrfs", direct)
+    assert "m:btrfs.write" not in _f("btrfs", direct, ("nodatacow",))
+    assert "m:btrfs.write" not in _f("btrfs", four)  # buffered: merged at writeback
+    # CoW metadata per write: random overwrites only
+    assert "m:cow" in _f("btrfs", Workload(rw="randwrite", bs_bytes=4096, iodepth=32))
+    assert "m:cow" not in _f("btrfs", direct)
+    # checksums verified on reads: per byte, none with nodatacow, none for writes
+    big = Workload(rw="randread", bs_bytes=131072, iodepth=64, numjobs=4)
+    small = Workload(rw="randread", bs_bytes=4096, iodepth=64, numjobs=4)
+    assert _f("btrfs", big)["m:btrfs.csum_read"] < _f("btrfs", small)["m:btrfs.csum_read"] < 0
+    assert "m:btrfs.csum_read" not in _f("btrfs", big, ("nodatacow",))
+    assert "m:btrfs.csum_read" not in _f("btrfs", direct)
+    assert "m:btrfs.csum_read" not in _f("ext4", big)
+    # deletes are their own work, only where the workload deletes
+    assert "m:delete:btrfs" in _f("btrfs", Workload(rw="filedelete", bs_bytes=4096))
+    assert not any(k.startswith("m:delete") for k in _f("btrfs", Workload(
+        rw="filecreate", bs_bytes=4096)))
+
+
+def test_compression_work_follows_the_algorithm():
+    from fsadvisor.predict.spec import option_features
+    w = Workload(rw="write", bs_bytes=131072, iodepth=8)
+
+    def size(opt):
+        return option_features("btrfs", {}, (opt,), None, w, "nvme").get("opt:compress*wf", 0.0)
+
+    assert size("compress=lzo") < size("compress=zstd:1") == size("compress=zstd:3") \
+        < size("compress=zstd:9")
+    assert size("compress=zstd:3") < size("compress=zlib")
+    assert size("compress") == size("compress=zlib")  # btrfs's bare compress is zlib
+    assert size("compress=no") == 0.0
+    assert size("compress-force=zstd") == size("compress=zstd")
