@@ -305,7 +305,7 @@ def compare_matrices(id_a: str, id_b: str, db: str | None = None) -> dict[str, A
             "only_in_b": [" | ".join(map(str, k)) for k in b_of if k not in a_keys]}
 
 
-def plot(doc: dict[str, Any], width: int = 80) -> str:
+def plot(doc: dict[str, Any], width: int | None = None) -> str:
     """compare --plot: efficiency bars, measured where measured, predicted otherwise."""
     from fsadvisor.report.terminal import Bar, bars
     items = []
@@ -322,4 +322,6 @@ def plot(doc: dict[str, Any], width: int = 80) -> str:
             if st and st.get("low") is not None:
                 items.append(Bar(f"{side.upper()} {p['label']} {p['workload']}", st["mean"],
                                  st["low"], st["high"], measured=True))
-    return bars(items, "measured", f"compare {doc['a']} vs {doc['b']}", width)
+    units = sorted({"ops/J" if p["metric"] == "ops_per_joule" else "IOPS" for p in doc["pairs"]})
+    return bars(items, f"measured {' or '.join(units)}", f"compare {doc['a']} vs {doc['b']}",
+                width)

@@ -154,34 +154,34 @@ HISTORY_SERIES = 6
 _MARKERS = ("●", "▲", "■", "◆", "x", "+")
 
 
-def plot_device_history(doc: dict[str, Any], width: int = 80, height: int = 14) -> str:
-    """device_history as a terminal line chart (plotext, plain text): one line per
-    configuration across the device's matrices, with a legend naming each marker."""
+def history_chart(doc: dict[str, Any]):
+    """device_history as a line chart (report.terminal.LineChart): one line per
+    configuration across the device's matrices, a legend line naming each marker. None when
+    the device has no measured runs."""
     import time
 
-    import plotext as plt  # lazy, as report/terminal.py
+    from fsadvisor.report.terminal import LineChart
 
     if not doc["series"]:
-        return f"no measured runs of {doc['device']} in the store"
+        return None
     best = sorted(doc["series"].items(), key=lambda kv: -kv[1][-1][1])[:HISTORY_SERIES]
-    plt.clf()
-    plt.theme("clear")
-    plt.limitsize(False, False)  # the size asked for, not the (unknown) terminal's
-    plt.plotsize(max(40, min(int(width), 400)), max(8, height))
-    for (label, pts), marker in zip(best, _MARKERS):
-        plt.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker)
-    ticks = list(range(len(doc["matrices"])))
-    plt.xticks(ticks, [time.strftime("%m-%d %H:%M", time.localtime(m["started_at"]))
-                       if m["started_at"] else m["id"] for m in doc["matrices"]])
-    plt.title(f"{doc['device']}: measured {doc['unit']} per matrix")
-    try:
-        lines = [ln.rstrip() for ln in plt.uncolorize(plt.build()).splitlines()]
-    finally:
-        plt.limitsize(True, True)  # plotext's default: the other charts of the process keep it
-    for (label, pts), marker in zip(best, _MARKERS):
-        lines.append(f" {marker} {label}: last {pts[-1][1]:,.0f} {doc['unit']} "
-                     f"({len(pts)} {'matrices' if len(pts) != 1 else 'matrix'})")
+    names = tuple(time.strftime("%m-%d %H:%M", time.localtime(m["started_at"]))
+                  if m["started_at"] else m["id"] for m in doc["matrices"])
+    legend = [f" {marker} {label}: last {pts[-1][1]:,.0f} {doc['unit']} "
+              f"({len(pts)} {'matrices' if len(pts) != 1 else 'matrix'})"
+              for (label, pts), marker in zip(best, _MARKERS)]
     hidden = len(doc["series"]) - len(best)
     if hidden > 0:
-        lines.append(f" ({hidden} more configuration(s) not drawn: export the matrices for all)")
-    return "\n".join(lines)
+        legend.append(f" ({hidden} more configuration(s) not drawn: export the matrices for all)")
+    return LineChart(f"{doc['device']}: measured {{unit}} per matrix", doc["unit"], names,
+                     tuple((label, tuple((x, y) for x, y in pts), marker)
+                           for (label, pts), marker in zip(best, _MARKERS)),
+                     tuple(legend))
+
+
+def plot_device_history(doc: dict[str, Any], width: int | None = None, height: int = 14) -> str:
+    """history_chart as plain text, at most ``width`` columns (the terminal's by default)."""
+    chart = history_chart(doc)
+    if chart is None:
+        return f"no measured runs of {doc['device']} in the store"
+    return chart.text(width, height)

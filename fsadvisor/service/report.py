@@ -385,35 +385,38 @@ def measured_on_device(rec, db: str | None = None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def plot_recommendation(rec, width: int = 80,
-                        measured: dict[str, dict[str, Any]] | None = None) -> str:
-    """recommend --plot: the ranked configurations' predicted efficiency as terminal bars.
+def recommendation_chart(rec, measured: dict[str, dict[str, Any]] | None = None):
+    """The ranked configurations' predicted efficiency as a BarChart (report.terminal).
     With ``measured`` (measured_on_device), each configuration measured on the device gets
-    its own bar (M, Student-t 95% whisker) next to its prediction (P), and a legend line
-    says where and how many runs."""
-    from fsadvisor.report.terminal import Bar, bars
+    its own bar (M, Student-t 95% whisker) next to its prediction (P), and a note says
+    where and how many runs."""
+    from fsadvisor.report.terminal import Bar, BarChart
     rank_by = rec.rank_by
     measured = measured or {}
     items = []
+    notes = []
     for r in rec.ranked:
+        label = f"#{r.rank} {config_label(r.config)}"
         st = predicted_stats(r.prediction, rec.profile.workload.bs_bytes, rank_by)["efficiency"]
-        items.append(Bar(f"#{r.rank} {config_label(r.config)}", st["mean"], st["low"],
-                         st["high"], measured=False))
+        items.append(Bar(label, st["mean"], st["low"], st["high"], measured=False))
         m = measured.get(r.config.key())
         if m is not None:
-            items.append(Bar(f"#{r.rank} {config_label(r.config)}", m["mean"], m["low"],
-                             m["high"], measured=True))
+            items.append(Bar(label, m["mean"], m["low"], m["high"], measured=True))
+            notes.append(f"M {label}: measured on {m['device']}: {m['n']} run"
+                         f"{'s' if m['n'] != 1 else ''}")
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
-    chart = bars(items, f"predicted {unit}", f"{rec.profile.name}: {unit}", width)
-    for key, m in measured.items():
-        label = next(f"#{r.rank} {config_label(r.config)}" for r in rec.ranked
-                     if r.config.key() == key)
-        chart += (f"\nM {label}: measured on {m['device']}: {m['n']} run"
-                  f"{'s' if m['n'] != 1 else ''}")
-    return chart
+    return BarChart(tuple(items), unit if measured else f"predicted {unit}",
+                    f"{rec.profile.name}: {unit}", tuple(notes))
 
 
-def plot_probe(summary: dict[str, Any], width: int = 80) -> str:
+def plot_recommendation(rec, width: int | None = None,
+                        measured: dict[str, dict[str, Any]] | None = None) -> str:
+    """recommend --plot: recommendation_chart as text, at most ``width`` columns (the
+    terminal's by default)."""
+    return recommendation_chart(rec, measured).text(width)
+
+
+def plot_probe(summary: dict[str, Any], width: int | None = None) -> str:
     """probe --plot: per workload of a finished probe, the measured ops/J of each
     configuration as bars with 95% whiskers (a single run has no whisker: low = high)."""
     from fsadvisor.probe.plan import cell_label

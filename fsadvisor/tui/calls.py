@@ -24,7 +24,7 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "device", "energy_sources", "history", "probe_preview", "with_constraints",
            "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
            "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
-           "plot_recommendation", "compare_cells", "device_history_plot", "capture",
+           "recommendation_chart", "compare_cells", "device_history_chart", "capture",
            "probe_request", "root_problem", "block_devices",
            "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
            "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "run_adaptive_probe",
@@ -227,12 +227,13 @@ def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None) -> 
     return str(matrix_results.export_matrix(matrix_id, fmt, out, db))
 
 
-def plot_recommendation(rec: Recommendation, width: int = 80, db: str | None = None) -> str:
-    """The CLI's ``recommend --plot``: predicted ops/J bars with 95% whiskers (the 90%
-    interval widened, service.report), plain text; a configuration the store has runs of on
-    this device also gets its measured bar (M) and a "measured on DEV: n runs" line."""
-    from fsadvisor.service.report import measured_on_device, plot_recommendation as plot
-    return plot(rec, width, measured=measured_on_device(rec, db))
+def recommendation_chart(rec: Recommendation, db: str | None = None):
+    """The chart of the CLI's ``recommend --plot`` (service.report.recommendation_chart):
+    predicted ops/J bars with 95% whiskers (the 90% interval widened); a configuration the
+    store has runs of on this device also gets its measured bar (M) and a "measured on DEV:
+    n runs" note. The pane draws it on its plot widget (``chart.draw(plt, width)``)."""
+    from fsadvisor.service.report import measured_on_device, recommendation_chart as chart
+    return chart(rec, measured_on_device(rec, db))
 
 
 def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
@@ -241,11 +242,11 @@ def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     return compare(doc, a, b)
 
 
-def device_history_plot(device: str, width: int = 80, db: str | None = None,
-                        height: int = 14) -> str:
-    """The device's matrices over time: measured ops/J (or IOPS) per configuration."""
-    from fsadvisor.service.matrix_results import device_history, plot_device_history
-    return plot_device_history(device_history(device, db), width, height)
+def device_history_chart(device: str, db: str | None = None):
+    """The device's matrices over time: measured ops/J (or IOPS) per configuration, as a
+    line chart to draw (service.matrix_results.history_chart); None without measured runs."""
+    from fsadvisor.service.matrix_results import device_history, history_chart
+    return history_chart(device_history(device, db))
 
 
 def capture(device: str, seconds: float, out: str) -> dict[str, Any]:

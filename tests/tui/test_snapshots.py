@@ -368,6 +368,11 @@ def test_history_device_chart(snap_compare, dated_store):
     """g on /dev/loop9's matrix: ops/J per configuration across its two matrices."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_device_chart)
 
+@snapshot
+def test_history_device_chart_80x24(snap_compare, dated_store):
+    """The same chart on an 80x24 screen: narrower, the legend under it."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_device_chart)
+
 @pytest.mark.asyncio
 async def test_history_device_chart_pilot(dated_store):
     """Beside test_history_device_chart: g charts /dev/loop9's measured ops/J per matrix,
@@ -399,6 +404,12 @@ def test_plot_marks_measured_runs(snap_compare, dated_store):
     """p with runs of oltp on /dev/loop9 in the store: M bars beside the P bars, and where
     and how many runs each measured bar rests on."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_plot_with_measured_runs)
+
+@snapshot
+def test_plot_marks_measured_runs_80x24(snap_compare, dated_store):
+    """The same plot on an 80x24 screen: the top of the chart in the detail box, which
+    scrolls to the rest."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_plot_with_measured_runs)
 
 @pytest.mark.asyncio
 async def test_plot_marks_measured_runs_pilot(dated_store):

@@ -524,8 +524,16 @@ async def test_a_matrix_opens_to_its_measured_cells_and_exports(probed_store, tm
         assert "<html" in (tmp_path / "fsadvisor-m-new.html").read_text().lower()
 
 
+def drawn(plot) -> list[str]:
+    """What a PlotextPlot draws at its size, as plain lines."""
+    plt = plot.plt
+    return [ln.rstrip() for ln in plt.uncolorize(plt.build()).splitlines()]
+
+
 @pytest.mark.asyncio
 async def test_p_plots_the_ranked_ops_per_joule_with_whiskers_and_p_again_goes_back():
+    from textual_plotext import PlotextPlot
+
     from fsadvisor.service import report
 
     app = FsAdvisorApp()
@@ -535,16 +543,27 @@ async def test_p_plots_the_ranked_ops_per_joule_with_whiskers_and_p_again_goes_b
         await settle(pilot)
         pane = app.query_one(ResultsPane)
         detail = app.query_one("#detail-text", Static)
+        plot = app.query_one("#detail-plot", PlotextPlot)
         row_text = str(detail.content)
+        assert not plot.display
         await pilot.press("p")
         await settle(pilot)
-        width = max(app.query_one("#detail").size.width - 2, 40)
-        shown = str(detail.content)
-        assert shown == report.plot_recommendation(pane.recommendation, width)
-        assert "P #1 " in shown and "95% interval" in shown and "│" in shown
+        chart = report.recommendation_chart(pane.recommendation)
+        width = pane.plot_width
+        # the widget draws the chart recommend --plot prints: one row a bar, at its own size
+        assert plot.display and plot.size.height == chart.height()
+        assert plot.size.width >= width
+        lines = drawn(plot)
+        assert lines[0].strip() == chart.title
+        rows = [ln for ln in lines if "┤" in ln]
+        assert len(rows) == len(chart.items)
+        assert all(r.split("┤")[1].startswith("█") for r in rows)
+        assert rows[0].split("┤")[0].strip().startswith("P #")
+        assert str(detail.content) == "\n".join(chart.legend(width))
+        assert "95% interval" in str(detail.content)
         await pilot.press("p")
         await settle(pilot)
-        assert str(detail.content) == row_text
+        assert str(detail.content) == row_text and not plot.display
 
 
 @pytest.mark.asyncio
@@ -731,7 +750,11 @@ async def test_g_charts_the_highlighted_matrix_device_over_time(probed_store):
         await pilot.press("g")
         await settle(pilot)
         assert type(app.screen).__name__ == "ChartScreen"
-        shown = str(app.screen.query_one("#chart-text", Static).content)
+        from textual_plotext import PlotextPlot
+        lines = drawn(app.screen.query_one("#chart-plot", PlotextPlot))
+        shown = "\n".join(lines) + "\n" + str(
+            app.screen.query_one("#chart-legend", Static).content)
+        assert any("└" in ln for ln in lines) and any("●" in ln for ln in lines)
         await pilot.press("escape")
         await settle(pilot)
         assert type(app.screen).__name__ != "ChartScreen"

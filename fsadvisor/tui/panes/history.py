@@ -15,6 +15,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.message import Message
 from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
 
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
@@ -45,9 +46,9 @@ class HistoryPane(Vertical):
             self.doc = doc
 
     class Charted(Message):
-        def __init__(self, device: str, text: str) -> None:
+        def __init__(self, device: str, chart, rows: int) -> None:
             super().__init__()
-            self.device, self.text = device, text
+            self.device, self.chart, self.rows = device, chart, rows
 
     BINDINGS = [Binding("c", "export('csv')", "Export CSV"),
                 Binding("j", "export('json')", "Export JSON"),
@@ -168,21 +169,19 @@ class HistoryPane(Vertical):
             return
         # the chart box takes 95% x 90% of the screen (app.tcss #chart-box); the legend
         # under the axes needs up to HISTORY_SERIES + 2 lines
-        self._chart(str(device), max(self.app.size.width * 95 // 100 - 6, 40),
-                    max(self.app.size.height * 9 // 10 - 12, 8))
+        self._chart(str(device), max(self.app.size.height * 9 // 10 - 10, 8))
 
     @work(thread=True, exclusive=True, group="chart")
-    def _chart(self, device: str, width: int, height: int) -> None:
-        # plotext keeps one global figure: an exclusive group draws one chart at a time
+    def _chart(self, device: str, rows: int) -> None:
         try:
-            text = calls.device_history_plot(device, width, self.db, height)
+            chart = calls.device_history_chart(device, self.db)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
-        self.post_message(self.Charted(device, text))
+        self.post_message(self.Charted(device, chart, rows))
 
     def on_history_pane_charted(self, event: Charted) -> None:
-        self.app.push_screen(ChartScreen(event.text))
+        self.app.push_screen(ChartScreen(event.device, event.chart, event.rows))
 
     def on_history_pane_exported(self, event: Exported) -> None:
         self.notify(f"wrote {event.path}", title="export", markup=False)
@@ -215,19 +214,32 @@ class HistoryPane(Vertical):
 
 
 class ChartScreen(ModalScreen[None]):
-    """A device's history chart over the History tab; Esc (or g, q) closes it."""
+    """A device's history chart over the History tab, ``rows`` high, its legend under it;
+    Esc (or g, q) closes it."""
 
     BINDINGS = [Binding("escape,q,g", "dismiss", "Close chart")]
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, device: str, chart, rows: int) -> None:
         super().__init__()
-        self.text = text
+        self.device, self.chart, self.rows = device, chart, rows
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="chart-box"):
-            yield Static(Text(self.text), id="chart-text")
+            yield PlotextPlot(id="chart-plot")
+            yield Static(id="chart-legend")
 
     def on_mount(self) -> None:
+        plot = self.query_one("#chart-plot", PlotextPlot)
+        legend = self.query_one("#chart-legend", Static)
+        if self.chart is None:
+            plot.display = False
+            legend.update(Text(f"no measured runs of {self.device} in the store"))
+        else:
+            # the box is 95% of the screen, less its border, padding and scroll bar
+            width = max(self.app.size.width * 95 // 100 - 6, 40)
+            self.chart.draw(plot.plt, width)
+            plot.styles.height = self.rows
+            legend.update(Text("\n".join(self.chart.legend(width))))
         self.query_one("#chart-box").focus()
 
     def action_dismiss(self) -> None:  # type: ignore[override]

@@ -12,6 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
+from textual_plotext import PlotextPlot
 
 from fsadvisor.domain import Profile
 from fsadvisor.service.advice import Recommendation
@@ -32,9 +33,9 @@ class ResultsPane(Vertical):
             self.live = live
 
     class Plotted(Message):
-        def __init__(self, text: str, recommendation: Recommendation) -> None:
+        def __init__(self, chart, recommendation: Recommendation) -> None:
             super().__init__()
-            self.text, self.recommendation = text, recommendation
+            self.chart, self.recommendation = chart, recommendation
 
     BINDINGS = [Binding("p", "toggle_plot", "Plot ops/J")]
 
@@ -61,6 +62,7 @@ class ResultsPane(Vertical):
         table.add_columns(*present.TABLE_COLUMNS)
         yield table
         with VerticalScroll(id="detail"):
+            yield PlotextPlot(id="detail-plot")  # shown by p, above the bars' figures
             yield Static(id="detail-text")
 
     def start(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
@@ -148,29 +150,49 @@ class ResultsPane(Vertical):
 
     def _replot(self) -> None:
         if self.recommendation is not None:
-            width = max(self.query_one("#detail").size.width - 2, 40)
-            self._plot(self.recommendation, width)
+            self._plot(self.recommendation)
 
     @work(thread=True, exclusive=True, group="plot")
-    def _plot(self, rec: Recommendation, width: int) -> None:
-        # plotext keeps one global figure: the exclusive group runs one plot at a time
+    def _plot(self, rec: Recommendation) -> None:
+        # a worker: the measured bars come from the store
         try:
-            text = calls.plot_recommendation(rec, width, self.db)
+            chart = calls.recommendation_chart(rec, self.db)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
-        self.post_message(self.Plotted(text, rec))
+        self.post_message(self.Plotted(chart, rec))
+
+    @property
+    def plot_width(self) -> int:
+        """The plot's columns: the detail box's, less its scroll bar."""
+        return max(self.query_one("#detail").size.width - 2, 40)
 
     def on_results_pane_plotted(self, event: Plotted) -> None:
-        if self.plotting and event.recommendation is self.recommendation:
-            self.query_one("#detail-text", Static).update(Text(event.text))
-            self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+        if not (self.plotting and event.recommendation is self.recommendation):
+            return
+        chart, width = event.chart, self.plot_width
+        plot = self.query_one("#detail-plot", PlotextPlot)
+        if chart.items:
+            plot.plt.clear_figure()
+            chart.draw(plot.plt, width)
+            # exactly the chart's height: its bars are laid out one to a row, and a widget
+            # of another height would squeeze or stretch them
+            plot.styles.height = chart.height()
+            plot.display = True
+            plot.refresh()
+            legend = chart.legend(width)
+        else:
+            plot.display = False
+            legend = ["nothing to plot: no ranked configuration"]
+        self.query_one("#detail-text", Static).update(Text("\n".join(legend)))
+        self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
 
     def _show(self, row: int) -> None:
         rec = self.recommendation
         if self.plotting:
             self._replot()
             return
+        self.query_one("#detail-plot", PlotextPlot).display = False
         if rec is None or not 0 <= row < len(rec.ranked):
             return
         self.query_one("#detail-text", Static).update(present.detail_text(rec.ranked[row], rec))
