@@ -135,7 +135,7 @@ def device_history(device: str, db: str | None = None, limit: int = 200) -> dict
     metric = ("ops_per_joule" if every and all((s.get("ops_per_joule") or {}).get("mean")
                                                for s in every) else "iops")
     series: dict[str, list[list[Any]]] = {}
-    for i, (m, ss) in enumerate(per):
+    for i, (_m, ss) in enumerate(per):
         for s in ss:
             mean = (s.get(metric) or {}).get("mean")
             if mean is None:
@@ -168,7 +168,7 @@ def plot_device_history(doc: dict[str, Any], width: int = 80, height: int = 14) 
     plt.theme("clear")
     plt.limitsize(False, False)  # the size asked for, not the (unknown) terminal's
     plt.plotsize(max(40, min(int(width), 400)), max(8, height))
-    for (label, pts), marker in zip(best, _MARKERS):
+    for (_label, pts), marker in zip(best, _MARKERS):
         plt.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker)
     ticks = list(range(len(doc["matrices"])))
     plt.xticks(ticks, [time.strftime("%m-%d %H:%M", time.localtime(m["started_at"]))
