@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fsadvisor.errors import ConfigError
 from fsadvisor.sizes import format_size

@@ -97,7 +97,7 @@ def domain_errors(fn: Callable) -> Callable:
             # The reader (`| head`) has gone: stop quietly, as other Unix tools do.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            raise typer.Exit(0)
+            raise typer.Exit(0) from None
         except OSError as e:
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             fail(f"{where}{e.strerror or e}")

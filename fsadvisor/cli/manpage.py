@@ -10,8 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import typer
-
 PAGE = Path(__file__).resolve().parents[1] / "man" / "fsadvisor.1"
 
 

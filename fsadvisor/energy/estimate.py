@@ -234,14 +234,16 @@ class EstimateMeter(EnergyMeter):
         return "model, not a measurement: " + ", ".join(parts)
 
     def _finish(self, duration_s: float) -> EnergyReading:
-        samples = self._sampler.stop()
+        sampler = self._sampler
+        assert sampler is not None  # stop() calls _finish only after _begin made it
+        samples = sampler.stop()
         p = dict(self.params)
         p["model"] = ("P = idle + busy_cores x core_active_w "
                       "+ (drive_active_w - drive_idle_w) x drive_util")
-        if self._sampler.errors:
-            p["sample_errors"] = self._sampler.errors
+        if sampler.errors:
+            p["sample_errors"] = sampler.errors
         if len(samples) < 2:
-            why = self._sampler.first_error or "fewer than two /proc/stat snapshots"
+            why = sampler.first_error or "fewer than two /proc/stat snapshots"
             return self.missing_reading(duration_s, why, len(samples), p)
         busy_core_s = 0.0
         drive_busy_s = 0.0

@@ -102,10 +102,12 @@ def discover(root: str = DEFAULT_ROOT, read: Reader = _read_file) -> tuple[list[
 
     def key(label: str) -> tuple[int, int, int]:
         m = _ZONE_DIR.match(label)
+        assert m is not None  # _zone_dirs keeps only the names _ZONE_DIR matches
         return (1 if m.group(1) else 0, int(m.group(2)), int(m.group(3) or -1))
 
     for label in sorted(dirs, key=key):
         m = _ZONE_DIR.match(label)
+        assert m is not None
         try:
             name = zone_name(label)
         except OSError as e:
@@ -292,8 +294,9 @@ class RaplMeter(EnergyMeter):
         return None if energy_j is None or why else energy_j / (last[1][0] - last[0][0])
 
     def _finish(self, duration_s: float) -> EnergyReading:
-        samples = [v for _, v in self._sampler.stop()]
         sampler = self._sampler
+        assert sampler is not None  # stop() calls _finish only after _begin made it
+        samples = [v for _, v in sampler.stop()]
         assumptions = {
             "zones": [f"{z.label} {z.name}" for z in self._zones],
             "skipped": list(self._notes),
@@ -305,8 +308,8 @@ class RaplMeter(EnergyMeter):
         if sampler.errors:
             assumptions["sample_errors"] = sampler.errors
         if len(samples) < 2:
-            why = sampler.first_error or "fewer than two RAPL readings"
-            return self.missing_reading(duration_s, why, len(samples), assumptions)
+            reason = sampler.first_error or "fewer than two RAPL readings"
+            return self.missing_reading(duration_s, reason, len(samples), assumptions)
         energy_j, wraps, why = accumulate(self._zones, samples)
         assumptions["wraps"] = wraps
         accuracy = self.accuracy

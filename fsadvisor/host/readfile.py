@@ -24,7 +24,8 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
             raise OSError(errno.EINVAL, f"is {kind}, not a regular file")
-        chunks, total = [], 0
+        chunks: list[bytes] = []
+        total = 0
         while True:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
             if not chunk:

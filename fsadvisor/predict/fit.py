@@ -471,9 +471,11 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
         v, sd = dict(base.values), dict(base.log_sd)
         moved: set[str] = set()
 
+        # put and level (below) run only within their own loop iteration: the loop variables
+        # they read are the current ones (ruff's B023 cannot tell).
         def put(key: str, value: float, log_sd: float) -> None:
-            v[key], sd[key] = value, log_sd
-            moved.add(key)
+            v[key], sd[key] = value, log_sd  # noqa: B023
+            moved.add(key)  # noqa: B023
 
         flush_key = "flush_latency_us_plp" if runs[0].device_plp == "yes" else "flush_latency_us"
         fsync_per_op_us = []
@@ -621,7 +623,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
                 # Robust (1.4826 x median |weighted residual|): the seeds' residuals are
                 # heavy-tailed (a few rows off by x3 for reasons no feature names), and an
                 # rms level would let those few drown every precise ratio of a table.
-                r = np.abs(resid[mask]) * np.sqrt(wts[mask])
+                r = np.abs(resid[mask]) * np.sqrt(wts[mask])  # noqa: B023 (called in this pass)
                 return max(lo, 1.4826 * float(np.median(r)))
             if (lit_abs & point).sum() >= 5:
                 sd = level(lit_abs & point, floor)

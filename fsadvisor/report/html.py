@@ -66,7 +66,7 @@ def _money(x: float | None) -> str:
     return "–" if x is None else f"{x:,.2f}"
 
 
-def _range(lo: float, hi: float, money: bool = False) -> str:
+def _range(lo: float, hi: float, *, money: bool = False) -> str:
     f = _money if money else (lambda v: f"{v:,.0f}")
     return f"<br><small>[{f(lo)} – {f(hi)}]</small>"
 

@@ -35,7 +35,7 @@ from fsadvisor.store import open_store, quick_version
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
 # tests/unit/test_front_end_imports.py enforces it).
 __all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
-           "CommandTarget", "format_size", "format_binary", "headline", "confidence_lines", "list_profiles", "get_profile", "profile_toml",
+           "CommandTarget", "format_size", "format_binary", "list_profiles", "get_profile", "profile_toml",
            "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
            "predict_one", "predict_batch", "predict_chunks", "validate", "calibrate"]
 
@@ -376,7 +376,7 @@ def _workload_of(workload: Any = None, profile: str | None = None):
         try:
             workload = json.loads(workload)
         except json.JSONDecodeError as e:
-            raise ProfileError(f"workload is not valid JSON: {e.msg} at column {e.colno}")
+            raise ProfileError(f"workload is not valid JSON: {e.msg} at column {e.colno}") from e
     if isinstance(workload, str):
         return get_profile(workload).workload
     if not isinstance(workload, dict):
@@ -389,7 +389,7 @@ def _config_of(config: Any):
         try:
             config = json.loads(config)
         except json.JSONDecodeError as e:
-            raise ConfigError(f"config is not valid JSON: {e.msg} at column {e.colno}")
+            raise ConfigError(f"config is not valid JSON: {e.msg} at column {e.colno}") from e
     if not isinstance(config, dict):
         raise ConfigError("config must be a JSON object like "
                           '{"filesystem": "xfs", "mount": ["noatime"], "ag_count": 16}')
@@ -508,8 +508,9 @@ def _predict_together(memo: _Memo, requests: list[tuple], scope: str) -> None:
         except (FsAdvisorError, ValueError):
             continue
         for cfg, raw in zip(cfgs, raws):
+            # memo.get calls the lambda at once, with this iteration's values.
             memo.get("result", (cfg, w, dev, scope),
-                     lambda: _result(memo, cfg, w, dev, scope, raw))
+                     lambda: _result(memo, cfg, w, dev, scope, raw))  # noqa: B023
 
 
 def predict_one(config: Any, workload: Any = None, profile: str | None = None,

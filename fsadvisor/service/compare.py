@@ -81,7 +81,7 @@ def _parse_configs(items: Sequence[str]) -> list[FsConfig]:
         except json.JSONDecodeError as e:
             raise FsAdvisorError(f"configuration {i} is not JSON ({e.msg} at column {e.colno}): "
                                  "give JSON configurations, or --profile P and ranks, or "
-                                 "--matrix ID1 ID2")
+                                 "--matrix ID1 ID2") from e
         out.append(catalog.config_from_dict(d))
     return out
 

@@ -135,7 +135,7 @@ def device_history(device: str, db: str | None = None, limit: int = 200) -> dict
     metric = ("ops_per_joule" if every and all((s.get("ops_per_joule") or {}).get("mean")
                                                for s in every) else "iops")
     series: dict[str, list[list[Any]]] = {}
-    for i, (m, ss) in enumerate(per):
+    for i, (_m, ss) in enumerate(per):
         for s in ss:
             mean = (s.get(metric) or {}).get("mean")
             if mean is None:

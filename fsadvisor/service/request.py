@@ -224,7 +224,7 @@ _NEGATIVE = {"micro": "--no-micro", "variants": "--no-variants", "baseline": "--
 def _parse_config(text: str) -> dict[str, Any]:
     try:
         d = json.loads(text)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise ConfigError(f"--config is not JSON: {e.msg} in {text[:80]!r}") from None
     if not isinstance(d, dict):
         raise ConfigError(f"--config must be a JSON object, not {text[:80]!r}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from fsadvisor import catalog
 from fsadvisor.domain import Prediction
-from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, Yearly, check_inputs, saving, yearly
+from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, check_inputs, saving, yearly
 from fsadvisor.predict.rank import Recommendation
 
 DEFAULT_CONFIG = {"filesystem": "ext4"}  # what a distribution's mkfs.ext4 + mount give

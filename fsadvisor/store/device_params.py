@@ -36,14 +36,14 @@ def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
             if known != len(ids):
                 raise StoreError(f"device parameters refer to {len(ids) - known} run(s) "
                                  "that are not in the store")
-        db["device_params"].upsert({
-            "identity": params.device_id, "kind": params.kind,
-            "device_id": dev[0] if dev else None,
-            "params": encoding.dumps(values),
-            "log_sd": encoding.dumps(log_sd), "n_runs": int(params.n_runs),
-            "source": params.source,
-            "fitted_at": float(fitted_at if fitted_at is not None else time.time()),
-            "run_ids": encoding.dumps(ids), "details": encoding.dumps(dict(params.details)),
+        db.table("device_params").upsert({
+                  "identity": params.device_id, "kind": params.kind,
+                  "device_id": dev[0] if dev else None,
+                  "params": encoding.dumps(values),
+                  "log_sd": encoding.dumps(log_sd), "n_runs": int(params.n_runs),
+                  "source": params.source,
+                  "fitted_at": float(fitted_at if fitted_at is not None else time.time()),
+                  "run_ids": encoding.dumps(ids), "details": encoding.dumps(dict(params.details)),
         }, pk="identity")
 
 

@@ -79,7 +79,7 @@ def opened(out: str | Path | IO[str]) -> Iterator[IO[str]]:
         yield out  # type: ignore[misc]
         return
     try:
-        f = open(out, "w", encoding="utf-8", newline="")  # type: ignore[arg-type]
+        f = open(out, "w", encoding="utf-8", newline="")
     except OSError as e:
         raise StoreError(f"cannot write export to {out}: {e.strerror or e}") from e
     try:

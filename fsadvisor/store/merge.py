@@ -105,20 +105,20 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
                     "id = ?", [row["matrix_id"]]):
                 m = src.execute_returning_dicts("SELECT * FROM matrices WHERE id = ?",
                                                 [row["matrix_id"]])
-                dst["matrices"].insert(m[0])
+                dst.table("matrices").insert(m[0])
                 counts["matrices_added"] += 1
-            new_id = int(dst["runs"].insert(row).last_pk)
+            new_id = int(dst.table("runs").insert(row).last_pk)
             run_map[old_id] = new_id
             counts["runs_added"] += 1
             for e in src.execute_returning_dicts("SELECT * FROM energy WHERE run_id = ?", [old_id]):
                 e.pop("id")
-                dst["energy"].insert({**e, "run_id": new_id})
+                dst.table("energy").insert({**e, "run_id": new_id})
             samples = [{"run_id": new_id, "t_s": s["t_s"], "watts": s["watts"]} for s in
                        src.execute_returning_dicts(
                            "SELECT t_s, watts FROM energy_samples WHERE run_id = ? "
                            "ORDER BY t_s, id", [old_id])]
             if samples:
-                dst["energy_samples"].insert_all(samples)
+                dst.table("energy_samples").insert_all(samples)
         for p in src.execute_returning_dicts("SELECT * FROM device_params"):
             if dst["device_params"].count_where("identity = ?", [p["identity"]]):
                 continue  # the target's own calibration of that device stays
@@ -127,7 +127,7 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
             if p["device_id"] is not None:
                 p["device_id"] = _keyed_id(dst, src, "devices", p["device_id"], ids["devices"],
                                            counts)
-            dst["device_params"].insert(p)
+            dst.table("device_params").insert(p)
             counts["device_params_added"] += 1
     return counts
 

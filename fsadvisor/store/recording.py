@@ -41,8 +41,8 @@ def start_matrix(db: Database, plan: Mapping[str, Any], matrix_id: str | None = 
     with schema.write_transaction(db):
         if db["matrices"].count_where("id = ?", [matrix_id]):
             raise StoreError(f"matrix {matrix_id} already exists")
-        db["matrices"].insert({"id": matrix_id, "plan": plan_json, "started_at": time.time(),
-                               "finished_at": None, "status": "running"})
+        db.table("matrices").insert({"id": matrix_id, "plan": plan_json, "started_at": time.time(),
+                                     "finished_at": None, "status": "running"})
     return matrix_id
 
 
@@ -52,7 +52,7 @@ def finish_matrix(db: Database, matrix_id: str, status: str = "done") -> None:
     with schema.write_transaction(db):
         if not db["matrices"].count_where("id = ?", [matrix_id]):
             raise StoreError(f"no matrix {matrix_id!r} in the store")
-        db["matrices"].update(matrix_id, {"status": status, "finished_at": time.time()})
+        db.table("matrices").update(matrix_id, {"status": status, "finished_at": time.time()})
 
 
 def record_run(db: Database, rec: RunRecord,
@@ -101,11 +101,11 @@ def record_run(db: Database, rec: RunRecord,
         # A random id, stored with the run: every copy of this store, and every store it is
         # merged into, carries the same one (runs from before v4 got a content digest).
         row["uid"] = "run-" + uuid.uuid4().hex
-        run_id = db["runs"].insert(row).last_pk
+        run_id = db.table("runs").insert(row).last_pk
         if rec.energy is not None:
-            db["energy"].insert(_energy_row(run_id, rec.energy))
+            db.table("energy").insert(_energy_row(run_id, rec.energy))
         if sample_rows:
-            db["energy_samples"].insert_all({"run_id": run_id, **s} for s in sample_rows)
+            db.table("energy_samples").insert_all({"run_id": run_id, **s} for s in sample_rows)
     return int(run_id)
 
 
@@ -201,7 +201,7 @@ def set_energy(db: Database, run_id: int, reading: EnergyReading) -> None:
     with schema.write_transaction(db):
         db.execute("DELETE FROM energy_samples WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM energy WHERE run_id = ?", [run_id])
-        db["energy"].insert(_energy_row(run_id, reading))
+        db.table("energy").insert(_energy_row(run_id, reading))
 
 
 def imported_run_id(db: Database, sha256: str) -> int | None:

@@ -46,24 +46,24 @@ MEASUREMENT_COLUMNS = {
 
 def _v1_results(db: Database) -> None:
     """Every repetition of a probe with what it ran on and what it measured."""
-    db["hosts"].create({"id": int, "key": str, "hostname": str, "kernel": str, "cpu_model": str,
-                        "cores": int, "fio_version": str, "info": str},
-                       pk="id", not_null={"key"})
-    db["hosts"].create_index(["key"], unique=True)
-    db["devices"].create({"id": int, "key": str, "path": str, "kind": str, "model": str,
-                          "serial": str, "firmware": str, "size_bytes": int, "plp": str,
-                          "write_cache": str, "logical_block_size": int, "rotational": int},
-                         pk="id", not_null={"key"})
-    db["devices"].create_index(["key"], unique=True)
-    db["configurations"].create({"id": int, "key": str, "fs": str, "mkfs": str, "mount": str,
-                                 "scheduler": str, "ag_count": int},
-                                pk="id", not_null={"key", "fs"})
-    db["configurations"].create_index(["key"], unique=True)
-    db["workloads"].create({"id": int, "key": str, "name": str, "params": str},
-                           pk="id", not_null={"key", "name"})
-    db["workloads"].create_index(["key"], unique=True)
-    db["matrices"].create({"id": str, "plan": str, "started_at": float, "finished_at": float,
-                           "status": str}, pk="id")
+    db.table("hosts").create({"id": int, "key": str, "hostname": str, "kernel": str, "cpu_model": str,
+                              "cores": int, "fio_version": str, "info": str},
+                             pk="id", not_null={"key"})
+    db.table("hosts").create_index(["key"], unique=True)
+    db.table("devices").create({"id": int, "key": str, "path": str, "kind": str, "model": str,
+                                "serial": str, "firmware": str, "size_bytes": int, "plp": str,
+                                "write_cache": str, "logical_block_size": int, "rotational": int},
+                               pk="id", not_null={"key"})
+    db.table("devices").create_index(["key"], unique=True)
+    db.table("configurations").create({"id": int, "key": str, "fs": str, "mkfs": str, "mount": str,
+                                       "scheduler": str, "ag_count": int},
+                                      pk="id", not_null={"key", "fs"})
+    db.table("configurations").create_index(["key"], unique=True)
+    db.table("workloads").create({"id": int, "key": str, "name": str, "params": str},
+                                 pk="id", not_null={"key", "name"})
+    db.table("workloads").create_index(["key"], unique=True)
+    db.table("matrices").create({"id": str, "plan": str, "started_at": float, "finished_at": float,
+                                 "status": str}, pk="id")
     columns: dict = {
         "id": int, "matrix_id": str, "cell_key": str, "device_id": int,
         "configuration_id": int, "workload_id": int, "host_id": int, "rep": int,
@@ -72,31 +72,31 @@ def _v1_results(db: Database) -> None:
     }
     columns.update({m: float for m in METRIC_COLUMNS})
     columns.update({"metrics": str, "raw_output": str})
-    db["runs"].create(columns, pk="id", not_null={"cell_key", "status", "device_id", "workload_id"},
-                      foreign_keys=[("matrix_id", "matrices", "id"),
-                                    ("device_id", "devices", "id"),
-                                    ("configuration_id", "configurations", "id"),
-                                    ("workload_id", "workloads", "id"),
-                                    ("host_id", "hosts", "id")])
-    db["energy"].create({"id": int, "run_id": int, "source": str, "scope": str,
-                         "energy_j": float, "avg_watts": float, "duration_s": float,
-                         "samples": int, "accuracy": str, "idle_watts": float,
-                         "active_energy_j": float, "assumptions": str, "missing": str},
-                        pk="id", not_null={"run_id", "source", "scope"},
-                        foreign_keys=[("run_id", "runs", "id")])
-    db["energy"].create_index(["run_id"], unique=True)
+    db.table("runs").create(columns, pk="id", not_null={"cell_key", "status", "device_id", "workload_id"},
+                            foreign_keys=[("matrix_id", "matrices", "id"),
+                                          ("device_id", "devices", "id"),
+                                          ("configuration_id", "configurations", "id"),
+                                          ("workload_id", "workloads", "id"),
+                                          ("host_id", "hosts", "id")])
+    db.table("energy").create({"id": int, "run_id": int, "source": str, "scope": str,
+                               "energy_j": float, "avg_watts": float, "duration_s": float,
+                               "samples": int, "accuracy": str, "idle_watts": float,
+                               "active_energy_j": float, "assumptions": str, "missing": str},
+                              pk="id", not_null={"run_id", "source", "scope"},
+                              foreign_keys=[("run_id", "runs", "id")])
+    db.table("energy").create_index(["run_id"], unique=True)
 
 
 def _v2_series_and_seeds(db: Database) -> None:
     """Power time series per run, the shipped seed measurements, and lookups for --resume."""
-    db["energy_samples"].create({"id": int, "run_id": int, "t_s": float, "watts": float},
-                                pk="id", not_null={"run_id"},
-                                foreign_keys=[("run_id", "runs", "id")])
-    db["energy_samples"].create_index(["run_id"])
-    db["measurements"].create({"seq": int, **MEASUREMENT_COLUMNS, "extra": str}, pk="seq")
-    db["meta"].create({"key": str, "value": str}, pk="key")
-    db["runs"].create_index(["matrix_id", "cell_key", "status"])
-    db["runs"].create_index(["device_id", "configuration_id", "workload_id"])
+    db.table("energy_samples").create({"id": int, "run_id": int, "t_s": float, "watts": float},
+                                      pk="id", not_null={"run_id"},
+                                      foreign_keys=[("run_id", "runs", "id")])
+    db.table("energy_samples").create_index(["run_id"])
+    db.table("measurements").create({"seq": int, **MEASUREMENT_COLUMNS, "extra": str}, pk="seq")
+    db.table("meta").create({"key": str, "value": str}, pk="key")
+    db.table("runs").create_index(["matrix_id", "cell_key", "status"])
+    db.table("runs").create_index(["device_id", "configuration_id", "workload_id"])
 
 
 def _v3_device_params(db: Database) -> None:
@@ -107,16 +107,16 @@ def _v3_device_params(db: Database) -> None:
     the store, so ``--db A`` and ``--db B`` never see each other's."""
     from fsadvisor.domain import device_identity
 
-    db["devices"].add_column("identity", str)
+    db.table("devices").add_column("identity", str)
     for row in list(db.execute_returning_dicts("SELECT id, kind, model, serial, path FROM devices")):
-        db["devices"].update(row["id"], {"identity": device_identity(
-            row["kind"] or "unknown", row["model"] or "", row["serial"] or "", row["path"])})
-    db["devices"].create_index(["identity"])
-    db["device_params"].create({"identity": str, "kind": str, "device_id": int,
-                                "params": str, "log_sd": str, "n_runs": int, "source": str,
-                                "fitted_at": float, "run_ids": str, "details": str},
-                               pk="identity", not_null={"kind", "params", "log_sd", "source"},
-                               foreign_keys=[("device_id", "devices", "id")])
+        db.table("devices").update(row["id"], {"identity": device_identity(
+                  row["kind"] or "unknown", row["model"] or "", row["serial"] or "", row["path"])})
+    db.table("devices").create_index(["identity"])
+    db.table("device_params").create({"identity": str, "kind": str, "device_id": int,
+                                      "params": str, "log_sd": str, "n_runs": int, "source": str,
+                                      "fitted_at": float, "run_ids": str, "details": str},
+                                     pk="identity", not_null={"kind", "params", "log_sd", "source"},
+                                     foreign_keys=[("device_id", "devices", "id")])
 
 
 def _v4_run_uids_and_origin(db: Database) -> None:
@@ -128,9 +128,9 @@ def _v4_run_uids_and_origin(db: Database) -> None:
     migrated apart still agree on every run's uid."""
     from fsadvisor.store.recording import stored_run_uid
 
-    db["runs"].add_column("uid", str)
-    db["runs"].add_column("origin", str)
-    db["runs"].add_column("provenance", str)
+    db.table("runs").add_column("uid", str)
+    db.table("runs").add_column("origin", str)
+    db.table("runs").add_column("provenance", str)
     seen: set[str] = set()
     for (run_id,) in list(db.execute("SELECT id FROM runs ORDER BY id").fetchall()):
         uid = stored_run_uid(db, run_id)
@@ -141,7 +141,7 @@ def _v4_run_uids_and_origin(db: Database) -> None:
             n, uid = n + 1, f"{base}-{n + 1}"
         seen.add(uid)
         db.execute("UPDATE runs SET uid = ?, origin = 'probe' WHERE id = ?", [uid, run_id])
-    db["runs"].create_index(["uid"], unique=True)
+    db.table("runs").create_index(["uid"], unique=True)
 
 
 MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds,

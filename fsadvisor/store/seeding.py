@@ -88,18 +88,18 @@ def ensure_seeded(db: Database) -> dict[str, Any]:
     digest = encoding.digest(rows)
     if state.get("hash") == digest:
         if quick is not None:
-            db["meta"].upsert({"key": "datasets_fingerprint", "value": quick}, pk="key")
+            db.table("meta").upsert({"key": "datasets_fingerprint", "value": quick}, pk="key")
         return {"loaded": False, "rows": len(rows), "hash": digest}
     files = sorted({str(r["file"]) for r in rows if r.get("file")}) or _dataset_files()
     with schema.write_transaction(db):
         db.execute("DELETE FROM measurements")
-        db["measurements"].insert_all(_measurement_row(r) for r in rows)
-        db["meta"].upsert_all([
-            {"key": "datasets_hash", "value": digest},
-            {"key": "datasets_rows", "value": str(len(rows))},
-            {"key": "datasets_files", "value": encoding.dumps(files)},
-            {"key": "datasets_loaded_at", "value": str(time.time())},
-            {"key": "datasets_fingerprint", "value": quick or ""},
+        db.table("measurements").insert_all(_measurement_row(r) for r in rows)
+        db.table("meta").upsert_all([
+                  {"key": "datasets_hash", "value": digest},
+                  {"key": "datasets_rows", "value": str(len(rows))},
+                  {"key": "datasets_files", "value": encoding.dumps(files)},
+                  {"key": "datasets_loaded_at", "value": str(time.time())},
+                  {"key": "datasets_fingerprint", "value": quick or ""},
         ], pk="key")
     return {"loaded": True, "rows": len(rows), "hash": digest}
 

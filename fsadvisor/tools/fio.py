@@ -619,11 +619,11 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
     # Per direction only what fio itself printed: the mean is exact whatever the number of
     # jobs, percentiles only for one distribution (several would be estimates again).
     latencies += [(comps, f"{d}_", False) for d, comps in lat_by_dir.items()]
-    kinds: dict[str, str] = {}
+    how: dict[str, str] = {}
     for comps, prefix, pooled_ok in latencies:
         values, provenance = _latency_metrics(comps, prefix, pooled_ok)
         m.update(values)
-        kinds.update(provenance)
+        how.update(provenance)
     for k, vals in cpu.items():
         if vals:
             # Runtime-weighted mean of per-job CPU%, which is what fio's group_reporting
@@ -631,7 +631,7 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
             m[f"{k}_cpu_pct"] = sum(v * w for v, w in vals) / sum(w for _, w in vals)
     # Absurd inputs can overflow a sum; an infinite figure is no figure.
     m = {k: v for k, v in m.items() if math.isfinite(v)}
-    return m, {k: v for k, v in kinds.items() if k in m}
+    return m, {k: v for k, v in how.items() if k in m}
 
 
 # ---------------------------------------------------------------- command lines

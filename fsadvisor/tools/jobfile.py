@@ -17,7 +17,7 @@ def sections(text: str, origin: str) -> tuple[dict[str, str], list[tuple[str, di
     parser = configparser.ConfigParser(interpolation=None, delimiters=("=",),
                                        comment_prefixes=("#", ";"), strict=True,
                                        allow_no_value=True, default_section="\0none")
-    parser.optionxform = str  # fio keys are case-sensitive
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # fio keys are case-sensitive
     try:
         parser.read_string(text, source=origin)
     except configparser.Error as e:

@@ -105,10 +105,10 @@ def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
             if section.startswith("Latency") and (mp := _SB_PCT.match(line)):
                 lat[f"p{mp.group(1)}"] = finite_float(mp.group(2))
                 continue
-            m = _SB_LINE.match(line)
-            if not m:
+            ml = _SB_LINE.match(line)
+            if not ml:
                 continue
-            key, value = m.group(1).strip(), finite_float(m.group(2))
+            key, value = ml.group(1).strip(), finite_float(ml.group(2))
         except (ValueError, OverflowError):
             continue
         if section.startswith("Latency") and key in ("min", "avg", "max", "sum"):

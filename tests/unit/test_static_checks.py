@@ -1,0 +1,35 @@
+"""Lint and type-check the package as part of the suite: `ruff check fsadvisor` and `mypy`
+(both configured in pyproject.toml) report nothing. They run as the installed modules of this
+interpreter, so the versions are the lock's (requirements/test.txt); without them the test is
+skipped, saying which tool is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed here (it is in requirements/test.txt)")
+    # From the project root, so each tool finds its settings in pyproject.toml.
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_ruff_finds_nothing():
+    r = _run("ruff", "check", "--no-fix", "--output-format", "concise", "fsadvisor", timeout=120)
+    assert r.returncode == 0, f"ruff check fsadvisor:\n{r.stdout}{r.stderr}"
+
+
+def test_mypy_finds_nothing():
+    # No arguments: pyproject.toml's [tool.mypy] names the files. A cold run (no .mypy_cache)
+    # of the whole package is the slow case.
+    r = _run("mypy", timeout=900)
+    assert r.returncode == 0, f"mypy:\n{r.stdout}{r.stderr}"
