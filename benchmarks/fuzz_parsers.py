@@ -200,7 +200,7 @@ def cli_option_targets() -> dict[str, tuple]:
                 raise Refused(e.format_message()) from None
         return call
 
-    cli._register()
+    cli.register_all()
     found = {f"{' '.join(path)} {opt}": parse(path, cmd, opt)
              for path, cmd, opt in walk(cli.command_tree(), ())}
     for name, call in found.items():

@@ -145,7 +145,7 @@ def command_tree(group=None):
     return root
 
 
-def _register() -> None:
+def register_all() -> None:
     # Command groups live in their own modules; importing them registers them on ``app``.
     import importlib
     import pkgutil
@@ -246,7 +246,7 @@ def _main(argv: list[str] | None) -> None:
         finally:
             app.registered_commands, app.registered_groups = everything, groups
     else:
-        _register()
+        register_all()
         command = command_tree()
     try:
         rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)

@@ -136,10 +136,10 @@ def calibrate(
     probing.check_device(plan)
     confirm = confirm_wipe(plan, yes_wipe)
     typer.echo(f"fsadvisor: {calibration.planned(plan)}", err=True)
-    from fsadvisor.cli.probe import _Progress
+    from fsadvisor.cli.probe import ProbeProgress
 
     try:
-        result = calibration.run_calibration(plan, on_progress=_Progress(), confirm=confirm)
+        result = calibration.run_calibration(plan, on_progress=ProbeProgress(), confirm=confirm)
     except calibration.CalibrationInterrupted as e:
         # The shell's convention, as probe: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
         sig = getattr(signal.Signals, e.signame, None)

@@ -41,11 +41,11 @@ def _commands(group, ctx, prefix: str = ""):
 def render() -> str:
     from importlib.metadata import version
 
-    from fsadvisor.cli import _register, command_tree
+    from fsadvisor.cli import register_all, command_tree
 
     __version__ = version("fsadvisor")  # as --version prints it
 
-    _register()
+    register_all()
     root = command_tree()
     ctx = root.context_class(root, info_name="fsadvisor")  # typer's own (vendored) Click
     lines = [

@@ -42,7 +42,7 @@ def progress_bar(done: int, total: int, width: int = BAR_WIDTH, unit: str = "") 
             f"{suffix} {frac:4.0%}")
 
 
-class _Progress:
+class ProbeProgress:
     """Progress on stderr: a bar with cells done/total, the current cell and the ETA.
 
     On a terminal the bar is one line redrawn in place, and only failures, skips, notes and
@@ -327,7 +327,7 @@ def probe(
     note = quick_override_note(quick, reps, runtime)
     if note and not as_json:
         typer.echo(note)
-    summary = probing.run_probe(plan, on_progress=_Progress(), confirm=confirm)
+    summary = probing.run_probe(plan, on_progress=ProbeProgress(), confirm=confirm)
     if as_json:
         emit_json(summary.to_dict())
     else:
@@ -412,7 +412,7 @@ def _adaptive_one(request, target: float, budget: str | None, dry_run: bool,
             err=True)
         if not probing.confirmation_matches(plan, confirm):
             fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
-    result = ad.run_adaptive(setup, request.db, on_progress=_Progress(), confirm=confirm)
+    result = ad.run_adaptive(setup, request.db, on_progress=ProbeProgress(), confirm=confirm)
     s = result.probe
     if not as_json:
         _print_summary(s)

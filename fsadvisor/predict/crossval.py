@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from fsadvisor.predict.fit import _obs_rows, fit, measured_here, source_group
+from fsadvisor.predict.fit import obs_rows, fit, measured_here, source_group
 from fsadvisor.predict.settings import PRIOR_SCALES, ModelSettings
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
@@ -42,7 +42,7 @@ def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: in
         m = fit(train, s)
         prior_only = fit([], s)
         for o in test:
-            for r in _obs_rows(o, s, m.device_params):
+            for r in obs_rows(o, s, m.device_params):
                 if r.bound:
                     continue  # a bound is not a point value to score against
                 pred, _ = m._mean_var(r.a)

@@ -34,10 +34,10 @@ def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "u
     latency-bound (Little's law), IOPS-bound and bandwidth-bound rates. ``params``: the
     device's own (fitted) parameters; default its kind's prior from devices.toml."""
     p = params.values if params is not None else settings.device_params(kind)
-    return _roofline(w, p, plp)[0]
+    return device_roofline(w, p, plp)[0]
 
 
-def _roofline(w: Workload, p: Mapping[str, float],
+def device_roofline(w: Workload, p: Mapping[str, float],
               plp: str = "unknown") -> tuple[float, float]:
     """(iops, share of per-op device latency spent in cache flushes) on a device with
     parameters ``p`` -- :func:`mechanisms.roofline`, which the mechanisms price their extra
@@ -139,7 +139,7 @@ def device_ceiling_iops(w: Workload, kind: str, settings: ModelSettings,
     return cap
 
 
-def _cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarray:
+def soft_cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarray:
     """Smooth minimum of x and the ceiling (sharp enough to leave values far below alone)."""
     if not math.isfinite(ceiling):
         return x
@@ -226,7 +226,7 @@ def tail_features(cfg: FsConfig | None, w: Workload, kind: str,
     return f
 
 
-def _cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, float],
+def cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, float],
                   plp: str) -> dict[str, float]:
     """Configuration features plus the mechanisms in this device's terms."""
     f = config_features(cfg, w, kind)
@@ -236,7 +236,7 @@ def _cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, 
 
 def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
                   plp: str) -> tuple[np.ndarray, list[str]]:
-    """The matrix of :func:`_cfg_features` over ``cfgs`` (a row per configuration, a column
+    """The matrix of :func:`cfg_features` over ``cfgs`` (a row per configuration, a column
     per feature name, sorted) and the names. The same matrix as laying each configuration's
     merged dict out, built from its three parts instead: the filesystem settings' features
     (one per distinct settings), the scheduler's (one per scheduler) and the mechanisms'
@@ -259,7 +259,7 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     m_idx: list[int] = []
     for cfg in cfgs:
         if cfg is None:  # the raw device: no parts
-            return _matrix_of([_cfg_features(c, w, kind, p, plp) for c in cfgs])
+            return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
         try:
             key = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
             i = s_of.get(key)
@@ -272,7 +272,7 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
                 k = m_of[mkey] = len(m_parts)
                 m_parts.append(mechanisms.features(cfg, w, p, plp, era2010=era2010))
         except TypeError:  # an unhashable mkfs or mount value (a list from JSON)
-            return _matrix_of([_cfg_features(c, w, kind, p, plp) for c in cfgs])
+            return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
         j = c_of.get(cfg.scheduler)
         if j is None:
             j = c_of[cfg.scheduler] = len(c_parts)
@@ -290,7 +290,7 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     if (any(k.startswith(("sched:", "m:")) for k in keys[0])
             or any(not k.startswith("sched:") for k in keys[1])
             or any(not k.startswith("m:") for k in keys[2])):
-        return _matrix_of([_cfg_features(c, w, kind, p, plp) for c in cfgs])
+        return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
     names = sorted(keys[0] | keys[1] | keys[2])
     idx = {n: j for j, n in enumerate(names)}
     C = np.zeros((len(s_idx), len(names)))
@@ -300,12 +300,12 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
         # this kind's features as a small matrix (a row per distinct part), in C's columns
         cols = sorted(idx[k] for k in own)
         local = {c: n for n, c in enumerate(cols)}
-        P, _ = _matrix_of(parts, {n: local[idx[n]] for n in own}, len(cols))
+        P, _ = matrix_of(parts, {n: local[idx[n]] for n in own}, len(cols))
         C[:, cols] = P[rows]
     return C, names
 
 
-def _matrix_of(cfs: list[dict[str, float]], idx: dict[str, int] | None = None,
+def matrix_of(cfs: list[dict[str, float]], idx: dict[str, int] | None = None,
                width: int | None = None) -> tuple[np.ndarray, list[str]]:
     """The matrix of the feature dicts ``cfs`` and its sorted column names (or, with
     ``idx``, the given columns and ``width``, names left empty). One fancy-indexed

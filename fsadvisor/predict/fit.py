@@ -17,11 +17,11 @@ from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (FS_MEDIATED, _cfg_features, _roofline,
+from fsadvisor.predict.features import (FS_MEDIATED, cfg_features, device_roofline,
                                         config_features, device_config_features,
                                         power_features, tail_features, workload_features)
-from fsadvisor.predict.settings import (_BANDWIDTH_UNITS, _EFFICIENCY_METRICS,
-                                        _LATENCY_MEAN_METRICS, _RATE_METRICS, ModelSettings)
+from fsadvisor.predict.settings import (BANDWIDTH_UNITS, EFFICIENCY_METRICS,
+                                        LATENCY_MEAN_METRICS, RATE_METRICS, ModelSettings)
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import Observation
@@ -75,7 +75,7 @@ def _replicate_var(obs: Observation) -> float:
     return SINGLE_RUN_LOG_SD ** 2 / n
 
 
-def _obs_rows(obs: Observation, s: ModelSettings,
+def obs_rows(obs: Observation, s: ModelSettings,
               fitted: Mapping[str, DeviceParams] | None = None,
               timed_devices: frozenset[str] | set[str] | None = None) -> list[_Row]:
     """Turn one observation into linear equations a . theta = b (empty if not usable).
@@ -87,7 +87,7 @@ def _obs_rows(obs: Observation, s: ModelSettings,
     rel = obs.relative_to is not None
     m = obs.metric
     own = measured_here(obs)
-    if own and m in _EFFICIENCY_METRICS | _LATENCY_MEAN_METRICS | {"mb_s", "p99_latency_us"}:
+    if own and m in EFFICIENCY_METRICS | LATENCY_MEAN_METRICS | {"mb_s", "p99_latency_us"}:
         # A probe or reference cell is one measurement, so it is one equation: its IOPS (and
         # its watts, for the power block). Its MB/s and mean latency restate the IOPS
         # (bs x IOPS, Little's law) and would count it three times with fio's own
@@ -106,11 +106,11 @@ def _obs_rows(obs: Observation, s: ModelSettings,
                 a[k] = a.get(k, 0.0) - v
         return {k: v for k, v in a.items() if v}
 
-    roof_iops, flush_share = _roofline(w, pv, obs.device_plp)
+    roof_iops, flush_share = device_roofline(w, pv, obs.device_plp)
 
     def P(c):
         f = workload_features(w, kind, flush_share, dev)
-        cf = _cfg_features(c, w, kind, pv, obs.device_plp)
+        cf = cfg_features(c, w, kind, pv, obs.device_plp)
         f.update(cf)
         if own:
             # A device measured here has its own deviations from the shared effects: its
@@ -169,17 +169,17 @@ def _obs_rows(obs: Observation, s: ModelSettings,
     def row(a: dict[str, float], b: float) -> list[_Row]:
         return [_Row(a, b, weight, obs.source, xv, own, bound, rel)]
 
-    if m in _RATE_METRICS or m in _BANDWIDTH_UNITS:
-        if m in _BANDWIDTH_UNITS:
+    if m in RATE_METRICS or m in BANDWIDTH_UNITS:
+        if m in BANDWIDTH_UNITS:
             if w.metadata_frac >= 1.0:
                 return []
             if not rel:
-                per_unit = _BANDWIDTH_UNITS[m].get(obs.unit)
+                per_unit = BANDWIDTH_UNITS[m].get(obs.unit)
                 if per_unit is None:
                     return []
                 b += math.log(per_unit / max(w.bs_bytes, 512))
         return row(diff(P), b - roof)
-    if m in _LATENCY_MEAN_METRICS:
+    if m in LATENCY_MEAN_METRICS:
         a = {k: -v for k, v in diff(P).items()}
         if not rel:
             b = b - math.log(1e6) - conc + roof  # log(lat_s) = log(conc) - log(iops)
@@ -193,7 +193,7 @@ def _obs_rows(obs: Observation, s: ModelSettings,
         return row(a, b)
     if m == "watts":
         return row(diff(W), b)
-    if m in _EFFICIENCY_METRICS:
+    if m in EFFICIENCY_METRICS:
         a = dict(diff(P))
         for k, v in diff(W).items():
             a[k] = a.get(k, 0.0) - v
@@ -415,14 +415,14 @@ def observations_hash(observations: Sequence[Observation]) -> str:
     return h.hexdigest()[:16]
 
 
-_CAP_KEYS = ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
+CAP_KEYS = ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
 
 
 def _iops_of(o: Observation) -> float | None:
     """An absolute rate observation as operations per second (None if it is not one)."""
     if o.metric == "iops":
         return o.value
-    per_unit = _BANDWIDTH_UNITS.get(o.metric, {}).get(o.unit)
+    per_unit = BANDWIDTH_UNITS.get(o.metric, {}).get(o.unit)
     if per_unit is None:
         return None
     return o.value * per_unit / max(o.workload.bs_bytes, 512)
@@ -548,11 +548,11 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     timed = frozenset(o.device_id for o in observations
                       if o.device_id and o.config.fs == "raw" and o.relative_to is None)
     for o in observations:
-        r = _obs_rows(o, s, fitted, timed)
+        r = obs_rows(o, s, fitted, timed)
         if r:
             used += 1
             rows.extend(r)
-            if (o.metric == "watts" or o.metric in _EFFICIENCY_METRICS) and \
+            if (o.metric == "watts" or o.metric in EFFICIENCY_METRICS) and \
                     o.relative_to is None and o.energy_source not in (None, "estimate"):
                 key = f"{o.power_scope or 'system'}/{o.device_kind}"
                 measured_power[key] = measured_power.get(key, 0) + 1

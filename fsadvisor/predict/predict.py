@@ -11,11 +11,11 @@ import numpy as np
 from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.design import DesignRows
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (_cap, _cfg_features, _matrix_of, _roofline,
+from fsadvisor.predict.features import (soft_cap, cfg_features, matrix_of, device_roofline,
                                         config_matrix, device_ceiling_iops,
                                         device_config_features, power_features,
                                         tail_features, workload_features)
-from fsadvisor.predict.fit import _CAP_KEYS, FittedModel
+from fsadvisor.predict.fit import CAP_KEYS, FittedModel
 
 
 Z90 = 1.6449
@@ -78,8 +78,8 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     row's moments (``moments``) and the design itself (``matrix``)."""
     kind = kind_of(device)
     pv = (params or model.params_for(device)).values
-    # (the caller's _roofline of the same workload and figures, when it has it)
-    _, flush_share = roofline or _roofline(w, pv, device.plp)
+    # (the caller's device_roofline of the same workload and figures, when it has it)
+    _, flush_share = roofline or device_roofline(w, pv, device.plp)
     dev = model.known_device(device)
     space = _Space(model)
     if dev and (own or any(n.startswith(f"d:{dev}|") for n in model.index)):
@@ -88,14 +88,14 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         # device that has only its raw calibration may still deviate), so configurations
         # sharing a filesystem or mechanism share that uncertainty -- what the adaptive
         # probe needs to know that one ext4 run also teaches it about the other ext4 cells.
-        cfs = [_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
+        cfs = [cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
         for cfg, cf in zip(cfgs, cfs):
             cf.update(device_config_features(cf, dev, cfg.fs if cfg is not None else None, w))
-        C, cnames = _matrix_of(cfs)
+        C, cnames = matrix_of(cfs)
     elif len(cfgs) < _PARTS_FROM:
         # A handful (predict --batch's one line, predict): the features directly; mapping
         # each candidate's parts costs more than it saves below a few dozen.
-        C, cnames = _matrix_of([_cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs])
+        C, cnames = matrix_of([cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs])
     else:
         C, cnames = config_matrix(cfgs, w, kind, pv, device.plp)
     cidx = {n: j for j, n in enumerate(cnames)}
@@ -296,7 +296,7 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     kind = kind_of(device)
     s = model.settings
     params = device_params or model.params_for(device)
-    roofline = _roofline(w, params.values, device.plp)
+    roofline = device_roofline(w, params.values, device.plp)
     roof = math.log(roofline[0])
     # The uncertainty of a measured device's own figures enters every prediction for it
     # (delta method on log scale); an unmeasured device's spread around its kind is what
@@ -332,7 +332,7 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     ceiling = device_ceiling_iops(w, kind, s, params)
     # The ceiling is the device's fitted (or prior) figure with its own uncertainty: each
     # quantile of IOPS passes through the same quantile of the ceiling.
-    c_sd = max((params.log_sd.get(k, 0.0) for k in _CAP_KEYS), default=0.0)
+    c_sd = max((params.log_sd.get(k, 0.0) for k in CAP_KEYS), default=0.0)
     measured = model.measured_power.get(f"{scope}/{kind}", 0)
     if idle_watts is None:
         idle_watts = float(s.priors["idle_watts"].get(scope, 0.0))
@@ -353,9 +353,9 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     # a 6.2 GB/s device), so every quantile passes through the same smooth cap. Throughput
     # lost to the cap is lost to ops/joule and added to latency (Little's law).
     iops_raw, lo_raw, hi_raw = ex(mu_p), ex(mu_p - Z90 * sd_p), ex(mu_p + Z90 * sd_p)
-    iops = _cap(iops_raw, ceiling)
-    lo_p = _cap(lo_raw, ceiling * math.exp(-Z90 * c_sd))
-    hi_p = _cap(hi_raw, ceiling * math.exp(Z90 * c_sd))
+    iops = soft_cap(iops_raw, ceiling)
+    lo_p = soft_cap(lo_raw, ceiling * math.exp(-Z90 * c_sd))
+    hi_p = soft_cap(hi_raw, ceiling * math.exp(Z90 * c_sd))
     f_mid, f_lo, f_hi = iops / iops_raw, lo_p / lo_raw, hi_p / hi_raw
     opj, watts, p99 = ex(mu_e) * f_mid, ex(mu_w), ex(mu_t) / f_mid
     # A machine under load never draws less than at idle: the lower bound of the power
@@ -406,14 +406,14 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
 
 def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:
     """Variance of log roofline from the log-sd of each device figure (numerical gradient)."""
-    base = math.log(_roofline(w, params.values, plp)[0])
+    base = math.log(device_roofline(w, params.values, plp)[0])
     var = 0.0
     for k, sd in params.log_sd.items():
         if not sd or k not in params.values:
             continue
         bumped = dict(params.values)
         bumped[k] = bumped[k] * math.exp(0.01)
-        g = (math.log(_roofline(w, bumped, plp)[0]) - base) / 0.01
+        g = (math.log(device_roofline(w, bumped, plp)[0]) - base) / 0.01
         var += (g * sd) ** 2
     return var
 
@@ -431,8 +431,8 @@ def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload
     that ops/J delta). The sd treats the performance and power coefficients as independent,
     an approximation good enough to say whether an effect is known or only hoped for."""
     pv = model.settings.device_params(kind)
-    cf = _cfg_features(cfg, w, kind, pv, "unknown")
-    bf = _cfg_features(base, w, kind, pv, "unknown")
+    cf = cfg_features(cfg, w, kind, pv, "unknown")
+    bf = cfg_features(base, w, kind, pv, "unknown")
     out = []
     for k in set(cf) | set(bf):
         d = cf.get(k, 0.0) - bf.get(k, 0.0)

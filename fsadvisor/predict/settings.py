@@ -16,12 +16,12 @@ if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import Observation
 
 # Metrics whose observations carry performance information, and how.
-_RATE_METRICS = {"iops", "ops_per_s", "files_per_s", "db_ops_per_s", "transactions_per_s"}
-_LATENCY_MEAN_METRICS = {"mean_latency_us", "fsync_latency_us"}
-_EFFICIENCY_METRICS = {"ops_per_joule", "ai_iops_per_watt", "iops_per_watt", "energy_efficiency"}
+RATE_METRICS = {"iops", "ops_per_s", "files_per_s", "db_ops_per_s", "transactions_per_s"}
+LATENCY_MEAN_METRICS = {"mean_latency_us", "fsync_latency_us"}
+EFFICIENCY_METRICS = {"ops_per_joule", "ai_iops_per_watt", "iops_per_watt", "energy_efficiency"}
 # Bytes per unit for bandwidth metrics, by the unit the source states (seed 002's "MB/s"
 # column is MiB/s: its harness divides by 1024*1024, so the dataset says MiB/s).
-_BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20},
+BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20},
                     "gb_s": {"GB/s": 1e9, "GiB/s": 1 << 30}}
 
 
@@ -140,7 +140,7 @@ class ModelSettings:
         if "[cv_over_40pct]" in obs.note or "cv>40%" in obs.note:
             weight *= float(w["cv_over_40pct"])
         if obs.energy_source == "estimate" and obs.metric in (
-                {"watts"} | _EFFICIENCY_METRICS):
+                {"watts"} | EFFICIENCY_METRICS):
             weight *= float(w["estimate_energy"])
         return weight
 

@@ -42,7 +42,7 @@ from fsadvisor.domain import Workload
 # Workload-shape terms whose cost is the filesystem's own work (its journal commit on fsync,
 # its metadata updates). On a device measured here, what one filesystem shows of them is that
 # filesystem's: a filesystem row carries the device's and kind's shape terms as offsets and
-# its own deviation in ``d:<id>|fs:<fs>*<term>`` (fit._obs_rows). ext4, the baseline, has no
+# its own deviation in ``d:<id>|fs:<fs>*<term>`` (fit.obs_rows). ext4, the baseline, has no
 # shared fs: terms, so it gets these deviations by name (features.device_config_features).
 FS_MEDIATED = ("fsync", "meta")
 

@@ -306,7 +306,7 @@ def resumes_adaptive(request: ProbeRequest) -> bool:
     MAX_REPS — as a full matrix)."""
     if not request.resume:
         return False
-    entry = probing._state_file(request.db).load().matrices.get(
+    entry = probing.state_file_for(request.db).load().matrices.get(
         "scratch" if request.scratch is not None else str(request.device))
     return bool(entry) and (entry.get("plan") or {}).get("purpose") == "adaptive"
 
@@ -343,7 +343,7 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
     target = check_target(target)
     budget_s = parse_budget(budget)
     if request.resume:
-        entry = probing._state_file(request.db).load().matrices.get(
+        entry = probing.state_file_for(request.db).load().matrices.get(
             "scratch" if request.scratch is not None else str(request.device))
         if not entry:
             raise FsAdvisorError("no unfinished probe of this device to resume; start one "
@@ -714,9 +714,9 @@ class AdaptiveSummary:
 
 
 def _store_helpers(db: str | None):
-    from fsadvisor.service.advice import _stored_device_params
+    from fsadvisor.service.advice import stored_device_params
     from fsadvisor.service.device_figures import device_params_for
-    return (lambda dev: device_params_for(dev, db)), (lambda: _stored_device_params(db))
+    return (lambda dev: device_params_for(dev, db)), (lambda: stored_device_params(db))
 
 
 def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]:

@@ -96,7 +96,7 @@ def get_model(db: str | None = None) -> FittedModel:
             _cache[key] = cached
             return cached
     obs = _observations(db)
-    model = fit(obs, settings, _stored_device_params(db))
+    model = fit(obs, settings, stored_device_params(db))
     if key is None:  # the store was just created or seeded: its version is readable now
         version = quick_version(db)
         if version is not None:
@@ -111,7 +111,7 @@ def get_model(db: str | None = None) -> FittedModel:
     return model
 
 
-def _stored_device_params(db: str | None) -> dict:
+def stored_device_params(db: str | None) -> dict:
     """Device parameters `fsadvisor calibrate DEVICE` fitted and stored, by device identity
     (none in a store without calibrations: then raw-device runs lift the priors)."""
     with open_store(db) as store:
@@ -208,7 +208,7 @@ def kernel_filesystems() -> dict[str, bool]:
     return {fs: catalog.kernel_supports(fs) for fs in ("ext4", "xfs", "btrfs", "f2fs")}
 
 
-def _check_scope(scope: str) -> None:
+def check_scope(scope: str) -> None:
     if scope not in POWER_SCOPES:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")
 
@@ -221,7 +221,7 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
     speaks for the device too, as ``--plp`` does. ``sector_size``: the logical sector size
     of a device given by size or name (resolve_device)."""
     limits.check("top", top)
-    _check_scope(scope)
+    check_scope(scope)
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     if plp is None and prof.constraints.plp != "unknown":
         plp = prof.constraints.plp
@@ -230,11 +230,11 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
         dev = replace(device, plp=plp) if plp else device
     else:
         dev = resolve_device(device, plp, sector_size)
-    params = _device_params(dev, db)
+    params = device_params_of(dev, db)
     rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
                kernel_has=kernel_filesystems(), target=mkfs_target(dev), device_params=params)
     from fsadvisor.service.devices import library_notes
-    return finish(rec, db, _describe_params(params),
+    return finish(rec, db, describe_params(params),
                   [sector_note(dev, device, sector_size)] + library_notes(dev))
 
 
@@ -354,18 +354,18 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     return out
 
 
-def _device_params(dev: Device, db: str | None):
+def device_params_of(dev: Device, db: str | None):
     """This device's calibration in the store, else its kind's prior (service/device_figures)."""
     from fsadvisor.service.device_figures import device_params_for
     return device_params_for(dev, db)
 
 
-def _describe_params(params) -> str:
+def describe_params(params) -> str:
     from fsadvisor.service.device_figures import describe
     return describe(params)
 
 
-def _workload_of(workload: Any = None, profile: str | None = None):
+def workload_for(workload: Any = None, profile: str | None = None):
     if profile is not None and workload is not None:
         raise FsAdvisorError("give either a workload or a profile, not both")
     if profile is not None:
@@ -384,7 +384,7 @@ def _workload_of(workload: Any = None, profile: str | None = None):
     return workload_from_dict(workload)
 
 
-def _config_of(config: Any):
+def config_for(config: Any):
     if isinstance(config, str):
         try:
             config = json.loads(config)
@@ -439,10 +439,10 @@ def _request_parts(memo: _Memo, config: Any, workload: Any, profile: str | None,
                    device: Any, scope: str) -> tuple:
     """A request's configuration, workload and device, checked in predict_one's order (so
     the same first error) and remembered in ``memo``."""
-    _check_scope(scope)
-    cfg = memo.get("config", _json_key(config), lambda: _config_of(config))
+    check_scope(scope)
+    cfg = memo.get("config", _json_key(config), lambda: config_for(config))
     w = memo.get("workload", (_json_key(workload), profile),
-                 lambda: _workload_of(workload, profile))
+                 lambda: workload_for(workload, profile))
     spec = device if isinstance(device, str) or device is None else json.dumps(device)
     dev = memo.get("device", spec, lambda: resolve_device(spec))
     memo.get("valid", (cfg, dev.size_bytes), lambda: catalog.validate(cfg, dev.size_bytes))
@@ -451,7 +451,7 @@ def _request_parts(memo: _Memo, config: Any, workload: Any, profile: str | None,
 
 def _params(memo: _Memo, dev: Device):
     return memo.get("params", dev, lambda: (
-        (p := _device_params(dev, memo.db)), _describe_params(p)))
+        (p := device_params_of(dev, memo.db)), describe_params(p)))
 
 
 def _result(memo: _Memo, cfg, w, dev: Device, scope: str, raw=None) -> dict:
@@ -611,7 +611,7 @@ def validate(db: str | None = None, folds: int = 5, devices: list[str] | None = 
                 f"no device {unknown[0]!r} with raw-device runs and filesystem cells in the "
                 "store; known: " + (", ".join(eligible) or "none"))
     held = lodo.leave_devices_out(obs, devices or eligible, settings, shares,
-                                  device_params=_stored_device_params(db))
+                                  device_params=stored_device_params(db))
     return {"observations": len(obs), "prior_scale": settings.prior_scale,
             "calibration": settings.calibration_source,
             "by_source_table": by_source, "by_row": by_row, "by_device": held}
@@ -637,7 +637,7 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     device_sd, device_table = choose_device_sd(obs, settings)
     if device_sd is not None:
         settings = settings.with_device_sd(device_sd)
-    m = fit(obs, settings, _stored_device_params(db))
+    m = fit(obs, settings, stored_device_params(db))
     took = time.perf_counter() - t0
     doc = {
         "how": "Bayesian linear model on log scale (fsadvisor/predict/: fit.py, features.py, "

@@ -75,7 +75,7 @@ def plan_calibration(device: str | None = None, *, scratch: str | int | None = N
         info = devmod.inspect(str(device), plp=plp)
         size = info.size_bytes
     if dry_run:
-        ioengine = probing._ioengine_guess()
+        ioengine = probing.ioengine_guess()
     else:
         from fsadvisor.tools import fio
         ioengine = fio.best_ioengine()

@@ -139,7 +139,7 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
         names = [chr(ord("A") + i) if i < 26 else f"C{i + 1}" for i in range(len(configs))]
     if len(set(c.key() for c in configs)) < len(configs):
         raise FsAdvisorError("the same configuration is given twice")
-    w = advice._workload_of(workload, profile)
+    w = advice.workload_for(workload, profile)
     prof = advice.get_profile(profile) if profile is not None else None
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     what = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
@@ -151,7 +151,7 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
     from fsadvisor.predict.rank import difference_sd
     design: dict = {}
     preds = predict_many(advice.get_model(db), configs, w, dev, scope, design_out=design,
-                         device_params=advice._device_params(dev, db))
+                         device_params=advice.device_params_of(dev, db))
     measured = (_measured_for(configs, f"profile:{prof.name}", db) if prof
                 else [[] for _ in configs])
     from fsadvisor.service.report import predicted_stats

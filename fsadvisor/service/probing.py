@@ -92,7 +92,7 @@ def store_path(db: PathLike | None = None) -> Path:
     return Path(db).expanduser() if db is not None else default_path()
 
 
-def _state_file(db: PathLike | None) -> StateFile:
+def state_file_for(db: PathLike | None) -> StateFile:
     return StateFile(state_path_for(store_path(db)))
 
 
@@ -114,7 +114,7 @@ def plan_probe(request: ProbeRequest) -> Plan:
         dev_info = ProbeRequest.make(r.device, plp=r.plp).device_info  # built without make()
     if r.resume:
         key = "scratch" if r.scratch is not None else str(r.device)
-        entry = _state_file(r.db).load().matrices.get(key)
+        entry = state_file_for(r.db).load().matrices.get(key)
         if not entry:
             raise FsAdvisorError(f"no unfinished probe of {key} recorded next to {db_path}; "
                                  "start one without --resume")
@@ -149,7 +149,7 @@ def plan_probe(request: ProbeRequest) -> Plan:
         explicit_configs=r.parsed_configs, variants=r.variants, profile=prof, micro=r.micro,
         micro_names=r.workloads, quick=r.quick, reps=r.reps, runtime_s=r.runtime_s,
         cooldown_s=r.cooldown_s, size_bytes=r.size_bytes, baseline=r.baseline,
-        ioengine=_ioengine_guess() if r.dry_run else fio.best_ioengine(),
+        ioengine=ioengine_guess() if r.dry_run else fio.best_ioengine(),
         scratch_size_bytes=r.scratch_bytes, scratch_dir=r.scratch_dir,
         energy=energy_opts, plp=r.plp, force=r.force, db_path=str(db_path))
     plan.device_info = None if r.scratch_bytes is not None else dev_info
@@ -174,7 +174,7 @@ def _check_profile_workloads(plan: Plan) -> None:
             raise ConfigError(f"profile {plan.profile}: {e}") from None
 
 
-def _ioengine_guess() -> str:
+def ioengine_guess() -> str:
     """io_uring unless the kernel disables it (kernel.io_uring_disabled=2, Linux 6.6+); a
     real run asks fio itself (fio.best_ioengine), which a dry run must not execute."""
     try:
@@ -330,14 +330,14 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
 def cleanup_stale_state(db: PathLike | None = None) -> CleanupReport:
     """Undo what a killed probe left behind (mounts, scheduler, scratch loop device and
     file, a benchmark still running); a no-op when there is nothing or its owner lives."""
-    return cleanup_stale(_state_file(db))
+    return cleanup_stale(state_file_for(db))
 
 
 def stale_state_pending(db: PathLike | None = None) -> bool:
     """Whether a dead probe left something to clean up (for callers that cannot, e.g. a
     dry run without root)."""
 
-    sf = _state_file(db)
+    sf = state_file_for(db)
     if not sf.exists():
         return False
     state = sf.load()

@@ -149,9 +149,9 @@ def _measured_line(s: dict[str, Any]) -> str:
 def _predict(configs: list[FsConfig], w: Workload, dev: Device, db: str | None, scope: str,
              design: dict | None = None):
     from fsadvisor.predict.predict import predict_many
-    from fsadvisor.service.advice import _device_params, get_model
+    from fsadvisor.service.advice import device_params_of, get_model
     return predict_many(get_model(db), configs, w, dev, scope, design_out=design,
-                        device_params=_device_params(dev, db))
+                        device_params=device_params_of(dev, db))
 
 
 def _device_of_run(store, run_id: int | None = None, matrix_id: str | None = None) -> Device | None:

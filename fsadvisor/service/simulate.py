@@ -99,15 +99,15 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
     if vary:
         knob, values = parse_vary(vary)
         variants = [{**base, knob: v} for v in values]
-    cfg = advice._config_of(config)
-    w = advice._workload_of(workload, profile)
+    cfg = advice.config_for(config)
+    w = advice.workload_for(workload, profile)
     dev = advice.resolve_device(device if isinstance(device, str) or device is None
                                 else json.dumps(device))
     catalog.validate(cfg, dev.size_bytes)
     for v in variants:  # reject a bad variant before spending time on the pilot run
         sim.check_variant(w, dev, v, requests)
     model = advice.get_model(db)
-    params = advice._device_params(dev, db)
+    params = advice.device_params_of(dev, db)
     cal = sim.calibrate(model, cfg, w, dev, scope, seed, requests, sigma, params)
     return [sim.simulate(model, cfg, w, dev, scope, seed, requests, overrides=v,
                          calibration=cal, device_params=params) for v in variants]

@@ -150,10 +150,10 @@ class WhatIf:
         if ctx is None:
             from fsadvisor.service.devices import library_notes
             dev = advice.resolve_device(device, plp)
-            params = advice._device_params(dev, self.db)
+            params = advice.device_params_of(dev, self.db)
             ctx = _Context(dev, params, advice.kernel_filesystems(), advice.mkfs_target(dev),
                            [advice.sector_note(dev, device, None)] + list(library_notes(dev)),
-                           advice._describe_params(params))
+                           advice.describe_params(params))
             with self._lock:
                 self._contexts[key] = ctx
         return ctx
@@ -186,7 +186,7 @@ class WhatIf:
         """What advice.recommend(profile, device, top, db) answers, from this session's caches."""
         from fsadvisor import limits
         limits.check("top", top)
-        advice._check_scope(scope)
+        advice.check_scope(scope)
         plp = profile.constraints.plp if profile.constraints.plp != "unknown" else None
         ctx = self._context(device, plp)
         model = advice.get_model(self.db)

@@ -43,7 +43,7 @@ def empty_columns(db: "Database", table: str) -> list[str]:
     (JSON-valued ones unflattened, as there is no row to flatten), so a script reading the
     export still finds its columns. Summaries are computed per row: none without rows."""
     if table == "runs":
-        sql = queries._RUNS_SELECT.format(
+        sql = queries.RUNS_SELECT.format(
             metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS), raw="")
         return [d[0] for d in db.execute(sql + " LIMIT 0").description]
     if table == "measurements":

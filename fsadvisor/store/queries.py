@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     # imported lazily, see schema.connect
     from sqlite_utils import Database
 
-_RUNS_SELECT = """
+RUNS_SELECT = """
 SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.started_at,
        r.wall_s, r.tool, r.command, r.flags, {metric_columns}, r.metrics, {raw}
        r.device_id, d.path AS device_path, d.kind AS device_kind, d.model AS device_model,
@@ -80,7 +80,7 @@ def runs(db: Database, include_raw: bool = False, limit: int | None = None,
         else:
             clauses.append(f"{RUN_FILTERS[name]} = ?")
             params.append(value)
-    sql = _RUNS_SELECT.format(metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS),
+    sql = RUNS_SELECT.format(metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS),
                               raw="r.raw_output," if include_raw else "")
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import fsadvisor.cli as cli
 
 pytestmark = pytest.mark.device
-cli._register()
+cli.register_all()
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Reports every image's decoded size into the title, which --dump-dom prints. Added to a copy

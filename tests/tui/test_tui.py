@@ -319,7 +319,7 @@ def test_tui_command_is_registered_and_textual_stays_lazy():
 
     import fsadvisor.cli as cli
 
-    cli._register()
+    cli.register_all()
     r = CliRunner().invoke(cli.app, ["tui", "--help"])
     assert r.exit_code == 0 and "--db" in r.output
     code = ("import sys, fsadvisor.cli.tui, fsadvisor.service.advice\n"
@@ -597,7 +597,7 @@ def _recommend_json(*args: str) -> dict:
     from typer.testing import CliRunner
 
     from fsadvisor import cli
-    cli._register()
+    cli.register_all()
     result = CliRunner().invoke(cli.app, ["recommend", *args, "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)

@@ -356,15 +356,15 @@ def test_progress_counts_device_seconds_against_the_budget(tmp_path):
 
 def test_the_cli_bar_shows_seconds_and_an_upper_bound():
     import io
-    from fsadvisor.cli.probe import _Progress, progress_bar
+    from fsadvisor.cli.probe import ProbeProgress, progress_bar
     from fsadvisor.probe.report import ProgressEvent
     assert "140/600 s" in progress_bar(140, 600, unit="s")
     out = io.StringIO()
-    _Progress(tty=False, out=out)(ProgressEvent("cell-start", 140, 600, cell="c", eta_s=460,
+    ProbeProgress(tty=False, out=out)(ProgressEvent("cell-start", 140, 600, cell="c", eta_s=460,
                                                 unit="s"))
     assert "140/600 s" in out.getvalue() and "at most ETA" in out.getvalue()
     out = io.StringIO()
-    _Progress(tty=False, out=out)(ProgressEvent("cell-start", 3, 8, cell="c", eta_s=60))
+    ProbeProgress(tty=False, out=out)(ProgressEvent("cell-start", 3, 8, cell="c", eta_s=60))
     assert " 3/8 " in out.getvalue() and "at most" not in out.getvalue()
 
 

@@ -18,7 +18,7 @@ from fsadvisor.host import device as devmod
 from fsadvisor.service import advice
 from fsadvisor.service.apply import target_for
 
-cli._register()
+cli.register_all()
 
 
 def test_without_a_device_the_rule_names_no_device_kind_pattern():

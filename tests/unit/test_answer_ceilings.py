@@ -100,7 +100,7 @@ def test_shown_entries_are_capped_once_with_the_flag_of_their_raw_prediction():
     from fsadvisor.predict.predict import predict
     rec = advice.recommend("filebench-webserver-004", device="sata-ssd:480G", top=5)
     w = rec.profile.workload
-    params = advice._device_params(rec.device, None)
+    params = advice.device_params_of(rec.device, None)
     flags = []
     for r in rec.ranked + list(rec.best_per_filesystem.values()):
         raw = predict(advice.get_model(), r.config, w, rec.device, device_params=params)

@@ -11,7 +11,7 @@ import fsadvisor.cli as cli
 from fsadvisor.cli.probe import quick_override_note
 from fsadvisor.cli.simulate import combine_vary
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 
 

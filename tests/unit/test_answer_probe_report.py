@@ -15,7 +15,7 @@ from fsadvisor.probe.report import raw_ratio_note
 from fsadvisor.store import open_store
 from fsadvisor.store.queries import plan_target
 
-cli._register()
+cli.register_all()
 
 
 def test_configuration_labels_are_readable():

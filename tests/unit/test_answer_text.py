@@ -20,7 +20,7 @@ from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.service import answer as explain
 from fsadvisor.service import advice
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from fsadvisor.catalog.artifacts import build, systemd_escape_path
 from fsadvisor.catalog.udev import Target, kernel_pattern, udev_rule
-from fsadvisor.cli import _register, app
+from fsadvisor.cli import register_all, app
 from fsadvisor.domain import FsConfig
 from fsadvisor.service.apply import apply, check_mountpoint
 
-_register()
+register_all()
 XFS = FsConfig.make("xfs", mount=("noatime",), scheduler="none", ag_count=8)
 
 

@@ -111,8 +111,8 @@ def test_the_model_uses_the_device_ceiling():
 
 
 def test_cli_device_calibration_refuses_output_and_keeps_the_model_form(tmp_path, monkeypatch):
-    from fsadvisor.cli import _register, app
-    _register()
+    from fsadvisor.cli import register_all, app
+    register_all()
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "c.db"))
     r = CliRunner().invoke(app, ["calibrate", "--scratch", "1G", "--output", str(tmp_path / "x")])
     assert r.exit_code == 2 and "--output applies to the model calibration" in r.output

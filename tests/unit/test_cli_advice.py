@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import fsadvisor.cli as cli
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import fsadvisor.cli as cli
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 
 

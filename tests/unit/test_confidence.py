@@ -124,7 +124,7 @@ def test_settle_cells_time_a_cell_as_the_probe_plan_does(tmp_path, profile, devi
 def test_recommend_text_has_the_confidence_line(tmp_path):
     from typer.testing import CliRunner
     import fsadvisor.cli as cli
-    cli._register()
+    cli.register_all()
     out = CliRunner().invoke(cli.app, ["recommend", "-p", "build-unpack", "--db",
                                    str(tmp_path / "s.db")])
     assert out.exit_code == 0, out.output

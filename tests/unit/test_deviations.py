@@ -15,7 +15,7 @@ import pytest
 
 from fsadvisor.domain import FsConfig
 from fsadvisor.predict.features import device_config_features
-from fsadvisor.predict.fit import FIXED_PREFIX, _obs_rows, fit
+from fsadvisor.predict.fit import FIXED_PREFIX, obs_rows, fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.validate import _target_device
@@ -58,7 +58,7 @@ def case():
 
 def test_a_filesystems_fsync_deviation_is_its_own(case):
     o = case["collapsed"][0]
-    row = _obs_rows(o, case["s"])[0].a
+    row = obs_rows(o, case["s"])[0].a
     dev, kind = o.device_id, o.device_kind
     # the device's and kind's fsync shape are offsets in a filesystem's row ...
     assert FIXED_PREFIX + f"w:{kind}:fsync" in row and f"w:{kind}:fsync" not in row
@@ -73,7 +73,7 @@ def test_a_filesystems_fsync_deviation_is_its_own(case):
     raw = next(r for r in reference.load_observations()
                if r.device_id == dev and r.config.fs == "raw" and r.metric == "iops"
                and r.workload.fsync_every)
-    assert f"w:dev:{dev}:fsync" in _obs_rows(raw, case["s"])[0].a
+    assert f"w:dev:{dev}:fsync" in obs_rows(raw, case["s"])[0].a
 
 
 def test_btrfs_collapse_does_not_drag_ext4_from_its_own_run(case):

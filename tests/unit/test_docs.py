@@ -13,7 +13,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def _commands():
-    cli._register()
+    cli.register_all()
     group = typer.main.get_command(cli.app)
     for name, cmd in group.commands.items():
         subs = getattr(cmd, "commands", None)

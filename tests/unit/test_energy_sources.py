@@ -191,7 +191,7 @@ def test_core_imports_no_front_end():
 def test_cli_energy_check_shows_rapl_unavailable_and_auto_choice():
     import fsadvisor.cli as cli
 
-    cli._register()
+    cli.register_all()
     runner = CliRunner()
     res = runner.invoke(cli.app, ["energy", "check"])
     assert res.exit_code == 0, res.output
@@ -211,7 +211,7 @@ def test_cli_energy_check_shows_rapl_unavailable_and_auto_choice():
 def test_cli_energy_idle_with_estimate():
     import fsadvisor.cli as cli
 
-    cli._register()
+    cli.register_all()
     res = CliRunner().invoke(cli.app, ["energy", "idle", "--source", "estimate",
                                        "--seconds", "0.3", "--json"])
     assert res.exit_code == 0, res.output

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import fsadvisor.cli as cli
 from _golden import mc_tolerance, same
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 GOLDEN = Path(__file__).parent / "golden"
 PROFILES = ("oltp", "analytics-scan", "build-unpack")

@@ -32,7 +32,7 @@ def _run(argv, tmp_path, monkeypatch):
 
 
 def test_fast_commands_name_the_module_that_defines_them():
-    cli._register()
+    cli.register_all()
     group = typer.main.get_command(cli.app)
     for name, module in cli.FAST_COMMANDS.items():
         info = next(c for c in cli.app.registered_commands
@@ -110,7 +110,7 @@ def test_a_fast_command_builds_only_itself_and_leaves_the_app_whole(monkeypatch)
         return group
 
     monkeypatch.setattr(typer.main, "get_command", spy)
-    cli._register()
+    cli.register_all()
     before = list(cli.app.registered_commands), list(cli.app.registered_groups)
     try:
         cli.main(["recommend", "--help"])

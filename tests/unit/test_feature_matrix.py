@@ -1,4 +1,4 @@
-"""features.config_matrix (issue 13): the matrix of _cfg_features, built from each
+"""features.config_matrix (issue 13): the matrix of cfg_features, built from each
 configuration's distinct parts, equals laying every merged dict out."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from fsadvisor import catalog
 from fsadvisor.domain import FsConfig
-from fsadvisor.predict.features import _cfg_features, _matrix_of, config_matrix
+from fsadvisor.predict.features import cfg_features, matrix_of, config_matrix
 from fsadvisor.service import advice
 
 
@@ -26,7 +26,7 @@ def test_the_matrix_equals_the_merged_dicts_over_the_catalog(profile, device, pl
     cfgs = catalog.candidates(dev.size_bytes)
     cfgs = cfgs + [c.with_(scheduler="bfq") for c in cfgs[::5]] + [FsConfig("ext4")]
     C, names = config_matrix(cfgs, w, kind, pv, dev.plp)
-    C0, names0 = _matrix_of([_cfg_features(c, w, kind, pv, dev.plp) for c in cfgs])
+    C0, names0 = matrix_of([cfg_features(c, w, kind, pv, dev.plp) for c in cfgs])
     assert names == names0
     assert np.array_equal(C, C0)
 
@@ -40,7 +40,7 @@ def test_unhashable_options_and_the_raw_device_take_the_merged_path():
     object.__setattr__(odd, "mkfs", [("crc", "1")])  # as JSON can hand it over: a list
     cfgs = [FsConfig("btrfs"), odd, None, FsConfig("ext4", mount=("noatime",))]
     C, names = config_matrix(cfgs, w, dev.kind, pv, dev.plp)
-    C0, names0 = _matrix_of([_cfg_features(c, w, dev.kind, pv, dev.plp) for c in cfgs])
+    C0, names0 = matrix_of([cfg_features(c, w, dev.kind, pv, dev.plp) for c in cfgs])
     assert names == names0 and np.array_equal(C, C0)
 
 

@@ -35,7 +35,7 @@ COMMANDS = [
 
 @pytest.mark.parametrize("args", COMMANDS, ids=[a[0] for a in COMMANDS])
 def test_human_output_carries_no_internal_token(args, tmp_db):
-    cli._register()
+    cli.register_all()
     r = CliRunner().invoke(cli.app, args)
     assert r.exit_code == 0, r.output
     bad = [ln for ln in r.output.splitlines() if INTERNAL.search(ln)]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fsadvisor.cli import _register, app
+from fsadvisor.cli import register_all, app
 from fsadvisor.domain import Device, FsConfig, RunRecord, Workload
 from fsadvisor.errors import StoreError
 from fsadvisor.service.fleet import merge_stores
@@ -25,7 +25,7 @@ FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 RANDREAD = '{"rw": "randread", "bs_bytes": 4096}'
 XFS = '{"filesystem": "xfs"}'
 
-_register()
+register_all()
 runner = CliRunner()
 
 

@@ -15,7 +15,7 @@ import fsadvisor.cli as cli
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 
 NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10 ** 30, 10 ** 30))

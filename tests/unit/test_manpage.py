@@ -22,8 +22,8 @@ def test_the_shipped_page_is_the_generated_one():
 def test_every_command_is_on_the_page():
     import typer
 
-    from fsadvisor.cli import _register, app
-    _register()
+    from fsadvisor.cli import register_all, app
+    register_all()
     root = typer.main.get_command(app)
     page = manpage.PAGE.read_text()
     for name in root.list_commands(None):
@@ -61,8 +61,8 @@ def test_shell_completion_is_offered_and_completes_commands_options_and_presets(
 def test_every_option_names_its_value_the_same_way_everywhere():
     """No typer default metavar (<str>, <int>, <float>) in any --help, and one option name
     has one metavar on every command (fsadvisor.cli.METAVARS)."""
-    from fsadvisor.cli import _register, command_tree
-    _register()
+    from fsadvisor.cli import register_all, command_tree
+    register_all()
     seen: dict[str, set[str]] = {}
 
     def walk(cmd) -> None:

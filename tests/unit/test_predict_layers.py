@@ -57,3 +57,30 @@ def test_no_star_imports():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert all(a.name != "*" for a in node.names), path
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    # A name used by another module is part of its module's interface: it is named as such
+    # (no leading underscore), so that what a module may change freely is visible.
+    import re
+    bad = []
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        own = path.relative_to(PKG.parent).with_suffix("").as_posix().replace("/", ".")
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("fsadvisor") and node.module != own:
+                for a in node.names:
+                    if re.match(r"_[^_]", a.name):
+                        bad.append(f"{path}: from {node.module} import {a.name}")
+                    aliases[a.asname or a.name] = node.module
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("fsadvisor"):
+                        aliases[a.asname or a.name.split(".")[0]] = a.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in aliases and re.match(r"_[^_]", node.attr):
+                bad.append(f"{path}: {node.value.id}.{node.attr}")
+    assert not bad, "\n".join(bad)

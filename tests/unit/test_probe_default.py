@@ -13,7 +13,7 @@ import fsadvisor.cli as cli
 
 
 def run(*args: str):
-    cli._register()
+    cli.register_all()
     return CliRunner().invoke(cli.app, ["probe", *args])
 
 
@@ -51,7 +51,7 @@ def test_several_profiles_plan_each_before_anything_runs(tmp_path):
     # before the first probe starts; --full and --resume take one profile
     from typer.testing import CliRunner
     import fsadvisor.cli as cli
-    cli._register()
+    cli.register_all()
     base = ["probe", "--scratch", "1G", "--fs", "ext4,xfs", "--db", str(tmp_path / "s.db")]
     r = CliRunner().invoke(cli.app, [*base, "--profile", "oltp", "--profile", "no-such-profile"])
     assert r.exit_code == 2 and "no-such-profile" in r.output, r.output

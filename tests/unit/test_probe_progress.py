@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fsadvisor.cli.probe import BAR_WIDTH, _Progress, progress_bar
+from fsadvisor.cli.probe import BAR_WIDTH, ProbeProgress, progress_bar
 from fsadvisor.probe.report import ProgressEvent
 
 EVENTS = [
@@ -33,7 +33,7 @@ BAR = re.compile(r"\[(#*)(-*)\] +(\d+)/(\d+) +(\d+)%")
 
 def shown(tty: bool) -> str:
     out = io.StringIO()
-    progress = _Progress(tty=tty, out=out)
+    progress = ProbeProgress(tty=tty, out=out)
     for e in EVENTS:
         progress(e)
     return out.getvalue()
@@ -84,7 +84,7 @@ SAMPLE = ProgressEvent("sample", 0, 4, cell="ext4 defaults, sched none | 4k-rand
 
 def test_a_terminal_shows_the_live_reading_on_the_running_cells_bar():
     out = io.StringIO()
-    progress = _Progress(tty=True, out=out, columns=200)
+    progress = ProbeProgress(tty=True, out=out, columns=200)
     progress(EVENTS[1])
     progress(SAMPLE)
     last = out.getvalue().rsplit("\r\x1b[K", 1)[-1]
@@ -92,7 +92,7 @@ def test_a_terminal_shows_the_live_reading_on_the_running_cells_bar():
            "(block layer, /sys/block/loop3/stat), no meter" in last
     assert "\n" not in out.getvalue()  # redrawn in place, never a line per second
     narrow = io.StringIO()
-    progress = _Progress(tty=True, out=narrow, columns=80)
+    progress = ProbeProgress(tty=True, out=narrow, columns=80)
     progress(EVENTS[1])
     progress(SAMPLE)
     assert len(narrow.getvalue().rsplit("\r\x1b[K", 1)[-1]) == 79  # never wraps
@@ -100,13 +100,13 @@ def test_a_terminal_shows_the_live_reading_on_the_running_cells_bar():
 
 def test_a_log_gets_no_line_per_sample_and_a_sample_between_cells_draws_nothing():
     out = io.StringIO()
-    progress = _Progress(tty=False, out=out)
+    progress = ProbeProgress(tty=False, out=out)
     progress(EVENTS[1])
     before = out.getvalue()
     progress(SAMPLE)
     assert out.getvalue() == before
     tty = io.StringIO()
-    _Progress(tty=True, out=tty)(SAMPLE)
+    ProbeProgress(tty=True, out=tty)(SAMPLE)
     assert tty.getvalue() == ""
 
 

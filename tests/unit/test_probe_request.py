@@ -23,7 +23,7 @@ class Captured(Exception):
 @pytest.fixture
 def parse_cli(monkeypatch):
     """argv -> the ProbeRequest the CLI builds from it (nothing is planned or run)."""
-    cli._register()
+    cli.register_all()
     seen = []
 
     def capture(request):

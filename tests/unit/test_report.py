@@ -16,7 +16,7 @@ import fsadvisor.cli as cli
 from fsadvisor.service import compare as cmp
 from fsadvisor.service import report as rep
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 
 

@@ -39,7 +39,7 @@ def test_sector_size_512_widens_the_candidates(tmp_db):
 def test_a_sector_size_no_drive_reports_is_refused(tmp_db):
     with pytest.raises(ConfigError, match="512 or 4096"):
         advice.recommend("oltp", sector_size=1024)
-    cli._register()
+    cli.register_all()
     r = CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--sector-size", "2048"])
     assert r.exit_code != 0 and "512 or 4096" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--sector-size", "512",

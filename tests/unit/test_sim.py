@@ -296,7 +296,7 @@ def cli_env(tmp_db, tmp_path, monkeypatch):
     import fsadvisor.cli as cli
     from fsadvisor.service import advice
     advice._cache.clear()
-    cli._register()
+    cli.register_all()
     runner = CliRunner()
     return lambda *args: runner.invoke(cli.app, list(args))
 

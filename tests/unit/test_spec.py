@@ -18,7 +18,7 @@ from fsadvisor.predict import features, spec
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.profiles import list_presets, load_profile
 
-cli._register()
+cli.register_all()
 KINDS = ("nvme", "sata-ssd", "hdd", "ram-loop")
 
 workloads = st.builds(

@@ -651,9 +651,9 @@ def test_arbitrary_metrics_and_strings_round_trip(metrics, cell_key, name, error
 
 @pytest.fixture
 def cli():
-    from fsadvisor.cli import _register, app
+    from fsadvisor.cli import register_all, app
 
-    _register()
+    register_all()
     runner = CliRunner()
     return lambda *args: runner.invoke(app, list(args))
 

@@ -26,7 +26,7 @@ def store_file(tmp_db, tmp_path, monkeypatch):
     advice._cache.clear()
     with open_store(str(tmp_db)) as s:
         s.ensure_seeded()
-    cli._register()
+    cli.register_all()
     return tmp_db
 
 

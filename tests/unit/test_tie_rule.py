@@ -81,7 +81,7 @@ def test_one_tie_set_behind_every_tie_the_answer_states(device, tmp_db):
 
 
 def test_the_readme_describes_the_headline_ties_and_json_keys_as_printed(tmp_db):
-    cli._register()
+    cli.register_all()
     runner = CliRunner()
     for name in ("oltp", "analytics-scan", "build-unpack"):
         r = runner.invoke(cli.app, ["recommend", "-p", name, "--json", "--top", "3"])

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import fsadvisor.cli as cli
 
-cli._register()
+cli.register_all()
 runner = CliRunner()
 
 XFS = '{"filesystem": "xfs", "mount": ["noatime"]}'
