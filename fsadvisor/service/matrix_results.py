@@ -36,6 +36,7 @@ def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
     for s in summaries:
         cells.append({
             "label": config_label(s["config"], s.get("cell_key")),
+            "scheduler": _scheduler(s["config"], s.get("cell_key")),
             "config_key": s["config_key"],
             "workload": s["workload_name"],
             "energy": f"{s['energy_source']}, {s['power_scope']}" if s["energy_source"] else "none",
@@ -47,6 +48,14 @@ def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
     return {"matrix": {"id": m["id"], "status": m.get("status"), "device": plan.get("device"),
                        "profile": plan.get("profile"), "reps": plan.get("reps")},
             "cells": cells}
+
+
+def _scheduler(cfg: Any, raw_cell: str | None) -> str:
+    """The cell's I/O scheduler (a raw-device cell names it in its key, as config_label reads)."""
+    if cfg is None:
+        return ((raw_cell or "").split(" | ")[0].split()[-1:] or ["?"])[0]
+    c = cfg.to_dict() if hasattr(cfg, "to_dict") else cfg
+    return c.get("scheduler") or "none"
 
 
 def _csv(doc: dict[str, Any]) -> str:
@@ -78,12 +87,14 @@ def export_matrix(matrix_id: str, fmt: str, out: str | os.PathLike[str],
     return path
 
 
-def export_report(matrix_id: str, out: str | os.PathLike[str], db: str | None = None) -> Path:
-    """The HTML report (service.report) of this matrix for the profile its plan names."""
+def export_report(matrix_id: str, out: str | os.PathLike[str], db: str | None = None,
+                  profile: str | None = None) -> Path:
+    """The HTML report (service.report) of this matrix for the profile its plan names, or
+    (a matrix of micro workloads only, which names none) for ``profile``."""
     from fsadvisor.service import report
 
     doc = matrix_cells(matrix_id, db)
-    profile = doc["matrix"]["profile"]
+    profile = doc["matrix"]["profile"] or profile
     if not profile:
         raise FsAdvisorError(f"matrix {matrix_id!r} names no profile: use `fsadvisor report "
                              f"--profile NAME --matrix {matrix_id}`")

@@ -39,6 +39,9 @@ class FsAdvisorApp(App):
     SUB_TITLE = "filesystem, options, AG count and scheduler by operations per joule"
     BINDINGS = [
         Binding("r", "recommend", "Recommend"),
+        # r is text in a text field (a TOML path, a device): ctrl+r recommends from anywhere.
+        # (In a number field r itself acts: widgets.NumberInput.)
+        Binding("ctrl+r", "recommend", "Recommend", show=False, priority=True),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         # priority: the Screen's own (hidden) tab binding would otherwise win in the footer
@@ -50,7 +53,8 @@ class FsAdvisorApp(App):
           for i, (tab, label) in enumerate(TABS, 1)),
     ]
     # Narrow (80 columns) and short (24 rows) terminals get a tighter layout (app.tcss).
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    # From 100 columns the live ranking has room above the Profile form (app.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     def __init__(self, db: str | None = None) -> None:
@@ -64,6 +68,7 @@ class FsAdvisorApp(App):
         self._live_wanted = False
         self.live_generation = 0  # live rankings shown so far (the latency benchmark waits on it)
         self.live_drawn_at = 0.0  # perf_counter() after the last live table was refreshed
+        self._ranked_for: tuple[str, int] | None = None  # device, top N of the last ranking
         self.collector = IdleCollector()  # full garbage collections only in pauses (idle_gc.py)
 
     def compose(self) -> ComposeResult:
@@ -192,13 +197,15 @@ class FsAdvisorApp(App):
 
     def action_recommend(self) -> None:
         try:
-            profile = self.query_one(ProfilePane).effective_profile()
+            prof = self.query_one(ProfilePane)
+            profile, load = prof.effective_profile(), prof.load_choice()
             device, top = self.query_one(DevicePane).choices()
         except calls.USER_ERRORS as e:
             self.notify(str(e), title="recommend", severity="error", markup=False)
             return
+        self._ranked_for = (device, top)
         self.action_show_tab("results")
-        self.query_one(ResultsPane).start(profile, device, top, self.whatif)
+        self.query_one(ResultsPane).start(profile, device, top, self.whatif, load)
 
     def on_profile_pane_recommend_requested(self, _event: ProfilePane.RecommendRequested) -> None:
         self.action_recommend()
@@ -207,6 +214,9 @@ class FsAdvisorApp(App):
 
     def on_profile_pane_edited(self, _event: ProfilePane.Edited) -> None:
         self.query_one(ProbePane).show_profile(self.query_one(ProfilePane).ref)
+        # until the live re-rank answers (or when it cannot), the Recommendations tab says
+        # that its ranking is for the form as it was
+        self.query_one(ResultsPane).mark_stale("the profile form changed; re-ranking ...")
         self._live_wanted = True
         if not self._live_busy:
             self._run_live()
@@ -217,14 +227,17 @@ class FsAdvisorApp(App):
         if prof.current is None:
             return
         try:
-            profile = prof.effective_profile()
+            profile, load = prof.effective_profile(), prof.load_choice()
             device, top = self.query_one(DevicePane).choices()
         except calls.USER_ERRORS as e:
             prof.show_live_error(str(e))
+            self.query_one(ResultsPane).mark_stale(
+                f"the form has no ranking ({e}); below is the one before")
             self.live_generation += 1  # answered (with the reason), as a ranking would be
             return
         self._live_busy = True
-        self.query_one(ResultsPane).start_live(profile, device, top, self.whatif)
+        self._ranked_for = (device, top)
+        self.query_one(ResultsPane).start_live(profile, device, top, self.whatif, load)
 
     def _live_done(self) -> None:
         self._live_busy = False
@@ -244,13 +257,26 @@ class FsAdvisorApp(App):
 
     def on_results_pane_recommended(self, event: ResultsPane.Recommended) -> None:
         if event.live:
-            self.query_one(ProfilePane).show_live(event.recommendation)
+            self.query_one(ProfilePane).show_live(event.recommendation, event.yearly)
             self._live_done()
 
     def on_results_pane_failed(self, event: ResultsPane.Failed) -> None:
         if event.live:
             self.query_one(ProfilePane).show_live_error(event.error)
             self._live_done()
+
+    def on_input_changed(self, event) -> None:
+        """The device or top N typed on the Device tab: the ranking shown is for the ones
+        it was made with until r (the live re-rank follows the Profile form only)."""
+        if event.input.id not in ("device-spec", "top") or self._ranked_for is None:
+            return
+        try:
+            now = self.query_one(DevicePane).choices()
+        except calls.USER_ERRORS:
+            now = None
+        if now != self._ranked_for:  # cleared by the next ranking drawn
+            self.query_one(ResultsPane).mark_stale(
+                "the device or top N changed since this ranking: press r")
 
     def on_probe_pane_preview_requested(self, event: ProbePane.PreviewRequested) -> None:
         prof = self.query_one(ProfilePane)

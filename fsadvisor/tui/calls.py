@@ -25,8 +25,8 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
            "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
            "recommendation_chart", "compare_cells", "device_history_chart", "capture",
-           "probe_request", "root_problem", "block_devices",
-           "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
+           "probe_request", "root_problem", "yearly_worth", "worth_lines", "block_devices",
+           "block_device", "loop_not_yours", "device_confirmed", "new_cancel", "run_probe", "inspect",
            "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "run_adaptive_probe",
            "runs_adaptively", "live_text", "clock"]
 
@@ -174,6 +174,12 @@ def block_device(path: str, force: bool = False) -> BlockDevice:
     return probing.block_device(path, force=force)
 
 
+def loop_not_yours(path: str) -> str | None:
+    """Why a loop device is not this user's to probe (service.probing.loop_not_yours)."""
+    from fsadvisor.service import probing
+    return probing.loop_not_yours(path)
+
+
 def device_confirmed(device: str, typed: str | None) -> bool:
     """The CLI's rule: the device typed back exactly (as given or resolved)."""
     from fsadvisor.service import probing
@@ -219,12 +225,31 @@ def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
     return cells(matrix_id, db)
 
 
-def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None) -> str:
-    """csv/json of the matrix's cells, or ``html``: its report (service.report)."""
+def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None,
+                  profile: str | None = None) -> str:
+    """csv/json of the matrix's cells, or ``html``: its report (service.report; for
+    ``profile`` when the matrix names none). Returns the absolute path written: a relative
+    one means nothing to someone who started the TUI from another directory."""
+    from pathlib import Path
+
     from fsadvisor.service import matrix_results
     if fmt == "html":
-        return str(matrix_results.export_report(matrix_id, out, db))
-    return str(matrix_results.export_matrix(matrix_id, fmt, out, db))
+        return str(Path(matrix_results.export_report(matrix_id, out, db, profile)).resolve())
+    return str(Path(matrix_results.export_matrix(matrix_id, fmt, out, db)).resolve())
+
+
+def yearly_worth(rec: Recommendation, load: float, price: float | None = None,
+                 db: str | None = None) -> dict[str, Any]:
+    """``recommend --load L [--price P]``: per ranked entry its year (kWh, cost), and #1
+    against the runner-up and the distribution default (service.worth)."""
+    from fsadvisor.service import worth
+    return worth.yearly_worth(rec, load, price, db=db)
+
+
+def worth_lines():
+    """service.worth's line formatters (yearly_line, summary_lines), loaded on first use."""
+    from fsadvisor.service import worth
+    return worth.yearly_line, worth.summary_lines
 
 
 def recommendation_chart(rec: Recommendation, db: str | None = None):

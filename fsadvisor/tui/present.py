@@ -17,10 +17,11 @@ from fsadvisor.domain import Device, Profile, Workload
 from fsadvisor.service.advice import Ranked, Recommendation, format_size
 from fsadvisor.service.answer import confidence_lines, headline, notes as answer_notes
 
-# The options come last: they are what tells near-equal rows apart, and the table scrolls
-# sideways when they do not fit; the detail pane shows them in full.
+# The options come before the energy source (the same for every row as a rule): they are
+# what tells near-equal rows apart, so they are on screen at 80 columns; the table scrolls
+# sideways for the rest, and the detail pane shows everything in full.
 TABLE_COLUMNS = ("#", "filesystem", "scheduler", "AG", "IOPS", "ops/J (90% interval)",
-                 "energy (source, scope)", "mkfs options", "mount options")
+                 "mkfs options", "mount options", "energy (source, scope)")
 
 
 def workload_text(w: Workload) -> str:
@@ -110,7 +111,49 @@ def ranked_row(r: Ranked) -> tuple[str, ...]:
     # the same AG count as recommend's text and JSON (mkfs.xfs's default when unset)
     return (r.label, r.config.fs, r.config.scheduler, ag_cell(r),
             f"{p.iops:,.0f}", f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
-            energy_label(r), mkfs, r.commands["mount_options"] or "defaults")
+            mkfs, r.commands["mount_options"] or "defaults", energy_label(r))
+
+
+# The live table beside the form has room for less than the Recommendations tab's: the
+# columns that tell near-equal rows apart come first and whole (filesystem and scheduler, then
+# the options), so no row reads like its neighbour when the pane is 50 columns wide.
+# The intervals are on the Recommendations tab; here "1=" says which leaders they cannot
+# tell apart.
+LIVE_COLUMNS = ("#", "ops/J", "fs, scheduler", "options")
+
+
+def options_cell(r: Ranked) -> str:
+    """mkfs settings (AG count included), then mount options; "defaults" when neither."""
+    made = [f"{k}={v}" for k, v in r.config.mkfs]
+    if r.ag_count is not None:
+        made.append(f"agcount={r.ag_count}")
+    mount = r.commands["mount_options"]
+    mount = "" if mount in ("", "defaults") else mount
+    return " ".join(made + ([f"-o {mount}"] if mount else [])) or "defaults"
+
+
+def live_row(r: Ranked) -> tuple[str, ...]:
+    return (r.label, f"{r.prediction.ops_per_joule:,.0f}",
+            f"{r.config.fs}, {r.config.scheduler}", options_cell(r))
+
+
+def worth_text(yw: dict[str, Any] | None, yearly_line, summary_lines,
+               basis: bool = True) -> Text:
+    """What #1 is worth per year at the load typed (service.worth's own lines, as
+    ``recommend --load`` prints them), with ``basis`` also the arithmetic's assumptions;
+    empty without a load."""
+    t = Text()
+    if not yw or not yw.get("entries"):
+        return t
+    t.append("#1 per year: ", style="bold")
+    t.append(yearly_line(yw, 0))
+    lines = summary_lines(yw)
+    best = [ln for ln in lines if "against the runner-up" in ln]
+    if best:
+        t.append("\n" + best[0])
+    if basis:
+        t.append("\n" + lines[0], style="dim")
+    return t
 
 
 def live_status(rec: Recommendation) -> Text:
@@ -221,7 +264,7 @@ def energy_table(sources: list[dict[str, Any]]) -> Table:
     return table
 
 
-MATRIX_COLUMNS = ("configuration", "workload", "n", "ops/J mean (95%)", "IOPS mean (95%)",
+MATRIX_COLUMNS = ("configuration", "scheduler", "workload", "n", "ops/J mean (95%)", "IOPS mean (95%)",
                   "p99 µs", "W", "energy")
 
 
@@ -235,7 +278,11 @@ def _ci(stat: dict[str, Any], digits: int = 0) -> str:
 
 
 def matrix_row(c: dict[str, Any]) -> tuple[str, ...]:
-    return (c["label"], c["workload"], str(c["n"]), _ci(c["ops_per_joule"]), _ci(c["iops"]),
+    # The scheduler has its own column: in the label it is a bracketed suffix only when it is
+    # not "none", so two cells differing only by scheduler read alike.
+    sched = c.get("scheduler") or "-"
+    label = c["label"].removesuffix(f" [{sched}]")
+    return (label, sched, c["workload"], str(c["n"]), _ci(c["ops_per_joule"]), _ci(c["iops"]),
             _ci(c["p99_latency_us"]), _ci(c["watts"], 1), c["energy"])
 
 
@@ -310,9 +357,12 @@ _COMMON_HELP = (
     "bandwidth workloads). Higher is better. The figure in brackets is the 90% interval: "
     "the model expects the true value inside it nine times in ten. Two candidates whose "
     "intervals overlap may swap places on real hardware; a probe decides.\n\n"
-    "Keys: F1-F6 switch tabs, Tab/Shift+Tab move between fields, r recommends, "
-    "Ctrl+P opens the command palette (recommend, probe preview, copy the mkfs and fstab "
-    "lines, export), ? shows this help, Esc closes it, q quits.")
+    "Keys: F1-F6 switch tabs, Tab/Shift+Tab move between fields, r recommends (also typed "
+    "in a number field; in a text field such as a path r is a letter: ctrl+r recommends from "
+    "anywhere), Enter in a Profile field recommends too, Ctrl+P opens the command palette "
+    "(recommend, probe preview, copy the mkfs and fstab lines, export), ? shows this help, "
+    "Esc closes it, q quits. Keys that act from inside a field: F1-F6, ctrl+r, ctrl+l, "
+    "ctrl+g, ctrl+p, Tab.")
 
 HELP = {
     "profile": (
@@ -324,10 +374,13 @@ HELP = {
         "(4k, 1M), read share, fsync policy and working set. The constraints filter the "
         "answer: PLP (power-loss protection; your choice stays when you switch presets), "
         "durability, features, min IOPS, max p99.\n\n"
-        "The table under the form re-ranks as you type, without r: changing a constraint "
-        "only refilters the predictions already made, changing the workload predicts "
-        "again (the model is not refitted). Next: press r (or Enter in a field) for the "
-        "full recommendation with its commands, or F2 to describe your device."),
+        "Next: press r (or Enter in a field) for the full recommendation with its commands, "
+        "or F2 to describe your device.\n\n"
+        "The table above the form re-ranks as you type, without r (at 80x24 ctrl+l shows "
+        "it): a constraint refilters the predictions made, a workload change predicts again "
+        "(the model is not refitted). A value that cannot be read is named under its field; "
+        "the Recommendations tab says STALE until the form ranks again. A load (ops/s; MB/s "
+        "for bandwidth profiles) and a price per kWh add what #1 is worth per year."),
     "device": (
         "Device: where the filesystem goes",
         "Type a device spec (nvme:1T, sata-ssd:480G) or a path (/dev/nvme0n1, inspected "
@@ -355,13 +408,16 @@ HELP = {
         "the model is fitted on. Enter opens a matrix's cells (mean, 95% interval, n); space "
         "marks two cells to see them side by side with the difference and whether the runs "
         "can tell them apart; g charts the device's matrices over time; c, j, h export CSV, "
-        "JSON and the HTML report. Next: F6 to preview a new probe."),
+        "JSON and the HTML report (the notification names the file's full path; a matrix of "
+        "micro workloads only is reported for the profile chosen on the Profile tab). "
+        "Next: F6 to preview a new probe."),
     "probe": (
         "Probe",
         "Measure configurations on a real device, as `fsadvisor probe` does. The list shows "
         "this machine's block devices, each allowed or refused with the reason (never a "
-        "mounted or system disk, nothing holding data); scratch:SIZE is a loop device on a "
-        "file. Probe FORMATS the device: it needs root and the device path typed back. "
+        "mounted or system disk, nothing holding data, no loop device attached outside the "
+        "probe); scratch:SIZE is a loop device of the probe's own on a file. Blank fields "
+        "(their grey italic text says so) take the probe's defaults. Probe FORMATS the device: it needs root and the device path typed back. "
         "Progress shows the cell, n/N, the ETA, what the device does now (the block "
         "layer's completed I/Os per second from its /sys/block stat file, not fio's count; "
         "watts only from a live meter) and the last cell's IOPS and watts (with the energy "

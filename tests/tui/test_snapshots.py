@@ -102,7 +102,9 @@ async def test_start_screen_pilot(size):
         assert app.query_one("#wl-bs", Input).value == "8k"
         live = app.query_one("#live-ranked", DataTable)
         assert live.row_count > 0
-        assert all(str(live.get_row_at(i)[1]) in FILESYSTEMS for i in range(live.row_count))
+        # the live table's "fs, scheduler" column
+        assert all(str(live.get_row_at(i)[2]).split(",")[0] in FILESYSTEMS
+                   for i in range(live.row_count))
         shown(app, "#presets", "#wl-jobs", "#wl-bs")
         fits(app, "oltp (preset)")
         fits(app, "Postgres-style OLTP: 8 KB pages, 70% random")
@@ -421,3 +423,111 @@ async def test_plot_marks_measured_runs_pilot(dated_store):
         rows = screen_lines(app)
         assert any(r.lstrip().startswith("M #") for r in rows)
         assert any(r.lstrip().startswith("P #1") for r in rows)
+
+
+# ---------------------------------------------------------------------- every tab, both sizes
+
+async def _no_blink(pilot) -> None:
+    # a focused Input is drawn with or without its cursor depending on the moment
+    for w in pilot.app.screen.query(Input):
+        w.cursor_blink = False
+    await pilot.pause()
+
+
+def _on_tab(key: str, *then: str):
+    async def run(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press(key, *then)
+        await _settle(pilot)
+        await _no_blink(pilot)
+    return run
+
+
+async def _stale(pilot) -> None:
+    await _recommend(pilot)
+    await pilot.press("f1")
+    pilot.app.query_one("#wl-jobs").focus()
+    await pilot.press("end", "x")
+    await _settle(pilot)
+    await pilot.press("f3")
+    await _settle(pilot)
+
+
+async def _live_80x24(pilot) -> None:
+    await _settle(pilot)
+    await pilot.press("ctrl+l")
+    await _settle(pilot)
+
+
+async def _with_load(pilot) -> None:
+    await _settle(pilot)
+    pilot.app.query_one("#load").value = "20000"
+    await _settle(pilot)
+    pilot.app.query_one("#presets").focus()
+    await _settle(pilot)
+
+
+ENERGY = [{"name": "rapl", "ok": False, "auto": True, "detail": "no /sys/class/powercap (test)"},
+          {"name": "ipmi", "ok": False, "auto": True, "detail": "ipmitool not found (test)"},
+          {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}]
+
+
+@snapshot
+@BOTH
+def test_device_tab(snap_compare, size):
+    """F2: the spec field, Inspect and top N."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_on_tab("f2"))
+
+
+@snapshot
+@BOTH
+def test_energy_tab(snap_compare, monkeypatch, size):
+    """F4 with a fixed list of sources (this machine's would differ from another's)."""
+    from fsadvisor.tui import calls
+    monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_on_tab("f4"))
+
+
+@snapshot
+@BOTH
+def test_history_tab_opened(snap_compare, dated_store, size):
+    """F5, m-new opened: the matrices, then its cells with their scheduler column."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=size,
+                        run_before=_on_tab("f5", "enter"))
+
+
+@snapshot
+@BOTH
+def test_recommendations_marked_stale(snap_compare, size):
+    """r, then a jobs value that cannot be read: the Recommendations tab says its ranking is
+    the one before."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_stale)
+
+
+@snapshot
+def test_live_ranking_shown_80x24(snap_compare):
+    """ctrl+l at 80x24: the live table above the form, its columns whole."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_live_80x24)
+
+
+@snapshot
+def test_start_screen_with_a_load(snap_compare):
+    """A load of 20,000 ops/s: what #1 is worth per year, under the live ranking."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_with_load)
+
+
+@snapshot
+def test_help_screen(snap_compare):
+    """? at 120x40, the keys that act from inside a field listed."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_help)
+
+@pytest.mark.asyncio
+@BOTH
+async def test_every_tab_is_drawn_within_the_screen(size, monkeypatch):
+    """Beside the tab snapshots: each tab's first field or table is on screen at both sizes."""
+    from fsadvisor.tui import calls
+    monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
+    for key, sel in (("f2", "#device-spec"), ("f4", "#energy-sources"),
+                     ("f5", "#history-table"), ("f6", "#probe-target")):
+        async with driven(_on_tab(key), size) as app:
+            shown(app, sel)

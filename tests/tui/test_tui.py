@@ -77,7 +77,7 @@ async def test_recommend_shows_what_the_service_ranks():
         assert pane.recommendation.ranked[0].config == expected.ranked[0].config
         assert tuple(first) == present.ranked_row(expected.ranked[0])
         # the energy label says where the figure comes from and in which power scope
-        assert first[6] == f"{expected.ranked[0].prediction.energy_source}, system"
+        assert first[8] == f"{expected.ranked[0].prediction.energy_source}, system"
         assert "rocksdb-ycsb-a" in str(app.query_one("#summary", Static).content)
 
 
@@ -352,7 +352,7 @@ async def test_typing_a_constraint_reranks_live_without_r():
         await live_settled(pilot)
         oltp = advice.get_profile("oltp")
         want = advice.recommend(oltp, "nvme:1T", top=5)
-        assert live_rows(app) == [present.ranked_row(r) for r in want.ranked]
+        assert live_rows(app) == [present.live_row(r) for r in want.ranked]
         made = app.whatif.predictions_made
         best_iops = max(r.prediction.iops for r in want.ranked)
         threshold = f"{int(best_iops) - 1}"
@@ -361,7 +361,7 @@ async def test_typing_a_constraint_reranks_live_without_r():
         await live_settled(pilot)
         q = calls.with_constraints(oltp, min_iops=float(threshold))
         cut = advice.recommend(q, "nvme:1T", top=5)
-        assert live_rows(app) == [present.ranked_row(r) for r in cut.ranked]
+        assert live_rows(app) == [present.live_row(r) for r in cut.ranked]
         assert cut.excluded["fails_min_iops"] > 0
         assert app.whatif.predictions_made == made  # refiltered, never predicted again
         # the Results tab follows too, and no toast was raised per key press
@@ -385,7 +385,7 @@ async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_t
         oltp = advice.get_profile("oltp")
         want = advice.recommend(calls.with_workload(oltp, calls.edit_workload(oltp.workload, jobs=4)),
                                 "nvme:1T", top=5)
-        assert live_rows(app) == [present.ranked_row(r) for r in want.ranked]
+        assert live_rows(app) == [present.live_row(r) for r in want.ranked]
         assert app.whatif.predictions_made > made
         assert "1 job(s)" not in str(app.query_one("#live-status", Static).content)
         assert "4 job(s) x QD" in str(app.query_one("#live-status", Static).content)
@@ -916,3 +916,215 @@ async def test_live_reranks_do_not_redraw_the_hidden_results_tab_until_it_is_sho
         app.query_one("#min-iops", Input).value = "1000"
         await live_settled(pilot)
         assert pane.draws == 2
+
+
+# ---------------------------------------------------------------------- layout, stale, keys
+
+def _inside(app, selector: str) -> bool:
+    """The widget is displayed and its whole region lies within the screen."""
+    w = app.screen.query_one(selector)
+    region, screen = w.region, app.screen.region
+    return (w.display and w.is_on_screen and region.height > 0
+            and screen.contains_region(region))
+
+
+@pytest.mark.asyncio
+async def test_at_120x40_the_live_ranking_stays_on_screen_while_typing_in_the_lowest_field():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        assert app.screen.has_class("-wide")
+        assert _inside(app, "#live-ranked") and live_rows(app)
+        # the last fields of the form: the form scrolls to them, the ranking stays put
+        app.query_one("#max-p99", Input).focus()
+        await pilot.press("5", "0")
+        await live_settled(pilot)
+        assert _inside(app, "#max-p99") and _inside(app, "#live-ranked")
+        assert live_rows(app)
+
+
+@pytest.mark.asyncio
+async def test_at_80x24_ctrl_l_shows_the_live_ranking_from_a_field_and_its_rows_differ():
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await live_settled(pilot)
+        assert not app.query_one("#live-ranked").display  # the form needs the rows
+        assert _inside(app, "#live-key") and _inside(app, "#live-status")
+        jobs = app.query_one("#wl-jobs", Input)
+        jobs.focus()
+        await pilot.press("ctrl+l")  # acts although an Input has focus
+        await pilot.pause()
+        assert jobs.value == "16"
+        assert _inside(app, "#live-ranked") and not app.query_one("#live-key").display
+        rows = live_rows(app)
+        assert len(rows) > 1 and len(set(rows)) == len(rows)
+        # what tells the rows apart (fs, scheduler, options) is drawn, not cut off: the
+        # columns' total width fits the table
+        table = app.query_one("#live-ranked", DataTable)
+        assert table.virtual_size.width <= table.size.width
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert not app.query_one("#live-ranked").display
+
+
+@pytest.mark.asyncio
+async def test_the_recommendations_tab_is_marked_stale_while_the_form_has_no_ranking():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await recommend_for(pilot)
+        await live_settled(pilot)
+        note = app.query_one("#stale-note", Static)
+        assert not note.display
+        await pilot.press("f1")
+        jobs = app.query_one("#wl-jobs", Input)
+        jobs.focus()
+        await pilot.press("end", "x")
+        await live_settled(pilot)
+        await pilot.press("f3")
+        await settle(pilot)
+        assert note.display and _inside(app, "#stale-note")
+        assert "STALE" in str(note.content) and "jobs must be a whole number" in str(note.content)
+        await pilot.press("f1")
+        jobs.focus()
+        await pilot.press("end", "backspace")
+        await live_settled(pilot)
+        await pilot.press("f3")
+        await settle(pilot)
+        assert not note.display
+        # the device changed: the ranking is for the old one until r
+        await pilot.press("f2")
+        app.query_one("#device-spec", Input).value = "sata-ssd:480G"
+        await settle(pilot)
+        assert note.display and "device or top N changed" in str(note.content)
+
+
+async def _in_jobs(pilot, *keys: str) -> Input:
+    """The jobs field focused after the start's ranking, ``keys`` typed into it."""
+    await live_settled(pilot)
+    jobs = pilot.app.query_one("#wl-jobs", Input)
+    jobs.focus()
+    await pilot.press(*keys)
+    await settle(pilot)
+    return jobs
+
+
+@pytest.mark.asyncio
+async def test_an_unreadable_value_is_said_under_its_own_field():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = await _in_jobs(pilot, "end", "x")
+        await live_settled(pilot)
+        error = app.query_one("#field-error", Static)
+        assert error.display and "jobs must be a whole number, not '16x'" in str(error.content)
+        assert jobs.has_class("-invalid")
+        # right under the row of the field, and on screen
+        assert error.region.y == jobs.parent.region.bottom and _inside(app, "#field-error")
+        # the cursor moves on to another field: the error stays with its own field
+        app.query_one("#max-p99", Input).focus()
+        await pilot.press("9")
+        await live_settled(pilot)
+        assert error.display and error.region.y == jobs.parent.region.bottom
+        jobs.value = "16"
+        await live_settled(pilot)
+        assert not error.display and not jobs.has_class("-invalid")
+
+
+@pytest.mark.asyncio
+async def test_r_in_a_number_field_and_ctrl_r_in_a_text_field_recommend():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = await _in_jobs(pilot, "r")
+        assert jobs.value == "16" and app.query_one(ResultsPane).explicit_runs == 1
+        assert app.query_one("TabbedContent").active == "results"
+        await pilot.press("f1")
+        path = app.query_one("#profile-path", Input)
+        path.focus()
+        await pilot.press("r")  # a letter of a path here
+        assert path.value == "r"
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert app.query_one(ResultsPane).explicit_runs == 2 and path.value == "r"
+
+
+@pytest.mark.asyncio
+async def test_boxes_show_x_only_when_ticked_and_durability_says_required():
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+
+        def drawn(sel: str) -> str:
+            return app.query_one(sel).render().plain.strip()
+
+        assert drawn("#durability") == "▐X▌ required"  # oltp requires durability
+        assert drawn("#feat-snapshots") == "▐ ▌ snapshots"
+        app.query_one("#feat-snapshots").value = True
+        await live_settled(pilot)
+        assert drawn("#feat-snapshots") == "▐X▌ snapshots"
+
+
+@pytest.mark.asyncio
+async def test_a_load_shows_what_number_one_is_worth_per_year_beside_the_ranking():
+    from fsadvisor.service import worth
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        assert not app.query_one("#live-worth").display
+        app.query_one("#load", Input).value = "20000"
+        await live_settled(pilot)
+        rec = app.query_one(ResultsPane).recommendation
+        yw = worth.yearly_worth(rec, 20000.0)
+        shown = str(app.query_one("#live-worth", Static).content)
+        assert shown.startswith("#1 per year: " + worth.yearly_line(yw, 0))
+        assert _inside(app, "#live-worth")
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert worth.yearly_line(yw, 0) in str(app.query_one("#summary", Static).content)
+
+
+@pytest.mark.asyncio
+async def test_history_cells_have_a_scheduler_column_and_exports_name_absolute_paths(
+        probed_store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await _open_matrix(pilot, "m-new")
+        cells = app.query_one("#matrix-cells", DataTable)
+        labels = [str(c.label) for c in cells.columns.values()]
+        assert labels[:2] == ["configuration", "scheduler"]
+        assert {str(cells.get_row_at(i)[1]) for i in range(cells.row_count)} == {"none"}
+        await pilot.press("c")
+        await settle(pilot)
+        assert any(f"wrote {tmp_path / 'fsadvisor-m-new.csv'}" in " ".join(t.split())
+                   for t in toasts(app))
+
+
+@pytest.mark.asyncio
+async def test_h_reports_a_micro_only_matrix_for_the_profile_chosen(probed_store, tmp_path,
+                                                                     monkeypatch):
+    from fsadvisor.domain import Device, EnergyReading, FsConfig, RunRecord
+    from fsadvisor.profiles import load_profile
+
+    monkeypatch.chdir(tmp_path)
+    w = load_profile("oltp").workload
+    dev = Device(path="/dev/loop9", size_bytes=8 << 30, kind="loop", model="loop (test)")
+    cfg = FsConfig.make("ext4")
+    with open_store(str(probed_store)) as store:
+        store.start_matrix({"reps": 1, "device": dev.path}, matrix_id="m-micro")
+        store.record_run(RunRecord(
+            cell_key=f"{cfg.key()} | 4k-randread", device=dev, config=cfg,
+            workload_name="4k-randread", workload=w, rep=1, status="ok",
+            started_at=1_790_000_000.0, wall_s=12.0,
+            metrics={"iops": 1000.0, "mb_s": 4.0, "p99_latency_us": 900.0,
+                     "mean_latency_us": 300.0},
+            energy=EnergyReading(source="ipmi", scope="system", energy_j=500.0,
+                                 avg_watts=50.0, duration_s=10.0, samples=10),
+            host={"hostname": "box", "kernel": "6.18"}, matrix_id="m-micro"))
+        store.finish_matrix("m-micro")
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await _open_matrix(pilot, "m-micro")
+        assert app.query_one("#profile-pane").ref == "oltp"
+        await pilot.press("h")
+        await settle(pilot)
+        assert (tmp_path / "fsadvisor-m-micro.html").exists(), toasts(app)

@@ -15,6 +15,7 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui import calls, present
 from fsadvisor.tui.calls import DEFAULT_DEVICE_SPEC
+from fsadvisor.tui.widgets import NumberInput
 
 DEFAULT_TOP = 5
 
@@ -37,7 +38,7 @@ class DevicePane(Vertical):
             yield Button("Inspect", id="inspect")
         with Horizontal(classes="form-row"):
             yield Label("top N", classes="field")
-            yield Input(value=str(DEFAULT_TOP), id="top", type="integer")
+            yield NumberInput(value=str(DEFAULT_TOP), id="top", type="integer")
         yield Static("press Inspect (or Enter) to read the device", id="device-info")
 
     def choices(self) -> tuple[str, int]:

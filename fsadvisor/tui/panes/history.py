@@ -110,12 +110,16 @@ class HistoryPane(Vertical):
                         severity="warning")
             return
         mid = self.opened["matrix"]["id"]
-        self._export(mid, fmt, f"fsadvisor-{mid}.{fmt}")
+        # A matrix of micro workloads names no profile: its report is then for the one
+        # chosen on the Profile tab, as `fsadvisor report --profile P --matrix M` would be.
+        profiles = self.app.query("#profile-pane")
+        chosen = getattr(profiles.first(), "ref", None) if profiles else None
+        self._export(mid, fmt, f"fsadvisor-{mid}.{fmt}", chosen)
 
     @work(thread=True, group="export")
-    def _export(self, matrix_id: str, fmt: str, out: str) -> None:
+    def _export(self, matrix_id: str, fmt: str, out: str, profile: str | None = None) -> None:
         try:
-            path = calls.export_matrix(matrix_id, fmt, out, self.db)
+            path = calls.export_matrix(matrix_id, fmt, out, self.db, profile)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return

@@ -21,10 +21,13 @@ from fsadvisor.domain import Profile
 from fsadvisor.tui import calls
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, format_bytes
+from fsadvisor.tui.widgets import Box, NumberInput
 
 NOTE = "Probing FORMATS the device: pick one (Enter) or scratch; Preview runs nothing."
 
 SCRATCH_KEY = "scratch"
+
+
 DEFAULT_SCRATCH = "scratch:1G"
 
 
@@ -160,29 +163,33 @@ class ProbePane(Vertical):
             yield Label("target", classes="field")
             yield Input(value=DEFAULT_SCRATCH, placeholder="/dev/nvme1n1 or scratch:2G",
                         id="probe-target")
-            yield Checkbox("quick", value=True, id="probe-quick")
-            yield Checkbox("with profile", value=True, id="probe-profile")
+            yield Box("quick", value=True, id="probe-quick")
+            yield Box("with profile", value=True, id="probe-profile")
         with Horizontal(classes="form-row"):
             yield Label("fs", classes="field")
-            yield Input(value="", placeholder="ext4,xfs,btrfs,f2fs", id="probe-fs")
+            yield Input(value="", placeholder="all:ext4,xfs,btrfs,f2fs", id="probe-fs")
             yield Label("secs", classes="field")
-            yield Input(value="", placeholder="10", id="probe-runtime", classes="num")
+            yield NumberInput(value="", placeholder="auto", id="probe-runtime", classes="num",
+                              tooltip="seconds per run; blank: the plan's (10 with quick)")
             yield Button("Preview", id="probe-preview")
             yield Button("Probe", id="probe-start", variant="error")
             yield Button("Cancel", id="probe-cancel", disabled=True)
         with Horizontal(classes="form-row"):
             yield Label("sched", classes="field")
-            yield Input(value="", placeholder="none,mq-deadline,kyber,bfq", id="probe-schedulers")
+            yield Input(value="", placeholder="all:none,mq-deadline,kyber,bfq",
+                        id="probe-schedulers")
             yield Label("micro", classes="field")
             yield Input(value="", placeholder="all micro workloads", id="probe-workloads")
         with Horizontal(classes="form-row"):
-            yield Checkbox("adaptive", value=False, id="probe-adaptive")
+            yield Box("adaptive", value=False, id="probe-adaptive")
             yield Label("budget", classes="field")
-            yield Input(value="", placeholder="3m", id="probe-budget", classes="num")
+            yield NumberInput(value="", placeholder="auto", id="probe-budget", classes="num",
+                              tooltip="most device time (90s, 3m, 1h); blank: a quarter of "
+                                      "the full matrix's estimate")
             yield Label("P(best)", classes="field")
-            yield Input(value="0.95", id="probe-confidence", classes="num")
-            yield Checkbox("resume", value=False, id="probe-resume")
-            yield Checkbox("force", value=False, id="probe-force")
+            yield NumberInput(value="0.95", id="probe-confidence", classes="num")
+            yield Box("resume", value=False, id="probe-resume")
+            yield Box("force", value=False, id="probe-force")
         yield Static("", id="probe-status")
         # total 1, not None: an indeterminate bar animates, even before any probe
         yield ProgressBar(id="probe-progress", total=1, show_eta=False)
@@ -225,8 +232,9 @@ class ProbePane(Vertical):
                       "allowed (a new loop device)", key=SCRATCH_KEY)
         for d in event.devices:
             kind = f"{d.kind} {d.model}".strip()
-            verdict = Text("allowed", style="bold green") if d.allowed else \
-                Text(d.reason or "refused", style="red")
+            why = self.refusal(d)
+            verdict = Text("allowed", style="bold green") if why is None else \
+                Text(why, style="red")
             table.add_row(d.path, format_bytes(d.size_bytes), kind, verdict, key=d.path)
 
     def _scratch_size(self) -> str:
@@ -244,9 +252,17 @@ class ProbePane(Vertical):
         else:
             target.value = str(key)
             chosen = next((d for d in self.devices if d.path == key), None)
-            if chosen is not None and not chosen.allowed:
-                self.notify(chosen.reason or f"{key}: refused", title="probe: refused",
+            if chosen is not None and self.refusal(chosen) is not None:
+                self.notify(self.refusal(chosen), title="probe: refused",
                             severity="error", markup=False)
+
+    def refusal(self, d: calls.BlockDevice) -> str | None:
+        """Why ``d`` is not offered for a probe, or None. Beyond the service's verdict: a
+        loop device on a file that is not the user's (another user's, a snap's) has no
+        filesystem signature or mount to refuse it by, yet the file is theirs."""
+        if not d.allowed:
+            return d.reason or "refused"
+        return calls.loop_not_yours(d.path)
 
     # ------------------------------------------------------------------ preview
 
@@ -312,11 +328,16 @@ class ProbePane(Vertical):
         p = event.preview
         self.query_one("#probe-command", Static).update(
             Text(f"{p.plan_text}. To run it: {p.command}"))
+        if not self.running:  # an earlier "not started: ..." is not about this plan
+            self.query_one("#probe-status", Static).update(Text("previewed: nothing run"))
         log = self.query_one("#probe-lines", Log)
         log.clear()
+        # The preview is read from its first command; the log then follows what is written
+        # to it (a run's cells), as a log does.
         log.auto_scroll = False
         log.write_lines(p.lines)
         log.scroll_home(animate=False)
+        log.auto_scroll = True
 
     def on_probe_pane_failed(self, event: Failed) -> None:
         self.query_one("#probe-command", Static).update(Text(f"cannot run: {event.error}"))
@@ -354,6 +375,12 @@ class ProbePane(Vertical):
         self._rank_with = (rank_profile, top, db) if rank_profile is not None else None
         job = {"target": target, "profile": profile_ref, "quick": quick, "plp": plp, "db": db,
                **self._options()}
+        why = (None if target.strip().startswith("scratch:")
+               else calls.loop_not_yours(target.strip()))
+        if why:
+            self.query_one("#probe-status", Static).update(Text(f"not started: {why}"))
+            self.notify(why, title="probe: not started", severity="error", markup=False)
+            return
         if job.get("force") and target.strip().startswith("scratch:"):
             why = ("force is for a device's leftover filesystem signature; a scratch loop "
                    "device is new and has none")

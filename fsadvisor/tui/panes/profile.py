@@ -12,17 +12,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.screen import ModalScreen
 from textual.widgets import (Button, Checkbox, DataTable, Input, Label, OptionList, Select,
-                             Static, Switch)
+                             Static)
 from textual.widgets.option_list import Option
 
 from fsadvisor.domain import Profile
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.tui import calls, present
 from fsadvisor.tui.panes import WorkerFailed
+from fsadvisor.tui.widgets import Box, NumberInput
 
 FEATURES = ("snapshots", "checksums", "compression")
+# The form's plain number fields: widget id -> the name its error gives.
+NUMBER_FIELDS = {"min-iops": "min IOPS", "max-p99": "max p99 ms", "load": "load ops/s",
+                 "price": "price per kWh"}
 PLP_CHOICES = (("unknown", "unknown"), ("yes", "yes"), ("no", "no"))
 FSYNC_CHOICES = tuple((p, p) for p in calls.FSYNC_POLICIES)
 # The workload knobs of the what-if form: widget id -> edit_workload keyword.
@@ -75,7 +80,9 @@ class ProfilePane(Horizontal):
 
     # ctrl+g: Input keeps ctrl+k (delete to the end); off the footer, which is full at 80
     # columns; the palette and ? name it.
-    BINDINGS = [Binding("ctrl+g", "capture", "Capture profile", show=False)]
+    BINDINGS = [Binding("ctrl+g", "capture", "Capture profile", show=False),
+                # priority: acts while a field has focus (the letter would be typed)
+                Binding("ctrl+l", "toggle_live", "Live ranking", show=False, priority=True)]
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -92,52 +99,71 @@ class ProfilePane(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="presets")
+        with Vertical(id="profile-main"):
+            # The live ranking sits above the form, outside its scrolling, so it stays in
+            # view whichever field is being typed into. At 80x24 the form needs the rows:
+            # the table is then behind ctrl+l and only its one-line status shows.
+            with Vertical(id="live-box"):
+                yield Static("live ranking: waiting for the presets ...", id="live-status")
+                live = DataTable(id="live-ranked", cursor_type="row", zebra_stripes=True)
+                live.add_columns(*present.LIVE_COLUMNS)
+                yield live
+                yield Static("", id="live-worth")
+                yield Static("ctrl+l shows the live ranking here", id="live-key")
+            yield from self._form()
+
+    def _form(self) -> ComposeResult:
         # The form waits for the presets (read in a worker): showing the default preset
         # resets it, which must not wipe what someone typed meanwhile.
         with VerticalScroll(id="profile-side", disabled=True):
             yield Static(id="profile-info")
-            yield Label("Workload (what-if: the ranking follows as you type)", classes="section")
+            yield Label("Workload (what-if: the ranking above follows as you type)",
+                        classes="section")
             with Horizontal(classes="form-row"):
                 yield Label("jobs", classes="field")
-                yield Input(id="wl-jobs", classes="num")
+                yield NumberInput(id="wl-jobs", classes="num")
                 yield Label("QD", classes="field")
-                yield Input(id="wl-iodepth", classes="num")
+                yield NumberInput(id="wl-iodepth", classes="num")
                 yield Label("req size", classes="field")
-                yield Input(id="wl-bs", classes="num")
+                yield NumberInput(id="wl-bs", classes="num")
             with Horizontal(classes="form-row"):
                 yield Label("read %", classes="field")
-                yield Input(id="wl-read", classes="num")
+                yield NumberInput(id="wl-read", classes="num")
                 yield Label("work set", classes="field")
-                yield Input(id="wl-ws", classes="num")
+                yield NumberInput(id="wl-ws", classes="num")
             with Horizontal(classes="form-row"):
                 yield Label("fsync", classes="field")
                 yield Select(FSYNC_CHOICES, value="none", allow_blank=False, id="wl-fsync")
                 yield Label("per fsync", classes="field")
-                yield Input(id="wl-fsync-every", classes="num")
-            yield Label("Constraints (r or Enter: full results)", classes="section")
+                yield NumberInput(id="wl-fsync-every", classes="num")
+            yield Label("Constraints (r, ctrl+r or Enter: full results)", classes="section")
             with Horizontal(classes="form-row"):
                 yield Label("PLP", classes="field")
                 yield Select(PLP_CHOICES, value="unknown", allow_blank=False, id="plp")
                 yield Label("durability", classes="field")
-                yield Switch(value=True, id="durability")
-                yield Label("fsync'd data survives power loss", classes="hint")
+                yield Box("required", value=True, id="durability",
+                          tooltip="fsync'd data must survive a power loss")
             with Horizontal(classes="form-row"):
                 yield Label("features", classes="field")
                 for f in FEATURES:
-                    yield Checkbox(f, id=f"feat-{f}")
+                    yield Box(f, id=f"feat-{f}")
             with Horizontal(classes="form-row"):
                 yield Label("min IOPS", classes="field")
-                yield Input(placeholder="none", id="min-iops")
+                yield NumberInput(placeholder="no min", id="min-iops")
                 yield Label("max p99 ms", classes="field")
-                yield Input(placeholder="none", id="max-p99")
+                yield NumberInput(placeholder="no max", id="max-p99")
                 yield Button("Recommend (r)", id="recommend", variant="primary")
+            with Horizontal(classes="form-row"):
+                # What the choice is worth per year (recommend --load/--price)
+                yield Label("load ops/s", classes="field")
+                yield NumberInput(placeholder="no load", id="load")
+                yield Label("price/kWh", classes="field")
+                yield NumberInput(placeholder="no price", id="price")
             with Horizontal(classes="form-row"):
                 yield Label("TOML file", classes="field")
                 yield Input(placeholder="path/to/profile.toml, Enter to load", id="profile-path")
-            yield Static("live ranking: waiting for the presets ...", id="live-status")
-            live = DataTable(id="live-ranked", cursor_type="row", zebra_stripes=True)
-            live.add_columns(*present.TABLE_COLUMNS)
-            yield live
+            # A field's error, moved under the row of the field it is about.
+            yield Static("", id="field-error")
 
     def on_mount(self) -> None:
         # The form scrolls, but is not a Tab stop of its own: the first Tab from the preset
@@ -211,7 +237,7 @@ class ProfilePane(Horizontal):
         for wid, text in self._shown.items():
             self.query_one(f"#{wid}", Input).value = text
         self.query_one("#wl-fsync", Select).value = w.fsync_mode
-        self.query_one("#durability", Switch).value = c.durability
+        self.query_one("#durability", Checkbox).value = c.durability
         for f in FEATURES:
             self.query_one(f"#feat-{f}", Checkbox).value = f in c.features
         self.query_one("#min-iops", Input).value = "" if c.min_iops is None else f"{c.min_iops:g}"
@@ -287,32 +313,101 @@ class ProfilePane(Horizontal):
         if event.input.id != "profile-path":
             self.post_message(self.Edited())
 
+    def action_toggle_live(self) -> None:
+        """ctrl+l: the live table above the form, where the screen is too small to keep it
+        there always (app.tcss hides it at 80 columns or 24 rows)."""
+        self.toggle_class("-show-live")
+
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "plp" and self.current is not None:
             if str(event.value) != self._plp_shown:  # the user's answer, not show()'s
                 self.plp_choice = self._plp_shown = str(event.value)
         self.post_message(self.Edited())
 
-    def on_switch_changed(self, _event: Switch.Changed) -> None:
-        self.post_message(self.Edited())
-
     def on_checkbox_changed(self, _event: Checkbox.Changed) -> None:
         self.post_message(self.Edited())
 
-    def show_live(self, rec) -> None:
-        """The top of a live ranking, under the form."""
+    def show_live(self, rec, yearly: dict | None = None) -> None:
+        """The top of a live ranking, above the form, and with a load what #1 is worth."""
+        self._field_error(None)
         table = self.query_one("#live-ranked", DataTable)
         table.clear()
         for r in rec.ranked[:LIVE_ROWS]:
-            table.add_row(*present.ranked_row(r), key=str(r.rank))
+            table.add_row(*present.live_row(r), key=str(r.rank))
         self._live_line(present.live_status(rec))
+        worth = self.query_one("#live-worth", Static)
+        yearly_line, summary_lines = calls.worth_lines()
+        text = (present.worth_text(yearly, yearly_line, summary_lines, basis=False) if yearly
+                else Text(""))
+        if str(worth.content) != str(text):
+            worth.update(text)
+        worth.set_class(bool(yearly), "-has")  # shown where the table is (app.tcss)
 
     def show_live_error(self, error: str) -> None:
         """A live re-rank that has no answer (a half-typed number, nothing qualifies): one
-        line under the form instead of a notification per key press; the table is emptied
-        so no stale ranking stands next to the new question."""
+        line over the table instead of a notification per key press, and under the field it
+        is about when it is about one; the table is emptied so no stale ranking stands next
+        to the new question."""
         self.query_one("#live-ranked", DataTable).clear()
+        self.query_one("#live-worth", Static).remove_class("-has")
         self._live_line(Text(f"no ranking: {error}", style="bold red"))
+        self._field_error(self.invalid_field())
+
+    def invalid_field(self) -> tuple[Input, str] | None:
+        """The form's first field whose text cannot be read, with why: each field is read on
+        its own, so the error goes to the field that has it, wherever the cursor went since."""
+        if self.current is None:
+            return None
+        w = self.current.profile.workload
+        for wid, kw in WORKLOAD_FIELDS.items():
+            box = self.query_one(f"#{wid}", Input)
+            if box.value.strip() == self._shown.get(wid):
+                continue
+            try:
+                calls.edit_workload(w, **{kw: box.value})
+            except calls.USER_ERRORS as e:
+                return box, str(e)
+        for wid, what in NUMBER_FIELDS.items():
+            box = self.query_one(f"#{wid}", Input)
+            try:
+                _number(box.value, what)
+            except FsAdvisorError as e:
+                return box, str(e)
+        return None
+
+    def _field_error(self, found: tuple[Input, str] | None) -> None:
+        """Show ``found``'s error right under its field's row, the field marked invalid; or
+        (None) clear both. Nothing is redrawn when nothing changes (a key press's budget)."""
+        note = self.query_one("#field-error", Static)
+        for box in self.query("#profile-side Input.-invalid"):
+            if found is None or box is not found[0]:
+                box.remove_class("-invalid")
+        if found is None:
+            if note.display:
+                note.display = False
+            return
+        box, error = found
+        box.add_class("-invalid")
+        side = self.query_one("#profile-side")
+        row = box.parent
+        assert isinstance(row, Widget)  # a field's box sits in its row of the form
+        if side.children.index(note) != side.children.index(row) + 1:
+            side.move_child(note, after=row)
+        text = Text(f"^ {error}", style="bold red")
+        if str(note.content) != str(text):
+            note.update(text)
+        note.display = True
+
+    def load_choice(self) -> tuple[float, float | None] | None:
+        """(load ops/s, price per kWh or None) for the yearly figures, None without a load;
+        FsAdvisorError on a bad number, or a price with no load to cost."""
+        load = _number(self.query_one("#load", Input).value, "load")
+        price = _number(self.query_one("#price", Input).value, "price")
+        if load is None:
+            if price is not None:
+                raise FsAdvisorError("a price needs a load (the work per second to cost)")
+            return None
+        return load, price
 
     def _live_line(self, text: Text) -> None:
         """The line over the live table. Only a text that wraps to another number of lines
@@ -354,7 +449,7 @@ class ProfilePane(Horizontal):
         return calls.with_constraints(
             profile,
             plp=str(self.query_one("#plp", Select).value),
-            durability=self.query_one("#durability", Switch).value,
+            durability=self.query_one("#durability", Checkbox).value,
             features=features,
             min_iops=_number(self.query_one("#min-iops", Input).value, "min IOPS"),
             max_p99_ms=_number(self.query_one("#max-p99", Input).value, "max p99 ms"))

@@ -22,10 +22,12 @@ from fsadvisor.tui import calls, present
 
 class ResultsPane(Vertical):
     class Recommended(Message):
-        def __init__(self, recommendation: Recommendation, live: bool = False) -> None:
+        def __init__(self, recommendation: Recommendation, live: bool = False,
+                     yearly: dict | None = None) -> None:
             super().__init__()
             self.recommendation = recommendation
             self.live = live  # a what-if re-rank (as the user types), not an explicit r
+            self.yearly = yearly  # service.worth's figures when the form has a load
 
     class Failed(WorkerFailed):
         def __init__(self, error: str, live: bool = False) -> None:
@@ -43,6 +45,7 @@ class ResultsPane(Vertical):
         super().__init__(**kw)
         self.db = db  # the store the plot reads measured runs from
         self.recommendation: Recommendation | None = None
+        self.yearly: dict | None = None
         self.plotting = False  # the detail area shows the ops/J bars instead of one row
         self.explicit_runs = 0  # recommendations asked for (r, Enter), not live re-ranks
         # A live re-rank while this tab is hidden only keeps the answer; it is drawn when the
@@ -55,6 +58,9 @@ class ResultsPane(Vertical):
         # The headline and confidence come first and may run longer than a short screen
         # allows: the box scrolls, and is a Tab stop (shift+Tab from the table) so the
         # keyboard can scroll it at 80x24.
+        # Said above everything while the ranking below answers an older form than the one
+        # on the Profile/Device tabs (an edit not ranked yet, or one that cannot be ranked).
+        yield Static("", id="stale-note")
         with VerticalScroll(id="summary-box"):
             yield Static("No recommendations yet: choose a profile and a device, then press r.",
                          id="summary")
@@ -65,41 +71,61 @@ class ResultsPane(Vertical):
             yield PlotextPlot(id="detail-plot")  # shown by p, above the bars' figures
             yield Static(id="detail-text")
 
-    def start(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
-        """An explicit recommendation (r, Enter, the palette): the previous one is cancelled."""
+    def start(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
+              load: tuple[float, float | None] | None = None) -> None:
+        """An explicit recommendation (r, Enter, the palette): the previous one is cancelled.
+        ``load``: (ops/s, price per kWh or None) for the yearly figures."""
         self.explicit_runs += 1
         self.query_one("#summary", Static).update(
             Text(f"ranking candidates for {profile.name} on {device} ..."))
-        self._recommend(profile, device, top, session)
+        self._recommend(profile, device, top, session, load)
 
-    def start_live(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+    def start_live(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
+                   load: tuple[float, float | None] | None = None) -> None:
         """A what-if re-rank. Never cancelled (the app runs one at a time and coalesces the
         edits made meanwhile), so every start is answered by exactly one message."""
-        self._live(profile, device, top, session)
+        self._live(profile, device, top, session, load)
+
+    def _ranked(self, profile, device, top, session, load):
+        rec = calls.live_recommend(session, profile, device, top=top)
+        yearly = (calls.yearly_worth(rec, load[0], load[1], self.db)
+                  if load is not None and rec.ranked else None)
+        return rec, yearly
 
     @work(thread=True, exclusive=True, group="recommend")
-    def _recommend(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+    def _recommend(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
+                   load=None) -> None:
         worker = get_current_worker()
         try:
-            rec = calls.live_recommend(session, profile, device, top=top)
+            rec, yearly = self._ranked(profile, device, top, session, load)
         except calls.USER_ERRORS as e:
             if not worker.is_cancelled:
                 self.post_message(self.Failed(str(e)))
             return
         if not worker.is_cancelled:
-            self.post_message(self.Recommended(rec))
+            self.post_message(self.Recommended(rec, yearly=yearly))
 
     @work(thread=True, group="live")
-    def _live(self, profile: Profile, device: str, top: int, session: calls.WhatIf) -> None:
+    def _live(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
+              load=None) -> None:
         try:
-            rec = calls.live_recommend(session, profile, device, top=top)
+            rec, yearly = self._ranked(profile, device, top, session, load)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e), live=True))
             return
-        self.post_message(self.Recommended(rec, live=True))
+        self.post_message(self.Recommended(rec, live=True, yearly=yearly))
+
+    def mark_stale(self, why: str | None) -> None:
+        """Say (``why``) that the ranking shown is not the form's, or (None) that it is."""
+        note = self.query_one("#stale-note", Static)
+        text = Text(f"STALE: {why}", style="bold black on yellow") if why else Text("")
+        if str(note.content) != str(text):
+            note.update(text)
+        note.display = bool(why)
 
     def on_results_pane_recommended(self, event: Recommended) -> None:
         self.recommendation = event.recommendation
+        self.yearly = event.yearly
         if event.live and not self.shown:
             self.stale = True
             return
@@ -118,7 +144,12 @@ class ResultsPane(Vertical):
         self.stale = False
         self.draws += 1
         rec = self.recommendation
-        self.query_one("#summary", Static).update(present.summary_text(rec))
+        self.mark_stale(None)
+        summary = present.summary_text(rec)
+        if self.yearly:
+            summary.append("\n")
+            summary.append_text(present.worth_text(self.yearly, *calls.worth_lines()))
+        self.query_one("#summary", Static).update(summary)
         self.query_one("#summary-box", VerticalScroll).scroll_home(animate=False)
         table = self.query_one("#ranked", DataTable)
         table.clear()
@@ -129,6 +160,10 @@ class ResultsPane(Vertical):
             self._show(0)
 
     def on_results_pane_failed(self, event: Failed) -> None:
+        if event.live:
+            # the table below still holds the last ranking: the note says it is not this form's
+            self.mark_stale(f"the form has no ranking ({event.error}); below is the one before")
+            return
         self.query_one("#summary", Static).update(Text(f"no recommendation: {event.error}"))
         if not event.live:  # a live re-rank says it under the form, not once per key press
             self.notify(event.error, title="recommend", severity="error", markup=False)
