@@ -517,6 +517,13 @@ def test_start_screen_with_a_load(snap_compare):
 
 
 @snapshot
+def test_start_screen_with_a_load_80x24(snap_compare):
+    """The same load at 80x24: the form needs the room, so the worth line is behind ctrl+l
+    with the live table, and the one-line status says where."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_with_load)
+
+
+@snapshot
 def test_help_screen(snap_compare):
     """? at 120x40, the keys that act from inside a field listed."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_help)
