@@ -13,11 +13,49 @@ import sys
 from typing import Any, Callable
 
 import typer
+from typer.core import TyperGroup
 
 from fsadvisor.errors import FsAdvisorError
 
+# Every top-level command, in the order --help lists them (the front door first), and the
+# module of this package that defines it. The root group
+# (LazyGroup) lists these names without importing anything and imports a command's module
+# only when that command is asked for: `recommend` loads advice.py and its services, never
+# the probe's, and typer builds the few commands that module defines, not all ~60.
+# tests/unit/test_fast_startup.py holds the table to what the modules register.
+COMMAND_MODULES = {
+    "recommend": "advice", "predict": "advice", "validate": "advice", "apply": "apply",
+    "calibrate": "calibrate", "refit": "calibrate", "compare": "compare", "probe": "probe",
+    "report": "report", "simulate": "simulate", "tui": "tui",
+    # command groups (typer lists them after the plain commands)
+    "db": "db", "devices": "devices", "energy": "energy", "fleet": "fleet",
+    "import": "imports", "profiles": "profiles",
+}
+
+
+class LazyGroup(TyperGroup):
+    """The root command: a Click group whose subcommands are built the first time they are
+    looked up (Click's documented way to a lazily loaded command set)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMAND_MODULES, *(n for n in self.commands if n not in COMMAND_MODULES)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            import importlib
+            importlib.import_module(f"{__name__}.{COMMAND_MODULES[cmd_name]}")
+            # typer builds the commands registered so far: the modules imported, not all.
+            # The app has a callback (_root), so typer always builds a group of them.
+            built = typer.main.get_command(app)
+            assert isinstance(built, LazyGroup)
+            for name, command in built.commands.items():
+                self.commands.setdefault(name, person_facing(command))
+        return self.commands.get(cmd_name)
+
+
 # -h as well as --help everywhere; no rich boxes: a usage error is one line (main()).
-app = typer.Typer(no_args_is_help=True, add_completion=True, rich_markup_mode=None,
+app = typer.Typer(cls=LazyGroup, no_args_is_help=True, add_completion=True,
+                  rich_markup_mode=None,
                   pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Choose a filesystem configuration for an SSD by operations per joule.")
@@ -128,21 +166,32 @@ METAVARS = {
 
 
 def command_tree(group=None):
-    """The Click command typer builds from ``app``, with one metavar per option name
-    (METAVARS): main, the man page and the tests all read this tree."""
-    root = typer.main.get_command(app) if group is None else group
-    for name in getattr(root, "commands", {}):
-        sub = command_tree(root.commands[name])
-        if not sub.short_help and sub.help:
-            # The listing shows the first sentence whole (Click would cut it at 45
-            # characters with "..."): a person reads what the command does.
-            first = " ".join(sub.help.split()).split(". ")[0].rstrip(".")
-            sub.short_help = first + "."
-    for p in getattr(root, "params", ()):
+    """The Click command typer builds from ``app`` (every command module loaded), or
+    ``group`` (with the commands it has built so far: a LazyGroup finishes the others the
+    same way as it builds them), finished for people (``person_facing``): main, the man page
+    and the tests all read this tree."""
+    if group is None:
+        register_all()
+        root = typer.main.get_command(app)
+    else:
+        root = group
+    return person_facing(root)
+
+
+def person_facing(cmd):
+    """``cmd`` and its subcommands with one metavar per option name (METAVARS) and a short
+    help that is the first sentence whole (Click would cut it at 45 characters with "..."):
+    a person reads what the command does."""
+    for sub in getattr(cmd, "commands", {}).values():
+        person_facing(sub)
+    if not cmd.short_help and cmd.help:
+        first = " ".join(cmd.help.split()).split(". ")[0].rstrip(".")
+        cmd.short_help = first + "."
+    for p in getattr(cmd, "params", ()):
         if p.param_type_name == "option" and not p.is_flag and p.metavar is None:
             long = max(p.opts, key=len)
             p.metavar = METAVARS.get(long, long.lstrip("-").upper())
-    return root
+    return cmd
 
 
 def register_all() -> None:
@@ -155,15 +204,6 @@ def register_all() -> None:
             importlib.import_module(f"{__name__}.{mod.name}")
 
 
-# The module defining each of the offline commands that must start fast: for
-# these, main() loads that one module, so typer builds its commands instead of inspecting
-# every command's signature (~60 functions) and importing every module's service (~30 ms
-# measured for simulate). The app has a callback (_root), so typer always builds a group,
-# even when the one module loaded defines a single command (typer.main.get_command: a
-# registered callback makes a group). Anything else (help, other commands, typos) loads
-# every module. tests/unit/test_fast_startup.py checks the table against the full
-# registration and runs each fast command as a subcommand.
-FAST_COMMANDS = {"recommend": "advice", "predict": "advice", "simulate": "simulate"}
 
 
 def usage_line(e: Any) -> str:
@@ -226,28 +266,9 @@ def _exiting() -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    import importlib
-
     cx = _click_errors()
-    args = sys.argv[1:] if argv is None else list(argv)
-    module = FAST_COMMANDS.get(args[0]) if args else None
-    if module is not None:
-        importlib.import_module(f"{__name__}.{module}")
-        # Only the command asked for: typer inspects every registered command's signature
-        # to build the group (~1 ms each), and running one needs no other. The app keeps
-        # its registrations (an in-process caller may run another command next).
-        everything, groups = app.registered_commands, app.registered_groups
-        only = [c for c in everything
-                if (c.name or typer.main.get_command_name(c.callback.__name__)) == args[0]]
-        if only:
-            app.registered_commands, app.registered_groups = only, []
-        try:
-            command = command_tree()
-        finally:
-            app.registered_commands, app.registered_groups = everything, groups
-    else:
-        register_all()
-        command = command_tree()
+    # The root group with what is registered so far; its commands load on demand (LazyGroup).
+    command = command_tree(typer.main.get_command(app))
     try:
         rc = command.main(args=argv, prog_name="fsadvisor", standalone_mode=False)
     except cx.NoArgsIsHelpError as e:  # bare `fsadvisor` or a bare group: its help

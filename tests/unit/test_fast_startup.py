@@ -31,19 +31,41 @@ def _run(argv, tmp_path, monkeypatch):
     return r.stdout
 
 
-def test_fast_commands_name_the_module_that_defines_them():
+def test_the_lazy_table_names_every_command_and_the_module_that_defines_it():
     cli.register_all()
     group = typer.main.get_command(cli.app)
-    for name, module in cli.FAST_COMMANDS.items():
-        info = next(c for c in cli.app.registered_commands
-                    if (c.name or c.callback.__name__) == name)
-        assert info.callback.__module__ == f"fsadvisor.cli.{module}", name
-        assert name in group.commands
+    assert set(cli.COMMAND_MODULES) == set(group.commands)
+    for info in cli.app.registered_commands:
+        name = info.name or typer.main.get_command_name(info.callback.__name__)
+        assert info.callback.__module__ == f"fsadvisor.cli.{cli.COMMAND_MODULES[name]}", name
+    for info in cli.app.registered_groups:
+        t = info.typer_instance
+        name = info.name or t.info.name
+        modules = {c.callback.__module__ for c in t.registered_commands}
+        assert modules == {f"fsadvisor.cli.{cli.COMMAND_MODULES[name]}"}, name
+
+
+def test_the_root_group_loads_a_command_only_when_it_is_looked_up(tmp_path, monkeypatch):
+    code = """
+import sys
+import typer.main
+import fsadvisor.cli as cli
+root = typer.main.get_command(cli.app)
+assert isinstance(root, cli.LazyGroup)
+assert root.list_commands(None) == list(cli.COMMAND_MODULES)
+before = {m for m in sys.modules if m.startswith("fsadvisor.cli.")}
+cmd = root.get_command(None, "validate")
+after = {m for m in sys.modules if m.startswith("fsadvisor.cli.")}
+print(sorted(before), sorted(after - before), cmd.name, root.get_command(None, "nope"))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[]", "['fsadvisor.cli.advice']", "validate", "None"]
 
 
 def test_the_root_callback_keeps_a_lone_command_a_subcommand():
-    # Typer runs a lone command as the whole program unless the app has a callback; the
-    # fast path may load a module with one command (simulate) only because _root is one.
+    # Typer runs a lone command as the whole program unless the app has a callback; the root
+    # group may hold one module's single command (simulate) only because _root is one.
     assert cli.app.registered_callback is not None
 
 
@@ -54,7 +76,7 @@ def test_simulate_loads_only_its_command_module(tmp_path, monkeypatch):
     assert out.splitlines()[-1] == "LOADED ['fsadvisor.cli.simulate']", out.splitlines()[-1]
     # run as the `simulate` subcommand: its options parsed, its JSON printed
     assert '"requests": 1000' in out
-    # the help of the fast path names the subcommand, as the full registration's does
+    # the help of a lazily loaded command names the subcommand, as the full tree's does
     help_text = _run(["simulate", "--help"], tmp_path, monkeypatch)
     assert "Usage: fsadvisor simulate [OPTIONS]" in help_text
 
@@ -100,23 +122,15 @@ def test_importing_the_plan_does_not_read_the_micro_job_files():
     assert after.split()[0] == "1" and int(after.split()[1]) > 0
 
 
-def test_a_fast_command_builds_only_itself_and_leaves_the_app_whole(monkeypatch):
-    built = []
-    real = typer.main.get_command
-
-    def spy(app):
-        group = real(app)
-        built.append(sorted(group.commands))
-        return group
-
-    monkeypatch.setattr(typer.main, "get_command", spy)
+def test_running_a_command_leaves_the_app_registrations_alone():
+    # the root group loads and builds commands as they are looked up; it never edits what
+    # the modules registered (an in-process caller may run any command next)
     cli.register_all()
     before = list(cli.app.registered_commands), list(cli.app.registered_groups)
     try:
         cli.main(["recommend", "--help"])
     except SystemExit as e:
         assert not e.code
-    assert built == [["recommend"]]
     assert (cli.app.registered_commands, cli.app.registered_groups) == before
 
 
