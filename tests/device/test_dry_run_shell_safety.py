@@ -1,4 +1,4 @@
-"""probe --dry-run on a device reached through a hostile symlink name (issue 9): every
+"""probe --dry-run on a device reached through a hostile symlink name: every
 previewed command keeps the name as one quoted word, and the sysfs lines use the kernel's
 name of the device the symlink resolves to. Nothing is executed (no file named PWN*)."""
 

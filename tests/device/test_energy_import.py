@@ -1,5 +1,5 @@
 """A power meter's log, exported after a real probe, is aligned to each run's measurement
-window (issue 4: meter-log with a clock offset; a log that does not cover a run leaves that
+window (meter-log with a clock offset; a log that does not cover a run leaves that
 run's energy missing with a one-line warning, never interpolated)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A full disk under the store (issue 9): the probe state is written atomically, a probe
+"""A full disk under the store: the probe state is written atomically, a probe
 that runs out of space cleans up first and leaves a state the next run reads correctly,
 and ``db info`` says "disk full". Each test mounts its own small tmpfs and unmounts it in a
 ``finally``; the probe test holds one scratch loop device, detached by the probe itself."""

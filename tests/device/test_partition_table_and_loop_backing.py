@@ -1,5 +1,5 @@
 """Two devices that look empty to the kernel's partition list and to O_EXCL but hold
-someone's data (issue 9): a disk with a partition table the kernel never scanned (a loop
+someone's data: a disk with a partition table the kernel never scanned (a loop
 device attached without --partscan), and a disk that is the backing file of another loop
 device. Both are refused whatever the flags, by the library, the probe command and the
 check a probe repeats before every cell. Real loop devices, at most two at once."""

@@ -1,4 +1,4 @@
-"""A store nothing can be written to (issue 9) is found before a probe attaches a scratch
+"""A store nothing can be written to is found before a probe attaches a scratch
 loop device or formats anything: an immutable store file (SQLite opens it read-only and
 would complain only at the first write) and a store on a read-only filesystem."""
 

@@ -647,7 +647,7 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
 
 @pytest.mark.asyncio
 async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_xfs():
-    """One AG value in text, JSON and TUI (issue 12 §4): the column shows the JSON's
+    """One AG value in text, JSON and TUI: the column shows the JSON's
     ag_count for every xfs row (mkfs.xfs's default when the configuration leaves it unset)
     and "-" exactly where the JSON has null."""
     doc = _recommend_json("-p", "build-unpack", "--top", "10", "--plp", "yes")
@@ -890,7 +890,7 @@ async def test_capture_of_a_device_that_does_not_exist_is_one_error_and_loads_no
 
 @pytest.mark.asyncio
 async def test_live_reranks_do_not_redraw_the_hidden_results_tab_until_it_is_shown():
-    """Per key press the TUI redraws only what is on screen (issue 14 §1 latency): the
+    """Per key press the TUI redraws only what is on screen: the
     Results tab keeps the newest live answer but refills its table and detail (or plot)
     once, when it is shown."""
     app = FsAdvisorApp()

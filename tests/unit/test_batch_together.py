@@ -1,5 +1,5 @@
 """`predict --batch` predicts lines that arrive together and share a workload and a device
-in one predict_many (issue 13), with the answers of one line at a time, and still answers
+in one predict_many, with the answers of one line at a time, and still answers
 a program that sends one request and waits."""
 
 from __future__ import annotations

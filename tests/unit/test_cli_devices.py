@@ -262,6 +262,6 @@ def test_recommend_text_names_the_library_drive_and_its_prior():
     r = run("recommend", "--profile", "oltp", "--device", "samsung-pm9a3-3.84tb-u2", "--top", "1")
     assert r.exit_code == 0, r.output
     assert "Device: nvme, 3.84 TB, PLP unknown, Samsung PM9A3 (U.2) [library: samsung-pm9a3-3.84tb-u2]" in r.output
-    # named once, in the device parameters note (issue 12 §6: no duplicate device notes)
+    # named once, in the device parameters note (no duplicate device notes)
     assert r.output.count("samsung-pm9a3-3.84tb-u2 — ") == 1, r.output
     assert "note: device parameters: datasheet:" in r.output

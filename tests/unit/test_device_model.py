@@ -215,7 +215,7 @@ def test_btrfs_cow_collapses_small_random_writes_not_reads(seeds):
     m = fit(seeds, S)
     btrfs = FsConfig.make("btrfs")
     w, r = (predict_many(m, [btrfs, EXT4], x, NVME) for x in (RANDW, RANDR))
-    assert w[0].iops < 0.3 * w[1].iops  # issue 10: btrfs 5-10x below ext4 for 4K rand writes
+    assert w[0].iops < 0.3 * w[1].iops  # btrfs 5-10x below ext4 for 4K random writes
     nocow = FsConfig.make("btrfs", mount=("nodatacow",))
     assert predict(m, nocow, RANDW, NVME).iops > 2 * w[0].iops
     # Reads do not collapse: where the device bounds them (queue depth 1) btrfs is within 30%
@@ -254,7 +254,7 @@ def test_mechanisms_scale_with_the_device():
 def test_metadata_creates_are_cpu_bound_not_two_device_writes():
     from fsadvisor.predict.features import roofline_iops
     creates = Workload(rw="randwrite", create_frac=1.0, iodepth=1, numjobs=1)
-    # issue 10: tens of thousands per second here, not ~10k/s from two synchronous writes
+    # tens of thousands per second here, not ~10k/s from two synchronous writes
     assert roofline_iops(creates, "loop", S) > 15000
 
 

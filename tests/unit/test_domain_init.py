@@ -1,4 +1,4 @@
-"""FsConfig's hand-written __init__ (issue 13, speed) is the dataclass one: the same
+"""FsConfig's hand-written __init__ (for speed) is the dataclass one: the same
 parameters, in order, with the fields' defaults, and it stays frozen."""
 
 from __future__ import annotations

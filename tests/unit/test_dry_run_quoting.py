@@ -1,4 +1,4 @@
-"""The dry-run preview is shell-safe (issue 9): every previewed command is quoted word by
+"""The dry-run preview is shell-safe: every previewed command is quoted word by
 word, the ``echo X > path`` lines quote the path, and a hostile device path or
 --scratch-dir stays one word. For ordinary paths the preview is byte-identical to the
 golden files, recorded from the code before quoting was added."""

@@ -1,4 +1,4 @@
-"""features.config_matrix (issue 13): the matrix of cfg_features, built from each
+"""features.config_matrix: the matrix of cfg_features, built from each
 configuration's distinct parts, equals laying every merged dict out."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""predict/features.py remembers a configuration's settings features across schedulers
-(issue 13): the answer is the same dict, in the same order, and never shared."""
+"""predict/features.py remembers a configuration's settings features across schedulers:
+the answer is the same dict, in the same order, and never shared."""
 
 from __future__ import annotations
 

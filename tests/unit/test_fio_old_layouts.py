@@ -1,4 +1,4 @@
-"""Old fio JSON (issue 9): fio-2.1.11 has no ``total_ios`` and µs ``clat``/``lat``; it must
+"""Old fio JSON: fio-2.1.11 has no ``total_ios`` and µs ``clat``/``lat``; it must
 give every metric in the right units, and output that lacks a metric is refused in one line
 naming it, never half-read. fio --client output (``client_stats``) is refused as what it is."""
 

@@ -121,7 +121,7 @@ def test_no_prediction_exceeds_the_device_ceiling():
                        metric="iops", value=5 * roof, unit="IOPS")] * 5
     p = predict(fit(obs, S), EXT4, w, NVME)
     assert p.mb_s * 1e6 <= 6.636e9 * 1.001  # models/devices.toml write bandwidth (6.18 GiB/s)
-    # The shipped figure is a prior, not a wall (issue 10 §1): the interval's upper end may
+    # The shipped figure is a prior, not a wall: the interval's upper end may
     # reach the prior ceiling's own 90% upper bound, never beyond.
     from fsadvisor.predict.device_params import PRIOR_LOG_SD
     from fsadvisor.predict.predict import Z90

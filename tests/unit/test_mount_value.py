@@ -1,4 +1,4 @@
-"""FsConfig.mount_value reads a memo of the mount tuple's options (issue 13): the same
+"""FsConfig.mount_value reads a memo of the mount tuple's options: the same
 answers as scanning the options in order, first match winning."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figures that cannot be measurements are not read (issue 9): CPU percentages above
+"""Figures that cannot be measurements are not read: CPU percentages above
 100 x the CPUs, latency percentiles that decrease with p or fall outside min..max."""
 
 from __future__ import annotations

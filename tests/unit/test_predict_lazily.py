@@ -1,5 +1,5 @@
 """Ranking reads predict_many's columns and builds a Prediction only for what it shows
-(predict_lazily, issue 13): the same predictions, the same ranking as from the full list."""
+(predict_lazily): the same predictions, the same ranking as from the full list."""
 
 from __future__ import annotations
 

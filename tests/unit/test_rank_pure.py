@@ -48,6 +48,6 @@ def test_the_service_decides_the_mkfs_target(monkeypatch, verdict, path, warning
     dev = replace(advice.resolve_device("nvme:1T"), path="/dev/x")
     got = advice.mkfs_target(dev)
     assert (got.path, got.warning) == (path, warning)
-    # a device that is printed gets apply's own udev target for it (issue 12 §5)
+    # a device that is printed gets apply's own udev target for it
     assert (got.udev is not None and got.udev.path == "/dev/x") == (path is not None)
     assert advice.mkfs_target(advice.resolve_device("nvme:1T")) == CommandTarget()

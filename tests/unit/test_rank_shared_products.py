@@ -1,4 +1,4 @@
-"""Ranking reuses predict_many's x cov x' of every candidate ("q", issue 13) and still ranks
+"""Ranking reuses predict_many's x cov x' of every candidate ("q") and still ranks
 the same when a stand-in predictor does not hand it over."""
 
 from __future__ import annotations

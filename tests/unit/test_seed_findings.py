@@ -1,4 +1,4 @@
-"""The seeds' findings as regression tests (issue 10 §5): fitted on the shipped data with the
+"""The seeds' findings as regression tests: fitted on the shipped data with the
 shipped calibration, the model reproduces what each source observed on its own device. Each
 test names its source. Findings the transcribed data cannot teach yet are strict xfails that
 say why (they turn into failures the day the model reproduces them, so they get promoted)."""
@@ -82,7 +82,7 @@ def test_seed002_data_journal_lowers_random_write_iops(model, workloads):
 
 
 def test_btrfs_is_far_below_ext4_and_xfs_for_4k_random_writes(model, workloads):
-    """The copy-on-write mechanism (seed 002, allocator section; issue 10's probe of this
+    """The copy-on-write mechanism (seed 002, allocator section; a probe of this
     machine: btrfs 5-10x below ext4/xfs for 4K random writes)."""
     w = workloads["fs-overhead-randwrite-4k-qd32"]
     ext4, xfs, btrfs = predict_many(model, [FsConfig.make(f) for f in ("ext4", "xfs", "btrfs")],

@@ -339,7 +339,7 @@ def test_cli_json_and_errors(cli_env):
         assert r.output.count("\n") == 1
 
 
-# --------------------------------------------------------------------------- one story (issue 12 §7)
+# --------------------------------------------------------------------------- one story
 
 STORY_PRESETS = ("oltp", "fs-overhead-randwrite-4k-fsync1", "rocksdb-ycsb-a", "analytics-scan")
 STORY_KINDS = ("nvme", "sata-ssd", "loop", "zram")
@@ -498,7 +498,7 @@ def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
     dev = Device(path=None, size_bytes=1 << 40, kind=kind)
     # Calibrated on OLTP, where the model makes most kinds' media times faster than
     # devices.toml's (scale < 1): scaling the controller stage with them let a variant reach
-    # 1.9x an NVMe drive's ceiling before (issue 12 §7: "13.5 GB/s, twice the cap").
+    # 1.9x an NVMe drive's ceiling before ("13.5 GB/s, twice the cap").
     conc = ov["numjobs"] * ov["iodepth"]
     n = max(1500, 10 * conc)
     r = sim.simulate(model, XFS, OLTP, dev, requests=n, overrides=ov)

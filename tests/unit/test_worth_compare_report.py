@@ -1,4 +1,4 @@
-"""`compare` and `report` with --load/--price/--servers/--pue (issue 16 §2): the yearly figures
+"""`compare` and `report` with --load/--price/--servers/--pue: the yearly figures
 are recommend's (fsadvisor.service.worth) for the same prediction, measured rows take their
 measured throughput and watts, a load above capacity is marked, bad numbers are one line."""
 
