@@ -238,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def scorecard_figures(reports: list[dict]) -> dict[str, float]:
-    """device|share|metric -> figure: raw-only as measured, the 20% draws by their median."""
+    """device.share<k>.<metric> -> figure (the names predict/scorecard.py gates): raw-only as
+    measured, the 20% draws by their median."""
     import statistics as st
 
     groups: dict[str, list[float]] = {}
@@ -246,34 +247,24 @@ def scorecard_figures(reports: list[dict]) -> dict[str, float]:
         f = r.get("iops") or {}
         for k in GATED:
             if f.get(k) is not None:
-                groups.setdefault(f"{r['device']}|{r['share_of_cells_given']:.1f}|{k}",
+                groups.setdefault(f"{r['device']}.share{r['share_of_cells_given']:.1f}.{k}",
                                   []).append(float(f[k]))
     return {k: st.median(v) for k, v in sorted(groups.items())}
 
 
 def compare_scorecard(card: dict, path: str) -> dict | None:
-    """Each figure against the recorded one, with predict/scorecard.py's tolerance."""
-    from fsadvisor.predict.scorecard import HIGHER_IS_BETTER, TOLERANCE
+    """Each figure against the recorded one, by predict/scorecard.py's own comparison (its
+    tolerance per kind of figure)."""
+    from fsadvisor.predict.scorecard import compare
 
     try:
         old = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-    judged = old.get("matrices") == card["matrices"]
-    lines, worse = [], []
-    for name, now in card["figures"].items():
-        then = old.get("figures", {}).get(name)
-        if then is None:
-            continue
-        kind = name.rsplit("|", 1)[1]
-        better_up = kind in HIGHER_IS_BETTER
-        delta = (now - then) if better_up else (then - now)
-        how = ("better" if delta > TOLERANCE[kind] else
-               "WORSE" if delta < -TOLERANCE[kind] else "same within tolerance")
-        if how == "WORSE":
-            worse.append(name)
-        lines.append((name, now, then, how))
-    return {"judged": judged, "worse": worse, "lines": lines}
+    lines = list(compare(card["figures"], old.get("figures", {})))
+    return {"judged": old.get("matrices") == card["matrices"],
+            "worse": [n for n, *_, how in lines if how in ("worse", "missing")],
+            "lines": lines}
 
 
 def _on_same_cells(raw: dict, given: dict) -> dict | None:

@@ -124,33 +124,32 @@ def _sched(c: Ctx) -> float | None:
     return -math.log1p(SCHED_US * c.host * c.cpu_share)
 
 
+def _meta_share(c: Ctx, share: float) -> float | None:
+    # The CPU share of a metadata operation (META_CPU_US of the host's CPU against that plus
+    # its commit when fsynced), for ``share`` of the operations.
+    if share <= 0:
+        return None
+    w = c.w
+    sync = ((c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync
+            if w.writes_per_fsync else 0.0)
+    meta_us = META_CPU_US * c.host
+    return -share * meta_us / (meta_us + sync)
+
+
 def _meta_cpu(c: Ctx) -> float | None:
     # The roofline prices a metadata operation at META_CPU_US of the host's CPU (plus a
     # commit when fsynced); the coefficient is the log factor by which the real CPU cost
     # differs, entering in proportion to the CPU share of the op, so a RAM-backed reference
     # device teaches it and an fsync-bound NVMe barely feels it.
-    w = c.w
-    if w.metadata_frac <= 0:
-        return None
-    sync = ((c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync
-            if w.writes_per_fsync else 0.0)
-    meta_us = META_CPU_US * c.host
-    return -w.metadata_frac * meta_us / (meta_us + sync)
+    return _meta_share(c, c.w.metadata_frac)
 
 
 def _deletes(c: Ctx) -> float | None:
     # A delete frees what the file held: ext4 clears bits in a bitmap, XFS returns an extent
     # to its free-space btrees, btrfs drops the extent's references and checksums through its
-    # delayed-ref trees. Priced like a metadata operation's CPU (the share of the op a
-    # delete's own work takes), per filesystem: a create and a delete are not the same work.
-    w = c.w
-    share = 1.0 if w.rw == "filedelete" else w.delete_frac
-    if share <= 0:
-        return None
-    sync = ((c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync
-            if w.writes_per_fsync else 0.0)
-    meta_us = META_CPU_US * c.host
-    return -share * meta_us / (meta_us + sync)
+    # delayed-ref trees. Priced as a metadata operation's CPU share, per filesystem: a create
+    # and a delete are not the same work.
+    return _meta_share(c, 1.0 if c.w.rw == "filedelete" else c.w.delete_frac)
 
 
 def _writes_data(c: Ctx) -> bool:

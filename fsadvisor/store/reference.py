@@ -52,11 +52,6 @@ SHIPPED = (("runs.csv", "", ""),
 # while the mechanisms, shared by every device, learn from both.
 
 
-def default_path() -> Path:
-    from fsadvisor.resources import data_dir
-    return data_dir("datasets") / "reference" / SHIPPED[0][0]
-
-
 def shipped_paths() -> list[tuple[Path, str, str]]:
     """(path, source words, identity suffix) of every shipped matrix present."""
     from fsadvisor.resources import data_dir
