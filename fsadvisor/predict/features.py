@@ -147,24 +147,32 @@ def soft_cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarra
 
 
 def workload_features(w: Workload, kind: str, flush_share: float,
-                      device_id: str = "") -> dict[str, float]:
+                      device_id: str = "", device_share: float = 1.0) -> dict[str, float]:
     """Corrections to the roofline's shape, learned per device kind: 2010 HDD and SATA data
     must never bend an NVMe prediction, so each kind has its own terms. The fsync term is
     scaled by the share of device time the roofline spends in flushes, so a workload that
-    fsyncs rarely is not treated like one that fsyncs every write."""
+    fsyncs rarely is not treated like one that fsyncs every write. Every term is scaled by
+    ``device_share``, the share of the operation's time that is the device's
+    (:func:`device_share`): they correct the device's figures, so they do not reach the
+    host CPU time of a create that never waits for the device."""
     t = _workload_terms(w)
     t["fsync"] = flush_share if t["fsync"] else 0.0
-    f = {f"k:{kind}": 1.0}
+    f = {f"k:{kind}": device_share}
     if device_id:
         # The device's own level around its kind's (hierarchical): one device's runs move its
         # own k:dev/w:dev terms and, partially, the kind's mean -- never another kind's.
-        f[f"k:dev:{device_id}"] = 1.0
+        f[f"k:dev:{device_id}"] = device_share
     for term in ("wf", "rnd", "lc", "meta", "fsync", "small", "buffered"):
-        if t[term]:
-            f[f"w:{kind}:{term}"] = t[term]
+        if t[term] and device_share:
+            f[f"w:{kind}:{term}"] = t[term] * device_share
             if device_id:
-                f[f"w:dev:{device_id}:{term}"] = t[term]
+                f[f"w:dev:{device_id}:{term}"] = t[term] * device_share
     return f
+
+
+def device_share(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> float:
+    """The share of one operation's roofline time that is the device's, not host CPU."""
+    return 1.0 - mechanisms.host_cpu_share(w, p, plp)
 
 
 def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
@@ -174,7 +182,6 @@ def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
     return f
 
 
-FS_MEDIATED = spec.FS_MEDIATED
 
 
 def device_config_features(cf: Mapping[str, float], device_id: str,
@@ -185,19 +192,27 @@ def device_config_features(cf: Mapping[str, float], device_id: str,
     shared effect that other devices use. Mechanisms (``m:``) get deviations too: a device
     whose own figures are off (a loop device priced from its kind's datasheet-order prior)
     then absorbs the misfit itself instead of bending the coefficient every device shares.
-    With ``fs`` = "ext4" and its workload ``w``, ext4's own deviations on the
-    filesystem-mediated shape terms (:data:`FS_MEDIATED`) are added: every other filesystem
-    has them through its fs:<fs>*<term> features."""
+    With a filesystem ``fs`` and its workload ``w``, the filesystem's own deviations on the
+    shape terms (spec.FS_SHAPE_TERMS) are added where its features lack them: ext4, the
+    baseline, has no fs: terms, and no filesystem has a shared buffered-I/O term."""
     # A mechanism with a filesystem's own twin (m:fsync and m:fsync:btrfs) deviates on this
     # device through the twin only: btrfs's fsync cost here says nothing of ext4's.
     twins = {k.rpartition(":")[0] for k in cf if k.startswith("m:") and k.count(":") == 2}
     f = {f"d:{device_id}|{k}": v for k, v in cf.items() if k not in twins}
-    if fs == "ext4" and w is not None:
-        t = _workload_terms_of(w)
-        for term in FS_MEDIATED:
-            if t[term]:
-                f[f"d:{device_id}|fs:ext4*{term}"] = t[term]
+    if fs not in (None, "raw") and w is not None:
+        for term, v in _shape_terms_of(w).items():
+            key = f"d:{device_id}|fs:{fs}*{term}"
+            if v and (fs == "ext4" or term == "buffered") and key not in f:
+                f[key] = v
     return f
+
+
+@functools.lru_cache(maxsize=256)
+def _shape_terms_of(w: Workload) -> dict[str, float]:
+    # spec.FS_SHAPE_TERMS' values for a workload, as config_features spells the fs: terms.
+    t = _workload_terms_of(w)
+    both = {"rndw": t["rnd"] * t["wf"], "smallw": t["small"] * t["wf"]}
+    return {term: both.get(term, t.get(term, 0.0)) for term in spec.FS_SHAPE_TERMS}
 
 
 def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
@@ -240,8 +255,8 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     per feature name, sorted) and the names. The same matrix as laying each configuration's
     merged dict out, built from its three parts instead: the filesystem settings' features
     (one per distinct settings), the scheduler's (one per scheduler) and the mechanisms'
-    (one per filesystem, mount options and scheduler, the only parts of a configuration
-    mechanisms.features reads; tests/unit/test_feature_matrix.py holds it to that). The
+    (one per filesystem, mount options, scheduler and journal, the only parts of a
+    configuration mechanisms.features reads; tests/unit/test_feature_matrix.py holds it to that). The
     three name their own features ("sched:", "m:" and the rest), so each fills its own
     columns: a small matrix per part kind, its rows gathered per configuration by index.
     A configuration costs a few dict lookups, not a merged dict and a pass over its ~20
@@ -266,7 +281,7 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
             if i is None:
                 i = s_of[key] = len(s_parts)
                 s_parts.append(_settings_features_of(*key, w, kind))
-            mkey = (cfg.fs, cfg.mount, cfg.scheduler)
+            mkey = (cfg.fs, cfg.mount, cfg.scheduler, mechanisms.journaled(cfg))
             k = m_of.get(mkey)
             if k is None:
                 k = m_of[mkey] = len(m_parts)

@@ -17,9 +17,10 @@ from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (FS_MEDIATED, cfg_features, device_roofline,
+from fsadvisor.predict.features import (cfg_features, device_roofline,
                                         config_features, device_config_features,
-                                        power_features, tail_features, workload_features)
+                                        power_features, tail_features, workload_features,
+                                        device_share)
 from fsadvisor.predict.settings import (BANDWIDTH_UNITS, EFFICIENCY_METRICS,
                                         LATENCY_MEAN_METRICS, RATE_METRICS, ModelSettings)
 
@@ -107,9 +108,10 @@ def obs_rows(obs: Observation, s: ModelSettings,
         return {k: v for k, v in a.items() if v}
 
     roof_iops, flush_share = device_roofline(w, pv, obs.device_plp)
+    dev_share = device_share(w, pv, obs.device_plp)
 
     def P(c):
-        f = workload_features(w, kind, flush_share, dev)
+        f = workload_features(w, kind, flush_share, dev, dev_share)
         cf = cfg_features(c, w, kind, pv, obs.device_plp)
         f.update(cf)
         if own:
@@ -120,16 +122,16 @@ def obs_rows(obs: Observation, s: ModelSettings,
             # failing on the same drive's other tables -- median x1.32 against x1.19.)
             f.update(device_config_features(cf, dev, c.fs if c is not None else None, w))
             if c is not None and c.fs not in ("raw", None):
-                # What a filesystem shows of its fsync and metadata costs on this device is
-                # its own (its journal, its metadata): the device's and its kind's shape
-                # terms stay offsets here, set by the raw-device runs and the other devices,
-                # and the deviation goes to d:<dev>|fs:<fs>*<term>. Otherwise a btrfs fsync
-                # collapse with several writers (x0.1) would pull the device's fsync term,
-                # and with it ext4's and xfs's predictions, far below their own runs.
-                for k in [f"w:{kind}:{t}" for t in FS_MEDIATED] + \
-                        [f"w:dev:{dev}:{t}" for t in FS_MEDIATED]:
-                    if k in f:
-                        f[FIXED_PREFIX + k] = f.pop(k)
+                # What a filesystem shows of a workload's shape on this device is its own
+                # (its journal, its metadata, its writeback): the device's and its kind's
+                # shape terms stay offsets here, set by the raw-device runs and the other
+                # devices, and the deviation goes to d:<dev>|fs:<fs>*<term>
+                # (spec.FS_SHAPE_TERMS). Otherwise a btrfs fsync collapse with several
+                # writers (x0.1) would pull the device's fsync term, and with it ext4's and
+                # xfs's predictions, far below their own runs; and btrfs's and data=journal's
+                # slow buffered appends would halve XFS's predicted appends there.
+                for k in [k for k in f if k.startswith("w:")]:
+                    f[FIXED_PREFIX + k] = f.pop(k)
             if timed_devices is not None and dev not in timed_devices:
                 # A mechanism's feature is a share of this device's own time per op; with no
                 # raw-device run those times are its kind's datasheet-order guess (a factor

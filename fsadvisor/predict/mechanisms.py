@@ -73,6 +73,7 @@ class Ctx:
     fs: str
     nodatacow: bool
     data_journal: bool
+    journaled: bool  # False: ext2/3/4 made without a journal (mkfs journal=false)
     sched: str
     w: Workload
     p: Mapping[str, float]
@@ -230,7 +231,10 @@ def _fsync_writers(c: Ctx) -> float | None:
 
 
 def _flush(c: Ctx) -> float | None:
-    if not c.per_fsync:
+    # The journal's (or log's) commit needs its own flush before the commit record; an ext4
+    # made without a journal has no commit: its fsync writes the inode in place (m:fsync's
+    # write) behind the one flush the bare device's fsync already pays.
+    if not c.per_fsync or not c.journaled:
         return None
     return -math.log1p(c.per_fsync * c.flush_us / _fsync_base_us(c))
 
@@ -384,29 +388,72 @@ def _flush_us(p: Mapping[str, float], plp: str) -> float:
     return p["flush_latency_us_plp"] if plp == "yes" else p["flush_latency_us"]
 
 
+@dataclass(frozen=True)
+class _OpTime:
+    """One operation of a workload at queue depth 1, in microseconds, as the roofline prices
+    it: its data reads, its data writes with their share of the fsyncs' flushes, and (for
+    metadata work) one metadata operation with its host CPU part."""
+
+    read_us: float
+    write_us: float
+    flush_us: float
+    meta_us: float
+    cpu_us: float
+    mf: float
+
+    @property
+    def total_us(self) -> float:
+        return (1 - self.mf) * (self.read_us + self.write_us) + self.mf * self.meta_us
+
+
+def _op_time(w: Workload, p: Mapping[str, float], plp: str) -> _OpTime:
+    rf = w.read_pct / 100.0
+    wf = 1.0 - rf
+    flush = _flush_us(p, plp)
+    flush_us = (wf / w.writes_per_fsync if w.writes_per_fsync else 0.0) * flush
+    meta_us = cpu_us = 0.0
+    if w.metadata_frac > 0:
+        # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
+        # second on this machine), not two synchronous device writes; with fsync it
+        # pays a journal commit (one write) and a flush on top.
+        cpu_us = META_CPU_US * host_factor(p)
+        meta_us = cpu_us + ((p["write_latency_us"] + flush) / w.writes_per_fsync
+                            if w.writes_per_fsync else 0.0)
+    return _OpTime(rf * p["read_latency_us"], wf * p["write_latency_us"] + flush_us, flush_us,
+                   meta_us, cpu_us, w.metadata_frac)
+
+
+def host_cpu_share(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> float:
+    """The share of an operation's time the roofline prices as host CPU rather than device
+    time: a metadata operation's CPU work. A device's level terms (how far its runs sit from
+    its figures) apply to the rest only: a create without fsync that never waits for the
+    device is not slower because the device's raw I/O ran under its datasheet."""
+    t = _op_time(w, p, plp)
+    return min(t.mf * t.cpu_us / t.total_us, 1.0) if t.total_us > 0 else 0.0
+
+
 def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple[float, float]:
     """(iops, share of per-op device latency spent in cache flushes) the bare device could
     sustain for this workload: a soft minimum of the latency-bound (Little's law), IOPS-bound
     and bandwidth-bound rates, on a device with parameters ``p`` (models/devices.toml keys)."""
     rf = w.read_pct / 100.0
     wf = 1.0 - rf
-    conc = min(max(w.concurrency, 1), p["parallelism"])
-    flush = _flush_us(p, plp)
-    flush_us = (wf / w.writes_per_fsync if w.writes_per_fsync else 0.0) * flush
-    lat_us = rf * p["read_latency_us"] + wf * p["write_latency_us"] + flush_us
-    if w.metadata_frac > 0:
-        # A create/stat/delete without fsync is CPU- and journal-bound (tens of thousands per
-        # second on this machine), not two synchronous device writes; with fsync it
-        # pays a journal commit (one write) and a flush on top.
-        meta_us = META_CPU_US * host_factor(p) + (
-            (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0)
-        lat_us = (1 - w.metadata_frac) * lat_us + w.metadata_frac * meta_us
-    rates = [conc / (lat_us * 1e-6),
+    t = _op_time(w, p, plp)
+    # Little's law at the workload's own concurrency, up to the device's parallelism: the
+    # read sweep's knee (a calibration fits it) for reads and metadata, and for writes at
+    # least what the write ceiling demonstrates in flight (ceiling x QD1 write time): a
+    # direct-I/O loop device's QD32 random writes ran at 2.2x what its read knee allows.
+    c = max(w.concurrency, 1)
+    conc_r = min(c, p["parallelism"])
+    conc_w = min(c, max(p["parallelism"], p["write_iops_cap"] * p["write_latency_us"] * 1e-6))
+    per_op_us = ((1 - t.mf) * (t.read_us / conc_r + t.write_us / conc_w)
+                 + t.mf * t.meta_us / conc_r)
+    rates = [1e6 / per_op_us,
              1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
     if w.metadata_frac < 1.0:
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
         rates.append(bw / max(w.bs_bytes, 512))
-    return float(sum(r ** -4 for r in rates) ** -0.25), flush_us / lat_us
+    return float(sum(r ** -4 for r in rates) ** -0.25), t.flush_us / t.total_us
 
 
 def write_time_us(p: Mapping[str, float], nbytes: float, sequential: bool = False) -> float:
@@ -425,15 +472,26 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     """The mechanism features of a configuration on a device with parameters ``p``.
     ``era2010``: a row of the 2010-era device kinds (hdd, sata-ssd), whose kernels' per-
     filesystem fsync and metadata paths get their own deviations (see :func:`_pooled`)."""
-    fs = cfg.fs if cfg is not None else "raw"
-    if fs == "raw":
+    if cfg is None or cfg.fs == "raw":
         return {}
-    # They depend on the configuration only through these four, so a ranking of thousands
+    fs = cfg.fs
+    # They depend on the configuration only through these five, so a ranking of thousands
     # of candidates computes them a handful of times per workload and device.
     nodatacow = any(m.partition("=")[0] == "nodatacow" for m in cfg.mount)
     sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler)
-    return dict(_features_of(fs, nodatacow, "data=journal" in cfg.mount, sched, w,
-                             _params_key(p), plp, era2010))
+    return dict(_features_of(fs, nodatacow, "data=journal" in cfg.mount, journaled(cfg),
+                             sched, w, _params_key(p), plp, era2010))
+
+
+def journaled(cfg: FsConfig) -> bool:
+    """Whether the configuration's filesystem keeps a journal (ext2, and ext3/ext4 made with
+    journal=false, do not)."""
+    if cfg.fs == "ext2":
+        return False
+    if cfg.fs not in ("ext3", "ext4"):
+        return True
+    value = dict(cfg.mkfs).get("journal", True)
+    return str(value).lower() not in ("false", "0", "no")
 
 
 def _params_key(p: Mapping[str, float]) -> tuple:
@@ -453,8 +511,8 @@ _PARAMS_KEYS: dict[int, tuple] = {}
 
 
 @functools.lru_cache(maxsize=4096)
-def _features_of(fs: str, nodatacow: bool, data_journal: bool, sched: str, w: Workload,
-                 pkey: tuple, plp: str, era2010: bool) -> dict[str, float]:
+def _features_of(fs: str, nodatacow: bool, data_journal: bool, journaled: bool, sched: str,
+                 w: Workload, pkey: tuple, plp: str, era2010: bool) -> dict[str, float]:
     p = dict(pkey)
     wf = 1.0 - w.read_pct / 100.0
     # Wall time of one operation on the bare device at this workload's own concurrency
@@ -472,7 +530,7 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, sched: str, w: Wo
     # datasheet's million-IOPS ceiling does not make one thread's filesystem work dearer
     # than anything measured.
     cpu_share = 1.0 / max(min(max(w.numjobs, 1), cores) * t_op, CPU_FLOOR_US * h)
-    c = Ctx(fs, nodatacow, data_journal, sched, w, p, plp, wf, _flush_us(p, plp),
+    c = Ctx(fs, nodatacow, data_journal, journaled, sched, w, p, plp, wf, _flush_us(p, plp),
             wf / w.writes_per_fsync if w.writes_per_fsync else 0.0, t_op, cpu_share, h)
     f: dict[str, float] = {}
     for m in MECHANISMS:

@@ -14,7 +14,8 @@ from fsadvisor.predict.device_params import DeviceParams
 from fsadvisor.predict.features import (soft_cap, cfg_features, matrix_of, device_roofline,
                                         config_matrix, device_ceiling_iops,
                                         device_config_features, power_features,
-                                        tail_features, workload_features)
+                                        tail_features, workload_features,
+                                        device_share)
 from fsadvisor.predict.fit import CAP_KEYS, FittedModel
 
 
@@ -101,7 +102,7 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
     cidx = {n: j for j, n in enumerate(cnames)}
     # Block-constant parts (identical for every configuration of this workload).
     const = {
-        "perf": workload_features(w, kind, flush_share, dev),
+        "perf": workload_features(w, kind, flush_share, dev, device_share(w, pv, device.plp)),
         "power": power_features(None, w, kind, scope, {}),
         "tail": tail_features(None, w, kind, {}),
     }

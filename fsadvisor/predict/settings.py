@@ -119,8 +119,8 @@ class ModelSettings:
                 # id sits between the two parts, so no prefix can name it.
                 sd = float(self.priors["prior"]["d:|m:"]["sd"])
             elif name.startswith("d:") and "|fs:" in name and "d:|fs:*" in self.priors["prior"] \
-                    and name.rpartition("*")[2] in spec.FS_MEDIATED:
-                # ... and from a filesystem's fsync or metadata cost (spec.FS_MEDIATED)
+                    and name.rpartition("*")[2] in spec.FS_SHAPE_TERMS:
+                # ... and from a filesystem's own shape on the device (spec.FS_SHAPE_TERMS)
                 sd = float(self.priors["prior"]["d:|fs:*"]["sd"])
             if name.startswith(CONFIG_PREFIXES):
                 sd *= self.prior_scale

@@ -45,6 +45,12 @@ from fsadvisor.domain import Workload
 # its own deviation in ``d:<id>|fs:<fs>*<term>`` (fit.obs_rows). ext4, the baseline, has no
 # shared fs: terms, so it gets these deviations by name (features.device_config_features).
 FS_MEDIATED = ("fsync", "meta")
+# Every shape term a filesystem's cells can show on a device measured here: the mediated ones,
+# the other shared fs: interactions ext4 is the baseline of, and buffered I/O (the page
+# cache's writeback is the filesystem's). A filesystem row carries the device's and kind's
+# shape terms as offsets and deviates through its own d:<id>|fs:<fs>*<term>: what btrfs's
+# buffered appends show on a device says nothing of XFS's there.
+FS_SHAPE_TERMS = FS_MEDIATED + ("wf", "lc", "rndw", "smallw", "buffered")
 
 # Today's defaults the sizes are measured from (mkfs.xfs(8), mke2fs.conf(5), xfs(5)).
 DEFAULT_BLOCK = 4096
@@ -312,11 +318,6 @@ EFFECTS: tuple[Effect, ...] = (
            lambda v, era, w: 1.0 if str(v).lower() in ("false", "0", "no") else None, 0.0,
            OPT_SD, NEUTRAL,
            "without a journal no metadata is written twice (and a crash needs fsck)",
-           "seed 004 Table 2 (ext2 vs ext3); ext4(5)"),
-    Effect("opt:ext.nojournal*sync", "mkfs:journal", ("ext4", "ext3", "ext2"), "sync",
-           lambda v, era, w: 1.0 if str(v).lower() in ("false", "0", "no") else None, 0.0,
-           OPT_SD, NEUTRAL,
-           "without a journal an fsync or metadata change commits nothing extra",
            "seed 004 Table 2 (ext2 vs ext3); ext4(5)"),
     Effect("opt:commit_long*wf", "mount:commit", ("ext4", "ext3", "btrfs"), "wf", _commit,
            0.0, OPT_SD, NEUTRAL,

@@ -322,8 +322,16 @@ def test_pairs_and_regret_on_a_hand_example():
     # Separable: ext4-xfs and xfs-noatime (10 and 9.5 apart > 3 x sqrt(0.25 + 0.25) = 2.1);
     # ext4-noatime (0.5 apart) is not. The prediction orders both separable pairs wrong.
     assert lodo._pairs(cells, pred) == (2, 0)
-    # Predicted winner noatime measured 100.5; the measured winner xfs 110.
-    assert lodo._regret(cells, pred) == {lodo.workload_label(w): pytest.approx(1 - 100.5 / 110)}
+    # Predicted winner noatime measured 100.5; the measured winner xfs 110, separable from
+    # it: the whole gap is a regret beyond the cells' noise too.
+    label = lodo.workload_label(w)
+    regret, beyond = lodo._regret(cells, pred)
+    assert regret == beyond == {label: pytest.approx(1 - 100.5 / 110)}
+    # An xfs at 101.5 is 1.0 better, within 3 pooled standard errors (2.1): a regret as
+    # measured, none beyond the noise.
+    close = [*cells[:1], lodo.Cell(XFS, w, "iops", 101.5, 1.0, 4), cells[2]]
+    regret, beyond = lodo._regret(close, pred)
+    assert regret == {label: pytest.approx(1 - 100.5 / 101.5)} and beyond == {label: 0.0}
 
 
 def test_validate_service_reports_leave_one_device_out(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import itertools
 import tomllib
 
 from fsadvisor.domain import FsConfig, Workload
-from fsadvisor.predict import mechanisms
+from fsadvisor.predict import features, mechanisms
 from fsadvisor.predict.device_params import HOST_PRIOR
 from fsadvisor.resources import data_dir
 
@@ -145,3 +145,47 @@ def test_compression_work_follows_the_algorithm():
     assert size("compress") == size("compress=zlib")  # btrfs's bare compress is zlib
     assert size("compress=no") == 0.0
     assert size("compress-force=zstd") == size("compress=zstd")
+
+
+def test_an_ext4_without_a_journal_pays_no_commit_flush():
+    # No journal, no commit record to order behind a flush: its fsync writes the inode in
+    # place (m:fsync's write) behind the flush the bare device's fsync already pays.
+    w = Workload(rw="randwrite", bs_bytes=4096, fsync_every=1)
+    journaled = mechanisms.features(FsConfig.make("ext4"), w, P, "unknown")
+    bare = mechanisms.features(FsConfig.make("ext4", mkfs={"journal": False}), w, P, "unknown")
+    assert journaled["m:flush"] < 0 and "m:flush" not in bare
+    assert bare["m:fsync"] == journaled["m:fsync"]
+    assert not mechanisms.journaled(FsConfig.make("ext2"))
+    assert mechanisms.journaled(FsConfig.make("xfs"))
+
+
+def test_writes_run_to_the_ceiling_their_own_concurrency_demonstrates():
+    # The disk-backed loop device's calibrated figures: a read knee of 4.5 in flight, but
+    # 114k QD32 random writes at 86 us each at QD1 -- about 10 writes in flight. Writes are
+    # not held to the read knee (they were, at less than half what they ran).
+    p = dict(P, parallelism=4.5, read_latency_us=54.0, write_latency_us=86.0,
+             read_iops_cap=78_000.0, write_iops_cap=114_000.0)
+    write32 = Workload(rw="randwrite", bs_bytes=4096, iodepth=32)
+    read32 = Workload(rw="randread", bs_bytes=4096, iodepth=32)
+    assert mechanisms.roofline(write32, p)[0] > 0.8 * 114_000
+    # reads keep their knee (4.5 / 54 us against the 78k ceiling), QD1 its service time
+    assert mechanisms.roofline(read32, p)[0] < 0.9 * 78_000
+    qd1 = mechanisms.roofline(Workload(rw="randwrite", bs_bytes=4096), p)[0]
+    assert abs(qd1 - 1e6 / 86.0) / qd1 < 0.01
+
+
+def test_a_create_without_fsync_is_host_time_not_device_time():
+    # The device's level terms correct its figures; a create that never waits for the
+    # device is priced in host CPU time, so they do not reach it. With an fsync per create
+    # most of its time is the device's again.
+    create = Workload(rw="filecreate", bs_bytes=4096)
+    synced = Workload(rw="filecreate", bs_bytes=4096, fsync_every=1)
+    assert mechanisms.host_cpu_share(create, P) == 1.0
+    assert mechanisms.host_cpu_share(synced, P) < 0.5
+    f = features.workload_features(create, "nvme", 0.0, "dev", features.device_share(create, P))
+    assert all(v == 0.0 for v in f.values())
+    g = features.workload_features(synced, "nvme", 0.0, "dev", features.device_share(synced, P))
+    assert g["k:nvme"] > 0.5 and g["k:dev:dev"] == g["k:nvme"]
+    read = Workload(rw="randread", bs_bytes=4096)
+    assert features.workload_features(read, "nvme", 0.0, "", features.device_share(read, P))[
+        "k:nvme"] == 1.0
