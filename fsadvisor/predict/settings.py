@@ -37,8 +37,8 @@ def calibration_path(db: str | Path | None = None) -> Path | None:
     an in-memory store (nothing to write beside)."""
     if db is not None and str(db) == ":memory:":
         return None
-    from fsadvisor.store import default_path
-    path = Path(db).expanduser() if db is not None else default_path()
+    from fsadvisor import xdg
+    path = Path(db).expanduser() if db is not None else xdg.default_store_path()
     return path.with_name(path.name + ".calibration.json")
 
 
