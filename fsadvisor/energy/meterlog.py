@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from fsadvisor.domain import POWER_SCOPES, EnergyReading
+from fsadvisor.domain import POWER_SCOPES
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy.meter import EnergyMeter, integrate_power
 from fsadvisor.errors import EnergyError
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fsadvisor import catalog
-from fsadvisor.domain import Device, FsConfig, RunRecord, Workload
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import ConfigError, FsAdvisorError, one_line
 from fsadvisor.store import open_store
 

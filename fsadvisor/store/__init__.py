@@ -4,7 +4,7 @@ One SQLite file (sqlite-utils; the only place in fsadvisor that writes SQL), by 
 ``$FSADVISOR_DB`` or ``<user data dir>/fsadvisor/fsadvisor.db``. A probe appends a row per
 repetition the moment it ends, so a crash loses at most the repetition in flight and
 ``probe --resume`` can ask which cells are complete. Readers get runs, per-cell summaries
-with Student-t confidence intervals, and :class:`~fsadvisor.domain.Observation` lists that
+with Student-t confidence intervals, and :class:`~fsadvisor.records.Observation` lists that
 mix the shipped seed data with local probe results.
 
 Layout: :mod:`.schema` (tables, migrations), :mod:`.recording` (writes), :mod:`.queries`

@@ -17,7 +17,8 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig, Observation
+from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig
+from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.store.observations import workload_from_params
 

@@ -205,7 +205,8 @@ def test_show_puts_seed_measurements_beside_the_datasheet():
 
 
 def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db):
-    from fsadvisor.domain import Device, RunRecord, Workload
+    from fsadvisor.domain import Device, Workload
+    from fsadvisor.records import RunRecord
     from fsadvisor.store import open_store
     dev = Device(path="/dev/nvme1n1", size_bytes=2_000_398_934_016, kind="nvme",
                  model="Samsung SSD 990 PRO 2TB", plp="no")

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from fsadvisor.domain import Device, FsConfig, Observation, Workload, device_identity
+from fsadvisor.domain import Device, FsConfig, Workload, device_identity
+from fsadvisor.records import Observation
 from fsadvisor.predict import validate as lodo
 from fsadvisor.predict.device_params import PRIOR_LOG_SD
 from fsadvisor.predict.settings import ModelSettings

@@ -53,17 +53,3 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.splitlines()[-2] == "AVOIDABLE []", warm.stdout.splitlines()[-2]
 
-
-def test_the_records_are_domain_names_too():
-    # fsadvisor/records.py defines them; fsadvisor.domain hands them out on first use.
-    from fsadvisor import domain, records
-    from fsadvisor.domain import EnergyReading, Observation, RunRecord
-    assert (EnergyReading, Observation, RunRecord) == (
-        records.EnergyReading, records.Observation, records.RunRecord)
-    assert domain.Observation is records.Observation
-    try:
-        domain.NoSuchNoun  # noqa: B018
-    except AttributeError as e:
-        assert "NoSuchNoun" in str(e)
-    else:
-        raise AssertionError("an unknown name must raise AttributeError")

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fsadvisor import xdg
-from fsadvisor.domain import Device, EnergyReading, FsConfig, Observation, RunRecord, Workload
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.store import SCHEMA_VERSION, open_store
 from fsadvisor.store.encoding import real_or_none
