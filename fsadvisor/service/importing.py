@@ -76,7 +76,7 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
     complete fio result or does not match ``workload``."""
     from fsadvisor.tools import fio
 
-    from fsadvisor.host.readfile import read_bounded
+    from fsadvisor.infra.readfile import read_bounded
 
     try:
         data = read_bounded(path, MAX_FILE_BYTES)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from fsadvisor import energy as energymod
 from fsadvisor import limits
-from fsadvisor import xdg
+from fsadvisor.infra import xdg
 from fsadvisor.energy import parse_idle_watts
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host import device as devmod

@@ -43,7 +43,7 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     path, the seed fingerprint, the runs (count, last id) and the energy rows (count, last id,
     sum, missing) — an imported meter log changes the last. None when the store does not
     exist or cannot be read: the caller then takes the full path."""
-    from fsadvisor import xdg
+    from fsadvisor.infra import xdg
     p = Path(path).expanduser() if path is not None else xdg.default_store_path()
     if str(path) == ":memory:" or not p.is_file():
         return None
@@ -82,10 +82,10 @@ def check_store_file(path: str | os.PathLike[str]) -> None:
 
 def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
     """Open (creating and migrating as needed) the store at ``path`` (":memory:" for a
-    throw-away one); None means :func:`fsadvisor.xdg.default_store_path`."""
+    throw-away one); None means :func:`fsadvisor.infra.xdg.default_store_path`."""
     if path is not None and str(path) == ":memory:":
         return Store(None)
-    from fsadvisor import xdg
+    from fsadvisor.infra import xdg
     p = Path(path).expanduser() if path is not None else xdg.default_store_path()
     if p.is_dir():
         raise StoreError(f"{p} is a directory, not a store file")

@@ -33,7 +33,7 @@ from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.profiles import load_profile
 from fsadvisor.profiles import workload_from_dict
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 
 HEADER = (
     "id", "source", "citation", "device", "device_kind", "kernel", "filesystem",

@@ -55,7 +55,7 @@ SHIPPED = (("runs.csv", "", ""),
 
 def shipped_paths() -> list[tuple[Path, str, str]]:
     """(path, source words, identity suffix) of every shipped matrix present."""
-    from fsadvisor.resources import data_dir
+    from fsadvisor.infra.resources import data_dir
     here = data_dir("datasets") / "reference"
     return [(here / name, words, suffix) for name, words, suffix in SHIPPED
             if (here / name).is_file()]

@@ -173,7 +173,7 @@ def recommend_json_profile(profile, *args):
 
 
 def test_the_highest_operational_power_state_is_the_busy_power_when_no_active_figure_is_given(tmp_path, monkeypatch):
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     (tmp_path / "v.toml").write_text(
         'vendor = "V"\n'
         '[sources.log]\ntitle = "smartctl log"\ndate = "2024"\nurl = "https://l.invalid"\nkind = "device-identify-log"\n'

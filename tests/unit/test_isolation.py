@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from fsadvisor import xdg
+from fsadvisor.infra import xdg
 from fsadvisor.predict.settings import calibration_path
 
 

@@ -18,7 +18,7 @@ except SystemExit as e:
     assert not e.code, e.code
 print("AVOIDABLE", sorted(set(sys.modules) & {
     "platformdirs", "statistics", "decimal", "zipfile",
-    "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
+    "fsadvisor.catalog.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
     "fsadvisor.host.device", "fsadvisor.service.worth", "fsadvisor.records",
     "fsadvisor.probe.plan", "fsadvisor.service.calibration", "fsadvisor.predict.device_fit",
     "fsadvisor.catalog.artifacts"}))
@@ -37,7 +37,7 @@ def test_warm_recommend_imports_neither_sqlite_utils_nor_textual(tmp_path, monke
 
 def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     # (hashlib and secrets come with numpy.random, whose generator draws P(best)'s samples;)
-    # platformdirs (~3.5 ms; fsadvisor/xdg.py), statistics with
+    # platformdirs (~3.5 ms; fsadvisor/infra/xdg.py), statistics with
     # decimal (~1.5 ms), zipfile (~1.6 ms; the fit cache is one .npy), the device library,
     # the benchmark adapters, the exporter, the device inspection (host/device.py: a spec
     # device is parsed by host/spec.py), the yearly cost (no --load) and the records of

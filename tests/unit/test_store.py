@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fsadvisor import xdg
+from fsadvisor.infra import xdg
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.records import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError
