@@ -350,20 +350,6 @@ FLAG_IMPORTED = "imported"  # measured elsewhere, brought in by `fsadvisor impor
 FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
 
 
-# The records of measurements (EnergyReading, Observation, RunRecord) live in records.py and
-# are this module's names too, imported on first use (PEP 562): a `recommend` from a cached
-# fit never builds one, and generating their dataclass methods was ~1.5 ms of its start-up.
-_RECORDS = ("EnergyReading", "Observation", "RunRecord")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RECORDS:
-        from fsadvisor import records
-        value = globals()[name] = getattr(records, name)
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _word(value: Any) -> str:
     """An option's value as a person reads it: on/off for a switch (never Python's False)."""
     return ("on" if value else "off") if isinstance(value, bool) else str(value)

@@ -3,6 +3,10 @@ while the program loads ending in one line.
 
 An in-process caller of ``fsadvisor.cli.main`` (tests, scripts) keeps its own SIGINT
 handling until the command starts: only this entry point handles a Ctrl-C during loading.
+
+It sits at the top of the package, not in cli/: importing any module of cli/ runs
+cli/__init__.py first (typer and click, most of the loading), and the handler below must be
+set before that.
 """
 
 from __future__ import annotations

@@ -100,7 +100,8 @@ def probed_store(tmp_db, tmp_path, monkeypatch):
     """A real store holding two probe matrices (m-base, m-new) of profile oltp's workload on
     a loop device: ext4 defaults and xfs -o noatime, 3 ok repetitions each (PROBED_IOPS),
     energy from ipmi at system scope. Each test gets its own model cache."""
-    from fsadvisor.domain import Device, EnergyReading, FsConfig, RunRecord
+    from fsadvisor.domain import Device, FsConfig
+    from fsadvisor.records import EnergyReading, RunRecord
     from fsadvisor.profiles import load_profile
     from fsadvisor.service import advice
     from fsadvisor.store import open_store

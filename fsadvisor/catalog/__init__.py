@@ -12,6 +12,8 @@ device with ``mkfs_argv`` and mounts it with ``mount_argv``; the recommender ran
 - hazards: Risk, risks, features
 - candidates: default_config, candidates
 - kernel: kernel_supports
+- devicelib: the drives' spec sheets (the device library, datasets/devices/); imported by its
+  users, not here, so that what needs only the filesystems does not read the library
 """
 
 from fsadvisor.catalog.candidates import candidates, default_config

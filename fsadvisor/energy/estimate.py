@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fsadvisor.domain import EnergyReading
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy.meter import EnergyMeter, Runner, Sampler, run_command
 from fsadvisor.errors import EnergyError
 

@@ -15,7 +15,7 @@ import re
 import time
 from typing import Callable
 
-from fsadvisor.domain import EnergyReading
+from fsadvisor.records import EnergyReading
 from fsadvisor.errors import EnergyError
 
 

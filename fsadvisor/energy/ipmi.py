@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from fsadvisor.domain import EnergyReading
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy.meter import (CommandResult, EnergyMeter, Runner, Sampler, integrate_power,
                                     run_command)
 from fsadvisor.errors import EnergyError

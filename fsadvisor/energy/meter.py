@@ -1,7 +1,7 @@
 """The contract every energy source honours, and the sampling thread the counting meters share.
 
 A meter is like a stopwatch clipped to a power cord: ``start()`` before the workload,
-``stop()`` after it, and the answer is an :class:`~fsadvisor.domain.EnergyReading` that
+``stop()`` after it, and the answer is an :class:`~fsadvisor.records.EnergyReading` that
 always says where it came from (``source``) and what it covers (``scope``). A meter never
 raises from ``stop()`` because of its source: a probe interrupted by Ctrl-C still gets a
 reading, with ``energy_j`` None and ``missing`` saying why, and stores it as such.
@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
-from fsadvisor.domain import EnergyReading
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy.idle import with_idle
 from fsadvisor.errors import EnergyError, one_line
 from fsadvisor.host import run as hostrun

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from fsadvisor.domain import POWER_SCOPES, EnergyReading
+from fsadvisor.domain import POWER_SCOPES
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy.meter import EnergyMeter, integrate_power
 from fsadvisor.errors import EnergyError
 
@@ -276,7 +277,7 @@ class MeterLogMeter(EnergyMeter):
                               "(Watts Up Pro ±1.5% +0.3 Wh, seed 004)")
 
     def load(self) -> MeterLog:
-        from fsadvisor.host.readfile import read_bounded
+        from fsadvisor.infra.readfile import read_bounded
         raw = read_bounded(self.path, MAX_LOG_BYTES)
         return parse_log(raw.decode("utf-8", errors="replace"), self.clock_offset_s)
 

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from fsadvisor.domain import EnergyReading
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy.meter import EnergyMeter, Sampler
 from fsadvisor.errors import EnergyError
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import tomllib
 
-from fsadvisor.devicelib import LibraryDrive, find
+from fsadvisor.catalog.devicelib import LibraryDrive, find
 from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams, prior_params
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 
 # Log-scale 1-sd of a datasheet figure used as a prior. Seed 002's PM9A3 run is the one
 # datasheet-vs-raw-device comparison the seeds give (408,000 measured against the 412,000

@@ -18,7 +18,7 @@ from typing import Any
 from fsadvisor.predict import mechanisms
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.settings import ModelSettings
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 from fsadvisor.store import reference
 from fsadvisor.store.datasets import load_observations
 

@@ -28,7 +28,7 @@ from fsadvisor.predict.confidence import Confidence, decision_confidence
 from fsadvisor.predict.design import DesignRows, row_variances
 from fsadvisor.predict.fit import FittedModel
 from fsadvisor.predict.predict import Z90, Predictions, contributions, predict_lazily
-from fsadvisor.resources import data_dir, read_toml
+from fsadvisor.infra.resources import data_dir, read_toml
 
 DEVICE_PLACEHOLDER = "/dev/DEVICE"
 

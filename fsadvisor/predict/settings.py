@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams, prior_params
-from fsadvisor.resources import data_dir, read_toml
+from fsadvisor.infra.resources import data_dir, read_toml
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import Observation
@@ -37,8 +37,8 @@ def calibration_path(db: str | Path | None = None) -> Path | None:
     an in-memory store (nothing to write beside)."""
     if db is not None and str(db) == ":memory:":
         return None
-    from fsadvisor.store import default_path
-    path = Path(db).expanduser() if db is not None else default_path()
+    from fsadvisor.infra import xdg
+    path = Path(db).expanduser() if db is not None else xdg.default_store_path()
     return path.with_name(path.name + ".calibration.json")
 
 

@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, FsConfig, Observation, Workload
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import Observation
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fsadvisor import catalog
-from fsadvisor.domain import METADATA_MODES, Device, RunRecord, Workload
+from fsadvisor.domain import METADATA_MODES, Device, Workload
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import FsAdvisorError, one_line
 from fsadvisor.host import blockstat
 from fsadvisor.host import device as devmod

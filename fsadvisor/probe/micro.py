@@ -25,7 +25,7 @@ from typing import Any
 
 from fsadvisor.domain import METADATA_MODES, Workload
 from fsadvisor.errors import ConfigError
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 from fsadvisor.sizes import parse_size
 from fsadvisor.tools import jobfile
 

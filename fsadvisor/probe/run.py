@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from fsadvisor import energy
-from fsadvisor.domain import RunRecord
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
 from fsadvisor.host import loopdev

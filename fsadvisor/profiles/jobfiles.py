@@ -14,7 +14,7 @@ import functools
 from fsadvisor.domain import Profile
 from fsadvisor.errors import ConfigError
 from fsadvisor.profiles.parse import profile_from_dict
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 from fsadvisor.tools import jobfile
 
 SEED_000_NUMJOBS = (1, 4, 8)  # seed 000 §III-B: "1, 4 or 8 processes" (micro.fio's NUMJOBS)

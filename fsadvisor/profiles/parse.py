@@ -82,7 +82,7 @@ from typing import Any, Iterable, Mapping
 
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line
-from fsadvisor.resources import presets_dir, read_toml
+from fsadvisor.infra.resources import presets_dir, read_toml
 from fsadvisor.sizes import format_size, parse_size
 from fsadvisor.profiles.write import toml_string
 

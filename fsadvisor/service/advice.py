@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from fsadvisor import catalog, limits, xdg
+from fsadvisor import catalog, limits
+from fsadvisor.infra import xdg
 from fsadvisor.catalog.geometry import DEFAULT_SECTOR_BYTES
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError

@@ -16,7 +16,7 @@ from fsadvisor.predict.device_params import DeviceParams, prior_params
 
 def devices_table() -> dict[str, dict[str, float]]:
     """models/devices.toml: the per-kind priors."""
-    from fsadvisor.resources import data_dir, read_toml
+    from fsadvisor.infra.resources import data_dir, read_toml
 
     return read_toml(data_dir("models") / "devices.toml")
 

@@ -16,7 +16,7 @@ from fsadvisor.domain import Device
 from fsadvisor.errors import FsAdvisorError
 
 if TYPE_CHECKING:
-    from fsadvisor.devicelib import LibraryDrive
+    from fsadvisor.catalog.devicelib import LibraryDrive
 
 # The library (devicelib: its TOML files and dataclasses, ~2 ms) is imported by the functions
 # that read it, so a `recommend` for a path or a kind:size spec never loads it.
@@ -27,7 +27,7 @@ _TAG = " [library: "
 
 
 def list_devices(kind: str | None = None) -> list[LibraryDrive]:
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     lib = devicelib.load_library()
     if kind is not None and kind not in devicelib.DRIVE_KINDS:
         raise FsAdvisorError(f"--kind must be one of {', '.join(devicelib.DRIVE_KINDS)}, not {kind!r}")
@@ -45,7 +45,7 @@ def list_rows(kind: str | None = None, db: str | None = None) -> dict[str, list[
 def show_device(name: str, db: str | None = None) -> dict[str, Any]:
     """One drive with every figure, its source, the prior it gives the model, and what was
     measured of it (seed datasets, your probes) against its datasheet."""
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     from fsadvisor.predict.datasheet import params_for
     d = devicelib.find(name)
     p = params_for(d)
@@ -58,7 +58,7 @@ def show_device(name: str, db: str | None = None) -> dict[str, Any]:
 def summary_row(d: LibraryDrive) -> dict[str, Any]:
     """The columns of ``devices list``: name, kind, class, capacity, headline figures, PLP and
     the kinds of source its figures come from (manufacturer first)."""
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     return {"name": d.name, "model": d.model, "kind": d.kind, "class": d.drive_class,
             "capacity_gb": d.capacity_gb, "seq_read_mb_s": d.value("seq_read_mb_s"),
             "seq_write_mb_s": d.value("seq_write_mb_s"),
@@ -77,7 +77,7 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
     error naming the closest drives."""
     if spec is None:
         return None
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     from fsadvisor.host.spec import DEVICE_KINDS
     if not devicelib.looks_like_name(spec) or spec.strip() in DEVICE_KINDS:
         return None  # a bare kind ("nvme") gets the spec parser's "give a size" message
@@ -100,7 +100,7 @@ def library_drive_of(device: Device) -> LibraryDrive | None:
     if _TAG not in device.model or not device.model.endswith("]"):
         return None
     name = device.model.rsplit(_TAG, 1)[1][:-1]
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     try:
         return devicelib.find(name)
     except devicelib.DeviceLibraryError:
@@ -201,7 +201,7 @@ def _raw_baselines(db: str | None) -> list[dict[str, Any]]:
 def list_measured(db: str | None = None) -> list[dict[str, Any]]:
     """Devices your probes measured raw (one row per device model), with their best measured
     figures and the library drive they are, if any (its ``measured_as`` names that model)."""
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     lib = devicelib.load_library()
     by_model: dict[str, dict[str, Any]] = {}
     from fsadvisor.domain import Workload

@@ -17,7 +17,7 @@ from fsadvisor import catalog
 from fsadvisor.domain import Device, FsConfig, Profile
 from fsadvisor.predict import spec
 from fsadvisor.predict.rank import seeks
-from fsadvisor.resources import data_dir, read_toml
+from fsadvisor.infra.resources import data_dir, read_toml
 
 FLASH = ("nvme", "sata-ssd")
 EXT4_DEFAULT_COMMIT_S = 5  # ext4.rst: commit=nrsec, default 5

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fsadvisor import catalog
-from fsadvisor.domain import Device, FsConfig, RunRecord, Workload
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import ConfigError, FsAdvisorError, one_line
 from fsadvisor.store import open_store
 
@@ -75,7 +76,7 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
     complete fio result or does not match ``workload``."""
     from fsadvisor.tools import fio
 
-    from fsadvisor.host.readfile import read_bounded
+    from fsadvisor.infra.readfile import read_bounded
 
     try:
         data = read_bounded(path, MAX_FILE_BYTES)

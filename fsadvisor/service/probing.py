@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from fsadvisor import energy as energymod
 from fsadvisor import limits
+from fsadvisor.infra import xdg
 from fsadvisor.energy import parse_idle_watts
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host import device as devmod
@@ -27,7 +28,7 @@ from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cle
                                    live_owner, recorded_signature, state_path_for)
 from fsadvisor.profiles import load_profile
 from fsadvisor.service.request import MIN_SCRATCH_BYTES, ProbeRequest
-from fsadvisor.store import default_path, open_store
+from fsadvisor.store import open_store
 from fsadvisor.tools import fio
 
 PathLike = str | os.PathLike[str]
@@ -89,7 +90,7 @@ def store_path(db: PathLike | None = None) -> Path:
     if db is not None and str(db) == ":memory:":
         raise ConfigError("a probe needs a store file (its state file lives next to it), "
                           "not :memory:")
-    return Path(db).expanduser() if db is not None else default_path()
+    return Path(db).expanduser() if db is not None else xdg.default_store_path()
 
 
 def state_file_for(db: PathLike | None) -> StateFile:

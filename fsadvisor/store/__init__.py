@@ -4,7 +4,7 @@ One SQLite file (sqlite-utils; the only place in fsadvisor that writes SQL), by 
 ``$FSADVISOR_DB`` or ``<user data dir>/fsadvisor/fsadvisor.db``. A probe appends a row per
 repetition the moment it ends, so a crash loses at most the repetition in flight and
 ``probe --resume`` can ask which cells are complete. Readers get runs, per-cell summaries
-with Student-t confidence intervals, and :class:`~fsadvisor.domain.Observation` lists that
+with Student-t confidence intervals, and :class:`~fsadvisor.records.Observation` lists that
 mix the shipped seed data with local probe results.
 
 Layout: :mod:`.schema` (tables, migrations), :mod:`.recording` (writes), :mod:`.queries`
@@ -30,20 +30,11 @@ from fsadvisor.store.schema import SCHEMA_VERSION
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import EnergyReading, Observation, RunRecord
 
-__all__ = ["Store", "open_store", "check_store_file", "default_path", "SCHEMA_VERSION"]
+__all__ = ["Store", "open_store", "check_store_file", "SCHEMA_VERSION"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _TABLES = ("hosts", "devices", "configurations", "workloads", "matrices", "runs", "energy",
            "energy_samples", "measurements", "device_params")
-
-
-def default_path() -> Path:
-    """$FSADVISOR_DB if set, else the per-user data directory's fsadvisor.db."""
-    env = os.environ.get("FSADVISOR_DB")
-    if env:
-        return Path(env).expanduser()
-    from fsadvisor import xdg
-    return xdg.data_dir() / "fsadvisor.db"
 
 
 def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
@@ -52,7 +43,8 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     path, the seed fingerprint, the runs (count, last id) and the energy rows (count, last id,
     sum, missing) — an imported meter log changes the last. None when the store does not
     exist or cannot be read: the caller then takes the full path."""
-    p = Path(path).expanduser() if path is not None else default_path()
+    from fsadvisor.infra import xdg
+    p = Path(path).expanduser() if path is not None else xdg.default_store_path()
     if str(path) == ":memory:" or not p.is_file():
         return None
     try:
@@ -90,10 +82,11 @@ def check_store_file(path: str | os.PathLike[str]) -> None:
 
 def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
     """Open (creating and migrating as needed) the store at ``path`` (":memory:" for a
-    throw-away one); None means :func:`default_path`."""
+    throw-away one); None means :func:`fsadvisor.infra.xdg.default_store_path`."""
     if path is not None and str(path) == ":memory:":
         return Store(None)
-    p = Path(path).expanduser() if path is not None else default_path()
+    from fsadvisor.infra import xdg
+    p = Path(path).expanduser() if path is not None else xdg.default_store_path()
     if p.is_dir():
         raise StoreError(f"{p} is a directory, not a store file")
     if path is not None and not p.parent.is_dir():

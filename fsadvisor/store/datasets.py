@@ -3,7 +3,7 @@
 ``datasets/`` holds one tidy CSV per seed (one stated number per row, with the
 configuration, workload, unit and citation it belongs to) and ``workloads.toml``, which
 defines every workload id the CSVs use. This module reads them, refuses anything it cannot
-vouch for, and hands the model :class:`~fsadvisor.domain.Observation` objects. A bad cell is
+vouch for, and hands the model :class:`~fsadvisor.records.Observation` objects. A bad cell is
 one :class:`DatasetError` line naming ``file:line``, the column and the problem, because a
 silently mistyped figure would steer every recommendation built on it.
 
@@ -27,12 +27,13 @@ from typing import Any, Iterable, Mapping
 
 from fsadvisor.domain import (
     ENERGY_SOURCES, FILESYSTEMS, HISTORIC_FILESYSTEMS, POWER_SCOPES, SCHEDULERS,
-    FsConfig, Observation, Workload,
+    FsConfig, Workload,
 )
+from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.profiles import load_profile
 from fsadvisor.profiles import workload_from_dict
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 
 HEADER = (
     "id", "source", "citation", "device", "device_kind", "kernel", "filesystem",

@@ -23,7 +23,7 @@ _MAX_REMEMBERED = 64
 
 
 def _checks_file() -> Path:
-    from fsadvisor import xdg
+    from fsadvisor.infra import xdg
     return xdg.cache_dir() / "store-checks.json"
 
 

@@ -1,4 +1,4 @@
-"""Probe summaries as :class:`~fsadvisor.domain.Observation`, the unit the model learns from.
+"""Probe summaries as :class:`~fsadvisor.records.Observation`, the unit the model learns from.
 
 One observation per summarised metric of each (device, configuration, workload, meter)
 summary. Raw-device baselines become filesystem "raw"; cells whose direct I/O was not
@@ -22,7 +22,7 @@ _PERCENTILE_METRICS = frozenset({"p50_latency_us", "p99_latency_us", "p999_laten
 
 # observation metric, summary metric, scale to the observation's unit, unit, energy metric?
 # Latencies stay in microseconds: the seed datasets and model.py use p99_latency_us and
-# mean_latency_us (domain.Observation's comment still says _ms).
+# mean_latency_us (records.Observation's comment still says _ms).
 PROBE_METRICS = (
     ("iops", "iops", 1.0, "IOPS", False),
     ("mb_s", "mb_s", 1.0, "MB/s", False),

@@ -17,7 +17,8 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig, Observation
+from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig
+from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.store.observations import workload_from_params
 
@@ -54,7 +55,7 @@ SHIPPED = (("runs.csv", "", ""),
 
 def shipped_paths() -> list[tuple[Path, str, str]]:
     """(path, source words, identity suffix) of every shipped matrix present."""
-    from fsadvisor.resources import data_dir
+    from fsadvisor.infra.resources import data_dir
     here = data_dir("datasets") / "reference"
     return [(here / name, words, suffix) for name, words, suffix in SHIPPED
             if (here / name).is_file()]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 APPLICATION_ID = 0x46534144  # "FSAD"
 
 # Metrics common enough to be columns (queryable, indexable); every metric, these included,
-# is also kept in runs.metrics as JSON. Names follow domain.RunRecord.
+# is also kept in runs.metrics as JSON. Names follow records.RunRecord.
 METRIC_COLUMNS = (
     "iops", "read_iops", "write_iops", "mb_s", "read_mb_s", "write_mb_s",
     "mean_latency_us", "p50_latency_us", "p99_latency_us", "p999_latency_us",

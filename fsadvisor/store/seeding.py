@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fsadvisor.errors import StoreError
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 from fsadvisor.store import encoding, schema
 from fsadvisor.store.schema import MEASUREMENT_COLUMNS
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from fsadvisor.domain import FLAG_POOLED_PERCENTILES, METADATA_MODES, Workload
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.host.run import CommandResult
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 from fsadvisor.tools import fio
 from fsadvisor.tools.benchmark import (KIND_JOBFILE, Benchmark, BenchJob, Invocation,
                                        Invocations, Measurement)

@@ -1102,7 +1102,8 @@ async def test_history_cells_have_a_scheduler_column_and_exports_name_absolute_p
 @pytest.mark.asyncio
 async def test_h_reports_a_micro_only_matrix_for_the_profile_chosen(probed_store, tmp_path,
                                                                      monkeypatch):
-    from fsadvisor.domain import Device, EnergyReading, FsConfig, RunRecord
+    from fsadvisor.domain import Device, FsConfig
+    from fsadvisor.records import EnergyReading, RunRecord
     from fsadvisor.profiles import load_profile
 
     monkeypatch.chdir(tmp_path)

@@ -232,7 +232,8 @@ def _scratch_identity_device(plan):
 
 
 def _run(device, cfg, workload_name, wall_s, runtime_s, matrix_id=None, rep=1):
-    from fsadvisor.domain import EnergyReading, RunRecord, Workload
+    from fsadvisor.domain import Workload
+    from fsadvisor.records import EnergyReading, RunRecord
     return RunRecord(cell_key=f"{cfg.key()}|{workload_name}", device=device, config=cfg,
                      workload_name=workload_name, workload=Workload(rw="randwrite", bs_bytes=4096),
                      rep=rep, status="ok", started_at=1.7e9, wall_s=wall_s, matrix_id=matrix_id,

@@ -163,7 +163,7 @@ def test_why_lines_are_plain_and_unique(profile):
 # (probe/plan.profile_workload) -- the why-line missed those until this was parametrized.
 @pytest.mark.parametrize("stored_as", ["oltp", "profile:oltp"])
 def test_the_users_own_runs_come_first(tmp_path, monkeypatch, stored_as):
-    from fsadvisor.domain import EnergyReading, RunRecord
+    from fsadvisor.records import EnergyReading, RunRecord
     from fsadvisor.store import open_store
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "own.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -218,7 +218,7 @@ def test_recommend_text_snapshot(profile):
 # filesystem never wins a tie on its prior, the mount lines are complete, and the user's own
 # profile runs are found under the name a probe stores them by)
 
-from fsadvisor.domain import EnergyReading, RunRecord  # noqa: E402
+from fsadvisor.records import EnergyReading, RunRecord  # noqa: E402
 from fsadvisor.predict import rank as rankmod  # noqa: E402
 from fsadvisor.predict.fit import fit  # noqa: E402
 from fsadvisor.predict.settings import ModelSettings  # noqa: E402

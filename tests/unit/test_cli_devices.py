@@ -173,7 +173,7 @@ def recommend_json_profile(profile, *args):
 
 
 def test_the_highest_operational_power_state_is_the_busy_power_when_no_active_figure_is_given(tmp_path, monkeypatch):
-    from fsadvisor import devicelib
+    from fsadvisor.catalog import devicelib
     (tmp_path / "v.toml").write_text(
         'vendor = "V"\n'
         '[sources.log]\ntitle = "smartctl log"\ndate = "2024"\nurl = "https://l.invalid"\nkind = "device-identify-log"\n'
@@ -205,7 +205,8 @@ def test_show_puts_seed_measurements_beside_the_datasheet():
 
 
 def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db):
-    from fsadvisor.domain import Device, RunRecord, Workload
+    from fsadvisor.domain import Device, Workload
+    from fsadvisor.records import RunRecord
     from fsadvisor.store import open_store
     dev = Device(path="/dev/nvme1n1", size_bytes=2_000_398_934_016, kind="nvme",
                  model="Samsung SSD 990 PRO 2TB", plp="no")

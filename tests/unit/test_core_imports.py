@@ -18,3 +18,17 @@ def test_core_imports_without_textual_or_typer():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"core imported front-end packages: {out.stdout}"
+
+
+def test_domain_imports_no_other_fsadvisor_module():
+    # The nouns are the bottom of the layers: records.py builds on them, and domain.py does
+    # not import records (nor hand out its names on first use), so there is no circle and
+    # importing domain loads nothing else of fsadvisor.
+    code = (
+        "import sys\n"
+        "import fsadvisor.domain as d\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fsadvisor.') and m != 'fsadvisor.domain'),\n"
+        "      [n for n in ('EnergyReading', 'Observation', 'RunRecord') if hasattr(d, n)])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] []", out.stdout

@@ -21,7 +21,7 @@ from fsadvisor.store.datasets import (
 )
 from fsadvisor.domain import FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 
 SHIPPED = data_dir("datasets")
 CSV_FILES = ("seed000_massie2025.csv", "seed002_fs_overhead.csv",

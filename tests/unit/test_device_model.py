@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from fsadvisor.domain import Device, FsConfig, Observation, Workload, device_identity
+from fsadvisor.domain import Device, FsConfig, Workload, device_identity
+from fsadvisor.records import Observation
 from fsadvisor.predict import validate as lodo
 from fsadvisor.predict.device_params import PRIOR_LOG_SD
 from fsadvisor.predict.settings import ModelSettings
@@ -371,7 +372,7 @@ def test_the_shipped_mechanism_fit_is_current():
     """models/mechanisms_fit.json records what the mechanisms were fitted on; after a change to
     the shipped data or the model, rerun `python -m fsadvisor.predict.mechanism_fit`."""
     from fsadvisor.predict import mechanism_fit
-    from fsadvisor.resources import data_dir
+    from fsadvisor.infra.resources import data_dir
     doc = json.loads((data_dir("models") / "mechanisms_fit.json").read_text())
     obs = load_observations(include=("upper-bound", "lower-bound")) + \
         reference.load_observations()

@@ -8,8 +8,8 @@ import tomllib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor import devicelib
-from fsadvisor.devicelib import DeviceLibraryError, find, load_library, parse_file
+from fsadvisor.catalog import devicelib
+from fsadvisor.catalog.devicelib import DeviceLibraryError, find, load_library, parse_file
 from fsadvisor.predict.datasheet import DATASHEET_LOG_SD, library_device_params, params_for
 from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fsadvisor.domain import EnergyReading
+from fsadvisor.records import EnergyReading
 from fsadvisor.energy import (EnergyMeter, check, choose_meter, measure_idle, ops_per_joule,
                               parse_idle_watts, with_idle)
 from fsadvisor.energy.meter import CommandResult

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fsadvisor.cli import register_all, app
-from fsadvisor.domain import Device, FsConfig, RunRecord, Workload
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.service.fleet import merge_stores
 from fsadvisor.service.importing import import_fio_json, mismatch

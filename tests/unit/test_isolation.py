@@ -7,14 +7,13 @@ import os
 import tempfile
 from pathlib import Path
 
-from fsadvisor import xdg
+from fsadvisor.infra import xdg
 from fsadvisor.predict.settings import calibration_path
-from fsadvisor.store import default_path
 
 
 def test_store_cache_and_calibration_are_in_tmp():
     tmp = Path(tempfile.gettempdir()).resolve()
-    for p in (default_path(), xdg.cache_dir(), calibration_path(),
+    for p in (xdg.default_store_path(), xdg.cache_dir(), calibration_path(),
               Path(os.environ["FSADVISOR_DB"])):
         p = Path(p).resolve()
         assert tmp in p.parents, p

@@ -11,7 +11,7 @@ import tomllib
 from fsadvisor.domain import FsConfig, Workload
 from fsadvisor.predict import features, mechanisms
 from fsadvisor.predict.device_params import HOST_PRIOR
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 
 P = {"read_latency_us": 80.0, "write_latency_us": 20.0, "flush_latency_us": 500.0,
      "flush_latency_us_plp": 20.0, "parallelism": 64.0, "read_iops_cap": 800_000.0,

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from fsadvisor.domain import Device, FsConfig, Observation, Workload
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import Observation
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.crossval import cross_validate
 from fsadvisor.predict.fit import fit

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fsadvisor.tools import fio
-from fsadvisor.domain import Device, RunRecord
+from fsadvisor.domain import Device
+from fsadvisor.records import RunRecord
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import CellRunner, fitted_workload
 from fsadvisor.probe.commands import CommandResult

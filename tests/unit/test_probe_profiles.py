@@ -13,7 +13,7 @@ from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import (KIND_DB_BENCH, KIND_JOBFILE, KIND_SYSBENCH, build_plan,
                                   profile_workload)
 from fsadvisor.profiles import list_presets, load_profile
-from fsadvisor.resources import data_dir
+from fsadvisor.infra.resources import data_dir
 
 GIB = 1 << 30
 PRESETS = list_presets()

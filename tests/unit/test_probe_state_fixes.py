@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsadvisor.host import device as devmod
-from fsadvisor.domain import Device, RunRecord
+from fsadvisor.domain import Device
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import DeviceRefused
 from fsadvisor.probe.plan import build_plan
 from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, SystemOps, process_uses,

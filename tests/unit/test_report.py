@@ -303,7 +303,8 @@ def test_compare_input_is_accepted_or_refused_in_one_line(items, matrices):
 def test_compare_pairs_runs_of_the_same_device(probed_store, probed_iops):
     """ext4 also probed (more often) on a second device that xfs never ran on: the measured
     difference still pairs the runs of the one device both were measured on."""
-    from fsadvisor.domain import Device, EnergyReading, FsConfig, RunRecord
+    from fsadvisor.domain import Device, FsConfig
+    from fsadvisor.records import EnergyReading, RunRecord
     from fsadvisor.profiles import load_profile
     from fsadvisor.store import open_store
     w = load_profile("oltp").workload

@@ -18,7 +18,7 @@ except SystemExit as e:
     assert not e.code, e.code
 print("AVOIDABLE", sorted(set(sys.modules) & {
     "platformdirs", "statistics", "decimal", "zipfile",
-    "fsadvisor.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
+    "fsadvisor.catalog.devicelib", "fsadvisor.tools.benchmark", "fsadvisor.store.export",
     "fsadvisor.host.device", "fsadvisor.service.worth", "fsadvisor.records",
     "fsadvisor.probe.plan", "fsadvisor.service.calibration", "fsadvisor.predict.device_fit",
     "fsadvisor.catalog.artifacts"}))
@@ -37,7 +37,7 @@ def test_warm_recommend_imports_neither_sqlite_utils_nor_textual(tmp_path, monke
 
 def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     # (hashlib and secrets come with numpy.random, whose generator draws P(best)'s samples;)
-    # platformdirs (~3.5 ms; fsadvisor/xdg.py), statistics with
+    # platformdirs (~3.5 ms; fsadvisor/infra/xdg.py), statistics with
     # decimal (~1.5 ms), zipfile (~1.6 ms; the fit cache is one .npy), the device library,
     # the benchmark adapters, the exporter, the device inspection (host/device.py: a spec
     # device is parsed by host/spec.py), the yearly cost (no --load) and the records of
@@ -53,17 +53,3 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.splitlines()[-2] == "AVOIDABLE []", warm.stdout.splitlines()[-2]
 
-
-def test_the_records_are_domain_names_too():
-    # fsadvisor/records.py defines them; fsadvisor.domain hands them out on first use.
-    from fsadvisor import domain, records
-    from fsadvisor.domain import EnergyReading, Observation, RunRecord
-    assert (EnergyReading, Observation, RunRecord) == (
-        records.EnergyReading, records.Observation, records.RunRecord)
-    assert domain.Observation is records.Observation
-    try:
-        domain.NoSuchNoun  # noqa: B018
-    except AttributeError as e:
-        assert "NoSuchNoun" in str(e)
-    else:
-        raise AssertionError("an unknown name must raise AttributeError")

@@ -21,9 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fsadvisor.domain import Device, EnergyReading, FsConfig, Observation, RunRecord, Workload
+from fsadvisor.infra import xdg
+from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.records import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError
-from fsadvisor.store import SCHEMA_VERSION, default_path, open_store
+from fsadvisor.store import SCHEMA_VERSION, open_store
 from fsadvisor.store.encoding import real_or_none
 from fsadvisor.store.intervals import (_t_quantile_exact, _t_quantile_expansion, describe,
                                        t_cdf, t_quantile)
@@ -302,12 +304,12 @@ def test_directory_path_is_refused(tmp_path):
         open_store(tmp_path)
 
 
-def test_fsadvisor_db_env_and_default_path(tmp_db, monkeypatch):
+def test_fsadvisor_db_env_and_default_store_path(tmp_db, monkeypatch):
     with open_store() as s:
         assert s.path == tmp_db
     assert tmp_db.exists()
     monkeypatch.delenv("FSADVISOR_DB")
-    assert default_path() == Path(platformdirs.user_data_dir("fsadvisor")) / "fsadvisor.db"
+    assert xdg.default_store_path() == Path(platformdirs.user_data_dir("fsadvisor")) / "fsadvisor.db"
 
 
 def test_memory_store_works(fake_datasets):

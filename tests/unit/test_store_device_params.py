@@ -7,7 +7,8 @@ import sqlite3
 
 import pytest
 
-from fsadvisor.domain import Device, RunRecord, Workload, device_identity
+from fsadvisor.domain import Device, Workload, device_identity
+from fsadvisor.records import RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.predict.device_fit import RawRun, fit_device_params
 from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams

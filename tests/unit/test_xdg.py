@@ -1,4 +1,4 @@
-"""fsadvisor/xdg.py's directories are the ones platformdirs gives on Linux (the XDG Base
+"""fsadvisor/infra/xdg.py's directories are the ones platformdirs gives on Linux (the XDG Base
 Directory rule), whatever the environment says."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from fsadvisor import xdg
+from fsadvisor.infra import xdg
 
 
 @pytest.mark.parametrize("value", [None, "", "relative/dir", "/abs/xdg", "/abs/with space/"])

@@ -41,3 +41,13 @@ def data_dir() -> Path:
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/fsadvisor``, else ``~/.cache/fsadvisor``."""
     return _base("XDG_CACHE_HOME", ".cache") / APP
+
+
+def default_store_path() -> Path:
+    """``$FSADVISOR_DB`` if set, else the data directory's ``fsadvisor.db``. Here, beside the
+    directories, not in store/: what needs only to know where the store is (the calibration
+    file beside it, predict/settings.py) then does not depend on the store."""
+    env = os.environ.get("FSADVISOR_DB")
+    if env:
+        return Path(env).expanduser()
+    return data_dir() / "fsadvisor.db"

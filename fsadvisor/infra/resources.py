@@ -8,9 +8,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from fsadvisor.host.readfile import read_bounded
+from fsadvisor.infra.readfile import read_bounded
 
-_PKG = Path(__file__).resolve().parent
+# The fsadvisor package directory (this module is in its infra/).
+_PKG = Path(__file__).resolve().parents[1]
 # A shipped or user TOML document larger than this is no document of ours.
 MAX_TOML_BYTES = 16 << 20
 
@@ -34,7 +35,7 @@ def presets_dir() -> Path:
 def read_toml(path: str | os.PathLike[str],
               parse: Callable[[bytes], dict[str, Any]] | None = None) -> dict[str, Any]:
     """The TOML document in ``path``: a regular file of at most MAX_TOML_BYTES (a FIFO or
-    /dev/zero is refused, host/readfile.py), parsed by tomllib or by ``parse`` (the
+    /dev/zero is refused, infra/readfile.py), parsed by tomllib or by ``parse`` (the
     caller's own parser and errors). OSError from the file itself is the caller's."""
     raw = read_bounded(Path(path), MAX_TOML_BYTES)
     return parse(raw) if parse is not None else tomllib.loads(raw.decode())

@@ -303,7 +303,7 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
 
 
 def library_dir() -> Path:
-    from fsadvisor.resources import data_dir
+    from fsadvisor.infra.resources import data_dir
     return data_dir("datasets") / "devices"
 
 
