@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fsadvisor import catalog
-from fsadvisor.domain import METADATA_MODES, Device, Workload
+from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_ESTIMATE, FLAG_LOOP, METADATA_MODES, Device,
+                              Workload)
 from fsadvisor.records import RunRecord
 from fsadvisor.errors import FsAdvisorError, one_line
 from fsadvisor.host import blockstat
@@ -196,7 +197,7 @@ class CellRunner:
         started, t0 = time.time(), time.monotonic()
         flags: list[str] = []
         if self.device_info.kind in ("loop", "ram-loop"):
-            flags.append(measure.FLAG_LOOP)
+            flags.append(FLAG_LOOP)
         record = RunRecord(cell_key=cell.key, device=self.device_info, config=cell.config,
                            workload_name=cell.workload.name, workload=fitted_workload(self.plan, cell),
                            rep=cell.rep, status="failed", started_at=started, wall_s=0.0,
@@ -325,9 +326,9 @@ class CellRunner:
         w = record.workload
         if w.rw not in METADATA_MODES and measure.direct_io_not_honoured(
                 w.direct, metrics.get("app_read_bytes"), metrics.get("dev_read_bytes")):
-            flags.append(measure.FLAG_DIRECT_IO)
+            flags.append(FLAG_DIRECT_IO)
         if energy is not None and energy.source == "estimate":
-            flags.append(measure.FLAG_ESTIMATE)
+            flags.append(FLAG_ESTIMATE)
         record.metrics = metrics
         record.status = "ok"
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_ESTIMATE, FLAG_LOOP,  # noqa: F401 (re-exported)
-                              FLAG_POOLED_PERCENTILES)
 
 SECTOR_BYTES = 512  # /sys/block/X/stat counts 512-byte sectors whatever the block size
 # A direct=1 read job whose device saw less than this share of the bytes fio read was served

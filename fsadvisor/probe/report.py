@@ -13,8 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsadvisor.domain import Device
-from fsadvisor.probe import measure
+from fsadvisor.domain import FLAG_DIRECT_IO, Device
 from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan, cell_label
@@ -245,7 +244,7 @@ def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str,
     c_workloads = {c.workload.name: c.workload.workload for c in seen}
     for c in seen:
         for s in store.summaries(matrix_id=matrix_id, cell_key=c.key):
-            ranked = measure.FLAG_DIRECT_IO not in (s.get("flags") or [])
+            ranked = FLAG_DIRECT_IO not in (s.get("flags") or [])
             row = {
                 "config": c.config_key, "label": cell_label(c.config, c.scheduler), "filesystem": c.config.fs if c.config else "raw-device",
                 "scheduler": c.scheduler, "workload": c.workload.name, "n": s["n"],

@@ -22,7 +22,7 @@ from fsadvisor.predict.device_params import DeviceParams
 # What predict/recommend look up (a device's parameters, the line that says where they come
 # from) is service/device_figures.py, which loads neither this module nor the fitting code:
 # they must start fast. Its names stay ours for the callers of a calibration.
-from fsadvisor.service.device_figures import describe, device_params_for, devices_table  # noqa: F401
+from fsadvisor.service.device_figures import devices_table
 # The planning and probing modules (fsadvisor.probe, ~30 ms of imports) and the fitting
 # (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
 if TYPE_CHECKING:

@@ -23,9 +23,8 @@ from fsadvisor.domain import Workload
 from fsadvisor.errors import FsAdvisorError, NotSupported
 from fsadvisor.host import run as hostrun
 from fsadvisor.host.run import CommandResult
+from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
-# How a workload is run (WorkloadSpec.kind in the probe plan): defined in the package.
-from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH, KINDS  # noqa: F401,E402
 MIB_TO_MB = 1.048576  # db_bench and sysbench print MiB/s as "MB/s"/"MiB/s"; fsadvisor uses 10^6 bytes
 # Debian packages of the application benchmarks, for "not installed" messages.
 PACKAGES = {"db_bench": "rocksdb-tools", "sysbench": "sysbench"}

@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.tools.benchmark import (KIND_DB_BENCH, MIB_TO_MB, AppBenchParseError,
+from fsadvisor.tools import KIND_DB_BENCH
+from fsadvisor.tools.benchmark import (MIB_TO_MB, AppBenchParseError,
                                        AppBenchRunError, Benchmark, BenchJob, Invocation,
                                        Invocations, Measurement, app_measurement,
                                        finite_float, run_checked)

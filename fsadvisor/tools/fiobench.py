@@ -17,8 +17,8 @@ from fsadvisor.domain import FLAG_POOLED_PERCENTILES, METADATA_MODES, Workload
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.host.run import CommandResult
 from fsadvisor.infra.resources import data_dir
-from fsadvisor.tools import fio
-from fsadvisor.tools.benchmark import (KIND_JOBFILE, Benchmark, BenchJob, Invocation,
+from fsadvisor.tools import KIND_JOBFILE, fio
+from fsadvisor.tools.benchmark import (Benchmark, BenchJob, Invocation,
                                        Invocations, Measurement)
 
 MIB = 1 << 20

@@ -13,7 +13,8 @@ import re
 import shutil
 
 from fsadvisor.errors import FsAdvisorError, NotSupported
-from fsadvisor.tools.benchmark import (KIND_SYSBENCH, MIB_TO_MB, AppBenchParseError,
+from fsadvisor.tools import KIND_SYSBENCH
+from fsadvisor.tools.benchmark import (MIB_TO_MB, AppBenchParseError,
                                        AppBenchRunError, Benchmark, BenchJob, Invocation,
                                        Invocations, Measurement, app_measurement,
                                        finite_float, run_checked)

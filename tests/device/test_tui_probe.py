@@ -301,7 +301,7 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tm
     ~2.5 min here and is tested by tests/device/test_probe_adaptive.py."""
     from fsadvisor.predict.device_params import prior_params
     from fsadvisor.service import adaptive as ad
-    from fsadvisor.service.calibration import devices_table
+    from fsadvisor.service.device_figures import devices_table
     from fsadvisor.service.request import ProbeRequest
 
     db = tmp_path / "probe.db"

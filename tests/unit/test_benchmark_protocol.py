@@ -12,6 +12,7 @@ from fsadvisor.probe import cell as cellmod
 from fsadvisor.probe.cell import CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import build_plan
+from fsadvisor import tools
 from fsadvisor.tools import benchmark
 from fsadvisor.tools.benchmark import Benchmark, BenchJob, Invocation, Invocations, Measurement
 
@@ -64,7 +65,7 @@ def test_cell_module_names_no_tool_and_no_workload_kind():
 
 
 def test_every_workload_kind_has_a_benchmark():
-    for kind in benchmark.KINDS:
+    for kind in tools.KINDS:
         bench = benchmark.for_kind(kind)
         assert isinstance(bench, Benchmark) and benchmark.for_kind(bench.tool).tool == bench.tool
 

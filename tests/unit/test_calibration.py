@@ -12,7 +12,7 @@ from fsadvisor.errors import ConfigError
 from fsadvisor.predict.device_params import DEVICE_KEYS, PARAM_KEYS, DeviceParams, prior_params
 from fsadvisor.probe.calibration_plan import (BUDGET_S, SWEEP_NAMES, CalibrationPlan,
                                               build_calibration_plan)
-from fsadvisor.service import calibration
+from fsadvisor.service import calibration, device_figures
 from fsadvisor.store import open_store
 
 TIB = 1 << 40
@@ -56,15 +56,15 @@ def test_plan_shrinks_its_windows_to_fit_and_refuses_what_cannot():
 
 def test_lookup_calibrated_prior_and_unknown_kind(tmp_path):
     db = str(tmp_path / "s.db")
-    table = calibration.devices_table()
+    table = device_figures.devices_table()
     assert {"ram-loop", "zram", "loop", "nvme"} <= set(table)
     # every kind has the device's own keys; the host's (HOST_KEYS) are no kind's property
     assert all(set(DEVICE_KEYS) <= set(table[k]) for k in table)
-    prior = calibration.device_params_for(LOOP, db)
+    prior = device_figures.device_params_for(LOOP, db)
     assert not prior.measured and prior.values == prior_params("loop", table).values
-    assert calibration.describe(prior).startswith("prior for kind loop (models/devices.toml [loop]")
+    assert device_figures.describe(prior).startswith("prior for kind loop (models/devices.toml [loop]")
     odd = Device(path="/dev/vdb", size_bytes=1 << 30, kind="unknown", model="virtio")
-    text = calibration.describe(calibration.device_params_for(odd, db))
+    text = device_figures.describe(device_figures.device_params_for(odd, db))
     assert text.startswith("prior for kind nvme (device kind 'unknown' has no figures")
     fitted = DeviceParams(LOOP.identity, "loop", {k: 2.0 for k in PARAM_KEYS},
                           {k: 0.05 for k in PARAM_KEYS}, "calibrated: test", 12,
@@ -72,13 +72,13 @@ def test_lookup_calibrated_prior_and_unknown_kind(tmp_path):
     with open_store(db) as s:
         s.save_device_params(fitted, fitted_at=1_790_000_000.0)  # 2026-09-21
     other_loop_number = Device(path="/dev/loop7", size_bytes=2 << 30, kind="loop", model=LOOP.model)
-    got = calibration.device_params_for(other_loop_number, db)
+    got = device_figures.device_params_for(other_loop_number, db)
     assert got.values == fitted.values
-    assert calibration.describe(got) == ("calibrated on this device, 12 runs, 2026-09-21 "
+    assert device_figures.describe(got) == ("calibrated on this device, 12 runs, 2026-09-21 "
                                          f"({len(PARAM_KEYS)} of {len(PARAM_KEYS)} parameters measured)")
     # a spec without a path is its kind's prior, whatever the store holds
     spec = Device(path=None, size_bytes=1 << 30, kind="loop")
-    assert not calibration.device_params_for(spec, db).measured
+    assert not device_figures.device_params_for(spec, db).measured
 
 
 def test_params_table_intervals():

@@ -16,7 +16,7 @@ from fsadvisor.predict.device_fit import HOST_MEASURED_LOG_SD, RawRun, fit_devic
 from fsadvisor.predict.device_params import HOST_PRIOR, PARAM_KEYS, prior_params
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.service import advice
-from fsadvisor.service.calibration import devices_table
+from fsadvisor.service.device_figures import devices_table
 
 FACTORS = (0.5, 1.0, 2.0, 4.0)
 

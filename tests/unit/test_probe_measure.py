@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fsadvisor.tools import fio
+from fsadvisor import domain
 from fsadvisor.domain import Device
 from fsadvisor.records import RunRecord
 from fsadvisor.probe import measure
@@ -140,7 +141,7 @@ def measured(fixture: str, monkeypatch) -> RunRecord:
 def test_a_randrw_run_is_flagged_and_keeps_fios_per_direction_percentiles(monkeypatch):
     rec = measured("fio-3.33-randrw-group-reporting.json", monkeypatch)
     assert rec.status == "ok"
-    assert measure.FLAG_POOLED_PERCENTILES in rec.flags
+    assert domain.FLAG_POOLED_PERCENTILES in rec.flags
     res = fio.parse((FIX / "fio-3.33-randrw-group-reporting.json").read_text())
     lat = res.jobs[0]
     for side in ("read", "write"):
@@ -157,9 +158,9 @@ def test_a_randrw_run_is_flagged_and_keeps_fios_per_direction_percentiles(monkey
 @pytest.mark.parametrize("fixture", ["fio-3.33-randread-4k.json", "fio-3.33-randwrite-4k.json"])
 def test_a_single_direction_run_is_not_flagged(fixture, monkeypatch):
     rec = measured(fixture, monkeypatch)
-    assert rec.status == "ok" and measure.FLAG_POOLED_PERCENTILES not in rec.flags
+    assert rec.status == "ok" and domain.FLAG_POOLED_PERCENTILES not in rec.flags
     assert "host_cpu_usr_pct" in rec.metrics
 
 
 def test_the_store_knows_the_flag_by_the_same_name():
-    assert observations.FLAG_POOLED_PERCENTILES is measure.FLAG_POOLED_PERCENTILES
+    assert observations.FLAG_POOLED_PERCENTILES is domain.FLAG_POOLED_PERCENTILES

@@ -391,7 +391,7 @@ def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
     from fsadvisor.predict import ceilings
     from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
     from fsadvisor.predict.predict import predict
-    from fsadvisor.service import advice, calibration
+    from fsadvisor.service import advice, device_figures
     from fsadvisor.service.simulate import simulate_what_if
     from fsadvisor.store import open_store
     loop = Device(path="/dev/loop4", size_bytes=64 << 30, kind="loop", model="backing: file")
@@ -403,7 +403,7 @@ def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
                           details={"fitted_at": 1_790_000_000.0})
     with open_store(str(tmp_db)) as s:
         s.save_device_params(fitted, fitted_at=1_790_000_000.0)
-    params = calibration.device_params_for(loop, str(tmp_db))
+    params = device_figures.device_params_for(loop, str(tmp_db))
     assert params.measured and params.values["parallelism"] == 16.0
     monkeypatch.setattr(advice, "resolve_device", lambda spec, plp=None: loop)
     advice._cache.clear()
