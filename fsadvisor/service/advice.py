@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from fsadvisor import catalog, limits
 from fsadvisor.infra import xdg
 from fsadvisor.catalog.geometry import DEFAULT_SECTOR_BYTES
+from fsadvisor.catalog.udev import Target
 from fsadvisor.domain import POWER_SCOPES, Device, Profile
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import spec as devspec
@@ -28,6 +29,7 @@ from fsadvisor.predict.settings import ModelSettings, calibration_path
 from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
                                     rank)
 from fsadvisor.service import answer
+from fsadvisor.service.device_target import target_for
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
 from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
@@ -195,8 +197,6 @@ def mkfs_target(device: Device) -> CommandTarget:
 def _udev_target(device: Device):
     """The device as apply's udev rule names it (its whole disk's kernel name, ID_WWN,
     ID_SERIAL; read-only), so recommend prints the same rule `fsadvisor apply` writes."""
-    from fsadvisor.catalog.udev import Target
-    from fsadvisor.service.apply import target_for
     try:
         return target_for(device.path)
     except (FsAdvisorError, OSError):

@@ -25,12 +25,12 @@ from fsadvisor.catalog.udev import Target
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host.run import CommandNotFound, run
+from fsadvisor.service.device_target import target_for
 
 _MOUNTPOINT = re.compile(r"(/[A-Za-z0-9._@+-]+)+/?")
 # A device path: /dev/ and path components of the characters kernel and udev names use
 # (nvme0n1, disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S6Z..., mapper/vg-lv): nothing a YAML
 # template, a udev rule or a shell could read as syntax.
-_DEVICE = re.compile(r"/dev(/[A-Za-z0-9._:+@,=-]+)+")
 
 
 def check_mountpoint(mountpoint: str) -> str:
@@ -64,24 +64,6 @@ def resolve_config(config: str | dict | None = None, rank: int | None = None,
         raise ConfigError(f"the recommendation for {profile} has only {len(rec.ranked)} "
                           f"configuration(s); --rank {rank} does not exist")
     return rec.ranked[rank - 1].config, f"rank {rank} of recommend --profile {profile}"
-
-
-def target_for(device: str) -> Target:
-    """The device as the rule and commands name it; read-only."""
-    from fsadvisor.host import device as devmod
-
-    if why := devmod.control_character_refusal(device, "--device"):
-        raise ConfigError(why)
-    if not device.startswith("/dev/"):
-        raise ConfigError(f"--device must be a block device path under /dev, not {device!r}")
-    parts = device.split("/")
-    if not _DEVICE.fullmatch(device) or "." in parts or ".." in parts:
-        raise ConfigError(f"--device must be a device path of letters, digits and ._:+@,=- "
-                          f"under /dev (e.g. /dev/nvme1n1), not {device!r}")
-    disk = devmod.whole_disk(device)
-    props = devmod.udev_properties(f"/dev/{disk}") if os.path.exists(device) else {}
-    return Target(path=device, kernel_name=disk, id_wwn=props.get("ID_WWN", ""),
-                  id_serial=props.get("ID_SERIAL", ""))
 
 
 def apply(config: str | dict | None = None, rank: int | None = None,

@@ -16,7 +16,7 @@ from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError
 from fsadvisor.host import device as devmod
 from fsadvisor.service import advice
-from fsadvisor.service.apply import target_for
+from fsadvisor.service.device_target import target_for
 
 cli.register_all()
 

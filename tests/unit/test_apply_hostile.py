@@ -20,6 +20,7 @@ from fsadvisor.catalog.artifacts import build
 from fsadvisor.catalog.udev import Target, udev_rule
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError
+from fsadvisor.service.device_target import target_for
 from fsadvisor.service import apply as apply_svc
 
 XFS = FsConfig.make("xfs", scheduler="none")
@@ -54,7 +55,7 @@ def test_a_hostile_mount_point_is_refused_in_one_line(mountpoint):
 @pytest.mark.parametrize("device", ["/dev/nvme0n1", "/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S6Z1NJ0W",
                                     "/dev/mapper/vg0-data", "/dev/md127", "/dev/dm-0"])
 def test_ordinary_device_names_pass_the_check(device):
-    assert apply_svc._DEVICE.fullmatch(device)
+    assert target_for(device).path == device
 
 
 @pytest.mark.parametrize("name", ['*",MODE="0666', "sd*", "nvme0n1\"", "a b", "", "x\nRUN"])
