@@ -178,3 +178,14 @@ def test_every_declared_range_is_enforced_at_the_cli_edge(d, tmp_path, monkeypat
     result = CliRunner().invoke(app, base + [d.flags[0], inside])
     assert result.exit_code == 0, (d.name, inside, result.output)
     assert json.loads(result.output)["dry_run"] is True
+
+
+def test_the_tui_forms_fields_are_declared_options():
+    """The probe tab reads its fields by declared name: the request's options go to the
+    request, the adaptive probe's to its choice, as the CLI splits them."""
+    from fsadvisor.tui.panes import probe as pane
+
+    assert set(pane.FORM_OPTIONS) <= {d.name for d in declared(ProbeOptions)}
+    assert set(pane.ADAPTIVE_FORM.values()) <= {d.name for d in declared(RunChoices)}
+    ids = [pane.field_id(n) for n in (*pane.FORM_OPTIONS, *pane.ADAPTIVE_FORM.values())]
+    assert len(set(ids)) == len(ids) and pane.field_id("filesystems") == "probe-fs"
