@@ -3,13 +3,13 @@ loop device) and store every run. Presentation only; the work is fsadvisor.servi
 
 from __future__ import annotations
 
+import inspect
 import signal
 from dataclasses import replace
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from fsadvisor.service import options as limits
 from fsadvisor.cli import (app, complete_profile, confirm_wipe, domain_errors, emit_json, fail,
                            limit_option)
 from fsadvisor.domain import FLAG_ESTIMATE
@@ -165,99 +165,55 @@ def quick_override_note(quick: bool, reps: int | None, runtime: float | None) ->
             "10 s; the rest of --quick (4k randread/randwrite only, no variants) still applies")
 
 
+DEVICE = Annotated[Optional[str], typer.Argument(
+    help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch.")]
+
+
+def with_declared_options(fn: Callable[..., None],
+                          declarations: tuple[type, ...] | None = None) -> Callable[..., None]:
+    """``fn(device, **options)`` as a typer command whose options are the declared ones
+    (service.probe_options: ProbeOptions, then RunChoices), in the order --help lists them:
+    its signature is built from the declaration, so a new option is a new field there. A
+    number's range is checked as it is parsed (limit_option)."""
+    from fsadvisor.service.probe_options import ProbeOptions, RunChoices, cli_order
+
+    params = [inspect.Parameter("device", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                default=None, annotation=DEVICE)]
+    for d in cli_order(*(declarations or (ProbeOptions, RunChoices))):
+        settings: dict[str, Any] = {"help": d.help}
+        if d.metavar is not None:
+            settings["metavar"] = d.metavar
+        if d.limit is not None and d.numeric:
+            settings["callback"] = limit_option(d.limit, d.flags[0])
+        if d.complete == "profile":
+            settings["autocompletion"] = complete_profile
+        params.append(inspect.Parameter(
+            d.name, inspect.Parameter.KEYWORD_ONLY, default=d.cli_default,
+            annotation=Annotated[d.cli_type, typer.Option(d.flag, **settings)]))
+    # typer reads the parameters from the signature and their types from the annotations
+    fn.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    fn.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return fn
+
+
 @app.command()
 @domain_errors
-def probe(
-    device: Annotated[Optional[str], typer.Argument(
-        help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch.")] = None,
-    scratch: Annotated[Optional[str], typer.Option(
-        "--scratch", metavar="SIZE",
-        help="Probe a file-backed loop device of SIZE (e.g. 2G) instead of a disk; its numbers "
-             "are not an SSD's. Detached at the end." + limits.help_range("scratch"))] = None,
-    scratch_dir: Annotated[Optional[str], typer.Option(
-        "--scratch-dir", metavar="DIR", help="Where the scratch backing file goes (default: $TMPDIR).")] = None,
-    fs: Annotated[str, typer.Option("--fs", help="Filesystems, comma-separated.")] = "ext4,xfs,btrfs,f2fs",
-    config: Annotated[Optional[list[str]], typer.Option(
-        "--config", metavar="JSON",
-        help='Explicit configuration (repeatable), e.g. \'{"filesystem":"xfs","mount":["noatime"]}\'; '
-             "replaces the default set.")] = None,
-    agcounts: Annotated[Optional[str], typer.Option(
-        "--agcounts", metavar="N,N", help="XFS allocation-group counts to add, e.g. 4,16.")] = None,
-    schedulers: Annotated[str, typer.Option(
-        "--schedulers", help="I/O schedulers, comma-separated (none,mq-deadline,kyber,bfq).")] = "none,mq-deadline",
-    profiles: Annotated[Optional[list[str]], typer.Option(
-        "--profile", metavar="NAME|FILE", autocompletion=complete_profile,
-        help="Your workload (preset name or TOML file), run next to the micro matrix. Repeat it "
-             "for a server's several workloads: one adaptive probe each, one after the other, "
-             "the device calibrated once, an answer per profile (each with its own --budget).")] = None,
-    micro: Annotated[bool, typer.Option("--micro/--no-micro", help="Run the standard micro matrix.")] = True,
-    workloads: Annotated[Optional[str], typer.Option(
-        "--workloads", metavar="NAMES", help="Only these micro workloads (comma-separated).")] = None,
-    variants: Annotated[bool, typer.Option(
-        "--variants/--no-variants", help="Measure each filesystem's option variants, not only its default.")] = True,
-    baseline: Annotated[bool, typer.Option(
-        "--baseline/--no-baseline", help="Raw-device baseline of the micro workloads (filesystem overhead).")] = True,
-    reps: Annotated[Optional[int], typer.Option(
-        "--reps", callback=limit_option("reps"),
-        help="Repetitions per cell (default 3)." + limits.help_range("reps"))] = None,
-    runtime: Annotated[Optional[float], typer.Option(
-        "--runtime", metavar="SECONDS", callback=limit_option("runtime"),
-        help="Measurement window per run (default 30)." + limits.help_range("runtime"))] = None,
-    cooldown: Annotated[Optional[float], typer.Option(
-        "--cooldown", metavar="SECONDS", callback=limit_option("cooldown"),
-        help="Idle period after each run (default 30, seed 000)." + limits.help_range("cooldown"))] = None,
-    size: Annotated[Optional[str], typer.Option(
-        "--size", metavar="SIZE",
-        help="Data set per job (default: 1/8 of the device, at most 4G)." + limits.help_range("size"))] = None,
-    quick: Annotated[bool, typer.Option(
-        "--quick", help="1 rep, 10 s runs, 4k randread/randwrite only, no variants.")] = False,
-    resume: Annotated[bool, typer.Option(
-        "--resume", help="Continue the last unfinished matrix of this device.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the final summary as JSON.")] = False,
-    plot: Annotated[bool, typer.Option(
-        "--plot", help="After the summary, draw each workload's measured ops/J as bars with 95% whiskers.")] = False,
-    energy: Annotated[str, typer.Option(
-        "--energy", help="auto | rapl | ipmi | meter-log | estimate.")] = "auto",
-    meter_log: Annotated[Optional[str], typer.Option(
-        "--meter-log", metavar="FILE", help="CSV log of an external power meter.")] = None,
-    clock_offset: Annotated[float, typer.Option(
-        "--clock-offset", metavar="SECONDS", callback=limit_option("clock-offset"),
-        help="Add to the meter log's timestamps to align its clock with this host's."
-             + limits.help_range("clock-offset"))] = 0.0,
-    idle_watts: Annotated[Optional[str], typer.Option(
-        "--idle-watts", metavar="W",
-        help="Known idle power of the machine." + limits.help_range("idle-watts"))] = None,
-    idle_seconds: Annotated[Optional[float], typer.Option(
-        "--idle-seconds", metavar="S", callback=limit_option("idle-seconds"),
-        help="Measure idle power for S seconds before the matrix." + limits.help_range("idle-seconds"))] = None,
-    plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
-    db: Annotated[Optional[str], typer.Option(
-        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).")] = False,
-    yes_wipe: Annotated[Optional[str], typer.Option(
-        "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
-    adaptive: Annotated[bool, typer.Option(
-        "--adaptive", help="Let the model choose each next cell of the --profile matrix and stop "
-                           "once the winner is settled (calibrates the device first if needed). "
-                           "The default with --profile.")] = False,
-    full: Annotated[bool, typer.Option(
-        "--full", help="Run the whole matrix (the micro matrix, and the profile's with --profile) "
-                       "instead of the adaptive probe; without --profile a matrix over an hour "
-                       "needs it.")] = False,
-    budget: Annotated[Optional[str], typer.Option(
-        "--budget", metavar="TIME", help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a quarter of the full matrix's estimate)." + limits.help_range("budget"))] = None,
-    target_confidence: Annotated[float, typer.Option(
-        "--target-confidence", metavar="P", callback=limit_option("target-confidence"),
-        help="With --adaptive: stop when P(the leader is the best) reaches P."
-             + limits.help_range("target-confidence"))] = 0.95,
-) -> None:
+@with_declared_options
+def probe(device: str | None = None, **options: Any) -> None:
     """Format DEVICE with each candidate configuration, measure it with fio (and db_bench or
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
     from fsadvisor.service import probing
+    from fsadvisor.service.probe_options import RunChoices, declared
 
+    # The request's options go to the request as they are; how to run and show it is ours.
+    run = {d.name: options.pop(d.name) for d in declared(RunChoices)}
+    as_json, plot, yes_wipe = run["as_json"], run["plot"], run["yes_wipe"]
+    adaptive, full, budget = run["adaptive"], run["full"], run["budget"]
+    target_confidence = run["target_confidence"]
+    profiles = options.pop("profile")
     profile = profiles[0] if profiles else None
+    dry_run, db, resume = options["dry_run"], options["db"], options["resume"]
+    quick, reps, runtime = options["quick"], options["reps"], options["runtime_s"]
     if profiles and len(profiles) > 1 and (full or resume):
         fail("several --profile run as adaptive probes one after the other; --full and "
              "--resume take one --profile")
@@ -279,14 +235,7 @@ def probe(
         typer.echo("fsadvisor: an earlier probe did not finish; run probe as root to clean up after it",
                    err=True)
 
-    request = probing.ProbeRequest.make(
-        device, scratch=scratch, scratch_dir=scratch_dir, filesystems=fs, configs=config or (),
-        agcounts=agcounts or (), schedulers=schedulers, profile=profile, micro=micro,
-        workloads=workloads, variants=variants, baseline=baseline, reps=reps,
-        runtime_s=runtime, cooldown_s=cooldown, size=size, quick=quick, resume=resume,
-        energy=energy, meter_log=meter_log, clock_offset_s=clock_offset,
-        idle_watts=idle_watts, idle_seconds=idle_seconds, plp=plp, db=db, dry_run=dry_run,
-        force=force)
+    request = probing.ProbeRequest.make(device, profile=profile, **options)
     from fsadvisor.service import adaptive as ad
     if adaptive and full:
         fail("--adaptive and --full exclude each other")

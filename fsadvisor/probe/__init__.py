@@ -2,6 +2,7 @@
 cell (precondition, mkfs, mount, scheduler, fill, measure, cool down, unmount), store every
 repetition, and leave the machine as it was found even after Ctrl-C or a kill.
 
+- :mod:`.options`: every option of ``fsadvisor probe``, declared once (pure)
 - :mod:`.plan`: the matrix, its cells and their keys (pure)
 - :mod:`.cell`: one cell's steps and their execution
 - :mod:`.run`: the whole matrix, signals, resume, cleanup

@@ -25,6 +25,8 @@ from fsadvisor import catalog
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
+# --fs and --schedulers default to what the declared options say (probe/options.py).
+from fsadvisor.probe.options import DEFAULT_FILESYSTEMS, DEFAULT_SCHEDULERS
 # The probe's timing (window, cool-down, repetitions, per-cell overhead, fill, data-set size)
 # lives in probe/timing.py, which recommend reads without this module; its names stay ours.
 from fsadvisor.probe.timing import (CELL_OVERHEAD_S, DEFAULT_COOLDOWN_S, DEFAULT_REPS,  # noqa: F401
@@ -34,8 +36,6 @@ from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
-
-DEFAULT_SCHEDULERS = ("none", "mq-deadline")
 
 # Workload kinds (how a cell's workload is run) are the benchmarks' own: fsadvisor/tools.
 APP_KINDS = (KIND_DB_BENCH, KIND_SYSBENCH)
@@ -370,7 +370,7 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
 
 
 def build_plan(device: str | None, device_size_bytes: int, *,
-               filesystems: Sequence[str] = ("ext4", "xfs", "btrfs", "f2fs"),
+               filesystems: Sequence[str] = DEFAULT_FILESYSTEMS,
                schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
                agcounts: Sequence[int] = (), explicit_configs: Sequence[Mapping[str, Any]] = (),
                variants: bool = True, profile=None, micro: bool = True,

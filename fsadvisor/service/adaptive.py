@@ -38,9 +38,10 @@ from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProgressEvent
 from fsadvisor.profiles import load_profile
 from fsadvisor.service import probing
+from fsadvisor.probe.options import RunChoices
 from fsadvisor.service.request import ProbeRequest
 
-DEFAULT_TARGET = 0.95
+DEFAULT_TARGET = RunChoices().target_confidence  # --target-confidence, declared once
 # Repetitions of one cell beyond which another adds little: seed 000 ran 10; the full
 # matrix's default is 3, so the adaptive probe may go a bit beyond it where it matters.
 MAX_REPS = 6

@@ -22,6 +22,7 @@ from fsadvisor.energy import parse_idle_watts
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host import device as devmod
 from fsadvisor.probe import plan as planmod
+from fsadvisor.probe.options import plan_kwargs
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
 from fsadvisor.probe.run import Interruptions, MatrixRun, scratch_space_problem
 from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cleanup_stale,
@@ -144,15 +145,13 @@ def plan_probe(request: ProbeRequest) -> Plan:
         energy_opts["idle_watts"] = limits.check("idle-watts", parse_idle_watts(r.idle_watts))
     if r.idle_seconds:
         energy_opts["idle_seconds"] = float(r.idle_seconds)
+    # Every option declared to reach the plan (probe/options.py) goes as it is; the profile,
+    # the energy source and the store are resolved here first.
     plan = planmod.build_plan(
         r.device if r.scratch_bytes is None else None, size_bytes,
-        filesystems=r.filesystems, schedulers=r.schedulers, agcounts=r.agcounts,
-        explicit_configs=r.parsed_configs, variants=r.variants, profile=prof, micro=r.micro,
-        micro_names=r.workloads, quick=r.quick, reps=r.reps, runtime_s=r.runtime_s,
-        cooldown_s=r.cooldown_s, size_bytes=r.size_bytes, baseline=r.baseline,
+        **dict(plan_kwargs(r)), profile=prof,
         ioengine=ioengine_guess() if r.dry_run else fio.best_ioengine(),
-        scratch_size_bytes=r.scratch_bytes, scratch_dir=r.scratch_dir,
-        energy=energy_opts, plp=r.plp, force=r.force, db_path=str(db_path))
+        energy=energy_opts, db_path=str(db_path))
     plan.device_info = None if r.scratch_bytes is not None else dev_info
     _check_profile_workloads(plan)
     if not r.dry_run:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Sequence
 
@@ -20,12 +21,12 @@ from fsadvisor import limits
 from fsadvisor.domain import Device
 from fsadvisor.errors import ConfigError
 from fsadvisor.host import device as devmod
-from fsadvisor.probe.plan import DEFAULT_SCHEDULERS
+from fsadvisor.probe import options as declared_options
+from fsadvisor.probe.options import ProbeOptions
 from fsadvisor.sizes import parse_size
 
 # The smallest scratch device every filesystem here formats (btrfs and xfs want ~300 MiB).
 MIN_SCRATCH_BYTES = int(limits.LIMITS["scratch"].lo)
-DEFAULT_FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs")
 ENERGY_SOURCES = ("auto", "rapl", "ipmi", "meter-log", "estimate")
 PLP_VALUES = ("yes", "no", "unknown")
 
@@ -64,38 +65,13 @@ def _size(text: str | int | None, option: str, example: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class ProbeRequest:
-    """What to probe and how; field names follow the CLI options (``--runtime`` ->
-    ``runtime_s``). Make one with :meth:`make`, which normalises comma lists and inspects
-    the device; every instance is validated on creation (:meth:`validate`)."""
+class ProbeRequest(ProbeOptions):
+    """What to probe and how: the options are :class:`ProbeOptions`' fields (declared
+    there once, with their flags, help and ranges), and the device. Make one with
+    :meth:`make`, which normalises comma lists and inspects the device; every instance is
+    validated on creation (:meth:`validate`)."""
 
     device: str | None = None
-    scratch: str | None = None  # SIZE as the user wrote it (rendered back by to_argv)
-    scratch_dir: str | None = None
-    filesystems: tuple[str, ...] = DEFAULT_FILESYSTEMS
-    configs: tuple[str, ...] = ()  # JSON objects, as --config takes them
-    agcounts: tuple[int, ...] = ()
-    schedulers: tuple[str, ...] = DEFAULT_SCHEDULERS
-    profile: str | None = None
-    micro: bool = True
-    workloads: tuple[str, ...] | None = None
-    variants: bool = True
-    baseline: bool = True
-    reps: int | None = None
-    runtime_s: float | None = None
-    cooldown_s: float | None = None
-    size: str | None = None
-    quick: bool = False
-    resume: bool = False
-    energy: str = "auto"
-    meter_log: str | None = None
-    clock_offset_s: float = 0.0
-    idle_watts: str | None = None
-    idle_seconds: float | None = None
-    plp: str = "unknown"
-    db: str | None = None
-    dry_run: bool = False
-    force: bool = False
     # Resolved when the request is made, so nothing later parses or inspects them again.
     device_info: Device | None = field(default=None, compare=False)
     scratch_bytes: int | None = field(default=None, init=False, compare=False)
@@ -110,21 +86,9 @@ class ProbeRequest:
              **options: Any) -> "ProbeRequest":
         """A request from loosely typed choices (comma lists, dicts for --config, numbers as
         text); ``inspect`` reads the device (read-only) once, here."""
-        for key in ("filesystems", "schedulers"):
-            if key in options:
-                options[key] = _names(options[key])
-        if options.get("workloads") is not None:
-            options["workloads"] = _names(options["workloads"]) or None
-        if "agcounts" in options:
-            options["agcounts"] = _ints(options["agcounts"], "--agcounts")
-        if "configs" in options:
-            options["configs"] = tuple(_config_json(c) for c in options["configs"] or ())
-        for key in ("scratch_dir", "meter_log", "db"):
-            if options.get(key) is not None:
-                options[key] = os.fspath(options[key])
-        for key in ("scratch", "size", "idle_watts"):
-            if options.get(key) is not None:
-                options[key] = str(options[key])
+        for d in declared_options.declared(cls):
+            if d.name in options and (options[d.name] is not None or d.type in _LISTS):
+                options[d.name] = _normalised(d, options[d.name])
         req = cls(device=None if device is None else str(device), **options)
         if inspect and req.device is not None:
             req = replace(req, device_info=devmod.inspect(req.device, plp=req.plp))
@@ -168,15 +132,11 @@ class ProbeRequest:
 
     def check_numeric_bounds(self) -> None:
         """Range checks of the numeric options (--reps, --runtime, --cooldown,
-        --idle-seconds, --clock-offset, ...). The shared bounds of fsadvisor/limits.py
-        (finite, at most a stated maximum) plug in here; build_plan keeps the checks that
-        depend on --quick defaults (reps >= 1, runtime > 0, cooldown >= 0)."""
-        limits.check("size", self.size_bytes)
-        limits.check("clock-offset", self.clock_offset_s)
-        limits.check("idle-seconds", self.idle_seconds)
-        limits.check("reps", self.reps)
-        limits.check("runtime", self.runtime_s)
-        limits.check("cooldown", self.cooldown_s)
+        --idle-seconds, --clock-offset, ...): every range ProbeOptions declares, from the
+        shared table of fsadvisor/limits.py (finite, at most a stated maximum); build_plan
+        keeps the checks that depend on --quick defaults (reps >= 1, runtime > 0,
+        cooldown >= 0)."""
+        declared_options.check_ranges(self)
 
     # ------------------------------------------------------------------ rendering
 
@@ -186,6 +146,7 @@ class ProbeRequest:
         profile the CLI probes adaptively unless told ``--full``: a request that is not
         ``adaptive`` says so."""
         argv = ["fsadvisor", "probe"]
+        flags_of = {d.name: d.flags for d in declared_options.declared(type(self))}
         argv += ["--scratch", self.scratch] if self.scratch is not None else [self.device]
         for f in fields(self):
             if not f.init or f.name in ("device", "scratch", "device_info"):
@@ -193,9 +154,10 @@ class ProbeRequest:
             value = getattr(self, f.name)
             if value == f.default:
                 continue
-            option = _OPTION.get(f.name, "--" + f.name.replace("_", "-"))
+            flags = flags_of[f.name]
+            option = flags[0]
             if isinstance(value, bool):
-                argv.append(option if value else _NEGATIVE[f.name])
+                argv.append(option if value else flags[-1])
             elif f.name == "configs":
                 for c in value:
                     argv += [option, c]
@@ -214,11 +176,24 @@ class ProbeRequest:
         return shlex.join(self.to_argv())
 
 
-# Field -> option where the names differ; boolean fields that default to True need their
-# negative form.
-_OPTION = {"filesystems": "--fs", "configs": "--config", "runtime_s": "--runtime",
-           "cooldown_s": "--cooldown", "clock_offset_s": "--clock-offset"}
-_NEGATIVE = {"micro": "--no-micro", "variants": "--no-variants", "baseline": "--no-baseline"}
+# Comma lists: not given (None) is an empty one (``--fs ""`` -> no filesystem, refused).
+_LISTS = (tuple[str, ...], tuple[int, ...])
+
+
+def _normalised(d: declared_options.Declared, value: Any) -> Any:
+    """An option's value as loosely given (a comma list, a dict for --config, a number as
+    text, a path) as the field's type holds it."""
+    if d.name == "configs":
+        return tuple(_config_json(c) for c in value or ())
+    if d.type == tuple[int, ...]:
+        return _ints(value, d.flag)
+    if d.type == tuple[str, ...] | None:
+        return _names(value) or None
+    if d.type == tuple[str, ...]:
+        return _names(value)
+    if str in typing.get_args(d.type) and not isinstance(value, bool):
+        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    return value
 
 
 def _parse_config(text: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from textual.widgets import (Button, Checkbox, DataTable, Input, Label, Log, Pro
                              Sparkline, Static)
 
 from fsadvisor.domain import Profile
+from fsadvisor.service.probe_options import ProbeOptions, RunChoices, declared
 from fsadvisor.tui import calls
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, format_bytes
@@ -66,6 +67,26 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
         conf = f", P(best within 1%) {leader[1]:.2f}" if leader[1] is not None else ""
         text += f"  |  leader {leader[0]}{conf}"
     return text
+
+
+# The probe options the form offers besides target, quick and profile (the rest take their
+# defaults, or ``extra_options``), by their declared names (service.probe_options): each
+# one's widget is "probe-" and its flag, and a blank field or an unticked box is the
+# option's default. The adaptive probe's three are RunChoices, kept apart as the CLI keeps
+# them (the request does not carry them).
+FORM_OPTIONS = ("filesystems", "runtime_s", "schedulers", "workloads", "resume", "force")
+ADAPTIVE_FORM = {"on": "adaptive", "budget": "budget", "target": "target_confidence"}
+DECLARED = {d.name: d for d in declared(ProbeOptions) + declared(RunChoices)}
+
+
+# The P(best) field's id is shorter than its flag (the stylesheet sizes it by that id).
+FIELD_IDS = {"target_confidence": "probe-confidence"}
+
+
+def field_id(name: str) -> str:
+    """The id of the form's widget for the declared option ``name`` (``--fs`` ->
+    ``probe-fs``)."""
+    return FIELD_IDS.get(name) or "probe-" + DECLARED[name].flags[0].removeprefix("--")
 
 
 # The profile's name in the "with profile" box, cut to what the form's row has room for at 80
@@ -167,9 +188,10 @@ class ProbePane(Vertical):
             yield Box("with profile", value=True, id="probe-profile")
         with Horizontal(classes="form-row"):
             yield Label("fs", classes="field")
-            yield Input(value="", placeholder="all:ext4,xfs,btrfs,f2fs", id="probe-fs")
+            yield Input(value="", placeholder="all:" + DECLARED["filesystems"].cli_default,
+                        id=field_id("filesystems"))
             yield Label("secs", classes="field")
-            yield NumberInput(value="", placeholder="auto", id="probe-runtime", classes="num",
+            yield NumberInput(value="", placeholder="auto", id=field_id("runtime_s"), classes="num",
                               tooltip="seconds per run; blank: the plan's (10 with quick)")
             yield Button("Preview", id="probe-preview")
             yield Button("Probe", id="probe-start", variant="error")
@@ -177,19 +199,20 @@ class ProbePane(Vertical):
         with Horizontal(classes="form-row"):
             yield Label("sched", classes="field")
             yield Input(value="", placeholder="all:none,mq-deadline,kyber,bfq",
-                        id="probe-schedulers")
+                        id=field_id("schedulers"))
             yield Label("micro", classes="field")
-            yield Input(value="", placeholder="all micro workloads", id="probe-workloads")
+            yield Input(value="", placeholder="all micro workloads", id=field_id("workloads"))
         with Horizontal(classes="form-row"):
-            yield Box("adaptive", value=False, id="probe-adaptive")
+            yield Box("adaptive", value=DECLARED["adaptive"].default, id=field_id("adaptive"))
             yield Label("budget", classes="field")
-            yield NumberInput(value="", placeholder="auto", id="probe-budget", classes="num",
+            yield NumberInput(value="", placeholder="auto", id=field_id("budget"), classes="num",
                               tooltip="most device time (90s, 3m, 1h); blank: a quarter of "
                                       "the full matrix's estimate")
             yield Label("P(best)", classes="field")
-            yield NumberInput(value="0.95", id="probe-confidence", classes="num")
-            yield Box("resume", value=False, id="probe-resume")
-            yield Box("force", value=False, id="probe-force")
+            yield NumberInput(value=f"{DECLARED['target_confidence'].default:g}",
+                              id=field_id("target_confidence"), classes="num")
+            yield Box("resume", value=DECLARED["resume"].default, id=field_id("resume"))
+            yield Box("force", value=DECLARED["force"].default, id=field_id("force"))
         yield Static("", id="probe-status")
         # total 1, not None: an indeterminate bar animates, even before any probe
         yield ProgressBar(id="probe-progress", total=1, show_eta=False)
@@ -294,19 +317,22 @@ class ProbePane(Vertical):
     def _options(self) -> dict:
         """The form as ``fsadvisor probe``'s options (ProbeRequest fields; blank fields are
         the probe's defaults), and ``adaptive``: --adaptive, --budget, --target-confidence."""
-        opts: dict = {"filesystems": self.query_one("#probe-fs", Input).value,
-                      "runtime_s": self.query_one("#probe-runtime", Input).value}
-        for key, wid in (("schedulers", "#probe-schedulers"), ("workloads", "#probe-workloads")):
-            value = self.query_one(wid, Input).value.strip()
-            if value:
-                opts[key] = value
-        for key in ("resume", "force"):
-            if self.query_one(f"#probe-{key}", Checkbox).value:
-                opts[key] = True
-        opts["adaptive"] = {"on": self.query_one("#probe-adaptive", Checkbox).value,
-                            "budget": self.query_one("#probe-budget", Input).value,
-                            "target": self.query_one("#probe-confidence", Input).value}
+        opts: dict = {}
+        for name in FORM_OPTIONS:
+            value = self._field(name)
+            if value:  # blank or unticked: the option's default
+                opts[name] = value
+        opts["adaptive"] = {key: self._field(name) for key, name in ADAPTIVE_FORM.items()}
         return {**opts, **self.extra_options}
+
+    def _field(self, name: str) -> str | bool:
+        """The form's value of the declared option ``name``: a box ticked or not, a field's
+        text without its surrounding blanks."""
+        widget = self.query_one("#" + field_id(name))
+        if isinstance(widget, Checkbox):
+            return widget.value
+        assert isinstance(widget, Input)
+        return widget.value.strip()
 
     def start(self, target: str, profile: str | None, quick: bool, plp: str,
               db: str | None) -> None:
