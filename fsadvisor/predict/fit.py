@@ -276,7 +276,13 @@ class FittedModel:
     # ---- linear algebra on sparse feature dicts
     def _mean_var(self, a: dict[str, float]) -> tuple[float, float]:
         idx, vals, extra_mean, extra_var = [], [], 0.0, 0.0
+        # A row's offsets (FIXED_PREFIX: coefficients the row may not move) still predict
+        # with the coefficient as fitted: scoring a held-out row must not drop them.
+        merged: dict[str, float] = {}
         for k, v in a.items():
+            k = k.removeprefix(FIXED_PREFIX)
+            merged[k] = merged.get(k, 0.0) + v
+        for k, v in merged.items():
             i = self.index.get(k)
             if i is None:
                 m, sd = self.settings.prior(k)

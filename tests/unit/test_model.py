@@ -129,3 +129,17 @@ def test_no_prediction_exceeds_the_device_ceiling():
     assert p.uncertainty["iops_90"][1] * (128 << 10) <= (
         6.636e9 * math.exp(Z90 * PRIOR_LOG_SD) * 1.001)
     assert p.p99_latency_ms > 0 and p.ops_per_joule > 0
+
+
+def test_a_rows_offsets_predict_with_their_fitted_coefficients():
+    # A filesystem row on a device measured here carries the device's shape terms as
+    # offsets (fit.FIXED_PREFIX): the fit may not move them from it, but scoring the row
+    # held out predicts with them as fitted. Dropping them (an unknown name at prior mean 0)
+    # made held-out-row cross-validation look worse than the model is.
+    from fsadvisor.predict.fit import FIXED_PREFIX
+    from fsadvisor.store import reference
+    m = fit(reference.load_observations(), ModelSettings.load(use_store_calibration=False))
+    name = next(n for n in m.names if n.startswith("w:") and abs(m.coef(n)[0]) > 0.05)
+    as_offset, as_column = m._mean_var({FIXED_PREFIX + name: 1.0}), m._mean_var({name: 1.0})
+    assert as_offset == pytest.approx(as_column)
+    assert as_offset[0] == pytest.approx(m.coef(name)[0])
