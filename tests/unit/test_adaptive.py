@@ -851,3 +851,42 @@ def test_the_answer_per_profile_in_words_and_json():
     assert doc["profiles"][1]["decision"]["reason"].startswith("budget")
     assert doc["session"]["device_time_s"] == 120.0 and doc["session"]["runs"] == 12
     assert doc["steps"][0]["answers"]["log-append"]["confidence"] == 0.81
+
+
+def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_out_for_all(
+        tmp_path):
+    """JointChooser as the MatrixRun's cell source, on the seeded store (no device): two
+    profiles with the same workload get one Cell for both, and a cell whose run fails is
+    left out of both profiles' choice, not chosen again."""
+    from types import SimpleNamespace
+
+    from fsadvisor.predict.settings import ModelSettings
+    from fsadvisor.probe.report import CellOutcome
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    web, cache = _profile_files(tmp_path)
+    db = str(tmp_path / "s.db")
+    setup = ad.plan_adaptive(_request(tmp_path), budget="10m",
+                             profiles=[web, cache, "fio-randwrite-4k-j1"])
+    params, stored = ad._store_helpers(db)
+    notes = []
+    with open_store(tmp_path / "s.db") as store:
+        store.ensure_seeded()
+        ch = ad.JointChooser(setup.plan, store, ModelSettings.load(db=db), params, stored,
+                             on_progress=lambda e: notes.append(e.message))
+        outcomes: list = []
+        ch.run = SimpleNamespace(summary=SimpleNamespace(outcomes=outcomes))
+        cells = ch(setup.device, set())
+        first = next(cells)
+        d = ch.history[-1]
+        assert d.serves == [web, cache] and first.workload.name == setup.plan.workloads[0].name
+        assert first.key == d.choice and first.rep == 1
+        assert any(n.startswith(f"next: for {web}, {cache}: ") for n in notes), notes
+        outcomes.append(CellOutcome(first.key, 1, first.label, "failed", error="mkfs failed"))
+        second = next(cells)
+        assert first.config.key() in ch.parts[0].excluded
+        assert first.config.key() in ch.parts[1].excluded
+        assert first.config.key() not in ch.parts[2].excluded  # another workload's cell
+        assert second.key != first.key
+        assert all(set(s.to_dict()["answers"]) == {web, cache, "fio-randwrite-4k-j1"}
+                   for s in ch.history)
