@@ -541,6 +541,8 @@ class Decision:
     # one profile of a joint probe: the device time of its own cells (a shared cell counts
     # for each profile it serves); spent_s is the session's
     own_s: float | None = None
+    # one profile of a joint probe: its candidates (key, name), best posterior mean first
+    ranking: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def who(self) -> str:
@@ -584,6 +586,9 @@ class Decision:
                 if self.full_estimate_s else 0.0,
                 "runs": self.runs,
                 **({} if self.own_s is None else {"own_device_time_s": round(self.own_s, 1)}),
+                **({"ranking": [{"config": k, "label": n, "p_best": (
+                    round(self.p_best[k], 4) if k in self.p_best else None)}
+                    for k, n in self.ranking]} if self.ranking else {}),
                 "reason": self.reason, "next": self.choice, "why": self.why}
 
 
@@ -754,7 +759,9 @@ class Chooser:
                      reason="" if step.choice else step.reason,
                      choice=step.choice.label if step.choice else None,
                      why=step.choice.why() if step.choice else "",
-                     calibration_s=self.plan.calibration_s, noise_sd=self.run_noise_sd())
+                     calibration_s=self.plan.calibration_s, noise_sd=self.run_noise_sd(),
+                     ranking=([(st.labels[i], st.name(i)) for i in np.argsort(-st.mu, kind="stable")]
+                              if self.part else []))
         return step, cfgs, d
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
@@ -861,6 +868,10 @@ def _cell_source(chooser: Any, info: Device, done: set,
 
 # --------------------------------------------------------------------------- several profiles
 
+# The candidates a profile's answer names in words (all of them are in --json): the leaders and
+# their nearest challengers, what a person compares.
+RANKING_SHOWN = 3
+
 @dataclass(frozen=True)
 class JointPick:
     """The cell a joint probe measures next: profile ``part``'s candidate ``option``, and
@@ -953,6 +964,10 @@ class JointDecision:
             lines.append(f"adaptive: profile {p}{weight}: {a.who} is best (within 1%) with "
                          f"probability {a.confidence:.2f} after {a.runs} runs of its cells "
                          f"({probing.clock(a.own_s or 0.0)} of device time)")
+            if len(a.ranking) > 1:
+                lines.append(f"adaptive: profile {p}: ranking: " + ", ".join(
+                    f"{i + 1}. {n}" + (f" (P(best) {a.p_best[k]:.2f})" if k in a.p_best else "")
+                    for i, (k, n) in enumerate(a.ranking[:RANKING_SHOWN])))
             lines.append(f"adaptive: profile {p}: stopped: {a.reason}" if a.reason else
                          f"adaptive: profile {p}: not settled when the probe ended")
         lines.append(f"adaptive: one session for {len(self.profiles)} profiles: {self.runs} "

@@ -59,6 +59,33 @@ def joint_run(tmp_path_factory, ram_dir):
     return p, db
 
 
+def test_the_answer_per_profile_in_words(joint_run, ram_dir, tmp_path):
+    """The same store, now calibrated, without --json: a short session whose summary gives
+    each profile's leader, ranking and stop reason, then the session's device time."""
+    _, calibrated = joint_run
+    db = tmp_path / "s.db"
+    shutil.copy(calibrated, db)
+    args = ["--scratch", "1G", "--scratch-dir", str(ram_dir), "--fs", "ext4,xfs",
+            "--schedulers", "none", "--runtime", "1", "--cooldown", "0", "--budget", "40s"]
+    for p in PROFILES:
+        args += ["--profile", p]
+    env = dict(os.environ, FSADVISOR_DB=str(db))
+    p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = p.stdout.splitlines()
+    for prof in PROFILES:
+        assert any(ln.startswith(f"adaptive: profile {prof}: ") and " is best (within 1%) "
+                   in ln for ln in out), p.stdout[-3000:]
+        assert any(ln.startswith(f"adaptive: profile {prof}: ranking: 1. ") for ln in out)
+        assert any(ln.startswith(f"adaptive: profile {prof}: stopped: ") or
+                   ln == f"adaptive: profile {prof}: not settled when the probe ended"
+                   for ln in out)
+    assert any(ln.startswith("adaptive: one session for 2 profiles: ") for ln in out)
+    assert "has no calibration" not in p.stderr  # calibrated by the first session
+    assert not loops_on(ram_dir)
+
+
 def test_one_session_answers_each_profile_within_one_budget(joint_run):
     p, _ = joint_run
     assert p.returncode == 0, p.stderr[-3000:]
@@ -72,6 +99,7 @@ def test_one_session_answers_each_profile_within_one_budget(joint_run):
     for a in answers:
         d = a["decision"]
         assert d["leader"] and 0.0 <= d["confidence"] <= 1.0
+        assert d["ranking"][0]["config"] == d["leader"] and len(d["ranking"]) >= 2
         assert d["reason"], d  # every profile's stop rule, or the budget, ended it
         assert a["workload"] == f"profile:{a['profile']}" and a["shares_cells_with"] == []
     # the budget bounds what is started: the last cell may overrun its estimate a little

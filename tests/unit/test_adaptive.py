@@ -826,8 +826,11 @@ def test_the_joint_dry_run_lists_cells_across_profiles_and_the_split(tmp_path):
 def test_the_answer_per_profile_in_words_and_json():
     from fsadvisor.service.adaptive import AdaptiveSummary, Decision, JointDecision
     answers = [Decision(leader="xfs|a", leader_name="xfs defaults", confidence=0.97,
-                        p_best={}, spent_s=120.0, full_estimate_s=400.0, runs=5,
-                        reason="settled: confidence 0.970 >= target 0.95", own_s=50.0),
+                        p_best={"xfs|a": 0.97, "ext4|a": 0.03}, spent_s=120.0,
+                        full_estimate_s=400.0, runs=5,
+                        reason="settled: confidence 0.970 >= target 0.95", own_s=50.0,
+                        ranking=[("xfs|a", "xfs defaults"), ("ext4|a", "ext4 defaults"),
+                                 ("btrfs|a", "btrfs defaults"), ("f2fs|a", "f2fs defaults")]),
                Decision(leader="ext4|b", leader_name="ext4 defaults", confidence=0.81,
                         p_best={}, spent_s=120.0, full_estimate_s=400.0, runs=7,
                         reason="budget: 120 s of 120 s spent", own_s=70.0, noise_sd=0.03)]
@@ -837,9 +840,11 @@ def test_the_answer_per_profile_in_words_and_json():
     lines = j.outcome_lines()
     assert lines[0].startswith("adaptive: profile oltp (weight 1): xfs defaults is best")
     assert "after 5 runs of its cells" in lines[0]
-    assert lines[1] == "adaptive: profile oltp: stopped: settled: confidence 0.970 >= target 0.95"
-    assert lines[3] == "adaptive: profile log-append: stopped: budget: 120 s of 120 s spent"
-    assert "one session for 2 profiles: 12 runs" in lines[4] and "30%" in lines[4]
+    assert lines[1] == ("adaptive: profile oltp: ranking: 1. xfs defaults (P(best) 0.97), "
+                        "2. ext4 defaults (P(best) 0.03), 3. btrfs defaults")
+    assert lines[2] == "adaptive: profile oltp: stopped: settled: confidence 0.970 >= target 0.95"
+    assert lines[4] == "adaptive: profile log-append: stopped: budget: 120 s of 120 s spent"
+    assert "one session for 2 profiles: 12 runs" in lines[5] and "30%" in lines[5]
     doc = AdaptiveSummary(probe=None, decision=None, history=[j], joint=j,
                           workloads=[{"workload": "profile:oltp", "shares_cells_with": []},
                                      {"workload": "profile:log-append",
@@ -848,6 +853,9 @@ def test_the_answer_per_profile_in_words_and_json():
     assert doc["profiles"][1]["weight"] == 2.0
     assert doc["profiles"][0]["decision"]["leader"] == "xfs|a"
     assert doc["profiles"][0]["decision"]["own_device_time_s"] == 50.0
+    assert [r["label"] for r in doc["profiles"][0]["decision"]["ranking"]] == \
+        ["xfs defaults", "ext4 defaults", "btrfs defaults", "f2fs defaults"]
+    assert doc["profiles"][0]["decision"]["ranking"][2]["p_best"] is None
     assert doc["profiles"][1]["decision"]["reason"].startswith("budget")
     assert doc["session"]["device_time_s"] == 120.0 and doc["session"]["runs"] == 12
     assert doc["steps"][0]["answers"]["log-append"]["confidence"] == 0.81
@@ -890,3 +898,8 @@ def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_o
         assert second.key != first.key
         assert all(set(s.to_dict()["answers"]) == {web, cache, "fio-randwrite-4k-j1"}
                    for s in ch.history)
+        # each profile's answer ranks all its candidates, its leader first
+        for part, a in zip(ch.parts, ch.history[-1].answers):
+            assert a.ranking[0][0] == a.leader
+            assert [k for k, _ in sorted(a.ranking)] == \
+                sorted(c.key() for c in part.candidates(setup.device))
