@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import signal
-from dataclasses import replace
 from typing import Annotated, Any, Callable, Optional
 
 import typer
@@ -209,14 +208,15 @@ def probe(device: str | None = None, **options: Any) -> None:
     run = {d.name: options.pop(d.name) for d in declared(RunChoices)}
     as_json, plot, yes_wipe = run["as_json"], run["plot"], run["yes_wipe"]
     adaptive, full, budget = run["adaptive"], run["full"], run["budget"]
-    target_confidence = run["target_confidence"]
+    target_confidence, profile_weights = run["target_confidence"], run["profile_weights"]
     profiles = options.pop("profile")
     profile = profiles[0] if profiles else None
     dry_run, db, resume = options["dry_run"], options["db"], options["resume"]
     quick, reps, runtime = options["quick"], options["reps"], options["runtime_s"]
     if profiles and len(profiles) > 1 and (full or resume):
-        fail("several --profile run as adaptive probes one after the other; --full and "
-             "--resume take one --profile")
+        fail("several --profile run as one adaptive probe; --full and --resume take one "
+             "--profile (--resume alone continues an interrupted probe of several)")
+    weights = _weights(profile_weights, profiles or [])
 
     not_root = probing.root_problem()
     if not dry_run and not_root:
@@ -241,12 +241,10 @@ def probe(device: str | None = None, **options: Any) -> None:
         fail("--adaptive and --full exclude each other")
     # With a profile the adaptive probe is the default: the model measures what decides,
     # within a budget stated before anything starts. --full runs everything.
-    if profiles and len(profiles) > 1:
-        _adaptive_each(request, profiles, target_confidence, budget, dry_run, as_json, yes_wipe)
-        return
     if adaptive or ad.resumes_adaptive(request) or (profile is not None and not full
                                                      and not resume):
-        _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe)
+        _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe,
+                  profiles or [], weights)
         return
     if budget is not None:
         fail("--budget applies to the adaptive probe (--profile without --full)")
@@ -293,66 +291,48 @@ def probe(device: str | None = None, **options: Any) -> None:
         raise typer.Exit(EXIT_CELLS_FAILED)
 
 
-def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json: bool,
-              yes_wipe: str | None) -> None:
-    """probe --adaptive: plan (the budget check refuses before the device is touched), the
-    safety verdict as for any probe, then the model-driven run (service/adaptive.py)."""
-    doc, s, _confirm = _adaptive_one(request, target, budget, dry_run, yes_wipe, as_json)
-    if as_json:
-        emit_json(doc)
-    _exit_for(s)
-
-
-def _adaptive_each(request, profiles: list[str], target: float, budget: str | None,
-                   dry_run: bool, as_json: bool, yes_wipe: str | None) -> None:
-    """Several --profile: every profile's adaptive probe planned first (a bad name or a
-    budget too small is refused before anything is touched), then run one after the other
-    on the same device: the first calibrates it, the others use that calibration; the
-    device is confirmed once. An answer per profile (--json: one document per profile)."""
+def _weights(text: str | None, profiles: list[str]) -> list[float] | None:
+    """--profile-weights 2,1 -> [2.0, 1.0], one per --profile (checked by the service)."""
+    if text is None:
+        return None
+    if len(profiles) < 2:
+        fail("--profile-weights weighs several --profile against each other")
+    try:
+        values = [float(w) for w in text.split(",")]
+    except ValueError:
+        values = []
+    if not values:
+        fail(f"--profile-weights {text!r} is not a list of numbers (e.g. 2,1)")
     from fsadvisor.service import adaptive as ad
-    requests = [replace(request, profile=p) for p in profiles]
-    for r in requests:
-        ad.plan_adaptive(r, target, budget)
-    docs, worst = [], None
-    confirm = yes_wipe
-    for i, r in enumerate(requests):
-        if not as_json:
-            typer.echo(("" if i == 0 else "\n") + f"== profile {r.profile} "
-                       f"({i + 1} of {len(requests)}) ==")
-            if dry_run and i > 0:
-                typer.echo("# (a calibration above is run once, by the first profile's probe; "
-                           "this one then uses it)")
-        doc, s, confirm = _adaptive_one(r, target, budget, dry_run, confirm, as_json)
-        docs.append({"profile": r.profile, **(doc or {})})
-        if s is not None and (s.interrupted or s.count("failed")):
-            worst = s
-            if s.interrupted:
-                break  # Ctrl-C stops the whole probe, not one profile of it
-    if as_json:
-        emit_json({"profiles": docs})
-    _exit_for(worst)
+    return ad.check_weights(profiles, values)  # a ConfigError: one line, exit 2
 
 
-def _adaptive_one(request, target: float, budget: str | None, dry_run: bool,
-                  yes_wipe: str | None, as_json: bool):
-    """One profile's adaptive probe: (its JSON document, its probe summary or None for a
-    dry run, the confirmation typed)."""
+def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json: bool,
+              yes_wipe: str | None, profiles: list[str], weights: list[float] | None) -> None:
+    """probe --adaptive: plan (the budget check refuses before the device is touched), the
+    safety verdict as for any probe, then the model-driven run (service/adaptive.py). With
+    several --profile it is one probe for all of them: one calibration, one session and
+    budget, an answer per profile."""
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service import probing
 
-    setup = ad.plan_adaptive(request, target, budget)
+    setup = ad.plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
     plan = setup.plan
     if dry_run:
         note = probing.dry_run_verdict(plan)
         lines = ad.dry_run_lines(setup, request.db)
         if note:
             lines.insert(1, f"# {note}")
-        if not as_json:
+        if as_json:
+            emit_json({"dry_run": True, "adaptive": True, "lines": lines,
+                       "profiles": list(plan.profiles) or [plan.profile],
+                       "budget_s": plan.budget_s,
+                       "full_matrix_estimate_s": plan.full_estimate_s,
+                       "calibration_estimate_s": setup.calibration_estimate_s})
+        else:
             for line in lines:
                 typer.echo(line)
-        return ({"dry_run": True, "adaptive": True, "lines": lines,
-                 "full_matrix_estimate_s": plan.full_estimate_s,
-                 "calibration_estimate_s": setup.calibration_estimate_s}, None, yes_wipe)
+        return
     probing.check_device(plan)
     confirm = None
     if not plan.scratch_size_bytes:
@@ -363,14 +343,16 @@ def _adaptive_one(request, target: float, budget: str | None, dry_run: bool,
             fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
     result = ad.run_adaptive(setup, request.db, on_progress=ProbeProgress(), confirm=confirm)
     s = result.probe
-    if not as_json:
+    if as_json:
+        emit_json(result.to_dict())
+    else:
         _print_summary(s)
-        d = result.decision
+        d = result.joint or result.decision
         if d is not None:
             typer.echo("")
             for line in d.outcome_lines():
                 typer.echo(line)
-    return result.to_dict(), s, confirm
+    _exit_for(s)
 
 
 def _exit_for(s) -> None:

@@ -84,8 +84,9 @@ class ProbeOptions:
         None, "--profile", metavar="NAME|FILE", cli_type=typing.Optional[list[str]],
         complete="profile",
         help="Your workload (preset name or TOML file), run next to the micro matrix. Repeat it "
-             "for a server's several workloads: one adaptive probe each, one after the other, "
-             "the device calibrated once, an answer per profile (each with its own --budget).")
+             "for a server's several workloads: one adaptive probe for all of them (one "
+             "calibration, one --budget), each next cell the most valuable of any profile's, "
+             "a cell profiles share measured once; an answer per profile.")
     micro: bool = option(True, "--micro/--no-micro", plan="micro",
                          help="Run the standard micro matrix.")
     workloads: tuple[str, ...] | None = option(
@@ -149,6 +150,11 @@ class RunChoices:
         False, "--plot", after="as_json",
         help="After the summary, draw each workload's measured ops/J as bars with 95% "
              "whiskers.")
+    profile_weights: str | None = option(
+        None, "--profile-weights", metavar="W,W", after="profile",
+        help="With several --profile: how much each profile's answer counts when the probe "
+             "chooses its next cell (one positive number per --profile, in their order; "
+             "default all equal).")
     yes_wipe: str | None = option(
         None, "--yes-wipe", metavar="DEVICE",
         help="Confirm without a prompt by repeating the exact device.")

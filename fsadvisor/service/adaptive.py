@@ -11,6 +11,16 @@ run stored with its provenance), so ``--resume`` continues an interrupted adapti
 
 An uncalibrated device is calibrated first (service/calibration.py's short raw matrix), so
 the roofline the model reasons from is this device's. Nothing here prints.
+
+Several profiles (``--profile a --profile b``) are one session, not one probe after another:
+one calibration, one matrix (the configurations x each profile's workload), one budget. At
+each step every profile's posterior and stop rule is computed from one model fit
+(JointChooser), and joint_pick measures the cell of any profile with the most value per
+second -- the single-profile rule's, weighted by the profile's --profile-weights -- so a
+profile whose leaders are apart gets few cells and one whose leaders are close gets more.
+Two profiles with the same workload share its cells: a run counts for both. The session
+stops when every profile's stop rule has fired or nothing fits the budget; the answer
+(leader, confidence, why it stopped) is per profile.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -124,13 +134,26 @@ class AdaptivePlan(planmod.Plan):
     # follows the estimate as this device's measured cell times replace the plan's guess.
     budget_share: float | None = None
     full_reps: int = planmod.DEFAULT_REPS  # repetitions of the exhaustive matrix compared to
+    # Several profiles in one session (JointChooser): each profile's name, the workload of
+    # the plan it is measured with (profiles whose workloads are the same share one, and
+    # its cells) and its weight in the choice. Empty for a single profile.
+    profiles: list[str] = field(default_factory=list)
+    profile_workloads: list[str] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+
+    @property
+    def joint(self) -> bool:
+        return len(self.profiles) > 1
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "purpose": "adaptive",
                 "adaptive": {"target": self.target, "budget_s": self.budget_s,
                              "max_reps": self.max_reps, "calibration_s": self.calibration_s,
                              "full_estimate_s": self.full_estimate_s,
-                             "budget_share": self.budget_share, "full_reps": self.full_reps}}
+                             "budget_share": self.budget_share, "full_reps": self.full_reps,
+                             "profiles": list(self.profiles),
+                             "profile_workloads": list(self.profile_workloads),
+                             "weights": list(self.weights)}}
 
     def estimate_full(self, times: "CellTimes", schedulers: set[str] | None) -> None:
         """The exhaustive matrix's device time (``full_reps`` of every runnable cell) at
@@ -158,7 +181,10 @@ class AdaptivePlan(planmod.Plan):
                             calibration_s=float(a.get("calibration_s") or 0.0),
                             full_estimate_s=float(a.get("full_estimate_s") or 0.0),
                             budget_share=a.get("budget_share"),
-                            full_reps=int(a.get("full_reps") or planmod.DEFAULT_REPS))
+                            full_reps=int(a.get("full_reps") or planmod.DEFAULT_REPS),
+                            profiles=list(a.get("profiles") or []),
+                            profile_workloads=list(a.get("profile_workloads") or []),
+                            weights=[float(w) for w in a.get("weights") or []])
 
 
 @dataclass
@@ -279,6 +305,43 @@ class CellTimes:
         return sum(self.cell_s(c) for c in plan.cells() if not c.skip_reason)
 
 
+class JointTimes(CellTimes):
+    """Cell costs of a plan with several profiles' workloads: each workload's cells at its
+    own measured overhead (a read workload's fill is part of its cost, a write workload has
+    none), so the full matrix, the default budget and the least budget add up the profiles'."""
+
+    def __init__(self, plan: planmod.Plan, parts: Mapping[str, CellTimes]):
+        super().__init__(plan, {})
+        self.parts = dict(parts)
+
+    @staticmethod
+    def from_store(store: Any, plan: planmod.Plan, identity: str) -> "CellTimes":
+        return JointTimes(plan, {w.name: CellTimes.from_store(
+            store, replace(plan, workloads=[w]), identity) for w in plan.workloads})
+
+    @property
+    def measured(self) -> bool:
+        return any(t.measured for t in self.parts.values())
+
+    def cell_s(self, cell: planmod.Cell) -> float:
+        part = self.parts.get(cell.workload.name)
+        return part.cell_s(cell) if part is not None else super().cell_s(cell)
+
+    def cheapest_per_fs(self) -> dict[str, float]:
+        """One run of each filesystem for every workload: each profile compares them all."""
+        out: dict[str, float] = {}
+        for t in self.parts.values():
+            for fs, s in t.cheapest_per_fs().items():
+                out[fs] = out.get(fs, 0.0) + s
+        return out
+
+
+def times_for(store: Any, plan: planmod.Plan, identity: str) -> CellTimes:
+    """CellTimes of ``plan``: per workload when it has several (a joint probe)."""
+    kind = JointTimes if len(plan.workloads) > 1 else CellTimes
+    return kind.from_store(store, plan, identity)
+
+
 def available_schedulers(path: str | None) -> set[str] | None:
     """The I/O schedulers ``path`` can run (a bio-based device such as zram: only "none");
     None when there is no device yet (a scratch loop device: loop devices have them all)."""
@@ -316,9 +379,11 @@ def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes
     from fsadvisor.store import open_store
     path = probing.store_path(db)
     if not path.exists():
-        return CellTimes(plan, {})
+        return (JointTimes(plan, {w.name: CellTimes(replace(plan, workloads=[w]), {})
+                                  for w in plan.workloads})
+                if len(plan.workloads) > 1 else CellTimes(plan, {}))
     with open_store(path) as store:
-        return CellTimes.from_store(store, plan, device.identity)
+        return times_for(store, plan, device.identity)
 
 
 def _calibrated(device: Device, db: str | None) -> bool:
@@ -336,11 +401,53 @@ def _backing_of(device: Device) -> tuple[str | None, str | None]:
     return (m.group(1), m.group(2)) if m else (None, None)
 
 
+def _same_workload(w: planmod.WorkloadSpec) -> tuple:
+    """What makes two profiles' cells the same measurement: everything but the name."""
+    d = w.to_dict()
+    d.pop("name"), d.pop("source")
+    return tuple(sorted((k, repr(v)) for k, v in d.items()))
+
+
+def check_weights(profiles: list[str], weights: list[float] | None) -> list[float]:
+    """One positive weight per profile (all 1 when none are given)."""
+    if not weights:
+        return [1.0] * len(profiles)
+    if len(weights) != len(profiles):
+        raise ConfigError(f"--profile-weights gives {len(weights)} weights for "
+                          f"{len(profiles)} profiles: one per --profile, in their order")
+    if not all(math.isfinite(w) and w > 0 for w in weights):
+        raise ConfigError(f"--profile-weights must be positive numbers, not {weights}")
+    return [float(w) for w in weights]
+
+
+def _joint_plan(request: ProbeRequest, profiles: list[str], weights: list[float],
+                target: float, budget_s: float | None) -> tuple[AdaptivePlan, int]:
+    """One adaptive plan for several profiles: the configurations (the same for every
+    profile) x each profile's workload, a workload two profiles share planned once."""
+    bases = [probing.plan_probe(replace(request, profile=p, micro=False, baseline=False))
+             for p in profiles]
+    workloads: list[planmod.WorkloadSpec] = []
+    seen: dict[tuple, str] = {}
+    names = []
+    for b in bases:
+        w = b.workloads[0]
+        names.append(seen.setdefault(_same_workload(w), w.name))
+        if names[-1] == w.name:
+            workloads.append(w)
+    fields = {f: getattr(bases[0], f) for f in bases[0].__dataclass_fields__}
+    fields.update(workloads=workloads, reps=MAX_REPS)
+    plan = AdaptivePlan(**fields, target=target, budget_s=budget_s, profiles=list(profiles),
+                        profile_workloads=names, weights=weights)
+    return plan, max(bases[0].reps, planmod.DEFAULT_REPS)
+
+
 def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
-                  budget: str | float | None = None) -> AdaptiveSetup:
+                  budget: str | float | None = None, profiles: list[str] | None = None,
+                  weights: list[float] | None = None) -> AdaptiveSetup:
     """Plan an adaptive probe: the profile's matrix, whether the device needs a calibration
     first, and a budget check that refuses, before anything touches the device, a budget
-    too small for the calibration and one cell."""
+    too small for the calibration and one cell. With several ``profiles`` one session
+    decides for all of them (JointChooser), under one budget, with ``weights``."""
     target = check_target(target)
     budget_s = parse_budget(budget)
     if request.resume:
@@ -357,6 +464,9 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         plan.db_path = str(probing.store_path(request.db))
         if request.scratch is None:
             plan.device_info = replace(request.device_info, plp=plan.plp)
+    elif profiles and len(profiles) > 1:
+        plan, full_reps = _joint_plan(request, list(profiles), check_weights(
+            list(profiles), weights), target, budget_s)
     else:
         if request.profile is None:
             raise ConfigError("--adaptive needs --profile: it decides for one workload")
@@ -429,6 +539,11 @@ class Decision:
     # one run's sd of log ops/J between repetitions of the same cell in this matrix (None
     # until a cell was repeated): the noise the probe saw, against the differences it judges
     noise_sd: float | None = None
+    # one profile of a joint probe: the device time of its own cells (a shared cell counts
+    # for each profile it serves); spent_s is the session's
+    own_s: float | None = None
+    # one profile of a joint probe: its candidates (key, name), best posterior mean first
+    ranking: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def who(self) -> str:
@@ -471,6 +586,10 @@ class Decision:
                     (self.spent_s - self.calibration_s) / self.full_estimate_s, 4)
                 if self.full_estimate_s else 0.0,
                 "runs": self.runs,
+                **({} if self.own_s is None else {"own_device_time_s": round(self.own_s, 1)}),
+                **({"ranking": [{"config": k, "label": n, "p_best": (
+                    round(self.p_best[k], 4) if k in self.p_best else None)}
+                    for k, n in self.ranking]} if self.ranking else {}),
                 "reason": self.reason, "next": self.choice, "why": self.why}
 
 
@@ -480,15 +599,18 @@ class Chooser:
 
     def __init__(self, plan: AdaptivePlan, store: Any, settings: ModelSettings,
                  device_params: Callable[[Device], Any], stored_params: Callable[[], dict],
-                 on_progress: Callable[[ProgressEvent], None] | None = None) -> None:
+                 on_progress: Callable[[ProgressEvent], None] | None = None,
+                 profile: str | None = None, spec: planmod.WorkloadSpec | None = None) -> None:
         self.plan = plan
         self.store = store
         self.settings = settings
         self.device_params = device_params
         self.stored_params = stored_params
         self.on_progress = on_progress or (lambda e: None)
-        self.profile = load_profile(plan.profile)
-        self.spec = plan.workloads[0]
+        self.profile = load_profile(profile or plan.profile)
+        self.spec = spec or plan.workloads[0]
+        # one profile of a joint probe: the JointChooser owns the budget and the session
+        self.part = spec is not None
         self.run: Any = None  # the MatrixRun, set by run_adaptive (to see skipped cells)
         self.excluded: dict[str, str] = {}
         self.history: list[Decision] = []
@@ -534,9 +656,12 @@ class Chooser:
         except (KeyError, TypeError, ValueError):
             return 0.1  # crossval.DEVICE_SDS's middle
 
-    def state(self, device: Device, cfgs: list, runs: list[int] | None = None
-              ) -> tuple[sel.State, Any]:
-        model = fit(self.store.observations(), self.settings, self.stored_params())
+    def fit(self) -> Any:
+        return fit(self.store.observations(), self.settings, self.stored_params())
+
+    def state(self, device: Device, cfgs: list, runs: list[int] | None = None,
+              model: Any = None) -> tuple[sel.State, Any]:
+        model = model if model is not None else self.fit()
         design: dict = {}
         # own_deviations: this device's own deviations from the shared effects are in the
         # design from the start, so configurations that share a filesystem or a mechanism
@@ -586,27 +711,38 @@ class Chooser:
         (None until two cells have been repeated, i.e. >= 2 degrees of freedom)."""
         return pooled_sd(self.cell_log_opj().values())
 
-    def _runs(self) -> tuple[Counter, float]:
+    def _runs(self) -> tuple[Counter, float, Counter]:
+        """(ok runs by cell key, device time of every run, device time by cell key)."""
         if self.plan.matrix_id is None:
-            return Counter(), 0.0
+            return Counter(), 0.0, Counter()
         rows = self.store.runs(matrix_id=self.plan.matrix_id)
         ok = Counter(r["cell_key"] for r in rows if r["status"] == "ok")
-        spent = sum(float(r.get("wall_s") or 0.0) for r in rows)
-        return ok, spent
+        by_key: Counter = Counter()
+        for r in rows:
+            by_key[r["cell_key"]] += float(r.get("wall_s") or 0.0)
+        return ok, sum(by_key.values()), by_key
+
+    def own_keys(self) -> set[str]:
+        return {planmod.cell_key(c, c.scheduler, self.spec.name) for c in self.plan.configs}
 
     def times(self, device: Device) -> CellTimes:
         """Cell costs from this device's stored runs (this matrix's own included): the
         measured per-run overhead, not the plan's fixed guess."""
-        return CellTimes.from_store(self.store, self.plan, device.identity)
+        view = replace(self.plan, workloads=[self.spec]) if self.part else self.plan
+        return CellTimes.from_store(self.store, view, device.identity)
 
-    def decide(self, device: Device) -> tuple[sel.Step, list, Decision]:
+    def decide(self, device: Device, runs_now: tuple[Counter, float, Counter] | None = None,
+               model: Any = None) -> tuple[sel.Step, list, Decision]:
+        """The next step for this profile. A part of a joint probe gets the matrix's runs
+        (``runs_now``) and the fitted ``model`` from the JointChooser, which sets the budget."""
         cfgs = self.candidates(device)
-        ok, spent = self._runs()
+        ok, spent, by_key = runs_now if runs_now is not None else self._runs()
         spent += self.plan.calibration_s
         runs = [ok.get(planmod.cell_key(c, c.scheduler, self.spec.name), 0) for c in cfgs]
-        st, _ = self.state(device, cfgs, runs)
+        st, _ = self.state(device, cfgs, runs, model)
         times = self.times(device)
-        self.plan.default_budget(times, self.schedulers)
+        if not self.part:
+            self.plan.default_budget(times, self.schedulers)
         cost = [times.config_s(c) for c in cfgs]
         step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
                              budget_s=self.plan.budget_s, max_runs=self.plan.max_reps,
@@ -619,33 +755,25 @@ class Chooser:
                      confidence=step.confidence,
                      p_best={st.labels[i]: float(p) for i, p in zip(idx, pb)},
                      spent_s=spent, full_estimate_s=self.plan.full_estimate_s,
-                     runs=sum(ok.values()), reason="" if step.choice else step.reason,
+                     runs=sum(ok[k] for k in self.own_keys()) if self.part else sum(ok.values()),
+                     own_s=sum(by_key[k] for k in self.own_keys()) if self.part else None,
+                     reason="" if step.choice else step.reason,
                      choice=step.choice.label if step.choice else None,
                      why=step.choice.why() if step.choice else "",
-                     calibration_s=self.plan.calibration_s, noise_sd=self.run_noise_sd())
+                     calibration_s=self.plan.calibration_s, noise_sd=self.run_noise_sd(),
+                     ranking=([(st.labels[i], st.name(i)) for i in np.argsort(-st.mu, kind="stable")]
+                              if self.part else []))
         return step, cfgs, d
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
-        device = replace(info, plp=self.plan.plp)
-        self.schedulers = available_schedulers(info.path)
-        while True:
-            step, cfgs, d = self.decide(device)
-            self.history.append(d)
-            self._note(d.line(), d)
-            if step.choice is None:
-                self._note(f"stopping: {step.reason}")
-                return
-            cfg = cfgs[step.choice.index]
-            rep = step.choice.runs_so_far + 1
-            while (planmod.cell_key(cfg, cfg.scheduler, self.spec.name), rep) in done:
-                rep += 1
-            self._note(f"next: {step.choice.why()}")
-            yield planmod.Cell(cfg, cfg.scheduler, self.spec, rep)
-            last = self.run.summary.outcomes[-1] if self.run and self.run.summary.outcomes else None
-            if last is not None and last.status not in ("ok", "done-before"):
-                # a cell that fails or is skipped here would be chosen again and again
-                self.excluded[cfg.key()] = f"{last.status}: {last.error or ''}".strip()
-                self._note(f"{cfg.label()} left out of the choice ({last.status})")
+        return _cell_source(self, info, done, self.next_cell)
+
+    def next_cell(self, device: Device) -> tuple["_Next | None", Decision, str]:
+        step, cfgs, d = self.decide(device)
+        if step.choice is None:
+            return None, d, step.reason
+        return _Next(cfgs[step.choice.index], self.spec, step.choice.runs_so_far,
+                     step.choice.why(), (self,)), d, ""
 
     def _note(self, message: str, d: Decision | None = None) -> None:
         # with the decision: where the probe stands, as fields a front end shows
@@ -698,6 +826,368 @@ class Chooser:
         return lines, first  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class _Next:
+    """The cell a chooser measures next: ``cfg`` with ``spec``, the runs it has, why, and the
+    Choosers that leave the configuration out if its run fails or is skipped."""
+
+    cfg: Any
+    spec: planmod.WorkloadSpec
+    runs_so_far: int
+    why: str
+    parts: tuple[Chooser, ...]
+
+
+def _cell_source(chooser: Any, info: Device, done: set,
+                 next_cell: Callable[[Device], tuple[_Next | None, Any, str]]
+                 ) -> Iterator[planmod.Cell]:
+    """The MatrixRun's cells from ``next_cell`` (a Chooser's or a JointChooser's): each
+    decision noted and kept in the chooser's history, until it stops."""
+    device = replace(info, plp=chooser.plan.plp)
+    chooser.schedulers = available_schedulers(info.path)
+    while True:
+        nxt, d, reason = next_cell(device)
+        chooser.history.append(d)
+        chooser._note(d.line(), d)
+        if nxt is None:
+            chooser._note(f"stopping: {reason}")
+            return
+        cfg = nxt.cfg
+        rep = nxt.runs_so_far + 1
+        while (planmod.cell_key(cfg, cfg.scheduler, nxt.spec.name), rep) in done:
+            rep += 1
+        chooser._note(f"next: {nxt.why}")
+        yield planmod.Cell(cfg, cfg.scheduler, nxt.spec, rep)
+        run = chooser.run
+        last = run.summary.outcomes[-1] if run and run.summary.outcomes else None
+        if last is not None and last.status not in ("ok", "done-before"):
+            # a cell that fails or is skipped here would be chosen again and again
+            for part in nxt.parts:
+                part.excluded[cfg.key()] = f"{last.status}: {last.error or ''}".strip()
+            chooser._note(f"{cfg.label()} left out of the choice ({last.status})")
+
+
+# --------------------------------------------------------------------------- several profiles
+
+# The candidates a profile's answer names in words (all of them are in --json): the leaders and
+# their nearest challengers, what a person compares.
+RANKING_SHOWN = 3
+
+@dataclass(frozen=True)
+class JointPick:
+    """The cell a joint probe measures next: profile ``part``'s candidate ``option``, and
+    every profile whose matrix holds the same cell (``serves``: measured once, it counts for
+    each of them)."""
+
+    part: int
+    option: sel.Option
+    serves: tuple[int, ...]
+    value_per_s: float  # weighted, summed over the profiles it serves (0: defaults first)
+
+
+def joint_pick(steps: Sequence[sel.Step], keys: Sequence[Sequence[str]],
+               weights: Sequence[float], *, spent_s: float, budget_s: float | None,
+               max_runs: int | None) -> JointPick | None:
+    """The next cell of a probe for several profiles, from each profile's own step
+    (probe/adaptive.py's next_step on its posterior; ``keys[p][i]`` is the cell key of its
+    candidate i). None when every profile's stop rule has fired -- settled, nothing worth
+    measuring, or no cell of it fits the budget.
+
+    A profile still deciding between its leading filesystems' defaults gets them first (the
+    single-profile rule). Otherwise every cell any open profile would measure is scored by
+    the single-profile rule's value per second -- the weighted shrink of that profile's
+    contested differences per second of device time -- summed over the open profiles whose
+    matrix holds the cell, and the best cell is measured. A profile whose leaders are apart
+    offers little or nothing, so its cells are measured only while they are worth more than
+    the other profiles'."""
+    keysets = [set(ks) for ks in keys]
+
+    def serves(key: str) -> tuple[int, ...]:
+        return tuple(p for p, ks in enumerate(keysets) if key in ks)
+
+    open_ = [p for p, s in enumerate(steps) if s.choice is not None]
+    for p in open_:
+        c = steps[p].choice
+        if c is not None and c.defaults_first:
+            return JointPick(p, c, serves(keys[p][c.index]), 0.0)
+    score: dict[str, float] = {}
+    first: dict[str, tuple[int, sel.Option]] = {}
+    for p in open_:
+        for o in steps[p].ranked:
+            if (o.shrink < sel.MIN_SHRINK or (max_runs is not None and o.runs_so_far >= max_runs)
+                    or (budget_s is not None and spent_s + o.cost_s > budget_s)):
+                continue
+            k = keys[p][o.index]
+            score[k] = score.get(k, 0.0) + weights[p] * o.value_per_s
+            first.setdefault(k, (p, o))
+    if not score:  # nothing fits these limits (a step's own choice always does)
+        return None
+    best = max(score, key=lambda k: score[k])  # the first of equals, in profile order
+    p, o = first[best]
+    return JointPick(p, o, serves(best), score[best])
+
+
+@dataclass
+class JointDecision:
+    """Where a probe for several profiles stands: each profile's Decision (its leader,
+    confidence and stop reason) and the session's device time against its budget."""
+
+    profiles: list[str]
+    weights: list[float]
+    answers: list[Decision]
+    spent_s: float
+    budget_s: float | None
+    full_estimate_s: float
+    runs: int
+    choice: str | None = None
+    serves: list[str] = field(default_factory=list)
+    why: str = ""
+    reason: str = ""
+    calibration_s: float = 0.0
+
+    @property
+    def share(self) -> float:
+        return self.spent_s / self.full_estimate_s if self.full_estimate_s else 0.0
+
+    def line(self) -> str:
+        each = "; ".join(f"{p}: leader {a.who}, confidence {a.confidence:.2f}"
+                         + (" (stopped)" if a.reason else "")
+                         for p, a in zip(self.profiles, self.answers))
+        budget = f" of the budget {self.budget_s:.0f} s" if self.budget_s else ""
+        return (f"{each}; device time {self.spent_s:.0f} s{budget} (the full matrices "
+                f"~{self.full_estimate_s:.0f} s, {self.share:.0%})")
+
+    def outcome_lines(self) -> list[str]:
+        """The answer per profile, then the session: the CLI's summary."""
+        lines = []
+        for p, w, a in zip(self.profiles, self.weights, self.answers):
+            weight = f" (weight {w:g})" if any(x != 1.0 for x in self.weights) else ""
+            lines.append(f"adaptive: profile {p}{weight}: {a.who} is best (within 1%) with "
+                         f"probability {a.confidence:.2f} after {a.runs} runs of its cells "
+                         f"({probing.clock(a.own_s or 0.0)} of device time)")
+            if len(a.ranking) > 1:
+                lines.append(f"adaptive: profile {p}: ranking: " + ", ".join(
+                    f"{i + 1}. {n}" + (f" (P(best) {a.p_best[k]:.2f})" if k in a.p_best else "")
+                    for i, (k, n) in enumerate(a.ranking[:RANKING_SHOWN])))
+            lines.append(f"adaptive: profile {p}: stopped: {a.reason}" if a.reason else
+                         f"adaptive: profile {p}: not settled when the probe ended")
+        lines.append(f"adaptive: one session for {len(self.profiles)} profiles: {self.runs} "
+                     f"runs, device time {probing.clock(self.spent_s)} = {self.share:.0%} of "
+                     f"their full matrices' ~{probing.clock(self.full_estimate_s)}"
+                     + (f" (budget {probing.clock(self.budget_s)})" if self.budget_s else ""))
+        if self.reason:
+            lines.append(f"adaptive: stopped: {self.reason}")
+        noise = self.answers[0].noise_sd if self.answers else None
+        lines.append("adaptive: noise seen: " + (
+            f"one run scatters by about {math.expm1(noise):.1%} in ops/J (sd between "
+            "repetitions of the same cell here)" if noise is not None else
+            "not measured (no cell was repeated)"))
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device_time_s": round(self.spent_s, 1),
+                "budget_s": None if self.budget_s is None else round(self.budget_s, 1),
+                "full_matrix_estimate_s": round(self.full_estimate_s, 1),
+                "share_of_full": round(self.share, 4),
+                "calibration_s": round(self.calibration_s, 1), "runs": self.runs,
+                "reason": self.reason, "next": self.choice, "for": list(self.serves),
+                "why": self.why,
+                "answers": {p: {"leader": a.leader, "confidence": round(a.confidence, 4),
+                                "stopped": a.reason or None}
+                            for p, a in zip(self.profiles, self.answers)}}
+
+
+@dataclass
+class _Sim:
+    """One profile in simulate_joint: its posterior, its candidates' costs and cell keys,
+    and (from a JointChooser) its Chooser and configurations, for the leading defaults and
+    this device's own deviations."""
+
+    st: sel.State
+    cost: list[float]
+    keys: list[str]
+    ch: Chooser | None = None
+    cfgs: list = field(default_factory=list)
+    runs: list[int] = field(default_factory=list)
+    cells: int = 0
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.runs = self.runs or [0] * len(self.keys)
+        self.start = self.st
+
+    def measured(self, i: int, cost_s: float) -> None:
+        """One more run of candidate ``i`` at the model's mean: only the covariance moves."""
+        self.runs[i] += 1
+        self.st = replace(self.st, cov=self.st.after_run(i), own_var=(
+            None if self.st.own_var is None or self.ch is None else
+            self.ch.own_var(len(self.keys), self.runs, self.st.noise_var)))
+        self.cells += 1
+        self.seconds += cost_s
+
+    def step(self, target: float, spent_s: float, budget_s: float | None,
+             max_runs: int | None, device: Device | None) -> sel.Step:
+        defaults = (self.ch.leading_defaults(self.st, self.cfgs, device)
+                    if self.ch is not None and device is not None else [])
+        return sel.next_step(self.st, self.cost, self.runs, target=target, spent_s=spent_s,
+                             budget_s=budget_s, max_runs=max_runs, defaults=defaults)
+
+
+def simulate_joint(sims: list[_Sim], weights: Sequence[float], *, target: float,
+                   spent_s: float, budget_s: float | None, max_runs: int | None,
+                   horizon: int = 60, device: Device | None = None
+                   ) -> tuple[list[JointPick], list[sel.Step], list[sel.Step] | None]:
+    """A joint probe's choices if every run came out at the model's mean (each profile's
+    covariance moves, the means do not): up to ``horizon`` picks, until every profile
+    stops or the budget is spent. A cell the profiles share is run once and counted in each
+    of their ``sims``. Returns (the picks, the profiles' first steps, their last steps if
+    every one stopped)."""
+    first: list[sel.Step] = []
+    picks: list[JointPick] = []
+    spent = spent_s
+    for _ in range(horizon):
+        steps = [s.step(target, spent, budget_s, max_runs, device) for s in sims]
+        first = first or steps
+        pick = joint_pick(steps, [s.keys for s in sims], weights, spent_s=spent,
+                          budget_s=budget_s, max_runs=max_runs)
+        if pick is None:
+            return picks, first, steps
+        key = sims[pick.part].keys[pick.option.index]
+        for p in pick.serves:
+            sims[p].measured(sims[p].keys.index(key), pick.option.cost_s)
+        spent += pick.option.cost_s
+        picks.append(pick)
+    return picks, first, None
+
+
+class JointChooser:
+    """The MatrixRun's cell source for several profiles in one session: one Chooser per
+    profile (its candidates, posterior and stop rule), one model fit per step for all of
+    them, one matrix, one budget; joint_pick chooses across them."""
+
+    def __init__(self, plan: AdaptivePlan, store: Any, settings: ModelSettings,
+                 device_params: Callable[[Device], Any], stored_params: Callable[[], dict],
+                 on_progress: Callable[[ProgressEvent], None] | None = None) -> None:
+        self.plan = plan
+        self.store = store
+        specs = {w.name: w for w in plan.workloads}
+        self.parts = [Chooser(plan, store, settings, device_params, stored_params,
+                              profile=p, spec=specs[w])
+                      for p, w in zip(plan.profiles, plan.profile_workloads)]
+        self.weights = list(plan.weights) or [1.0] * len(self.parts)
+        self.on_progress = on_progress or (lambda e: None)
+        self.run: Any = None
+        self.history: list[JointDecision] = []
+        self.schedulers: set[str] | None = None
+
+    def times(self, device: Device) -> CellTimes:
+        return times_for(self.store, self.plan, device.identity)
+
+    def shared_with(self, p: int) -> list[str]:
+        """The other profiles measured with profile ``p``'s workload (its cells are theirs)."""
+        w = self.plan.profile_workloads
+        return [self.plan.profiles[q] for q in range(len(w)) if q != p and w[q] == w[p]]
+
+    def decide(self, device: Device) -> tuple[list[tuple[sel.Step, list, Decision]],
+                                               JointPick | None, JointDecision]:
+        runs_now = self.parts[0]._runs()
+        self.plan.default_budget(self.times(device), self.schedulers)
+        model = self.parts[0].fit()
+        out = []
+        for ch in self.parts:
+            ch.schedulers = self.schedulers
+            out.append(ch.decide(device, runs_now, model))
+        keys = [[planmod.cell_key(c, c.scheduler, ch.spec.name) for c in cfgs]
+                for ch, (_, cfgs, _) in zip(self.parts, out)]
+        spent = runs_now[1] + self.plan.calibration_s
+        pick = joint_pick([s for s, _, _ in out], keys, self.weights, spent_s=spent,
+                          budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
+        names = self.plan.profiles
+        d = JointDecision(profiles=list(names), weights=self.weights,
+                          answers=[a for _, _, a in out], spent_s=spent,
+                          budget_s=self.plan.budget_s, full_estimate_s=self.plan.full_estimate_s,
+                          runs=sum(runs_now[0].values()),
+                          calibration_s=self.plan.calibration_s)
+        if pick is None:
+            d.reason = "every profile's stop rule fired (" + "; ".join(
+                f"{p}: {a.reason}" for p, a in zip(names, d.answers)) + ")"
+        else:
+            d.choice = keys[pick.part][pick.option.index]
+            d.serves = [names[p] for p in pick.serves]
+            d.why = self.why(pick)
+        return out, pick, d
+
+    def why(self, pick: JointPick) -> str:
+        names = [self.plan.profiles[p] for p in pick.serves]
+        shared = (f" (the same cell for {' and '.join(names)}: measured once, it counts for "
+                  "each)" if len(names) > 1 else "")
+        rate = (f"; {pick.value_per_s:.2g} weighted value per second, the most of any "
+                "profile's cells" if pick.value_per_s > 0 else "")
+        return f"for {', '.join(names)}: {pick.option.why()}{rate}{shared}"
+
+    def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
+        return _cell_source(self, info, done, self.next_cell)
+
+    def next_cell(self, device: Device) -> tuple["_Next | None", JointDecision, str]:
+        out, pick, d = self.decide(device)
+        if pick is None:
+            return None, d, d.reason
+        # a cell that fails is left out for every profile it serves
+        return _Next(out[pick.part][1][pick.option.index], self.parts[pick.part].spec,
+                     pick.option.runs_so_far, d.why,
+                     tuple(self.parts[p] for p in pick.serves)), d, ""
+
+    def _note(self, message: str, d: JointDecision | None = None) -> None:
+        self.on_progress(ProgressEvent("note", len(self.history), 0, message=message))
+
+    def in_seconds(self, e: ProgressEvent) -> ProgressEvent:
+        return self.parts[0].in_seconds(e)
+
+    def first_choices(self, device: Device, n: int = 8, horizon: int = 60
+                      ) -> tuple[list[str], JointDecision, list[str]]:
+        """For --dry-run: the first ``n`` cells across the profiles if every run came out at
+        the model's mean (simulate_joint), and the split of device time between the
+        profiles it expects. Returns (choice lines, where it starts, split lines)."""
+        self.schedulers = available_schedulers(device.path)
+        model = self.parts[0].fit()
+        sims = []
+        for ch in self.parts:
+            ch.schedulers = self.schedulers
+            cfgs = ch.candidates(device)
+            st, _ = ch.state(device, cfgs, None, model)
+            times = ch.times(device)
+            sims.append(_Sim(st, [times.config_s(c) for c in cfgs],
+                             [planmod.cell_key(c, c.scheduler, ch.spec.name) for c in cfgs],
+                             ch, cfgs))
+        names = self.plan.profiles
+        spent = self.plan.calibration_s
+        picks, first, last = simulate_joint(
+            sims, self.weights, target=self.plan.target, spent_s=spent,
+            budget_s=self.plan.budget_s, max_runs=self.plan.max_reps, horizon=horizon,
+            device=device)
+        start = JointDecision(
+            profiles=list(names), weights=self.weights,
+            answers=[Decision(leader=s.labels[s.leader], leader_name=s.name(s.leader),
+                              confidence=st.confidence, p_best={}, spent_s=spent,
+                              full_estimate_s=self.plan.full_estimate_s, runs=0)
+                     for s, st in zip((x.start for x in sims), first)],
+            spent_s=spent, budget_s=self.plan.budget_s,
+            full_estimate_s=self.plan.full_estimate_s, runs=0)
+        lines = [f"{k + 1}. {self.why(pick)}" for k, pick in enumerate(picks[:n])]
+        stopped = ("; ".join(f"{p}: {st.reason}" for p, st in zip(names, last))
+                   if last is not None else "")
+        if stopped and len(picks) < n:
+            lines.append(f"then stop: {stopped}")
+        total = sum(p.option.cost_s for p in picks) or 1.0
+        split = [f"{p}: {s.cells} cells, about {s.seconds:.0f} s ({s.seconds / total:.0%})"
+                 for p, s in zip(names, sims)]
+        if len(set(self.plan.profile_workloads)) < len(names):
+            split.append("a cell profiles share counts for each of them")
+        split.append(f"then every profile stops ({stopped})" if stopped else
+                     f"the first {horizon} choices; the real results decide the rest")
+        return lines, start, split
+
+
 # --------------------------------------------------------------------------- running
 
 @dataclass
@@ -705,13 +1195,23 @@ class AdaptiveSummary:
     probe: Any  # ProbeSummary of the adaptive matrix
     decision: Decision | None
     calibration: dict[str, Any] | None = None
-    history: list[Decision] = field(default_factory=list)
+    history: list[Any] = field(default_factory=list)  # Decision, or JointDecision
+    joint: JointDecision | None = None  # several profiles: the answer per profile
+    # per profile: its workload and the profiles it shares it with
+    workloads: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"adaptive": True, "probe": self.probe.to_dict() if self.probe else None,
-                "decision": self.decision.to_dict() if self.decision else None,
-                "calibration": self.calibration,
-                "steps": [h.to_dict() for h in self.history]}
+        doc = {"adaptive": True, "probe": self.probe.to_dict() if self.probe else None,
+               "decision": self.decision.to_dict() if self.decision else None,
+               "calibration": self.calibration,
+               "steps": [h.to_dict() for h in self.history]}
+        if self.joint is not None:
+            j = self.joint
+            doc["session"] = {k: v for k, v in j.to_dict().items() if k != "answers"}
+            doc["profiles"] = [{"profile": p, "weight": w, **info, "decision": a.to_dict()}
+                               for p, w, a, info in zip(j.profiles, j.weights, j.answers,
+                                                        self.workloads)]
+        return doc
 
 
 def _store_helpers(db: str | None):
@@ -725,6 +1225,8 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
     why, the budget and the full matrix it replaces. Executes nothing."""
     from fsadvisor.store import open_store
     plan = setup.plan
+    if plan.joint:
+        return _joint_dry_run_lines(setup, db, n)
     lines = [f"# fsadvisor probe --adaptive --dry-run: profile {plan.profile}, "
              f"{len(plan.configs)} configurations; target confidence {plan.target:g}"
              + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
@@ -744,6 +1246,45 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
     lines.append("# first choices if every run came out as predicted (each choice is "
                  "recomputed from the real result):")
     lines += [f"#   {c}" for c in choices]
+    return lines
+
+
+def _joint_dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int) -> list[str]:
+    """dry_run_lines for several profiles: one session, its first cells across the
+    profiles and the split of device time it expects."""
+    from fsadvisor.store import open_store
+    plan = setup.plan
+    weights = plan.weights or [1.0] * len(plan.profiles)
+    who = ", ".join(p + (f" (weight {w:g})" if any(x != 1.0 for x in weights) else "")
+                    for p, w in zip(plan.profiles, weights))
+    lines = [f"# fsadvisor probe --adaptive --dry-run: one session for profiles {who}, "
+             f"{len(plan.configs)} configurations x {len(plan.workloads)} workloads; target "
+             f"confidence {plan.target:g}"
+             + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
+             + f"; their full matrices ({planmod.DEFAULT_REPS} reps) are about "
+               f"{plan.full_estimate_s:.0f} s. Nothing below is executed."]
+    for i, p in enumerate(plan.profiles):
+        others = [q for j, q in enumerate(plan.profiles) if j != i
+                  and plan.profile_workloads[j] == plan.profile_workloads[i]]
+        if others and i < plan.profiles.index(others[0]):
+            lines.append(f"# {p} and {', '.join(others)} run the same workload: a cell is "
+                         "measured once and counts for each")
+    if setup.calibration is not None:
+        lines.append(f"# first: calibrate the device once for every profile "
+                     f"({len(setup.calibration.cells())} raw runs, about "
+                     f"{setup.calibration_estimate_s:.0f} s): it has none yet")
+    params, stored = _store_helpers(db)
+    with open_store(probing.store_path(db)) as store:
+        store.ensure_seeded()
+        ch = JointChooser(plan, store, ModelSettings.load(db=db), params, stored)
+        choices, start, split = ch.first_choices(setup.device, n)
+    lines += [f"# now: {p}: leader {a.who}, confidence {a.confidence:.2f}"
+              for p, a in zip(plan.profiles, start.answers)]
+    lines.append("# first cells across the profiles if every run came out as predicted (each "
+                 "choice is recomputed from the real result):")
+    lines += [f"#   {c}" for c in choices]
+    lines.append("# expected split of the device time between the profiles:")
+    lines += [f"#   {s}" for s in split]
     return lines
 
 
@@ -782,8 +1323,9 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
         store.ensure_seeded()
         store.require_writable()
         store.require_intact()
-        chooser = Chooser(plan, store, ModelSettings.load(db=str(db_path)), params, stored,
-                          on_progress=forward)
+        kind = JointChooser if plan.joint else Chooser
+        chooser = kind(plan, store, ModelSettings.load(db=str(db_path)), params, stored,
+                       on_progress=forward)
         run = MatrixRun(plan, store, StateFile(state_path_for(db_path)),
                         lambda e: forward(chooser.in_seconds(e)),
                         interruptions=interruptions, cell_source=chooser)
@@ -796,5 +1338,10 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
             from fsadvisor.probe.report import results_from_store
             summary.results = results_from_store(store, summary.matrix_id, plan)
         final = chooser.history[-1] if chooser.history else None
+    if isinstance(chooser, JointChooser):
+        workloads = [{"workload": w, "shares_cells_with": chooser.shared_with(i)}
+                     for i, w in enumerate(plan.profile_workloads)]
+        return AdaptiveSummary(probe=summary, decision=None, calibration=calib_doc,
+                               history=chooser.history, joint=final, workloads=workloads)
     return AdaptiveSummary(probe=summary, decision=final, calibration=calib_doc,
                            history=chooser.history)

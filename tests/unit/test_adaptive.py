@@ -666,3 +666,241 @@ def test_a_cell_noise_is_its_own_scatter_shrunk_toward_the_pooled():
     # many runs: their own variance dominates
     many = [1.0 + (0.3 if i % 2 else -0.3) for i in range(40)]
     assert cell_noise_var(many, pooled) == pytest.approx(0.09 * 40 / 39, rel=0.1)
+
+
+# ------------------------------------------------------------- several profiles, one session
+
+def _sim(mu, sd, key_prefix, cost=10.0, noise_sd=0.05):
+    from fsadvisor.service.adaptive import _Sim
+    st = state(mu, sd, noise_sd)
+    return _Sim(st, [cost] * len(mu), [f"c{i} | {key_prefix}" for i in range(len(mu))])
+
+
+def _simulate(sims, weights=None, budget_s=None, max_runs=6, horizon=60):
+    from fsadvisor.service.adaptive import simulate_joint
+    return simulate_joint(sims, weights or [1.0] * len(sims), target=0.95, spent_s=0.0,
+                          budget_s=budget_s, max_runs=max_runs, horizon=horizon)
+
+
+def test_a_profile_whose_leaders_are_apart_gets_fewer_cells_than_one_whose_are_close():
+    # the same uncertainty, the same costs: only how far apart the leaders are differs
+    apart = _sim([0.0, -0.12, -0.3], [0.08, 0.08, 0.08], "apart")
+    close = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "close")
+    picks, first, last = _simulate([apart, close], budget_s=200.0)
+    assert picks and close.cells > apart.cells, (apart.cells, close.cells)
+    assert {p.part for p in picks} <= {0, 1}
+    assert sum(p.option.cost_s for p in picks) <= 200.0  # one budget for the session
+    # a profile already settled on its own gets none, and the session stops when the
+    # other's stop rule fires too
+    settled = _sim([0.5, 0.0], [0.01, 0.01], "settled")
+    close = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "close")
+    picks, first, last = _simulate([settled, close])
+    assert settled.cells == 0 and close.cells == len(picks) > 0
+    assert first[0].choice is None and "settled" in first[0].reason
+    assert last is not None and all(s.choice is None for s in last)
+
+
+def test_a_shared_cell_is_measured_once_and_counts_for_each_profile():
+    from fsadvisor.service.adaptive import joint_pick
+    a = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "w")
+    b = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "w")  # same workload: same cell keys
+    c = _sim([0.0, -0.02, -0.3], [0.08, 0.08, 0.08], "other")
+    steps = [s.step(0.95, 0.0, None, 6, None) for s in (a, b, c)]
+    pick = joint_pick(steps, [a.keys, b.keys, c.keys], [1.0, 1.0, 1.0], spent_s=0.0,
+                      budget_s=None, max_runs=6)
+    # the value of a shared cell is the sum over the profiles it serves
+    assert pick.serves == (0, 1)
+    assert pick.value_per_s == pytest.approx(2 * steps[0].choice.value_per_s)
+    a2, b2 = (_sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "w") for _ in range(2))
+    picks, _, _ = _simulate([a2, b2], horizon=6)
+    assert len(picks) == 6 and all(p.serves == (0, 1) for p in picks)
+    # run once: the session's device time is one cell's per pick, counted for each profile
+    assert a2.cells == b2.cells == 6 and a2.seconds == b2.seconds == 60.0
+    assert a2.runs == b2.runs
+
+
+def test_joint_pick_weighs_profiles_and_respects_budget_and_repetitions():
+    from fsadvisor.service.adaptive import joint_pick
+    a = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "a")
+    b = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "b")
+    steps = [s.step(0.95, 0.0, None, 6, None) for s in (a, b)]
+    keys = [a.keys, b.keys]
+    equal = joint_pick(steps, keys, [1.0, 1.0], spent_s=0.0, budget_s=None, max_runs=6)
+    assert equal.part == 0  # the first of equals, in profile order
+    heavier = joint_pick(steps, keys, [1.0, 3.0], spent_s=0.0, budget_s=None, max_runs=6)
+    assert heavier.part == 1 and heavier.value_per_s == pytest.approx(3 * equal.value_per_s)
+    # nothing fits the budget: no pick
+    assert joint_pick(steps, keys, [1.0, 1.0], spent_s=95.0, budget_s=100.0,
+                      max_runs=6) is None
+    # a profile's cells at the most repetitions are not offered, whatever its weight
+    b.runs[:] = [6, 6, 6]
+    steps = [s.step(0.95, 0.0, None, None, None) for s in (a, b)]
+    capped = joint_pick(steps, keys, [1.0, 3.0], spent_s=0.0, budget_s=None, max_runs=6)
+    assert capped.part == 0 and capped.option is steps[0].choice
+    # every profile stopped: None
+    stopped = [sel.Step(None, s.confidence, "settled") for s in steps]
+    assert joint_pick(stopped, keys, [1.0, 1.0], spent_s=0.0, budget_s=None,
+                      max_runs=6) is None
+
+
+def test_a_leading_filesystem_defaults_come_first_in_a_joint_probe_too():
+    from fsadvisor.service.adaptive import joint_pick
+    a = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "a")
+    b = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "b")
+    sa = a.step(0.95, 0.0, None, 6, None)
+    sb = sel.next_step(b.st, b.cost, b.runs, target=0.95, spent_s=0.0, budget_s=None,
+                       max_runs=6, defaults=[1])
+    pick = joint_pick([sa, sb], [a.keys, b.keys], [5.0, 1.0], spent_s=0.0, budget_s=None,
+                      max_runs=6)
+    assert pick.part == 1 and pick.option.index == 1 and pick.option.defaults_first
+
+
+def _profile_files(tmp_path):
+    for name in ("web", "cache"):
+        (tmp_path / f"{name}.toml").write_text('[fio]\nrw = "randread"\nbs = "16k"\n')
+    return [str(tmp_path / "web.toml"), str(tmp_path / "cache.toml")]
+
+
+def test_a_joint_plan_shares_a_workload_and_adds_up_the_profiles_matrices(tmp_path):
+    from dataclasses import replace
+
+    from fsadvisor.service import adaptive as ad
+    web, cache = _profile_files(tmp_path)
+    profiles = [web, cache, "fio-randwrite-4k-j1"]
+    setup = ad.plan_adaptive(_request(tmp_path), budget="10m", profiles=profiles,
+                             weights=[1, 1, 2])
+    plan = setup.plan
+    assert plan.joint and plan.profiles == profiles and plan.weights == [1.0, 1.0, 2.0]
+    assert len(plan.workloads) == 2  # web and cache run the same workload: planned once
+    assert plan.profile_workloads[0] == plan.profile_workloads[1] != plan.profile_workloads[2]
+    # the full matrix is both workloads' (each at its own cost), the calibration once
+    singles = [ad.plan_adaptive(replace(_request(tmp_path), profile=p), budget="10m")
+               for p in (web, "fio-randwrite-4k-j1")]
+    assert plan.full_estimate_s == pytest.approx(sum(s.plan.full_estimate_s for s in singles))
+    assert setup.calibration is not None
+    # it survives a resume
+    back = ad.AdaptivePlan.from_dict(plan.to_dict())
+    assert (back.profiles, back.profile_workloads, back.weights) == \
+        (plan.profiles, plan.profile_workloads, plan.weights)
+    assert [w.name for w in back.workloads] == [w.name for w in plan.workloads]
+    # and `probe --resume` picks it up as the joint probe it was
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.service import probing
+    req = _request(tmp_path)
+    sf = StateFile(state_path_for(probing.store_path(req.db)))
+    saved = sf.load()
+    saved.matrices["scratch"] = {"matrix_id": "m-1", "plan": plan.to_dict()}
+    sf.save(saved)
+    again = ad.plan_adaptive(replace(req, resume=True)).plan
+    assert again.joint and again.profiles == profiles and again.budget_s == 600.0
+    # the least budget is one run of each filesystem for every workload
+    with pytest.raises(ConfigError) as e:
+        ad.plan_adaptive(_request(tmp_path), budget="20s", profiles=profiles)
+    least = int(re.search(r"smallest budget that works is (\d+) s", str(e.value)).group(1))
+    one = ad.plan_adaptive(_request(tmp_path), budget="10m")
+    per_fs = ad._cell_times(one.plan, one.device, str(tmp_path / "s.db")).cheapest_per_fs()
+    assert least > one.calibration_estimate_s + sum(per_fs.values())
+    with pytest.raises(ConfigError, match="one per --profile"):
+        ad.plan_adaptive(_request(tmp_path), budget="10m", profiles=profiles, weights=[1, 2])
+
+
+def test_the_joint_dry_run_lists_cells_across_profiles_and_the_split(tmp_path):
+    from fsadvisor.service import adaptive as ad
+    web, cache = _profile_files(tmp_path)
+    setup = ad.plan_adaptive(_request(tmp_path), budget="10m",
+                             profiles=[web, cache, "fio-randwrite-4k-j1"])
+    lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
+    text = "\n".join(lines)
+    assert "one session for profiles" in lines[0] and "budget 600 s" in lines[0]
+    assert f"{web} and {cache} run the same workload" in text
+    assert text.count("calibrate the device once") == 1
+    firsts = [ln for ln in lines if re.match(r"#\s+\d+\. for ", ln)]
+    assert len(firsts) >= 3
+    assert any(f"for {web}, {cache}: " in f and "measured once, it counts for each" in f
+               for f in firsts), firsts
+    assert any("for fio-randwrite-4k-j1: " in f for f in firsts), firsts
+    split = lines[lines.index("# expected split of the device time between the profiles:") + 1:]
+    assert [s.split(":")[0] for s in split[:3]] == \
+        [f"#   {web}", f"#   {cache}", "#   fio-randwrite-4k-j1"]
+
+
+def test_the_answer_per_profile_in_words_and_json():
+    from fsadvisor.service.adaptive import AdaptiveSummary, Decision, JointDecision
+    answers = [Decision(leader="xfs|a", leader_name="xfs defaults", confidence=0.97,
+                        p_best={"xfs|a": 0.97, "ext4|a": 0.03}, spent_s=120.0,
+                        full_estimate_s=400.0, runs=5,
+                        reason="settled: confidence 0.970 >= target 0.95", own_s=50.0,
+                        ranking=[("xfs|a", "xfs defaults"), ("ext4|a", "ext4 defaults"),
+                                 ("btrfs|a", "btrfs defaults"), ("f2fs|a", "f2fs defaults")]),
+               Decision(leader="ext4|b", leader_name="ext4 defaults", confidence=0.81,
+                        p_best={}, spent_s=120.0, full_estimate_s=400.0, runs=7,
+                        reason="budget: 120 s of 120 s spent", own_s=70.0, noise_sd=0.03)]
+    j = JointDecision(profiles=["oltp", "log-append"], weights=[1.0, 2.0], answers=answers,
+                      spent_s=120.0, budget_s=120.0, full_estimate_s=400.0, runs=12,
+                      reason="every profile's stop rule fired")
+    lines = j.outcome_lines()
+    assert lines[0].startswith("adaptive: profile oltp (weight 1): xfs defaults is best")
+    assert "after 5 runs of its cells" in lines[0]
+    assert lines[1] == ("adaptive: profile oltp: ranking: 1. xfs defaults (P(best) 0.97), "
+                        "2. ext4 defaults (P(best) 0.03), 3. btrfs defaults")
+    assert lines[2] == "adaptive: profile oltp: stopped: settled: confidence 0.970 >= target 0.95"
+    assert lines[4] == "adaptive: profile log-append: stopped: budget: 120 s of 120 s spent"
+    assert "one session for 2 profiles: 12 runs" in lines[5] and "30%" in lines[5]
+    doc = AdaptiveSummary(probe=None, decision=None, history=[j], joint=j,
+                          workloads=[{"workload": "profile:oltp", "shares_cells_with": []},
+                                     {"workload": "profile:log-append",
+                                      "shares_cells_with": []}]).to_dict()
+    assert [p["profile"] for p in doc["profiles"]] == ["oltp", "log-append"]
+    assert doc["profiles"][1]["weight"] == 2.0
+    assert doc["profiles"][0]["decision"]["leader"] == "xfs|a"
+    assert doc["profiles"][0]["decision"]["own_device_time_s"] == 50.0
+    assert [r["label"] for r in doc["profiles"][0]["decision"]["ranking"]] == \
+        ["xfs defaults", "ext4 defaults", "btrfs defaults", "f2fs defaults"]
+    assert doc["profiles"][0]["decision"]["ranking"][2]["p_best"] is None
+    assert doc["profiles"][1]["decision"]["reason"].startswith("budget")
+    assert doc["session"]["device_time_s"] == 120.0 and doc["session"]["runs"] == 12
+    assert doc["steps"][0]["answers"]["log-append"]["confidence"] == 0.81
+
+
+def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_out_for_all(
+        tmp_path):
+    """JointChooser as the MatrixRun's cell source, on the seeded store (no device): two
+    profiles with the same workload get one Cell for both, and a cell whose run fails is
+    left out of both profiles' choice, not chosen again."""
+    from types import SimpleNamespace
+
+    from fsadvisor.predict.settings import ModelSettings
+    from fsadvisor.probe.report import CellOutcome
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.store import open_store
+    web, cache = _profile_files(tmp_path)
+    db = str(tmp_path / "s.db")
+    setup = ad.plan_adaptive(_request(tmp_path), budget="10m",
+                             profiles=[web, cache, "fio-randwrite-4k-j1"])
+    params, stored = ad._store_helpers(db)
+    notes = []
+    with open_store(tmp_path / "s.db") as store:
+        store.ensure_seeded()
+        ch = ad.JointChooser(setup.plan, store, ModelSettings.load(db=db), params, stored,
+                             on_progress=lambda e: notes.append(e.message))
+        outcomes: list = []
+        ch.run = SimpleNamespace(summary=SimpleNamespace(outcomes=outcomes))
+        cells = ch(setup.device, set())
+        first = next(cells)
+        d = ch.history[-1]
+        assert d.serves == [web, cache] and first.workload.name == setup.plan.workloads[0].name
+        assert first.key == d.choice and first.rep == 1
+        assert any(n.startswith(f"next: for {web}, {cache}: ") for n in notes), notes
+        outcomes.append(CellOutcome(first.key, 1, first.label, "failed", error="mkfs failed"))
+        second = next(cells)
+        assert first.config.key() in ch.parts[0].excluded
+        assert first.config.key() in ch.parts[1].excluded
+        assert first.config.key() not in ch.parts[2].excluded  # another workload's cell
+        assert second.key != first.key
+        assert all(set(s.to_dict()["answers"]) == {web, cache, "fio-randwrite-4k-j1"}
+                   for s in ch.history)
+        # each profile's answer ranks all its candidates, its leader first
+        for part, a in zip(ch.parts, ch.history[-1].answers):
+            assert a.ranking[0][0] == a.leader
+            assert [k for k, _ in sorted(a.ranking)] == \
+                sorted(c.key() for c in part.candidates(setup.device))

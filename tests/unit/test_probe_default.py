@@ -46,16 +46,16 @@ def test_adaptive_and_full_exclude_each_other(tmp_db):
     assert r.exit_code == 2 and "exclude each other" in r.output
 
 
-def test_several_profiles_plan_each_before_anything_runs(tmp_path):
-    # a bad second profile (or a budget too small for any of them) is refused in one line
-    # before the first probe starts; --full and --resume take one profile
+def test_several_profiles_are_planned_as_one_probe_before_anything_runs(tmp_path):
+    # a bad second profile (or a budget too small for all of them) is refused in one line
+    # before anything starts; --full and --resume take one profile; the dry run is one
+    # session: one calibration, the first cells across the profiles, the split it expects
     from typer.testing import CliRunner
     import fsadvisor.cli as cli
     cli.register_all()
     base = ["probe", "--scratch", "1G", "--fs", "ext4,xfs", "--db", str(tmp_path / "s.db")]
     r = CliRunner().invoke(cli.app, [*base, "--profile", "oltp", "--profile", "no-such-profile"])
     assert r.exit_code == 2 and "no-such-profile" in r.output, r.output
-    assert "== profile oltp" not in r.output  # the first profile's probe never started
     if (tmp_path / "s.db").exists():
         from fsadvisor.store import open_store
         with open_store(tmp_path / "s.db") as store:
@@ -66,6 +66,32 @@ def test_several_profiles_plan_each_before_anything_runs(tmp_path):
     r = CliRunner().invoke(cli.app, [*base, "--profile", "oltp", "--profile", "log-append",
                                      "--dry-run"])
     assert r.exit_code == 0, r.output
-    heads = [ln for ln in r.output.splitlines() if ln.startswith("== profile ")]
-    assert heads == ["== profile oltp (1 of 2) ==", "== profile log-append (2 of 2) =="]
-    assert "calibration above is run once" in r.output
+    lines = r.output.splitlines()
+    assert "one session for profiles oltp, log-append" in lines[0], lines[0]
+    assert sum("calibrate the device once for every profile" in ln for ln in lines) == 1
+    assert [ln.split(":")[0] for ln in lines if ln.startswith("# now: ")] == \
+        ["# now", "# now"]
+    assert any(ln.startswith("#   1. for oltp") or ln.startswith("#   1. for log-append")
+               for ln in lines), r.output
+    split = lines.index("# expected split of the device time between the profiles:")
+    assert lines[split + 1].startswith("#   oltp: ") and \
+        lines[split + 2].startswith("#   log-append: ")
+
+
+def test_profile_weights_need_one_positive_number_per_profile(tmp_path):
+    from typer.testing import CliRunner
+    import fsadvisor.cli as cli
+    cli.register_all()
+    base = ["probe", "--scratch", "1G", "--fs", "ext4,xfs", "--db", str(tmp_path / "s.db"),
+            "--dry-run", "--profile", "oltp"]
+    for weights, why in (("2", "2 profiles"), ("2,x", "not a list of numbers"),
+                         ("1,0", "positive")):
+        r = CliRunner().invoke(cli.app, [*base, "--profile", "log-append",
+                                         "--profile-weights", weights])
+        assert r.exit_code == 2 and why in r.output, (weights, r.output)
+    r = CliRunner().invoke(cli.app, [*base, "--profile-weights", "2"])
+    assert r.exit_code == 2 and "several --profile" in r.output
+    r = CliRunner().invoke(cli.app, [*base, "--profile", "log-append", "--profile-weights",
+                                     "3,1"])
+    assert r.exit_code == 0, r.output
+    assert "oltp (weight 3), log-append (weight 1)" in r.output.splitlines()[0]

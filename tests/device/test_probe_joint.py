@@ -1,0 +1,134 @@
+"""probe with two --profile end to end: one adaptive session on a scratch loop device whose
+backing file is in RAM (/dev/shm), which the probe creates and detaches. The store is fresh,
+so the device is calibrated first, once for both profiles; then cells of either profile are
+chosen under one budget, every run stored in one matrix, and the answer is per profile.
+1 s runs without cool-down keep it to a few minutes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.device
+
+PROFILES = ("fio-randwrite-4k-j1", "fio-randread-4k-j1")
+BUDGET_S = 210  # the calibration's estimate (~150 s) and a few cells of each profile
+
+
+def loops_on(scratch_dir: Path) -> list[str]:
+    """Loop devices backed by a file in this module's scratch directory (the machine is
+    shared: another process's loop devices are not this probe's)."""
+    out = subprocess.run(["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True,
+                         text=True).stdout
+    return [ln for ln in out.splitlines() if f"{scratch_dir}/" in ln]
+
+
+@pytest.fixture(scope="module")
+def ram_dir():
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm to back a RAM loop device")
+    d = Path(tempfile.mkdtemp(prefix="fsadvisor-joint-", dir="/dev/shm"))
+    try:
+        yield d
+    finally:
+        for ln in loops_on(d):  # only if the probe failed to detach its own device
+            subprocess.run(["losetup", "-d", ln.split()[0]], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def joint_run(tmp_path_factory, ram_dir):
+    db = tmp_path_factory.mktemp("joint") / "s.db"
+    args = ["--scratch", "1G", "--scratch-dir", str(ram_dir), "--fs", "ext4,xfs",
+            "--schedulers", "none", "--runtime", "1", "--cooldown", "0",
+            "--budget", f"{BUDGET_S}s", "--json"]
+    for p in PROFILES:
+        args += ["--profile", p]
+    env = dict(os.environ, FSADVISOR_DB=str(db))
+    p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+                       capture_output=True, text=True, timeout=900, env=env)
+    return p, db
+
+
+def test_the_answer_per_profile_in_words(joint_run, ram_dir, tmp_path):
+    """The same store, now calibrated, without --json: a short session whose summary gives
+    each profile's leader, ranking and stop reason, then the session's device time."""
+    _, calibrated = joint_run
+    db = tmp_path / "s.db"
+    shutil.copy(calibrated, db)
+    args = ["--scratch", "1G", "--scratch-dir", str(ram_dir), "--fs", "ext4,xfs",
+            "--schedulers", "none", "--runtime", "1", "--cooldown", "0", "--budget", "40s"]
+    for p in PROFILES:
+        args += ["--profile", p]
+    env = dict(os.environ, FSADVISOR_DB=str(db))
+    p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = p.stdout.splitlines()
+    for prof in PROFILES:
+        assert any(ln.startswith(f"adaptive: profile {prof}: ") and " is best (within 1%) "
+                   in ln for ln in out), p.stdout[-3000:]
+        assert any(ln.startswith(f"adaptive: profile {prof}: ranking: 1. ") for ln in out)
+        assert any(ln.startswith(f"adaptive: profile {prof}: stopped: ") or
+                   ln == f"adaptive: profile {prof}: not settled when the probe ended"
+                   for ln in out)
+    assert any(ln.startswith("adaptive: one session for 2 profiles: ") for ln in out)
+    assert "has no calibration" not in p.stderr  # calibrated by the first session
+    assert not loops_on(ram_dir)
+
+
+def test_one_session_answers_each_profile_within_one_budget(joint_run):
+    p, _ = joint_run
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(p.stdout)
+    assert doc["adaptive"] is True and doc["decision"] is None
+    assert doc["calibration"] and doc["calibration"]["wall_s"] > 0  # once, for both
+    assert "ram" in doc["probe"]["device_kind"], doc["probe"]["device_kind"]
+    answers = doc["profiles"]
+    assert [a["profile"] for a in answers] == list(PROFILES)
+    session = doc["session"]
+    for a in answers:
+        d = a["decision"]
+        assert d["leader"] and 0.0 <= d["confidence"] <= 1.0
+        assert d["ranking"][0]["config"] == d["leader"] and len(d["ranking"]) >= 2
+        assert d["reason"], d  # every profile's stop rule, or the budget, ended it
+        assert a["workload"] == f"profile:{a['profile']}" and a["shares_cells_with"] == []
+    # the budget bounds what is started: the last cell may overrun its estimate a little
+    assert session["device_time_s"] <= BUDGET_S * 1.15 and session["reason"]
+    # two different workloads share no cell: the session's runs are the profiles' runs
+    assert session["runs"] == sum(a["decision"]["runs"] for a in answers) >= 1
+    assert doc["steps"] and all(set(s["answers"]) == set(PROFILES) for s in doc["steps"])
+    cells = doc["probe"]["cells"]
+    assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
+    # the chooser said, before each cell, which profile it was for
+    assert "next: for fio-randwrite-4k-j1: " in p.stderr or \
+        "next: for fio-randread-4k-j1: " in p.stderr, p.stderr[-2000:]
+
+
+def test_every_run_is_stored_in_the_one_matrix(joint_run):
+    p, db = joint_run
+    from fsadvisor.store import open_store
+    doc = json.loads(p.stdout)
+    mid = doc["probe"]["matrix_id"]
+    with open_store(db) as store:
+        rows = store.runs(matrix_id=mid)
+        assert len(rows) == doc["session"]["runs"]
+        assert {r["workload_name"] for r in rows} <= {f"profile:{x}" for x in PROFILES}
+        by_profile = {x: sum(r["workload_name"] == f"profile:{x}" for r in rows)
+                      for x in PROFILES}
+        assert by_profile == {a["profile"]: a["decision"]["runs"] for a in doc["profiles"]}
+        # the calibration's raw matrix and the probe's one: no second probe matrix
+        assert {m["id"] for m in store.matrices()} == {mid, doc["calibration"]["matrix_id"]}
+
+
+def test_the_ram_loop_device_is_gone(joint_run, ram_dir):
+    assert not loops_on(ram_dir) and not list(ram_dir.iterdir())
