@@ -48,7 +48,9 @@ What the probe knows of the noise (--noise). "matrix": one run's sd is the large
 model's and the matrix's median repetition sd, known from the start. "runs": only what the
 live probe knows (Chooser.state): the pooled sd of its own repetitions so far (the model's
 figure until two degrees of freedom), each cell's own shrunk toward it (cell_noise_var),
-and the posterior rebuilt from the cells' mean runs with those variances.
+and the posterior rebuilt from the cells' mean runs with those variances; the probe's rule
+then repeats a measured cell before it stops while its repetitions are too few to show the
+noise (probe/adaptive.py, MIN_NOISE_DF), as live. The "kg" policy keeps its own stop rules.
 
 Usage:
     python benchmarks/adaptive_replay.py [--db STORE] [--seeds 12] [--shares 0.2,0.25,0.5,1]
@@ -222,7 +224,8 @@ def replay(cs, case: Case, dev, policy: str, share: float, seed: int, truth_from
             # the probe's rule, the leading filesystems' defaults first included
             step = sel.next_step(st, [1.0] * len(cs), runs, target=0.95, spent_s=spent,
                                  budget_s=budget, max_runs=MAX_REPS,
-                                 defaults=Chooser.leading_defaults(st, cfgs, dev))
+                                 defaults=Chooser.leading_defaults(st, cfgs, dev),
+                                 noise_df=math.inf if noise_from == "matrix" else None)
             choice = step.choice
         else:
             choice = kg_step(st, runs, spent, budget)
