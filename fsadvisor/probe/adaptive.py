@@ -47,6 +47,14 @@ MIN_SHRINK = 1e-3
 # matrix's time). When the leaders are tied, choosing any of them costs little: the expected
 # loss says so, P(best) does not.
 MAX_EXPECTED_LOSS = 0.01
+# Degrees of freedom of this device's own repetitions below which its run noise is not
+# known (service/adaptive.pooled_sd says nothing below 2). Until then a posterior built from
+# its runs rests on the model's noise figure, which on a loaded RAM-backed device is a sixth
+# of what its runs scatter: replayed with only what its own runs say, the probe stopped
+# "settled" after single runs at 13% of the matrix, stating 0.94 where its leader was within
+# 1% of the best 0.47-0.56 of the time; repeating first, 0.74-0.80 against 0.57-0.62 at 20-21%
+# (benchmarks/results/adaptive_replay-2026-11-27b.txt, --truth reference --noise runs).
+MIN_NOISE_DF = 2
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Option:
     shrink: float = 0.0  # weighted drop of the sd of the leader's differences (log units)
     kg: float = 0.0  # knowledge gradient: expected gain of the best choice after the run (log)
     defaults_first: bool = False  # chosen as a leading filesystem's defaults (next_step)
+    to_see_noise: bool = False  # a repetition before a stop: the run noise is not known yet
     name: str = ""  # what a person reads (``label`` is the configuration's key)
     run_sd: float = 0.0  # one run's sd (log) of this cell, from its own repetitions
     pooled_sd: float = 0.0  # the matrix's pooled run-to-run sd (log)
@@ -79,6 +88,11 @@ class Option:
         if self.defaults_first:
             return (f"{who}: a first run of a leading filesystem's defaults, what every "
                     f"variant of it has to beat to earn its settings, for about "
+                    f"{self.cost_s:.0f} s of device time")
+        if self.to_see_noise:
+            return (f"{who}: run {self.runs_so_far + 1}, to see how much runs scatter on "
+                    f"this device before the order is trusted (so far the model's "
+                    f"{math.expm1(self.pooled_sd):.0%} is assumed), for about "
                     f"{self.cost_s:.0f} s of device time")
         rep = "a first run" if not self.runs_so_far else f"run {self.runs_so_far + 1}"
         if self.pooled_sd > 0 and self.run_sd > 1.5 * self.pooled_sd:
@@ -253,23 +267,55 @@ class Step:
     ranked: tuple[Option, ...] = ()
 
 
+def noise_unseen(runs: Sequence[int], noise_df: float | None = None) -> bool:
+    """The device has runs but too few repetitions to say how much one run scatters, so a
+    posterior built from them rests on an assumed noise (``noise_df``: the degrees of
+    freedom behind the noise figure, when the caller knows it otherwise; by default those
+    of the repetitions in ``runs``)."""
+    if noise_df is None:
+        noise_df = sum(max(int(r) - 1, 0) for r in runs)
+    return any(runs) and noise_df < MIN_NOISE_DF
+
+
+def _see_noise(state: State, cost_s: Sequence[float], runs: Sequence[int], conf: float,
+               spent_s: float, budget_s: float | None, max_runs: int | None
+               ) -> Option | None:
+    """The repetition to make before a stop while the noise is unseen: the best-placed cell
+    already measured (its second run tells the noise and contests the top at once)."""
+    for i in np.argsort(-np.asarray(state.mu), kind="stable"):
+        i = int(i)
+        if (runs[i] and (max_runs is None or runs[i] < max_runs)
+                and (budget_s is None or spent_s + cost_s[i] <= budget_s)):
+            return Option(index=i, label=state.labels[i], p_wrong_now=1.0 - conf,
+                          p_wrong_after=1.0 - conf, cost_s=float(cost_s[i]),
+                          runs_so_far=int(runs[i]), to_see_noise=True, name=state.name(i),
+                          pooled_sd=math.sqrt(max(state.noise_var, 0.0)))
+    return None
+
+
 def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
               target: float, spent_s: float, budget_s: float | None,
               max_runs: int | None = None, max_loss: float = MAX_EXPECTED_LOSS,
-              defaults: Sequence[int] = ()) -> Step:
+              defaults: Sequence[int] = (), noise_df: float | None = None) -> Step:
     """Stop at the target confidence, when choosing the leader is expected to cost at most
     ``max_loss`` (log ops/J) against the best, when nothing left is worth its time, or when
     the best cell no longer fits in the budget; else, first, a not yet measured cell of
     ``defaults`` (the defaults of the leading filesystems: settling a tie starts from what a
     variant must beat, never only variants of one option), then the cell with the most value
-    per second (among those below ``max_runs`` repetitions)."""
+    per second (among those below ``max_runs`` repetitions). No stop but the budget's while
+    the device's run noise is unseen (``noise_unseen``): a repetition first."""
     conf = state.confidence()
     # Settled only when it holds with this device's not-yet-measured own deviations counted
     # (S_choice): the shared effects alone can look sure of an order this device may not keep.
     sure = conf if state.own_var is None else state.confidence(S=state.S_choice())
+    unseen = noise_unseen(runs, noise_df)
+    loss = state.expected_loss()
+    if unseen and (sure >= target or loss <= max_loss):
+        again = _see_noise(state, cost_s, runs, conf, spent_s, budget_s, max_runs)
+        if again is not None:
+            return Step(again, conf, again.why())
     if sure >= target:
         return Step(None, conf, f"settled: confidence {sure:.3f} >= target {target:g}")
-    loss = state.expected_loss()
     if loss <= max_loss:
         return Step(None, conf, f"settled: choosing the leader is expected to give up "
                                 f"{math.expm1(loss):.2%} of ops/J against the best (<= "
@@ -284,6 +330,10 @@ def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
     ranked = [o for o in options(state, cost_s, runs)
               if max_runs is None or o.runs_so_far < max_runs]
     worth = [o for o in ranked if o.shrink >= MIN_SHRINK]
+    if not worth and unseen:
+        again = _see_noise(state, cost_s, runs, conf, spent_s, budget_s, max_runs)
+        if again is not None:
+            return Step(again, conf, again.why())
     if not worth:
         return Step(None, conf, f"no cell left that can raise the confidence ({conf:.3f}) "
                                 "measurably: the leaders are equal within the measurement "

@@ -904,3 +904,43 @@ def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_o
             assert a.ranking[0][0] == a.leader
             assert [k for k, _ in sorted(a.ranking)] == \
                 sorted(c.key() for c in part.candidates(setup.device))
+
+
+# ------------------------------------------------------ run noise not yet seen
+
+def test_a_settled_decision_after_single_runs_repeats_a_cell_before_stopping():
+    # Sure of the order only under the assumed noise: no repetition has shown how much runs
+    # scatter on this device, so the best-placed measured cell is run again first.
+    s = state([0.5, 0.0, -0.2], [0.01, 0.01, 0.01])
+    step = sel.next_step(s, [60, 60, 60], [0, 1, 1], target=0.95, spent_s=0, budget_s=None)
+    assert step.choice is not None and step.choice.index == 1
+    assert step.choice.to_see_noise and step.choice.runs_so_far == 1
+    assert "how much runs scatter on this device" in step.choice.why()
+
+
+def test_a_settled_decision_stops_once_repetitions_show_the_noise():
+    s = state([0.5, 0.0, -0.2], [0.01, 0.01, 0.01])
+    step = sel.next_step(s, [60, 60, 60], [2, 2, 1], target=0.95, spent_s=0, budget_s=None)
+    assert step.choice is None and "settled" in step.reason
+    # the noise known otherwise (the caller's degrees of freedom): no repetition needed
+    step = sel.next_step(s, [60, 60, 60], [1, 1, 1], target=0.95, spent_s=0, budget_s=None,
+                         noise_df=5)
+    assert step.choice is None and "settled" in step.reason
+
+
+def test_the_repetition_for_the_noise_respects_the_budget_and_the_repetition_cap():
+    s = state([0.5, 0.0, -0.2], [0.01, 0.01, 0.01])
+    step = sel.next_step(s, [60, 60, 60], [1, 1, 0], target=0.95, spent_s=100, budget_s=150)
+    assert step.choice is None and "settled" in step.reason
+    step = sel.next_step(s, [60, 60, 60], [1, 0, 0], target=0.95, spent_s=0, budget_s=None,
+                         max_runs=1)
+    assert step.choice is None
+
+
+def test_leaders_equal_within_the_assumed_noise_are_repeated_before_a_tie_is_called():
+    # five equal candidates, each measured once: whether they are equal "within the
+    # measurement's resolution" depends on a resolution not yet measured here
+    s = state([0.0] * 5, [0.006] * 5)
+    assert s.expected_loss() <= sel.MAX_EXPECTED_LOSS
+    step = sel.next_step(s, [60] * 5, [1] * 5, target=0.95, spent_s=0, budget_s=None)
+    assert step.choice is not None and step.choice.to_see_noise
