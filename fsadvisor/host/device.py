@@ -395,6 +395,44 @@ def loop_backing_files(host: Host = HOST) -> list[tuple[str, str]]:
     return out
 
 
+def users_uids() -> frozenset[int]:
+    """Whose files count as the user's: this process's effective uid and, when it is root
+    started through sudo, also the uid that ran sudo (SUDO_UID), so `sudo fsadvisor probe`
+    accepts a loop device on the invoking user's own file as well as on root's. SUDO_UID is
+    an environment variable anyone can set, so it only counts for root, where it narrows
+    nothing and widens nothing beyond what root could already do to the file."""
+    uids = {os.geteuid()}
+    if os.geteuid() == 0:
+        sudo = os.environ.get("SUDO_UID", "")
+        if sudo.isdigit():
+            uids.add(int(sudo))
+    return frozenset(uids)
+
+
+def loop_not_yours(path: str, loop_dir: Path, uids: frozenset[int] | None = None) -> str | None:
+    """Why the loop device ``path`` (its sysfs ``loop/`` directory ``loop_dir``) is not the
+    user's to format, or None: it is theirs when the file behind it belongs to one of
+    ``uids`` (users_uids by default; a probe's own scratch device qualifies). Another user's
+    file, a snap's squashfs or a deleted file has no mount or holder to refuse it by, and a
+    blank one no signature, yet formatting it destroys what is theirs."""
+    uids = users_uids() if uids is None else uids
+    text = _read(loop_dir / "backing_file")
+    if not text:
+        return f"{path} is a loop device with no file attached"
+    try:
+        owner = os.stat(text).st_uid
+    except FileNotFoundError:
+        return f"{path} is a loop device on {text}, which is gone"
+    except OSError as e:
+        return f"{path} is a loop device on {text}, whose owner cannot be read ({e.strerror})"
+    if owner in uids:
+        return None
+    you = " or ".join(str(u) for u in sorted(uids))
+    return (f"{path} is a loop device on {text}, a file of uid {owner}, not yours (uid {you}): "
+            "make the file yours (chown) if it is, or probe a scratch device of your own "
+            "(--scratch SIZE)")
+
+
 def _same_file(backing: str, paths: set[str], rdevs: set[int]) -> bool:
     # The kernel writes the path as opened (a symlink stays one) and appends " (deleted)"
     # once the node is unlinked; compare resolved paths and device numbers.
@@ -614,6 +652,8 @@ class DeviceFacts:
     # device holds exactly that and nothing else.
     recorded: dict[str, str] | None = None
     own_signature: bool = False
+    # A loop device whose backing file is not the user's (loop_not_yours): why, else None.
+    not_yours: str | None = None
 
 
 def _disks(tree: dict) -> set[str]:
@@ -693,6 +733,9 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
         return os.path.realpath(source) in paths or _rdev(source) in rdevs
 
     facts.mounted = _mounted(family, ours, host)
+    loop_dir = (node.parent_dir or node.dir) / "loop"
+    if loop_dir.is_dir():
+        facts.not_yours = loop_not_yours(str(path), loop_dir)
     # A device sharing a physical disk with /, /boot or active swap is refused whatever else
     # holds; a swap file is covered by the mount of the filesystem it lives in.
     swaps = parse_swaps(_read_proc("swaps", host))
@@ -828,6 +871,9 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
         if src == f.resolved:
             return _refuse(f, f"{dev} {role}; never probed")
         return _refuse(f, f"{dev} is on disk {disk}, whose {src} {role}; never probed")
+    if f.not_yours:
+        # Before "mounted": unmounting another user's device would not make it probeable.
+        return _refuse(f, f.not_yours)
     if f.mounted:
         src, mnt = f.mounted[0]
         on = "" if src == f.resolved else f" through {src}"

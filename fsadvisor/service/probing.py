@@ -488,26 +488,3 @@ def run_adaptive_request(request: ProbeRequest, target: float, budget: str | Non
     check_device(setup.plan)
     return ad.run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
                            interruptions=interruptions)
-
-
-def loop_not_yours(path: str, sys_block: str = "/sys/block") -> str | None:
-    """Why the loop device ``path`` is not this user's to probe, or None: a loop device is
-    the user's when the file behind it belongs to them (a probe's own come from --scratch).
-    Another user's, a snap's squashfs or a deleted file's loop device is refused, whatever
-    its signatures say. None for any other kind of device."""
-    name = os.path.basename(os.path.realpath(path))
-    if not name.startswith("loop"):
-        return None
-    try:
-        with open(os.path.join(sys_block, name, "loop", "backing_file")) as f:
-            backing = f.read().strip()
-    except OSError:
-        return f"{path} is a loop device with no file attached"
-    try:
-        owner = os.stat(backing).st_uid
-    except OSError:
-        return f"{path} is a loop device on {backing}, which is gone"
-    if owner != os.getuid():
-        return (f"{path} is a loop device on {backing}, a file of uid {owner}, not yours: "
-                "use scratch:SIZE for a loop device of your own")
-    return None

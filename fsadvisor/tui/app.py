@@ -37,12 +37,21 @@ class FsAdvisorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "fsadvisor"
     SUB_TITLE = "filesystem, options, AG count and scheduler by operations per joule"
+    # What each key does where: a printable key typed in a text field is text (r, ?, q are
+    # letters of a path or device name), so every app key that must also work from inside a
+    # field has a control-key or F-key twin with priority. The footer shows, per action, the
+    # first of its keys the focused widget leaves to the app (Screen.active_bindings drops
+    # the keys a field consumes): "r Recommend ? Help" outside a field, "^r Recommend
+    # ^/ Help" in one. The help screen lists the same (present._COMMON_HELP).
     BINDINGS = [
         Binding("r", "recommend", "Recommend"),
-        # r is text in a text field (a TOML path, a device): ctrl+r recommends from anywhere.
-        # (In a number field r itself acts: widgets.NumberInput.)
-        Binding("ctrl+r", "recommend", "Recommend", show=False, priority=True),
+        Binding("ctrl+r", "recommend", "Recommend", priority=True),
         Binding("question_mark", "help", "Help"),
+        # ctrl+/ reaches a terminal application as ctrl+underscore (0x1f) unless the
+        # terminal speaks the kitty keyboard protocol (ctrl+slash; with shift, ctrl+?); F12
+        # for a terminal that sends nothing for ctrl+/.
+        Binding("ctrl+slash,ctrl+underscore,ctrl+question_mark,f12", "help", "Help",
+                key_display="^/", priority=True),
         Binding("q", "quit", "Quit"),
         # priority: the Screen's own (hidden) tab binding would otherwise win in the footer
         Binding("tab", "focus_next", "Next field", show=True, priority=True),
@@ -110,7 +119,11 @@ class FsAdvisorApp(App):
         self.push_screen(QuitWhileProbingScreen(pane.probed_device), answered)
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
+        """``?`` (outside a text field), ctrl+/ or F12 (anywhere): the help for the tab shown;
+        on the help itself the same key closes it."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+        else:
             self.push_screen(HelpScreen(self.active_tab))
 
     def get_system_commands(self, screen: Screen):
@@ -129,7 +142,7 @@ class FsAdvisorApp(App):
                             "/proc/diskstats and load the profile it suggests (ctrl+g)",
                             self.action_capture)
         yield SystemCommand("Help for this screen", "What the numbers mean and what to do "
-                            "next (?)", self.action_help)
+                            "next (?, ctrl+/ or F12)", self.action_help)
         yield from super().get_system_commands(screen)
 
     def _recommendation(self):

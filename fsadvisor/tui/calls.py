@@ -26,7 +26,7 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
            "recommendation_chart", "compare_cells", "device_history_chart", "capture",
            "probe_request", "root_problem", "yearly_worth", "worth_lines", "block_devices",
-           "block_device", "loop_not_yours", "device_confirmed", "new_cancel", "run_probe", "inspect",
+           "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
            "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "run_adaptive_probe",
            "runs_adaptively", "live_text", "clock"]
 
@@ -172,12 +172,6 @@ def block_device(path: str, force: bool = False) -> BlockDevice:
     the confirmation then says that signature is destroyed)."""
     from fsadvisor.service import probing
     return probing.block_device(path, force=force)
-
-
-def loop_not_yours(path: str) -> str | None:
-    """Why a loop device is not this user's to probe (service.probing.loop_not_yours)."""
-    from fsadvisor.service import probing
-    return probing.loop_not_yours(path)
 
 
 def device_confirmed(device: str, typed: str | None) -> bool:

@@ -357,12 +357,17 @@ _COMMON_HELP = (
     "bandwidth workloads). Higher is better. The figure in brackets is the 90% interval: "
     "the model expects the true value inside it nine times in ten. Two candidates whose "
     "intervals overlap may swap places on real hardware; a probe decides.\n\n"
-    "Keys: F1-F6 switch tabs, Tab/Shift+Tab move between fields, r recommends (also typed "
-    "in a number field; in a text field such as a path r is a letter: ctrl+r recommends from "
-    "anywhere), Enter in a Profile field recommends too, Ctrl+P opens the command palette "
-    "(recommend, probe preview, copy the mkfs and fstab lines, export), ? shows this help, "
-    "Esc closes it, q quits. Keys that act from inside a field: F1-F6, ctrl+r, ctrl+l, "
-    "ctrl+g, ctrl+p, Tab.")
+    "Keys anywhere, text fields included: F1-F6 switch tabs, Tab/Shift+Tab move between "
+    "fields, ctrl+r recommends, ctrl+/ (or F12) shows this help, ctrl+p opens the command "
+    "palette (recommend, probe preview, copy the mkfs and fstab lines, export), ctrl+q "
+    "quits; on the Profile tab ctrl+l shows the live ranking at 80x24 and ctrl+g captures "
+    "a profile.\n"
+    "Keys outside a text field: r recommends, ? shows this help, q quits.\n"
+    "In a text field every printable key types (r, ? and q are letters of a path); in a "
+    "number field r recommends and ? shows this help, since no number holds them. Enter "
+    "in a field does what its tab's button does: on Profile it recommends (in the profile "
+    "path it loads the file), on Device it inspects the device, on Probe it previews.\n"
+    "On this help Esc, q, ? or ctrl+/ close it.")
 
 HELP = {
     "profile": (
@@ -415,8 +420,8 @@ HELP = {
         "Probe",
         "Measure configurations on a real device, as `fsadvisor probe` does. The list shows "
         "this machine's block devices, each allowed or refused with the reason (never a "
-        "mounted or system disk, nothing holding data, no loop device attached outside the "
-        "probe); scratch:SIZE is a loop device of the probe's own on a file. Blank fields "
+        "mounted or system disk, nothing holding data, no loop device on a file that is not "
+        "yours); scratch:SIZE is a loop device of the probe's own on a file. Blank fields "
         "(their grey italic text says so) take the probe's defaults. Probe FORMATS the device: it needs root and the device path typed back. "
         "Progress shows the cell, n/N, the ETA, what the device does now (the block "
         "layer's completed I/Os per second from its /sys/block stat file, not fio's count; "
@@ -438,5 +443,4 @@ def help_text(tab: str) -> Text:
     t.append(title + "\n\n", style="bold")
     t.append(body + "\n\n")
     t.append(_COMMON_HELP, style="dim")
-    t.append("\n\nEsc closes this help.", style="italic")
     return t

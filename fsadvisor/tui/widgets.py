@@ -1,32 +1,33 @@
 """Small variants of Textual's own widgets the forms use, so that what a field shows is what it
-holds, and the app's letter keys still act from a field that could never hold that letter."""
+holds, and the app's character keys still act from a field that could never hold that character."""
 
 from __future__ import annotations
 
 from textual import events
 from textual.widgets import Checkbox, Input
 
-# A letter no number, size (4k, 1M, 2GiB), duration (90s, 3m, 1h) or probability contains:
-# typed in a numeric field it is the app's key (r recommends), not text. (q is not one: a
-# slip of the finger in a field must not quit.)
-ACTION_LETTERS = frozenset("r")
+# Characters no number, size (4k, 1M, 2GiB), duration (90s, 3m, 1h) or probability contains:
+# typed in a numeric field each is the app's key (r recommends, ? shows the help), not text.
+# (q is not one: a slip of the finger in a field must not quit.)
+ACTION_CHARACTERS = frozenset("r?")
 
 
 class NumberInput(Input):
-    """An Input for a number, size or duration. ``r`` typed into it recommends (the app's
-    binding) instead of being inserted, since it cannot be part of the value."""
+    """An Input for a number, size or duration. ``r`` and ``?`` typed into it act as the
+    app's keys (recommend, help) instead of being inserted, since neither can be part of the
+    value."""
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
-        if character in ACTION_LETTERS:
+        if character in ACTION_CHARACTERS:
             return False
         return super().check_consume_key(key, character)
 
     async def _on_key(self, event: events.Key) -> None:
         # Textual calls each class's _on_key along the MRO: for any other key Input's own
-        # (after this one) inserts it. For an action letter, Input's is skipped
+        # (after this one) inserts it. For an action character, Input's is skipped
         # (prevent_default) and the binding the screen has for the key runs, as it would
         # outside a field.
-        if event.character not in ACTION_LETTERS:
+        if event.character not in ACTION_CHARACTERS:
             return
         event.stop()
         event.prevent_default()

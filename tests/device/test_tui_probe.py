@@ -215,6 +215,38 @@ async def test_a_labelled_filesystem_is_listed_refused_with_what_it_holds(loop_d
 
 
 @pytest.mark.asyncio
+async def test_another_users_loop_device_is_listed_refused_and_never_starts(tmp_path,
+                                                                           monkeypatch):
+    """A blank loop device on a file of uid 65534 (attached here, detached in the finally):
+    nothing on it to refuse it by but whose file it is; the list and Probe say the CLI's
+    one-line reason and the confirmation never opens."""
+    from fsadvisor.host import loopdev
+    monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "probe.db"))
+    monkeypatch.delenv("SUDO_UID", raising=False)
+    img = tmp_path / "nobodys.img"
+    loopdev.create_backing_file(img, 256 << 20)
+    os.chown(img, 65534, 65534)
+    dev = loopdev.attach(img, direct_io=False)
+    try:
+        app = FsAdvisorApp(db=str(tmp_path / "probe.db"))
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            pane = await probe_tab_listing(pilot, dev)
+            why = f"{dev} is a loop device on {img}, a file of uid 65534, not yours"
+            assert row_of(app, dev)[3].startswith(why)
+            narrow(pane, tmp_path, "1")  # ext4 only: xfs refuses a device below 300 MiB
+            pane.query_one("#probe-target", Input).value = dev
+            await pilot.pause()  # laid out: a click on a widget not yet placed hits (0, 0)
+            await pilot.click("#probe-start")
+            status = pane.query_one("#probe-status", Static)
+            await settle(pilot, lambda: str(status.content).startswith("not started"))
+            assert str(status.content).startswith(f"not started: {why}")
+            assert "--scratch SIZE" in str(status.content)
+            assert not isinstance(app.screen, ConfirmProbeScreen) and pane.cancel_token is None
+    finally:
+        loopdev.detach(dev)
+
+
+@pytest.mark.asyncio
 async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(loop_device, tmp_path,
                                                                        monkeypatch):
     """A device of the list (not scratch): the confirmation names it and its size, a wrong

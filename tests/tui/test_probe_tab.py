@@ -724,37 +724,7 @@ async def test_the_with_profile_box_names_the_profile_the_probe_adds(monkeypatch
         assert str(box.label) == "with fs-overhead-ran…" and long in str(box.tooltip)
 
 
-# ---------------------------------------------------------------------- loop devices, stale lines
-
-OTHERS_LOOP = BlockDevice(path="/dev/loop5", size_bytes=1 << 30, kind="loop", model="",
-                          allowed=True, reason=None)
-
-
-@pytest.mark.asyncio
-async def test_a_loop_device_attached_outside_the_probe_is_not_offered(monkeypatch):
-    """The safety verdict finds nothing on someone else's loop device to refuse it by; its
-    backing file's owner does (service.probing.loop_not_yours): the tab does not list it as
-    allowed, says why when chosen, and does not start on it."""
-    FakeService().install(monkeypatch, root=None)
-    monkeypatch.setattr(calls, "block_devices", lambda: [FAKE_OK, OTHERS_LOOP])
-    why = ("/dev/loop5 is a loop device on /home/u/x.img, a file of uid 1000, not yours: use "
-           "scratch:SIZE for a loop device of your own")
-    monkeypatch.setattr(calls, "loop_not_yours",
-                        lambda path: why if path == "/dev/loop5" else None)
-    app = FsAdvisorApp()
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await open_probe_tab(pilot)
-        got = rows(app)
-        assert got[1][3] == "allowed" and got[2][0] == "/dev/loop5"
-        assert got[2][3].startswith("/dev/loop5 is a loop device on /home/u/x.img")
-        await choose(pilot, 2)
-        assert any("use scratch:SIZE" in t for t in toasts(app))
-        await pilot.click("#probe-start")
-        await settle(pilot)
-        assert str(app.query_one("#probe-status", Static).content).startswith(
-            "not started: /dev/loop5 is a loop device on /home/u/x.img")
-        assert not isinstance(app.screen, ConfirmProbeScreen)
-
+# ---------------------------------------------------------------------- stale lines
 
 @pytest.mark.asyncio
 async def test_a_preview_replaces_an_earlier_not_started_line_and_the_log_follows(monkeypatch):

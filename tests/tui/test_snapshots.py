@@ -504,6 +504,40 @@ def test_recommendations_marked_stale(snap_compare, size):
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_stale)
 
 
+async def _constraint_boxes(pilot) -> None:
+    await _settle(pilot)
+    app = pilot.app
+    app.query_one("#durability").value = False
+    app.query_one("#feat-snapshots").value = True
+    await _settle(pilot)
+    app.query_one("#durability").focus()  # scrolled into view
+    await _settle(pilot)
+
+
+@snapshot
+@BOTH
+def test_constraint_boxes(snap_compare, size):
+    """The Profile form's booleans in both states: durability off (an empty box), snapshots
+    ticked (an X), the other features off; each state readable without colour."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_constraint_boxes)
+
+
+@pytest.mark.asyncio
+@BOTH
+async def test_constraint_boxes_pilot(size):
+    app = FsAdvisorApp()
+    async with app.run_test(size=size) as pilot:
+        await _constraint_boxes(pilot)
+        shown(app, "#durability", "#feat-snapshots")
+        side = app.query_one("#profile-side")
+        boxes = list(app.query_one("#profile-pane").query("Box"))
+        assert len(boxes) == 4
+        for box in boxes:  # whole within the form's width: no box cut off with its label
+            assert box.region.right <= side.scrollable_content_region.right, box.id
+        assert app.query_one("#durability").render().plain.strip() == "▐ ▌ required"
+        assert app.query_one("#feat-snapshots").render().plain.strip() == "▐X▌ snapshots"
+
+
 @snapshot
 def test_live_ranking_shown_80x24(snap_compare):
     """ctrl+l at 80x24: the live table above the form, its columns whole."""

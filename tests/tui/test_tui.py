@@ -1046,6 +1046,73 @@ async def test_r_in_a_number_field_and_ctrl_r_in_a_text_field_recommend():
         assert app.query_one(ResultsPane).explicit_runs == 2 and path.value == "r"
 
 
+def footer_keys(app) -> list[tuple[str, str]]:
+    """(key shown, description) of each footer entry, left to right."""
+    from textual.widgets._footer import FooterKey
+    return [(k.key_display, k.description) for k in app.screen.query(FooterKey)]
+
+
+@pytest.mark.asyncio
+async def test_keys_type_in_a_text_field_and_their_control_twins_act_from_anywhere():
+    """In a text field r, ? and q are text; ctrl+r, ctrl+/ (ctrl+underscore from most
+    terminals, ctrl+slash with the kitty protocol) and F12 act there, and the footer shows
+    those instead; outside a field, and for r and ? in a number field, the plain keys act."""
+    from fsadvisor.tui.help import HelpScreen
+
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert footer_keys(app)[:4] == [("tab", "Next field"), ("r", "Recommend"),
+                                        ("?", "Help"), ("q", "Quit")]
+        await pilot.press("f2")
+        spec = app.query_one("#device-spec", Input)
+        assert spec.has_focus
+        assert footer_keys(app)[:3] == [("tab", "Next field"), ("^r", "Recommend"),
+                                        ("^/", "Help")]
+        spec.value = ""
+        await pilot.press("r", "question_mark", "q")
+        await settle(pilot)
+        assert spec.value == "r?q" and app.is_running and not isinstance(app.screen, HelpScreen)
+        assert app.query_one(ResultsPane).explicit_runs == 0
+        for key in ("ctrl+underscore", "ctrl+slash", "f12"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen), key
+            assert str(app.screen.query_one("#help-text", Static).content).startswith("Device")
+            await pilot.press(key)  # the same key closes it
+            await pilot.pause()
+            assert not isinstance(app.screen, HelpScreen) and spec.has_focus, key
+        assert spec.value == "r?q"
+        top = app.query_one("#top", Input)
+        top.focus()
+        await pilot.pause()
+        assert ("?", "Help") in footer_keys(app) and ("r", "Recommend") in footer_keys(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen) and top.value == "5"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@pytest.mark.asyncio
+async def test_enter_in_a_field_does_what_its_tabs_button_does():
+    """Profile: recommend (the full results); Device: inspect the device (Probe: preview,
+    test_probe_preview_lists_commands_and_executes_nothing)."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await _in_jobs(pilot, "enter")
+        assert app.query_one(ResultsPane).explicit_runs == 1
+        assert app.query_one("TabbedContent").active == "results"
+        await pilot.press("f2")
+        app.query_one("#device-spec", Input).value = "sata-ssd:480G"
+        app.query_one("#top", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert str(app.query_one("#device-info", Static).content).startswith("sata-ssd, ")
+        assert app.query_one(ResultsPane).explicit_runs == 1
+
+
 @pytest.mark.asyncio
 async def test_boxes_show_x_only_when_ticked_and_durability_says_required():
     app = FsAdvisorApp()

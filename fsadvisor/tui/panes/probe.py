@@ -280,12 +280,9 @@ class ProbePane(Vertical):
                             severity="error", markup=False)
 
     def refusal(self, d: calls.BlockDevice) -> str | None:
-        """Why ``d`` is not offered for a probe, or None. Beyond the service's verdict: a
-        loop device on a file that is not the user's (another user's, a snap's) has no
-        filesystem signature or mount to refuse it by, yet the file is theirs."""
-        if not d.allowed:
-            return d.reason or "refused"
-        return calls.loop_not_yours(d.path)
+        """Why ``d`` is not offered for a probe, or None: the service's verdict alone (the
+        CLI's), which also refuses a loop device on a file that is not the user's."""
+        return None if d.allowed else d.reason or "refused"
 
     # ------------------------------------------------------------------ preview
 
@@ -401,12 +398,6 @@ class ProbePane(Vertical):
         self._rank_with = (rank_profile, top, db) if rank_profile is not None else None
         job = {"target": target, "profile": profile_ref, "quick": quick, "plp": plp, "db": db,
                **self._options()}
-        why = (None if target.strip().startswith("scratch:")
-               else calls.loop_not_yours(target.strip()))
-        if why:
-            self.query_one("#probe-status", Static).update(Text(f"not started: {why}"))
-            self.notify(why, title="probe: not started", severity="error", markup=False)
-            return
         if job.get("force") and target.strip().startswith("scratch:"):
             why = ("force is for a device's leftover filesystem signature; a scratch loop "
                    "device is new and has none")

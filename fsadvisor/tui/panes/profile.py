@@ -140,13 +140,16 @@ class ProfilePane(Horizontal):
             with Horizontal(classes="form-row"):
                 yield Label("PLP", classes="field")
                 yield Select(PLP_CHOICES, value="unknown", allow_blank=False, id="plp")
-                yield Label("durability", classes="field")
+                yield Label("durability", classes="field", id="durability-label")
                 yield Box("required", value=True, id="durability",
                           tooltip="fsync'd data must survive a power loss")
             with Horizontal(classes="form-row"):
-                yield Label("features", classes="field")
-                for f in FEATURES:
-                    yield Box(f, id=f"feat-{f}")
+                yield Label("features", classes="field", id="features-label")
+                # its own container: one row of boxes, or a column where a row would be cut
+                # off at the right (80 columns, app.tcss), taking a box's label with it
+                with Horizontal(id="features"):
+                    for f in FEATURES:
+                        yield Box(f, id=f"feat-{f}")
             with Horizontal(classes="form-row"):
                 yield Label("min IOPS", classes="field")
                 yield NumberInput(placeholder="no min", id="min-iops")
