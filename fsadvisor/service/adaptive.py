@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -1345,3 +1346,57 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
                                history=chooser.history, joint=final, workloads=workloads)
     return AdaptiveSummary(probe=summary, decision=final, calibration=calib_doc,
                            history=chooser.history)
+
+
+# ------------------------------------------------------- the front ends' entry points
+
+def adaptive_argv(request: ProbeRequest, target: float, budget: str | None) -> list[str]:
+    """``fsadvisor probe ... --profile P [--budget B] [--target-confidence P]``: with a
+    profile the adaptive probe is the default (``--adaptive`` only without one)."""
+    argv = replace(request, dry_run=False).to_argv(adaptive=True)
+    if request.profile is None:
+        argv.append("--adaptive")
+    if budget is not None and str(budget).strip():
+        argv += ["--budget", str(budget).strip()]
+    if float(target) != DEFAULT_TARGET:
+        argv += ["--target-confidence", f"{float(target):g}"]
+    return argv
+
+
+def is_adaptive(request: ProbeRequest, adaptive: bool) -> bool:
+    """Whether ``request`` runs adaptively: asked for, or a --resume of an adaptive probe
+    (which must continue adaptively, as ``fsadvisor probe --resume`` does)."""
+    return adaptive or resumes_adaptive(request)
+
+
+def adaptive_preview(request: ProbeRequest, target: float,
+                     budget: str | None = None) -> probing.ProbePreview:
+    """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
+    calibration and one cell is refused here), the safety verdict, the first choices and
+    why. Executes nothing."""
+    request = replace(request, dry_run=True)
+    setup = plan_adaptive(request, target, budget)
+    note = probing.dry_run_verdict(setup.plan)
+    lines = dry_run_lines(setup, request.db)
+    if note:
+        lines.insert(1, f"# {note}")
+    plan = setup.plan
+    return probing.ProbePreview(command=shlex.join(adaptive_argv(request, target, budget)),
+                                lines=lines, cells=len(plan.configs),
+                                estimated_s=float(plan.budget_s or plan.full_estimate_s),
+                                adaptive=True)
+
+
+def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
+                         confirm: str | None = None,
+                         on_progress: Callable[[ProgressEvent], None] | None = None,
+                         interruptions: probing.Interruptions | None = None):
+    """service.probing.run_request for ``probe --adaptive`` (or the --resume of one): refused
+    without root, cleanup after a killed probe, the budget check, the safety verdict, then
+    service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
+    ProbeSummary, ``.decision`` the leader, its confidence and the device time)."""
+    probing.before_a_probe(request, on_progress)
+    setup = plan_adaptive(replace(request, dry_run=False), target, budget)
+    probing.check_device(setup.plan)
+    return run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
+                        interruptions=interruptions)

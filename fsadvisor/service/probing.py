@@ -39,8 +39,7 @@ __all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "d
            "preview", "check_device", "run_probe", "cleanup_stale_state", "root_problem",
            "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport",
            "BlockDevice", "block_devices", "block_device", "device_confirmed", "run_request", "Interruptions",
-           "live_text", "si_number", "clock", "adaptive_preview", "run_adaptive_request", "is_adaptive",
-           "adaptive_argv"]
+           "live_text", "si_number", "clock", "before_a_probe", "dry_run_verdict"]
 
 
 def clock(seconds: float | None) -> str:
@@ -402,7 +401,7 @@ def _block_device(n: dict, force: bool, given: str | None = None) -> BlockDevice
                                  if verdict.signatures else None))
 
 
-def _before_a_probe(request: ProbeRequest,
+def before_a_probe(request: ProbeRequest,
                     on_progress: Callable[[ProgressEvent], None] | None) -> None:
     """What every probe a front end starts does first: refused without root, before
     anything runs; then the cleanup after a killed probe, each action reported."""
@@ -423,68 +422,8 @@ def run_request(request: ProbeRequest, confirm: str | None = None,
     cleanup after a killed probe; plan; safety verdict; run. ``interruptions.cancel()``
     from another thread stops it with Ctrl-C's cleanup (unmount, scheduler back, scratch
     loop device detached, the unfinished matrix kept for --resume)."""
-    _before_a_probe(request, on_progress)
+    before_a_probe(request, on_progress)
     plan = plan_probe(replace(request, dry_run=False))
     check_device(plan)
     return run_probe(plan, on_progress=on_progress, confirm=confirm,
                      interruptions=interruptions)
-
-
-# --------------------------------------------------------------------------- adaptive
-
-def adaptive_argv(request: ProbeRequest, target: float, budget: str | None) -> list[str]:
-    """``fsadvisor probe ... --profile P [--budget B] [--target-confidence P]``: with a
-    profile the adaptive probe is the default (``--adaptive`` only without one)."""
-    from fsadvisor.service import adaptive as ad
-    argv = replace(request, dry_run=False).to_argv(adaptive=True)
-    if request.profile is None:
-        argv.append("--adaptive")
-    if budget is not None and str(budget).strip():
-        argv += ["--budget", str(budget).strip()]
-    if float(target) != ad.DEFAULT_TARGET:
-        argv += ["--target-confidence", f"{float(target):g}"]
-    return argv
-
-
-def is_adaptive(request: ProbeRequest, adaptive: bool) -> bool:
-    """Whether ``request`` runs adaptively: asked for, or a --resume of an adaptive probe
-    (which must continue adaptively, as ``fsadvisor probe --resume`` does)."""
-    from fsadvisor.service import adaptive as ad
-    return adaptive or ad.resumes_adaptive(request)
-
-
-def adaptive_preview(request: ProbeRequest, target: float,
-                     budget: str | None = None) -> ProbePreview:
-    """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
-    calibration and one cell is refused here), the safety verdict, the first choices and
-    why. Executes nothing."""
-    import shlex
-
-    from fsadvisor.service import adaptive as ad
-    request = replace(request, dry_run=True)
-    setup = ad.plan_adaptive(request, target, budget)
-    note = dry_run_verdict(setup.plan)
-    lines = ad.dry_run_lines(setup, request.db)
-    if note:
-        lines.insert(1, f"# {note}")
-    plan = setup.plan
-    return ProbePreview(command=shlex.join(adaptive_argv(request, target, budget)),
-                        lines=lines, cells=len(plan.configs),
-                        estimated_s=float(plan.budget_s or plan.full_estimate_s),
-                        adaptive=True)
-
-
-def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
-                         confirm: str | None = None,
-                         on_progress: Callable[[ProgressEvent], None] | None = None,
-                         interruptions: Interruptions | None = None):
-    """:func:`run_request` for ``probe --adaptive`` (or the --resume of one): refused
-    without root, cleanup after a killed probe, the budget check, the safety verdict, then
-    service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
-    ProbeSummary, ``.decision`` the leader, its confidence and the device time)."""
-    from fsadvisor.service import adaptive as ad
-    _before_a_probe(request, on_progress)
-    setup = ad.plan_adaptive(replace(request, dry_run=False), target, budget)
-    check_device(setup.plan)
-    return ad.run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
-                           interruptions=interruptions)

@@ -79,13 +79,14 @@ def probe_preview(target: str, profile: str | None = None, quick: bool = True,
     path or ``scratch:SIZE``. Nothing is executed, not even fio's io_uring self-test.
     ``adaptive`` (see :func:`adaptive_choice`) previews ``probe --adaptive`` instead, as
     does the --resume of an adaptive probe."""
+    from fsadvisor.service import adaptive as ad
     from fsadvisor.service import probing
 
     request = probe_request(target, profile, quick, plp, db, filesystems, runtime_s,
                             dry_run=True, **options)
     on, confidence, budget = adaptive_choice(adaptive)
-    if probing.is_adaptive(request, on):
-        return probing.adaptive_preview(request, confidence, budget)
+    if ad.is_adaptive(request, on):
+        return ad.adaptive_preview(request, confidence, budget)
     return probing.preview(request)
 
 
@@ -110,18 +111,18 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
 
 def run_adaptive_probe(request: ProbeRequest, adaptive: dict | None, confirm: str | None,
                        on_progress, cancel: Interruptions):
-    """The real ``probe --adaptive`` (a thread worker): service.probing.run_adaptive_request;
+    """The real ``probe --adaptive`` (a thread worker): service.adaptive.run_adaptive_request;
     returns its AdaptiveSummary (``.probe``, ``.decision``)."""
-    from fsadvisor.service import probing
+    from fsadvisor.service import adaptive as ad
     _on, confidence, budget = adaptive_choice(adaptive)
-    return probing.run_adaptive_request(request, confidence, budget, confirm=confirm,
-                                        on_progress=on_progress, interruptions=cancel)
+    return ad.run_adaptive_request(request, confidence, budget, confirm=confirm,
+                                   on_progress=on_progress, interruptions=cancel)
 
 
 def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:
     """Asked for on the form, or the --resume of an adaptive probe (reads the state file)."""
-    from fsadvisor.service import probing
-    return probing.is_adaptive(request, adaptive_choice(adaptive)[0])
+    from fsadvisor.service import adaptive as ad
+    return ad.is_adaptive(request, adaptive_choice(adaptive)[0])
 
 
 def live_text(event: ProgressEvent) -> str:

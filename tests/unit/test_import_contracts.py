@@ -63,3 +63,16 @@ def test_a_broken_contract_fails(tmp_path, module, line, broken):
     r = lint_imports(tmp_path)
     assert r.returncode != 0, r.stdout + r.stderr
     assert broken in r.stdout, r.stdout
+
+
+def test_the_service_use_cases_depend_one_way():
+    # service/ is use cases (advice, probing, adaptive, calibration, apply, ...): one may
+    # build on another, never both ways round -- an import circle there is how private
+    # helpers leaked between modules before. grimp (import-linter's graph) sees in-function
+    # imports too.
+    import grimp
+    g = grimp.build_graph("fsadvisor", cache_dir=None)
+    mods = sorted(m for m in g.modules if m.startswith("fsadvisor.service."))
+    both_ways = [(a, b) for i, a in enumerate(mods) for b in mods[i + 1:]
+                 if g.chain_exists(a, b) and g.chain_exists(b, a)]
+    assert not both_ways, both_ways
