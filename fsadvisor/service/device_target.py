@@ -9,13 +9,16 @@ import re
 
 from fsadvisor.catalog.udev import Target
 from fsadvisor.errors import ConfigError
-from fsadvisor.host import device as devmod
 
 _DEVICE = re.compile(r"/dev(/[A-Za-z0-9._:+@,=-]+)+")
 
 
 def target_for(device: str) -> Target:
     """The device as the rule and commands name it; read-only."""
+    # Deferred: recommend imports this module, and without --device PATH it never reads a
+    # device (tests/unit/test_startup_imports.py keeps host.device out of its start-up).
+    from fsadvisor.host import device as devmod
+
     if why := devmod.control_character_refusal(device, "--device"):
         raise ConfigError(why)
     if not device.startswith("/dev/"):
