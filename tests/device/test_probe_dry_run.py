@@ -65,6 +65,11 @@ def mounts_of(dev: str) -> list[str]:
 def test_dry_run_as_nobody_prints_everything_and_executes_nothing(loop_device, nobody_env):
     env, log = nobody_env
     dev = loop_device(512 << 20)
+    # nobody's own loop device (its backing file is): another user's is refused even in a
+    # dry run (tests/device/test_loop_not_yours.py)
+    name = os.path.basename(os.path.realpath(dev))
+    backing = Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
+    os.chown(backing, 65534, 65534)
     before = devmod.block_stat(dev), devmod.read_scheduler(dev)[0]
     p = unprivileged([sys.executable, "-m", "fsadvisor.cli", "probe", dev,
                       "--fs", "ext4,xfs,btrfs,f2fs", "--schedulers", "none,mq-deadline",
