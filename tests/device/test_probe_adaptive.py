@@ -68,33 +68,6 @@ def test_runs_end_to_end_within_the_budget(adaptive_run):
     assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
 
 
-def test_two_profiles_in_one_session_on_the_calibrated_device(adaptive_run, scratch_dir):
-    # the module's first probe calibrated this scratch class: the joint probe uses it (two
-    # profiles that probe did not measure: its own would already be settled, with no run)
-    _, db = adaptive_run
-    p = probe_cli("--scratch", "1G", "--profile", "fio-read-128k-j1", "--profile",
-                  "fio-randread-4k-j1", "--fs", "ext4,xfs", "--schedulers", "none",
-                  "--runtime", "1", "--cooldown", "0", "--budget", "90s",
-                  "--scratch-dir", str(scratch_dir), "--json", db=db)
-    assert p.returncode == 0, p.stderr[-3000:]
-    doc = json.loads(p.stdout)
-    answers = doc["profiles"]
-    assert [a["profile"] for a in answers] == ["fio-read-128k-j1", "fio-randread-4k-j1"]
-    assert not doc["calibration"]  # calibrated once, before
-    assert all(a["decision"]["leader"] and a["decision"]["reason"] for a in answers), answers
-    # one budget for both (each had its own before): a read workload's fill makes a first
-    # ext4 run on this disk-backed loop device cost tens of seconds
-    assert doc["session"]["device_time_s"] <= 90 * 1.15
-    mid = doc["probe"]["matrix_id"]  # one matrix for both
-    from fsadvisor.store import open_store
-    with open_store(db) as store:
-        runs = store.runs(matrix_id=mid)
-    assert len(runs) == doc["session"]["runs"] >= 1
-    assert {r["workload_name"] for r in runs} <= {"profile:fio-read-128k-j1",
-                                                  "profile:fio-randread-4k-j1"}
-    assert not loops_on(scratch_dir)
-
-
 def test_every_run_is_stored_with_its_matrix(adaptive_run):
     p, db = adaptive_run
     from fsadvisor.store import open_store

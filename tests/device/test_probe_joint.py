@@ -73,6 +73,7 @@ def test_the_answer_per_profile_in_words(joint_run, ram_dir, tmp_path):
     p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
                        capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
+    assert "has no calibration" not in p.stderr  # the stored calibration serves both
     out = p.stdout.splitlines()
     for prof in PROFILES:
         assert any(ln.startswith(f"adaptive: profile {prof}: ") and " is best (within 1%) "
