@@ -137,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
         measure(args.db, args.size, args.runtime, args.reps, args.scratch_dir)
 
     from fsadvisor.predict import validate
-    from fsadvisor.predict.validate import SEPARABLE_SE
     from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.store import open_store, reference
 
@@ -207,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         if f["max_regret"] is not None:
             beyond = f.get("max_regret_beyond_noise")
             print(f"  worst per-workload regret: {f['max_regret']:.1%}"
-                  + (f" ({beyond:.1%} against a cell more than {SEPARABLE_SE:g} standard "
+                  + (f" ({beyond:.1%} against a cell more than {validate.SEPARABLE_SE:g} standard "
                      "errors better: the rest of the gap is within the matrix's own noise)"
                      if beyond is not None and beyond < f["max_regret"] else ""))
         same = r.get("raw_only_on_these_cells")
