@@ -74,6 +74,11 @@ class Observation:
     # stated). The model weighs a mean of n runs as such; one run is never a confident effect.
     n: int = 1
     sd: float | None = None
+    # The CPU the measurement used (mean over its replicates; None: not recorded): fio's own
+    # threads (usr + sys, % of one CPU, one job) and the whole host (% of all its CPUs).
+    # A raw-device cell's figures say how much CPU headroom the device leaves a filesystem.
+    thread_cpu_pct: float | None = None
+    host_cpu_busy_pct: float | None = None
 
 
 @dataclass

@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from fsadvisor.predict.device_params import (HOST_KEYS, PARAM_KEYS, PRIOR_LOG_SD, DeviceParams,
-                                             prior_params)
+from fsadvisor.predict.device_params import (CPU_KEYS, HOST_KEYS, PARAM_KEYS, PRIOR_LOG_SD,
+                                             DeviceParams, prior_params)
 
 # A repetition's spread says how well a cell's mean is known: sd(log values) / sqrt(n). Two
 # floors keep that honest. LOG_SD_FLOOR: three reps that agree to 0.1% do not make a device
@@ -52,6 +52,10 @@ class RawRun:
     mean_latency_us: float | None = None
     bw_bytes_s: float | None = None
     run_id: int | None = None
+    # The CPU it used: fio's threads (usr + sys, % of one CPU per job) and the whole host's
+    # (% of all its CPUs); None where not recorded.
+    thread_cpu_pct: float | None = None
+    host_cpu_busy_pct: float | None = None
 
     @property
     def concurrency(self) -> int:
@@ -76,7 +80,13 @@ class RawRun:
                       iodepth=int(w.get("iodepth") or 1), numjobs=int(w.get("numjobs") or 1),
                       fsync_every=int(w.get("fsync_every") or 0),
                       mean_latency_us=row.get("mean_latency_us"),
-                      bw_bytes_s=float(mb_s) * 1e6 if mb_s else None, run_id=row.get("run_id"))
+                      bw_bytes_s=float(mb_s) * 1e6 if mb_s else None, run_id=row.get("run_id"),
+                      thread_cpu_pct=_sum_or_none(row.get("usr_cpu_pct"), row.get("sys_cpu_pct")),
+                      host_cpu_busy_pct=row.get("host_cpu_busy_pct"))
+
+
+def _sum_or_none(a: float | None, b: float | None) -> float | None:
+    return a + b if a is not None and b is not None else None
 
 
 @dataclass
@@ -138,6 +148,29 @@ def _ceiling(cells: dict[int, list[RawRun]], label: str) -> _Estimate | None:
         if e is not None and (best is None or e.value > best.value):
             best = e
     return best
+
+
+def _cpu_per_op(cells: dict[int, list[RawRun]], label: str, cores: float
+                ) -> dict[str, _Estimate]:
+    """CPU microseconds one I/O of the ceiling cell (the deep-queue cell with the highest mean
+    IOPS) took in fio's submitting thread (``submit``) and on the whole host (``host``: the
+    busy share of all ``cores``). One job only: fio's CPU figure of a group of jobs is not
+    one thread's."""
+    deep = {c: rs for c, rs in cells.items() if c >= DEEP_CONCURRENCY}
+    if not deep:
+        return {}
+    conc = max(deep, key=lambda c: sum(r.iops for r in deep[c]) / len(deep[c]))
+    rs = [r for r in deep[conc] if r.numjobs == 1]
+    out = {}
+    for name, metric in (
+            ("submit", lambda r: r.thread_cpu_pct / 100 * 1e6 / r.iops
+             if r.thread_cpu_pct else None),
+            ("host", lambda r: r.host_cpu_busy_pct / 100 * cores * 1e6 / r.iops
+             if r.host_cpu_busy_pct else None)):
+        e = _estimate(rs, metric, f"{label} QD{conc}: {name} CPU per I/O")
+        if e is not None:
+            out[name] = e
+    return out
 
 
 def _bandwidth(runs: list[RawRun], rw: str) -> _Estimate | None:
@@ -240,6 +273,9 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
     par = _parallelism(reads)
     if par is not None:
         est["parallelism"] = par
+    cores = float(host["host_cores"]) if host and host.get("host_cores") else values["host_cores"]
+    for name, e in _cpu_per_op(reads, "random read", cores).items():
+        est[f"{name}_cpu_us_read"] = e
     est = {k: v for k, v in est.items() if v is not None}
     for k in HOST_KEYS:
         if host and host.get(k) and host[k] > 0:
@@ -259,12 +295,13 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
         return DeviceParams(prior.device_id, kind, prior.values, prior.log_sd, prior.source,
                             details=details)
     rest = [k for k in details["not_measured"] if k not in HOST_KEYS]  # type: ignore[union-attr]
-    n_device = sum(1 for k in est if k not in HOST_KEYS)
+    n_device = sum(1 for k in est if k not in HOST_KEYS + CPU_KEYS)
     host_measured = all(k in est for k in HOST_KEYS)
     source = (f"calibrated: {n_device} of {len(PARAM_KEYS) - len(HOST_KEYS)} device parameters "
               f"fitted on {len(used) or len(runs)} raw-device runs"
               + ("; host CPU measured" if host_measured else
                  "; host CPU: the reference machine's (not measured)")
+              + ("; CPU per raw read measured" if any(k in est for k in CPU_KEYS) else "")
               + (f"; prior ({prior.source.removeprefix('prior: ')}) for {', '.join(rest)}"
                  if rest else ""))
     return DeviceParams(device_id=device_id or prior.device_id, kind=kind, values=values,

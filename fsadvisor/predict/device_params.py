@@ -30,6 +30,13 @@ HOST_PRIOR = {"host_cpu_factor": 1.0, "host_cores": 2.0}
 HOST_PRIOR_LOG_SD = {"host_cpu_factor": 0.5, "host_cores": 1.0}
 # The keys every DeviceParams carries.
 PARAM_KEYS = DEVICE_KEYS + HOST_KEYS
+# Measured only, never a prior: the CPU time one raw 4K random read at the deep-queue ceiling
+# took in fio's submitting thread and on the whole host, microseconds. They say how much of a
+# read's time the CPU already worked: a filesystem's CPU work per read is nearly free while a
+# deep queue keeps the device the bottleneck, and adds in full where the raw reads already
+# kept the CPU busy (mechanisms.Ctx.cpu_log). Absent (not measured), the model prices CPU work
+# in series with the device's time, as at queue depth 1.
+CPU_KEYS = ("submit_cpu_us_read", "host_cpu_us_read")
 # Log-scale 1-sd of a devices.toml figure used as a prior for a device of that kind that has
 # not been measured: a factor of e^1 = 2.7 either way, since one kind spans drives that
 # differ that much (a QLC SATA SSD and a TLC data-centre one are both "sata-ssd").

@@ -419,7 +419,8 @@ def observations_hash(observations: Sequence[Observation]) -> str:
     for o in observations:
         h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,
                        o.relative_to.key() if o.relative_to else None, o.power_scope,
-                       o.energy_source, o.weight, o.device_id, o.n, o.sd)).encode())
+                       o.energy_source, o.weight, o.device_id, o.n, o.sd, o.thread_cpu_pct,
+                       o.host_cpu_busy_pct)).encode())
     return h.hexdigest()[:16]
 
 
@@ -445,7 +446,8 @@ def _fit_raw(raw: Sequence[Observation], base: DeviceParams, s: ModelSettings) -
     from fsadvisor.predict.device_fit import RawRun, fit_device_params
     runs = [RawRun(rw=o.workload.rw, bs_bytes=o.workload.bs_bytes, iops=o.value,
                    iodepth=o.workload.iodepth, numjobs=o.workload.numjobs,
-                   fsync_every=o.workload.fsync_every)
+                   fsync_every=o.workload.fsync_every, thread_cpu_pct=o.thread_cpu_pct,
+                   host_cpu_busy_pct=o.host_cpu_busy_pct)
             for o in raw if o.metric == "iops" and o.value > 0]
     if not runs:
         return base

@@ -84,6 +84,28 @@ class Ctx:
     t_op: float  # wall time of one operation on the bare device at the workload's concurrency
     cpu_share: float  # 1 / (CPU-sharing threads x t_op), floored: what 1 us of CPU per I/O costs
     host: float  # the host's CPU time per call over the reference machine's
+    # The share of an operation's time the CPU is on its critical path (Ctx.cpu_log): 1 in
+    # series; for the reads of a deep asynchronous queue on a device whose raw CPU per read
+    # was measured, how busy the raw reads kept the busier of the submitting threads and
+    # the host's CPUs.
+    cpu_critical: float = 1.0
+
+    def cpu_log(self, us: float) -> float:
+        """By how much (log factor) ``us`` more of CPU per I/O stretches an operation's time.
+        In series (queue depth 1, a synchronous engine, or no CPU measurement) the op waits
+        for it: t_op + us shared by the workload's threads. A read from a deep asynchronous
+        queue is mapped and verified while the device serves the others, so only the share
+        of that work the rate waits for counts: all of it where the raw reads already kept
+        the CPU busy (RAM-backed devices: 90-97% of the host), about a fifth where the device
+        is what the queue waits for (the disk-backed loop: 22%; there btrfs, ext4 and XFS
+        read within 8% of each other, while CPU priced in series put btrfs at half). A
+        first-order interpolation between the two limits (an op that waits for both, and a
+        bottleneck device that hides its CPU), so the fitted coefficient still scales CPU
+        time where the CPU binds. Writes stay in series: their filesystem work (allocation,
+        journal, copy-on-write metadata, completion-side conversion) is ordered with the
+        I/O -- on the disk-backed loop, with the host 64% busy at the raw write rate, ext4
+        and XFS still wrote 25-30% below it."""
+        return self.cpu_critical * math.log1p(us * self.cpu_share)
 
 
 @dataclass(frozen=True)
@@ -116,13 +138,13 @@ def _data_io(c: Ctx) -> bool:
 def _cpu(c: Ctx) -> float | None:
     # CPU work per I/O runs in the submitting thread: numjobs threads share it, up to the
     # host's cores, in the host's own microseconds.
-    return -math.log1p(FS_CPU_US * c.host * c.cpu_share) if _data_io(c) else None
+    return -c.cpu_log(FS_CPU_US * c.host) if _data_io(c) else None
 
 
 def _sched(c: Ctx) -> float | None:
     if not _data_io(c) or c.sched == "none":
         return None
-    return -math.log1p(SCHED_US * c.host * c.cpu_share)
+    return -c.cpu_log(SCHED_US * c.host)
 
 
 def _meta_share(c: Ctx, share: float) -> float | None:
@@ -189,7 +211,7 @@ def _btrfs_csum_read(c: Ctx) -> float | None:
     if c.fs != "btrfs" or c.nodatacow or not _data_io(c) or c.w.read_pct <= 0:
         return None
     us = (c.w.read_pct / 100.0) * max(c.w.bs_bytes, 512) / MIB * CSUM_READ_US_PER_MIB * c.host
-    return -math.log1p(us * c.cpu_share)
+    return -c.cpu_log(us)
 
 
 def _data_journal(c: Ctx) -> float | None:
@@ -529,9 +551,11 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, journaled: bool, 
     # host's time): the CPU coefficients were learned where an op took that long, and a
     # datasheet's million-IOPS ceiling does not make one thread's filesystem work dearer
     # than anything measured.
-    cpu_share = 1.0 / max(min(max(w.numjobs, 1), cores) * t_op, CPU_FLOOR_US * h)
+    threads = min(max(w.numjobs, 1), cores)
+    cpu_share = 1.0 / max(threads * t_op, CPU_FLOOR_US * h)
     c = Ctx(fs, nodatacow, data_journal, journaled, sched, w, p, plp, wf, _flush_us(p, plp),
-            wf / w.writes_per_fsync if w.writes_per_fsync else 0.0, t_op, cpu_share, h)
+            wf / w.writes_per_fsync if w.writes_per_fsync else 0.0, t_op, cpu_share, h,
+            _cpu_critical(w, p, t_op, threads, cores))
     f: dict[str, float] = {}
     for m in MECHANISMS:
         x = m.value(c)
@@ -544,6 +568,27 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, journaled: bool, 
         else:
             f[m.name] = x
     return f
+
+
+# Engines whose thread submits a queue of I/O and reaps completions while the device works.
+ASYNC_ENGINES = frozenset({"io_uring", "libaio", "posixaio"})
+
+
+def _cpu_critical(w: Workload, p: Mapping[str, float], t_op: float, threads: float,
+                  cores: float) -> float:
+    """For Ctx.cpu_critical: the read share of the workload times how busy the device's raw
+    reads at this workload's rate keep the busier of the submitting threads and the host's
+    CPUs (device_params.CPU_KEYS, at most 1), plus the write share in full; 1 unless the
+    workload keeps a deep direct asynchronous queue and those figures were measured."""
+    if not (w.direct and w.iodepth > 1 and w.ioengine in ASYNC_ENGINES) or t_op <= 0:
+        return 1.0
+    rf = w.read_pct / 100.0
+    try:
+        thr, host = p["submit_cpu_us_read"], p["host_cpu_us_read"]
+    except KeyError:
+        return 1.0
+    u = min(1.0, max(thr / (threads * t_op), host / (cores * t_op)))
+    return rf * u + (1.0 - rf)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -512,10 +512,10 @@ def prior(name: str) -> tuple[float, float] | None:
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> str:
     """A hash of the code that turns configurations into features (this table, features.py,
-    mechanisms.py): part of the fit cache's key, so a cached fit of other features is never
+    mechanisms.py, and device_fit.py, which reads the device figures they price with): part of the fit cache's key, so a cached fit of other features is never
     read back as this one's, with nothing to bump by hand."""
     here = Path(__file__).parent
     crc = 0
-    for name in ("spec.py", "features.py", "mechanisms.py"):
+    for name in ("spec.py", "features.py", "mechanisms.py", "device_fit.py"):
         crc = zlib.crc32((here / name).read_bytes(), crc)
     return f"{crc:08x}"

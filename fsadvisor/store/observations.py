@@ -75,6 +75,9 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
         # The identity the store recorded with the device (store v3); older rows derive it.
         dev_id = s.get("device_identity") or device_identity(
             kind, s.get("device_model") or "", s.get("device_serial") or "", s.get("device_path"))
+        usr, sys_ = (s.get("usr_cpu_pct") or {}).get("mean"), (s.get("sys_cpu_pct") or {}).get("mean")
+        thread_cpu = usr + sys_ if usr is not None and sys_ is not None else None
+        host_cpu = (s.get("host_cpu_busy_pct") or {}).get("mean")
         for metric, key, scale, unit, is_energy in PROBE_METRICS:
             st = s[key]
             if st["mean"] is None:
@@ -95,5 +98,6 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
                 power_scope=s["power_scope"] if is_energy else None,
                 energy_source=s["energy_source"] if is_energy else None,
                 note=note, device_id=dev_id, n=int(st["n"] or 1),
-                sd=None if st["sd"] is None else float(st["sd"]) * scale))
+                sd=None if st["sd"] is None else float(st["sd"]) * scale,
+                thread_cpu_pct=thread_cpu, host_cpu_busy_pct=host_cpu))
     return out

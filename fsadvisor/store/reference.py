@@ -143,6 +143,9 @@ def observations(rows: Iterable[dict[str, str]], matrix: str = "",
             series.append(("ops_per_joule", "ops/J", opj, esrc, scope or "system"))
             series.append(("watts", "W", [v for m in members if (v := _num(m.get("watts")))],
                            esrc, scope or "system"))
+        thread_cpu = _mean([u + y for m in members if (u := _num(m.get("cpu_usr_pct"))) is not None
+                            and (y := _num(m.get("cpu_sys_pct"))) is not None])
+        host_cpu = _mean([v for m in members if (v := _num(m.get("host_cpu_busy_pct"))) is not None])
         for metric, unit, vals, e_src, e_scope in series:
             if not vals:
                 continue
@@ -154,8 +157,13 @@ def observations(rows: Iterable[dict[str, str]], matrix: str = "",
                 device_kind=kind, config=cfg, workload=w, metric=metric, value=mean,
                 unit=unit, power_scope=e_scope, energy_source=e_src,
                 note=f"n={len(vals)}" + (f", sd={sd:.4g}" if sd is not None else ""),
-                device_plp="unknown", device_id=dev_id, n=len(vals), sd=sd))
+                device_plp="unknown", device_id=dev_id, n=len(vals), sd=sd,
+                thread_cpu_pct=thread_cpu, host_cpu_busy_pct=host_cpu))
     return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
 
 
 def load_observations(path: str | Path | None = None) -> list[Observation]:

@@ -63,6 +63,11 @@ def test_probe_summaries_carry_the_store_device_identity_and_replicates():
          "iops": stat, "mb_s": none, "mean_latency_us": none, "p99_latency_us": none,
          "watts": none, "ops_per_joule": none}
     (o,) = probe_observations([s])
+    assert o.thread_cpu_pct is None and o.host_cpu_busy_pct is None  # not in this summary
+    cpu = {"usr_cpu_pct": dict(stat, mean=3.0), "sys_cpu_pct": dict(stat, mean=18.5),
+           "host_cpu_busy_pct": dict(stat, mean=22.0)}
+    (c,) = probe_observations([{**s, **cpu}])
+    assert c.thread_cpu_pct == pytest.approx(21.5) and c.host_cpu_busy_pct == 22.0
     # No stored identity in this summary (a pre-v3 row): derived, a loop is its backing class.
     assert o.device_id == device_identity("loop", "", "", "/dev/loop3") == "loop:unknown backing"
     assert (o.n, o.sd) == (3, 50.0)
@@ -113,6 +118,9 @@ def test_reference_cells_are_means_over_ok_repetitions(tmp_path):
     opj = [o for o in obs if o.metric == "ops_per_joule"]
     assert len(opj) == 1 and opj[0].value == pytest.approx((100000 / 20 + 110000 / 22) / 2)
     assert opj[0].power_scope == "cpu+dram" and opj[0].energy_source == "rapl"
+    # the CPU fio's thread used (usr 5% + sys 20%) goes with the cell; the host's was not
+    # recorded in this file, so it is unknown, not zero
+    assert ext4.thread_cpu_pct == pytest.approx(25.0) and ext4.host_cpu_busy_pct is None
 
 
 def test_reference_loader_refuses_a_broken_contract(tmp_path):

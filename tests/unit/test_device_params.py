@@ -167,3 +167,35 @@ def test_more_measured_iops_never_lowers_the_cap(reps, qd, factor, which):
     extra = fit_device_params(base + [RawRun("randread", 4096, iodepth=2 * qd, iops=max(reps) * factor)],
                               "nvme", DEVICES)
     assert extra.values["read_iops_cap"] >= before.values["read_iops_cap"] * (1 - 1e-12)
+
+
+def test_cpu_per_read_comes_from_the_ceiling_cell_of_one_job():
+    # fio's own threads 21.5% busy and the host 22.3% (of 2 CPUs) at 75,000 random reads a
+    # second at QD32 (the disk-backed loop's raw run): 2.9 us of the submitting thread per
+    # read and 5.9 us of the host's CPUs. The QD16 cell (below the ceiling) and a cell of 4
+    # jobs (fio's figure of a group is not one thread's) do not count.
+    runs = [RawRun(rw="randread", bs_bytes=4096, iodepth=32, iops=75_000.0 * j,
+                   thread_cpu_pct=21.5, host_cpu_busy_pct=22.3, run_id=i)
+            for i, j in enumerate(JITTER)]
+    runs += [RawRun(rw="randread", bs_bytes=4096, iodepth=16, iops=60_000.0,
+                    thread_cpu_pct=90.0, host_cpu_busy_pct=90.0),
+             RawRun(rw="randread", bs_bytes=4096, iodepth=8, numjobs=4, iops=70_000.0,
+                    thread_cpu_pct=300.0, host_cpu_busy_pct=95.0)]
+    p = fit_device_params(runs, "loop", DEVICES, "dev", host={"host_cpu_factor": 1.0,
+                                                               "host_cores": 2.0})
+    assert p.values["submit_cpu_us_read"] == pytest.approx(0.215 * 1e6 / 75_000, rel=0.03)
+    assert p.values["host_cpu_us_read"] == pytest.approx(0.223 * 2 * 1e6 / 75_000, rel=0.03)
+    assert {"submit_cpu_us_read", "host_cpu_us_read"} <= set(p.details["measured"])
+    assert "CPU per raw read measured" in p.source
+    # without CPU figures (an import, an older store) nothing is guessed
+    bare = fit_device_params(device_runs(), "loop", DEVICES, "dev")
+    assert "submit_cpu_us_read" not in bare.values and "host_cpu_us_read" not in bare.values
+
+
+def test_raw_run_reads_its_cpu_from_a_store_row():
+    row = {"configuration_id": None, "iops": 1000.0, "workload": {"rw": "randread"},
+           "usr_cpu_pct": 2.9, "sys_cpu_pct": 18.6, "host_cpu_busy_pct": 22.3}
+    r = RawRun.from_store_row(row)
+    assert r is not None and r.thread_cpu_pct == pytest.approx(21.5)
+    assert r.host_cpu_busy_pct == 22.3
+    assert RawRun.from_store_row({**row, "sys_cpu_pct": None}).thread_cpu_pct is None

@@ -189,3 +189,40 @@ def test_a_create_without_fsync_is_host_time_not_device_time():
     read = Workload(rw="randread", bs_bytes=4096)
     assert features.workload_features(read, "nvme", 0.0, "", features.device_share(read, P))[
         "k:nvme"] == 1.0
+
+
+def test_cpu_work_of_deep_queue_reads_counts_only_where_the_cpu_binds():
+    # The disk-backed loop's calibrated reads: 75k a second at QD32 with the host 22% busy
+    # (5.9 us of its 2 CPUs per read, 2.9 us of fio's thread). There btrfs, ext4 and XFS read
+    # within 8% of each other; CPU priced in series put btrfs at half.
+    disk = dict(P, parallelism=4.5, read_latency_us=54.0, read_iops_cap=78_000.0)
+    measured = dict(disk, submit_cpu_us_read=2.9, host_cpu_us_read=5.9)
+    # a RAM-backed device whose raw reads kept the host 90% busy: nearly all of it counts
+    ram = dict(P, parallelism=32.0, read_latency_us=4.0, read_iops_cap=265_000.0,
+               submit_cpu_us_read=2.5, host_cpu_us_read=6.8)
+    read32 = Workload(rw="randread", bs_bytes=4096, iodepth=32)
+
+    def cpu(p, w, fs="btrfs"):
+        f = mechanisms.features(FsConfig.make(fs), w, p, "unknown")
+        return f["m:cpu"]
+
+    assert cpu(disk, read32) < 0  # no CPU figures: in series, as before
+    assert abs(cpu(measured, read32)) < 0.35 * abs(cpu(disk, read32))
+    ram_serial = {k: v for k, v in ram.items() if not k.endswith("_cpu_us_read")}
+    assert abs(cpu(ram, read32)) > 0.8 * abs(cpu(ram_serial, read32))
+    # the same for btrfs's checksum work on reads
+    csum = mechanisms.features(FsConfig.make("btrfs"), read32, measured, "unknown")
+    csum_serial = mechanisms.features(FsConfig.make("btrfs"), read32, disk, "unknown")
+    assert abs(csum["m:btrfs.csum_read"]) < 0.35 * abs(csum_serial["m:btrfs.csum_read"])
+    # queue depth 1 waits for its CPU work whatever the device: unchanged
+    read1 = Workload(rw="randread", bs_bytes=4096)
+    assert cpu(measured, read1) == cpu(disk, read1)
+    # writes stay in series (their filesystem work is ordered with the I/O); a 70/30 mix
+    # keeps the write share in full
+    write32 = Workload(rw="randwrite", bs_bytes=4096, iodepth=32)
+    assert cpu(measured, write32) == cpu(disk, write32)
+    mix = Workload(rw="randrw", bs_bytes=4096, iodepth=32, rwmixread=70)
+    assert cpu(disk, mix) < cpu(measured, mix) <= 0.3 * cpu(disk, mix)
+    # a synchronous engine or buffered I/O has no queue for the CPU to hide behind
+    psync = Workload(rw="randread", bs_bytes=4096, iodepth=32, ioengine="psync")
+    assert cpu(measured, psync) == cpu(disk, psync)
