@@ -57,6 +57,12 @@ def test_calibrate_scratch_end_to_end_then_predict_says_calibrated(tmp_path):
     # machine is loaded), with the CPUs this process may use
     assert 0.3 < out["params"]["host_cpu_factor"]["value"] < 4.0
     assert out["params"]["host_cores"]["value"] == len(os.sched_getaffinity(0))
+    # ... and the CPU the device's own deep-queue reads took (fio's thread, the host's CPUs):
+    # a few microseconds per read, never more than the host's CPUs could give in the time
+    assert {"submit_cpu_us_read", "host_cpu_us_read"} <= measured
+    read_cap = out["params"]["read_iops_cap"]["value"]
+    for key, cpus in (("submit_cpu_us_read", 1), ("host_cpu_us_read", os.cpu_count())):
+        assert 0 < out["params"][key]["value"] <= 1.05 * cpus * 1e6 / read_cap
     (row,) = params_rows(db)
     assert row[0] == out["identity"] and row[1] == "loop" and row[2] == 17
     assert sorted(json.loads(row[3])) == sorted(out["run_ids"])
