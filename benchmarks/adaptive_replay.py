@@ -46,8 +46,9 @@ the noisy best).
 
 What the probe knows of the noise (--noise). "matrix": one run's sd is the larger of the
 model's and the matrix's median repetition sd, known from the start. "runs": only what the
-live probe knows (Chooser.state): the pooled sd of its own repetitions so far (the model's
-figure until two degrees of freedom), each cell's own shrunk toward it (cell_noise_var),
+live probe knows (Chooser.state): the pooled sd of its own repetitions so far, as the probe
+plans with it (planning_noise_sd: its variance scaled by df/(df-2); the model's figure until
+two degrees of freedom), each cell's own shrunk toward it (cell_noise_var),
 and the posterior rebuilt from the cells' mean runs with those variances; the probe's rule
 then repeats a measured cell before it stops while its repetitions are too few to show the
 noise (probe/adaptive.py, MIN_NOISE_DF), as live. The "kg" policy keeps its own stop rules.
@@ -78,7 +79,7 @@ from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.rank import TIE_TOLERANCE
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.probe import adaptive as sel
-from fsadvisor.service.adaptive import MAX_REPS, Chooser, cell_noise_var, pooled_sd
+from fsadvisor.service.adaptive import MAX_REPS, Chooser, cell_noise_var, planning_noise_sd
 from fsadvisor.store import open_store
 
 TOL = -math.log(1 - TIE_TOLERANCE)
@@ -213,8 +214,9 @@ def replay(cs, case: Case, dev, policy: str, share: float, seed: int, truth_from
     while True:
         if noise_from == "runs":
             # what the live probe knows (Chooser.state): the pooled sd of its own repetitions
-            # (at least the model's), each cell's own shrunk toward it (cell_noise_var)
-            own = pooled_sd(values)
+            # as it plans with it (planning_noise_sd; at least the model's), each cell's own
+            # shrunk toward it (cell_noise_var)
+            own = planning_noise_sd(values)
             noise = case.model_noise if own is None else max(case.model_noise, own)
             cell_var = np.array([cell_noise_var(v, noise ** 2) for v in values])
             mu, cov = posterior(case, values, cell_var)

@@ -944,3 +944,15 @@ def test_leaders_equal_within_the_assumed_noise_are_repeated_before_a_tie_is_cal
     assert s.expected_loss() <= sel.MAX_EXPECTED_LOSS
     step = sel.next_step(s, [60] * 5, [1] * 5, target=0.95, spent_s=0, budget_s=None)
     assert step.choice is not None and step.choice.to_see_noise
+
+
+def test_the_probe_plans_with_a_noise_no_smaller_than_its_few_repetitions_show():
+    from fsadvisor.service.adaptive import planning_noise_sd, pooled_sd
+    two = [[1.0, 1.2], [2.0, 2.2]]  # 2 df: the 3-df factor, 3
+    assert planning_noise_sd([[1.0, 1.2]]) is None
+    assert planning_noise_sd(two) == pytest.approx(pooled_sd(two) * 3 ** 0.5)
+    # the factor df/(df-2) falls toward 1 as repetitions accumulate, never below it
+    many = [[float(i), i + 0.1, i + 0.3] for i in range(20)]  # 40 df
+    assert planning_noise_sd(many) == pytest.approx(pooled_sd(many) * (40 / 38) ** 0.5)
+    four = [[1.0, 1.2, 0.9], [2.0, 2.2, 2.1]]  # 4 df: factor 2
+    assert planning_noise_sd(four) == pytest.approx(pooled_sd(four) * 2 ** 0.5)
