@@ -90,11 +90,11 @@ def limit_option(name: str, option: str | None = None) -> Callable[[Any], Any]:
     """A Typer option callback: ``name``'s range (fsadvisor/limits.py) checked as the option
     is parsed, one line and exit code 2 on failure (the line the service would give);
     ``option``: the flag that line names, when it is not ``--name``."""
-    from fsadvisor.service import options
+    from fsadvisor import limits
 
     def callback(value: Any) -> Any:
         try:
-            return options.check(name, value, option)
+            return limits.check(name, value, option)
         except FsAdvisorError as e:
             fail(str(e))
 

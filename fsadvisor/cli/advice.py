@@ -15,7 +15,7 @@ import typer
 from fsadvisor.domain import FsConfig
 
 from fsadvisor.service import answer
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]

@@ -30,7 +30,7 @@ from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cle
 from fsadvisor.profiles import load_profile
 from fsadvisor.service.request import MIN_SCRATCH_BYTES, ProbeRequest
 from fsadvisor.store import open_store
-from fsadvisor.tools import fio
+from fsadvisor.tools import KIND_FIO, fio
 
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
@@ -165,7 +165,7 @@ def _check_profile_workloads(plan: Plan) -> None:
     """A profile fio cannot express on one command line (data I/O mixed with file
     create/stat/delete, without a runner/ job file) is refused now, not in every cell."""
     for spec in plan.workloads:
-        if spec.kind != planmod.KIND_FIO or spec.source == "micro":
+        if spec.kind != KIND_FIO or spec.source == "micro":
             continue
         try:
             fio.workload_argv(spec.workload, "/nonexistent/probe-check", 1.0, name="check")
