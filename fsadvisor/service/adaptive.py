@@ -1370,22 +1370,41 @@ def is_adaptive(request: ProbeRequest, adaptive: bool) -> bool:
     return adaptive or resumes_adaptive(request)
 
 
-def adaptive_preview(request: ProbeRequest, target: float,
-                     budget: str | None = None) -> probing.ProbePreview:
+@dataclass(frozen=True)
+class AdaptivePreview(probing.ProbePreview):
+    """The dry run of ``probe --adaptive``, and what its --json reports besides the lines:
+    the profiles it decides for, its budget and the estimates it is weighed against."""
+
+    profiles: list[str | None] = field(default_factory=list)
+    budget_s: float | None = None
+    full_estimate_s: float = 0.0
+    calibration_estimate_s: float = 0.0
+
+
+def adaptive_preview(request: ProbeRequest, target: float, budget: str | None = None,
+                     profiles: list[str] | None = None,
+                     weights: list[float] | None = None) -> AdaptivePreview:
     """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
     calibration and one cell is refused here), the safety verdict, the first choices and
-    why. Executes nothing."""
+    why. With several ``profiles`` (the request's own first) it is the one probe that
+    decides for all of them, weighed by ``weights``. Executes nothing."""
     request = replace(request, dry_run=True)
-    setup = plan_adaptive(request, target, budget)
+    setup = plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
     note = probing.dry_run_verdict(setup.plan)
     lines = dry_run_lines(setup, request.db)
     if note:
         lines.insert(1, f"# {note}")
     plan = setup.plan
-    return probing.ProbePreview(command=shlex.join(adaptive_argv(request, target, budget)),
-                                lines=lines, cells=len(plan.configs),
-                                estimated_s=float(plan.budget_s or plan.full_estimate_s),
-                                adaptive=True)
+    argv = adaptive_argv(request, target, budget)
+    for p in (profiles or [])[1:]:
+        argv += ["--profile", p]
+    if weights:
+        argv += ["--profile-weights", ",".join(f"{w:g}" for w in weights)]
+    return AdaptivePreview(command=shlex.join(argv), lines=lines, cells=len(plan.configs),
+                           estimated_s=float(plan.budget_s or plan.full_estimate_s),
+                           adaptive=True, profiles=list(plan.profiles) or [plan.profile],
+                           budget_s=plan.budget_s, full_estimate_s=plan.full_estimate_s,
+                           calibration_estimate_s=setup.calibration_estimate_s)
 
 
 def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
