@@ -82,8 +82,10 @@ class RunRecord:
     moment it finishes. ``metrics`` keys carry units: iops, read_iops, write_iops, mb_s,
     read_mb_s, write_mb_s, mean_latency_us, p50_latency_us, p99_latency_us, p999_latency_us,
     usr_cpu_pct, sys_cpu_pct, host_cpu_busy_pct, dev_read_bytes, dev_write_bytes,
-    app_write_bytes, write_amplification, ops, bytes, runtime_s.
-    A failed or incomplete run keeps its error and is never summarised as a result."""
+    app_write_bytes, write_amplification, ops, bytes, runtime_s; and, the one entry that is
+    not a number, the probe's seconds per step of the cell (probe/cell.py STEP_SECONDS:
+    step -> seconds). A failed or incomplete run keeps its error and is never summarised as
+    a result."""
 
     cell_key: str
     device: Device
@@ -94,7 +96,7 @@ class RunRecord:
     status: str
     started_at: float
     wall_s: float
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float | dict[str, float]] = field(default_factory=dict)
     energy: EnergyReading | None = None
     flags: tuple[str, ...] = ()  # FLAG_* in fsadvisor.domain
     error: str | None = None

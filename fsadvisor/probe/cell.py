@@ -329,7 +329,7 @@ class CellRunner:
             flags.append(FLAG_DIRECT_IO)
         if energy is not None and energy.source == "estimate":
             flags.append(FLAG_ESTIMATE)
-        record.metrics = metrics
+        record.metrics = dict(metrics)
         record.status = "ok"
 
     def _live_sampler(self) -> blockstat.BlockStatSampler | None:
