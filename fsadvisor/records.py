@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.domain import Device, FsConfig, Plp, Workload
 
 __all__ = ["EnergyReading", "Observation", "RunRecord"]
 
@@ -65,7 +65,7 @@ class Observation:
     energy_source: str | None = None
     weight: float = 1.0
     note: str = ""
-    device_plp: str = "unknown"  # the measured device's power-loss protection, if stated
+    device_plp: Plp = "unknown"  # the measured device's power-loss protection, if stated
     # Which device the number was measured on (the cited drive for seed rows, the store's
     # device identity for probe runs, the backing class for reference runs). The model keeps
     # one device's levels apart from another's by it; "" = unknown (pooled with its kind).

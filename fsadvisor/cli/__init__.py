@@ -217,10 +217,11 @@ def usage_line(e: Any) -> str:
 def _click_errors():
     """Typer 0.2x vendors its own Click (typer._click); older ones use click itself."""
     try:
-        from typer._click import exceptions as cx
+        from typer._click import exceptions
     except ImportError:  # pragma: no cover - typer with click as a dependency
-        import click.exceptions as cx
-    return cx
+        import click.exceptions
+        return click.exceptions
+    return exceptions
 
 
 def main(argv: list[str] | None = None) -> None:

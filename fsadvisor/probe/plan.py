@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from fsadvisor import catalog
-from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
+from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Plp, Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
 # --fs and --schedulers default to what the declared options say (probe/options.py).
@@ -212,7 +212,7 @@ class Plan:
     scratch_size_bytes: int | None = None
     scratch_dir: str | None = None
     energy: dict[str, Any] = field(default_factory=lambda: {"source": "auto"})
-    plp: str = "unknown"
+    plp: Plp = "unknown"
     force: bool = False
     db_path: str | None = None
     profile: str | None = None

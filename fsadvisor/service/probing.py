@@ -128,11 +128,16 @@ def plan_probe(request: ProbeRequest) -> Plan:
         plan.matrix_id = entry["matrix_id"]
         plan.force = r.force
         plan.db_path = str(db_path)
-        if r.scratch is None:
+        if r.scratch is None and dev_info is not None:  # a device's: it has one
             plan.device_info = replace(dev_info, plp=plan.plp)
         return plan
 
-    size_bytes = r.scratch_bytes if r.scratch_bytes is not None else dev_info.size_bytes
+    if r.scratch_bytes is not None:
+        size_bytes = r.scratch_bytes
+    elif dev_info is not None:
+        size_bytes = dev_info.size_bytes
+    else:  # ProbeRequest.validate refuses a request with neither
+        raise ConfigError("give either a DEVICE or --scratch SIZE")
     prof = None
     if r.profile is not None:
         prof = load_profile(r.profile)
