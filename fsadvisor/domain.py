@@ -11,7 +11,7 @@ import functools
 
 import re
 from dataclasses import dataclass, field, fields, asdict, replace
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, TypeGuard
 
 FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs")
 # Filesystems that appear only in the seeds' historical data (ext2/ext3/reiserfs/nilfs2):
@@ -27,6 +27,16 @@ RW_MODES = (
 METADATA_MODES = ("filecreate", "filestat", "filedelete")
 
 Plp = Literal["yes", "no", "unknown"]
+FsyncMode = Literal["none", "every_n", "per_transaction"]
+PLP_VALUES: tuple[Plp, ...] = ("yes", "no", "unknown")
+
+
+def is_plp(value: object) -> TypeGuard[Plp]:
+    """Whether ``value`` (from a flag, a profile or the store) is one of the Plp answers;
+    a refusal of anything else lets the type checker take it as a Plp afterwards."""
+    return value in PLP_VALUES
+
+
 EnergySource = Literal["rapl", "ipmi", "meter-log", "estimate"]
 # Where the power was measured. Figures of different scopes are never ranked together.
 PowerScope = Literal["system", "cpu+dram", "drive"]
@@ -50,7 +60,7 @@ class Workload:
     numjobs: int = 1
     rwmixread: int = 50
     fsync_every: int = 0
-    fsync_mode: Literal["none", "every_n", "per_transaction"] = "none"
+    fsync_mode: FsyncMode = "none"
     direct: bool = True
     ioengine: str = "io_uring"
     working_set_bytes: int = 1 << 30

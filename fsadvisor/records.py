@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.domain import Device, FsConfig, Plp, Workload
 
 __all__ = ["EnergyReading", "Observation", "RunRecord"]
 
@@ -65,7 +65,7 @@ class Observation:
     energy_source: str | None = None
     weight: float = 1.0
     note: str = ""
-    device_plp: str = "unknown"  # the measured device's power-loss protection, if stated
+    device_plp: Plp = "unknown"  # the measured device's power-loss protection, if stated
     # Which device the number was measured on (the cited drive for seed rows, the store's
     # device identity for probe runs, the backing class for reference runs). The model keeps
     # one device's levels apart from another's by it; "" = unknown (pooled with its kind).
@@ -87,8 +87,10 @@ class RunRecord:
     moment it finishes. ``metrics`` keys carry units: iops, read_iops, write_iops, mb_s,
     read_mb_s, write_mb_s, mean_latency_us, p50_latency_us, p99_latency_us, p999_latency_us,
     usr_cpu_pct, sys_cpu_pct, host_cpu_busy_pct, dev_read_bytes, dev_write_bytes,
-    app_write_bytes, write_amplification, ops, bytes, runtime_s.
-    A failed or incomplete run keeps its error and is never summarised as a result."""
+    app_write_bytes, write_amplification, ops, bytes, runtime_s; and, the one entry that is
+    not a number, the probe's seconds per step of the cell (probe/cell.py STEP_SECONDS:
+    step -> seconds). A failed or incomplete run keeps its error and is never summarised as
+    a result."""
 
     cell_key: str
     device: Device
@@ -99,7 +101,7 @@ class RunRecord:
     status: str
     started_at: float
     wall_s: float
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float | dict[str, float]] = field(default_factory=dict)
     energy: EnergyReading | None = None
     flags: tuple[str, ...] = ()  # FLAG_* in fsadvisor.domain
     error: str | None = None

@@ -72,9 +72,10 @@ class MkfsOption:
             names = [v.strip() for v in value if v.strip()]
         else:
             raise ConfigError(f"{fs}: mkfs option {self.name} must be a list of names, not {value!r}")
-        for n in names:
-            if n not in self.choices:
-                raise ConfigError(f"{fs}: mkfs feature {n!r} is not one of {', '.join(self.choices)}")
+        for name in names:
+            if name not in self.choices:
+                raise ConfigError(f"{fs}: mkfs feature {name!r} is not one of "
+                                  f"{', '.join(self.choices)}")
         return ",".join(c for c in self.choices if c in names)
 
 
@@ -174,9 +175,9 @@ def _levelled(algos: dict[str, tuple[int, int] | None]) -> Callable[[str], str]:
 
     def check(v: str) -> str:
         algo, sep, level = v.partition(":")
-        rng = algos.get(algo, ())
-        if rng == ():
+        if algo not in algos:
             raise ValueError(allowed)
+        rng = algos[algo]
         if not sep:
             return algo
         if rng is None or not _DIGITS.fullmatch(level) or not rng[0] <= int(level) <= rng[1]:

@@ -90,11 +90,11 @@ def limit_option(name: str, option: str | None = None) -> Callable[[Any], Any]:
     """A Typer option callback: ``name``'s range (fsadvisor/limits.py) checked as the option
     is parsed, one line and exit code 2 on failure (the line the service would give);
     ``option``: the flag that line names, when it is not ``--name``."""
-    from fsadvisor.service import options
+    from fsadvisor import limits
 
     def callback(value: Any) -> Any:
         try:
-            return options.check(name, value, option)
+            return limits.check(name, value, option)
         except FsAdvisorError as e:
             fail(str(e))
 
@@ -217,10 +217,11 @@ def usage_line(e: Any) -> str:
 def _click_errors():
     """Typer 0.2x vendors its own Click (typer._click); older ones use click itself."""
     try:
-        from typer._click import exceptions as cx
+        from typer._click import exceptions
     except ImportError:  # pragma: no cover - typer with click as a dependency
-        import click.exceptions as cx
-    return cx
+        import click.exceptions
+        return click.exceptions
+    return exceptions
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,14 +8,14 @@
 import json
 import os
 import sys
-from typing import Annotated, Iterator, Optional
+from typing import Annotated, Iterator, Optional, Sequence
 
 import typer
 
 from fsadvisor.domain import FsConfig
 
 from fsadvisor.service import answer
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
@@ -26,7 +26,7 @@ BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-
 FALLBACK_LINES = 512  # lines per group from a stream without a file descriptor
 
 
-def _arriving_lines(stream) -> Iterator[list[bytes | str]]:
+def _arriving_lines(stream) -> Iterator[Sequence[bytes | str]]:
     """The lines of ``stream`` in the groups they arrive in: each read returns what is
     there (at most BATCH_READ_BYTES), so a file or pipe full of requests comes in groups of
     hundreds that predict together, while a program that writes one request and waits for
@@ -85,7 +85,6 @@ def recommend(
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
     from fsadvisor.service import advice
 
-    worth = None
     if load is not None or price is not None or servers != 1 or pue != 1.0:
         # Refuse bad numbers before the ranking runs (the defaults need no check, and
         # without them the yearly arithmetic is not loaded: ~1 ms of start-up).
@@ -94,7 +93,10 @@ def recommend(
     rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
                            energy_basis="active" if active else "total", plp=plp,
                            sector_size=sector_size)
-    yw = worth.yearly_worth(rec, load, price, servers, pue, db) if load is not None else None
+    yw = None
+    if load is not None:
+        from fsadvisor.service import worth
+        yw = worth.yearly_worth(rec, load, price, servers, pue, db)
     if as_json:
         doc = rec.to_dict()
         if yw is not None:
@@ -106,14 +108,14 @@ def recommend(
     for line in answer.headline(rec):
         typer.echo(line)
     typer.echo("")
-    _print_recommendation(rec, yw, worth)
+    _print_recommendation(rec, yw)
     if plot:
         from fsadvisor.service.report import plot_recommendation
         typer.echo("")
         typer.echo(plot_recommendation(rec))
 
 
-def _print_recommendation(rec, yw, worth) -> None:
+def _print_recommendation(rec, yw) -> None:
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
     typer.echo(f"Profile {rec.profile.name}: {rec.profile.description}")
     typer.echo(f"Device: {rec.device.kind}, {advice_size(rec.device.size_bytes)}, PLP {rec.device.plp}"
@@ -126,6 +128,7 @@ def _print_recommendation(rec, yw, worth) -> None:
         typer.echo(line)
     notes = answer.notes(rec)
     if yw is not None:  # the yearly figures' notes before the tie note, as they always were
+        from fsadvisor.service import worth
         at = len(rec.notes)
         notes[at:at] = worth.summary_lines(yw)
     for n in notes:
@@ -158,6 +161,7 @@ def _print_recommendation(rec, yw, worth) -> None:
         typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
                    f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W")
         if yw is not None:
+            from fsadvisor.service import worth
             typer.echo(f"   per year:  {worth.yearly_line(yw, r.rank - 1)}")
         for y in r.why:
             typer.echo(f"   why:  {y}")

@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
 from fsadvisor.cli.db import DbOpt
 

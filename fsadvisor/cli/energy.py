@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json, limit_option
 
 energy_app = typer.Typer(no_args_is_help=True,

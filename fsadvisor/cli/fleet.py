@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
 app.add_typer(fleet_app, name="fleet")

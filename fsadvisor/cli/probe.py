@@ -316,23 +316,19 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service import probing
 
-    setup = ad.plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
-    plan = setup.plan
     if dry_run:
-        note = probing.dry_run_verdict(plan)
-        lines = ad.dry_run_lines(setup, request.db)
-        if note:
-            lines.insert(1, f"# {note}")
+        shown = ad.adaptive_preview(request, target, budget, profiles=profiles, weights=weights)
         if as_json:
-            emit_json({"dry_run": True, "adaptive": True, "lines": lines,
-                       "profiles": list(plan.profiles) or [plan.profile],
-                       "budget_s": plan.budget_s,
-                       "full_matrix_estimate_s": plan.full_estimate_s,
-                       "calibration_estimate_s": setup.calibration_estimate_s})
+            emit_json({"dry_run": True, "adaptive": True, "lines": shown.lines,
+                       "profiles": shown.profiles, "budget_s": shown.budget_s,
+                       "full_matrix_estimate_s": shown.full_estimate_s,
+                       "calibration_estimate_s": shown.calibration_estimate_s})
         else:
-            for line in lines:
+            for line in shown.lines:
                 typer.echo(line)
         return
+    setup = ad.plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
+    plan = setup.plan
     probing.check_device(plan)
     confirm = None
     if not plan.scratch_size_bytes:

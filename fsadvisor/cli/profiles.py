@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json, limit_option
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 
 profiles_app = typer.Typer(no_args_is_help=True, help="Workload profiles (presets and TOML files).")
 app.add_typer(profiles_app, name="profiles")

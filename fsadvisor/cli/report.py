@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 
 
 @app.command()

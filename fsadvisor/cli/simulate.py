@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
-from fsadvisor.service import options as limits
+from fsadvisor import limits
 
 # sim.DEFAULT_REQUESTS, written out: importing the simulator here would slow every command's
 # start-up (a test keeps the two equal).

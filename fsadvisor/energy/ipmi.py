@@ -108,17 +108,20 @@ class IpmiMeter(EnergyMeter):
         return last[0][1] if last else None
 
     def _finish(self, duration_s: float) -> EnergyReading:
-        t_end = self._t_begin + duration_s
-        samples = self._sampler.stop()
+        sampler, t_begin = self._sampler, self._t_begin
+        if sampler is None or t_begin is None:  # stop() finishes only a started meter
+            raise EnergyError("ipmi: the meter was not started")
+        t_end = t_begin + duration_s
+        samples = sampler.stop()
         assumptions = {"interval_s": self.interval_s, "max_gap_s": self.max_gap_s,
                        "discarded_deactivated": self._discarded,
-                       "failed_calls": self._sampler.errors - self._discarded}
+                       "failed_calls": sampler.errors - self._discarded}
         if not samples:
-            why = self._sampler.first_error or "no IPMI power reading"
-            return self.missing_reading(duration_s, why, 0, assumptions)
-        energy_j, why = integrate_power(samples, self._t_begin, t_end, self.max_gap_s,
+            return self.missing_reading(duration_s, sampler.first_error or "no IPMI power reading",
+                                        0, assumptions)
+        energy_j, why = integrate_power(samples, t_begin, t_end, self.max_gap_s,
                                         hold_edges=True)
         if why:
-            why = f"ipmi: {why}" + (f"; {self._sampler.first_error}" if self._sampler.first_error else "")
+            why = f"ipmi: {why}" + (f"; {sampler.first_error}" if sampler.first_error else "")
         return self.make_reading(energy_j, duration_s, samples=len(samples),
                                  assumptions=assumptions, missing=why)

@@ -240,9 +240,10 @@ def _fmt_clock(ts: list[float]) -> Callable[[float], str]:
 def integrate_log(log: MeterLog, start_s: float, end_s: float,
                   max_gap_s: float = DEFAULT_MAX_GAP_S) -> tuple[float | None, str | None]:
     """Energy (J) over the wall-clock window [start_s, end_s] or (None, one line why)."""
-    if not log.samples:
+    covers = log.covers
+    if covers is None:  # no samples
         return None, "meter log has no valid (timestamp, watts) rows"
-    lo, hi = log.covers
+    lo, hi = covers
     fmt = _fmt_clock([lo, hi, start_s, end_s])
     if lo > start_s or hi < end_s:
         return None, (f"meter log covers {fmt(lo)}–{fmt(hi)}, "
@@ -278,6 +279,8 @@ class MeterLogMeter(EnergyMeter):
 
     def load(self) -> MeterLog:
         from fsadvisor.infra.readfile import read_bounded
+        if self.path is None:
+            raise EnergyError("meter-log: give --meter-log FILE")
         raw = read_bounded(self.path, MAX_LOG_BYTES)
         return parse_log(raw.decode("utf-8", errors="replace"), self.clock_offset_s)
 
@@ -299,6 +302,8 @@ class MeterLogMeter(EnergyMeter):
             raise EnergyError("meter-log: give --meter-log FILE")
 
     def _finish(self, duration_s: float) -> EnergyReading:
+        if self.wall_start is None or self.wall_end is None:  # stop() finishes a started meter
+            raise EnergyError("meter-log: the meter was not started")
         return self.reading_for_window(self.wall_start, self.wall_end)
 
     def reading_for_window(self, start_s: float, end_s: float) -> EnergyReading:

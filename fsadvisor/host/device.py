@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fsadvisor.domain import Device
+from fsadvisor.domain import Device, is_plp
 from fsadvisor.errors import ConfigError, DeviceRefused, NotSupported, one_line
 from fsadvisor.host.run import CommandFailed, CommandResult, CommandTimedOut, run
 from fsadvisor.host import spec as _spec
@@ -550,7 +550,7 @@ def loop_class(fstype: str | None, source: str | None, dio: bool | None) -> tupl
     """(kind, model) of a loop device from what backs it: a file in RAM is ram-loop, a file
     on a disk's filesystem is loop, described by that filesystem and its source, and whether
     the kernel does direct I/O to it (buffered loop I/O measures the host's page cache)."""
-    io = {True: "direct I/O", False: "buffered I/O"}.get(dio, "I/O mode unknown")
+    io = "I/O mode unknown" if dio is None else "direct I/O" if dio else "buffered I/O"
     if fstype in RAM_FILESYSTEMS:
         return "ram-loop", f"loop on {fstype}, {io}"
     where = f"{fstype or 'unknown filesystem'}" + (f" ({source})" if source else "")
@@ -586,7 +586,7 @@ def _nvme_identity(dev: str, host: Host) -> dict[str, str]:
 
 def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
     """Describe the device at ``path`` without writing anything."""
-    if plp not in ("yes", "no", "unknown"):
+    if not is_plp(plp):
         raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
     real = resolve(path)
     node = sys_node(real, host)

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from fsadvisor.catalog.geometry import MIN_DEVICE_BYTES
-from fsadvisor.domain import Device
+from fsadvisor.domain import Device, is_plp
 from fsadvisor.errors import ConfigError, one_line
 from fsadvisor.sizes import parse_size
 
@@ -65,6 +65,6 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Any = None) -> Devic
                           f"the smallest device any filesystem here formats (mkfs.ext4 with a journal)")
     if size_bytes > MAX_SPEC_BYTES:
         raise ConfigError(f"device size {one_line(size_text, 30)} is above 1 EiB; no SSD is that large")
-    if plp not in ("yes", "no", "unknown"):
+    if not is_plp(plp):
         raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
     return Device(path=None, size_bytes=size_bytes, kind=kind, plp=plp, rotational=kind == "hdd")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fsadvisor.predict.design import DesignRows, row_variances
 
@@ -108,18 +109,18 @@ def covariance(X: np.ndarray, cov: np.ndarray) -> np.ndarray:
     return (S + S.T) / 2
 
 
-def p_best(mu: Sequence[float], S: np.ndarray, draws: int = DRAWS,
+def p_best(mu: ArrayLike, S: np.ndarray, draws: int = DRAWS,
            seed: int = SEED, tolerance: float | None = None) -> np.ndarray:
     """P(each entry of a N(mu, S) vector is the largest), by sampling (module docstring).
     With ``tolerance``: P(each entry is within it of the largest) (these overlap: they
     need not sum to 1)."""
-    mu = np.asarray(mu, dtype=float)
-    k = len(mu)
+    m = np.asarray(mu, dtype=float)
+    k = len(m)
     if k == 0:
         return np.zeros(0)
     if k == 1:
         return np.ones(1)
-    z = _sample(mu, S, draws, seed)
+    z = _sample(m, S, draws, seed)
     return _within(z, tolerance) if tolerance is not None else _wins(z)
 
 
@@ -155,50 +156,51 @@ def _wins(z: np.ndarray) -> np.ndarray:
     return np.bincount(np.argmax(top, axis=1), minlength=z.shape[1]) / z.shape[0]
 
 
-def expected_loss(mu: Sequence[float], S: np.ndarray, choice: int = 0, draws: int = DRAWS,
+def expected_loss(mu: ArrayLike, S: np.ndarray, choice: int = 0, draws: int = DRAWS,
                   seed: int = SEED) -> float:
     """E[max_j z_j - z_choice] for z ~ N(mu, S): how much, in the units of ``mu`` (log ops/J:
     a share of ops/J), choosing ``choice`` is expected to give up against the true best. Small
     both when the choice is clearly best and when the leaders are tied -- the quantity a
     regret goal is about, which P(best) is not (sampled like :func:`p_best`)."""
-    mu = np.asarray(mu, dtype=float)
-    if len(mu) < 2:
+    m = np.asarray(mu, dtype=float)
+    if len(m) < 2:
         return 0.0
-    z = _sample(mu, S, draws, seed)
+    z = _sample(m, S, draws, seed)
     return float(np.mean(z.max(axis=1) - z[:, choice]))
 
 
-def leaders(mu: Sequence[float], S: np.ndarray, first: int = 0,
+def leaders(mu: ArrayLike, S: np.ndarray, first: int = 0,
             max_leaders: int = MAX_LEADERS) -> list[int]:
     """Indices of the candidates that can still beat (or be beaten by) ``first``: within
     LEADER_SD sd of their difference with it, best mean first, ``first`` always first."""
-    mu = np.asarray(mu, dtype=float)
+    m = np.asarray(mu, dtype=float)
     d = np.diag(S)
     var = d + d[first] - 2 * S[:, first]
     sd = np.sqrt(np.maximum(var, 1e-18))
-    close = [i for i in np.argsort(-mu, kind="stable")
-             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]]
+    close = [i for i in np.argsort(-m, kind="stable")
+             if i != first and (m[first] - m[i]) <= LEADER_SD * sd[i]]
     return [first] + [int(i) for i in close[:max_leaders - 1]]
 
 
-def _leaders_from_design(mu: Sequence[float], X: np.ndarray, cov: np.ndarray,
+def _leaders_from_design(mu: ArrayLike, X: np.ndarray | DesignRows, cov: np.ndarray,
                          first: int, q: np.ndarray | None = None,
                          eligible: np.ndarray | None = None) -> list[int]:
     """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
     the diagonal (``q``, when the caller has it) and the first's column are needed."""
-    mu = np.asarray(mu, dtype=float)
+    m = np.asarray(mu, dtype=float)
     if q is None:
         q = row_variances(X, cov)
     col = X @ (cov @ X[first])
     sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
-    close = [i for i in np.argsort(-mu, kind="stable")
-             if i != first and (mu[first] - mu[i]) <= LEADER_SD * sd[i]
+    close = [i for i in np.argsort(-m, kind="stable")
+             if i != first and (m[first] - m[i]) <= LEADER_SD * sd[i]
              and (eligible is None or eligible[i])]
     return [first] + [int(i) for i in close[:MAX_LEADERS - 1]]
 
 
 def decision_confidence(labels: Sequence[str] | Callable[[int], str],
-                        log_values: Sequence[float], X: np.ndarray, cov: np.ndarray,
+                        log_values: Sequence[float], X: np.ndarray | DesignRows,
+                        cov: np.ndarray,
                         first: int = 0, tolerance: float = 0.0,
                         q: np.ndarray | None = None, tie_set: int | None = None,
                         eligible: np.ndarray | None = None) -> Confidence:
@@ -222,11 +224,11 @@ def decision_confidence(labels: Sequence[str] | Callable[[int], str],
                       tolerance=tolerance, tie_set=tie_set)
 
 
-def p_wrong(mu: Sequence[float], S: np.ndarray, choice: int | None = None) -> float:
+def p_wrong(mu: ArrayLike, S: np.ndarray, choice: int | None = None) -> float:
     """P(the chosen entry — by default the highest mean — is not the best)."""
-    mu = np.asarray(mu, dtype=float)
-    c = int(np.argmax(mu)) if choice is None else choice
-    return float(1.0 - p_best(mu, S)[c])
+    m = np.asarray(mu, dtype=float)
+    c = int(np.argmax(m)) if choice is None else choice
+    return float(1.0 - p_best(m, S)[c])
 
 
 def two_way(gap: float, sd: float) -> float:

@@ -108,7 +108,9 @@ def saving(other: Yearly, this: Yearly) -> dict[str, Any]:
         "kwh_per_year": other.kwh - this.kwh,
         "kwh_per_year_range": [other.kwh_90[0] - this.kwh_90[1], other.kwh_90[1] - this.kwh_90[0]],
     }
-    if this.cost is not None and other.cost is not None:
+    # a cost and its interval are both there (a price was given) or both None
+    if (this.cost is not None and other.cost is not None and this.cost_90 is not None
+            and other.cost_90 is not None):
         out["cost_per_year"] = other.cost - this.cost
         out["cost_per_year_range"] = [other.cost_90[0] - this.cost_90[1],
                                       other.cost_90[1] - this.cost_90[0]]

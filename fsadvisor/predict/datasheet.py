@@ -69,11 +69,12 @@ def params_for(drive: LibraryDrive, devices: dict[str, dict[str, float]] | None 
               + f" (best-case figures, log sd {DATASHEET_LOG_SD})"
               + (f"; {', '.join(rest)} from {prior.source}" if rest else ""))
     assert set(values) == set(PARAM_KEYS)
-    details = {"library_name": drive.name, "model": drive.model, "plp": drive.plp,
-               "from_datasheet": {k: fig for k, (_, fig) in given.items()},
-               "power_w": {k: drive.value(k) for k in ("active_power_w", "max_power_w",
-                                                     "idle_power_w", "low_power_w")
-                           if drive.value(k) is not None}}
+    details: dict[str, object] = {
+        "library_name": drive.name, "model": drive.model, "plp": drive.plp,
+        "from_datasheet": {k: fig for k, (_, fig) in given.items()},
+        "power_w": {k: drive.value(k) for k in ("active_power_w", "max_power_w",
+                                              "idle_power_w", "low_power_w")
+                    if drive.value(k) is not None}}
     if drive.value("power_states") is not None:
         details["power_states"] = drive.value("power_states")
     return DeviceParams(device_id=f"library:{drive.name}", kind=drive.kind, values=values,

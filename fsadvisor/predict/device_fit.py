@@ -245,10 +245,11 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
     for c, rs in _cells(runs, "randwrite", True).items():
         syncs.setdefault(c, []).extend(rs)
 
-    if 1 in reads:
-        est["read_latency_us"] = _estimate(reads[1], _per_op_us, "random read QD1")
-    if 1 in writes:
-        est["write_latency_us"] = _estimate(writes[1], _per_op_us, "random write QD1")
+    for key, cells, label in (("read_latency_us", reads, "random read QD1"),
+                              ("write_latency_us", writes, "random write QD1")):
+        e = _estimate(cells[1], _per_op_us, label) if 1 in cells else None
+        if e is not None:
+            est[key] = e
     for key, cells, label in (("read_iops_cap", reads, "random read"),
                               ("write_iops_cap", writes, "random write")):
         e = _ceiling(cells, label)
@@ -276,25 +277,25 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
     cores = float(host["host_cores"]) if host and host.get("host_cores") else values["host_cores"]
     for name, e in _cpu_per_op(reads, "random read", cores).items():
         est[f"{name}_cpu_us_read"] = e
-    est = {k: v for k, v in est.items() if v is not None}
     for k in HOST_KEYS:
         if host and host.get(k) and host[k] > 0:
             est[k] = _Estimate(float(host[k]), HOST_MEASURED_LOG_SD, 1,
                                "this host: 4 KiB pread of a tmpfs file, best of 7 rounds"
                                if k == "host_cpu_factor" else "this host: usable CPUs", [])
 
-    details: dict[str, object] = {"measured": sorted(est), "not_measured":
-                                  sorted(k for k in PARAM_KEYS if k not in est),
-                                  "cells": {}}
+    not_measured = sorted(k for k in PARAM_KEYS if k not in est)
     for k, e in est.items():
         values[k], log_sd[k] = float(e.value), float(min(e.log_sd, PRIOR_LOG_SD))
-        details["cells"][k] = {"cell": e.cell, "n": e.n, "run_ids": sorted(set(e.run_ids))}  # type: ignore[index]
     used = sorted({i for e in est.values() for i in e.run_ids})
-    details["run_ids"] = used
+    details: dict[str, object] = {
+        "measured": sorted(est), "not_measured": not_measured,
+        "cells": {k: {"cell": e.cell, "n": e.n, "run_ids": sorted(set(e.run_ids))}
+                  for k, e in est.items()},
+        "run_ids": used}
     if not est:
         return DeviceParams(prior.device_id, kind, prior.values, prior.log_sd, prior.source,
                             details=details)
-    rest = [k for k in details["not_measured"] if k not in HOST_KEYS]  # type: ignore[union-attr]
+    rest = [k for k in not_measured if k not in HOST_KEYS]
     n_device = sum(1 for k in est if k not in HOST_KEYS + CPU_KEYS)
     host_measured = all(k in est for k in HOST_KEYS)
     source = (f"calibrated: {n_device} of {len(PARAM_KEYS) - len(HOST_KEYS)} device parameters "

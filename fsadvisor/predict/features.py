@@ -332,6 +332,8 @@ def matrix_of(cfs: list[dict[str, float]], idx: dict[str, int] | None = None,
         names = sorted({k for cf in cfs for k in cf})
         idx = {n: j for j, n in enumerate(names)}
         width = len(names)
+    elif width is None:
+        raise TypeError("matrix_of: given columns (idx) need the matrix's width")
     rows = [r for r, cf in enumerate(cfs) for _ in range(len(cf))]
     cols = [idx[k] for cf in cfs for k in cf]
     C = np.zeros((len(cfs), width))

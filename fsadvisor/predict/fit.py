@@ -496,7 +496,7 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
             iops = _iops_of(o)
             rf = w.read_pct / 100.0
             side = "read" if rf >= 0.99 else "write" if rf <= 0.01 else None
-            if side is None:
+            if side is None or iops is None:  # (seen holds rates only: iops is never None)
                 continue
             # Any direct-I/O rate on the device, through a filesystem or not, is a rate the
             # device demonstrably sustained: a ceiling below it is lifted to it.
@@ -578,20 +578,20 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     bound = np.zeros(n)
     relative = np.zeros(n, dtype=bool)
     sources: dict[str, set[str]] = {}
-    for i, r in enumerate(rows):
-        for k, v in r.a.items():
+    for i, row in enumerate(rows):
+        for k, v in row.a.items():
             if k.startswith(FIXED_PREFIX):
                 X_fixed[i, index[k.removeprefix(FIXED_PREFIX)]] = v
                 continue
             X[i, index[k]] = v
             if not k.startswith(("k:", "w:", "pw:", "pww:", "t:0")):
-                sources.setdefault(k, set()).add(source_group(r.source))
-        y[i] = r.b
-        wts[i] = r.weight
-        xvar[i] = r.extra_var
-        own[i] = r.own
-        bound[i] = r.bound
-        relative[i] = r.relative
+                sources.setdefault(k, set()).add(source_group(row.source))
+        y[i] = row.b
+        wts[i] = row.weight
+        xvar[i] = row.extra_var
+        own[i] = row.own
+        bound[i] = row.bound
+        relative[i] = row.relative
     prior_mean = np.zeros(p)
     prior_prec = np.zeros(p)
     for k, i in index.items():

@@ -381,7 +381,7 @@ class Ordering(NamedTuple):
     twins: np.ndarray  # per kept entry: the same score as a simpler one of its filesystem
 
 
-def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
+def _order(kept: list, device: Device, top: int, X: np.ndarray | DesignRows | None = None,
            cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None,
            q: np.ndarray | None = None,
            here: Callable[[FsConfig], bool] | None = None) -> Ordering:
@@ -442,7 +442,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
         """Which of ``idx`` (best-scored first) are statistically equal to its first."""
         gap = logv[idx[0]] - logv[idx]
         limit = np.full(len(idx), tol)
-        if q is not None:
+        if q is not None and X is not None and cov is not None:  # q: only with X and cov
             cross = (X @ (cov @ X[idx[0]]))[idx]
             var = q[idx] + q[idx[0]] - 2 * cross
             limit = np.maximum(limit, np.sqrt(np.maximum(var, 0.0)))
@@ -462,12 +462,12 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | None = None,
     twins = np.zeros(len(kept), dtype=bool)
     simplest: dict[tuple, int] = {}
     for i in np.lexsort((np.arange(len(kept)), cx)):  # simplest first, then best-scored
-        key = (fs_of[i], round(float(logv[i]), 12))
-        if key in simplest:
+        same = (fs_of[i], round(float(logv[i]), 12))
+        if same in simplest:
             twins[i] = True
         else:
-            simplest[key] = int(i)
-    ordered = []
+            simplest[same] = int(i)
+    ordered: list = []  # kept entries (score, configuration, row, warnings), as Ordering
     alive = ~twins  # kept is sorted by score, best first
     # The tie set (TIE RULE): every candidate within max(TIE_TOLERANCE, 1 sd of the
     # difference) of the highest-scoring one. It is listed first, in the rule's order
@@ -614,7 +614,7 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         bs = preds.bs
         mbs_c = [io * bs / 1e6 for io in iops_c]
         bpj_c = [e * bs for e in opj_c]
-        idle_c = None
+        idle_c: list[float] = []  # no predictions: nothing allowed to score
         if len(preds):
             limit = ceilings.iops_limit(preds[0], w)
             for n in [n for n, io in enumerate(iops_c) if io > limit]:
@@ -627,10 +627,10 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     else:  # a stand-in's list (the TUI's what-if): cap and read each one
         limit_of: dict[int, float] = {}  # by basis: predict_many gives one to all it predicts
         for n, p in enumerate(preds):
-            limit = limit_of.get(id(p.basis))
-            if limit is None:
-                limit = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
-            if p.iops > limit:
+            ceiling = limit_of.get(id(p.basis))
+            if ceiling is None:
+                ceiling = limit_of[id(p.basis)] = ceilings.iops_limit(p, w)
+            if p.iops > ceiling:
                 preds[n] = ceilings.cap(p, w)
                 capped.add(id(preds[n]))
         iops_c, mbs_c, p99_c, watts_c, opj_c, bpj_c = (

@@ -463,22 +463,23 @@ def option_features(fs: str, mkfs: Mapping[str, object], mount: tuple[str, ...],
             continue
         for e in effects:
             add(e, e.size(val, era2010, w))
-    for key, val in mkfs.items():
+    for key, setting in mkfs.items():
         if key == "inode_size":
             ref = (DEFAULT_INODE_2010 if era2010 else DEFAULT_INODE).get(fam)
             try:
-                r = math.log2(int(val) / ref) if ref else None
-            except (TypeError, ValueError, ZeroDivisionError):
+                r = (math.log2(int(setting) / ref)
+                     if ref and isinstance(setting, (int, float, str)) else None)
+            except (ValueError, ZeroDivisionError):
                 r = None
             for e in _effects_reading("mkfs:inode_size", fs):
                 add(e, r)
             continue
         effects = _effects_reading(f"mkfs:{key}", fs)
         if not effects:
-            _undeclared(f, f"opt:{fs}.mkfs.{key}={val}", w)
+            _undeclared(f, f"opt:{fs}.mkfs.{key}={setting}", w)
             continue
         for e in effects:
-            add(e, e.size(str(val), era2010, w))
+            add(e, e.size(str(setting), era2010, w))
     if fs == "xfs" and ag_count:
         for e in _effects_reading("ag_count", fs):
             add(e, e.size(str(ag_count), era2010, w))

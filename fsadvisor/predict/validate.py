@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.domain import Device, FsConfig, Plp, Workload
 from fsadvisor.records import Observation
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
@@ -74,7 +74,7 @@ def eligible_devices(observations: Sequence[Observation], min_cells: int = 4) ->
 
 def _target_device(observations: Sequence[Observation], device_id: str) -> Device:
     kind = next(o.device_kind for o in observations if o.device_id == device_id)
-    plp = next((o.device_plp for o in observations if o.device_id == device_id), "unknown")
+    plp: Plp = next((o.device_plp for o in observations if o.device_id == device_id), "unknown")
     return Device(path=None, size_bytes=1 << 30, kind=kind, plp=plp, device_id=device_id)
 
 

@@ -199,7 +199,9 @@ def expected_max_gain(a: np.ndarray, b: np.ndarray) -> float:
         if c <= Cs[-1]:  # it overtakes the only kept line everywhere that line was on top
             A[-1], B[-1] = float(aj), float(bj)
             continue
-        A.append(float(aj)), B.append(float(bj)), Cs.append(c)
+        A.append(float(aj))
+        B.append(float(bj))
+        Cs.append(c)
     gain = 0.0
     for j in range(1, len(A)):
         z = -abs(Cs[j])

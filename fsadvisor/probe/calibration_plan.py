@@ -27,9 +27,8 @@ from typing import Any
 from fsadvisor.domain import Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
-from fsadvisor.probe.plan import (KIB, MIB, MICRO_BY_NAME, Cell, Plan, WorkloadSpec,
-                                  default_size_bytes, with_ioengine)
-from fsadvisor.probe.timing import cell_seconds
+from fsadvisor.probe.plan import KIB, MIB, MICRO_BY_NAME, Cell, Plan, WorkloadSpec, with_ioengine
+from fsadvisor.probe.timing import cell_seconds, default_size_bytes
 
 # The calibration promises "a raw-device probe of at most 5 minutes".
 BUDGET_S = 300.0

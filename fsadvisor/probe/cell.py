@@ -31,7 +31,7 @@ from fsadvisor.probe import measure
 from fsadvisor.probe.commands import CommandFailed, CommandResult, Executor, display
 from fsadvisor.probe.plan import MIB, Cell, Plan
 from fsadvisor.probe.state import SystemOps
-from fsadvisor.tools import benchmark
+from fsadvisor.tools import registry
 from fsadvisor.tools.benchmark import BenchJob, Invocation
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
@@ -180,7 +180,7 @@ class CellRunner:
         return out
 
     def _workload_steps(self, cell: Cell) -> list[Step]:
-        bench = benchmark.for_kind(cell.workload.kind)
+        bench = registry.for_kind(cell.workload.kind)
         target_dir = None if cell.config is None else self.mountpoint
         todo = bench.invocations(bench_job(self.plan, cell, target_dir, self.device))
 
@@ -329,7 +329,7 @@ class CellRunner:
             flags.append(FLAG_DIRECT_IO)
         if energy is not None and energy.source == "estimate":
             flags.append(FLAG_ESTIMATE)
-        record.metrics = metrics
+        record.metrics = dict(metrics)
         record.status = "ok"
 
     def _live_sampler(self) -> blockstat.BlockStatSampler | None:
@@ -355,7 +355,7 @@ class CellRunner:
     def _parse(self, step: Step, result: CommandResult,
                ) -> tuple[dict[str, float], str | None, list[str]]:
         """The run's metrics, or why it failed, and the flags its figures need."""
-        m = benchmark.for_kind(step.tool).parse(result)
+        m = registry.for_kind(step.tool).parse(result)
         return m.metrics, m.error, list(m.flags)
 
 

@@ -22,16 +22,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from fsadvisor import catalog
-from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Workload
+from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Plp, Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
 # --fs and --schedulers default to what the declared options say (probe/options.py).
 from fsadvisor.probe.options import DEFAULT_FILESYSTEMS, DEFAULT_SCHEDULERS
 # The probe's timing (window, cool-down, repetitions, per-cell overhead, fill, data-set size)
-# lives in probe/timing.py, which recommend reads without this module; its names stay ours.
-from fsadvisor.probe.timing import (CELL_OVERHEAD_S, DEFAULT_COOLDOWN_S, DEFAULT_REPS,  # noqa: F401
-                                    DEFAULT_RUNTIME_S, QUICK_RUNTIME_S, cell_seconds,
-                                    default_size_bytes)
+# lives in probe/timing.py, which recommend reads without this module.
+from fsadvisor.probe.timing import (DEFAULT_COOLDOWN_S, DEFAULT_REPS, DEFAULT_RUNTIME_S,
+                                    QUICK_RUNTIME_S, cell_seconds, default_size_bytes)
 from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
@@ -213,7 +212,7 @@ class Plan:
     scratch_size_bytes: int | None = None
     scratch_dir: str | None = None
     energy: dict[str, Any] = field(default_factory=lambda: {"source": "auto"})
-    plp: str = "unknown"
+    plp: Plp = "unknown"
     force: bool = False
     db_path: str | None = None
     profile: str | None = None

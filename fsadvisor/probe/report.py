@@ -128,7 +128,7 @@ def device_time(outcomes: list[CellOutcome]) -> dict[str, Any] | None:
     outside them per phase (mkfs, mount, fill, cache drop, cool-down, the benchmark's own
     start and end, ...), in seconds and as shares of the cells' time. None before a cell ran."""
     ran = [o for o in outcomes if o.wall_s and o.status in ("ok", "failed")]
-    total = sum(o.wall_s for o in ran)
+    total = sum(o.wall_s or 0.0 for o in ran)
     if total <= 0:
         return None
     window = sum(o.window_s or 0.0 for o in ran)

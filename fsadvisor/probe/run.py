@@ -361,10 +361,12 @@ class MatrixRun:
         self._durations.append((self.plan.cell_estimate_s(cell), record.wall_s))
         metrics = record.metrics or {}
         window = metrics.get("runtime_s") if record.status == "ok" else None
+        steps = metrics.get(STEP_SECONDS)
         self._outcome(CellOutcome(cell.key, cell.rep, cell.label, record.status, record.error,
                                   record.flags, run_id, record.wall_s,
-                                  dict(metrics.get(STEP_SECONDS) or {}),
-                                  float(window) if window else None), record, runner.device)
+                                  dict(steps) if isinstance(steps, dict) else {},
+                                  float(window) if isinstance(window, (int, float)) and window
+                                  else None), record, runner.device)
         if runner.fatal:
             raise FsAdvisorError(f"probe stopped: {runner.fatal}")
 
@@ -395,7 +397,8 @@ class MatrixRun:
         self.summary.outcomes.append(o)
         iops = watts = source = scope = None
         if record is not None and record.status == "ok":
-            iops = record.metrics.get("iops")
+            measured = record.metrics.get("iops")
+            iops = measured if isinstance(measured, (int, float)) else None
             if record.energy is not None:
                 watts, source = record.energy.avg_watts, record.energy.source
                 scope = record.energy.scope

@@ -151,7 +151,8 @@ class ProbeState:
         mounts = [m for m in (raw_mounts if isinstance(raw_mounts, list) else [])
                   if isinstance(m, dict) and isinstance(m.get("mountpoint"), str)]
         scratch = d.get("scratch") if isinstance(d.get("scratch"), dict) else None
-        matrices = d.get("matrices") if isinstance(d.get("matrices"), dict) else {}
+        raw_matrices = d.get("matrices")
+        matrices = raw_matrices if isinstance(raw_matrices, dict) else {}
         return ProbeState(
             owner=ProcessRef.from_dict(d.get("owner")),
             matrix_id=d.get("matrix_id") if isinstance(d.get("matrix_id"), str) else None,
@@ -487,8 +488,8 @@ class SystemOps:
         # init, for the orphan of a killed probe) can reap it, whenever that parent gets to it.
         rest = _stat_after_comm(ref.pid, self.proc_root)
         ticks = _ticks(rest)
-        return (ticks is not None and (ref.start_ticks is None or ticks == ref.start_ticks)
-                and rest[0] != "Z")
+        return (rest is not None and ticks is not None
+                and (ref.start_ticks is None or ticks == ref.start_ticks) and rest[0] != "Z")
 
     def stop_process_group(self, ref: ProcessRef) -> None:
         # Only a process running one of the probe's own commands, checked now: a state file

@@ -78,9 +78,10 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, Profile, Workload
+from fsadvisor.domain import (METADATA_MODES, RW_MODES, Constraints, FsyncMode, Profile,
+                              Workload)
 from fsadvisor.errors import ProfileError, one_line
 from fsadvisor.infra.resources import presets_dir, read_toml
 from fsadvisor.sizes import format_size, parse_size
@@ -398,7 +399,7 @@ def _mix(facts: _Facts) -> tuple[str, int]:
     return ("randrw" if random else "rw"), pct
 
 
-def _fsync(facts: _Facts) -> tuple[str, int]:
+def _fsync(facts: _Facts) -> tuple[FsyncMode, int]:
     mode = facts.get("fsync_mode")
     every = facts.get("fsync_every")
     if mode is None:
@@ -674,8 +675,11 @@ def _preset_index(directory: str) -> dict[str, Profile]:
 
     index: dict[str, Profile] = {}
     where: dict[str, str] = {}
-    files = [(f.name, lambda f=f: load_profiles(f)) for f in sorted(Path(directory).glob("*.toml"))]
-    for origin, profiles in [*files, ("runner/micro.fio", micro_presets)]:
+    sources: list[tuple[str, Callable[[], Sequence[Profile]]]] = [
+        (f.name, functools.partial(load_profiles, f))
+        for f in sorted(Path(directory).glob("*.toml"))]
+    sources.append(("runner/micro.fio", micro_presets))
+    for origin, profiles in sources:
         for prof in profiles():
             if prof.name in index:
                 raise ProfileError(f"preset {prof.name} is defined in both {where[prof.name]} "

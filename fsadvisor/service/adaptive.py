@@ -47,6 +47,7 @@ from fsadvisor.predict.rank import TIE_TOLERANCE, default_scheduler, exclusion
 from fsadvisor.probe import adaptive as sel
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProgressEvent
+from fsadvisor.probe.timing import DEFAULT_REPS
 from fsadvisor.profiles import load_profile
 from fsadvisor.service import probing
 from fsadvisor.probe.options import RunChoices
@@ -154,7 +155,7 @@ class AdaptivePlan(planmod.Plan):
     # Without --budget: the budget is this share of the exhaustive matrix's estimate, and it
     # follows the estimate as this device's measured cell times replace the plan's guess.
     budget_share: float | None = None
-    full_reps: int = planmod.DEFAULT_REPS  # repetitions of the exhaustive matrix compared to
+    full_reps: int = DEFAULT_REPS  # repetitions of the exhaustive matrix compared to
     # Several profiles in one session (JointChooser): each profile's name, the workload of
     # the plan it is measured with (profiles whose workloads are the same share one, and
     # its cells) and its weight in the choice. Empty for a single profile.
@@ -202,7 +203,7 @@ class AdaptivePlan(planmod.Plan):
                             calibration_s=float(a.get("calibration_s") or 0.0),
                             full_estimate_s=float(a.get("full_estimate_s") or 0.0),
                             budget_share=a.get("budget_share"),
-                            full_reps=int(a.get("full_reps") or planmod.DEFAULT_REPS),
+                            full_reps=int(a.get("full_reps") or DEFAULT_REPS),
                             profiles=list(a.get("profiles") or []),
                             profile_workloads=list(a.get("profile_workloads") or []),
                             weights=[float(w) for w in a.get("weights") or []])
@@ -459,7 +460,7 @@ def _joint_plan(request: ProbeRequest, profiles: list[str], weights: list[float]
     fields.update(workloads=workloads, reps=MAX_REPS)
     plan = AdaptivePlan(**fields, target=target, budget_s=budget_s, profiles=list(profiles),
                         profile_workloads=names, weights=weights)
-    return plan, max(bases[0].reps, planmod.DEFAULT_REPS)
+    return plan, max(bases[0].reps, DEFAULT_REPS)
 
 
 def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
@@ -492,7 +493,7 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         if request.profile is None:
             raise ConfigError("--adaptive needs --profile: it decides for one workload")
         base = probing.plan_probe(replace(request, micro=False, baseline=False))
-        full_reps = max(base.reps, planmod.DEFAULT_REPS)
+        full_reps = max(base.reps, DEFAULT_REPS)
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         fields["reps"] = MAX_REPS  # the ceiling; cells() of this plan is the full matrix
         plan = AdaptivePlan(**fields, target=target, budget_s=budget_s)
@@ -1251,7 +1252,7 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
     lines = [f"# fsadvisor probe --adaptive --dry-run: profile {plan.profile}, "
              f"{len(plan.configs)} configurations; target confidence {plan.target:g}"
              + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
-             + f"; the full matrix ({planmod.DEFAULT_REPS} reps) is about "
+             + f"; the full matrix ({DEFAULT_REPS} reps) is about "
                f"{plan.full_estimate_s:.0f} s. Nothing below is executed."]
     if setup.calibration is not None:
         lines.append(f"# first: calibrate the device ({len(setup.calibration.cells())} raw "
@@ -1282,7 +1283,7 @@ def _joint_dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int) -> list[s
              f"{len(plan.configs)} configurations x {len(plan.workloads)} workloads; target "
              f"confidence {plan.target:g}"
              + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
-             + f"; their full matrices ({planmod.DEFAULT_REPS} reps) are about "
+             + f"; their full matrices ({DEFAULT_REPS} reps) are about "
                f"{plan.full_estimate_s:.0f} s. Nothing below is executed."]
     for i, p in enumerate(plan.profiles):
         others = [q for j, q in enumerate(plan.profiles) if j != i
@@ -1389,22 +1390,41 @@ def is_adaptive(request: ProbeRequest, adaptive: bool) -> bool:
     return adaptive or resumes_adaptive(request)
 
 
-def adaptive_preview(request: ProbeRequest, target: float,
-                     budget: str | None = None) -> probing.ProbePreview:
+@dataclass(frozen=True)
+class AdaptivePreview(probing.ProbePreview):
+    """The dry run of ``probe --adaptive``, and what its --json reports besides the lines:
+    the profiles it decides for, its budget and the estimates it is weighed against."""
+
+    profiles: list[str | None] = field(default_factory=list)
+    budget_s: float | None = None
+    full_estimate_s: float = 0.0
+    calibration_estimate_s: float = 0.0
+
+
+def adaptive_preview(request: ProbeRequest, target: float, budget: str | None = None,
+                     profiles: list[str] | None = None,
+                     weights: list[float] | None = None) -> AdaptivePreview:
     """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
     calibration and one cell is refused here), the safety verdict, the first choices and
-    why. Executes nothing."""
+    why. With several ``profiles`` (the request's own first) it is the one probe that
+    decides for all of them, weighed by ``weights``. Executes nothing."""
     request = replace(request, dry_run=True)
-    setup = plan_adaptive(request, target, budget)
+    setup = plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
     note = probing.dry_run_verdict(setup.plan)
     lines = dry_run_lines(setup, request.db)
     if note:
         lines.insert(1, f"# {note}")
     plan = setup.plan
-    return probing.ProbePreview(command=shlex.join(adaptive_argv(request, target, budget)),
-                                lines=lines, cells=len(plan.configs),
-                                estimated_s=float(plan.budget_s or plan.full_estimate_s),
-                                adaptive=True)
+    argv = adaptive_argv(request, target, budget)
+    for p in (profiles or [])[1:]:
+        argv += ["--profile", p]
+    if weights:
+        argv += ["--profile-weights", ",".join(f"{w:g}" for w in weights)]
+    return AdaptivePreview(command=shlex.join(argv), lines=lines, cells=len(plan.configs),
+                           estimated_s=float(plan.budget_s or plan.full_estimate_s),
+                           adaptive=True, profiles=list(plan.profiles) or [plan.profile],
+                           budget_s=plan.budget_s, full_estimate_s=plan.full_estimate_s,
+                           calibration_estimate_s=setup.calibration_estimate_s)
 
 
 def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,

@@ -18,7 +18,7 @@ from fsadvisor import catalog, limits
 from fsadvisor.infra import xdg
 from fsadvisor.catalog.geometry import DEFAULT_SECTOR_BYTES
 from fsadvisor.catalog.udev import Target
-from fsadvisor.domain import POWER_SCOPES, Device, Profile
+from fsadvisor.domain import POWER_SCOPES, Device, Profile, is_plp
 from fsadvisor.errors import ConfigError, FsAdvisorError, ProfileError
 from fsadvisor.host import spec as devspec
 from fsadvisor.predict import ceilings
@@ -135,7 +135,7 @@ def resolve_device(spec: str | None, plp: str | None = None,
         return replace(named, logical_block_size=sector_size or ASSUMED_SECTOR_BYTES)
     dev = devspec.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
     if plp:
-        if plp not in ("yes", "no", "unknown"):
+        if not is_plp(plp):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
         dev = replace(dev, plp=plp)
     if dev.path is None:
@@ -185,23 +185,24 @@ def mkfs_target(device: Device) -> CommandTarget:
     from fsadvisor.host import device as devmod  # a path: inspected read-only
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
-        return CommandTarget(device.path, udev=_udev_target(device))
+        return CommandTarget(device.path, udev=_udev_target(device.path, device))
     if verdict.needs_force:
         return CommandTarget(device.path,
                              f"{device.path}: {verdict.reason} — formatting destroys it",
-                             udev=_udev_target(device))
+                             udev=_udev_target(device.path, device))
     return CommandTarget(None, f"{device.path} must not be formatted ({verdict.reason}); "
                                f"commands show {DEVICE_PLACEHOLDER}")
 
 
-def _udev_target(device: Device):
-    """The device as apply's udev rule names it (its whole disk's kernel name, ID_WWN,
-    ID_SERIAL; read-only), so recommend prints the same rule `fsadvisor apply` writes."""
+def _udev_target(path: str, device: Device):
+    """The device at ``path`` as apply's udev rule names it (its whole disk's kernel name,
+    ID_WWN, ID_SERIAL; read-only), so recommend prints the same rule `fsadvisor apply`
+    writes."""
     try:
-        return target_for(device.path)
+        return target_for(path)
     except (FsAdvisorError, OSError):
-        name = device.path.rsplit("/", 1)[-1]
-        return Target(device.path, name, id_serial=device.serial)
+        name = path.rsplit("/", 1)[-1]
+        return Target(path, name, id_serial=device.serial)
 
 
 def kernel_filesystems() -> dict[str, bool]:
@@ -228,7 +229,11 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
         plp = prof.constraints.plp
     if isinstance(device, Device):  # e.g. the device a stored probe measured (report)
         from dataclasses import replace
-        dev = replace(device, plp=plp) if plp else device
+        dev = device
+        if plp:
+            if not is_plp(plp):
+                raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
+            dev = replace(device, plp=plp)
     else:
         dev = resolve_device(device, plp, sector_size)
     params = device_params_of(dev, db)
@@ -324,6 +329,8 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     size = timing.default_size_bytes(rec.device.size_bytes)
     cell_s = timing.cell_seconds(rec.profile.workload.read_pct, size)
     conf = rec.confidence
+    if conf is None:  # no decision: nothing to settle
+        return []
     p_of = dict(zip(conf.labels, conf.p_best))
 
     def cell(label: str) -> dict:
@@ -570,18 +577,18 @@ def predict_chunks(chunks: Iterable[Sequence[str | bytes]], db: str | None = Non
         if len(todo) > 1:
             _predict_together(memo, [parts for _, req, parts in todo if req is not None],
                               scope)
-        for k, req, parts in todo:
-            if req is None:
+        for k, asked, parts in todo:
+            if asked is None:
                 yield parts
                 continue
             try:
-                out = _predict_memo(memo, req.get("config"), req.get("workload"),
-                                    req.get("profile"), req.get("device"), scope)
+                out = _predict_memo(memo, asked.get("config"), asked.get("workload"),
+                                    asked.get("profile"), asked.get("device"), scope)
             except (FsAdvisorError, ValueError, RecursionError) as e:
                 yield _line_error(k, e)
                 continue
-            if "id" in req:
-                out["id"] = req["id"]
+            if "id" in asked:
+                out["id"] = asked["id"]
             yield out
 
 

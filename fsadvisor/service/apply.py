@@ -48,13 +48,15 @@ def resolve_config(config: str | dict | None = None, rank: int | None = None,
                    db: str | None = None) -> tuple[FsConfig, str]:
     """The configuration to apply and where it came from: ``config`` (JSON), or rank
     ``rank`` of the recommendation for ``profile`` on ``device``."""
-    if (config is None) == (rank is None):
-        raise ConfigError("give --config JSON, or --rank N with --profile NAME")
     if config is not None:
+        if rank is not None:
+            raise ConfigError("give --config JSON, or --rank N with --profile NAME")
         if profile is not None:
             raise ConfigError("--profile goes with --rank, not with --config")
         from fsadvisor.service.importing import parse_config
         return parse_config(config), "--config"
+    if rank is None:
+        raise ConfigError("give --config JSON, or --rank N with --profile NAME")
     if profile is None:
         raise ConfigError("--rank needs --profile NAME (the recommendation it ranks)")
     limits.check("rank", rank)

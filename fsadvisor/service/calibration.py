@@ -132,7 +132,8 @@ class CalibrationResult:
 
 def params_table(p: DeviceParams) -> dict[str, dict[str, Any]]:
     """Each parameter with its log-scale sd, 90% interval and whether it was measured."""
-    measured = set(p.details.get("measured") or ()) if p.measured else set()
+    listed = p.details.get("measured") if p.measured else None
+    measured = set(listed) if isinstance(listed, (list, tuple, set)) else set()
     out = {}
     for k, v in p.values.items():
         sd = p.log_sd.get(k, 0.0)

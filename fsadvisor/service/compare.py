@@ -65,6 +65,13 @@ def verdict(name_a: str, name_b: str, d: dict[str, float], what: str = "ops/J") 
             f"{what})")
 
 
+def judged(d: dict[str, Any], name_a: str, name_b: str, what: str) -> dict[str, Any]:
+    """A difference (welch's or log_difference's) with whether its 95% interval excludes 0
+    and the verdict in words."""
+    return {**d, "significant": d["low_pct"] > 0 or d["high_pct"] < 0,
+            "verdict": verdict(name_a, name_b, d, what)}
+
+
 def _stat(s: dict[str, Any] | None) -> dict[str, Any] | None:
     if not s or s.get("mean") is None:
         return None
@@ -170,25 +177,25 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
     diffs = []
     for i in range(1, len(configs)):
         a, b = entries[0], entries[i]
-        d = None
+        d: dict[str, Any] | None = None
         pair = _measured_pair(measured[0], measured[i], rank_by)
         if pair is not None:
             ma, mb = pair
             sa, sb = _stat(ma.get(rank_by)), _stat(mb.get(rank_by))
-            d = welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"], sb["sd"] or 0.0, sb["n"])
-            d["basis"] = (f"measured: Welch 95% interval over {sa['n']} and {sb['n']} runs "
-                          f"(runs {ma['run_ids']} vs {mb['run_ids']} on "
-                          f"{ma.get('device_model') or ma.get('device_path')}, "
-                          f"{ma['energy_source']}, {ma['power_scope']} scope)")
+            if sa is not None and sb is not None:  # always: _measured_pair keeps usable ones
+                d = {**welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"], sb["sd"] or 0.0,
+                             sb["n"]),
+                     "basis": (f"measured: Welch 95% interval over {sa['n']} and {sb['n']} "
+                               f"runs (runs {ma['run_ids']} vs {mb['run_ids']} on "
+                               f"{ma.get('device_model') or ma.get('device_path')}, "
+                               f"{ma['energy_source']}, {ma['power_scope']} scope)")}
         if d is None:
             va, vb = a["predicted"]["mean"], b["predicted"]["mean"]
-            d = log_difference(va, vb, difference_sd(design, 0, i))
-            d["basis"] = ("predicted: the model's uncertainty of the difference (shared terms "
-                          "cancel), log-normal 95%")
+            d = {**log_difference(va, vb, difference_sd(design, 0, i)),
+                 "basis": ("predicted: the model's uncertainty of the difference (shared "
+                           "terms cancel), log-normal 95%")}
         d["a"], d["b"] = a["name"], b["name"]
-        d["significant"] = d["low_pct"] > 0 or d["high_pct"] < 0
-        d["verdict"] = verdict(a["name"], b["name"], d, what)
-        diffs.append(d)
+        diffs.append(judged(d, a["name"], b["name"], what))
     doc = {"mode": "configurations", "metric": rank_by, "unit": what,
            "profile": prof.name if prof else None, "workload": w.to_dict(),
            "device": dev.to_dict(), "power_scope": scope, "entries": entries,
@@ -266,7 +273,7 @@ def compare_matrices(id_a: str, id_b: str, db: str | None = None) -> dict[str, A
     def key(s):
         return (s["config_key"] or s["cell_key"], s["workload_name"])
 
-    b_of = {}
+    b_of: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for s in sb_all:
         b_of.setdefault(key(s), []).append(s)
     pairs, only_a = [], []
@@ -288,10 +295,8 @@ def compare_matrices(id_a: str, id_b: str, db: str | None = None) -> dict[str, A
                            "b": [sb["energy_source"], sb["power_scope"]]}}
         what = "ops/J" if metric == "ops_per_joule" else "IOPS"
         if a and b and (a["n"] or 0) >= 2 and (b["n"] or 0) >= 2 and a["mean"]:
-            d = welch(a["mean"], a["sd"] or 0.0, a["n"], b["mean"], b["sd"] or 0.0, b["n"])
-            d["significant"] = d["low_pct"] > 0 or d["high_pct"] < 0
-            d["verdict"] = verdict("A", "B", d, what)
-            pair["difference"] = d
+            pair["difference"] = judged(welch(a["mean"], a["sd"] or 0.0, a["n"], b["mean"],
+                                              b["sd"] or 0.0, b["n"]), "A", "B", what)
         else:
             pair["difference"] = None
             pair["verdict"] = "cannot tell: fewer than 2 runs on a side"

@@ -44,10 +44,12 @@ def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
 def describe(p: DeviceParams) -> str:
     """One line for the output: calibrated (runs, date) or the prior's class."""
     if p.measured:
-        at = p.details.get("fitted_at")
-        when = time.strftime("%Y-%m-%d", time.gmtime(float(at))) if at else "unknown date"
+        at, listed = p.details.get("fitted_at"), p.details.get("measured")
+        when = (time.strftime("%Y-%m-%d", time.gmtime(float(at)))
+                if isinstance(at, (int, float, str)) and at else "unknown date")
+        n = len(listed) if isinstance(listed, (list, tuple, set)) else 0
         return (f"calibrated on this device, {p.n_runs} runs, {when} "
-                f"({len(p.details.get('measured') or ())} of {len(p.values)} parameters measured)")
+                f"({n} of {len(p.values)} parameters measured)")
     if p.source.startswith("datasheet"):
         return f"{p.source}; not calibrated"
     if "no figures for device kind" in p.source:

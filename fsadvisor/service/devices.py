@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fsadvisor.domain import Device
+from fsadvisor.domain import Device, Plp, is_plp
 from fsadvisor.errors import FsAdvisorError
 
 if TYPE_CHECKING:
@@ -82,13 +82,14 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
     if not devicelib.looks_like_name(spec) or spec.strip() in DEVICE_KINDS:
         return None  # a bare kind ("nvme") gets the spec parser's "give a size" message
     d = devicelib.find(spec)
-    if plp not in (None, "yes", "no", "unknown"):
+    if plp is not None and not is_plp(plp):
         raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
     if plp == "yes" and d.plp == "no":
         f = d.figures["plp"]
         raise FsAdvisorError(f"PLP yes (from --plp or the profile) contradicts {d.name}'s "
                              f"{f.source.kind}: no power-loss protection ({f.source.title})")
-    if plp in ("yes", "no"):
+    dev_plp: Plp
+    if is_plp(plp) and plp != "unknown":
         dev_plp = plp
     else:
         dev_plp = "no" if d.plp == "no" else "unknown"

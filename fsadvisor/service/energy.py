@@ -39,9 +39,11 @@ def energy_idle(seconds: float = 10.0, source: str = "auto", device: str | None 
     limits.check("seconds", seconds)
     meter = energy.choose_meter(source, device, **opts)
     watts = energy.measure_idle(meter, seconds)
+    reading = meter.reading  # what measure_idle's stop() read
+    if reading is None:
+        raise EnergyError(f"{meter.name} gave no reading of the idle seconds")
     return {"idle_watts": watts, "source": meter.name, "scope": meter.scope,
-            "why": meter.why, "measured": meter.reading.measured,
-            "reading": meter.reading.to_dict()}
+            "why": meter.why, "measured": reading.measured, "reading": reading.to_dict()}
 
 
 def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: float = 0.0,

@@ -107,7 +107,7 @@ def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     cells) side by side: mean, 95% interval and n of each, and B − A with its 95% Welch
     interval and verdict (service.compare's, the one `fsadvisor compare` prints). ops/J when
     both cells have it from the same energy source and scope, else IOPS."""
-    from fsadvisor.service.compare import verdict, welch
+    from fsadvisor.service.compare import judged, welch
 
     cells = doc["cells"]
     if not (0 <= a < len(cells) and 0 <= b < len(cells)) or a == b:
@@ -123,10 +123,8 @@ def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
         "b": {"label": cb["label"], "workload": cb["workload"], "energy": cb["energy"], **sb},
         "same_workload": ca["workload"] == cb["workload"]}
     if (sa["n"] or 0) >= 2 and (sb["n"] or 0) >= 2 and sa["mean"]:
-        d = welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"], sb["sd"] or 0.0, sb["n"])
-        d["significant"] = d["low_pct"] > 0 or d["high_pct"] < 0
-        d["verdict"] = verdict("A", "B", d, what)
-        out["difference"] = d
+        out["difference"] = judged(welch(sa["mean"], sa["sd"] or 0.0, sa["n"], sb["mean"],
+                                         sb["sd"] or 0.0, sb["n"]), "A", "B", what)
     else:
         out["difference"] = None
         out["verdict"] = "cannot tell: fewer than 2 runs on a side"

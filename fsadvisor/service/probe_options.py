@@ -1,7 +1,7 @@
 """The probe's options as declared once (fsadvisor/probe/options.py), for the front ends:
 the CLI builds ``fsadvisor probe``'s options from them and imports only the service
-(tests/unit/test_front_end_imports.py). Apart from fsadvisor.service.options (the ranges
-every command checks), so a command without probe options does not load them."""
+(tests/unit/test_front_end_imports.py). A module of its own, so a command without probe
+options does not load them."""
 
 from fsadvisor.probe.options import (Declared, ProbeOptions, RunChoices, cli_order,  # noqa: F401
                                      declared)

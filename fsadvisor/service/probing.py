@@ -30,7 +30,7 @@ from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cle
 from fsadvisor.profiles import load_profile
 from fsadvisor.service.request import MIN_SCRATCH_BYTES, ProbeRequest
 from fsadvisor.store import open_store
-from fsadvisor.tools import fio
+from fsadvisor.tools import KIND_FIO, fio
 
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
@@ -128,11 +128,16 @@ def plan_probe(request: ProbeRequest) -> Plan:
         plan.matrix_id = entry["matrix_id"]
         plan.force = r.force
         plan.db_path = str(db_path)
-        if r.scratch is None:
+        if r.scratch is None and dev_info is not None:  # a device's: it has one
             plan.device_info = replace(dev_info, plp=plan.plp)
         return plan
 
-    size_bytes = r.scratch_bytes if r.scratch_bytes is not None else dev_info.size_bytes
+    if r.scratch_bytes is not None:
+        size_bytes = r.scratch_bytes
+    elif dev_info is not None:
+        size_bytes = dev_info.size_bytes
+    else:  # ProbeRequest.validate refuses a request with neither
+        raise ConfigError("give either a DEVICE or --scratch SIZE")
     prof = None
     if r.profile is not None:
         prof = load_profile(r.profile)
@@ -165,7 +170,7 @@ def _check_profile_workloads(plan: Plan) -> None:
     """A profile fio cannot express on one command line (data I/O mixed with file
     create/stat/delete, without a runner/ job file) is refused now, not in every cell."""
     for spec in plan.workloads:
-        if spec.kind != planmod.KIND_FIO or spec.source == "micro":
+        if spec.kind != KIND_FIO or spec.source == "micro":
             continue
         try:
             fio.workload_argv(spec.workload, "/nonexistent/probe-check", 1.0, name="check")

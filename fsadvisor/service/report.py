@@ -304,8 +304,8 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
     yearly = None
     if load is not None and rec is not None and rec.ranked:
         yearly = worth.yearly_worth(rec, load, price, servers, pue, db)
-        for e, r in zip(yearly["entries"], rec.ranked):
-            e["rank"], e["label"] = r.rank, config_label(r.config)
+        for entry, r in zip(yearly["entries"], rec.ranked):
+            entry["rank"], entry["label"] = r.rank, config_label(r.config)
         yearly["summary"] = worth.summary_lines(yearly)
     elif load is not None:
         missing.append("no yearly figures: they need a recommendation to cost")
@@ -424,16 +424,18 @@ def plot_probe(summary: dict[str, Any], width: int | None = None) -> str:
     by_workload: dict[str, list] = {}
     for r in summary.get("results") or []:
         st = r.get("ops_per_joule") or {}
-        if st.get("mean") is None or not r.get("ranked", True):
+        mean = st.get("mean")
+        if mean is None or not r.get("ranked", True):
             continue
-        low = st.get("ci95_low") if st.get("ci95_low") is not None else st["mean"]
-        high = st.get("ci95_high") if st.get("ci95_high") is not None else st["mean"]
+        low, high = st.get("ci95_low"), st.get("ci95_high")
+        low = mean if low is None else low
+        high = mean if high is None else high
         # the readable label (``ext4 defaults, sched none``), never the store key; the raw
         # device in its short form (a bar's label has about 30 columns)
         label = (cell_label(None, r.get("scheduler") or "?", short=True)
                  if r.get("filesystem") == "raw-device" else r.get("label") or r["config"])
         by_workload.setdefault(r["workload"], []).append(
-            Bar(label, st["mean"], max(low, 0.0), high, measured=True))
+            Bar(label, mean, max(low, 0.0), high, measured=True))
     if not by_workload:
         return "no ops/J to plot: no run of this probe has an energy reading"
     return "\n\n".join(bars(items, "measured ops/J", f"{w}: ops/J", width)

@@ -147,7 +147,10 @@ class ProbeRequest(ProbeOptions):
         ``adaptive`` says so."""
         argv = ["fsadvisor", "probe"]
         flags_of = {d.name: d.flags for d in declared_options.declared(type(self))}
-        argv += ["--scratch", self.scratch] if self.scratch is not None else [self.device]
+        if self.scratch is not None:
+            argv += ["--scratch", self.scratch]
+        elif self.device is not None:  # one of the two: validate() refuses neither
+            argv.append(self.device)
         for f in fields(self):
             if not f.init or f.name in ("device", "scratch", "device_info"):
                 continue

@@ -35,18 +35,22 @@ def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[
         from fsadvisor.service.devices import library_drive_of
         d = library_drive_of(device)
         if d is not None:
-            idle = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
-            busy = d.figures.get("active_power_w") or d.figures.get("max_power_w")
+            idle_fig = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
+            busy_fig = d.figures.get("active_power_w") or d.figures.get("max_power_w")
             ps = d.figures.get("power_states")
             ps0 = max((s["max_w"] for s in ps.value if s["op"]), default=None) if ps else None
-            if busy is None and ps0 is not None:
-                busy = ps  # the highest operational state's maximum: an upper bound
-            if idle is not None and busy is not None:
-                busy_w = float(ps0 if busy is ps else busy.value)
+            busy_w = None
+            if busy_fig is not None:
+                busy_w = float(busy_fig.value)
+            elif ps is not None and ps0 is not None:
+                # the highest operational state's maximum: an upper bound
+                busy_fig, busy_w = ps, float(ps0)
+            if idle_fig is not None and busy_fig is not None and busy_w is not None:
                 top = max(d.value("max_power_w") or busy_w, ps0 or busy_w, busy_w)
-                return (float(idle.value), busy_w, (busy_w, float(top)),
-                        f"datasheet power of {d.name}: idle {idle.value} W ({idle.source.title}), "
-                        f"busy {busy_w:g} W ({busy.source.title}); drive scope; best-case figures")
+                return (float(idle_fig.value), busy_w, (busy_w, float(top)),
+                        f"datasheet power of {d.name}: idle {idle_fig.value} W "
+                        f"({idle_fig.source.title}), busy {busy_w:g} W "
+                        f"({busy_fig.source.title}); drive scope; best-case figures")
     idle = float(p.basis.get("idle_watts") or 0.0)
     lo, hi = p.uncertainty.get("watts_90", [p.watts, p.watts])
     return (idle, p.watts, (float(lo), float(hi)),

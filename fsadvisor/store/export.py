@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterator, Sequence
 
 from fsadvisor.errors import StoreError
@@ -71,12 +71,12 @@ def write_json(document: dict[str, Any], out: IO[str]) -> None:
 
 
 @contextmanager
-def opened(out: str | Path | IO[str]) -> Iterator[IO[str]]:
+def opened(out: str | os.PathLike[str] | IO[str]) -> Iterator[IO[str]]:
     """A text stream for ``out``: the stream itself, or the file at that path. A path that
     cannot be opened, written or closed is one StoreError line: /proc/version opens for
     writing as root and fails only on the write (EIO, verified here)."""
-    if hasattr(out, "write"):
-        yield out  # type: ignore[misc]
+    if not isinstance(out, (str, os.PathLike)):
+        yield out
         return
     try:
         f = open(out, "w", encoding="utf-8", newline="")

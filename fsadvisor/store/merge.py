@@ -107,7 +107,7 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
                                                 [row["matrix_id"]])
                 dst.table("matrices").insert(m[0])
                 counts["matrices_added"] += 1
-            new_id = int(dst.table("runs").insert(row).last_pk)
+            new_id = schema.insert_row(dst, "runs", row)
             run_map[old_id] = new_id
             counts["runs_added"] += 1
             for e in src.execute_returning_dicts("SELECT * FROM energy WHERE run_id = ?", [old_id]):
@@ -145,7 +145,7 @@ def _keyed_id(dst: Database, src: Database, table: str, src_id: int, cache: dict
     if found:
         new = int(found[0])
     else:
-        new = int(dst[table].insert(row).last_pk)
+        new = schema.insert_row(dst, table, row)
         counts[f"{table}_added"] += 1
     cache[src_id] = new
     return new

@@ -101,12 +101,12 @@ def record_run(db: Database, rec: RunRecord,
         # A random id, stored with the run: every copy of this store, and every store it is
         # merged into, carries the same one (runs from before v4 got a content digest).
         row["uid"] = "run-" + uuid.uuid4().hex
-        run_id = db.table("runs").insert(row).last_pk
+        run_id = schema.insert_row(db, "runs", row)
         if rec.energy is not None:
             db.table("energy").insert(_energy_row(run_id, rec.energy))
         if sample_rows:
             db.table("energy_samples").insert_all({"run_id": run_id, **s} for s in sample_rows)
-    return int(run_id)
+    return run_id
 
 
 def stored_run_uid(db: Database, run_id: int) -> str:
@@ -160,7 +160,7 @@ def _lookup(db: Database, table: str, values: dict[str, Any],
     found = db.execute(f"SELECT id FROM [{table}] WHERE key = ?", [key]).fetchone()
     if found:
         return int(found[0])
-    return int(db[table].insert({**values, "key": key}).last_pk)
+    return schema.insert_row(db, table, {**values, "key": key})
 
 
 def _device_id(db: Database, d: Device) -> int:

@@ -13,7 +13,7 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from fsadvisor.errors import StoreError, one_line
 from fsadvisor.store import integrity
@@ -147,6 +147,15 @@ def _v4_run_uids_and_origin(db: Database) -> None:
 MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds,
                                                 _v3_device_params, _v4_run_uids_and_origin]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def insert_row(db: Database, table: str, row: dict[str, Any]) -> int:
+    """Insert ``row`` into ``table`` and return its id (every table here has an integer
+    primary key, which sqlite-utils reports as the insert's last_pk)."""
+    pk = db.table(table).insert(row).last_pk
+    if pk is None:
+        raise StoreError(f"the store gave no id to a row inserted into {table}")
+    return int(pk)
 
 
 def _pragma(db: Database, name: str) -> int:

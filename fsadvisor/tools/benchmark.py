@@ -6,8 +6,9 @@ runs them through its own executor, which tracks process groups for cleanup) and
 measured command's output back to ``parse``, which returns the metrics (names as in
 :mod:`fsadvisor.tools.fio`: iops, mb_s, p99_latency_us ...), or why the run failed, and the
 flags its figures need. The cell never branches on which tool it is, the way the energy
-sources sit behind :class:`fsadvisor.energy.EnergyMeter`. Adding a tool is adding a module
-with one class and a line in :func:`for_kind`.
+sources sit behind :class:`fsadvisor.energy.EnergyMeter`. Which adapter runs which kind of
+workload is :mod:`fsadvisor.tools.registry`'s table, apart from this base so the base does not
+import its subclasses.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from fsadvisor.domain import Workload
 from fsadvisor.errors import FsAdvisorError, NotSupported
 from fsadvisor.host import run as hostrun
 from fsadvisor.host.run import CommandResult
-from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
+from fsadvisor.tools import KIND_FIO
 
 MIB_TO_MB = 1.048576  # db_bench and sysbench print MiB/s as "MB/s"/"MiB/s"; fsadvisor uses 10^6 bytes
 # Debian packages of the application benchmarks, for "not installed" messages.
@@ -102,19 +103,6 @@ class Benchmark(ABC):
         """Run one of this benchmark's commands through the shared runner."""
         return hostrun.run(invocation.argv, env=dict(invocation.env) or None,
                            cwd=invocation.cwd, timeout_s=timeout_s)
-
-
-def for_kind(kind: str) -> Benchmark:
-    """The benchmark that runs workloads of ``kind`` (or whose ``tool`` is ``kind``)."""
-    # Imported here, not at the top: the adapters' modules import this one.
-    from fsadvisor.tools import dbbench, fiobench, sysbench
-
-    benches = {KIND_FIO: fiobench.FioBenchmark, KIND_JOBFILE: fiobench.FioBenchmark,
-               KIND_DB_BENCH: dbbench.DbBench, KIND_SYSBENCH: sysbench.Sysbench}
-    if kind not in benches:
-        raise FsAdvisorError(f"no benchmark runs workloads of kind {kind!r}; known: "
-                             f"{', '.join(benches)}")
-    return benches[kind]()
 
 
 # ---------------------------------------------------------------- running app benchmarks

@@ -147,9 +147,11 @@ class DbBenchRun:
         if self.mb_s is not None:
             m["mb_s"] = self.mb_s * MIB_TO_MB
         hists = [h for h in self.histograms if h.count]
-        if hists and all(h.average_us is not None for h in hists):
-            total = sum(h.count for h in hists)
-            m["mean_latency_us"] = sum(h.count * h.average_us for h in hists) / total
+        weighted = [(h.count, h.average_us) for h in hists
+                    if h.count is not None and h.average_us is not None]
+        if hists and len(weighted) == len(hists):
+            total = sum(n for n, _ in weighted)
+            m["mean_latency_us"] = sum(n * avg for n, avg in weighted) / total
         else:
             # micros/op is each thread's elapsed time per operation: the mean latency as
             # the application saw it (2 threads: 9.2 micros/op at 212k ops/s, verified).
@@ -322,14 +324,16 @@ class DbBench(Benchmark):
         db_dir = f"{job.target_dir.rstrip('/')}/{DB_SUBDIR}"
         value_size = max(100, min(w.bs_bytes, 64 << 10))
         num = max(MIN_KEYS, min(w.working_set_bytes, job.budget_bytes) // value_size)
-        common = {"num": num, "value_size": value_size, "direct": w.direct}
         mix = ycsb_mix(str(job.app.get("profile") or job.name), w.read_pct)
         runtime = max(1, int(round(job.runtime_s)))
         return Invocations(
-            prepare=(Invocation(tuple(db_bench_load_argv(db_dir, **common)),
+            prepare=(Invocation(tuple(db_bench_load_argv(db_dir, num=num, value_size=value_size,
+                                                         direct=w.direct)),
                                 note="load (not measured)"),),
-            measure=Invocation(tuple(db_bench_run_argv(db_dir, mix, threads=max(1, w.numjobs),
-                                                       duration_s=runtime, **common)),
+            measure=Invocation(tuple(db_bench_run_argv(db_dir, mix, num=num,
+                                                       value_size=value_size,
+                                                       threads=max(1, w.numjobs),
+                                                       duration_s=runtime, direct=w.direct)),
                                note="measured"))
 
     def parse(self, result: CommandResult) -> Measurement:

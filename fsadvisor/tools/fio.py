@@ -24,7 +24,7 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeGuard
 
 from fsadvisor.domain import METADATA_MODES, Workload
 from fsadvisor.errors import FsAdvisorError, NotSupported
@@ -270,7 +270,7 @@ def _has_model_percentiles(sec: Any) -> bool:
     return blk is not None and all(p in _percentiles(blk, 1.0) for _, p in _PERCENTILES)
 
 
-def _active(sec: Any) -> bool:
+def _active(sec: Any) -> TypeGuard[Mapping[str, Any]]:
     """The section did I/O (an unused direction is all zeros, or absent): a count, rate or
     byte figure above zero or a latency sample says so, and so does a runtime in a section
     that gives no I/O figure at all (a layout that does not say what it did). fio sets a
@@ -296,7 +296,7 @@ def _engine(job: dict, doc: dict) -> str | None:
     return None
 
 
-def _lat_block(section: Any) -> tuple[dict | None, str | None, float]:
+def _lat_block(section: Any) -> tuple[Mapping | None, str | None, float]:
     """The latency statistics of one direction, in µs, as (block, basis, scale_to_us).
 
     Total latency ``lat`` when it carries percentiles (lat_percentiles=1); else completion
@@ -441,9 +441,10 @@ def _latency_metrics(comps: list[_LatComponent], prefix: str, pooled_ok: bool = 
     kinds: dict[str, str] = {}
     if not comps:
         return out, kinds
-    if all(c.mean_us is not None for c in comps):
+    means = _complete([c.mean_us for c in comps])
+    if means is not None:
         out[f"{prefix}mean_latency_us"] = (
-            sum(c.weight * c.mean_us for c in comps) / sum(c.weight for c in comps))
+            sum(c.weight * mean for c, mean in zip(comps, means)) / sum(c.weight for c in comps))
     exact = len(comps) == 1
     if not (exact or pooled_ok):
         return out, kinds
@@ -527,9 +528,16 @@ def _over_groups(tallies: list[_Tally], count: str, rate: str) -> float | None:
     if len(tallies) == 1:
         return getattr(tallies[0], rate)
     counts = [getattr(t, count) for t in tallies]
-    if None in counts or not all(t.runtime_ms for t in tallies):
+    runtimes = [t.runtime_ms for t in tallies if t.runtime_ms]
+    if None in counts or len(runtimes) != len(tallies):
         return None
-    return _per_s(sum(counts), sum(t.runtime_ms for t in tallies))
+    return _per_s(sum(counts), sum(runtimes))
+
+
+def _complete(values: list[float | None]) -> list[float] | None:
+    """``values`` when every one is known, else None (a partial sum is no sum)."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
 
 
 def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str, str]]:
@@ -554,7 +562,7 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
             for d in _data_sections(j):
                 sec = j.get(d)
                 ios = _section_ios(sec)
-                if not ios:
+                if not ios or not isinstance(sec, Mapping):  # no I/O: no section to add
                     continue
                 group.setdefault("meta" if meta else d, _Tally()).add(sec, ios)
                 blk, _, scale = _lat_block(sec)
@@ -584,33 +592,35 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
             m[f"{kind}_iops"] = iops
         if (bw := _over_groups(ts, "bytes", "bw_bytes")) is not None:
             m[f"{kind}_mb_s"] = bw / 1e6
-        if kind != "trim" and None not in (byts := [t.bytes for t in ts]):
+        if kind != "trim" and (byts := _complete([t.bytes for t in ts])) is not None:
             m[f"app_{kind}_bytes"] = float(sum(byts))
     if "meta" in tallies and (iops := _over_groups(tallies["meta"], "ios", "iops")) is not None:
         m["metadata_iops"] = iops
 
     kinds = data_kinds + (["meta"] if "meta" in tallies else [])
-    timed = bool(group_ms) and None not in group_ms
+    walls_ms = _complete(group_ms)
+    timed_ms = sum(walls_ms) if group_ms and walls_ms is not None else None
     if kinds:
         m["ops"] = float(sum(t.ios for k in kinds for t in tallies[k]))
         if len(by_group) == 1:
-            rates = [tallies[k][0].iops for k in kinds]
-            if None not in rates:
+            rates = _complete([tallies[k][0].iops for k in kinds])
+            if rates is not None:
                 m["iops"] = float(sum(rates))
-        elif timed and (iops := _per_s(m["ops"], sum(group_ms))) is not None:
+        elif timed_ms is not None and (iops := _per_s(m["ops"], timed_ms)) is not None:
             m["iops"] = iops
     if data_kinds:
-        byts = [t.bytes for k in data_kinds for t in tallies[k]]
+        byts = _complete([t.bytes for k in data_kinds for t in tallies[k]])
         if len(by_group) == 1:
-            bws = [tallies[k][0].bw_bytes for k in data_kinds]
-            if None not in bws:
+            bws = _complete([tallies[k][0].bw_bytes for k in data_kinds])
+            if bws is not None:
                 m["mb_s"] = sum(bws) / 1e6
-        elif timed and None not in byts and (bw := _per_s(sum(byts), sum(group_ms))) is not None:
+        elif (timed_ms is not None and byts is not None
+              and (bw := _per_s(sum(byts), timed_ms)) is not None):
             m["mb_s"] = bw / 1e6
-        if None not in byts:
+        if byts is not None:
             m["bytes"] = float(sum(byts))
-    if timed:
-        m["runtime_s"] = sum(group_ms) / 1000.0
+    if timed_ms is not None:
+        m["runtime_s"] = timed_ms / 1000.0
 
     latencies = [(lat, "", True)]
     if sync_ops:

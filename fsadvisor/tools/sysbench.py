@@ -7,6 +7,7 @@ what the tool did not print is absent, never estimated.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -182,18 +183,18 @@ class Sysbench(Benchmark):
             raise FsAdvisorError(f"{job.name}: sysbench fileio needs a filesystem, not a raw device")
         w = job.workload
         files = max(1, min(w.nrfiles, 1024)) if w.nrfiles > 1 else 128
-        kw = {"mode": MODE_OF_RW.get(w.rw, "rndrw"),
-              "total_size_bytes": max(files * w.bs_bytes, min(w.working_set_bytes, job.budget_bytes)),
-              "block_size_bytes": w.bs_bytes, "file_num": files}
+        fileio = functools.partial(
+            sysbench_fileio_argv, mode=MODE_OF_RW.get(w.rw, "rndrw"),
+            total_size_bytes=max(files * w.bs_bytes, min(w.working_set_bytes, job.budget_bytes)),
+            block_size_bytes=w.bs_bytes, file_num=files)
         ratio = w.read_pct / (100 - w.read_pct) if 0 < w.read_pct < 100 else None
         runtime = max(1, int(round(job.runtime_s)))
         cwd = job.target_dir
         return Invocations(
-            prepare=(Invocation(tuple(sysbench_fileio_argv("prepare", **kw)), cwd=cwd,
-                                note="load (not measured)"),),
-            measure=Invocation(tuple(sysbench_fileio_argv(
+            prepare=(Invocation(tuple(fileio("prepare")), cwd=cwd, note="load (not measured)"),),
+            measure=Invocation(tuple(fileio(
                 "run", time_s=runtime, direct=w.direct, fsync_freq=w.fsync_every,
-                threads=max(1, w.numjobs), rw_ratio=ratio, **kw)), cwd=cwd, note="measured"))
+                threads=max(1, w.numjobs), rw_ratio=ratio)), cwd=cwd, note="measured"))
 
     def parse(self, result: CommandResult) -> Measurement:
         return app_measurement(self.tool, result, lambda r: parse_sysbench_fileio(r.stdout))

@@ -165,6 +165,8 @@ class FsAdvisorApp(App):
         if self._recommendation() is None:
             return
         text = self.command_lines()
+        if text is None:  # never after _recommendation(), which refuses the same cases
+            return
         self.copy_to_clipboard(text)
         self.notify(text.strip(), title="copied (mkfs, fstab)", markup=False)
 

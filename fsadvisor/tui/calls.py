@@ -99,7 +99,7 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     try:
         confidence = float(text) if text else ad.DEFAULT_TARGET
     except ValueError:
-        from fsadvisor.service.options import LIMITS
+        from fsadvisor.limits import LIMITS
         raise FsAdvisorError(f"target confidence must be a number "
                              f"{LIMITS['target-confidence'].between_text}, not {text!r}") from None
     ad.check_target(confidence)

@@ -176,8 +176,9 @@ def summary_text(rec: Recommendation) -> Text:
     t = Text()
     for line in headline(rec):
         t.append(line + "\n", style="bold")
+    tied = rec.confidence is not None and rec.confidence.tied
     for line in confidence_lines(rec):
-        t.append(line.strip() + "\n", style="yellow" if rec.confidence.tied else "green")
+        t.append(line.strip() + "\n", style="yellow" if tied else "green")
     t.append(f"{rec.profile.name}", style="bold")
     t.append(f" on {d.kind} {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB), PLP {d.plp}"
              + (f" ({d.path})" if d.path else "") + "; ")
@@ -211,11 +212,11 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
         t.append(f", AG count {r.ag_count}"
                  + ("" if r.config.ag_count else " (mkfs.xfs default)"))
     t.append("\n")
-    p_best = leader_p_best(r, rec)
-    if p_best is not None:
-        t.append(f"{rec.confidence.what} ", style="bold")
-        t.append(f"{p_best:.2f}, one of the {len(rec.confidence.labels)} leaders the model "
-                 "cannot yet tell apart" if rec.confidence.tied and len(rec.confidence.labels) > 1
+    p_best, conf = leader_p_best(r, rec), rec.confidence
+    if p_best is not None and conf is not None:  # a p_best is conf's
+        t.append(f"{conf.what} ", style="bold")
+        t.append(f"{p_best:.2f}, one of the {len(conf.labels)} leaders the model "
+                 "cannot yet tell apart" if conf.tied and len(conf.labels) > 1
                  else f"{p_best:.2f}")
         t.append("\n")
     for label, value in (("mkfs", d["mkfs_command_line"]),

@@ -78,7 +78,7 @@ def test_headline_clearly_ahead_and_measured():
 
 
 def test_adaptive_estimate_uses_the_probe_plan_cell_time():
-    from fsadvisor.probe.plan import CELL_OVERHEAD_S, QUICK_RUNTIME_S
+    from fsadvisor.probe.timing import CELL_OVERHEAD_S, QUICK_RUNTIME_S
     assert explain.adaptive_seconds(5) == 5 * explain.ADAPTIVE_REPS * (QUICK_RUNTIME_S
                                                                        + CELL_OVERHEAD_S)
 

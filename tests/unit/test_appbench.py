@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from fsadvisor.domain import Workload
 from fsadvisor.host.run import CommandResult
-from fsadvisor.tools import benchmark, dbbench, sysbench
+from fsadvisor.tools import benchmark, dbbench, registry, sysbench
 from fsadvisor.tools.benchmark import AppBenchParseError
 from fsadvisor.tools.dbbench import Histogram, _pooled_percentile
 from fsadvisor.errors import FsAdvisorError
@@ -359,7 +359,7 @@ def result(stdout="", stderr="", rc=0, argv=("db_bench",)) -> CommandResult:
 
 
 def test_db_bench_adapter_loads_then_measures_the_profiles_mix():
-    bench = benchmark.for_kind("db_bench")
+    bench = registry.for_kind("db_bench")
     assert isinstance(bench, dbbench.DbBench) and bench.tool == "db_bench"
     todo = bench.invocations(job("db_bench", rw="randrw", rwmixread=95, bs_bytes=1000,
                                  numjobs=4, working_set_bytes=1 << 30, direct=True))
@@ -372,7 +372,7 @@ def test_db_bench_adapter_loads_then_measures_the_profiles_mix():
 
 
 def test_sysbench_adapter_runs_in_the_mounted_filesystem():
-    bench = benchmark.for_kind("sysbench")
+    bench = registry.for_kind("sysbench")
     todo = bench.invocations(job("sysbench", rw="randrw", rwmixread=60, bs_bytes=16384,
                                  fsync_every=0, working_set_bytes=1 << 30))
     assert [i.argv[-1] for i in (*todo.prepare, todo.measure)] == ["prepare", "run"]
@@ -383,19 +383,19 @@ def test_sysbench_adapter_runs_in_the_mounted_filesystem():
 @pytest.mark.parametrize("kind", ["db_bench", "sysbench"])
 def test_app_benchmarks_refuse_a_raw_device(kind):
     with pytest.raises(FsAdvisorError, match="needs a filesystem"):
-        benchmark.for_kind(kind).invocations(replace(job(kind, rw="randrw"), target_dir=None))
+        registry.for_kind(kind).invocations(replace(job(kind, rw="randrw"), target_dir=None))
 
 
 def test_adapters_parse_their_tools_output_and_name_failures():
-    db = benchmark.for_kind("db_bench")
+    db = registry.for_kind("db_bench")
     ok = db.parse(result(DB_BENCH_RRWR))
     assert ok.error is None and ok.metrics == dbbench.parse_db_bench(DB_BENCH_RRWR).metrics()
     assert db.parse(result("", "open error: Not a directory", rc=1)).error == \
         "db_bench exited 1: open error: Not a directory"
-    sb = benchmark.for_kind("sysbench")
+    sb = registry.for_kind("sysbench")
     assert sb.parse(result(SYSBENCH_RNDRW, argv=("sysbench",))).metrics == \
         sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
     assert sb.parse(result("garbage", argv=("sysbench",))).error
     with pytest.raises(FsAdvisorError, match="no benchmark runs workloads of kind 'iozone'"):
-        benchmark.for_kind("iozone")
+        registry.for_kind("iozone")
 

@@ -13,7 +13,7 @@ from fsadvisor.probe.cell import CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import build_plan
 from fsadvisor import tools
-from fsadvisor.tools import benchmark
+from fsadvisor.tools import registry
 from fsadvisor.tools.benchmark import Benchmark, BenchJob, Invocation, Invocations, Measurement
 
 GIB = 1 << 30
@@ -37,7 +37,7 @@ class FakeBench(Benchmark):
 
 def test_a_cell_runs_any_benchmark_behind_the_interface(monkeypatch):
     fake = FakeBench()
-    monkeypatch.setattr(benchmark, "for_kind", lambda kind: fake)
+    monkeypatch.setattr(registry, "for_kind", lambda kind: fake)
     p = build_plan("/dev/loop9", 4 * GIB, filesystems=["ext4"], schedulers=["none"],
                    quick=True, kernel_supports=lambda fs: True)
     runner = CellRunner(plan=p, device="/dev/loop9", device_info=Device("/dev/loop9", 4 * GIB),
@@ -66,8 +66,8 @@ def test_cell_module_names_no_tool_and_no_workload_kind():
 
 def test_every_workload_kind_has_a_benchmark():
     for kind in tools.KINDS:
-        bench = benchmark.for_kind(kind)
-        assert isinstance(bench, Benchmark) and benchmark.for_kind(bench.tool).tool == bench.tool
+        bench = registry.for_kind(kind)
+        assert isinstance(bench, Benchmark) and registry.for_kind(bench.tool).tool == bench.tool
 
 
 def test_run_executes_an_invocation_through_the_shared_runner(tmp_path):

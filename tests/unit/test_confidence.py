@@ -99,12 +99,13 @@ def test_settle_cells_time_a_cell_as_the_probe_plan_does(tmp_path, profile, devi
     profile's cell on the same device (a read-free profile has no fill; a small device has
     a smaller data set)."""
     from fsadvisor.probe import plan as planmod
+    from fsadvisor.probe.timing import default_size_bytes
     from fsadvisor.service import advice
     rec = advice.recommend(profile, device, db=str(tmp_path / "s.db"))
     spec = planmod.profile_workload(rec.profile)
     plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
                         configs=[], workloads=[spec],
-                        size_bytes=planmod.default_size_bytes(rec.device.size_bytes))
+                        size_bytes=default_size_bytes(rec.device.size_bytes))
     cells = advice.settle_cells(rec, min_p=0.0)
     assert cells and len(cells) >= min(4, len(rec.confidence.labels))
     # A plan's per-cell time depends on the workload and the plan, not the configuration.

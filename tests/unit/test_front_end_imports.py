@@ -1,7 +1,8 @@
 """The front ends stay thin: every module under fsadvisor/cli and fsadvisor/tui imports from
 this project only fsadvisor.service (the one API both run through), fsadvisor.domain (the
-nouns) and fsadvisor.errors, besides their own package. Anything else they need the service
-re-exports. Checked on the source (the AST), so a lazy import inside a function counts too."""
+nouns), fsadvisor.errors and fsadvisor.limits (the numeric options' ranges, which each option
+checks and shows in its help as it is parsed), besides their own package. Anything else they
+need the service re-exports. Checked on the source (the AST), so a lazy import inside a function counts too."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fsadvisor"
-ALLOWED = ("fsadvisor.service", "fsadvisor.domain", "fsadvisor.errors")
+ALLOWED = ("fsadvisor.service", "fsadvisor.domain", "fsadvisor.errors", "fsadvisor.limits")
 # The CLI's `tui` command starts the other front end; the TUI never imports the CLI.
 OWN = {"cli": ("fsadvisor.cli", "fsadvisor.tui"), "tui": ("fsadvisor.tui",)}
 

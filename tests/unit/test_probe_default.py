@@ -95,3 +95,31 @@ def test_profile_weights_need_one_positive_number_per_profile(tmp_path):
                                      "3,1"])
     assert r.exit_code == 0, r.output
     assert "oltp (weight 3), log-append (weight 1)" in r.output.splitlines()[0]
+
+
+def test_the_service_previews_a_joint_probe_as_the_cli_prints_it(tmp_path):
+    """service.adaptive.adaptive_preview takes every profile and their weights (the TUI's
+    preview and the CLI's dry run are one function): its lines are what the CLI prints,
+    and the command it shows runs that same probe, every profile and weight included."""
+    import shlex
+
+    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service.request import ProbeRequest
+
+    db = str(tmp_path / "s.db")
+    request = ProbeRequest.make(None, scratch="1G", filesystems="ext4,xfs", db=db,
+                                profile="oltp", dry_run=True)
+    shown = ad.adaptive_preview(request, ad.DEFAULT_TARGET, "2h",
+                                profiles=["oltp", "log-append"], weights=[3.0, 1.0])
+    assert shown.adaptive and shown.profiles == ["oltp", "log-append"]
+    assert "oltp (weight 3), log-append (weight 1)" in shown.lines[0]
+    argv = shlex.split(shown.command)
+    assert argv[:2] == ["fsadvisor", "probe"]
+    r = run(*argv[2:], "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == shown.lines
+    r = run(*argv[2:], "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["lines"], doc["profiles"], doc["budget_s"]) == (shown.lines, shown.profiles,
+                                                                shown.budget_s)

@@ -10,10 +10,10 @@ import pytest
 from fsadvisor.domain import Device
 from fsadvisor.probe.cell import CellRunner
 from fsadvisor.probe.commands import Executor
-from fsadvisor.probe.plan import (KIND_DB_BENCH, KIND_JOBFILE, KIND_SYSBENCH, build_plan,
-                                  profile_workload)
+from fsadvisor.probe.plan import build_plan, profile_workload
 from fsadvisor.profiles import list_presets, load_profile
 from fsadvisor.infra.resources import data_dir
+from fsadvisor.tools import KIND_DB_BENCH, KIND_JOBFILE, KIND_SYSBENCH
 
 GIB = 1 << 30
 PRESETS = list_presets()

@@ -67,11 +67,12 @@ class HistoryPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("Probe runs in the store, newest first.", id="history-note",
                      classes="section")
-        table = DataTable(id="history-table", cursor_type="row")
+        table: DataTable[str] = DataTable(id="history-table", cursor_type="row")
         table.add_columns(*present.HISTORY_COLUMNS)
         yield table
         yield Static("Enter on a matrix shows its measured results per cell.", id="matrix-note")
-        cells = DataTable(id="matrix-cells", cursor_type="row", zebra_stripes=True)
+        cells: DataTable[str] = DataTable(id="matrix-cells", cursor_type="row",
+                                          zebra_stripes=True)
         cells.add_columns(*present.MATRIX_COLUMNS)
         yield cells
         yield Static("", id="compare-view")

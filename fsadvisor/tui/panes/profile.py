@@ -105,7 +105,8 @@ class ProfilePane(Horizontal):
             # the table is then behind ctrl+l and only its one-line status shows.
             with Vertical(id="live-box"):
                 yield Static("live ranking: waiting for the presets ...", id="live-status")
-                live = DataTable(id="live-ranked", cursor_type="row", zebra_stripes=True)
+                live: DataTable[str] = DataTable(id="live-ranked", cursor_type="row",
+                                                 zebra_stripes=True)
                 live.add_columns(*present.LIVE_COLUMNS)
                 yield live
                 yield Static("", id="live-worth")

@@ -64,7 +64,7 @@ class ResultsPane(Vertical):
         with VerticalScroll(id="summary-box"):
             yield Static("No recommendations yet: choose a profile and a device, then press r.",
                          id="summary")
-        table = DataTable(id="ranked", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="ranked", cursor_type="row", zebra_stripes=True)
         table.add_columns(*present.TABLE_COLUMNS)
         yield table
         with VerticalScroll(id="detail"):
@@ -144,6 +144,8 @@ class ResultsPane(Vertical):
         self.stale = False
         self.draws += 1
         rec = self.recommendation
+        if rec is None:  # drawn only once a recommendation has arrived
+            return
         self.mark_stale(None)
         summary = present.summary_text(rec)
         if self.yearly:
