@@ -25,6 +25,7 @@ stops when every profile's stop rule has fired or nothing fits the budget; the a
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -146,6 +147,15 @@ class AdaptivePlan(planmod.Plan):
     def joint(self) -> bool:
         return len(self.profiles) > 1
 
+    def profiles_of(self, workload: str) -> tuple[str, ...]:
+        """The name of every profile measured with ``workload``: a run of a cell they share
+        counts for each of them, so `recommend`, `report` and `compare` of any of them find
+        it (by name: a profile given as a file is looked up by the name it holds)."""
+        if not self.joint:
+            return ()
+        return tuple(profile_name(p) for p, w in zip(self.profiles, self.profile_workloads)
+                     if w == workload)
+
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "purpose": "adaptive",
                 "adaptive": {"target": self.target, "budget_s": self.budget_s,
@@ -186,6 +196,12 @@ class AdaptivePlan(planmod.Plan):
                             profiles=list(a.get("profiles") or []),
                             profile_workloads=list(a.get("profile_workloads") or []),
                             weights=[float(w) for w in a.get("weights") or []])
+
+
+@functools.lru_cache(maxsize=64)
+def profile_name(ref: str) -> str:
+    """The name of the profile ``ref`` (a preset's name, or a file) loads."""
+    return load_profile(ref).name
 
 
 @dataclass
