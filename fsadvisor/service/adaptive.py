@@ -1403,16 +1403,44 @@ def adaptive_preview(request: ProbeRequest, target: float,
                                 adaptive=True)
 
 
+def joint_preview(request: ProbeRequest, target: float, budget: str | None,
+                  profiles: list[str], weights: list[float] | None = None,
+                  ) -> probing.ProbePreview:
+    """The dry run of ``probe --profile A --profile B ...`` (one session for several
+    profiles): the budget check, the safety verdict, the calibration once for all, the first
+    cells across the profiles and the expected split of device time. Executes nothing."""
+    request = replace(request, dry_run=True, profile=profiles[0])
+    setup = plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
+    lines = dry_run_lines(setup, request.db)
+    if note := probing.dry_run_verdict(setup.plan):
+        lines.insert(1, f"# {note}")
+    argv = adaptive_argv(request, target, budget)
+    more = [a for p in profiles[1:] for a in ("--profile", p)]
+    if weights:
+        more += ["--profile-weights", ",".join(f"{w:g}" for w in setup.plan.weights)]
+    at = argv.index("--profile") + 2  # beside the first one, as the CLI's help shows them
+    argv[at:at] = more
+    return probing.ProbePreview(command=shlex.join(argv), lines=lines,
+                                cells=len(setup.plan.configs),
+                                estimated_s=float(setup.plan.budget_s
+                                                  or setup.plan.full_estimate_s),
+                                adaptive=True)
+
+
 def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
                          confirm: str | None = None,
                          on_progress: Callable[[ProgressEvent], None] | None = None,
-                         interruptions: probing.Interruptions | None = None):
+                         interruptions: probing.Interruptions | None = None,
+                         profiles: list[str] | None = None,
+                         weights: list[float] | None = None):
     """service.probing.run_request for ``probe --adaptive`` (or the --resume of one): refused
     without root, cleanup after a killed probe, the budget check, the safety verdict, then
     service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
-    ProbeSummary, ``.decision`` the leader, its confidence and the device time)."""
+    ProbeSummary, ``.decision`` the leader, its confidence and the device time; with several
+    ``profiles``, one session for all of them: ``.joint`` the answer per profile)."""
     probing.before_a_probe(request, on_progress)
-    setup = plan_adaptive(replace(request, dry_run=False), target, budget)
+    setup = plan_adaptive(replace(request, dry_run=False), target, budget, profiles=profiles,
+                          weights=weights)
     probing.check_device(setup.plan)
     return run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
                         interruptions=interruptions)
