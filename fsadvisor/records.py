@@ -110,3 +110,7 @@ class RunRecord:
     raw_output: str = ""
     host: dict[str, Any] = field(default_factory=dict)
     matrix_id: str | None = None
+    # The profiles a joint probe measured this run for (their workloads are one measurement,
+    # stored under the first one's name): each of them counts it. Empty: the run belongs to
+    # its workload's profile only.
+    profiles: tuple[str, ...] = ()

@@ -201,7 +201,8 @@ class CellRunner:
         record = RunRecord(cell_key=cell.key, device=self.device_info, config=cell.config,
                            workload_name=cell.workload.name, workload=fitted_workload(self.plan, cell),
                            rep=cell.rep, status="failed", started_at=started, wall_s=0.0,
-                           host=dict(self.host), matrix_id=self.matrix_id)
+                           host=dict(self.host), matrix_id=self.matrix_id,
+                           profiles=self.plan.profiles_of(cell.workload.name))
         self.fatal = None
         # Where the cell's device time goes, by step (what a probe spends outside fio's
         # measured window is what a smaller matrix or a longer window would save).

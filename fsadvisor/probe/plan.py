@@ -258,6 +258,11 @@ class Plan:
         return cell_seconds(cell.workload.workload.read_pct, self.size_bytes,
                             self.runtime_s, self.cooldown_s)
 
+    def profiles_of(self, workload: str) -> tuple[str, ...]:
+        """The profiles a run of ``workload`` is measured for when the plan serves several
+        (a joint adaptive probe: runs.profiles); () here, where a run is its workload's."""
+        return ()
+
     def to_dict(self) -> dict[str, Any]:
         """What the store keeps with the matrix and the state file keeps for --resume."""
         return {

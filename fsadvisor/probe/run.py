@@ -383,7 +383,8 @@ class MatrixRun:
                         workload_name=cell.workload.name, workload=cell.workload.workload,
                         rep=cell.rep, status="incomplete", started_at=time.time() - wall_s,
                         wall_s=wall_s, error=f"interrupted by {signame}", host=runner.host,
-                        matrix_id=runner.matrix_id)
+                        matrix_id=runner.matrix_id,
+                        profiles=self.plan.profiles_of(cell.workload.name))
         try:
             run_id = self.store.record_run(rec)
         except FsAdvisorError:

@@ -25,6 +25,7 @@ stops when every profile's stop rule has fired or nothing fits the budget; the a
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -167,6 +168,15 @@ class AdaptivePlan(planmod.Plan):
     def joint(self) -> bool:
         return len(self.profiles) > 1
 
+    def profiles_of(self, workload: str) -> tuple[str, ...]:
+        """The name of every profile measured with ``workload``: a run of a cell they share
+        counts for each of them, so `recommend`, `report` and `compare` of any of them find
+        it (by name: a profile given as a file is looked up by the name it holds)."""
+        if not self.joint:
+            return ()
+        return tuple(profile_name(p) for p, w in zip(self.profiles, self.profile_workloads)
+                     if w == workload)
+
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "purpose": "adaptive",
                 "adaptive": {"target": self.target, "budget_s": self.budget_s,
@@ -207,6 +217,12 @@ class AdaptivePlan(planmod.Plan):
                             profiles=list(a.get("profiles") or []),
                             profile_workloads=list(a.get("profile_workloads") or []),
                             weights=[float(w) for w in a.get("weights") or []])
+
+
+@functools.lru_cache(maxsize=64)
+def profile_name(ref: str) -> str:
+    """The name of the profile ``ref`` (a preset's name, or a file) loads."""
+    return load_profile(ref).name
 
 
 @dataclass
@@ -1427,16 +1443,44 @@ def adaptive_preview(request: ProbeRequest, target: float, budget: str | None = 
                            calibration_estimate_s=setup.calibration_estimate_s)
 
 
+def joint_preview(request: ProbeRequest, target: float, budget: str | None,
+                  profiles: list[str], weights: list[float] | None = None,
+                  ) -> probing.ProbePreview:
+    """The dry run of ``probe --profile A --profile B ...`` (one session for several
+    profiles): the budget check, the safety verdict, the calibration once for all, the first
+    cells across the profiles and the expected split of device time. Executes nothing."""
+    request = replace(request, dry_run=True, profile=profiles[0])
+    setup = plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
+    lines = dry_run_lines(setup, request.db)
+    if note := probing.dry_run_verdict(setup.plan):
+        lines.insert(1, f"# {note}")
+    argv = adaptive_argv(request, target, budget)
+    more = [a for p in profiles[1:] for a in ("--profile", p)]
+    if weights:
+        more += ["--profile-weights", ",".join(f"{w:g}" for w in setup.plan.weights)]
+    at = argv.index("--profile") + 2  # beside the first one, as the CLI's help shows them
+    argv[at:at] = more
+    return probing.ProbePreview(command=shlex.join(argv), lines=lines,
+                                cells=len(setup.plan.configs),
+                                estimated_s=float(setup.plan.budget_s
+                                                  or setup.plan.full_estimate_s),
+                                adaptive=True)
+
+
 def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
                          confirm: str | None = None,
                          on_progress: Callable[[ProgressEvent], None] | None = None,
-                         interruptions: probing.Interruptions | None = None):
+                         interruptions: probing.Interruptions | None = None,
+                         profiles: list[str] | None = None,
+                         weights: list[float] | None = None):
     """service.probing.run_request for ``probe --adaptive`` (or the --resume of one): refused
     without root, cleanup after a killed probe, the budget check, the safety verdict, then
     service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
-    ProbeSummary, ``.decision`` the leader, its confidence and the device time)."""
+    ProbeSummary, ``.decision`` the leader, its confidence and the device time; with several
+    ``profiles``, one session for all of them: ``.joint`` the answer per profile)."""
     probing.before_a_probe(request, on_progress)
-    setup = plan_adaptive(replace(request, dry_run=False), target, budget)
+    setup = plan_adaptive(replace(request, dry_run=False), target, budget, profiles=profiles,
+                          weights=weights)
     probing.check_device(setup.plan)
     return run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
                         interruptions=interruptions)

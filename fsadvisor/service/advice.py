@@ -293,8 +293,9 @@ def _measured_first(rec: Recommendation, db: str | None) -> None:
         return
     with open_store(db) as store:
         # A probe with --profile stores the profile's cells as "profile:<name>"
-        # (probe/plan.profile_workload); imported and older runs use the bare name.
-        found = (store.summaries(workload_name=f"profile:{rec.profile.name}")
+        # (probe/plan.profile_workload), a joint probe's shared cells name it among their
+        # profiles (both: the profile filter); imported and older runs use the bare name.
+        found = (store.summaries(profile=rec.profile.name)
                  + store.summaries(workload_name=rec.profile.name))
     mine = [s for s in found
             if (dev.path and s.get("device_path") == dev.path)

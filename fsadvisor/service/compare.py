@@ -159,7 +159,7 @@ def compare(items: Sequence[str], profile: str | None = None, workload: str | No
     design: dict = {}
     preds = predict_many(advice.get_model(db), configs, w, dev, scope, design_out=design,
                          device_params=advice.device_params_of(dev, db))
-    measured = (_measured_for(configs, f"profile:{prof.name}", db) if prof
+    measured = (_measured_for(configs, prof.name, db) if prof
                 else [[] for _ in configs])
     from fsadvisor.service.report import predicted_stats
     bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
@@ -227,12 +227,12 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, load, price, s
                              names=[e["name"] for e in entries])
 
 
-def _measured_for(configs: list[FsConfig], workload_name: str, db: str | None):
-    """Per configuration: all its store summaries for this workload (one per device and
-    energy meter), possibly none."""
+def _measured_for(configs: list[FsConfig], profile: str, db: str | None):
+    """Per configuration: all its store summaries for this profile's probes, a joint probe's
+    shared cells included (one per device and energy meter), possibly none."""
     from fsadvisor.store import open_store
     with open_store(db) as store:
-        found = store.summaries(workload_name=workload_name)
+        found = store.summaries(profile=profile)
     return [[s for s in found if s["config_key"] == c.key()] for c in configs]
 
 

@@ -200,7 +200,7 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
             if not summaries:
                 missing.append(f"matrix {matrix} has no ok runs to show")
         else:
-            summaries = store.summaries(workload_name=profile_wname)
+            summaries = store.summaries(profile=prof.name)
             if device is not None and device.startswith("/"):
                 # a device path: its own probes only
                 real = os.path.realpath(device)
@@ -230,10 +230,13 @@ def build(profile: str, matrix: str | None = None, device: str | None = None,
 
     # workloads: the profile's own first, then the matrix's others in the order stored
     order: dict[str, dict[str, Any]] = {}
-    if rec is not None or any(s["workload_name"] == profile_wname for s in summaries):
+    if rec is not None or any(prof.name in s["profiles"] for s in summaries):
         order[profile_wname] = {"workload": prof.workload, "summaries": []}
     for s in summaries:
-        entry = order.setdefault(s["workload_name"], {
+        # a joint probe's shared cell is stored under another profile's name: it is this
+        # profile's workload all the same
+        wname = profile_wname if prof.name in s["profiles"] else s["workload_name"]
+        entry = order.setdefault(wname, {
             "workload": workload_from_params(s["workload"]), "summaries": []})
         entry["summaries"].append(s)
 
@@ -365,9 +368,10 @@ def measured_on_device(rec, db: str | None = None) -> dict[str, dict[str, Any]]:
     if not dev.path and not dev.serial:
         return {}
     from fsadvisor.store import open_store
-    names = {rec.profile.name, f"profile:{rec.profile.name}"}  # probe/plan.profile_workload
     with open_store(db) as store:
-        found = [s for n in names for s in store.summaries(workload_name=n)]
+        # its probes' runs (a joint probe's shared cells too) and imported ones (bare name)
+        found = (store.summaries(profile=rec.profile.name)
+                 + store.summaries(workload_name=rec.profile.name))
     keys = {r.config.key() for r in rec.ranked}
     out: dict[str, dict[str, Any]] = {}
     for s in found:

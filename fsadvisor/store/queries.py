@@ -32,7 +32,7 @@ SELECT r.id AS run_id, r.matrix_id, r.cell_key, r.rep, r.status, r.error, r.star
        e.duration_s AS energy_duration_s, e.samples AS energy_sample_count,
        e.accuracy AS energy_accuracy, e.idle_watts, e.active_energy_j,
        e.assumptions AS energy_assumptions, e.missing AS energy_missing,
-       r.host_id, h.hostname, h.kernel, r.uid AS run_uid, r.origin, r.provenance
+       r.host_id, h.hostname, h.kernel, r.uid AS run_uid, r.origin, r.provenance, r.profiles
 FROM runs r
 JOIN devices d ON d.id = r.device_id
 LEFT JOIN configurations c ON c.id = r.configuration_id
@@ -50,7 +50,11 @@ RUN_FILTERS = {
     "workload_id": "r.workload_id", "workload_name": "w.name", "energy_source": "e.source",
     "power_scope": "e.scope", "origin": "r.origin", "run_uid": "r.uid",
 }
-_JSON_FIELDS = ("provenance", "command", "flags", "metrics", "mkfs", "mount", "workload", "energy_assumptions")
+# A run counts for profile P when its workload is P's ("profile:P", probe/plan.profile_workload)
+# or a joint probe measured it for P too (runs.profiles).
+_PROFILE_CLAUSE = ("(w.name = ? OR EXISTS (SELECT 1 FROM json_each(r.profiles) "
+                   "WHERE json_each.value = ?))")
+_JSON_FIELDS = ("profiles", "provenance", "command", "flags", "metrics", "mkfs", "mount", "workload", "energy_assumptions")
 
 # Summarised for every cell, {n: 0, ...} when its runs did not record them; the derived ones
 # are computed per run (see _derived). Every other numeric metric the runs recorded is
@@ -69,11 +73,16 @@ NOT_SUMMARISED = frozenset({"window_start_epoch_s", "window_end_epoch_s"})
 
 def runs(db: Database, include_raw: bool = False, limit: int | None = None,
          **filters: Any) -> list[dict[str, Any]]:
-    """Runs joined with their device, configuration, workload and energy, oldest first."""
+    """Runs joined with their device, configuration, workload and energy, oldest first.
+    ``profile=P``: the runs that count for profile P (_PROFILE_CLAUSE)."""
     clauses, params = [], []
     for name, value in filters.items():
+        if name == "profile":
+            clauses.append(_PROFILE_CLAUSE)
+            params += [f"profile:{value}", str(value)]
+            continue
         if name not in RUN_FILTERS:
-            known = ", ".join(sorted(RUN_FILTERS))
+            known = ", ".join(sorted([*RUN_FILTERS, "profile"]))
             raise StoreError(f"unknown run filter {name!r} (known: {known})")
         if value is None:
             clauses.append(f"{RUN_FILTERS[name]} IS NULL")
@@ -150,6 +159,7 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
                 "ag_count": first["ag_count"]},
             "workload_id": first["workload_id"], "workload_name": first["workload_name"],
             "workload": first["workload"],
+            "profiles": profiles_of(members),
             "energy_source": first["energy_source"], "power_scope": first["power_scope"],
             "n": len(members),
             "run_ids": [m["run_id"] for m in members],
@@ -168,6 +178,18 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
                 s[metric] = describe(_value(m, metric) for m in members)
         out.append(s)
     return out
+
+
+def profiles_of(runs: list[dict[str, Any]]) -> list[str]:
+    """The profiles ``runs`` count for, sorted: those a joint probe named and the profile
+    whose workload they ran ("profile:P")."""
+    out: set[str] = set()
+    for r in runs:
+        out.update(r.get("profiles") or [])
+        name = r.get("workload_name") or ""
+        if name.startswith("profile:"):
+            out.add(name[len("profile:"):])
+    return sorted(out)
 
 
 def _import_ref(provenance: Any) -> dict[str, Any]:
@@ -216,12 +238,16 @@ def matrix(db: Database, matrix_id: str) -> dict[str, Any]:
 
 def plan_target(plan: dict[str, Any] | None) -> dict[str, str]:
     """What a probe matrix ran on and what it ran, in words, from its stored plan: the device
-    path (or the scratch file's directory) and the profile (or "micro benchmarks")."""
+    path (or the scratch file's directory) and the profile (several joined by " + ", or
+    "micro benchmarks")."""
     plan = plan or {}
     device = plan.get("device") or (f"scratch file in {plan['scratch_dir']}"
                                     if plan.get("scratch_dir") else "scratch file")
     names = [w.get("name") for w in plan.get("workloads") or [] if isinstance(w, dict)]
-    profile = plan.get("profile") or ("micro benchmarks" if names else "-")
+    joint = (plan.get("adaptive") or {}).get("profiles") or []
+    # a joint probe names every profile it decided for (its plan's "profile" is the first)
+    profile = (" + ".join(map(str, joint)) if len(joint) > 1 else plan.get("profile")) or (
+        "micro benchmarks" if names else "-")
     return {"device": str(device), "profile": str(profile)}
 
 

@@ -96,6 +96,7 @@ def record_run(db: Database, rec: RunRecord,
             "raw_output": rec.raw_output,
             "origin": origin,
             "provenance": None if provenance is None else encoding.dumps(dict(provenance)),
+            "profiles": encoding.dumps(list(rec.profiles)) if rec.profiles else None,
         }
         row.update({m: encoding.real_or_none(metrics.get(m)) for m in METRIC_COLUMNS})
         # A random id, stored with the run: every copy of this store, and every store it is

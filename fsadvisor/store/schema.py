@@ -144,8 +144,42 @@ def _v4_run_uids_and_origin(db: Database) -> None:
     db.table("runs").create_index(["uid"], unique=True)
 
 
+def _v5_run_profiles(db: Database) -> None:
+    """Joint probes: a run measured once for several profiles (their workloads are the same
+    measurement) names them all in ``profiles`` (a JSON list), so every one of them finds it;
+    its workload keeps the first profile's name. NULL: the run belongs to its workload's
+    profile only. Runs of the joint probes stored before this get the set their matrix's plan
+    recorded (the adaptive plan's profiles and the workload each was measured with)."""
+    from fsadvisor.store import encoding
+
+    db.table("runs").add_column("profiles", str)
+    joint = db.execute("SELECT id, plan FROM matrices WHERE json_extract(plan, "
+                       "'$.adaptive.profiles[1]') IS NOT NULL").fetchall()
+    for matrix_id, plan_json in joint:
+        served = _workload_profiles(encoding.loads(plan_json) or {})
+        for workload, profiles in served.items():
+            db.execute("UPDATE runs SET profiles = ? WHERE matrix_id = ? AND workload_id IN "
+                       "(SELECT id FROM workloads WHERE name = ?)",
+                       [encoding.dumps(profiles), matrix_id, workload])
+
+
+def _workload_profiles(plan: dict) -> dict[str, list[str]]:
+    """Per workload name of a stored joint adaptive plan: the profiles measured with it, in
+    the plan's order (empty for any other plan). The plan holds them as they were given: a
+    preset's name, "file.toml:NAME" (its NAME), or a file's path, kept as it is (the file
+    may be gone; a migration does not read it)."""
+    a = plan.get("adaptive") or {}
+    out: dict[str, list[str]] = {}
+    for ref, workload in zip(a.get("profiles") or [], a.get("profile_workloads") or []):
+        ref = str(ref)
+        name = ref.rpartition(":")[2] if ".toml:" in ref else ref
+        out.setdefault(str(workload), []).append(name)
+    return out if len(a.get("profiles") or []) > 1 else {}
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds,
-                                                _v3_device_params, _v4_run_uids_and_origin]
+                                                _v3_device_params, _v4_run_uids_and_origin,
+                                                _v5_run_profiles]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

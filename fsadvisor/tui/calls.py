@@ -27,7 +27,8 @@ __all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles"
            "recommendation_chart", "compare_cells", "device_history_chart", "capture",
            "probe_request", "root_problem", "yearly_worth", "worth_lines", "block_devices",
            "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
-           "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "run_adaptive_probe",
+           "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "joint_choice",
+           "run_adaptive_probe",
            "runs_adaptively", "live_text", "clock"]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
@@ -78,13 +79,20 @@ def probe_preview(target: str, profile: str | None = None, quick: bool = True,
     """A dry run of ``fsadvisor probe``: ``target`` is a device
     path or ``scratch:SIZE``. Nothing is executed, not even fio's io_uring self-test.
     ``adaptive`` (see :func:`adaptive_choice`) previews ``probe --adaptive`` instead, as
-    does the --resume of an adaptive probe."""
+    does the --resume of an adaptive probe; with more profiles (:func:`joint_choice`) the
+    one adaptive session for all of them, as ``probe --profile A --profile B`` does."""
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service import probing
 
-    request = probe_request(target, profile, quick, plp, db, filesystems, runtime_s,
-                            dry_run=True, **options)
+    profiles, weights = joint_choice(profile, adaptive)
+    if profiles and options.get("resume") and len(profiles) > 1:
+        raise FsAdvisorError("several profiles run as one new adaptive probe; resume alone "
+                             "continues an interrupted probe of several")
+    request = probe_request(target, profiles[0] if profiles else profile, quick, plp, db,
+                            filesystems, runtime_s, dry_run=True, **options)
     on, confidence, budget = adaptive_choice(adaptive)
+    if len(profiles) > 1:
+        return ad.joint_preview(request, confidence, budget, profiles, weights)
     if ad.is_adaptive(request, on):
         return ad.adaptive_preview(request, confidence, budget)
     return probing.preview(request)
@@ -109,14 +117,40 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     return bool(a.get("on")), confidence, budget
 
 
+def joint_choice(profile: str | None, adaptive: dict | None,
+                 ) -> tuple[list[str], list[float] | None]:
+    """The profiles a probe measures: ``profile`` (the Profile tab's, "with profile") and the
+    form's more profiles (``adaptive["profiles"]``: presets or files, comma-separated), and
+    their weights (``adaptive["weights"]``, "2,1": one per profile, checked as the CLI checks
+    --profile-weights; None: all equal). Two or more are one adaptive session."""
+    from fsadvisor.service import adaptive as ad
+    a = adaptive or {}
+    more = [p.strip() for p in str(a.get("profiles") or "").split(",") if p.strip()]
+    profiles = ([profile] if profile else []) + more
+    text = str(a.get("weights") or "").strip()
+    if not text:
+        return profiles, None
+    if len(profiles) < 2:
+        raise FsAdvisorError("weights weigh several profiles against each other: add "
+                             "profiles, or leave the weights blank")
+    try:
+        values = [float(w) for w in text.split(",")]
+    except ValueError:
+        raise FsAdvisorError(f"weights {text!r} are not a list of numbers (e.g. 2,1)") from None
+    return profiles, ad.check_weights(profiles, values)
+
+
 def run_adaptive_probe(request: ProbeRequest, adaptive: dict | None, confirm: str | None,
-                       on_progress, cancel: Interruptions):
+                       on_progress, cancel: Interruptions, profiles: list[str] | None = None,
+                       weights: list[float] | None = None):
     """The real ``probe --adaptive`` (a thread worker): service.adaptive.run_adaptive_request;
-    returns its AdaptiveSummary (``.probe``, ``.decision``)."""
+    returns its AdaptiveSummary (``.probe``, ``.decision``; with several ``profiles`` one
+    session for them all, ``.joint`` the answer per profile)."""
     from fsadvisor.service import adaptive as ad
     _on, confidence, budget = adaptive_choice(adaptive)
     return ad.run_adaptive_request(request, confidence, budget, confirm=confirm,
-                                   on_progress=on_progress, interruptions=cancel)
+                                   on_progress=on_progress, interruptions=cancel,
+                                   profiles=profiles, weights=weights)
 
 
 def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:

@@ -1,8 +1,9 @@
-"""probe with two --profile end to end: one adaptive session on a scratch loop device whose
-backing file is in RAM (/dev/shm), which the probe creates and detaches. The store is fresh,
-so the device is calibrated first, once for both profiles; then cells of either profile are
-chosen under one budget, every run stored in one matrix, and the answer is per profile.
-1 s runs without cool-down keep it to a few minutes."""
+"""probe with several --profile end to end: one adaptive session on a scratch loop device
+whose backing file is in RAM (/dev/shm), which the probe creates and detaches. The store is
+fresh, so the device is calibrated first, once for every profile; then cells of any profile
+are chosen under one budget, every run stored in one matrix, and the answer is per profile.
+A third profile (a file) has the second one's workload: their cells are measured once and
+stored for both. 1 s runs without cool-down keep it to a few minutes."""
 
 from __future__ import annotations
 
@@ -20,6 +21,17 @@ pytestmark = pytest.mark.device
 
 PROFILES = ("fio-randwrite-4k-j1", "fio-randread-4k-j1")
 BUDGET_S = 210  # the calibration's estimate (~150 s) and a few cells of each profile
+TWIN = "randread-twin"  # a profile file whose workload is PROFILES[1]'s
+
+
+def twin_profile(path: Path) -> str:
+    """Write TWIN: PROFILES[1] under another name (the same measurement, another answer)."""
+    from dataclasses import replace
+
+    from fsadvisor.profiles import load_profile
+    from fsadvisor.profiles.write import profile_to_toml
+    path.write_text(profile_to_toml(replace(load_profile(PROFILES[1]), name=TWIN)))
+    return str(path)
 
 
 def loops_on(scratch_dir: Path) -> list[str]:
@@ -47,11 +59,12 @@ def ram_dir():
 
 @pytest.fixture(scope="module")
 def joint_run(tmp_path_factory, ram_dir):
-    db = tmp_path_factory.mktemp("joint") / "s.db"
+    where = tmp_path_factory.mktemp("joint")
+    db = where / "s.db"
     args = ["--scratch", "1G", "--scratch-dir", str(ram_dir), "--fs", "ext4,xfs",
             "--schedulers", "none", "--runtime", "1", "--cooldown", "0",
             "--budget", f"{BUDGET_S}s", "--json"]
-    for p in PROFILES:
+    for p in (*PROFILES, twin_profile(where / "twin.toml")):
         args += ["--profile", p]
     env = dict(os.environ, FSADVISOR_DB=str(db))
     p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
@@ -95,19 +108,27 @@ def test_one_session_answers_each_profile_within_one_budget(joint_run):
     assert doc["calibration"] and doc["calibration"]["wall_s"] > 0  # once, for both
     assert "ram" in doc["probe"]["device_kind"], doc["probe"]["device_kind"]
     answers = doc["profiles"]
-    assert [a["profile"] for a in answers] == list(PROFILES)
+    write, read, twin = answers
+    assert [write["profile"], read["profile"]] == list(PROFILES)
+    assert twin["profile"].endswith("/twin.toml")
     session = doc["session"]
     for a in answers:
         d = a["decision"]
         assert d["leader"] and 0.0 <= d["confidence"] <= 1.0
         assert d["ranking"][0]["config"] == d["leader"] and len(d["ranking"]) >= 2
         assert d["reason"], d  # every profile's stop rule, or the budget, ended it
-        assert a["workload"] == f"profile:{a['profile']}" and a["shares_cells_with"] == []
+    assert write["workload"] == f"profile:{PROFILES[0]}" and write["shares_cells_with"] == []
+    # the twin is measured with the read profile's workload, and they share its cells
+    assert read["workload"] == twin["workload"] == f"profile:{PROFILES[1]}"
+    assert read["shares_cells_with"] == [twin["profile"]]
+    assert twin["shares_cells_with"] == [PROFILES[1]]
     # the budget bounds what is started: the last cell may overrun its estimate a little
     assert session["device_time_s"] <= BUDGET_S * 1.15 and session["reason"]
-    # two different workloads share no cell: the session's runs are the profiles' runs
-    assert session["runs"] == sum(a["decision"]["runs"] for a in answers) >= 1
-    assert doc["steps"] and all(set(s["answers"]) == set(PROFILES) for s in doc["steps"])
+    # a shared run counts for both profiles it serves, and once in the session
+    assert twin["decision"]["runs"] == read["decision"]["runs"] >= 1
+    assert session["runs"] == write["decision"]["runs"] + read["decision"]["runs"]
+    assert doc["steps"] and all(set(s["answers"]) == {a["profile"] for a in answers}
+                                for s in doc["steps"])
     cells = doc["probe"]["cells"]
     assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
     # the chooser said, before each cell, which profile it was for
@@ -126,9 +147,24 @@ def test_every_run_is_stored_in_the_one_matrix(joint_run):
         assert {r["workload_name"] for r in rows} <= {f"profile:{x}" for x in PROFILES}
         by_profile = {x: sum(r["workload_name"] == f"profile:{x}" for r in rows)
                       for x in PROFILES}
-        assert by_profile == {a["profile"]: a["decision"]["runs"] for a in doc["profiles"]}
+        assert by_profile == {a["profile"]: a["decision"]["runs"] for a in doc["profiles"][:2]}
+        # a shared run is stored once, under the read profile's workload, for both profiles
+        # (the twin by the name its file holds): each one's lookup finds it
+        for r in rows:
+            assert r["profiles"] == ([PROFILES[1], TWIN] if r["workload_name"] ==
+                                     f"profile:{PROFILES[1]}" else [PROFILES[0]])
+        mine = {x: [r["run_id"] for r in store.runs(profile=x, matrix_id=mid)]
+                for x in (*PROFILES, TWIN)}
+        assert mine[TWIN] == mine[PROFILES[1]] and len(mine[TWIN]) == by_profile[PROFILES[1]]
+        assert sorted(mine[PROFILES[0]] + mine[TWIN]) == [r["run_id"] for r in rows]
+        assert {s["config_key"] for s in store.summaries(profile=TWIN, matrix_id=mid)} == \
+            {s["config_key"] for s in store.summaries(profile=PROFILES[1], matrix_id=mid)}
         # the calibration's raw matrix and the probe's one: no second probe matrix
         assert {m["id"] for m in store.matrices()} == {mid, doc["calibration"]["matrix_id"]}
+    # the history names every profile of the session (a file's as it was given)
+    from fsadvisor.service.store import history
+    shown = next(h for h in history(db=db) if h["id"] == mid)["profile"]
+    assert shown.startswith(f"{PROFILES[0]} + {PROFILES[1]} + ") and shown.endswith("twin.toml")
 
 
 def test_the_ram_loop_device_is_gone(joint_run, ram_dir):

@@ -40,6 +40,28 @@ SAMPLE = ProgressEvent("sample", 1, 2, cell="xfs none | 4k-randread | rep 1",
                        device=FAKE_OK.path, iops=39876.0, bw_bytes_s=163.3e6,
                        sample_source="/sys/block/fsadvisor-fake0/stat", energy_source="estimate")
 ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
+# The dry run of one session for two profiles, as service.adaptive.joint_preview words it.
+JOINT_PREVIEW = ProbePreview(
+    command="fsadvisor probe --scratch 1G --profile oltp --profile fio-randwrite-4k-j1 "
+            "--profile-weights 2,1 --budget 6m",
+    lines=["# fsadvisor probe --adaptive --dry-run: one session for profiles oltp (weight 2), "
+           "fio-randwrite-4k-j1 (weight 1), 4 configurations x 2 workloads; target confidence "
+           "0.95, budget 360 s; their full matrices (3 reps) are about 610 s. Nothing below is "
+           "executed.",
+           "# first: calibrate the device once for every profile (27 raw runs, about 152 s): "
+           "it has none yet",
+           "# now: oltp: leader xfs defaults, sched none, confidence 0.61",
+           "# now: fio-randwrite-4k-j1: leader ext4 defaults, sched none, confidence 0.55",
+           "# first cells across the profiles if every run came out as predicted (each choice "
+           "is recomputed from the real result):",
+           "#   1. for oltp: xfs defaults, sched none: a first run of a leading filesystem's "
+           "defaults, for about 13 s of device time",
+           "#   2. for fio-randwrite-4k-j1: ext4 defaults, sched none: a first run of a leading "
+           "filesystem's defaults, for about 13 s of device time",
+           "# expected split of the device time between the profiles:",
+           "#   oltp: 5 cells, about 70 s (62%)",
+           "#   fio-randwrite-4k-j1: 3 cells, about 42 s (38%)"],
+    cells=4, estimated_s=360.0, adaptive=True)
 
 
 class FakeService:
@@ -64,12 +86,15 @@ class FakeService:
         self.options = options
         scratch = target.partition(":")[2] if target.startswith("scratch:") else None
         return SimpleNamespace(device=None if scratch else target, scratch=scratch,
-                               resume=bool(options.get("resume")), db=options.get("db"))
+                               resume=bool(options.get("resume")), db=options.get("db"),
+                               profile=options.get("profile"))
 
     def preview(self, target, **kw):
         self.previewed = kw
         if target.strip() == FAKE_REFUSED.path:
             raise calls.FsAdvisorError(FAKE_REFUSED.reason)
+        if (kw.get("adaptive") or {}).get("profiles"):
+            return JOINT_PREVIEW
         if (kw.get("adaptive") or {}).get("on"):
             return replace(PREVIEW, command=f"fsadvisor probe {target.strip()} --adaptive",
                            cells=3, estimated_s=180.0, adaptive=True)
@@ -746,3 +771,136 @@ async def test_a_preview_replaces_an_earlier_not_started_line_and_the_log_follow
         await pilot.pause()
         assert log.scroll_y == log.max_scroll_y > 0
         assert pane.running is False
+
+
+# ---------------------------------------------------------------------- several profiles
+
+def test_the_forms_more_profiles_join_the_with_profile_one_and_weights_are_checked():
+    assert calls.joint_choice("oltp", None) == (["oltp"], None)
+    assert calls.joint_choice(None, {"profiles": " "}) == ([], None)
+    assert calls.joint_choice("oltp", {"profiles": "a.toml, fio-randwrite-4k-j1,"}) == \
+        (["oltp", "a.toml", "fio-randwrite-4k-j1"], None)
+    assert calls.joint_choice(None, {"profiles": "a,b", "weights": "2, 1"}) == \
+        (["a", "b"], [2.0, 1.0])
+    for profile, bad in (("oltp", {"weights": "2"}), ("oltp", {"profiles": "b", "weights": "2"}),
+                         ("oltp", {"profiles": "b", "weights": "2,x"}),
+                         ("oltp", {"profiles": "b", "weights": "2,0"})):
+        with pytest.raises(calls.FsAdvisorError):
+            calls.joint_choice(profile, bad)
+
+
+def test_the_real_joint_preview_is_the_clis_dry_run_of_one_session(tmp_path):
+    """calls.probe_preview with more profiles: the one session's budget, the calibration
+    once for all, the first cells across the profiles, and the command that runs it."""
+    p = calls.probe_preview("scratch:1G", profile="fio-randread-4k-j1", db=str(tmp_path / "s.db"),
+                            filesystems="ext4,xfs", schedulers="none",
+                            adaptive={"budget": "4m", "profiles": "fio-randwrite-4k-j1",
+                                      "weights": "2,1"})
+    assert p.adaptive and p.estimated_s == 240.0 and p.cells == 2
+    assert p.command.startswith("fsadvisor probe --scratch 1G --fs ext4,xfs --schedulers none "
+                                "--profile fio-randread-4k-j1 --profile fio-randwrite-4k-j1 "
+                                "--profile-weights 2,1 ")
+    assert "--budget 4m" in p.command
+    assert p.lines[0].startswith("# fsadvisor probe --adaptive --dry-run: one session for "
+                                 "profiles fio-randread-4k-j1 (weight 2), fio-randwrite-4k-j1 "
+                                 "(weight 1), 2 configurations x 2 workloads")
+    assert "budget 240 s" in p.lines[0]
+    assert any(ln.startswith("# first: calibrate the device once for every profile")
+               for ln in p.lines)
+    assert any(ln.startswith("#   1. for fio-") for ln in p.lines)
+    assert "# expected split of the device time between the profiles:" in p.lines
+    with pytest.raises(calls.FsAdvisorError, match="resume alone"):
+        calls.probe_preview("scratch:1G", profile="oltp", resume=True,
+                            adaptive={"profiles": "fio-randwrite-4k-j1"})
+
+
+def _joint_answer():
+    from fsadvisor.service.adaptive import Decision, JointDecision
+    answers = [Decision(leader="xfs-key", leader_name="xfs defaults, sched none", confidence=0.97,
+                        p_best={}, spent_s=120.0, full_estimate_s=610.0, runs=5, own_s=70.0,
+                        reason="reached the target confidence"),
+               Decision(leader="ext4-key", leader_name="ext4 defaults, sched none",
+                        confidence=0.81, p_best={}, spent_s=120.0, full_estimate_s=610.0,
+                        runs=3, own_s=42.0)]
+    return JointDecision(profiles=["oltp", "fio-randwrite-4k-j1"], weights=[2.0, 1.0],
+                         answers=answers, spent_s=120.0, budget_s=360.0,
+                         full_estimate_s=610.0, runs=8, reason="the budget is spent")
+
+
+async def _joint_filled(pilot) -> None:
+    await open_probe_tab(pilot)
+    await fill(pilot, probe_budget="6m", probe_profiles="fio-randwrite-4k-j1",
+               probe_profile_weights="2,1")
+    await pilot.click("#probe-preview")
+    await settle(pilot)
+    await steady(pilot)
+
+
+@snapshots
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+def test_probe_joint_preview(snap_compare, monkeypatch, size):
+    """Two profiles with weights previewed as one session: its budget, the calibration
+    once, the first cells across the profiles, the split of device time."""
+    FakeService().install(monkeypatch)
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_joint_filled)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+async def test_probe_joint_preview_pilot(monkeypatch, size):
+    """Beside test_probe_joint_preview: the more profiles and the weights reach the preview
+    beside the adaptive fields, which shows the session's plan and command."""
+    fake = FakeService().install(monkeypatch)
+    async with driven(_joint_filled, size) as app:
+        assert fake.previewed["profile"] == "oltp"  # the "with profile" one, first
+        assert fake.previewed["adaptive"] == {"on": False, "budget": "6m", "target": "0.95",
+                                              "profiles": "fio-randwrite-4k-j1",
+                                              "weights": "2,1"}
+        text = screen_text(app)
+        assert "adaptive among 4 configurations, at most 6 min of device time" in text
+        assert "--profile oltp --profile fio-randwrite-4k-j1 --profile-weights 2,1" in text
+        assert "one session for profiles oltp" in text
+        log = list(app.query_one("#probe-lines").lines)
+        assert log == JOINT_PREVIEW.lines
+
+
+@pytest.mark.asyncio
+async def test_several_profiles_run_as_one_session_with_an_answer_per_profile(monkeypatch):
+    fake = FakeService().install(monkeypatch)
+    asked = {}
+
+    def run_adaptive(request, adaptive, confirm, on_progress, cancel, profiles=None,
+                     weights=None):
+        asked.update(profile=request.profile, profiles=profiles, weights=weights,
+                     adaptive=adaptive)
+        s = ProbeSummary(matrix_id="m-joint", device="/dev/loop7", total=1, wall_s=130.0)
+        s.outcomes.append(CellOutcome("c1", 1, "xfs", "ok"))
+        on_progress(ProgressEvent("done", 120, 360, status="done", unit="s"))
+        return SimpleNamespace(probe=s, decision=None, joint=_joint_answer())
+
+    monkeypatch.setattr(calls, "run_adaptive_probe", run_adaptive)
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        pane = await open_probe_tab(pilot)
+        await fill(pilot, probe_profiles="fio-randwrite-4k-j1", probe_profile_weights="2,1")
+        await choose(pilot, 0)
+        await pilot.click("#probe-start")
+        await settle(pilot)
+        text = str(app.screen.query_one("#confirm-text", Static).content)
+        assert "adaptive among 4 configurations, at most 6 min of device time" in text
+        await pilot.click("#confirm-ok")
+        await settle(pilot)
+        assert fake.runs == []  # one adaptive session, not a full matrix
+        assert asked["profile"] == "oltp"
+        assert (asked["profiles"], asked["weights"]) == (["oltp", "fio-randwrite-4k-j1"],
+                                                         [2.0, 1.0])
+        lines = list(pane.query_one("#probe-lines").lines)
+        for line in _joint_answer().outcome_lines():  # the CLI's summary, per profile
+            assert line in lines
+        assert any(ln.startswith("adaptive: profile oltp (weight 2): xfs defaults, sched none "
+                                 "is best (within 1%) with probability 0.97") for ln in lines)
+        status = str(pane.query_one("#probe-status", Static).content)
+        assert "matrix m-joint" in status
+        assert ("oltp: leader xfs defaults, sched none, P(best within 1%) 0.97; "
+                "fio-randwrite-4k-j1: leader ext4 defaults, sched none, P(best within 1%) 0.81"
+                in status)

@@ -773,6 +773,9 @@ def test_a_joint_plan_shares_a_workload_and_adds_up_the_profiles_matrices(tmp_pa
     assert plan.joint and plan.profiles == profiles and plan.weights == [1.0, 1.0, 2.0]
     assert len(plan.workloads) == 2  # web and cache run the same workload: planned once
     assert plan.profile_workloads[0] == plan.profile_workloads[1] != plan.profile_workloads[2]
+    # a run of the shared workload is stored for both profiles, by the names they hold
+    assert plan.profiles_of(plan.profile_workloads[0]) == ("web", "cache")
+    assert plan.profiles_of(plan.profile_workloads[2]) == ("fio-randwrite-4k-j1",)
     # the full matrix is both workloads' (each at its own cost), the calibration once
     singles = [ad.plan_adaptive(replace(_request(tmp_path), profile=p), budget="10m")
                for p in (web, "fio-randwrite-4k-j1")]
@@ -783,6 +786,8 @@ def test_a_joint_plan_shares_a_workload_and_adds_up_the_profiles_matrices(tmp_pa
     assert (back.profiles, back.profile_workloads, back.weights) == \
         (plan.profiles, plan.profile_workloads, plan.weights)
     assert [w.name for w in back.workloads] == [w.name for w in plan.workloads]
+    assert back.profiles_of(plan.profile_workloads[1]) == ("web", "cache")
+    assert singles[0].plan.profiles_of(singles[0].plan.workloads[0].name) == ()
     # and `probe --resume` picks it up as the joint probe it was
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import probing

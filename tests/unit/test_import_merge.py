@@ -278,6 +278,7 @@ def test_v3_store_uids_are_stable_across_copies(tmp_path):
     con = sqlite3.connect(a)
     con.execute("DROP INDEX IF EXISTS idx_runs_uid")
     con.execute("UPDATE runs SET uid = NULL, origin = NULL")
+    con.execute("ALTER TABLE runs DROP COLUMN profiles")  # v5's
     con.execute("PRAGMA user_version = 3")
     con.commit()
     con.close()
@@ -294,7 +295,7 @@ def test_v3_store_uids_are_stable_across_copies(tmp_path):
         ua, ub = sa.runs()[0]["run_uid"], sb.runs()[0]["run_uid"]
         assert ua == ub and ua.startswith("run-") and ua != uid
     assert merge_stores([b], db=a)["merged"][0]["runs_added"] == 0
-    assert schema.SCHEMA_VERSION == 4
+    assert schema.SCHEMA_VERSION == 5
 
 
 def test_imported_runs_feed_the_model(tmp_path, monkeypatch):

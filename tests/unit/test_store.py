@@ -210,7 +210,7 @@ def test_hand_built_v1_file_migrates_to_current(tmp_path, fake_datasets):
         f"{m} FLOAT" for m in METRIC_COLUMNS)))
     con.close()
     with open_store(path) as s:
-        assert s.info()["schema_version"] == SCHEMA_VERSION == 4
+        assert s.info()["schema_version"] == SCHEMA_VERSION == 5
         # v3: the old device row got its identity (model + serial), and no calibration
         assert s.runs()[0]["device_identity"] == "nvme:Old SSD:S1"
         assert s.device_params("nvme:Old SSD:S1") is None
@@ -220,6 +220,8 @@ def test_hand_built_v1_file_migrates_to_current(tmp_path, fake_datasets):
         assert old["origin"] == "probe" and old["run_uid"].startswith("run-")
         assert s.info()["runs_by_origin"] == {"probe": 1}
         assert old["workload"] == {"rw": "randread", "iodepth": 32}
+        # v5: a run of a single-profile matrix names no profile set
+        assert old["profiles"] is None
         assert s.completed_cells("m-old") == {"c1"}
         rid = s.record_run(run_record(), samples=[(0.0, 10.0), (1.0, 11.0)])
         assert s.run(rid)["power_samples"] == [(0.0, 10.0), (1.0, 11.0)]
@@ -822,3 +824,63 @@ def test_pooled_percentiles_are_noted_in_observations(store, fake_datasets):
     assert "pooled estimate" in notes[("xfs", "p99_latency_us")]
     assert "pooled estimate" not in notes[("xfs", "mean_latency_us")]  # a pooled mean is exact
     assert "pooled estimate" not in notes[("ext4", "p99_latency_us")]
+
+
+# --------------------------------------------------------------------------- joint probes
+
+JOINT_PLAN = {"reps": 5, "profile": "a",
+              "adaptive": {"profiles": ["a", "b", "c"],
+                           "profile_workloads": ["profile:a", "profile:a", "profile:c"]}}
+
+
+def test_a_joint_probes_shared_run_counts_for_every_profile_it_served(store, tmp_path):
+    """A cell profiles a and b share is measured once, stored under a's workload name with
+    both in its profile set: each profile's lookup finds it, once, and no other's does."""
+    m = store.start_matrix(JOINT_PLAN)
+    shared = store.record_run(run_record(matrix_id=m, workload_name="profile:a",
+                                         profiles=("a", "b")))
+    store.record_run(run_record(matrix_id=m, workload_name="profile:a", rep=2,
+                                profiles=("a", "b"), metrics={"iops": 1100.0}))
+    own_c = store.record_run(run_record(matrix_id=m, workload_name="profile:c",
+                                        profiles=("c",)))
+    alone_b = store.record_run(run_record(config=EXT4, workload_name="profile:b"))
+    ids = {p: [r["run_id"] for r in store.runs(profile=p)] for p in ("a", "b", "c", "d")}
+    assert ids == {"a": [shared, shared + 1], "b": [shared, shared + 1, alone_b],
+                   "c": [own_c], "d": []}
+    assert store.run(shared)["profiles"] == ["a", "b"]
+    assert store.run(alone_b)["profiles"] is None
+    by_cfg = {s["config_key"]: s for s in store.summaries(profile="b")}
+    assert set(by_cfg) == {XFS.key(), EXT4.key()}
+    assert by_cfg[XFS.key()]["n"] == 2 and by_cfg[XFS.key()]["profiles"] == ["a", "b"]
+    assert by_cfg[XFS.key()]["iops"]["mean"] == 1050.0
+    assert by_cfg[EXT4.key()]["profiles"] == ["b"]
+    # a merged copy keeps the profile set
+    with open_store(tmp_path / "other.db") as other:
+        other.merge_from(store.path)
+        assert [r["run_id"] for r in other.runs(profile="b")] and \
+            other.runs(profile="b")[0]["profiles"] == ["a", "b"]
+    # the history names every profile of the session
+    from fsadvisor.service.store import history
+    assert history(db=store.path)[0]["profile"] == "a + b + c"
+
+
+def test_v4_store_gets_its_joint_runs_profile_sets(tmp_path):
+    """Runs of a joint probe stored before v5 get the profiles their matrix's plan says their
+    workload served; a single-profile matrix's runs stay their workload's."""
+    path = tmp_path / "v4.db"
+    with open_store(path) as s:
+        joint = s.start_matrix(JOINT_PLAN)
+        single = s.start_matrix({"reps": 5, "profile": "a"})
+        s.record_run(run_record(matrix_id=joint, workload_name="profile:a"))
+        s.record_run(run_record(matrix_id=joint, workload_name="profile:c"))
+        s.record_run(run_record(matrix_id=single, workload_name="profile:a", rep=2))
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE runs DROP COLUMN profiles")
+    con.execute("PRAGMA user_version = 4")
+    con.commit()
+    con.close()
+    with open_store(path) as s:
+        assert s.info()["schema_version"] == SCHEMA_VERSION == 5
+        assert [r["profiles"] for r in s.runs()] == [["a", "b"], ["c"], None]
+        assert [r["matrix_id"] for r in s.runs(profile="b")] == [joint]
+        assert [r["matrix_id"] for r in s.runs(profile="a")] == [joint, single]

@@ -69,6 +69,16 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
     return text
 
 
+def leaders_text(decision) -> str:
+    """Where an adaptive probe ended, for the status line: the leader and its confidence, or
+    for several profiles (a JointDecision) each profile's."""
+    answers = getattr(decision, "answers", None)
+    if answers is None:
+        return f"leader {decision.who}, P(best within 1%) {decision.confidence:.2f}"
+    return "; ".join(f"{p}: leader {a.who}, P(best within 1%) {a.confidence:.2f}"
+                     for p, a in zip(decision.profiles, answers))
+
+
 # The probe options the form offers besides target, quick and profile (the rest take their
 # defaults, or ``extra_options``), by their declared names (service.probe_options): each
 # one's widget is "probe-" and its flag, and a blank field or an unticked box is the
@@ -76,6 +86,9 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
 # them (the request does not carry them).
 FORM_OPTIONS = ("filesystems", "runtime_s", "schedulers", "workloads", "resume", "force")
 ADAPTIVE_FORM = {"on": "adaptive", "budget": "budget", "target": "target_confidence"}
+# Several profiles in one adaptive session (the CLI's repeated --profile): the form's more
+# profiles join the "with profile" one, weighed by --profile-weights; blank: one profile.
+JOINT_FORM = {"profiles": "probe-profiles", "weights": "probe-profile-weights"}
 DECLARED = {d.name: d for d in declared(ProbeOptions) + declared(RunChoices)}
 
 
@@ -133,7 +146,8 @@ class ProbePane(Vertical):
             self.event = event
 
     class Decided(Message):
-        """An adaptive probe ended: where it stopped (service.adaptive.Decision)."""
+        """An adaptive probe ended: where it stopped (service.adaptive.Decision, or for
+        several profiles their JointDecision: an answer per profile)."""
 
         def __init__(self, decision) -> None:
             super().__init__()
@@ -213,6 +227,17 @@ class ProbePane(Vertical):
                               id=field_id("target_confidence"), classes="num")
             yield Box("resume", value=DECLARED["resume"].default, id=field_id("resume"))
             yield Box("force", value=DECLARED["force"].default, id=field_id("force"))
+        with Horizontal(classes="form-row"):
+            yield Label("more", classes="field")
+            yield Input(value="", placeholder="more profiles for one adaptive session: "
+                        "presets or files, comma-separated", id=JOINT_FORM["profiles"],
+                        tooltip="measured with the \"with profile\" one in one session: one "
+                                "calibration, one budget, a cell profiles share run once, "
+                                "an answer per profile")
+            yield Label("weights", classes="field")
+            yield Input(value="", placeholder="all 1", id=JOINT_FORM["weights"], classes="num",
+                        tooltip="how much each profile's answer counts (2,1: one per "
+                                "profile, the \"with profile\" one first)")
         yield Static("", id="probe-status")
         # total 1, not None: an indeterminate bar animates, even before any probe
         yield ProgressBar(id="probe-progress", total=1, show_eta=False)
@@ -313,13 +338,17 @@ class ProbePane(Vertical):
 
     def _options(self) -> dict:
         """The form as ``fsadvisor probe``'s options (ProbeRequest fields; blank fields are
-        the probe's defaults), and ``adaptive``: --adaptive, --budget, --target-confidence."""
+        the probe's defaults), and ``adaptive``: --adaptive, --budget, --target-confidence
+        and, when given, more profiles and their weights (JOINT_FORM)."""
         opts: dict = {}
         for name in FORM_OPTIONS:
             value = self._field(name)
             if value:  # blank or unticked: the option's default
                 opts[name] = value
         opts["adaptive"] = {key: self._field(name) for key, name in ADAPTIVE_FORM.items()}
+        for key, wid in JOINT_FORM.items():
+            if value := self.query_one("#" + wid, Input).value.strip():
+                opts["adaptive"][key] = value
         return {**opts, **self.extra_options}
 
     def _field(self, name: str) -> str | bool:
@@ -459,8 +488,16 @@ class ProbePane(Vertical):
         job = dict(job)
         adaptive = job.pop("adaptive", None)
         try:
+            profiles, weights = calls.joint_choice(job.get("profile"), adaptive)
+            if profiles:
+                job["profile"] = profiles[0]
             request = calls.probe_request(job.pop("target"), **job)
-            if calls.runs_adaptively(request, adaptive):
+            if len(profiles) > 1:  # one session for all of them, adaptive as in the CLI
+                result = calls.run_adaptive_probe(request, adaptive, confirm,
+                                                  self._on_progress, token, profiles, weights)
+                self.post_message(self.Decided(result.joint))
+                summary = result.probe
+            elif calls.runs_adaptively(request, adaptive):
                 result = calls.run_adaptive_probe(request, adaptive, confirm,
                                                   self._on_progress, token)
                 self.post_message(self.Decided(result.decision))
@@ -554,8 +591,7 @@ class ProbePane(Vertical):
         if s.interrupted:
             text += f"; interrupted ({s.interrupted}): cleaned up, --resume continues it"
         if self.decision is not None:
-            text += (f"; leader {self.decision.who}, P(best within 1%) "
-                     f"{self.decision.confidence:.2f}")
+            text += "; " + leaders_text(self.decision)
         self.query_one("#probe-status", Static).update(Text(text))
         self.query_one("#probe-lines", Log).write_line(text)
         from fsadvisor.service.probing import device_time_line  # the CLI's own summary line
