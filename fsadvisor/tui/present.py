@@ -366,8 +366,9 @@ _COMMON_HELP = (
     "Keys outside a text field: r recommends, ? shows this help, q quits.\n"
     "In a text field every printable key types (r, ? and q are letters of a path); in a "
     "number field r recommends and ? shows this help, since no number holds them. Enter "
-    "in a field does what its tab's button does: on Profile it recommends (in the profile "
-    "path it loads the file), on Device it inspects the device, on Probe it previews.\n"
+    "in a text field does what its tab's button does: on Profile it recommends (in the "
+    "profile path it loads the file), on Device it inspects the device, on Probe it "
+    "previews; on a box Enter (or space) ticks it, on a choice it opens the list.\n"
     "On this help Esc, q, ? or ctrl+/ close it.")
 
 HELP = {
@@ -380,8 +381,8 @@ HELP = {
         "(4k, 1M), read share, fsync policy and working set. The constraints filter the "
         "answer: PLP (power-loss protection; your choice stays when you switch presets), "
         "durability, features, min IOPS, max p99.\n\n"
-        "Next: press r (or Enter in a field) for the full recommendation with its commands, "
-        "or F2 to describe your device.\n\n"
+        "Next: press r (or Enter in a text field) for the full recommendation with its "
+        "commands, or F2 to describe your device.\n\n"
         "The table above the form re-ranks as you type, without r (at 80x24 ctrl+l shows "
         "it): a constraint refilters the predictions made, a workload change predicts again "
         "(the model is not refitted). A value that cannot be read is named under its field; "

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 import textual
-from textual.widgets import DataTable, Input, OptionList, Static
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 
 from _screen import driven, screen_lines, screen_text, toasts
 from fsadvisor.domain import FILESYSTEMS
@@ -572,3 +574,133 @@ async def test_every_tab_is_drawn_within_the_screen(size, monkeypatch):
                      ("f5", "#history-table"), ("f6", "#probe-target")):
         async with driven(_on_tab(key), size) as app:
             shown(app, sel)
+
+
+
+# ---------------------------------------------------------------------- nothing cut off
+
+def _clipped(widget) -> list[str]:
+    """How ``widget`` is cut off where it stands: past the edge of a container that does
+    not scroll that way (what is past it is never drawn), a button narrower than its label,
+    or a label with a word folded over two lines."""
+    out = []
+    for node in (widget, *widget.ancestors):
+        parent = node.parent
+        if not isinstance(parent, Widget):
+            break
+        inner = parent.scrollable_content_region
+        scrolls_x = parent.styles.overflow_x in ("auto", "scroll") and parent.max_scroll_x > 0
+        scrolls_y = parent.styles.overflow_y in ("auto", "scroll")
+        if node.region.right > inner.right and not scrolls_x:
+            out.append(f"{node!r} ends at x={node.region.right}, {parent!r} at {inner.right}")
+        if node.region.bottom > inner.bottom and not scrolls_y:
+            out.append(f"{node!r} ends at y={node.region.bottom}, {parent!r} at {inner.bottom}")
+    width = widget.content_region.width
+    if isinstance(widget, Button) and width < len(str(widget.label)):
+        out.append(f"{widget!r}: {width} columns for {widget.label}")
+    if isinstance(widget, Label):
+        text = str(widget.content)
+        lines = [line.plain for line in Content(text).wrap(width)]
+        drawn = {word for line in lines for word in line.split()}
+        out += [f"{widget!r}: {word!r} folded in {lines}" for word in text.split()
+                if word not in drawn]
+    return out
+
+
+async def _form_scrolled_to(pilot, selector: str):
+    widget = pilot.app.query_one(selector)
+    widget.scroll_visible(animate=False)
+    await _settle(pilot)
+    return widget
+
+
+async def _form_end(pilot) -> None:
+    await _settle(pilot)
+    await _form_scrolled_to(pilot, "#recommend")
+
+
+@snapshot
+@BOTH
+def test_profile_form_end(snap_compare, size):
+    """The Profile form scrolled to its end: min IOPS, max p99, the load and price with
+    their hints whole, and the Recommend button on a row of its own under them."""
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_form_end)
+
+
+@pytest.mark.asyncio
+@BOTH
+async def test_the_recommend_button_is_whole_within_the_form(size):
+    """Beside test_profile_form_end: the Profile form's Recommend button, scrolled into
+    view, is inside its row and the form, on the screen, and wide enough for its label: at
+    80x24 it stood past the form's right edge, cut to 'Recommend (r'."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=size) as pilot:
+        await _form_end(pilot)
+        button = app.query_one("#recommend", Button)
+        form = app.query_one("#profile-side")
+        assert _clipped(button) == []
+        assert button.parent.content_region.contains_region(button.region), (
+            button.region, button.parent.content_region)
+        assert form.scrollable_content_region.contains_region(button.region), (
+            button.region, form.scrollable_content_region)
+        assert app.screen.region.contains_region(button.region)
+        fits(app, "Recommend (r)")
+
+
+TABS = (("f1", "profile"), ("f2", "device"), ("f3", "results"), ("f4", "energy"),
+        ("f5", "history"), ("f6", "probe"))
+
+
+@pytest.mark.asyncio
+@BOTH
+async def test_every_control_of_every_tab_is_whole(size, monkeypatch):
+    """Each tab's labels, fields, boxes, buttons and tables lie within their containers (or within
+    one that scrolls to them), a button's label fits the button, a label's words are whole,
+    and a field's grey hint fits its one line (it is cut at the field's edge, not wrapped):
+    at 80 columns the Device tab's heading ran past the screen's edge, the Profile form's
+    hints read 'no' and its price label 'price/k Wh'."""
+    from fsadvisor.tui import calls
+    monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
+    app = FsAdvisorApp()
+    async with app.run_test(size=size) as pilot:
+        await _settle(pilot)
+        for key, tab in TABS:
+            await pilot.press(key)
+            await _settle(pilot)
+            controls = [w for w in app.query_one(f"#{tab}").query(
+                            "Label, Button, Input, Select, Checkbox, DataTable, OptionList")
+                        if all(n.display for n in w.ancestors_with_self
+                               if isinstance(n, Widget))]
+            assert controls or tab == "energy", tab  # energy: text only
+            for w in controls:
+                assert _clipped(w) == [], (tab, w)
+            if tab == "probe":
+                continue  # its fs and sched hints list every choice: the probe pane's form
+            for box in (w for w in controls if isinstance(w, Input) and w.placeholder):
+                width = box.scrollable_content_region.width
+                assert len(box.placeholder) <= width, (tab, box.id, box.placeholder, width)
+
+
+def test_every_snapshot_file_belongs_to_a_snapshot_test():
+    """Each SVG under __snapshots__/<module>/ is named after a test of that module that
+    takes snap_compare (and, for a parametrized one, after one of its ids): an SVG left by a
+    renamed or removed test is only a warning of syrupy's (--snapshot-warn-unused) and
+    would otherwise stay unnoticed."""
+    import importlib.util
+
+    here = Path(__file__).parent
+    files = sorted((here / "__snapshots__").glob("*/*.svg"))
+    assert files
+    for svg in files:
+        module_path = here / f"{svg.parent.name}.py"
+        assert module_path.exists(), svg
+        spec = importlib.util.spec_from_file_location(f"_owner_{svg.parent.name}", module_path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        name, _, case = svg.stem.partition("[")
+        test = getattr(module, name, None)
+        assert test is not None and "snap_compare" in test.__code__.co_varnames, svg
+        if case:
+            ids = [i for mark in getattr(test, "pytestmark", [])
+                   if mark.name == "parametrize" for i in mark.kwargs.get("ids", [])]
+            assert case.rstrip("]") in ids, (svg, ids)

@@ -1096,6 +1096,84 @@ async def test_keys_type_in_a_text_field_and_their_control_twins_act_from_anywhe
 
 
 @pytest.mark.asyncio
+async def test_at_80_columns_the_footer_says_how_to_get_help_wherever_the_focus_is(monkeypatch):
+    """On every tab, whichever of its widgets has the focus, the footer names the help key
+    (? outside a text field, ^/ in one) and every entry is whole left of the palette's: on
+    the History tab its five keys pushed Help off the 80 columns. The help it opens names
+    the tab keys (F1 is the Profile tab, not help) and how Enter acts where."""
+    from textual.widgets._footer import FooterKey
+    from fsadvisor.tui.help import HelpScreen
+    from fsadvisor.tui.widgets import NumberInput
+
+    monkeypatch.setattr(calls, "energy_sources", lambda: [
+        {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}])
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await live_settled(pilot)
+        for i, tab in enumerate(("profile", "device", "results", "energy", "history",
+                                 "probe"), 1):
+            await pilot.press(f"f{i}")
+            await settle(pilot)
+            assert app.active_tab == tab
+            pane = app.query_one(f"#{tab}")
+            shown_widgets = [w for w in pane.query("*") if w.focusable and all(
+                n.display for n in w.ancestors_with_self if n is not app)]
+            for widget in shown_widgets or [pane]:
+                widget.focus()
+                await pilot.pause()
+                keys = [k for k in app.screen.query(FooterKey)
+                        if not k.has_class("-command-palette")]
+                palette = app.screen.query_one("FooterKey.-command-palette")
+                shown = [(k.key_display, k.description) for k in keys]
+                # ? is text in a text field, but not in a number field (no number holds it)
+                typed = isinstance(widget, Input) and not isinstance(widget, NumberInput)
+                help_key = "^/" if typed else "?"
+                assert (help_key, "Help") in shown, (tab, widget.id, shown)
+                assert all(k.region.right <= palette.region.x for k in keys), (
+                    tab, widget.id, shown, [k.region for k in keys])
+        await pilot.press("f1")
+        assert app.active_tab == "profile" and not isinstance(app.screen, HelpScreen)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = " ".join(str(app.screen.query_one("#help-text", Static).content).split())
+        assert "F1-F6 switch tabs" in text and "ctrl+/ (or F12) shows this help" in text
+        assert "Keys outside a text field: r recommends, ? shows this help, q quits." in text
+        assert "Enter in a text field does what its tab's button does" in text
+
+
+@pytest.mark.asyncio
+async def test_enter_in_each_text_field_of_the_profile_form_runs_the_ranking():
+    """Every field of the Profile form but the TOML path (where Enter loads the file):
+    Enter is a full recommendation, shown on the Recommendations tab, with the field's
+    value ranked (jobs typed as 32 is the workload the recommendation was made for)."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await live_settled(pilot)
+        fields = [box for box in app.query_one("#profile-side").query(Input)
+                  if box.id != "profile-path"]
+        assert {box.id for box in fields} >= {"wl-jobs", "min-iops", "max-p99", "load", "price"}
+        pane = app.query_one(ResultsPane)
+        for runs, box in enumerate(fields, 1):
+            await pilot.press("f1")
+            box.focus()
+            await pilot.pause()
+            assert app.focused is box
+            await pilot.press("enter")
+            await live_settled(pilot)
+            assert pane.explicit_runs == runs, box.id
+            assert app.active_tab == "results", box.id
+        await pilot.press("f1")
+        jobs = app.query_one("#wl-jobs", Input)
+        jobs.focus()
+        jobs.value = "32"
+        await live_settled(pilot)
+        await pilot.press("enter")
+        await live_settled(pilot)
+        assert pane.explicit_runs == len(fields) + 1
+        assert pane.recommendation.profile.workload.numjobs == 32
+
+
+@pytest.mark.asyncio
 async def test_enter_in_a_field_does_what_its_tabs_button_does():
     """Profile: recommend (the full results); Device: inspect the device (Probe: preview,
     test_probe_preview_lists_commands_and_executes_nothing)."""

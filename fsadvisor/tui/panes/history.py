@@ -50,10 +50,12 @@ class HistoryPane(Vertical):
             super().__init__()
             self.device, self.chart, self.rows = device, chart, rows
 
-    BINDINGS = [Binding("c", "export('csv')", "Export CSV"),
-                Binding("j", "export('json')", "Export JSON"),
-                Binding("h", "export('html')", "HTML report"),
-                Binding("space", "mark", "Mark to compare"),
+    # c, j, h and space act on an opened matrix, whose note lists them: in the footer too,
+    # they pushed Help, Recommend and Quit off an 80-column screen.
+    BINDINGS = [Binding("c", "export('csv')", "Export CSV", show=False),
+                Binding("j", "export('json')", "Export JSON", show=False),
+                Binding("h", "export('html')", "HTML report", show=False),
+                Binding("space", "mark", "Mark to compare", show=False),
                 Binding("g", "chart", "Device chart")]
 
     def __init__(self, db: str | None = None, **kw) -> None:

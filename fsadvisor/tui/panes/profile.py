@@ -156,13 +156,17 @@ class ProfilePane(Horizontal):
                 yield NumberInput(placeholder="no min", id="min-iops")
                 yield Label("max p99 ms", classes="field")
                 yield NumberInput(placeholder="no max", id="max-p99")
-                yield Button("Recommend (r)", id="recommend", variant="primary")
             with Horizontal(classes="form-row"):
                 # What the choice is worth per year (recommend --load/--price)
                 yield Label("load ops/s", classes="field")
                 yield NumberInput(placeholder="no load", id="load")
-                yield Label("price/kWh", classes="field")
+                # words, not "price/kWh": one word that the narrow label column folds
+                yield Label("price per kWh", classes="field")
                 yield NumberInput(placeholder="no price", id="price")
+            # A row of its own, under the last field the ranking reads: beside the fields it
+            # ran past the form's right edge at 80 columns and was cut off with its label.
+            with Horizontal(classes="form-row", id="recommend-row"):
+                yield Button("Recommend (r)", id="recommend", variant="primary")
             with Horizontal(classes="form-row"):
                 yield Label("TOML file", classes="field")
                 yield Input(placeholder="path/to/profile.toml, Enter to load", id="profile-path")
