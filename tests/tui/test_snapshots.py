@@ -674,8 +674,6 @@ async def test_every_control_of_every_tab_is_whole(size, monkeypatch):
             assert controls or tab == "energy", tab  # energy: text only
             for w in controls:
                 assert _clipped(w) == [], (tab, w)
-            if tab == "probe":
-                continue  # its fs and sched hints list every choice: the probe pane's form
             for box in (w for w in controls if isinstance(w, Input) and w.placeholder):
                 width = box.scrollable_content_region.width
                 assert len(box.placeholder) <= width, (tab, box.id, box.placeholder, width)

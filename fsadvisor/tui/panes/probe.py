@@ -196,14 +196,17 @@ class ProbePane(Vertical):
         yield table
         with Horizontal(classes="form-row"):
             yield Label("target", classes="field")
-            yield Input(value=DEFAULT_SCRATCH, placeholder="/dev/nvme1n1 or scratch:2G",
-                        id="probe-target")
+            yield Input(value=DEFAULT_SCRATCH, placeholder="device or scratch:2G",
+                        id="probe-target",
+                        tooltip="a whole block device (/dev/nvme1n1), or scratch:SIZE for a "
+                                "loop device on a file made for the probe")
             yield Box("quick", value=True, id="probe-quick")
             yield Box("with profile", value=True, id="probe-profile")
         with Horizontal(classes="form-row"):
             yield Label("fs", classes="field")
-            yield Input(value="", placeholder="all:" + DECLARED["filesystems"].cli_default,
-                        id=field_id("filesystems"))
+            yield Input(value="", placeholder="all", id=field_id("filesystems"),
+                        tooltip="comma-separated; blank: all of "
+                                + DECLARED["filesystems"].cli_default)
             yield Label("secs", classes="field")
             yield NumberInput(value="", placeholder="auto", id=field_id("runtime_s"), classes="num",
                               tooltip="seconds per run; blank: the plan's (10 with quick)")
@@ -212,8 +215,9 @@ class ProbePane(Vertical):
             yield Button("Cancel", id="probe-cancel", disabled=True)
         with Horizontal(classes="form-row"):
             yield Label("sched", classes="field")
-            yield Input(value="", placeholder="all:none,mq-deadline,kyber,bfq",
-                        id=field_id("schedulers"))
+            yield Input(value="", placeholder="all", id=field_id("schedulers"),
+                        tooltip="comma-separated; blank: all of none,mq-deadline,kyber,bfq "
+                                "(none only where the device has no scheduler)")
             yield Label("micro", classes="field")
             yield Input(value="", placeholder="all micro workloads", id=field_id("workloads"))
         with Horizontal(classes="form-row"):
@@ -229,9 +233,10 @@ class ProbePane(Vertical):
             yield Box("force", value=DECLARED["force"].default, id=field_id("force"))
         with Horizontal(classes="form-row"):
             yield Label("more", classes="field")
-            yield Input(value="", placeholder="more profiles for one adaptive session: "
-                        "presets or files, comma-separated", id=JOINT_FORM["profiles"],
-                        tooltip="measured with the \"with profile\" one in one session: one "
+            yield Input(value="", placeholder="presets or files, comma-separated",
+                        id=JOINT_FORM["profiles"],
+                        tooltip="more profiles measured with the \"with profile\" one in one "
+                                "adaptive session: one "
                                 "calibration, one budget, a cell profiles share run once, "
                                 "an answer per profile")
             yield Label("weights", classes="field")
