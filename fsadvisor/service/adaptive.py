@@ -1432,39 +1432,17 @@ def adaptive_preview(request: ProbeRequest, target: float, budget: str | None = 
         lines.insert(1, f"# {note}")
     plan = setup.plan
     argv = adaptive_argv(request, target, budget)
-    for p in (profiles or [])[1:]:
-        argv += ["--profile", p]
+    more = [a for p in (profiles or [])[1:] for a in ("--profile", p)]
     if weights:
-        argv += ["--profile-weights", ",".join(f"{w:g}" for w in weights)]
+        more += ["--profile-weights", ",".join(f"{w:g}" for w in weights)]
+    # beside the first --profile, as the CLI's help shows them
+    at = argv.index("--profile") + 2 if "--profile" in argv else len(argv)
+    argv[at:at] = more
     return AdaptivePreview(command=shlex.join(argv), lines=lines, cells=len(plan.configs),
                            estimated_s=float(plan.budget_s or plan.full_estimate_s),
                            adaptive=True, profiles=list(plan.profiles) or [plan.profile],
                            budget_s=plan.budget_s, full_estimate_s=plan.full_estimate_s,
                            calibration_estimate_s=setup.calibration_estimate_s)
-
-
-def joint_preview(request: ProbeRequest, target: float, budget: str | None,
-                  profiles: list[str], weights: list[float] | None = None,
-                  ) -> probing.ProbePreview:
-    """The dry run of ``probe --profile A --profile B ...`` (one session for several
-    profiles): the budget check, the safety verdict, the calibration once for all, the first
-    cells across the profiles and the expected split of device time. Executes nothing."""
-    request = replace(request, dry_run=True, profile=profiles[0])
-    setup = plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
-    lines = dry_run_lines(setup, request.db)
-    if note := probing.dry_run_verdict(setup.plan):
-        lines.insert(1, f"# {note}")
-    argv = adaptive_argv(request, target, budget)
-    more = [a for p in profiles[1:] for a in ("--profile", p)]
-    if weights:
-        more += ["--profile-weights", ",".join(f"{w:g}" for w in setup.plan.weights)]
-    at = argv.index("--profile") + 2  # beside the first one, as the CLI's help shows them
-    argv[at:at] = more
-    return probing.ProbePreview(command=shlex.join(argv), lines=lines,
-                                cells=len(setup.plan.configs),
-                                estimated_s=float(setup.plan.budget_s
-                                                  or setup.plan.full_estimate_s),
-                                adaptive=True)
 
 
 def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,

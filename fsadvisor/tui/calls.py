@@ -92,7 +92,7 @@ def probe_preview(target: str, profile: str | None = None, quick: bool = True,
                             filesystems, runtime_s, dry_run=True, **options)
     on, confidence, budget = adaptive_choice(adaptive)
     if len(profiles) > 1:
-        return ad.joint_preview(request, confidence, budget, profiles, weights)
+        return ad.adaptive_preview(request, confidence, budget, profiles, weights)
     if ad.is_adaptive(request, on):
         return ad.adaptive_preview(request, confidence, budget)
     return probing.preview(request)

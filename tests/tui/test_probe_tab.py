@@ -40,7 +40,7 @@ SAMPLE = ProgressEvent("sample", 1, 2, cell="xfs none | 4k-randread | rep 1",
                        device=FAKE_OK.path, iops=39876.0, bw_bytes_s=163.3e6,
                        sample_source="/sys/block/fsadvisor-fake0/stat", energy_source="estimate")
 ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
-# The dry run of one session for two profiles, as service.adaptive.joint_preview words it.
+# The dry run of one session for two profiles, as service.adaptive.adaptive_preview words it.
 JOINT_PREVIEW = ProbePreview(
     command="fsadvisor probe --scratch 1G --profile oltp --profile fio-randwrite-4k-j1 "
             "--profile-weights 2,1 --budget 6m",
