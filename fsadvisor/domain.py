@@ -21,8 +21,15 @@ SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
 
 # An fio ``rw=`` value or one of fio's metadata engines; both describe "what one op is".
 RW_MODES = (
-    "read", "write", "randread", "randwrite", "rw", "randrw",
-    "filecreate", "filestat", "filedelete",
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "rw",
+    "randrw",
+    "filecreate",
+    "filestat",
+    "filedelete",
 )
 METADATA_MODES = ("filecreate", "filestat", "filedelete")
 
@@ -192,9 +199,14 @@ class FsConfig:
     scheduler: str = "none"
     ag_count: int | None = None
 
-    def __init__(self, fs: str, mkfs: tuple[tuple[str, Any], ...] = (),
-                 mount: tuple[str, ...] = (), scheduler: str = "none",
-                 ag_count: int | None = None):
+    def __init__(
+        self,
+        fs: str,
+        mkfs: tuple[tuple[str, Any], ...] = (),
+        mount: tuple[str, ...] = (),
+        scheduler: str = "none",
+        ag_count: int | None = None,
+    ):
         # The generated __init__ of a frozen dataclass, written out: the fields go into the
         # instance dict directly instead of one object.__setattr__ call each (~2x faster;
         # recommend's catalog builds ~4,000). tests/unit/test_domain_init.py keeps the
@@ -207,10 +219,20 @@ class FsConfig:
         d["ag_count"] = ag_count
 
     @staticmethod
-    def make(fs: str, mkfs: Mapping[str, Any] | None = None, mount=(), scheduler="none",
-             ag_count: int | None = None) -> "FsConfig":
-        return FsConfig(fs=fs, mkfs=tuple(sorted((mkfs or {}).items())),
-                        mount=tuple(mount), scheduler=scheduler, ag_count=ag_count)
+    def make(
+        fs: str,
+        mkfs: Mapping[str, Any] | None = None,
+        mount=(),
+        scheduler="none",
+        ag_count: int | None = None,
+    ) -> "FsConfig":
+        return FsConfig(
+            fs=fs,
+            mkfs=tuple(sorted((mkfs or {}).items())),
+            mount=tuple(mount),
+            scheduler=scheduler,
+            ag_count=ag_count,
+        )
 
     @property
     def mkfs_dict(self) -> dict[str, Any]:
@@ -245,8 +267,13 @@ class FsConfig:
         return replace(self, **kw)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"filesystem": self.fs, "mkfs": dict(self.mkfs), "mount": list(self.mount),
-                "scheduler": self.scheduler, "ag_count": self.ag_count}
+        return {
+            "filesystem": self.fs,
+            "mkfs": dict(self.mkfs),
+            "mount": list(self.mount),
+            "scheduler": self.scheduler,
+            "ag_count": self.ag_count,
+        }
 
 
 @dataclass(frozen=True)
@@ -272,8 +299,9 @@ class Device:
     def identity(self) -> str:
         """Which physical device (or device class) its measurements belong to, stable across
         reboots and re-attachments: see :func:`device_identity`."""
-        return self.device_id or device_identity(model_kind(self.kind, self.path), self.model,
-                                                 self.serial, self.path)
+        return self.device_id or device_identity(
+            model_kind(self.kind, self.path), self.model, self.serial, self.path
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -338,10 +366,15 @@ class Prediction:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "iops": self.iops, "mb_s": self.mb_s, "mean_latency_ms": self.mean_latency_ms,
-            "p99_latency_ms": self.p99_latency_ms, "watts": self.watts,
-            "ops_per_joule": self.ops_per_joule, "bytes_per_joule": self.bytes_per_joule,
-            "power_scope": self.power_scope, "energy_source": self.energy_source,
+            "iops": self.iops,
+            "mb_s": self.mb_s,
+            "mean_latency_ms": self.mean_latency_ms,
+            "p99_latency_ms": self.p99_latency_ms,
+            "watts": self.watts,
+            "ops_per_joule": self.ops_per_joule,
+            "bytes_per_joule": self.bytes_per_joule,
+            "power_scope": self.power_scope,
+            "energy_source": self.energy_source,
         }
 
 

@@ -47,6 +47,7 @@ def exit_interrupted() -> None:
     so the process ends at once."""
     import os
     import sys
+
     sys.stderr.write("fsadvisor: interrupted\n")
     sys.stderr.flush()
     os._exit(130)

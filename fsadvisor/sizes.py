@@ -36,7 +36,7 @@ def format_binary(n: int) -> str:
     binary suffixes the CLI parses (``1T`` is 1 TiB) and reads ``1.00 TiB``; anything else
     (a datasheet's decimal 3.84 TB, a drive's real capacity) reads in decimal ``3.84 TB``."""
     if n % (1 << 20):
-        for suffix, mult in (("TB", 10 ** 12), ("GB", 10 ** 9), ("MB", 10 ** 6)):
+        for suffix, mult in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6)):
             if n >= mult:
                 return f"{n / mult:.2f} {suffix}"
         return f"{n} B"

@@ -25,8 +25,22 @@ from fsadvisor.catalog.rules import canonical, config_from_dict, validate
 from fsadvisor.catalog.specs import MKFS_OPTIONS, MOUNT_OPTIONS
 
 __all__ = [
-    "HAZARDS", "MKFS_OPTIONS", "MOUNT_OPTIONS", "Risk", "ag_count_range", "candidates",
-    "canonical", "config_from_dict", "default_ag_count", "default_config", "features",
-    "fstab_line", "kernel_supports", "mkfs_argv", "mount_argv", "mount_options_string", "risks",
+    "HAZARDS",
+    "MKFS_OPTIONS",
+    "MOUNT_OPTIONS",
+    "Risk",
+    "ag_count_range",
+    "candidates",
+    "canonical",
+    "config_from_dict",
+    "default_ag_count",
+    "default_config",
+    "features",
+    "fstab_line",
+    "kernel_supports",
+    "mkfs_argv",
+    "mount_argv",
+    "mount_options_string",
+    "risks",
     "validate",
 ]

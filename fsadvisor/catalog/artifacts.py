@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 
 from fsadvisor.catalog.commands import fstab_line, mkfs_argv, mount_options_string
 from fsadvisor.catalog.rules import canonical
+
 # The udev rule and the device it names are catalog/udev.py's (recommend prints the rule
 # without loading this builder).
 from fsadvisor.catalog.udev import UDEV_RULE_PATH, UUID_PLACEHOLDER, Target, udev_rule
 from fsadvisor.domain import FsConfig
+
 
 @dataclass
 class Artifacts:
@@ -33,11 +35,17 @@ class Artifacts:
     fstab_line: str = ""
 
     def to_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "device": self.target.path,
-                "kernel_name": self.target.kernel_name, "uuid": self.target.uuid or None,
-                "mountpoint": self.mountpoint, "mkfs_command": self.mkfs_argv,
-                "mkfs_command_line": shlex.join(self.mkfs_argv), "fstab": self.fstab_line,
-                "files": dict(self.files)}
+        return {
+            "config": self.config.to_dict(),
+            "device": self.target.path,
+            "kernel_name": self.target.kernel_name,
+            "uuid": self.target.uuid or None,
+            "mountpoint": self.mountpoint,
+            "mkfs_command": self.mkfs_argv,
+            "mkfs_command_line": shlex.join(self.mkfs_argv),
+            "fstab": self.fstab_line,
+            "files": dict(self.files),
+        }
 
 
 def systemd_escape_path(path: str) -> str:
@@ -59,16 +67,21 @@ def systemd_escape_path(path: str) -> str:
 def mount_unit(config: FsConfig, target: Target, mountpoint: str) -> tuple[str, str]:
     """(unit file name, text) of a systemd mount unit for the formatted device."""
     cfg = canonical(config)
-    what = (f"/dev/disk/by-uuid/{target.uuid}" if target.uuid
-            else f"/dev/disk/by-uuid/{UUID_PLACEHOLDER}")
+    what = (
+        f"/dev/disk/by-uuid/{target.uuid}"
+        if target.uuid
+        else f"/dev/disk/by-uuid/{UUID_PLACEHOLDER}"
+    )
     name = systemd_escape_path(mountpoint) + ".mount"
-    return name, ("# written by fsadvisor apply; the unit name must match Where=\n"
-                  "[Unit]\n"
-                  f"Description=fsadvisor: {cfg.label()} on {mountpoint}\n"
-                  "\n[Mount]\n"
-                  f"What={what}\nWhere={mountpoint}\nType={cfg.fs}\n"
-                  f"Options={mount_options_string(cfg)}\n"
-                  "\n[Install]\nWantedBy=multi-user.target\n")
+    return name, (
+        "# written by fsadvisor apply; the unit name must match Where=\n"
+        "[Unit]\n"
+        f"Description=fsadvisor: {cfg.label()} on {mountpoint}\n"
+        "\n[Mount]\n"
+        f"What={what}\nWhere={mountpoint}\nType={cfg.fs}\n"
+        f"Options={mount_options_string(cfg)}\n"
+        "\n[Install]\nWantedBy=multi-user.target\n"
+    )
 
 
 def _yaml(value) -> str:
@@ -91,8 +104,13 @@ def _data(value) -> str:
 TEMPLATE_DIR = "{{{{ {var} | default('{default}') }}}}/"
 
 
-def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: str,
-                  unit: tuple[str, str] | None = None) -> str:
+def ansible_tasks(
+    config: FsConfig,
+    target: Target,
+    mountpoint: str,
+    udev_text: str,
+    unit: tuple[str, str] | None = None,
+) -> str:
     """An Ansible task file (ansible-core builtins only) that formats the device only when it
     holds no filesystem signature, installs the udev rule, and mounts by UUID through fstab
     (or the mount unit). Paths are variables so a test can point them elsewhere:
@@ -133,7 +151,7 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
         "  ansible.builtin.copy:",
         f"    dest: {_yaml(TEMPLATE_DIR.format(var='fsadvisor_udev_rules_dir', default='/etc/udev/rules.d') + rule_name)}",
         f"    content: {_data(udev_text)}",
-        "    mode: \"0644\"",
+        '    mode: "0644"',
         "  register: fsadvisor_udev",
         "- name: Apply the udev rule now",
         "  ansible.builtin.command:",
@@ -143,7 +161,7 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
         "  ansible.builtin.file:",
         f"    path: {_data(mountpoint)}",
         "    state: directory",
-        "    mode: \"0755\"",
+        '    mode: "0755"',
         "  when: fsadvisor_mount | default(true) | bool",
     ]
     if unit is None:
@@ -154,7 +172,7 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
             f"    regexp: {_data(fstab_regexp)}",
             f"    line: {_yaml('UUID={{ fsadvisor_uuid.stdout }} ' + fstab_rest)}",
             "    create: true",
-            "    mode: \"0644\"",
+            '    mode: "0644"',
             "- name: Is it mounted already",
             "  ansible.builtin.command:",
             f"    argv: {_data(['findmnt', '--mountpoint', mountpoint])}",
@@ -169,14 +187,15 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
         ]
     else:
         name, _ = unit
-        unit_for_uuid = mount_unit(cfg, Target(dev, target.kernel_name, uuid="UUIDVAR"),
-                                   mountpoint)[1].replace("UUIDVAR", "{{ fsadvisor_uuid.stdout }}")
+        unit_for_uuid = mount_unit(
+            cfg, Target(dev, target.kernel_name, uuid="UUIDVAR"), mountpoint
+        )[1].replace("UUIDVAR", "{{ fsadvisor_uuid.stdout }}")
         t += [
             "- name: Install the mount unit",
             "  ansible.builtin.copy:",
             f"    dest: {_yaml(TEMPLATE_DIR.format(var='fsadvisor_systemd_dir', default='/etc/systemd/system') + name)}",
             f"    content: {_yaml(unit_for_uuid)}",
-            "    mode: \"0644\"",
+            '    mode: "0644"',
             "- name: Start and enable the mount",
             "  ansible.builtin.systemd_service:",
             f"    name: {_data(name)}",
@@ -188,16 +207,19 @@ def ansible_tasks(config: FsConfig, target: Target, mountpoint: str, udev_text: 
     return "\n".join(t) + "\n"
 
 
-def build(config: FsConfig, target: Target, mountpoint: str = "/srv/data",
-          with_mount_unit: bool = False) -> Artifacts:
+def build(
+    config: FsConfig, target: Target, mountpoint: str = "/srv/data", with_mount_unit: bool = False
+) -> Artifacts:
     """Every artifact for ``config`` on ``target``, by file name."""
     cfg = canonical(config)
     a = Artifacts(config=cfg, target=target, mountpoint=mountpoint)
     a.mkfs_argv = mkfs_argv(cfg, target.path)
     a.fstab_line = fstab_line(cfg, target.fstab_spec, mountpoint)
     rule = udev_rule(target, cfg.scheduler)
-    a.files["mkfs.sh"] = ("#!/bin/sh\n# written by fsadvisor apply: DESTROYS the data on "
-                          f"{target.path}\nset -e\n{shlex.join(a.mkfs_argv)}\n")
+    a.files["mkfs.sh"] = (
+        "#!/bin/sh\n# written by fsadvisor apply: DESTROYS the data on "
+        f"{target.path}\nset -e\n{shlex.join(a.mkfs_argv)}\n"
+    )
     a.files["fstab"] = a.fstab_line + "\n"
     a.files[UDEV_RULE_PATH.rsplit("/", 1)[1]] = rule
     unit = mount_unit(cfg, target, mountpoint) if with_mount_unit else None

@@ -65,8 +65,11 @@ AXES: dict[str, list[Axis]] = {
         _mo((), ("nobarrier",)),
     ],
     "f2fs": [
-        _mk({}, {"features": "extra_attr,inode_checksum,sb_checksum"},
-            {"features": "extra_attr,compression"}),
+        _mk(
+            {},
+            {"features": "extra_attr,inode_checksum,sb_checksum"},
+            {"features": "extra_attr,compression"},
+        ),
         _ATIME,
         _mo((), ("mode=lfs",)),
         _mo(("nodiscard",), ("discard",)),
@@ -82,8 +85,9 @@ AG_COUNTS = (8, 16, 32, 64, 128)
 DEFAULT_MOUNT = {"ext4": (), "xfs": (), "btrfs": ("nodiscard",), "f2fs": ("nodiscard",)}
 
 
-def default_config(fs: str, device_size_bytes: int | None = None,
-                   scheduler: str = "none") -> FsConfig:
+def default_config(
+    fs: str, device_size_bytes: int | None = None, scheduler: str = "none"
+) -> FsConfig:
     """The tools' defaults (plus explicit nodiscard for btrfs/f2fs, see module docstring)."""
     cfg = canonical(FsConfig(fs=fs, mount=DEFAULT_MOUNT.get(fs, ()), scheduler=scheduler))
     validate(cfg, device_size_bytes)
@@ -108,8 +112,9 @@ def _static_configs(fs: str) -> tuple[FsConfig, ...]:
     return tuple(out)
 
 
-def _ag_choices(device_size_bytes: int, block_size: int, ncpus: int,
-                sector_size: int | None) -> list[int | None]:
+def _ag_choices(
+    device_size_bytes: int, block_size: int, ncpus: int, sector_size: int | None
+) -> list[int | None]:
     try:
         lo, hi = geometry.ag_count_range(device_size_bytes, block_size, sector_size)
     except ConfigError:
@@ -123,9 +128,13 @@ def _ag_choices(device_size_bytes: int, block_size: int, ncpus: int,
 
 
 @functools.lru_cache(maxsize=32)
-def _candidates(device_size_bytes: int, filesystems: tuple[str, ...],
-                schedulers: tuple[str, ...], ncpus: int,
-                sector_size: int | None) -> tuple[FsConfig, ...]:
+def _candidates(
+    device_size_bytes: int,
+    filesystems: tuple[str, ...],
+    schedulers: tuple[str, ...],
+    ncpus: int,
+    sector_size: int | None,
+) -> tuple[FsConfig, ...]:
     out: list[FsConfig] = []
     for fs in filesystems:
         if device_size_bytes < geometry.MIN_DEVICE_BYTES[fs]:
@@ -143,9 +152,13 @@ def _candidates(device_size_bytes: int, filesystems: tuple[str, ...],
     return tuple(out)
 
 
-def candidates(device_size_bytes: int, filesystems: Iterable[str] = FILESYSTEMS,
-               schedulers: Iterable[str] = SCHEDULERS, ncpus: int | None = None,
-               sector_size: int | None = None) -> list[FsConfig]:
+def candidates(
+    device_size_bytes: int,
+    filesystems: Iterable[str] = FILESYSTEMS,
+    schedulers: Iterable[str] = SCHEDULERS,
+    ncpus: int | None = None,
+    sector_size: int | None = None,
+) -> list[FsConfig]:
     """Every generated configuration that fits a device of this size (>= 1,000 for 1 TB) and,
     when given, logical sector size. ``ncpus`` (default: this machine's) adds an AG count of
     one per CPU (seed 000)."""
@@ -156,8 +169,14 @@ def candidates(device_size_bytes: int, filesystems: Iterable[str] = FILESYSTEMS,
     for s in scheds:
         if s not in SCHEDULERS:
             raise ConfigError(f"unknown I/O scheduler {s!r} (known: {', '.join(SCHEDULERS)})")
-    if isinstance(device_size_bytes, bool) or not isinstance(device_size_bytes, int) \
-            or device_size_bytes <= 0:
-        raise ConfigError(f"device size must be a positive number of bytes, not {device_size_bytes!r}")
-    return list(_candidates(device_size_bytes, fss, scheds, ncpus or os.cpu_count() or 1,
-                            sector_size))
+    if (
+        isinstance(device_size_bytes, bool)
+        or not isinstance(device_size_bytes, int)
+        or device_size_bytes <= 0
+    ):
+        raise ConfigError(
+            f"device size must be a positive number of bytes, not {device_size_bytes!r}"
+        )
+    return list(
+        _candidates(device_size_bytes, fss, scheds, ncpus or os.cpu_count() or 1, sector_size)
+    )

@@ -33,21 +33,41 @@ def mkfs_argv(config: FsConfig, device: str) -> list[str]:
     cfg = canonical(config)
     dev = str(device)
     if cfg.fs == "ext4":
-        argv = ["mkfs.ext4", "-F", "-q", "-b", str(_value(cfg, "block_size")),
-                "-I", str(_value(cfg, "inode_size"))]
+        argv = [
+            "mkfs.ext4",
+            "-F",
+            "-q",
+            "-b",
+            str(_value(cfg, "block_size")),
+            "-I",
+            str(_value(cfg, "inode_size")),
+        ]
         if not _value(cfg, "journal"):
             argv += ["-O", "^has_journal"]
         return argv + ["-E", EXT4_EAGER_INIT, dev]
     if cfg.fs == "xfs":
         # Not quiet: the geometry mkfs.xfs prints is the record of the agcount it applied.
-        argv = ["mkfs.xfs", "-f", "-b", f"size={_value(cfg, 'block_size')}",
-                "-i", f"size={_value(cfg, 'inode_size')}"]
+        argv = [
+            "mkfs.xfs",
+            "-f",
+            "-b",
+            f"size={_value(cfg, 'block_size')}",
+            "-i",
+            f"size={_value(cfg, 'inode_size')}",
+        ]
         if cfg.ag_count is not None:
             argv += ["-d", f"agcount={cfg.ag_count}"]
         return argv + [dev]
     if cfg.fs == "btrfs":
-        return ["mkfs.btrfs", "-f", "-n", str(_value(cfg, "nodesize")),
-                "--csum", _value(cfg, "checksum"), dev]
+        return [
+            "mkfs.btrfs",
+            "-f",
+            "-n",
+            str(_value(cfg, "nodesize")),
+            "--csum",
+            _value(cfg, "checksum"),
+            dev,
+        ]
     argv = ["mkfs.f2fs", "-f", "-q"]
     if _value(cfg, "features"):
         argv += ["-O", _value(cfg, "features")]
@@ -75,5 +95,13 @@ def _fstab_escape(field: str) -> str:
 def fstab_line(config: FsConfig, spec: str = "UUID=<uuid>", mountpoint: str = "/srv/data") -> str:
     """One /etc/fstab line: spec, mountpoint, type, options, dump 0, fsck pass (see FSCK_PASS)."""
     cfg = canonical(config)
-    return " ".join((_fstab_escape(spec), _fstab_escape(mountpoint), cfg.fs,
-                     mount_options_string(cfg), "0", str(FSCK_PASS[cfg.fs])))
+    return " ".join(
+        (
+            _fstab_escape(spec),
+            _fstab_escape(mountpoint),
+            cfg.fs,
+            mount_options_string(cfg),
+            "0",
+            str(FSCK_PASS[cfg.fs]),
+        )
+    )

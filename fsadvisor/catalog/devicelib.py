@@ -24,8 +24,15 @@ from fsadvisor.errors import FsAdvisorError
 
 # How much a kind of source is trusted, best first: where sources disagree the better kind
 # wins (README "Rules"); a figure from the last three is marked as not the manufacturer's.
-SOURCE_KINDS = ("manufacturer-datasheet", "manufacturer-product-brief", "oem-product-guide",
-                "device-identify-log", "review", "retailer", "seed")
+SOURCE_KINDS = (
+    "manufacturer-datasheet",
+    "manufacturer-product-brief",
+    "oem-product-guide",
+    "device-identify-log",
+    "review",
+    "retailer",
+    "seed",
+)
 MANUFACTURER_KINDS = ("manufacturer-datasheet", "manufacturer-product-brief")
 
 NUMERIC_FIGURES = {
@@ -45,11 +52,22 @@ NUMERIC_FIGURES = {
     "dwpd": "drive writes per day",
 }
 TEXT_FIGURES = {"interface": "host interface", "form_factor": "form factor"}
-OTHER_FIGURES = {"plp": "power-loss protection (true/false)",
-                 "power_states": "NVMe power states [{ps, max_w, op}]"}
+OTHER_FIGURES = {
+    "plp": "power-loss protection (true/false)",
+    "power_states": "NVMe power states [{ps, max_w, op}]",
+}
 FIGURE_KEYS = {**NUMERIC_FIGURES, **TEXT_FIGURES, **OTHER_FIGURES}
-META_KEYS = {"name", "family", "model", "kind", "class", "capacity_gb", "part_numbers", "notes",
-             "measured_as"}
+META_KEYS = {
+    "name",
+    "family",
+    "model",
+    "kind",
+    "class",
+    "capacity_gb",
+    "part_numbers",
+    "notes",
+    "measured_as",
+}
 DRIVE_KINDS = ("nvme", "sata-ssd")
 DRIVE_CLASSES = ("consumer", "data-center", "industrial")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]*[a-z0-9]$")
@@ -76,8 +94,13 @@ class Source:
         return f"{self.title} ({self.date}; {self.kind}) {self.url}"
 
     def to_dict(self) -> dict[str, str]:
-        return {"id": self.id, "title": self.title, "date": self.date, "url": self.url,
-                "kind": self.kind}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "date": self.date,
+            "url": self.url,
+            "kind": self.kind,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,8 +114,11 @@ class Figure:
     disagrees: tuple[tuple[Any, Source, str], ...] = ()  # (value, source, note)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": self.value, "source": self.source.id,
-                             "source_kind": self.source.kind}
+        d: dict[str, Any] = {
+            "value": self.value,
+            "source": self.source.id,
+            "source_kind": self.source.kind,
+        }
         if not self.source.manufacturer:
             d["not_manufacturer"] = True
         if self.note:
@@ -102,8 +128,10 @@ class Figure:
         if self.also:
             d["also"] = [s.id for s in self.also]
         if self.disagrees:
-            d["disagrees"] = [{"value": v, "source": s.id, "source_kind": s.kind, "note": n}
-                              for v, s, n in self.disagrees]
+            d["disagrees"] = [
+                {"value": v, "source": s.id, "source_kind": s.kind, "note": n}
+                for v, s, n in self.disagrees
+            ]
         return d
 
 
@@ -145,16 +173,25 @@ class LibraryDrive:
         return sorted(seen.values(), key=lambda s: (SOURCE_KINDS.index(s.kind), s.id))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "vendor": self.vendor, "model": self.model,
-                "kind": self.kind, "class": self.drive_class, "capacity_gb": self.capacity_gb,
-                "part_numbers": list(self.part_numbers), "plp": self.plp,
-                "figures": {k: f.to_dict() for k, f in sorted(self.figures.items())},
-                "sources": [s.to_dict() for s in self.sources()],
-                "notes": list(self.notes), "measured_as": list(self.measured_as),
-                "file": self.file}
+        return {
+            "name": self.name,
+            "vendor": self.vendor,
+            "model": self.model,
+            "kind": self.kind,
+            "class": self.drive_class,
+            "capacity_gb": self.capacity_gb,
+            "part_numbers": list(self.part_numbers),
+            "plp": self.plp,
+            "figures": {k: f.to_dict() for k, f in sorted(self.figures.items())},
+            "sources": [s.to_dict() for s in self.sources()],
+            "notes": list(self.notes),
+            "measured_as": list(self.measured_as),
+            "file": self.file,
+        }
 
 
 # --------------------------------------------------------------------------- validation
+
 
 def _err(where: str, msg: str) -> DeviceLibraryError:
     return DeviceLibraryError(f"{where}: {msg}")
@@ -182,19 +219,30 @@ def _check_value(where: str, key: str, v: Any) -> Any:
         raise _err(where, "must be a non-empty list of {ps, max_w, op}")
     out = []
     for i, ps in enumerate(v):
-        if not isinstance(ps, dict) or set(ps) - {"ps", "max_w", "op"} or not {"ps", "max_w"} <= set(ps):
+        if (
+            not isinstance(ps, dict)
+            or set(ps) - {"ps", "max_w", "op"}
+            or not {"ps", "max_w"} <= set(ps)
+        ):
             raise _err(f"{where}[{i}]", "needs ps and max_w (and optionally op)")
         if isinstance(ps["ps"], bool) or not isinstance(ps["ps"], int) or ps["ps"] < 0:
             raise _err(f"{where}[{i}].ps", f"must be a state number >= 0, not {ps['ps']!r}")
-        out.append({"ps": ps["ps"], "max_w": _number(f"{where}[{i}].max_w", ps["max_w"]),
-                    "op": bool(ps.get("op", True))})
+        out.append(
+            {
+                "ps": ps["ps"],
+                "max_w": _number(f"{where}[{i}].max_w", ps["max_w"]),
+                "op": bool(ps.get("op", True)),
+            }
+        )
     return out
 
 
 def _figure(where: str, key: str, raw: Any, sources: dict[str, Source]) -> Figure:
     if key not in FIGURE_KEYS:
         close = difflib.get_close_matches(key, list(FIGURE_KEYS) + list(META_KEYS), n=1)
-        raise _err(where, f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise _err(
+            where, f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        )
     if not isinstance(raw, dict) or "v" not in raw:
         raise _err(where, "a figure is a table {v = VALUE, src = SOURCE-ID}")
     if "src" not in raw or not isinstance(raw["src"], str) or not raw["src"]:
@@ -217,17 +265,32 @@ def _figure(where: str, key: str, raw: Any, sources: dict[str, Source]) -> Figur
     dis = []
     for i, d in enumerate(raw.get("disagrees", [])):
         at = f"{where}.disagrees[{i}]"
-        if not isinstance(d, dict) or "v" not in d or "src" not in d or set(d) - {"v", "src", "note"}:
+        if (
+            not isinstance(d, dict)
+            or "v" not in d
+            or "src" not in d
+            or set(d) - {"v", "src", "note"}
+        ):
             raise _err(at, "needs v and src (and optionally note)")
         dsrc = src(d["src"], at)
         # Where sources disagree the manufacturer wins: a figure from a lesser source may not
         # stand against a manufacturer's disagreeing one.
         if dsrc.manufacturer and not source.manufacturer:
-            raise _err(at, f"a manufacturer source ({dsrc.id}) disagrees with a {source.kind} "
-                           "figure: the manufacturer's figure must be the value")
+            raise _err(
+                at,
+                f"a manufacturer source ({dsrc.id}) disagrees with a {source.kind} "
+                "figure: the manufacturer's figure must be the value",
+            )
         dis.append((_check_value(at, key, d["v"]), dsrc, str(d.get("note", ""))))
-    return Figure(key=key, value=value, source=source, note=str(raw.get("note", "")), qd=qd,
-                  also=also, disagrees=tuple(dis))
+    return Figure(
+        key=key,
+        value=value,
+        source=source,
+        note=str(raw.get("note", "")),
+        qd=qd,
+        also=also,
+        disagrees=tuple(dis),
+    )
 
 
 def _sources(fname: str, doc: dict) -> dict[str, Source]:
@@ -244,7 +307,9 @@ def _sources(fname: str, doc: dict) -> dict[str, Source]:
         extra = set(s) - {"title", "date", "url", "kind"}
         if extra:
             raise _err(where, f"unknown field(s) {sorted(extra)}")
-        out[sid] = Source(id=sid, title=s["title"], date=str(s["date"]), url=s["url"], kind=s["kind"])
+        out[sid] = Source(
+            id=sid, title=s["title"], date=str(s["date"]), url=s["url"], kind=s["kind"]
+        )
     return out
 
 
@@ -252,7 +317,7 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
     """Validate one vendor file (already parsed TOML) and return its drives."""
     vendor = doc.get("vendor")
     if not isinstance(vendor, str) or not vendor.strip():
-        raise _err(fname, "needs vendor = \"...\"")
+        raise _err(fname, 'needs vendor = "..."')
     extra = set(doc) - {"vendor", "sources", "family", "drive"}
     if extra:
         raise _err(fname, f"unknown top-level key(s) {sorted(extra)}")
@@ -290,12 +355,22 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
         used.update(f.source.id for f in figures.values())
         used.update(s.id for f in figures.values() for s in f.also)
         used.update(d[1].id for f in figures.values() for d in f.disagrees)
-        out.append(LibraryDrive(
-            name=name, vendor=vendor, model=str(merged["model"]), kind=merged["kind"],
-            drive_class=merged["class"], capacity_gb=float(cap), figures=figures, file=fname,
-            part_numbers=tuple(str(p) for p in merged.get("part_numbers", ())),
-            notes=tuple(str(n) for n in merged.get("notes", ())), family=fam_name,
-            measured_as=tuple(str(n) for n in merged.get("measured_as", ()))))
+        out.append(
+            LibraryDrive(
+                name=name,
+                vendor=vendor,
+                model=str(merged["model"]),
+                kind=merged["kind"],
+                drive_class=merged["class"],
+                capacity_gb=float(cap),
+                figures=figures,
+                file=fname,
+                part_numbers=tuple(str(p) for p in merged.get("part_numbers", ())),
+                notes=tuple(str(n) for n in merged.get("notes", ())),
+                family=fam_name,
+                measured_as=tuple(str(n) for n in merged.get("measured_as", ())),
+            )
+        )
     unused = set(sources) - used
     if unused:
         raise _err(fname, f"source(s) cited by no figure: {sorted(unused)}")
@@ -304,6 +379,7 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
 
 def library_dir() -> Path:
     from fsadvisor.infra.resources import data_dir
+
     return data_dir("datasets") / "devices"
 
 
@@ -316,6 +392,7 @@ def load_library(root: Path | None = None) -> dict[str, LibraryDrive]:
 @lru_cache(maxsize=4)
 def _load(root: str) -> tuple[tuple[str, LibraryDrive], ...]:
     import tomllib
+
     drives: dict[str, LibraryDrive] = {}
     files = sorted(Path(root).glob("*.toml"))
     if not files:
@@ -328,12 +405,15 @@ def _load(root: str) -> tuple[tuple[str, LibraryDrive], ...]:
             raise DeviceLibraryError(f"{path.name}: not valid TOML: {e}") from None
         for d in parse_file(path.name, doc):
             if d.name in drives:
-                raise DeviceLibraryError(f"{path.name}: drive {d.name} is also in {drives[d.name].file}")
+                raise DeviceLibraryError(
+                    f"{path.name}: drive {d.name} is also in {drives[d.name].file}"
+                )
             drives[d.name] = d
     return tuple(sorted(drives.items()))
 
 
 # --------------------------------------------------------------------------- lookup
+
 
 def find(name: str, library: dict[str, LibraryDrive] | None = None) -> LibraryDrive:
     """The drive called ``name`` (case-insensitive), or the one drive whose name starts with
@@ -347,20 +427,25 @@ def find(name: str, library: dict[str, LibraryDrive] | None = None) -> LibraryDr
         return lib[starts[0]]
     if len(starts) > 1:
         shown = ", ".join(starts[:6]) + (" ..." if len(starts) > 6 else "")
-        raise DeviceLibraryError(f"{name!r} matches {len(starts)} drives ({shown}); give more of the name")
+        raise DeviceLibraryError(
+            f"{name!r} matches {len(starts)} drives ({shown}); give more of the name"
+        )
     close = closest_names(key, lib)
     hint = f"; closest: {', '.join(close)}" if close else ""
-    raise DeviceLibraryError(f"no drive {name!r} in the device library{hint} "
-                             "(fsadvisor devices list shows them all)")
+    raise DeviceLibraryError(
+        f"no drive {name!r} in the device library{hint} (fsadvisor devices list shows them all)"
+    )
 
 
 def closest_names(key: str, names, n: int = 3, cutoff: float = 0.6) -> list[str]:
     """The names most like ``key``, as a whole or as the prefix a user abbreviates to
     ("samsng-pm9a3" is close to the start of "samsung-pm9a3-3.84tb-u2", not to all of it)."""
+
     def score(name: str) -> float:
         whole = difflib.SequenceMatcher(None, key, name).ratio()
-        head = difflib.SequenceMatcher(None, key, name[:len(key) + 1]).ratio()
+        head = difflib.SequenceMatcher(None, key, name[: len(key) + 1]).ratio()
         return max(whole, head)
+
     scored = sorted(((score(nm), nm) for nm in names), key=lambda t: (-t[0], t[1]))
     return [nm for s, nm in scored[:n] if s >= cutoff]
 
@@ -372,6 +457,7 @@ def looks_like_name(spec: str) -> bool:
     if not s or s.startswith(("/", ".")) or "/" in s or ":" in s:
         return False
     from fsadvisor.sizes import parse_size
+
     try:
         parse_size(s)
         return False

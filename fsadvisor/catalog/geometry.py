@@ -22,7 +22,9 @@ from fsadvisor.errors import ConfigError
 MIB = 1 << 20
 TIB = 1 << 40
 
-XFS_MIN_DEVICE_BYTES = 300 * MIB  # mkfs.xfs 6.1: "Filesystem must be larger than 300MB" (=300 MiB, verified)
+XFS_MIN_DEVICE_BYTES = (
+    300 * MIB
+)  # mkfs.xfs 6.1: "Filesystem must be larger than 300MB" (=300 MiB, verified)
 XFS_MIN_LOG_BYTES = 64 * MIB
 XFS_MIN_AGCOUNT = 2
 # mkfs.btrfs 6.2: "minimum size for each btrfs device is 114294784" (DUP metadata default).
@@ -38,8 +40,12 @@ EXT4_MIN_DEVICE_BYTES = 8 * MIB
 # larger header and so the stricter rule; a range computed with it holds on 512-byte sectors too.
 DEFAULT_SECTOR_BYTES = 4096
 
-MIN_DEVICE_BYTES = {"xfs": XFS_MIN_DEVICE_BYTES, "btrfs": BTRFS_MIN_DEVICE_BYTES,
-                    "f2fs": F2FS_MIN_DEVICE_BYTES, "ext4": EXT4_MIN_DEVICE_BYTES}
+MIN_DEVICE_BYTES = {
+    "xfs": XFS_MIN_DEVICE_BYTES,
+    "btrfs": BTRFS_MIN_DEVICE_BYTES,
+    "f2fs": F2FS_MIN_DEVICE_BYTES,
+    "ext4": EXT4_MIN_DEVICE_BYTES,
+}
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -57,21 +63,25 @@ def xfs_max_ag_blocks(block_size: int = 4096) -> int:
     return TIB // block_size - 1
 
 
-def ag_count_range(device_size_bytes: int, block_size: int = 4096,
-                   sector_size: int | None = None) -> tuple[int, int]:
+def ag_count_range(
+    device_size_bytes: int, block_size: int = 4096, sector_size: int | None = None
+) -> tuple[int, int]:
     """(lo, hi): every agcount mkfs.xfs accepts for this size (and logical sector size, when
     known; unknown assumes 4 KiB, the stricter case). ConfigError if none exists."""
     if device_size_bytes < XFS_MIN_DEVICE_BYTES:
-        raise ConfigError(f"xfs: device of {device_size_bytes} bytes is below mkfs.xfs's "
-                          f"300 MiB minimum")
+        raise ConfigError(
+            f"xfs: device of {device_size_bytes} bytes is below mkfs.xfs's 300 MiB minimum"
+        )
     blocks = device_size_bytes // block_size
     lo = max(XFS_MIN_AGCOUNT, _ceil_div(blocks, xfs_max_ag_blocks(block_size)))
     # ceil(blocks / n) >= m  <=>  n < blocks / (m - 1)
     m = xfs_min_ag_blocks(block_size, sector_size)
     hi = _ceil_div(blocks, m - 1) - 1
     if hi < lo:
-        raise ConfigError(f"xfs: no allocation-group count fits a {device_size_bytes}-byte device "
-                          f"(each AG needs >= {m} blocks for the 64 MiB log)")
+        raise ConfigError(
+            f"xfs: no allocation-group count fits a {device_size_bytes}-byte device "
+            f"(each AG needs >= {m} blocks for the 64 MiB log)"
+        )
     return lo, hi
 
 

@@ -15,8 +15,11 @@ def _default_modules_dep() -> str:
     return f"/lib/modules/{os.uname().release}/modules.dep"
 
 
-def kernel_supports(fs: str, proc_filesystems: str | os.PathLike = "/proc/filesystems",
-                    modules_dep: str | os.PathLike | None = None) -> bool:
+def kernel_supports(
+    fs: str,
+    proc_filesystems: str | os.PathLike = "/proc/filesystems",
+    modules_dep: str | os.PathLike | None = None,
+) -> bool:
     try:
         lines = Path(proc_filesystems).read_text().splitlines()
     except OSError:

@@ -45,8 +45,10 @@ def _check_mkfs_combination(fs: str, mkfs: Mapping[str, Any]) -> None:
     elif fs == "xfs":
         bs, isz = _mkfs_value(fs, mkfs, "block_size"), _mkfs_value(fs, mkfs, "inode_size")
         if isz > bs // 2:  # mkfs.xfs 6.1: at least two inodes per block (verified)
-            raise ConfigError(f"xfs: inode_size {isz} needs block_size >= {2 * isz} "
-                              f"(mkfs.xfs wants two inodes per block), not {bs}")
+            raise ConfigError(
+                f"xfs: inode_size {isz} needs block_size >= {2 * isz} "
+                f"(mkfs.xfs wants two inodes per block), not {bs}"
+            )
     elif fs == "f2fs":
         feats = set(filter(None, _mkfs_value(fs, mkfs, "features").split(",")))
         for f in ("inode_checksum", "compression"):
@@ -72,39 +74,55 @@ def _check_mount_combination(fs: str, mkfs: Mapping[str, Any], cfg: FsConfig) ->
         if not _mkfs_value(fs, mkfs, "journal"):
             for key in ("data", "commit", "journal_async_commit"):
                 if cfg.mount_value(key) is not None:
-                    raise ConfigError(f"ext4: mount option {key!r} needs a journal "
-                                      f"(mkfs journal=false; the kernel refuses it)")
+                    raise ConfigError(
+                        f"ext4: mount option {key!r} needs a journal "
+                        f"(mkfs journal=false; the kernel refuses it)"
+                    )
         if cfg.mount_value("journal_async_commit") is not None and data in (None, "ordered"):
-            raise ConfigError("ext4: journal_async_commit is refused under data=ordered "
-                              "(the default); use data=writeback or data=journal")
+            raise ConfigError(
+                "ext4: journal_async_commit is refused under data=ordered "
+                "(the default); use data=writeback or data=journal"
+            )
         if data == "journal" and cfg.mount_value("dioread_nolock") is not None:
-            raise ConfigError("ext4: dioread_nolock is ignored under data=journal "
-                              "(the kernel mounts nodioread_nolock)")
+            raise ConfigError(
+                "ext4: dioread_nolock is ignored under data=journal "
+                "(the kernel mounts nodioread_nolock)"
+            )
     elif fs == "btrfs":
         if cfg.mount_value("compress") is not None:
             for key in ("nodatacow", "nodatasum"):
                 if cfg.mount_value(key) is not None:
-                    raise ConfigError(f"btrfs: compress= turns {key} back off (compression needs "
-                                      f"data checksums); choose one of them")
+                    raise ConfigError(
+                        f"btrfs: compress= turns {key} back off (compression needs "
+                        f"data checksums); choose one of them"
+                    )
     elif fs == "f2fs":
         feats = _mkfs_value(fs, mkfs, "features").split(",")
         if cfg.mount_value("compress_algorithm") is not None and "compression" not in feats:
-            raise ConfigError("f2fs: compress_algorithm= needs mkfs features compression,extra_attr")
+            raise ConfigError(
+                "f2fs: compress_algorithm= needs mkfs features compression,extra_attr"
+            )
 
 
 def canonical(config: FsConfig) -> FsConfig:
     """The canonical form of ``config`` (see module docstring); ConfigError when invalid."""
     fs = _check_fs(config.fs)
     if not isinstance(config.mkfs, tuple) or not all(
-            isinstance(kv, tuple) and len(kv) == 2 for kv in config.mkfs):
+        isinstance(kv, tuple) and len(kv) == 2 for kv in config.mkfs
+    ):
         raise ConfigError(f"{fs}: mkfs options must be name/value pairs")
     if isinstance(config.mount, str) or not isinstance(config.mount, (tuple, list)):
         raise ConfigError(f"{fs}: mount options must be a list")
     return build(fs, dict(config.mkfs), tuple(config.mount), config.scheduler, config.ag_count)
 
 
-def build(fs: str, mkfs: Mapping[Any, Any], mount: tuple[Any, ...], scheduler: Any = "none",
-          ag_count: Any = None) -> FsConfig:
+def build(
+    fs: str,
+    mkfs: Mapping[Any, Any],
+    mount: tuple[Any, ...],
+    scheduler: Any = "none",
+    ag_count: Any = None,
+) -> FsConfig:
     """A canonical FsConfig from its parts, validated (size-independent rules only)."""
     fs = _check_fs(fs)
     mk = _canonical_mkfs(fs, mkfs)
@@ -115,8 +133,11 @@ def build(fs: str, mkfs: Mapping[Any, Any], mount: tuple[Any, ...], scheduler: A
     if ag_count is not None:
         if fs != "xfs":
             raise ConfigError(f"{fs}: ag_count is an xfs setting, not {an(fs)} one")
-        if isinstance(ag_count, bool) or not isinstance(ag_count, int) \
-                or ag_count < geometry.XFS_MIN_AGCOUNT:
+        if (
+            isinstance(ag_count, bool)
+            or not isinstance(ag_count, int)
+            or ag_count < geometry.XFS_MIN_AGCOUNT
+        ):
             raise ConfigError(f"xfs: ag_count must be an integer >= 2, not {ag_count!r}")
     out = FsConfig(fs, tuple(sorted(mk.items())), mo, scheduler, ag_count)
     _check_mount_combination(fs, mk, out)
@@ -127,28 +148,36 @@ def _human(n: int) -> str:
     return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n}-byte"
 
 
-def validate(config: FsConfig, device_size_bytes: int | None = None,
-             sector_size: int | None = None) -> None:
+def validate(
+    config: FsConfig, device_size_bytes: int | None = None, sector_size: int | None = None
+) -> None:
     """None when mkfs and mount will accept ``config`` (on a device of that size and logical
     sector size, when given), else a one-line ConfigError."""
     cfg = canonical(config)
     if sector_size is not None and cfg.fs in ("ext4", "xfs"):
         bs = _mkfs_value(cfg.fs, cfg.mkfs_dict, "block_size")
         if bs < sector_size:  # verified on a 4Kn loop device: both mkfs refuse
-            raise ConfigError(f"{cfg.fs}: block_size {bs} is smaller than the device's "
-                              f"{sector_size}-byte logical sectors")
+            raise ConfigError(
+                f"{cfg.fs}: block_size {bs} is smaller than the device's "
+                f"{sector_size}-byte logical sectors"
+            )
     if device_size_bytes is None:
         return
     minimum = geometry.MIN_DEVICE_BYTES[cfg.fs]
     if device_size_bytes < minimum:
-        raise ConfigError(f"{cfg.fs}: a {_human(device_size_bytes)} device is below "
-                          f"mkfs.{cfg.fs}'s minimum of {_human(minimum)}")
+        raise ConfigError(
+            f"{cfg.fs}: a {_human(device_size_bytes)} device is below "
+            f"mkfs.{cfg.fs}'s minimum of {_human(minimum)}"
+        )
     if cfg.ag_count is not None:
-        lo, hi = geometry.ag_count_range(device_size_bytes, _mkfs_value("xfs", cfg.mkfs_dict,
-                                                                        "block_size"), sector_size)
+        lo, hi = geometry.ag_count_range(
+            device_size_bytes, _mkfs_value("xfs", cfg.mkfs_dict, "block_size"), sector_size
+        )
         if not lo <= cfg.ag_count <= hi:
-            raise ConfigError(f"xfs: ag_count {cfg.ag_count} is outside {lo}..{hi} for a "
-                              f"{_human(device_size_bytes)} device (AG <= 1 TiB, log >= 64 MiB per AG)")
+            raise ConfigError(
+                f"xfs: ag_count {cfg.ag_count} is outside {lo}..{hi} for a "
+                f"{_human(device_size_bytes)} device (AG <= 1 TiB, log >= 64 MiB per AG)"
+            )
 
 
 _TOP_KEYS = ("filesystem", "fs", "mkfs", "mount", "scheduler", "ag_count")
@@ -179,8 +208,10 @@ def config_from_dict(d: Any) -> FsConfig:
         raise ConfigError(f"a configuration must be a JSON object, not {type(d).__name__}")
     unknown = [k for k in d if k not in _TOP_KEYS]
     if unknown:
-        raise ConfigError(f"unknown configuration key {unknown[0]!r} (known: filesystem, mkfs, "
-                          f"mount, scheduler, ag_count)")
+        raise ConfigError(
+            f"unknown configuration key {unknown[0]!r} (known: filesystem, mkfs, "
+            f"mount, scheduler, ag_count)"
+        )
     if "filesystem" in d and "fs" in d and d["filesystem"] != d["fs"]:
         raise ConfigError("give the filesystem once ('filesystem' and 'fs' differ)")
     fs = _check_fs(d.get("filesystem", d.get("fs")))

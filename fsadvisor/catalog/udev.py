@@ -72,20 +72,31 @@ def udev_rule(target: Target, scheduler: str) -> str:
         match += [f'KERNEL=="{kernel_pattern(target.kernel_name)}"', f'ENV{{ID_WWN}}=="{wwn}"']
         how = f"its world-wide name {wwn}"
     elif serial := _udev_value(target.id_serial):
-        match += [f'KERNEL=="{kernel_pattern(target.kernel_name)}"',
-                  f'ENV{{ID_SERIAL}}=="{serial}"']
+        match += [
+            f'KERNEL=="{kernel_pattern(target.kernel_name)}"',
+            f'ENV{{ID_SERIAL}}=="{serial}"',
+        ]
         how = f"its serial {serial}"
     else:
         # a kernel name is letters, digits and a few marks (nvme0n1, sda, dm-0, loop7); one
         # that is not could end the quoted value or glob over every disk
         if not KERNEL_NAME.fullmatch(target.kernel_name or ""):
-            raise ConfigError(f"{target.kernel_name!r} is not a kernel device name; the udev "
-                              "rule cannot name it")
+            raise ConfigError(
+                f"{target.kernel_name!r} is not a kernel device name; the udev rule cannot name it"
+            )
         match.append(f'KERNEL=="{target.kernel_name}"')
-        how = (f"its kernel name {target.kernel_name} (it reports no ID_WWN or ID_SERIAL); "
-               "kernel names can change between boots: check it on the target")
-    disk = "" if target.path.rsplit("/", 1)[-1] == target.kernel_name else (
-        f" (its disk {target.kernel_name}: the scheduler belongs to the whole disk)")
-    return (f"# {UDEV_RULE_PATH}: written by fsadvisor apply\n"
-            f"# I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}.\n"
-            + ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"']) + "\n")
+        how = (
+            f"its kernel name {target.kernel_name} (it reports no ID_WWN or ID_SERIAL); "
+            "kernel names can change between boots: check it on the target"
+        )
+    disk = (
+        ""
+        if target.path.rsplit("/", 1)[-1] == target.kernel_name
+        else (f" (its disk {target.kernel_name}: the scheduler belongs to the whole disk)")
+    )
+    return (
+        f"# {UDEV_RULE_PATH}: written by fsadvisor apply\n"
+        f"# I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}.\n"
+        + ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"'])
+        + "\n"
+    )

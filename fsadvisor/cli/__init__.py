@@ -24,12 +24,24 @@ from fsadvisor.errors import FsAdvisorError
 # the probe's, and typer builds the few commands that module defines, not all ~60.
 # tests/unit/test_fast_startup.py holds the table to what the modules register.
 COMMAND_MODULES = {
-    "recommend": "advice", "predict": "advice", "validate": "advice", "apply": "apply",
-    "calibrate": "calibrate", "refit": "calibrate", "compare": "compare", "probe": "probe",
-    "report": "report", "simulate": "simulate", "tui": "tui",
+    "recommend": "advice",
+    "predict": "advice",
+    "validate": "advice",
+    "apply": "apply",
+    "calibrate": "calibrate",
+    "refit": "calibrate",
+    "compare": "compare",
+    "probe": "probe",
+    "report": "report",
+    "simulate": "simulate",
+    "tui": "tui",
     # command groups (typer lists them after the plain commands)
-    "db": "db", "devices": "devices", "energy": "energy", "fleet": "fleet",
-    "import": "imports", "profiles": "profiles",
+    "db": "db",
+    "devices": "devices",
+    "energy": "energy",
+    "fleet": "fleet",
+    "import": "imports",
+    "profiles": "profiles",
 }
 
 
@@ -43,6 +55,7 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             import importlib
+
             importlib.import_module(f"{__name__}.{COMMAND_MODULES[cmd_name]}")
             # typer builds the commands registered so far: the modules imported, not all.
             # The app has a callback (_root), so typer always builds a group of them.
@@ -54,30 +67,39 @@ class LazyGroup(TyperGroup):
 
 
 # -h as well as --help everywhere; no rich boxes: a usage error is one line (main()).
-app = typer.Typer(cls=LazyGroup, no_args_is_help=True, add_completion=True,
-                  rich_markup_mode=None,
-                  pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Choose a filesystem configuration for an SSD by operations per joule.")
+app = typer.Typer(
+    cls=LazyGroup,
+    no_args_is_help=True,
+    add_completion=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Choose a filesystem configuration for an SSD by operations per joule.",
+)
 
 
 def complete_profile(incomplete: str) -> list[str]:
     """Shell completion of --profile: the preset names starting with what was typed (a path
     is the shell's own file completion's job)."""
     from fsadvisor.service.advice import list_profiles
+
     return [p.name for p in list_profiles() if p.name.startswith(incomplete)]
 
 
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
+
         typer.echo(f"fsadvisor {version('fsadvisor')}")
         raise typer.Exit(0)
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Choose a filesystem configuration for an SSD by operations per joule."""
 
 
@@ -154,15 +176,40 @@ def emit_json(obj: Any) -> None:
 # <int>, <float>): what --help, the man page and the README show. An option that sets its
 # own metavar keeps it; a new option without one gets its name in capitals (command_tree).
 METAVARS = {
-    "--config": "JSON", "--workload": "JSON", "--db": "PATH", "--device": "DEVICE",
-    "--energy": "SOURCE", "--source": "SOURCE", "--folds": "N", "--format": "FORMAT",
-    "--fs": "FS,...", "--kind": "KIND", "--load": "RATE", "--matrix": "ID",
-    "--mountpoint": "PATH", "--name": "NAME", "--out": "FILE", "--output": "FILE",
-    "--plp": "yes|no|unknown", "--price": "PER_KWH", "--profile": "NAME|FILE", "--pue": "X",
-    "--rank": "N", "--reps": "N", "--requests": "N", "--schedulers": "SCHED,...",
-    "--scope": "system|cpu+dram|drive", "--seconds": "SECONDS", "--sector-size": "512|4096",
-    "--seed": "N", "--servers": "N", "--set": "KNOB=VALUE", "--sigma": "SD",
-    "--table": "TABLE", "--top": "N", "--vary": "KNOB=V1,V2",
+    "--config": "JSON",
+    "--workload": "JSON",
+    "--db": "PATH",
+    "--device": "DEVICE",
+    "--energy": "SOURCE",
+    "--source": "SOURCE",
+    "--folds": "N",
+    "--format": "FORMAT",
+    "--fs": "FS,...",
+    "--kind": "KIND",
+    "--load": "RATE",
+    "--matrix": "ID",
+    "--mountpoint": "PATH",
+    "--name": "NAME",
+    "--out": "FILE",
+    "--output": "FILE",
+    "--plp": "yes|no|unknown",
+    "--price": "PER_KWH",
+    "--profile": "NAME|FILE",
+    "--pue": "X",
+    "--rank": "N",
+    "--reps": "N",
+    "--requests": "N",
+    "--schedulers": "SCHED,...",
+    "--scope": "system|cpu+dram|drive",
+    "--seconds": "SECONDS",
+    "--sector-size": "512|4096",
+    "--seed": "N",
+    "--servers": "N",
+    "--set": "KNOB=VALUE",
+    "--sigma": "SD",
+    "--table": "TABLE",
+    "--top": "N",
+    "--vary": "KNOB=V1,V2",
 }
 
 
@@ -205,8 +252,6 @@ def register_all() -> None:
             importlib.import_module(f"{__name__}.{mod.name}")
 
 
-
-
 def usage_line(e: Any) -> str:
     """A Click usage error as one line: what was wrong and where help is."""
     ctx = e.ctx
@@ -220,6 +265,7 @@ def _click_errors():
         from typer._click import exceptions
     except ImportError:  # pragma: no cover - typer with click as a dependency
         import click.exceptions
+
         return click.exceptions
     return exceptions
 
@@ -250,6 +296,7 @@ def _interrupt_with_a_message() -> None:
 
     def handler(signum: int, frame: object) -> None:
         raise Interrupted()
+
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, handler)
 
@@ -264,6 +311,7 @@ def _exiting() -> None:
     # OS, and CPython never promised finalizers for that at exit. Only for the process's
     # own command line, so an in-process caller (tests, main([...])) keeps its collector.
     import gc
+
     gc.freeze()
 
 

@@ -18,8 +18,14 @@ from fsadvisor.service import answer
 from fsadvisor import limits
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")]
-ScopeOpt = Annotated[str, typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive.")]
+DbOpt = Annotated[
+    Optional[str],
+    typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
+]
+ScopeOpt = Annotated[
+    str,
+    typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive."),
+]
 
 
 BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-200 bytes
@@ -67,18 +73,93 @@ def _fmt_range(r) -> str:
 @app.command()
 @domain_errors
 def recommend(
-    profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Preset name or path to a profile TOML.")],
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Target: a block device path (inspected read-only), a library drive name (fsadvisor devices list, e.g. samsung-pm9a3-3.84tb-u2) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.")] = None,
-    top: Annotated[int, typer.Option("--top", "-n", callback=limit_option("top"), help="How many configurations to show." + limits.help_range("top"))] = 5,
-    plp: Annotated[Optional[str], typer.Option("--plp", help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).")] = None,
-    sector_size: Annotated[Optional[int], typer.Option("--sector-size", callback=limit_option("sector-size"), help="Logical sector size of a device given by size or name: 512 | 4096 (default 4096, the stricter: every command shown also runs on 512-byte sectors). A device path uses its own.")] = None,
+    profile: Annotated[
+        str,
+        typer.Option(
+            "--profile",
+            "-p",
+            autocompletion=complete_profile,
+            help="Preset name or path to a profile TOML.",
+        ),
+    ],
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device",
+            "-d",
+            help="Target: a block device path (inspected read-only), a library drive name (fsadvisor devices list, e.g. samsung-pm9a3-3.84tb-u2) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.",
+        ),
+    ] = None,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top",
+            "-n",
+            callback=limit_option("top"),
+            help="How many configurations to show." + limits.help_range("top"),
+        ),
+    ] = 5,
+    plp: Annotated[
+        Optional[str],
+        typer.Option(
+            "--plp",
+            help="Device power-loss protection: yes | no | unknown (default: the profile's, else unknown).",
+        ),
+    ] = None,
+    sector_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--sector-size",
+            callback=limit_option("sector-size"),
+            help="Logical sector size of a device given by size or name: 512 | 4096 (default 4096, the stricter: every command shown also runs on 512-byte sectors). A device path uses its own.",
+        ),
+    ] = None,
     scope: ScopeOpt = "system",
-    active: Annotated[bool, typer.Option("--active", help="Rank by active energy (total minus idle) instead of total energy.")] = False,
-    load: Annotated[Optional[float], typer.Option("--load", callback=limit_option("load"), help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration." + limits.help_range("load"))] = None,
-    price: Annotated[Optional[float], typer.Option("--price", callback=limit_option("price"), help="Electricity price per kWh (with --load)." + limits.help_range("price"))] = None,
-    servers: Annotated[int, typer.Option("--servers", callback=limit_option("servers"), help="How many servers run this (with --load)." + limits.help_range("servers"))] = 1,
-    pue: Annotated[float, typer.Option("--pue", callback=limit_option("pue"), help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"))] = 1.0,
-    plot: Annotated[bool, typer.Option("--plot", help="Also draw the ranked ops/J (bytes/J) as bars with 95% whiskers.")] = False,
+    active: Annotated[
+        bool,
+        typer.Option(
+            "--active", help="Rank by active energy (total minus idle) instead of total energy."
+        ),
+    ] = False,
+    load: Annotated[
+        Optional[float],
+        typer.Option(
+            "--load",
+            callback=limit_option("load"),
+            help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration."
+            + limits.help_range("load"),
+        ),
+    ] = None,
+    price: Annotated[
+        Optional[float],
+        typer.Option(
+            "--price",
+            callback=limit_option("price"),
+            help="Electricity price per kWh (with --load)." + limits.help_range("price"),
+        ),
+    ] = None,
+    servers: Annotated[
+        int,
+        typer.Option(
+            "--servers",
+            callback=limit_option("servers"),
+            help="How many servers run this (with --load)." + limits.help_range("servers"),
+        ),
+    ] = 1,
+    pue: Annotated[
+        float,
+        typer.Option(
+            "--pue",
+            callback=limit_option("pue"),
+            help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"),
+        ),
+    ] = 1.0,
+    plot: Annotated[
+        bool,
+        typer.Option(
+            "--plot", help="Also draw the ranked ops/J (bytes/J) as bars with 95% whiskers."
+        ),
+    ] = False,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -89,13 +170,22 @@ def recommend(
         # Refuse bad numbers before the ranking runs (the defaults need no check, and
         # without them the yearly arithmetic is not loaded: ~1 ms of start-up).
         from fsadvisor.service import worth
+
         worth.check_inputs(load, price, servers, pue)
-    rec = advice.recommend(profile, device=device, top=top, db=db, scope=scope,
-                           energy_basis="active" if active else "total", plp=plp,
-                           sector_size=sector_size)
+    rec = advice.recommend(
+        profile,
+        device=device,
+        top=top,
+        db=db,
+        scope=scope,
+        energy_basis="active" if active else "total",
+        plp=plp,
+        sector_size=sector_size,
+    )
     yw = None
     if load is not None:
         from fsadvisor.service import worth
+
         yw = worth.yearly_worth(rec, load, price, servers, pue, db)
     if as_json:
         doc = rec.to_dict()
@@ -111,6 +201,7 @@ def recommend(
     _print_recommendation(rec, yw)
     if plot:
         from fsadvisor.service.report import plot_recommendation
+
         typer.echo("")
         typer.echo(plot_recommendation(rec))
 
@@ -118,17 +209,21 @@ def recommend(
 def _print_recommendation(rec, yw) -> None:
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
     typer.echo(f"Profile {rec.profile.name}: {rec.profile.description}")
-    typer.echo(f"Device: {rec.device.kind}, {advice_size(rec.device.size_bytes)}, PLP {rec.device.plp}"
-               + (f" ({rec.device.path})" if rec.device.path else "")
-               + (f", {rec.device.model}" if rec.device.model else ""))
-    typer.echo(f"{rec.considered} candidates, excluded: "
-               + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
-                  or "none"))
+    typer.echo(
+        f"Device: {rec.device.kind}, {advice_size(rec.device.size_bytes)}, PLP {rec.device.plp}"
+        + (f" ({rec.device.path})" if rec.device.path else "")
+        + (f", {rec.device.model}" if rec.device.model else "")
+    )
+    typer.echo(
+        f"{rec.considered} candidates, excluded: "
+        + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v) or "none")
+    )
     for line in answer.confidence_lines(rec):
         typer.echo(line)
     notes = answer.notes(rec)
     if yw is not None:  # the yearly figures' notes before the tie note, as they always were
         from fsadvisor.service import worth
+
         at = len(rec.notes)
         notes[at:at] = worth.summary_lines(yw)
     for n in notes:
@@ -142,26 +237,37 @@ def _print_recommendation(rec, yw) -> None:
             lo, hi = lo * per_op, hi * per_op
         typer.echo("")
         typer.echo(f"#{r.label} {r.config.label()}")
-        typer.echo(f"   score:     {r.score:,.0f} {unit}  (90%: {_fmt_range((lo, hi))} {unit}; "
-                   f"{p.energy_source}, {p.power_scope} scope)")
+        typer.echo(
+            f"   score:     {r.score:,.0f} {unit}  (90%: {_fmt_range((lo, hi))} {unit}; "
+            f"{p.energy_source}, {p.power_scope} scope)"
+        )
         if r.order_note:
             typer.echo(f"   order:     {r.order_note}")
         typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
         typer.echo(f"   mount:     {r.commands['mount_setup']}")
         typer.echo(f"   fstab:     {r.commands['fstab']}")
         typer.echo(f"              (<uuid>: `{r.commands['uuid_command']}` after mkfs)")
-        typer.echo(f"   scheduler: {r.config.scheduler}" + (f"   AG count: {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)")
-                                                           if r.ag_count is not None else ""))
+        typer.echo(
+            f"   scheduler: {r.config.scheduler}"
+            + (
+                f"   AG count: {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)")
+                if r.ag_count is not None
+                else ""
+            )
+        )
         rule = [ln for ln in r.commands["udev"].splitlines() if ln and not ln.startswith("#")]
         if rule:
             typer.echo(f"   udev:      {rule[-1]}")
             typer.echo(f"              (in {r.commands['udev_file']}; `fsadvisor apply` writes it)")
         if r.ag_note:
             typer.echo(f"   AG:        {r.ag_note}")
-        typer.echo(f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
-                   f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W")
+        typer.echo(
+            f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
+            f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W"
+        )
         if yw is not None:
             from fsadvisor.service import worth
+
             typer.echo(f"   per year:  {worth.yearly_line(yw, r.rank - 1)}")
         for y in r.why:
             typer.echo(f"   why:  {y}")
@@ -171,18 +277,48 @@ def _print_recommendation(rec, yw) -> None:
 
 def advice_size(n: int) -> str:
     from fsadvisor.service.advice import format_binary
+
     return format_binary(n)
 
 
 @app.command()
 @domain_errors
 def predict(
-    config: Annotated[Optional[str], typer.Option("--config", "-c", help='Configuration JSON, e.g. {"filesystem":"xfs","mount":["noatime"],"ag_count":16}.')] = None,
-    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys).")] = None,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library drive name (fsadvisor devices list) or spec (default nvme:1T).")] = None,
+    config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--config",
+            "-c",
+            help='Configuration JSON, e.g. {"filesystem":"xfs","mount":["noatime"],"ag_count":16}.',
+        ),
+    ] = None,
+    workload: Annotated[
+        Optional[str],
+        typer.Option(
+            "--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys)."
+        ),
+    ] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload."
+        ),
+    ] = None,
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device",
+            "-d",
+            help="Device path, library drive name (fsadvisor devices list) or spec (default nvme:1T).",
+        ),
+    ] = None,
     scope: ScopeOpt = "system",
-    batch: Annotated[bool, typer.Option("--batch", help="Read JSON Lines requests on stdin, write one JSON line per request.")] = False,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch", help="Read JSON Lines requests on stdin, write one JSON line per request."
+        ),
+    ] = False,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -195,20 +331,34 @@ def predict(
         return
     if config is None:
         fail("--config is required (or use --batch)")
-    out = advice.predict_one(config, workload=workload, profile=profile, device=device,
-                             db=db, scope=scope)
+    out = advice.predict_one(
+        config, workload=workload, profile=profile, device=device, db=db, scope=scope
+    )
     if as_json:
         emit_json(out)
         return
     p, u = out["predicted"], out["uncertainty"]
     c = out["config"]
-    typer.echo(FsConfig.make(c["filesystem"], c.get("mkfs"), c.get("mount") or (),
-                             c.get("scheduler") or "none", c.get("ag_count")).label())
+    typer.echo(
+        FsConfig.make(
+            c["filesystem"],
+            c.get("mkfs"),
+            c.get("mount") or (),
+            c.get("scheduler") or "none",
+            c.get("ag_count"),
+        ).label()
+    )
     typer.echo(f"  IOPS          {p['iops']:,.0f}   (90%: {_fmt_range(u['iops_90'])})")
     typer.echo(f"  MB/s          {p['mb_s']:,.1f}")
-    typer.echo(f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})")
-    typer.echo(f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})")
-    typer.echo(f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})")
+    typer.echo(
+        f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})"
+    )
+    typer.echo(
+        f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})"
+    )
+    typer.echo(
+        f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})"
+    )
     typer.echo(f"  device parameters: {out['basis']['device_parameters']}")
     for w in out["warnings"]:
         typer.echo(f"  WARN: {w}")
@@ -217,10 +367,22 @@ def predict(
 @app.command()
 @domain_errors
 def validate(
-    folds: Annotated[int, typer.Option("--folds", callback=limit_option("folds"), help="Cross-validation folds." + limits.help_range("folds"))] = 5,
-    device: Annotated[Optional[list[str]], typer.Option(
-        "--device", help="Leave this device out (its identity as stored; repeatable). "
-                         "Default: every device with raw-device runs and filesystem cells.")] = None,
+    folds: Annotated[
+        int,
+        typer.Option(
+            "--folds",
+            callback=limit_option("folds"),
+            help="Cross-validation folds." + limits.help_range("folds"),
+        ),
+    ] = 5,
+    device: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--device",
+            help="Leave this device out (its identity as stored; repeatable). "
+            "Default: every device with raw-device runs and filesystem cells.",
+        ),
+    ] = None,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -232,37 +394,53 @@ def validate(
     if as_json:
         emit_json(rep)
         return
-    typer.echo(f"{rep['observations']} observations; prior scale {rep['prior_scale']} "
-               f"(calibration: {rep['calibration']})")
-    for key, title in (("by_source_table", "held-out source tables (transfer to an unseen study)"),
-                       ("by_row", "held-out rows (interpolation within known studies)")):
+    typer.echo(
+        f"{rep['observations']} observations; prior scale {rep['prior_scale']} "
+        f"(calibration: {rep['calibration']})"
+    )
+    for key, title in (
+        ("by_source_table", "held-out source tables (transfer to an unseen study)"),
+        ("by_row", "held-out rows (interpolation within known studies)"),
+    ):
         r = rep[key]
         typer.echo(f"{r['folds']}-fold CV, {title}:")
         for name in ("model", "prior_only"):
             s = r[name]
             if s.get("n"):
-                typer.echo(f"  {name:<10} n={s['n']:<4} median error x{s['median_factor']:.2f}, "
-                           f"p90 x{s['p90_factor']:.2f}")
+                typer.echo(
+                    f"  {name:<10} n={s['n']:<4} median error x{s['median_factor']:.2f}, "
+                    f"p90 x{s['p90_factor']:.2f}"
+                )
         for m, s in r["per_metric"].items():
             if s.get("n"):
                 typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
     if rep["by_device"]:
-        typer.echo("leave-one-device-out (fit without the device's filesystem cells; "
-                   "figures over its held-out cells only):")
+        typer.echo(
+            "leave-one-device-out (fit without the device's filesystem cells; "
+            "figures over its held-out cells only):"
+        )
     for r in rep["by_device"]:
-        typer.echo(f"  {r['device']}  given {r['cells_given']} of its cells "
-                   f"({r['share_of_cells_given']:.0%}), {r['cells_held_out']} held out; "
-                   f"device: {r['device_params']}")
+        typer.echo(
+            f"  {r['device']}  given {r['cells_given']} of its cells "
+            f"({r['share_of_cells_given']:.0%}), {r['cells_held_out']} held out; "
+            f"device: {r['device_params']}"
+        )
         for m in ("iops", "ops_per_joule"):
             f = r.get(m)
             if not f or not f.get("n"):
                 continue
-            order = (f"{f['ordered_right']:.0%} of {f['separable_pairs']} separable pairs "
-                     "ordered right" if f["separable_pairs"] else "no separable pairs")
-            regret = (f", worst regret {f['max_regret']:.0%}" if f["max_regret"] is not None
-                      else "")
-            noise = (f", rep-to-rep cv {f['rep_to_rep_cv_median']:.0%}"
-                     if f["rep_to_rep_cv_median"] is not None else "")
-            typer.echo(f"    {m:<14} n={f['n']:<4} median |error| {f['median_abs_error']:.0%}, "
-                       f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}")
-
+            order = (
+                f"{f['ordered_right']:.0%} of {f['separable_pairs']} separable pairs ordered right"
+                if f["separable_pairs"]
+                else "no separable pairs"
+            )
+            regret = f", worst regret {f['max_regret']:.0%}" if f["max_regret"] is not None else ""
+            noise = (
+                f", rep-to-rep cv {f['rep_to_rep_cv_median']:.0%}"
+                if f["rep_to_rep_cv_median"] is not None
+                else ""
+            )
+            typer.echo(
+                f"    {m:<14} n={f['n']:<4} median |error| {f['median_abs_error']:.0%}, "
+                f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}"
+            )

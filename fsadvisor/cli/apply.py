@@ -14,25 +14,75 @@ from fsadvisor import limits
 @app.command("apply")
 @domain_errors
 def apply_cmd(
-    device: Annotated[str, typer.Option("--device", "-d", help="The block device, e.g. /dev/nvme0n1.")],
-    config: Annotated[Optional[str], typer.Option(
-        "--config", "-c", help='Configuration JSON, e.g. {"filesystem": "xfs", "mount": ["noatime"]}.')] = None,
-    rank: Annotated[Optional[int], typer.Option(
-        "--rank", callback=limit_option("rank"), help="...or the N-th configuration of the recommendation for --profile." + limits.help_range("rank"))] = None,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Profile for --rank.")] = None,
-    mountpoint: Annotated[str, typer.Option("--mountpoint", help="Where it is mounted.")] = "/srv/data",
-    out: Annotated[Optional[str], typer.Option(
-        "--out", "-o", metavar="DIR", help="Write the files here instead of printing them.")] = None,
-    mount_unit: Annotated[bool, typer.Option(
-        "--mount-unit", help="Also write a systemd .mount unit (the Ansible tasks then use it "
-                             "instead of fstab).")] = False,
-    execute: Annotated[bool, typer.Option(
-        "--execute/--dry-run", help="--execute formats the device (after the safety check and "
-                                    "confirmation); the default only writes the artifacts.")] = False,
-    yes_wipe: Annotated[Optional[str], typer.Option(
-        "--yes-wipe", metavar="DEVICE", help="Confirm --execute without a prompt by repeating the exact device.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Format over an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member).")] = False,
-    db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file (for --rank).")] = None,
+    device: Annotated[
+        str, typer.Option("--device", "-d", help="The block device, e.g. /dev/nvme0n1.")
+    ],
+    config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--config",
+            "-c",
+            help='Configuration JSON, e.g. {"filesystem": "xfs", "mount": ["noatime"]}.',
+        ),
+    ] = None,
+    rank: Annotated[
+        Optional[int],
+        typer.Option(
+            "--rank",
+            callback=limit_option("rank"),
+            help="...or the N-th configuration of the recommendation for --profile."
+            + limits.help_range("rank"),
+        ),
+    ] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--profile", "-p", autocompletion=complete_profile, help="Profile for --rank."
+        ),
+    ] = None,
+    mountpoint: Annotated[
+        str, typer.Option("--mountpoint", help="Where it is mounted.")
+    ] = "/srv/data",
+    out: Annotated[
+        Optional[str],
+        typer.Option(
+            "--out", "-o", metavar="DIR", help="Write the files here instead of printing them."
+        ),
+    ] = None,
+    mount_unit: Annotated[
+        bool,
+        typer.Option(
+            "--mount-unit",
+            help="Also write a systemd .mount unit (the Ansible tasks then use it "
+            "instead of fstab).",
+        ),
+    ] = False,
+    execute: Annotated[
+        bool,
+        typer.Option(
+            "--execute/--dry-run",
+            help="--execute formats the device (after the safety check and "
+            "confirmation); the default only writes the artifacts.",
+        ),
+    ] = False,
+    yes_wipe: Annotated[
+        Optional[str],
+        typer.Option(
+            "--yes-wipe",
+            metavar="DEVICE",
+            help="Confirm --execute without a prompt by repeating the exact device.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Format over an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member).",
+        ),
+    ] = False,
+    db: Annotated[
+        Optional[str], typer.Option("--db", metavar="PATH", help="Store file (for --rank).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Write the artifacts a configuration-management user drops in (dry run by default)."""
@@ -42,9 +92,19 @@ def apply_cmd(
     if execute and confirm is None:
         typer.echo(f"This DESTROYS all data on {device}.", err=True)
         confirm = typer.prompt("Type the device path to continue", err=True)
-    out_doc = apply(config=config, rank=rank, profile=profile, device=device,
-                    mountpoint=mountpoint, out=out, execute=execute, confirm=confirm,
-                    force=force, mount_unit=mount_unit, db=db)
+    out_doc = apply(
+        config=config,
+        rank=rank,
+        profile=profile,
+        device=device,
+        mountpoint=mountpoint,
+        out=out,
+        execute=execute,
+        confirm=confirm,
+        force=force,
+        mount_unit=mount_unit,
+        db=db,
+    )
     if as_json:
         emit_json(out_doc)
         return

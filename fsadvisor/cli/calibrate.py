@@ -22,37 +22,54 @@ from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, lim
 from fsadvisor.cli.db import DbOpt
 
 # How parameters are printed: (key, label, unit scale, unit)
-_ROWS = (("read_latency_us", "read service time QD1", 1.0, "us"),
-         ("write_latency_us", "write service time QD1", 1.0, "us"),
-         ("flush_latency_us", "flush (fsync) cost", 1.0, "us"),
-         ("read_iops_cap", "4K random read ceiling", 1.0, "IOPS"),
-         ("write_iops_cap", "4K random write ceiling", 1.0, "IOPS"),
-         ("read_bw_bytes_s", "128K sequential read", 1e-6, "MB/s"),
-         ("write_bw_bytes_s", "128K sequential write", 1e-6, "MB/s"),
-         ("parallelism", "internal parallelism", 1.0, "in flight"),
-         ("host_cpu_factor", "host CPU time per call", 1.0, "x the reference machine's"),
-         ("host_cores", "host CPUs", 1.0, "cores"))
+_ROWS = (
+    ("read_latency_us", "read service time QD1", 1.0, "us"),
+    ("write_latency_us", "write service time QD1", 1.0, "us"),
+    ("flush_latency_us", "flush (fsync) cost", 1.0, "us"),
+    ("read_iops_cap", "4K random read ceiling", 1.0, "IOPS"),
+    ("write_iops_cap", "4K random write ceiling", 1.0, "IOPS"),
+    ("read_bw_bytes_s", "128K sequential read", 1e-6, "MB/s"),
+    ("write_bw_bytes_s", "128K sequential write", 1e-6, "MB/s"),
+    ("parallelism", "internal parallelism", 1.0, "in flight"),
+    ("host_cpu_factor", "host CPU time per call", 1.0, "x the reference machine's"),
+    ("host_cores", "host CPUs", 1.0, "cores"),
+)
 
 
 # The refit's options, declared once for `refit` and for `calibrate` without a DEVICE.
-RefitOutput = Annotated[Optional[str], typer.Option(
-    "--output", "-o", help="Refit: write the model calibration here instead of beside the "
-                           "store (<db>.calibration.json).")]
-RefitFolds = Annotated[int, typer.Option(
-    "--folds", callback=limit_option("folds"),
-    help="Refit: cross-validation folds for the prior width." + limits.help_range("folds"))]
+RefitOutput = Annotated[
+    Optional[str],
+    typer.Option(
+        "--output",
+        "-o",
+        help="Refit: write the model calibration here instead of beside the "
+        "store (<db>.calibration.json).",
+    ),
+]
+RefitFolds = Annotated[
+    int,
+    typer.Option(
+        "--folds",
+        callback=limit_option("folds"),
+        help="Refit: cross-validation folds for the prior width." + limits.help_range("folds"),
+    ),
+]
 
 
 def _print_params(res) -> None:
     d = res.to_dict()
     typer.echo(f"device {d['device']} ({d['kind']}), identity {d['identity']!r}")
-    typer.echo(f"{d['n_runs']} runs (matrix {d['matrix_id']}) in {d['wall_s']:.0f} s; {d['source']}")
+    typer.echo(
+        f"{d['n_runs']} runs (matrix {d['matrix_id']}) in {d['wall_s']:.0f} s; {d['source']}"
+    )
     typer.echo(f"{'parameter':<26} {'value':>12} {'90% interval':>25}  unit")
     for key, label, scale, unit in _ROWS:
         p = d["params"][key]
         lo, hi = (x * scale for x in p["interval_90"])
         tag = "" if p["measured"] else "  (prior, not measured)"
-        typer.echo(f"{label:<26} {p['value'] * scale:>12,.1f} {lo:>12,.1f}–{hi:<12,.1f} {unit}{tag}")
+        typer.echo(
+            f"{label:<26} {p['value'] * scale:>12,.1f} {lo:>12,.1f}–{hi:<12,.1f} {unit}{tag}"
+        )
 
 
 def _model_calibration(output: Optional[str], folds: int, db: Optional[str], as_json: bool) -> None:
@@ -62,40 +79,96 @@ def _model_calibration(output: Optional[str], folds: int, db: Optional[str], as_
     if as_json:
         emit_json(doc)
         return
-    typer.echo(f"prior scale {doc['prior_scale']} (search: "
-               + ", ".join(f"{r['prior_scale']}: x{r.get('median_factor', float('nan')):.3f}"
-                           for r in doc["prior_scale_search"]) + ")")
-    typer.echo(f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
-               f"observations ({doc['fit_seconds']:.1f} s) -> {doc['written_to']}")
+    typer.echo(
+        f"prior scale {doc['prior_scale']} (search: "
+        + ", ".join(
+            f"{r['prior_scale']}: x{r.get('median_factor', float('nan')):.3f}"
+            for r in doc["prior_scale_search"]
+        )
+        + ")"
+    )
+    typer.echo(
+        f"fitted {len(doc['coefficients'])} coefficients on {doc['observations_used']} "
+        f"observations ({doc['fit_seconds']:.1f} s) -> {doc['written_to']}"
+    )
 
 
 @app.command()
 @domain_errors
 def calibrate(
-    device: Annotated[Optional[str], typer.Argument(
-        help="Block device to WIPE and calibrate (raw-device runs, at most 5 minutes). "
-             "Without it (and --scratch): the old spelling of `fsadvisor refit`.")] = None,
-    scratch: Annotated[Optional[str], typer.Option(
-        "--scratch", metavar="SIZE", help="Calibrate a file-backed loop device of SIZE (e.g. 1G).")] = None,
-    scratch_dir: Annotated[Optional[str], typer.Option(
-        "--scratch-dir", metavar="DIR",
-        help="Where the scratch backing file goes (default $TMPDIR; /dev/shm makes a ram-loop).")] = None,
-    runtime: Annotated[Optional[float], typer.Option(
-        "--runtime", metavar="SECONDS", callback=limit_option("runtime"),
-        help="Measurement window per run (default 4; shrunk to fit 5 minutes)." + limits.help_range("runtime"))] = None,
-    reps: Annotated[Optional[int], typer.Option(
-        "--reps", callback=limit_option("reps"),
-        help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)." + limits.help_range("reps"))] = None,
-    plp: Annotated[str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")] = "unknown",
-    force: Annotated[bool, typer.Option("--force", help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).")] = False,
-    yes_wipe: Annotated[Optional[str], typer.Option(
-        "--yes-wipe", metavar="DEVICE", help="Confirm without a prompt by repeating the exact device.")] = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print every command it would run and run none (no root needed).")] = False,
+    device: Annotated[
+        Optional[str],
+        typer.Argument(
+            help="Block device to WIPE and calibrate (raw-device runs, at most 5 minutes). "
+            "Without it (and --scratch): the old spelling of `fsadvisor refit`."
+        ),
+    ] = None,
+    scratch: Annotated[
+        Optional[str],
+        typer.Option(
+            "--scratch",
+            metavar="SIZE",
+            help="Calibrate a file-backed loop device of SIZE (e.g. 1G).",
+        ),
+    ] = None,
+    scratch_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            "--scratch-dir",
+            metavar="DIR",
+            help="Where the scratch backing file goes (default $TMPDIR; /dev/shm makes a ram-loop).",
+        ),
+    ] = None,
+    runtime: Annotated[
+        Optional[float],
+        typer.Option(
+            "--runtime",
+            metavar="SECONDS",
+            callback=limit_option("runtime"),
+            help="Measurement window per run (default 4; shrunk to fit 5 minutes)."
+            + limits.help_range("runtime"),
+        ),
+    ] = None,
+    reps: Annotated[
+        Optional[int],
+        typer.Option(
+            "--reps",
+            callback=limit_option("reps"),
+            help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)."
+            + limits.help_range("reps"),
+        ),
+    ] = None,
+    plp: Annotated[
+        str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")
+    ] = "unknown",
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).",
+        ),
+    ] = False,
+    yes_wipe: Annotated[
+        Optional[str],
+        typer.Option(
+            "--yes-wipe",
+            metavar="DEVICE",
+            help="Confirm without a prompt by repeating the exact device.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print every command it would run and run none (no root needed)."
+        ),
+    ] = False,
     output: RefitOutput = None,
     folds: RefitFolds = 5,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result (parameters with 90% intervals) as JSON.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the result (parameters with 90% intervals) as JSON."),
+    ] = False,
 ) -> None:
     """Learn DEVICE's own parameters (service times, IOPS and bandwidth ceilings, flush
     cost, parallelism) and this host's CPU speed from a raw-device probe of at most 5
@@ -104,13 +177,18 @@ def calibrate(
     from fsadvisor.service import calibration, probing
 
     if device is None and scratch is None:
-        typer.echo("fsadvisor: note: refitting the model is `fsadvisor refit` now; `calibrate` "
-                   "without a DEVICE still does it", err=True)
+        typer.echo(
+            "fsadvisor: note: refitting the model is `fsadvisor refit` now; `calibrate` "
+            "without a DEVICE still does it",
+            err=True,
+        )
         _model_calibration(output, folds, db, as_json)
         return
     if output is not None:
-        fail("--output applies to the model calibration (no DEVICE); a device's parameters go "
-             "to the store")
+        fail(
+            "--output applies to the model calibration (no DEVICE); a device's parameters go "
+            "to the store"
+        )
     not_root = probing.root_problem()
     if not dry_run and not_root:
         fail(not_root)
@@ -118,17 +196,31 @@ def calibrate(
         report = probing.cleanup_stale_state(db)
         for a in report.actions if report.cleaned else []:
             typer.echo(f"fsadvisor: cleaned up after an earlier probe: {a}", err=True)
-    plan = calibration.plan_calibration(device, scratch=scratch, scratch_dir=scratch_dir,
-                                        runtime_s=runtime, reps=reps, plp=plp, force=force,
-                                        db=db, dry_run=dry_run)
+    plan = calibration.plan_calibration(
+        device,
+        scratch=scratch,
+        scratch_dir=scratch_dir,
+        runtime_s=runtime,
+        reps=reps,
+        plp=plp,
+        force=force,
+        db=db,
+        dry_run=dry_run,
+    )
     if dry_run:
         note = probing.dry_run_verdict(plan)
         lines = calibration.dry_run(plan)
         if note:
             lines.insert(1, f"# {note}")
         if as_json:
-            emit_json({"dry_run": True, "runs": len(plan.cells()),
-                       "estimated_s": plan.estimated_seconds(), "commands": lines})
+            emit_json(
+                {
+                    "dry_run": True,
+                    "runs": len(plan.cells()),
+                    "estimated_s": plan.estimated_seconds(),
+                    "commands": lines,
+                }
+            )
         else:
             for line in lines:
                 typer.echo(line)

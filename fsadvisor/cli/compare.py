@@ -28,40 +28,120 @@ def _fmt(st) -> str:
 @app.command()
 @domain_errors
 def compare(
-    items: Annotated[list[str], typer.Argument(help="Configurations as JSON, or ranks with --profile (1 2), or two matrix ids with --matrix. The first is the baseline.")],
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", autocompletion=complete_profile, help="Workload profile (and the recommendation ranks refer to).")] = None,
-    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload JSON instead of a profile.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T).")] = None,
-    matrix: Annotated[bool, typer.Option("--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured.")] = False,
-    scope: Annotated[str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")] = "system",
-    load: Annotated[Optional[float], typer.Option("--load", callback=limit_option("load"), help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration." + limits.help_range("load"))] = None,
-    price: Annotated[Optional[float], typer.Option("--price", callback=limit_option("price"), help="Electricity price per kWh (with --load)." + limits.help_range("price"))] = None,
-    servers: Annotated[int, typer.Option("--servers", callback=limit_option("servers"), help="How many servers run this (with --load)." + limits.help_range("servers"))] = 1,
-    pue: Annotated[float, typer.Option("--pue", callback=limit_option("pue"), help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"))] = 1.0,
-    plot: Annotated[bool, typer.Option("--plot", help="Draw the efficiency bars with 95% whiskers.")] = False,
-    db: Annotated[Optional[str], typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir).")] = None,
+    items: Annotated[
+        list[str],
+        typer.Argument(
+            help="Configurations as JSON, or ranks with --profile (1 2), or two matrix ids with --matrix. The first is the baseline."
+        ),
+    ],
+    profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--profile",
+            "-p",
+            autocompletion=complete_profile,
+            help="Workload profile (and the recommendation ranks refer to).",
+        ),
+    ] = None,
+    workload: Annotated[
+        Optional[str], typer.Option("--workload", "-w", help="Workload JSON instead of a profile.")
+    ] = None,
+    device: Annotated[
+        Optional[str],
+        typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T)."),
+    ] = None,
+    matrix: Annotated[
+        bool,
+        typer.Option(
+            "--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured."
+        ),
+    ] = False,
+    scope: Annotated[
+        str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")
+    ] = "system",
+    load: Annotated[
+        Optional[float],
+        typer.Option(
+            "--load",
+            callback=limit_option("load"),
+            help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration."
+            + limits.help_range("load"),
+        ),
+    ] = None,
+    price: Annotated[
+        Optional[float],
+        typer.Option(
+            "--price",
+            callback=limit_option("price"),
+            help="Electricity price per kWh (with --load)." + limits.help_range("price"),
+        ),
+    ] = None,
+    servers: Annotated[
+        int,
+        typer.Option(
+            "--servers",
+            callback=limit_option("servers"),
+            help="How many servers run this (with --load)." + limits.help_range("servers"),
+        ),
+    ] = 1,
+    pue: Annotated[
+        float,
+        typer.Option(
+            "--pue",
+            callback=limit_option("pue"),
+            help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"),
+        ),
+    ] = 1.0,
+    plot: Annotated[
+        bool, typer.Option("--plot", help="Draw the efficiency bars with 95% whiskers.")
+    ] = False,
+    db: Annotated[
+        Optional[str],
+        typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Compare configurations (measured where measured, predicted otherwise) or two probe
     matrices: the difference with its 95% interval and a plain verdict."""
     from fsadvisor.service import compare as svc, worth
 
-    doc = svc.compare(items, profile=profile, workload=workload, device=device,
-                      matrices=matrix, db=db, scope=scope, load=load, price=price,
-                      servers=servers, pue=pue)
+    doc = svc.compare(
+        items,
+        profile=profile,
+        workload=workload,
+        device=device,
+        matrices=matrix,
+        db=db,
+        scope=scope,
+        load=load,
+        price=price,
+        servers=servers,
+        pue=pue,
+    )
     if as_json:
         emit_json(doc)
         return
     if doc["mode"] == "configurations":
-        yw = ({**doc["yearly_basis"], "entries": [e["yearly"] for e in doc["entries"]]}
-              if "yearly_basis" in doc else None)
-        typer.echo(f"{doc['unit']} for {doc['profile'] or 'the workload'} "
-                   f"({doc['power_scope']} scope; 95% intervals)")
+        yw = (
+            {**doc["yearly_basis"], "entries": [e["yearly"] for e in doc["entries"]]}
+            if "yearly_basis" in doc
+            else None
+        )
+        typer.echo(
+            f"{doc['unit']} for {doc['profile'] or 'the workload'} "
+            f"({doc['power_scope']} scope; 95% intervals)"
+        )
         for i, e in enumerate(doc["entries"]):
             typer.echo(f"{e['name']:>3}  {e['label']}")
-            typer.echo(f"     predicted {_fmt(e['predicted'])}"
-                       + (f"   measured {_fmt(e['measured'])} (runs {e['measured_on']['run_ids']},"
-                          f" {e['measured_on']['energy_source']})" if e["measured"] else ""))
+            typer.echo(
+                f"     predicted {_fmt(e['predicted'])}"
+                + (
+                    f"   measured {_fmt(e['measured'])} (runs {e['measured_on']['run_ids']},"
+                    f" {e['measured_on']['energy_source']})"
+                    if e["measured"]
+                    else ""
+                )
+            )
             if yw is not None:
                 typer.echo(f"     per year: {worth.yearly_line(yw, i)}")
         for d in doc["differences"]:

@@ -10,12 +10,17 @@ import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
 
-db_app = typer.Typer(no_args_is_help=True,
-                     help="The results store: every probe run, the seed datasets, summaries.")
+db_app = typer.Typer(
+    no_args_is_help=True, help="The results store: every probe run, the seed datasets, summaries."
+)
 app.add_typer(db_app, name="db")
 
-DbOpt = Annotated[Optional[str], typer.Option(
-    "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")]
+DbOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir)."
+    ),
+]
 
 
 def _human_bytes(n: int) -> str:
@@ -33,9 +38,10 @@ def _when(ts: float | None) -> str:
 
 @db_app.command("info")
 @domain_errors
-def info(db: DbOpt = None,
-         as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-         ) -> None:
+def info(
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """Show the store's path, size, schema version, rows per table, seed data, last probe."""
     from fsadvisor.service.store import db_info
 
@@ -43,23 +49,28 @@ def info(db: DbOpt = None,
     if as_json:
         emit_json(i)
         return
-    typer.echo(f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, "
-               f"schema v{i['schema_version']})")
+    typer.echo(
+        f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, schema v{i['schema_version']})"
+    )
     typer.echo("rows        " + ", ".join(f"{t} {n}" for t, n in i["tables"].items()))
     if i["runs_by_origin"]:
         typer.echo("runs        " + ", ".join(f"{n} {o}" for o, n in i["runs_by_origin"].items()))
     ds = i["datasets"]
     if ds:
-        typer.echo(f"seed data   {ds['rows']} rows from {len(ds['files'])} file(s), "
-                   f"hash {ds['hash'][:12]}, loaded {_when(ds['loaded_at'])}")
+        typer.echo(
+            f"seed data   {ds['rows']} rows from {len(ds['files'])} file(s), "
+            f"hash {ds['hash'][:12]}, loaded {_when(ds['loaded_at'])}"
+        )
     else:
         typer.echo("seed data   none loaded")
     lp = i["last_probe"]
     if lp:
-        typer.echo(f"last probe  {lp['id']} {lp['status']} on {lp['device']} ({lp['profile']}), "
-                   f"started {_when(lp['started_at'])}, "
-                   f"finished {_when(lp['finished_at'])}: {lp['runs_ok']} ok, "
-                   f"{lp['runs_failed']} failed, {lp['runs_incomplete']} incomplete runs")
+        typer.echo(
+            f"last probe  {lp['id']} {lp['status']} on {lp['device']} ({lp['profile']}), "
+            f"started {_when(lp['started_at'])}, "
+            f"finished {_when(lp['finished_at'])}: {lp['runs_ok']} ok, "
+            f"{lp['runs_failed']} failed, {lp['runs_incomplete']} incomplete runs"
+        )
     else:
         typer.echo("last probe  none")
 
@@ -67,13 +78,21 @@ def info(db: DbOpt = None,
 @db_app.command("export")
 @domain_errors
 def export(
-    fmt: Annotated[str, typer.Option(
-        "--format", help="csv (one flat table) or json (one document).")] = "csv",
-    table: Annotated[Optional[str], typer.Option(
-        "--table",
-        help="runs|summaries|measurements (default: runs for csv, all for json).")] = None,
-    output: Annotated[Optional[str], typer.Option(
-        "--output", "-o", metavar="FILE", help="Write here instead of standard output.")] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="csv (one flat table) or json (one document).")
+    ] = "csv",
+    table: Annotated[
+        Optional[str],
+        typer.Option(
+            "--table", help="runs|summaries|measurements (default: runs for csv, all for json)."
+        ),
+    ] = None,
+    output: Annotated[
+        Optional[str],
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write here instead of standard output."
+        ),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Export runs (joined with configuration, workload, energy), summaries or seed data."""
@@ -88,8 +107,10 @@ def export(
 @db_app.command("merge")
 @domain_errors
 def merge(
-    others: Annotated[list[str], typer.Argument(
-        metavar="OTHER.db...", help="Stores from other hosts (only read).")],
+    others: Annotated[
+        list[str],
+        typer.Argument(metavar="OTHER.db...", help="Stores from other hosts (only read)."),
+    ],
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -102,6 +123,8 @@ def merge(
         emit_json(out)
         return
     for m in out["merged"]:
-        typer.echo(f"{m['file']}: {m['runs_added']} run(s) added, {m['runs_present']} already "
-                   f"present; new hosts {m['hosts_added']}, devices {m['devices_added']}")
+        typer.echo(
+            f"{m['file']}: {m['runs_added']} run(s) added, {m['runs_present']} already "
+            f"present; new hosts {m['hosts_added']}, devices {m['devices_added']}"
+        )
     typer.echo(f"{out['store']} now holds {out['runs']} run(s)")

@@ -9,20 +9,33 @@ import typer
 from fsadvisor import limits
 from fsadvisor.cli import app, domain_errors, emit_json, limit_option
 
-energy_app = typer.Typer(no_args_is_help=True,
-                         help="Energy sources: which work here (RAPL, IPMI, meter log, estimate).")
+energy_app = typer.Typer(
+    no_args_is_help=True, help="Energy sources: which work here (RAPL, IPMI, meter log, estimate)."
+)
 app.add_typer(energy_app, name="energy")
 
-MeterLogOpt = Annotated[Optional[str], typer.Option(
-    "--meter-log", metavar="FILE", help="CSV exported by an external power meter (timestamp, watts).")]
-DeviceOpt = Annotated[Optional[str], typer.Option(
-    "--device", help="Block device whose utilisation and NVMe power table feed the estimate.")]
+MeterLogOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--meter-log",
+        metavar="FILE",
+        help="CSV exported by an external power meter (timestamp, watts).",
+    ),
+]
+DeviceOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--device", help="Block device whose utilisation and NVMe power table feed the estimate."
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 @energy_app.command("check")
 @domain_errors
-def check(meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: JsonOpt = False) -> None:
+def check(
+    meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: JsonOpt = False
+) -> None:
     """Show every energy source, whether it works here and why not, and what auto picks."""
     from fsadvisor.service.energy import energy_check
 
@@ -42,9 +55,20 @@ def check(meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: Json
 @energy_app.command("idle")
 @domain_errors
 def idle(
-    seconds: Annotated[float, typer.Option("--seconds", callback=limit_option("seconds"), help="How long to sit idle." + limits.help_range("seconds"))] = 10.0,
-    source: Annotated[str, typer.Option("--source", help="auto|rapl|ipmi|meter-log|estimate")] = "auto",
-    meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: JsonOpt = False,
+    seconds: Annotated[
+        float,
+        typer.Option(
+            "--seconds",
+            callback=limit_option("seconds"),
+            help="How long to sit idle." + limits.help_range("seconds"),
+        ),
+    ] = 10.0,
+    source: Annotated[
+        str, typer.Option("--source", help="auto|rapl|ipmi|meter-log|estimate")
+    ] = "auto",
+    meter_log: MeterLogOpt = None,
+    device: DeviceOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Measure idle power (the baseline that active energy is counted above)."""
     from fsadvisor.service.energy import energy_idle
@@ -54,35 +78,78 @@ def idle(
         emit_json(result)
         return
     kind = "measured" if result["measured"] else "estimated: a model, not a measurement"
-    typer.echo(f"idle power: {result['idle_watts']:.1f} W ({kind}; source {result['source']}, "
-               f"scope {result['scope']})")
+    typer.echo(
+        f"idle power: {result['idle_watts']:.1f} W ({kind}; source {result['source']}, "
+        f"scope {result['scope']})"
+    )
     typer.echo(f"source: {result['why']}")
 
 
 @energy_app.command("import-log")
 @domain_errors
 def import_log(
-    log: Annotated[str, typer.Argument(metavar="FILE", help="CSV of an external power meter (timestamp, watts).")],
-    matrix: Annotated[Optional[str], typer.Option("--matrix", help="Only runs of this probe matrix (default: every stored run).")] = None,
-    clock_offset: Annotated[float, typer.Option("--clock-offset", metavar="SECONDS", callback=limit_option("clock-offset"), help="Add to the log's timestamps to align the meter's clock with this host's." + limits.help_range("clock-offset"))] = 0.0,
-    scope: Annotated[str, typer.Option("--scope", help="What the meter measured: system | cpu+dram | drive.")] = "system",
-    idle_watts: Annotated[Optional[float], typer.Option("--idle-watts", metavar="W", callback=limit_option("idle-watts"), help="Idle power, for active energy." + limits.help_range("idle-watts"))] = None,
+    log: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="CSV of an external power meter (timestamp, watts)."),
+    ],
+    matrix: Annotated[
+        Optional[str],
+        typer.Option(
+            "--matrix", help="Only runs of this probe matrix (default: every stored run)."
+        ),
+    ] = None,
+    clock_offset: Annotated[
+        float,
+        typer.Option(
+            "--clock-offset",
+            metavar="SECONDS",
+            callback=limit_option("clock-offset"),
+            help="Add to the log's timestamps to align the meter's clock with this host's."
+            + limits.help_range("clock-offset"),
+        ),
+    ] = 0.0,
+    scope: Annotated[
+        str, typer.Option("--scope", help="What the meter measured: system | cpu+dram | drive.")
+    ] = "system",
+    idle_watts: Annotated[
+        Optional[float],
+        typer.Option(
+            "--idle-watts",
+            metavar="W",
+            callback=limit_option("idle-watts"),
+            help="Idle power, for active energy." + limits.help_range("idle-watts"),
+        ),
+    ] = None,
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Attach a power meter's log to stored runs, aligned to each run's measurement window."""
     from fsadvisor.service.energy import import_meter_log
 
-    rep = import_meter_log(log, matrix_id=matrix, clock_offset_s=clock_offset, scope=scope,
-                           idle_watts=idle_watts, db=db)
+    rep = import_meter_log(
+        log,
+        matrix_id=matrix,
+        clock_offset_s=clock_offset,
+        scope=scope,
+        idle_watts=idle_watts,
+        db=db,
+    )
     if as_json:
         emit_json(rep)
         return
-    typer.echo(f"{len(rep['updated'])} of {rep['runs_considered']} runs now carry meter-log "
-               f"energy ({rep['scope']} scope)")
+    typer.echo(
+        f"{len(rep['updated'])} of {rep['runs_considered']} runs now carry meter-log "
+        f"energy ({rep['scope']} scope)"
+    )
     for m in rep["missing"]:
-        typer.echo(f"fsadvisor: warning: run {m['run_id']} ({m['cell_key']}): energy missing: "
-                   f"{m['reason']}", err=True)
+        typer.echo(
+            f"fsadvisor: warning: run {m['run_id']} ({m['cell_key']}): energy missing: "
+            f"{m['reason']}",
+            err=True,
+        )
     if rep["without_window"]:
-        typer.echo(f"fsadvisor: warning: {rep['without_window']} runs have no recorded "
-                   "measurement window and were left as they were", err=True)
+        typer.echo(
+            f"fsadvisor: warning: {rep['without_window']} runs have no recorded "
+            "measurement window and were left as they were",
+            err=True,
+        )

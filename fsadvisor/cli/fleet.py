@@ -17,9 +17,23 @@ app.add_typer(fleet_app, name="fleet")
 @fleet_app.command("recommend")
 @domain_errors
 def recommend(
-    profile: Annotated[str, typer.Option("--profile", "-p", autocompletion=complete_profile, help="Profile name or TOML path.")],
-    db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="The merged store.")] = None,
-    top: Annotated[int, typer.Option("--top", callback=limit_option("top"), help="Configurations per device model." + limits.help_range("top"))] = 1,
+    profile: Annotated[
+        str,
+        typer.Option(
+            "--profile", "-p", autocompletion=complete_profile, help="Profile name or TOML path."
+        ),
+    ],
+    db: Annotated[
+        Optional[str], typer.Option("--db", metavar="PATH", help="The merged store.")
+    ] = None,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top",
+            callback=limit_option("top"),
+            help="Configurations per device model." + limits.help_range("top"),
+        ),
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Per device model across hosts: its calibration (fitted from every host's raw-device
@@ -28,13 +42,22 @@ def recommend(
 
     out = recommend_per_model(profile, db=db, top=top)
     if as_json:
-        emit_json({**out, "devices": [{k: v for k, v in d.items() if k != "recommendation"}
-                                      | {"recommendations": d["recommendation"]["recommendations"]}
-                                      for d in out["devices"]]})
+        emit_json(
+            {
+                **out,
+                "devices": [
+                    {k: v for k, v in d.items() if k != "recommendation"}
+                    | {"recommendations": d["recommendation"]["recommendations"]}
+                    for d in out["devices"]
+                ],
+            }
+        )
         return
     for d in out["devices"]:
-        typer.echo(f"{d['kind']} {d['model']}: {len(d['hosts'])} host(s) "
-                   f"({', '.join(d['hosts'])}), {d['runs']} run(s)")
+        typer.echo(
+            f"{d['kind']} {d['model']}: {len(d['hosts'])} host(s) "
+            f"({', '.join(d['hosts'])}), {d['runs']} run(s)"
+        )
         typer.echo(f"  device parameters: {d['device_parameters']}")
         if d["note"]:
             typer.echo(f"  note: {d['note']}")

@@ -9,26 +9,54 @@ import typer
 
 from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
 
-import_app = typer.Typer(no_args_is_help=True,
-                         help="Bring results measured elsewhere into the store.")
+import_app = typer.Typer(
+    no_args_is_help=True, help="Bring results measured elsewhere into the store."
+)
 app.add_typer(import_app, name="import")
 
 
 @import_app.command("fio-json")
 @domain_errors
 def fio_json(
-    files: Annotated[List[str], typer.Argument(
-        metavar="FILE...", help="fio JSON output files, or folders of them (bench-fio).")],
-    device: Annotated[str, typer.Option(
-        "--device", "-d", help="What they ran on: a device path, a spec like nvme:1.92T, "
-                               "or a device-library name.")],
-    config: Annotated[str, typer.Option(
-        "--config", "-c", help='The configuration they ran on, e.g. {"filesystem": "xfs"}.')],
-    workload: Annotated[Optional[str], typer.Option(
-        "--workload", "-w", help='The workload they ran, as JSON: {"rw": "randread", '
-                                 '"bs_bytes": 4096, "iodepth": 32}.')] = None,
-    profile: Annotated[Optional[str], typer.Option(
-        "--profile", "-p", autocompletion=complete_profile, help="...or the profile whose workload they ran.")] = None,
+    files: Annotated[
+        List[str],
+        typer.Argument(
+            metavar="FILE...", help="fio JSON output files, or folders of them (bench-fio)."
+        ),
+    ],
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            "-d",
+            help="What they ran on: a device path, a spec like nvme:1.92T, "
+            "or a device-library name.",
+        ),
+    ],
+    config: Annotated[
+        str,
+        typer.Option(
+            "--config", "-c", help='The configuration they ran on, e.g. {"filesystem": "xfs"}.'
+        ),
+    ],
+    workload: Annotated[
+        Optional[str],
+        typer.Option(
+            "--workload",
+            "-w",
+            help='The workload they ran, as JSON: {"rw": "randread", '
+            '"bs_bytes": 4096, "iodepth": 32}.',
+        ),
+    ] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--profile",
+            "-p",
+            autocompletion=complete_profile,
+            help="...or the profile whose workload they ran.",
+        ),
+    ] = None,
     plp: Annotated[Optional[str], typer.Option("--plp", help="yes|no|unknown")] = None,
     db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -36,12 +64,15 @@ def fio_json(
     """Import fio results (JSON, json+, normal,json; fio 2.x and 3.x), all or none."""
     from fsadvisor.service.importing import import_fio_json
 
-    out = import_fio_json(files, device=device, config=config, workload=workload,
-                          profile=profile, db=db, plp=plp)
+    out = import_fio_json(
+        files, device=device, config=config, workload=workload, profile=profile, db=db, plp=plp
+    )
     if as_json:
         emit_json(out)
         return
     for f in out["files"]:
-        typer.echo(f"{f['status']:16} run {f['run_id']}  {f['file']}  "
-                   f"(sha256 {f['sha256'][:12]}, {f['fio_version'] or 'fio ?'}"
-                   f"{', host ' + f['host'] if f['host'] else ''})")
+        typer.echo(
+            f"{f['status']:16} run {f['run_id']}  {f['file']}  "
+            f"(sha256 {f['sha256'][:12]}, {f['fio_version'] or 'fio ?'}"
+            f"{', host ' + f['host'] if f['host'] else ''})"
+        )

@@ -59,17 +59,23 @@ def render() -> str:
         ".SH DESCRIPTION",
         _esc((root.help or "").strip()),
         ".PP",
-        _esc("Two ways, both real: probe formats a spare device with each candidate "
-             "configuration, runs fio and application benchmarks, and stores every run with "
-             "its provenance; predict, recommend and the rest answer from a model calibrated "
-             "on stored measurements. Every command takes -h/--help."),
+        _esc(
+            "Two ways, both real: probe formats a spare device with each candidate "
+            "configuration, runs fio and application benchmarks, and stores every run with "
+            "its provenance; predict, recommend and the rest answer from a model calibrated "
+            "on stored measurements. Every command takes -h/--help."
+        ),
         ".SH COMMANDS",
     ]
     for full, cmd, sub in _commands(root, ctx):
         usage = " ".join(cmd.collect_usage_pieces(sub))
-        lines += [".SS " + _esc(f"fsadvisor {full}"),
-                  ".B " + _esc(f"fsadvisor {full}"), _esc(usage), ".PP",
-                  _esc(" ".join((cmd.help or "").split()))]
+        lines += [
+            ".SS " + _esc(f"fsadvisor {full}"),
+            ".B " + _esc(f"fsadvisor {full}"),
+            _esc(usage),
+            ".PP",
+            _esc(" ".join((cmd.help or "").split())),
+        ]
         for param in cmd.get_params(sub):
             rec = param.get_help_record(sub)
             if not rec or getattr(param, "hidden", False):
@@ -78,16 +84,29 @@ def render() -> str:
             lines += [".TP", ".B " + _esc(opts), _esc(" ".join(text.split()) or " ")]
     lines += [
         ".SH ENVIRONMENT",
-        ".TP", ".B FSADVISOR_DB",
-        _esc("The results store (SQLite); default $XDG_DATA_HOME/fsadvisor/fsadvisor.db. Its "
-             "probe state file lives beside it (<db>.probe-state.json)."),
+        ".TP",
+        ".B FSADVISOR_DB",
+        _esc(
+            "The results store (SQLite); default $XDG_DATA_HOME/fsadvisor/fsadvisor.db. Its "
+            "probe state file lives beside it (<db>.probe-state.json)."
+        ),
         ".SH EXIT STATUS",
-        ".TP", ".B 0", "Success.",
-        ".TP", ".B 2", _esc("Refused or bad input: one line on standard error says why."),
-        ".TP", ".B 130", _esc("Interrupted (Ctrl-C); 143 for SIGTERM. A probe cleans up first."),
+        ".TP",
+        ".B 0",
+        "Success.",
+        ".TP",
+        ".B 2",
+        _esc("Refused or bad input: one line on standard error says why."),
+        ".TP",
+        ".B 130",
+        _esc("Interrupted (Ctrl-C); 143 for SIGTERM. A probe cleans up first."),
         ".SH SEE ALSO",
-        ".BR fio (1),", ".BR mkfs.xfs (8),", ".BR mkfs.ext4 (8),", ".BR mkfs.btrfs (8),",
-        ".BR xfs (5),", ".BR ext4 (5)",
+        ".BR fio (1),",
+        ".BR mkfs.xfs (8),",
+        ".BR mkfs.ext4 (8),",
+        ".BR mkfs.btrfs (8),",
+        ".BR xfs (5),",
+        ".BR ext4 (5)",
     ]
     return "\n".join(lines) + "\n"
 

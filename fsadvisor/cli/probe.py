@@ -9,23 +9,30 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from fsadvisor.cli import (app, complete_profile, confirm_wipe, domain_errors, emit_json, fail,
-                           limit_option)
+from fsadvisor.cli import (
+    app,
+    complete_profile,
+    confirm_wipe,
+    domain_errors,
+    emit_json,
+    fail,
+    limit_option,
+)
 from fsadvisor.domain import FLAG_ESTIMATE
 
 
 def clock(seconds: float | None) -> str:
     """service.probing.clock (imported on use: this module loads the service lazily)."""
     from fsadvisor.service.probing import clock as service_clock
+
     return service_clock(seconds)
+
 
 EXIT_INTERRUPTED = 130
 # Without a profile there is nothing to decide adaptively; a matrix longer than this is run
 # only when asked for (--full): `probe DEVICE` alone plans hundreds of cells.
 FULL_ONLY_ABOVE_S = 3600.0
 EXIT_CELLS_FAILED = 1
-
-
 
 
 BAR_WIDTH = 24
@@ -37,8 +44,10 @@ def progress_bar(done: int, total: int, width: int = BAR_WIDTH, unit: str = "") 
     frac = min(1.0, done / total) if total else 0.0
     filled = int(frac * width)
     suffix = f" {unit}" if unit else ""
-    return (f"[{'#' * filled}{'-' * (width - filled)}] {done:>{len(str(total))}}/{total}"
-            f"{suffix} {frac:4.0%}")
+    return (
+        f"[{'#' * filled}{'-' * (width - filled)}] {done:>{len(str(total))}}/{total}"
+        f"{suffix} {frac:4.0%}"
+    )
 
 
 class ProbeProgress:
@@ -89,7 +98,8 @@ class ProbeProgress:
             # log gets no line per second (the cell's end has fio's own figures)
             if self.tty and self.running:
                 from fsadvisor.service.probing import live_text
-                self._bar(f"{self.running}  now: {live_text(e)}"[:max(20, self.columns - 1)])
+
+                self._bar(f"{self.running}  now: {live_text(e)}"[: max(20, self.columns - 1)])
         elif e.kind == "cell-end":
             self.running = ""
             if e.status == "ok" and self.tty:
@@ -116,11 +126,14 @@ def _fmt(stat: dict | None, scale: float = 1.0, digits: int = 0) -> str:
 def _print_summary(s) -> None:
     d = s.to_dict()
     c = d["cells"]
-    typer.echo(f"matrix {d['matrix_id']} on {d['device']} ({d['device_kind']}): "
-               f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, "
-               f"{c['already_done']} already done, {c['incomplete']} incomplete "
-               f"of {c['total']} cells in {clock(d['wall_s'])}")
+    typer.echo(
+        f"matrix {d['matrix_id']} on {d['device']} ({d['device_kind']}): "
+        f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, "
+        f"{c['already_done']} already done, {c['incomplete']} incomplete "
+        f"of {c['total']} cells in {clock(d['wall_s'])}"
+    )
     from fsadvisor.service.probing import device_time_line
+
     if (line := device_time_line(d)) is not None:
         typer.echo(line)
     for reason, n in d["skipped_reasons"].items():
@@ -132,8 +145,10 @@ def _print_summary(s) -> None:
         typer.echo(f"energy: {e.get('source')} (scope {e.get('scope')}; {e.get('why')})")
     if d["results"]:
         typer.echo("")
-        typer.echo(f"{'configuration':<52} {'workload':<22} {'n':>2} {'IOPS (95% CI)':>18} "
-                   f"{'MB/s':>14} {'p99 ms':>12} {'ops/J':>14}  notes")
+        typer.echo(
+            f"{'configuration':<52} {'workload':<22} {'n':>2} {'IOPS (95% CI)':>18} "
+            f"{'MB/s':>14} {'p99 ms':>12} {'ops/J':>14}  notes"
+        )
         for r in d["results"]:
             notes = list(r["flags"])
             if not r["ranked"]:
@@ -145,10 +160,12 @@ def _print_summary(s) -> None:
             if r.get("energy_source") and FLAG_ESTIMATE not in notes:
                 notes.append(f"energy {r['energy_source']}")
             label = r.get("label") or r["config"]
-            typer.echo(f"{label[:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
-                       f"{_fmt(r['iops']):>18} {_fmt(r['mb_s'], digits=1):>14} "
-                       f"{_fmt(r['p99_latency_us'], 1e-3, 2):>12} "
-                       f"{_fmt(r['ops_per_joule'], digits=1):>14}  {', '.join(notes)}")
+            typer.echo(
+                f"{label[:52]:<52} {r['workload'][:22]:<22} {r['n']:>2} "
+                f"{_fmt(r['iops']):>18} {_fmt(r['mb_s'], digits=1):>14} "
+                f"{_fmt(r['p99_latency_us'], 1e-3, 2):>12} "
+                f"{_fmt(r['ops_per_joule'], digits=1):>14}  {', '.join(notes)}"
+            )
     if d["interrupted"]:
         typer.echo(f"interrupted by {d['interrupted']}: cleaned up; continue with --resume")
 
@@ -158,26 +175,39 @@ def quick_override_note(quick: bool, reps: int | None, runtime: float | None) ->
     only. Said out loud, so `--quick --reps 5` is not a silent surprise either way."""
     if not quick or (reps is None and runtime is None):
         return None
-    parts = ([f"{reps} repetition{'s' if reps != 1 else ''} per cell (--reps)"] if reps is not None else []) + \
-            ([f"{runtime:g} s runs (--runtime)"] if runtime is not None else [])
-    return ("fsadvisor: note: --quick with " + " and ".join(parts) + " instead of its 1 rep of "
-            "10 s; the rest of --quick (4k randread/randwrite only, no variants) still applies")
+    parts = (
+        [f"{reps} repetition{'s' if reps != 1 else ''} per cell (--reps)"]
+        if reps is not None
+        else []
+    ) + ([f"{runtime:g} s runs (--runtime)"] if runtime is not None else [])
+    return (
+        "fsadvisor: note: --quick with " + " and ".join(parts) + " instead of its 1 rep of "
+        "10 s; the rest of --quick (4k randread/randwrite only, no variants) still applies"
+    )
 
 
-DEVICE = Annotated[Optional[str], typer.Argument(
-    help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch.")]
+DEVICE = Annotated[
+    Optional[str],
+    typer.Argument(
+        help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch."
+    ),
+]
 
 
-def with_declared_options(fn: Callable[..., None],
-                          declarations: tuple[type, ...] | None = None) -> Callable[..., None]:
+def with_declared_options(
+    fn: Callable[..., None], declarations: tuple[type, ...] | None = None
+) -> Callable[..., None]:
     """``fn(device, **options)`` as a typer command whose options are the declared ones
     (service.probe_options: ProbeOptions, then RunChoices), in the order --help lists them:
     its signature is built from the declaration, so a new option is a new field there. A
     number's range is checked as it is parsed (limit_option)."""
     from fsadvisor.service.probe_options import ProbeOptions, RunChoices, cli_order
 
-    params = [inspect.Parameter("device", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                default=None, annotation=DEVICE)]
+    params = [
+        inspect.Parameter(
+            "device", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=DEVICE
+        )
+    ]
     for d in cli_order(*(declarations or (ProbeOptions, RunChoices))):
         settings: dict[str, Any] = {"help": d.help}
         if d.metavar is not None:
@@ -186,9 +216,14 @@ def with_declared_options(fn: Callable[..., None],
             settings["callback"] = limit_option(d.limit, d.flags[0])
         if d.complete == "profile":
             settings["autocompletion"] = complete_profile
-        params.append(inspect.Parameter(
-            d.name, inspect.Parameter.KEYWORD_ONLY, default=d.cli_default,
-            annotation=Annotated[d.cli_type, typer.Option(d.flag, **settings)]))
+        params.append(
+            inspect.Parameter(
+                d.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=d.cli_default,
+                annotation=Annotated[d.cli_type, typer.Option(d.flag, **settings)],
+            )
+        )
     # typer reads the parameters from the signature and their types from the annotations
     fn.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
     fn.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
@@ -214,8 +249,10 @@ def probe(device: str | None = None, **options: Any) -> None:
     dry_run, db, resume = options["dry_run"], options["db"], options["resume"]
     quick, reps, runtime = options["quick"], options["reps"], options["runtime_s"]
     if profiles and len(profiles) > 1 and (full or resume):
-        fail("several --profile run as one adaptive probe; --full and --resume take one "
-             "--profile (--resume alone continues an interrupted probe of several)")
+        fail(
+            "several --profile run as one adaptive probe; --full and --resume take one "
+            "--profile (--resume alone continues an interrupted probe of several)"
+        )
     weights = _weights(profile_weights, profiles or [])
 
     not_root = probing.root_problem()
@@ -225,49 +262,74 @@ def probe(device: str | None = None, **options: Any) -> None:
         report = probing.cleanup_stale_state(db)
         if report.cleaned:
             who = f" (pid {report.owner_pid})" if report.owner_pid and report.owner_pid > 0 else ""
-            typer.echo(f"fsadvisor: an earlier probe{who} did not finish; cleaned up after it:", err=True)
+            typer.echo(
+                f"fsadvisor: an earlier probe{who} did not finish; cleaned up after it:", err=True
+            )
             for a in report.actions or ["nothing was left mounted or attached"]:
                 typer.echo(f"  {a}", err=True)
             if report.interrupted_cell:
-                typer.echo(f"  its cell {report.interrupted_cell} was not stored; "
-                           "--resume runs it again", err=True)
+                typer.echo(
+                    f"  its cell {report.interrupted_cell} was not stored; --resume runs it again",
+                    err=True,
+                )
     elif probing.stale_state_pending(db):
-        typer.echo("fsadvisor: an earlier probe did not finish; run probe as root to clean up after it",
-                   err=True)
+        typer.echo(
+            "fsadvisor: an earlier probe did not finish; run probe as root to clean up after it",
+            err=True,
+        )
 
     request = probing.ProbeRequest.make(device, profile=profile, **options)
     from fsadvisor.service import adaptive as ad
+
     if adaptive and full:
         fail("--adaptive and --full exclude each other")
     # With a profile the adaptive probe is the default: the model measures what decides,
     # within a budget stated before anything starts. --full runs everything.
-    if adaptive or ad.resumes_adaptive(request) or (profile is not None and not full
-                                                     and not resume):
-        _adaptive(request, target_confidence, budget, dry_run, as_json, yes_wipe,
-                  profiles or [], weights)
+    if (
+        adaptive
+        or ad.resumes_adaptive(request)
+        or (profile is not None and not full and not resume)
+    ):
+        _adaptive(
+            request, target_confidence, budget, dry_run, as_json, yes_wipe, profiles or [], weights
+        )
         return
     if budget is not None:
         fail("--budget applies to the adaptive probe (--profile without --full)")
     plan = probing.plan_probe(request)
-    if profile is None and not full and not resume and not dry_run and \
-            plan.estimated_seconds() > FULL_ONLY_ABOVE_S:
-        fail(f"this is the whole matrix: {len(plan.cells())} cells, about "
-             f"{clock(plan.estimated_seconds())}; give --profile NAME for an adaptive probe of "
-             "your workload, narrow it (--fs, --workloads, --quick), or pass --full")
+    if (
+        profile is None
+        and not full
+        and not resume
+        and not dry_run
+        and plan.estimated_seconds() > FULL_ONLY_ABOVE_S
+    ):
+        fail(
+            f"this is the whole matrix: {len(plan.cells())} cells, about "
+            f"{clock(plan.estimated_seconds())}; give --profile NAME for an adaptive probe of "
+            "your workload, narrow it (--fs, --workloads, --quick), or pass --full"
+        )
 
     if dry_run:
         shown = probing.preview(request, plan)
         if as_json:
-            emit_json({"dry_run": True, "cells": shown.cells,
-                       "estimated_s": plan.estimated_seconds(), "commands": shown.lines})
+            emit_json(
+                {
+                    "dry_run": True,
+                    "cells": shown.cells,
+                    "estimated_s": plan.estimated_seconds(),
+                    "commands": shown.lines,
+                }
+            )
         else:
             for line in shown.lines:
                 typer.echo(line)
         return
 
     probing.check_device(plan)
-    confirm = confirm_wipe(plan, yes_wipe, f" ({len(plan.cells())} cells, about "
-                                           f"{clock(plan.estimated_seconds())})")
+    confirm = confirm_wipe(
+        plan, yes_wipe, f" ({len(plan.cells())} cells, about {clock(plan.estimated_seconds())})"
+    )
 
     # on stdout with the plan's own output (stderr stays the one line of any refusal;
     # --json keeps stdout a JSON document: the plan's reps/runtime are in it)
@@ -281,6 +343,7 @@ def probe(device: str | None = None, **options: Any) -> None:
         _print_summary(summary)
         if plot and summary.results:
             from fsadvisor.service.report import plot_probe
+
             typer.echo("")
             typer.echo(plot_probe(summary.to_dict()))
     if summary.interrupted:
@@ -304,11 +367,20 @@ def _weights(text: str | None, profiles: list[str]) -> list[float] | None:
     if not values:
         fail(f"--profile-weights {text!r} is not a list of numbers (e.g. 2,1)")
     from fsadvisor.service import adaptive as ad
+
     return ad.check_weights(profiles, values)  # a ConfigError: one line, exit 2
 
 
-def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json: bool,
-              yes_wipe: str | None, profiles: list[str], weights: list[float] | None) -> None:
+def _adaptive(
+    request,
+    target: float,
+    budget: str | None,
+    dry_run: bool,
+    as_json: bool,
+    yes_wipe: str | None,
+    profiles: list[str],
+    weights: list[float] | None,
+) -> None:
     """probe --adaptive: plan (the budget check refuses before the device is touched), the
     safety verdict as for any probe, then the model-driven run (service/adaptive.py). With
     several --profile it is one probe for all of them: one calibration, one session and
@@ -319,10 +391,17 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
     if dry_run:
         shown = ad.adaptive_preview(request, target, budget, profiles=profiles, weights=weights)
         if as_json:
-            emit_json({"dry_run": True, "adaptive": True, "lines": shown.lines,
-                       "profiles": shown.profiles, "budget_s": shown.budget_s,
-                       "full_matrix_estimate_s": shown.full_estimate_s,
-                       "calibration_estimate_s": shown.calibration_estimate_s})
+            emit_json(
+                {
+                    "dry_run": True,
+                    "adaptive": True,
+                    "lines": shown.lines,
+                    "profiles": shown.profiles,
+                    "budget_s": shown.budget_s,
+                    "full_matrix_estimate_s": shown.full_estimate_s,
+                    "calibration_estimate_s": shown.calibration_estimate_s,
+                }
+            )
         else:
             for line in shown.lines:
                 typer.echo(line)
@@ -332,9 +411,14 @@ def _adaptive(request, target: float, budget: str | None, dry_run: bool, as_json
     probing.check_device(plan)
     confirm = None
     if not plan.scratch_size_bytes:
-        confirm = yes_wipe if yes_wipe is not None else typer.prompt(
-            f"This DESTROYS all data on {plan.device}. Type the device path to continue",
-            err=True)
+        confirm = (
+            yes_wipe
+            if yes_wipe is not None
+            else typer.prompt(
+                f"This DESTROYS all data on {plan.device}. Type the device path to continue",
+                err=True,
+            )
+        )
         if not probing.confirmation_matches(plan, confirm):
             fail(f"not confirmed ({confirm!r} is not {plan.device}); nothing was touched")
     result = ad.run_adaptive(setup, request.db, on_progress=ProbeProgress(), confirm=confirm)

@@ -15,7 +15,9 @@ app.add_typer(profiles_app, name="profiles")
 
 @profiles_app.command("list")
 @domain_errors
-def list_(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def list_(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """List the shipped preset profiles."""
     from fsadvisor.service import advice
 
@@ -47,10 +49,26 @@ def show(
 @profiles_app.command("capture")
 @domain_errors
 def capture(
-    device: Annotated[str, typer.Option("--device", help="Block device to sample (/dev/nvme0n1 or nvme0n1); read-only.")],
-    seconds: Annotated[float, typer.Option("--seconds", callback=limit_option("seconds"), help="How long to sample /proc/diskstats." + limits.help_range("seconds"))] = 10.0,
-    out: Annotated[str | None, typer.Option("-o", "--out", help="Write the profile TOML here.")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Profile name (default captured-DEV).")] = None,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device", help="Block device to sample (/dev/nvme0n1 or nvme0n1); read-only."
+        ),
+    ],
+    seconds: Annotated[
+        float,
+        typer.Option(
+            "--seconds",
+            callback=limit_option("seconds"),
+            help="How long to sample /proc/diskstats." + limits.help_range("seconds"),
+        ),
+    ] = 10.0,
+    out: Annotated[
+        str | None, typer.Option("-o", "--out", help="Write the profile TOML here.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Profile name (default captured-DEV).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Capture a workload profile from a running system: read/write mix, mean request
@@ -62,10 +80,12 @@ def capture(
     if as_json:
         emit_json({k: v for k, v in r.items() if k != "toml"})
         return
-    typer.echo(f"{device}: {r['iops']:,.0f} IOPS, {r['read_pct']}% reads, mean read "
-               f"{r['mean_read_bytes'] / 1024:,.1f} KiB, mean write "
-               f"{r['mean_write_bytes'] / 1024:,.1f} KiB, {r['effective_queue_depth']:.2f} "
-               f"in flight, {r['utilisation']:.0%} busy over {r['seconds']:.1f} s")
+    typer.echo(
+        f"{device}: {r['iops']:,.0f} IOPS, {r['read_pct']}% reads, mean read "
+        f"{r['mean_read_bytes'] / 1024:,.1f} KiB, mean write "
+        f"{r['mean_write_bytes'] / 1024:,.1f} KiB, {r['effective_queue_depth']:.2f} "
+        f"in flight, {r['utilisation']:.0%} busy over {r['seconds']:.1f} s"
+    )
     typer.echo("assumptions to confirm:")
     for a in r["assumptions"]:
         typer.echo(f"  - {a}")

@@ -12,8 +12,14 @@ from fsadvisor.cli import app, domain_errors
 @app.command()
 @domain_errors
 def tui(
-    db: Annotated[Optional[str], typer.Option(
-        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir).")] = None,
+    db: Annotated[
+        Optional[str],
+        typer.Option(
+            "--db",
+            metavar="PATH",
+            help="Store file (default: $FSADVISOR_DB, else the user data dir).",
+        ),
+    ] = None,
 ) -> None:
     """Interactive terminal UI: pick a profile and a device, see ranked configurations with
     their commands, energy sources and past probe runs."""

@@ -18,7 +18,20 @@ from fsadvisor.energy.rapl import RaplMeter
 from fsadvisor.energy.sources import auto_choice, check, choose_meter
 
 __all__ = [
-    "EnergyMeter", "SourceStatus", "choose_meter", "check", "auto_choice", "measure_idle",
-    "with_idle", "ops_per_joule", "parse_idle_watts", "RaplMeter", "IpmiMeter",
-    "MeterLogMeter", "EstimateMeter", "parse_log", "integrate_log", "reading_for_window",
+    "EnergyMeter",
+    "SourceStatus",
+    "choose_meter",
+    "check",
+    "auto_choice",
+    "measure_idle",
+    "with_idle",
+    "ops_per_joule",
+    "parse_idle_watts",
+    "RaplMeter",
+    "IpmiMeter",
+    "MeterLogMeter",
+    "EstimateMeter",
+    "parse_log",
+    "integrate_log",
+    "reading_for_window",
 ]

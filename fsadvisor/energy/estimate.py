@@ -48,7 +48,7 @@ def parse_power_states(text: str) -> list[PowerState]:
     """``psds`` of ``nvme id-ctrl DEV -o json``. nvme-cli 2.3 (here) prints a raw ``flags``
     byte; later versions print ``max_power_scale`` and ``non-operational_state``."""
     try:
-        doc = json.loads(text[text.index("{"):])
+        doc = json.loads(text[text.index("{") :])
     except (ValueError, RecursionError) as e:
         raise EnergyError(f"nvme id-ctrl output is not JSON: {_first_line(e)}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("psds"), list):
@@ -80,8 +80,9 @@ def _power_state(psd: dict) -> PowerState:
 
     if not (max_w >= 0 and max_w < 1e6):
         raise ValueError(f"implausible max_power {psd['max_power']!r}")
-    return PowerState(max_w, scaled("idle_power", "idle_scale"),
-                      scaled("active_power", "active_scale"), not nops)
+    return PowerState(
+        max_w, scaled("idle_power", "idle_scale"), scaled("active_power", "active_scale"), not nops
+    )
 
 
 def drive_powers(states: list[PowerState]) -> tuple[float, float, str] | None:
@@ -130,8 +131,10 @@ def read_cpu(proc_root: str) -> tuple[int, int, int]:
 
 
 def stat_path(sys_root: str, name: str) -> str | None:
-    for p in (os.path.join(sys_root, "block", name, "stat"),
-              os.path.join(sys_root, "class", "block", name, "stat")):
+    for p in (
+        os.path.join(sys_root, "block", name, "stat"),
+        os.path.join(sys_root, "class", "block", name, "stat"),
+    ):
         if os.path.isfile(p):
             return p
     return None
@@ -150,12 +153,20 @@ class EstimateMeter(EnergyMeter):
     name = "estimate"
     scope = "system"
 
-    def __init__(self, device: str | None = None, proc_root: str = "/proc", sys_root: str = "/sys",
-                 idle_watts: float | None = None, core_active_watts: float | None = None,
-                 drive_idle_watts: float | None = None, drive_active_watts: float | None = None,
-                 nvme_runner: Runner | None = None, interval_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        device: str | None = None,
+        proc_root: str = "/proc",
+        sys_root: str = "/sys",
+        idle_watts: float | None = None,
+        core_active_watts: float | None = None,
+        drive_idle_watts: float | None = None,
+        drive_active_watts: float | None = None,
+        nvme_runner: Runner | None = None,
+        interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         model_idle = DEFAULT_IDLE_W if idle_watts is None else idle_watts
         # The model's idle is also the reading's idle baseline, so active energy is the
         # modelled CPU + drive work.
@@ -167,7 +178,9 @@ class EstimateMeter(EnergyMeter):
         self.params: dict[str, Any] = {
             "idle_watts": model_idle,
             "idle_watts_from": ASSUMED if idle_watts is None else "given",
-            "core_active_watts": DEFAULT_CORE_ACTIVE_W if core_active_watts is None else core_active_watts,
+            "core_active_watts": DEFAULT_CORE_ACTIVE_W
+            if core_active_watts is None
+            else core_active_watts,
             "core_active_watts_from": ASSUMED if core_active_watts is None else "given",
         }
         self._given_drive = (drive_idle_watts, drive_active_watts)
@@ -187,7 +200,9 @@ class EstimateMeter(EnergyMeter):
         out: dict[str, Any] = {"device": name}
         self._stat = stat_path(self.sys_root, name)
         if self._stat is None:
-            out["drive_term"] = f"no {self.sys_root}/block/{name}/stat: drive utilisation unknown, term omitted"
+            out["drive_term"] = (
+                f"no {self.sys_root}/block/{name}/stat: drive utilisation unknown, term omitted"
+            )
         given_idle, given_active = self._given_drive
         idle, active, src = DEFAULT_DRIVE_IDLE_W, DEFAULT_DRIVE_ACTIVE_W, ASSUMED
         if name.startswith("nvme"):
@@ -226,11 +241,15 @@ class EstimateMeter(EnergyMeter):
 
     def _accuracy(self) -> str:
         p = self.params
-        parts = [f"idle {p['idle_watts']:g} W ({p['idle_watts_from']})",
-                 f"{p['core_active_watts']:g} W per busy core ({p['core_active_watts_from']})"]
+        parts = [
+            f"idle {p['idle_watts']:g} W ({p['idle_watts_from']})",
+            f"{p['core_active_watts']:g} W per busy core ({p['core_active_watts_from']})",
+        ]
         if "drive_idle_watts" in p:
-            parts.append(f"drive {p['drive_idle_watts']:g}–{p['drive_active_watts']:g} W "
-                         f"({p['drive_power_from']})")
+            parts.append(
+                f"drive {p['drive_idle_watts']:g}–{p['drive_active_watts']:g} W "
+                f"({p['drive_power_from']})"
+            )
         return "model, not a measurement: " + ", ".join(parts)
 
     def _finish(self, duration_s: float) -> EnergyReading:
@@ -238,8 +257,9 @@ class EstimateMeter(EnergyMeter):
         assert sampler is not None  # stop() calls _finish only after _begin made it
         samples = sampler.stop()
         p = dict(self.params)
-        p["model"] = ("P = idle + busy_cores x core_active_w "
-                      "+ (drive_active_w - drive_idle_w) x drive_util")
+        p["model"] = (
+            "P = idle + busy_cores x core_active_w + (drive_active_w - drive_idle_w) x drive_util"
+        )
         if sampler.errors:
             p["sample_errors"] = sampler.errors
         if len(samples) < 2:
@@ -258,8 +278,12 @@ class EstimateMeter(EnergyMeter):
             if a.io_ticks_ms is not None and b.io_ticks_ms is not None:
                 util = min(1.0, max(0.0, (b.io_ticks_ms - a.io_ticks_ms) / 1000.0 / dt))
                 drive_busy_s += util * dt
-        energy_j = (p["idle_watts"] * duration_s + p["core_active_watts"] * busy_core_s
-                    + drive_delta_w * drive_busy_s)
+        energy_j = (
+            p["idle_watts"] * duration_s
+            + p["core_active_watts"] * busy_core_s
+            + drive_delta_w * drive_busy_s
+        )
         p.update(cpu_busy_core_s=round(busy_core_s, 6), drive_busy_s=round(drive_busy_s, 6))
-        return self.make_reading(energy_j, duration_s, samples=len(samples), assumptions=p,
-                                 accuracy=self._accuracy())
+        return self.make_reading(
+            energy_j, duration_s, samples=len(samples), assumptions=p, accuracy=self._accuracy()
+        )

@@ -48,10 +48,12 @@ def with_idle(reading: EnergyReading, idle_watts: float) -> EnergyReading:
         if active < 0:
             assumptions["active_energy"] = (
                 f"idle baseline {idle_watts:g} W exceeds the run's average "
-                f"{reading.avg_watts or 0:.1f} W: active energy undefined")
+                f"{reading.avg_watts or 0:.1f} W: active energy undefined"
+            )
             active = None
-    return dataclasses.replace(reading, idle_watts=idle_watts, active_energy_j=active,
-                               assumptions=assumptions)
+    return dataclasses.replace(
+        reading, idle_watts=idle_watts, active_energy_j=active, assumptions=assumptions
+    )
 
 
 def ops_per_joule(ops: float, reading: EnergyReading, basis: str = "total") -> float | None:
@@ -59,8 +61,10 @@ def ops_per_joule(ops: float, reading: EnergyReading, basis: str = "total") -> f
     if basis not in ("total", "active"):
         raise EnergyError(f"ops/joule basis must be 'total' or 'active', got {basis!r}")
     if basis == "active" and reading.idle_watts is None and reading.energy_j is not None:
-        raise EnergyError("ops/joule on active energy needs an idle baseline: "
-                          "measure one (fsadvisor energy idle) or give --idle-watts")
+        raise EnergyError(
+            "ops/joule on active energy needs an idle baseline: "
+            "measure one (fsadvisor energy idle) or give --idle-watts"
+        )
     energy = reading.energy_j if basis == "total" else reading.active_energy_j
     if energy is None or energy <= 0:
         return None

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 from fsadvisor.records import EnergyReading
-from fsadvisor.energy.meter import (CommandResult, EnergyMeter, Runner, Sampler, integrate_power,
-                                    run_command)
+from fsadvisor.energy.meter import (
+    CommandResult,
+    EnergyMeter,
+    Runner,
+    Sampler,
+    integrate_power,
+    run_command,
+)
 from fsadvisor.errors import EnergyError
 
 IPMI_ARGV = ("ipmitool", "dcmi", "power", "reading")
@@ -66,10 +72,15 @@ class IpmiMeter(EnergyMeter):
     scope = "system"
     accuracy = "BMC DCMI power reading: whole system, ~1 s resolution, accuracy per BMC (often ±5%)"
 
-    def __init__(self, runner: Runner | None = None, interval_s: float = DEFAULT_INTERVAL_S,
-                 max_gap_s: float = DEFAULT_MAX_GAP_S, idle_watts: float | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        runner: Runner | None = None,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        max_gap_s: float = DEFAULT_MAX_GAP_S,
+        idle_watts: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(idle_watts=idle_watts, clock=clock, wall_clock=wall_clock)
         self.runner = runner or run_command
         self.interval_s = interval_s
@@ -113,15 +124,19 @@ class IpmiMeter(EnergyMeter):
             raise EnergyError("ipmi: the meter was not started")
         t_end = t_begin + duration_s
         samples = sampler.stop()
-        assumptions = {"interval_s": self.interval_s, "max_gap_s": self.max_gap_s,
-                       "discarded_deactivated": self._discarded,
-                       "failed_calls": sampler.errors - self._discarded}
+        assumptions = {
+            "interval_s": self.interval_s,
+            "max_gap_s": self.max_gap_s,
+            "discarded_deactivated": self._discarded,
+            "failed_calls": sampler.errors - self._discarded,
+        }
         if not samples:
-            return self.missing_reading(duration_s, sampler.first_error or "no IPMI power reading",
-                                        0, assumptions)
-        energy_j, why = integrate_power(samples, t_begin, t_end, self.max_gap_s,
-                                        hold_edges=True)
+            return self.missing_reading(
+                duration_s, sampler.first_error or "no IPMI power reading", 0, assumptions
+            )
+        energy_j, why = integrate_power(samples, t_begin, t_end, self.max_gap_s, hold_edges=True)
         if why:
             why = f"ipmi: {why}" + (f"; {sampler.first_error}" if sampler.first_error else "")
-        return self.make_reading(energy_j, duration_s, samples=len(samples),
-                                 assumptions=assumptions, missing=why)
+        return self.make_reading(
+            energy_j, duration_s, samples=len(samples), assumptions=assumptions, missing=why
+        )

@@ -72,9 +72,12 @@ class EnergyMeter(ABC):
     scope: str = "system"
     accuracy: str = "unknown"
 
-    def __init__(self, idle_watts: float | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        idle_watts: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self.idle_watts = idle_watts
         self.why = ""  # set by choose_meter: why this source was picked
         self._clock = clock
@@ -154,25 +157,43 @@ class EnergyMeter(ABC):
         """The reading of the last completed start/stop, None before that."""
         return self._reading
 
-    def make_reading(self, energy_j: float | None, duration_s: float, samples: int = 0,
-                     assumptions: Mapping[str, Any] | None = None,
-                     missing: str | None = None, accuracy: str | None = None) -> EnergyReading:
+    def make_reading(
+        self,
+        energy_j: float | None,
+        duration_s: float,
+        samples: int = 0,
+        assumptions: Mapping[str, Any] | None = None,
+        missing: str | None = None,
+        accuracy: str | None = None,
+    ) -> EnergyReading:
         """Build a reading labelled with this meter's source and scope, idle baseline applied."""
 
         avg = energy_j / duration_s if energy_j is not None and duration_s > 0 else None
         reading = EnergyReading(
-            source=self.name, scope=self.scope,
-            energy_j=energy_j, avg_watts=avg, duration_s=duration_s, samples=samples,
-            accuracy=accuracy or self.accuracy, assumptions=dict(assumptions or {}),
-            missing=missing if energy_j is None else None)
+            source=self.name,
+            scope=self.scope,
+            energy_j=energy_j,
+            avg_watts=avg,
+            duration_s=duration_s,
+            samples=samples,
+            accuracy=accuracy or self.accuracy,
+            assumptions=dict(assumptions or {}),
+            missing=missing if energy_j is None else None,
+        )
         if self.idle_watts is not None:
             reading = with_idle(reading, self.idle_watts)
         return reading
 
-    def missing_reading(self, duration_s: float, why: str, samples: int = 0,
-                        assumptions: Mapping[str, Any] | None = None) -> EnergyReading:
-        return self.make_reading(None, duration_s, samples=samples,
-                                 assumptions=assumptions, missing=why)
+    def missing_reading(
+        self,
+        duration_s: float,
+        why: str,
+        samples: int = 0,
+        assumptions: Mapping[str, Any] | None = None,
+    ) -> EnergyReading:
+        return self.make_reading(
+            None, duration_s, samples=samples, assumptions=assumptions, missing=why
+        )
 
 
 class Sampler(Generic[T]):
@@ -185,8 +206,13 @@ class Sampler(Generic[T]):
     (an ``ipmitool`` call takes a noticeable part of a second).
     """
 
-    def __init__(self, sample: Callable[[], T], interval_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic, join_timeout_s: float = 15.0):
+    def __init__(
+        self,
+        sample: Callable[[], T],
+        interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        join_timeout_s: float = 15.0,
+    ):
         if interval_s <= 0:
             raise EnergyError(f"sampling interval must be > 0 s, got {interval_s}")
         self._sample = sample
@@ -226,8 +252,9 @@ class Sampler(Generic[T]):
     def start(self) -> None:
         self._take()
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="fsadvisor-energy-sampler",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name="fsadvisor-energy-sampler", daemon=True
+        )
         self._thread.start()
 
     def stop(self, final: bool = True) -> list[tuple[float, T]]:
@@ -241,9 +268,14 @@ class Sampler(Generic[T]):
             return sorted(self.samples, key=lambda s: s[0])
 
 
-def integrate_power(samples: list[tuple[float, float]], t_start: float, t_end: float,
-                    max_gap_s: float, hold_edges: bool,
-                    fmt_t: Callable[[float], str] | None = None) -> tuple[float | None, str | None]:
+def integrate_power(
+    samples: list[tuple[float, float]],
+    t_start: float,
+    t_end: float,
+    max_gap_s: float,
+    hold_edges: bool,
+    fmt_t: Callable[[float], str] | None = None,
+) -> tuple[float | None, str | None]:
     """Energy (J) of power samples ``(t, watts)`` over ``[t_start, t_end]``: ``(energy, None)``
     or ``(None, why)``.
 
@@ -274,8 +306,10 @@ def integrate_power(samples: list[tuple[float, float]], t_start: float, t_end: f
         if hi <= lo:
             continue
         if tb - ta > max_gap_s:
-            return None, (f"gap of {tb - ta:.1f} s between power readings at {fmt(ta)} and "
-                          f"{fmt(tb)} (limit {max_gap_s:g} s)")
+            return None, (
+                f"gap of {tb - ta:.1f} s between power readings at {fmt(ta)} and "
+                f"{fmt(tb)} (limit {max_gap_s:g} s)"
+            )
         slope = (wb - wa) / (tb - ta)
         w_lo, w_hi = wa + slope * (lo - ta), wa + slope * (hi - ta)
         energy += (w_lo + w_hi) / 2 * (hi - lo)

@@ -53,9 +53,16 @@ MAX_PLAUSIBLE_WATTS = 100_000.0
 
 _TIME_HEADER = re.compile(r"date|time|stamp|epoch", re.I)
 _GMT = re.compile(r"GMT\s*([+-])\s*(\d{1,2}):?(\d{2})", re.I)
-_US_FORMATS = ("%m/%d/%y %I:%M:%S %p", "%m/%d/%Y %I:%M:%S %p", "%m/%d/%y %H:%M:%S",
-               "%m/%d/%Y %H:%M:%S", "%m/%d/%y %I:%M %p", "%m/%d/%Y %I:%M %p",
-               "%m/%d/%y %H:%M", "%m/%d/%Y %H:%M")
+_US_FORMATS = (
+    "%m/%d/%y %I:%M:%S %p",
+    "%m/%d/%Y %I:%M:%S %p",
+    "%m/%d/%y %H:%M:%S",
+    "%m/%d/%Y %H:%M:%S",
+    "%m/%d/%y %I:%M %p",
+    "%m/%d/%Y %I:%M %p",
+    "%m/%d/%y %H:%M",
+    "%m/%d/%Y %H:%M",
+)
 
 
 @dataclass
@@ -75,7 +82,9 @@ class MeterLog:
 
 def _watts_score(name: str) -> int:
     n = name.strip().strip('"').lower()
-    if re.search(r"\bwh\b|watt[- ]?h|watthr|hour|energy|kwh|factor|reactive|apparent|\bva\b|var\b", n):
+    if re.search(
+        r"\bwh\b|watt[- ]?h|watthr|hour|energy|kwh|factor|reactive|apparent|\bva\b|var\b", n
+    ):
         return 0
     if n in ("w", "watts", "watt", "power", "power_w", "power (w)", "watts (w)", "power_watts"):
         return 4
@@ -166,8 +175,9 @@ def _find_header(rows: list[list[str]]) -> tuple[int, int, int] | None:
     """(row index, time column, watts column) of the first row that names both."""
     for i, row in enumerate(rows[:50]):
         tcols = [j for j, c in enumerate(row) if _TIME_HEADER.search(c) and not _watts_score(c)]
-        wcols = sorted(((_watts_score(c), -j) for j, c in enumerate(row) if _watts_score(c)),
-                       reverse=True)
+        wcols = sorted(
+            ((_watts_score(c), -j) for j, c in enumerate(row) if _watts_score(c)), reverse=True
+        )
         if tcols and wcols:
             return i, tcols[0], -wcols[0][1]
     return None
@@ -202,7 +212,7 @@ def parse_log(text: str, clock_offset_s: float = 0.0) -> MeterLog:
         hi, tcol, wcol = header
         log.time_column, log.watts_column = rows[hi][tcol].strip(), rows[hi][wcol].strip()
         tz = _header_tz(rows[hi][tcol])
-        data = rows[hi + 1:]
+        data = rows[hi + 1 :]
     else:
         guessed = _guess_columns(rows)
         if guessed is None:
@@ -237,8 +247,9 @@ def _fmt_clock(ts: list[float]) -> Callable[[float], str]:
     return lambda t: time.strftime(pattern, time.localtime(t))
 
 
-def integrate_log(log: MeterLog, start_s: float, end_s: float,
-                  max_gap_s: float = DEFAULT_MAX_GAP_S) -> tuple[float | None, str | None]:
+def integrate_log(
+    log: MeterLog, start_s: float, end_s: float, max_gap_s: float = DEFAULT_MAX_GAP_S
+) -> tuple[float | None, str | None]:
     """Energy (J) over the wall-clock window [start_s, end_s] or (None, one line why)."""
     covers = log.covers
     if covers is None:  # no samples
@@ -246,10 +257,10 @@ def integrate_log(log: MeterLog, start_s: float, end_s: float,
     lo, hi = covers
     fmt = _fmt_clock([lo, hi, start_s, end_s])
     if lo > start_s or hi < end_s:
-        return None, (f"meter log covers {fmt(lo)}–{fmt(hi)}, "
-                      f"run was {fmt(start_s)}–{fmt(end_s)}")
-    energy, why = integrate_power(log.samples, start_s, end_s, max_gap_s, hold_edges=False,
-                                  fmt_t=fmt)
+        return None, (f"meter log covers {fmt(lo)}–{fmt(hi)}, run was {fmt(start_s)}–{fmt(end_s)}")
+    energy, why = integrate_power(
+        log.samples, start_s, end_s, max_gap_s, hold_edges=False, fmt_t=fmt
+    )
     if why:
         return None, f"meter log: {why}"
     return energy, None
@@ -261,24 +272,35 @@ class MeterLogMeter(EnergyMeter):
 
     name = "meter-log"
 
-    def __init__(self, path: str | os.PathLike | None, clock_offset_s: float = 0.0,
-                 max_gap_s: float = DEFAULT_MAX_GAP_S, scope: str = "system",
-                 idle_watts: float | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike | None,
+        clock_offset_s: float = 0.0,
+        max_gap_s: float = DEFAULT_MAX_GAP_S,
+        scope: str = "system",
+        idle_watts: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(idle_watts=idle_watts, clock=clock, wall_clock=wall_clock)
         if scope not in POWER_SCOPES:
-            raise EnergyError(f"meter scope must be one of {', '.join(POWER_SCOPES)}, got {scope!r}")
+            raise EnergyError(
+                f"meter scope must be one of {', '.join(POWER_SCOPES)}, got {scope!r}"
+            )
         self.path = None if path is None else os.fspath(path)
         self.clock_offset_s = clock_offset_s
         self.max_gap_s = max_gap_s
         self.scope = scope
-        self.accuracy = ("external meter log on the drive's supply (seed 003 style)" if scope == "drive"
-                         else "external wall meter log: whole system; accuracy per meter "
-                              "(Watts Up Pro ±1.5% +0.3 Wh, seed 004)")
+        self.accuracy = (
+            "external meter log on the drive's supply (seed 003 style)"
+            if scope == "drive"
+            else "external wall meter log: whole system; accuracy per meter "
+            "(Watts Up Pro ±1.5% +0.3 Wh, seed 004)"
+        )
 
     def load(self) -> MeterLog:
         from fsadvisor.infra.readfile import read_bounded
+
         if self.path is None:
             raise EnergyError("meter-log: give --meter-log FILE")
         raw = read_bounded(self.path, MAX_LOG_BYTES)
@@ -314,19 +336,31 @@ class MeterLogMeter(EnergyMeter):
             return self.missing_reading(duration_s, f"meter log {self.path}: {e.strerror or e}")
         energy_j, why = integrate_log(log, start_s, end_s, self.max_gap_s)
         assumptions = {
-            "path": self.path, "clock_offset_s": self.clock_offset_s, "max_gap_s": self.max_gap_s,
-            "time_column": log.time_column, "watts_column": log.watts_column,
-            "rows_skipped": log.rows_skipped, "duplicates_dropped": log.duplicates,
-            "duplicates": "first row kept", "window": [start_s, end_s],
+            "path": self.path,
+            "clock_offset_s": self.clock_offset_s,
+            "max_gap_s": self.max_gap_s,
+            "time_column": log.time_column,
+            "watts_column": log.watts_column,
+            "rows_skipped": log.rows_skipped,
+            "duplicates_dropped": log.duplicates,
+            "duplicates": "first row kept",
+            "window": [start_s, end_s],
         }
         inside = sum(1 for t, _ in log.samples if start_s <= t <= end_s)
-        return self.make_reading(energy_j, duration_s, samples=inside,
-                                 assumptions=assumptions, missing=why)
+        return self.make_reading(
+            energy_j, duration_s, samples=inside, assumptions=assumptions, missing=why
+        )
 
 
-def reading_for_window(path: str | os.PathLike, start_s: float, end_s: float,
-                       clock_offset_s: float = 0.0, max_gap_s: float = DEFAULT_MAX_GAP_S,
-                       scope: str = "system", idle_watts: float | None = None) -> EnergyReading:
+def reading_for_window(
+    path: str | os.PathLike,
+    start_s: float,
+    end_s: float,
+    clock_offset_s: float = 0.0,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
+    scope: str = "system",
+    idle_watts: float | None = None,
+) -> EnergyReading:
     """The reading a meter log gives for a past run's wall-clock window."""
     meter = MeterLogMeter(path, clock_offset_s, max_gap_s, scope, idle_watts)
     return meter.reading_for_window(start_s, end_s)

@@ -143,8 +143,15 @@ def discover(root: str = DEFAULT_ROOT, read: Reader = _read_file) -> tuple[list[
             notes.append(f"{label} ({name}) skipped: repeats a zone already counted")
             continue
         seen.add(ident)
-        zones.append(Zone(label=label, name=name, path=dirs[label],
-                          max_range_uj=max_range(label), package=package))
+        zones.append(
+            Zone(
+                label=label,
+                name=name,
+                path=dirs[label],
+                max_range_uj=max_range(label),
+                package=package,
+            )
+        )
     return zones, notes
 
 
@@ -189,7 +196,9 @@ def counter_delta_uj(e1: int, e2: int, max_range_uj: int) -> int | None:
     return (max_range_uj - e1) + e2
 
 
-def accumulate(zones: list[Zone], samples: list[dict[str, int]]) -> tuple[float | None, int, str | None]:
+def accumulate(
+    zones: list[Zone], samples: list[dict[str, int]]
+) -> tuple[float | None, int, str | None]:
     """(energy_j, wraps, why-missing) from counter snapshots taken in order."""
     total_uj = 0
     wraps = 0
@@ -198,8 +207,14 @@ def accumulate(zones: list[Zone], samples: list[dict[str, int]]) -> tuple[float 
         for e1, e2 in zip(values, values[1:]):
             d = counter_delta_uj(e1, e2, z.max_range_uj)
             if d is None:
-                return None, wraps, (f"RAPL {z.label} ({z.name}) wrapped with max_energy_range_uj "
-                                     f"{z.max_range_uj} (unknown range): energy cannot be corrected")
+                return (
+                    None,
+                    wraps,
+                    (
+                        f"RAPL {z.label} ({z.name}) wrapped with max_energy_range_uj "
+                        f"{z.max_range_uj} (unknown range): energy cannot be corrected"
+                    ),
+                )
             if e2 < e1:
                 wraps += 1
             total_uj += d
@@ -246,10 +261,15 @@ class RaplMeter(EnergyMeter):
     scope = "cpu+dram"
     accuracy = "RAPL counters: CPU package + DRAM only, excludes the SSD and the rest of the system"
 
-    def __init__(self, root: str = DEFAULT_ROOT, reader: Reader | None = None,
-                 interval_s: float = 1.0, idle_watts: float | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        root: str = DEFAULT_ROOT,
+        reader: Reader | None = None,
+        interval_s: float = 1.0,
+        idle_watts: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(idle_watts=idle_watts, clock=clock, wall_clock=wall_clock)
         self.root = root
         self.read = reader or _read_file
@@ -280,8 +300,9 @@ class RaplMeter(EnergyMeter):
         self._zones, self._notes = zones, notes + die_notes
         # Sampling every second, not just begin/end, catches each wrap of counters that can
         # roll over within minutes (domain notes §3).
-        self._sampler = Sampler(lambda: read_counters(self._zones, self.read),
-                                self.interval_s, self._clock)
+        self._sampler = Sampler(
+            lambda: read_counters(self._zones, self.read), self.interval_s, self._clock
+        )
         self._sampler.start()
 
     def live_watts(self) -> float | None:
@@ -314,8 +335,16 @@ class RaplMeter(EnergyMeter):
         assumptions["wraps"] = wraps
         accuracy = self.accuracy
         if not any(z.name == "dram" for z in self._zones):
-            accuracy = ("RAPL counters: CPU package only (no DRAM domain), excludes the SSD "
-                        "and the rest of the system")
+            accuracy = (
+                "RAPL counters: CPU package only (no DRAM domain), excludes the SSD "
+                "and the rest of the system"
+            )
             assumptions["dram"] = "absent"
-        return self.make_reading(energy_j, duration_s, samples=len(samples),
-                                 assumptions=assumptions, missing=why, accuracy=accuracy)
+        return self.make_reading(
+            energy_j,
+            duration_s,
+            samples=len(samples),
+            assumptions=assumptions,
+            missing=why,
+            accuracy=accuracy,
+        )

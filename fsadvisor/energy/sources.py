@@ -26,11 +26,21 @@ AUTO_ORDER = ("rapl", "ipmi", "estimate")
 _OPTS = {
     "rapl": {"sysfs_root": "root", "reader": "reader", "interval_s": "interval_s"},
     "ipmi": {"runner": "runner", "interval_s": "interval_s", "max_gap_s": "max_gap_s"},
-    "meter-log": {"meter_log": "path", "clock_offset_s": "clock_offset_s",
-                  "max_gap_s": "max_gap_s", "meter_scope": "scope"},
-    "estimate": {"proc_root": "proc_root", "sys_root": "sys_root", "nvme_runner": "nvme_runner",
-                 "interval_s": "interval_s", "core_active_watts": "core_active_watts",
-                 "drive_idle_watts": "drive_idle_watts", "drive_active_watts": "drive_active_watts"},
+    "meter-log": {
+        "meter_log": "path",
+        "clock_offset_s": "clock_offset_s",
+        "max_gap_s": "max_gap_s",
+        "meter_scope": "scope",
+    },
+    "estimate": {
+        "proc_root": "proc_root",
+        "sys_root": "sys_root",
+        "nvme_runner": "nvme_runner",
+        "interval_s": "interval_s",
+        "core_active_watts": "core_active_watts",
+        "drive_idle_watts": "drive_idle_watts",
+        "drive_active_watts": "drive_active_watts",
+    },
 }
 _COMMON = {"idle_watts", "clock", "wall_clock"}
 _KNOWN = set().union(*(_OPTS[k] for k in _OPTS), _COMMON)
@@ -61,7 +71,9 @@ def choose_meter(source: str = "auto", device: str | None = None, **opts: Any) -
     if unknown:
         raise TypeError(f"unknown energy option(s): {', '.join(sorted(unknown))}")
     if source != "auto" and source not in ENERGY_SOURCES:
-        raise EnergyError(f"unknown energy source {source!r}: use auto, {', '.join(ENERGY_SOURCES)}")
+        raise EnergyError(
+            f"unknown energy source {source!r}: use auto, {', '.join(ENERGY_SOURCES)}"
+        )
     if source != "auto":
         meter = _build(source, device, opts)
         why = meter.unavailable()
@@ -83,8 +95,9 @@ def choose_meter(source: str = "auto", device: str | None = None, **opts: Any) -
     raise EnergyError("no energy source works here: " + "; ".join(passed))
 
 
-def check(meter_log: str | None = None, device: str | None = None,
-          **opts: Any) -> list[SourceStatus]:
+def check(
+    meter_log: str | None = None, device: str | None = None, **opts: Any
+) -> list[SourceStatus]:
     """Status of every source on this machine (rapl, ipmi, meter-log, estimate)."""
     unknown = set(opts) - _KNOWN
     if unknown:
@@ -95,11 +108,13 @@ def check(meter_log: str | None = None, device: str | None = None,
         meter = _build(name, device, opts)
         why = meter.unavailable()
         if why is None:
-            detail = {"rapl": "RAPL readable (scope cpu+dram, not the SSD)",
-                      "ipmi": "BMC answers DCMI power reading (scope whole system)",
-                      "meter-log": f"meter log {meter_log} readable "
-                                   f"(scope {opts.get('meter_scope') or 'system'})",
-                      "estimate": "always available: a model, not a measurement"}[name]
+            detail = {
+                "rapl": "RAPL readable (scope cpu+dram, not the SSD)",
+                "ipmi": "BMC answers DCMI power reading (scope whole system)",
+                "meter-log": f"meter log {meter_log} readable "
+                f"(scope {opts.get('meter_scope') or 'system'})",
+                "estimate": "always available: a model, not a measurement",
+            }[name]
             if name == "rapl":
                 detail += "; " + pyrapl_status(opts.get("sysfs_root") or DEFAULT_ROOT)
             out.append(SourceStatus(name, True, detail))

@@ -40,8 +40,9 @@ class BlockRate:
     interval_s: float
 
 
-def block_rate(before: Mapping[str, int], after: Mapping[str, int],
-               interval_s: float) -> BlockRate | None:
+def block_rate(
+    before: Mapping[str, int], after: Mapping[str, int], interval_s: float
+) -> BlockRate | None:
     """The rates between two parsed stat readings ``interval_s`` apart; None when no time
     passed or a counter went backwards (the device was re-created between the readings)."""
     if not interval_s > 0:
@@ -50,9 +51,11 @@ def block_rate(before: Mapping[str, int], after: Mapping[str, int],
     d = {k: after[k] - before[k] for k in keys}
     if any(v < 0 for v in d.values()):
         return None
-    return BlockRate(iops=(d["read_ios"] + d["write_ios"]) / interval_s,
-                     bw_bytes_s=(d["read_sectors"] + d["write_sectors"]) * SECTOR_BYTES
-                     / interval_s, interval_s=interval_s)
+    return BlockRate(
+        iops=(d["read_ios"] + d["write_ios"]) / interval_s,
+        bw_bytes_s=(d["read_sectors"] + d["write_sectors"]) * SECTOR_BYTES / interval_s,
+        interval_s=interval_s,
+    )
 
 
 def stat_file(dev: str) -> tuple[Path, str]:
@@ -60,8 +63,11 @@ def stat_file(dev: str) -> tuple[Path, str]:
     sysfs reads) and how to name it: ``/sys/block/loop3/stat``, or for a partition
     ``/sys/class/block/nvme0n1p2/stat``."""
     node = devmod.sys_node(dev)
-    label = (f"/sys/block/{node.name}/stat" if node.parent is None
-             else f"/sys/class/block/{node.name}/stat")
+    label = (
+        f"/sys/block/{node.name}/stat"
+        if node.parent is None
+        else f"/sys/class/block/{node.name}/stat"
+    )
     return node.dir / "stat", label
 
 
@@ -72,10 +78,14 @@ class BlockStatSampler:
     reported: ``stop()`` takes no last partial reading. A reading that fails (the device
     went away) ends the sampling quietly; the run's own figures do not depend on it."""
 
-    def __init__(self, path: Path | str, on_rate: Callable[[BlockRate], None],
-                 interval_s: float = DEFAULT_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic,
-                 read: Callable[[Path], str] = lambda p: p.read_text()) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        on_rate: Callable[[BlockRate], None],
+        interval_s: float = DEFAULT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        read: Callable[[Path], str] = lambda p: p.read_text(),
+    ) -> None:
         if not interval_s > 0:
             raise ValueError(f"sampling interval must be > 0 s, got {interval_s}")
         self.path = Path(path)
@@ -111,8 +121,9 @@ class BlockStatSampler:
         if first is None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, args=(first,), daemon=True,
-                                        name="fsadvisor-blockstat")
+        self._thread = threading.Thread(
+            target=self._loop, args=(first,), daemon=True, name="fsadvisor-blockstat"
+        )
         self._thread.start()
 
     def stop(self, join_timeout_s: float = 5.0) -> None:

@@ -36,8 +36,11 @@ def pread_ns(rounds: int = _ROUNDS, calls: int = _CALLS) -> float:
     """Best-of-``rounds`` nanoseconds per 4 KiB pread at a random 4 KiB offset of a 1 MiB
     file in /dev/shm (or $TMPDIR when there is no /dev/shm). The best round, not the mean:
     another process's time slice only ever makes a round slower."""
-    where = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
+    where = (
+        "/dev/shm"
+        if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)
         else tempfile.gettempdir()
+    )
     fd, path = tempfile.mkstemp(prefix="fsadvisor-cpu-", dir=where)
     try:
         os.unlink(path)  # nothing is left behind, whatever happens next
@@ -70,6 +73,8 @@ def host_figures() -> dict[str, float]:
 
 if __name__ == "__main__":
     ns = pread_ns()
-    print(f"{ns:.0f} ns per 4 KiB pread of a tmpfs file (reference {REFERENCE_PREAD_NS:.0f}): "
-          f"host_cpu_factor {ns / REFERENCE_PREAD_NS:.2f}, {cores()} cores; load "
-          f"{os.getloadavg()[0]:.2f}")
+    print(
+        f"{ns:.0f} ns per 4 KiB pread of a tmpfs file (reference {REFERENCE_PREAD_NS:.0f}): "
+        f"host_cpu_factor {ns / REFERENCE_PREAD_NS:.2f}, {cores()} cores; load "
+        f"{os.getloadavg()[0]:.2f}"
+    )

@@ -33,17 +33,31 @@ from fsadvisor.host.spec import control_character_refusal
 # host/spec.py (a `recommend` for a kind:size spec needs nothing else of this module);
 # they are this module's names too.
 DEVICE_KINDS, MAX_SPEC_BYTES = _spec.DEVICE_KINDS, _spec.MAX_SPEC_BYTES
-LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,RO,MOUNTPOINTS,FSTYPE,PKNAME,MODEL,SERIAL,WWN,ROTA,LOG-SEC,REV,TRAN"
+LSBLK_COLUMNS = (
+    "NAME,PATH,TYPE,SIZE,RO,MOUNTPOINTS,FSTYPE,PKNAME,MODEL,SERIAL,WWN,ROTA,LOG-SEC,REV,TRAN"
+)
 # Filesystems that keep their files in RAM: a loop device over one of their files is ram-loop.
 RAM_FILESYSTEMS = ("tmpfs", "ramfs")
 # /sys/block/X/stat field names in kernel order (Documentation/block/stat.rst); ticks are ms.
 # Kernels before 4.18 have 11 fields, before 5.5 15, since then 17 (17 here, domain notes §5).
 STAT_FIELDS = (
-    "read_ios", "read_merges", "read_sectors", "read_ticks_ms",
-    "write_ios", "write_merges", "write_sectors", "write_ticks_ms",
-    "in_flight", "io_ticks_ms", "time_in_queue_ms",
-    "discard_ios", "discard_merges", "discard_sectors", "discard_ticks_ms",
-    "flush_ios", "flush_ticks_ms",
+    "read_ios",
+    "read_merges",
+    "read_sectors",
+    "read_ticks_ms",
+    "write_ios",
+    "write_merges",
+    "write_sectors",
+    "write_ticks_ms",
+    "in_flight",
+    "io_ticks_ms",
+    "time_in_queue_ms",
+    "discard_ios",
+    "discard_merges",
+    "discard_sectors",
+    "discard_ticks_ms",
+    "flush_ios",
+    "flush_ticks_ms",
 )
 ROOT_HINT = "probing needs root (run with sudo); --dry-run works without it"
 # Filesystems whose disk must never be probed: the running system and its boot files.
@@ -78,10 +92,13 @@ class Verdict:
 
 # ---------------------------------------------------------------- running tools
 
+
 def _which(tool: str, host: Host) -> str | None:
     path = host.tool_path
     if path is None:
-        path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+        path = os.pathsep.join(
+            [os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        )
     return shutil.which(tool, path=path)
 
 
@@ -90,11 +107,15 @@ def run_tool(argv: list[str], host: Host = HOST) -> CommandResult:
     tool's answer the device cannot be judged."""
     exe = _which(argv[0], host)
     if exe is None:
-        raise DeviceRefused(f"{argv[0]} not found: cannot check the device safely (install util-linux)")
+        raise DeviceRefused(
+            f"{argv[0]} not found: cannot check the device safely (install util-linux)"
+        )
     try:
         return run([exe, *argv[1:]], timeout_s=host.timeout_s)
     except CommandTimedOut:
-        raise DeviceRefused(f"{argv[0]} timed out after {host.timeout_s:g}s: cannot check the device") from None
+        raise DeviceRefused(
+            f"{argv[0]} timed out after {host.timeout_s:g}s: cannot check the device"
+        ) from None
     except CommandFailed as e:
         raise DeviceRefused(f"cannot run {argv[0]}: {e.reason}") from None
 
@@ -105,6 +126,7 @@ def _failed(proc: CommandResult, what: str) -> DeviceRefused:
 
 
 # ---------------------------------------------------------------- parsers (pure)
+
 
 def _json_obj(text: str, what: str) -> dict:
     try:
@@ -123,12 +145,16 @@ def _check_node(node: Any) -> dict:
     if mps is None:
         mps = []
     if not isinstance(mps, list):
-        raise DeviceRefused(f"cannot parse lsblk output: mountpoints of {node['name']} is not a list")
+        raise DeviceRefused(
+            f"cannot parse lsblk output: mountpoints of {node['name']} is not a list"
+        )
     if node.get("path") is not None and not isinstance(node["path"], str):
         raise DeviceRefused(f"cannot parse lsblk output: path of {node['name']} is not a string")
     for key in ("size", "log-sec"):
         if node.get(key) is not None and (not isinstance(node[key], int) or node[key] < 0):
-            raise DeviceRefused(f"cannot parse lsblk output: {key} of {node['name']} is not a byte count")
+            raise DeviceRefused(
+                f"cannot parse lsblk output: {key} of {node['name']} is not a byte count"
+            )
     children = node.get("children", [])
     if not isinstance(children, list):
         raise DeviceRefused(f"cannot parse lsblk output: children of {node['name']} is not a list")
@@ -169,8 +195,13 @@ def parse_findmnt(text: str) -> list[dict]:
     for fs in fss:
         if not isinstance(fs, dict) or not isinstance(fs.get("target"), str):
             raise DeviceRefused("cannot parse findmnt output: an entry without a target")
-        out.append({"target": fs["target"], "source": str(fs.get("source") or ""),
-                    "fstype": str(fs.get("fstype") or "")})
+        out.append(
+            {
+                "target": fs["target"],
+                "source": str(fs.get("source") or ""),
+                "fstype": str(fs.get("fstype") or ""),
+            }
+        )
         out.extend(parse_findmnt(json.dumps({"filesystems": fs.get("children") or []})))
     return out
 
@@ -193,8 +224,9 @@ def parse_wipefs(text: str) -> list[dict]:
     if not text.strip():
         return []
     sigs = _json_obj(text, "wipefs").get("signatures")
-    if not isinstance(sigs, list) or not all(isinstance(s, dict) and isinstance(s.get("type"), str)
-                                             for s in sigs):
+    if not isinstance(sigs, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("type"), str) for s in sigs
+    ):
         raise DeviceRefused("cannot parse wipefs output: no signatures list with types")
     return sigs
 
@@ -202,16 +234,34 @@ def parse_wipefs(text: str) -> list[dict]:
 # Partition-table types (libblkid's partition probers, as blkid PTTYPE and wipefs TYPE
 # name them): a device carrying one is a partitioned device even when the kernel has no
 # partitions for it (a loop device attached without --partscan shows none).
-PARTITION_TABLE_TYPES = frozenset({"gpt", "PMBR", "dos", "bsd", "sun", "sgi", "mac", "atari",
-                                   "aix", "solaris", "unixware", "minix", "ultrix"})
+PARTITION_TABLE_TYPES = frozenset(
+    {
+        "gpt",
+        "PMBR",
+        "dos",
+        "bsd",
+        "sun",
+        "sgi",
+        "mac",
+        "atari",
+        "aix",
+        "solaris",
+        "unixware",
+        "minix",
+        "ultrix",
+    }
+)
 
 
 def partition_table_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str]:
     """The partition tables among the signatures: blkid's PTTYPE, and wipefs entries whose
     USAGE is ``partition-table`` (or, without that column, whose TYPE is a table type)."""
     names = {blkid["PTTYPE"]} if blkid.get("PTTYPE") else set()
-    names.update(s["type"] for s in wipefs
-                 if s.get("usage") == "partition-table" or s.get("type") in PARTITION_TABLE_TYPES)
+    names.update(
+        s["type"]
+        for s in wipefs
+        if s.get("usage") == "partition-table" or s.get("type") in PARTITION_TABLE_TYPES
+    )
     return sorted(names)
 
 
@@ -219,13 +269,35 @@ def partition_table_names(blkid: dict[str, str], wipefs: list[dict]) -> list[str
 # an encrypted volume, a ZFS pool, a bcache set, Ceph, DRBD, firmware RAID (blkid's TYPE
 # names). Formatting such a member destroys the array or volume it is part of, so it is
 # refused whatever the flags; --force overrides only a plain filesystem signature.
-MEMBER_TYPES = frozenset({
-    "linux_raid_member", "LVM2_member", "LVM1_member", "crypto_LUKS", "BitLocker",
-    "zfs_member", "bcache", "ceph_bluestore", "drbd", "drbdmanage_control_volume",
-    "drbdproxy_datalog", "VMFS_volume_member", "vdo", "stratis", "isw_raid_member",
-    "ddf_raid_member", "adaptec_raid_member", "hpt37x_raid_member", "hpt45x_raid_member",
-    "jmicron_raid_member", "lsi_mega_raid_member", "nvidia_raid_member",
-    "promise_fasttrack_raid_member", "silicon_medley_raid_member", "via_raid_member"})
+MEMBER_TYPES = frozenset(
+    {
+        "linux_raid_member",
+        "LVM2_member",
+        "LVM1_member",
+        "crypto_LUKS",
+        "BitLocker",
+        "zfs_member",
+        "bcache",
+        "ceph_bluestore",
+        "drbd",
+        "drbdmanage_control_volume",
+        "drbdproxy_datalog",
+        "VMFS_volume_member",
+        "vdo",
+        "stratis",
+        "isw_raid_member",
+        "ddf_raid_member",
+        "adaptec_raid_member",
+        "hpt37x_raid_member",
+        "hpt45x_raid_member",
+        "jmicron_raid_member",
+        "lsi_mega_raid_member",
+        "nvidia_raid_member",
+        "promise_fasttrack_raid_member",
+        "silicon_medley_raid_member",
+        "via_raid_member",
+    }
+)
 
 
 def member_signatures(names: list[str]) -> list[str]:
@@ -279,7 +351,9 @@ def parse_scheduler(text: str) -> tuple[str, list[str]]:
         names.append(tok)
     if current is None:
         if len(names) != 1:
-            raise DeviceRefused(f"cannot parse scheduler list {one_line(text, 60)!r}: no current one")
+            raise DeviceRefused(
+                f"cannot parse scheduler list {one_line(text, 60)!r}: no current one"
+            )
         current = names[0]
     return current, names
 
@@ -288,7 +362,9 @@ def parse_stat(text: str) -> dict[str, int]:
     """/sys/block/X/stat -> named counters; 11-, 15- and 17-field kernels give what they have."""
     parts = text.split()
     if len(parts) not in (11, 15, 17) or not all(p.isascii() and p.isdigit() for p in parts):
-        raise DeviceRefused(f"cannot parse block stat {one_line(text, 80)!r}: expected 11, 15 or 17 counters")
+        raise DeviceRefused(
+            f"cannot parse block stat {one_line(text, 80)!r}: expected 11, 15 or 17 counters"
+        )
     return dict(zip(STAT_FIELDS, map(int, parts)))
 
 
@@ -303,6 +379,7 @@ def parse_nvme_id_ctrl(text: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- sysfs
+
 
 @dataclass(frozen=True)
 class SysNode:
@@ -335,8 +412,15 @@ def resolve(path: str) -> str:
     via = f" (resolves to {real})" if real != p else ""
     if stat.S_ISBLK(st.st_mode):
         return real
-    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a regular file" if stat.S_ISREG(st.st_mode)
-            else "a character device" if stat.S_ISCHR(st.st_mode) else "not a device")
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(st.st_mode)
+        else "a regular file"
+        if stat.S_ISREG(st.st_mode)
+        else "a character device"
+        if stat.S_ISCHR(st.st_mode)
+        else "not a device"
+    )
     raise DeviceRefused(f"{p}{via} is {kind}, not a block device")
 
 
@@ -428,9 +512,11 @@ def loop_not_yours(path: str, loop_dir: Path, uids: frozenset[int] | None = None
     if owner in uids:
         return None
     you = " or ".join(str(u) for u in sorted(uids))
-    return (f"{path} is a loop device on {text}, a file of uid {owner}, not yours (uid {you}): "
-            "make the file yours (chown) if it is, or probe a scratch device of your own "
-            "(--scratch SIZE)")
+    return (
+        f"{path} is a loop device on {text}, a file of uid {owner}, not yours (uid {you}): "
+        "make the file yours (chown) if it is, or probe a scratch device of your own "
+        "(--scratch SIZE)"
+    )
 
 
 def _same_file(backing: str, paths: set[str], rdevs: set[int]) -> bool:
@@ -458,7 +544,9 @@ def read_scheduler(dev: str, host: Host = HOST) -> tuple[str, list[str]]:
     node = sys_node(dev, host)
     text = _read(node.queue_dir / "scheduler")
     if text is None:
-        raise NotSupported(f"{dev}: {node.parent or node.name} has no I/O scheduler ({node.queue_dir}/scheduler)")
+        raise NotSupported(
+            f"{dev}: {node.parent or node.name} has no I/O scheduler ({node.queue_dir}/scheduler)"
+        )
     return parse_scheduler(text)
 
 
@@ -473,10 +561,13 @@ def set_scheduler(dev: str, name: str, host: Host = HOST) -> str:
         # A bio-based device (zram, brd) has no queue/scheduler: it always runs as "none".
         if name == NO_SCHEDULER:
             return NO_SCHEDULER
-        raise ConfigError(f"{disk} has no I/O scheduler to select; only {NO_SCHEDULER!r} "
-                          f"applies, not {name!r}") from None
+        raise ConfigError(
+            f"{disk} has no I/O scheduler to select; only {NO_SCHEDULER!r} applies, not {name!r}"
+        ) from None
     if name not in available:
-        raise ConfigError(f"unknown scheduler {name!r} for {disk}; available: {', '.join(available)}")
+        raise ConfigError(
+            f"unknown scheduler {name!r} for {disk}; available: {', '.join(available)}"
+        )
     try:
         (node.queue_dir / "scheduler").write_text(name)
     except OSError as e:
@@ -489,6 +580,7 @@ def needs_root() -> str | None:
 
 
 # ---------------------------------------------------------------- discovery
+
 
 def lsblk(dev: str, host: Host = HOST, columns: str = LSBLK_COLUMNS, inverse: bool = False) -> dict:
     argv = ["lsblk", "-J", "-b", "-o", columns] + (["-s"] if inverse else []) + [dev]
@@ -596,7 +688,9 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
     rota_text = _read(q / "rotational")
     rotational = rota_text == "1" if rota_text is not None else bool(info.get("rota"))
     size_text = _read(node.dir / "size")  # 512-byte sectors whatever the logical block size
-    size_bytes = int(size_text) * 512 if size_text and size_text.isdigit() else int(info.get("size") or 0)
+    size_bytes = (
+        int(size_text) * 512 if size_text and size_text.isdigit() else int(info.get("size") or 0)
+    )
     lbs_text = _read(q / "logical_block_size")
     lbs = int(lbs_text) if lbs_text and lbs_text.isdigit() else int(info.get("log-sec") or 512)
 
@@ -607,19 +701,36 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
     ident = _nvme_identity(real, host) if kind == "nvme" else {}
     dev_dir = disk_dir / "device"
     model = ident.get("model") or _read(dev_dir / "model") or told("model")
-    serial = ident.get("serial") or _read(dev_dir / "serial") or _read(disk_dir / "serial") or told("serial")
-    firmware = (ident.get("firmware") or _read(dev_dir / "firmware_rev") or _read(dev_dir / "rev")
-                or told("rev"))
+    serial = (
+        ident.get("serial")
+        or _read(dev_dir / "serial")
+        or _read(disk_dir / "serial")
+        or told("serial")
+    )
+    firmware = (
+        ident.get("firmware")
+        or _read(dev_dir / "firmware_rev")
+        or _read(dev_dir / "rev")
+        or told("rev")
+    )
     # A loop or zram device is identified by its backing class (Device.identity), which the
     # model field describes; its loop number is an accident of attach order.
     if kind == "loop":
         kind, model = backing_class(disk_dir, host)
     elif kind == "zram":
         model = f"zram ({parse_comp_algorithm(_read(disk_dir / 'comp_algorithm') or '')})"
-    return Device(path=real, size_bytes=size_bytes, kind=kind, model=model.strip(),
-                  serial=serial.strip(), firmware=firmware.strip(), plp=plp,
-                  logical_block_size=lbs, write_cache=_read(q / "write_cache") or "unknown",
-                  rotational=rotational)
+    return Device(
+        path=real,
+        size_bytes=size_bytes,
+        kind=kind,
+        model=model.strip(),
+        serial=serial.strip(),
+        firmware=firmware.strip(),
+        plp=plp,
+        logical_block_size=lbs,
+        write_cache=_read(q / "write_cache") or "unknown",
+        rotational=rotational,
+    )
 
 
 def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Device:
@@ -628,6 +739,7 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Devi
 
 
 # ---------------------------------------------------------------- safety verdict
+
 
 @dataclass
 class DeviceFacts:
@@ -645,7 +757,9 @@ class DeviceFacts:
     loop_backed: list[tuple[str, str]] = field(default_factory=list)  # (loop, its backing file)
     partition_tables: list[str] = field(default_factory=list)  # PTTYPE & co. (read with signatures)
     mounted: list[tuple[str, str]] = field(default_factory=list)  # (device path, mountpoint)
-    protected: list[tuple[str, str, str]] = field(default_factory=list)  # (mountpoint, source, disk)
+    protected: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # (mountpoint, source, disk)
     readable: bool = True
     signatures: list[str] = field(default_factory=list)
     # What a probe recorded after its own mkfs ({"TYPE", "UUID", ...}), and whether the
@@ -680,7 +794,11 @@ def _sources(mountpoint: str, host: Host) -> list[str]:
     if proc.returncode == 0:
         out.append(re.sub(r"\[.*\]$", "", proc.stdout.strip()))  # btrfs: /dev/sda2[/@]
     st_dev = os.stat(mountpoint).st_dev
-    d = Path(os.path.realpath(Path(host.sys_root, "dev", "block", f"{os.major(st_dev)}:{os.minor(st_dev)}")))
+    d = Path(
+        os.path.realpath(
+            Path(host.sys_root, "dev", "block", f"{os.major(st_dev)}:{os.minor(st_dev)}")
+        )
+    )
     if d.is_dir():
         out.append(f"/dev/{d.name}")
     return [s for s in dict.fromkeys(out) if _rdev(s) is not None]
@@ -715,19 +833,31 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
         raise DeviceRefused(f"{path} has no medium (size 0; a detached loop device?)")
     tree = lsblk(real, host)
     family = walk(tree)
-    facts = DeviceFacts(path=str(path), resolved=real, name=node.name, parent=node.parent,
-                        size_bytes=int(tree.get("size") or 0), children=family[1:])
+    facts = DeviceFacts(
+        path=str(path),
+        resolved=real,
+        name=node.name,
+        parent=node.parent,
+        size_bytes=int(tree.get("size") or 0),
+        children=family[1:],
+    )
     facts.ro = _read(node.dir / "ro") == "1" or tree.get("ro") is True
-    facts.holders = {n["name"]: h for n in family
-                     if (h := holders(Path(host.sys_root, "class", "block", n["name"])))}
+    facts.holders = {
+        n["name"]: h
+        for n in family
+        if (h := holders(Path(host.sys_root, "class", "block", n["name"])))
+    }
 
     facts.sys_partitions = sys_partitions(node.dir)
     paths = {real} | {n["path"] for n in family if n.get("path")}
     paths |= {f"/dev/{name}" for name in facts.sys_partitions}
     rdevs = {r for p in paths if (r := _rdev(p)) is not None}
     paths = {os.path.realpath(p) for p in paths}
-    facts.loop_backed = [(loop, backing) for loop, backing in loop_backing_files(host)
-                         if loop != node.name and _same_file(backing, paths, rdevs)]
+    facts.loop_backed = [
+        (loop, backing)
+        for loop, backing in loop_backing_files(host)
+        if loop != node.name and _same_file(backing, paths, rdevs)
+    ]
 
     def ours(source: str) -> bool:
         return os.path.realpath(source) in paths or _rdev(source) in rdevs
@@ -743,7 +873,9 @@ def gather(path: str, host: Host = HOST) -> DeviceFacts:
     guarded = [(m, src) for m in PROTECTED_MOUNTPOINTS for src in _sources(m, host)]
     guarded += [("swap", s) for s in swaps if _rdev(s) is not None]
     for what, src in guarded:
-        for disk in sorted(my_disks & _disks(lsblk(src, host, columns="NAME,PATH,TYPE", inverse=True))):
+        for disk in sorted(
+            my_disks & _disks(lsblk(src, host, columns="NAME,PATH,TYPE", inverse=True))
+        ):
             facts.protected.append((what, os.path.realpath(src), disk))
 
     facts.readable = os.access(real, os.R_OK)
@@ -844,8 +976,9 @@ def signature_identity(dev: str, host: Host = HOST) -> dict[str, str] | None:
         return None
 
 
-def is_own_signature(signatures: list[str], identity: dict[str, str] | None,
-                     recorded: dict[str, str] | None) -> bool:
+def is_own_signature(
+    signatures: list[str], identity: dict[str, str] | None, recorded: dict[str, str] | None
+) -> bool:
     """The device holds exactly the one filesystem a probe recorded after its own mkfs:
     the same TYPE/UUID and no other signature (wipefs sees no partition table, no second
     filesystem)."""
@@ -867,7 +1000,13 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
     dev = f.resolved if f.resolved == f.path else f"{f.path} (-> {f.resolved})"
     if f.protected:
         what, src, disk = f.protected[0]
-        role = "holds /" if what == "/" else "is active swap (/proc/swaps)" if what == "swap" else f"holds {what}"
+        role = (
+            "holds /"
+            if what == "/"
+            else "is active swap (/proc/swaps)"
+            if what == "swap"
+            else f"holds {what}"
+        )
         if src == f.resolved:
             return _refuse(f, f"{dev} {role}; never probed")
         return _refuse(f, f"{dev} is on disk {disk}, whose {src} {role}; never probed")
@@ -880,45 +1019,75 @@ def judge(f: DeviceFacts, force: bool = False) -> Verdict:
         return _refuse(f, f"{dev} is mounted{on} on {mnt}; unmount it first")
     if f.holders:
         name, hs = sorted(f.holders.items())[0]
-        return _refuse(f, f"{dev} is held by {', '.join(hs)} (holders of {name}: LVM, md or dm); never probed")
+        return _refuse(
+            f, f"{dev} is held by {', '.join(hs)} (holders of {name}: LVM, md or dm); never probed"
+        )
     if f.loop_backed:
         loop, backing = f.loop_backed[0]
         via = "" if os.path.realpath(backing) == f.resolved else f" (as {backing})"
-        return _refuse(f, f"{dev} is the backing file of /dev/{loop}{via}; detach it "
-                          f"(losetup -d /dev/{loop}) if it is not in use; never probed")
+        return _refuse(
+            f,
+            f"{dev} is the backing file of /dev/{loop}{via}; detach it "
+            f"(losetup -d /dev/{loop}) if it is not in use; never probed",
+        )
     others = [c for c in f.children if c.get("type") != "part"]
     if others:
-        return _refuse(f, f"{dev} is used by {others[0]['name']} ({others[0].get('type')}); never probed")
+        return _refuse(
+            f, f"{dev} is used by {others[0]['name']} ({others[0].get('type')}); never probed"
+        )
     if f.ro:
         return _refuse(f, f"{dev} is read-only")
     if f.parent:
-        return _refuse(f, f"{dev} is a partition of {f.parent}; probing formats whole, unpartitioned devices only")
+        return _refuse(
+            f,
+            f"{dev} is a partition of {f.parent}; probing formats whole, unpartitioned devices only",
+        )
     parts = sorted({c["name"] for c in f.children} | set(f.sys_partitions))
     if parts:
-        return _refuse(f, f"{dev} has partitions ({', '.join(parts)}); probe an empty, unpartitioned device")
+        return _refuse(
+            f, f"{dev} has partitions ({', '.join(parts)}); probe an empty, unpartitioned device"
+        )
     if f.partition_tables:
         # Not a leftover signature --force may destroy: a partition table is a disk someone
         # laid out, whatever the kernel currently shows of it.
-        return _refuse(f, f"{dev} has a partition table ({', '.join(f.partition_tables)}); --force "
-                          f"does not override it: clear it deliberately (wipefs -a {f.resolved}) "
-                          "if that is what you want")
+        return _refuse(
+            f,
+            f"{dev} has a partition table ({', '.join(f.partition_tables)}); --force "
+            f"does not override it: clear it deliberately (wipefs -a {f.resolved}) "
+            "if that is what you want",
+        )
     members = member_signatures(f.signatures)
     if members:
-        return _refuse(f, f"{dev} is a member of an array, volume group, encrypted volume or "
-                          f"pool ({', '.join(members)} signature); --force does not override "
-                          "it: take it out of what it belongs to first; never probed")
+        return _refuse(
+            f,
+            f"{dev} is a member of an array, volume group, encrypted volume or "
+            f"pool ({', '.join(members)} signature); --force does not override "
+            "it: take it out of what it belongs to first; never probed",
+        )
     if f.size_bytes <= 0:
         return _refuse(f, f"{dev} has no medium (size 0)")
     if not f.readable:
         return _refuse(f, f"{dev} is not readable: {ROOT_HINT}")
     if f.signatures and not force and not f.own_signature:
-        theirs = (f", not the one this probe made ({_recorded_text(f.recorded)})"
-                  if f.recorded else "")
-        return Verdict(False, f"{dev} holds data: {', '.join(f.signatures)} signature found"
-                              f"{theirs}; pass --force to destroy it",
-                       f.resolved, True, list(f.signatures))
-    return Verdict(True, None, f.resolved, False, list(f.signatures),
-                   own_signature=bool(f.signatures) and f.own_signature)
+        theirs = (
+            f", not the one this probe made ({_recorded_text(f.recorded)})" if f.recorded else ""
+        )
+        return Verdict(
+            False,
+            f"{dev} holds data: {', '.join(f.signatures)} signature found"
+            f"{theirs}; pass --force to destroy it",
+            f.resolved,
+            True,
+            list(f.signatures),
+        )
+    return Verdict(
+        True,
+        None,
+        f.resolved,
+        False,
+        list(f.signatures),
+        own_signature=bool(f.signatures) and f.own_signature,
+    )
 
 
 def exclusive_guard(dev: str) -> str | None:
@@ -934,8 +1103,9 @@ def exclusive_guard(dev: str) -> str | None:
     return None
 
 
-def safety_verdict(path: str, force: bool = False, host: Host = HOST,
-                   own_signature: dict[str, str] | None = None) -> Verdict:
+def safety_verdict(
+    path: str, force: bool = False, host: Host = HOST, own_signature: dict[str, str] | None = None
+) -> Verdict:
     """May ``path`` be formatted? Never raises for a refusal: the reason is in the verdict.
 
     Signatures are read only once everything else passed, so a graver reason is never
@@ -956,7 +1126,8 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST,
         if facts.signatures and own_signature:
             facts.recorded = dict(own_signature)
             facts.own_signature = is_own_signature(
-                facts.signatures, signature_identity(facts.resolved, host), own_signature)
+                facts.signatures, signature_identity(facts.resolved, host), own_signature
+            )
     except DeviceRefused as e:
         try:
             real = os.path.realpath(os.fspath(path))
@@ -971,8 +1142,9 @@ def safety_verdict(path: str, force: bool = False, host: Host = HOST,
     return verdict
 
 
-def require_safe(path: str, force: bool = False, host: Host = HOST,
-                 own_signature: dict[str, str] | None = None) -> str:
+def require_safe(
+    path: str, force: bool = False, host: Host = HOST, own_signature: dict[str, str] | None = None
+) -> str:
     """The resolved device path, or DeviceRefused with the verdict's one-line reason."""
     verdict = safety_verdict(path, force=force, host=host, own_signature=own_signature)
     if not verdict.ok:

@@ -28,8 +28,9 @@ class LoopError(RuntimeError):
     pass
 
 
-def attach(backing_file: str | os.PathLike, direct_io: bool = True,
-           sys_root: str | os.PathLike = "/sys") -> str:
+def attach(
+    backing_file: str | os.PathLike, direct_io: bool = True, sys_root: str | os.PathLike = "/sys"
+) -> str:
     """Attach ``backing_file`` to a free loop device and return its path.
 
     With ``direct_io`` the kernel's own answer is checked: losetup exits 0 even when the
@@ -48,10 +49,15 @@ def attach(backing_file: str | os.PathLike, direct_io: bool = True,
         dio = direct_io_state(dev, sys_root)
         if dio is not True:
             hostrun.run(["losetup", "--detach", dev], timeout_s=LOSETUP_TIMEOUT_S)
-            why = ("the kernel fell back to buffered I/O" if dio is False
-                   else "the kernel does not report it (no loop/dio in sysfs)")
-            raise LoopError(f"direct I/O is not in effect on {dev} for {backing_file}: {why}; "
-                            "put the backing file on a filesystem that supports O_DIRECT")
+            why = (
+                "the kernel fell back to buffered I/O"
+                if dio is False
+                else "the kernel does not report it (no loop/dio in sysfs)"
+            )
+            raise LoopError(
+                f"direct I/O is not in effect on {dev} for {backing_file}: {why}; "
+                "put the backing file on a filesystem that supports O_DIRECT"
+            )
     return dev
 
 
@@ -66,8 +72,11 @@ def direct_io_state(dev: str, sys_root: str | os.PathLike = "/sys") -> bool | No
     return {"1": True, "0": False}.get(value)
 
 
-def detach(dev: str, sys_root: str | os.PathLike = "/sys",
-           mounts_path: str | os.PathLike = "/proc/self/mounts") -> None:
+def detach(
+    dev: str,
+    sys_root: str | os.PathLike = "/sys",
+    mounts_path: str | os.PathLike = "/proc/self/mounts",
+) -> None:
     """Detach ``dev``; unmount anything still mounted from it first (a crashed run may leave
     one behind). Never raises for an already-detached loop device; raises LoopError for
     anything that is not a loop device, before unmounting anything (``umount -l`` on every
@@ -77,8 +86,9 @@ def detach(dev: str, sys_root: str | os.PathLike = "/sys",
     if not name or not (sysdir / "loop").is_dir():
         if _major(sysdir) == LOOP_MAJOR:
             return  # a loop device with nothing attached: nothing to unmount or detach
-        raise LoopError(f"refusing to detach {dev}: not a loop device "
-                        f"({sysdir / 'loop'} does not exist)")
+        raise LoopError(
+            f"refusing to detach {dev}: not a loop device ({sysdir / 'loop'} does not exist)"
+        )
     for mnt in mountpoints_of(dev, mounts_path):
         hostrun.run(["umount", "-l", mnt], timeout_s=LOSETUP_TIMEOUT_S)
     hostrun.run(["losetup", "--detach", dev], timeout_s=LOSETUP_TIMEOUT_S)
@@ -109,8 +119,11 @@ def mountpoints_of(dev: str, mounts_path: str | os.PathLike = "/proc/self/mounts
     except OSError:
         return []
     # Only absolute sources can be this device; "proc", "tmpfs"... would resolve against cwd.
-    return [mnt for src, mnt in parse_mounts(text)
-            if src.startswith("/") and os.path.realpath(src) == real]
+    return [
+        mnt
+        for src, mnt in parse_mounts(text)
+        if src.startswith("/") and os.path.realpath(src) == real
+    ]
 
 
 def create_backing_file(path: str | os.PathLike, size_bytes: int) -> None:
@@ -120,8 +133,9 @@ def create_backing_file(path: str | os.PathLike, size_bytes: int) -> None:
 
 
 @contextlib.contextmanager
-def scratch_loop(size_bytes: int, directory: str | os.PathLike | None = None,
-                 direct_io: bool = True) -> Iterator[str]:
+def scratch_loop(
+    size_bytes: int, directory: str | os.PathLike | None = None, direct_io: bool = True
+) -> Iterator[str]:
     """A loop device over a fresh sparse file, detached and deleted on exit, whatever happens."""
     fd, path = tempfile.mkstemp(prefix="fsadvisor-scratch-", suffix=".img", dir=directory)
     os.close(fd)

@@ -48,8 +48,9 @@ class CommandFailed(FsAdvisorError):
     """A command could not run, timed out or (with ``check``) exited non-zero; the message
     is one line. ``result`` is what it printed, when it ran at all."""
 
-    def __init__(self, message: str, result: CommandResult | None = None,
-                 reason: str | None = None):
+    def __init__(
+        self, message: str, result: CommandResult | None = None, reason: str | None = None
+    ):
         super().__init__(message)
         self.result = result
         self.reason = reason or message  # without the "cannot run X:" prefix
@@ -63,11 +64,17 @@ class CommandTimedOut(CommandFailed):
     """The command outlived its timeout; its process group was stopped."""
 
 
-def run(argv: Sequence[str], *, timeout_s: float | None = None,
-        env: Mapping[str, str] | None = None, cwd: str | None = None, check: bool = False,
-        on_child: Callable[[int | None], None] | None = None,
-        critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-        stop_grace_s: float = 5.0) -> CommandResult:
+def run(
+    argv: Sequence[str],
+    *,
+    timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    check: bool = False,
+    on_child: Callable[[int | None], None] | None = None,
+    critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+    stop_grace_s: float = 5.0,
+) -> CommandResult:
     """Run ``argv`` with ``env`` added to this process's environment and wait for it.
 
     ``on_child`` hears the process group's id once it runs and None when it is gone (the
@@ -83,9 +90,17 @@ def run(argv: Sequence[str], *, timeout_s: float | None = None,
     held = contextlib.ExitStack()
     held.enter_context(critical())
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                env=full_env, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
     except FileNotFoundError as e:
         held.close()
         raise CommandNotFound(f"cannot run {argv[0]}: {e.strerror}", reason=e.strerror) from None
@@ -105,9 +120,10 @@ def run(argv: Sequence[str], *, timeout_s: float | None = None,
         except subprocess.TimeoutExpired:
             stop_group(proc, stop_grace_s)
             out, err = proc.communicate()
-            raise CommandTimedOut(f"{os.path.basename(argv[0])} timed out after {timeout_s:g} s",
-                                  CommandResult(tuple(argv), -1, out, err,
-                                                time.monotonic() - t0)) from None
+            raise CommandTimedOut(
+                f"{os.path.basename(argv[0])} timed out after {timeout_s:g} s",
+                CommandResult(tuple(argv), -1, out, err, time.monotonic() - t0),
+            ) from None
         except BaseException:
             # Ctrl-C, SIGTERM (raised by the probe's handler) or anything else: the
             # command's process group must not outlive this call.
@@ -116,8 +132,9 @@ def run(argv: Sequence[str], *, timeout_s: float | None = None,
     finally:
         if on_child:
             on_child(None)
-    result = CommandResult(tuple(argv), proc.returncode, out or "", err or "",
-                           time.monotonic() - t0)
+    result = CommandResult(
+        tuple(argv), proc.returncode, out or "", err or "", time.monotonic() - t0
+    )
     if check and not result.ok:
         raise CommandFailed(result.one_line_error(), result)
     return result

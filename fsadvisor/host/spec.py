@@ -46,25 +46,34 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Any = None) -> Devic
         raise ConfigError(why)
     if s.startswith(("/", ".")) or os.sep in s:
         from fsadvisor.host import device as devmod
+
         return devmod.inspect(s, plp=plp, host=devmod.HOST if host is None else host)
     kind, sep, size_text = s.rpartition(":")
     if not sep:
         kind = "nvme"
     if kind not in DEVICE_KINDS:
-        raise ConfigError(f"unknown device kind {kind!r} in {one_line(s, 60)!r}; "
-                          f"use one of {', '.join(DEVICE_KINDS)} (e.g. nvme:1.92T)")
+        raise ConfigError(
+            f"unknown device kind {kind!r} in {one_line(s, 60)!r}; "
+            f"use one of {', '.join(DEVICE_KINDS)} (e.g. nvme:1.92T)"
+        )
     try:
         size_bytes = parse_size(size_text)
     except (ValueError, OverflowError):
-        raise ConfigError(f"not a device size: {one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)") from None
+        raise ConfigError(
+            f"not a device size: {one_line(size_text, 60)!r} (e.g. nvme:1.92T or 2T)"
+        ) from None
     if size_bytes <= 0:
         raise ConfigError(f"device size must be positive: {one_line(s, 60)!r}")
     smallest = min(MIN_DEVICE_BYTES.values())
     if size_bytes < smallest:
-        raise ConfigError(f"device size {one_line(size_text, 30)} is below {smallest >> 20} MiB, "
-                          f"the smallest device any filesystem here formats (mkfs.ext4 with a journal)")
+        raise ConfigError(
+            f"device size {one_line(size_text, 30)} is below {smallest >> 20} MiB, "
+            f"the smallest device any filesystem here formats (mkfs.ext4 with a journal)"
+        )
     if size_bytes > MAX_SPEC_BYTES:
-        raise ConfigError(f"device size {one_line(size_text, 30)} is above 1 EiB; no SSD is that large")
+        raise ConfigError(
+            f"device size {one_line(size_text, 30)} is above 1 EiB; no SSD is that large"
+        )
     if not is_plp(plp):
         raise ConfigError(f"plp must be yes, no or unknown, not {plp!r}")
     return Device(path=None, size_bytes=size_bytes, kind=kind, plp=plp, rotational=kind == "hdd")

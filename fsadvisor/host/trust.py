@@ -19,10 +19,14 @@ def untrusted_dir(directory: str | os.PathLike[str]) -> str | None:
         return f"cannot check the directory {directory}: {e.strerror}"
     sticky = bool(st.st_mode & stat.S_ISVTX)
     if st.st_uid not in (os.geteuid(), 0) and not sticky:
-        return (f"the directory {directory} belongs to uid {st.st_uid}, who could replace "
-                "its files: use a directory of your own")
+        return (
+            f"the directory {directory} belongs to uid {st.st_uid}, who could replace "
+            "its files: use a directory of your own"
+        )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
-        return (f"the directory {directory} is writable by others (mode "
-                f"{stat.S_IMODE(st.st_mode):o}), who could replace its files: use a directory "
-                "only you can write")
+        return (
+            f"the directory {directory} is writable by others (mode "
+            f"{stat.S_IMODE(st.st_mode):o}), who could replace its files: use a directory "
+            "only you can write"
+        )
     return None

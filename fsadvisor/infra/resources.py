@@ -24,16 +24,20 @@ def data_dir(name: str) -> Path:
     for c in candidates:
         if c.is_dir():
             return c
-    raise FileNotFoundError(f"shipped data directory {name!r} not found (looked in "
-                            + ", ".join(str(c) for c in candidates) + ")")
+    raise FileNotFoundError(
+        f"shipped data directory {name!r} not found (looked in "
+        + ", ".join(str(c) for c in candidates)
+        + ")"
+    )
 
 
 def presets_dir() -> Path:
     return _PKG / "profiles" / "presets"
 
 
-def read_toml(path: str | os.PathLike[str],
-              parse: Callable[[bytes], dict[str, Any]] | None = None) -> dict[str, Any]:
+def read_toml(
+    path: str | os.PathLike[str], parse: Callable[[bytes], dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The TOML document in ``path``: a regular file of at most MAX_TOML_BYTES (a FIFO or
     /dev/zero is refused, infra/readfile.py), parsed by tomllib or by ``parse`` (the
     caller's own parser and errors). OSError from the file itself is the caller's."""

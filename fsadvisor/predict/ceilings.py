@@ -38,8 +38,10 @@ def ceilings(w: Workload, values: Mapping[str, float]) -> dict[str, float]:
 def _device_values(p: Prediction) -> Mapping[str, float] | None:
     dp = p.basis.get("device_params") if p.basis else None
     values = dp.get("values") if isinstance(dp, Mapping) else None
-    if not values or not all(k in values for k in ("read_iops_cap", "write_iops_cap",
-                                                   "read_bw_bytes_s", "write_bw_bytes_s")):
+    if not values or not all(
+        k in values
+        for k in ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
+    ):
         return None
     return values
 
@@ -70,8 +72,11 @@ def cap(p: Prediction, w: Workload) -> Prediction:
     lim = ceilings(w, values)
     limit = lim["iops_limit"]
     basis: dict[str, Any] = dict(p.basis)
-    basis["ceiling"] = {"iops": lim["iops"], "bandwidth_bytes_s": lim["bandwidth_bytes_s"],
-                        "capped": p.iops > limit}
+    basis["ceiling"] = {
+        "iops": lim["iops"],
+        "bandwidth_bytes_s": lim["bandwidth_bytes_s"],
+        "capped": p.iops > limit,
+    }
     u = dict(p.uncertainty)
     if "iops_90" in u:
         lo, hi = u["iops_90"]
@@ -84,6 +89,14 @@ def cap(p: Prediction, w: Workload) -> Prediction:
     f = limit / p.iops
     if "p99_latency_ms_90" in u:
         u["p99_latency_ms_90"] = [x / f for x in u["p99_latency_ms_90"]]
-    return replace(p, iops=limit, mb_s=p.mb_s * f, mean_latency_ms=p.mean_latency_ms / f,
-                   p99_latency_ms=p.p99_latency_ms / f, ops_per_joule=p.ops_per_joule * f,
-                   bytes_per_joule=p.bytes_per_joule * f, uncertainty=u, basis=basis)
+    return replace(
+        p,
+        iops=limit,
+        mb_s=p.mb_s * f,
+        mean_latency_ms=p.mean_latency_ms / f,
+        p99_latency_ms=p.p99_latency_ms / f,
+        ops_per_joule=p.ops_per_joule * f,
+        bytes_per_joule=p.bytes_per_joule * f,
+        uncertainty=u,
+        basis=basis,
+    )

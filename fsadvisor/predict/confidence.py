@@ -77,25 +77,34 @@ class Confidence:
         return self.p_first >= CONFIDENT
 
     def to_dict(self) -> dict[str, Any]:
-        return {"p_best_first": round(self.p_first, 4), "tied": self.tied,
-                "settled": self.settled,
-                "tolerance": round(math.expm1(self.tolerance), 4), "method": self.method,
-                "leaders": [{"config": k, "p_best": round(p, 4)}
-                            for k, p in zip(self.labels, self.p_best)],
-                "settle": list(self.settle)}
+        return {
+            "p_best_first": round(self.p_first, 4),
+            "tied": self.tied,
+            "settled": self.settled,
+            "tolerance": round(math.expm1(self.tolerance), 4),
+            "method": self.method,
+            "leaders": [
+                {"config": k, "p_best": round(p, 4)} for k, p in zip(self.labels, self.p_best)
+            ],
+            "settle": list(self.settle),
+        }
 
     @property
     def what(self) -> str:
         """What ``p_best`` is, in the words every front end prints beside it."""
-        return (f"P(within {math.expm1(self.tolerance):.0%} of the best)" if self.tolerance
-                else "P(best)")
+        return (
+            f"P(within {math.expm1(self.tolerance):.0%} of the best)"
+            if self.tolerance
+            else "P(best)"
+        )
 
     def sentence(self) -> str:
         what = self.what
         if len(self.labels) == 1:
             return f"{what}: {self.labels[0]} {self.p_first:.2f}"
-        return f"{what}: " + ", ".join(f"{k} {p:.2f}" for k, p in
-                                       zip(self.labels[:4], self.p_best[:4]))
+        return f"{what}: " + ", ".join(
+            f"{k} {p:.2f}" for k, p in zip(self.labels[:4], self.p_best[:4])
+        )
 
 
 def standard_normal(shape: tuple[int, int], seed: int = SEED) -> np.ndarray:
@@ -109,8 +118,13 @@ def covariance(X: np.ndarray, cov: np.ndarray) -> np.ndarray:
     return (S + S.T) / 2
 
 
-def p_best(mu: ArrayLike, S: np.ndarray, draws: int = DRAWS,
-           seed: int = SEED, tolerance: float | None = None) -> np.ndarray:
+def p_best(
+    mu: ArrayLike,
+    S: np.ndarray,
+    draws: int = DRAWS,
+    seed: int = SEED,
+    tolerance: float | None = None,
+) -> np.ndarray:
     """P(each entry of a N(mu, S) vector is the largest), by sampling (module docstring).
     With ``tolerance``: P(each entry is within it of the largest) (these overlap: they
     need not sum to 1)."""
@@ -156,8 +170,9 @@ def _wins(z: np.ndarray) -> np.ndarray:
     return np.bincount(np.argmax(top, axis=1), minlength=z.shape[1]) / z.shape[0]
 
 
-def expected_loss(mu: ArrayLike, S: np.ndarray, choice: int = 0, draws: int = DRAWS,
-                  seed: int = SEED) -> float:
+def expected_loss(
+    mu: ArrayLike, S: np.ndarray, choice: int = 0, draws: int = DRAWS, seed: int = SEED
+) -> float:
     """E[max_j z_j - z_choice] for z ~ N(mu, S): how much, in the units of ``mu`` (log ops/J:
     a share of ops/J), choosing ``choice`` is expected to give up against the true best. Small
     both when the choice is clearly best and when the leaders are tied -- the quantity a
@@ -169,22 +184,31 @@ def expected_loss(mu: ArrayLike, S: np.ndarray, choice: int = 0, draws: int = DR
     return float(np.mean(z.max(axis=1) - z[:, choice]))
 
 
-def leaders(mu: ArrayLike, S: np.ndarray, first: int = 0,
-            max_leaders: int = MAX_LEADERS) -> list[int]:
+def leaders(
+    mu: ArrayLike, S: np.ndarray, first: int = 0, max_leaders: int = MAX_LEADERS
+) -> list[int]:
     """Indices of the candidates that can still beat (or be beaten by) ``first``: within
     LEADER_SD sd of their difference with it, best mean first, ``first`` always first."""
     m = np.asarray(mu, dtype=float)
     d = np.diag(S)
     var = d + d[first] - 2 * S[:, first]
     sd = np.sqrt(np.maximum(var, 1e-18))
-    close = [i for i in np.argsort(-m, kind="stable")
-             if i != first and (m[first] - m[i]) <= LEADER_SD * sd[i]]
-    return [first] + [int(i) for i in close[:max_leaders - 1]]
+    close = [
+        i
+        for i in np.argsort(-m, kind="stable")
+        if i != first and (m[first] - m[i]) <= LEADER_SD * sd[i]
+    ]
+    return [first] + [int(i) for i in close[: max_leaders - 1]]
 
 
-def _leaders_from_design(mu: ArrayLike, X: np.ndarray | DesignRows, cov: np.ndarray,
-                         first: int, q: np.ndarray | None = None,
-                         eligible: np.ndarray | None = None) -> list[int]:
+def _leaders_from_design(
+    mu: ArrayLike,
+    X: np.ndarray | DesignRows,
+    cov: np.ndarray,
+    first: int,
+    q: np.ndarray | None = None,
+    eligible: np.ndarray | None = None,
+) -> list[int]:
     """``leaders`` without the full n x n covariance (a ranking has ~1000 candidates): only
     the diagonal (``q``, when the caller has it) and the first's column are needed."""
     m = np.asarray(mu, dtype=float)
@@ -192,18 +216,27 @@ def _leaders_from_design(mu: ArrayLike, X: np.ndarray | DesignRows, cov: np.ndar
         q = row_variances(X, cov)
     col = X @ (cov @ X[first])
     sd = np.sqrt(np.maximum(q + q[first] - 2 * col, 1e-18))
-    close = [i for i in np.argsort(-m, kind="stable")
-             if i != first and (m[first] - m[i]) <= LEADER_SD * sd[i]
-             and (eligible is None or eligible[i])]
-    return [first] + [int(i) for i in close[:MAX_LEADERS - 1]]
+    close = [
+        i
+        for i in np.argsort(-m, kind="stable")
+        if i != first
+        and (m[first] - m[i]) <= LEADER_SD * sd[i]
+        and (eligible is None or eligible[i])
+    ]
+    return [first] + [int(i) for i in close[: MAX_LEADERS - 1]]
 
 
-def decision_confidence(labels: Sequence[str] | Callable[[int], str],
-                        log_values: Sequence[float], X: np.ndarray | DesignRows,
-                        cov: np.ndarray,
-                        first: int = 0, tolerance: float = 0.0,
-                        q: np.ndarray | None = None, tie_set: int | None = None,
-                        eligible: np.ndarray | None = None) -> Confidence:
+def decision_confidence(
+    labels: Sequence[str] | Callable[[int], str],
+    log_values: Sequence[float],
+    X: np.ndarray | DesignRows,
+    cov: np.ndarray,
+    first: int = 0,
+    tolerance: float = 0.0,
+    q: np.ndarray | None = None,
+    tie_set: int | None = None,
+    eligible: np.ndarray | None = None,
+) -> Confidence:
     """Confidence that candidate ``first`` (the ranking's #1, not necessarily the highest
     mean: ties go to the simpler configuration) is the best of all candidates (rows of
     ``X``). Candidates beyond LEADER_SD are left out of the sampling; together they could
@@ -220,8 +253,12 @@ def decision_confidence(labels: Sequence[str] | Callable[[int], str],
     sub = covariance(X[idx], cov)
     p = p_best(mu, sub, tolerance=tolerance if tolerance > 0 else None)
     label = labels if callable(labels) else labels.__getitem__
-    return Confidence(labels=[label(i) for i in idx], p_best=[float(x) for x in p],
-                      tolerance=tolerance, tie_set=tie_set)
+    return Confidence(
+        labels=[label(i) for i in idx],
+        p_best=[float(x) for x in p],
+        tolerance=tolerance,
+        tie_set=tie_set,
+    )
 
 
 def p_wrong(mu: ArrayLike, S: np.ndarray, choice: int | None = None) -> float:

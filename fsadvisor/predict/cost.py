@@ -48,10 +48,14 @@ def check_inputs(load: float | None, price: float | None, servers: int, pue: flo
     for name, value in (("load", load), ("price", price), ("servers", servers), ("pue", pue)):
         limits.check(name, value)
     if (price is not None or servers != 1 or pue != 1.0) and load is None:
-        raise FsAdvisorError("--price, --servers and --pue need --load (the work per second to cost)")
+        raise FsAdvisorError(
+            "--price, --servers and --pue need --load (the work per second to cost)"
+        )
 
 
-def average_power_w(idle_w: float, busy_w: float, capacity: float, load: float) -> tuple[float, float, bool]:
+def average_power_w(
+    idle_w: float, busy_w: float, capacity: float, load: float
+) -> tuple[float, float, bool]:
     """(average watts, utilisation 0..1, sustains) for one device at ``load``. A busy power
     below the idle power (a model's tail) is taken as the idle power: work never saves energy."""
     if capacity <= 0 or not math.isfinite(capacity):
@@ -78,15 +82,26 @@ class Yearly:
     cost_90: tuple[float, float] | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"avg_watts": self.avg_watts, "avg_watts_90": list(self.avg_watts_90),
-                "utilisation": self.utilisation, "sustains_load": self.sustains,
-                "kwh_per_year": self.kwh, "kwh_per_year_90": list(self.kwh_90),
-                "cost_per_year": self.cost,
-                "cost_per_year_90": None if self.cost_90 is None else list(self.cost_90)}
+        return {
+            "avg_watts": self.avg_watts,
+            "avg_watts_90": list(self.avg_watts_90),
+            "utilisation": self.utilisation,
+            "sustains_load": self.sustains,
+            "kwh_per_year": self.kwh,
+            "kwh_per_year_90": list(self.kwh_90),
+            "cost_per_year": self.cost,
+            "cost_per_year_90": None if self.cost_90 is None else list(self.cost_90),
+        }
 
 
-def yearly(idle_w: float, busy_w: float, busy_w_90: tuple[float, float], capacity: float,
-           capacity_90: tuple[float, float], tariff: Tariff) -> Yearly:
+def yearly(
+    idle_w: float,
+    busy_w: float,
+    busy_w_90: tuple[float, float],
+    capacity: float,
+    capacity_90: tuple[float, float],
+    tariff: Tariff,
+) -> Yearly:
     """One configuration's year at ``tariff.load``, with the interval carried through."""
     p, util, ok = average_power_w(idle_w, busy_w, capacity, tariff.load)
     p_lo, _, _ = average_power_w(idle_w, min(busy_w_90), max(capacity_90), tariff.load)
@@ -94,10 +109,16 @@ def yearly(idle_w: float, busy_w: float, busy_w_90: tuple[float, float], capacit
     p_lo, p_hi = min(p_lo, p), max(p_hi, p)
     k = [kwh_per_year(x, tariff.servers, tariff.pue) for x in (p, p_lo, p_hi)]
     price = tariff.price_per_kwh
-    return Yearly(avg_watts=p, avg_watts_90=(p_lo, p_hi), utilisation=util, sustains=ok,
-                  kwh=k[0], kwh_90=(k[1], k[2]),
-                  cost=None if price is None else k[0] * price,
-                  cost_90=None if price is None else (k[1] * price, k[2] * price))
+    return Yearly(
+        avg_watts=p,
+        avg_watts_90=(p_lo, p_hi),
+        utilisation=util,
+        sustains=ok,
+        kwh=k[0],
+        kwh_90=(k[1], k[2]),
+        cost=None if price is None else k[0] * price,
+        cost_90=None if price is None else (k[1] * price, k[2] * price),
+    )
 
 
 def saving(other: Yearly, this: Yearly) -> dict[str, Any]:
@@ -109,9 +130,15 @@ def saving(other: Yearly, this: Yearly) -> dict[str, Any]:
         "kwh_per_year_range": [other.kwh_90[0] - this.kwh_90[1], other.kwh_90[1] - this.kwh_90[0]],
     }
     # a cost and its interval are both there (a price was given) or both None
-    if (this.cost is not None and other.cost is not None and this.cost_90 is not None
-            and other.cost_90 is not None):
+    if (
+        this.cost is not None
+        and other.cost is not None
+        and this.cost_90 is not None
+        and other.cost_90 is not None
+    ):
         out["cost_per_year"] = other.cost - this.cost
-        out["cost_per_year_range"] = [other.cost_90[0] - this.cost_90[1],
-                                      other.cost_90[1] - this.cost_90[0]]
+        out["cost_per_year_range"] = [
+            other.cost_90[0] - this.cost_90[1],
+            other.cost_90[1] - this.cost_90[0],
+        ]
     return out

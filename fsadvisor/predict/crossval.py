@@ -14,9 +14,13 @@ if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import Observation
 
 
-def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: int = 0,
-                   settings: ModelSettings | None = None,
-                   group_by: str = "source") -> dict[str, Any]:
+def cross_validate(
+    observations: Sequence[Observation],
+    folds: int = 5,
+    seed: int = 0,
+    settings: ModelSettings | None = None,
+    group_by: str = "source",
+) -> dict[str, Any]:
     """k-fold cross-validation. ``group_by="source"`` holds out whole source tables at once,
     so a fold tests transfer to data from a study the model has not seen; ``"row"`` holds out
     random rows, testing interpolation within studies it has seen. Reports the held-out error
@@ -56,18 +60,26 @@ def cross_validate(observations: Sequence[Observation], folds: int = 5, seed: in
         a = np.asarray(list(e))
         if not a.size:
             return {"n": 0}
-        return {"n": int(a.size), "median_abs_log_error": float(np.median(a)),
-                "median_factor": float(math.exp(np.median(a))),
-                "p90_factor": float(math.exp(np.quantile(a, 0.9)))}
+        return {
+            "n": int(a.size),
+            "median_abs_log_error": float(np.median(a)),
+            "median_factor": float(math.exp(np.median(a))),
+            "p90_factor": float(math.exp(np.quantile(a, 0.9))),
+        }
 
-    return {"folds": k, "grouped_by": "source table" if group_by == "source" else "row",
-            "prior_scale": s.prior_scale, "model": summary(errs),
-            "prior_only": summary(base_errs),
-            "per_metric": {m: summary(v) for m, v in sorted(per_metric.items())}}
+    return {
+        "folds": k,
+        "grouped_by": "source table" if group_by == "source" else "row",
+        "prior_scale": s.prior_scale,
+        "model": summary(errs),
+        "prior_only": summary(base_errs),
+        "per_metric": {m: summary(v) for m, v in sorted(per_metric.items())},
+    }
 
 
-def choose_prior_scale(observations: Sequence[Observation], folds: int = 5,
-                       settings: ModelSettings | None = None) -> tuple[float, list[dict]]:
+def choose_prior_scale(
+    observations: Sequence[Observation], folds: int = 5, settings: ModelSettings | None = None
+) -> tuple[float, list[dict]]:
     """Empirical Bayes by cross-validation: the width of the configuration-effect priors that
     predicts held-out source tables best. Wide priors trust each study's effects; narrow ones
     say "effects seen in one study do not carry over"; the data choose."""
@@ -76,16 +88,22 @@ def choose_prior_scale(observations: Sequence[Observation], folds: int = 5,
     for scale in PRIOR_SCALES:
         rep = cross_validate(observations, folds=folds, settings=base.scaled(scale))
         table.append({"prior_scale": scale, **rep["model"]})
-    best = min((r for r in table if r.get("n")), key=lambda r: r["median_abs_log_error"],
-               default={"prior_scale": 1.0})
+    best = min(
+        (r for r in table if r.get("n")),
+        key=lambda r: r["median_abs_log_error"],
+        default={"prior_scale": 1.0},
+    )
     return float(best["prior_scale"]), table
 
 
 DEVICE_SDS = (0.05, 0.1, 0.2, 0.4)
 
 
-def choose_device_sd(observations: Sequence[Observation], settings: ModelSettings,
-                     candidates: Sequence[float] = DEVICE_SDS) -> tuple[float | None, list[dict]]:
+def choose_device_sd(
+    observations: Sequence[Observation],
+    settings: ModelSettings,
+    candidates: Sequence[float] = DEVICE_SDS,
+) -> tuple[float | None, list[dict]]:
     """Empirical Bayes for how much one device's findings carry to another: the prior sd of a
     measured device's own deviations (priors.toml "d:") that predicts each measured device
     best from its raw runs and the other devices (leave-one-device-out, median |IOPS error|
@@ -93,6 +111,7 @@ def choose_device_sd(observations: Sequence[Observation], settings: ModelSetting
     # (validate builds Observation records: a warm `recommend` never needs them,
     # tests/unit/test_startup_imports.py)
     from fsadvisor.predict import validate
+
     here = {o.device_id for o in observations if measured_here(o)}
     devices = [d for d in validate.eligible_devices(observations) if d in here]
     if len(devices) < 2:
@@ -100,12 +119,19 @@ def choose_device_sd(observations: Sequence[Observation], settings: ModelSetting
     table = []
     for sd in candidates:
         s = settings.with_device_sd(sd)
-        errs = [r["iops"]["median_abs_error"] for r in
-                validate.leave_devices_out(observations, devices, s, shares=(0.0,))
-                if r.get("iops", {}).get("n")]
+        errs = [
+            r["iops"]["median_abs_error"]
+            for r in validate.leave_devices_out(observations, devices, s, shares=(0.0,))
+            if r.get("iops", {}).get("n")
+        ]
         if errs:
-            table.append({"device_sd": sd, "median_abs_iops_error": float(np.median(errs)),
-                          "devices": len(errs)})
+            table.append(
+                {
+                    "device_sd": sd,
+                    "median_abs_iops_error": float(np.median(errs)),
+                    "devices": len(errs),
+                }
+            )
     if not table:
         return None, []
     best = min(table, key=lambda r: r["median_abs_iops_error"])

@@ -30,17 +30,21 @@ def _devices_toml() -> dict[str, dict[str, float]]:
 def datasheet_values(drive: LibraryDrive) -> dict[str, tuple[float, str]]:
     """The PARAM_KEYS a datasheet gives: key -> (value, which figure it came from)."""
     out: dict[str, tuple[float, str]] = {}
-    for key, fig, scale in (("read_bw_bytes_s", "seq_read_mb_s", 1e6),
-                            ("write_bw_bytes_s", "seq_write_mb_s", 1e6),
-                            ("read_iops_cap", "rand_read_iops", 1.0),
-                            ("write_iops_cap", "rand_write_iops", 1.0)):
+    for key, fig, scale in (
+        ("read_bw_bytes_s", "seq_read_mb_s", 1e6),
+        ("write_bw_bytes_s", "seq_write_mb_s", 1e6),
+        ("read_iops_cap", "rand_read_iops", 1.0),
+        ("write_iops_cap", "rand_write_iops", 1.0),
+    ):
         v = drive.value(fig)
         if v is not None:
             out[key] = (float(v) * scale, fig)
     # Latency: a stated latency first; else the QD1 IOPS (one request in flight: latency =
     # 1 / IOPS), which is the same quantity measured another way.
-    for key, lat, qd1 in (("read_latency_us", "read_latency_us", "rand_read_iops_qd1"),
-                          ("write_latency_us", "write_latency_us", "rand_write_iops_qd1")):
+    for key, lat, qd1 in (
+        ("read_latency_us", "read_latency_us", "rand_read_iops_qd1"),
+        ("write_latency_us", "write_latency_us", "rand_write_iops_qd1"),
+    ):
         if drive.value(lat) is not None:
             out[key] = (float(drive.value(lat)), lat)
         elif drive.value(qd1) is not None:
@@ -48,11 +52,16 @@ def datasheet_values(drive: LibraryDrive) -> dict[str, tuple[float, str]]:
     return out
 
 
-def params_for(drive: LibraryDrive, devices: dict[str, dict[str, float]] | None = None) -> DeviceParams:
+def params_for(
+    drive: LibraryDrive, devices: dict[str, dict[str, float]] | None = None
+) -> DeviceParams:
     """DeviceParams for a library drive: datasheet figures where given, the kind's prior
     (prior_params) for the rest."""
-    prior = prior_params(drive.kind, devices if devices is not None else _devices_toml(),
-                         device_id=f"library:{drive.name}")
+    prior = prior_params(
+        drive.kind,
+        devices if devices is not None else _devices_toml(),
+        device_id=f"library:{drive.name}",
+    )
     given = datasheet_values(drive)
     values = dict(prior.values)
     log_sd = dict(prior.log_sd)
@@ -61,24 +70,41 @@ def params_for(drive: LibraryDrive, devices: dict[str, dict[str, float]] | None 
         log_sd[key] = DATASHEET_LOG_SD
     docs = []
     for s in drive.sources():
-        if any(f.source.id == s.id for f in drive.figures.values()
-               if f.key in {fig for _, fig in given.values()}):
+        if any(
+            f.source.id == s.id
+            for f in drive.figures.values()
+            if f.key in {fig for _, fig in given.values()}
+        ):
             docs.append(f"{s.title} ({s.date}, {s.kind})")
     rest = [k for k in PARAM_KEYS if k not in given]
-    source = (f"datasheet: {drive.model} {drive.name} — " + "; ".join(docs or ["no performance figure"])
-              + f" (best-case figures, log sd {DATASHEET_LOG_SD})"
-              + (f"; {', '.join(rest)} from {prior.source}" if rest else ""))
+    source = (
+        f"datasheet: {drive.model} {drive.name} — "
+        + "; ".join(docs or ["no performance figure"])
+        + f" (best-case figures, log sd {DATASHEET_LOG_SD})"
+        + (f"; {', '.join(rest)} from {prior.source}" if rest else "")
+    )
     assert set(values) == set(PARAM_KEYS)
     details: dict[str, object] = {
-        "library_name": drive.name, "model": drive.model, "plp": drive.plp,
+        "library_name": drive.name,
+        "model": drive.model,
+        "plp": drive.plp,
         "from_datasheet": {k: fig for k, (_, fig) in given.items()},
-        "power_w": {k: drive.value(k) for k in ("active_power_w", "max_power_w",
-                                              "idle_power_w", "low_power_w")
-                    if drive.value(k) is not None}}
+        "power_w": {
+            k: drive.value(k)
+            for k in ("active_power_w", "max_power_w", "idle_power_w", "low_power_w")
+            if drive.value(k) is not None
+        },
+    }
     if drive.value("power_states") is not None:
         details["power_states"] = drive.value("power_states")
-    return DeviceParams(device_id=f"library:{drive.name}", kind=drive.kind, values=values,
-                        log_sd=log_sd, source=source, details=details)
+    return DeviceParams(
+        device_id=f"library:{drive.name}",
+        kind=drive.kind,
+        values=values,
+        log_sd=log_sd,
+        source=source,
+        details=details,
+    )
 
 
 def library_device_params(name: str) -> DeviceParams:

@@ -25,8 +25,7 @@ class DesignRows:
     Supports what ranking needs of a design: ``X @ v``, ``X[i]`` and ``X[idx]`` (as
     ndarrays), ``len``, ``shape``, ``take`` and ``np.asarray(X)`` (the whole matrix)."""
 
-    def __init__(self, k: np.ndarray, C: np.ndarray, M: np.ndarray,
-                 rows: np.ndarray | None = None):
+    def __init__(self, k: np.ndarray, C: np.ndarray, M: np.ndarray, rows: np.ndarray | None = None):
         self.k, self.C, self.M, self.rows = k, C, M, rows
 
     def __len__(self) -> int:

@@ -8,8 +8,14 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from fsadvisor.predict.device_params import (CPU_KEYS, HOST_KEYS, PARAM_KEYS, PRIOR_LOG_SD,
-                                             DeviceParams, prior_params)
+from fsadvisor.predict.device_params import (
+    CPU_KEYS,
+    HOST_KEYS,
+    PARAM_KEYS,
+    PRIOR_LOG_SD,
+    DeviceParams,
+    prior_params,
+)
 
 # A repetition's spread says how well a cell's mean is known: sd(log values) / sqrt(n). Two
 # floors keep that honest. LOG_SD_FLOOR: three reps that agree to 0.1% do not make a device
@@ -76,13 +82,19 @@ class RawRun:
         if not iops or iops <= 0 or "rw" not in w:
             return None
         mb_s = row.get("mb_s")
-        return RawRun(rw=str(w["rw"]), bs_bytes=int(w.get("bs_bytes") or 4096), iops=float(iops),
-                      iodepth=int(w.get("iodepth") or 1), numjobs=int(w.get("numjobs") or 1),
-                      fsync_every=int(w.get("fsync_every") or 0),
-                      mean_latency_us=row.get("mean_latency_us"),
-                      bw_bytes_s=float(mb_s) * 1e6 if mb_s else None, run_id=row.get("run_id"),
-                      thread_cpu_pct=_sum_or_none(row.get("usr_cpu_pct"), row.get("sys_cpu_pct")),
-                      host_cpu_busy_pct=row.get("host_cpu_busy_pct"))
+        return RawRun(
+            rw=str(w["rw"]),
+            bs_bytes=int(w.get("bs_bytes") or 4096),
+            iops=float(iops),
+            iodepth=int(w.get("iodepth") or 1),
+            numjobs=int(w.get("numjobs") or 1),
+            fsync_every=int(w.get("fsync_every") or 0),
+            mean_latency_us=row.get("mean_latency_us"),
+            bw_bytes_s=float(mb_s) * 1e6 if mb_s else None,
+            run_id=row.get("run_id"),
+            thread_cpu_pct=_sum_or_none(row.get("usr_cpu_pct"), row.get("sys_cpu_pct")),
+            host_cpu_busy_pct=row.get("host_cpu_busy_pct"),
+        )
 
 
 def _sum_or_none(a: float | None, b: float | None) -> float | None:
@@ -106,7 +118,7 @@ def _geo(values: list[float]) -> tuple[float, float]:
     if n == 1:
         return math.exp(mean), SINGLE_RUN_LOG_SD
     sd = (sum((x - mean) ** 2 for x in logs) / (n - 1)) ** 0.5
-    return math.exp(mean), max(sd / n ** 0.5, LOG_SD_FLOOR)
+    return math.exp(mean), max(sd / n**0.5, LOG_SD_FLOOR)
 
 
 def _estimate(runs: list[RawRun], metric, cell: str) -> _Estimate | None:
@@ -150,8 +162,7 @@ def _ceiling(cells: dict[int, list[RawRun]], label: str) -> _Estimate | None:
     return best
 
 
-def _cpu_per_op(cells: dict[int, list[RawRun]], label: str, cores: float
-                ) -> dict[str, _Estimate]:
+def _cpu_per_op(cells: dict[int, list[RawRun]], label: str, cores: float) -> dict[str, _Estimate]:
     """CPU microseconds one I/O of the ceiling cell (the deep-queue cell with the highest mean
     IOPS) took in fio's submitting thread (``submit``) and on the whole host (``host``: the
     busy share of all ``cores``). One job only: fio's CPU figure of a group of jobs is not
@@ -163,10 +174,14 @@ def _cpu_per_op(cells: dict[int, list[RawRun]], label: str, cores: float
     rs = [r for r in deep[conc] if r.numjobs == 1]
     out = {}
     for name, metric in (
-            ("submit", lambda r: r.thread_cpu_pct / 100 * 1e6 / r.iops
-             if r.thread_cpu_pct else None),
-            ("host", lambda r: r.host_cpu_busy_pct / 100 * cores * 1e6 / r.iops
-             if r.host_cpu_busy_pct else None)):
+        ("submit", lambda r: r.thread_cpu_pct / 100 * 1e6 / r.iops if r.thread_cpu_pct else None),
+        (
+            "host",
+            lambda r: (
+                r.host_cpu_busy_pct / 100 * cores * 1e6 / r.iops if r.host_cpu_busy_pct else None
+            ),
+        ),
+    ):
         e = _estimate(rs, metric, f"{label} QD{conc}: {name} CPU per I/O")
         if e is not None:
             out[name] = e
@@ -210,17 +225,25 @@ def _parallelism(cells: dict[int, list[RawRun]]) -> _Estimate | None:
     if i == len(grid) - 1:
         return None  # still rising at 4x the deepest queue: no knee in the data
     dof = max(len(pts) - 2, 1)
-    var = max(errs[i] / dof, LOG_SD_FLOOR ** 2)
+    var = max(errs[i] / dof, LOG_SD_FLOOR**2)
     inside = [math.log(grid[j]) for j, e in enumerate(errs) if e - errs[i] <= var]
     half = (max(inside) - min(inside)) / 2
-    return _Estimate(grid[i], max(half, LOG_SD_FLOOR), len(pts),
-                     "random read sweep QD" + ",".join(str(c) for c in levels),
-                     [r for _, _, r in pts if r is not None])
+    return _Estimate(
+        grid[i],
+        max(half, LOG_SD_FLOOR),
+        len(pts),
+        "random read sweep QD" + ",".join(str(c) for c in levels),
+        [r for _, _, r in pts if r is not None],
+    )
 
 
-def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[str, float]],
-                      device_id: str = "", host: Mapping[str, float] | None = None
-                      ) -> DeviceParams:
+def fit_device_params(
+    runs: "list[RawRun]",
+    kind: str,
+    devices: dict[str, dict[str, float]],
+    device_id: str = "",
+    host: Mapping[str, float] | None = None,
+) -> DeviceParams:
     """Fit one device's parameters from its raw-device runs (every repetition, plain
     numbers). What the runs determine is replaced, with an sd from the repetitions; the rest
     stays at the kind's prior (``prior_params``) with its wide sd, and ``source`` and
@@ -245,13 +268,17 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
     for c, rs in _cells(runs, "randwrite", True).items():
         syncs.setdefault(c, []).extend(rs)
 
-    for key, cells, label in (("read_latency_us", reads, "random read QD1"),
-                              ("write_latency_us", writes, "random write QD1")):
+    for key, cells, label in (
+        ("read_latency_us", reads, "random read QD1"),
+        ("write_latency_us", writes, "random write QD1"),
+    ):
         e = _estimate(cells[1], _per_op_us, label) if 1 in cells else None
         if e is not None:
             est[key] = e
-    for key, cells, label in (("read_iops_cap", reads, "random read"),
-                              ("write_iops_cap", writes, "random write")):
+    for key, cells, label in (
+        ("read_iops_cap", reads, "random read"),
+        ("write_iops_cap", writes, "random write"),
+    ):
         e = _ceiling(cells, label)
         if e is not None:
             est[key] = e
@@ -267,8 +294,13 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
             # sd of a difference of two log-normal means, in linear terms, back to log scale
             abs_sd = math.hypot(total.value * total.log_sd, plain.value * plain.log_sd)
             sd = min(max(abs_sd / flush, LOG_SD_FLOOR), PRIOR_LOG_SD)
-            e = _Estimate(flush, sd, total.n, "write + fsync QD1 minus write QD1",
-                          total.run_ids + plain.run_ids)
+            e = _Estimate(
+                flush,
+                sd,
+                total.n,
+                "write + fsync QD1 minus write QD1",
+                total.run_ids + plain.run_ids,
+            )
             est["flush_latency_us"] = e
             est["flush_latency_us_plp"] = e
     par = _parallelism(reads)
@@ -279,32 +311,56 @@ def fit_device_params(runs: "list[RawRun]", kind: str, devices: dict[str, dict[s
         est[f"{name}_cpu_us_read"] = e
     for k in HOST_KEYS:
         if host and host.get(k) and host[k] > 0:
-            est[k] = _Estimate(float(host[k]), HOST_MEASURED_LOG_SD, 1,
-                               "this host: 4 KiB pread of a tmpfs file, best of 7 rounds"
-                               if k == "host_cpu_factor" else "this host: usable CPUs", [])
+            est[k] = _Estimate(
+                float(host[k]),
+                HOST_MEASURED_LOG_SD,
+                1,
+                "this host: 4 KiB pread of a tmpfs file, best of 7 rounds"
+                if k == "host_cpu_factor"
+                else "this host: usable CPUs",
+                [],
+            )
 
     not_measured = sorted(k for k in PARAM_KEYS if k not in est)
     for k, e in est.items():
         values[k], log_sd[k] = float(e.value), float(min(e.log_sd, PRIOR_LOG_SD))
     used = sorted({i for e in est.values() for i in e.run_ids})
     details: dict[str, object] = {
-        "measured": sorted(est), "not_measured": not_measured,
-        "cells": {k: {"cell": e.cell, "n": e.n, "run_ids": sorted(set(e.run_ids))}
-                  for k, e in est.items()},
-        "run_ids": used}
+        "measured": sorted(est),
+        "not_measured": not_measured,
+        "cells": {
+            k: {"cell": e.cell, "n": e.n, "run_ids": sorted(set(e.run_ids))} for k, e in est.items()
+        },
+        "run_ids": used,
+    }
     if not est:
-        return DeviceParams(prior.device_id, kind, prior.values, prior.log_sd, prior.source,
-                            details=details)
+        return DeviceParams(
+            prior.device_id, kind, prior.values, prior.log_sd, prior.source, details=details
+        )
     rest = [k for k in not_measured if k not in HOST_KEYS]
     n_device = sum(1 for k in est if k not in HOST_KEYS + CPU_KEYS)
     host_measured = all(k in est for k in HOST_KEYS)
-    source = (f"calibrated: {n_device} of {len(PARAM_KEYS) - len(HOST_KEYS)} device parameters "
-              f"fitted on {len(used) or len(runs)} raw-device runs"
-              + ("; host CPU measured" if host_measured else
-                 "; host CPU: the reference machine's (not measured)")
-              + ("; CPU per raw read measured" if any(k in est for k in CPU_KEYS) else "")
-              + (f"; prior ({prior.source.removeprefix('prior: ')}) for {', '.join(rest)}"
-                 if rest else ""))
-    return DeviceParams(device_id=device_id or prior.device_id, kind=kind, values=values,
-                        log_sd=log_sd, source=source, n_runs=len(used) or len(runs),
-                        details=details)
+    source = (
+        f"calibrated: {n_device} of {len(PARAM_KEYS) - len(HOST_KEYS)} device parameters "
+        f"fitted on {len(used) or len(runs)} raw-device runs"
+        + (
+            "; host CPU measured"
+            if host_measured
+            else "; host CPU: the reference machine's (not measured)"
+        )
+        + ("; CPU per raw read measured" if any(k in est for k in CPU_KEYS) else "")
+        + (
+            f"; prior ({prior.source.removeprefix('prior: ')}) for {', '.join(rest)}"
+            if rest
+            else ""
+        )
+    )
+    return DeviceParams(
+        device_id=device_id or prior.device_id,
+        kind=kind,
+        values=values,
+        log_sd=log_sd,
+        source=source,
+        n_runs=len(used) or len(runs),
+        details=details,
+    )

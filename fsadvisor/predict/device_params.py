@@ -18,9 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # The device's own keys (models/devices.toml's per-kind keys).
-DEVICE_KEYS = ("read_latency_us", "write_latency_us", "flush_latency_us",
-               "flush_latency_us_plp", "read_iops_cap", "write_iops_cap", "read_bw_bytes_s",
-               "write_bw_bytes_s", "parallelism")
+DEVICE_KEYS = (
+    "read_latency_us",
+    "write_latency_us",
+    "flush_latency_us",
+    "flush_latency_us_plp",
+    "read_iops_cap",
+    "write_iops_cap",
+    "read_bw_bytes_s",
+    "write_bw_bytes_s",
+    "parallelism",
+)
 # What the host it is attached to adds (fsadvisor/host/cpu.py): its CPU time per call
 # relative to the reference machine's, and its cores. Not a property of a device kind: an
 # unmeasured host is the reference machine, with a width for how far a server may be from
@@ -61,18 +69,24 @@ class DeviceParams:
         return self.n_runs > 0
 
 
-def prior_params(kind: str, devices: dict[str, dict[str, float]], device_id: str = "") -> DeviceParams:
+def prior_params(
+    kind: str, devices: dict[str, dict[str, float]], device_id: str = ""
+) -> DeviceParams:
     """The kind's figures from models/devices.toml as a wide prior (unknown kinds fall back to
     nvme, and the source says so)."""
     known = kind in devices
     table = devices[kind] if known else devices["nvme"]
     values = {k: float(table[k]) for k in DEVICE_KEYS}
-    src = (f"prior: models/devices.toml [{kind}]" if known
-           else f"prior: models/devices.toml [nvme] (no figures for device kind {kind!r})")
+    src = (
+        f"prior: models/devices.toml [{kind}]"
+        if known
+        else f"prior: models/devices.toml [nvme] (no figures for device kind {kind!r})"
+    )
     log_sd = {k: PRIOR_LOG_SD for k in DEVICE_KEYS}
     with_host_prior(values, log_sd)
-    return DeviceParams(device_id=device_id or f"kind:{kind}", kind=kind, values=values,
-                        log_sd=log_sd, source=src)
+    return DeviceParams(
+        device_id=device_id or f"kind:{kind}", kind=kind, values=values, log_sd=log_sd, source=src
+    )
 
 
 def with_host_prior(values: dict[str, float], log_sd: dict[str, float]) -> None:

@@ -28,8 +28,13 @@ def _fsync_per_op(w: Workload) -> float:
     return (1.0 - w.read_pct / 100.0) / n if n else 0.0
 
 
-def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "unknown",
-                  params: DeviceParams | None = None) -> float:
+def roofline_iops(
+    w: Workload,
+    kind: str,
+    settings: ModelSettings,
+    plp: str = "unknown",
+    params: DeviceParams | None = None,
+) -> float:
     """What the bare device could sustain for this workload: a soft minimum of the
     latency-bound (Little's law), IOPS-bound and bandwidth-bound rates. ``params``: the
     device's own (fitted) parameters; default its kind's prior from devices.toml."""
@@ -37,8 +42,9 @@ def roofline_iops(w: Workload, kind: str, settings: ModelSettings, plp: str = "u
     return device_roofline(w, p, plp)[0]
 
 
-def device_roofline(w: Workload, p: Mapping[str, float],
-              plp: str = "unknown") -> tuple[float, float]:
+def device_roofline(
+    w: Workload, p: Mapping[str, float], plp: str = "unknown"
+) -> tuple[float, float]:
     """(iops, share of per-op device latency spent in cache flushes) on a device with
     parameters ``p`` -- :func:`mechanisms.roofline`, which the mechanisms price their extra
     work against."""
@@ -90,14 +96,16 @@ def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, f
 
 
 @functools.lru_cache(maxsize=8192)
-def _settings_features_of(fs: str, mkfs: tuple, mount: tuple, ag_count: int | None,
-                          w: Workload, kind: str) -> dict[str, float]:
+def _settings_features_of(
+    fs: str, mkfs: tuple, mount: tuple, ag_count: int | None, w: Workload, kind: str
+) -> dict[str, float]:
     # Read-only once cached: config_features hands out copies.
     return _settings_features(fs, mkfs, mount, ag_count, w, kind)
 
 
-def _settings_features(fs: str | None, mkfs: tuple, mount: tuple, ag_count: int | None,
-                       w: Workload, kind: str) -> dict[str, float]:
+def _settings_features(
+    fs: str | None, mkfs: tuple, mount: tuple, ag_count: int | None, w: Workload, kind: str
+) -> dict[str, float]:
     """config_features without the scheduler: the filesystem (``None``: the raw device),
     its mkfs and mount options and the XFS allocation-group count."""
     t = _workload_terms(w)
@@ -118,8 +126,9 @@ def _settings_features(fs: str | None, mkfs: tuple, mount: tuple, ag_count: int 
     return f
 
 
-def device_ceiling_iops(w: Workload, kind: str, settings: ModelSettings,
-                        params: DeviceParams | None = None) -> float:
+def device_ceiling_iops(
+    w: Workload, kind: str, settings: ModelSettings, params: DeviceParams | None = None
+) -> float:
     """The limit of the device's IOPS and bandwidth for this mix (its fitted figures, else its
     kind's prior). Buffered reads may be served from the page cache, so they are not capped;
     everything else reaches the device. An application-level operation (a Filebench file op,
@@ -143,11 +152,12 @@ def soft_cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarra
     """Smooth minimum of x and the ceiling (sharp enough to leave values far below alone)."""
     if not math.isfinite(ceiling):
         return x
-    return (x ** -sharpness + ceiling ** -sharpness) ** (-1.0 / sharpness)
+    return (x**-sharpness + ceiling**-sharpness) ** (-1.0 / sharpness)
 
 
-def workload_features(w: Workload, kind: str, flush_share: float,
-                      device_id: str = "", device_share: float = 1.0) -> dict[str, float]:
+def workload_features(
+    w: Workload, kind: str, flush_share: float, device_id: str = "", device_share: float = 1.0
+) -> dict[str, float]:
     """Corrections to the roofline's shape, learned per device kind: 2010 HDD and SATA data
     must never bend an NVMe prediction, so each kind has its own terms. The fsync term is
     scaled by the share of device time the roofline spends in flushes, so a workload that
@@ -175,17 +185,17 @@ def device_share(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> f
     return 1.0 - mechanisms.host_cpu_share(w, p, plp)
 
 
-def perf_features(cfg: FsConfig | None, w: Workload, kind: str,
-                  flush_share: float = 0.0, device_id: str = "") -> dict[str, float]:
+def perf_features(
+    cfg: FsConfig | None, w: Workload, kind: str, flush_share: float = 0.0, device_id: str = ""
+) -> dict[str, float]:
     f = workload_features(w, kind, flush_share, device_id)
     f.update(config_features(cfg, w, kind))
     return f
 
 
-
-
-def device_config_features(cf: Mapping[str, float], device_id: str,
-                           fs: str | None = None, w: Workload | None = None) -> dict[str, float]:
+def device_config_features(
+    cf: Mapping[str, float], device_id: str, fs: str | None = None, w: Workload | None = None
+) -> dict[str, float]:
     """One device's own deviations from the shared configuration effects (``d:<id>|feat``).
     A probe or reference device's rows load on both, so with prior sds sigma_shared and
     tau (priors.toml "d:") only sigma^2 / (sigma^2 + tau^2) of what one device shows moves the
@@ -215,8 +225,13 @@ def _shape_terms_of(w: Workload) -> dict[str, float]:
     return {term: both.get(term, t.get(term, 0.0)) for term in spec.FS_SHAPE_TERMS}
 
 
-def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
-                   cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
+def power_features(
+    cfg: FsConfig | None,
+    w: Workload,
+    kind: str,
+    scope: str,
+    cfg_feats: dict[str, float] | None = None,
+) -> dict[str, float]:
     t = _workload_terms(w)
     # One power level per (scope, kind): a 2010 server's 250 W says nothing about an NVMe box.
     f = {f"pw:{scope}:{kind}": 1.0}
@@ -228,8 +243,9 @@ def power_features(cfg: FsConfig | None, w: Workload, kind: str, scope: str,
     return f
 
 
-def tail_features(cfg: FsConfig | None, w: Workload, kind: str,
-                  cfg_feats: dict[str, float] | None = None) -> dict[str, float]:
+def tail_features(
+    cfg: FsConfig | None, w: Workload, kind: str, cfg_feats: dict[str, float] | None = None
+) -> dict[str, float]:
     t = _workload_terms(w)
     f = {"t:0": 1.0}
     for term in ("fsync", "lc", "wf"):
@@ -241,16 +257,18 @@ def tail_features(cfg: FsConfig | None, w: Workload, kind: str,
     return f
 
 
-def cfg_features(cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, float],
-                  plp: str) -> dict[str, float]:
+def cfg_features(
+    cfg: FsConfig | None, w: Workload, kind: str, p: Mapping[str, float], plp: str
+) -> dict[str, float]:
     """Configuration features plus the mechanisms in this device's terms."""
     f = config_features(cfg, w, kind)
     f.update(mechanisms.features(cfg, w, p, plp, era2010=kind in ("hdd", "sata-ssd")))
     return f
 
 
-def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
-                  plp: str) -> tuple[np.ndarray, list[str]]:
+def config_matrix(
+    cfgs, w: Workload, kind: str, p: Mapping[str, float], plp: str
+) -> tuple[np.ndarray, list[str]]:
     """The matrix of :func:`cfg_features` over ``cfgs`` (a row per configuration, a column
     per feature name, sorted) and the names. The same matrix as laying each configuration's
     merged dict out, built from its three parts instead: the filesystem settings' features
@@ -292,9 +310,15 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
         if j is None:
             j = c_of[cfg.scheduler] = len(c_parts)
             sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
-            c_parts.append({} if sched == "none" else {
-                f"sched:{sched}": 1.0, f"sched:{sched}*lc": t["lc"],
-                f"sched:{sched}*rnd": t["rnd"]})
+            c_parts.append(
+                {}
+                if sched == "none"
+                else {
+                    f"sched:{sched}": 1.0,
+                    f"sched:{sched}*lc": t["lc"],
+                    f"sched:{sched}*rnd": t["rnd"],
+                }
+            )
         s_idx.append(i)
         c_idx.append(j)
         m_idx.append(k)
@@ -302,9 +326,11 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     keys = [set().union(*parts) for parts, _ in groups]
     # Each part kind must name only its own features (else merging the dicts would let one
     # overwrite another's): otherwise, the merged dicts.
-    if (any(k.startswith(("sched:", "m:")) for k in keys[0])
-            or any(not k.startswith("sched:") for k in keys[1])
-            or any(not k.startswith("m:") for k in keys[2])):
+    if (
+        any(k.startswith(("sched:", "m:")) for k in keys[0])
+        or any(not k.startswith("sched:") for k in keys[1])
+        or any(not k.startswith("m:") for k in keys[2])
+    ):
         return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
     names = sorted(keys[0] | keys[1] | keys[2])
     idx = {n: j for j, n in enumerate(names)}
@@ -320,8 +346,9 @@ def config_matrix(cfgs, w: Workload, kind: str, p: Mapping[str, float],
     return C, names
 
 
-def matrix_of(cfs: list[dict[str, float]], idx: dict[str, int] | None = None,
-               width: int | None = None) -> tuple[np.ndarray, list[str]]:
+def matrix_of(
+    cfs: list[dict[str, float]], idx: dict[str, int] | None = None, width: int | None = None
+) -> tuple[np.ndarray, list[str]]:
     """The matrix of the feature dicts ``cfs`` and its sorted column names (or, with
     ``idx``, the given columns and ``width``, names left empty). One fancy-indexed
     assignment from flat (row, column, value) lists: a numpy scalar store per feature cost

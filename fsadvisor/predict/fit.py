@@ -17,12 +17,23 @@ from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (cfg_features, device_roofline,
-                                        config_features, device_config_features,
-                                        power_features, tail_features, workload_features,
-                                        device_share)
-from fsadvisor.predict.settings import (BANDWIDTH_UNITS, EFFICIENCY_METRICS,
-                                        LATENCY_MEAN_METRICS, RATE_METRICS, ModelSettings)
+from fsadvisor.predict.features import (
+    cfg_features,
+    device_roofline,
+    config_features,
+    device_config_features,
+    power_features,
+    tail_features,
+    workload_features,
+    device_share,
+)
+from fsadvisor.predict.settings import (
+    BANDWIDTH_UNITS,
+    EFFICIENCY_METRICS,
+    LATENCY_MEAN_METRICS,
+    RATE_METRICS,
+    ModelSettings,
+)
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
     from fsadvisor.records import Observation
@@ -73,12 +84,15 @@ def _replicate_var(obs: Observation) -> float:
     n = max(int(obs.n or 1), 1)
     if obs.sd is not None and n > 1 and obs.value > 0:
         return (obs.sd / obs.value) ** 2 / n
-    return SINGLE_RUN_LOG_SD ** 2 / n
+    return SINGLE_RUN_LOG_SD**2 / n
 
 
-def obs_rows(obs: Observation, s: ModelSettings,
-              fitted: Mapping[str, DeviceParams] | None = None,
-              timed_devices: frozenset[str] | set[str] | None = None) -> list[_Row]:
+def obs_rows(
+    obs: Observation,
+    s: ModelSettings,
+    fitted: Mapping[str, DeviceParams] | None = None,
+    timed_devices: frozenset[str] | set[str] | None = None,
+) -> list[_Row]:
     """Turn one observation into linear equations a . theta = b (empty if not usable).
     ``timed_devices``: the devices measured here whose own device times are known (they have
     raw-device runs); None: every device counts as timed."""
@@ -147,8 +161,12 @@ def obs_rows(obs: Observation, s: ModelSettings,
         f = power_features(c, w, kind, scope)
         if own:
             # The device's own deviations of the power effects (priors.toml "pd:").
-            f.update({f"p{k}": v for k, v in
-                      device_config_features(config_features(c, w, kind), dev).items()})
+            f.update(
+                {
+                    f"p{k}": v
+                    for k, v in device_config_features(config_features(c, w, kind), dev).items()
+                }
+            )
         return f
 
     T = lambda c: tail_features(c, w, kind)  # noqa: E731
@@ -247,8 +265,7 @@ class FittedModel:
         return sets
 
     def params_for(self, device: Device) -> DeviceParams:
-        return self.settings.params_for(kind_of(device), identity_of(device),
-                                        self.device_params)
+        return self.settings.params_for(kind_of(device), identity_of(device), self.device_params)
 
     def known_device(self, device: Device) -> str:
         """The device's identity when the fit has its own terms for it, else "" (then it is
@@ -329,12 +346,20 @@ def save_model(m: FittedModel, path: Path, key: str = "") -> None:
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"key": key, "names": m.names, "noise_sd": m.noise_sd, "n_rows": m.n_rows,
-            "noise_sd_measured": m.noise_sd_measured,
-            "n_observations": m.n_observations, "sources": m.sources,
-            "data_hash": m.data_hash, "measured_power": m.measured_power,
-            "device_origins": m.device_origins, "measured_cells": m.measured_cells,
-            "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()}}
+    meta = {
+        "key": key,
+        "names": m.names,
+        "noise_sd": m.noise_sd,
+        "n_rows": m.n_rows,
+        "noise_sd_measured": m.noise_sd_measured,
+        "n_observations": m.n_observations,
+        "sources": m.sources,
+        "data_hash": m.data_hash,
+        "measured_power": m.measured_power,
+        "device_origins": m.device_origins,
+        "measured_cells": m.measured_cells,
+        "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()},
+    }
     n = len(m.names)
     arrays = np.empty((n + 1, n), dtype="<f8")
     arrays[0], arrays[1:] = m.theta, m.cov
@@ -378,26 +403,45 @@ def load_model(path: Path, settings: ModelSettings, key: str = "") -> FittedMode
         with contextlib.suppress(OSError):
             path.unlink()
         return None
-    return FittedModel(names=names, index={n: i for i, n in enumerate(names)}, theta=theta,
-                       cov=cov, noise_sd=meta["noise_sd"], settings=settings,
-                       noise_sd_measured=meta.get("noise_sd_measured"),
-                       n_rows=meta["n_rows"], n_observations=meta["n_observations"],
-                       sources=meta["sources"], data_hash=meta["data_hash"],
-                       measured_power=meta["measured_power"],
-                       device_origins=meta.get("device_origins", {}),
-                       measured_cells=meta.get("measured_cells", {}),
-                       device_params={k: _params_from_json(v)
-                                      for k, v in meta.get("device_params", {}).items()})
+    return FittedModel(
+        names=names,
+        index={n: i for i, n in enumerate(names)},
+        theta=theta,
+        cov=cov,
+        noise_sd=meta["noise_sd"],
+        settings=settings,
+        noise_sd_measured=meta.get("noise_sd_measured"),
+        n_rows=meta["n_rows"],
+        n_observations=meta["n_observations"],
+        sources=meta["sources"],
+        data_hash=meta["data_hash"],
+        measured_power=meta["measured_power"],
+        device_origins=meta.get("device_origins", {}),
+        measured_cells=meta.get("measured_cells", {}),
+        device_params={k: _params_from_json(v) for k, v in meta.get("device_params", {}).items()},
+    )
 
 
 def _params_to_json(d: DeviceParams) -> dict[str, Any]:
-    return {"device_id": d.device_id, "kind": d.kind, "values": d.values, "log_sd": d.log_sd,
-            "source": d.source, "n_runs": d.n_runs}
+    return {
+        "device_id": d.device_id,
+        "kind": d.kind,
+        "values": d.values,
+        "log_sd": d.log_sd,
+        "source": d.source,
+        "n_runs": d.n_runs,
+    }
 
 
 def _params_from_json(d: dict[str, Any]) -> DeviceParams:
-    return DeviceParams(device_id=d["device_id"], kind=d["kind"], values=dict(d["values"]),
-                        log_sd=dict(d["log_sd"]), source=d["source"], n_runs=int(d["n_runs"]))
+    return DeviceParams(
+        device_id=d["device_id"],
+        kind=d["kind"],
+        values=dict(d["values"]),
+        log_sd=dict(d["log_sd"]),
+        source=d["source"],
+        n_runs=int(d["n_runs"]),
+    )
 
 
 # Bumped when the fit itself (this file) changes meaning; a change to the features or to a
@@ -409,18 +453,39 @@ def settings_key(s: ModelSettings) -> str:
     """The model's version, a hash of the feature code and declared effects, and everything
     in the settings that changes a fit, as canonical JSON: what a cached fit is keyed by
     (with the store's data version), so a cached fit of other features is never read back."""
-    return json.dumps([MODEL_VERSION, spec.fingerprint(), s.priors, s.devices, s.prior_scale,
-                       mechanisms.PRIORS], sort_keys=True, default=str)
+    return json.dumps(
+        [MODEL_VERSION, spec.fingerprint(), s.priors, s.devices, s.prior_scale, mechanisms.PRIORS],
+        sort_keys=True,
+        default=str,
+    )
 
 
 def observations_hash(observations: Sequence[Observation]) -> str:
     import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
+
     h = hashlib.sha256()
     for o in observations:
-        h.update(repr((o.source, o.device_kind, o.config.key(), o.workload, o.metric, o.value,
-                       o.relative_to.key() if o.relative_to else None, o.power_scope,
-                       o.energy_source, o.weight, o.device_id, o.n, o.sd, o.thread_cpu_pct,
-                       o.host_cpu_busy_pct)).encode())
+        h.update(
+            repr(
+                (
+                    o.source,
+                    o.device_kind,
+                    o.config.key(),
+                    o.workload,
+                    o.metric,
+                    o.value,
+                    o.relative_to.key() if o.relative_to else None,
+                    o.power_scope,
+                    o.energy_source,
+                    o.weight,
+                    o.device_id,
+                    o.n,
+                    o.sd,
+                    o.thread_cpu_pct,
+                    o.host_cpu_busy_pct,
+                )
+            ).encode()
+        )
     return h.hexdigest()[:16]
 
 
@@ -444,18 +509,29 @@ def _fit_raw(raw: Sequence[Observation], base: DeviceParams, s: ModelSettings) -
     # Imported here: only a device with raw-device runs needs it, and a warm `recommend`
     # never loads it (tests/unit/test_startup_imports.py).
     from fsadvisor.predict.device_fit import RawRun, fit_device_params
-    runs = [RawRun(rw=o.workload.rw, bs_bytes=o.workload.bs_bytes, iops=o.value,
-                   iodepth=o.workload.iodepth, numjobs=o.workload.numjobs,
-                   fsync_every=o.workload.fsync_every, thread_cpu_pct=o.thread_cpu_pct,
-                   host_cpu_busy_pct=o.host_cpu_busy_pct)
-            for o in raw if o.metric == "iops" and o.value > 0]
+
+    runs = [
+        RawRun(
+            rw=o.workload.rw,
+            bs_bytes=o.workload.bs_bytes,
+            iops=o.value,
+            iodepth=o.workload.iodepth,
+            numjobs=o.workload.numjobs,
+            fsync_every=o.workload.fsync_every,
+            thread_cpu_pct=o.thread_cpu_pct,
+            host_cpu_busy_pct=o.host_cpu_busy_pct,
+        )
+        for o in raw
+        if o.metric == "iops" and o.value > 0
+    ]
     if not runs:
         return base
     return fit_device_params(runs, base.kind, s.devices, base.device_id)
 
 
-def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
-                      ) -> dict[str, DeviceParams]:
+def raw_lifted_params(
+    observations: Sequence[Observation], s: ModelSettings
+) -> dict[str, DeviceParams]:
     """Until a device has fitted parameters (``fsadvisor calibrate``), its kind's prior moved
     by its own runs: every ceiling a direct-I/O run exceeded (raw or through a filesystem) is
     lifted to what it measured, and the bare device's queue-depth-1 runs set the service times (1/IOPS; with an fsync per write, write +
@@ -463,8 +539,14 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
     demonstrably did."""
     seen: dict[str, list[Observation]] = {}
     for o in observations:
-        if (o.device_id and o.relative_to is None and o.value > 0 and o.workload.direct
-                and o.workload.metadata_frac == 0 and _iops_of(o) is not None):
+        if (
+            o.device_id
+            and o.relative_to is None
+            and o.value > 0
+            and o.workload.direct
+            and o.workload.metadata_frac == 0
+            and _iops_of(o) is not None
+        ):
             seen.setdefault(o.device_id, []).append(o)
     out = {}
     for dev, runs in seen.items():
@@ -535,35 +617,47 @@ def raw_lifted_params(observations: Sequence[Observation], s: ModelSettings
         if base.measured and not moved:
             out[dev] = base
         elif moved:
-            out[dev] = DeviceParams(dev, base.kind, v, sd,
-                                    f"{base.source}; from its raw-device runs: "
-                                    + ", ".join(sorted(moved)),
-                                    sum(max(int(o.n or 1), 1) for o in runs))
+            out[dev] = DeviceParams(
+                dev,
+                base.kind,
+                v,
+                sd,
+                f"{base.source}; from its raw-device runs: " + ", ".join(sorted(moved)),
+                sum(max(int(o.n or 1), 1) for o in runs),
+            )
     return out
 
 
-def fit(observations: Sequence[Observation], settings: ModelSettings | None = None,
-        device_params: Mapping[str, DeviceParams] | None = None) -> FittedModel:
+def fit(
+    observations: Sequence[Observation],
+    settings: ModelSettings | None = None,
+    device_params: Mapping[str, DeviceParams] | None = None,
+) -> FittedModel:
     """Posterior of theta given the observations (weighted ridge = Gaussian prior).
     ``device_params``: fitted parameters per device_id (the roofline of that device's rows);
     without them a device with raw-device runs gets its kind's prior lifted by those runs
     (:func:`raw_lifted_params`)."""
     s = settings or ModelSettings.load()
     fitted = dict(device_params or {})
-    fitted.update({k: v for k, v in raw_lifted_params(observations, s).items()
-                   if k not in fitted})
+    fitted.update({k: v for k, v in raw_lifted_params(observations, s).items() if k not in fitted})
     rows: list[_Row] = []
     used = 0
     measured_power: dict[str, int] = {}
-    timed = frozenset(o.device_id for o in observations
-                      if o.device_id and o.config.fs == "raw" and o.relative_to is None)
+    timed = frozenset(
+        o.device_id
+        for o in observations
+        if o.device_id and o.config.fs == "raw" and o.relative_to is None
+    )
     for o in observations:
         r = obs_rows(o, s, fitted, timed)
         if r:
             used += 1
             rows.extend(r)
-            if (o.metric == "watts" or o.metric in EFFICIENCY_METRICS) and \
-                    o.relative_to is None and o.energy_source not in (None, "estimate"):
+            if (
+                (o.metric == "watts" or o.metric in EFFICIENCY_METRICS)
+                and o.relative_to is None
+                and o.energy_source not in (None, "estimate")
+            ):
                 key = f"{o.power_scope or 'system'}/{o.device_kind}"
                 measured_power[key] = measured_power.get(key, 0) + 1
     names = sorted({k.removeprefix(FIXED_PREFIX) for r in rows for k in r.a})
@@ -597,7 +691,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     for k, i in index.items():
         m, sd = s.prior(k)
         prior_mean[i] = m
-        prior_prec[i] = 1.0 / sd ** 2
+        prior_prec[i] = 1.0 / sd**2
     sd = float(s.priors["noise"]["initial_sd"])
     floor = float(s.priors["noise"]["floor_sd"])
     theta = prior_mean.copy()
@@ -617,7 +711,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
         # cell mean over its replicates (sd^2/n on log scale): three agreeing runs pin a
         # level, one run is never a confident effect.
         row_sd = np.where(own, sd_own, np.where(relative, sd_rel, sd))
-        Wd = active / (row_sd ** 2 / np.maximum(wts, 1e-12) + xvar)
+        Wd = active / (row_sd**2 / np.maximum(wts, 1e-12) + xvar)
         # The offsets at the previous iteration's coefficients (the prior's at the first):
         # rows that may not move a coefficient still use it. Those coefficients are set by
         # the other rows alone, so they settle with the noise levels.
@@ -635,6 +729,7 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
                 # rms level would let those few drown every precise ratio of a table.
                 r = np.abs(resid[mask]) * np.sqrt(wts[mask])  # noqa: B023 (called in this pass)
                 return max(lo, 1.4826 * float(np.median(r)))
+
             if (lit_abs & point).sum() >= 5:
                 sd = level(lit_abs & point, floor)
             sd_rel = level(lit_rel & point, floor) if (lit_rel & point).sum() >= 5 else sd
@@ -649,16 +744,31 @@ def fit(observations: Sequence[Observation], settings: ModelSettings | None = No
     rank_of = {"imported": 0, "reference": 1, "measured": 2}
     for o in observations:
         if o.device_id:
-            origin = ("measured" if o.source.startswith("probe ") else
-                      "reference" if o.source.startswith("reference") else "imported")
+            origin = (
+                "measured"
+                if o.source.startswith("probe ")
+                else "reference"
+                if o.source.startswith("reference")
+                else "imported"
+            )
             if rank_of[origin] > rank_of.get(origins.get(o.device_id, ""), -1):
                 origins[o.device_id] = origin
             if origin == "measured" and o.relative_to is None:
                 cells.setdefault(o.device_id, set()).add(cell_tag(o.config, o.workload))
-    return FittedModel(names=names, index=index, theta=theta, cov=cov, noise_sd=sd,
-                       noise_sd_measured=sd_own, settings=s, device_origins=origins,
-                       measured_cells={k: sorted(v) for k, v in cells.items()},
-                       n_rows=n, n_observations=used,
-                       sources={k: sorted(v) for k, v in sources.items()},
-                       data_hash=observations_hash(observations), measured_power=measured_power,
-                       device_params=fitted)
+    return FittedModel(
+        names=names,
+        index=index,
+        theta=theta,
+        cov=cov,
+        noise_sd=sd,
+        noise_sd_measured=sd_own,
+        settings=s,
+        device_origins=origins,
+        measured_cells={k: sorted(v) for k, v in cells.items()},
+        n_rows=n,
+        n_observations=used,
+        sources={k: sorted(v) for k, v in sources.items()},
+        data_hash=observations_hash(observations),
+        measured_power=measured_power,
+        device_params=fitted,
+    )

@@ -30,29 +30,47 @@ def fit_report(model, observations_used: int | None = None) -> dict[str, Any]:
     for name in sorted(n for n in model.index if n.startswith("m:")):
         mean, sd = model.coef(name)
         pm, psd = mechanisms.prior(name) or (0.0, 0.0)
-        why = next((mechanisms.PRIORS[p][2] for p in sorted(mechanisms.PRIORS, key=len, reverse=True)
-                    if name.startswith(p)), "")
-        params[name] = {"mean": round(mean, 4), "sd": round(sd, 4), "prior_mean": pm,
-                        "prior_sd": psd, "prior_source": why,
-                        "data": model.sources.get(name, [])}
+        why = next(
+            (
+                mechanisms.PRIORS[p][2]
+                for p in sorted(mechanisms.PRIORS, key=len, reverse=True)
+                if name.startswith(p)
+            ),
+            "",
+        )
+        params[name] = {
+            "mean": round(mean, 4),
+            "sd": round(sd, 4),
+            "prior_mean": pm,
+            "prior_sd": psd,
+            "prior_source": why,
+            "data": model.sources.get(name, []),
+        }
     s = model.settings
     tau = s.prior("d:x")[1]
     pooling = {}
     for prefix in ("fs:", "opt:", "ag:", "sched:"):
         sigma = s.prior(prefix + "x")[1]
-        pooling[prefix] = {"shared_prior_sd": sigma, "device_prior_sd": tau,
-                           "share_one_device_moves_others": round(
-                               sigma ** 2 / (sigma ** 2 + tau ** 2), 4)}
+        pooling[prefix] = {
+            "shared_prior_sd": sigma,
+            "device_prior_sd": tau,
+            "share_one_device_moves_others": round(sigma**2 / (sigma**2 + tau**2), 4),
+        }
     return {
-        "how": ("Bayesian linear model on log scale (fsadvisor/predict/fit.py); each mechanism "
-                "a feature computed from the device's own parameters with one shared "
-                "coefficient (prior in fsadvisor/predict/mechanisms.py)"),
+        "how": (
+            "Bayesian linear model on log scale (fsadvisor/predict/fit.py); each mechanism "
+            "a feature computed from the device's own parameters with one shared "
+            "coefficient (prior in fsadvisor/predict/mechanisms.py)"
+        ),
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "fitted_on": {"data_hash": model.data_hash,
-                      "observations": observations_used or model.n_observations,
-                      "equations": model.n_rows,
-                      "devices_with_own_terms": sorted(
-                          n[len("k:dev:"):] for n in model.index if n.startswith("k:dev:"))},
+        "fitted_on": {
+            "data_hash": model.data_hash,
+            "observations": observations_used or model.n_observations,
+            "equations": model.n_rows,
+            "devices_with_own_terms": sorted(
+                n[len("k:dev:") :] for n in model.index if n.startswith("k:dev:")
+            ),
+        },
         "prior_scale": s.prior_scale,
         "parameters": params,
         "pooling": pooling,
@@ -68,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
     model = fit(obs, ModelSettings.load(use_store_calibration=False))
     Path(out).write_text(json.dumps(fit_report(model, len(obs)), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {out}: {sum(1 for n in model.index if n.startswith('m:'))} mechanism "
-          f"parameters from {len(obs)} observations")
+    print(
+        f"wrote {out}: {sum(1 for n in model.index if n.startswith('m:'))} mechanism "
+        f"parameters from {len(obs)} observations"
+    )
     return 0
 
 

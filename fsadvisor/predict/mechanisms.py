@@ -65,6 +65,7 @@ COMMIT_ROUND_TRIPS = 2
 # blocks), microseconds: an assumption of its order, scaled by the fitted coefficient.
 CSUM_READ_US_PER_MIB = 50.0
 
+
 @dataclass(frozen=True)
 class Ctx:
     """What every mechanism's value is computed from: one configuration's few inputs, the
@@ -153,8 +154,9 @@ def _meta_share(c: Ctx, share: float) -> float | None:
     if share <= 0:
         return None
     w = c.w
-    sync = ((c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync
-            if w.writes_per_fsync else 0.0)
+    sync = (
+        (c.p["write_latency_us"] + c.flush_us) / w.writes_per_fsync if w.writes_per_fsync else 0.0
+    )
     meta_us = META_CPU_US * c.host
     return -share * meta_us / (meta_us + sync)
 
@@ -246,8 +248,11 @@ def _fsync_writers(c: Ctx) -> float | None:
     if not c.per_fsync or w.numjobs <= 1:
         return None
     batch = (w.writes_per_fsync or 1) * max(w.bs_bytes, 512)
-    commit_us = c.per_fsync * (write_time_us(c.p, batch, sequential=True)
-                               + COMMIT_ROUND_TRIPS * c.p["write_latency_us"] + c.flush_us)
+    commit_us = c.per_fsync * (
+        write_time_us(c.p, batch, sequential=True)
+        + COMMIT_ROUND_TRIPS * c.p["write_latency_us"]
+        + c.flush_us
+    )
     share = commit_us / (commit_us + max(op_time_us(w, c.p), 1e-3))
     return -math.log1p(math.log2(w.numjobs) * share)
 
@@ -269,78 +274,127 @@ _FS_DEVIATION = "this filesystem's deviation from the shared {}"
 
 # Every mechanism, in the order its features are built.
 MECHANISMS: tuple[Mechanism, ...] = (
-    Mechanism("m:cpu", _cpu, (1.0, 0.5, "about 5 us of filesystem code per I/O"),
-              "CPU time in the filesystem's code path per I/O: large on RAM-fast devices, "
-              "negligible on slow ones",
-              "reference matrix (RAM-backed devices), where shipped", per="fs",
-              deviation=(0.0, 0.3, _FS_DEVIATION.format("CPU cost")),
-              deviations={"btrfs": (1.0, 0.5, "btrfs checksums and tree updates on every I/O")}),
-    Mechanism("m:sched", _sched, (1.0, 0.5, "about 2 us of scheduler work per request"),
-              "a blk-mq I/O scheduler adds CPU work per request: noticeable on fast devices, "
-              "negligible on slow ones",
-              "domain notes §5; seed 003 (CFQ/Deadline/NOOP, loosely mapped)", per="sched",
-              deviation=(0.0, 0.3, "this scheduler's deviation from the shared per-request cost"),
-              deviations={"bfq": (1.0, 0.5, "bfq's fairness bookkeeping costs more per request")}),
-    Mechanism("m:meta_cpu", _meta_cpu,
-              (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
-              "a metadata operation without fsync costs CPU and journal work, not device "
-              "writes; its CPU cost is fitted",
-              "measured on this machine (creates: tens of thousands per second); reference "
-              "matrix where shipped", per="fs",
-              deviation=(0.0, 0.3, _FS_DEVIATION.format("metadata CPU cost")),
-              own_data=lambda w: w.metadata_frac > 0, fs_term="meta"),
-    Mechanism("m:delete", _deletes,
-              (0.0, 0.3, "a delete costs about what a create does"),
-              "a delete frees the file's space -- a bitmap for ext4, free-space btrees for "
-              "XFS, extent references and checksums for btrfs -- work a create does not do",
-              "reference matrices (meta-delete beside meta-create, RAM-backed loop and zram)",
-              per="fs", deviation=(0.0, 0.3, _FS_DEVIATION.format("delete cost"))),
-    Mechanism("m:cow", _cow,
-              (1.0, 0.3, "seed 002 allocator section: 16-24 KB of metadata per 4 KB CoW write"),
-              "btrfs copy-on-write rewrites extent, checksum and parent tree blocks on every "
-              "small overwrite (about 16 KiB of metadata per write); nodatacow avoids it",
-              "seed 002, allocator section (16-24 KB per 4 KB); fitted on the reference matrix "
-              "where shipped (models/mechanisms_fit.json)"),
-    Mechanism("m:btrfs.write", _btrfs_write,
-              (0.7, 0.5, "btrfs ~3x below ext4/xfs for large sequential writes on this "
-                         "machine's probe"),
-              "btrfs's copy-on-write data path (checksums, extent tree, delayed references) "
-              "costs more per byte than ext4's or XFS's; nodatacow skips it",
-              "a probe of this machine (btrfs ~3x below ext4/xfs for large sequential writes); "
-              "reference matrices (nodatacow at ext4's level on the RAM-backed loop)"),
-    Mechanism("m:btrfs.csum_read", _btrfs_csum_read,
-              (1.0, 0.7, "about 50 us of checksum lookup and crc32c per MiB read"),
-              "btrfs verifies a checksum of every data block it reads (CPU work per byte, "
-              "large for large reads on a fast device); nodatacow has no checksums",
-              "btrfs(5) (nodatacow implies nodatasum); reference matrices (mechanisms): 128 KiB "
-              "random reads from 4 processes, btrfs about half of ext4's and XFS's rate on "
-              "the RAM-backed loop, nodatacow about 1.4x btrfs's"),
-    Mechanism("m:data_journal", _data_journal,
-              (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
-              "data=journal writes every data block twice: into the journal, then in place",
-              "ext4 documentation; seed 002"),
-    Mechanism("m:fsync", _fsync, (1.0, 0.5, "one journal/log commit write per fsync"),
-              "each fsync costs a journal/log commit write, in this device's own write latency",
-              "seed 002 (fsync decomposition)", per="fs",
-              deviation=(0.0, 0.3, _FS_DEVIATION.format("commit cost")),
-              deviations={"btrfs": (0.5, 0.5, "btrfs tree log: more than one commit write "
-                                              "per fsync")},
-              own_data=_fsyncs, fs_term="fsync"),
-    Mechanism("m:fsync_writers", _fsync_writers,
-              (0.0, 0.3, "ext4's jbd2 and XFS's log join concurrent writers' fsyncs into one "
-                         "commit (group commit): no wait for the others"),
-              "with several writers fsyncing at once, a filesystem that commits their fsyncs "
-              "one after another makes each wait for the others' data and log writes",
-              "reference matrices (mechanisms): log-append, 4 writers, on the RAM-backed loop "
-              "and zram (btrfs far below ext4 and XFS, with nodatacow and compression too)",
-              per="fs", deviation=(0.0, 0.3, _FS_DEVIATION.format("commit joining")),
-              deviations={"btrfs": (1.0, 0.7, "btrfs's tree log syncs concurrent fsyncs "
-                                              "largely one at a time")}),
-    Mechanism("m:flush", _flush, (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
-              "each fsync costs one more device cache flush for the journal commit (cheap "
-              "with power-loss protection)",
-              "seed 002 (fsync decomposition)", per="fs",
-              deviation=(0.0, 0.3, _FS_DEVIATION.format("flush cost"))),
+    Mechanism(
+        "m:cpu",
+        _cpu,
+        (1.0, 0.5, "about 5 us of filesystem code per I/O"),
+        "CPU time in the filesystem's code path per I/O: large on RAM-fast devices, "
+        "negligible on slow ones",
+        "reference matrix (RAM-backed devices), where shipped",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("CPU cost")),
+        deviations={"btrfs": (1.0, 0.5, "btrfs checksums and tree updates on every I/O")},
+    ),
+    Mechanism(
+        "m:sched",
+        _sched,
+        (1.0, 0.5, "about 2 us of scheduler work per request"),
+        "a blk-mq I/O scheduler adds CPU work per request: noticeable on fast devices, "
+        "negligible on slow ones",
+        "domain notes §5; seed 003 (CFQ/Deadline/NOOP, loosely mapped)",
+        per="sched",
+        deviation=(0.0, 0.3, "this scheduler's deviation from the shared per-request cost"),
+        deviations={"bfq": (1.0, 0.5, "bfq's fairness bookkeeping costs more per request")},
+    ),
+    Mechanism(
+        "m:meta_cpu",
+        _meta_cpu,
+        (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
+        "a metadata operation without fsync costs CPU and journal work, not device "
+        "writes; its CPU cost is fitted",
+        "measured on this machine (creates: tens of thousands per second); reference "
+        "matrix where shipped",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("metadata CPU cost")),
+        own_data=lambda w: w.metadata_frac > 0,
+        fs_term="meta",
+    ),
+    Mechanism(
+        "m:delete",
+        _deletes,
+        (0.0, 0.3, "a delete costs about what a create does"),
+        "a delete frees the file's space -- a bitmap for ext4, free-space btrees for "
+        "XFS, extent references and checksums for btrfs -- work a create does not do",
+        "reference matrices (meta-delete beside meta-create, RAM-backed loop and zram)",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("delete cost")),
+    ),
+    Mechanism(
+        "m:cow",
+        _cow,
+        (1.0, 0.3, "seed 002 allocator section: 16-24 KB of metadata per 4 KB CoW write"),
+        "btrfs copy-on-write rewrites extent, checksum and parent tree blocks on every "
+        "small overwrite (about 16 KiB of metadata per write); nodatacow avoids it",
+        "seed 002, allocator section (16-24 KB per 4 KB); fitted on the reference matrix "
+        "where shipped (models/mechanisms_fit.json)",
+    ),
+    Mechanism(
+        "m:btrfs.write",
+        _btrfs_write,
+        (0.7, 0.5, "btrfs ~3x below ext4/xfs for large sequential writes on this machine's probe"),
+        "btrfs's copy-on-write data path (checksums, extent tree, delayed references) "
+        "costs more per byte than ext4's or XFS's; nodatacow skips it",
+        "a probe of this machine (btrfs ~3x below ext4/xfs for large sequential writes); "
+        "reference matrices (nodatacow at ext4's level on the RAM-backed loop)",
+    ),
+    Mechanism(
+        "m:btrfs.csum_read",
+        _btrfs_csum_read,
+        (1.0, 0.7, "about 50 us of checksum lookup and crc32c per MiB read"),
+        "btrfs verifies a checksum of every data block it reads (CPU work per byte, "
+        "large for large reads on a fast device); nodatacow has no checksums",
+        "btrfs(5) (nodatacow implies nodatasum); reference matrices (mechanisms): 128 KiB "
+        "random reads from 4 processes, btrfs about half of ext4's and XFS's rate on "
+        "the RAM-backed loop, nodatacow about 1.4x btrfs's",
+    ),
+    Mechanism(
+        "m:data_journal",
+        _data_journal,
+        (1.0, 0.3, "ext4 documentation: data=journal writes data twice"),
+        "data=journal writes every data block twice: into the journal, then in place",
+        "ext4 documentation; seed 002",
+    ),
+    Mechanism(
+        "m:fsync",
+        _fsync,
+        (1.0, 0.5, "one journal/log commit write per fsync"),
+        "each fsync costs a journal/log commit write, in this device's own write latency",
+        "seed 002 (fsync decomposition)",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("commit cost")),
+        deviations={"btrfs": (0.5, 0.5, "btrfs tree log: more than one commit write per fsync")},
+        own_data=_fsyncs,
+        fs_term="fsync",
+    ),
+    Mechanism(
+        "m:fsync_writers",
+        _fsync_writers,
+        (
+            0.0,
+            0.3,
+            "ext4's jbd2 and XFS's log join concurrent writers' fsyncs into one "
+            "commit (group commit): no wait for the others",
+        ),
+        "with several writers fsyncing at once, a filesystem that commits their fsyncs "
+        "one after another makes each wait for the others' data and log writes",
+        "reference matrices (mechanisms): log-append, 4 writers, on the RAM-backed loop "
+        "and zram (btrfs far below ext4 and XFS, with nodatacow and compression too)",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("commit joining")),
+        deviations={
+            "btrfs": (1.0, 0.7, "btrfs's tree log syncs concurrent fsyncs largely one at a time")
+        },
+    ),
+    Mechanism(
+        "m:flush",
+        _flush,
+        (1.0, 0.5, "one more cache flush per fsync (journal commit)"),
+        "each fsync costs one more device cache flush for the journal commit (cheap "
+        "with power-loss protection)",
+        "seed 002 (fsync decomposition)",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("flush cost")),
+    ),
 )
 BY_NAME: dict[str, Mechanism] = {m.name: m for m in MECHANISMS}
 
@@ -376,8 +430,13 @@ def own_data_terms(fs: str, w: Workload) -> list[tuple[str, str]]:
     """For a workload: the (fs:<fs>*<term>, m:<mechanism>:<fs>) pairs of which a filesystem
     must have measured at least one for `recommend` to count it as measured (an unmeasured
     filesystem's fsync or metadata cost is the pooled mean of the measured ones)."""
-    return [(f"fs:{fs}*{m.fs_term}", f"{m.name}:{fs}")
-            for m in MECHANISMS if m.own_data is not None and m.own_data(w)]
+    return [
+        (f"fs:{fs}*{m.fs_term}", f"{m.name}:{fs}")
+        for m in MECHANISMS
+        if m.own_data is not None and m.own_data(w)
+    ]
+
+
 # The 2010-era deviations (see _pooled): wide, so a 2010 table's per-filesystem finding moves
 # today's deviation by only 0.3^2 / (0.3^2 + 0.6^2) = 20% of what it shows.
 ERA_2010_SD = 0.6
@@ -439,10 +498,17 @@ def _op_time(w: Workload, p: Mapping[str, float], plp: str) -> _OpTime:
         # second on this machine), not two synchronous device writes; with fsync it
         # pays a journal commit (one write) and a flush on top.
         cpu_us = META_CPU_US * host_factor(p)
-        meta_us = cpu_us + ((p["write_latency_us"] + flush) / w.writes_per_fsync
-                            if w.writes_per_fsync else 0.0)
-    return _OpTime(rf * p["read_latency_us"], wf * p["write_latency_us"] + flush_us, flush_us,
-                   meta_us, cpu_us, w.metadata_frac)
+        meta_us = cpu_us + (
+            (p["write_latency_us"] + flush) / w.writes_per_fsync if w.writes_per_fsync else 0.0
+        )
+    return _OpTime(
+        rf * p["read_latency_us"],
+        wf * p["write_latency_us"] + flush_us,
+        flush_us,
+        meta_us,
+        cpu_us,
+        w.metadata_frac,
+    )
 
 
 def host_cpu_share(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> float:
@@ -468,14 +534,12 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
     c = max(w.concurrency, 1)
     conc_r = min(c, p["parallelism"])
     conc_w = min(c, max(p["parallelism"], p["write_iops_cap"] * p["write_latency_us"] * 1e-6))
-    per_op_us = ((1 - t.mf) * (t.read_us / conc_r + t.write_us / conc_w)
-                 + t.mf * t.meta_us / conc_r)
-    rates = [1e6 / per_op_us,
-             1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
+    per_op_us = (1 - t.mf) * (t.read_us / conc_r + t.write_us / conc_w) + t.mf * t.meta_us / conc_r
+    rates = [1e6 / per_op_us, 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
     if w.metadata_frac < 1.0:
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
         rates.append(bw / max(w.bs_bytes, 512))
-    return float(sum(r ** -4 for r in rates) ** -0.25), t.flush_us / t.total_us
+    return float(sum(r**-4 for r in rates) ** -0.25), t.flush_us / t.total_us
 
 
 def write_time_us(p: Mapping[str, float], nbytes: float, sequential: bool = False) -> float:
@@ -489,8 +553,13 @@ def write_time_us(p: Mapping[str, float], nbytes: float, sequential: bool = Fals
     return by_bw if sequential else max(1e6 / p["write_iops_cap"], by_bw)
 
 
-def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
-             plp: str = "unknown", era2010: bool = False) -> dict[str, float]:
+def features(
+    cfg: FsConfig | None,
+    w: Workload,
+    p: Mapping[str, float],
+    plp: str = "unknown",
+    era2010: bool = False,
+) -> dict[str, float]:
     """The mechanism features of a configuration on a device with parameters ``p``.
     ``era2010``: a row of the 2010-era device kinds (hdd, sata-ssd), whose kernels' per-
     filesystem fsync and metadata paths get their own deviations (see :func:`_pooled`)."""
@@ -501,8 +570,19 @@ def features(cfg: FsConfig | None, w: Workload, p: Mapping[str, float],
     # of candidates computes them a handful of times per workload and device.
     nodatacow = any(m.partition("=")[0] == "nodatacow" for m in cfg.mount)
     sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler)
-    return dict(_features_of(fs, nodatacow, "data=journal" in cfg.mount, journaled(cfg),
-                             sched, w, _params_key(p), plp, era2010))
+    return dict(
+        _features_of(
+            fs,
+            nodatacow,
+            "data=journal" in cfg.mount,
+            journaled(cfg),
+            sched,
+            w,
+            _params_key(p),
+            plp,
+            era2010,
+        )
+    )
 
 
 def journaled(cfg: FsConfig) -> bool:
@@ -533,8 +613,17 @@ _PARAMS_KEYS: dict[int, tuple] = {}
 
 
 @functools.lru_cache(maxsize=4096)
-def _features_of(fs: str, nodatacow: bool, data_journal: bool, journaled: bool, sched: str,
-                 w: Workload, pkey: tuple, plp: str, era2010: bool) -> dict[str, float]:
+def _features_of(
+    fs: str,
+    nodatacow: bool,
+    data_journal: bool,
+    journaled: bool,
+    sched: str,
+    w: Workload,
+    pkey: tuple,
+    plp: str,
+    era2010: bool,
+) -> dict[str, float]:
     p = dict(pkey)
     wf = 1.0 - w.read_pct / 100.0
     # Wall time of one operation on the bare device at this workload's own concurrency
@@ -553,9 +642,23 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, journaled: bool, 
     # than anything measured.
     threads = min(max(w.numjobs, 1), cores)
     cpu_share = 1.0 / max(threads * t_op, CPU_FLOOR_US * h)
-    c = Ctx(fs, nodatacow, data_journal, journaled, sched, w, p, plp, wf, _flush_us(p, plp),
-            wf / w.writes_per_fsync if w.writes_per_fsync else 0.0, t_op, cpu_share, h,
-            _cpu_critical(w, p, t_op, threads, cores))
+    c = Ctx(
+        fs,
+        nodatacow,
+        data_journal,
+        journaled,
+        sched,
+        w,
+        p,
+        plp,
+        wf,
+        _flush_us(p, plp),
+        wf / w.writes_per_fsync if w.writes_per_fsync else 0.0,
+        t_op,
+        cpu_share,
+        h,
+        _cpu_critical(w, p, t_op, threads, cores),
+    )
     f: dict[str, float] = {}
     for m in MECHANISMS:
         x = m.value(c)
@@ -574,8 +677,9 @@ def _features_of(fs: str, nodatacow: bool, data_journal: bool, journaled: bool, 
 ASYNC_ENGINES = frozenset({"io_uring", "libaio", "posixaio"})
 
 
-def _cpu_critical(w: Workload, p: Mapping[str, float], t_op: float, threads: float,
-                  cores: float) -> float:
+def _cpu_critical(
+    w: Workload, p: Mapping[str, float], t_op: float, threads: float, cores: float
+) -> float:
     """For Ctx.cpu_critical: the read share of the workload times how busy the device's raw
     reads at this workload's rate keep the busier of the submitting threads and the host's
     CPUs (device_params.CPU_KEYS, at most 1), plus the write share in full; 1 unless the

@@ -11,11 +11,19 @@ import numpy as np
 from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.design import DesignRows
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.features import (soft_cap, cfg_features, matrix_of, device_roofline,
-                                        config_matrix, device_ceiling_iops,
-                                        device_config_features, power_features,
-                                        tail_features, workload_features,
-                                        device_share)
+from fsadvisor.predict.features import (
+    soft_cap,
+    cfg_features,
+    matrix_of,
+    device_roofline,
+    config_matrix,
+    device_ceiling_iops,
+    device_config_features,
+    power_features,
+    tail_features,
+    workload_features,
+    device_share,
+)
 from fsadvisor.predict.fit import CAP_KEYS, FittedModel
 
 
@@ -69,9 +77,16 @@ class _Space:
 _PARTS_FROM = 16
 
 
-def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                   scope: str, params: DeviceParams | None = None, own: bool = False,
-                   roofline: tuple[float, float] | None = None):
+def _block_designs(
+    model: FittedModel,
+    cfgs: Sequence[FsConfig],
+    w: Workload,
+    device: Device,
+    scope: str,
+    params: DeviceParams | None = None,
+    own: bool = False,
+    roofline: tuple[float, float] | None = None,
+):
     """The designs of the performance, power and tail blocks for many configurations of one
     workload, in the fitted coefficients' space (plus unseen features at their prior): the
     configuration features are laid out once, then mapped into each block. Returned as
@@ -107,20 +122,29 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         "tail": tail_features(None, w, kind, {}),
     }
     # Where each configuration feature lands in each block.
-    maps = {"perf": [(j, space.col(n)) for n, j in cidx.items()],
-            "power": [(j, space.col(f"pwf:{n}" if not n.startswith("d:") else f"p{n}"))
-                      for n, j in cidx.items()
-                      if not n.startswith("m:") and "|m:" not in n],
-            "tail": [(j, space.col(f"t:{n}")) for n, j in cidx.items()
-                     if not n.startswith("d:")
-                     if n.startswith(("fs:", "sched:")) and "*" not in n]}
+    maps = {
+        "perf": [(j, space.col(n)) for n, j in cidx.items()],
+        "power": [
+            (j, space.col(f"pwf:{n}" if not n.startswith("d:") else f"p{n}"))
+            for n, j in cidx.items()
+            if not n.startswith("m:") and "|m:" not in n
+        ],
+        "tail": [
+            (j, space.col(f"t:{n}"))
+            for n, j in cidx.items()
+            if not n.startswith("d:")
+            if n.startswith(("fs:", "sched:")) and "*" not in n
+        ],
+    }
     const_cols = {block: [space.col(n) for n in names] for block, names in const.items()}
     # Only the coefficients these configurations touch (a fifth of the ~600 with the
     # per-device terms) get a column: every product below is then N*k or N*k^2, not p, and
     # the designs of tens of thousands of candidates stay small. Columns keep the
     # coefficients' order; unused coefficients only ever multiplied zeros.
-    used = sorted({c for cols in const_cols.values() for c in cols}
-                  | {col for m in maps.values() for _, col in m})
+    used = sorted(
+        {c for cols in const_cols.values() for c in cols}
+        | {col for m in maps.values() for _, col in m}
+    )
     pos = {col: k for k, col in enumerate(used)}
     theta, cov = space.moments(used)
     # Each block's design is X = 1 k' + C M: its workload constants k (one row for all) plus
@@ -131,7 +155,8 @@ def _block_designs(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, de
         k[block] = np.zeros(len(used))
         if names:
             k[block][[pos[c] for c in const_cols[block]]] += np.fromiter(
-                names.values(), float, len(names))
+                names.values(), float, len(names)
+            )
     if len(cfgs) < _PARTS_FROM:
         return _Dense(C, k, maps, pos, theta, cov)
     M = {}
@@ -219,8 +244,9 @@ class _Factored(_Dense):
         C, theta, cov = self.C, self.theta[nz], self.cov[np.ix_(nz, nz)]
         ck = cov @ k
         mu = k @ theta + C @ (M @ theta)
-        var = (k @ ck + 2.0 * (C @ (M @ ck))
-               + np.einsum("ij,ij->i", C @ (M @ cov @ M.T), C))  # row-wise, no N x K temporary
+        var = (
+            k @ ck + 2.0 * (C @ (M @ ck)) + np.einsum("ij,ij->i", C @ (M @ cov @ M.T), C)
+        )  # row-wise, no N x K temporary
         return mu, var
 
 
@@ -259,11 +285,18 @@ class Predictions(Sequence):
         self._made[i] = p
 
 
-def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                 scope: str = "system", idle_watts: float | None = None,
-                 design_out: dict | None = None,
-                 device_params: DeviceParams | None = None,
-                 alone: bool = False, own_deviations: bool = False) -> list[Prediction]:
+def predict_many(
+    model: FittedModel,
+    cfgs: Sequence[FsConfig],
+    w: Workload,
+    device: Device,
+    scope: str = "system",
+    idle_watts: float | None = None,
+    design_out: dict | None = None,
+    device_params: DeviceParams | None = None,
+    alone: bool = False,
+    own_deviations: bool = False,
+) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
     The lower end of the power interval is floored at 99% of the lowest predicted power of
     the set; with ``alone``, each at its own, as if predicted by itself (``predict``: what
@@ -275,24 +308,51 @@ def predict_many(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, devi
     store's calibration of it, or a library drive's datasheet prior). ``own_deviations``:
     a known device's own deviations from the shared effects enter the uncertainty even
     where none of its configuration runs is stored yet (see _block_designs)."""
-    return _predict(model, cfgs, w, device, scope, idle_watts, design_out, device_params,
-                    alone, lazy=False, own_deviations=own_deviations)
+    return _predict(
+        model,
+        cfgs,
+        w,
+        device,
+        scope,
+        idle_watts,
+        design_out,
+        device_params,
+        alone,
+        lazy=False,
+        own_deviations=own_deviations,
+    )
 
 
-def predict_lazily(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-                   scope: str = "system", idle_watts: float | None = None,
-                   design_out: dict | None = None,
-                   device_params: DeviceParams | None = None,
-                   alone: bool = False) -> Predictions:
+def predict_lazily(
+    model: FittedModel,
+    cfgs: Sequence[FsConfig],
+    w: Workload,
+    device: Device,
+    scope: str = "system",
+    idle_watts: float | None = None,
+    design_out: dict | None = None,
+    device_params: DeviceParams | None = None,
+    alone: bool = False,
+) -> Predictions:
     """predict_many's predictions, built on access (:class:`Predictions`); the same numbers."""
-    return _predict(model, cfgs, w, device, scope, idle_watts, design_out, device_params,
-                    alone, lazy=True)
+    return _predict(
+        model, cfgs, w, device, scope, idle_watts, design_out, device_params, alone, lazy=True
+    )
 
 
-def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: Device,
-             scope: str, idle_watts: float | None, design_out: dict | None,
-             device_params: DeviceParams | None, alone: bool, lazy: bool,
-             own_deviations: bool = False):
+def _predict(
+    model: FittedModel,
+    cfgs: Sequence[FsConfig],
+    w: Workload,
+    device: Device,
+    scope: str,
+    idle_watts: float | None,
+    design_out: dict | None,
+    device_params: DeviceParams | None,
+    alone: bool,
+    lazy: bool,
+    own_deviations: bool = False,
+):
     """predict_many's work; with ``lazy``, as :class:`Predictions`."""
     kind = kind_of(device)
     s = model.settings
@@ -303,11 +363,12 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     # (delta method on log scale); an unmeasured device's spread around its kind is what
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
-    designs = _block_designs(model, cfgs, w, device, scope, params, own=own_deviations,
-                             roofline=roofline)
-    noise2 = model.noise_sd ** 2
+    designs = _block_designs(
+        model, cfgs, w, device, scope, params, own=own_deviations, roofline=roofline
+    )
+    noise2 = model.noise_sd**2
     if model.known_device(device) and model.noise_sd_measured is not None:
-        noise2 = model.noise_sd_measured ** 2
+        noise2 = model.noise_sd_measured**2
 
     mu_p, var_p = designs.moments("perf")
     mu_w, var_w = designs.moments("power")
@@ -318,9 +379,11 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
         # it is the costliest product here (N x k^2), so it is handed over, not redone.
         # A ranking (lazy) takes the design in factored form when there is one; every
         # other caller gets the ndarray.
-        design_out["X"] = (designs.rows("perf", "power")
-                           if lazy and isinstance(designs, _Factored)
-                           else designs.matrix("perf", "power"))
+        design_out["X"] = (
+            designs.rows("perf", "power")
+            if lazy and isinstance(designs, _Factored)
+            else designs.matrix("perf", "power")
+        )
         design_out["cov"], design_out["q"] = designs.cov, var_e
     mu_t, var_t = designs.moments("tail", "perf")
     conc = max(w.concurrency, 1)
@@ -339,12 +402,17 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
         idle_watts = float(s.priors["idle_watts"].get(scope, 0.0))
     basis = {
         "observations": model.n_observations,
-        "device_params": {"identity": params.device_id, "kind": params.kind,
-                          "source": params.source, "n_runs": params.n_runs,
-                          "fitted_at": params.details.get("fitted_at"),
-                          "values": dict(params.values), "log_sd": dict(params.log_sd)},
+        "device_params": {
+            "identity": params.device_id,
+            "kind": params.kind,
+            "source": params.source,
+            "n_runs": params.n_runs,
+            "fitted_at": params.details.get("fitted_at"),
+            "values": dict(params.values),
+            "log_sd": dict(params.log_sd),
+        },
         "power_level": ("measured" if measured else "assumed") + f" ({scope} scope, {kind}: "
-                       f"{measured} measured absolute power observations)",
+        f"{measured} measured absolute power observations)",
         "idle_watts": idle_watts,
     }
     bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
@@ -364,45 +432,77 @@ def _predict(model: FittedModel, cfgs: Sequence[FsConfig], w: Workload, device: 
     idle_floor = float(s.priors["idle_watts"].get(scope, 0.0)) if idle_watts is None else idle_watts
     lo_e, hi_e = ex(mu_e - Z90 * sd_e) * f_lo, ex(mu_e + Z90 * sd_e) * f_hi
     lo_t, hi_t = ex(mu_t - Z90 * sd_t) / f_hi, ex(mu_t + Z90 * sd_t) / f_lo
-    floor_w = (np.minimum(idle_floor, 0.99 * watts) if alone
-               else min(idle_floor, 0.99 * watts.min()))
+    floor_w = np.minimum(idle_floor, 0.99 * watts) if alone else min(idle_floor, 0.99 * watts.min())
     lo_w, hi_w = np.maximum(ex(mu_w - Z90 * sd_w), floor_w), ex(mu_w + Z90 * sd_w)
     f_p, f_e = ex(sd_p), ex(sd_e)
     source = "model" if measured else "model (assumed power level)"
     # Python floats column by column (tolist: one conversion per array, not per element).
     (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj) = (
-        a.tolist() for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w,
-                             iops, p99, watts, opj))
+        a.tolist()
+        for a in (f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w, iops, p99, watts, opj)
+    )
     unc_model = "log-normal; factor = exp(1 sd), interval = 90%"
     if lazy:
+
         def build(i: int) -> Prediction:
             # The same expressions as the list below, for row i. (One function for both cost
             # the eager list a call per row: 5-10% of predict --batch on shared lines.)
             io, e = iops[i], opj[i]
-            return Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
-                              p99_latency_ms=p99[i], watts=watts[i], ops_per_joule=e,
-                              bytes_per_joule=e * bs, uncertainty={
-                                  "model": unc_model,
-                                  "iops_factor": f_p[i], "iops_90": [lo_p[i], hi_p[i]],
-                                  "ops_per_joule_factor": f_e[i],
-                                  "ops_per_joule_90": [lo_e[i], hi_e[i]],
-                                  "p99_latency_ms_90": [lo_t[i], hi_t[i]],
-                                  "watts_90": [lo_w[i], hi_w[i]]},
-                              power_scope=scope, energy_source=source, basis=basis)
+            return Prediction(
+                iops=io,
+                mb_s=io * bs / 1e6,
+                mean_latency_ms=conc / io * 1000.0,
+                p99_latency_ms=p99[i],
+                watts=watts[i],
+                ops_per_joule=e,
+                bytes_per_joule=e * bs,
+                uncertainty={
+                    "model": unc_model,
+                    "iops_factor": f_p[i],
+                    "iops_90": [lo_p[i], hi_p[i]],
+                    "ops_per_joule_factor": f_e[i],
+                    "ops_per_joule_90": [lo_e[i], hi_e[i]],
+                    "p99_latency_ms_90": [lo_t[i], hi_t[i]],
+                    "watts_90": [lo_w[i], hi_w[i]],
+                },
+                power_scope=scope,
+                energy_source=source,
+                basis=basis,
+            )
 
-        return Predictions(len(iops), build, {"iops": iops, "p99_latency_ms": p99,
-                                              "watts": watts, "ops_per_joule": opj}, bs)
+        return Predictions(
+            len(iops),
+            build,
+            {"iops": iops, "p99_latency_ms": p99, "watts": watts, "ops_per_joule": opj},
+            bs,
+        )
     # One pass over the columns together (zip, not 14 list indexings per candidate).
-    return [Prediction(iops=io, mb_s=io * bs / 1e6, mean_latency_ms=conc / io * 1000.0,
-                       p99_latency_ms=t99, watts=wt, ops_per_joule=e, bytes_per_joule=e * bs,
-                       uncertainty={
-                           "model": unc_model,
-                           "iops_factor": fp, "iops_90": [lp, hp],
-                           "ops_per_joule_factor": fe, "ops_per_joule_90": [le, he],
-                           "p99_latency_ms_90": [lt, ht], "watts_90": [lw, hw]},
-                       power_scope=scope, energy_source=source, basis=basis)
-            for io, t99, wt, e, fp, lp, hp, fe, le, he, lt, ht, lw, hw in zip(
-                iops, p99, watts, opj, f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w)]
+    return [
+        Prediction(
+            iops=io,
+            mb_s=io * bs / 1e6,
+            mean_latency_ms=conc / io * 1000.0,
+            p99_latency_ms=t99,
+            watts=wt,
+            ops_per_joule=e,
+            bytes_per_joule=e * bs,
+            uncertainty={
+                "model": unc_model,
+                "iops_factor": fp,
+                "iops_90": [lp, hp],
+                "ops_per_joule_factor": fe,
+                "ops_per_joule_90": [le, he],
+                "p99_latency_ms_90": [lt, ht],
+                "watts_90": [lw, hw],
+            },
+            power_scope=scope,
+            energy_source=source,
+            basis=basis,
+        )
+        for io, t99, wt, e, fp, lp, hp, fe, le, he, lt, ht, lw, hw in zip(
+            iops, p99, watts, opj, f_p, lo_p, hi_p, f_e, lo_e, hi_e, lo_t, hi_t, lo_w, hi_w
+        )
+    ]
 
 
 def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:
@@ -419,15 +519,21 @@ def _roofline_var(w: Workload, params: DeviceParams, plp: str) -> float:
     return var
 
 
-def predict(model: FittedModel, cfg: FsConfig, w: Workload, device: Device,
-            scope: str = "system", idle_watts: float | None = None,
-            device_params: DeviceParams | None = None) -> Prediction:
-    return predict_many(model, [cfg], w, device, scope, idle_watts,
-                        device_params=device_params)[0]
+def predict(
+    model: FittedModel,
+    cfg: FsConfig,
+    w: Workload,
+    device: Device,
+    scope: str = "system",
+    idle_watts: float | None = None,
+    device_params: DeviceParams | None = None,
+) -> Prediction:
+    return predict_many(model, [cfg], w, device, scope, idle_watts, device_params=device_params)[0]
 
 
-def contributions(model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload,
-                  kind: str, scope: str = "system") -> list[tuple[str, float, float, float]]:
+def contributions(
+    model: FittedModel, cfg: FsConfig, base: FsConfig, w: Workload, kind: str, scope: str = "system"
+) -> list[tuple[str, float, float, float]]:
     """Per feature of ``cfg`` against ``base``: (name, delta log perf, delta log ops/J, sd of
     that ops/J delta). The sd treats the performance and power coefficients as independent,
     an approximation good enough to say whether an effect is known or only hoped for."""

@@ -20,8 +20,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from fsadvisor import catalog
-from fsadvisor.domain import (BACKED_KINDS, Device, FsConfig, Prediction, Profile, Workload,
-                              kind_of)
+from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Prediction, Profile, Workload, kind_of
 from fsadvisor.errors import ConfigError, FsAdvisorError
 from fsadvisor.predict import ceilings, mechanisms, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
@@ -49,11 +48,14 @@ class Reason:
     sources: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mechanism": self.text, "cite": self.cite or None,
-                "efficiency_change": round(math.expm1(self.d_opj), 4),
-                "efficiency_sd": round(math.expm1(self.sd_opj), 4),
-                "performance_change": round(math.expm1(self.d_perf), 4),
-                "stored_sources": self.sources}
+        return {
+            "mechanism": self.text,
+            "cite": self.cite or None,
+            "efficiency_change": round(math.expm1(self.d_opj), 4),
+            "efficiency_sd": round(math.expm1(self.sd_opj), 4),
+            "performance_change": round(math.expm1(self.d_perf), 4),
+            "stored_sources": self.sources,
+        }
 
 
 @dataclass
@@ -183,9 +185,11 @@ def udev_rule(scheduler: str, target: Any = None) -> str:
     from fsadvisor.catalog import udev
 
     if target is None:
-        return ("# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
-                "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
-                + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler))
+        return (
+            "# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
+            "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
+            + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler)
+        )
     return udev.udev_rule(target, scheduler)
 
 
@@ -193,8 +197,7 @@ def udev_rule(scheduler: str, target: Any = None) -> str:
 MOUNT_POINT = "/srv/data"
 
 
-def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None
-                 ) -> dict[str, Any]:
+def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None) -> dict[str, Any]:
     from fsadvisor.catalog.udev import UDEV_RULE_PATH
 
     dev = device_path or DEVICE_PLACEHOLDER
@@ -248,9 +251,14 @@ def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, li
             ok = r.permitted(c, plp)
         if not ok:
             return False, []
-        warnings.append(f"{r.option}: {r.reason}"
-                        + (" — acceptable here: PLP confirmed" if r.hazard == "needs-plp"
-                           else f" — acceptable here because {r.acceptable_if}"))
+        warnings.append(
+            f"{r.option}: {r.reason}"
+            + (
+                " — acceptable here: PLP confirmed"
+                if r.hazard == "needs-plp"
+                else f" — acceptable here because {r.acceptable_if}"
+            )
+        )
     missing = set(c.features) - set(catalog.features(cfg))
     if missing:
         return False, []
@@ -262,8 +270,9 @@ def is_baseline(cfg: FsConfig) -> bool:
     return cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none"
 
 
-def _reasons(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device,
-             scope: str) -> list[Reason]:
+def _reasons(
+    model: FittedModel, cfg: FsConfig, profile: Profile, device: Device, scope: str
+) -> list[Reason]:
     """The mechanisms behind ``cfg``'s difference from ext4 defaults, largest effect on
     efficiency first: the model's terms that share a mechanism are summed into one reason
     (so none repeats), with the stored sources that measured any of them."""
@@ -271,22 +280,30 @@ def _reasons(model: FittedModel, cfg: FsConfig, profile: Profile, device: Device
         return []
     base = catalog.default_config("ext4", device.size_bytes, "none")
     merged: dict[str, list] = {}
-    for feat, d_perf, d_opj, sd_opj in contributions(model, cfg, base, profile.workload,
-                                                     kind_of(device), scope):
+    for feat, d_perf, d_opj, sd_opj in contributions(
+        model, cfg, base, profile.workload, kind_of(device), scope
+    ):
         mech = _mechanism(feat)
         text = mech["text"] if mech else _plain_feature(feat)
         m = merged.setdefault(text, [0.0, 0.0, 0.0, (mech or {}).get("cite", ""), set()])
         m[0] += d_perf
         m[1] += d_opj
-        m[2] += sd_opj ** 2  # independent-terms approximation of the summed reason's sd
+        m[2] += sd_opj**2  # independent-terms approximation of the summed reason's sd
         m[4].update(model.sources.get(feat, []))
-    out = [Reason(text, cite, d_perf, d_opj, var ** 0.5, len(data))
-           for text, (d_perf, d_opj, var, cite, data) in merged.items()]
+    out = [
+        Reason(text, cite, d_perf, d_opj, var**0.5, len(data))
+        for text, (d_perf, d_opj, var, cite, data) in merged.items()
+    ]
     return sorted(out, key=lambda r: -abs(r.d_opj))
 
 
-_FEATURE_WORDS = {"fs": "filesystem", "opt": "option", "sched": "scheduler", "m": "mechanism",
-                  "ag": "allocation groups"}
+_FEATURE_WORDS = {
+    "fs": "filesystem",
+    "opt": "option",
+    "sched": "scheduler",
+    "m": "mechanism",
+    "ag": "allocation groups",
+}
 
 
 def _plain_feature(feat: str) -> str:
@@ -294,10 +311,17 @@ def _plain_feature(feat: str) -> str:
     ``fs:xfs*smallw`` -> "filesystem xfs with small writes"."""
     head, _, rest = feat.partition(":")
     name, _, inter = rest.partition("*")
-    words = {"smallw": "small writes", "rf": "reads", "meta": "metadata-heavy work",
-             "fsync": "frequent fsync", "rnd": "random access", "wf": "writes",
-             "lc": "many concurrent jobs", "small": "small requests",
-             "buffered": "buffered I/O"}
+    words = {
+        "smallw": "small writes",
+        "rf": "reads",
+        "meta": "metadata-heavy work",
+        "fsync": "frequent fsync",
+        "rnd": "random access",
+        "wf": "writes",
+        "lc": "many concurrent jobs",
+        "small": "small requests",
+        "buffered": "buffered I/O",
+    }
     txt = f"{_FEATURE_WORDS.get(head, head)} {name.replace(':', ' ').replace('_', ' ')}"
     if inter:
         txt += " with " + " and ".join(words.get(x, x) for x in inter.split("*"))
@@ -321,8 +345,9 @@ def seeks(device: Device) -> bool:
     return rotational(device) and device.kind not in BACKED_KINDS
 
 
-def exclusion(cfg: FsConfig, profile: Profile, device: Device,
-              kernel_has: dict[str, bool] | None = None) -> str | None:
+def exclusion(
+    cfg: FsConfig, profile: Profile, device: Device, kernel_has: dict[str, bool] | None = None
+) -> str | None:
     """Why this configuration may not be recommended for this profile on this device (a key
     of Recommendation.excluded), None when it may: the one eligibility rule of recommend,
     report, compare and fleet (through rank) and of the adaptive probe.
@@ -340,8 +365,9 @@ def exclusion(cfg: FsConfig, profile: Profile, device: Device,
     return None
 
 
-def _device_exclusion(cfg: FsConfig, profile: Profile, device: Device,
-                      kernel_has: dict[str, bool] | None) -> str | None:
+def _device_exclusion(
+    cfg: FsConfig, profile: Profile, device: Device, kernel_has: dict[str, bool] | None
+) -> str | None:
     """exclusion's checks of the device and the workload (cheap, per candidate); the
     profile's constraints are permitted's, which rank judges once per configuration."""
     if device.path and kernel_has is not None and not kernel_has.get(cfg.fs, True):
@@ -381,10 +407,16 @@ class Ordering(NamedTuple):
     twins: np.ndarray  # per kept entry: the same score as a simpler one of its filesystem
 
 
-def _order(kept: list, device: Device, top: int, X: np.ndarray | DesignRows | None = None,
-           cov: np.ndarray | None = None, measured: Callable[[FsConfig], bool] | None = None,
-           q: np.ndarray | None = None,
-           here: Callable[[FsConfig], bool] | None = None) -> Ordering:
+def _order(
+    kept: list,
+    device: Device,
+    top: int,
+    X: np.ndarray | DesignRows | None = None,
+    cov: np.ndarray | None = None,
+    measured: Callable[[FsConfig], bool] | None = None,
+    q: np.ndarray | None = None,
+    here: Callable[[FsConfig], bool] | None = None,
+) -> Ordering:
     """The first ``top`` distinct configurations, then the best of every other filesystem.
 
     The tie set comes first: every configuration statistically equal to the highest-scoring
@@ -453,8 +485,7 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | DesignRows | No
         # measured on this device first, then a filesystem with data before prior-only (an
         # unmeasured configuration never wins a tie on the strength of its prior), then
         # fewest settings, then the higher score; on a full tie the earlier (better-scored)
-        return int(band[np.lexsort((-logv[band], cx[band], prior_only[band],
-                                    not_here[band]))[0]])
+        return int(band[np.lexsort((-logv[band], cx[band], prior_only[band], not_here[band]))[0]])
 
     # A twin: a candidate the model cannot tell apart at all from a simpler one of its
     # filesystem (the same score: a setting whose mechanism does not act here, an AG count for
@@ -492,10 +523,14 @@ def _order(kept: list, device: Device, top: int, X: np.ndarray | DesignRows | No
     alternatives = {}
     for item in ordered:
         cfg = item[1]
-        alternatives[cfg.with_(scheduler="none")] = {"_best": item[0], **{
-            s: v / item[0] for s, v in score_of[(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
-                                                 ].items()
-            if s != cfg.scheduler and item[0]}}
+        alternatives[cfg.with_(scheduler="none")] = {
+            "_best": item[0],
+            **{
+                s: v / item[0]
+                for s, v in score_of[(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)].items()
+                if s != cfg.scheduler and item[0]
+            },
+        }
     return Ordering(ordered, alternatives, len(tie_set), twins)
 
 
@@ -511,8 +546,9 @@ def _has_data(model: FittedModel, cfg: FsConfig, w: Workload | None = None) -> b
         return False
     if w is None:
         return True
-    return all(any(model.sources.get(k) for k in alts)
-               for alts in mechanisms.own_data_terms(cfg.fs, w))
+    return all(
+        any(model.sources.get(k) for k in alts) for alts in mechanisms.own_data_terms(cfg.fs, w)
+    )
 
 
 def difference_sd(design: dict, i: int, j: int) -> float:
@@ -524,12 +560,19 @@ def difference_sd(design: dict, i: int, j: int) -> float:
     return math.sqrt(max(float(d @ design["cov"] @ d), 0.0))
 
 
-def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
-         scope: str = "system", energy_basis: str = "total",
-         candidates: list[FsConfig] | None = None,
-         kernel_has: dict[str, bool] | None = None,
-         target: CommandTarget = PLACEHOLDER_TARGET, device_params=None,
-         predict: Callable[..., list[Prediction]] | None = None) -> Recommendation:
+def rank(
+    model: FittedModel,
+    profile: Profile,
+    device: Device,
+    top: int = 5,
+    scope: str = "system",
+    energy_basis: str = "total",
+    candidates: list[FsConfig] | None = None,
+    kernel_has: dict[str, bool] | None = None,
+    target: CommandTarget = PLACEHOLDER_TARGET,
+    device_params=None,
+    predict: Callable[..., list[Prediction]] | None = None,
+) -> Recommendation:
     """Rank the candidates for ``profile`` on ``device``. Pure: the host facts it reports
     come in as arguments, ``kernel_has`` (filesystem -> this kernel mounts it; None: not
     checked), ``target`` (where the printed commands point; the placeholder by default,
@@ -547,34 +590,66 @@ def rank(model: FittedModel, profile: Profile, device: Device, top: int = 5,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _rank(model, profile, device, top, scope, energy_basis, candidates,
-                     kernel_has, target, device_params, predict)
+        return _rank(
+            model,
+            profile,
+            device,
+            top,
+            scope,
+            energy_basis,
+            candidates,
+            kernel_has,
+            target,
+            device_params,
+            predict,
+        )
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope: str,
-          energy_basis: str, candidates: list[FsConfig] | None,
-          kernel_has: dict[str, bool] | None, target: CommandTarget, device_params,
-          predict: Callable[..., list[Prediction]] | None) -> Recommendation:
+def _rank(
+    model: FittedModel,
+    profile: Profile,
+    device: Device,
+    top: int,
+    scope: str,
+    energy_basis: str,
+    candidates: list[FsConfig] | None,
+    kernel_has: dict[str, bool] | None,
+    target: CommandTarget,
+    device_params,
+    predict: Callable[..., list[Prediction]] | None,
+) -> Recommendation:
     if energy_basis not in ("total", "active"):
         raise FsAdvisorError(f"energy basis must be 'total' or 'active', not {energy_basis!r}")
-    cands = candidates if candidates is not None else catalog.candidates(
-        device.size_bytes, sector_size=device.logical_block_size)
+    cands = (
+        candidates
+        if candidates is not None
+        else catalog.candidates(device.size_bytes, sector_size=device.logical_block_size)
+    )
     w = profile.workload
     c = profile.constraints
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
-    excluded = {"durability_hazard_not_allowed": 0, "missing_required_feature": 0,
-                "o_direct_not_honoured": 0, "scheduler_none_on_rotational_disk": 0,
-                "not_supported_by_this_kernel": 0,
-                "fails_min_iops": 0, "fails_min_mb_s": 0, "fails_max_p99_ms": 0}
+    excluded = {
+        "durability_hazard_not_allowed": 0,
+        "missing_required_feature": 0,
+        "o_direct_not_honoured": 0,
+        "scheduler_none_on_rotational_disk": 0,
+        "not_supported_by_this_kernel": 0,
+        "fails_min_iops": 0,
+        "fails_min_mb_s": 0,
+        "fails_max_p99_ms": 0,
+    }
     allowed: list[tuple[FsConfig, list[str]]] = []
     verdicts: dict[tuple, tuple[bool, list[str], bool]] = {}
     # A device on this host can only get a filesystem this kernel mounts; offline (a spec, a
     # library drive) every filesystem stays, with a note to check the target's kernel.
-    unmountable = ({fs for fs, ok in kernel_has.items() if not ok}
-                   if device.path and kernel_has is not None else set())
+    unmountable = (
+        {fs for fs, ok in kernel_has.items() if not ok}
+        if device.path and kernel_has is not None
+        else set()
+    )
     for cfg in cands:
         why = _device_exclusion(cfg, profile, device, kernel_has)  # exclusion's own checks
         if why is not None:
@@ -587,18 +662,30 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         verdict = verdicts.get(bare)
         if verdict is None:
             ok, warns = permitted(cfg, profile, device)
-            verdict = verdicts[bare] = (ok, warns, not ok and bool(
-                set(c.features) - set(catalog.features(cfg))))
+            verdict = verdicts[bare] = (
+                ok,
+                warns,
+                not ok and bool(set(c.features) - set(catalog.features(cfg))),
+            )
         ok, warns, missing = verdict
         if not ok:
-            excluded["missing_required_feature" if missing else "durability_hazard_not_allowed"] += 1
+            excluded[
+                "missing_required_feature" if missing else "durability_hazard_not_allowed"
+            ] += 1
             continue
         # The verdict's own list, shared by the configuration's schedulers: make() copies
         # it before adding to it (a copy per candidate cost a tracked object each).
         allowed.append((cfg, warns))
     design: dict = {}
-    preds = (predict or predict_lazily)(model, [a[0] for a in allowed], w, device, scope,
-                                        design_out=design, device_params=device_params)
+    preds = (predict or predict_lazily)(
+        model,
+        [a[0] for a in allowed],
+        w,
+        device,
+        scope,
+        design_out=design,
+        device_params=device_params,
+    )
     # The hard cap changes a figure only where a prediction is over the device's ceiling;
     # elsewhere it annotates the basis and clips the intervals, which only the shown
     # entries need (make() caps those): same scores, a dataclasses.replace per shown entry
@@ -609,8 +696,9 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         # for an entry over the ceiling (capped here, as below) and for the entries shown.
         # One basis for all of them, so one limit.
         cols = preds.columns
-        iops_c, p99_c, watts_c, opj_c = (list(cols[k]) for k in (
-            "iops", "p99_latency_ms", "watts", "ops_per_joule"))
+        iops_c, p99_c, watts_c, opj_c = (
+            list(cols[k]) for k in ("iops", "p99_latency_ms", "watts", "ops_per_joule")
+        )
         bs = preds.bs
         mbs_c = [io * bs / 1e6 for io in iops_c]
         bpj_c = [e * bs for e in opj_c]
@@ -634,12 +722,14 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
                 preds[n] = ceilings.cap(p, w)
                 capped.add(id(preds[n]))
         iops_c, mbs_c, p99_c, watts_c, opj_c, bpj_c = (
-            [getattr(p, k) for p in preds] for k in (
-                "iops", "mb_s", "p99_latency_ms", "watts", "ops_per_joule", "bytes_per_joule"))
+            [getattr(p, k) for p in preds]
+            for k in ("iops", "mb_s", "p99_latency_ms", "watts", "ops_per_joule", "bytes_per_joule")
+        )
         idle_c = [float(p.basis.get("idle_watts") or 0.0) for p in preds]
 
     def shown(p: Prediction) -> Prediction:  # cap once: a second cap would say "not capped"
         return p if id(p) in capped else ceilings.cap(p, w)
+
     # (score, configuration, its row in preds, warnings)
     kept: list[tuple[float, FsConfig, int, list[str]]] = []
     best_unconstrained: tuple[float, FsConfig, int] | None = None
@@ -664,29 +754,41 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
             continue
         kept.append((val, cfg, n, warns))
     if not kept:
-        parts = [f"{k}={v}" for k, v in (("min_iops", c.min_iops), ("min_mb_s", c.min_mb_s),
-                                          ("max_p99_ms", c.max_p99_ms)) if v is not None]
+        parts = [
+            f"{k}={v}"
+            for k, v in (
+                ("min_iops", c.min_iops),
+                ("min_mb_s", c.min_mb_s),
+                ("max_p99_ms", c.max_p99_ms),
+            )
+            if v is not None
+        ]
         hint = ""
         if best_unconstrained:
             _, cfg, n = best_unconstrained
             p = shown(preds[n])
-            hint = (f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
-                    f"p99 {p.p99_latency_ms:.2f} ms ({cfg.label()})")
+            hint = (
+                f"; best allowed candidate predicts {p.iops:.0f} IOPS, {p.mb_s:.0f} MB/s, "
+                f"p99 {p.p99_latency_ms:.2f} ms ({cfg.label()})"
+            )
         raise FsAdvisorError(
             f"no configuration satisfies profile {profile.name!r} "
             f"({', '.join(parts) or 'durability/feature constraints'}; "
-            f"{len(cands)} candidates considered){hint}")
+            f"{len(cands)} candidates considered){hint}"
+        )
     kept.sort(key=lambda t: -t[0])
     # A kept entry carries its row of the design (equal configurations have equal rows).
     kept_rows = [k[2] for k in kept]
     # The kept rows, best first: of a factored design (predict_lazily) without building
     # them, else (a stand-in's ndarray) a copy. What follows takes only X @ v and rows.
-    X = (design["X"].take(kept_rows) if isinstance(design["X"], DesignRows)
-         else design["X"][kept_rows])
+    X = (
+        design["X"].take(kept_rows)
+        if isinstance(design["X"], DesignRows)
+        else design["X"][kept_rows]
+    )
     # x cov x' of every kept row: from predict_many when it gave them (a stand-in for it
     # may not), else computed once here; _order, _lead and the confidence all use it.
-    q = (np.asarray(design["q"])[kept_rows] if "q" in design
-         else row_variances(X, design["cov"]))
+    q = np.asarray(design["q"])[kept_rows] if "q" in design else row_variances(X, design["cov"])
     evidence: dict[str, bool] = {}  # _has_data depends on the filesystem alone here
 
     def has_data(cfg: FsConfig) -> bool:
@@ -697,8 +799,9 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
     def here(cfg: FsConfig) -> bool:
         return model.measured_here(device, cfg, w)
 
-    ordered, alternatives, n_tied, twins = _order(kept, device, top, X, design["cov"],
-                                                  measured=has_data, q=q, here=here)
+    ordered, alternatives, n_tied, twins = _order(
+        kept, device, top, X, design["cov"], measured=has_data, q=q, here=here
+    )
 
     unit = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     tol = -math.log(1 - TIE_TOLERANCE)
@@ -712,24 +815,44 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         p = shown(preds[n])
         warns = list(warns)
         if cfg.fs == "f2fs":
-            here = ("not checked" if kernel_has is None else
-                    "supported" if kernel_has.get("f2fs") else "NOT supported")
-            warns.append(f"f2fs: check that the target host's kernel supports f2fs "
-                         f"(/proc/filesystems); this machine's kernel: {here}")
+            here = (
+                "not checked"
+                if kernel_has is None
+                else "supported"
+                if kernel_has.get("f2fs")
+                else "NOT supported"
+            )
+            warns.append(
+                f"f2fs: check that the target host's kernel supports f2fs "
+                f"(/proc/filesystems); this machine's kernel: {here}"
+            )
         if "nodiscard" in cfg.mount:
-            warns.append("nodiscard: no online TRIM; schedule fstrim (e.g. systemctl enable "
-                         "--now fstrim.timer) so the SSD learns which blocks are free")
+            warns.append(
+                "nodiscard: no online TRIM; schedule fstrim (e.g. systemctl enable "
+                "--now fstrim.timer) so the SSD learns which blocks are free"
+            )
         if device.kind in ("loop", "ram-loop"):
             warns.append("loop device: figures describe the backing file, not an SSD")
         if target.warning:
             warns.append(target.warning)
-        alts = {k: round(v, 4) for k, v in alternatives[cfg.with_(scheduler="none")].items()
-                if k != "_best"}
-        return Ranked(rank=i + 1, config=cfg, prediction=p, score=val,
-                      reasons=_reasons(model, cfg, profile, device, scope), warnings=warns,
-                      commands=commands_for(cfg, target.path, target.udev), scheduler_alternatives=alts,
-                      ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
-                      if cfg.fs == "xfs" else None)
+        alts = {
+            k: round(v, 4)
+            for k, v in alternatives[cfg.with_(scheduler="none")].items()
+            if k != "_best"
+        }
+        return Ranked(
+            rank=i + 1,
+            config=cfg,
+            prediction=p,
+            score=val,
+            reasons=_reasons(model, cfg, profile, device, scope),
+            warnings=warns,
+            commands=commands_for(cfg, target.path, target.udev),
+            scheduler_alternatives=alts,
+            ag_count=(cfg.ag_count or catalog.default_ag_count(device.size_bytes))
+            if cfg.fs == "xfs"
+            else None,
+        )
 
     ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
     _mark_ties(ranked, ordered, tied, device, has_data, n_tied, here)
@@ -741,9 +864,10 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         fs = item[1].fs
         if fs not in best_fs:
             best_fs[fs] = ranked[i] if i < len(ranked) else make(i, item)
-    notes = [f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
-             f"power level: {ranked[0].prediction.basis.get('power_level')}",
-             ]
+    notes = [
+        f"ranked by {rank_by.replace('_', ' ')} ({energy_basis} energy, {scope} scope); "
+        f"power level: {ranked[0].prediction.basis.get('power_level')}",
+    ]
     lead = _lead(ordered, design, n_tied)
     # "measured on this device" only for runs of this device's own identity, probed here;
     # a loop/zram class, imported runs and a spec say what they are (fit.measured_basis)
@@ -756,33 +880,63 @@ def _rank(model: FittedModel, profile: Profile, device: Device, top: int, scope:
         # (fitted from its runs) or a stand-in for an unknown kind.
         notes.append(f"device figures: {params.source}")
     if model.known_device(device):
-        notes.append("this device's own measurements are in the fit: its own level and "
-                     "option effects apply, on top of the shared ones")
+        notes.append(
+            "this device's own measurements are in the fit: its own level and "
+            "option effects apply, on top of the shared ones"
+        )
     if c.plp == "unknown" and device.plp == "unknown":
-        notes.append("PLP unknown: no option with a durability hazard was considered (say "
-                     "--plp yes or no to widen the search)")
+        notes.append(
+            "PLP unknown: no option with a durability hazard was considered (say "
+            "--plp yes or no to widen the search)"
+        )
     if unmountable and excluded["not_supported_by_this_kernel"]:
-        notes.append(f"not supported by this kernel, so left out for {device.path}: "
-                     f"{', '.join(sorted(unmountable))} (/proc/filesystems)")
+        notes.append(
+            f"not supported by this kernel, so left out for {device.path}: "
+            f"{', '.join(sorted(unmountable))} (/proc/filesystems)"
+        )
     if excluded.get("o_direct_not_honoured"):
-        notes.append("data=journal candidates were left out: they silently turn this "
-                     "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)")
+        notes.append(
+            "data=journal candidates were left out: they silently turn this "
+            "profile's O_DIRECT I/O into buffered I/O (verified on this kernel)"
+        )
     # over every kept candidate (scheduler variants too), not only the ones displayed; a
     # twin of a simpler candidate (_order) is never a leader
-    conf = decision_confidence(lambda i: kept[i][1].label(),
-                               [math.log(max(item[0], 1e-300)) for item in kept],
-                               X, design["cov"], first=kept.index(ordered[0]),
-                               tolerance=-math.log(1 - TIE_TOLERANCE), q=q, tie_set=n_tied,
-                               eligible=~twins)
-    return Recommendation(profile=profile, device=device, rank_by=rank_by,
-                          energy_basis=energy_basis, scope=scope, considered=len(cands),
-                          excluded=excluded, ranked=ranked, best_per_filesystem=best_fs,
-                          notes=notes, lead=lead, confidence=conf)
+    conf = decision_confidence(
+        lambda i: kept[i][1].label(),
+        [math.log(max(item[0], 1e-300)) for item in kept],
+        X,
+        design["cov"],
+        first=kept.index(ordered[0]),
+        tolerance=-math.log(1 - TIE_TOLERANCE),
+        q=q,
+        tie_set=n_tied,
+        eligible=~twins,
+    )
+    return Recommendation(
+        profile=profile,
+        device=device,
+        rank_by=rank_by,
+        energy_basis=energy_basis,
+        scope=scope,
+        considered=len(cands),
+        excluded=excluded,
+        ranked=ranked,
+        best_per_filesystem=best_fs,
+        notes=notes,
+        lead=lead,
+        confidence=conf,
+    )
 
 
-def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Device,
-               measured: Callable[[FsConfig], bool], n_tied: int = 1,
-               here: Callable[[FsConfig], bool] | None = None) -> None:
+def _mark_ties(
+    ranked: list[Ranked],
+    ordered: list,
+    tied: Callable,
+    device: Device,
+    measured: Callable[[FsConfig], bool],
+    n_tied: int = 1,
+    here: Callable[[FsConfig], bool] | None = None,
+) -> None:
     """Tie groups over the shown list: the first ``n_tied`` entries are the tie set of #1
     (``1=``; _order's rule); below it an entry joins the group of the entry that opened it
     when the two are statistically equal. An entry listed above a higher-scoring one gets an
@@ -795,34 +949,37 @@ def _mark_ties(ranked: list[Ranked], ordered: list, tied: Callable, device: Devi
         # An entry joins the open group when it is tied with the group's first, or when
         # anything from here on outscores something already in the group: _order only puts
         # a lower score first among statistical equals, so those are one tie.
-        if i > head and not (tied(ordered[head], ordered[i])
-                             or max(scores[i:]) > min(scores[head:i])):
+        if i > head and not (
+            tied(ordered[head], ordered[i]) or max(scores[i:]) > min(scores[head:i])
+        ):
             head = i
         groups.append(head)
     for i, r in enumerate(ranked):
         size = groups.count(groups[i])
         r.tie_label = f"{groups[i] + 1}=" if size > 1 else str(r.rank)
-        above = [o for o in ranked[i + 1:] if o.score > r.score]
+        above = [o for o in ranked[i + 1 :] if o.score > r.score]
         if not above:
             continue
         o = above[0]
         ci, co = complexity(r.config, device), complexity(o.config, device)
         if here is not None and here(r.config) and not here(o.config):
             r.order_rule = "measured here"
-            why = (f"measured on this device with this workload (#{o.rank} is predicted only)")
+            why = f"measured on this device with this workload (#{o.rank} is predicted only)"
         elif measured(r.config) and not measured(o.config):
             r.order_rule = "measured"
-            why = (f"measured data behind it (#{o.rank}'s filesystem rests on priors only for "
-                   "this kind of workload)")
+            why = (
+                f"measured data behind it (#{o.rank}'s filesystem rests on priors only for "
+                "this kind of workload)"
+            )
         elif ci < co:
             r.order_rule = "simpler"
-            why = (f"fewer non-default settings ({ci} vs {co}) among statistically equal "
-                   "candidates")
+            why = f"fewer non-default settings ({ci} vs {co}) among statistically equal candidates"
         else:
             r.order_rule = "uncertainty"
             why = "within the uncertainty of the difference"
-        r.order_note = (f"listed above #{o.rank}, whose score is {o.score / r.score - 1:.1%} higher: "
-                        f"{why}")
+        r.order_note = (
+            f"listed above #{o.rank}, whose score is {o.score / r.score - 1:.1%} higher: {why}"
+        )
 
 
 def _lead(ordered: list, design: dict, n_tied: int) -> dict[str, Any]:
@@ -830,15 +987,23 @@ def _lead(ordered: list, design: dict, n_tied: int) -> dict[str, Any]:
     and its gap to #2 with the sd of that difference (log scale, shared terms cancel). #1 is
     clearly ahead exactly when it is alone in its tie set."""
     first = ordered[0]
-    out: dict[str, Any] = {"tied_with": max(n_tied - 1, 0), "runner_up": None,
-                           "runner_up_gap": None, "difference_sd": None,
-                           "clearly_ahead": False}
+    out: dict[str, Any] = {
+        "tied_with": max(n_tied - 1, 0),
+        "runner_up": None,
+        "runner_up_gap": None,
+        "difference_sd": None,
+        "clearly_ahead": False,
+    }
     if len(ordered) > 1:
         second = ordered[1]
         g = math.log(first[0] / second[0]) if first[0] > 0 and second[0] > 0 else 0.0
         s = difference_sd(design, first[2], second[2])
-        out.update(runner_up=second[1].label(), runner_up_gap=math.expm1(g),
-                   difference_sd=math.expm1(s), clearly_ahead=n_tied <= 1)
+        out.update(
+            runner_up=second[1].label(),
+            runner_up_gap=math.expm1(g),
+            difference_sd=math.expm1(s),
+            clearly_ahead=n_tied <= 1,
+        )
     return out
 
 
@@ -859,9 +1024,14 @@ def _knob_worth(kept: list, design: dict, device: Device, top: FsConfig) -> dict
             return None
         g = math.log(better[0] / base[0]) if better[0] > 0 and base[0] > 0 else 0.0
         sd = difference_sd(design, better[2], base[2]) if better is not base else 0.0
-        return {"best": better[1].label(), "against": base[1].label(),
-                "gain": math.expm1(g), "low": math.expm1(g - Z90 * sd),
-                "high": math.expm1(g + Z90 * sd), "resolved": g - Z90 * sd > tol}
+        return {
+            "best": better[1].label(),
+            "against": base[1].label(),
+            "gain": math.expm1(g),
+            "low": math.expm1(g - Z90 * sd),
+            "high": math.expm1(g + Z90 * sd),
+            "resolved": g - Z90 * sd > tol,
+        }
 
     out: dict[str, Any] = {}
     defaults = []
@@ -877,19 +1047,25 @@ def _knob_worth(kept: list, design: dict, device: Device, top: FsConfig) -> dict
         # are the best, against the next filesystem's)
         best = max(defaults, key=lambda k: k[0])
         others = [d for d in defaults if d is not best]
-        against = next((d for d in others if d[1].fs == "ext4"),
-                       max(others, key=lambda k: k[0]))
+        against = next((d for d in others if d[1].fs == "ext4"), max(others, key=lambda k: k[0]))
         out["filesystem"] = knob(best, against)
     fs_default = next((d for d in defaults if d[1].fs == top.fs), None)
     ag0 = (None, catalog.default_ag_count(device.size_bytes))
-    same_fs = [k for k in kept if k[1].fs == top.fs and k[1].scheduler == sched0
-               and k[1].ag_count in ag0]
+    same_fs = [
+        k for k in kept if k[1].fs == top.fs and k[1].scheduler == sched0 and k[1].ag_count in ag0
+    ]
     if same_fs and fs_default is not None:
         out["options"] = knob(max(same_fs, key=lambda k: k[0]), fs_default)
     if top.fs == "xfs":
         base = by_cfg.get(top.with_(ag_count=None, scheduler=sched0))
-        ags = [k for k in kept if k[1].fs == "xfs" and k[1].mkfs == top.mkfs
-               and k[1].mount == top.mount and k[1].scheduler == sched0]
+        ags = [
+            k
+            for k in kept
+            if k[1].fs == "xfs"
+            and k[1].mkfs == top.mkfs
+            and k[1].mount == top.mount
+            and k[1].scheduler == sched0
+        ]
         if base is not None and len(ags) > 1:
             out["ag_count"] = knob(max(ags, key=lambda k: k[0]), base)
     base = by_cfg.get(top.with_(scheduler=sched0))
@@ -921,8 +1097,9 @@ def _sans_ag(kept: list) -> dict[tuple, list]:
     return groups
 
 
-def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, w,
-             device: Device, unit: str) -> str | None:
+def _ag_note(
+    r: Ranked, sans_ag: dict[tuple, list], design: dict, w, device: Device, unit: str
+) -> str | None:
     """For an xfs entry of an allocation-heavy workload: the AG count the model prefers for
     this otherwise identical configuration, its effect against the one shown and the sd of
     that difference."""
@@ -942,10 +1119,17 @@ def _ag_note(r: Ranked, sans_ag: dict[tuple, list], design: dict, w,
         ref = next((k for k in others if (k[1].ag_count or default) == default), others[0])
         ref_ag = ref[1].ag_count or default
         sd = difference_sd(design, mine[2], ref[2])
-        return (f"AG count {shown} is the model's choice for this many concurrent writers: "
-                f"{mine[0] / ref[0] - 1:+.1%} {unit} vs {ref_ag} (1 sd {math.expm1(sd):.1%})")
-    verdict = ("within the uncertainty, so the simpler setting is kept"
-               if math.log(best[0] / mine[0]) <= sd else "worth probing")
-    return (f"AG count: the model prefers {best_ag} for this many concurrent writers, "
-            f"{best[0] / mine[0] - 1:+.1%} {unit} vs {shown} (1 sd {math.expm1(sd):.1%}) — "
-            f"{verdict}")
+        return (
+            f"AG count {shown} is the model's choice for this many concurrent writers: "
+            f"{mine[0] / ref[0] - 1:+.1%} {unit} vs {ref_ag} (1 sd {math.expm1(sd):.1%})"
+        )
+    verdict = (
+        "within the uncertainty, so the simpler setting is kept"
+        if math.log(best[0] / mine[0]) <= sd
+        else "worth probing"
+    )
+    return (
+        f"AG count: the model prefers {best_ag} for this many concurrent writers, "
+        f"{best[0] / mine[0] - 1:+.1%} {unit} vs {shown} (1 sd {math.expm1(sd):.1%}) — "
+        f"{verdict}"
+    )

@@ -56,8 +56,9 @@ def _kind(name: str) -> str:
     return name.rsplit(".", 1)[1]
 
 
-def compare(current: dict[str, float], recorded: dict[str, float]
-            ) -> Iterator[tuple[str, float, float, str]]:
+def compare(
+    current: dict[str, float], recorded: dict[str, float]
+) -> Iterator[tuple[str, float, float, str]]:
     """(name, now, recorded, verdict) for every recorded figure of the model (not the
     priors-only baseline, which no model change moves): "worse" beyond its tolerance,
     "better" beyond it, "same" within it, "missing" when it is no longer measured."""

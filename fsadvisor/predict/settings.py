@@ -21,8 +21,7 @@ LATENCY_MEAN_METRICS = {"mean_latency_us", "fsync_latency_us"}
 EFFICIENCY_METRICS = {"ops_per_joule", "ai_iops_per_watt", "iops_per_watt", "energy_efficiency"}
 # Bytes per unit for bandwidth metrics, by the unit the source states (seed 002's "MB/s"
 # column is MiB/s: its harness divides by 1024*1024, so the dataset says MiB/s).
-BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20},
-                    "gb_s": {"GB/s": 1e9, "GiB/s": 1 << 30}}
+BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20}, "gb_s": {"GB/s": 1e9, "GiB/s": 1 << 30}}
 
 
 # Coefficients describing configurations (as opposed to devices and workload shapes): the
@@ -38,6 +37,7 @@ def calibration_path(db: str | Path | None = None) -> Path | None:
     if db is not None and str(db) == ":memory:":
         return None
     from fsadvisor.infra import xdg
+
     path = Path(db).expanduser() if db is not None else xdg.default_store_path()
     return path.with_name(path.name + ".calibration.json")
 
@@ -53,8 +53,11 @@ class ModelSettings:
     calibration_source: str = "none"
 
     @staticmethod
-    def load(prior_scale: float | None = None, db: str | Path | None = None,
-             use_store_calibration: bool = True) -> "ModelSettings":
+    def load(
+        prior_scale: float | None = None,
+        db: str | Path | None = None,
+        use_store_calibration: bool = True,
+    ) -> "ModelSettings":
         """Priors, device figures and the prior width. The width comes from the calibration
         of the store ``db`` (beside it) when there is one, else from the shipped
         models/calibration.json; never from a file shared by every store."""
@@ -78,8 +81,9 @@ class ModelSettings:
                     break
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
-        out = ModelSettings(priors=priors, devices=devices, prior_scale=prior_scale,
-                            calibration_source=source)
+        out = ModelSettings(
+            priors=priors, devices=devices, prior_scale=prior_scale, calibration_source=source
+        )
         return out.with_device_sd(device_sd) if device_sd is not None else out
 
     def scaled(self, prior_scale: float) -> "ModelSettings":
@@ -118,8 +122,12 @@ class ModelSettings:
                 # A device's own deviation from a mechanism ("d:<device>|m:..."): the device
                 # id sits between the two parts, so no prefix can name it.
                 sd = float(self.priors["prior"]["d:|m:"]["sd"])
-            elif name.startswith("d:") and "|fs:" in name and "d:|fs:*" in self.priors["prior"] \
-                    and name.rpartition("*")[2] in spec.FS_SHAPE_TERMS:
+            elif (
+                name.startswith("d:")
+                and "|fs:" in name
+                and "d:|fs:*" in self.priors["prior"]
+                and name.rpartition("*")[2] in spec.FS_SHAPE_TERMS
+            ):
                 # ... and from a filesystem's own shape on the device (spec.FS_SHAPE_TERMS)
                 sd = float(self.priors["prior"]["d:|fs:*"]["sd"])
             if name.startswith(CONFIG_PREFIXES):
@@ -139,16 +147,16 @@ class ModelSettings:
             weight = float(w.get(obs.device_kind, 0.3)) * obs.weight
         if "[cv_over_40pct]" in obs.note or "cv>40%" in obs.note:
             weight *= float(w["cv_over_40pct"])
-        if obs.energy_source == "estimate" and obs.metric in (
-                {"watts"} | EFFICIENCY_METRICS):
+        if obs.energy_source == "estimate" and obs.metric in ({"watts"} | EFFICIENCY_METRICS):
             weight *= float(w["estimate_energy"])
         return weight
 
     def device_params(self, kind: str) -> dict[str, float]:
         return self.devices.get(kind) or self.devices["nvme"]
 
-    def params_for(self, kind: str, device_id: str = "",
-                   fitted: Mapping[str, DeviceParams] | None = None) -> DeviceParams:
+    def params_for(
+        self, kind: str, device_id: str = "", fitted: Mapping[str, DeviceParams] | None = None
+    ) -> DeviceParams:
         """The device's fitted parameters when there are some, else its kind's prior."""
         if fitted and device_id in fitted:
             return fitted[device_id]

@@ -103,8 +103,7 @@ DRIVE_IDLE_W_ASSUMED = 3.0
 DRIVE_ACTIVE_W_ASSUMED = 8.0
 
 # What-if knobs and their bounds (a run costs about 10 us of wall time per simulated event).
-OVERRIDE_KEYS = ("numjobs", "iodepth", "fsync_every", "plp", "rwmixread", "bs", "burst",
-                 "pause_ms")
+OVERRIDE_KEYS = ("numjobs", "iodepth", "fsync_every", "plp", "rwmixread", "bs", "burst", "pause_ms")
 MAX_CONCURRENCY = 4096
 MIN_REQUESTS, MAX_REQUESTS = 100, 5_000_000
 STEADY_ROUNDS = 10  # requests >= 10 x concurrency, so the start-up transient stays small
@@ -122,11 +121,11 @@ CI_BATCHES = 10
 SCALE_TOLERANCE = 0.01
 SCALE_ITERATIONS = 4
 SCALE_MIN = 1e-3
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262}
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 # --------------------------------------------------------------------------- the device
+
 
 class Claim(Put):
     """A request for ``width`` channels: 1 for an I/O, all of them for a flush."""
@@ -235,9 +234,15 @@ class DeviceTimes:
         make the device slower than that, never faster, so no calibration speeds it up (a
         variant once reached twice the drive's bandwidth that way)."""
         x = max(k, 1.0)
-        return replace(self, read_us=self.read_us * k, write_us=self.write_us * k,
-                       flush_us=self.flush_us * k, read_xfer_us=self.read_xfer_us * x,
-                       write_xfer_us=self.write_xfer_us * x, meta_xfer_us=self.meta_xfer_us * x)
+        return replace(
+            self,
+            read_us=self.read_us * k,
+            write_us=self.write_us * k,
+            flush_us=self.flush_us * k,
+            read_xfer_us=self.read_xfer_us * x,
+            write_xfer_us=self.write_xfer_us * x,
+            meta_xfer_us=self.meta_xfer_us * x,
+        )
 
 
 @dataclass(frozen=True)
@@ -310,8 +315,9 @@ def _run_until(env: simpy.Environment, stop: simpy.Event) -> None:
         try:
             env._now, _, _, event = heappop(queue)
         except IndexError:
-            raise RuntimeError(f'No scheduled events left but "until" event was not '
-                               f"triggered: {stop}") from None
+            raise RuntimeError(
+                f'No scheduled events left but "until" event was not triggered: {stop}'
+            ) from None
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
             callback(event)
@@ -324,8 +330,9 @@ def _run_until(env: simpy.Environment, stop: simpy.Event) -> None:
             raise exc
 
 
-def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
-        trace: bool = False) -> SimStats:
+def run(
+    times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0, trace: bool = False
+) -> SimStats:
     """Simulate until ``requests`` operations have completed (fsyncs are not operations, as
     in fio's IOPS). An operation's latency runs from its start to its completion, including
     the fsync it is followed by, if any. The layer below the model: give it fixed times (sigma 0) and it is a
@@ -542,22 +549,31 @@ def run(times: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int = 0,
         _run_until(env, stop)
     end_us = env.now
     busy = st[2] + (end_us - st[1] if st[0] else 0.0)
-    return SimStats(ops=st[4], sim_us=end_us, latencies_us=np.asarray(lat),
-                    flush_latencies_us=np.asarray(flush_lat),
-                    device_flushes=len(device_flushes),
-                    busy_channel_us=ch.busy_channel_us, busy_us=busy,
-                    channels=times.channels, trace=log, controller_busy_us=st[5])
+    return SimStats(
+        ops=st[4],
+        sim_us=end_us,
+        latencies_us=np.asarray(lat),
+        flush_latencies_us=np.asarray(flush_lat),
+        device_flushes=len(device_flushes),
+        busy_channel_us=ch.busy_channel_us,
+        busy_us=busy,
+        channels=times.channels,
+        trace=log,
+        controller_busy_us=st[5],
+    )
 
 
 # --------------------------------------------------------------------------- from the model
+
 
 def writes_per_flush(w: Workload) -> int:
     """Write-like operations between two flushes, as the model counts them (0: none)."""
     return w.writes_per_fsync
 
 
-def device_times(params: Mapping[str, float], w: Workload, plp: str,
-                 sigma: float = DEFAULT_SIGMA) -> DeviceTimes:
+def device_times(
+    params: Mapping[str, float], w: Workload, plp: str, sigma: float = DEFAULT_SIGMA
+) -> DeviceTimes:
     """The bare device's times for this workload's request size (devices.toml)."""
     flush = params["flush_latency_us_plp"] if plp == "yes" else params["flush_latency_us"]
 
@@ -565,19 +581,26 @@ def device_times(params: Mapping[str, float], w: Workload, plp: str,
         return max(1e6 / cap_iops, nbytes / bw_bytes_s * 1e6)
 
     return DeviceTimes(
-        channels=max(1, round(params["parallelism"])), read_us=float(params["read_latency_us"]),
-        write_us=float(params["write_latency_us"]), flush_us=float(flush),
+        channels=max(1, round(params["parallelism"])),
+        read_us=float(params["read_latency_us"]),
+        write_us=float(params["write_latency_us"]),
+        flush_us=float(flush),
         read_xfer_us=xfer(params["read_iops_cap"], params["read_bw_bytes_s"], w.bs_bytes),
         write_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"], w.bs_bytes),
-        meta_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"],
-                          META_WRITE_BYTES),
-        sigma=sigma)
+        meta_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"], META_WRITE_BYTES),
+        sigma=sigma,
+    )
 
 
 def job_specs(w: Workload, burst: int = 0, pause_us: float = 0.0) -> list[JobSpec]:
-    spec = JobSpec(iodepth=max(1, w.iodepth), read_frac=w.read_pct / 100.0,
-                   meta_frac=w.metadata_frac, writes_per_flush=writes_per_flush(w),
-                   burst=burst, pause_us=pause_us)
+    spec = JobSpec(
+        iodepth=max(1, w.iodepth),
+        read_frac=w.read_pct / 100.0,
+        meta_frac=w.metadata_frac,
+        writes_per_flush=writes_per_flush(w),
+        burst=burst,
+        pause_us=pause_us,
+    )
     return [spec] * max(1, w.numjobs)
 
 
@@ -639,23 +662,28 @@ class Calibration:
 
 def _check_requests(requests: int) -> None:
     if not MIN_REQUESTS <= requests <= MAX_REQUESTS:
-        raise FsAdvisorError(f"requests must be between {MIN_REQUESTS:,} and "
-                             f"{MAX_REQUESTS:,}, not {requests:,}")
+        raise FsAdvisorError(
+            f"requests must be between {MIN_REQUESTS:,} and {MAX_REQUESTS:,}, not {requests:,}"
+        )
 
 
 def _check_workload(w: Workload, requests: int) -> None:
     conc = w.concurrency
     if conc > MAX_CONCURRENCY:
-        raise FsAdvisorError(f"numjobs x iodepth = {conc} is above the simulator's limit of "
-                             f"{MAX_CONCURRENCY}")
+        raise FsAdvisorError(
+            f"numjobs x iodepth = {conc} is above the simulator's limit of {MAX_CONCURRENCY}"
+        )
     if requests < STEADY_ROUNDS * conc:
-        raise FsAdvisorError(f"requests ({requests:,}) must be at least {STEADY_ROUNDS} x "
-                             f"numjobs x iodepth (= {STEADY_ROUNDS * conc:,}) to reach a "
-                             "steady state")
+        raise FsAdvisorError(
+            f"requests ({requests:,}) must be at least {STEADY_ROUNDS} x "
+            f"numjobs x iodepth (= {STEADY_ROUNDS * conc:,}) to reach a "
+            "steady state"
+        )
 
 
-def model_prediction(model, cfg: FsConfig, w: Workload, device: Device, scope: str,
-                     params: DeviceParams):
+def model_prediction(
+    model, cfg: FsConfig, w: Workload, device: Device, scope: str, params: DeviceParams
+):
     """What ``fsadvisor predict`` says for this point: the device's own parameters, then
     its hard ceilings (service/advice.py does the same)."""
     from fsadvisor.predict.predict import predict
@@ -674,14 +702,25 @@ def drive_power(params: DeviceParams, scope: str) -> tuple[float, float, str]:
     active = pw.get("active_power_w") or pw.get("max_power_w")
     idle = pw.get("idle_power_w", DRIVE_IDLE_W_ASSUMED)
     if active is not None and float(active) > float(idle):
-        return float(idle), float(active), (
-            f"drive {float(idle):g}-{float(active):g} W from "
-            f"{params.details.get('model') or params.device_id}'s datasheet"
-            + ("" if "idle_power_w" in pw else f" (idle {DRIVE_IDLE_W_ASSUMED:g} W assumed)"))
-    return DRIVE_IDLE_W_ASSUMED, DRIVE_ACTIVE_W_ASSUMED, (
-        f"drive {DRIVE_IDLE_W_ASSUMED:g}-{DRIVE_ACTIVE_W_ASSUMED:g} W assumed (a typical NVMe "
-        "drive idle and under sustained I/O, energy/estimate.py"
-        + ("" if params.kind == "nvme" else f"; no figures for {params.kind}") + ")")
+        return (
+            float(idle),
+            float(active),
+            (
+                f"drive {float(idle):g}-{float(active):g} W from "
+                f"{params.details.get('model') or params.device_id}'s datasheet"
+                + ("" if "idle_power_w" in pw else f" (idle {DRIVE_IDLE_W_ASSUMED:g} W assumed)")
+            ),
+        )
+    return (
+        DRIVE_IDLE_W_ASSUMED,
+        DRIVE_ACTIVE_W_ASSUMED,
+        (
+            f"drive {DRIVE_IDLE_W_ASSUMED:g}-{DRIVE_ACTIVE_W_ASSUMED:g} W assumed (a typical NVMe "
+            "drive idle and under sustained I/O, energy/estimate.py"
+            + ("" if params.kind == "nvme" else f"; no figures for {params.kind}")
+            + ")"
+        ),
+    )
 
 
 def _sigma_of(p, sigma: float | None) -> tuple[float, str]:
@@ -690,16 +729,23 @@ def _sigma_of(p, sigma: float | None) -> tuple[float, str]:
     ratio = p.p99_latency_ms / p.mean_latency_ms if p.mean_latency_ms > 0 else math.nan
     try:
         return sigma_for_p99_over_mean(ratio), (
-            f"the model's p99/mean {ratio:.2f} here (its tail terms)")
+            f"the model's p99/mean {ratio:.2f} here (its tail terms)"
+        )
     except ValueError:
-        return DEFAULT_SIGMA, (f"seed 002's p99/mean (the model's {ratio:.3g} has no "
-                               "log-normal)")
+        return DEFAULT_SIGMA, (f"seed 002's p99/mean (the model's {ratio:.3g} has no log-normal)")
 
 
-def calibrate(model, cfg: FsConfig, w: Workload, device: Device, scope: str = "system",
-              seed: int = 0, requests: int = DEFAULT_REQUESTS,
-              sigma: float | None = None, device_params: DeviceParams | None = None
-              ) -> Calibration:
+def calibrate(
+    model,
+    cfg: FsConfig,
+    w: Workload,
+    device: Device,
+    scope: str = "system",
+    seed: int = 0,
+    requests: int = DEFAULT_REQUESTS,
+    sigma: float | None = None,
+    device_params: DeviceParams | None = None,
+) -> Calibration:
     """Calibrate at the workload's own point. ``device_params``: the device's parameters as
     predict uses them (the store's calibration of it, a library drive's datasheet); default
     the model's own for the device. ``sigma`` None: the spread that gives the model's own
@@ -716,50 +762,81 @@ def calibrate(model, cfg: FsConfig, w: Workload, device: Device, scope: str = "s
     raw = run(bare, jobs, requests, seed)
     t0 = raw.throughput_ops_s
     if not (t0 > 0 and p.iops > 0 and math.isfinite(t0 / p.iops)):
-        raise FsAdvisorError("cannot calibrate the simulator: the pilot run or the model "
-                             "gave no throughput")
+        raise FsAdvisorError(
+            "cannot calibrate the simulator: the pilot run or the model gave no throughput"
+        )
     scale, point = _solve_scale(bare, jobs, requests, seed, raw, p.iops)
     warnings = []
     if not SCALE_PLAUSIBLE[0] <= scale <= SCALE_PLAUSIBLE[1]:
         warnings.append(
             f"every bare-device time from devices.toml had to be multiplied by {scale:.3g} to "
             "match the model here; the two disagree, so read the variants as rough "
-            "extrapolations")
+            "extrapolations"
+        )
     reached = point.throughput_ops_s / p.iops
     if reached < 1.0 - SCALE_TOLERANCE:
         warnings.append(
             f"the model's {p.iops:,.0f} IOPS here is at the device's ceiling; a queue of "
             f"{w.concurrency} reaches {reached:.0%} of it, so the simulated figures are that "
-            "much slower than predict's")
+            "much slower than predict's"
+        )
     d_idle, d_active, d_source = drive_power(params, scope)
     lo, hi = p.uncertainty["iops_90"]
     t_lo, t_hi = p.uncertainty["p99_latency_ms_90"]
     return Calibration(
-        model_iops=p.iops, model_watts=p.watts, model_ops_per_joule=p.ops_per_joule,
-        model_iops_90=(float(lo), float(hi)), model_mean_latency_ms=p.mean_latency_ms,
+        model_iops=p.iops,
+        model_watts=p.watts,
+        model_ops_per_joule=p.ops_per_joule,
+        model_iops_90=(float(lo), float(hi)),
+        model_mean_latency_ms=p.mean_latency_ms,
         model_p99_latency_ms=p.p99_latency_ms,
         model_p99_latency_ms_90=(float(t_lo), float(t_hi)),
-        idle_watts=float(p.basis.get("idle_watts", 0.0)), power_scope=scope,
+        idle_watts=float(p.basis.get("idle_watts", 0.0)),
+        power_scope=scope,
         power_basis=str(p.basis.get("power_level", p.energy_source)),
-        raw_throughput_ops_s=t0, scale=scale, concurrency=w.concurrency,
-        channels=max(1, round(params.values["parallelism"])), sigma=sig, sigma_source=sig_source,
-        seed=seed, requests=requests, workload=w.to_dict(),
-        writes_per_flush=writes_per_flush(w), plp=device.plp,
-        device_params_source=params.source, utilisation=_utilisation(point),
-        drive_idle_watts=d_idle, drive_active_watts=d_active, drive_power_source=d_source,
-        warnings=tuple(warnings), point=point)
+        raw_throughput_ops_s=t0,
+        scale=scale,
+        concurrency=w.concurrency,
+        channels=max(1, round(params.values["parallelism"])),
+        sigma=sig,
+        sigma_source=sig_source,
+        seed=seed,
+        requests=requests,
+        workload=w.to_dict(),
+        writes_per_flush=writes_per_flush(w),
+        plp=device.plp,
+        device_params_source=params.source,
+        utilisation=_utilisation(point),
+        drive_idle_watts=d_idle,
+        drive_active_watts=d_active,
+        drive_power_source=d_source,
+        warnings=tuple(warnings),
+        point=point,
+    )
 
 
 def _scaled_stats(st: SimStats, k: float) -> SimStats:
     """The same run with every time x ``k`` (what a run of the scaled times gives)."""
-    return replace(st, sim_us=st.sim_us * k, latencies_us=st.latencies_us * k,
-                   flush_latencies_us=st.flush_latencies_us * k,
-                   busy_channel_us=st.busy_channel_us * k, busy_us=st.busy_us * k,
-                   controller_busy_us=st.controller_busy_us * k, trace=None)
+    return replace(
+        st,
+        sim_us=st.sim_us * k,
+        latencies_us=st.latencies_us * k,
+        flush_latencies_us=st.flush_latencies_us * k,
+        busy_channel_us=st.busy_channel_us * k,
+        busy_us=st.busy_us * k,
+        controller_busy_us=st.controller_busy_us * k,
+        trace=None,
+    )
 
 
-def _solve_scale(bare: DeviceTimes, jobs: list[JobSpec], requests: int, seed: int,
-                 raw: SimStats, target_ops_s: float) -> tuple[float, SimStats]:
+def _solve_scale(
+    bare: DeviceTimes,
+    jobs: list[JobSpec],
+    requests: int,
+    seed: int,
+    raw: SimStats,
+    target_ops_s: float,
+) -> tuple[float, SimStats]:
     """The factor k on media and flush times that makes the calibration point's throughput
     the model's, and that run's statistics. For k >= 1 every time scales (the controller
     too, DeviceTimes.scaled), so the whole event sequence scales and k = raw / target
@@ -773,8 +850,9 @@ def _solve_scale(bare: DeviceTimes, jobs: list[JobSpec], requests: int, seed: in
     for _ in range(SCALE_ITERATIONS):
         st = run(bare.scaled(k), jobs, requests, seed)
         t = st.throughput_ops_s
-        if best is None or abs(math.log(t / target_ops_s)) < abs(math.log(
-                best[1].throughput_ops_s / target_ops_s)):
+        if best is None or abs(math.log(t / target_ops_s)) < abs(
+            math.log(best[1].throughput_ops_s / target_ops_s)
+        ):
             best = (k, st)
         if abs(t / target_ops_s - 1.0) <= SCALE_TOLERANCE or k <= SCALE_MIN:
             break
@@ -793,11 +871,13 @@ def _utilisation(st: SimStats) -> float:
     pilot's equals the calibrated run's when every time scales."""
     if st.sim_us <= 0:
         return 0.0
-    return min(1.0, max(st.busy_channel_us / (st.channels * st.sim_us),
-                        st.controller_busy_us / st.sim_us))
+    return min(
+        1.0, max(st.busy_channel_us / (st.channels * st.sim_us), st.controller_busy_us / st.sim_us)
+    )
 
 
 # --------------------------------------------------------------------------- what-if
+
 
 def _as_int(key: str, v: Any, lo: int, hi: int) -> int:
     try:
@@ -811,16 +891,18 @@ def _as_int(key: str, v: Any, lo: int, hi: int) -> int:
     return n
 
 
-def apply_overrides(w: Workload, device: Device, overrides: Mapping[str, Any] | None
-                    ) -> tuple[Workload, Device, int, float]:
+def apply_overrides(
+    w: Workload, device: Device, overrides: Mapping[str, Any] | None
+) -> tuple[Workload, Device, int, float]:
     """(workload, device, burst, pause_us) with the what-if knobs applied."""
     from fsadvisor.sizes import parse_size
 
     o = dict(overrides or {})
     unknown = sorted(set(o) - set(OVERRIDE_KEYS))
     if unknown:
-        raise FsAdvisorError(f"unknown what-if knob(s) {', '.join(unknown)}; "
-                             f"use {', '.join(OVERRIDE_KEYS)}")
+        raise FsAdvisorError(
+            f"unknown what-if knob(s) {', '.join(unknown)}; use {', '.join(OVERRIDE_KEYS)}"
+        )
     kw: dict[str, Any] = {}
     if "numjobs" in o:
         kw["numjobs"] = _as_int("numjobs", o["numjobs"], 1, MAX_CONCURRENCY)
@@ -855,13 +937,15 @@ def apply_overrides(w: Workload, device: Device, overrides: Mapping[str, Any] | 
     if (burst and not pause_ms) or (pause_ms and not burst):
         raise FsAdvisorError("a burst needs both burst (requests) and pause_ms")
     if kw.get("numjobs", w.numjobs) * kw.get("iodepth", w.iodepth) > MAX_CONCURRENCY:
-        raise FsAdvisorError(f"numjobs x iodepth is above the simulator's limit of "
-                             f"{MAX_CONCURRENCY}")
+        raise FsAdvisorError(
+            f"numjobs x iodepth is above the simulator's limit of {MAX_CONCURRENCY}"
+        )
     return replace(w, **kw), device, burst, pause_ms * 1000.0
 
 
-def check_variant(w: Workload, device: Device, overrides: Mapping[str, Any] | None,
-                  requests: int) -> None:
+def check_variant(
+    w: Workload, device: Device, overrides: Mapping[str, Any] | None, requests: int
+) -> None:
     """Raise FsAdvisorError now if this variant cannot be simulated."""
     _check_requests(requests)
     _check_workload(apply_overrides(w, device, overrides)[0], requests)
@@ -900,13 +984,15 @@ def percentiles(values: np.ndarray, q, axis: int | None = None) -> np.ndarray:
     lo, hi = np.take(a, prev_i, axis=0), np.take(a, nxt_i, axis=0)
     diff = hi - lo
     out = np.add(lo, diff * gamma, out=...)
-    np.subtract(hi, diff * (1 - gamma), out=out, where=gamma >= 0.5, casting="unsafe",
-                dtype=type(out.dtype))
+    np.subtract(
+        hi, diff * (1 - gamma), out=out, where=gamma >= 0.5, casting="unsafe", dtype=type(out.dtype)
+    )
     return out[()] if out.ndim == 0 else out
 
 
-def quantile_ci(values: np.ndarray, q: float, batches: int = CI_BATCHES
-                ) -> tuple[float, float] | None:
+def quantile_ci(
+    values: np.ndarray, q: float, batches: int = CI_BATCHES
+) -> tuple[float, float] | None:
     """95% interval of the ``q`` percentile by batch means: the run cut into ``batches``
     consecutive pieces, the percentile of each, Student's t over them. Consecutive latencies
     in a queue are correlated, which an order-statistic interval would ignore. None when the
@@ -914,7 +1000,7 @@ def quantile_ci(values: np.ndarray, q: float, batches: int = CI_BATCHES
     n = len(values) // batches
     if batches < 2 or n < 100:
         return None
-    per = percentiles(values[:n * batches].reshape(batches, n), q, axis=1)
+    per = percentiles(values[: n * batches].reshape(batches, n), q, axis=1)
     half = T975[batches - 1] * float(per.std(ddof=1)) / math.sqrt(batches)
     mid = float(percentiles(values, q))
     return max(0.0, mid - half), mid + half
@@ -969,11 +1055,19 @@ class SimResult:
         return d
 
 
-def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: str = "system",
-             seed: int = 0, requests: int = DEFAULT_REQUESTS,
-             overrides: dict | None = None, calibration: Calibration | None = None,
-             sigma: float | None = None, device_params: DeviceParams | None = None
-             ) -> SimResult:
+def simulate(
+    model,
+    cfg: FsConfig,
+    workload: Workload,
+    device: Device,
+    scope: str = "system",
+    seed: int = 0,
+    requests: int = DEFAULT_REQUESTS,
+    overrides: dict | None = None,
+    calibration: Calibration | None = None,
+    sigma: float | None = None,
+    device_params: DeviceParams | None = None,
+) -> SimResult:
     """Simulate ``workload`` on ``device`` under ``cfg`` with the what-if ``overrides``
     applied, calibrated at the workload's own point (pass ``calibration`` to reuse one).
     ``device_params`` as for :func:`calibrate`; pass the same ones with a calibration."""
@@ -981,12 +1075,19 @@ def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: st
     w2, dev2, burst, pause_us = apply_overrides(workload, device, overrides)
     _check_workload(w2, requests)
     params = device_params or model.params_for(device)
-    cal = calibration or calibrate(model, cfg, workload, device, scope, seed, requests, sigma,
-                                   params)
+    cal = calibration or calibrate(
+        model, cfg, workload, device, scope, seed, requests, sigma, params
+    )
     times = device_times(params.values, w2, dev2.plp, cal.sigma).scaled(cal.scale)
     t_wall = time.perf_counter()
-    if (cal.point is not None and not burst and w2 == workload and dev2.plp == device.plp
-            and requests == cal.requests and seed == cal.seed):
+    if (
+        cal.point is not None
+        and not burst
+        and w2 == workload
+        and dev2.plp == device.plp
+        and requests == cal.requests
+        and seed == cal.seed
+    ):
         st = cal.point  # the calibration point itself: already simulated
     else:
         st = run(times, job_specs(w2, burst, pause_us), requests, seed)
@@ -1003,21 +1104,41 @@ def simulate(model, cfg: FsConfig, workload: Workload, device: Device, scope: st
     mp = model_prediction(model, cfg, w2, dev2, scope, params)
     bs = w2.bs_bytes if w2.metadata_frac < 1.0 else 0
     return SimResult(
-        overrides=dict(overrides or {}), config=cfg.to_dict(), workload=w2.to_dict(),
-        device_kind=dev2.kind, numjobs=w2.numjobs, iodepth=w2.iodepth,
-        concurrency=w2.concurrency, writes_per_flush=writes_per_flush(w2), plp=dev2.plp,
-        requests=st.ops, simulated_s=sim_s, wall_s=wall, throughput_ops_s=thr,
+        overrides=dict(overrides or {}),
+        config=cfg.to_dict(),
+        workload=w2.to_dict(),
+        device_kind=dev2.kind,
+        numjobs=w2.numjobs,
+        iodepth=w2.iodepth,
+        concurrency=w2.concurrency,
+        writes_per_flush=writes_per_flush(w2),
+        plp=dev2.plp,
+        requests=st.ops,
+        simulated_s=sim_s,
+        wall_s=wall,
+        throughput_ops_s=thr,
         mb_s=thr * bs * (1.0 - w2.metadata_frac) / 1e6,
-        mean_latency_ms=float(lat_ms.mean()), p50_latency_ms=p50, p90_latency_ms=p90,
-        p99_latency_ms=p99, p999_latency_ms=p999, max_latency_ms=float(lat_ms.max()),
+        mean_latency_ms=float(lat_ms.mean()),
+        p50_latency_ms=p50,
+        p90_latency_ms=p90,
+        p99_latency_ms=p99,
+        p999_latency_ms=p999,
+        max_latency_ms=float(lat_ms.max()),
         p99_latency_ms_95=None if ci is None else list(ci),
-        fsyncs=int(st.flush_latencies_us.size), device_flushes=st.device_flushes,
-        mean_flush_latency_ms=(float(st.flush_latencies_us.mean()) / 1000.0
-                               if st.flush_latencies_us.size else None),
-        utilisation=util, busy_fraction=busy,
+        fsyncs=int(st.flush_latencies_us.size),
+        device_flushes=st.device_flushes,
+        mean_flush_latency_ms=(
+            float(st.flush_latencies_us.mean()) / 1000.0 if st.flush_latencies_us.size else None
+        ),
+        utilisation=util,
+        busy_fraction=busy,
         ceiling_iops=ceilings.ceilings(w2, params.values)["iops_limit"],
-        watts=watts, energy_j=energy,
+        watts=watts,
+        energy_j=energy,
         energy_per_op_j=energy / st.ops if st.ops else math.inf,
         ops_per_joule=st.ops / energy if energy > 0 else 0.0,
-        model_iops=mp.iops, model_ops_per_joule=mp.ops_per_joule, seed=seed,
-        calibration=cal)
+        model_iops=mp.iops,
+        model_ops_per_joule=mp.ops_per_joule,
+        seed=seed,
+        calibration=cal,
+    )

@@ -66,6 +66,7 @@ ERA_2010_KINDS = frozenset({"hdd", "sata-ssd"})  # the seeds' 2010 devices
 
 # ------------------------------------------------------------------ workload conditions
 
+
 def _files_written(w: Workload) -> float:
     """Share of operations that allocate or free space: creates and deletes, and in a
     file-level workload (op "file": files written whole after their create, or appended)
@@ -146,19 +147,23 @@ def _w(fn: Callable[[Workload], float]) -> Callable[[Workload, str], float]:
     return lambda w, kind: fn(w)
 
 
-CONDITIONS: dict[str, Condition] = {c.key: c for c in (
-    Condition("alloc", _w(concurrent_allocation)),
-    Condition("subblock", sub_block_io),
-    Condition("meta", _w(metadata)),
-    Condition("rf", _w(data_reads)),
-    Condition("wf", _w(data_writes)),
-    Condition("rndw", _w(random_writes)),
-    Condition("data", _w(data_io)),
-    Condition("sync", _w(syncing)),
-)}
+CONDITIONS: dict[str, Condition] = {
+    c.key: c
+    for c in (
+        Condition("alloc", _w(concurrent_allocation)),
+        Condition("subblock", sub_block_io),
+        Condition("meta", _w(metadata)),
+        Condition("rf", _w(data_reads)),
+        Condition("wf", _w(data_writes)),
+        Condition("rndw", _w(random_writes)),
+        Condition("data", _w(data_io)),
+        Condition("sync", _w(syncing)),
+    )
+}
 
 
 # ------------------------------------------------------------------ the effects
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -182,9 +187,9 @@ def _on(value: str, era2010: bool, w: Workload) -> float:
     return 1.0
 
 
-def _log2_ratio(default: int, *, inverse: bool = False,
-                default_2010: int | None = None
-                ) -> Callable[[str, bool, Workload], float | None]:
+def _log2_ratio(
+    default: int, *, inverse: bool = False, default_2010: int | None = None
+) -> Callable[[str, bool, Workload], float | None]:
     def size(value: str, era2010: bool, w: Workload) -> float | None:
         try:
             v = int(value)
@@ -194,11 +199,13 @@ def _log2_ratio(default: int, *, inverse: bool = False,
             return None
         ref = default_2010 if (era2010 and default_2010) else default
         return math.log2(ref / v) if inverse else math.log2(v / ref)
+
     return size
 
 
 def _logbsize(value: str, era2010: bool, w: Workload) -> float | None:
     from fsadvisor.sizes import parse_size
+
     try:
         return math.log2(parse_size(value) / 32768) / 3
     except (ValueError, TypeError, ArithmeticError):
@@ -263,156 +270,386 @@ AG_SD = 0.25
 
 EFFECTS: tuple[Effect, ...] = (
     # ---- block size
-    Effect("opt:blk_small*subblock", "mkfs:block_size", ("ext4", "ext3", "ext2", "xfs"),
-           "subblock", _blk_below_io, 0.0, OPT_SD,
-           NEUTRAL,
-           "a smaller block avoids read-modify-write of partial blocks for I/O smaller than "
-           "4 KiB on a disk, and stores tiny files in fewer bytes (a flash drive programs "
-           "4 KiB pages whatever the block)",
-           "seed 004 §5.5 and Table 2 (2 KB OLTP pages); mkfs.xfs(8): 4 KiB suits almost "
-           "everything"),
-    Effect("opt:blk_small*alloc", "mkfs:block_size", ("ext4", "ext3", "ext2", "xfs"),
-           "alloc", _log2_ratio(DEFAULT_BLOCK, inverse=True), 0.0, OPT_SD,
-           NEUTRAL,
-           "a smaller block means more blocks to allocate and map per file written",
-           "seed 004 Table 2 (blk1k, blk2k on fileserver/varmail)"),
+    Effect(
+        "opt:blk_small*subblock",
+        "mkfs:block_size",
+        ("ext4", "ext3", "ext2", "xfs"),
+        "subblock",
+        _blk_below_io,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "a smaller block avoids read-modify-write of partial blocks for I/O smaller than "
+        "4 KiB on a disk, and stores tiny files in fewer bytes (a flash drive programs "
+        "4 KiB pages whatever the block)",
+        "seed 004 §5.5 and Table 2 (2 KB OLTP pages); mkfs.xfs(8): 4 KiB suits almost everything",
+    ),
+    Effect(
+        "opt:blk_small*alloc",
+        "mkfs:block_size",
+        ("ext4", "ext3", "ext2", "xfs"),
+        "alloc",
+        _log2_ratio(DEFAULT_BLOCK, inverse=True),
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "a smaller block means more blocks to allocate and map per file written",
+        "seed 004 Table 2 (blk1k, blk2k on fileserver/varmail)",
+    ),
     # ---- inode size: inline xattrs, small directories and extent maps
-    Effect("opt:isz_large*meta", "mkfs:inode_size", ("ext4", "ext3", "ext2", "xfs"),
-           "meta", lambda v, era, w: None, 0.0, OPT_SD,  # size set per family in option_features
-           NEUTRAL,
-           "a larger inode holds xattrs, small directories and extent maps inline, which "
-           "only metadata work reads and writes",
-           "seed 004 Table 2 (isz1k), Table 3; xfs(5)"),
+    Effect(
+        "opt:isz_large*meta",
+        "mkfs:inode_size",
+        ("ext4", "ext3", "ext2", "xfs"),
+        "meta",
+        lambda v, era, w: None,
+        0.0,
+        OPT_SD,  # size set per family in option_features
+        NEUTRAL,
+        "a larger inode holds xattrs, small directories and extent maps inline, which "
+        "only metadata work reads and writes",
+        "seed 004 Table 2 (isz1k), Table 3; xfs(5)",
+    ),
     # ---- access times
-    Effect("opt:noatime*rf", "mount:noatime", ("ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs"),
-           "rf", _on, 0.0, OPT_SD, NEUTRAL,
-           "noatime skips the inode write an access-time update costs on a read (relatime, "
-           "the default, already writes it at most daily)",
-           "seed 002 (5-15% of write IOPS); seed 004 Table 2; mount(8) relatime"),
-    Effect("opt:noatime*meta", "mount:noatime", ("ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs"),
-           "meta", _on, 0.0, OPT_SD, NEUTRAL,
-           "noatime skips directory access-time updates of lookups and listings",
-           "seed 004 Table 2; mount(8) relatime"),
+    Effect(
+        "opt:noatime*rf",
+        "mount:noatime",
+        ("ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs"),
+        "rf",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "noatime skips the inode write an access-time update costs on a read (relatime, "
+        "the default, already writes it at most daily)",
+        "seed 002 (5-15% of write IOPS); seed 004 Table 2; mount(8) relatime",
+    ),
+    Effect(
+        "opt:noatime*meta",
+        "mount:noatime",
+        ("ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs"),
+        "meta",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "noatime skips directory access-time updates of lookups and listings",
+        "seed 004 Table 2; mount(8) relatime",
+    ),
     # ---- ext4 journal modes and commits
-    Effect("opt:ext.data=writeback*wf", "mount:data=writeback", ("ext4", "ext3"), "wf", _on,
-           0.0, OPT_SD, NEUTRAL,
-           "data=writeback drops data-before-metadata ordering in the ext4 journal (stale "
-           "data may appear after a crash)", "seed 002 (ext4_tuned), seed 004 Table 2 (wrbck)"),
-    Effect("opt:ext.data=writeback*sync", "mount:data=writeback", ("ext4", "ext3"), "sync",
-           _on, 0.0, OPT_SD, NEUTRAL,
-           "data=writeback lets a commit skip flushing ordered data first",
-           "seed 002 (ext4_tuned); ext4(5)"),
-    Effect("opt:ext.data=journal*wf", "mount:data=journal", ("ext4", "ext3"), "wf", _on,
-           0.0, OPT_SD, NEUTRAL,
-           "data=journal writes every data block twice and disables delalloc",
-           "seed 002; ext4(5); domain notes (verified: O_DIRECT silently buffered)"),
-    Effect("opt:ext.data=journal*sync", "mount:data=journal", ("ext4", "ext3"), "sync",
-           _on, 0.0, OPT_SD, NEUTRAL,
-           "data=journal makes an fsync one sequential journal write",
-           "ext4(5); seed 002"),
-    Effect("opt:ext.journal_async_commit*sync", "mount:journal_async_commit", ("ext4",),
-           "sync", _on, 0.0, OPT_SD, NEUTRAL,
-           "journal_async_commit writes the commit block without waiting for the "
-           "descriptor blocks", "ext4(5)"),
-    Effect("opt:ext.nojournal*wf", "mkfs:journal", ("ext4", "ext3", "ext2"), "wf",
-           lambda v, era, w: 1.0 if str(v).lower() in ("false", "0", "no") else None, 0.0,
-           OPT_SD, NEUTRAL,
-           "without a journal no metadata is written twice (and a crash needs fsck)",
-           "seed 004 Table 2 (ext2 vs ext3); ext4(5)"),
-    Effect("opt:commit_long*wf", "mount:commit", ("ext4", "ext3", "btrfs"), "wf", _commit,
-           0.0, OPT_SD, NEUTRAL,
-           "a longer journal commit interval batches metadata writes (and loses up to that "
-           "many seconds on power loss)", "seed 002 (commit=60)"),
+    Effect(
+        "opt:ext.data=writeback*wf",
+        "mount:data=writeback",
+        ("ext4", "ext3"),
+        "wf",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "data=writeback drops data-before-metadata ordering in the ext4 journal (stale "
+        "data may appear after a crash)",
+        "seed 002 (ext4_tuned), seed 004 Table 2 (wrbck)",
+    ),
+    Effect(
+        "opt:ext.data=writeback*sync",
+        "mount:data=writeback",
+        ("ext4", "ext3"),
+        "sync",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "data=writeback lets a commit skip flushing ordered data first",
+        "seed 002 (ext4_tuned); ext4(5)",
+    ),
+    Effect(
+        "opt:ext.data=journal*wf",
+        "mount:data=journal",
+        ("ext4", "ext3"),
+        "wf",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "data=journal writes every data block twice and disables delalloc",
+        "seed 002; ext4(5); domain notes (verified: O_DIRECT silently buffered)",
+    ),
+    Effect(
+        "opt:ext.data=journal*sync",
+        "mount:data=journal",
+        ("ext4", "ext3"),
+        "sync",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "data=journal makes an fsync one sequential journal write",
+        "ext4(5); seed 002",
+    ),
+    Effect(
+        "opt:ext.journal_async_commit*sync",
+        "mount:journal_async_commit",
+        ("ext4",),
+        "sync",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "journal_async_commit writes the commit block without waiting for the descriptor blocks",
+        "ext4(5)",
+    ),
+    Effect(
+        "opt:ext.nojournal*wf",
+        "mkfs:journal",
+        ("ext4", "ext3", "ext2"),
+        "wf",
+        lambda v, era, w: 1.0 if str(v).lower() in ("false", "0", "no") else None,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "without a journal no metadata is written twice (and a crash needs fsck)",
+        "seed 004 Table 2 (ext2 vs ext3); ext4(5)",
+    ),
+    Effect(
+        "opt:commit_long*wf",
+        "mount:commit",
+        ("ext4", "ext3", "btrfs"),
+        "wf",
+        _commit,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "a longer journal commit interval batches metadata writes (and loses up to that "
+        "many seconds on power loss)",
+        "seed 002 (commit=60)",
+    ),
     # ---- flushes
-    Effect("opt:nobarrier*sync", "mount:nobarrier", ("ext4", "ext3", "btrfs", "f2fs"), "sync",
-           _on, 0.0, OPT_SD, NEUTRAL,
-           "no cache flush per journal commit/fsync: safe only with power-loss protection",
-           "seed 002 (fsync decomposition: 360 us saved)"),
-    Effect("opt:nobarrier*wf", "mount:nobarrier", ("ext4", "ext3", "btrfs", "f2fs"), "wf",
-           _on, 0.0, OPT_SD, NEUTRAL,
-           "no cache flush for the journal's own commits of written data",
-           "seed 002 (fsync decomposition)"),
+    Effect(
+        "opt:nobarrier*sync",
+        "mount:nobarrier",
+        ("ext4", "ext3", "btrfs", "f2fs"),
+        "sync",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "no cache flush per journal commit/fsync: safe only with power-loss protection",
+        "seed 002 (fsync decomposition: 360 us saved)",
+    ),
+    Effect(
+        "opt:nobarrier*wf",
+        "mount:nobarrier",
+        ("ext4", "ext3", "btrfs", "f2fs"),
+        "wf",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "no cache flush for the journal's own commits of written data",
+        "seed 002 (fsync decomposition)",
+    ),
     # ---- XFS log
-    Effect("opt:xfs.logbsize*sync", "mount:logbsize", ("xfs",), "sync", _logbsize, 0.0,
-           OPT_SD, NEUTRAL,
-           "larger XFS log buffers batch log writes for fsync- and metadata-heavy work",
-           "seed 002 (xfs logbufs=8,logbsize=256k); xfs(5)"),
-    Effect("opt:xfs.logbufs*sync", "mount:logbufs", ("xfs",), "sync",
-           _log2_ratio(DEFAULT_LOGBUFS), 0.0, OPT_SD, NEUTRAL,
-           "more in-memory XFS log buffers let more log writes be in flight (8 is the "
-           "default)", "xfs(5)"),
+    Effect(
+        "opt:xfs.logbsize*sync",
+        "mount:logbsize",
+        ("xfs",),
+        "sync",
+        _logbsize,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "larger XFS log buffers batch log writes for fsync- and metadata-heavy work",
+        "seed 002 (xfs logbufs=8,logbsize=256k); xfs(5)",
+    ),
+    Effect(
+        "opt:xfs.logbufs*sync",
+        "mount:logbufs",
+        ("xfs",),
+        "sync",
+        _log2_ratio(DEFAULT_LOGBUFS),
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "more in-memory XFS log buffers let more log writes be in flight (8 is the default)",
+        "xfs(5)",
+    ),
     # ---- XFS allocation groups
-    Effect("ag:log*alloc", "ag_count", ("xfs",), "alloc", _ag_log, 0.0, AG_SD,
-           NEUTRAL,
-           "more XFS allocation groups let more writers allocate at once",
-           "seed 004 Table 2 (agcnt64 +23% fileserver) and §5.6; seed 000 §IV.D; xfs(5)"),
+    Effect(
+        "ag:log*alloc",
+        "ag_count",
+        ("xfs",),
+        "alloc",
+        _ag_log,
+        0.0,
+        AG_SD,
+        NEUTRAL,
+        "more XFS allocation groups let more writers allocate at once",
+        "seed 004 Table 2 (agcnt64 +23% fileserver) and §5.6; seed 000 §IV.D; xfs(5)",
+    ),
     # Allocation concurrency saturates and many small AGs fragment free space: the effect is
     # not monotone (seed 004 Table 2: fileserver ops/J +25% at 64 AGs, +8% at 128).
-    Effect("ag:log^2*alloc", "ag_count", ("xfs",), "alloc", _ag_curve, 0.0, AG_SD,
-           NEUTRAL,
-           "too many XFS allocation groups fragment free space",
-           "seed 004 Table 2 (fileserver: +23% at 64 AGs, less at 128)"),
+    Effect(
+        "ag:log^2*alloc",
+        "ag_count",
+        ("xfs",),
+        "alloc",
+        _ag_curve,
+        0.0,
+        AG_SD,
+        NEUTRAL,
+        "too many XFS allocation groups fragment free space",
+        "seed 004 Table 2 (fileserver: +23% at 64 AGs, less at 128)",
+    ),
     # ---- compression, discard, copy-on-write
-    Effect("opt:compress*wf", "mount:compress", ("btrfs", "f2fs"), "wf", _compress_work, 0.0,
-           OPT_SD, NEUTRAL,
-           "compression trades CPU for fewer bytes written (lzo least, zlib most per byte)",
-           "btrfs(5); reference matrix (mechanisms): lzo, zstd:1, zlib on RAM-backed devices"),
-    Effect("opt:compress*rf", "mount:compress", ("btrfs", "f2fs"), "rf", _compress_work, 0.0,
-           OPT_SD, NEUTRAL,
-           "compressed data costs CPU to decompress on every read", "btrfs(5)"),
-    Effect("opt:discard*wf", "mount:discard", ("ext4", "xfs", "btrfs", "f2fs"), "wf",
-           lambda v, era, w: 1.0 if v != "async" else None, 0.0, OPT_SD,
-           NEUTRAL,
-           "online discard issues a trim with every free, adding latency to deletes and "
-           "overwrites", "domain notes §4; ext4(5), xfs(5)"),
-    Effect("opt:discard_async*wf", "mount:discard", ("btrfs",), "wf",
-           lambda v, era, w: 1.0 if v == "async" else None, 0.0, OPT_SD,
-           NEUTRAL,
-           "asynchronous discard queues trims and issues them later, in the background",
-           "btrfs(5) (discard=async default since Linux 6.2)"),
-    Effect("opt:btrfs.nodatacow*rndw", "mount:nodatacow", ("btrfs",), "rndw", _on, 0.0,
-           OPT_SD, NEUTRAL,
-           "nodatacow updates in place (no fragmentation under random overwrites)",
-           "seed 002, allocator section"),
+    Effect(
+        "opt:compress*wf",
+        "mount:compress",
+        ("btrfs", "f2fs"),
+        "wf",
+        _compress_work,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "compression trades CPU for fewer bytes written (lzo least, zlib most per byte)",
+        "btrfs(5); reference matrix (mechanisms): lzo, zstd:1, zlib on RAM-backed devices",
+    ),
+    Effect(
+        "opt:compress*rf",
+        "mount:compress",
+        ("btrfs", "f2fs"),
+        "rf",
+        _compress_work,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "compressed data costs CPU to decompress on every read",
+        "btrfs(5)",
+    ),
+    Effect(
+        "opt:discard*wf",
+        "mount:discard",
+        ("ext4", "xfs", "btrfs", "f2fs"),
+        "wf",
+        lambda v, era, w: 1.0 if v != "async" else None,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "online discard issues a trim with every free, adding latency to deletes and overwrites",
+        "domain notes §4; ext4(5), xfs(5)",
+    ),
+    Effect(
+        "opt:discard_async*wf",
+        "mount:discard",
+        ("btrfs",),
+        "wf",
+        lambda v, era, w: 1.0 if v == "async" else None,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "asynchronous discard queues trims and issues them later, in the background",
+        "btrfs(5) (discard=async default since Linux 6.2)",
+    ),
+    Effect(
+        "opt:btrfs.nodatacow*rndw",
+        "mount:nodatacow",
+        ("btrfs",),
+        "rndw",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "nodatacow updates in place (no fragmentation under random overwrites)",
+        "seed 002, allocator section",
+    ),
     # nodatacow's other half -- no data checksums for a read to verify -- is the absence of
     # the mechanism m:btrfs.csum_read (mechanisms.py), priced per byte read on the device.
-    Effect("opt:btrfs.nodesize*meta", "mkfs:nodesize", ("btrfs",), "meta",
-           _log2_ratio(DEFAULT_BTRFS_NODESIZE), 0.0, OPT_SD,
-           NEUTRAL,
-           "a larger btrfs metadata node holds more items per tree block (and rewrites more "
-           "bytes per change)", "mkfs.btrfs(8)"),
-    Effect("opt:btrfs.nodesize*wf", "mkfs:nodesize", ("btrfs",), "wf",
-           _log2_ratio(DEFAULT_BTRFS_NODESIZE), 0.0, OPT_SD,
-           NEUTRAL,
-           "every copy-on-write data write rewrites tree nodes of this size",
-           "mkfs.btrfs(8); seed 002, allocator section"),
-    Effect("opt:btrfs.checksum*data", "mkfs:checksum", ("btrfs",), "data",
-           lambda v, era, w: None if v == "crc32c" else 1.0, 0.0, OPT_SD,
-           NEUTRAL,
-           "the checksum algorithm's CPU cost per byte read or written (crc32c is the default)",
-           "mkfs.btrfs(8)"),
-    Effect("opt:f2fs.lfs*wf", "mount:mode", ("f2fs",), "wf",
-           lambda v, era, w: 1.0 if v == "lfs" else None, 0.0, OPT_SD,
-           NEUTRAL,
-           "f2fs mode=lfs writes only sequentially into clean segments, cleaning on demand",
-           "f2fs kernel documentation (Documentation/filesystems/f2fs.rst)"),
-    Effect("opt:f2fs.features*meta", "mkfs:features", ("f2fs",), "meta", _on, 0.0, OPT_SD,
-           NEUTRAL,
-           "extra inode attributes and checksums cost work on metadata updates",
-           "mkfs.f2fs(8)"),
-    Effect("opt:f2fs.features*wf", "mkfs:features", ("f2fs",), "wf", _on, 0.0, OPT_SD,
-           NEUTRAL,
-           "the compression feature adds a cluster check to every data write",
-           "mkfs.f2fs(8)"),
+    Effect(
+        "opt:btrfs.nodesize*meta",
+        "mkfs:nodesize",
+        ("btrfs",),
+        "meta",
+        _log2_ratio(DEFAULT_BTRFS_NODESIZE),
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "a larger btrfs metadata node holds more items per tree block (and rewrites more "
+        "bytes per change)",
+        "mkfs.btrfs(8)",
+    ),
+    Effect(
+        "opt:btrfs.nodesize*wf",
+        "mkfs:nodesize",
+        ("btrfs",),
+        "wf",
+        _log2_ratio(DEFAULT_BTRFS_NODESIZE),
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "every copy-on-write data write rewrites tree nodes of this size",
+        "mkfs.btrfs(8); seed 002, allocator section",
+    ),
+    Effect(
+        "opt:btrfs.checksum*data",
+        "mkfs:checksum",
+        ("btrfs",),
+        "data",
+        lambda v, era, w: None if v == "crc32c" else 1.0,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "the checksum algorithm's CPU cost per byte read or written (crc32c is the default)",
+        "mkfs.btrfs(8)",
+    ),
+    Effect(
+        "opt:f2fs.lfs*wf",
+        "mount:mode",
+        ("f2fs",),
+        "wf",
+        lambda v, era, w: 1.0 if v == "lfs" else None,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "f2fs mode=lfs writes only sequentially into clean segments, cleaning on demand",
+        "f2fs kernel documentation (Documentation/filesystems/f2fs.rst)",
+    ),
+    Effect(
+        "opt:f2fs.features*meta",
+        "mkfs:features",
+        ("f2fs",),
+        "meta",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "extra inode attributes and checksums cost work on metadata updates",
+        "mkfs.f2fs(8)",
+    ),
+    Effect(
+        "opt:f2fs.features*wf",
+        "mkfs:features",
+        ("f2fs",),
+        "wf",
+        _on,
+        0.0,
+        OPT_SD,
+        NEUTRAL,
+        "the compression feature adds a cluster check to every data write",
+        "mkfs.f2fs(8)",
+    ),
 )
 
 BY_NAME: dict[str, Effect] = {e.name: e for e in EFFECTS}
 # A value-less (flag) or valued mount option that is the default, or a mount key the ranking
 # does not treat as an option: no effect at all.
-NEUTRAL_MOUNT = frozenset({"relatime", "defaults", "rw", "ordered", "data=ordered",
-                           "nodiscard", "barrier", "barrier=1"})
-_MOUNT_KEY_ALIAS = {"barrier=0": "nobarrier", "fsync_mode=nobarrier": "nobarrier",
-                    "compress-force": "compress", "compress_algorithm": "compress"}
+NEUTRAL_MOUNT = frozenset(
+    {"relatime", "defaults", "rw", "ordered", "data=ordered", "nodiscard", "barrier", "barrier=1"}
+)
+_MOUNT_KEY_ALIAS = {
+    "barrier=0": "nobarrier",
+    "fsync_mode=nobarrier": "nobarrier",
+    "compress-force": "compress",
+    "compress_algorithm": "compress",
+}
 _FAMILY = {"ext2": "ext", "ext3": "ext", "ext4": "ext"}
 
 
@@ -432,8 +669,14 @@ def _effects_reading(reads: str, fs: str) -> tuple[Effect, ...]:
     return tuple(e for e in EFFECTS if e.reads == reads and fs in e.filesystems)
 
 
-def option_features(fs: str, mkfs: Mapping[str, object], mount: tuple[str, ...],
-                    ag_count: int | None, w: Workload, kind: str) -> dict[str, float]:
+def option_features(
+    fs: str,
+    mkfs: Mapping[str, object],
+    mount: tuple[str, ...],
+    ag_count: int | None,
+    w: Workload,
+    kind: str,
+) -> dict[str, float]:
     """The option features of a configuration for a workload: each declared effect's size
     times its condition, absent where either is 0; a 2010-era row also loads on each
     effect's era twin. An option no entry declares (a configuration from --config) gets a
@@ -467,8 +710,11 @@ def option_features(fs: str, mkfs: Mapping[str, object], mount: tuple[str, ...],
         if key == "inode_size":
             ref = (DEFAULT_INODE_2010 if era2010 else DEFAULT_INODE).get(fam)
             try:
-                r = (math.log2(int(setting) / ref)
-                     if ref and isinstance(setting, (int, float, str)) else None)
+                r = (
+                    math.log2(int(setting) / ref)
+                    if ref and isinstance(setting, (int, float, str))
+                    else None
+                )
             except (ValueError, ZeroDivisionError):
                 r = None
             for e in _effects_reading("mkfs:inode_size", fs):

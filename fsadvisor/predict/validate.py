@@ -55,8 +55,13 @@ def device_cells(observations: Sequence[Observation], device_id: str) -> list[Ce
     """D's absolute filesystem cells of the validated metrics (raw-device runs excluded)."""
     out = []
     for o in observations:
-        if (o.device_id == device_id and not _is_raw(o) and o.relative_to is None
-                and o.metric in METRICS and o.value > 0):
+        if (
+            o.device_id == device_id
+            and not _is_raw(o)
+            and o.relative_to is None
+            and o.metric in METRICS
+            and o.value > 0
+        ):
             out.append(Cell(o.config, o.workload, o.metric, o.value, o.sd, max(int(o.n), 1)))
     return out
 
@@ -66,8 +71,7 @@ def eligible_devices(observations: Sequence[Observation], min_cells: int = 4) ->
     raw = {o.device_id for o in observations if o.device_id and _is_raw(o)}
     counts: dict[str, int] = {}
     for o in observations:
-        if o.device_id in raw and not _is_raw(o) and o.metric == "iops" \
-                and o.relative_to is None:
+        if o.device_id in raw and not _is_raw(o) and o.metric == "iops" and o.relative_to is None:
             counts[o.device_id] = counts.get(o.device_id, 0) + 1
     return sorted(d for d, c in counts.items() if c >= min_cells)
 
@@ -90,7 +94,7 @@ def _pairs(cells: list[Cell], pred: dict[tuple, float]) -> tuple[int, int]:
     sep = right = 0
     for group in by_w.values():
         for i, a in enumerate(group):
-            for b in group[i + 1:]:
+            for b in group[i + 1 :]:
                 if a.se is None or b.se is None:
                     continue
                 if abs(a.mean - b.mean) <= SEPARABLE_SE * math.hypot(a.se, b.se):
@@ -101,8 +105,9 @@ def _pairs(cells: list[Cell], pred: dict[tuple, float]) -> tuple[int, int]:
     return sep, right
 
 
-def _regret(cells: list[Cell], pred: dict[tuple, float]) -> tuple[dict[str, float],
-                                                                  dict[str, float]]:
+def _regret(
+    cells: list[Cell], pred: dict[tuple, float]
+) -> tuple[dict[str, float], dict[str, float]]:
     """Per workload, the regret of the predicted best: against the measured best, and
     against the best cell separable from it (the pairs' rule: more than SEPARABLE_SE pooled
     standard errors better; 0 where no cell is). The second is what the matrix can charge
@@ -117,16 +122,23 @@ def _regret(cells: list[Cell], pred: dict[tuple, float]) -> tuple[dict[str, floa
         best = max(c.mean for c in group)
         chosen = max(group, key=lambda c: pred[_cell_key(c)])
         out[workload_label(w)] = 1.0 - chosen.mean / best
-        better = [c.mean for c in group
-                  if c.se is not None and chosen.se is not None
-                  and c.mean - chosen.mean > SEPARABLE_SE * math.hypot(c.se, chosen.se)]
+        better = [
+            c.mean
+            for c in group
+            if c.se is not None
+            and chosen.se is not None
+            and c.mean - chosen.mean > SEPARABLE_SE * math.hypot(c.se, chosen.se)
+        ]
         beyond[workload_label(w)] = 1.0 - chosen.mean / max(better) if better else 0.0
     return out, beyond
 
 
 def workload_label(w: Workload) -> str:
-    parts = [w.rw, f"{w.bs_bytes // 1024}k" if w.bs_bytes >= 1024 else f"{w.bs_bytes}b",
-             f"qd{w.iodepth}x{w.numjobs}"]
+    parts = [
+        w.rw,
+        f"{w.bs_bytes // 1024}k" if w.bs_bytes >= 1024 else f"{w.bs_bytes}b",
+        f"qd{w.iodepth}x{w.numjobs}",
+    ]
     if w.fsync_every:
         parts.append(f"fsync{w.fsync_every}")
     if w.metadata_frac:
@@ -140,13 +152,21 @@ def _summary(errs: list[float]) -> dict[str, Any]:
     if not errs:
         return {"n": 0}
     a = np.abs(np.asarray(errs))
-    return {"n": int(a.size), "median_abs_error": float(np.median(a)),
-            "p90_abs_error": float(np.quantile(a, 0.9))}
+    return {
+        "n": int(a.size),
+        "median_abs_error": float(np.median(a)),
+        "p90_abs_error": float(np.quantile(a, 0.9)),
+    }
 
 
-def leave_one_device_out(observations: Sequence[Observation], device_id: str,
-                         settings: ModelSettings | None = None, share: float = 0.0,
-                         seed: int = 0, device_params: dict | None = None) -> dict[str, Any]:
+def leave_one_device_out(
+    observations: Sequence[Observation],
+    device_id: str,
+    settings: ModelSettings | None = None,
+    share: float = 0.0,
+    seed: int = 0,
+    device_params: dict | None = None,
+) -> dict[str, Any]:
     """Fit without D's filesystem cells (but with its raw runs and a random ``share`` of its
     filesystem cells), then score the predictions of D's remaining filesystem cells."""
     s = settings or ModelSettings.load()
@@ -155,8 +175,9 @@ def leave_one_device_out(observations: Sequence[Observation], device_id: str,
     rng = np.random.default_rng(seed)
     n_in = int(round(share * len(keys)))
     given = {keys[i] for i in rng.permutation(len(keys))[:n_in]} if n_in else set()
-    train = [o for o in observations
-             if o.device_id != device_id or _is_raw(o) or _cell_key(o) in given]
+    train = [
+        o for o in observations if o.device_id != device_id or _is_raw(o) or _cell_key(o) in given
+    ]
     held = [c for c in cells_all if _cell_key(c) not in given]
     model = fit(train, s, device_params)
     device = _target_device(observations, device_id)
@@ -171,7 +192,9 @@ def leave_one_device_out(observations: Sequence[Observation], device_id: str,
             pred["iops"][(cfg.key(), w)] = p.iops
             pred["ops_per_joule"][(cfg.key(), w)] = p.ops_per_joule
     report: dict[str, Any] = {
-        "device": device_id, "share_of_cells_given": share, "cells_given": len(given),
+        "device": device_id,
+        "share_of_cells_given": share,
+        "cells_given": len(given),
         "cells_held_out": len({_cell_key(c) for c in held}),
         "device_params": model.params_for(device).source,
     }
@@ -183,26 +206,33 @@ def leave_one_device_out(observations: Sequence[Observation], device_id: str,
         sep, right = _pairs(cells, pred[m])
         regrets, beyond = _regret(cells, pred[m])
         spread = [c.sd / c.mean for c in cells if c.sd is not None and c.mean]
-        report[m] = {**_summary(errs),
-                     # per held-out cell ("<config key> | <workload>"): what a comparison
-                     # of two fits on the same cells needs (benchmarks/fidelity.py)
-                     "abs_error_by_cell": {f"{c.config.key()} | {c.workload.key()}": abs(e)
-                                           for c, e in zip(cells, errs)},
-                     "separable_pairs": sep,
-                     "ordered_right": (right / sep) if sep else None,
-                     "regret_by_workload": regrets,
-                     "max_regret": max(regrets.values()) if regrets else None,
-                     "max_regret_beyond_noise": max(beyond.values()) if beyond else None,
-                     "rep_to_rep_cv_median": float(np.median(spread)) if spread else None}
+        report[m] = {
+            **_summary(errs),
+            # per held-out cell ("<config key> | <workload>"): what a comparison
+            # of two fits on the same cells needs (benchmarks/fidelity.py)
+            "abs_error_by_cell": {
+                f"{c.config.key()} | {c.workload.key()}": abs(e) for c, e in zip(cells, errs)
+            },
+            "separable_pairs": sep,
+            "ordered_right": (right / sep) if sep else None,
+            "regret_by_workload": regrets,
+            "max_regret": max(regrets.values()) if regrets else None,
+            "max_regret_beyond_noise": max(beyond.values()) if beyond else None,
+            "rep_to_rep_cv_median": float(np.median(spread)) if spread else None,
+        }
     return report
 
 
-def leave_devices_out(observations: Sequence[Observation], devices: Sequence[str] | None = None,
-                      settings: ModelSettings | None = None,
-                      shares: Sequence[float] = (0.0, 0.1, 0.2), seed: int = 0,
-                      device_params: dict | None = None) -> list[dict[str, Any]]:
+def leave_devices_out(
+    observations: Sequence[Observation],
+    devices: Sequence[str] | None = None,
+    settings: ModelSettings | None = None,
+    shares: Sequence[float] = (0.0, 0.1, 0.2),
+    seed: int = 0,
+    device_params: dict | None = None,
+) -> list[dict[str, Any]]:
     out = []
-    for d in (devices if devices is not None else eligible_devices(observations)):
+    for d in devices if devices is not None else eligible_devices(observations):
         for k in shares:
             out.append(leave_one_device_out(observations, d, settings, k, seed, device_params))
     return out

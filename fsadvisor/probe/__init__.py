@@ -15,16 +15,51 @@ Nothing here prints; progress goes to a callback.
 """
 
 __all__ = [
-    "MICRO", "Cell", "Plan", "WorkloadSpec", "build_plan", "cell_key", "CellOutcome",
-    "Interruptions", "MatrixRun", "ProbeInterrupted", "ProbeSummary", "ProgressEvent",
-    "dry_run_lines", "results_from_store", "CleanupReport", "ProbeState", "StateFile",
-    "cleanup_stale", "state_path_for",
+    "MICRO",
+    "Cell",
+    "Plan",
+    "WorkloadSpec",
+    "build_plan",
+    "cell_key",
+    "CellOutcome",
+    "Interruptions",
+    "MatrixRun",
+    "ProbeInterrupted",
+    "ProbeSummary",
+    "ProgressEvent",
+    "dry_run_lines",
+    "results_from_store",
+    "CleanupReport",
+    "ProbeState",
+    "StateFile",
+    "cleanup_stale",
+    "state_path_for",
 ]
 
 # The names above load on first use (PEP 562): `recommend` reads the pure plan's per-cell time
 # to say how long a probe would take to settle a tie, and must not pay for the machinery
 # (run, cell, state) that importing this package eagerly would load.
-_HOME = {'MICRO': 'plan', 'Cell': 'plan', 'Plan': 'plan', 'WorkloadSpec': 'plan', 'build_plan': 'plan', 'cell_key': 'plan', 'CellOutcome': 'report', 'ProbeSummary': 'report', 'ProgressEvent': 'report', 'dry_run_lines': 'report', 'results_from_store': 'report', 'Interruptions': 'run', 'MatrixRun': 'run', 'ProbeInterrupted': 'run', 'CleanupReport': 'state', 'ProbeState': 'state', 'StateFile': 'state', 'cleanup_stale': 'state', 'state_path_for': 'state'}
+_HOME = {
+    "MICRO": "plan",
+    "Cell": "plan",
+    "Plan": "plan",
+    "WorkloadSpec": "plan",
+    "build_plan": "plan",
+    "cell_key": "plan",
+    "CellOutcome": "report",
+    "ProbeSummary": "report",
+    "ProgressEvent": "report",
+    "dry_run_lines": "report",
+    "results_from_store": "report",
+    "Interruptions": "run",
+    "MatrixRun": "run",
+    "ProbeInterrupted": "run",
+    "CleanupReport": "state",
+    "ProbeState": "state",
+    "StateFile": "state",
+    "cleanup_stale": "state",
+    "state_path_for": "state",
+}
 
 
 def __getattr__(name: str):
@@ -32,5 +67,5 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -86,23 +86,31 @@ class Option:
     def why(self) -> str:
         who = self.name or self.label
         if self.defaults_first:
-            return (f"{who}: a first run of a leading filesystem's defaults, what every "
-                    f"variant of it has to beat to earn its settings, for about "
-                    f"{self.cost_s:.0f} s of device time")
+            return (
+                f"{who}: a first run of a leading filesystem's defaults, what every "
+                f"variant of it has to beat to earn its settings, for about "
+                f"{self.cost_s:.0f} s of device time"
+            )
         if self.to_see_noise:
-            return (f"{who}: run {self.runs_so_far + 1}, to see how much runs scatter on "
-                    f"this device before the order is trusted (so far the model's "
-                    f"{math.expm1(self.pooled_sd):.0%} is assumed), for about "
-                    f"{self.cost_s:.0f} s of device time")
+            return (
+                f"{who}: run {self.runs_so_far + 1}, to see how much runs scatter on "
+                f"this device before the order is trusted (so far the model's "
+                f"{math.expm1(self.pooled_sd):.0%} is assumed), for about "
+                f"{self.cost_s:.0f} s of device time"
+            )
         rep = "a first run" if not self.runs_so_far else f"run {self.runs_so_far + 1}"
         if self.pooled_sd > 0 and self.run_sd > 1.5 * self.pooled_sd:
-            rep += (f" (its runs scatter {math.expm1(self.run_sd):.0%}, more than the usual "
-                    f"{math.expm1(self.pooled_sd):.0%}: each teaches less)")
-        return (f"{who}: {rep} is expected to narrow the leaders' uncertainty the most per "
-                f"second (chance the current leader is not within 1% of the best: "
-                f"{self.p_wrong_now:.0%} now, {self.p_wrong_after:.0%} expected after; "
-                f"expected gain of the final choice {math.expm1(self.kg):+.1%} ops/J) for "
-                f"about {self.cost_s:.0f} s of device time")
+            rep += (
+                f" (its runs scatter {math.expm1(self.run_sd):.0%}, more than the usual "
+                f"{math.expm1(self.pooled_sd):.0%}: each teaches less)"
+            )
+        return (
+            f"{who}: {rep} is expected to narrow the leaders' uncertainty the most per "
+            f"second (chance the current leader is not within 1% of the best: "
+            f"{self.p_wrong_now:.0%} now, {self.p_wrong_after:.0%} expected after; "
+            f"expected gain of the final choice {math.expm1(self.kg):+.1%} ops/J) for "
+            f"about {self.cost_s:.0f} s of device time"
+        )
 
 
 @dataclass(frozen=True)
@@ -129,8 +137,7 @@ class State:
     cell_noise_var: np.ndarray | None = None
 
     def noise_of(self, i: int) -> float:
-        return (float(self.cell_noise_var[i]) if self.cell_noise_var is not None
-                else self.noise_var)
+        return float(self.cell_noise_var[i]) if self.cell_noise_var is not None else self.noise_var
 
     def name(self, i: int) -> str:
         return self.names[i] if self.names else self.labels[i]
@@ -150,8 +157,11 @@ class State:
         """P(the leader is within ``tolerance`` of the best)."""
         S = self.S(cov) if S is None else S
         idx = C.leaders(self.mu, S, self.leader)
-        p = C.p_best(self.mu[idx], S[np.ix_(idx, idx)],
-                     tolerance=self.tolerance if self.tolerance > 0 else None)
+        p = C.p_best(
+            self.mu[idx],
+            S[np.ix_(idx, idx)],
+            tolerance=self.tolerance if self.tolerance > 0 else None,
+        )
         return float(p[0])
 
     def expected_loss(self) -> float:
@@ -252,10 +262,21 @@ def options(state: State, cost_s: Sequence[float], runs: Sequence[int]) -> list[
     res = []
     for k, (kg, shrink, i, S1) in enumerate(out):
         after = 1.0 - state.confidence(S=S1) if k < 3 else now
-        res.append(Option(i, state.labels[i], now, after, float(cost_s[i]), int(runs[i]),
-                          shrink, kg, name=state.name(i),
-                          run_sd=math.sqrt(max(state.noise_of(i), 0.0)),
-                          pooled_sd=math.sqrt(max(state.noise_var, 0.0))))
+        res.append(
+            Option(
+                i,
+                state.labels[i],
+                now,
+                after,
+                float(cost_s[i]),
+                int(runs[i]),
+                shrink,
+                kg,
+                name=state.name(i),
+                run_sd=math.sqrt(max(state.noise_of(i), 0.0)),
+                pooled_sd=math.sqrt(max(state.noise_var, 0.0)),
+            )
+        )
     return res
 
 
@@ -279,26 +300,51 @@ def noise_unseen(runs: Sequence[int], noise_df: float | None = None) -> bool:
     return any(runs) and noise_df < MIN_NOISE_DF
 
 
-def _see_noise(state: State, cost_s: Sequence[float], runs: Sequence[int], conf: float,
-               spent_s: float, budget_s: float | None, max_runs: int | None
-               ) -> Option | None:
+def _see_noise(
+    state: State,
+    cost_s: Sequence[float],
+    runs: Sequence[int],
+    conf: float,
+    spent_s: float,
+    budget_s: float | None,
+    max_runs: int | None,
+) -> Option | None:
     """The repetition to make before a stop while the noise is unseen: the best-placed cell
     already measured (its second run tells the noise and contests the top at once)."""
     for i in np.argsort(-np.asarray(state.mu), kind="stable"):
         i = int(i)
-        if (runs[i] and (max_runs is None or runs[i] < max_runs)
-                and (budget_s is None or spent_s + cost_s[i] <= budget_s)):
-            return Option(index=i, label=state.labels[i], p_wrong_now=1.0 - conf,
-                          p_wrong_after=1.0 - conf, cost_s=float(cost_s[i]),
-                          runs_so_far=int(runs[i]), to_see_noise=True, name=state.name(i),
-                          pooled_sd=math.sqrt(max(state.noise_var, 0.0)))
+        if (
+            runs[i]
+            and (max_runs is None or runs[i] < max_runs)
+            and (budget_s is None or spent_s + cost_s[i] <= budget_s)
+        ):
+            return Option(
+                index=i,
+                label=state.labels[i],
+                p_wrong_now=1.0 - conf,
+                p_wrong_after=1.0 - conf,
+                cost_s=float(cost_s[i]),
+                runs_so_far=int(runs[i]),
+                to_see_noise=True,
+                name=state.name(i),
+                pooled_sd=math.sqrt(max(state.noise_var, 0.0)),
+            )
     return None
 
 
-def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
-              target: float, spent_s: float, budget_s: float | None,
-              max_runs: int | None = None, max_loss: float = MAX_EXPECTED_LOSS,
-              defaults: Sequence[int] = (), noise_df: float | None = None) -> Step:
+def next_step(
+    state: State,
+    cost_s: Sequence[float],
+    runs: Sequence[int],
+    *,
+    target: float,
+    spent_s: float,
+    budget_s: float | None,
+    max_runs: int | None = None,
+    max_loss: float = MAX_EXPECTED_LOSS,
+    defaults: Sequence[int] = (),
+    noise_df: float | None = None,
+) -> Step:
     """Stop at the target confidence, when choosing the leader is expected to cost at most
     ``max_loss`` (log ops/J) against the best, when nothing left is worth its time, or when
     the best cell no longer fits in the budget; else, first, a not yet measured cell of
@@ -319,30 +365,54 @@ def next_step(state: State, cost_s: Sequence[float], runs: Sequence[int], *,
     if sure >= target:
         return Step(None, conf, f"settled: confidence {sure:.3f} >= target {target:g}")
     if loss <= max_loss:
-        return Step(None, conf, f"settled: choosing the leader is expected to give up "
-                                f"{math.expm1(loss):.2%} of ops/J against the best (<= "
-                                f"{math.expm1(max_loss):.0%}; confidence {conf:.3f}: the "
-                                "leaders are within the measurement's resolution)")
+        return Step(
+            None,
+            conf,
+            f"settled: choosing the leader is expected to give up "
+            f"{math.expm1(loss):.2%} of ops/J against the best (<= "
+            f"{math.expm1(max_loss):.0%}; confidence {conf:.3f}: the "
+            "leaders are within the measurement's resolution)",
+        )
     for i in defaults:
         if runs[i] == 0 and (budget_s is None or spent_s + cost_s[i] <= budget_s):
-            return Step(Option(index=i, label=state.labels[i], p_wrong_now=1.0 - conf,
-                               p_wrong_after=1.0 - conf, cost_s=cost_s[i], runs_so_far=0,
-                               defaults_first=True, name=state.name(i)), conf,
-                        f"{state.name(i)}: a leading filesystem's defaults first")
-    ranked = [o for o in options(state, cost_s, runs)
-              if max_runs is None or o.runs_so_far < max_runs]
+            return Step(
+                Option(
+                    index=i,
+                    label=state.labels[i],
+                    p_wrong_now=1.0 - conf,
+                    p_wrong_after=1.0 - conf,
+                    cost_s=cost_s[i],
+                    runs_so_far=0,
+                    defaults_first=True,
+                    name=state.name(i),
+                ),
+                conf,
+                f"{state.name(i)}: a leading filesystem's defaults first",
+            )
+    ranked = [
+        o for o in options(state, cost_s, runs) if max_runs is None or o.runs_so_far < max_runs
+    ]
     worth = [o for o in ranked if o.shrink >= MIN_SHRINK]
     if not worth and unseen:
         again = _see_noise(state, cost_s, runs, conf, spent_s, budget_s, max_runs)
         if again is not None:
             return Step(again, conf, again.why())
     if not worth:
-        return Step(None, conf, f"no cell left that can raise the confidence ({conf:.3f}) "
-                                "measurably: the leaders are equal within the measurement "
-                                "noise (or measured the most times allowed)", tuple(ranked))
+        return Step(
+            None,
+            conf,
+            f"no cell left that can raise the confidence ({conf:.3f}) "
+            "measurably: the leaders are equal within the measurement "
+            "noise (or measured the most times allowed)",
+            tuple(ranked),
+        )
     fits = [o for o in worth if budget_s is None or spent_s + o.cost_s <= budget_s]
     if not fits:
-        return Step(None, conf, f"budget: {spent_s:.0f} s of {budget_s:.0f} s spent, the next "
-                                f"cell needs about {min(o.cost_s for o in worth):.0f} s",
-                    tuple(ranked))
+        return Step(
+            None,
+            conf,
+            f"budget: {spent_s:.0f} s of {budget_s:.0f} s spent, the next "
+            f"cell needs about {min(o.cost_s for o in worth):.0f} s",
+            tuple(ranked),
+        )
     return Step(fits[0], conf, fits[0].why(), tuple(ranked))

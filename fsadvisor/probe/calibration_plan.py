@@ -58,7 +58,8 @@ KEY_WORKLOADS: tuple[WorkloadSpec, ...] = (
     MICRO_BY_NAME["128k-write-qd8"],
 )
 SWEEP_WORKLOADS: tuple[WorkloadSpec, ...] = tuple(
-    _spec(f"4k-randread-qd{qd}", rw="randread", bs_bytes=4 * KIB, iodepth=qd) for qd in (4, 16, 64))
+    _spec(f"4k-randread-qd{qd}", rw="randread", bs_bytes=4 * KIB, iodepth=qd) for qd in (4, 16, 64)
+)
 SWEEP_NAMES = frozenset(w.name for w in SWEEP_WORKLOADS)
 
 
@@ -85,23 +86,42 @@ class CalibrationPlan(Plan):
         return self.sweep_reps if spec.name in SWEEP_NAMES else self.reps
 
     def cells(self) -> list[Cell]:
-        return [Cell(None, self.scheduler, w, rep)
-                for rep in range(1, self.reps + 1)
-                for w in self.workloads if rep <= self.reps_of(w)]
+        return [
+            Cell(None, self.scheduler, w, rep)
+            for rep in range(1, self.reps + 1)
+            for w in self.workloads
+            if rep <= self.reps_of(w)
+        ]
 
     def cell_estimate_s(self, cell: Cell) -> float:
-        return cell_seconds(cell.workload.workload.read_pct, self.size_bytes,
-                            self.runtime_s, self.cooldown_s, RAW_CELL_OVERHEAD_S)
+        return cell_seconds(
+            cell.workload.workload.read_pct,
+            self.size_bytes,
+            self.runtime_s,
+            self.cooldown_s,
+            RAW_CELL_OVERHEAD_S,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "purpose": "calibration", "sweep_reps": self.sweep_reps,
-                "scheduler": self.scheduler, "budget_s": BUDGET_S}
+        return {
+            **super().to_dict(),
+            "purpose": "calibration",
+            "sweep_reps": self.sweep_reps,
+            "scheduler": self.scheduler,
+            "budget_s": BUDGET_S,
+        }
 
 
-def build_calibration_plan(device: str | None, device_size_bytes: int, *,
-                           runtime_s: float | None = None, reps: int | None = None,
-                           ioengine: str = "io_uring", budget_s: float = BUDGET_S,
-                           **extra: Any) -> CalibrationPlan:
+def build_calibration_plan(
+    device: str | None,
+    device_size_bytes: int,
+    *,
+    runtime_s: float | None = None,
+    reps: int | None = None,
+    ioengine: str = "io_uring",
+    budget_s: float = BUDGET_S,
+    **extra: Any,
+) -> CalibrationPlan:
     """The calibration matrix for ``device``, within ``budget_s``. Without an explicit
     ``runtime_s`` the window shrinks (down to MIN_RUNTIME_S) until the estimate fits, then
     without explicit ``reps`` the repetitions go down to 2; what still does not fit (or the
@@ -118,10 +138,20 @@ def build_calibration_plan(device: str | None, device_size_bytes: int, *,
     workloads = [with_ioengine(w, ioengine) for w in (*KEY_WORKLOADS, *SWEEP_WORKLOADS)]
 
     def make(rt: float, n: int) -> CalibrationPlan:
-        return CalibrationPlan(device=device, device_size_bytes=device_size_bytes, configs=[],
-                               workloads=workloads, reps=n, runtime_s=float(rt),
-                               cooldown_s=0.0, size_bytes=size, baseline=True,
-                               ioengine=ioengine, sweep_reps=max(1, n - 1), **extra)
+        return CalibrationPlan(
+            device=device,
+            device_size_bytes=device_size_bytes,
+            configs=[],
+            workloads=workloads,
+            reps=n,
+            runtime_s=float(rt),
+            cooldown_s=0.0,
+            size_bytes=size,
+            baseline=True,
+            ioengine=ioengine,
+            sweep_reps=max(1, n - 1),
+            **extra,
+        )
 
     n = reps if reps is not None else DEFAULT_REPS
     rt = runtime_s if runtime_s is not None else DEFAULT_RUNTIME_S
@@ -135,7 +165,8 @@ def build_calibration_plan(device: str | None, device_size_bytes: int, *,
             raise ConfigError(
                 f"this calibration would take about {plan.estimated_seconds():.0f} s, more "
                 f"than its {budget_s:.0f} s budget ({len(plan.cells())} runs of "
-                f"{plan.runtime_s:g} s); lower --runtime or --reps")
+                f"{plan.runtime_s:g} s); lower --runtime or --reps"
+            )
         plan = make(rt, n)
     return plan
 
@@ -153,8 +184,9 @@ class CalibrationPacer:
     Used as MatrixRun's ``cell_source``; ``wall_of`` gives the stored wall time of a cell's
     run once it is done (None before)."""
 
-    def __init__(self, plan: CalibrationPlan, deadline_s: float | None,
-                 wall_of: Any, note: Any = None):
+    def __init__(
+        self, plan: CalibrationPlan, deadline_s: float | None, wall_of: Any, note: Any = None
+    ):
         self.plan, self.deadline_s = plan, deadline_s
         self.wall_of, self.note = wall_of, note or (lambda message: None)
         self.dropped: list[Cell] = []
@@ -175,18 +207,23 @@ class CalibrationPacer:
             if cell.rep > 1 and self.deadline_s is not None:
                 first = self._first_walls()
                 if self.reestimated_s is None:
-                    rest = sum(first.get(c.workload.name, self.plan.cell_estimate_s(c))
-                               for c in cells[i:])
+                    rest = sum(
+                        first.get(c.workload.name, self.plan.cell_estimate_s(c)) for c in cells[i:]
+                    )
                     self.reestimated_s = spent + rest
-                    self.note(f"calibration: the first runs took {spent:.0f} s; all "
-                              f"{len(cells)} would take about {self.reestimated_s:.0f} s "
-                              f"(planned {self.plan.estimated_seconds():.0f} s)")
+                    self.note(
+                        f"calibration: the first runs took {spent:.0f} s; all "
+                        f"{len(cells)} would take about {self.reestimated_s:.0f} s "
+                        f"(planned {self.plan.estimated_seconds():.0f} s)"
+                    )
                 need = first.get(cell.workload.name, self.plan.cell_estimate_s(cell))
                 if spent + need > self.deadline_s:
                     self.dropped = cells[i:]
-                    self.note(f"calibration: {len(self.dropped)} further repetitions left out "
-                              f"to stay within {self.deadline_s:.0f} s of device time (the "
-                              f"first repetition of every workload ran)")
+                    self.note(
+                        f"calibration: {len(self.dropped)} further repetitions left out "
+                        f"to stay within {self.deadline_s:.0f} s of device time (the "
+                        f"first repetition of every workload ran)"
+                    )
                     return
             yield cell
             wall = self.wall_of(cell)

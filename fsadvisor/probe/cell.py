@@ -21,8 +21,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fsadvisor import catalog
-from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_ESTIMATE, FLAG_LOOP, METADATA_MODES, Device,
-                              Workload)
+from fsadvisor.domain import (
+    FLAG_DIRECT_IO,
+    FLAG_ESTIMATE,
+    FLAG_LOOP,
+    METADATA_MODES,
+    Device,
+    Workload,
+)
 from fsadvisor.records import RunRecord
 from fsadvisor.errors import FsAdvisorError, one_line
 from fsadvisor.host import blockstat
@@ -44,8 +50,13 @@ SETUP_TIMEOUT_S = 3600.0  # mkfs/fill of a large drive
 # role (fill: laying out the files a read workload reads; measure: the benchmark process,
 # its measured window and its start and end).
 STEP_SECONDS = "step_seconds"
-STEP_PHASES = {"scheduler": "mount", "prepare": "fill", "sync": "cache drop",
-               "drop-caches": "cache drop", "cooldown": "cool-down"}
+STEP_PHASES = {
+    "scheduler": "mount",
+    "prepare": "fill",
+    "sync": "cache drop",
+    "drop-caches": "cache drop",
+    "cooldown": "cool-down",
+}
 # After the last cell: the probe's own filesystem signature goes, so that a rerun or
 # --resume finds the device as empty as the user handed it over (no --force needed).
 WIPE_ARGV = ["wipefs", "--all", "--quiet"]
@@ -77,8 +88,10 @@ class Step:
             return prefix + display(self.argv) + (f"  # {self.note}" if self.note else "")
         if self.role == "scheduler":
             name = sys_name or Path(device).name or "DEV"
-            return (f"echo {shlex.quote(self.value)} > "
-                    f"{shlex.quote(f'/sys/block/{name}/queue/scheduler')}")
+            return (
+                f"echo {shlex.quote(self.value)} > "
+                f"{shlex.quote(f'/sys/block/{name}/queue/scheduler')}"
+            )
         if self.role == "sync":
             return "sync"
         if self.role == "drop-caches":
@@ -114,10 +127,18 @@ def bench_job(plan: Plan, cell: Cell, target_dir: str | None, device: str) -> Be
     filesystem at ``target_dir`` (None: on the raw ``device``)."""
     spec = cell.workload
     w = fitted_workload(plan, cell)
-    return BenchJob(name=spec.name, workload=w, runtime_s=plan.runtime_s, device=device,
-                    target_dir=target_dir, size_bytes=data_set_bytes(plan, w, spec.source == "micro"),
-                    budget_bytes=plan.size_bytes, kind=spec.kind, jobfile=spec.jobfile,
-                    app=spec.app)
+    return BenchJob(
+        name=spec.name,
+        workload=w,
+        runtime_s=plan.runtime_s,
+        device=device,
+        target_dir=target_dir,
+        size_bytes=data_set_bytes(plan, w, spec.source == "micro"),
+        budget_bytes=plan.size_bytes,
+        kind=spec.kind,
+        jobfile=spec.jobfile,
+        app=spec.app,
+    )
 
 
 @dataclass(frozen=True)
@@ -167,11 +188,19 @@ class CellRunner:
     # ------------------------------------------------------------ steps (pure)
     def steps(self, cell: Cell) -> list[Step]:
         dev, mnt = self.device, self.mountpoint
-        out = [Step("discard", ("blkdiscard", "-f", dev), optional=True,
-                    note="precondition (seed 000); skipped if the device cannot discard")]
+        out = [
+            Step(
+                "discard",
+                ("blkdiscard", "-f", dev),
+                optional=True,
+                note="precondition (seed 000); skipped if the device cannot discard",
+            )
+        ]
         if cell.config is not None:
-            out += [Step("mkfs", tuple(catalog.mkfs_argv(cell.config, dev))),
-                    Step("mount", tuple(catalog.mount_argv(cell.config, dev, mnt)))]
+            out += [
+                Step("mkfs", tuple(catalog.mkfs_argv(cell.config, dev))),
+                Step("mount", tuple(catalog.mount_argv(cell.config, dev, mnt))),
+            ]
         out.append(Step("scheduler", value=cell.scheduler))
         out += self._workload_steps(cell)
         out.append(Step("cooldown", seconds=self.plan.cooldown_s))
@@ -187,8 +216,12 @@ class CellRunner:
         def step(role: str, inv: Invocation) -> Step:
             return Step(role, inv.argv, env=inv.env, tool=bench.tool, note=inv.note, cwd=inv.cwd)
 
-        return [*(step("prepare", inv) for inv in todo.prepare), Step("sync"),
-                Step("drop-caches"), step("measure", todo.measure)]
+        return [
+            *(step("prepare", inv) for inv in todo.prepare),
+            Step("sync"),
+            Step("drop-caches"),
+            step("measure", todo.measure),
+        ]
 
     # ------------------------------------------------------------ execution
     def run(self, cell: Cell, on_step: Callable[[Step], None] | None = None) -> RunRecord:
@@ -198,11 +231,20 @@ class CellRunner:
         flags: list[str] = []
         if self.device_info.kind in ("loop", "ram-loop"):
             flags.append(FLAG_LOOP)
-        record = RunRecord(cell_key=cell.key, device=self.device_info, config=cell.config,
-                           workload_name=cell.workload.name, workload=fitted_workload(self.plan, cell),
-                           rep=cell.rep, status="failed", started_at=started, wall_s=0.0,
-                           host=dict(self.host), matrix_id=self.matrix_id,
-                           profiles=self.plan.profiles_of(cell.workload.name))
+        record = RunRecord(
+            cell_key=cell.key,
+            device=self.device_info,
+            config=cell.config,
+            workload_name=cell.workload.name,
+            workload=fitted_workload(self.plan, cell),
+            rep=cell.rep,
+            status="failed",
+            started_at=started,
+            wall_s=0.0,
+            host=dict(self.host),
+            matrix_id=self.matrix_id,
+            profiles=self.plan.profiles_of(cell.workload.name),
+        )
         self.fatal = None
         # Where the cell's device time goes, by step (what a probe spends outside fio's
         # measured window is what a smaller matrix or a longer window would save).
@@ -233,8 +275,10 @@ class CellRunner:
         finally:
             record.wall_s = time.monotonic() - t0
             record.flags = tuple(dict.fromkeys(flags))
-            record.metrics = {**dict(record.metrics or {}),
-                              STEP_SECONDS: {k: round(v, 3) for k, v in spent.items()}}
+            record.metrics = {
+                **dict(record.metrics or {}),
+                STEP_SECONDS: {k: round(v, 3) for k, v in spent.items()},
+            }
         if self.mounted:
             try:
                 self.umount()
@@ -270,8 +314,9 @@ class CellRunner:
             self.umount()
         else:
             try:
-                self.executor.run(step.argv, env=dict(step.env) or None, cwd=step.cwd,
-                                  timeout_s=SETUP_TIMEOUT_S)
+                self.executor.run(
+                    step.argv, env=dict(step.env) or None, cwd=step.cwd, timeout_s=SETUP_TIMEOUT_S
+                )
             except CommandFailed as e:
                 if not step.optional:
                     raise CommandFailed(f"{step.role}: {e}", e.result) from None
@@ -301,8 +346,13 @@ class CellRunner:
         window_start = time.time()
         live = self._live_sampler()
         try:
-            result = self.executor.run(step.argv, env=dict(step.env) or None, cwd=step.cwd,
-                                       check=False, timeout_s=self.plan.runtime_s + MEASURE_GRACE_S)
+            result = self.executor.run(
+                step.argv,
+                env=dict(step.env) or None,
+                cwd=step.cwd,
+                check=False,
+                timeout_s=self.plan.runtime_s + MEASURE_GRACE_S,
+            )
         finally:
             window_end = time.time()
             if live is not None:
@@ -326,7 +376,8 @@ class CellRunner:
         metrics["window_end_epoch_s"] = window_end
         w = record.workload
         if w.rw not in METADATA_MODES and measure.direct_io_not_honoured(
-                w.direct, metrics.get("app_read_bytes"), metrics.get("dev_read_bytes")):
+            w.direct, metrics.get("app_read_bytes"), metrics.get("dev_read_bytes")
+        ):
             flags.append(FLAG_DIRECT_IO)
         if energy is not None and energy.source == "estimate":
             flags.append(FLAG_ESTIMATE)
@@ -346,15 +397,21 @@ class CellRunner:
 
         def sampled(rate: blockstat.BlockRate) -> None:
             watts = meter.live_watts() if meter is not None else None
-            listener(LiveSample(rate, label, watts, getattr(meter, "name", None),
-                                getattr(meter, "scope", None)))
+            listener(
+                LiveSample(
+                    rate, label, watts, getattr(meter, "name", None), getattr(meter, "scope", None)
+                )
+            )
 
         sampler = blockstat.BlockStatSampler(path, sampled, self.sample_interval_s)
         sampler.start()
         return sampler
 
-    def _parse(self, step: Step, result: CommandResult,
-               ) -> tuple[dict[str, float], str | None, list[str]]:
+    def _parse(
+        self,
+        step: Step,
+        result: CommandResult,
+    ) -> tuple[dict[str, float], str | None, list[str]]:
         """The run's metrics, or why it failed, and the flags its figures need."""
         m = registry.for_kind(step.tool).parse(result)
         return m.metrics, m.error, list(m.flags)
@@ -362,4 +419,3 @@ class CellRunner:
 
 def _is_mounted(mountpoint: str) -> bool:
     return SystemOps().is_mounted(mountpoint)
-

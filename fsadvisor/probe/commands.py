@@ -25,16 +25,32 @@ class Executor:
     signal raised inside ``Popen`` itself would leave a started child that nobody knows
     about (it happened: a fill that ran after the cleanup wrote into the bare mount point)."""
 
-    def __init__(self, on_child: Callable[[int | None], None] | None = None,
-                 stop_grace_s: float = 5.0,
-                 critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext):
+    def __init__(
+        self,
+        on_child: Callable[[int | None], None] | None = None,
+        stop_grace_s: float = 5.0,
+        critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+    ):
         self.on_child = on_child
         self.stop_grace_s = stop_grace_s
         self.critical = critical
 
-    def run(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-            timeout_s: float | None = None, check: bool = True,
-            cwd: str | None = None) -> CommandResult:
-        return run(argv, env=env, timeout_s=timeout_s, check=check, cwd=cwd,
-                   on_child=self.on_child, critical=self.critical,
-                   stop_grace_s=self.stop_grace_s)
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        check: bool = True,
+        cwd: str | None = None,
+    ) -> CommandResult:
+        return run(
+            argv,
+            env=env,
+            timeout_s=timeout_s,
+            check=check,
+            cwd=cwd,
+            on_child=self.on_child,
+            critical=self.critical,
+            stop_grace_s=self.stop_grace_s,
+        )

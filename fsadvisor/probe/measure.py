@@ -48,8 +48,13 @@ class CpuTimes:
                 user, nice, system, idle, iowait, irq, softirq, _steal = col
                 # guest and guest_nice are already counted in user/nice, so only the first
                 # eight are summed.
-                return CpuTimes(total=sum(col), idle=idle + iowait, usr=user + nice,
-                                sys=system + irq + softirq, iowait=iowait)
+                return CpuTimes(
+                    total=sum(col),
+                    idle=idle + iowait,
+                    usr=user + nice,
+                    sys=system + irq + softirq,
+                    iowait=iowait,
+                )
         raise ValueError("no aggregate cpu line in /proc/stat")
 
     @staticmethod
@@ -76,9 +81,11 @@ def host_cpu_metrics(before: CpuTimes, after: CpuTimes) -> dict[str, float]:
     busy = cpu_busy_pct(before, after)
     if busy is not None:
         out["host_cpu_busy_pct"] = busy
-    for key, a, b in (("host_cpu_usr_pct", before.usr, after.usr),
-                      ("host_cpu_sys_pct", before.sys, after.sys),
-                      ("host_cpu_iowait_pct", before.iowait, after.iowait)):
+    for key, a, b in (
+        ("host_cpu_usr_pct", before.usr, after.usr),
+        ("host_cpu_sys_pct", before.sys, after.sys),
+        ("host_cpu_iowait_pct", before.iowait, after.iowait),
+    ):
         # A counter that went backwards is no measurement: proc(5) warns that iowait "may
         # decrease in certain conditions".
         if b >= a:
@@ -113,8 +120,9 @@ def device_metrics(delta: Mapping[str, int], app: Mapping[str, float]) -> dict[s
     return out
 
 
-def direct_io_not_honoured(direct: bool, app_read_bytes: float | None,
-                           dev_read_bytes: float | None) -> bool:
+def direct_io_not_honoured(
+    direct: bool, app_read_bytes: float | None, dev_read_bytes: float | None
+) -> bool:
     """True when a direct=1 job's reads did not reach the device (see module docstring)."""
     if not direct or not app_read_bytes or dev_read_bytes is None:
         return False
@@ -133,6 +141,11 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
 
 
 def host_info(fio_version: str | None = None) -> dict[str, object]:
-    return {"hostname": socket.gethostname(), "kernel": platform.release(),
-            "cpu_model": cpu_model(), "cores": os.cpu_count() or 0,
-            "fio_version": fio_version or "", "python": platform.python_version()}
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count() or 0,
+        "fio_version": fio_version or "",
+        "python": platform.python_version(),
+    }

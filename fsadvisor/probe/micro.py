@@ -33,9 +33,23 @@ MICRO_DIR = "probe-micro"  # under runner/
 BYTES_RANK_MIN_BS = 128 << 10  # as fsadvisor/profiles/parse.py: bandwidth jobs rank by bytes
 # fio keys a micro job may set, besides the ones that only make the file runnable by hand.
 WORKLOAD_KEYS = {"rw", "bs", "iodepth", "rwmixread", "fsync", "ioengine", "nrfiles", "filesize"}
-HAND_RUN_KEYS = {"description", "filename", "directory", "size", "runtime", "time_based",
-                 "direct", "numjobs", "group_reporting", "lat_percentiles", "percentile_list",
-                 "filename_format", "create_on_open", "fallocate", "openfiles"}
+HAND_RUN_KEYS = {
+    "description",
+    "filename",
+    "directory",
+    "size",
+    "runtime",
+    "time_based",
+    "direct",
+    "numjobs",
+    "group_reporting",
+    "lat_percentiles",
+    "percentile_list",
+    "filename_format",
+    "create_on_open",
+    "fallocate",
+    "openfiles",
+}
 FRACTION_OF = {"filecreate": "create_frac", "filestat": "stat_frac", "filedelete": "delete_frac"}
 
 
@@ -48,7 +62,9 @@ def job_keys(text: str, origin: str) -> tuple[str, dict[str, str]]:
     keys = {**glob, **own}
     unknown = set(keys) - WORKLOAD_KEYS - HAND_RUN_KEYS
     if unknown:
-        raise ConfigError(f"{origin}: fio keys the probe would not honour: {', '.join(sorted(unknown))}")
+        raise ConfigError(
+            f"{origin}: fio keys the probe would not honour: {', '.join(sorted(unknown))}"
+        )
     return name, keys
 
 

@@ -25,12 +25,20 @@ from fsadvisor import catalog
 from fsadvisor.domain import FILESYSTEMS, SCHEDULERS, Device, FsConfig, Plp, Workload
 from fsadvisor import limits
 from fsadvisor.errors import ConfigError
+
 # --fs and --schedulers default to what the declared options say (probe/options.py).
 from fsadvisor.probe.options import DEFAULT_FILESYSTEMS, DEFAULT_SCHEDULERS
+
 # The probe's timing (window, cool-down, repetitions, per-cell overhead, fill, data-set size)
 # lives in probe/timing.py, which recommend reads without this module.
-from fsadvisor.probe.timing import (DEFAULT_COOLDOWN_S, DEFAULT_REPS, DEFAULT_RUNTIME_S,
-                                    QUICK_RUNTIME_S, cell_seconds, default_size_bytes)
+from fsadvisor.probe.timing import (
+    DEFAULT_COOLDOWN_S,
+    DEFAULT_REPS,
+    DEFAULT_RUNTIME_S,
+    QUICK_RUNTIME_S,
+    cell_seconds,
+    default_size_bytes,
+)
 from fsadvisor.tools import KIND_DB_BENCH, KIND_FIO, KIND_JOBFILE, KIND_SYSBENCH
 
 PLAN_VERSION = 1
@@ -50,21 +58,34 @@ class WorkloadSpec:
     workload: Workload
     kind: str = KIND_FIO
     jobfile: str | None = None
-    app: Mapping[str, Any] = field(default_factory=dict)  # for the benchmark (db_bench: the profile)
+    app: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # for the benchmark (db_bench: the profile)
     raw_baseline: bool = False
     source: str = ""  # micro | profile:<name>
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "workload": self.workload.to_dict(), "kind": self.kind,
-                "jobfile": self.jobfile, "app": dict(self.app),
-                "raw_baseline": self.raw_baseline, "source": self.source}
+        return {
+            "name": self.name,
+            "workload": self.workload.to_dict(),
+            "kind": self.kind,
+            "jobfile": self.jobfile,
+            "app": dict(self.app),
+            "raw_baseline": self.raw_baseline,
+            "source": self.source,
+        }
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> "WorkloadSpec":
-        return WorkloadSpec(name=d["name"], workload=Workload(**d["workload"]),
-                            kind=d.get("kind", KIND_FIO), jobfile=d.get("jobfile"),
-                            app=dict(d.get("app") or {}),
-                            raw_baseline=bool(d.get("raw_baseline")), source=d.get("source", ""))
+        return WorkloadSpec(
+            name=d["name"],
+            workload=Workload(**d["workload"]),
+            kind=d.get("kind", KIND_FIO),
+            jobfile=d.get("jobfile"),
+            app=dict(d.get("app") or {}),
+            raw_baseline=bool(d.get("raw_baseline")),
+            source=d.get("source", ""),
+        )
 
 
 # The standard micro matrix: one fio job file per workload in runner/probe-micro/ (the
@@ -85,8 +106,10 @@ def _micro() -> tuple[tuple[WorkloadSpec, ...], dict[str, WorkloadSpec]]:
     # The job-file reader (probe/micro.py, tools/jobfile.py, configparser) loads here too.
     from fsadvisor.probe.micro import micro_jobs
 
-    specs = tuple(WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
-                  for name, w, raw in micro_jobs())
+    specs = tuple(
+        WorkloadSpec(name=name, workload=w, raw_baseline=raw, source="micro")
+        for name, w, raw in micro_jobs()
+    )
     return specs, {w.name: w for w in specs}
 
 
@@ -96,6 +119,7 @@ def __getattr__(name: str):
     if name == "MICRO_BY_NAME":
         return _micro()[1]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Variants measured by default next to each filesystem's default configuration: the levers
 # seed 002 names as recovering most of the filesystem overhead (noatime, data=writeback)
@@ -139,15 +163,25 @@ def profile_workload(profile) -> WorkloadSpec:
     # A named job file wins: Filebench's OLTP personality counts database operations
     # (op = "db_op") yet is emulated by runner/filebench-oltp.fio, not by RocksDB.
     if profile.fio_job:
-        return WorkloadSpec(name=name, workload=w, kind=KIND_JOBFILE, jobfile=profile.fio_job,
-                            source=name)
+        return WorkloadSpec(
+            name=name, workload=w, kind=KIND_JOBFILE, jobfile=profile.fio_job, source=name
+        )
     if w.op == "db_op":
-        return WorkloadSpec(name=name, workload=w, kind=KIND_DB_BENCH,
-                            app={"profile": profile.name, "tags": sorted(tags)},
-                            source=name)
+        return WorkloadSpec(
+            name=name,
+            workload=w,
+            kind=KIND_DB_BENCH,
+            app={"profile": profile.name, "tags": sorted(tags)},
+            source=name,
+        )
     if "sysbench" in tags:
-        return WorkloadSpec(name=name, workload=w, kind=KIND_SYSBENCH,
-                            app={"profile": profile.name, "tags": sorted(tags)}, source=name)
+        return WorkloadSpec(
+            name=name,
+            workload=w,
+            kind=KIND_SYSBENCH,
+            app={"profile": profile.name, "tags": sorted(tags)},
+            source=name,
+        )
     return WorkloadSpec(name=name, workload=w, source=name)
 
 
@@ -255,8 +289,9 @@ class Plan:
         return total
 
     def cell_estimate_s(self, cell: Cell) -> float:
-        return cell_seconds(cell.workload.workload.read_pct, self.size_bytes,
-                            self.runtime_s, self.cooldown_s)
+        return cell_seconds(
+            cell.workload.workload.read_pct, self.size_bytes, self.runtime_s, self.cooldown_s
+        )
 
     def profiles_of(self, workload: str) -> tuple[str, ...]:
         """The profiles a run of ``workload`` is measured for when the plan serves several
@@ -271,12 +306,20 @@ class Plan:
             "device_size_bytes": self.device_size_bytes,
             "configs": [c.to_dict() for c in self.configs],
             "workloads": [w.to_dict() for w in self.workloads],
-            "reps": self.reps, "runtime_s": self.runtime_s, "cooldown_s": self.cooldown_s,
-            "size_bytes": self.size_bytes, "baseline": self.baseline, "ioengine": self.ioengine,
+            "reps": self.reps,
+            "runtime_s": self.runtime_s,
+            "cooldown_s": self.cooldown_s,
+            "size_bytes": self.size_bytes,
+            "baseline": self.baseline,
+            "ioengine": self.ioengine,
             "unsupported": dict(self.unsupported),
-            "scratch_size_bytes": self.scratch_size_bytes, "scratch_dir": self.scratch_dir,
-            "energy": dict(self.energy), "plp": self.plp, "force": self.force,
-            "db_path": self.db_path, "profile": self.profile,
+            "scratch_size_bytes": self.scratch_size_bytes,
+            "scratch_dir": self.scratch_dir,
+            "energy": dict(self.energy),
+            "plp": self.plp,
+            "force": self.force,
+            "db_path": self.db_path,
+            "profile": self.profile,
             "cells": len(self.cells()),
         }
 
@@ -284,21 +327,36 @@ class Plan:
     def from_dict(d: Mapping[str, Any]) -> "Plan":
         if d.get("version") != PLAN_VERSION:
             raise ConfigError(f"cannot resume a probe plan of version {d.get('version')!r}")
-        configs = [FsConfig.make(c["filesystem"], c.get("mkfs") or {}, c.get("mount") or (),
-                                 c.get("scheduler") or "none", c.get("ag_count"))
-                   for c in d["configs"]]
-        return Plan(device=d.get("device"), device_size_bytes=int(d["device_size_bytes"]),
-                    configs=configs,
-                    workloads=[WorkloadSpec.from_dict(w) for w in d["workloads"]],
-                    reps=int(d["reps"]), runtime_s=float(d["runtime_s"]),
-                    cooldown_s=float(d["cooldown_s"]), size_bytes=int(d["size_bytes"]),
-                    baseline=bool(d["baseline"]), ioengine=d.get("ioengine", "io_uring"),
-                    unsupported=dict(d.get("unsupported") or {}),
-                    scratch_size_bytes=d.get("scratch_size_bytes"),
-                    scratch_dir=d.get("scratch_dir"),
-                    energy=dict(d.get("energy") or {"source": "auto"}),
-                    plp=d.get("plp", "unknown"), force=bool(d.get("force")),
-                    db_path=d.get("db_path"), profile=d.get("profile"))
+        configs = [
+            FsConfig.make(
+                c["filesystem"],
+                c.get("mkfs") or {},
+                c.get("mount") or (),
+                c.get("scheduler") or "none",
+                c.get("ag_count"),
+            )
+            for c in d["configs"]
+        ]
+        return Plan(
+            device=d.get("device"),
+            device_size_bytes=int(d["device_size_bytes"]),
+            configs=configs,
+            workloads=[WorkloadSpec.from_dict(w) for w in d["workloads"]],
+            reps=int(d["reps"]),
+            runtime_s=float(d["runtime_s"]),
+            cooldown_s=float(d["cooldown_s"]),
+            size_bytes=int(d["size_bytes"]),
+            baseline=bool(d["baseline"]),
+            ioengine=d.get("ioengine", "io_uring"),
+            unsupported=dict(d.get("unsupported") or {}),
+            scratch_size_bytes=d.get("scratch_size_bytes"),
+            scratch_dir=d.get("scratch_dir"),
+            energy=dict(d.get("energy") or {"source": "auto"}),
+            plp=d.get("plp", "unknown"),
+            force=bool(d.get("force")),
+            db_path=d.get("db_path"),
+            profile=d.get("profile"),
+        )
 
     def fingerprint(self) -> str:
         """Short hash of the plan's content (not of the device it ran on)."""
@@ -306,6 +364,7 @@ class Plan:
         for k in ("device", "db_path", "force"):
             d.pop(k, None)
         import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
+
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -326,9 +385,14 @@ def check_choice(kind: str, values: Iterable[str], allowed: Sequence[str]) -> li
     return out
 
 
-def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_size_bytes: int,
-                agcounts: Sequence[int] = (), explicit: Sequence[Mapping[str, Any]] = (),
-                variants: bool = True) -> list[FsConfig]:
+def config_sets(
+    filesystems: Sequence[str],
+    schedulers: Sequence[str],
+    device_size_bytes: int,
+    agcounts: Sequence[int] = (),
+    explicit: Sequence[Mapping[str, Any]] = (),
+    variants: bool = True,
+) -> list[FsConfig]:
     """The configurations of a matrix, each crossed with every scheduler.
 
     Explicit ``--config`` dicts replace the default set; one that names a scheduler is run
@@ -336,8 +400,10 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
     :data:`VARIANT_MOUNTS`, and XFS one default configuration per ``--agcounts`` value."""
     out: list[FsConfig] = []
     if agcounts and (explicit or "xfs" not in filesystems):
-        raise ConfigError("--agcounts applies to xfs: add xfs to --fs (explicit --config "
-                          "entries give their own ag_count)")
+        raise ConfigError(
+            "--agcounts applies to xfs: add xfs to --fs (explicit --config "
+            "entries give their own ag_count)"
+        )
 
     def add(cfg: FsConfig) -> None:
         if cfg not in out:
@@ -358,8 +424,10 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
                 lo, hi = catalog.ag_count_range(device_size_bytes)
                 for n in agcounts:
                     if not lo <= n <= hi:
-                        raise ConfigError(f"--agcounts {n} is outside {lo}..{hi} for a "
-                                          f"{device_size_bytes >> 20} MiB device")
+                        raise ConfigError(
+                            f"--agcounts {n} is outside {lo}..{hi} for a "
+                            f"{device_size_bytes >> 20} MiB device"
+                        )
                     cfg = catalog.canonical(default.with_(ag_count=n))
                     catalog.validate(cfg, device_size_bytes)
                     add(cfg)
@@ -373,16 +441,28 @@ def config_sets(filesystems: Sequence[str], schedulers: Sequence[str], device_si
     return out
 
 
-def build_plan(device: str | None, device_size_bytes: int, *,
-               filesystems: Sequence[str] = DEFAULT_FILESYSTEMS,
-               schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
-               agcounts: Sequence[int] = (), explicit_configs: Sequence[Mapping[str, Any]] = (),
-               variants: bool = True, profile=None, micro: bool = True,
-               micro_names: Sequence[str] | None = None, quick: bool = False,
-               reps: int | None = None, runtime_s: float | None = None,
-               cooldown_s: float | None = None, size_bytes: int | None = None,
-               baseline: bool = True, ioengine: str = "io_uring",
-               kernel_supports=None, **extra: Any) -> Plan:
+def build_plan(
+    device: str | None,
+    device_size_bytes: int,
+    *,
+    filesystems: Sequence[str] = DEFAULT_FILESYSTEMS,
+    schedulers: Sequence[str] = DEFAULT_SCHEDULERS,
+    agcounts: Sequence[int] = (),
+    explicit_configs: Sequence[Mapping[str, Any]] = (),
+    variants: bool = True,
+    profile=None,
+    micro: bool = True,
+    micro_names: Sequence[str] | None = None,
+    quick: bool = False,
+    reps: int | None = None,
+    runtime_s: float | None = None,
+    cooldown_s: float | None = None,
+    size_bytes: int | None = None,
+    baseline: bool = True,
+    ioengine: str = "io_uring",
+    kernel_supports=None,
+    **extra: Any,
+) -> Plan:
     """Assemble a :class:`Plan`; raises ConfigError for anything the user can fix."""
     filesystems = check_choice("filesystem", filesystems, FILESYSTEMS)
     schedulers = check_choice("scheduler", schedulers, SCHEDULERS)
@@ -392,12 +472,21 @@ def build_plan(device: str | None, device_size_bytes: int, *,
         raise ConfigError("no scheduler to probe (--schedulers is empty)")
     # The ranges are fsadvisor.limits' (one table for the CLI, the TUI and API callers).
     reps = limits.check("reps", reps if reps is not None else (1 if quick else DEFAULT_REPS))
-    runtime_s = limits.check("runtime", runtime_s if runtime_s is not None else
-                             (QUICK_RUNTIME_S if quick else DEFAULT_RUNTIME_S))
-    cooldown_s = limits.check("cooldown", cooldown_s if cooldown_s is not None else
-                              (0.0 if quick else DEFAULT_COOLDOWN_S))
-    configs = config_sets(filesystems, schedulers, device_size_bytes, agcounts,
-                          explicit_configs, variants and not quick)
+    runtime_s = limits.check(
+        "runtime",
+        runtime_s if runtime_s is not None else (QUICK_RUNTIME_S if quick else DEFAULT_RUNTIME_S),
+    )
+    cooldown_s = limits.check(
+        "cooldown", cooldown_s if cooldown_s is not None else (0.0 if quick else DEFAULT_COOLDOWN_S)
+    )
+    configs = config_sets(
+        filesystems,
+        schedulers,
+        device_size_bytes,
+        agcounts,
+        explicit_configs,
+        variants and not quick,
+    )
     workloads: list[WorkloadSpec] = []
     if profile is not None:
         workloads.append(profile_workload(profile))
@@ -407,14 +496,28 @@ def build_plan(device: str | None, device_size_bytes: int, *,
         raise ConfigError("nothing to run: no --profile and --no-micro")
     workloads = [with_ioengine(w, ioengine) for w in workloads]
     supports = kernel_supports or catalog.kernel_supports
-    unsupported = {fs: UNSUPPORTED_FMT.format(fs=fs)
-                   for fs in sorted({c.fs for c in configs}) if not supports(fs)}
+    unsupported = {
+        fs: UNSUPPORTED_FMT.format(fs=fs)
+        for fs in sorted({c.fs for c in configs})
+        if not supports(fs)
+    }
     size = size_bytes or default_size_bytes(device_size_bytes)
     if size > device_size_bytes // 2 and device_size_bytes:
-        raise ConfigError(f"--size {size >> 20} MiB is more than half of the "
-                          f"{device_size_bytes >> 20} MiB device")
-    return Plan(device=device, device_size_bytes=device_size_bytes, configs=configs,
-                workloads=workloads, reps=reps, runtime_s=float(runtime_s),
-                cooldown_s=float(cooldown_s), size_bytes=size, baseline=baseline,
-                ioengine=ioengine, unsupported=unsupported,
-                profile=profile.name if profile is not None else None, **extra)
+        raise ConfigError(
+            f"--size {size >> 20} MiB is more than half of the {device_size_bytes >> 20} MiB device"
+        )
+    return Plan(
+        device=device,
+        device_size_bytes=device_size_bytes,
+        configs=configs,
+        workloads=workloads,
+        reps=reps,
+        runtime_s=float(runtime_s),
+        cooldown_s=float(cooldown_s),
+        size_bytes=size,
+        baseline=baseline,
+        ioengine=ioengine,
+        unsupported=unsupported,
+        profile=profile.name if profile is not None else None,
+        **extra,
+    )

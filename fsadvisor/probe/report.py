@@ -20,7 +20,6 @@ from fsadvisor.probe.plan import Cell, Plan, cell_label
 from fsadvisor.tools import fio
 
 
-
 PLACEHOLDER = "<random>"
 
 
@@ -57,17 +56,26 @@ def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
     planning (a resumed matrix keeps its planned engine and skips it), and ``fio --version``
     (recorded with every run) just before the first cell."""
     tmpdir = os.path.join(tempfile.gettempdir(), "fsadvisor-fio-<random>")
-    selftest = [] if plan.matrix_id else [
-        shell_line(a.format(tmpdir=tmpdir) for a in fio.IO_URING_SELFTEST_ARGV)
-        + "  # a real run executes this io_uring self-test while planning; it picks io_uring "
-          f"or libaio (this preview assumed {plan.ioengine})"]
-    version = [shell_line(fio.FIO_VERSION_ARGV)
-               + "  # a real run executes this before the first cell (recorded with every run)"]
+    selftest = (
+        []
+        if plan.matrix_id
+        else [
+            shell_line(a.format(tmpdir=tmpdir) for a in fio.IO_URING_SELFTEST_ARGV)
+            + "  # a real run executes this io_uring self-test while planning; it picks io_uring "
+            f"or libaio (this preview assumed {plan.ioengine})"
+        ]
+    )
+    version = [
+        shell_line(fio.FIO_VERSION_ARGV)
+        + "  # a real run executes this before the first cell (recorded with every run)"
+    ]
     return selftest, version
 
 
-LOOP_WARNING = ("scratch loop device: its numbers describe the backing file's filesystem and "
-                "disk, not an SSD; use them to try the tool, not to choose a configuration")
+LOOP_WARNING = (
+    "scratch loop device: its numbers describe the backing file's filesystem and "
+    "disk, not an SSD; use them to try the tool, not to choose a configuration"
+)
 
 
 @dataclass(frozen=True)
@@ -118,9 +126,18 @@ class CellOutcome:
     window_s: float | None = None  # the benchmark's own measured window
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cell": self.key, "rep": self.rep, "status": self.status, "error": self.error,
-                "label": self.label, "flags": list(self.flags), "run_id": self.run_id,
-                "wall_s": self.wall_s, "steps_s": self.steps_s, "window_s": self.window_s}
+        return {
+            "cell": self.key,
+            "rep": self.rep,
+            "status": self.status,
+            "error": self.error,
+            "label": self.label,
+            "flags": list(self.flags),
+            "run_id": self.run_id,
+            "wall_s": self.wall_s,
+            "steps_s": self.steps_s,
+            "window_s": self.window_s,
+        }
 
 
 def device_time(outcomes: list[CellOutcome]) -> dict[str, Any] | None:
@@ -140,10 +157,16 @@ def device_time(outcomes: list[CellOutcome]) -> dict[str, Any] | None:
     phases["measure"] = max(0.0, phases.get("measure", 0.0) - window)
     phases["other"] = max(0.0, total - window - sum(phases.values()))
     outside = {k: v for k, v in sorted(phases.items(), key=lambda kv: -kv[1]) if v > 0}
-    return {"cells": len(ran), "cells_s": round(total, 1), "window_s": round(window, 1),
-            "window_share": round(window / total, 4),
-            "outside_s": {("benchmark start/end" if k == "measure" else k): round(v, 1)
-                          for k, v in outside.items()}}
+    return {
+        "cells": len(ran),
+        "cells_s": round(total, 1),
+        "window_s": round(window, 1),
+        "window_share": round(window / total, 4),
+        "outside_s": {
+            ("benchmark start/end" if k == "measure" else k): round(v, 1)
+            for k, v in outside.items()
+        },
+    }
 
 
 @dataclass
@@ -166,9 +189,14 @@ class ProbeSummary:
 
     @property
     def complete(self) -> bool:
-        return (self.interrupted is None
-                and self.count("ok") + self.count("done-before") + self.count("failed")
-                + self.count("skipped") == self.total)
+        return (
+            self.interrupted is None
+            and self.count("ok")
+            + self.count("done-before")
+            + self.count("failed")
+            + self.count("skipped")
+            == self.total
+        )
 
     def to_dict(self) -> dict[str, Any]:
         skipped: dict[str, int] = {}
@@ -176,15 +204,26 @@ class ProbeSummary:
             if o.status == "skipped":
                 skipped[o.error or "skipped"] = skipped.get(o.error or "skipped", 0) + 1
         return {
-            "matrix_id": self.matrix_id, "device": self.device, "device_kind": self.device_kind,
-            "scratch": self.scratch, "interrupted": self.interrupted,
-            "cells": {"total": self.total, "ok": self.count("ok"),
-                      "already_done": self.count("done-before"), "failed": self.count("failed"),
-                      "skipped": self.count("skipped"), "incomplete": self.count("incomplete")},
+            "matrix_id": self.matrix_id,
+            "device": self.device,
+            "device_kind": self.device_kind,
+            "scratch": self.scratch,
+            "interrupted": self.interrupted,
+            "cells": {
+                "total": self.total,
+                "ok": self.count("ok"),
+                "already_done": self.count("done-before"),
+                "failed": self.count("failed"),
+                "skipped": self.count("skipped"),
+                "incomplete": self.count("incomplete"),
+            },
             "skipped_reasons": skipped,
             "failed": [o.to_dict() for o in self.outcomes if o.status == "failed"],
-            "energy": self.energy, "results": self.results, "notes": self.notes,
-            "cleanup": self.cleanup, "wall_s": round(self.wall_s, 3),
+            "energy": self.energy,
+            "results": self.results,
+            "notes": self.notes,
+            "cleanup": self.cleanup,
+            "wall_s": round(self.wall_s, 3),
             "device_time": device_time(self.outcomes),
         }
 
@@ -200,19 +239,30 @@ def dry_run_lines(plan: Plan) -> list[str]:
     mnt = os.path.join(tempfile.gettempdir(), "fsadvisor-mnt-<random>")
     cells = plan.cells()
     runnable = [c for c in cells if not c.skip_reason]
-    lines = [f"# fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
-             f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"]
+    lines = [
+        f"# fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
+        f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"
+    ]
     selftest, version = pre_matrix_lines(plan)
     lines += selftest
     if scratch:
-        img = os.path.join(plan.scratch_dir or tempfile.gettempdir(), f"fsadvisor-scratch-{PLACEHOLDER}.img")
-        lines += [f"# {LOOP_WARNING}",
-                  shell_line(["truncate", "-s", plan.scratch_size_bytes, img]),
-                  shell_line(["losetup", "--find", "--show", "--direct-io=on", img])]
+        img = os.path.join(
+            plan.scratch_dir or tempfile.gettempdir(), f"fsadvisor-scratch-{PLACEHOLDER}.img"
+        )
+        lines += [
+            f"# {LOOP_WARNING}",
+            shell_line(["truncate", "-s", plan.scratch_size_bytes, img]),
+            shell_line(["losetup", "--find", "--show", "--direct-io=on", img]),
+        ]
     lines.append(f"# remember the current scheduler: cat {queue}")
     lines += version
-    runner = CellRunner(plan=plan, device=dev, mountpoint=mnt, executor=Executor(),
-                        device_info=plan.device_info or Device(path=dev, size_bytes=plan.device_size_bytes))
+    runner = CellRunner(
+        plan=plan,
+        device=dev,
+        mountpoint=mnt,
+        executor=Executor(),
+        device_info=plan.device_info or Device(path=dev, size_bytes=plan.device_size_bytes),
+    )
     for i, cell in enumerate(cells, 1):
         head = f"## cell {i}/{len(cells)}: {cell.label}"
         if cell.skip_reason:
@@ -225,7 +275,10 @@ def dry_run_lines(plan: Plan) -> list[str]:
     if scratch:
         lines += [shell_line(["losetup", "--detach", dev]), shell_line(["rm", img])]
     else:
-        lines.append(shell_line(WIPE_ARGV + [dev]) + "  # the last cell's signature, so a rerun needs no --force")
+        lines.append(
+            shell_line(WIPE_ARGV + [dev])
+            + "  # the last cell's signature, so a rerun needs no --force"
+        )
     return lines
 
 
@@ -246,13 +299,23 @@ def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str,
         for s in store.summaries(matrix_id=matrix_id, cell_key=c.key):
             ranked = FLAG_DIRECT_IO not in (s.get("flags") or [])
             row = {
-                "config": c.config_key, "label": cell_label(c.config, c.scheduler), "filesystem": c.config.fs if c.config else "raw-device",
-                "scheduler": c.scheduler, "workload": c.workload.name, "n": s["n"],
-                "iops": s["iops"], "mb_s": s["mb_s"], "p99_latency_us": s["p99_latency_us"],
-                "energy_j": s["energy_j"], "watts": s["watts"],
-                "ops_per_joule": s["ops_per_joule"], "bytes_per_joule": s["bytes_per_joule"],
-                "energy_source": s["energy_source"], "power_scope": s["power_scope"],
-                "flags": s.get("flags") or [], "ranked": ranked,
+                "config": c.config_key,
+                "label": cell_label(c.config, c.scheduler),
+                "filesystem": c.config.fs if c.config else "raw-device",
+                "scheduler": c.scheduler,
+                "workload": c.workload.name,
+                "n": s["n"],
+                "iops": s["iops"],
+                "mb_s": s["mb_s"],
+                "p99_latency_us": s["p99_latency_us"],
+                "energy_j": s["energy_j"],
+                "watts": s["watts"],
+                "ops_per_joule": s["ops_per_joule"],
+                "bytes_per_joule": s["bytes_per_joule"],
+                "energy_source": s["energy_source"],
+                "power_scope": s["power_scope"],
+                "flags": s.get("flags") or [],
+                "ranked": ranked,
             }
             rows.append(row)
             if c.config is None and s["iops"]["mean"]:
@@ -260,7 +323,9 @@ def results_from_store(store: Any, matrix_id: str, plan: Plan) -> list[dict[str,
     for row in rows:
         base = raw_iops.get((row["scheduler"], row["workload"]))
         mean = row["iops"]["mean"]
-        row["vs_raw_iops"] = (mean / base) if (base and mean and row["filesystem"] != "raw-device") else None
+        row["vs_raw_iops"] = (
+            (mean / base) if (base and mean and row["filesystem"] != "raw-device") else None
+        )
         row["vs_raw_note"] = raw_ratio_note(row["vs_raw_iops"], c_workloads.get(row["workload"]))
     return rows
 
@@ -275,7 +340,10 @@ def raw_ratio_note(ratio: float | None, workload: Any = None) -> str:
     if ratio <= 1.0:
         return text
     buffered = workload is not None and not getattr(workload, "direct", True)
-    why = ("the page cache served part of it (buffered I/O)" if buffered else
-           "above the raw baseline: the page cache or request merging served part of it, "
-           "or run-to-run noise")
+    why = (
+        "the page cache served part of it (buffered I/O)"
+        if buffered
+        else "above the raw baseline: the page cache or request merging served part of it, "
+        "or run-to-run noise"
+    )
     return f"{text} — {why}"

@@ -29,9 +29,20 @@ from fsadvisor.probe.cell import STEP_SECONDS, WIPE_ARGV, CellHooks, CellRunner,
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan
 from fsadvisor.probe.report import LOOP_WARNING, CellOutcome, ProbeSummary, ProgressEvent
-from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, StateFileError, SystemOps,
-                                   cleanup_stale, leftovers, live_owner, recorded_signature, undo)
+from fsadvisor.probe.state import (
+    ProbeState,
+    ProcessRef,
+    StateFile,
+    StateFileError,
+    SystemOps,
+    cleanup_stale,
+    leftovers,
+    live_owner,
+    recorded_signature,
+    undo,
+)
 from fsadvisor.tools import fio
+
 
 class DeviceTaken(DeviceRefused):
     """Between two cells the device turned out to be mounted, held or opened by someone
@@ -62,8 +73,10 @@ def scratch_space_problem(plan: Plan) -> str | None:
     except OSError as e:
         return f"--scratch-dir {where}: {e.strerror or e}"
     if free < size:
-        return (f"--scratch {format_binary(size)} does not fit in {where} ({format_binary(free)} "
-                "free): give a smaller --scratch, or a --scratch-dir with more room")
+        return (
+            f"--scratch {format_binary(size)} does not fit in {where} ({format_binary(free)} "
+            "free): give a smaller --scratch, or a --scratch-dir with more room"
+        )
     return None
 
 
@@ -138,11 +151,17 @@ class Interruptions:
 class MatrixRun:
     """Runs ``plan`` (see module docstring). Construct, then ``execute()`` once."""
 
-    def __init__(self, plan: Plan, store: Any, state_file: StateFile,
-                 on_progress: Callable[[ProgressEvent], None] | None = None,
-                 interruptions: Interruptions | None = None, sleep: Callable[[float], None] = time.sleep,
-                 device_check: Callable[[str], str | None] | None = None,
-                 cell_source: Callable[[Any, set], Any] | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        store: Any,
+        state_file: StateFile,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+        interruptions: Interruptions | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        device_check: Callable[[str], str | None] | None = None,
+        cell_source: Callable[[Any, set], Any] | None = None,
+    ):
         self.plan = plan
         # probe --adaptive: chooses each next cell from what is stored so far (called with
         # the inspected Device and the (cell key, rep) pairs already done; yields Cells).
@@ -176,8 +195,9 @@ class MatrixRun:
 
     def _note(self, message: str) -> None:
         self.summary.notes.append(message)
-        self.on_progress(ProgressEvent("note", self._done_count(), self.summary.total,
-                                       message=message))
+        self.on_progress(
+            ProgressEvent("note", self._done_count(), self.summary.total, message=message)
+        )
 
     def _done_count(self) -> int:
         return len(self.summary.outcomes)
@@ -187,8 +207,10 @@ class MatrixRun:
         t0 = time.monotonic()
         other = live_owner(self.state_file)
         if other is not None:
-            raise FsAdvisorError(f"another probe (pid {other}) is running with this store "
-                                 f"({self.state_file.path}); wait for it or use another --db")
+            raise FsAdvisorError(
+                f"another probe (pid {other}) is running with this store "
+                f"({self.state_file.path}); wait for it or use another --db"
+            )
         stale = cleanup_stale(self.state_file)
         for action in stale.actions:
             self._note(f"cleaned up after an earlier probe: {action}")
@@ -196,8 +218,10 @@ class MatrixRun:
         if self.state.has_live_resources:
             left = leftovers(self.state, SystemOps())
             if left:
-                raise FsAdvisorError(f"an earlier probe left {left[0]}, which could not be "
-                                     f"undone; fix it by hand (state: {self.state_file.path})")
+                raise FsAdvisorError(
+                    f"an earlier probe left {left[0]}, which could not be "
+                    f"undone; fix it by hand (state: {self.state_file.path})"
+                )
         self.state.clear_live()
         self.state.owner = ProcessRef.of(os.getpid())
         self.guard.install()
@@ -223,8 +247,14 @@ class MatrixRun:
                 self.summary.wall_s = time.monotonic() - t0
         if self.state_error is not None:
             raise self.state_error
-        self.on_progress(ProgressEvent("done", self._done_count(), self.summary.total,
-                                       status="interrupted" if self.summary.interrupted else "done"))
+        self.on_progress(
+            ProgressEvent(
+                "done",
+                self._done_count(),
+                self.summary.total,
+                status="interrupted" if self.summary.interrupted else "done",
+            )
+        )
         return self.summary
 
     def _run(self) -> None:
@@ -239,21 +269,28 @@ class MatrixRun:
             raise DeviceRefused(verdict.reason or f"{dev}: refused")
         dev = verdict.resolved_path or os.path.realpath(dev)
         if verdict.own_signature and own:
-            self._note(f"the {own.get('TYPE')} signature on {dev} (UUID {own.get('UUID')}) is "
-                       "the one this probe made before it stopped; formatting it needs no --force")
+            self._note(
+                f"the {own.get('TYPE')} signature on {dev} (UUID {own.get('UUID')}) is "
+                "the one this probe made before it stopped; formatting it needs no --force"
+            )
         info = devmod.inspect(dev, plp=plan.plp)
         self.summary.device, self.summary.device_kind = dev, info.kind
         if info.kind in ("loop", "ram-loop"):
-            self._note(LOOP_WARNING if scratch else
-                       "loop device: its numbers are not an SSD's (labelled device_kind=loop)")
+            self._note(
+                LOOP_WARNING
+                if scratch
+                else "loop device: its numbers are not an SSD's (labelled device_kind=loop)"
+            )
         try:
             original, available = devmod.read_scheduler(dev)
         except NotSupported:
             # zram and other bio-based devices: nothing to select or restore; such a device
             # behaves as scheduler "none", so only "none" cells run (the others are skipped).
             original, available = None, [devmod.NO_SCHEDULER]
-            self._note(f"{os.path.basename(dev)} has no selectable I/O scheduler (no "
-                       f"queue/scheduler): its cells run as scheduler '{devmod.NO_SCHEDULER}'")
+            self._note(
+                f"{os.path.basename(dev)} has no selectable I/O scheduler (no "
+                f"queue/scheduler): its cells run as scheduler '{devmod.NO_SCHEDULER}'"
+            )
         self.state.device, self.state.original_scheduler = dev, original
         self._save()
 
@@ -263,33 +300,50 @@ class MatrixRun:
         resumed = plan.matrix_id is not None
         abandoned = self.state.matrices.get(plan.device_key)
         if not resumed and abandoned:
-            self._note(f"the unfinished matrix {abandoned.get('matrix_id')} of this device is "
-                       "left as it is; this run starts a new one (--resume would have continued it)")
+            self._note(
+                f"the unfinished matrix {abandoned.get('matrix_id')} of this device is "
+                "left as it is; this run starts a new one (--resume would have continued it)"
+            )
         matrix_id = plan.matrix_id or self.store.start_matrix(plan.to_dict())
         plan.matrix_id = self.summary.matrix_id = matrix_id
         self.state.matrix_id = matrix_id
-        entry: dict[str, Any] = {"matrix_id": matrix_id, "plan": plan.to_dict(),
-                                 "started_at": time.time()}
+        entry: dict[str, Any] = {
+            "matrix_id": matrix_id,
+            "plan": plan.to_dict(),
+            "started_at": time.time(),
+        }
         if abandoned and isinstance(abandoned.get("own_signature"), dict):
             # Still on the device until this run's first mkfs: a kill before that must not
             # turn it into a stranger's signature.
             entry["own_signature"] = abandoned["own_signature"]
         self.state.matrices[plan.device_key] = entry
         self._save()
-        done = {(r["cell_key"], r["rep"]) for r in
-                self.store.runs(matrix_id=matrix_id, status="ok")} if resumed else set()
+        done = (
+            {(r["cell_key"], r["rep"]) for r in self.store.runs(matrix_id=matrix_id, status="ok")}
+            if resumed
+            else set()
+        )
         if resumed:
-            self._note(f"resuming matrix {matrix_id}: {len(done)} of {len(cells)} cells already done")
+            self._note(
+                f"resuming matrix {matrix_id}: {len(done)} of {len(cells)} cells already done"
+            )
 
         mountpoint = tempfile.mkdtemp(prefix="fsadvisor-mnt-")
         self.state.mounts = [{"device": dev, "mountpoint": mountpoint}]
         self._save()
-        runner = CellRunner(plan=plan, device=dev, device_info=info, mountpoint=mountpoint,
-                            executor=self.executor, meter=meter,
-                            host=measure.host_info(fio.fio_version()), matrix_id=matrix_id,
-                            sleep=self.sleep,
-                            hooks=CellHooks(before_mount=lambda d, m: self._record_signature(d)),
-                            on_sample=self._sample)
+        runner = CellRunner(
+            plan=plan,
+            device=dev,
+            device_info=info,
+            mountpoint=mountpoint,
+            executor=self.executor,
+            meter=meter,
+            host=measure.host_info(fio.fio_version()),
+            matrix_id=matrix_id,
+            sleep=self.sleep,
+            hooks=CellHooks(before_mount=lambda d, m: self._record_signature(d)),
+            on_sample=self._sample,
+        )
         check = self.device_check or devmod.in_use_reason
         if self.cell_source is not None:
             cells = self.cell_source(info, done)
@@ -298,9 +352,12 @@ class MatrixRun:
             if (cell.key, cell.rep) in done:
                 self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "done-before"))
                 continue
-            skip = cell.skip_reason or (None if cell.scheduler in available else
-                                        f"scheduler {cell.scheduler} not available on "
-                                        f"{os.path.basename(dev)} ({', '.join(available)})")
+            skip = cell.skip_reason or (
+                None
+                if cell.scheduler in available
+                else f"scheduler {cell.scheduler} not available on "
+                f"{os.path.basename(dev)} ({', '.join(available)})"
+            )
             if skip:
                 self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "skipped", skip))
                 continue
@@ -310,10 +367,13 @@ class MatrixRun:
             if taken:
                 self._formatted = None  # someone else's now: not even our wipe touches it
                 stored = self.summary.count("ok") + self.summary.count("done-before")
-                done_so_far = "1 cell done so far is" if stored == 1 else \
-                    f"{stored} cells done so far are"
-                raise DeviceTaken(f"probe stopped before cell {cell.label}: {taken}; the "
-                                  f"{done_so_far} stored, --resume continues")
+                done_so_far = (
+                    "1 cell done so far is" if stored == 1 else f"{stored} cells done so far are"
+                )
+                raise DeviceTaken(
+                    f"probe stopped before cell {cell.label}: {taken}; the "
+                    f"{done_so_far} stored, --resume continues"
+                )
             self._run_cell(runner, cell)
         self._finish_matrix("done")
         self.state.matrices.pop(plan.device_key, None)
@@ -341,9 +401,16 @@ class MatrixRun:
     def _run_cell(self, runner: CellRunner, cell: Cell) -> None:
         self.state.current_cell = cell.label
         self._save()
-        self.on_progress(ProgressEvent("cell-start", self._done_count(), self.summary.total,
-                                       cell=cell.label, eta_s=self._eta(cell, include=True),
-                                       device=runner.device))
+        self.on_progress(
+            ProgressEvent(
+                "cell-start",
+                self._done_count(),
+                self.summary.total,
+                cell=cell.label,
+                eta_s=self._eta(cell, include=True),
+                device=runner.device,
+            )
+        )
         t0 = time.monotonic()
         self._formatted = runner.device
         try:
@@ -362,39 +429,73 @@ class MatrixRun:
         metrics = record.metrics or {}
         window = metrics.get("runtime_s") if record.status == "ok" else None
         steps = metrics.get(STEP_SECONDS)
-        self._outcome(CellOutcome(cell.key, cell.rep, cell.label, record.status, record.error,
-                                  record.flags, run_id, record.wall_s,
-                                  dict(steps) if isinstance(steps, dict) else {},
-                                  float(window) if isinstance(window, (int, float)) and window
-                                  else None), record, runner.device)
+        self._outcome(
+            CellOutcome(
+                cell.key,
+                cell.rep,
+                cell.label,
+                record.status,
+                record.error,
+                record.flags,
+                run_id,
+                record.wall_s,
+                dict(steps) if isinstance(steps, dict) else {},
+                float(window) if isinstance(window, (int, float)) and window else None,
+            ),
+            record,
+            runner.device,
+        )
         if runner.fatal:
             raise FsAdvisorError(f"probe stopped: {runner.fatal}")
 
     def _sample(self, s: LiveSample) -> None:
         """From the cell's sampling thread: a live reading of the running cell."""
-        self.on_progress(ProgressEvent(
-            "sample", self._done_count(), self.summary.total, cell=self.state.current_cell,
-            device=self.state.device, iops=s.rate.iops, bw_bytes_s=s.rate.bw_bytes_s,
-            sample_source=s.stat_file, watts=s.watts,
-            energy_source=s.energy_source, energy_scope=s.energy_scope))
+        self.on_progress(
+            ProgressEvent(
+                "sample",
+                self._done_count(),
+                self.summary.total,
+                cell=self.state.current_cell,
+                device=self.state.device,
+                iops=s.rate.iops,
+                bw_bytes_s=s.rate.bw_bytes_s,
+                sample_source=s.stat_file,
+                watts=s.watts,
+                energy_source=s.energy_source,
+                energy_scope=s.energy_scope,
+            )
+        )
 
-    def _store_incomplete(self, runner: CellRunner, cell: Cell, signame: str, wall_s: float) -> None:
-        rec = RunRecord(cell_key=cell.key, device=runner.device_info, config=cell.config,
-                        workload_name=cell.workload.name, workload=cell.workload.workload,
-                        rep=cell.rep, status="incomplete", started_at=time.time() - wall_s,
-                        wall_s=wall_s, error=f"interrupted by {signame}", host=runner.host,
-                        matrix_id=runner.matrix_id,
-                        profiles=self.plan.profiles_of(cell.workload.name))
+    def _store_incomplete(
+        self, runner: CellRunner, cell: Cell, signame: str, wall_s: float
+    ) -> None:
+        rec = RunRecord(
+            cell_key=cell.key,
+            device=runner.device_info,
+            config=cell.config,
+            workload_name=cell.workload.name,
+            workload=cell.workload.workload,
+            rep=cell.rep,
+            status="incomplete",
+            started_at=time.time() - wall_s,
+            wall_s=wall_s,
+            error=f"interrupted by {signame}",
+            host=runner.host,
+            matrix_id=runner.matrix_id,
+            profiles=self.plan.profiles_of(cell.workload.name),
+        )
         try:
             run_id = self.store.record_run(rec)
         except FsAdvisorError:
             run_id = None
         self.state.current_cell = None
-        self._outcome(CellOutcome(cell.key, cell.rep, cell.label, "incomplete",
-                                  rec.error, (), run_id, wall_s))
+        self._outcome(
+            CellOutcome(cell.key, cell.rep, cell.label, "incomplete", rec.error, (), run_id, wall_s)
+        )
 
-    def _outcome(self, o: CellOutcome, record: RunRecord | None = None,
-                 device: str | None = None) -> None:
+    def _outcome(
+        self, o: CellOutcome, record: RunRecord | None = None, device: str | None = None
+    ) -> None:
         self.summary.outcomes.append(o)
         iops = watts = source = scope = None
         if record is not None and record.status == "ok":
@@ -403,17 +504,31 @@ class MatrixRun:
             if record.energy is not None:
                 watts, source = record.energy.avg_watts, record.energy.source
                 scope = record.energy.scope
-        self.on_progress(ProgressEvent("cell-end", self._done_count(), self.summary.total,
-                                       cell=o.label, status=o.status, eta_s=self._eta(None),
-                                       message=o.error or "", device=device, iops=iops,
-                                       watts=watts, energy_source=source,
-                                       energy_scope=scope))
+        self.on_progress(
+            ProgressEvent(
+                "cell-end",
+                self._done_count(),
+                self.summary.total,
+                cell=o.label,
+                status=o.status,
+                eta_s=self._eta(None),
+                message=o.error or "",
+                device=device,
+                iops=iops,
+                watts=watts,
+                energy_source=source,
+                energy_scope=scope,
+            )
+        )
 
     def _eta(self, current: Cell | None, include: bool = False) -> float | None:
         """Remaining plan estimate, scaled by how long cells actually took so far."""
         done = {(o.key, o.rep) for o in self.summary.outcomes}
-        remaining = sum(self.plan.cell_estimate_s(c) for c in self._cells
-                        if (c.key, c.rep) not in done and not c.skip_reason)
+        remaining = sum(
+            self.plan.cell_estimate_s(c)
+            for c in self._cells
+            if (c.key, c.rep) not in done and not c.skip_reason
+        )
         if not include and current is not None:
             remaining -= self.plan.cell_estimate_s(current)
         est = sum(e for e, _ in self._durations)
@@ -437,20 +552,30 @@ class MatrixRun:
         meter = energy.choose_meter(e.get("source") or "auto", device=dev, **opts)
         if e.get("idle_watts") is None and e.get("idle_seconds"):
             self._note(f"measuring idle power for {e['idle_seconds']:g} s")
-            meter.idle_watts = energy.measure_idle(meter, float(e["idle_seconds"]), sleep=self.sleep)
-        self.summary.energy = {"source": meter.name, "scope": meter.scope, "why": meter.why,
-                               "accuracy": meter.accuracy, "idle_watts": meter.idle_watts}
+            meter.idle_watts = energy.measure_idle(
+                meter, float(e["idle_seconds"]), sleep=self.sleep
+            )
+        self.summary.energy = {
+            "source": meter.name,
+            "scope": meter.scope,
+            "why": meter.why,
+            "accuracy": meter.accuracy,
+            "idle_watts": meter.idle_watts,
+        }
         if meter.name == "estimate":
-            self._note("energy: ESTIMATE from a power model, not a measurement "
-                       f"({meter.why}); ops/joule figures are labelled as such")
+            self._note(
+                "energy: ESTIMATE from a power model, not a measurement "
+                f"({meter.why}); ops/joule figures are labelled as such"
+            )
         return meter
 
     # ------------------------------------------------------------ scratch and cleanup
     def _attach_scratch(self) -> str:
         if why := scratch_space_problem(self.plan):
             raise FsAdvisorError(why)
-        fd, path = tempfile.mkstemp(prefix="fsadvisor-scratch-", suffix=".img",
-                                    dir=self.plan.scratch_dir)
+        fd, path = tempfile.mkstemp(
+            prefix="fsadvisor-scratch-", suffix=".img", dir=self.plan.scratch_dir
+        )
         os.close(fd)
         # Written before the device exists: a kill between attach and the next save still
         # leaves enough behind (the file) for the cleanup to find the loop device by it.
@@ -478,8 +603,9 @@ class MatrixRun:
         actions += [f"still left: {x}; the next probe will retry" for x in left]
         self.summary.cleanup = actions
         for a in actions:
-            self.on_progress(ProgressEvent("cleanup", self._done_count(), self.summary.total,
-                                           message=a))
+            self.on_progress(
+                ProgressEvent("cleanup", self._done_count(), self.summary.total, message=a)
+            )
         if not left:
             # Otherwise the state keeps naming them (and this soon-dead owner), so the next
             # invocation's stale cleanup tries again.
@@ -492,8 +618,9 @@ class MatrixRun:
             # cleanup only when nothing else is on its way (see execute).
             self.state_error = e
             self.summary.cleanup.append(str(e))
-            self.on_progress(ProgressEvent("cleanup", self._done_count(), self.summary.total,
-                                           message=str(e)))
+            self.on_progress(
+                ProgressEvent("cleanup", self._done_count(), self.summary.total, message=str(e))
+            )
 
     def _wipe_own_signature(self, dev: str) -> list[str]:
         """Leave the device as empty as the probe was allowed to make it: the signature of
@@ -504,8 +631,10 @@ class MatrixRun:
             return [f"left {dev} as it is: it is busy"]
         result = self.executor.run(WIPE_ARGV + [dev], check=False, timeout_s=120)
         if not result.ok:
-            return [f"could not wipe the probe's filesystem signature from {dev}: "
-                    f"{result.one_line_error()}"]
+            return [
+                f"could not wipe the probe's filesystem signature from {dev}: "
+                f"{result.one_line_error()}"
+            ]
         entry = self.state.matrices.get(self.plan.device_key)
         if entry:
             entry.pop("own_signature", None)

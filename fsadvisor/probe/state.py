@@ -115,8 +115,9 @@ class ProbeState:
 
     @property
     def has_live_resources(self) -> bool:
-        return bool(self.mounts or self.scratch or self.child or self.original_scheduler
-                     or self.owner)
+        return bool(
+            self.mounts or self.scratch or self.child or self.original_scheduler or self.owner
+        )
 
     def clear_live(self) -> None:
         self.owner = None
@@ -145,11 +146,16 @@ class ProbeState:
     @staticmethod
     def from_dict(d: Any) -> "ProbeState":
         if not isinstance(d, dict) or d.get("version") != STATE_VERSION:
-            raise StateFileError("unrecognised probe state file (version "
-                                 f"{d.get('version') if isinstance(d, dict) else '?'})")
+            raise StateFileError(
+                "unrecognised probe state file (version "
+                f"{d.get('version') if isinstance(d, dict) else '?'})"
+            )
         raw_mounts = d.get("mounts")
-        mounts = [m for m in (raw_mounts if isinstance(raw_mounts, list) else [])
-                  if isinstance(m, dict) and isinstance(m.get("mountpoint"), str)]
+        mounts = [
+            m
+            for m in (raw_mounts if isinstance(raw_mounts, list) else [])
+            if isinstance(m, dict) and isinstance(m.get("mountpoint"), str)
+        ]
         scratch = d.get("scratch") if isinstance(d.get("scratch"), dict) else None
         raw_matrices = d.get("matrices")
         matrices = raw_matrices if isinstance(raw_matrices, dict) else {}
@@ -157,9 +163,14 @@ class ProbeState:
             owner=ProcessRef.from_dict(d.get("owner")),
             matrix_id=d.get("matrix_id") if isinstance(d.get("matrix_id"), str) else None,
             device=d.get("device") if isinstance(d.get("device"), str) else None,
-            original_scheduler=(d.get("original_scheduler")
-                                if isinstance(d.get("original_scheduler"), str) else None),
-            mounts=mounts, scratch=scratch, child=ProcessRef.from_dict(d.get("child")),
+            original_scheduler=(
+                d.get("original_scheduler")
+                if isinstance(d.get("original_scheduler"), str)
+                else None
+            ),
+            mounts=mounts,
+            scratch=scratch,
+            child=ProcessRef.from_dict(d.get("child")),
             current_cell=d.get("current_cell") if isinstance(d.get("current_cell"), str) else None,
             matrices={k: v for k, v in matrices.items() if isinstance(v, dict)},
         )
@@ -173,8 +184,11 @@ def recorded_signature(state: ProbeState, device_key: str, device: str) -> dict[
     if not isinstance(rec, dict) or not isinstance(rec.get("device"), str):
         return None
     ident = rec.get("identity")
-    if not isinstance(ident, dict) or not ident or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in ident.items()):
+    if (
+        not isinstance(ident, dict)
+        or not ident
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in ident.items())
+    ):
         return None
     if os.path.realpath(rec["device"]) != os.path.realpath(device):
         return None
@@ -204,8 +218,10 @@ class StateFile:
             return ProbeState()
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise StateFileError(f"probe state {self.path} is a symbolic link; a probe "
-                                     "trusts only the file it wrote (remove it)") from None
+                raise StateFileError(
+                    f"probe state {self.path} is a symbolic link; a probe "
+                    "trusts only the file it wrote (remove it)"
+                ) from None
             raise StateFileError(f"cannot read probe state {self.path}: {e.strerror}") from None
         try:
             why = untrusted(self.path, os.fstat(fd))
@@ -218,14 +234,17 @@ class StateFile:
         finally:
             os.close(fd)
         if len(raw) > MAX_STATE_BYTES:
-            raise StateFileError(f"probe state {self.path} is larger than "
-                                 f"{MAX_STATE_BYTES >> 20} MiB: not a probe's; inspect it")
+            raise StateFileError(
+                f"probe state {self.path} is larger than "
+                f"{MAX_STATE_BYTES >> 20} MiB: not a probe's; inspect it"
+            )
         try:
             text = raw.decode("utf-8")
             return ProbeState.from_dict(json.loads(text))
         except ValueError:
-            raise StateFileError(f"probe state {self.path} is not JSON; inspect it, "
-                                 "clean up by hand and delete it") from None
+            raise StateFileError(
+                f"probe state {self.path} is not JSON; inspect it, clean up by hand and delete it"
+            ) from None
 
     def save(self, state: ProbeState) -> None:
         """Atomically: the file holds the old state or the new one, never a mix (temp file,
@@ -246,11 +265,14 @@ class StateFile:
             self._write(data)
         except OSError as e:
             if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise StateFileError(f"cannot write probe state {self.path}: "
-                                     f"{e.strerror or e}") from None
+                raise StateFileError(
+                    f"cannot write probe state {self.path}: {e.strerror or e}"
+                ) from None
             if state.has_live_resources:
-                raise StateFileError(f"disk full: cannot update the probe state {self.path} "
-                                     f"({e.strerror}); free some space") from None
+                raise StateFileError(
+                    f"disk full: cannot update the probe state {self.path} "
+                    f"({e.strerror}); free some space"
+                ) from None
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             try:
@@ -258,15 +280,15 @@ class StateFile:
             except OSError as e2:
                 raise StateFileError(
                     f"disk full: the probe cleaned up, but cannot record its unfinished matrix "
-                    f"for --resume in {self.path} ({e2.strerror}); free some space") from None
+                    f"for --resume in {self.path} ({e2.strerror}); free some space"
+                ) from None
 
     def _write(self, data: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         why = untrusted_dir(self.path.parent)
         if why:
             raise StateFileError(f"probe state {self.path}: {why}")
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
-                                   dir=self.path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(data)
@@ -294,11 +316,15 @@ def untrusted(path: Path, st: os.stat_result) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return f"{where} is not a regular file; a probe trusts only the file it wrote"
     if st.st_uid != os.geteuid():
-        return (f"{where} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); a probe "
-                "acts only on a state file it wrote itself: remove it if it is not yours")
+        return (
+            f"{where} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); a probe "
+            "acts only on a state file it wrote itself: remove it if it is not yours"
+        )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return (f"{where} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); a probe "
-                "acts only on a state file no one else could have changed: remove it")
+        return (
+            f"{where} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); a probe "
+            "acts only on a state file no one else could have changed: remove it"
+        )
     why = untrusted_dir(path.parent)
     return f"{where}: {why}" if why else None
 
@@ -306,8 +332,12 @@ def untrusted(path: Path, st: os.stat_result) -> str | None:
 def ours_mountpoint(path: object) -> bool:
     """A mount point a probe made: an absolute, normalised path to a directory named by
     tempfile.mkdtemp(prefix=MOUNT_PREFIX). Nothing else is ever unmounted or removed."""
-    return (isinstance(path, str) and os.path.isabs(path) and os.path.normpath(path) == path
-            and os.path.basename(path).startswith(MOUNT_PREFIX))
+    return (
+        isinstance(path, str)
+        and os.path.isabs(path)
+        and os.path.normpath(path) == path
+        and os.path.basename(path).startswith(MOUNT_PREFIX)
+    )
 
 
 def ours_scratch_file(path: object) -> bool:
@@ -380,8 +410,9 @@ def _arg_values(arg: str) -> list[str]:
     return out
 
 
-def process_uses(argv: list[str], cwd: str | None, environ: dict[str, str],
-                 paths: list[str]) -> bool:
+def process_uses(
+    argv: list[str], cwd: str | None, environ: dict[str, str], paths: list[str]
+) -> bool:
     """Whether a benchmark with this command line, working directory and environment works
     on one of ``paths`` (our mount points or scratch loop device). Whole path components
     only: a substring test once matched someone else's fio on /dev/loop10 for our
@@ -439,14 +470,19 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
     device_is_ours = True
     if scratch and state.device and state.device == loop:
         device_is_ours = _same_file(ops.loop_backing_file(loop), backing)
-    if (state.original_scheduler in SCHEDULERS and isinstance(state.device, str)
-            and state.device.startswith("/dev/") and device_is_ours):
+    if (
+        state.original_scheduler in SCHEDULERS
+        and isinstance(state.device, str)
+        and state.device.startswith("/dev/")
+        and device_is_ours
+    ):
         now = ops.current_scheduler(state.device)
         if now is not None and now != state.original_scheduler:
             try:
                 ops.set_scheduler(state.device, state.original_scheduler)
-                done.append(f"restored the I/O scheduler of {state.device} to "
-                            f"{state.original_scheduler}")
+                done.append(
+                    f"restored the I/O scheduler of {state.device} to {state.original_scheduler}"
+                )
             except FsAdvisorError as e:
                 done.append(f"could not restore the I/O scheduler of {state.device}: {e}")
     if backing:
@@ -464,8 +500,11 @@ def undo(state: ProbeState, ops: HostOps) -> list[str]:
 def leftovers(state: ProbeState, ops: HostOps) -> list[str]:
     """What ``undo`` could not put back: a mount still mounted, a scratch loop device still
     attached to our file, the file itself, a benchmark still running."""
-    out = [f"{m['mountpoint']} is still mounted" for m in state.mounts
-           if ours_mountpoint(m.get("mountpoint")) and ops.is_mounted(m["mountpoint"])]
+    out = [
+        f"{m['mountpoint']} is still mounted"
+        for m in state.mounts
+        if ours_mountpoint(m.get("mountpoint")) and ops.is_mounted(m["mountpoint"])
+    ]
     backing = (state.scratch or {}).get("backing_file")
     if backing and ours_scratch_file(backing):
         out += [f"loop device {d} is still attached to {backing}" for d in ops.loops_of(backing)]
@@ -488,8 +527,12 @@ class SystemOps:
         # init, for the orphan of a killed probe) can reap it, whenever that parent gets to it.
         rest = _stat_after_comm(ref.pid, self.proc_root)
         ticks = _ticks(rest)
-        return (rest is not None and ticks is not None
-                and (ref.start_ticks is None or ticks == ref.start_ticks) and rest[0] != "Z")
+        return (
+            rest is not None
+            and ticks is not None
+            and (ref.start_ticks is None or ticks == ref.start_ticks)
+            and rest[0] != "Z"
+        )
 
     def stop_process_group(self, ref: ProcessRef) -> None:
         # Only a process running one of the probe's own commands, checked now: a state file
@@ -619,8 +662,9 @@ class CleanupReport:
         return self.owner_pid is not None
 
 
-def cleanup_stale(state_file: StateFile, ops: HostOps | None = None,
-                  me: int | None = None) -> CleanupReport:
+def cleanup_stale(
+    state_file: StateFile, ops: HostOps | None = None, me: int | None = None
+) -> CleanupReport:
     """If the state file names a probe that is no longer running, undo what it left behind
     and keep only its resume information. A live owner (another probe) is left alone."""
     ops = ops or SystemOps()
@@ -633,8 +677,11 @@ def cleanup_stale(state_file: StateFile, ops: HostOps | None = None,
     me = os.getpid() if me is None else me
     if owner is not None and owner.pid != me and ops.process_alive(owner):
         return CleanupReport()
-    report = CleanupReport(matrix_id=state.matrix_id, interrupted_cell=state.current_cell,
-                           owner_pid=owner.pid if owner else -1)
+    report = CleanupReport(
+        matrix_id=state.matrix_id,
+        interrupted_cell=state.current_cell,
+        owner_pid=owner.pid if owner else -1,
+    )
     report.actions = undo(state, ops)
     left = leftovers(state, ops)
     report.actions += [f"still left: {x}" for x in left]

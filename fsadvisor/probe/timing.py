@@ -30,9 +30,13 @@ def default_size_bytes(device_size_bytes: int) -> int:
     return int(max(16 * MIB, min(4 * GIB, device_size_bytes // 8)) // MIB * MIB)
 
 
-def cell_seconds(read_pct: float, size_bytes: int, runtime_s: float = DEFAULT_RUNTIME_S,
-                 cooldown_s: float = DEFAULT_COOLDOWN_S,
-                 overhead_s: float = CELL_OVERHEAD_S) -> float:
+def cell_seconds(
+    read_pct: float,
+    size_bytes: int,
+    runtime_s: float = DEFAULT_RUNTIME_S,
+    cooldown_s: float = DEFAULT_COOLDOWN_S,
+    overhead_s: float = CELL_OVERHEAD_S,
+) -> float:
     """One cell's wall time: its window, its cool-down, its overhead, and the fill of a
     ``size_bytes`` data set first when the workload reads (a read needs data to read)."""
     fill = size_bytes / FILL_BYTES_PER_S if read_pct > 0 else 0.0

@@ -37,9 +37,15 @@ def parse_diskstats(text: str) -> dict[str, DiskStats]:
         if len(parts) < 14 or not all(x.isascii() and x.isdigit() for x in parts[3:14]):
             continue
         f = [int(x) for x in parts[3:14]]
-        out[parts[2]] = DiskStats(reads=f[0], read_sectors=f[2], writes=f[4],
-                                  write_sectors=f[6], in_flight=f[8], io_ticks_ms=f[9],
-                                  time_in_queue_ms=f[10])
+        out[parts[2]] = DiskStats(
+            reads=f[0],
+            read_sectors=f[2],
+            writes=f[4],
+            write_sectors=f[6],
+            in_flight=f[8],
+            io_ticks_ms=f[9],
+            time_in_queue_ms=f[10],
+        )
     return out
 
 
@@ -94,15 +100,31 @@ def measure(before: DiskStats, after: DiskStats, seconds: float) -> Measured:
     backwards (a device re-created in between) are an FsAdvisorError."""
     if not seconds > 0:
         raise FsAdvisorError(f"the sampling interval must be positive, not {seconds!r}")
-    d = {k: getattr(after, k) - getattr(before, k) for k in
-         ("reads", "read_sectors", "writes", "write_sectors", "io_ticks_ms", "time_in_queue_ms")}
+    d = {
+        k: getattr(after, k) - getattr(before, k)
+        for k in (
+            "reads",
+            "read_sectors",
+            "writes",
+            "write_sectors",
+            "io_ticks_ms",
+            "time_in_queue_ms",
+        )
+    }
     if any(v < 0 for v in d.values()):
-        raise FsAdvisorError("the device's counters went backwards between the samples "
-                             "(was it re-created?): capture again")
-    return Measured(seconds=seconds, reads=d["reads"], writes=d["writes"],
-                    read_bytes=d["read_sectors"] * SECTOR_BYTES,
-                    write_bytes=d["write_sectors"] * SECTOR_BYTES,
-                    busy_ms=d["io_ticks_ms"], queue_ms=d["time_in_queue_ms"])
+        raise FsAdvisorError(
+            "the device's counters went backwards between the samples "
+            "(was it re-created?): capture again"
+        )
+    return Measured(
+        seconds=seconds,
+        reads=d["reads"],
+        writes=d["writes"],
+        read_bytes=d["read_sectors"] * SECTOR_BYTES,
+        write_bytes=d["write_sectors"] * SECTOR_BYTES,
+        busy_ms=d["io_ticks_ms"],
+        queue_ms=d["time_in_queue_ms"],
+    )
 
 
 ASSUMPTIONS = (
@@ -124,16 +146,32 @@ def _round_bs(n: float) -> int:
 def to_profile(m: Measured, name: str, device: str) -> tuple[Profile, tuple[str, ...]]:
     """The profile the sample suggests and the assumptions behind it."""
     if m.ios == 0:
-        raise FsAdvisorError(f"{device} did no I/O in {m.seconds:g} s: capture while the "
-                             "application runs")
+        raise FsAdvisorError(
+            f"{device} did no I/O in {m.seconds:g} s: capture while the application runs"
+        )
     pct = m.read_pct
     rw = "randread" if pct == 100 else "randwrite" if pct == 0 else "randrw"
     qd = max(1, int(-(-m.effective_queue_depth // 1)))
-    w = Workload(rw=rw, bs_bytes=_round_bs(m.mean_request_bytes), iodepth=qd, numjobs=1,
-                 rwmixread=pct, direct=False)
-    desc = (f"captured on {device} over {m.seconds:.1f} s: {m.iops:,.0f} IOPS, {pct}% reads, "
-            f"mean read {m.mean_read_bytes / 1024:,.1f} KiB, mean write "
-            f"{m.mean_write_bytes / 1024:,.1f} KiB, {m.effective_queue_depth:.2f} in flight")
-    return (Profile(name=name, description=desc, workload=w, constraints=Constraints(),
-                    source=f"fsadvisor profiles capture ({device}, /proc/diskstats)"),
-            ASSUMPTIONS)
+    w = Workload(
+        rw=rw,
+        bs_bytes=_round_bs(m.mean_request_bytes),
+        iodepth=qd,
+        numjobs=1,
+        rwmixread=pct,
+        direct=False,
+    )
+    desc = (
+        f"captured on {device} over {m.seconds:.1f} s: {m.iops:,.0f} IOPS, {pct}% reads, "
+        f"mean read {m.mean_read_bytes / 1024:,.1f} KiB, mean write "
+        f"{m.mean_write_bytes / 1024:,.1f} KiB, {m.effective_queue_depth:.2f} in flight"
+    )
+    return (
+        Profile(
+            name=name,
+            description=desc,
+            workload=w,
+            constraints=Constraints(),
+            source=f"fsadvisor profiles capture ({device}, /proc/diskstats)",
+        ),
+        ASSUMPTIONS,
+    )

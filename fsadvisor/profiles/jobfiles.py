@@ -22,8 +22,13 @@ SEED_000_FILE = "100G"  # seed 000 §III-B: one 100 GB file
 SEED_000_ENGINE = "io_uring"  # what seed 000 ran; micro.fio leaves it to ${IOENGINE}
 SOURCE = "seed 000, Section III.B (fio microbenchmarks)"
 TAGS = ["micro", "seed-000"]
-WORDS = {"randread": "random reads", "randwrite": "random writes", "read": "sequential reads",
-         "write": "sequential writes", "randrw": "random {mix}/{rest} read/write mix"}
+WORDS = {
+    "randread": "random reads",
+    "randwrite": "random writes",
+    "read": "sequential reads",
+    "write": "sequential writes",
+    "randrw": "random {mix}/{rest} read/write mix",
+}
 PROFILE_KEYS = ("rw", "bs", "iodepth", "rwmixread", "direct")  # the job keys a preset takes
 
 
@@ -31,8 +36,10 @@ def _description(rw: str, bs: str, numjobs: int, keys: dict[str, str]) -> str:
     mix = int(keys.get("rwmixread", 50))
     what = WORDS[rw].format(mix=mix, rest=100 - mix)
     procs = "1 process" if numjobs == 1 else f"{numjobs} processes"
-    return (f"fio {what}, {bs.upper()}B requests, {procs} x iodepth {keys['iodepth']}, "
-            f"direct {SEED_000_ENGINE} on a {SEED_000_FILE[:-1]} GB file")
+    return (
+        f"fio {what}, {bs.upper()}B requests, {procs} x iodepth {keys['iodepth']}, "
+        f"direct {SEED_000_ENGINE} on a {SEED_000_FILE[:-1]} GB file"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,10 +57,20 @@ def micro_presets() -> tuple[Profile, ...]:
             fio = {"rw": rw, "bs": bs, "iodepth": int(keys["iodepth"]), "numjobs": n}
             if rw in ("rw", "randrw"):
                 fio["rwmixread"] = int(keys["rwmixread"])
-            fio.update(direct=int(keys["direct"]), ioengine=SEED_000_ENGINE, nrfiles=1,
-                       size=SEED_000_FILE)
+            fio.update(
+                direct=int(keys["direct"]), ioengine=SEED_000_ENGINE, nrfiles=1, size=SEED_000_FILE
+            )
             name = f"fio-{section}-j{n}"
-            out.append(profile_from_dict(
-                {"description": _description(rw, bs, n, keys), "source": SOURCE,
-                 "tags": TAGS, "fio": fio}, name, origin=f"{origin} [{section}] x {n} jobs"))
+            out.append(
+                profile_from_dict(
+                    {
+                        "description": _description(rw, bs, n, keys),
+                        "source": SOURCE,
+                        "tags": TAGS,
+                        "fio": fio,
+                    },
+                    name,
+                    origin=f"{origin} [{section}] x {n} jobs",
+                )
+            )
     return tuple(out)

@@ -80,8 +80,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from fsadvisor.domain import (METADATA_MODES, RW_MODES, Constraints, FsyncMode, Profile,
-                              Workload)
+from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, FsyncMode, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line
 from fsadvisor.infra.resources import presets_dir, read_toml
 from fsadvisor.sizes import format_size, parse_size
@@ -97,8 +96,20 @@ RANK_BY = ("ops", "bytes")
 # fio 3.33's engines that make sense for a filesystem workload (``fio --enghelp``), plus
 # the metadata engines that double as our metadata ``rw`` values.
 IOENGINES = (
-    "sync", "psync", "vsync", "pvsync", "pvsync2", "io_uring", "libaio", "posixaio",
-    "mmap", "splice", "null", "filecreate", "filestat", "filedelete",
+    "sync",
+    "psync",
+    "vsync",
+    "pvsync",
+    "pvsync2",
+    "io_uring",
+    "libaio",
+    "posixaio",
+    "mmap",
+    "splice",
+    "null",
+    "filecreate",
+    "filestat",
+    "filedelete",
 )
 
 KIB = 1 << 10
@@ -121,27 +132,77 @@ DIRECT_MIN_BS = 512
 BYTES_RANK_MIN_BS = 128 * KIB
 
 DESCRIPTIVE_KEYS = (
-    "read_pct", "pattern", "request_size", "jobs", "queue_depth", "fsync", "fsync_every",
-    "direct", "ioengine", "working_set", "files", "file_size", "file_size_max", "metadata",
-    "create_frac", "stat_frac", "delete_frac", "dir_shape", "dir_depth", "op", "rank_by",
+    "read_pct",
+    "pattern",
+    "request_size",
+    "jobs",
+    "queue_depth",
+    "fsync",
+    "fsync_every",
+    "direct",
+    "ioengine",
+    "working_set",
+    "files",
+    "file_size",
+    "file_size_max",
+    "metadata",
+    "create_frac",
+    "stat_frac",
+    "delete_frac",
+    "dir_shape",
+    "dir_depth",
+    "op",
+    "rank_by",
 )
-FIO_KEYS = ("rw", "bs", "iodepth", "numjobs", "rwmixread", "fsync", "direct", "ioengine",
-            "nrfiles", "filesize", "size")
+FIO_KEYS = (
+    "rw",
+    "bs",
+    "iodepth",
+    "numjobs",
+    "rwmixread",
+    "fsync",
+    "direct",
+    "ioengine",
+    "nrfiles",
+    "filesize",
+    "size",
+)
 # Workload's own field names, so ``workload_from_dict(w.to_dict()) == w``.
-FIELD_KEYS = ("bs_bytes", "fsync_mode", "working_set_bytes", "file_size_bytes",
-              "file_size_max_bytes")
+FIELD_KEYS = (
+    "bs_bytes",
+    "fsync_mode",
+    "working_set_bytes",
+    "file_size_bytes",
+    "file_size_max_bytes",
+)
 # Carried by datasets/workloads.toml rows next to the workload; not part of it.
 IGNORED_FLAT_KEYS = ("description", "source")
 FLAT_KEYS = tuple(dict.fromkeys(DESCRIPTIVE_KEYS + FIO_KEYS + FIELD_KEYS + IGNORED_FLAT_KEYS))
 METADATA_KEYS = ("create", "stat", "delete")
 
-PROFILE_KEYS = ("name", "description", "source", "fio_job", "tags", "workload", "fio",
-                "constraints")
-CONSTRAINT_KEYS = ("min_iops", "min_mb_s", "max_p99_ms", "durability", "features", "plp",
-                   "allow_risky")
+PROFILE_KEYS = (
+    "name",
+    "description",
+    "source",
+    "fio_job",
+    "tags",
+    "workload",
+    "fio",
+    "constraints",
+)
+CONSTRAINT_KEYS = (
+    "min_iops",
+    "min_mb_s",
+    "max_p99_ms",
+    "durability",
+    "features",
+    "plp",
+    "allow_risky",
+)
 
 
 # ---------------------------------------------------------------- error formatting
+
 
 def _show(value: Any) -> str:
     """A value as the user wrote it (TOML-ish), on one short line."""
@@ -171,7 +232,9 @@ class _Where:
         return self.prefix + key
 
     def fail(self, key: str, value: Any, problem: str) -> ProfileError:
-        return ProfileError(one_line(f"{self.origin}: {self.field(key)} = {_show(value)} {problem}"))
+        return ProfileError(
+            one_line(f"{self.origin}: {self.field(key)} = {_show(value)} {problem}")
+        )
 
     def fail_key(self, key: str, problem: str) -> ProfileError:
         return ProfileError(one_line(f"{self.origin}: {self.field(key)} {problem}"))
@@ -184,11 +247,13 @@ def _unknown_key(where: _Where, key: Any, known: Iterable[str]) -> ProfileError:
     key_s = str(key)
     close = difflib.get_close_matches(key_s, list(known), n=3, cutoff=0.7)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    return where.fail_key(_show(key_s) if not key_s.isidentifier() else key_s,
-                          f"is not a known key{hint}")
+    return where.fail_key(
+        _show(key_s) if not key_s.isidentifier() else key_s, f"is not a known key{hint}"
+    )
 
 
 # ---------------------------------------------------------------- typed readers
+
 
 def _int(where: _Where, key: str, v: Any, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
@@ -232,7 +297,7 @@ def _choice(where: _Where, key: str, v: Any, choices: Iterable[str]) -> str:
 
 def _size(where: _Where, key: str, v: Any, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, str)):
-        raise where.fail(key, v, "must be a size such as 4096 or \"4k\"")
+        raise where.fail(key, v, 'must be a size such as 4096 or "4k"')
     try:
         n = parse_size(v)
     except (ValueError, OverflowError):
@@ -255,6 +320,7 @@ def _size_range(where: _Where, key: str, v: Any) -> tuple[int, int | None]:
 
 
 # ---------------------------------------------------------------- workload
+
 
 @dataclass
 class _Slot:
@@ -288,8 +354,12 @@ class _Facts:
 
     def conflict(self, a: str, b: str, problem: str = "contradicts") -> ProfileError:
         sa, sb = self.slots[a], self.slots[b]
-        return ProfileError(one_line(f"{self.where.origin}: {sa.field} = {_show(sa.raw)} "
-                                      f"{problem} {sb.field} = {_show(sb.raw)}"))
+        return ProfileError(
+            one_line(
+                f"{self.where.origin}: {sa.field} = {_show(sa.raw)} "
+                f"{problem} {sb.field} = {_show(sb.raw)}"
+            )
+        )
 
 
 def _read_key(facts: _Facts, where: _Where, key: str, v: Any, style: str) -> None:
@@ -338,7 +408,9 @@ def _read_key(facts: _Facts, where: _Where, key: str, v: Any, style: str) -> Non
             s("file_size_max", _size(where, key, v, *BYTES_RANGE), where, key, v)
     elif key == "metadata":
         if not isinstance(v, Mapping):
-            raise where.fail(key, v, "must be a table like { create = 0.1, stat = 0.2, delete = 0.1 }")
+            raise where.fail(
+                key, v, "must be a table like { create = 0.1, stat = 0.2, delete = 0.1 }"
+            )
         sub = where.sub("metadata.")
         for mk, mv in v.items():
             if mk not in METADATA_KEYS:
@@ -377,8 +449,11 @@ def _mix(facts: _Facts) -> tuple[str, int]:
         if facts.has("random") and facts.get("random") != random:
             raise facts.conflict("random", "rw")
         if rw in ("rw", "randrw"):
-            if facts.has("read_pct") and facts.has("rwmixread") \
-                    and facts.get("read_pct") != facts.get("rwmixread"):
+            if (
+                facts.has("read_pct")
+                and facts.has("rwmixread")
+                and facts.get("read_pct") != facts.get("rwmixread")
+            ):
                 raise facts.conflict("read_pct", "rwmixread")
             pct = facts.get("rwmixread", facts.get("read_pct", 50))
         else:
@@ -387,8 +462,11 @@ def _mix(facts: _Facts) -> tuple[str, int]:
                 raise facts.conflict("read_pct", "rw")
     else:
         random = facts.get("random", True)
-        if facts.has("read_pct") and facts.has("rwmixread") \
-                and facts.get("read_pct") != facts.get("rwmixread"):
+        if (
+            facts.has("read_pct")
+            and facts.has("rwmixread")
+            and facts.get("read_pct") != facts.get("rwmixread")
+        ):
             raise facts.conflict("read_pct", "rwmixread")
         pct = facts.get("read_pct", facts.get("rwmixread", 50))
     prefix = "rand" if random else ""
@@ -412,8 +490,12 @@ def _fsync(facts: _Facts) -> tuple[FsyncMode, int]:
     if every is None:
         if mode == "every_n":
             s = facts.slots["fsync_mode"]
-            raise ProfileError(one_line(f"{facts.where.origin}: {s.field} = {_show(s.raw)} "
-                                         f"needs fsync_every = N (writes per fsync, >= 1)"))
+            raise ProfileError(
+                one_line(
+                    f"{facts.where.origin}: {s.field} = {_show(s.raw)} "
+                    f"needs fsync_every = N (writes per fsync, >= 1)"
+                )
+            )
         return mode, 1  # one fsync per transaction's write
     if every == 0:
         raise facts.conflict("fsync_mode", "fsync_every")
@@ -437,22 +519,29 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
     if ws is None:
         ws = fsz * nrfiles
         if ws > BYTES_RANGE[1]:
-            raise facts.conflict("file_size", "nrfiles",
-                                 f"gives a working set over {format_size(BYTES_RANGE[1])} with")
+            raise facts.conflict(
+                "file_size",
+                "nrfiles",
+                f"gives a working set over {format_size(BYTES_RANGE[1])} with",
+            )
     fmax = facts.get("file_size_max")
     if fmax is not None and fmax < fsz:
         if facts.has("file_size"):
             raise facts.conflict("file_size_max", "file_size", "is smaller than")
         s = facts.slots["file_size_max"]
-        raise ProfileError(one_line(
-            f"{origin.origin}: {s.field} = {_show(s.raw)} is smaller than the mean file size "
-            f"{format_size(fsz)} (working set / files)"))
+        raise ProfileError(
+            one_line(
+                f"{origin.origin}: {s.field} = {_show(s.raw)} is smaller than the mean file size "
+                f"{format_size(fsz)} (working set / files)"
+            )
+        )
 
     fracs = {k: facts.get(f"{k}_frac", 0.0) for k in METADATA_KEYS}
     if sum(fracs.values()) > 1.0 + 1e-9:
         given = ", ".join(f"{k} {v:g}" for k, v in fracs.items() if v)
-        raise origin.fail_plain(f"metadata fractions ({given}) sum to "
-                                f"{sum(fracs.values()):g}, more than 1")
+        raise origin.fail_plain(
+            f"metadata fractions ({given}) sum to {sum(fracs.values()):g}, more than 1"
+        )
 
     dir_depth = facts.get("dir_depth", Workload.dir_depth)
     dir_shape = facts.get("dir_shape", "deep" if dir_depth > 1 else "flat")
@@ -462,33 +551,50 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
         ioengine = rw if rw in METADATA_MODES else Workload.ioengine
     elif ioengine in METADATA_MODES and rw != ioengine:
         # rw was derived from read_pct/pattern yet the engine only does metadata.
-        raise origin.fail_plain(f"ioengine = {_show(ioengine)} runs only {ioengine} "
-                                f"jobs, but the workload is {rw}")
+        raise origin.fail_plain(
+            f"ioengine = {_show(ioengine)} runs only {ioengine} jobs, but the workload is {rw}"
+        )
 
     bs = facts.get("bs", Workload.bs_bytes)
     direct = facts.get("direct", Workload.direct)
     if direct and rw not in METADATA_MODES and bs % DIRECT_MIN_BS:
         s = facts.slots["bs"]  # the default 4096 is a multiple, so bs was given
         how = "direct = true" if facts.has("direct") else "direct I/O (the default)"
-        problem = (f"is below {DIRECT_MIN_BS} bytes" if bs < DIRECT_MIN_BS
-                   else f"is not a multiple of {DIRECT_MIN_BS} bytes")
-        raise ProfileError(one_line(
-            f"{origin.origin}: {s.field} = {_show(s.raw)} {problem}: with {how} O_DIRECT "
-            f"needs whole logical blocks (>= {DIRECT_MIN_BS} B); use direct = false or a "
-            f"larger request size"))
+        problem = (
+            f"is below {DIRECT_MIN_BS} bytes"
+            if bs < DIRECT_MIN_BS
+            else f"is not a multiple of {DIRECT_MIN_BS} bytes"
+        )
+        raise ProfileError(
+            one_line(
+                f"{origin.origin}: {s.field} = {_show(s.raw)} {problem}: with {how} O_DIRECT "
+                f"needs whole logical blocks (>= {DIRECT_MIN_BS} B); use direct = false or a "
+                f"larger request size"
+            )
+        )
     meta = sum(fracs.values()) > 0 or rw in METADATA_MODES
     random = rw.startswith("rand") or rw in METADATA_MODES
     default_rank = "bytes" if (not random and not meta and bs >= BYTES_RANK_MIN_BS) else "ops"
 
     return Workload(
-        rw=rw, bs_bytes=bs,
+        rw=rw,
+        bs_bytes=bs,
         iodepth=facts.get("iodepth", Workload.iodepth),
         numjobs=facts.get("numjobs", Workload.numjobs),
-        rwmixread=rwmixread, fsync_every=fsync_every, fsync_mode=fsync_mode,
-        direct=direct, ioengine=ioengine,
-        working_set_bytes=ws, nrfiles=nrfiles, file_size_bytes=fsz, file_size_max_bytes=fmax,
-        create_frac=fracs["create"], stat_frac=fracs["stat"], delete_frac=fracs["delete"],
-        dir_shape=dir_shape, dir_depth=dir_depth,
+        rwmixread=rwmixread,
+        fsync_every=fsync_every,
+        fsync_mode=fsync_mode,
+        direct=direct,
+        ioengine=ioengine,
+        working_set_bytes=ws,
+        nrfiles=nrfiles,
+        file_size_bytes=fsz,
+        file_size_max_bytes=fmax,
+        create_frac=fracs["create"],
+        stat_frac=fracs["stat"],
+        delete_frac=fracs["delete"],
+        dir_shape=dir_shape,
+        dir_depth=dir_depth,
         op=facts.get("op", "file" if rw in METADATA_MODES else Workload.op),
         rank_by=facts.get("rank_by", default_rank),
     )
@@ -518,6 +624,7 @@ def workload_from_dict(d: Mapping[str, Any], *, where: str = "workload") -> Work
 
 
 # ---------------------------------------------------------------- constraints and profiles
+
 
 def _constraints(where: _Where, d: Mapping[str, Any]) -> Constraints:
     for k in d:
@@ -579,8 +686,9 @@ def _profile(d: Any, name: str, origin: str, name_is_default: bool = True) -> Pr
                 raise _unknown_key(sub, k, keys)
             items.append((sub, k, v, style))
     workload = _build_workload(items, top)
-    constraints = _constraints(top.sub("constraints."),
-                               _check_mapping(top, "constraints", d.get("constraints", {})))
+    constraints = _constraints(
+        top.sub("constraints."), _check_mapping(top, "constraints", d.get("constraints", {}))
+    )
     if "workload" not in d and "fio" not in d:
         # Every field has a default, so an empty file would silently mean a 4k randrw.
         raise top.fail_plain("no [workload] or [fio] table")
@@ -594,13 +702,17 @@ def _profile(d: Any, name: str, origin: str, name_is_default: bool = True) -> Pr
     return Profile(
         name=name,
         description=_text(top, "description", d.get("description", "")),
-        workload=workload, constraints=constraints,
+        workload=workload,
+        constraints=constraints,
         source=_text(top, "source", d.get("source", "")),
-        fio_job=fio_job, tags=tuple(tags),
+        fio_job=fio_job,
+        tags=tuple(tags),
     )
 
 
-def profile_from_dict(d: Mapping[str, Any], name: str = "", *, origin: str | None = None) -> Profile:
+def profile_from_dict(
+    d: Mapping[str, Any], name: str = "", *, origin: str | None = None
+) -> Profile:
     """One profile from a parsed TOML table ([workload]/[fio]/[constraints] sub-tables).
 
     ``name`` is the default when the table has no ``name`` key; ``origin`` names the
@@ -614,13 +726,16 @@ def _profiles_in(doc: Mapping[str, Any], stem: str, origin: str) -> list[Profile
     top = _Where(origin)
     extra = [k for k in doc if k != "profiles"]
     if extra:
-        raise top.fail_key(extra[0], "must be inside a [profiles.<name>] table when the "
-                           "file holds [profiles]")
+        raise top.fail_key(
+            extra[0], "must be inside a [profiles.<name>] table when the file holds [profiles]"
+        )
     table = _check_mapping(top, "profiles", doc["profiles"])
     if not table:
         raise top.fail_plain("[profiles] holds no profile")
-    return [_profile(body, name, f"{origin} [profiles.{name}]", name_is_default=False)
-            for name, body in table.items()]
+    return [
+        _profile(body, name, f"{origin} [profiles.{name}]", name_is_default=False)
+        for name, body in table.items()
+    ]
 
 
 def load_profiles(path: str | Path) -> list[Profile]:
@@ -652,7 +767,9 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
     import tomllib  # only when a profile file is parsed, not read from its cached copy
 
     for line in text.splitlines():
-        head = line.split("=", 1)[0] if "=" in line else line if line.lstrip().startswith("[") else ""
+        head = (
+            line.split("=", 1)[0] if "=" in line else line if line.lstrip().startswith("[") else ""
+        )
         if head.count(".") > MAX_KEY_DEPTH:
             # tomllib's time and memory grow with the square of a dotted key's depth
             # (20,000 levels took 1.5 GB here); real profiles nest 3 deep.
@@ -660,7 +777,9 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except RecursionError:
-        raise ProfileError(f"{origin}: malformed TOML: arrays or tables nested too deeply") from None
+        raise ProfileError(
+            f"{origin}: malformed TOML: arrays or tables nested too deeply"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise ProfileError(one_line(f"{origin}: malformed TOML: {e}")) from None
     except ValueError as e:  # tomllib lets int()'s 4300-digit limit escape as ValueError
@@ -677,13 +796,15 @@ def _preset_index(directory: str) -> dict[str, Profile]:
     where: dict[str, str] = {}
     sources: list[tuple[str, Callable[[], Sequence[Profile]]]] = [
         (f.name, functools.partial(load_profiles, f))
-        for f in sorted(Path(directory).glob("*.toml"))]
+        for f in sorted(Path(directory).glob("*.toml"))
+    ]
     sources.append(("runner/micro.fio", micro_presets))
     for origin, profiles in sources:
         for prof in profiles():
             if prof.name in index:
-                raise ProfileError(f"preset {prof.name} is defined in both {where[prof.name]} "
-                                   f"and {origin}")
+                raise ProfileError(
+                    f"preset {prof.name} is defined in both {where[prof.name]} and {origin}"
+                )
             index[prof.name] = prof
             where[prof.name] = origin
     return index
@@ -694,8 +815,11 @@ def _preset_fast(directory: str, name: str) -> Profile | None:
     `recommend` starts here). None sends the caller to the full index, which also reports
     duplicates and close matches."""
     needles = (f"[profiles.{name}]", f'[profiles."{name}"]', f'name = "{name}"')
-    hits = [f for f in sorted(Path(directory).glob("*.toml"))
-            if any(n in f.read_text(encoding="utf-8", errors="replace") for n in needles)]
+    hits = [
+        f
+        for f in sorted(Path(directory).glob("*.toml"))
+        if any(n in f.read_text(encoding="utf-8", errors="replace") for n in needles)
+    ]
     if len(hits) != 1:
         return None
     for prof in load_profiles(hits[0]):
@@ -715,8 +839,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
     pick = None
     if ".toml:" in text and not Path(text).is_file():
         text, _, pick = text.rpartition(":")
-    looks_like_path = (isinstance(name_or_path, Path) or pick is not None or "/" in text
-                       or text.endswith(".toml"))
+    looks_like_path = (
+        isinstance(name_or_path, Path) or pick is not None or "/" in text or text.endswith(".toml")
+    )
     if looks_like_path or Path(text).is_file():
         profiles = load_profiles(text)
         if pick is not None:
@@ -727,8 +852,10 @@ def load_profile(name_or_path: str | Path) -> Profile:
         if len(profiles) == 1:
             return profiles[0]
         names = ", ".join(p.name for p in profiles[:8]) + (" ..." if len(profiles) > 8 else "")
-        raise ProfileError(f"profile {Path(text).name}: holds {len(profiles)} profiles "
-                           f"({names}); pick one as {Path(text).name}:NAME")
+        raise ProfileError(
+            f"profile {Path(text).name}: holds {len(profiles)} profiles "
+            f"({names}); pick one as {Path(text).name}:NAME"
+        )
     found = _preset_fast(str(presets_dir()), text)
     if found is not None:
         return found

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 from fsadvisor.domain import METADATA_MODES, Profile, Workload
 from fsadvisor.sizes import format_size
 
+
 def toml_string(s: str) -> str:
     out = ['"']
     for ch in s:
@@ -73,8 +74,7 @@ def _workload_tables(w: Workload) -> tuple[dict[str, Any], dict[str, Any]]:
     if w.file_size_max_bytes is not None:
         desc["file_size_max"] = format_size(w.file_size_max_bytes)
     if w.create_frac or w.stat_frac or w.delete_frac:
-        desc["metadata"] = {"create": w.create_frac, "stat": w.stat_frac,
-                            "delete": w.delete_frac}
+        desc["metadata"] = {"create": w.create_frac, "stat": w.stat_frac, "delete": w.delete_frac}
     desc["dir_shape"] = w.dir_shape
     desc["dir_depth"] = float(w.dir_depth)
     desc["op"] = w.op
@@ -111,7 +111,10 @@ def profiles_to_toml(profiles: Iterable[Profile]) -> str:
     """Several profiles as one ``[profiles.<name>]`` preset file."""
     chunks = []
     for p in profiles:
-        key = p.name if p.name.replace("-", "").replace("_", "").isalnum() and p.name.isascii() \
+        key = (
+            p.name
+            if p.name.replace("-", "").replace("_", "").isalnum() and p.name.isascii()
             else toml_string(p.name)
+        )
         chunks.append("\n".join([f"[profiles.{key}]"] + _profile_lines(p, f"profiles.{key}.")))
     return "\n\n".join(chunks) + "\n"

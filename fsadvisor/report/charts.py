@@ -13,13 +13,29 @@ import io
 from typing import Any
 
 # (metric key in a row's "metrics", panel title); the first is the workload's efficiency.
-PANELS = (("efficiency", None), ("throughput", None), ("p99_ms", "p99 latency (ms)"),
-          ("watts", "power (W)"))
-MEASURED_STYLE = {"fmt": "o", "color": "#1f5fa8", "ecolor": "#1f5fa8", "capsize": 3,
-                  "markersize": 6, "label": "measured (mean, 95% CI over runs)"}
-PREDICTED_STYLE = {"fmt": "D", "color": "#c0501c", "ecolor": "#c0501c", "capsize": 3,
-                   "markersize": 5, "markerfacecolor": "white",
-                   "label": "predicted (model, 95% interval)"}
+PANELS = (
+    ("efficiency", None),
+    ("throughput", None),
+    ("p99_ms", "p99 latency (ms)"),
+    ("watts", "power (W)"),
+)
+MEASURED_STYLE = {
+    "fmt": "o",
+    "color": "#1f5fa8",
+    "ecolor": "#1f5fa8",
+    "capsize": 3,
+    "markersize": 6,
+    "label": "measured (mean, 95% CI over runs)",
+}
+PREDICTED_STYLE = {
+    "fmt": "D",
+    "color": "#c0501c",
+    "ecolor": "#c0501c",
+    "capsize": 3,
+    "markersize": 5,
+    "markerfacecolor": "white",
+    "label": "predicted (model, 95% interval)",
+}
 DPI = 100
 
 
@@ -32,19 +48,23 @@ def workload_png(workload: dict[str, Any]) -> bytes:
     label} and ``configs``: [{label, measured: {metric: stat}|None, predicted: ...|None}],
     a stat being {mean, low, high}."""
     import matplotlib
+
     matplotlib.use("Agg")  # no display: files only
     import matplotlib.pyplot as plt
     from matplotlib.ticker import EngFormatter, NullFormatter
 
     configs = workload["configs"]
     n = max(len(configs), 1)
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(13, max(2.8, 1.4 + 0.45 * n)), dpi=DPI,
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(PANELS), figsize=(13, max(2.8, 1.4 + 0.45 * n)), dpi=DPI, sharey=True, squeeze=False
+    )
     axes = axes[0]
     ys = list(range(n))[::-1]  # first configuration on top
     for ax, (metric, title) in zip(axes, PANELS):
-        for kind, style, offset in (("measured", MEASURED_STYLE, 0.12),
-                                    ("predicted", PREDICTED_STYLE, -0.12)):
+        for kind, style, offset in (
+            ("measured", MEASURED_STYLE, 0.12),
+            ("predicted", PREDICTED_STYLE, -0.12),
+        ):
             xs, lo, hi, yy = [], [], [], []
             for y, c in zip(ys, configs):
                 stat = (c.get(kind) or {}).get(metric)
@@ -71,8 +91,10 @@ def workload_png(workload: dict[str, Any]) -> bytes:
         ax.grid(axis="x", which="both", alpha=0.3)
         ax.tick_params(labelsize=8)
     axes[0].set_yticks(ys)
-    axes[0].set_yticklabels([_label((f"#{c['rank']} " if c.get("rank") else "") + c["label"])
-                             for c in configs], fontsize=8)
+    axes[0].set_yticklabels(
+        [_label((f"#{c['rank']} " if c.get("rank") else "") + c["label"]) for c in configs],
+        fontsize=8,
+    )
     axes[0].set_ylim(-0.7, n - 0.3)
     handles, labels = [], []
     for ax in axes:

@@ -56,9 +56,12 @@ def _rows(w: dict[str, Any]) -> str:
                 f'<tr class="{kind}"><td class="l">{escape(rank)}</td>'
                 f'<td class="l">{escape(c["label"])}</td>'
                 f'<td class="l kind">{kind}</td>'
-                + "".join(f"<td>{_cell(st.get(m))}</td>"
-                          for m in ("efficiency", "iops", "mb_s", "p99_ms", "watts"))
-                + f'<td class="l prov">{escape(prov)}</td></tr>')
+                + "".join(
+                    f"<td>{_cell(st.get(m))}</td>"
+                    for m in ("efficiency", "iops", "mb_s", "p99_ms", "watts")
+                )
+                + f'<td class="l prov">{escape(prov)}</td></tr>'
+            )
     return "\n".join(out)
 
 
@@ -75,11 +78,13 @@ def _yearly(y: dict[str, Any]) -> str:
     """The "What the choice is worth per year" table: one row per ranked configuration and
     one for the distribution default (fsadvisor.service.worth's figures, 90% intervals)."""
     priced = y["price_per_kwh"] is not None
-    head = ("<table><tr><th class=l>rank</th><th class=l>configuration</th>"
-            "<th>average W</th><th>busy share</th><th>kWh/yr</th>"
-            + ("<th>cost/yr</th>" if priced else "")
-            + "<th>saving vs ext4 defaults</th><th>saving vs runner-up</th>"
-              "<th class=l>load</th><th class=l>energy source</th></tr>")
+    head = (
+        "<table><tr><th class=l>rank</th><th class=l>configuration</th>"
+        "<th>average W</th><th>busy share</th><th>kWh/yr</th>"
+        + ("<th>cost/yr</th>" if priced else "")
+        + "<th>saving vs ext4 defaults</th><th>saving vs runner-up</th>"
+        "<th class=l>load</th><th class=l>energy source</th></tr>"
+    )
     rows = []
 
     def row(rank: str, label: str, e: dict[str, Any]) -> str:
@@ -90,30 +95,45 @@ def _yearly(y: dict[str, Any]) -> str:
             if priced and "cost_per_year" in s:
                 return _money(s["cost_per_year"]) + _range(*s["cost_per_year_range"], money=True)
             return f"{s['kwh_per_year']:,.1f} kWh" + _range(*s["kwh_per_year_range"])
+
         ok = e["sustains_load"]
-        return (f"<tr><td class=l>{escape(rank)}</td><td class=l>{escape(label)}</td>"
-                f"<td>{e['avg_watts']:,.1f}{_range(*e['avg_watts_90'])}</td>"
-                f"<td>{e['utilisation']:.0%}</td>"
-                f"<td>{e['kwh_per_year']:,.0f}{_range(*e['kwh_per_year_90'])}</td>"
-                + (f"<td>{_money(e['cost_per_year'])}{_range(*e['cost_per_year_90'], money=True)}</td>"
-                   if priced else "")
-                + f"<td>{save('saving_vs_default')}</td><td>{save('saving_vs_runner_up')}</td>"
-                + ("<td class=l>sustained</td>" if ok
-                   else '<td class="l missing">CANNOT SUSTAIN THE LOAD</td>')
-                + f'<td class="l prov">{escape(e.get("energy_source") or "")}</td></tr>')
+        return (
+            f"<tr><td class=l>{escape(rank)}</td><td class=l>{escape(label)}</td>"
+            f"<td>{e['avg_watts']:,.1f}{_range(*e['avg_watts_90'])}</td>"
+            f"<td>{e['utilisation']:.0%}</td>"
+            f"<td>{e['kwh_per_year']:,.0f}{_range(*e['kwh_per_year_90'])}</td>"
+            + (
+                f"<td>{_money(e['cost_per_year'])}{_range(*e['cost_per_year_90'], money=True)}</td>"
+                if priced
+                else ""
+            )
+            + f"<td>{save('saving_vs_default')}</td><td>{save('saving_vs_runner_up')}</td>"
+            + (
+                "<td class=l>sustained</td>"
+                if ok
+                else '<td class="l missing">CANNOT SUSTAIN THE LOAD</td>'
+            )
+            + f'<td class="l prov">{escape(e.get("energy_source") or "")}</td></tr>'
+        )
 
     for e in y["entries"]:
         rows.append(row(f"#{e['rank']}", e["label"], e))
     rows.append(row("default", "ext4 defaults [none] (the distribution default)", y["default"]))
-    return (head + "\n".join(rows) + "</table><ul>"
-            + "".join(f"<li>{escape(x)}</li>" for x in y["summary"]) + "</ul>")
+    return (
+        head
+        + "\n".join(rows)
+        + "</table><ul>"
+        + "".join(f"<li>{escape(x)}</li>" for x in y["summary"])
+        + "</ul>"
+    )
 
 
 def render(doc: dict[str, Any], pngs: list[bytes]) -> str:
     p = doc["profile"]
     dev = doc["device"]
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f"<title>fsadvisor report: {escape(p['name'])}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>fsadvisor report: profile {escape(p['name'])}</h1>",
@@ -135,53 +155,80 @@ def render(doc: dict[str, Any], pngs: list[bytes]) -> str:
     if r:
         parts.append(f'<p class="headline">{escape(r["headline"])}</p>')
         if r.get("answer"):
-            parts.append('<div class="answer">' + "".join(
-                f"<p>{escape(line.strip())}</p>" for line in r["answer"]) + "</div>")
-        parts.append("<table><tr><th class=l>mkfs</th><td class=l><code>"
-                     f"{escape(r['mkfs'])}</code></td></tr>"
-                     f"<tr><th class=l>mount options</th><td class=l><code>{escape(r['mount_options'])}</code></td></tr>"
-                     f"<tr><th class=l>fstab</th><td class=l><code>{escape(r['fstab'])}</code></td></tr>"
-                     f"<tr><th class=l>udev (scheduler)</th><td class=l><code>{escape(r['udev'])}</code></td></tr></table>")
-        parts.append("<h3>Why</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in r["why"])
-                     + "</ul>" if r["why"] else "<h3>Why</h3><p>No option differs from the "
-                     "defaults by more than the model's noise.</p>")
-        parts.append("<h3>Risks</h3>" + ("<ul>" + "".join(
-            f'<li class="risk">{escape(x)}</li>' for x in r["risks"]) + "</ul>"
-            if r["risks"] else "<p>None known for this configuration.</p>"))
-        parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in r["notes"])
-                     + f"<li>{r['considered']} candidates considered; excluded: "
-                     + escape(", ".join(f"{k.replace('_', ' ')} {v}"
-                                        for k, v in r["excluded"].items() if v) or "none")
-                     + "</li></ul>")
+            parts.append(
+                '<div class="answer">'
+                + "".join(f"<p>{escape(line.strip())}</p>" for line in r["answer"])
+                + "</div>"
+            )
+        parts.append(
+            "<table><tr><th class=l>mkfs</th><td class=l><code>"
+            f"{escape(r['mkfs'])}</code></td></tr>"
+            f"<tr><th class=l>mount options</th><td class=l><code>{escape(r['mount_options'])}</code></td></tr>"
+            f"<tr><th class=l>fstab</th><td class=l><code>{escape(r['fstab'])}</code></td></tr>"
+            f"<tr><th class=l>udev (scheduler)</th><td class=l><code>{escape(r['udev'])}</code></td></tr></table>"
+        )
+        parts.append(
+            "<h3>Why</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in r["why"]) + "</ul>"
+            if r["why"]
+            else "<h3>Why</h3><p>No option differs from the "
+            "defaults by more than the model's noise.</p>"
+        )
+        parts.append(
+            "<h3>Risks</h3>"
+            + (
+                "<ul>" + "".join(f'<li class="risk">{escape(x)}</li>' for x in r["risks"]) + "</ul>"
+                if r["risks"]
+                else "<p>None known for this configuration.</p>"
+            )
+        )
+        parts.append(
+            "<h3>Notes</h3><ul>"
+            + "".join(f"<li>{escape(x)}</li>" for x in r["notes"])
+            + f"<li>{r['considered']} candidates considered; excluded: "
+            + escape(
+                ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r["excluded"].items() if v)
+                or "none"
+            )
+            + "</li></ul>"
+        )
     else:
         parts.append('<p class="missing">No recommendation could be made (see above).</p>')
     if doc.get("yearly"):
         parts.append("<h2>What the choice is worth per year</h2>" + _yearly(doc["yearly"]))
-    parts.append('<p class="legend"><span>● filled circle, solid whisker, plain row: '
-                 '<b>measured</b> (mean, 95% Student-t interval over the runs)</span>'
-                 '<span>◇ hollow diamond, dashed whisker, tinted italic row: <b>predicted</b> '
-                 '(model, 95% log-normal interval)</span></p>')
+    parts.append(
+        '<p class="legend"><span>● filled circle, solid whisker, plain row: '
+        "<b>measured</b> (mean, 95% Student-t interval over the runs)</span>"
+        "<span>◇ hollow diamond, dashed whisker, tinted italic row: <b>predicted</b> "
+        "(model, 95% log-normal interval)</span></p>"
+    )
     for i, w in enumerate(doc["workloads"]):
         unit = w["units"]["efficiency"]
         parts.append(f"<h2>Workload {escape(w['name'])}</h2>")
         if i < len(pngs):
             data = base64.b64encode(pngs[i]).decode("ascii")
-            parts.append(f'<img class="chart" alt="{escape(w["title"])}" '
-                         f'src="data:image/png;base64,{data}">')
+            parts.append(
+                f'<img class="chart" alt="{escape(w["title"])}" src="data:image/png;base64,{data}">'
+            )
         parts.append(
             "<table><tr><th class=l>rank</th><th class=l>configuration</th><th class=l>kind</th>"
             f"<th>{escape(unit)}</th><th>IOPS</th><th>MB/s</th><th>p99 ms</th><th>W</th>"
-            "<th class=l>provenance</th></tr>" + _rows(w) + "</table>")
+            "<th class=l>provenance</th></tr>" + _rows(w) + "</table>"
+        )
     mdl = doc["model"]
     v = mdl.get("validated")
-    parts.append("<h2>Provenance</h2><ul>"
-                 f"<li>Predictions: Bayesian model fitted on {mdl['observations']} observations, "
-                 f"prior scale {mdl['prior_scale']} (calibration {escape(str(mdl['calibration']))})"
-                 + (f"; validated error median ×{v['median_factor']:.2f}, p90 "
-                    f"×{v['p90_factor']:.2f} ({escape(v['how'])})" if v else
-                    "; no validated error on record")
-                 + ".</li><li>Measurements: every measured row names its device, run ids, "
-                 "matrix and energy source with scope; estimates are labelled "
-                 "<code>estimate</code>, never shown as a meter reading.</li></ul>")
+    parts.append(
+        "<h2>Provenance</h2><ul>"
+        f"<li>Predictions: Bayesian model fitted on {mdl['observations']} observations, "
+        f"prior scale {mdl['prior_scale']} (calibration {escape(str(mdl['calibration']))})"
+        + (
+            f"; validated error median ×{v['median_factor']:.2f}, p90 "
+            f"×{v['p90_factor']:.2f} ({escape(v['how'])})"
+            if v
+            else "; no validated error on record"
+        )
+        + ".</li><li>Measurements: every measured row names its device, run ids, "
+        "matrix and energy source with scope; estimates are labelled "
+        "<code>estimate</code>, never shown as a meter reading.</li></ul>"
+    )
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -126,16 +126,14 @@ class BarChart:
         bottom_up = list(reversed(self.best_first))
         # A third of the width for the labels, the rest for the bars.
         label_chars = max(12, min(40, width // 3))
-        labels = [f"{'M' if b.measured else 'P'} {short(b.label, label_chars)}"
-                  for b in bottom_up]
+        labels = [f"{'M' if b.measured else 'P'} {short(b.label, label_chars)}" for b in bottom_up]
         top = max(max(b.high, b.value) for b in bottom_up)
         scale, scale_name = axis_scale(top)
         # Canvas row r shows y = lo + r / ROWS_PER_BAR (plotext maps the y limits onto the
         # centres of the first and last rows): bar i on y = i exactly, its whisker one row
         # lower, a blank row above it. A bar 0.3 high is filled on its own row only.
         step = 1 / ROWS_PER_BAR
-        plt.bar(labels, [b.value / scale for b in bottom_up], orientation="horizontal",
-                width=0.3)
+        plt.bar(labels, [b.value / scale for b in bottom_up], orientation="horizontal", width=0.3)
         # Each whisker is drawn from its low to its high end with caps (plotext's error()
         # only draws symmetric ones around a centre, and the log-normal intervals are not).
         # In the text colour: a colour of its own each would make every whisker another one.
@@ -145,8 +143,7 @@ class BarChart:
             plt.scatter(ends, [y - step] * 2, marker=CAP, color="default")
         plt.xlim(0, top / scale * 1.05 or 1.0)
         plt.ylim(1 - step, n)
-        plt.xlabel(short(f"{self.unit} ({scale_name})" if scale_name else self.unit,
-                         width - 12))
+        plt.xlabel(short(f"{self.unit} ({scale_name})" if scale_name else self.unit, width - 12))
         if self.title:
             plt.title(short(self.title, width - 4))
 
@@ -154,13 +151,20 @@ class BarChart:
         """The key and the numbered figures, each line at most ``width`` columns."""
         width = fit_width(width)
         order = self.best_first
-        lines = [short(f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar = its 95% interval; "
-                       "M measured, P predicted", width)]
+        lines = [
+            short(
+                f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar = its 95% interval; "
+                "M measured, P predicted",
+                width,
+            )
+        ]
         # the figures line up after the longest label that fits beside them
         listed = min(max(len(b.label) for b in order), max(20, width - 40))
         for i, b in enumerate(order, 1):
-            row = (f"{i:>2}.{'M' if b.measured else 'P'} {short(b.label, listed):<{listed}} "
-                   f"{_num(b.value):>9} [{_num(b.low)} – {_num(b.high)}]")
+            row = (
+                f"{i:>2}.{'M' if b.measured else 'P'} {short(b.label, listed):<{listed}} "
+                f"{_num(b.value):>9} [{_num(b.low)} – {_num(b.high)}]"
+            )
             lines.append(short(row, width))
         return lines + [short(note, width) for note in self.notes]
 

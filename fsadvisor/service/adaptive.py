@@ -174,24 +174,34 @@ class AdaptivePlan(planmod.Plan):
         it (by name: a profile given as a file is looked up by the name it holds)."""
         if not self.joint:
             return ()
-        return tuple(profile_name(p) for p, w in zip(self.profiles, self.profile_workloads)
-                     if w == workload)
+        return tuple(
+            profile_name(p) for p, w in zip(self.profiles, self.profile_workloads) if w == workload
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "purpose": "adaptive",
-                "adaptive": {"target": self.target, "budget_s": self.budget_s,
-                             "max_reps": self.max_reps, "calibration_s": self.calibration_s,
-                             "full_estimate_s": self.full_estimate_s,
-                             "budget_share": self.budget_share, "full_reps": self.full_reps,
-                             "profiles": list(self.profiles),
-                             "profile_workloads": list(self.profile_workloads),
-                             "weights": list(self.weights)}}
+        return {
+            **super().to_dict(),
+            "purpose": "adaptive",
+            "adaptive": {
+                "target": self.target,
+                "budget_s": self.budget_s,
+                "max_reps": self.max_reps,
+                "calibration_s": self.calibration_s,
+                "full_estimate_s": self.full_estimate_s,
+                "budget_share": self.budget_share,
+                "full_reps": self.full_reps,
+                "profiles": list(self.profiles),
+                "profile_workloads": list(self.profile_workloads),
+                "weights": list(self.weights),
+            },
+        }
 
     def estimate_full(self, times: "CellTimes", schedulers: set[str] | None) -> None:
         """The exhaustive matrix's device time (``full_reps`` of every runnable cell) at
         ``times``' cell costs: what the adaptive probe is compared with."""
-        self.full_estimate_s = times.matrix_s(runnable(replace(self, reps=self.full_reps),
-                                                       schedulers))
+        self.full_estimate_s = times.matrix_s(
+            runnable(replace(self, reps=self.full_reps), schedulers)
+        )
 
     def default_budget(self, times: "CellTimes", schedulers: set[str] | None) -> None:
         """With no --budget: re-estimate the exhaustive matrix from ``times`` and set the
@@ -207,16 +217,19 @@ class AdaptivePlan(planmod.Plan):
     def from_dict(d: Mapping[str, Any]) -> "AdaptivePlan":
         base = planmod.Plan.from_dict(d)
         a = d.get("adaptive") or {}
-        return AdaptivePlan(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                            target=float(a.get("target", DEFAULT_TARGET)),
-                            budget_s=a.get("budget_s"), max_reps=int(a.get("max_reps", MAX_REPS)),
-                            calibration_s=float(a.get("calibration_s") or 0.0),
-                            full_estimate_s=float(a.get("full_estimate_s") or 0.0),
-                            budget_share=a.get("budget_share"),
-                            full_reps=int(a.get("full_reps") or DEFAULT_REPS),
-                            profiles=list(a.get("profiles") or []),
-                            profile_workloads=list(a.get("profile_workloads") or []),
-                            weights=[float(w) for w in a.get("weights") or []])
+        return AdaptivePlan(
+            **{f: getattr(base, f) for f in base.__dataclass_fields__},
+            target=float(a.get("target", DEFAULT_TARGET)),
+            budget_s=a.get("budget_s"),
+            max_reps=int(a.get("max_reps", MAX_REPS)),
+            calibration_s=float(a.get("calibration_s") or 0.0),
+            full_estimate_s=float(a.get("full_estimate_s") or 0.0),
+            budget_share=a.get("budget_share"),
+            full_reps=int(a.get("full_reps") or DEFAULT_REPS),
+            profiles=list(a.get("profiles") or []),
+            profile_workloads=list(a.get("profile_workloads") or []),
+            weights=[float(w) for w in a.get("weights") or []],
+        )
 
 
 @functools.lru_cache(maxsize=64)
@@ -264,15 +277,20 @@ class CellTimes:
     overhead), then any filesystem run on this device; per filesystem when it has its own
     samples (btrfs's mkfs is not ext4's), else the pooled median."""
 
-    def __init__(self, plan: planmod.Plan, overheads_by_fs: Mapping[str, list[float]],
-                 window_fractions: list[float] = ()):
+    def __init__(
+        self,
+        plan: planmod.Plan,
+        overheads_by_fs: Mapping[str, list[float]],
+        window_fractions: list[float] = (),
+    ):
         self.plan = plan
         self.by_fs = {fs: sorted(v) for fs, v in overheads_by_fs.items() if v}
         self.pooled = sorted(x for v in self.by_fs.values() for x in v)
         # The measured window over the planned --runtime of this workload's runs: below 1
         # for a bounded job that ends before its time (a file-create workload done early)
-        self.window_fraction = (min(1.0, float(np.median(window_fractions)))
-                                if len(window_fractions) else 1.0)
+        self.window_fraction = (
+            min(1.0, float(np.median(window_fractions))) if len(window_fractions) else 1.0
+        )
 
     @staticmethod
     def from_store(store: Any, plan: planmod.Plan, identity: str) -> "CellTimes":
@@ -289,8 +307,10 @@ class CellTimes:
                         p = (store.matrix(mid).get("plan") or {}) if mid else {}
                     except FsAdvisorError:
                         p = {}
-                    planned[mid] = (float(p.get("cooldown_s") or 0.0),
-                                    float(p["runtime_s"]) if p.get("runtime_s") else None)
+                    planned[mid] = (
+                        float(p.get("cooldown_s") or 0.0),
+                        float(p["runtime_s"]) if p.get("runtime_s") else None,
+                    )
             return planned[mid]
 
         same: dict[str, list[float]] = {}
@@ -354,8 +374,13 @@ class JointTimes(CellTimes):
 
     @staticmethod
     def from_store(store: Any, plan: planmod.Plan, identity: str) -> "CellTimes":
-        return JointTimes(plan, {w.name: CellTimes.from_store(
-            store, replace(plan, workloads=[w]), identity) for w in plan.workloads})
+        return JointTimes(
+            plan,
+            {
+                w.name: CellTimes.from_store(store, replace(plan, workloads=[w]), identity)
+                for w in plan.workloads
+            },
+        )
 
     @property
     def measured(self) -> bool:
@@ -408,24 +433,33 @@ def resumes_adaptive(request: ProbeRequest) -> bool:
     MAX_REPS — as a full matrix)."""
     if not request.resume:
         return False
-    entry = probing.state_file_for(request.db).load().matrices.get(
-        "scratch" if request.scratch is not None else str(request.device))
+    entry = (
+        probing.state_file_for(request.db)
+        .load()
+        .matrices.get("scratch" if request.scratch is not None else str(request.device))
+    )
     return bool(entry) and (entry.get("plan") or {}).get("purpose") == "adaptive"
 
 
 def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes:
     from fsadvisor.store import open_store
+
     path = probing.store_path(db)
     if not path.exists():
-        return (JointTimes(plan, {w.name: CellTimes(replace(plan, workloads=[w]), {})
-                                  for w in plan.workloads})
-                if len(plan.workloads) > 1 else CellTimes(plan, {}))
+        return (
+            JointTimes(
+                plan, {w.name: CellTimes(replace(plan, workloads=[w]), {}) for w in plan.workloads}
+            )
+            if len(plan.workloads) > 1
+            else CellTimes(plan, {})
+        )
     with open_store(path) as store:
         return times_for(store, plan, device.identity)
 
 
 def _calibrated(device: Device, db: str | None) -> bool:
     from fsadvisor.store import open_store
+
     idents = {device.identity}
     if device.kind in ("loop", "ram-loop"):
         # a loop file system that refuses direct I/O falls back to buffered: either class
@@ -451,19 +485,28 @@ def check_weights(profiles: list[str], weights: list[float] | None) -> list[floa
     if not weights:
         return [1.0] * len(profiles)
     if len(weights) != len(profiles):
-        raise ConfigError(f"--profile-weights gives {len(weights)} weights for "
-                          f"{len(profiles)} profiles: one per --profile, in their order")
+        raise ConfigError(
+            f"--profile-weights gives {len(weights)} weights for "
+            f"{len(profiles)} profiles: one per --profile, in their order"
+        )
     if not all(math.isfinite(w) and w > 0 for w in weights):
         raise ConfigError(f"--profile-weights must be positive numbers, not {weights}")
     return [float(w) for w in weights]
 
 
-def _joint_plan(request: ProbeRequest, profiles: list[str], weights: list[float],
-                target: float, budget_s: float | None) -> tuple[AdaptivePlan, int]:
+def _joint_plan(
+    request: ProbeRequest,
+    profiles: list[str],
+    weights: list[float],
+    target: float,
+    budget_s: float | None,
+) -> tuple[AdaptivePlan, int]:
     """One adaptive plan for several profiles: the configurations (the same for every
     profile) x each profile's workload, a workload two profiles share planned once."""
-    bases = [probing.plan_probe(replace(request, profile=p, micro=False, baseline=False))
-             for p in profiles]
+    bases = [
+        probing.plan_probe(replace(request, profile=p, micro=False, baseline=False))
+        for p in profiles
+    ]
     workloads: list[planmod.WorkloadSpec] = []
     seen: dict[tuple, str] = {}
     names = []
@@ -474,14 +517,24 @@ def _joint_plan(request: ProbeRequest, profiles: list[str], weights: list[float]
             workloads.append(w)
     fields = {f: getattr(bases[0], f) for f in bases[0].__dataclass_fields__}
     fields.update(workloads=workloads, reps=MAX_REPS)
-    plan = AdaptivePlan(**fields, target=target, budget_s=budget_s, profiles=list(profiles),
-                        profile_workloads=names, weights=weights)
+    plan = AdaptivePlan(
+        **fields,
+        target=target,
+        budget_s=budget_s,
+        profiles=list(profiles),
+        profile_workloads=names,
+        weights=weights,
+    )
     return plan, max(bases[0].reps, DEFAULT_REPS)
 
 
-def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
-                  budget: str | float | None = None, profiles: list[str] | None = None,
-                  weights: list[float] | None = None) -> AdaptiveSetup:
+def plan_adaptive(
+    request: ProbeRequest,
+    target: float = DEFAULT_TARGET,
+    budget: str | float | None = None,
+    profiles: list[str] | None = None,
+    weights: list[float] | None = None,
+) -> AdaptiveSetup:
     """Plan an adaptive probe: the profile's matrix, whether the device needs a calibration
     first, and a budget check that refuses, before anything touches the device, a budget
     too small for the calibration and one cell. With several ``profiles`` one session
@@ -489,22 +542,28 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
     target = check_target(target)
     budget_s = parse_budget(budget)
     if request.resume:
-        entry = probing.state_file_for(request.db).load().matrices.get(
-            "scratch" if request.scratch is not None else str(request.device))
+        entry = (
+            probing.state_file_for(request.db)
+            .load()
+            .matrices.get("scratch" if request.scratch is not None else str(request.device))
+        )
         if not entry:
-            raise FsAdvisorError("no unfinished probe of this device to resume; start one "
-                                 "without --resume")
+            raise FsAdvisorError(
+                "no unfinished probe of this device to resume; start one without --resume"
+            )
         if entry["plan"].get("purpose") != "adaptive":
-            raise ConfigError("the unfinished probe of this device is a full matrix: resume "
-                              "it without --adaptive")
+            raise ConfigError(
+                "the unfinished probe of this device is a full matrix: resume it without --adaptive"
+            )
         plan = AdaptivePlan.from_dict(entry["plan"])
         plan.matrix_id, plan.force = entry["matrix_id"], request.force
         plan.db_path = str(probing.store_path(request.db))
         if request.scratch is None:
             plan.device_info = replace(request.device_info, plp=plan.plp)
     elif profiles and len(profiles) > 1:
-        plan, full_reps = _joint_plan(request, list(profiles), check_weights(
-            list(profiles), weights), target, budget_s)
+        plan, full_reps = _joint_plan(
+            request, list(profiles), check_weights(list(profiles), weights), target, budget_s
+        )
     else:
         if request.profile is None:
             raise ConfigError("--adaptive needs --profile: it decides for one workload")
@@ -513,8 +572,11 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         fields["reps"] = MAX_REPS  # the ceiling; cells() of this plan is the full matrix
         plan = AdaptivePlan(**fields, target=target, budget_s=budget_s)
-    device = (plan.device_info if plan.device_info is not None else
-              _scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp))
+    device = (
+        plan.device_info
+        if plan.device_info is not None
+        else _scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp)
+    )
     times = _cell_times(plan, device, request.db)
     schedulers = available_schedulers(device.path if plan.device_info else None)
     if not request.resume:
@@ -524,10 +586,16 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
     calib_s = 0.0
     if not _calibrated(device, request.db):
         from fsadvisor.service import calibration
+
         calib = calibration.plan_calibration(
             None if plan.scratch_size_bytes else str(plan.device),
-            scratch=plan.scratch_size_bytes, scratch_dir=plan.scratch_dir, plp=plan.plp,
-            force=plan.force, db=request.db, dry_run=request.dry_run)
+            scratch=plan.scratch_size_bytes,
+            scratch_dir=plan.scratch_dir,
+            plp=plan.plp,
+            force=plan.force,
+            db=request.db,
+            dry_run=request.dry_run,
+        )
         calib_s = float(calib.estimated_seconds())
     if plan.budget_s is None and not request.resume:
         # Without a budget: a share of what the exhaustive matrix would cost (plus the
@@ -545,18 +613,33 @@ def plan_adaptive(request: ProbeRequest, target: float = DEFAULT_TARGET,
         # A budget that cannot measure each filesystem once after calibrating would end
         # with a leader the probe never compared: refused before anything is touched.
         runs = ", ".join(f"{fs} about {t:.0f} s" for fs, t in per_fs.items())
-        what = (f"the device calibration (about {calib_s:.0f} s) and one run of each "
-                f"filesystem ({runs})" if calib else f"one run of each filesystem ({runs})")
-        raise ConfigError(f"--budget {plan.budget_s - plan.calibration_s:.0f} s is too small "
-                          f"for even {what}: the smallest budget that works is "
-                          f"{math.ceil(least + plan.calibration_s)} s; nothing was touched")
-    deadline = (plan.budget_s - plan.calibration_s - sum(per_fs.values())
-                if calib is not None and plan.budget_s is not None else None)
-    return AdaptiveSetup(plan=plan, calibration=calib, calibration_estimate_s=calib_s,
-                         device=device, calibration_deadline_s=deadline)
+        what = (
+            f"the device calibration (about {calib_s:.0f} s) and one run of each "
+            f"filesystem ({runs})"
+            if calib
+            else f"one run of each filesystem ({runs})"
+        )
+        raise ConfigError(
+            f"--budget {plan.budget_s - plan.calibration_s:.0f} s is too small "
+            f"for even {what}: the smallest budget that works is "
+            f"{math.ceil(least + plan.calibration_s)} s; nothing was touched"
+        )
+    deadline = (
+        plan.budget_s - plan.calibration_s - sum(per_fs.values())
+        if calib is not None and plan.budget_s is not None
+        else None
+    )
+    return AdaptiveSetup(
+        plan=plan,
+        calibration=calib,
+        calibration_estimate_s=calib_s,
+        device=device,
+        calibration_deadline_s=deadline,
+    )
 
 
 # --------------------------------------------------------------------------- choosing
+
 
 @dataclass
 class Decision:
@@ -594,51 +677,85 @@ class Decision:
     def outcome_lines(self) -> list[str]:
         """Where an adaptive probe ended, in words: the same lines in the CLI's summary and
         the TUI's log."""
-        lines = [f"adaptive: {self.who} is best (within 1%) with probability "
-                 f"{self.confidence:.2f} after {self.runs} runs; device time "
-                 f"{probing.clock(self.spent_s)} = {self.share:.0%} of the full matrix's "
-                 f"~{probing.clock(self.full_estimate_s)}"]
+        lines = [
+            f"adaptive: {self.who} is best (within 1%) with probability "
+            f"{self.confidence:.2f} after {self.runs} runs; device time "
+            f"{probing.clock(self.spent_s)} = {self.share:.0%} of the full matrix's "
+            f"~{probing.clock(self.full_estimate_s)}"
+        ]
         if self.reason:
             lines.append(f"adaptive: stopped: {self.reason}")
-        lines.append("adaptive: noise seen: " + (
-            f"one run scatters by about {math.expm1(self.noise_sd):.1%} in ops/J (sd between "
-            "repetitions of the same cell here)" if self.noise_sd is not None else
-            "not measured (no cell was repeated)"))
+        lines.append(
+            "adaptive: noise seen: "
+            + (
+                f"one run scatters by about {math.expm1(self.noise_sd):.1%} in ops/J (sd between "
+                "repetitions of the same cell here)"
+                if self.noise_sd is not None
+                else "not measured (no cell was repeated)"
+            )
+        )
         return lines
 
     def line(self) -> str:
-        return (f"leader {self.who}, confidence {self.confidence:.2f}; device time "
-                f"{self.spent_s:.0f} s of the full matrix's ~{self.full_estimate_s:.0f} s "
-                f"({self.share:.0%})")
+        return (
+            f"leader {self.who}, confidence {self.confidence:.2f}; device time "
+            f"{self.spent_s:.0f} s of the full matrix's ~{self.full_estimate_s:.0f} s "
+            f"({self.share:.0%})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"leader": self.leader, "leader_label": self.who,
-                "confidence": round(self.confidence, 4),
-                "p_best": {k: round(v, 4) for k, v in self.p_best.items()},
-                "device_time_s": round(self.spent_s, 1),
-                "full_matrix_estimate_s": round(self.full_estimate_s, 1),
-                "share_of_full": round(self.share, 4),
-                "calibration_s": round(self.calibration_s, 1),
-                "run_noise_sd": (None if self.noise_sd is None else round(self.noise_sd, 4)),
-                "share_of_full_without_calibration": round(
-                    (self.spent_s - self.calibration_s) / self.full_estimate_s, 4)
-                if self.full_estimate_s else 0.0,
-                "runs": self.runs,
-                **({} if self.own_s is None else {"own_device_time_s": round(self.own_s, 1)}),
-                **({"ranking": [{"config": k, "label": n, "p_best": (
-                    round(self.p_best[k], 4) if k in self.p_best else None)}
-                    for k, n in self.ranking]} if self.ranking else {}),
-                "reason": self.reason, "next": self.choice, "why": self.why}
+        return {
+            "leader": self.leader,
+            "leader_label": self.who,
+            "confidence": round(self.confidence, 4),
+            "p_best": {k: round(v, 4) for k, v in self.p_best.items()},
+            "device_time_s": round(self.spent_s, 1),
+            "full_matrix_estimate_s": round(self.full_estimate_s, 1),
+            "share_of_full": round(self.share, 4),
+            "calibration_s": round(self.calibration_s, 1),
+            "run_noise_sd": (None if self.noise_sd is None else round(self.noise_sd, 4)),
+            "share_of_full_without_calibration": round(
+                (self.spent_s - self.calibration_s) / self.full_estimate_s, 4
+            )
+            if self.full_estimate_s
+            else 0.0,
+            "runs": self.runs,
+            **({} if self.own_s is None else {"own_device_time_s": round(self.own_s, 1)}),
+            **(
+                {
+                    "ranking": [
+                        {
+                            "config": k,
+                            "label": n,
+                            "p_best": (round(self.p_best[k], 4) if k in self.p_best else None),
+                        }
+                        for k, n in self.ranking
+                    ]
+                }
+                if self.ranking
+                else {}
+            ),
+            "reason": self.reason,
+            "next": self.choice,
+            "why": self.why,
+        }
 
 
 class Chooser:
     """The MatrixRun's cell source (see module docstring); also used without a device by
     the dry run (``first_choices``)."""
 
-    def __init__(self, plan: AdaptivePlan, store: Any, settings: ModelSettings,
-                 device_params: Callable[[Device], Any], stored_params: Callable[[], dict],
-                 on_progress: Callable[[ProgressEvent], None] | None = None,
-                 profile: str | None = None, spec: planmod.WorkloadSpec | None = None) -> None:
+    def __init__(
+        self,
+        plan: AdaptivePlan,
+        store: Any,
+        settings: ModelSettings,
+        device_params: Callable[[Device], Any],
+        stored_params: Callable[[], dict],
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+        profile: str | None = None,
+        spec: planmod.WorkloadSpec | None = None,
+    ) -> None:
         self.plan = plan
         self.store = store
         self.settings = settings
@@ -666,8 +783,10 @@ class Chooser:
             if exclusion(c, self.profile, device) is None:
                 out.append(c)
         if not out:
-            raise ConfigError(f"no configuration of this matrix is allowed for profile "
-                              f"{self.profile.name} (durability/feature constraints)")
+            raise ConfigError(
+                f"no configuration of this matrix is allowed for profile "
+                f"{self.profile.name} (durability/feature constraints)"
+            )
         return out
 
     @staticmethod
@@ -675,6 +794,7 @@ class Chooser:
         """Indices (into ``cfgs``) of the defaults of every filesystem among the leaders, the
         leader's own first: what recommend's "to settle it" line starts from too."""
         from fsadvisor.predict import confidence as C
+
         lead = C.leaders(st.mu, st.S(), st.leader)
         where = {c: i for i, c in enumerate(cfgs)}
         out = []
@@ -697,35 +817,56 @@ class Chooser:
     def fit(self) -> Any:
         return fit(self.store.observations(), self.settings, self.stored_params())
 
-    def state(self, device: Device, cfgs: list, runs: list[int] | None = None,
-              model: Any = None) -> tuple[sel.State, Any]:
+    def state(
+        self, device: Device, cfgs: list, runs: list[int] | None = None, model: Any = None
+    ) -> tuple[sel.State, Any]:
         model = model if model is not None else self.fit()
         design: dict = {}
         # own_deviations: this device's own deviations from the shared effects are in the
         # design from the start, so configurations that share a filesystem or a mechanism
         # share that uncertainty, and one ext4 run teaches about every ext4 cell.
-        preds = predict_many(model, cfgs, self.spec.workload, device, design_out=design,
-                             device_params=self.device_params(device), own_deviations=True)
+        preds = predict_many(
+            model,
+            cfgs,
+            self.spec.workload,
+            device,
+            design_out=design,
+            device_params=self.device_params(device),
+            own_deviations=True,
+        )
         by_bytes = self.profile.workload.rank_by == "bytes"
         val = [p.bytes_per_joule if by_bytes else p.ops_per_joule for p in preds]
-        noise = (model.noise_sd_measured if model.noise_sd_measured is not None
-                 else model.noise_sd)
+        noise = model.noise_sd_measured if model.noise_sd_measured is not None else model.noise_sd
         # This matrix's own repetitions say how noisy one run is here (1 s runs on a loop
         # device scatter far more than the model's pooled residual): the larger one counts.
         own = planning_noise_sd(self.cell_log_opj().values())
         if own is not None:
             noise = max(float(noise), own)
         by_cell = self.cell_log_opj()
-        cell_var = np.array([cell_noise_var(by_cell.get(
-            planmod.cell_key(c, c.scheduler, self.spec.name), []), float(noise) ** 2)
-            for c in cfgs])
-        st = sel.State(labels=[c.key() for c in cfgs], names=[c.label() for c in cfgs],
-                       mu=np.log(np.maximum(np.asarray(val, float), 1e-300)),
-                       X=np.asarray(design["X"]), cov=np.asarray(design["cov"]),
-                       noise_var=float(noise) ** 2, tolerance=-math.log(1 - TIE_TOLERANCE),
-                       own_var=(None if model.known_device(device) else
-                                self.own_var(len(cfgs), runs, float(noise) ** 2)),
-                       cell_noise_var=cell_var)
+        cell_var = np.array(
+            [
+                cell_noise_var(
+                    by_cell.get(planmod.cell_key(c, c.scheduler, self.spec.name), []),
+                    float(noise) ** 2,
+                )
+                for c in cfgs
+            ]
+        )
+        st = sel.State(
+            labels=[c.key() for c in cfgs],
+            names=[c.label() for c in cfgs],
+            mu=np.log(np.maximum(np.asarray(val, float), 1e-300)),
+            X=np.asarray(design["X"]),
+            cov=np.asarray(design["cov"]),
+            noise_var=float(noise) ** 2,
+            tolerance=-math.log(1 - TIE_TOLERANCE),
+            own_var=(
+                None
+                if model.known_device(device)
+                else self.own_var(len(cfgs), runs, float(noise) ** 2)
+            ),
+            cell_noise_var=cell_var,
+        )
         return st, model
 
     def own_var(self, k: int, runs: list[int] | None, noise_var: float) -> np.ndarray:
@@ -769,8 +910,12 @@ class Chooser:
         view = replace(self.plan, workloads=[self.spec]) if self.part else self.plan
         return CellTimes.from_store(self.store, view, device.identity)
 
-    def decide(self, device: Device, runs_now: tuple[Counter, float, Counter] | None = None,
-               model: Any = None) -> tuple[sel.Step, list, Decision]:
+    def decide(
+        self,
+        device: Device,
+        runs_now: tuple[Counter, float, Counter] | None = None,
+        model: Any = None,
+    ) -> tuple[sel.Step, list, Decision]:
         """The next step for this profile. A part of a joint probe gets the matrix's runs
         (``runs_now``) and the fitted ``model`` from the JointChooser, which sets the budget."""
         cfgs = self.candidates(device)
@@ -782,25 +927,41 @@ class Chooser:
         if not self.part:
             self.plan.default_budget(times, self.schedulers)
         cost = [times.config_s(c) for c in cfgs]
-        step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
-                             budget_s=self.plan.budget_s, max_runs=self.plan.max_reps,
-                             defaults=self.leading_defaults(st, cfgs, device))
+        step = sel.next_step(
+            st,
+            cost,
+            runs,
+            target=self.plan.target,
+            spent_s=spent,
+            budget_s=self.plan.budget_s,
+            max_runs=self.plan.max_reps,
+            defaults=self.leading_defaults(st, cfgs, device),
+        )
         from fsadvisor.predict import confidence as C
+
         S = st.S()
         idx = C.leaders(st.mu, S, st.leader)
         pb = C.p_best(st.mu[idx], S[np.ix_(idx, idx)])
-        d = Decision(leader=st.labels[st.leader], leader_name=st.name(st.leader),
-                     confidence=step.confidence,
-                     p_best={st.labels[i]: float(p) for i, p in zip(idx, pb)},
-                     spent_s=spent, full_estimate_s=self.plan.full_estimate_s,
-                     runs=sum(ok[k] for k in self.own_keys()) if self.part else sum(ok.values()),
-                     own_s=sum(by_key[k] for k in self.own_keys()) if self.part else None,
-                     reason="" if step.choice else step.reason,
-                     choice=step.choice.label if step.choice else None,
-                     why=step.choice.why() if step.choice else "",
-                     calibration_s=self.plan.calibration_s, noise_sd=self.run_noise_sd(),
-                     ranking=([(st.labels[i], st.name(i)) for i in np.argsort(-st.mu, kind="stable")]
-                              if self.part else []))
+        d = Decision(
+            leader=st.labels[st.leader],
+            leader_name=st.name(st.leader),
+            confidence=step.confidence,
+            p_best={st.labels[i]: float(p) for i, p in zip(idx, pb)},
+            spent_s=spent,
+            full_estimate_s=self.plan.full_estimate_s,
+            runs=sum(ok[k] for k in self.own_keys()) if self.part else sum(ok.values()),
+            own_s=sum(by_key[k] for k in self.own_keys()) if self.part else None,
+            reason="" if step.choice else step.reason,
+            choice=step.choice.label if step.choice else None,
+            why=step.choice.why() if step.choice else "",
+            calibration_s=self.plan.calibration_s,
+            noise_sd=self.run_noise_sd(),
+            ranking=(
+                [(st.labels[i], st.name(i)) for i in np.argsort(-st.mu, kind="stable")]
+                if self.part
+                else []
+            ),
+        )
         return step, cfgs, d
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
@@ -810,14 +971,30 @@ class Chooser:
         step, cfgs, d = self.decide(device)
         if step.choice is None:
             return None, d, step.reason
-        return _Next(cfgs[step.choice.index], self.spec, step.choice.runs_so_far,
-                     step.choice.why(), (self,)), d, ""
+        return (
+            _Next(
+                cfgs[step.choice.index],
+                self.spec,
+                step.choice.runs_so_far,
+                step.choice.why(),
+                (self,),
+            ),
+            d,
+            "",
+        )
 
     def _note(self, message: str, d: Decision | None = None) -> None:
         # with the decision: where the probe stands, as fields a front end shows
-        self.on_progress(ProgressEvent("note", len(self.history), 0, message=message,
-                                       leader=d.who if d else None,
-                                       confidence=d.confidence if d else None))
+        self.on_progress(
+            ProgressEvent(
+                "note",
+                len(self.history),
+                0,
+                message=message,
+                leader=d.who if d else None,
+                confidence=d.confidence if d else None,
+            )
+        )
 
     def in_seconds(self, e: ProgressEvent) -> ProgressEvent:
         """The MatrixRun's cell events counted in device time against the budget (the
@@ -827,8 +1004,13 @@ class Chooser:
             return e
         spent = self._runs()[1] + self.plan.calibration_s
         total = self.plan.budget_s or self.plan.full_estimate_s
-        return replace(e, done=int(round(spent)), total=int(round(total)), unit="s",
-                       eta_s=max(0.0, total - spent))
+        return replace(
+            e,
+            done=int(round(spent)),
+            total=int(round(total)),
+            unit="s",
+            eta_s=max(0.0, total - spent),
+        )
 
     def first_choices(self, device: Device, n: int = 5) -> tuple[list[str], Decision]:
         """For --dry-run: the first ``n`` choices if every run came out at the model's mean
@@ -843,23 +1025,39 @@ class Chooser:
         lines = []
         first: Decision | None = None
         for k in range(n):
-            step = sel.next_step(st, cost, runs, target=self.plan.target, spent_s=spent,
-                                 budget_s=self.plan.budget_s, max_runs=self.plan.max_reps,
-                                 defaults=self.leading_defaults(st, cfgs, device))
+            step = sel.next_step(
+                st,
+                cost,
+                runs,
+                target=self.plan.target,
+                spent_s=spent,
+                budget_s=self.plan.budget_s,
+                max_runs=self.plan.max_reps,
+                defaults=self.leading_defaults(st, cfgs, device),
+            )
             if first is None:
-                first = Decision(leader=st.labels[st.leader], leader_name=st.name(st.leader),
-                                 confidence=step.confidence,
-                                 p_best={}, spent_s=spent,
-                                 full_estimate_s=self.plan.full_estimate_s, runs=0)
+                first = Decision(
+                    leader=st.labels[st.leader],
+                    leader_name=st.name(st.leader),
+                    confidence=step.confidence,
+                    p_best={},
+                    spent_s=spent,
+                    full_estimate_s=self.plan.full_estimate_s,
+                    runs=0,
+                )
             if step.choice is None:
                 lines.append(f"then stop: {step.reason}")
                 break
             lines.append(f"{k + 1}. {step.choice.why()}")
             i = step.choice.index
             runs[i] += 1
-            st = replace(st, cov=st.after_run(i),
-                         own_var=(None if st.own_var is None else
-                                  self.own_var(len(cfgs), runs, st.noise_var)))
+            st = replace(
+                st,
+                cov=st.after_run(i),
+                own_var=(
+                    None if st.own_var is None else self.own_var(len(cfgs), runs, st.noise_var)
+                ),
+            )
             spent += cost[i]
         return lines, first  # type: ignore[return-value]
 
@@ -876,9 +1074,12 @@ class _Next:
     parts: tuple[Chooser, ...]
 
 
-def _cell_source(chooser: Any, info: Device, done: set,
-                 next_cell: Callable[[Device], tuple[_Next | None, Any, str]]
-                 ) -> Iterator[planmod.Cell]:
+def _cell_source(
+    chooser: Any,
+    info: Device,
+    done: set,
+    next_cell: Callable[[Device], tuple[_Next | None, Any, str]],
+) -> Iterator[planmod.Cell]:
     """The MatrixRun's cells from ``next_cell`` (a Chooser's or a JointChooser's): each
     decision noted and kept in the chooser's history, until it stops."""
     device = replace(info, plp=chooser.plan.plp)
@@ -911,6 +1112,7 @@ def _cell_source(chooser: Any, info: Device, done: set,
 # their nearest challengers, what a person compares.
 RANKING_SHOWN = 3
 
+
 @dataclass(frozen=True)
 class JointPick:
     """The cell a joint probe measures next: profile ``part``'s candidate ``option``, and
@@ -923,9 +1125,15 @@ class JointPick:
     value_per_s: float  # weighted, summed over the profiles it serves (0: defaults first)
 
 
-def joint_pick(steps: Sequence[sel.Step], keys: Sequence[Sequence[str]],
-               weights: Sequence[float], *, spent_s: float, budget_s: float | None,
-               max_runs: int | None) -> JointPick | None:
+def joint_pick(
+    steps: Sequence[sel.Step],
+    keys: Sequence[Sequence[str]],
+    weights: Sequence[float],
+    *,
+    spent_s: float,
+    budget_s: float | None,
+    max_runs: int | None,
+) -> JointPick | None:
     """The next cell of a probe for several profiles, from each profile's own step
     (probe/adaptive.py's next_step on its posterior; ``keys[p][i]`` is the cell key of its
     candidate i). None when every profile's stop rule has fired -- settled, nothing worth
@@ -952,8 +1160,11 @@ def joint_pick(steps: Sequence[sel.Step], keys: Sequence[Sequence[str]],
     first: dict[str, tuple[int, sel.Option]] = {}
     for p in open_:
         for o in steps[p].ranked:
-            if (o.shrink < sel.MIN_SHRINK or (max_runs is not None and o.runs_so_far >= max_runs)
-                    or (budget_s is not None and spent_s + o.cost_s > budget_s)):
+            if (
+                o.shrink < sel.MIN_SHRINK
+                or (max_runs is not None and o.runs_so_far >= max_runs)
+                or (budget_s is not None and spent_s + o.cost_s > budget_s)
+            ):
                 continue
             k = keys[p][o.index]
             score[k] = score.get(k, 0.0) + weights[p] * o.value_per_s
@@ -988,51 +1199,81 @@ class JointDecision:
         return self.spent_s / self.full_estimate_s if self.full_estimate_s else 0.0
 
     def line(self) -> str:
-        each = "; ".join(f"{p}: leader {a.who}, confidence {a.confidence:.2f}"
-                         + (" (stopped)" if a.reason else "")
-                         for p, a in zip(self.profiles, self.answers))
+        each = "; ".join(
+            f"{p}: leader {a.who}, confidence {a.confidence:.2f}"
+            + (" (stopped)" if a.reason else "")
+            for p, a in zip(self.profiles, self.answers)
+        )
         budget = f" of the budget {self.budget_s:.0f} s" if self.budget_s else ""
-        return (f"{each}; device time {self.spent_s:.0f} s{budget} (the full matrices "
-                f"~{self.full_estimate_s:.0f} s, {self.share:.0%})")
+        return (
+            f"{each}; device time {self.spent_s:.0f} s{budget} (the full matrices "
+            f"~{self.full_estimate_s:.0f} s, {self.share:.0%})"
+        )
 
     def outcome_lines(self) -> list[str]:
         """The answer per profile, then the session: the CLI's summary."""
         lines = []
         for p, w, a in zip(self.profiles, self.weights, self.answers):
             weight = f" (weight {w:g})" if any(x != 1.0 for x in self.weights) else ""
-            lines.append(f"adaptive: profile {p}{weight}: {a.who} is best (within 1%) with "
-                         f"probability {a.confidence:.2f} after {a.runs} runs of its cells "
-                         f"({probing.clock(a.own_s or 0.0)} of device time)")
+            lines.append(
+                f"adaptive: profile {p}{weight}: {a.who} is best (within 1%) with "
+                f"probability {a.confidence:.2f} after {a.runs} runs of its cells "
+                f"({probing.clock(a.own_s or 0.0)} of device time)"
+            )
             if len(a.ranking) > 1:
-                lines.append(f"adaptive: profile {p}: ranking: " + ", ".join(
-                    f"{i + 1}. {n}" + (f" (P(best) {a.p_best[k]:.2f})" if k in a.p_best else "")
-                    for i, (k, n) in enumerate(a.ranking[:RANKING_SHOWN])))
-            lines.append(f"adaptive: profile {p}: stopped: {a.reason}" if a.reason else
-                         f"adaptive: profile {p}: not settled when the probe ended")
-        lines.append(f"adaptive: one session for {len(self.profiles)} profiles: {self.runs} "
-                     f"runs, device time {probing.clock(self.spent_s)} = {self.share:.0%} of "
-                     f"their full matrices' ~{probing.clock(self.full_estimate_s)}"
-                     + (f" (budget {probing.clock(self.budget_s)})" if self.budget_s else ""))
+                lines.append(
+                    f"adaptive: profile {p}: ranking: "
+                    + ", ".join(
+                        f"{i + 1}. {n}" + (f" (P(best) {a.p_best[k]:.2f})" if k in a.p_best else "")
+                        for i, (k, n) in enumerate(a.ranking[:RANKING_SHOWN])
+                    )
+                )
+            lines.append(
+                f"adaptive: profile {p}: stopped: {a.reason}"
+                if a.reason
+                else f"adaptive: profile {p}: not settled when the probe ended"
+            )
+        lines.append(
+            f"adaptive: one session for {len(self.profiles)} profiles: {self.runs} "
+            f"runs, device time {probing.clock(self.spent_s)} = {self.share:.0%} of "
+            f"their full matrices' ~{probing.clock(self.full_estimate_s)}"
+            + (f" (budget {probing.clock(self.budget_s)})" if self.budget_s else "")
+        )
         if self.reason:
             lines.append(f"adaptive: stopped: {self.reason}")
         noise = self.answers[0].noise_sd if self.answers else None
-        lines.append("adaptive: noise seen: " + (
-            f"one run scatters by about {math.expm1(noise):.1%} in ops/J (sd between "
-            "repetitions of the same cell here)" if noise is not None else
-            "not measured (no cell was repeated)"))
+        lines.append(
+            "adaptive: noise seen: "
+            + (
+                f"one run scatters by about {math.expm1(noise):.1%} in ops/J (sd between "
+                "repetitions of the same cell here)"
+                if noise is not None
+                else "not measured (no cell was repeated)"
+            )
+        )
         return lines
 
     def to_dict(self) -> dict[str, Any]:
-        return {"device_time_s": round(self.spent_s, 1),
-                "budget_s": None if self.budget_s is None else round(self.budget_s, 1),
-                "full_matrix_estimate_s": round(self.full_estimate_s, 1),
-                "share_of_full": round(self.share, 4),
-                "calibration_s": round(self.calibration_s, 1), "runs": self.runs,
-                "reason": self.reason, "next": self.choice, "for": list(self.serves),
-                "why": self.why,
-                "answers": {p: {"leader": a.leader, "confidence": round(a.confidence, 4),
-                                "stopped": a.reason or None}
-                            for p, a in zip(self.profiles, self.answers)}}
+        return {
+            "device_time_s": round(self.spent_s, 1),
+            "budget_s": None if self.budget_s is None else round(self.budget_s, 1),
+            "full_matrix_estimate_s": round(self.full_estimate_s, 1),
+            "share_of_full": round(self.share, 4),
+            "calibration_s": round(self.calibration_s, 1),
+            "runs": self.runs,
+            "reason": self.reason,
+            "next": self.choice,
+            "for": list(self.serves),
+            "why": self.why,
+            "answers": {
+                p: {
+                    "leader": a.leader,
+                    "confidence": round(a.confidence, 4),
+                    "stopped": a.reason or None,
+                }
+                for p, a in zip(self.profiles, self.answers)
+            },
+        }
 
 
 @dataclass
@@ -1057,24 +1298,54 @@ class _Sim:
     def measured(self, i: int, cost_s: float) -> None:
         """One more run of candidate ``i`` at the model's mean: only the covariance moves."""
         self.runs[i] += 1
-        self.st = replace(self.st, cov=self.st.after_run(i), own_var=(
-            None if self.st.own_var is None or self.ch is None else
-            self.ch.own_var(len(self.keys), self.runs, self.st.noise_var)))
+        self.st = replace(
+            self.st,
+            cov=self.st.after_run(i),
+            own_var=(
+                None
+                if self.st.own_var is None or self.ch is None
+                else self.ch.own_var(len(self.keys), self.runs, self.st.noise_var)
+            ),
+        )
         self.cells += 1
         self.seconds += cost_s
 
-    def step(self, target: float, spent_s: float, budget_s: float | None,
-             max_runs: int | None, device: Device | None) -> sel.Step:
-        defaults = (self.ch.leading_defaults(self.st, self.cfgs, device)
-                    if self.ch is not None and device is not None else [])
-        return sel.next_step(self.st, self.cost, self.runs, target=target, spent_s=spent_s,
-                             budget_s=budget_s, max_runs=max_runs, defaults=defaults)
+    def step(
+        self,
+        target: float,
+        spent_s: float,
+        budget_s: float | None,
+        max_runs: int | None,
+        device: Device | None,
+    ) -> sel.Step:
+        defaults = (
+            self.ch.leading_defaults(self.st, self.cfgs, device)
+            if self.ch is not None and device is not None
+            else []
+        )
+        return sel.next_step(
+            self.st,
+            self.cost,
+            self.runs,
+            target=target,
+            spent_s=spent_s,
+            budget_s=budget_s,
+            max_runs=max_runs,
+            defaults=defaults,
+        )
 
 
-def simulate_joint(sims: list[_Sim], weights: Sequence[float], *, target: float,
-                   spent_s: float, budget_s: float | None, max_runs: int | None,
-                   horizon: int = 60, device: Device | None = None
-                   ) -> tuple[list[JointPick], list[sel.Step], list[sel.Step] | None]:
+def simulate_joint(
+    sims: list[_Sim],
+    weights: Sequence[float],
+    *,
+    target: float,
+    spent_s: float,
+    budget_s: float | None,
+    max_runs: int | None,
+    horizon: int = 60,
+    device: Device | None = None,
+) -> tuple[list[JointPick], list[sel.Step], list[sel.Step] | None]:
     """A joint probe's choices if every run came out at the model's mean (each profile's
     covariance moves, the means do not): up to ``horizon`` picks, until every profile
     stops or the budget is spent. A cell the profiles share is run once and counted in each
@@ -1086,8 +1357,14 @@ def simulate_joint(sims: list[_Sim], weights: Sequence[float], *, target: float,
     for _ in range(horizon):
         steps = [s.step(target, spent, budget_s, max_runs, device) for s in sims]
         first = first or steps
-        pick = joint_pick(steps, [s.keys for s in sims], weights, spent_s=spent,
-                          budget_s=budget_s, max_runs=max_runs)
+        pick = joint_pick(
+            steps,
+            [s.keys for s in sims],
+            weights,
+            spent_s=spent,
+            budget_s=budget_s,
+            max_runs=max_runs,
+        )
         if pick is None:
             return picks, first, steps
         key = sims[pick.part].keys[pick.option.index]
@@ -1103,15 +1380,22 @@ class JointChooser:
     profile (its candidates, posterior and stop rule), one model fit per step for all of
     them, one matrix, one budget; joint_pick chooses across them."""
 
-    def __init__(self, plan: AdaptivePlan, store: Any, settings: ModelSettings,
-                 device_params: Callable[[Device], Any], stored_params: Callable[[], dict],
-                 on_progress: Callable[[ProgressEvent], None] | None = None) -> None:
+    def __init__(
+        self,
+        plan: AdaptivePlan,
+        store: Any,
+        settings: ModelSettings,
+        device_params: Callable[[Device], Any],
+        stored_params: Callable[[], dict],
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> None:
         self.plan = plan
         self.store = store
         specs = {w.name: w for w in plan.workloads}
-        self.parts = [Chooser(plan, store, settings, device_params, stored_params,
-                              profile=p, spec=specs[w])
-                      for p, w in zip(plan.profiles, plan.profile_workloads)]
+        self.parts = [
+            Chooser(plan, store, settings, device_params, stored_params, profile=p, spec=specs[w])
+            for p, w in zip(plan.profiles, plan.profile_workloads)
+        ]
         self.weights = list(plan.weights) or [1.0] * len(self.parts)
         self.on_progress = on_progress or (lambda e: None)
         self.run: Any = None
@@ -1126,8 +1410,9 @@ class JointChooser:
         w = self.plan.profile_workloads
         return [self.plan.profiles[q] for q in range(len(w)) if q != p and w[q] == w[p]]
 
-    def decide(self, device: Device) -> tuple[list[tuple[sel.Step, list, Decision]],
-                                               JointPick | None, JointDecision]:
+    def decide(
+        self, device: Device
+    ) -> tuple[list[tuple[sel.Step, list, Decision]], JointPick | None, JointDecision]:
         runs_now = self.parts[0]._runs()
         self.plan.default_budget(self.times(device), self.schedulers)
         model = self.parts[0].fit()
@@ -1135,20 +1420,36 @@ class JointChooser:
         for ch in self.parts:
             ch.schedulers = self.schedulers
             out.append(ch.decide(device, runs_now, model))
-        keys = [[planmod.cell_key(c, c.scheduler, ch.spec.name) for c in cfgs]
-                for ch, (_, cfgs, _) in zip(self.parts, out)]
+        keys = [
+            [planmod.cell_key(c, c.scheduler, ch.spec.name) for c in cfgs]
+            for ch, (_, cfgs, _) in zip(self.parts, out)
+        ]
         spent = runs_now[1] + self.plan.calibration_s
-        pick = joint_pick([s for s, _, _ in out], keys, self.weights, spent_s=spent,
-                          budget_s=self.plan.budget_s, max_runs=self.plan.max_reps)
+        pick = joint_pick(
+            [s for s, _, _ in out],
+            keys,
+            self.weights,
+            spent_s=spent,
+            budget_s=self.plan.budget_s,
+            max_runs=self.plan.max_reps,
+        )
         names = self.plan.profiles
-        d = JointDecision(profiles=list(names), weights=self.weights,
-                          answers=[a for _, _, a in out], spent_s=spent,
-                          budget_s=self.plan.budget_s, full_estimate_s=self.plan.full_estimate_s,
-                          runs=sum(runs_now[0].values()),
-                          calibration_s=self.plan.calibration_s)
+        d = JointDecision(
+            profiles=list(names),
+            weights=self.weights,
+            answers=[a for _, _, a in out],
+            spent_s=spent,
+            budget_s=self.plan.budget_s,
+            full_estimate_s=self.plan.full_estimate_s,
+            runs=sum(runs_now[0].values()),
+            calibration_s=self.plan.calibration_s,
+        )
         if pick is None:
-            d.reason = "every profile's stop rule fired (" + "; ".join(
-                f"{p}: {a.reason}" for p, a in zip(names, d.answers)) + ")"
+            d.reason = (
+                "every profile's stop rule fired ("
+                + "; ".join(f"{p}: {a.reason}" for p, a in zip(names, d.answers))
+                + ")"
+            )
         else:
             d.choice = keys[pick.part][pick.option.index]
             d.serves = [names[p] for p in pick.serves]
@@ -1157,10 +1458,16 @@ class JointChooser:
 
     def why(self, pick: JointPick) -> str:
         names = [self.plan.profiles[p] for p in pick.serves]
-        shared = (f" (the same cell for {' and '.join(names)}: measured once, it counts for "
-                  "each)" if len(names) > 1 else "")
-        rate = (f"; {pick.value_per_s:.2g} weighted value per second, the most of any "
-                "profile's cells" if pick.value_per_s > 0 else "")
+        shared = (
+            f" (the same cell for {' and '.join(names)}: measured once, it counts for each)"
+            if len(names) > 1
+            else ""
+        )
+        rate = (
+            f"; {pick.value_per_s:.2g} weighted value per second, the most of any profile's cells"
+            if pick.value_per_s > 0
+            else ""
+        )
         return f"for {', '.join(names)}: {pick.option.why()}{rate}{shared}"
 
     def __call__(self, info: Device, done: set) -> Iterator[planmod.Cell]:
@@ -1171,9 +1478,17 @@ class JointChooser:
         if pick is None:
             return None, d, d.reason
         # a cell that fails is left out for every profile it serves
-        return _Next(out[pick.part][1][pick.option.index], self.parts[pick.part].spec,
-                     pick.option.runs_so_far, d.why,
-                     tuple(self.parts[p] for p in pick.serves)), d, ""
+        return (
+            _Next(
+                out[pick.part][1][pick.option.index],
+                self.parts[pick.part].spec,
+                pick.option.runs_so_far,
+                d.why,
+                tuple(self.parts[p] for p in pick.serves),
+            ),
+            d,
+            "",
+        )
 
     def _note(self, message: str, d: JointDecision | None = None) -> None:
         self.on_progress(ProgressEvent("note", len(self.history), 0, message=message))
@@ -1181,8 +1496,9 @@ class JointChooser:
     def in_seconds(self, e: ProgressEvent) -> ProgressEvent:
         return self.parts[0].in_seconds(e)
 
-    def first_choices(self, device: Device, n: int = 8, horizon: int = 60
-                      ) -> tuple[list[str], JointDecision, list[str]]:
+    def first_choices(
+        self, device: Device, n: int = 8, horizon: int = 60
+    ) -> tuple[list[str], JointDecision, list[str]]:
         """For --dry-run: the first ``n`` cells across the profiles if every run came out at
         the model's mean (simulate_joint), and the split of device time between the
         profiles it expects. Returns (choice lines, where it starts, split lines)."""
@@ -1194,39 +1510,70 @@ class JointChooser:
             cfgs = ch.candidates(device)
             st, _ = ch.state(device, cfgs, None, model)
             times = ch.times(device)
-            sims.append(_Sim(st, [times.config_s(c) for c in cfgs],
-                             [planmod.cell_key(c, c.scheduler, ch.spec.name) for c in cfgs],
-                             ch, cfgs))
+            sims.append(
+                _Sim(
+                    st,
+                    [times.config_s(c) for c in cfgs],
+                    [planmod.cell_key(c, c.scheduler, ch.spec.name) for c in cfgs],
+                    ch,
+                    cfgs,
+                )
+            )
         names = self.plan.profiles
         spent = self.plan.calibration_s
         picks, first, last = simulate_joint(
-            sims, self.weights, target=self.plan.target, spent_s=spent,
-            budget_s=self.plan.budget_s, max_runs=self.plan.max_reps, horizon=horizon,
-            device=device)
+            sims,
+            self.weights,
+            target=self.plan.target,
+            spent_s=spent,
+            budget_s=self.plan.budget_s,
+            max_runs=self.plan.max_reps,
+            horizon=horizon,
+            device=device,
+        )
         start = JointDecision(
-            profiles=list(names), weights=self.weights,
-            answers=[Decision(leader=s.labels[s.leader], leader_name=s.name(s.leader),
-                              confidence=st.confidence, p_best={}, spent_s=spent,
-                              full_estimate_s=self.plan.full_estimate_s, runs=0)
-                     for s, st in zip((x.start for x in sims), first)],
-            spent_s=spent, budget_s=self.plan.budget_s,
-            full_estimate_s=self.plan.full_estimate_s, runs=0)
+            profiles=list(names),
+            weights=self.weights,
+            answers=[
+                Decision(
+                    leader=s.labels[s.leader],
+                    leader_name=s.name(s.leader),
+                    confidence=st.confidence,
+                    p_best={},
+                    spent_s=spent,
+                    full_estimate_s=self.plan.full_estimate_s,
+                    runs=0,
+                )
+                for s, st in zip((x.start for x in sims), first)
+            ],
+            spent_s=spent,
+            budget_s=self.plan.budget_s,
+            full_estimate_s=self.plan.full_estimate_s,
+            runs=0,
+        )
         lines = [f"{k + 1}. {self.why(pick)}" for k, pick in enumerate(picks[:n])]
-        stopped = ("; ".join(f"{p}: {st.reason}" for p, st in zip(names, last))
-                   if last is not None else "")
+        stopped = (
+            "; ".join(f"{p}: {st.reason}" for p, st in zip(names, last)) if last is not None else ""
+        )
         if stopped and len(picks) < n:
             lines.append(f"then stop: {stopped}")
         total = sum(p.option.cost_s for p in picks) or 1.0
-        split = [f"{p}: {s.cells} cells, about {s.seconds:.0f} s ({s.seconds / total:.0%})"
-                 for p, s in zip(names, sims)]
+        split = [
+            f"{p}: {s.cells} cells, about {s.seconds:.0f} s ({s.seconds / total:.0%})"
+            for p, s in zip(names, sims)
+        ]
         if len(set(self.plan.profile_workloads)) < len(names):
             split.append("a cell profiles share counts for each of them")
-        split.append(f"then every profile stops ({stopped})" if stopped else
-                     f"the first {horizon} choices; the real results decide the rest")
+        split.append(
+            f"then every profile stops ({stopped})"
+            if stopped
+            else f"the first {horizon} choices; the real results decide the rest"
+        )
         return lines, start, split
 
 
 # --------------------------------------------------------------------------- running
+
 
 @dataclass
 class AdaptiveSummary:
@@ -1239,22 +1586,27 @@ class AdaptiveSummary:
     workloads: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {"adaptive": True, "probe": self.probe.to_dict() if self.probe else None,
-               "decision": self.decision.to_dict() if self.decision else None,
-               "calibration": self.calibration,
-               "steps": [h.to_dict() for h in self.history]}
+        doc = {
+            "adaptive": True,
+            "probe": self.probe.to_dict() if self.probe else None,
+            "decision": self.decision.to_dict() if self.decision else None,
+            "calibration": self.calibration,
+            "steps": [h.to_dict() for h in self.history],
+        }
         if self.joint is not None:
             j = self.joint
             doc["session"] = {k: v for k, v in j.to_dict().items() if k != "answers"}
-            doc["profiles"] = [{"profile": p, "weight": w, **info, "decision": a.to_dict()}
-                               for p, w, a, info in zip(j.profiles, j.weights, j.answers,
-                                                        self.workloads)]
+            doc["profiles"] = [
+                {"profile": p, "weight": w, **info, "decision": a.to_dict()}
+                for p, w, a, info in zip(j.profiles, j.weights, j.answers, self.workloads)
+            ]
         return doc
 
 
 def _store_helpers(db: str | None):
     from fsadvisor.service.advice import stored_device_params
     from fsadvisor.service.device_figures import device_params_for
+
     return (lambda dev: device_params_for(dev, db)), (lambda: stored_device_params(db))
 
 
@@ -1262,27 +1614,36 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
     """What --adaptive --dry-run prints: the calibration (if any), the first choices and
     why, the budget and the full matrix it replaces. Executes nothing."""
     from fsadvisor.store import open_store
+
     plan = setup.plan
     if plan.joint:
         return _joint_dry_run_lines(setup, db, n)
-    lines = [f"# fsadvisor probe --adaptive --dry-run: profile {plan.profile}, "
-             f"{len(plan.configs)} configurations; target confidence {plan.target:g}"
-             + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
-             + f"; the full matrix ({DEFAULT_REPS} reps) is about "
-               f"{plan.full_estimate_s:.0f} s. Nothing below is executed."]
+    lines = [
+        f"# fsadvisor probe --adaptive --dry-run: profile {plan.profile}, "
+        f"{len(plan.configs)} configurations; target confidence {plan.target:g}"
+        + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
+        + f"; the full matrix ({DEFAULT_REPS} reps) is about "
+        f"{plan.full_estimate_s:.0f} s. Nothing below is executed."
+    ]
     if setup.calibration is not None:
-        lines.append(f"# first: calibrate the device ({len(setup.calibration.cells())} raw "
-                     f"runs, about {setup.calibration_estimate_s:.0f} s): it has none yet")
+        lines.append(
+            f"# first: calibrate the device ({len(setup.calibration.cells())} raw "
+            f"runs, about {setup.calibration_estimate_s:.0f} s): it has none yet"
+        )
     params, stored = _store_helpers(db)
     with open_store(probing.store_path(db)) as store:
         store.ensure_seeded()
         ch = Chooser(plan, store, ModelSettings.load(db=db), params, stored)
         choices, first = ch.first_choices(setup.device, n)
-    lines.append(f"# now: leader {first.who}, confidence {first.confidence:.2f} "
-                 "(the model's prior for this device" +
-                 (", before calibration)" if setup.calibration is not None else ")"))
-    lines.append("# first choices if every run came out as predicted (each choice is "
-                 "recomputed from the real result):")
+    lines.append(
+        f"# now: leader {first.who}, confidence {first.confidence:.2f} "
+        "(the model's prior for this device"
+        + (", before calibration)" if setup.calibration is not None else ")")
+    )
+    lines.append(
+        "# first choices if every run came out as predicted (each choice is "
+        "recomputed from the real result):"
+    )
     lines += [f"#   {c}" for c in choices]
     return lines
 
@@ -1291,44 +1652,64 @@ def _joint_dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int) -> list[s
     """dry_run_lines for several profiles: one session, its first cells across the
     profiles and the split of device time it expects."""
     from fsadvisor.store import open_store
+
     plan = setup.plan
     weights = plan.weights or [1.0] * len(plan.profiles)
-    who = ", ".join(p + (f" (weight {w:g})" if any(x != 1.0 for x in weights) else "")
-                    for p, w in zip(plan.profiles, weights))
-    lines = [f"# fsadvisor probe --adaptive --dry-run: one session for profiles {who}, "
-             f"{len(plan.configs)} configurations x {len(plan.workloads)} workloads; target "
-             f"confidence {plan.target:g}"
-             + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
-             + f"; their full matrices ({DEFAULT_REPS} reps) are about "
-               f"{plan.full_estimate_s:.0f} s. Nothing below is executed."]
+    who = ", ".join(
+        p + (f" (weight {w:g})" if any(x != 1.0 for x in weights) else "")
+        for p, w in zip(plan.profiles, weights)
+    )
+    lines = [
+        f"# fsadvisor probe --adaptive --dry-run: one session for profiles {who}, "
+        f"{len(plan.configs)} configurations x {len(plan.workloads)} workloads; target "
+        f"confidence {plan.target:g}"
+        + (f", budget {plan.budget_s:.0f} s" if plan.budget_s else ", no budget")
+        + f"; their full matrices ({DEFAULT_REPS} reps) are about "
+        f"{plan.full_estimate_s:.0f} s. Nothing below is executed."
+    ]
     for i, p in enumerate(plan.profiles):
-        others = [q for j, q in enumerate(plan.profiles) if j != i
-                  and plan.profile_workloads[j] == plan.profile_workloads[i]]
+        others = [
+            q
+            for j, q in enumerate(plan.profiles)
+            if j != i and plan.profile_workloads[j] == plan.profile_workloads[i]
+        ]
         if others and i < plan.profiles.index(others[0]):
-            lines.append(f"# {p} and {', '.join(others)} run the same workload: a cell is "
-                         "measured once and counts for each")
+            lines.append(
+                f"# {p} and {', '.join(others)} run the same workload: a cell is "
+                "measured once and counts for each"
+            )
     if setup.calibration is not None:
-        lines.append(f"# first: calibrate the device once for every profile "
-                     f"({len(setup.calibration.cells())} raw runs, about "
-                     f"{setup.calibration_estimate_s:.0f} s): it has none yet")
+        lines.append(
+            f"# first: calibrate the device once for every profile "
+            f"({len(setup.calibration.cells())} raw runs, about "
+            f"{setup.calibration_estimate_s:.0f} s): it has none yet"
+        )
     params, stored = _store_helpers(db)
     with open_store(probing.store_path(db)) as store:
         store.ensure_seeded()
         ch = JointChooser(plan, store, ModelSettings.load(db=db), params, stored)
         choices, start, split = ch.first_choices(setup.device, n)
-    lines += [f"# now: {p}: leader {a.who}, confidence {a.confidence:.2f}"
-              for p, a in zip(plan.profiles, start.answers)]
-    lines.append("# first cells across the profiles if every run came out as predicted (each "
-                 "choice is recomputed from the real result):")
+    lines += [
+        f"# now: {p}: leader {a.who}, confidence {a.confidence:.2f}"
+        for p, a in zip(plan.profiles, start.answers)
+    ]
+    lines.append(
+        "# first cells across the profiles if every run came out as predicted (each "
+        "choice is recomputed from the real result):"
+    )
     lines += [f"#   {c}" for c in choices]
     lines.append("# expected split of the device time between the profiles:")
     lines += [f"#   {s}" for s in split]
     return lines
 
 
-def run_adaptive(setup: AdaptiveSetup, db: str | None,
-                 on_progress: Callable[[ProgressEvent], None] | None = None,
-                 confirm: str | None = None, interruptions: Any = None) -> AdaptiveSummary:
+def run_adaptive(
+    setup: AdaptiveSetup,
+    db: str | None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    confirm: str | None = None,
+    interruptions: Any = None,
+) -> AdaptiveSummary:
     """Calibrate if needed, then run the adaptive matrix (see module docstring)."""
     from fsadvisor.probe.run import MatrixRun
     from fsadvisor.probe.state import StateFile, state_path_for
@@ -1344,17 +1725,37 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
     calib_doc = None
     if setup.calibration is not None:
         from fsadvisor.service import calibration
-        forward(ProgressEvent("note", 0, 0, message="the device has no calibration: "
-                              f"{calibration.planned(setup.calibration)}"))
-        res = calibration.run_calibration(setup.calibration, on_progress=forward,
-                                          confirm=confirm, interruptions=interruptions,
-                                          deadline_s=setup.calibration_deadline_s)
+
+        forward(
+            ProgressEvent(
+                "note",
+                0,
+                0,
+                message=f"the device has no calibration: {calibration.planned(setup.calibration)}",
+            )
+        )
+        res = calibration.run_calibration(
+            setup.calibration,
+            on_progress=forward,
+            confirm=confirm,
+            interruptions=interruptions,
+            deadline_s=setup.calibration_deadline_s,
+        )
         plan.calibration_s = res.wall_s
-        calib_doc = {"identity": res.identity, "wall_s": round(res.wall_s, 1),
-                     "matrix_id": res.matrix_id}
+        calib_doc = {
+            "identity": res.identity,
+            "wall_s": round(res.wall_s, 1),
+            "matrix_id": res.matrix_id,
+        }
         if plan.budget_s is not None and plan.calibration_s >= plan.budget_s:
-            forward(ProgressEvent("note", 0, 0, message="the calibration used the whole "
-                                  "budget: no cell was measured"))
+            forward(
+                ProgressEvent(
+                    "note",
+                    0,
+                    0,
+                    message="the calibration used the whole budget: no cell was measured",
+                )
+            )
     db_path = probing.store_path(plan.db_path)
     params, stored = _store_helpers(str(db_path))
     with open_store(db_path) as store:
@@ -1362,11 +1763,17 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
         store.require_writable()
         store.require_intact()
         kind = JointChooser if plan.joint else Chooser
-        chooser = kind(plan, store, ModelSettings.load(db=str(db_path)), params, stored,
-                       on_progress=forward)
-        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)),
-                        lambda e: forward(chooser.in_seconds(e)),
-                        interruptions=interruptions, cell_source=chooser)
+        chooser = kind(
+            plan, store, ModelSettings.load(db=str(db_path)), params, stored, on_progress=forward
+        )
+        run = MatrixRun(
+            plan,
+            store,
+            StateFile(state_path_for(db_path)),
+            lambda e: forward(chooser.in_seconds(e)),
+            interruptions=interruptions,
+            cell_source=chooser,
+        )
         chooser.run = run
         summary = run.execute()
         # MatrixRun counted plan.cells() (every configuration x MAX_REPS); an adaptive
@@ -1374,18 +1781,29 @@ def run_adaptive(setup: AdaptiveSetup, db: str | None,
         summary.total = len(summary.outcomes)
         if summary.matrix_id:
             from fsadvisor.probe.report import results_from_store
+
             summary.results = results_from_store(store, summary.matrix_id, plan)
         final = chooser.history[-1] if chooser.history else None
     if isinstance(chooser, JointChooser):
-        workloads = [{"workload": w, "shares_cells_with": chooser.shared_with(i)}
-                     for i, w in enumerate(plan.profile_workloads)]
-        return AdaptiveSummary(probe=summary, decision=None, calibration=calib_doc,
-                               history=chooser.history, joint=final, workloads=workloads)
-    return AdaptiveSummary(probe=summary, decision=final, calibration=calib_doc,
-                           history=chooser.history)
+        workloads = [
+            {"workload": w, "shares_cells_with": chooser.shared_with(i)}
+            for i, w in enumerate(plan.profile_workloads)
+        ]
+        return AdaptiveSummary(
+            probe=summary,
+            decision=None,
+            calibration=calib_doc,
+            history=chooser.history,
+            joint=final,
+            workloads=workloads,
+        )
+    return AdaptiveSummary(
+        probe=summary, decision=final, calibration=calib_doc, history=chooser.history
+    )
 
 
 # ------------------------------------------------------- the front ends' entry points
+
 
 def adaptive_argv(request: ProbeRequest, target: float, budget: str | None) -> list[str]:
     """``fsadvisor probe ... --profile P [--budget B] [--target-confidence P]``: with a
@@ -1417,9 +1835,13 @@ class AdaptivePreview(probing.ProbePreview):
     calibration_estimate_s: float = 0.0
 
 
-def adaptive_preview(request: ProbeRequest, target: float, budget: str | None = None,
-                     profiles: list[str] | None = None,
-                     weights: list[float] | None = None) -> AdaptivePreview:
+def adaptive_preview(
+    request: ProbeRequest,
+    target: float,
+    budget: str | None = None,
+    profiles: list[str] | None = None,
+    weights: list[float] | None = None,
+) -> AdaptivePreview:
     """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
     calibration and one cell is refused here), the safety verdict, the first choices and
     why. With several ``profiles`` (the request's own first) it is the one probe that
@@ -1438,27 +1860,39 @@ def adaptive_preview(request: ProbeRequest, target: float, budget: str | None = 
     # beside the first --profile, as the CLI's help shows them
     at = argv.index("--profile") + 2 if "--profile" in argv else len(argv)
     argv[at:at] = more
-    return AdaptivePreview(command=shlex.join(argv), lines=lines, cells=len(plan.configs),
-                           estimated_s=float(plan.budget_s or plan.full_estimate_s),
-                           adaptive=True, profiles=list(plan.profiles) or [plan.profile],
-                           budget_s=plan.budget_s, full_estimate_s=plan.full_estimate_s,
-                           calibration_estimate_s=setup.calibration_estimate_s)
+    return AdaptivePreview(
+        command=shlex.join(argv),
+        lines=lines,
+        cells=len(plan.configs),
+        estimated_s=float(plan.budget_s or plan.full_estimate_s),
+        adaptive=True,
+        profiles=list(plan.profiles) or [plan.profile],
+        budget_s=plan.budget_s,
+        full_estimate_s=plan.full_estimate_s,
+        calibration_estimate_s=setup.calibration_estimate_s,
+    )
 
 
-def run_adaptive_request(request: ProbeRequest, target: float, budget: str | None = None,
-                         confirm: str | None = None,
-                         on_progress: Callable[[ProgressEvent], None] | None = None,
-                         interruptions: probing.Interruptions | None = None,
-                         profiles: list[str] | None = None,
-                         weights: list[float] | None = None):
+def run_adaptive_request(
+    request: ProbeRequest,
+    target: float,
+    budget: str | None = None,
+    confirm: str | None = None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    interruptions: probing.Interruptions | None = None,
+    profiles: list[str] | None = None,
+    weights: list[float] | None = None,
+):
     """service.probing.run_request for ``probe --adaptive`` (or the --resume of one): refused
     without root, cleanup after a killed probe, the budget check, the safety verdict, then
     service.adaptive.run_adaptive. Returns its AdaptiveSummary (``.probe`` the matrix's
     ProbeSummary, ``.decision`` the leader, its confidence and the device time; with several
     ``profiles``, one session for all of them: ``.joint`` the answer per profile)."""
     probing.before_a_probe(request, on_progress)
-    setup = plan_adaptive(replace(request, dry_run=False), target, budget, profiles=profiles,
-                          weights=weights)
+    setup = plan_adaptive(
+        replace(request, dry_run=False), target, budget, profiles=profiles, weights=weights
+    )
     probing.check_device(setup.plan)
-    return run_adaptive(setup, request.db, on_progress=on_progress, confirm=confirm,
-                        interruptions=interruptions)
+    return run_adaptive(
+        setup, request.db, on_progress=on_progress, confirm=confirm, interruptions=interruptions
+    )

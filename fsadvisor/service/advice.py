@@ -26,8 +26,7 @@ from fsadvisor.predict.crossval import choose_device_sd, choose_prior_scale, cro
 from fsadvisor.predict.fit import FittedModel, fit, load_model, save_model, settings_key
 from fsadvisor.predict.predict import predict, predict_many
 from fsadvisor.predict.settings import ModelSettings, calibration_path
-from fsadvisor.predict.rank import (DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation,
-                                    rank)
+from fsadvisor.predict.rank import DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation, rank
 from fsadvisor.service import answer
 from fsadvisor.service.device_target import target_for
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
@@ -37,10 +36,28 @@ from fsadvisor.store import open_store, quick_version
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
 # tests/unit/test_front_end_imports.py enforces it).
-__all__ = ["DEFAULT_DEVICE_SPEC", "DeviceDescription", "Ranked", "Recommendation",
-           "CommandTarget", "format_size", "format_binary", "list_profiles", "get_profile", "profile_toml",
-           "get_model", "resolve_device", "describe_device", "mkfs_target", "recommend",
-           "predict_one", "predict_batch", "predict_chunks", "validate", "calibrate"]
+__all__ = [
+    "DEFAULT_DEVICE_SPEC",
+    "DeviceDescription",
+    "Ranked",
+    "Recommendation",
+    "CommandTarget",
+    "format_size",
+    "format_binary",
+    "list_profiles",
+    "get_profile",
+    "profile_toml",
+    "get_model",
+    "resolve_device",
+    "describe_device",
+    "mkfs_target",
+    "recommend",
+    "predict_one",
+    "predict_batch",
+    "predict_chunks",
+    "validate",
+    "calibrate",
+]
 
 DEFAULT_DEVICE_SPEC = "nvme:1T"
 # A device given by size or name, whose sector size nobody said: the larger, stricter one
@@ -50,6 +67,7 @@ _cache: dict[str, FittedModel] = {}
 
 
 # --------------------------------------------------------------------------- profiles
+
 
 def list_profiles() -> list[Profile]:
     return list_presets()
@@ -65,6 +83,7 @@ def profile_toml(profile: Profile) -> str:
 
 
 # --------------------------------------------------------------------------- model
+
 
 def _observations(db: str | None):
     with open_store(db) as store:
@@ -118,17 +137,22 @@ def stored_device_params(db: str | None) -> dict:
     """Device parameters `fsadvisor calibrate DEVICE` fitted and stored, by device identity
     (none in a store without calibrations: then raw-device runs lift the priors)."""
     with open_store(db) as store:
-        return {ident: p for ident in store.calibrated_devices()
-                if (p := store.device_params(ident)) is not None}
+        return {
+            ident: p
+            for ident in store.calibrated_devices()
+            if (p := store.device_params(ident)) is not None
+        }
 
 
-def resolve_device(spec: str | None, plp: str | None = None,
-                   sector_size: int | None = None) -> Device:
+def resolve_device(
+    spec: str | None, plp: str | None = None, sector_size: int | None = None
+) -> Device:
     """A device path (inspected read-only), a device-library name (``samsung-990-pro-2tb``)
     or a spec like ``nvme:1.92T``; default 1 TB NVMe. A path's logical sector size is its
     own (sysfs); a name or a spec has ``sector_size``, else 4096 assumed (the stricter
     case: every mkfs command made for it also runs on a 512-byte-sector drive)."""
     from fsadvisor.service.devices import library_device
+
     limits.check("sector-size", sector_size)
     named = library_device(spec, plp)
     if named is not None:
@@ -141,9 +165,11 @@ def resolve_device(spec: str | None, plp: str | None = None,
     if dev.path is None:
         return replace(dev, logical_block_size=sector_size or ASSUMED_SECTOR_BYTES)
     if sector_size is not None and sector_size != dev.logical_block_size:
-        raise ConfigError(f"--sector-size {sector_size}: {dev.path} reports "
-                          f"{dev.logical_block_size}-byte logical sectors (sysfs); leave "
-                          f"--sector-size out for a device path")
+        raise ConfigError(
+            f"--sector-size {sector_size}: {dev.path} reports "
+            f"{dev.logical_block_size}-byte logical sectors (sysfs); leave "
+            f"--sector-size out for a device path"
+        )
     return dev
 
 
@@ -154,9 +180,11 @@ def sector_note(device: Device, spec: str | Device | None, sector_size: int | No
         return f"logical sector size {n} B (the device's own)"
     if sector_size is not None:
         return f"logical sector size {n} B (--sector-size)"
-    return (f"logical sector size {n} B assumed for a device given by size or name: every "
-            f"mkfs command shown also runs on a 512-byte-sector drive (--sector-size 512 "
-            f"lets smaller blocks be considered)")
+    return (
+        f"logical sector size {n} B assumed for a device given by size or name: every "
+        f"mkfs command shown also runs on a 512-byte-sector drive (--sector-size 512 "
+        f"lets smaller blocks be considered)"
+    )
 
 
 @dataclass(frozen=True)
@@ -171,8 +199,9 @@ class DeviceDescription:
 
 def describe_device(spec: str | None, plp: str | None = None) -> DeviceDescription:
     dev = resolve_device(spec, plp)
-    return DeviceDescription(dev, catalog.ag_count_range(dev.size_bytes),
-                             catalog.default_ag_count(dev.size_bytes))
+    return DeviceDescription(
+        dev, catalog.ag_count_range(dev.size_bytes), catalog.default_ag_count(dev.size_bytes)
+    )
 
 
 def mkfs_target(device: Device) -> CommandTarget:
@@ -183,15 +212,21 @@ def mkfs_target(device: Device) -> CommandTarget:
     if not device.path:
         return CommandTarget()
     from fsadvisor.host import device as devmod  # a path: inspected read-only
+
     verdict = devmod.safety_verdict(device.path)
     if verdict.ok or (verdict.needs_force and not verdict.reason):
         return CommandTarget(device.path, udev=_udev_target(device.path, device))
     if verdict.needs_force:
-        return CommandTarget(device.path,
-                             f"{device.path}: {verdict.reason} — formatting destroys it",
-                             udev=_udev_target(device.path, device))
-    return CommandTarget(None, f"{device.path} must not be formatted ({verdict.reason}); "
-                               f"commands show {DEVICE_PLACEHOLDER}")
+        return CommandTarget(
+            device.path,
+            f"{device.path}: {verdict.reason} — formatting destroys it",
+            udev=_udev_target(device.path, device),
+        )
+    return CommandTarget(
+        None,
+        f"{device.path} must not be formatted ({verdict.reason}); "
+        f"commands show {DEVICE_PLACEHOLDER}",
+    )
 
 
 def _udev_target(path: str, device: Device):
@@ -215,9 +250,16 @@ def check_scope(scope: str) -> None:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")
 
 
-def recommend(profile: str | Profile, device: str | Device | None = None, top: int = 5,
-              db: str | None = None, scope: str = "system", energy_basis: str = "total",
-              plp: str | None = None, sector_size: int | None = None) -> Recommendation:
+def recommend(
+    profile: str | Profile,
+    device: str | Device | None = None,
+    top: int = 5,
+    db: str | None = None,
+    scope: str = "system",
+    energy_basis: str = "total",
+    plp: str | None = None,
+    sector_size: int | None = None,
+) -> Recommendation:
     """Rank the candidates for ``profile`` (a preset name, a TOML path, or a Profile the
     caller built, e.g. the TUI's form with edited constraints). A profile that states PLP
     speaks for the device too, as ``--plp`` does. ``sector_size``: the logical sector size
@@ -229,6 +271,7 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
         plp = prof.constraints.plp
     if isinstance(device, Device):  # e.g. the device a stored probe measured (report)
         from dataclasses import replace
+
         dev = device
         if plp:
             if not is_plp(plp):
@@ -237,15 +280,30 @@ def recommend(profile: str | Profile, device: str | Device | None = None, top: i
     else:
         dev = resolve_device(device, plp, sector_size)
     params = device_params_of(dev, db)
-    rec = rank(get_model(db), prof, dev, top=top, scope=scope, energy_basis=energy_basis,
-               kernel_has=kernel_filesystems(), target=mkfs_target(dev), device_params=params)
+    rec = rank(
+        get_model(db),
+        prof,
+        dev,
+        top=top,
+        scope=scope,
+        energy_basis=energy_basis,
+        kernel_has=kernel_filesystems(),
+        target=mkfs_target(dev),
+        device_params=params,
+    )
     from fsadvisor.service.devices import library_notes
-    return finish(rec, db, describe_params(params),
-                  [sector_note(dev, device, sector_size)] + library_notes(dev))
+
+    return finish(
+        rec,
+        db,
+        describe_params(params),
+        [sector_note(dev, device, sector_size)] + library_notes(dev),
+    )
 
 
-def finish(rec: Recommendation, db: str | None, params_text: str,
-           library_notes: list[str]) -> Recommendation:
+def finish(
+    rec: Recommendation, db: str | None, params_text: str, library_notes: list[str]
+) -> Recommendation:
     """What recommend adds to a ranking, the same for the CLI and the TUI's what-if session:
     which device figures it used, what would settle a tie, the library drive's notes, and
     this device's own measurements first among the reasons."""
@@ -265,18 +323,24 @@ def _mark_against_guidance(rec: Recommendation) -> None:
     on this device when its own runs put it there, else as a warning naming the rule and its
     source (the ranking should never get there: tests/unit/test_guidance.py)."""
     from fsadvisor.service import guidance
+
     if not rec.ranked:
         return
     top = rec.ranked[0]
     kernel_has = kernel_filesystems() if rec.device.path else None
     for rule in guidance.against(top.config, rec.profile, rec.device, kernel_has):
         if rec.lead.get("measured_here"):
-            top.why.insert(0, f"measured on this device against documented guidance "
-                              f"({rule.says}; {rule.source})")
+            top.why.insert(
+                0,
+                f"measured on this device against documented guidance ({rule.says}; {rule.source})",
+            )
         else:
-            top.warnings.insert(0, f"goes against documented guidance: {rule.says} "
-                                   f"({rule.source}) — measure it on this device before using "
-                                   f"it")
+            top.warnings.insert(
+                0,
+                f"goes against documented guidance: {rule.says} "
+                f"({rule.source}) — measure it on this device before using "
+                f"it",
+            )
 
 
 def _short_number(x: float, scale_of: float | None = None) -> str:
@@ -295,23 +359,36 @@ def _measured_first(rec: Recommendation, db: str | None) -> None:
         # A probe with --profile stores the profile's cells as "profile:<name>"
         # (probe/plan.profile_workload), a joint probe's shared cells name it among their
         # profiles (both: the profile filter); imported and older runs use the bare name.
-        found = (store.summaries(profile=rec.profile.name)
-                 + store.summaries(workload_name=rec.profile.name))
-    mine = [s for s in found
-            if (dev.path and s.get("device_path") == dev.path)
-            or (dev.serial and s.get("device_serial") == dev.serial)]
+        found = store.summaries(profile=rec.profile.name) + store.summaries(
+            workload_name=rec.profile.name
+        )
+    mine = [
+        s
+        for s in found
+        if (dev.path and s.get("device_path") == dev.path)
+        or (dev.serial and s.get("device_serial") == dev.serial)
+    ]
     for r in rec.ranked:
-        runs = [s for s in mine if s.get("config_key") == r.config.key()
-                and (s.get("iops") or {}).get("mean")]
+        runs = [
+            s
+            for s in mine
+            if s.get("config_key") == r.config.key() and (s.get("iops") or {}).get("mean")
+        ]
         if not runs:
             continue
         s = max(runs, key=lambda x: x["n"])
         st = s["iops"]
-        spread = (f" ± {_short_number(st['sd'], st['mean'])}" if st.get("sd") is not None
-                  else " (1 run — no interval)")
+        spread = (
+            f" ± {_short_number(st['sd'], st['mean'])}"
+            if st.get("sd") is not None
+            else " (1 run — no interval)"
+        )
         where = s.get("device_path") or dev.path or dev.serial
-        r.why.insert(0, f"measured on {where}: {s['n']} run{'s' if s['n'] != 1 else ''}, "
-                        f"{_short_number(st['mean'])}{spread} IOPS")
+        r.why.insert(
+            0,
+            f"measured on {where}: {s['n']} run{'s' if s['n'] != 1 else ''}, "
+            f"{_short_number(st['mean'])}{spread} IOPS",
+        )
 
 
 def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> list[dict]:
@@ -336,16 +413,22 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
 
     def cell(label: str) -> dict:
         p = p_of.get(label)
-        return {"config": label, "p_best": None if p is None else round(p, 4), "workload": name,
-                "reps": timing.DEFAULT_REPS, "seconds": round(cell_s * timing.DEFAULT_REPS, 1)}
+        return {
+            "config": label,
+            "p_best": None if p is None else round(p, 4),
+            "workload": name,
+            "reps": timing.DEFAULT_REPS,
+            "seconds": round(cell_s * timing.DEFAULT_REPS, 1),
+        }
 
     # The ranking hands over the leaders' configurations with their labels (no second
     # pass over the catalog to look the labels up); a label starts with its filesystem.
     first = rec.ranked[0].label if rec.ranked else None
     tied = [r.config.fs for r in rec.ranked if r.label == first]
     leading = dict.fromkeys(tied + [k.split(",")[0].split()[0] for k in conf.labels])
-    ranked_fs = {r.config.fs for r in rec.ranked} | {r.config.fs for r in
-                                                     rec.best_per_filesystem.values()}
+    ranked_fs = {r.config.fs for r in rec.ranked} | {
+        r.config.fs for r in rec.best_per_filesystem.values()
+    }
     sched = default_scheduler(rec.device)
     defaults = []
     for fs in leading:
@@ -366,11 +449,13 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
 def device_params_of(dev: Device, db: str | None):
     """This device's calibration in the store, else its kind's prior (service/device_figures)."""
     from fsadvisor.service.device_figures import device_params_for
+
     return device_params_for(dev, db)
 
 
 def describe_params(params) -> str:
     from fsadvisor.service.device_figures import describe
+
     return describe(params)
 
 
@@ -400,8 +485,10 @@ def config_for(config: Any):
         except json.JSONDecodeError as e:
             raise ConfigError(f"config is not valid JSON: {e.msg} at column {e.colno}") from e
     if not isinstance(config, dict):
-        raise ConfigError("config must be a JSON object like "
-                          '{"filesystem": "xfs", "mount": ["noatime"], "ag_count": 16}')
+        raise ConfigError(
+            "config must be a JSON object like "
+            '{"filesystem": "xfs", "mount": ["noatime"], "ag_count": 16}'
+        )
     return catalog.config_from_dict(config)
 
 
@@ -444,14 +531,16 @@ def _json_key(value: Any) -> Any:
     return value if isinstance(value, (str, type(None))) else json.dumps(value)
 
 
-def _request_parts(memo: _Memo, config: Any, workload: Any, profile: str | None,
-                   device: Any, scope: str) -> tuple:
+def _request_parts(
+    memo: _Memo, config: Any, workload: Any, profile: str | None, device: Any, scope: str
+) -> tuple:
     """A request's configuration, workload and device, checked in predict_one's order (so
     the same first error) and remembered in ``memo``."""
     check_scope(scope)
     cfg = memo.get("config", _json_key(config), lambda: config_for(config))
-    w = memo.get("workload", (_json_key(workload), profile),
-                 lambda: workload_for(workload, profile))
+    w = memo.get(
+        "workload", (_json_key(workload), profile), lambda: workload_for(workload, profile)
+    )
     spec = device if isinstance(device, str) or device is None else json.dumps(device)
     dev = memo.get("device", spec, lambda: resolve_device(spec))
     memo.get("valid", (cfg, dev.size_bytes), lambda: catalog.validate(cfg, dev.size_bytes))
@@ -459,8 +548,9 @@ def _request_parts(memo: _Memo, config: Any, workload: Any, profile: str | None,
 
 
 def _params(memo: _Memo, dev: Device):
-    return memo.get("params", dev, lambda: (
-        (p := device_params_of(dev, memo.db)), describe_params(p)))
+    return memo.get(
+        "params", dev, lambda: ((p := device_params_of(dev, memo.db)), describe_params(p))
+    )
 
 
 def _result(memo: _Memo, cfg, w, dev: Device, scope: str, raw=None) -> dict:
@@ -473,24 +563,27 @@ def _result(memo: _Memo, cfg, w, dev: Device, scope: str, raw=None) -> dict:
     basis = dict(p.basis)
     basis["device_parameters"] = described
     warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
-    if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs",
-                                         lambda: catalog.kernel_supports("f2fs")):
+    if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs", lambda: catalog.kernel_supports("f2fs")):
         warnings.append("f2fs: not supported by this machine's kernel; check the target host")
-    return {"config": cfg.to_dict(),
-            "workload": memo.get("workload_dict", w, w.to_dict),
-            "device": memo.get("device_dict", dev, dev.to_dict),
-            "predicted": p.to_dict(), "uncertainty": dict(p.uncertainty),
-            "basis": basis, "warnings": warnings}
+    return {
+        "config": cfg.to_dict(),
+        "workload": memo.get("workload_dict", w, w.to_dict),
+        "device": memo.get("device_dict", dev, dev.to_dict),
+        "predicted": p.to_dict(),
+        "uncertainty": dict(p.uncertainty),
+        "basis": basis,
+        "warnings": warnings,
+    }
 
 
-def _predict_memo(memo: _Memo, config: Any, workload: Any, profile: str | None,
-                  device: Any, scope: str) -> dict:
+def _predict_memo(
+    memo: _Memo, config: Any, workload: Any, profile: str | None, device: Any, scope: str
+) -> dict:
     """predict_one, with every step remembered in ``memo``."""
     cfg, w, dev = _request_parts(memo, config, workload, profile, device, scope)
     # A repeated request is the same prediction: computed once per batch (the nested dicts
     # of the result are shared between the lines that repeat it).
-    return dict(memo.get("result", (cfg, w, dev, scope),
-                         lambda: _result(memo, cfg, w, dev, scope)))
+    return dict(memo.get("result", (cfg, w, dev, scope), lambda: _result(memo, cfg, w, dev, scope)))
 
 
 def _predict_together(memo: _Memo, requests: list[tuple], scope: str) -> None:
@@ -512,18 +605,24 @@ def _predict_together(memo: _Memo, requests: list[tuple], scope: str) -> None:
             continue
         try:
             params, _ = _params(memo, dev)
-            raws = predict_many(memo.model(), list(cfgs), w, dev, scope, device_params=params,
-                                alone=True)
+            raws = predict_many(
+                memo.model(), list(cfgs), w, dev, scope, device_params=params, alone=True
+            )
         except (FsAdvisorError, ValueError):
             continue
         for cfg, raw in zip(cfgs, raws):
             # memo.get calls the lambda at once, with this iteration's values.
-            memo.get("result", (cfg, w, dev, scope),
-                     lambda: _result(memo, cfg, w, dev, scope, raw))  # noqa: B023
+            memo.get("result", (cfg, w, dev, scope), lambda: _result(memo, cfg, w, dev, scope, raw))  # noqa: B023
 
 
-def predict_one(config: Any, workload: Any = None, profile: str | None = None,
-                device: Any = None, db: str | None = None, scope: str = "system") -> dict:
+def predict_one(
+    config: Any,
+    workload: Any = None,
+    profile: str | None = None,
+    device: Any = None,
+    db: str | None = None,
+    scope: str = "system",
+) -> dict:
     return _predict_memo(_Memo(db), config, workload, profile, device, scope)
 
 
@@ -545,8 +644,9 @@ def _line_error(n: int, e: BaseException) -> dict:
     return {"line": n, "error": str(e)}
 
 
-def predict_batch(lines: Iterable[str | bytes], db: str | None = None,
-                  scope: str = "system") -> Iterator[dict]:
+def predict_batch(
+    lines: Iterable[str | bytes], db: str | None = None, scope: str = "system"
+) -> Iterator[dict]:
     """JSON Lines in, one JSON object out per input line; a bad line yields an error object
     naming the line instead of stopping the batch. The model, profiles, devices and their
     parameters are loaded once per batch, not once per line. Each answer is given as soon
@@ -554,8 +654,9 @@ def predict_batch(lines: Iterable[str | bytes], db: str | None = None,
     return predict_chunks(([line] for line in lines), db=db, scope=scope)
 
 
-def predict_chunks(chunks: Iterable[Sequence[str | bytes]], db: str | None = None,
-                   scope: str = "system") -> Iterator[dict]:
+def predict_chunks(
+    chunks: Iterable[Sequence[str | bytes]], db: str | None = None, scope: str = "system"
+) -> Iterator[dict]:
     """predict_batch over lines in groups (what has arrived so far, say): the lines of a
     group that share a workload and a device are predicted together (_predict_together),
     with the same answers, in the same order, as one at a time. Lines may be bytes (JSON
@@ -570,21 +671,37 @@ def predict_chunks(chunks: Iterable[Sequence[str | bytes]], db: str | None = Non
                 continue
             try:
                 req = _request(line)
-                todo.append((n, req, _request_parts(memo, req.get("config"),
-                                                    req.get("workload"), req.get("profile"),
-                                                    req.get("device"), scope)))
+                todo.append(
+                    (
+                        n,
+                        req,
+                        _request_parts(
+                            memo,
+                            req.get("config"),
+                            req.get("workload"),
+                            req.get("profile"),
+                            req.get("device"),
+                            scope,
+                        ),
+                    )
+                )
             except (FsAdvisorError, ValueError, RecursionError) as e:
                 todo.append((n, None, _line_error(n, e)))
         if len(todo) > 1:
-            _predict_together(memo, [parts for _, req, parts in todo if req is not None],
-                              scope)
+            _predict_together(memo, [parts for _, req, parts in todo if req is not None], scope)
         for k, asked, parts in todo:
             if asked is None:
                 yield parts
                 continue
             try:
-                out = _predict_memo(memo, asked.get("config"), asked.get("workload"),
-                                    asked.get("profile"), asked.get("device"), scope)
+                out = _predict_memo(
+                    memo,
+                    asked.get("config"),
+                    asked.get("workload"),
+                    asked.get("profile"),
+                    asked.get("device"),
+                    scope,
+                )
             except (FsAdvisorError, ValueError, RecursionError) as e:
                 yield _line_error(k, e)
                 continue
@@ -597,8 +714,12 @@ def _check_folds(folds: int) -> None:
     limits.check("folds", folds)
 
 
-def validate(db: str | None = None, folds: int = 5, devices: list[str] | None = None,
-             shares: tuple[float, ...] = (0.0, 0.1, 0.2)) -> dict[str, Any]:
+def validate(
+    db: str | None = None,
+    folds: int = 5,
+    devices: list[str] | None = None,
+    shares: tuple[float, ...] = (0.0, 0.1, 0.2),
+) -> dict[str, Any]:
     """Cross-validated error of the model as it is used (current calibration), three ways:
     holding out whole source tables (transfer to an unseen study), random rows
     (interpolation within studies it knows) and whole devices (leave-one-device-out: the
@@ -618,16 +739,24 @@ def validate(db: str | None = None, folds: int = 5, devices: list[str] | None = 
         if unknown:
             raise FsAdvisorError(
                 f"no device {unknown[0]!r} with raw-device runs and filesystem cells in the "
-                "store; known: " + (", ".join(eligible) or "none"))
-    held = lodo.leave_devices_out(obs, devices or eligible, settings, shares,
-                                  device_params=stored_device_params(db))
-    return {"observations": len(obs), "prior_scale": settings.prior_scale,
-            "calibration": settings.calibration_source,
-            "by_source_table": by_source, "by_row": by_row, "by_device": held}
+                "store; known: " + (", ".join(eligible) or "none")
+            )
+    held = lodo.leave_devices_out(
+        obs, devices or eligible, settings, shares, device_params=stored_device_params(db)
+    )
+    return {
+        "observations": len(obs),
+        "prior_scale": settings.prior_scale,
+        "calibration": settings.calibration_source,
+        "by_source_table": by_source,
+        "by_row": by_row,
+        "by_device": held,
+    }
 
 
-def calibrate(db: str | None = None, out: str | Path | None = None,
-              folds: int = 5) -> dict[str, Any]:
+def calibrate(
+    db: str | None = None, out: str | Path | None = None, folds: int = 5
+) -> dict[str, Any]:
     """Choose the prior width by grouped cross-validation, fit on everything in the store and
     write the parameters with how they were fitted (default: ``<store>.calibration.json``
     beside the store, which later predictions on *that* store use; other stores keep theirs)."""
@@ -639,7 +768,8 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     # The search starts from the shipped priors, never from this or another store's
     # earlier calibration.
     scale, table = choose_prior_scale(
-        obs, folds=folds, settings=ModelSettings.load(db=db, use_store_calibration=False))
+        obs, folds=folds, settings=ModelSettings.load(db=db, use_store_calibration=False)
+    )
     settings = ModelSettings.load(prior_scale=scale)
     # How far one measured device's findings carry to another, chosen the same way by
     # leave-one-device-out when the store holds two or more measured devices.
@@ -650,14 +780,14 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
     took = time.perf_counter() - t0
     doc = {
         "how": "Bayesian linear model on log scale (fsadvisor/predict/: fit.py, features.py, "
-               "mechanisms.py): weighted ridge with the priors of models/priors.toml and the "
-               "mechanism priors, the configuration-effect prior sd multiplied by prior_scale, "
-               "chosen as the value with the lowest median held-out error in "
-               f"{folds}-fold cross-validation grouped by source table; with two or more "
-               "measured devices, device_sd (prior sd of a device's own deviations) chosen "
-               "by leave-one-device-out; three noise levels re-estimated robustly from the "
-               "residuals; rooflines from each device's own parameters (fitted from its runs, "
-               "else its kind's models/devices.toml figures as priors)",
+        "mechanisms.py): weighted ridge with the priors of models/priors.toml and the "
+        "mechanism priors, the configuration-effect prior sd multiplied by prior_scale, "
+        "chosen as the value with the lowest median held-out error in "
+        f"{folds}-fold cross-validation grouped by source table; with two or more "
+        "measured devices, device_sd (prior sd of a device's own deviations) chosen "
+        "by leave-one-device-out; three noise levels re-estimated robustly from the "
+        "residuals; rooflines from each device's own parameters (fitted from its runs, "
+        "else its kind's models/devices.toml figures as priors)",
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "prior_scale": scale,
         "prior_scale_search": table,
@@ -668,15 +798,20 @@ def calibrate(db: str | None = None, out: str | Path | None = None,
         "equations": m.n_rows,
         "noise_sd_log": m.noise_sd,
         "fit_seconds": took,
-        "coefficients": {n: {"mean": round(float(m.theta[i]), 5),
-                             "sd": round(float(m.cov[i, i] ** 0.5), 5),
-                             "data": m.sources.get(n, [])}
-                         for n, i in sorted(m.index.items())},
+        "coefficients": {
+            n: {
+                "mean": round(float(m.theta[i]), 5),
+                "sd": round(float(m.cov[i, i] ** 0.5), 5),
+                "data": m.sources.get(n, []),
+            }
+            for n, i in sorted(m.index.items())
+        },
     }
     target = Path(out) if out else calibration_path(db)
     if target is None:
-        raise FsAdvisorError("an in-memory store has nowhere to keep a calibration: "
-                             "give --output FILE")
+        raise FsAdvisorError(
+            "an in-memory store has nowhere to keep a calibration: give --output FILE"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     doc["written_to"] = str(target)

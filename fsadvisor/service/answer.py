@@ -22,6 +22,7 @@ def adaptive_seconds(n_configs: int) -> float:
     # (the probe's timing only when a headline needs it: `simulate` and a warm `recommend`
     # load no probe code, tests/unit/test_fast_startup.py)
     from fsadvisor.probe.timing import CELL_OVERHEAD_S, QUICK_RUNTIME_S
+
     return n_configs * ADAPTIVE_REPS * (QUICK_RUNTIME_S + CELL_OVERHEAD_S)
 
 
@@ -51,11 +52,16 @@ def why_lines(r: Ranked, unit: str) -> list[str]:
         if abs(x.d_opj) < WHY_MIN_CHANGE and abs(x.d_perf) < WHY_MIN_CHANGE:
             continue
         where = [x.cite] if x.cite else []
-        where.append(f"measured in {x.sources} stored source{'s' if x.sources != 1 else ''}"
-                     if x.sources else "no stored measurement: prior only")
-        out.append(f"{x.text}: {math.expm1(x.d_opj):+.0%} {unit} "
-                   f"(1 sd {math.expm1(x.sd_opj):.0%}), {math.expm1(x.d_perf):+.0%} "
-                   f"performance vs ext4 defaults ({'; '.join(where)})")
+        where.append(
+            f"measured in {x.sources} stored source{'s' if x.sources != 1 else ''}"
+            if x.sources
+            else "no stored measurement: prior only"
+        )
+        out.append(
+            f"{x.text}: {math.expm1(x.d_opj):+.0%} {unit} "
+            f"(1 sd {math.expm1(x.sd_opj):.0%}), {math.expm1(x.d_perf):+.0%} "
+            f"performance vs ext4 defaults ({'; '.join(where)})"
+        )
     return out
 
 
@@ -71,24 +77,37 @@ def reason(rec: Recommendation) -> str:
     top = rec.ranked[0]
     lead = rec.lead or {}
     if getattr(top, "order_rule", None) == "measured here":
-        return ("no candidate is reliably more efficient, and among the equals it is the one "
-                "measured on this device with this workload (the others are predicted)")
+        return (
+            "no candidate is reliably more efficient, and among the equals it is the one "
+            "measured on this device with this workload (the others are predicted)"
+        )
     if getattr(top, "order_rule", None) == "measured":
-        return ("no candidate is reliably more efficient, and among the equals it has "
-                "measured data behind it for this kind of workload (the others rest on priors)")
+        return (
+            "no candidate is reliably more efficient, and among the equals it has "
+            "measured data behind it for this kind of workload (the others rest on priors)"
+        )
     if top.order_note or (not lead.get("clearly_ahead") and lead.get("tied_with")):
         n = complexity(top.config, rec.device)
-        simplest = ("mkfs and mount defaults" if n == 0 else
-                    f"{n} non-default setting{'s' if n != 1 else ''}")
-        return (f"no candidate is reliably more efficient, and among the equals it has the "
-                f"fewest changes ({simplest})")
+        simplest = (
+            "mkfs and mount defaults"
+            if n == 0
+            else f"{n} non-default setting{'s' if n != 1 else ''}"
+        )
+        return (
+            f"no candidate is reliably more efficient, and among the equals it has the "
+            f"fewest changes ({simplest})"
+        )
     if top.why:
         return top.why[0].split(" (")[0]
     return "the highest predicted efficiency"
 
 
-KNOBS = {"filesystem": "filesystem", "options": "options", "ag_count": "AG count",
-         "scheduler": "scheduler"}
+KNOBS = {
+    "filesystem": "filesystem",
+    "options": "options",
+    "ag_count": "AG count",
+    "scheduler": "scheduler",
+}
 
 
 def _knob(n: str, k: dict) -> str:
@@ -96,8 +115,11 @@ def _knob(n: str, k: dict) -> str:
     if k["best"] == k["against"]:
         return f"{KNOBS[n]}: the default is best"
     # the filesystem knob compares two filesystems' defaults: their names say it
-    who = (f"{k['best'].split()[0].rstrip(',')} over {k['against'].split()[0].rstrip(',')} "
-           if n == "filesystem" else "")
+    who = (
+        f"{k['best'].split()[0].rstrip(',')} over {k['against'].split()[0].rstrip(',')} "
+        if n == "filesystem"
+        else ""
+    )
     return f"{KNOBS[n]} {who}{k['gain']:+.0%} (90%: {k['low']:+.0%} to {k['high']:+.0%})"
 
 
@@ -111,16 +133,24 @@ def what_matters(rec: Recommendation) -> str:
     resolved = []
     for n, k in worth.items():
         if k["resolved"]:
-            who = (f" ({k['best'].split()[0].rstrip(',')} {k['gain']:+.0%} over "
-                   f"{k['against'].split()[0].rstrip(',')})" if n == "filesystem"
-                   else f" ({k['gain']:+.0%})")
+            who = (
+                f" ({k['best'].split()[0].rstrip(',')} {k['gain']:+.0%} over "
+                f"{k['against'].split()[0].rstrip(',')})"
+                if n == "filesystem"
+                else f" ({k['gain']:+.0%})"
+            )
             resolved.append(f"the {KNOBS[n]}{who}")
     if not resolved:
-        return ("What matters: nothing the data resolves — the defaults are as good as any "
-                "choice it can tell apart.")
+        return (
+            "What matters: nothing the data resolves — the defaults are as good as any "
+            "choice it can tell apart."
+        )
     rest = [KNOBS[n] for n, k in worth.items() if not k["resolved"]]
-    return ("What matters: " + ", ".join(resolved)
-            + (f"; {', '.join(rest)} within the data's resolution." if rest else "."))
+    return (
+        "What matters: "
+        + ", ".join(resolved)
+        + (f"; {', '.join(rest)} within the data's resolution." if rest else ".")
+    )
 
 
 def worth_line(rec: Recommendation) -> str:
@@ -142,18 +172,24 @@ def _use_and_how_sure(rec: Recommendation) -> list[str]:
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
     lead = rec.lead or {}
     first = f"Recommended: {top.config.label()} — {reason(rec)}."
-    basis = {"this device": "measured on this device",
-             "this device class": f"measured on this device class ({rec.device.kind} with "
-                                  "the same backing; not this device alone)",
-             "imported": "from imported runs of this device (measured elsewhere)"}.get(
-                 lead.get("measured_basis") or ("this device" if lead.get("measured_here")
-                                                else ""), "predicted")
+    basis = {
+        "this device": "measured on this device",
+        "this device class": f"measured on this device class ({rec.device.kind} with "
+        "the same backing; not this device alone)",
+        "imported": "from imported runs of this device (measured elsewhere)",
+    }.get(
+        lead.get("measured_basis") or ("this device" if lead.get("measured_here") else ""),
+        "predicted",
+    )
     if lead.get("runner_up") is None:
         return [first, f"How sure: the only candidate left by the profile's constraints ({basis})."]
     if lead.get("clearly_ahead"):
-        return [first, f"How sure: clearly ahead of #2 ({lead['runner_up']}) by "
-                       f"{lead['runner_up_gap']:.0%} in {unit}, more than the uncertainty of "
-                       f"that difference (1 sd {lead['difference_sd']:.0%}; {basis})."]
+        return [
+            first,
+            f"How sure: clearly ahead of #2 ({lead['runner_up']}) by "
+            f"{lead['runner_up_gap']:.0%} in {unit}, more than the uncertainty of "
+            f"that difference (1 sd {lead['difference_sd']:.0%}; {basis}).",
+        ]
     n = int(lead.get("tied_with") or 0)
     sd = lead.get("difference_sd")
     res = f" (1 sd of the gap to #2: {sd:.0%})" if sd is not None else ""
@@ -162,9 +198,12 @@ def _use_and_how_sure(rec: Recommendation) -> list[str]:
     if conf is not None and conf.settled:
         # Tied, and measuring could not change the pick by more than the tolerance: any of
         # the tied ones will do, and nothing needs settling.
-        return [first, f"How sure: tied with {others} within the data's resolution{res}, and "
-                       f"#1 is within {math.expm1(conf.tolerance):.0%} of the best with "
-                       f"probability {conf.p_first:.2f}: any of them will do; {basis}."]
+        return [
+            first,
+            f"How sure: tied with {others} within the data's resolution{res}, and "
+            f"#1 is within {math.expm1(conf.tolerance):.0%} of the best with "
+            f"probability {conf.p_first:.2f}: any of them will do; {basis}.",
+        ]
     settle = getattr(rec.confidence, "settle", None) or []
     if settle:
         # The same cells and time as the confidence's "to settle it" line (service/advice
@@ -174,10 +213,13 @@ def _use_and_how_sure(rec: Recommendation) -> list[str]:
     else:
         leading = min(n + 1, 5)  # the leaders an adaptive probe would start from
         seconds = adaptive_seconds(leading)
-    return [first, f"How sure: tied with {others} "
-                   f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
-                   f"on a spare device decides among the leading {leading} in about "
-                   f"{duration(seconds)}."]
+    return [
+        first,
+        f"How sure: tied with {others} "
+        f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
+        f"on a spare device decides among the leading {leading} in about "
+        f"{duration(seconds)}.",
+    ]
 
 
 def confidence_lines(rec: Recommendation) -> list[str]:
@@ -190,16 +232,20 @@ def confidence_lines(rec: Recommendation) -> list[str]:
     lines = ([worth] if worth else []) + [f"confidence: {conf.sentence()}"]
     if conf.settle:
         total_s = sum(c["seconds"] for c in conf.settle)
-        lines.append(f"   tied: to settle it, measure {len(conf.settle)} cells "
-                     f"(about {duration(total_s)} on this device): "
-                     + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
-                     + " — or run probe --adaptive")
+        lines.append(
+            f"   tied: to settle it, measure {len(conf.settle)} cells "
+            f"(about {duration(total_s)} on this device): "
+            + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
+            + " — or run probe --adaptive"
+        )
     return lines
 
 
-TIE_NOTE = ("'1=' marks configurations statistically tied with each other; within a tie one "
-            "with measured data for this kind of workload comes first, then the one with the "
-            "fewest non-default settings")
+TIE_NOTE = (
+    "'1=' marks configurations statistically tied with each other; within a tie one "
+    "with measured data for this kind of workload comes first, then the one with the "
+    "fewest non-default settings"
+)
 
 
 def notes(rec: Recommendation) -> list[str]:

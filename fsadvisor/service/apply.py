@@ -36,16 +36,25 @@ _MOUNTPOINT = re.compile(r"(/[A-Za-z0-9._@+-]+)+/?")
 def check_mountpoint(mountpoint: str) -> str:
     # Plain characters only: the path is written into fstab, a unit name, YAML and a udev
     # comment, and each has its own escaping rules.
-    if not _MOUNTPOINT.fullmatch(mountpoint or "") or "/../" in mountpoint + "/" or \
-            "/./" in mountpoint + "/":
-        raise ConfigError(f"--mountpoint must be an absolute path of letters, digits and "
-                          f"._@+- (e.g. /srv/data), not {mountpoint!r}")
+    if (
+        not _MOUNTPOINT.fullmatch(mountpoint or "")
+        or "/../" in mountpoint + "/"
+        or "/./" in mountpoint + "/"
+    ):
+        raise ConfigError(
+            f"--mountpoint must be an absolute path of letters, digits and "
+            f"._@+- (e.g. /srv/data), not {mountpoint!r}"
+        )
     return mountpoint.rstrip("/") or "/"
 
 
-def resolve_config(config: str | dict | None = None, rank: int | None = None,
-                   profile: str | None = None, device: str | None = None,
-                   db: str | None = None) -> tuple[FsConfig, str]:
+def resolve_config(
+    config: str | dict | None = None,
+    rank: int | None = None,
+    profile: str | None = None,
+    device: str | None = None,
+    db: str | None = None,
+) -> tuple[FsConfig, str]:
     """The configuration to apply and where it came from: ``config`` (JSON), or rank
     ``rank`` of the recommendation for ``profile`` on ``device``."""
     if config is not None:
@@ -54,6 +63,7 @@ def resolve_config(config: str | dict | None = None, rank: int | None = None,
         if profile is not None:
             raise ConfigError("--profile goes with --rank, not with --config")
         from fsadvisor.service.importing import parse_config
+
         return parse_config(config), "--config"
     if rank is None:
         raise ConfigError("give --config JSON, or --rank N with --profile NAME")
@@ -61,23 +71,36 @@ def resolve_config(config: str | dict | None = None, rank: int | None = None,
         raise ConfigError("--rank needs --profile NAME (the recommendation it ranks)")
     limits.check("rank", rank)
     from fsadvisor.service.advice import recommend
+
     rec = recommend(profile, device=device, top=rank, db=db)
     if len(rec.ranked) < rank:
-        raise ConfigError(f"the recommendation for {profile} has only {len(rec.ranked)} "
-                          f"configuration(s); --rank {rank} does not exist")
+        raise ConfigError(
+            f"the recommendation for {profile} has only {len(rec.ranked)} "
+            f"configuration(s); --rank {rank} does not exist"
+        )
     return rec.ranked[rank - 1].config, f"rank {rank} of recommend --profile {profile}"
 
 
-def apply(config: str | dict | None = None, rank: int | None = None,
-          profile: str | None = None, device: str = "", mountpoint: str = "/srv/data",
-          out: str | os.PathLike[str] | None = None, execute: bool = False,
-          confirm: str | None = None, force: bool = False, mount_unit: bool = False,
-          db: str | None = None) -> dict[str, Any]:
+def apply(
+    config: str | dict | None = None,
+    rank: int | None = None,
+    profile: str | None = None,
+    device: str = "",
+    mountpoint: str = "/srv/data",
+    out: str | os.PathLike[str] | None = None,
+    execute: bool = False,
+    confirm: str | None = None,
+    force: bool = False,
+    mount_unit: bool = False,
+    db: str | None = None,
+) -> dict[str, Any]:
     """Build (and with ``out`` write) the artifacts; with ``execute`` format the device
     first. Returns the artifacts as a dict, plus what was written and done."""
     mountpoint = check_mountpoint(mountpoint)
     target = target_for(device)
-    cfg, origin = resolve_config(config, rank, profile, device if os.path.exists(device) else None, db)
+    cfg, origin = resolve_config(
+        config, rank, profile, device if os.path.exists(device) else None, db
+    )
     size = _size_bytes(device)
     catalog.validate(cfg, size)
     done: list[str] = []
@@ -86,8 +109,13 @@ def apply(config: str | dict | None = None, rank: int | None = None,
         done.append(f"formatted {target.path} as {cfg.fs} (UUID {target.uuid})")
     arts = build(cfg, target, mountpoint, with_mount_unit=mount_unit)
     written = write(arts, out) if out is not None else []
-    return {**arts.to_dict(), "config_from": origin, "executed": execute, "done": done,
-            "written": written}
+    return {
+        **arts.to_dict(),
+        "config_from": origin,
+        "executed": execute,
+        "done": done,
+        "written": written,
+    }
 
 
 def _size_bytes(device: str) -> int | None:
@@ -110,8 +138,10 @@ def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> 
     if not verdict.ok:
         raise DeviceRefused(verdict.reason or f"{target.path}: refused")
     if not device_confirmed(target.path, confirm):
-        raise DeviceRefused(f"not confirmed: type the device exactly as {target.path} (or "
-                            "pass --yes-wipe with it) to let apply format it")
+        raise DeviceRefused(
+            f"not confirmed: type the device exactly as {target.path} (or "
+            "pass --yes-wipe with it) to let apply format it"
+        )
     argv = catalog.mkfs_argv(cfg, verdict.resolved_path or target.path)
     try:
         proc = run(argv, timeout_s=600)  # host/run.py: own process group, one failure wording
@@ -139,8 +169,9 @@ def write(arts: Artifacts, out: str | os.PathLike[str]) -> list[str]:
     if why := untrusted_dir(d):
         raise ConfigError(f"--out: {why}")
     docs = dict(arts.files)
-    docs["fsadvisor-apply.json"] = json.dumps(
-        {k: v for k, v in arts.to_dict().items() if k != "files"}, indent=2) + "\n"
+    docs["fsadvisor-apply.json"] = (
+        json.dumps({k: v for k, v in arts.to_dict().items() if k != "files"}, indent=2) + "\n"
+    )
     paths = []
     for name, text in docs.items():
         paths.append(_write_new(d, name, text, 0o755 if name.endswith(".sh") else 0o644))

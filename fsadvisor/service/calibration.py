@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.predict.device_params import DeviceParams
+
 # What predict/recommend look up (a device's parameters, the line that says where they come
 # from) is service/device_figures.py, which loads neither this module nor the fitting code:
 # they must start fast. Its names stay ours for the callers of a calibration.
 from fsadvisor.service.device_figures import devices_table
+
 # The planning and probing modules (fsadvisor.probe, ~30 ms of imports) and the fitting
 # (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
 if TYPE_CHECKING:
@@ -47,17 +49,26 @@ class CalibrationInterrupted(CalibrationFailed):
 
 # --------------------------------------------------------------------------- planning
 
-def plan_calibration(device: str | None = None, *, scratch: str | int | None = None,
-                     scratch_dir: str | os.PathLike[str] | None = None,
-                     runtime_s: float | None = None, reps: int | None = None,
-                     plp: str = "unknown", force: bool = False, db: str | None = None,
-                     dry_run: bool = False) -> CalibrationPlan:
+
+def plan_calibration(
+    device: str | None = None,
+    *,
+    scratch: str | int | None = None,
+    scratch_dir: str | os.PathLike[str] | None = None,
+    runtime_s: float | None = None,
+    reps: int | None = None,
+    plp: str = "unknown",
+    force: bool = False,
+    db: str | None = None,
+    dry_run: bool = False,
+) -> CalibrationPlan:
     """The calibration plan for ``device`` (or a scratch loop device of ``scratch`` bytes),
     within the 5-minute budget (see build_calibration_plan). Reads the device, never
     writes it; with ``dry_run`` executes nothing at all."""
     from fsadvisor.host import device as devmod
     from fsadvisor.probe.calibration_plan import build_calibration_plan
     from fsadvisor.service import probing
+
     if (device is None) == (scratch is None):
         raise ConfigError("give either a DEVICE or --scratch SIZE")
     if plp not in ("yes", "no", "unknown"):
@@ -78,12 +89,20 @@ def plan_calibration(device: str | None = None, *, scratch: str | int | None = N
         ioengine = probing.ioengine_guess()
     else:
         from fsadvisor.tools import fio
+
         ioengine = fio.best_ioengine()
     plan = build_calibration_plan(
-        str(device) if scratch is None else None, size, runtime_s=runtime_s, reps=reps,
-        ioengine=ioengine, scratch_size_bytes=size if scratch is not None else None,
-        scratch_dir=os.fspath(scratch_dir) if scratch_dir is not None else None, plp=plp,
-        force=force, db_path=str(db_path))
+        str(device) if scratch is None else None,
+        size,
+        runtime_s=runtime_s,
+        reps=reps,
+        ioengine=ioengine,
+        scratch_size_bytes=size if scratch is not None else None,
+        scratch_dir=os.fspath(scratch_dir) if scratch_dir is not None else None,
+        plp=plp,
+        force=force,
+        db_path=str(db_path),
+    )
     plan.device_info = info
     return plan
 
@@ -91,25 +110,34 @@ def plan_calibration(device: str | None = None, *, scratch: str | int | None = N
 def dry_run(plan: CalibrationPlan) -> list[str]:
     from fsadvisor.probe.calibration_plan import BUDGET_S
     from fsadvisor.probe.report import dry_run_lines
+
     lines = dry_run_lines(plan)
-    lines[0] = (f"# fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
-                f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
-                f"{BUDGET_S:.0f} s); nothing below is executed")
-    lines.append("# then: fit the device parameters from these runs and store them with the "
-                 "device's identity")
+    lines[0] = (
+        f"# fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
+        f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
+        f"{BUDGET_S:.0f} s); nothing below is executed"
+    )
+    lines.append(
+        "# then: fit the device parameters from these runs and store them with the "
+        "device's identity"
+    )
     return lines
 
 
 def planned(plan: CalibrationPlan) -> str:
     """The one line a front end shows before starting."""
     from fsadvisor.probe.calibration_plan import BUDGET_S
+
     target = "a scratch loop device" if plan.scratch_size_bytes else str(plan.device)
-    return (f"calibrating {target}: {len(plan.cells())} raw-device runs of {plan.runtime_s:g} s "
-            f"({plan.reps} reps, sweep {plan.sweep_reps}), about {plan.estimated_seconds():.0f} s "
-            f"of the {BUDGET_S:.0f} s budget")
+    return (
+        f"calibrating {target}: {len(plan.cells())} raw-device runs of {plan.runtime_s:g} s "
+        f"({plan.reps} reps, sweep {plan.sweep_reps}), about {plan.estimated_seconds():.0f} s "
+        f"of the {BUDGET_S:.0f} s budget"
+    )
 
 
 # --------------------------------------------------------------------------- running
+
 
 @dataclass
 class CalibrationResult:
@@ -123,11 +151,19 @@ class CalibrationResult:
     cleanup: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "identity": self.identity, "kind": self.params.kind,
-                "matrix_id": self.matrix_id, "n_runs": self.params.n_runs,
-                "run_ids": self.run_ids, "wall_s": round(self.wall_s, 3),
-                "source": self.params.source, "params": params_table(self.params),
-                "notes": self.notes, "cleanup": self.cleanup}
+        return {
+            "device": self.device,
+            "identity": self.identity,
+            "kind": self.params.kind,
+            "matrix_id": self.matrix_id,
+            "n_runs": self.params.n_runs,
+            "run_ids": self.run_ids,
+            "wall_s": round(self.wall_s, 3),
+            "source": self.params.source,
+            "params": params_table(self.params),
+            "notes": self.notes,
+            "cleanup": self.cleanup,
+        }
 
 
 def params_table(p: DeviceParams) -> dict[str, dict[str, Any]]:
@@ -137,9 +173,12 @@ def params_table(p: DeviceParams) -> dict[str, dict[str, Any]]:
     out = {}
     for k, v in p.values.items():
         sd = p.log_sd.get(k, 0.0)
-        out[k] = {"value": v, "log_sd": sd,
-                  "interval_90": [v * math.exp(-Z90 * sd), v * math.exp(Z90 * sd)],
-                  "measured": k in measured}
+        out[k] = {
+            "value": v,
+            "log_sd": sd,
+            "interval_90": [v * math.exp(-Z90 * sd), v * math.exp(Z90 * sd)],
+            "measured": k in measured,
+        }
     return out
 
 
@@ -152,10 +191,13 @@ class _StopAtFailure(Exception):
         self.cell, self.error = cell, error
 
 
-def run_calibration(plan: CalibrationPlan,
-                    on_progress: Callable[[ProgressEvent], None] | None = None,
-                    confirm: str | None = None, interruptions: Any = None,
-                    deadline_s: float | None = None) -> CalibrationResult:
+def run_calibration(
+    plan: CalibrationPlan,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    confirm: str | None = None,
+    interruptions: Any = None,
+    deadline_s: float | None = None,
+) -> CalibrationResult:
     """Run ``plan`` (``confirm`` repeats the device, as for a probe), fit, store. Raises
     DeviceRefused like a probe; CalibrationFailed naming the step when a run fails, the
     runner stops, the run is interrupted, or the fit cannot use the runs — in every case
@@ -173,8 +215,10 @@ def run_calibration(plan: CalibrationPlan,
     if why:
         raise DeviceRefused(why)
     if not probing.confirmation_matches(plan, confirm):
-        raise DeviceRefused(f"not confirmed: type the device exactly as {plan.device} "
-                            "(or pass --yes-wipe with it) to let the calibration wipe it")
+        raise DeviceRefused(
+            f"not confirmed: type the device exactly as {plan.device} "
+            "(or pass --yes-wipe with it) to let the calibration wipe it"
+        )
     forward = on_progress or (lambda e: None)
 
     def progress(e: ProgressEvent) -> None:
@@ -185,15 +229,27 @@ def run_calibration(plan: CalibrationPlan,
     db_path = probing.store_path(plan.db_path)
     with open_store(db_path) as store:
         store.require_intact()  # a damaged store is refused before the device is touched
-        def wall_of(cell: Any) -> float | None:
-            return next((o.wall_s for o in run.summary.outcomes
-                         if o.key == cell.key and o.rep == cell.rep), None)
 
-        pacer = CalibrationPacer(plan, BUDGET_S if deadline_s is None else
-                                 min(BUDGET_S, deadline_s),
-                                 wall_of, lambda m: forward(Event("note", 0, 0, message=m)))
-        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), progress,
-                        interruptions=interruptions, cell_source=pacer)
+        def wall_of(cell: Any) -> float | None:
+            return next(
+                (o.wall_s for o in run.summary.outcomes if o.key == cell.key and o.rep == cell.rep),
+                None,
+            )
+
+        pacer = CalibrationPacer(
+            plan,
+            BUDGET_S if deadline_s is None else min(BUDGET_S, deadline_s),
+            wall_of,
+            lambda m: forward(Event("note", 0, 0, message=m)),
+        )
+        run = MatrixRun(
+            plan,
+            store,
+            StateFile(state_path_for(db_path)),
+            progress,
+            interruptions=interruptions,
+            cell_source=pacer,
+        )
         try:
             summary = run.execute()
         except _StopAtFailure as e:
@@ -201,51 +257,71 @@ def run_calibration(plan: CalibrationPlan,
             raise CalibrationFailed(
                 f"calibration failed at step {e.cell}: {e.error}; no device parameters were "
                 f"saved (the {run.summary.count('ok')} runs before it are stored, matrix "
-                f"{plan.matrix_id})") from None
+                f"{plan.matrix_id})"
+            ) from None
         except FsAdvisorError as e:
             if isinstance(e, DeviceRefused):
                 raise
             step = run.state.current_cell or "setting up the device"
             _forget(run, plan)
-            raise CalibrationFailed(f"calibration failed at step {step}: {e}; no device "
-                                    "parameters were saved") from None
+            raise CalibrationFailed(
+                f"calibration failed at step {step}: {e}; no device parameters were saved"
+            ) from None
         if summary.interrupted:
             _forget(run, plan)
-            cell = next((o.label for o in reversed(summary.outcomes)
-                         if o.status == "incomplete"), "between runs")
+            cell = next(
+                (o.label for o in reversed(summary.outcomes) if o.status == "incomplete"),
+                "between runs",
+            )
             raise CalibrationInterrupted(
                 f"calibration interrupted by {summary.interrupted} at step {cell}; no device "
-                "parameters were saved (run it again)", summary.interrupted)
+                "parameters were saved (run it again)",
+                summary.interrupted,
+            )
         rows = store.runs(matrix_id=summary.matrix_id, status="ok")
         if not rows:
-            raise CalibrationFailed("calibration stored no successful run; no device "
-                                    "parameters were saved")
+            raise CalibrationFailed(
+                "calibration stored no successful run; no device parameters were saved"
+            )
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
         from fsadvisor.host import cpu as host_cpu
         from fsadvisor.predict.device_fit import RawRun, fit_device_params
+
         raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
         try:
             # the host's CPU, measured after the device runs (nothing else of ours is busy):
             # the model prices filesystem, scheduler and metadata work with it
-            params = fit_device_params(raw, kind, devices_table(), device_id=identity,
-                                       host=host_cpu.host_figures())
+            params = fit_device_params(
+                raw, kind, devices_table(), device_id=identity, host=host_cpu.host_figures()
+            )
         except (ArithmeticError, ValueError) as e:
-            raise CalibrationFailed(f"calibration failed at step fit: {e}; no device "
-                                    "parameters were saved") from None
+            raise CalibrationFailed(
+                f"calibration failed at step fit: {e}; no device parameters were saved"
+            ) from None
         if not params.measured:
-            raise CalibrationFailed("calibration failed at step fit: the runs determined no "
-                                    "parameter; no device parameters were saved")
+            raise CalibrationFailed(
+                "calibration failed at step fit: the runs determined no "
+                "parameter; no device parameters were saved"
+            )
         run_ids = [int(r["run_id"]) for r in rows]
         store.save_device_params(params, run_ids=run_ids)
         saved = store.device_params(identity)
     notes = list(summary.notes)
     if pacer.dropped:
-        notes.append(f"{len(pacer.dropped)} repetitions left out to stay within "
-                     f"{pacer.deadline_s:.0f} s of device time")
-    return CalibrationResult(params=saved, device=summary.device or "", identity=identity,
-                             matrix_id=summary.matrix_id or "", run_ids=run_ids,
-                             wall_s=summary.wall_s, notes=notes,
-                             cleanup=list(summary.cleanup))
+        notes.append(
+            f"{len(pacer.dropped)} repetitions left out to stay within "
+            f"{pacer.deadline_s:.0f} s of device time"
+        )
+    return CalibrationResult(
+        params=saved,
+        device=summary.device or "",
+        identity=identity,
+        matrix_id=summary.matrix_id or "",
+        run_ids=run_ids,
+        wall_s=summary.wall_s,
+        notes=notes,
+        cleanup=list(summary.cleanup),
+    )
 
 
 def _forget(run: Any, plan: CalibrationPlan) -> None:
@@ -253,6 +329,7 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
     so the next one does not report it as something --resume could continue."""
     from fsadvisor.probe.state import StateFile, StateFileError, state_path_for
     from fsadvisor.service import probing
+
     try:
         sf = StateFile(state_path_for(probing.store_path(plan.db_path)))
         state = sf.load()

@@ -25,14 +25,20 @@ def _name_of(device: str) -> str:
 def _sample(path: str, name: str):
     stats = parse_diskstats(Path(path).read_text())
     if name not in stats:
-        raise FsAdvisorError(f"{name} is not in {path}: give a block device such as "
-                             "/dev/nvme0n1 or sda")
+        raise FsAdvisorError(
+            f"{name} is not in {path}: give a block device such as /dev/nvme0n1 or sda"
+        )
     return stats[name]
 
 
-def capture(device: str, seconds: float, out: str | None = None, name: str | None = None,
-            diskstats: str = DISKSTATS, sleep: Callable[[float], None] = time.sleep
-            ) -> dict[str, Any]:
+def capture(
+    device: str,
+    seconds: float,
+    out: str | None = None,
+    name: str | None = None,
+    diskstats: str = DISKSTATS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
     """Sample ``device`` for ``seconds``; returns the measured figures, the profile, its TOML
     (with the assumptions as comments) and, with ``out``, writes that TOML there."""
     if not 0.1 <= seconds <= MAX_SECONDS:
@@ -45,15 +51,27 @@ def capture(device: str, seconds: float, out: str | None = None, name: str | Non
     elapsed = max(time.monotonic() - t0, 1e-3)
     m = measure(before, after, elapsed)
     prof, assumptions = to_profile(m, name or f"captured-{dev_name}", device)
-    toml = ("# captured by fsadvisor profiles capture; ASSUMPTIONS to confirm:\n"
-            + "".join(f"#  - {a}\n" for a in assumptions) + profile_to_toml(prof))
+    toml = (
+        "# captured by fsadvisor profiles capture; ASSUMPTIONS to confirm:\n"
+        + "".join(f"#  - {a}\n" for a in assumptions)
+        + profile_to_toml(prof)
+    )
     if out is not None:
         try:
             Path(out).write_text(toml, encoding="utf-8")
         except OSError as e:
             raise FsAdvisorError(f"{out}: {e.strerror or e}") from None
-    return {"device": device, "seconds": elapsed, "iops": m.iops, "read_pct": m.read_pct,
-            "mean_read_bytes": m.mean_read_bytes, "mean_write_bytes": m.mean_write_bytes,
-            "effective_queue_depth": m.effective_queue_depth, "utilisation": m.utilisation,
-            "profile": prof.to_dict(), "assumptions": list(assumptions), "toml": toml,
-            "written": out}
+    return {
+        "device": device,
+        "seconds": elapsed,
+        "iops": m.iops,
+        "read_pct": m.read_pct,
+        "mean_read_bytes": m.mean_read_bytes,
+        "mean_write_bytes": m.mean_write_bytes,
+        "effective_queue_depth": m.effective_queue_depth,
+        "utilisation": m.utilisation,
+        "profile": prof.to_dict(),
+        "assumptions": list(assumptions),
+        "toml": toml,
+        "written": out,
+    }

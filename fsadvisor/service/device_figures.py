@@ -28,6 +28,7 @@ def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
     table = devices_table()
     if device.path:
         from fsadvisor.store import open_store
+
         with open_store(db) as store:
             found = store.device_params(device.identity)
         if found is not None:
@@ -35,6 +36,7 @@ def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
     # A drive named from the device library (--device samsung-990-pro-2tb): its datasheet
     # figures are the prior, wide because datasheets quote best cases.
     from fsadvisor.service.devices import library_params_of
+
     lib = library_params_of(device)
     if lib is not None:
         return lib
@@ -45,14 +47,21 @@ def describe(p: DeviceParams) -> str:
     """One line for the output: calibrated (runs, date) or the prior's class."""
     if p.measured:
         at, listed = p.details.get("fitted_at"), p.details.get("measured")
-        when = (time.strftime("%Y-%m-%d", time.gmtime(float(at)))
-                if isinstance(at, (int, float, str)) and at else "unknown date")
+        when = (
+            time.strftime("%Y-%m-%d", time.gmtime(float(at)))
+            if isinstance(at, (int, float, str)) and at
+            else "unknown date"
+        )
         n = len(listed) if isinstance(listed, (list, tuple, set)) else 0
-        return (f"calibrated on this device, {p.n_runs} runs, {when} "
-                f"({n} of {len(p.values)} parameters measured)")
+        return (
+            f"calibrated on this device, {p.n_runs} runs, {when} "
+            f"({n} of {len(p.values)} parameters measured)"
+        )
     if p.source.startswith("datasheet"):
         return f"{p.source}; not calibrated"
     if "no figures for device kind" in p.source:
-        return (f"prior for kind nvme (device kind {p.kind!r} has no figures of its own: "
-                "falls back to the nvme class of models/devices.toml; not calibrated)")
+        return (
+            f"prior for kind nvme (device kind {p.kind!r} has no figures of its own: "
+            "falls back to the nvme class of models/devices.toml; not calibrated)"
+        )
     return f"prior for kind {p.kind} ({p.source.removeprefix('prior: ')}; not calibrated)"

@@ -25,9 +25,15 @@ def target_for(device: str) -> Target:
         raise ConfigError(f"--device must be a block device path under /dev, not {device!r}")
     parts = device.split("/")
     if not _DEVICE.fullmatch(device) or "." in parts or ".." in parts:
-        raise ConfigError(f"--device must be a device path of letters, digits and ._:+@,=- "
-                          f"under /dev (e.g. /dev/nvme1n1), not {device!r}")
+        raise ConfigError(
+            f"--device must be a device path of letters, digits and ._:+@,=- "
+            f"under /dev (e.g. /dev/nvme1n1), not {device!r}"
+        )
     disk = devmod.whole_disk(device)
     props = devmod.udev_properties(f"/dev/{disk}") if os.path.exists(device) else {}
-    return Target(path=device, kernel_name=disk, id_wwn=props.get("ID_WWN", ""),
-                  id_serial=props.get("ID_SERIAL", ""))
+    return Target(
+        path=device,
+        kernel_name=disk,
+        id_wwn=props.get("ID_WWN", ""),
+        id_serial=props.get("ID_SERIAL", ""),
+    )

@@ -28,9 +28,12 @@ _TAG = " [library: "
 
 def list_devices(kind: str | None = None) -> list[LibraryDrive]:
     from fsadvisor.catalog import devicelib
+
     lib = devicelib.load_library()
     if kind is not None and kind not in devicelib.DRIVE_KINDS:
-        raise FsAdvisorError(f"--kind must be one of {', '.join(devicelib.DRIVE_KINDS)}, not {kind!r}")
+        raise FsAdvisorError(
+            f"--kind must be one of {', '.join(devicelib.DRIVE_KINDS)}, not {kind!r}"
+        )
     return [d for d in lib.values() if kind is None or d.kind == kind]
 
 
@@ -47,6 +50,7 @@ def show_device(name: str, db: str | None = None) -> dict[str, Any]:
     measured of it (seed datasets, your probes) against its datasheet."""
     from fsadvisor.catalog import devicelib
     from fsadvisor.predict.datasheet import params_for
+
     d = devicelib.find(name)
     p = params_for(d)
     doc = d.to_dict()
@@ -59,16 +63,24 @@ def summary_row(d: LibraryDrive) -> dict[str, Any]:
     """The columns of ``devices list``: name, kind, class, capacity, headline figures, PLP and
     the kinds of source its figures come from (manufacturer first)."""
     from fsadvisor.catalog import devicelib
-    return {"name": d.name, "model": d.model, "kind": d.kind, "class": d.drive_class,
-            "capacity_gb": d.capacity_gb, "seq_read_mb_s": d.value("seq_read_mb_s"),
-            "seq_write_mb_s": d.value("seq_write_mb_s"),
-            "rand_read_iops": d.value("rand_read_iops"),
-            "rand_write_iops": d.value("rand_write_iops"),
-            "idle_power_w": d.value("idle_power_w"),
-            "active_power_w": d.value("active_power_w") or d.value("max_power_w"),
-            "plp": d.plp,
-            "source_kinds": sorted({f.source.kind for f in d.figures.values()},
-                                   key=devicelib.SOURCE_KINDS.index)}
+
+    return {
+        "name": d.name,
+        "model": d.model,
+        "kind": d.kind,
+        "class": d.drive_class,
+        "capacity_gb": d.capacity_gb,
+        "seq_read_mb_s": d.value("seq_read_mb_s"),
+        "seq_write_mb_s": d.value("seq_write_mb_s"),
+        "rand_read_iops": d.value("rand_read_iops"),
+        "rand_write_iops": d.value("rand_write_iops"),
+        "idle_power_w": d.value("idle_power_w"),
+        "active_power_w": d.value("active_power_w") or d.value("max_power_w"),
+        "plp": d.plp,
+        "source_kinds": sorted(
+            {f.source.kind for f in d.figures.values()}, key=devicelib.SOURCE_KINDS.index
+        ),
+    }
 
 
 def library_device(spec: str | None, plp: str | None = None) -> Device | None:
@@ -79,6 +91,7 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
         return None
     from fsadvisor.catalog import devicelib
     from fsadvisor.host.spec import DEVICE_KINDS
+
     if not devicelib.looks_like_name(spec) or spec.strip() in DEVICE_KINDS:
         return None  # a bare kind ("nvme") gets the spec parser's "give a size" message
     d = devicelib.find(spec)
@@ -86,15 +99,22 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
         raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")
     if plp == "yes" and d.plp == "no":
         f = d.figures["plp"]
-        raise FsAdvisorError(f"PLP yes (from --plp or the profile) contradicts {d.name}'s "
-                             f"{f.source.kind}: no power-loss protection ({f.source.title})")
+        raise FsAdvisorError(
+            f"PLP yes (from --plp or the profile) contradicts {d.name}'s "
+            f"{f.source.kind}: no power-loss protection ({f.source.title})"
+        )
     dev_plp: Plp
     if is_plp(plp) and plp != "unknown":
         dev_plp = plp
     else:
         dev_plp = "no" if d.plp == "no" else "unknown"
-    return Device(path=None, size_bytes=d.size_bytes, kind=d.kind,
-                  model=f"{d.model}{_TAG}{d.name}]", plp=dev_plp)
+    return Device(
+        path=None,
+        size_bytes=d.size_bytes,
+        kind=d.kind,
+        model=f"{d.model}{_TAG}{d.name}]",
+        plp=dev_plp,
+    )
 
 
 def library_drive_of(device: Device) -> LibraryDrive | None:
@@ -102,6 +122,7 @@ def library_drive_of(device: Device) -> LibraryDrive | None:
         return None
     name = device.model.rsplit(_TAG, 1)[1][:-1]
     from fsadvisor.catalog import devicelib
+
     try:
         return devicelib.find(name)
     except devicelib.DeviceLibraryError:
@@ -117,9 +138,11 @@ def library_notes(device: Device) -> list[str]:
     notes = []
     if d.plp == "yes" and device.plp != "yes":
         f = d.figures["plp"]
-        notes.append(f"{d.name}: its {f.source.kind} states power-loss protection "
-                     f"({f.source.title}); flush-skipping options are offered only with "
-                     "--plp yes, which bets recent writes on that protection")
+        notes.append(
+            f"{d.name}: its {f.source.kind} states power-loss protection "
+            f"({f.source.title}); flush-skipping options are offered only with "
+            "--plp yes, which bets recent writes on that protection"
+        )
     return notes
 
 
@@ -147,13 +170,20 @@ def _conditions(w) -> str:
     return f"{w.rw} {w.bs_bytes // 1024}K QD{w.iodepth} x{w.numjobs} job(s)"
 
 
-def _compare(d: LibraryDrive, key: str, measured: float, w, source: str, origin: str) -> dict[str, Any]:
+def _compare(
+    d: LibraryDrive, key: str, measured: float, w, source: str, origin: str
+) -> dict[str, Any]:
     sheet = d.value(key)
-    return {"figure": key, "measured": measured, "datasheet": sheet,
-            "measured_over_datasheet": None if sheet is None else measured / sheet,
-            "conditions": _conditions(w),
-            "datasheet_conditions": d.figures[key].note if key in d.figures else "",
-            "source": source, "origin": origin}
+    return {
+        "figure": key,
+        "measured": measured,
+        "datasheet": sheet,
+        "measured_over_datasheet": None if sheet is None else measured / sheet,
+        "conditions": _conditions(w),
+        "datasheet_conditions": d.figures[key].note if key in d.figures else "",
+        "source": source,
+        "origin": origin,
+    }
 
 
 def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[str, Any]]:
@@ -165,6 +195,7 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
     if not names:
         return []
     from fsadvisor.store.datasets import load_rows, load_workloads
+
     out = []
     workloads = load_workloads()
     for row in load_rows():
@@ -182,19 +213,24 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
         if (s["device_model"] or "").strip().lower() not in names:
             continue
         from fsadvisor.domain import Workload
+
         w = Workload(**s["workload"])
         fm = datasheet_figure_for(w)
         mean = (s.get(fm[1]) or {}).get("mean") if fm else None
         if fm is None or mean is None:
             continue
-        out.append(_compare(d, fm[0], float(mean), w,
-                            f"your probe: raw baseline, runs {s['run_ids']}", "probe"))
+        out.append(
+            _compare(
+                d, fm[0], float(mean), w, f"your probe: raw baseline, runs {s['run_ids']}", "probe"
+            )
+        )
     return out
 
 
 def _raw_baselines(db: str | None) -> list[dict[str, Any]]:
     """Summaries of the store's raw-device baseline runs (no filesystem configuration)."""
     from fsadvisor.store import open_store
+
     with open_store(db) as store:
         return [s for s in store.summaries() if s["configuration_id"] is None]
 
@@ -203,13 +239,17 @@ def list_measured(db: str | None = None) -> list[dict[str, Any]]:
     """Devices your probes measured raw (one row per device model), with their best measured
     figures and the library drive they are, if any (its ``measured_as`` names that model)."""
     from fsadvisor.catalog import devicelib
+
     lib = devicelib.load_library()
     by_model: dict[str, dict[str, Any]] = {}
     from fsadvisor.domain import Workload
+
     for s in _raw_baselines(db):
         model = (s["device_model"] or "").strip() or "(unknown model)"
-        row = by_model.setdefault(model, {"model": model, "kind": s["device_kind"], "runs": 0,
-                                          "library": None, "figures": {}})
+        row = by_model.setdefault(
+            model,
+            {"model": model, "kind": s["device_kind"], "runs": 0, "library": None, "figures": {}},
+        )
         row["runs"] += s["n"]
         fm = datasheet_figure_for(Workload(**s["workload"]))
         mean = (s.get(fm[1]) or {}).get("mean") if fm else None
@@ -228,4 +268,5 @@ def library_params_of(device: Device):
     if d is None:
         return None
     from fsadvisor.predict.datasheet import params_for
+
     return params_for(d)

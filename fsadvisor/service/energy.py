@@ -11,8 +11,11 @@ from fsadvisor import energy
 from fsadvisor.energy import meterlog
 from fsadvisor.errors import EnergyError
 from fsadvisor.store import open_store
-def energy_check(meter_log: str | None = None, device: str | None = None,
-                 **opts: Any) -> list[dict[str, Any]]:
+
+
+def energy_check(
+    meter_log: str | None = None, device: str | None = None, **opts: Any
+) -> list[dict[str, Any]]:
     """One dict per source (rapl, ipmi, meter-log, estimate): name, ok, detail, and
     ``auto`` True on the one ``choose_meter("auto")`` would pick."""
     if meter_log is not None:
@@ -31,8 +34,9 @@ def _require_meter_log(path: str) -> None:
         raise EnergyError(f"{why} (expected a power meter's CSV export: timestamp, watts)")
 
 
-def energy_idle(seconds: float = 10.0, source: str = "auto", device: str | None = None,
-                **opts: Any) -> dict[str, Any]:
+def energy_idle(
+    seconds: float = 10.0, source: str = "auto", device: str | None = None, **opts: Any
+) -> dict[str, Any]:
     """Measure idle power with the chosen source: its watts, the reading, and which source."""
     from fsadvisor import limits
 
@@ -42,13 +46,25 @@ def energy_idle(seconds: float = 10.0, source: str = "auto", device: str | None 
     reading = meter.reading  # what measure_idle's stop() read
     if reading is None:
         raise EnergyError(f"{meter.name} gave no reading of the idle seconds")
-    return {"idle_watts": watts, "source": meter.name, "scope": meter.scope,
-            "why": meter.why, "measured": reading.measured, "reading": reading.to_dict()}
+    return {
+        "idle_watts": watts,
+        "source": meter.name,
+        "scope": meter.scope,
+        "why": meter.why,
+        "measured": reading.measured,
+        "reading": reading.to_dict(),
+    }
 
 
-def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: float = 0.0,
-                     scope: str = "system", idle_watts: float | None = None,
-                     max_gap_s: float | None = None, db: str | None = None) -> dict[str, Any]:
+def import_meter_log(
+    path: str,
+    matrix_id: str | None = None,
+    clock_offset_s: float = 0.0,
+    scope: str = "system",
+    idle_watts: float | None = None,
+    max_gap_s: float | None = None,
+    db: str | None = None,
+) -> dict[str, Any]:
     """Attach an external power meter's log (exported after the probe, as seed 000's HOBO
     logger is read out afterwards) to stored runs: each run's energy becomes the log's
     integral over exactly that run's measurement window. A run the log does not cover gets
@@ -69,8 +85,11 @@ def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: fl
         runs = store.runs(**filters)
         if matrix_id and not runs:
             raise EnergyError(f"no completed runs of matrix {matrix_id!r} in the store")
-        kw: dict[str, Any] = {"clock_offset_s": clock_offset_s, "scope": scope,
-                              "idle_watts": idle_watts}
+        kw: dict[str, Any] = {
+            "clock_offset_s": clock_offset_s,
+            "scope": scope,
+            "idle_watts": idle_watts,
+        }
         if max_gap_s is not None:
             kw["max_gap_s"] = max_gap_s
         updated, missing, unaligned = [], [], 0
@@ -83,11 +102,28 @@ def import_meter_log(path: str, matrix_id: str | None = None, clock_offset_s: fl
             reading = meterlog.reading_for_window(path, float(start), float(end), **kw)
             store.set_energy(int(run["run_id"]), reading)
             if reading.energy_j is None:
-                missing.append({"run_id": run["run_id"], "cell_key": run["cell_key"],
-                                "reason": reading.missing})
+                missing.append(
+                    {
+                        "run_id": run["run_id"],
+                        "cell_key": run["cell_key"],
+                        "reason": reading.missing,
+                    }
+                )
             else:
-                updated.append({"run_id": run["run_id"], "cell_key": run["cell_key"],
-                                "energy_j": reading.energy_j, "avg_watts": reading.avg_watts})
-    return {"log": str(path), "runs_considered": len(runs), "updated": updated,
-            "missing": missing, "without_window": unaligned, "scope": scope,
-            "clock_offset_s": clock_offset_s}
+                updated.append(
+                    {
+                        "run_id": run["run_id"],
+                        "cell_key": run["cell_key"],
+                        "energy_j": reading.energy_j,
+                        "avg_watts": reading.avg_watts,
+                    }
+                )
+    return {
+        "log": str(path),
+        "runs_considered": len(runs),
+        "updated": updated,
+        "missing": missing,
+        "without_window": unaligned,
+        "scope": scope,
+        "clock_offset_s": clock_offset_s,
+    }

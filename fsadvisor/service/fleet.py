@@ -29,8 +29,7 @@ def merge_stores(others: Iterable[PathLike], db: PathLike | None = None) -> dict
     with open_store(db) as store:
         store.ensure_seeded()
         merged = [store.merge_from(f) for f in files]
-        return {"store": store.label, "merged": merged,
-                "runs": store.info()["tables"]["runs"]}
+        return {"store": store.label, "merged": merged, "runs": store.info()["tables"]["runs"]}
 
 
 def _model_key(run: dict[str, Any]) -> tuple[str, str]:
@@ -39,8 +38,9 @@ def _model_key(run: dict[str, Any]) -> tuple[str, str]:
     return (run["device_kind"] or "unknown", run["device_model"] or run["device_identity"] or "?")
 
 
-def recommend_per_model(profile: str, db: PathLike | None = None, top: int = 1,
-                        scope: str = "system") -> dict[str, Any]:
+def recommend_per_model(
+    profile: str, db: PathLike | None = None, top: int = 1, scope: str = "system"
+) -> dict[str, Any]:
     """For every device model in the (merged) store: the hosts and devices measured, the
     device parameters fitted from the raw-device runs of *all* its drives across hosts (a
     calibration per model; the kind's prior when none was run), and the recommendation for
@@ -80,24 +80,35 @@ def recommend_per_model(profile: str, db: PathLike | None = None, top: int = 1,
         if params is None:
             params = prior_params(kind, table, device_id=identity)
         size = min(int(r["device_size_bytes"] or 0) for r in members) or 1 << 40
-        dev = Device(path=None, size_bytes=size, kind=kind,
-                     model="" if name == members[0]["device_identity"] else name)
+        dev = Device(
+            path=None,
+            size_bytes=size,
+            kind=kind,
+            model="" if name == members[0]["device_identity"] else name,
+        )
         rec = rank(model, prof, dev, top=top, scope=scope, device_params=params)
         write_why(rec)
         rec.summary = headline(rec)
         best = rec.ranked[0] if rec.ranked else None
-        out.append({
-            "kind": kind, "model": name,
-            "hosts": sorted({r["hostname"] or "?" for r in members}),
-            "devices": sorted({r["device_identity"] for r in members}),
-            "runs": len(members),
-            "imported_runs": sum(r["origin"] == "imported" for r in members),
-            "raw_runs_fitted": len(raw),
-            "device_parameters": describe(params), "note": note,
-            "headline": (f"{best.config.label()} (predicted {rec.rank_by} {_fmt(best, rec.rank_by)})"
-                         if best else "no configuration meets the profile's constraints"),
-            "recommendation": rec.to_dict(),
-        })
+        out.append(
+            {
+                "kind": kind,
+                "model": name,
+                "hosts": sorted({r["hostname"] or "?" for r in members}),
+                "devices": sorted({r["device_identity"] for r in members}),
+                "runs": len(members),
+                "imported_runs": sum(r["origin"] == "imported" for r in members),
+                "raw_runs_fitted": len(raw),
+                "device_parameters": describe(params),
+                "note": note,
+                "headline": (
+                    f"{best.config.label()} (predicted {rec.rank_by} {_fmt(best, rec.rank_by)})"
+                    if best
+                    else "no configuration meets the profile's constraints"
+                ),
+                "recommendation": rec.to_dict(),
+            }
+        )
     return {"profile": prof.name, "store": str(db) if db is not None else None, "devices": out}
 
 

@@ -52,34 +52,50 @@ def _durable(profile: Profile, device: Device) -> bool:
 # One check per rule: True when the configuration goes against the rule here.
 CHECKS: dict[str, Callable[[FsConfig, Profile, Device, dict[str, bool] | None], bool]] = {
     "block-size-default": lambda cfg, p, d, k: (
-        cfg.fs in ("ext4", "xfs") and d.kind in FLASH
-        and dict(cfg.mkfs).get("block_size", 4096) < 4096),
+        cfg.fs in ("ext4", "xfs")
+        and d.kind in FLASH
+        and dict(cfg.mkfs).get("block_size", 4096) < 4096
+    ),
     "agcount-parallel-allocation": lambda cfg, p, d, k: (
-        cfg.fs == "xfs" and cfg.ag_count is not None
+        cfg.fs == "xfs"
+        and cfg.ag_count is not None
         and cfg.ag_count != catalog.default_ag_count(d.size_bytes)
-        and spec.concurrent_allocation(p.workload) == 0),
+        and spec.concurrent_allocation(p.workload) == 0
+    ),
     "inode-size-metadata": lambda cfg, p, d, k: (
-        cfg.fs == "xfs" and dict(cfg.mkfs).get("inode_size", 512) > 512
-        and p.workload.metadata_frac == 0),
+        cfg.fs == "xfs"
+        and dict(cfg.mkfs).get("inode_size", 512) > 512
+        and p.workload.metadata_frac == 0
+    ),
     "barriers-need-plp": lambda cfg, p, d, k: (
-        ("nobarrier" in _mount(cfg) or _mount(cfg).get("barrier") == "0"
-         or _mount(cfg).get("fsync_mode") == "nobarrier") and d.plp != "yes"),
+        (
+            "nobarrier" in _mount(cfg)
+            or _mount(cfg).get("barrier") == "0"
+            or _mount(cfg).get("fsync_mode") == "nobarrier"
+        )
+        and d.plp != "yes"
+    ),
     "xfs-nobarrier-removed": lambda cfg, p, d, k: (
-        cfg.fs == "xfs" and bool({"nobarrier", "barrier"} & set(_mount(cfg)))),
+        cfg.fs == "xfs" and bool({"nobarrier", "barrier"} & set(_mount(cfg)))
+    ),
     "ext4-writeback-durability": lambda cfg, p, d, k: (
-        cfg.fs == "ext4" and _mount(cfg).get("data") == "writeback" and _durable(p, d)),
+        cfg.fs == "ext4" and _mount(cfg).get("data") == "writeback" and _durable(p, d)
+    ),
     "ext4-commit-durability": lambda cfg, p, d, k: (
-        cfg.fs == "ext4" and int(_mount(cfg).get("commit") or EXT4_DEFAULT_COMMIT_S)
-        > EXT4_DEFAULT_COMMIT_S and _durable(p, d)),
-    "scheduler-none-not-rotational": lambda cfg, p, d, k: (
-        seeks(d) and cfg.scheduler == "none"),
+        cfg.fs == "ext4"
+        and int(_mount(cfg).get("commit") or EXT4_DEFAULT_COMMIT_S) > EXT4_DEFAULT_COMMIT_S
+        and _durable(p, d)
+    ),
+    "scheduler-none-not-rotational": lambda cfg, p, d, k: seeks(d) and cfg.scheduler == "none",
     "f2fs-needs-the-kernel": lambda cfg, p, d, k: (
-        cfg.fs == "f2fs" and d.path is not None and k is not None and not k.get("f2fs")),
+        cfg.fs == "f2fs" and d.path is not None and k is not None and not k.get("f2fs")
+    ),
 }
 
 
-def against(cfg: FsConfig, profile: Profile, device: Device,
-            kernel_has: dict[str, bool] | None = None) -> list[Rule]:
+def against(
+    cfg: FsConfig, profile: Profile, device: Device, kernel_has: dict[str, bool] | None = None
+) -> list[Rule]:
     """The documented rules this configuration goes against for this profile and device."""
     table = rules()
     return [table[rid] for rid, check in CHECKS.items() if check(cfg, profile, device, kernel_has)]

@@ -100,10 +100,15 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
         if why := mismatch(res.doc, res.jobs, workload):
             raise FioImportError(one_line(f"{path}: {why}"))  # a field may hold a newline
     return ReadResult(
-        path=str(path), sha256=hashlib.sha256(data).hexdigest(), fio_version=res.version,
-        host=_host_of(res.doc, res.jobs), metrics=metrics,
+        path=str(path),
+        sha256=hashlib.sha256(data).hexdigest(),
+        fio_version=res.version,
+        host=_host_of(res.doc, res.jobs),
+        metrics=metrics,
         pooled_percentiles=fio.POOLED_ESTIMATE in res.percentile_provenance().values(),
-        started_at=_started_at(res.doc, path), text=text)
+        started_at=_started_at(res.doc, path),
+        text=text,
+    )
 
 
 def _options(doc: dict, job: dict) -> dict[str, Any]:
@@ -129,8 +134,10 @@ def mismatch(doc: dict, jobs: list[dict], workload: Workload) -> str | None:
             if engine in ("filecreate", "filestat", "filedelete"):
                 got = engine
             if got != want_rw:
-                return (f"job {str(job.get('jobname', '?'))[:40]!r} ran rw={rw} but the workload "
-                        f"is rw={workload.rw}: import it with the workload it ran")
+                return (
+                    f"job {str(job.get('jobname', '?'))[:40]!r} ran rw={rw} but the workload "
+                    f"is rw={workload.rw}: import it with the workload it ran"
+                )
         bs = opts.get("bs", opts.get("blocksize"))
         if isinstance(bs, str) and "," not in bs and "-" not in bs and ":" not in bs:
             try:
@@ -138,8 +145,10 @@ def mismatch(doc: dict, jobs: list[dict], workload: Workload) -> str | None:
             except (ValueError, OverflowError):
                 continue
             if bs_bytes != workload.bs_bytes:
-                return (f"job {str(job.get('jobname', '?'))[:40]!r} ran bs={bs} but the workload "
-                        f"has bs_bytes={workload.bs_bytes}")
+                return (
+                    f"job {str(job.get('jobname', '?'))[:40]!r} ran bs={bs} but the workload "
+                    f"has bs_bytes={workload.bs_bytes}"
+                )
     return None
 
 
@@ -190,15 +199,20 @@ def parse_workload(workload: str | dict | None, profile: str | None) -> tuple[st
         try:
             workload = json.loads(workload)
         except json.JSONDecodeError as e:
-            raise ConfigError(f"--workload is not valid JSON: {e.msg} at column {e.colno}") from None
+            raise ConfigError(
+                f"--workload is not valid JSON: {e.msg} at column {e.colno}"
+            ) from None
     if not isinstance(workload, dict):
-        raise ConfigError('--workload must be a JSON object like {"rw": "randread", "bs_bytes": 4096}')
+        raise ConfigError(
+            '--workload must be a JSON object like {"rw": "randread", "bs_bytes": 4096}'
+        )
     w = workload_from_dict(workload)
     return f"imported-{w.rw}-{w.bs_bytes}", w
 
 
-def record_for(r: ReadResult, device: Device, config: FsConfig, name: str,
-               workload: Workload, rep: int) -> RunRecord:
+def record_for(
+    r: ReadResult, device: Device, config: FsConfig, name: str, workload: Workload, rep: int
+) -> RunRecord:
     from fsadvisor.domain import FLAG_IMPORTED, FLAG_LOOP, FLAG_POOLED_PERCENTILES
     from fsadvisor.probe.plan import cell_key
 
@@ -209,16 +223,34 @@ def record_for(r: ReadResult, device: Device, config: FsConfig, name: str,
         flags.append(FLAG_POOLED_PERCENTILES)
     host = {"hostname": r.host, "fio_version": r.fio_version or ""} if r.host else {}
     return RunRecord(
-        cell_key=cell_key(config, config.scheduler, name), device=device, config=config,
-        workload_name=name, workload=workload, rep=rep, status="ok", started_at=r.started_at,
-        wall_s=float(r.metrics.get("runtime_s") or 0.0), metrics=dict(r.metrics),
-        flags=tuple(flags), tool="fio", command=(), raw_output=r.text, host=host)
+        cell_key=cell_key(config, config.scheduler, name),
+        device=device,
+        config=config,
+        workload_name=name,
+        workload=workload,
+        rep=rep,
+        status="ok",
+        started_at=r.started_at,
+        wall_s=float(r.metrics.get("runtime_s") or 0.0),
+        metrics=dict(r.metrics),
+        flags=tuple(flags),
+        tool="fio",
+        command=(),
+        raw_output=r.text,
+        host=host,
+    )
 
 
 def provenance(r: ReadResult) -> dict[str, Any]:
-    return {"file": os.path.abspath(r.path), "sha256": r.sha256, "fio_version": r.fio_version,
-            "host": r.host, "imported_by": f"{_user()}@{socket.gethostname()}",
-            "imported_at": time.time(), "importer": "fsadvisor import fio-json"}
+    return {
+        "file": os.path.abspath(r.path),
+        "sha256": r.sha256,
+        "fio_version": r.fio_version,
+        "host": r.host,
+        "imported_by": f"{_user()}@{socket.gethostname()}",
+        "imported_at": time.time(),
+        "importer": "fsadvisor import fio-json",
+    }
 
 
 def _user() -> str:
@@ -228,10 +260,15 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def import_fio_json(paths: Iterable[str | os.PathLike[str]], device: str, config: str | dict,
-                    workload: str | dict | None = None, profile: str | None = None,
-                    db: str | os.PathLike[str] | None = None, plp: str | None = None,
-                    ) -> dict[str, Any]:
+def import_fio_json(
+    paths: Iterable[str | os.PathLike[str]],
+    device: str,
+    config: str | dict,
+    workload: str | dict | None = None,
+    profile: str | None = None,
+    db: str | os.PathLike[str] | None = None,
+    plp: str | None = None,
+) -> dict[str, Any]:
     """Import fio results as runs of ``config`` x workload on ``device`` (a path, a
     ``kind:size`` spec or a library drive name). All or nothing; returns one entry per file
     with its run id and whether it was new or already imported."""
@@ -247,11 +284,24 @@ def import_fio_json(paths: Iterable[str | os.PathLike[str]], device: str, config
         store.ensure_seeded()
         done = store.record_imported(
             (record_for(r, dev, cfg, name, w, rep), provenance(r))
-            for rep, r in enumerate(read, start=1))
+            for rep, r in enumerate(read, start=1)
+        )
         label = store.label
-    return {"store": label, "device": dev.to_dict(), "config": cfg.to_dict(),
-            "workload_name": name, "workload": w.to_dict(),
-            "files": [{"file": r.path, "sha256": d["sha256"], "fio_version": r.fio_version,
-                       "host": r.host, "run_id": d["run_id"],
-                       "status": "imported" if d["new"] else "already imported"}
-                      for r, d in zip(read, done)]}
+    return {
+        "store": label,
+        "device": dev.to_dict(),
+        "config": cfg.to_dict(),
+        "workload_name": name,
+        "workload": w.to_dict(),
+        "files": [
+            {
+                "file": r.path,
+                "sha256": d["sha256"],
+                "fio_version": r.fio_version,
+                "host": r.host,
+                "run_id": d["run_id"],
+                "status": "imported" if d["new"] else "already imported",
+            }
+            for r, d in zip(read, done)
+        ],
+    }

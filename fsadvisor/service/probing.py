@@ -25,8 +25,15 @@ from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.options import plan_kwargs
 from fsadvisor.probe.report import ProbeSummary, ProgressEvent, dry_run_lines, results_from_store
 from fsadvisor.probe.run import Interruptions, MatrixRun, scratch_space_problem
-from fsadvisor.probe.state import (CleanupReport, StateFile, StateFileError, cleanup_stale,
-                                   live_owner, recorded_signature, state_path_for)
+from fsadvisor.probe.state import (
+    CleanupReport,
+    StateFile,
+    StateFileError,
+    cleanup_stale,
+    live_owner,
+    recorded_signature,
+    state_path_for,
+)
 from fsadvisor.profiles import load_profile
 from fsadvisor.service.request import MIN_SCRATCH_BYTES, ProbeRequest
 from fsadvisor.store import open_store
@@ -35,11 +42,34 @@ from fsadvisor.tools import KIND_FIO, fio
 PathLike = str | os.PathLike[str]
 Plan = planmod.Plan
 
-__all__ = ["ProbeRequest", "ProbePreview", "MIN_SCRATCH_BYTES", "plan_probe", "dry_run",
-           "preview", "check_device", "run_probe", "cleanup_stale_state", "root_problem",
-           "store_path", "Plan", "ProbeSummary", "ProgressEvent", "CleanupReport",
-           "BlockDevice", "block_devices", "block_device", "device_confirmed", "run_request", "Interruptions",
-           "live_text", "si_number", "clock", "before_a_probe", "dry_run_verdict"]
+__all__ = [
+    "ProbeRequest",
+    "ProbePreview",
+    "MIN_SCRATCH_BYTES",
+    "plan_probe",
+    "dry_run",
+    "preview",
+    "check_device",
+    "run_probe",
+    "cleanup_stale_state",
+    "root_problem",
+    "store_path",
+    "Plan",
+    "ProbeSummary",
+    "ProgressEvent",
+    "CleanupReport",
+    "BlockDevice",
+    "block_devices",
+    "block_device",
+    "device_confirmed",
+    "run_request",
+    "Interruptions",
+    "live_text",
+    "si_number",
+    "clock",
+    "before_a_probe",
+    "dry_run_verdict",
+]
 
 
 def clock(seconds: float | None) -> str:
@@ -61,8 +91,9 @@ def si_number(x: float) -> str:
     for mult, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T")):
         v = x / mult
         if abs(v) < 999.5 or suffix == "T":
-            return (f"{v:.2f}" if abs(v) < 9.995 else f"{v:.1f}" if abs(v) < 99.95
-                    else f"{v:.0f}") + suffix
+            return (
+                f"{v:.2f}" if abs(v) < 9.995 else f"{v:.1f}" if abs(v) < 99.95 else f"{v:.0f}"
+            ) + suffix
     raise AssertionError("unreachable")
 
 
@@ -88,8 +119,9 @@ def live_text(e: ProgressEvent) -> str:
 
 def store_path(db: PathLike | None = None) -> Path:
     if db is not None and str(db) == ":memory:":
-        raise ConfigError("a probe needs a store file (its state file lives next to it), "
-                          "not :memory:")
+        raise ConfigError(
+            "a probe needs a store file (its state file lives next to it), not :memory:"
+        )
     return Path(db).expanduser() if db is not None else xdg.default_store_path()
 
 
@@ -117,13 +149,17 @@ def plan_probe(request: ProbeRequest) -> Plan:
         key = "scratch" if r.scratch is not None else str(r.device)
         entry = state_file_for(r.db).load().matrices.get(key)
         if not entry:
-            raise FsAdvisorError(f"no unfinished probe of {key} recorded next to {db_path}; "
-                                 "start one without --resume")
+            raise FsAdvisorError(
+                f"no unfinished probe of {key} recorded next to {db_path}; "
+                "start one without --resume"
+            )
         if entry["plan"].get("purpose") == "adaptive":
             # its cells() are every configuration x the adaptive ceiling of repetitions:
             # resumed as a full matrix it would measure all of them (service/adaptive.py)
-            raise ConfigError(f"the unfinished probe of {key} is adaptive: resume it "
-                              "adaptively (probe --resume does; service.adaptive)")
+            raise ConfigError(
+                f"the unfinished probe of {key} is adaptive: resume it "
+                "adaptively (probe --resume does; service.adaptive)"
+            )
         plan = Plan.from_dict(entry["plan"])
         plan.matrix_id = entry["matrix_id"]
         plan.force = r.force
@@ -152,17 +188,27 @@ def plan_probe(request: ProbeRequest) -> Plan:
     # Every option declared to reach the plan (probe/options.py) goes as it is; the profile,
     # the energy source and the store are resolved here first.
     plan = planmod.build_plan(
-        r.device if r.scratch_bytes is None else None, size_bytes,
-        **dict(plan_kwargs(r)), profile=prof,
+        r.device if r.scratch_bytes is None else None,
+        size_bytes,
+        **dict(plan_kwargs(r)),
+        profile=prof,
         ioengine=ioengine_guess() if r.dry_run else fio.best_ioengine(),
-        energy=energy_opts, db_path=str(db_path))
+        energy=energy_opts,
+        db_path=str(db_path),
+    )
     plan.device_info = None if r.scratch_bytes is not None else dev_info
     _check_profile_workloads(plan)
     if not r.dry_run:
         # An explicit source that cannot work here is refused before anything is touched.
-        energymod.choose_meter(r.energy, device=None,
-                               **{k: v for k, v in energy_opts.items()
-                                  if k in ("meter_log", "clock_offset_s", "idle_watts")})
+        energymod.choose_meter(
+            r.energy,
+            device=None,
+            **{
+                k: v
+                for k, v in energy_opts.items()
+                if k in ("meter_log", "clock_offset_s", "idle_watts")
+            },
+        )
     return plan
 
 
@@ -215,8 +261,9 @@ class ProbePreview:
         most 3 min of device time``."""
         minutes = max(1, round(self.estimated_s / 60))
         if self.adaptive:
-            return (f"adaptive among {self.cells} configurations, at most {minutes} min of "
-                    "device time")
+            return (
+                f"adaptive among {self.cells} configurations, at most {minutes} min of device time"
+            )
         return f"{self.cells} cells, about {minutes} min"
 
 
@@ -231,8 +278,12 @@ def preview(request: ProbeRequest, plan: Plan | None = None) -> ProbePreview:
     if note:
         lines.insert(1, f"# {note}")
     # The command shown is the real run's (without --dry-run): the one to type in a root shell.
-    return ProbePreview(command=replace(request, dry_run=False).command_line(), lines=lines, cells=len(plan.cells()),
-                        estimated_s=float(plan.estimated_seconds()))
+    return ProbePreview(
+        command=replace(request, dry_run=False).command_line(),
+        lines=lines,
+        cells=len(plan.cells()),
+        estimated_s=float(plan.estimated_seconds()),
+    )
 
 
 def own_signature(plan: Plan) -> dict[str, str] | None:
@@ -255,8 +306,9 @@ def check_device(plan: Plan) -> str | None:
         if why := scratch_space_problem(plan):
             raise ConfigError(why)
         return None
-    return devmod.require_safe(str(plan.device), force=plan.force,
-                               own_signature=own_signature(plan))
+    return devmod.require_safe(
+        str(plan.device), force=plan.force, own_signature=own_signature(plan)
+    )
 
 
 def dry_run_verdict(plan: Plan) -> str | None:
@@ -268,8 +320,10 @@ def dry_run_verdict(plan: Plan) -> str | None:
     verdict = devmod.safety_verdict(str(plan.device), force=plan.force, own_signature=own)
     if verdict.ok:
         if verdict.own_signature and own:
-            return (f"the {own.get('TYPE')} signature on {plan.device} (UUID {own.get('UUID')}) "
-                    "is the one an unfinished probe made; formatting it needs no --force")
+            return (
+                f"the {own.get('TYPE')} signature on {plan.device} (UUID {own.get('UUID')}) "
+                "is the one an unfinished probe made; formatting it needs no --force"
+            )
         return None
     if devmod.ROOT_HINT in (verdict.reason or "") and root_problem():
         return f"safety check needs root: {verdict.reason}"
@@ -299,16 +353,22 @@ def device_time_line(summary: dict[str, Any]) -> str | None:
     if not d:
         return None
     total = d["cells_s"]
-    parts = ", ".join(f"{k} {v / total:.0%}" for k, v in d["outside_s"].items()
-                      if v / total >= 0.005)
-    return (f"device time: {d['window_share']:.0%} inside the benchmarks' measured windows "
-            f"({d['window_s']:.0f} s of {total:.0f} s in cells)"
-            + (f"; outside them: {parts}" if parts else ""))
+    parts = ", ".join(
+        f"{k} {v / total:.0%}" for k, v in d["outside_s"].items() if v / total >= 0.005
+    )
+    return (
+        f"device time: {d['window_share']:.0%} inside the benchmarks' measured windows "
+        f"({d['window_s']:.0f} s of {total:.0f} s in cells)"
+        + (f"; outside them: {parts}" if parts else "")
+    )
 
 
-def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = None,
-              confirm: str | None = None,
-              interruptions: Interruptions | None = None) -> ProbeSummary:
+def run_probe(
+    plan: Plan,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    confirm: str | None = None,
+    interruptions: Interruptions | None = None,
+) -> ProbeSummary:
     """Run ``plan``. ``confirm`` must repeat the device exactly (not needed for --scratch).
     Interruptions by SIGINT/SIGTERM return a summary with ``interrupted`` set after the
     cleanup; ``interruptions.cancel()`` does the same from another thread."""
@@ -317,14 +377,21 @@ def run_probe(plan: Plan, on_progress: Callable[[ProgressEvent], None] | None = 
     if why:
         raise DeviceRefused(why)
     if not confirmation_matches(plan, confirm):
-        raise DeviceRefused(f"not confirmed: type the device exactly as {plan.device} "
-                            "(or pass --yes-wipe with it) to let the probe wipe it")
+        raise DeviceRefused(
+            f"not confirmed: type the device exactly as {plan.device} "
+            "(or pass --yes-wipe with it) to let the probe wipe it"
+        )
     db_path = store_path(plan.db_path)
     with open_store(db_path) as store:
         store.require_writable()  # before a scratch loop device is attached or a disk formatted
         store.require_intact()
-        run = MatrixRun(plan, store, StateFile(state_path_for(db_path)), on_progress,
-                        interruptions=interruptions)
+        run = MatrixRun(
+            plan,
+            store,
+            StateFile(state_path_for(db_path)),
+            on_progress,
+            interruptions=interruptions,
+        )
         summary = run.execute()
         if summary.matrix_id:
             summary.results = results_from_store(store, summary.matrix_id, plan)
@@ -350,6 +417,7 @@ def stale_state_pending(db: PathLike | None = None) -> bool:
 
 # --------------------------------------------------------------------------- choosing a device
 
+
 @dataclass(frozen=True)
 class BlockDevice:
     """One of the machine's block devices as a front end lists it for a probe: the safety
@@ -372,8 +440,10 @@ class BlockDevice:
         """What a probe destroys, in words."""
         found = list(dict.fromkeys([*self.signatures, *([self.fstype] if self.fstype else [])]))
         if not found:
-            return ("no filesystem, partition table or RAID signature found (blkid, wipefs, "
-                    "lsblk); any other data on it is lost too")
+            return (
+                "no filesystem, partition table or RAID signature found (blkid, wipefs, "
+                "lsblk); any other data on it is lost too"
+            )
         label = f" labelled {self.label!r}" if self.label else ""
         return f"the {', '.join(found)} data{label} on it: every file, beyond recovery"
 
@@ -396,18 +466,24 @@ def _block_device(n: dict, force: bool, given: str | None = None) -> BlockDevice
     if reason and devmod.ROOT_HINT in reason and root_problem():
         reason = f"not judged: {devmod.ROOT_HINT}"
     return BlockDevice(
-        path=path, size_bytes=int(n.get("size") or 0),
+        path=path,
+        size_bytes=int(n.get("size") or 0),
         kind=devmod.device_kind(n["name"], bool(n.get("rota")), n.get("tran")),
-        model=str(n.get("model") or "").strip(), allowed=verdict.ok, reason=reason,
-        signatures=tuple(verdict.signatures), fstype=n.get("fstype") or None,
+        model=str(n.get("model") or "").strip(),
+        allowed=verdict.ok,
+        reason=reason,
+        signatures=tuple(verdict.signatures),
+        fstype=n.get("fstype") or None,
         # udev's label (lsblk) if it has one, else blkid's, read only where the verdict
         # found a signature (and so could read the device)
-        label=n.get("label") or (devmod.read_label(verdict.resolved_path or path)
-                                 if verdict.signatures else None))
+        label=n.get("label")
+        or (devmod.read_label(verdict.resolved_path or path) if verdict.signatures else None),
+    )
 
 
-def before_a_probe(request: ProbeRequest,
-                    on_progress: Callable[[ProgressEvent], None] | None) -> None:
+def before_a_probe(
+    request: ProbeRequest, on_progress: Callable[[ProgressEvent], None] | None
+) -> None:
     """What every probe a front end starts does first: refused without root, before
     anything runs; then the cleanup after a killed probe, each action reported."""
     why = root_problem()
@@ -419,9 +495,12 @@ def before_a_probe(request: ProbeRequest,
         notify(ProgressEvent("note", 0, 0, message=f"cleaned up after an earlier probe: {action}"))
 
 
-def run_request(request: ProbeRequest, confirm: str | None = None,
-                on_progress: Callable[[ProgressEvent], None] | None = None,
-                interruptions: Interruptions | None = None) -> ProbeSummary:
+def run_request(
+    request: ProbeRequest,
+    confirm: str | None = None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    interruptions: Interruptions | None = None,
+) -> ProbeSummary:
     """What ``fsadvisor probe`` does once its user confirmed, for a front end that asked
     itself (the TUI, from a thread worker): refused without root, before anything runs;
     cleanup after a killed probe; plan; safety verdict; run. ``interruptions.cancel()``
@@ -430,5 +509,4 @@ def run_request(request: ProbeRequest, confirm: str | None = None,
     before_a_probe(request, on_progress)
     plan = plan_probe(replace(request, dry_run=False))
     check_device(plan)
-    return run_probe(plan, on_progress=on_progress, confirm=confirm,
-                     interruptions=interruptions)
+    return run_probe(plan, on_progress=on_progress, confirm=confirm, interruptions=interruptions)

@@ -35,7 +35,11 @@ def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """``"a,b"`` or ``["a", "b,c"]`` -> ``("a", "b", "c")`` (what --fs and friends take)."""
     if value is None:
         return ()
-    items = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
+    items = (
+        value.split(",")
+        if isinstance(value, str)
+        else [p for v in value for p in str(v).split(",")]
+    )
     return tuple(p.strip() for p in items if p.strip())
 
 
@@ -82,8 +86,9 @@ class ProbeRequest(ProbeOptions):
         self.validate()
 
     @classmethod
-    def make(cls, device: str | None = None, *, inspect: bool = True,
-             **options: Any) -> "ProbeRequest":
+    def make(
+        cls, device: str | None = None, *, inspect: bool = True, **options: Any
+    ) -> "ProbeRequest":
         """A request from loosely typed choices (comma lists, dicts for --config, numbers as
         text); ``inspect`` reads the device (read-only) once, here."""
         for d in declared_options.declared(cls):
@@ -105,21 +110,26 @@ class ProbeRequest(ProbeOptions):
         if self.plp not in PLP_VALUES:
             raise ConfigError(f"--plp must be yes, no or unknown, not {self.plp!r}")
         if self.energy not in ENERGY_SOURCES:
-            raise ConfigError(f"unknown --energy {self.energy!r}: use auto, rapl, ipmi, "
-                              "meter-log or estimate")
+            raise ConfigError(
+                f"unknown --energy {self.energy!r}: use auto, rapl, ipmi, meter-log or estimate"
+            )
         if self.energy == "meter-log" and self.meter_log is None:
             raise ConfigError("--energy meter-log needs --meter-log FILE")
         if self.db is not None and str(self.db) == ":memory:":
-            raise ConfigError("a probe needs a store file (its state file lives next to it), "
-                              "not :memory:")
-        if self.scratch_dir is not None and (why := devmod.control_character_refusal(
-                self.scratch_dir, "--scratch-dir")):
+            raise ConfigError(
+                "a probe needs a store file (its state file lives next to it), not :memory:"
+            )
+        if self.scratch_dir is not None and (
+            why := devmod.control_character_refusal(self.scratch_dir, "--scratch-dir")
+        ):
             raise ConfigError(why)
         scratch_bytes = _size(self.scratch, "--scratch", "2G")
         if scratch_bytes is not None:
             if scratch_bytes < MIN_SCRATCH_BYTES:
-                raise ConfigError(f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
-                                  "(the smallest device every filesystem here formats)")
+                raise ConfigError(
+                    f"--scratch must be at least {MIN_SCRATCH_BYTES >> 20}M "
+                    "(the smallest device every filesystem here formats)"
+                )
             limits.check("scratch", scratch_bytes)
         object.__setattr__(self, "scratch_bytes", scratch_bytes)
         if self.resume:

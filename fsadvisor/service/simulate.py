@@ -28,8 +28,9 @@ MAX_VARIANTS = 16  # each variant is a full simulation, about 0.1 s per 10,000 r
 def _knob(name: str) -> str:
     name = name.strip()
     if name not in sim.OVERRIDE_KEYS:
-        raise FsAdvisorError(f"unknown what-if knob {name!r}; use one of "
-                             f"{', '.join(sim.OVERRIDE_KEYS)}")
+        raise FsAdvisorError(
+            f"unknown what-if knob {name!r}; use one of {', '.join(sim.OVERRIDE_KEYS)}"
+        )
     return name
 
 
@@ -73,11 +74,19 @@ def parse_settings(items: Iterable[str] | Mapping[str, Any] | None) -> dict[str,
     return out
 
 
-def simulate_what_if(config: Any, workload: Any = None, profile: str | None = None,
-                     device: Any = None, vary: str | None = None, seed: int = 0,
-                     requests: int = sim.DEFAULT_REQUESTS, db: str | None = None,
-                     scope: str = "system", fixed: Iterable[str] | Mapping[str, Any] | None = None,
-                     sigma: float | None = None) -> list[sim.SimResult]:
+def simulate_what_if(
+    config: Any,
+    workload: Any = None,
+    profile: str | None = None,
+    device: Any = None,
+    vary: str | None = None,
+    seed: int = 0,
+    requests: int = sim.DEFAULT_REQUESTS,
+    db: str | None = None,
+    scope: str = "system",
+    fixed: Iterable[str] | Mapping[str, Any] | None = None,
+    sigma: float | None = None,
+) -> list[sim.SimResult]:
     """One :class:`fsadvisor.predict.sim.SimResult` per value of ``vary`` (one result without it),
     all calibrated at the workload's own point; ``fixed`` knobs apply to every variant.
     The device's parameters are the ones ``predict`` uses (its calibration in the store, a
@@ -85,10 +94,8 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
     times that gives the model's own p99/mean at the workload's point."""
     import json
 
-
     if scope not in POWER_SCOPES:
-        raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, "
-                             f"not {scope!r}")
+        raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise FsAdvisorError(f"seed must be a non-negative whole number, not {seed!r}")
     for name, value in (("seed", seed), ("requests", requests), ("sigma", sigma)):
@@ -101,13 +108,27 @@ def simulate_what_if(config: Any, workload: Any = None, profile: str | None = No
         variants = [{**base, knob: v} for v in values]
     cfg = advice.config_for(config)
     w = advice.workload_for(workload, profile)
-    dev = advice.resolve_device(device if isinstance(device, str) or device is None
-                                else json.dumps(device))
+    dev = advice.resolve_device(
+        device if isinstance(device, str) or device is None else json.dumps(device)
+    )
     catalog.validate(cfg, dev.size_bytes)
     for v in variants:  # reject a bad variant before spending time on the pilot run
         sim.check_variant(w, dev, v, requests)
     model = advice.get_model(db)
     params = advice.device_params_of(dev, db)
     cal = sim.calibrate(model, cfg, w, dev, scope, seed, requests, sigma, params)
-    return [sim.simulate(model, cfg, w, dev, scope, seed, requests, overrides=v,
-                         calibration=cal, device_params=params) for v in variants]
+    return [
+        sim.simulate(
+            model,
+            cfg,
+            w,
+            dev,
+            scope,
+            seed,
+            requests,
+            overrides=v,
+            calibration=cal,
+            device_params=params,
+        )
+        for v in variants
+    ]

@@ -22,8 +22,9 @@ def db_info(db: PathLike | None = None) -> dict[str, Any]:
         return store.info()
 
 
-def db_export(fmt: str, out: PathLike | IO[str], table: str | None = None,
-              db: PathLike | None = None) -> dict[str, Any]:
+def db_export(
+    fmt: str, out: PathLike | IO[str], table: str | None = None, db: PathLike | None = None
+) -> dict[str, Any]:
     """Write the store as ``fmt`` (csv|json) to a path or text stream.
 
     ``table`` (runs|summaries|measurements) picks what is written; None means runs for CSV
@@ -32,13 +33,17 @@ def db_export(fmt: str, out: PathLike | IO[str], table: str | None = None,
     with open_store(db) as store:
         store.ensure_seeded()
         rows = store.export(fmt, out, table=table)
-        return {"format": fmt, "tables": rows,
-                "output": os.fspath(out) if isinstance(out, (str, os.PathLike)) else None,
-                "store": store.label}
+        return {
+            "format": fmt,
+            "tables": rows,
+            "output": os.fspath(out) if isinstance(out, (str, os.PathLike)) else None,
+            "store": store.label,
+        }
 
 
-def history(limit: int | None = 20, matrix_id: str | None = None,
-            db: PathLike | None = None) -> list[dict[str, Any]]:
+def history(
+    limit: int | None = 20, matrix_id: str | None = None, db: PathLike | None = None
+) -> list[dict[str, Any]]:
     """Past probe matrices, newest first: id, status, start/finish times, runs per status,
     cells run, and the plan's reps and device. With ``matrix_id``: that matrix only, with
     its runs (without raw tool output) under ``runs``."""
@@ -52,5 +57,6 @@ def history(limit: int | None = 20, matrix_id: str | None = None,
 
 def _brief(m: dict[str, Any]) -> dict[str, Any]:
     from fsadvisor.store.queries import plan_target
+
     plan = m.pop("plan") or {}
     return {**m, "reps": plan.get("reps"), **plan_target(plan)}

@@ -57,16 +57,27 @@ def _size(text: Any, what: str, lo: int, hi: int) -> int:
     try:
         value = parse_size(str(text).strip())
     except ValueError:
-        raise FsAdvisorError(f"{what} must be a size like 4k, 1M or 8G, not {str(text)[:40]!r}") from None
+        raise FsAdvisorError(
+            f"{what} must be a size like 4k, 1M or 8G, not {str(text)[:40]!r}"
+        ) from None
     if not lo <= value <= hi:
-        raise FsAdvisorError(f"{what} must be between {format_size(lo)} and {format_size(hi)}, "
-                             f"not {format_size(value)}")
+        raise FsAdvisorError(
+            f"{what} must be between {format_size(lo)} and {format_size(hi)}, "
+            f"not {format_size(value)}"
+        )
     return value
 
 
-def edit_workload(w: Workload, jobs: Any = None, iodepth: Any = None, bs: Any = None,
-                  read_pct: Any = None, fsync: str | None = None, fsync_every: Any = None,
-                  working_set: Any = None) -> Workload:
+def edit_workload(
+    w: Workload,
+    jobs: Any = None,
+    iodepth: Any = None,
+    bs: Any = None,
+    read_pct: Any = None,
+    fsync: str | None = None,
+    fsync_every: Any = None,
+    working_set: Any = None,
+) -> Workload:
     """``w`` with the given knobs changed (None: unchanged). Text as typed is accepted
     ("4k", "1,024"); a value out of range is an FsAdvisorError naming the range.
 
@@ -91,25 +102,34 @@ def edit_workload(w: Workload, jobs: Any = None, iodepth: Any = None, bs: Any = 
         pct = _whole(read_pct, "read share %", 0, 100)
         if w.rw in _METADATA_RW:
             if pct != w.read_pct:
-                raise FsAdvisorError(f"{w.rw} is a metadata workload: its read share is fixed "
-                                     f"at {w.read_pct}%")
+                raise FsAdvisorError(
+                    f"{w.rw} is a metadata workload: its read share is fixed at {w.read_pct}%"
+                )
         elif pct != w.read_pct or w.rw in ("randrw", "rw", "readwrite"):
             rnd = w.rw.startswith("rand")
-            rw = (("randread" if rnd else "read") if pct == 100 else
-                  ("randwrite" if rnd else "write") if pct == 0 else ("randrw" if rnd else "rw"))
+            rw = (
+                ("randread" if rnd else "read")
+                if pct == 100
+                else ("randwrite" if rnd else "write")
+                if pct == 0
+                else ("randrw" if rnd else "rw")
+            )
             changes["rw"] = rw
             changes["rwmixread"] = pct
     if fsync is not None:
         if fsync not in FSYNC_POLICIES:
-            raise FsAdvisorError(f"fsync policy must be one of {', '.join(FSYNC_POLICIES)}, "
-                                 f"not {fsync!r}")
+            raise FsAdvisorError(
+                f"fsync policy must be one of {', '.join(FSYNC_POLICIES)}, not {fsync!r}"
+            )
         changes["fsync_mode"] = fsync
         if fsync == "none":
             changes["fsync_every"] = 0
         else:
-            every = (_whole(fsync_every, "writes per fsync", 1, 1_000_000)
-                     if fsync_every is not None and str(fsync_every).strip()
-                     else max(w.fsync_every, 1))
+            every = (
+                _whole(fsync_every, "writes per fsync", 1, 1_000_000)
+                if fsync_every is not None and str(fsync_every).strip()
+                else max(w.fsync_every, 1)
+            )
             changes["fsync_every"] = every
     elif fsync_every is not None:
         # fio's fsync=N alone: 0 is never (with policy "none"), N every N writes
@@ -149,17 +169,32 @@ class WhatIf:
             ctx = self._contexts.get(key)
         if ctx is None:
             from fsadvisor.service.devices import library_notes
+
             dev = advice.resolve_device(device, plp)
             params = advice.device_params_of(dev, self.db)
-            ctx = _Context(dev, params, advice.kernel_filesystems(), advice.mkfs_target(dev),
-                           [advice.sector_note(dev, device, None)] + list(library_notes(dev)),
-                           advice.describe_params(params))
+            ctx = _Context(
+                dev,
+                params,
+                advice.kernel_filesystems(),
+                advice.mkfs_target(dev),
+                [advice.sector_note(dev, device, None)] + list(library_notes(dev)),
+                advice.describe_params(params),
+            )
             with self._lock:
                 self._contexts[key] = ctx
         return ctx
 
-    def _predict(self, model, cfgs, w, device, scope="system", idle_watts=None,
-                 design_out=None, device_params=None):
+    def _predict(
+        self,
+        model,
+        cfgs,
+        w,
+        device,
+        scope="system",
+        idle_watts=None,
+        design_out=None,
+        device_params=None,
+    ):
         # Keyed by the exact candidate list: the predictions' power-interval floor depends on
         # the set predicted together, so a hit is bit-for-bit what predict_many would return.
         key = (id(model), w, device, scope, idle_watts, id(device_params), tuple(cfgs))
@@ -169,8 +204,16 @@ class WhatIf:
                 self._memo.move_to_end(key)
         if hit is None:
             design: dict = {}
-            preds = predict_many(model, cfgs, w, device, scope, idle_watts=idle_watts,
-                                 design_out=design, device_params=device_params)
+            preds = predict_many(
+                model,
+                cfgs,
+                w,
+                device,
+                scope,
+                idle_watts=idle_watts,
+                design_out=design,
+                device_params=device_params,
+            )
             hit = (preds, design)
             with self._lock:
                 self.predictions_made += 1
@@ -181,16 +224,32 @@ class WhatIf:
             design_out.update(hit[1])
         return list(hit[0])
 
-    def recommend(self, profile: Profile, device: str | None = None, top: int = 5,
-                  scope: str = "system", energy_basis: str = "total") -> Recommendation:
+    def recommend(
+        self,
+        profile: Profile,
+        device: str | None = None,
+        top: int = 5,
+        scope: str = "system",
+        energy_basis: str = "total",
+    ) -> Recommendation:
         """What advice.recommend(profile, device, top, db) answers, from this session's caches."""
         from fsadvisor import limits
+
         limits.check("top", top)
         advice.check_scope(scope)
         plp = profile.constraints.plp if profile.constraints.plp != "unknown" else None
         ctx = self._context(device, plp)
         model = advice.get_model(self.db)
-        rec = rank(model, profile, ctx.dev, top=top, scope=scope, energy_basis=energy_basis,
-                   kernel_has=ctx.kernel_has, target=ctx.target, device_params=ctx.params,
-                   predict=self._predict)
+        rec = rank(
+            model,
+            profile,
+            ctx.dev,
+            top=top,
+            scope=scope,
+            energy_basis=energy_basis,
+            kernel_has=ctx.kernel_has,
+            target=ctx.target,
+            device_params=ctx.params,
+            predict=self._predict,
+        )
         return advice.finish(rec, self.db, ctx.params_text, list(ctx.library_notes))

@@ -33,6 +33,7 @@ def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[
     """(idle W, busy W, busy 90% W, where they come from) for one prediction."""
     if scope == "drive":
         from fsadvisor.service.devices import library_drive_of
+
         d = library_drive_of(device)
         if d is not None:
             idle_fig = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
@@ -47,15 +48,23 @@ def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[
                 busy_fig, busy_w = ps, float(ps0)
             if idle_fig is not None and busy_fig is not None and busy_w is not None:
                 top = max(d.value("max_power_w") or busy_w, ps0 or busy_w, busy_w)
-                return (float(idle_fig.value), busy_w, (busy_w, float(top)),
-                        f"datasheet power of {d.name}: idle {idle_fig.value} W "
-                        f"({idle_fig.source.title}), busy {busy_w:g} W "
-                        f"({busy_fig.source.title}); drive scope; best-case figures")
+                return (
+                    float(idle_fig.value),
+                    busy_w,
+                    (busy_w, float(top)),
+                    f"datasheet power of {d.name}: idle {idle_fig.value} W "
+                    f"({idle_fig.source.title}), busy {busy_w:g} W "
+                    f"({busy_fig.source.title}); drive scope; best-case figures",
+                )
     idle = float(p.basis.get("idle_watts") or 0.0)
     lo, hi = p.uncertainty.get("watts_90", [p.watts, p.watts])
-    return (idle, p.watts, (float(lo), float(hi)),
-            f"{p.energy_source}, {p.power_scope} scope; idle {idle:g} W from models/priors.toml "
-            f"[idle_watts]; {p.basis.get('power_level', '')}".rstrip("; "))
+    return (
+        idle,
+        p.watts,
+        (float(lo), float(hi)),
+        f"{p.energy_source}, {p.power_scope} scope; idle {idle:g} W from models/priors.toml "
+        f"[idle_watts]; {p.basis.get('power_level', '')}".rstrip("; "),
+    )
 
 
 # One configuration's inputs to the yearly arithmetic: idle W, busy W, busy W interval,
@@ -63,7 +72,9 @@ def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[
 Basis = tuple[float, float, tuple[float, float], float, tuple[float, float], str]
 
 
-def predicted_basis(p: Prediction, scope: str, device: Any, bandwidth: bool, bs_bytes: int) -> Basis:
+def predicted_basis(
+    p: Prediction, scope: str, device: Any, bandwidth: bool, bs_bytes: int
+) -> Basis:
     """A prediction's yearly inputs: the model's capacity and power (or, at drive scope for a
     library drive, its datasheet power)."""
     idle, busy, busy90, source = _power(p, scope, device)
@@ -71,8 +82,9 @@ def predicted_basis(p: Prediction, scope: str, device: Any, bandwidth: bool, bs_
     return idle, busy, busy90, cap, cap90, source
 
 
-def measured_basis(summary: dict[str, Any], p: Prediction, scope: str, device: Any,
-                   bandwidth: bool, bs_bytes: int) -> Basis | None:
+def measured_basis(
+    summary: dict[str, Any], p: Prediction, scope: str, device: Any, bandwidth: bool, bs_bytes: int
+) -> Basis | None:
     """A store summary's yearly inputs: the measured ops/s (MB/s) as capacity and the measured
     watts as busy power (the 95% Student-t intervals over the runs); the idle power is the
     model's, and the model's watts stand in only when the runs have no energy reading. None
@@ -83,25 +95,39 @@ def measured_basis(summary: dict[str, Any], p: Prediction, scope: str, device: A
     cap = float(thr["mean"])
     cap95 = (float(thr.get("ci95_low") or cap), float(thr.get("ci95_high") or cap))
     idle, busy, busy90, model_source = _power(p, scope, device)
-    runs = (f"runs {summary.get('run_ids')} on "
-            f"{summary.get('device_model') or summary.get('device_path') or '?'}")
+    runs = (
+        f"runs {summary.get('run_ids')} on "
+        f"{summary.get('device_model') or summary.get('device_path') or '?'}"
+    )
     w = summary.get("watts") or {}
     if w.get("mean") is not None and summary.get("energy_source"):
         busy = float(w["mean"])
         busy90 = (float(w.get("ci95_low") or busy), float(w.get("ci95_high") or busy))
-        source = (f"measured ({runs}): capacity {cap:,.0f} {'MB/s' if bandwidth else 'ops/s'} "
-                  f"and {busy:g} W from {summary['energy_source']}, "
-                  f"{summary.get('power_scope')} scope (95% intervals over the runs); idle "
-                  f"{idle:g} W from the model")
+        source = (
+            f"measured ({runs}): capacity {cap:,.0f} {'MB/s' if bandwidth else 'ops/s'} "
+            f"and {busy:g} W from {summary['energy_source']}, "
+            f"{summary.get('power_scope')} scope (95% intervals over the runs); idle "
+            f"{idle:g} W from the model"
+        )
     else:
-        source = (f"measured capacity ({runs}, no energy reading); watts from the model: "
-                  f"{model_source}")
+        source = (
+            f"measured capacity ({runs}, no energy reading); watts from the model: {model_source}"
+        )
     return idle, busy, busy90, cap, cap95, source
 
 
-def worth_table(bases: list[Basis], default: Basis, default_config: dict[str, Any], load: float,
-                price: float | None, servers: int, pue: float, unit: str,
-                least_energy_first: bool = False, names: list[str] | None = None) -> dict[str, Any]:
+def worth_table(
+    bases: list[Basis],
+    default: Basis,
+    default_config: dict[str, Any],
+    load: float,
+    price: float | None,
+    servers: int,
+    pue: float,
+    unit: str,
+    least_energy_first: bool = False,
+    names: list[str] | None = None,
+) -> dict[str, Any]:
     """The yearly figures for configurations given by their ``bases`` (recommend's ranked
     entries, compare's items): per entry its year and saving against the distribution default;
     the best also against the runner-up. Best and runner-up are the first two entries (a
@@ -128,33 +154,52 @@ def worth_table(bases: list[Basis], default: Basis, default_config: dict[str, An
     notes = []
     if not any(y.sustains for y in years):
         best_cap = max(e["capacity"] for e in entries)
-        notes.append(f"load {load:,.0f} {unit} is above every shown configuration's predicted "
-                     f"capacity (highest: {best_cap:,.0f} {unit}); the figures are at full load")
+        notes.append(
+            f"load {load:,.0f} {unit} is above every shown configuration's predicted "
+            f"capacity (highest: {best_cap:,.0f} {unit}); the figures are at full load"
+        )
     if len(years) < 2:
         notes.append("only one configuration shown (--top 1): no runner-up to compare with")
     notes.append("saving ranges pair opposite ends of the two 90% intervals (conservative)")
     return {
-        "load": load, "load_unit": unit, "price_per_kwh": price, "servers": servers, "pue": pue,
+        "load": load,
+        "load_unit": unit,
+        "price_per_kwh": price,
+        "servers": servers,
+        "pue": pue,
         "hours_per_year": HOURS_PER_YEAR,
         "model": "P_avg = P_idle + (P_busy - P_idle) x min(load / capacity, 1); "
-                 f"kWh/yr = P_avg x {HOURS_PER_YEAR:g} h / 1000 x servers x PUE",
+        f"kWh/yr = P_avg x {HOURS_PER_YEAR:g} h / 1000 x servers x PUE",
         "entries": entries,
-        "default": {"config": default_config, **default_year.to_dict(), "capacity": default[3],
-                    "energy_source": default[5]},
+        "default": {
+            "config": default_config,
+            **default_year.to_dict(),
+            "capacity": default[3],
+            "energy_source": default[5],
+        },
         "notes": notes,
     }
 
 
-def default_prediction(w: Any, device: Any, scope: str, db: str | None) -> tuple[dict[str, Any], Prediction]:
+def default_prediction(
+    w: Any, device: Any, scope: str, db: str | None
+) -> tuple[dict[str, Any], Prediction]:
     """The distribution default's configuration and its prediction for this workload."""
     from fsadvisor.predict.predict import predict
     from fsadvisor.service.advice import get_model
+
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)
     return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope)
 
 
-def yearly_worth(rec: Recommendation, load: float, price: float | None = None, servers: int = 1,
-                 pue: float = 1.0, db: str | None = None) -> dict[str, Any]:
+def yearly_worth(
+    rec: Recommendation,
+    load: float,
+    price: float | None = None,
+    servers: int = 1,
+    pue: float = 1.0,
+    db: str | None = None,
+) -> dict[str, Any]:
     """Per ranked entry (same order as ``rec.ranked``) its ``yearly`` figures, plus a summary:
     the best against the runner-up and against the distribution default."""
     check_inputs(load, price, servers, pue)
@@ -162,19 +207,25 @@ def yearly_worth(rec: Recommendation, load: float, price: float | None = None, s
     bandwidth = rec.rank_by == "bytes_per_joule"
     unit = "MB/s" if bandwidth else "ops/s"
     cfg, default_pred = default_prediction(w, rec.device, rec.scope, db)
-    bases = [predicted_basis(r.prediction, rec.scope, rec.device, bandwidth, w.bs_bytes)
-             for r in rec.ranked]
+    bases = [
+        predicted_basis(r.prediction, rec.scope, rec.device, bandwidth, w.bs_bytes)
+        for r in rec.ranked
+    ]
     default = predicted_basis(default_pred, rec.scope, rec.device, bandwidth, w.bs_bytes)
     yw = worth_table(bases, default, cfg, load, price, servers, pue, unit)
     s = yw["entries"][0].get("saving_vs_runner_up") if yw["entries"] else None
     if s is not None and s["kwh_per_year"] < 0 and len(rec.ranked) > 1:
         # #1 may cost more than #2 at this load: say why it is still #1
-        why = (rec.ranked[0].order_note
-               or ("the ranking is by efficiency at the workload's own concurrency, where "
-                   "#1 leads; at this load the energy difference is within the interval"))
-        yw["notes"].insert(0, f"#1 uses {-s['kwh_per_year']:,.1f} kWh/yr more than #2 at this "
-                              f"load (range {s['kwh_per_year_range'][0]:,.1f} to "
-                              f"{s['kwh_per_year_range'][1]:,.1f}) and is still #1: {why}")
+        why = rec.ranked[0].order_note or (
+            "the ranking is by efficiency at the workload's own concurrency, where "
+            "#1 leads; at this load the energy difference is within the interval"
+        )
+        yw["notes"].insert(
+            0,
+            f"#1 uses {-s['kwh_per_year']:,.1f} kWh/yr more than #2 at this "
+            f"load (range {s['kwh_per_year_range'][0]:,.1f} to "
+            f"{s['kwh_per_year_range'][1]:,.1f}) and is still #1: {why}",
+        )
     return yw
 
 
@@ -186,35 +237,52 @@ def yearly_line(yw: dict[str, Any], i: int) -> str:
     """One text line for entry ``i``: average watts, kWh and cost per year, saving vs default."""
     e = yw["entries"][i]
     s = e["saving_vs_default"]
-    cost = (f", cost {_money(e['cost_per_year'])} (90%: {_money(e['cost_per_year_90'][0])}–"
-            f"{_money(e['cost_per_year_90'][1])})" if e["cost_per_year"] is not None else "")
-    save = (f"saves {_money(s['cost_per_year'])}/yr" if "cost_per_year" in s
-            else f"saves {s['kwh_per_year']:,.1f} kWh/yr")
-    return (f"{e['avg_watts']:.1f} W avg at {e['utilisation']:.0%} busy, "
-            f"{e['kwh_per_year']:,.0f} kWh (90%: {e['kwh_per_year_90'][0]:,.0f}–{e['kwh_per_year_90'][1]:,.0f})"
-            f"{cost}; vs ext4 defaults {save}"
-            + ("" if e["sustains_load"] else "  CANNOT SUSTAIN THE LOAD"))
+    cost = (
+        f", cost {_money(e['cost_per_year'])} (90%: {_money(e['cost_per_year_90'][0])}–"
+        f"{_money(e['cost_per_year_90'][1])})"
+        if e["cost_per_year"] is not None
+        else ""
+    )
+    save = (
+        f"saves {_money(s['cost_per_year'])}/yr"
+        if "cost_per_year" in s
+        else f"saves {s['kwh_per_year']:,.1f} kWh/yr"
+    )
+    return (
+        f"{e['avg_watts']:.1f} W avg at {e['utilisation']:.0%} busy, "
+        f"{e['kwh_per_year']:,.0f} kWh (90%: {e['kwh_per_year_90'][0]:,.0f}–{e['kwh_per_year_90'][1]:,.0f})"
+        f"{cost}; vs ext4 defaults {save}"
+        + ("" if e["sustains_load"] else "  CANNOT SUSTAIN THE LOAD")
+    )
 
 
 def summary_lines(yw: dict[str, Any]) -> list[str]:
     """The lines under the notes: what the figures assume and where their watts come from."""
     entries = yw["entries"]
-    lines = [f"per year at {yw['load']:,.0f} {yw['load_unit']} x {yw['servers']} server(s), "
-             f"PUE {yw['pue']:g}" + (f", {yw['price_per_kwh']:g} per kWh" if yw["price_per_kwh"] is not None else "")
-             + f": {yw['model']}"]
+    lines = [
+        f"per year at {yw['load']:,.0f} {yw['load_unit']} x {yw['servers']} server(s), "
+        f"PUE {yw['pue']:g}"
+        + (f", {yw['price_per_kwh']:g} per kWh" if yw["price_per_kwh"] is not None else "")
+        + f": {yw['model']}"
+    ]
     sources = list(dict.fromkeys(e["energy_source"] for e in entries))
     if len(sources) == 1:
         lines.append(f"energy source: {sources[0]}")
     else:  # compare: measured and predicted rows side by side, each names its own
-        lines += [f"energy source of {e.get('name', '#%d' % (i + 1))}: {e['energy_source']}"
-                  for i, e in enumerate(entries)]
+        lines += [
+            f"energy source of {e.get('name', '#%d' % (i + 1))}: {e['energy_source']}"
+            for i, e in enumerate(entries)
+        ]
     best = [(i, e) for i, e in enumerate(entries) if "saving_vs_runner_up" in e]
     if best:
         i, e = best[0]
         s = e["saving_vs_runner_up"]
-        what = (f"{_money(s['cost_per_year'])} (range {_money(s['cost_per_year_range'][0])} to "
-                f"{_money(s['cost_per_year_range'][1])})" if "cost_per_year" in s else
-                f"{s['kwh_per_year']:,.1f} kWh (range {s['kwh_per_year_range'][0]:,.1f} to "
-                f"{s['kwh_per_year_range'][1]:,.1f})")
+        what = (
+            f"{_money(s['cost_per_year'])} (range {_money(s['cost_per_year_range'][0])} to "
+            f"{_money(s['cost_per_year_range'][1])})"
+            if "cost_per_year" in s
+            else f"{s['kwh_per_year']:,.1f} kWh (range {s['kwh_per_year_range'][0]:,.1f} to "
+            f"{s['kwh_per_year_range'][1]:,.1f})"
+        )
         lines.append(f"{e.get('name', '#1')} against the runner-up: saves {what} per year")
     return lines + list(yw["notes"])

@@ -33,8 +33,18 @@ if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit
 __all__ = ["Store", "open_store", "check_store_file", "SCHEMA_VERSION"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-_TABLES = ("hosts", "devices", "configurations", "workloads", "matrices", "runs", "energy",
-           "energy_samples", "measurements", "device_params")
+_TABLES = (
+    "hosts",
+    "devices",
+    "configurations",
+    "workloads",
+    "matrices",
+    "runs",
+    "energy",
+    "energy_samples",
+    "measurements",
+    "device_params",
+)
 
 
 def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
@@ -44,6 +54,7 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     sum, missing) — an imported meter log changes the last. None when the store does not
     exist or cannot be read: the caller then takes the full path."""
     from fsadvisor.infra import xdg
+
     p = Path(path).expanduser() if path is not None else xdg.default_store_path()
     if str(path) == ":memory:" or not p.is_file():
         return None
@@ -58,11 +69,13 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
                 return None
             if not integrity.known_intact(p):
                 return None  # changed by someone else since: the proper open checks it
-            fp = conn.execute("SELECT value FROM meta WHERE key = 'datasets_fingerprint'"
-                              ).fetchone()
+            fp = conn.execute(
+                "SELECT value FROM meta WHERE key = 'datasets_fingerprint'"
+            ).fetchone()
             runs = conn.execute("SELECT count(*), max(id) FROM runs").fetchone()
-            energy = conn.execute("SELECT count(*), max(rowid), total(energy_j), "
-                                  "total(energy_j IS NULL) FROM energy").fetchone()
+            energy = conn.execute(
+                "SELECT count(*), max(rowid), total(energy_j), total(energy_j IS NULL) FROM energy"
+            ).fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
@@ -86,14 +99,17 @@ def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
     if path is not None and str(path) == ":memory:":
         return Store(None)
     from fsadvisor.infra import xdg
+
     p = Path(path).expanduser() if path is not None else xdg.default_store_path()
     if p.is_dir():
         raise StoreError(f"{p} is a directory, not a store file")
     if path is not None and not p.parent.is_dir():
         # A path the user typed (--db) into a directory that does not exist is a typo far
         # more often than a wish for a new directory tree: say so instead of creating it.
-        raise StoreError(f"{p}: directory {p.parent} does not exist (create it first, or "
-                         "give a store file in an existing directory)")
+        raise StoreError(
+            f"{p}: directory {p.parent} does not exist (create it first, or "
+            "give a store file in an existing directory)"
+        )
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -157,10 +173,14 @@ class Store:
         try:
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('write_check', '1')")
         except sqlite3.OperationalError as e:
-            if "readonly" in str(e) or getattr(e, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
-                raise StoreError(f"{self.label} is read-only ({one_line(e)}): a probe "
-                                 "records every run there; use --db on a writable "
-                                 "filesystem") from e
+            if "readonly" in str(e) or getattr(e, "sqlite_errorname", "").startswith(
+                "SQLITE_READONLY"
+            ):
+                raise StoreError(
+                    f"{self.label} is read-only ({one_line(e)}): a probe "
+                    "records every run there; use --db on a writable "
+                    "filesystem"
+                ) from e
             raise
         finally:
             conn.execute("ROLLBACK TO fsadvisor_write_check")
@@ -182,8 +202,10 @@ class Store:
         return recording.record_run(self._db, record, samples)
 
     @_guarded
-    def record_imported(self, items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
-                        ) -> list[dict[str, Any]]:
+    def record_imported(
+        self,
+        items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
+    ) -> list[dict[str, Any]]:
         """Store imported fio results, all or none; files already imported are skipped
         (recording.record_imported)."""
         return recording.record_imported(self._db, items)
@@ -197,7 +219,11 @@ class Store:
         from fsadvisor.store import merge as _merge
 
         src_path = Path(other).expanduser()
-        if self.path is not None and src_path.exists() and src_path.resolve() == self.path.resolve():
+        if (
+            self.path is not None
+            and src_path.exists()
+            and src_path.resolve() == self.path.resolve()
+        ):
             raise StoreError(f"{src_path} is the store being merged into")
         with tempfile.TemporaryDirectory(prefix="fsadvisor-merge-") as tmp:
             src = _merge.readable_copy(src_path, Path(tmp) / "copy.db")
@@ -217,8 +243,9 @@ class Store:
         return seeding.ensure_seeded(self._db)
 
     @_guarded
-    def save_device_params(self, params: Any, run_ids: Iterable[int] = (),
-                           fitted_at: float | None = None) -> None:
+    def save_device_params(
+        self, params: Any, run_ids: Iterable[int] = (), fitted_at: float | None = None
+    ) -> None:
         """Store a device's fitted parameters (a predict.device_params.DeviceParams whose
         ``device_id`` is the device's identity), replacing an earlier calibration of it."""
         _device_params.save(self._db, params, run_ids, fitted_at)
@@ -234,8 +261,9 @@ class Store:
 
     # ------------------------------------------------------------------ reading
     @_guarded
-    def runs(self, include_raw: bool = False, limit: int | None = None,
-             **filters: Any) -> list[dict[str, Any]]:
+    def runs(
+        self, include_raw: bool = False, limit: int | None = None, **filters: Any
+    ) -> list[dict[str, Any]]:
         """Runs, oldest first; filters: ``queries.RUN_FILTERS`` names, e.g. status="ok"."""
         return queries.runs(self._db, include_raw=include_raw, limit=limit, **filters)
 
@@ -276,10 +304,12 @@ class Store:
         """Seed observations (fsadvisor.store.datasets), the reference matrix
         (fsadvisor.store.reference) and one per metric of each probe summary."""
         from fsadvisor.store import reference
+
         # Bounds too: the model treats them as censored (they bind only where it would
         # break them), never as point values.
-        seeds = list(seeding.datasets_module().load_observations(
-            include=("upper-bound", "lower-bound")))
+        seeds = list(
+            seeding.datasets_module().load_observations(include=("upper-bound", "lower-bound"))
+        )
         # The shipped reference matrix (cell means of RAM-backed device classes), if shipped.
         seeds += reference.load_observations()
         return seeds + _observations.probe_observations(queries.summaries(self._db))
@@ -294,28 +324,38 @@ class Store:
         last = queries.matrices(self._db, limit=1)
         if last:
             last[0].update(queries.plan_target(last[0].pop("plan")))
-        return {"path": self.label, "size_bytes": size,
-                "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
-                "tables": counts,
-                "runs_by_origin": {o or "probe": n for o, n in self._db.execute(
-                    "SELECT origin, count(*) FROM runs GROUP BY origin ORDER BY origin")},
-                "datasets": seeding.seed_state(self._db) or None,
-                "last_probe": last[0] if last else None}
+        return {
+            "path": self.label,
+            "size_bytes": size,
+            "schema_version": int(self._db.execute("PRAGMA user_version").fetchone()[0]),
+            "tables": counts,
+            "runs_by_origin": {
+                o or "probe": n
+                for o, n in self._db.execute(
+                    "SELECT origin, count(*) FROM runs GROUP BY origin ORDER BY origin"
+                )
+            },
+            "datasets": seeding.seed_state(self._db) or None,
+            "last_probe": last[0] if last else None,
+        }
 
     @_guarded
-    def export(self, fmt: str, out: str | os.PathLike[str] | IO[str],
-               table: str | None = None) -> dict[str, int]:
+    def export(
+        self, fmt: str, out: str | os.PathLike[str] | IO[str], table: str | None = None
+    ) -> dict[str, int]:
         """Write ``table`` (csv: default runs) or the whole document (json: default all of
         runs, summaries, measurements) to a path or text stream; return rows per table."""
         from fsadvisor.store import export as _export  # csv, only for an export
+
         _export.check(fmt, table)
         wanted = [table or "runs"] if fmt == "csv" else ([table] if table else list(_export.TABLES))
         data = {t: self._rows(t, include_raw=(fmt == "json")) for t in wanted}
         with _export.opened(out) as stream:
             if fmt == "csv":
                 rows = data[wanted[0]]
-                _export.write_csv(rows, stream,
-                                  () if rows else _export.empty_columns(self._db, wanted[0]))
+                _export.write_csv(
+                    rows, stream, () if rows else _export.empty_columns(self._db, wanted[0])
+                )
             else:
                 _export.write_json({"schema_version": SCHEMA_VERSION, **data}, stream)
         return {t: len(rows) for t, rows in data.items()}

@@ -26,8 +26,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fsadvisor.domain import (
-    ENERGY_SOURCES, FILESYSTEMS, HISTORIC_FILESYSTEMS, POWER_SCOPES, SCHEDULERS,
-    FsConfig, Workload,
+    ENERGY_SOURCES,
+    FILESYSTEMS,
+    HISTORIC_FILESYSTEMS,
+    POWER_SCOPES,
+    SCHEDULERS,
+    FsConfig,
+    Workload,
 )
 from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
@@ -36,9 +41,28 @@ from fsadvisor.profiles import workload_from_dict
 from fsadvisor.infra.resources import data_dir
 
 HEADER = (
-    "id", "source", "citation", "device", "device_kind", "kernel", "filesystem",
-    "mkfs_options", "mount_options", "scheduler", "ag_count", "workload", "metric", "value",
-    "unit", "sd", "n", "relative_to", "power_scope", "energy_source", "cv_over_40pct", "note",
+    "id",
+    "source",
+    "citation",
+    "device",
+    "device_kind",
+    "kernel",
+    "filesystem",
+    "mkfs_options",
+    "mount_options",
+    "scheduler",
+    "ag_count",
+    "workload",
+    "metric",
+    "value",
+    "unit",
+    "sd",
+    "n",
+    "relative_to",
+    "power_scope",
+    "energy_source",
+    "cv_over_40pct",
+    "note",
 )
 WORKLOADS_FILE = "workloads.toml"
 
@@ -80,8 +104,17 @@ METRIC_UNITS: dict[str, tuple[str, ...]] = {
 # or as a change ("ratio-1", +23% -> 0.23); Observations always carry "ratio-1".
 RELATIVE_UNITS = ("ratio-1", "ratio")
 
-PLAIN_TAGS = ("approx", "derived", "ambiguous", "indistinguishable",
-              "upper-bound", "lower-bound", "illustrative", "spec", "context")
+PLAIN_TAGS = (
+    "approx",
+    "derived",
+    "ambiguous",
+    "indistinguishable",
+    "upper-bound",
+    "lower-bound",
+    "illustrative",
+    "spec",
+    "context",
+)
 EXCLUDED_BY_DEFAULT = frozenset({"upper-bound", "lower-bound", "illustrative", "spec", "context"})
 
 _TAG_RE = re.compile(r"\s*\[([^\[\]]*)\]")
@@ -113,6 +146,7 @@ def _resolve(directory: str | Path | None) -> Path:
 
 # ---------------------------------------------------------------- workloads
 
+
 def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
     """Every workload of ``workloads.toml``, by id, parsed by profile.workload_from_dict."""
 
@@ -128,18 +162,22 @@ def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
     workloads: dict[str, Workload] = {}
     for wid, table in doc.items():
         if not _ID_RE.fullmatch(wid):
-            raise DatasetError(f"{path.name}: workload id {_show(wid)} has characters other "
-                               "than letters, digits and _.:-")
+            raise DatasetError(
+                f"{path.name}: workload id {_show(wid)} has characters other "
+                "than letters, digits and _.:-"
+            )
         if not isinstance(table, Mapping):
-            raise DatasetError(f"{path.name}: {wid} must be a table of workload keys, "
-                               f"not {type(table).__name__}")
+            raise DatasetError(
+                f"{path.name}: {wid} must be a table of workload keys, not {type(table).__name__}"
+            )
         if "preset" in table:
             # One definition per workload: a dataset workload that a preset already
             # describes names it instead of repeating (and drifting from) its parameters.
             extra = set(table) - {"preset", "source", "description"}
             if extra:
-                raise DatasetError(f"{path.name}: {wid} names a preset and also sets "
-                                   f"{', '.join(sorted(extra))}")
+                raise DatasetError(
+                    f"{path.name}: {wid} names a preset and also sets {', '.join(sorted(extra))}"
+                )
             try:
                 workloads[wid] = load_profile(str(table["preset"])).workload
             except FsAdvisorError as e:
@@ -150,6 +188,7 @@ def load_workloads(directory: str | Path | None = None) -> dict[str, Workload]:
 
 
 # ---------------------------------------------------------------- rows
+
 
 class _Cell:
     """Reads and checks the cells of one CSV row; every failure names file:line:column."""
@@ -176,8 +215,9 @@ class _Cell:
         choices = tuple(choices)
         if (v == "" and allow_empty) or v in choices:
             return v
-        raise self.fail(column, "must be one of " + ", ".join(choices)
-                        + (" (or empty)" if allow_empty else ""))
+        raise self.fail(
+            column, "must be one of " + ", ".join(choices) + (" (or empty)" if allow_empty else "")
+        )
 
     def number(self, column: str, allow_empty: bool = False) -> float | None:
         v = self.text(column)
@@ -222,8 +262,10 @@ def _mkfs(cell: _Cell) -> dict[str, Any]:
                 raise cell.fail("mkfs_options", f"{key} must be true or false")
             out[key] = value == "true"
         else:
-            raise cell.fail("mkfs_options", f"key {_show(key)} is not one of "
-                            + ", ".join(MKFS_INT_KEYS + MKFS_BOOL_KEYS))
+            raise cell.fail(
+                "mkfs_options",
+                f"key {_show(key)} is not one of " + ", ".join(MKFS_INT_KEYS + MKFS_BOOL_KEYS),
+            )
     return out
 
 
@@ -261,15 +303,17 @@ def _tags(cell: _Cell, value: float) -> tuple[frozenset[str], tuple[float, float
         elif tag in PLAIN_TAGS:
             tags.add(tag)
         else:
-            raise cell.fail("note", f"tag [{tag}] is not one of "
-                            + ", ".join(PLAIN_TAGS + ("range=LO..HI",)))
+            raise cell.fail(
+                "note", f"tag [{tag}] is not one of " + ", ".join(PLAIN_TAGS + ("range=LO..HI",))
+            )
     if {"upper-bound", "lower-bound"} <= tags:
         raise cell.fail("note", "cannot be both [upper-bound] and [lower-bound]")
     return frozenset(tags), rng
 
 
-def _row(file: str, line: int, raw: Mapping[str, str],
-         workloads: Mapping[str, Workload]) -> dict[str, Any]:
+def _row(
+    file: str, line: int, raw: Mapping[str, str], workloads: Mapping[str, Workload]
+) -> dict[str, Any]:
     c = _Cell(f"{file}:{line}", raw)
     row: dict[str, Any] = {"file": file, "line": line}
     row["id"] = c.text("id", required=True)
@@ -290,8 +334,10 @@ def _row(file: str, line: int, raw: Mapping[str, str],
     row["scheduler"] = c.choice("scheduler", DATASET_SCHEDULERS, allow_empty=True)
     row["ag_count"] = c.integer("ag_count", 1)
     if row["ag_count"] is not None and row["filesystem"] != "xfs":
-        raise c.fail("ag_count", f"is an XFS allocation-group count but the filesystem is "
-                     f"{row['filesystem']}")
+        raise c.fail(
+            "ag_count",
+            f"is an XFS allocation-group count but the filesystem is {row['filesystem']}",
+        )
     row["workload"] = c.text("workload", required=True)
     if row["workload"] not in workloads:
         raise c.fail("workload", f"is not defined in {WORKLOADS_FILE}")
@@ -306,22 +352,33 @@ def _row(file: str, line: int, raw: Mapping[str, str],
     if relative:
         base = row["relative_to"]
         base_fs = row["filesystem"] if base == "default" else base.partition(":")[2]
-        if not (base == "default" or base.startswith("default:")) or \
-                base_fs not in DATASET_FILESYSTEMS or base_fs == "raw":
-            raise c.fail("relative_to", f"must be 'default' or 'default:<filesystem>' for a "
-                         f"{row['unit']} row")
+        if (
+            not (base == "default" or base.startswith("default:"))
+            or base_fs not in DATASET_FILESYSTEMS
+            or base_fs == "raw"
+        ):
+            raise c.fail(
+                "relative_to",
+                f"must be 'default' or 'default:<filesystem>' for a {row['unit']} row",
+            )
         if row["unit"] == "ratio" and row["value"] <= 0:
             raise c.fail("value", "must be above 0 for a ratio")
         if row["unit"] == "ratio-1" and row["value"] <= -1:
             raise c.fail("value", "must be above -1 for a ratio-1 change")
     else:
         if row["relative_to"]:
-            raise c.fail("relative_to", f"must be empty for an absolute row (unit "
-                         f"{row['unit']}); relative rows use unit "
-                         + " or ".join(RELATIVE_UNITS))
+            raise c.fail(
+                "relative_to",
+                f"must be empty for an absolute row (unit "
+                f"{row['unit']}); relative rows use unit " + " or ".join(RELATIVE_UNITS),
+            )
         if row["unit"] not in METRIC_UNITS[row["metric"]]:
-            raise c.fail("unit", f"is not a unit of {row['metric']} (use "
-                         + " or ".join(METRIC_UNITS[row["metric"]] + RELATIVE_UNITS) + ")")
+            raise c.fail(
+                "unit",
+                f"is not a unit of {row['metric']} (use "
+                + " or ".join(METRIC_UNITS[row["metric"]] + RELATIVE_UNITS)
+                + ")",
+            )
         if row["value"] < 0:
             raise c.fail("value", f"must not be negative for {row['metric']}")
 
@@ -352,8 +409,9 @@ def _read_csv(path: Path) -> Iterable[tuple[int, list[str]]]:
         for cells in reader:
             yield reader.line_num, cells
     except csv.Error as e:
-        raise DatasetError(" ".join(f"{path.name}:{reader.line_num}: malformed CSV: {e}".split())) \
-            from None
+        raise DatasetError(
+            " ".join(f"{path.name}:{reader.line_num}: malformed CSV: {e}".split())
+        ) from None
 
 
 def load_rows(directory: str | Path | None = None) -> list[dict[str, Any]]:
@@ -377,8 +435,7 @@ def _load_rows(base: Path, workloads: Mapping[str, Workload]) -> list[dict[str, 
             where = f"{path.name}:{line}"
             if not header_seen:
                 if tuple(cells) != HEADER:
-                    raise DatasetError(f"{where}: header must be exactly "
-                                       + ",".join(HEADER))
+                    raise DatasetError(f"{where}: header must be exactly " + ",".join(HEADER))
                 header_seen = True
                 continue
             if not cells:
@@ -396,6 +453,7 @@ def _load_rows(base: Path, workloads: Mapping[str, Workload]) -> list[dict[str, 
 
 
 # ---------------------------------------------------------------- observations
+
 
 def _base_config(row: Mapping[str, Any], scheduler: str) -> FsConfig | None:
     base = row["relative_to"]
@@ -415,10 +473,13 @@ def observation(row: Mapping[str, Any], workloads: Mapping[str, Workload]) -> Ob
     return Observation(
         source=f"{row['citation']} ({row['id']})",
         device_kind=row["device_kind"],
-        config=FsConfig.make(row["filesystem"], row["mkfs"], row["mount"], scheduler,
-                             row["ag_count"]),
+        config=FsConfig.make(
+            row["filesystem"], row["mkfs"], row["mount"], scheduler, row["ag_count"]
+        ),
         workload=workloads[row["workload"]],
-        metric=row["metric"], value=value, unit=unit,
+        metric=row["metric"],
+        value=value,
+        unit=unit,
         relative_to=_base_config(row, scheduler),
         power_scope=row["power_scope"] or None,
         energy_source=row["energy_source"] or None,
@@ -432,8 +493,9 @@ def observation(row: Mapping[str, Any], workloads: Mapping[str, Workload]) -> Ob
     )
 
 
-def load_observations(directory: str | Path | None = None, *,
-                      include: Iterable[str] = ()) -> list[Observation]:
+def load_observations(
+    directory: str | Path | None = None, *, include: Iterable[str] = ()
+) -> list[Observation]:
     """The rows the model may learn from, as Observations (weight 1.0: the model decides).
 
     Rows tagged upper-bound, lower-bound, illustrative, spec or context are left out unless
@@ -441,13 +503,17 @@ def load_observations(directory: str | Path | None = None, *,
     include = set(include)
     unknown = include - EXCLUDED_BY_DEFAULT
     if unknown:
-        raise DatasetError(f"include names {', '.join(sorted(unknown))}; only "
-                           + ", ".join(sorted(EXCLUDED_BY_DEFAULT)) + " are left out by default")
+        raise DatasetError(
+            f"include names {', '.join(sorted(unknown))}; only "
+            + ", ".join(sorted(EXCLUDED_BY_DEFAULT))
+            + " are left out by default"
+        )
     excluded = EXCLUDED_BY_DEFAULT - include
     base = _resolve(directory)
     workloads = load_workloads(base)
-    return [observation(r, workloads) for r in _load_rows(base, workloads)
-            if not (r["tags"] & excluded)]
+    return [
+        observation(r, workloads) for r in _load_rows(base, workloads) if not (r["tags"] & excluded)
+    ]
 
 
 def fingerprint(directory: str | Path | None = None) -> str:
@@ -458,8 +524,9 @@ def fingerprint(directory: str | Path | None = None) -> str:
     base = _resolve(directory)
     h = hashlib.sha256()
     # The reference matrix (datasets/reference/runs.csv) is data the model learns from too.
-    for p in sorted([*base.glob("*.csv"), base / "workloads.toml",
-                     base / "reference" / "runs.csv"]):
+    for p in sorted(
+        [*base.glob("*.csv"), base / "workloads.toml", base / "reference" / "runs.csv"]
+    ):
         if p.is_file():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from fsadvisor.predict.device_params import DeviceParams
 
 
-def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
-         fitted_at: float | None = None) -> None:
+def save(
+    db: Database, params: DeviceParams, run_ids: Iterable[int] = (), fitted_at: float | None = None
+) -> None:
     """Replace the row of ``params.device_id`` (an identity, Device.identity)."""
     from fsadvisor.predict.device_params import PARAM_KEYS, with_host_prior
 
@@ -28,23 +29,33 @@ def save(db: Database, params: DeviceParams, run_ids: Iterable[int] = (),
         raise StoreError(f"device parameters for {params.device_id} lack {', '.join(missing)}")
     ids = sorted({int(i) for i in run_ids})
     with schema.write_transaction(db):
-        dev = db.execute("SELECT max(id) FROM devices WHERE identity = ?",
-                         [params.device_id]).fetchone()
+        dev = db.execute(
+            "SELECT max(id) FROM devices WHERE identity = ?", [params.device_id]
+        ).fetchone()
         if ids:
-            known = db.execute(f"SELECT count(*) FROM runs WHERE id IN ({','.join('?' * len(ids))})",
-                               ids).fetchone()[0]
+            known = db.execute(
+                f"SELECT count(*) FROM runs WHERE id IN ({','.join('?' * len(ids))})", ids
+            ).fetchone()[0]
             if known != len(ids):
-                raise StoreError(f"device parameters refer to {len(ids) - known} run(s) "
-                                 "that are not in the store")
-        db.table("device_params").upsert({
-                  "identity": params.device_id, "kind": params.kind,
-                  "device_id": dev[0] if dev else None,
-                  "params": encoding.dumps(values),
-                  "log_sd": encoding.dumps(log_sd), "n_runs": int(params.n_runs),
-                  "source": params.source,
-                  "fitted_at": float(fitted_at if fitted_at is not None else time.time()),
-                  "run_ids": encoding.dumps(ids), "details": encoding.dumps(dict(params.details)),
-        }, pk="identity")
+                raise StoreError(
+                    f"device parameters refer to {len(ids) - known} run(s) "
+                    "that are not in the store"
+                )
+        db.table("device_params").upsert(
+            {
+                "identity": params.device_id,
+                "kind": params.kind,
+                "device_id": dev[0] if dev else None,
+                "params": encoding.dumps(values),
+                "log_sd": encoding.dumps(log_sd),
+                "n_runs": int(params.n_runs),
+                "source": params.source,
+                "fitted_at": float(fitted_at if fitted_at is not None else time.time()),
+                "run_ids": encoding.dumps(ids),
+                "details": encoding.dumps(dict(params.details)),
+            },
+            pk="identity",
+        )
 
 
 def load(db: Database, identity: str) -> DeviceParams | None:
@@ -60,8 +71,15 @@ def load(db: Database, identity: str) -> DeviceParams | None:
     values = {k: float(v) for k, v in encoding.loads(r["params"]).items()}
     log_sd = {k: float(v) for k, v in encoding.loads(r["log_sd"]).items()}
     with_host_prior(values, log_sd)  # a calibration stored before the host was measured
-    return DeviceParams(device_id=r["identity"], kind=r["kind"], values=values, log_sd=log_sd,
-                        source=r["source"], n_runs=int(r["n_runs"] or 0), details=details)
+    return DeviceParams(
+        device_id=r["identity"],
+        kind=r["kind"],
+        values=values,
+        log_sd=log_sd,
+        source=r["source"],
+        n_runs=int(r["n_runs"] or 0),
+        details=details,
+    )
 
 
 def identities(db: Database) -> list[str]:

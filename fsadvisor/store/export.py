@@ -44,7 +44,8 @@ def empty_columns(db: "Database", table: str) -> list[str]:
     export still finds its columns. Summaries are computed per row: none without rows."""
     if table == "runs":
         sql = queries.RUNS_SELECT.format(
-            metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS), raw="")
+            metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS), raw=""
+        )
         return [d[0] for d in db.execute(sql + " LIMIT 0").description]
     if table == "measurements":
         return list(db["measurements"].columns_dict)

@@ -24,6 +24,7 @@ _MAX_REMEMBERED = 64
 
 def _checks_file() -> Path:
     from fsadvisor.infra import xdg
+
     return xdg.cache_dir() / "store-checks.json"
 
 
@@ -87,9 +88,13 @@ def check(conn: sqlite3.Connection, label: str, full: bool = False) -> None:
     try:
         rows = conn.execute(f"PRAGMA {pragma}(5)").fetchall()
     except sqlite3.DatabaseError as e:
-        raise StoreError(f"{label} is damaged ({one_line(e)}); restore it from a backup "
-                         "(or `fsadvisor db export` what still reads)") from e
+        raise StoreError(
+            f"{label} is damaged ({one_line(e)}); restore it from a backup "
+            "(or `fsadvisor db export` what still reads)"
+        ) from e
     if rows != [("ok",)]:
         first = one_line(str(rows[0][0])) if rows else "no answer"
-        raise StoreError(f"{label} is damaged (PRAGMA {pragma}: {first}); nothing more is read "
-                         "from or written to it: restore it from a backup")
+        raise StoreError(
+            f"{label} is damaged (PRAGMA {pragma}: {first}); nothing more is read "
+            "from or written to it: restore it from a backup"
+        )

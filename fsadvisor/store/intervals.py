@@ -25,8 +25,10 @@ def _beta_continued_fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 20000):
         m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
             d = 1.0 + aa * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + aa / c
@@ -44,8 +46,9 @@ def betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _beta_continued_fraction(a, b, x) / a
     return 1.0 - front * _beta_continued_fraction(b, a, 1.0 - x) / b
@@ -65,6 +68,7 @@ def _normal_quantile(p: float) -> float:
     # statistics (with fractions and decimal, ~1.5 ms) is imported when a quantile is first
     # needed: a `recommend` reading a cached fit never needs one.
     from statistics import NormalDist
+
     return NormalDist().inv_cdf(p)
 
 
@@ -94,7 +98,7 @@ def _t_quantile_expansion(p: float, df: float) -> float:
     g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
     g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
     g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
-    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
+    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
 
 
 @lru_cache(maxsize=256)
@@ -121,8 +125,13 @@ def describe(values: Iterable[float | None]) -> dict[str, float | int | None]:
     """
     xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     n = len(xs)
-    out: dict[str, float | int | None] = {"n": n, "mean": None, "sd": None,
-                                          "ci95_low": None, "ci95_high": None}
+    out: dict[str, float | int | None] = {
+        "n": n,
+        "mean": None,
+        "sd": None,
+        "ci95_low": None,
+        "ci95_high": None,
+    }
     if n == 0:
         return out
     scale = max(abs(x) for x in xs) or 1.0

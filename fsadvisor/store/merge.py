@@ -43,9 +43,11 @@ def _open_checked(path: Path) -> sqlite3.Connection:
         if app_id != schema.APPLICATION_ID:
             raise StoreError(f"{label} is not an fsadvisor store")
         if version > schema.SCHEMA_VERSION:
-            raise StoreError(f"{label} has store schema version {version}, newer than this "
-                             f"fsadvisor understands ({schema.SCHEMA_VERSION}); upgrade "
-                             "fsadvisor before merging it")
+            raise StoreError(
+                f"{label} has store schema version {version}, newer than this "
+                f"fsadvisor understands ({schema.SCHEMA_VERSION}); upgrade "
+                "fsadvisor before merging it"
+            )
     except sqlite3.DatabaseError as e:
         src.close()
         raise StoreError(f"{label} is not an fsadvisor store ({schema.one_line(e)})") from e
@@ -84,8 +86,13 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
     """Add ``src``'s runs that ``dst`` lacks (by uid), with what they refer to; one
     transaction. Returns counts: runs_added, runs_present, and new rows per keyed table."""
     ids: dict[str, dict[int, int]] = {t: {} for t in _KEYED}
-    counts = {"runs_added": 0, "runs_present": 0, "matrices_added": 0,
-              "device_params_added": 0, **{f"{t}_added": 0 for t in _KEYED}}
+    counts = {
+        "runs_added": 0,
+        "runs_present": 0,
+        "matrices_added": 0,
+        "device_params_added": 0,
+        **{f"{t}_added": 0 for t in _KEYED},
+    }
     run_map: dict[int, int] = {}
     with schema.write_transaction(dst):
         for run in src.execute_returning_dicts("SELECT * FROM runs ORDER BY id"):
@@ -96,15 +103,20 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
                 continue
             row = dict(run)
             old_id = row.pop("id")
-            for table, col in (("hosts", "host_id"), ("devices", "device_id"),
-                               ("configurations", "configuration_id"),
-                               ("workloads", "workload_id")):
+            for table, col in (
+                ("hosts", "host_id"),
+                ("devices", "device_id"),
+                ("configurations", "configuration_id"),
+                ("workloads", "workload_id"),
+            ):
                 if row[col] is not None:
                     row[col] = _keyed_id(dst, src, table, row[col], ids[table], counts)
             if row["matrix_id"] is not None and not dst["matrices"].count_where(
-                    "id = ?", [row["matrix_id"]]):
-                m = src.execute_returning_dicts("SELECT * FROM matrices WHERE id = ?",
-                                                [row["matrix_id"]])
+                "id = ?", [row["matrix_id"]]
+            ):
+                m = src.execute_returning_dicts(
+                    "SELECT * FROM matrices WHERE id = ?", [row["matrix_id"]]
+                )
                 dst.table("matrices").insert(m[0])
                 counts["matrices_added"] += 1
             new_id = schema.insert_row(dst, "runs", row)
@@ -113,10 +125,13 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
             for e in src.execute_returning_dicts("SELECT * FROM energy WHERE run_id = ?", [old_id]):
                 e.pop("id")
                 dst.table("energy").insert({**e, "run_id": new_id})
-            samples = [{"run_id": new_id, "t_s": s["t_s"], "watts": s["watts"]} for s in
-                       src.execute_returning_dicts(
-                           "SELECT t_s, watts FROM energy_samples WHERE run_id = ? "
-                           "ORDER BY t_s, id", [old_id])]
+            samples = [
+                {"run_id": new_id, "t_s": s["t_s"], "watts": s["watts"]}
+                for s in src.execute_returning_dicts(
+                    "SELECT t_s, watts FROM energy_samples WHERE run_id = ? ORDER BY t_s, id",
+                    [old_id],
+                )
+            ]
             if samples:
                 dst.table("energy_samples").insert_all(samples)
         for p in src.execute_returning_dicts("SELECT * FROM device_params"):
@@ -125,15 +140,22 @@ def merge(dst: Database, src: Database) -> dict[str, int]:
             run_ids = encoding.loads(p["run_ids"]) or []
             p["run_ids"] = encoding.dumps([run_map[i] for i in run_ids if i in run_map])
             if p["device_id"] is not None:
-                p["device_id"] = _keyed_id(dst, src, "devices", p["device_id"], ids["devices"],
-                                           counts)
+                p["device_id"] = _keyed_id(
+                    dst, src, "devices", p["device_id"], ids["devices"], counts
+                )
             dst.table("device_params").insert(p)
             counts["device_params_added"] += 1
     return counts
 
 
-def _keyed_id(dst: Database, src: Database, table: str, src_id: int, cache: dict[int, int],
-              counts: dict[str, int]) -> int:
+def _keyed_id(
+    dst: Database,
+    src: Database,
+    table: str,
+    src_id: int,
+    cache: dict[int, int],
+    counts: dict[str, int],
+) -> int:
     if src_id in cache:
         return cache[src_id]
     rows = src.execute_returning_dicts(f"SELECT * FROM [{table}] WHERE id = ?", [src_id])

@@ -11,8 +11,15 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable
 
-from fsadvisor.domain import (FLAG_DIRECT_IO, FLAG_POOLED_PERCENTILES, SCHEDULERS, FsConfig,
-                              Workload, device_identity, model_kind)
+from fsadvisor.domain import (
+    FLAG_DIRECT_IO,
+    FLAG_POOLED_PERCENTILES,
+    SCHEDULERS,
+    FsConfig,
+    Workload,
+    device_identity,
+    model_kind,
+)
 
 if TYPE_CHECKING:
     from fsadvisor.records import Observation
@@ -56,6 +63,7 @@ def _source(s: dict[str, Any]) -> str:
 
 def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]:
     from fsadvisor.records import Observation  # records.py: built only here, when asked
+
     out: list[Observation] = []
     for s in summaries:
         cfg = s["config"]
@@ -68,14 +76,23 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             sched = (s.get("cell_key") or "").split(" | ")[0].removeprefix("raw-device ").strip()
             config = FsConfig.make("raw", scheduler=sched if sched in SCHEDULERS else "none")
         else:
-            config = FsConfig.make(cfg["filesystem"], cfg["mkfs"] or {}, cfg["mount"] or (),
-                                   cfg["scheduler"] or "none", cfg["ag_count"])
+            config = FsConfig.make(
+                cfg["filesystem"],
+                cfg["mkfs"] or {},
+                cfg["mount"] or (),
+                cfg["scheduler"] or "none",
+                cfg["ag_count"],
+            )
         workload = workload_from_params(s["workload"])
         kind = model_kind(s["device_kind"], s.get("device_path"))
         # The identity the store recorded with the device (store v3); older rows derive it.
         dev_id = s.get("device_identity") or device_identity(
-            kind, s.get("device_model") or "", s.get("device_serial") or "", s.get("device_path"))
-        usr, sys_ = (s.get("usr_cpu_pct") or {}).get("mean"), (s.get("sys_cpu_pct") or {}).get("mean")
+            kind, s.get("device_model") or "", s.get("device_serial") or "", s.get("device_path")
+        )
+        usr, sys_ = (
+            (s.get("usr_cpu_pct") or {}).get("mean"),
+            (s.get("sys_cpu_pct") or {}).get("mean"),
+        )
         thread_cpu = usr + sys_ if usr is not None and sys_ is not None else None
         host_cpu = (s.get("host_cpu_busy_pct") or {}).get("mean")
         for metric, key, scale, unit, is_energy in PROBE_METRICS:
@@ -86,18 +103,30 @@ def probe_observations(summaries: Iterable[dict[str, Any]]) -> list[Observation]
             if st["sd"] is not None:
                 note += f", sd={st['sd'] * scale:.4g}"
                 if st["ci95_low"] is not None and st["ci95_high"] is not None:
-                    note += (f", 95% CI [{st['ci95_low'] * scale:.4g}, "
-                             f"{st['ci95_high'] * scale:.4g}]")
+                    note += (
+                        f", 95% CI [{st['ci95_low'] * scale:.4g}, {st['ci95_high'] * scale:.4g}]"
+                    )
                 if st["mean"] and abs(st["sd"] / st["mean"]) > _CV_FLAG:
                     note += ", cv>40%"
             if metric in _PERCENTILE_METRICS and FLAG_POOLED_PERCENTILES in s["flags"]:
                 note += ", pooled estimate (not fio's own percentile)"
-            out.append(Observation(
-                source=_source(s), device_kind=kind, config=config,
-                workload=workload, metric=metric, value=st["mean"] * scale, unit=unit,
-                power_scope=s["power_scope"] if is_energy else None,
-                energy_source=s["energy_source"] if is_energy else None,
-                note=note, device_id=dev_id, n=int(st["n"] or 1),
-                sd=None if st["sd"] is None else float(st["sd"]) * scale,
-                thread_cpu_pct=thread_cpu, host_cpu_busy_pct=host_cpu))
+            out.append(
+                Observation(
+                    source=_source(s),
+                    device_kind=kind,
+                    config=config,
+                    workload=workload,
+                    metric=metric,
+                    value=st["mean"] * scale,
+                    unit=unit,
+                    power_scope=s["power_scope"] if is_energy else None,
+                    energy_source=s["energy_source"] if is_energy else None,
+                    note=note,
+                    device_id=dev_id,
+                    n=int(st["n"] or 1),
+                    sd=None if st["sd"] is None else float(st["sd"]) * scale,
+                    thread_cpu_pct=thread_cpu,
+                    host_cpu_busy_pct=host_cpu,
+                )
+            )
     return out

@@ -43,36 +43,75 @@ LEFT JOIN hosts h ON h.id = r.host_id
 
 # filter name -> SQL expression it compares with
 RUN_FILTERS = {
-    "run_id": "r.id", "matrix_id": "r.matrix_id", "cell_key": "r.cell_key", "rep": "r.rep",
-    "status": "r.status", "tool": "r.tool", "device_id": "r.device_id",
-    "device_path": "d.path", "device_kind": "d.kind", "device_identity": "d.identity", "configuration_id": "r.configuration_id",
-    "config_key": "c.key", "filesystem": "c.fs", "scheduler": "c.scheduler",
-    "workload_id": "r.workload_id", "workload_name": "w.name", "energy_source": "e.source",
-    "power_scope": "e.scope", "origin": "r.origin", "run_uid": "r.uid",
+    "run_id": "r.id",
+    "matrix_id": "r.matrix_id",
+    "cell_key": "r.cell_key",
+    "rep": "r.rep",
+    "status": "r.status",
+    "tool": "r.tool",
+    "device_id": "r.device_id",
+    "device_path": "d.path",
+    "device_kind": "d.kind",
+    "device_identity": "d.identity",
+    "configuration_id": "r.configuration_id",
+    "config_key": "c.key",
+    "filesystem": "c.fs",
+    "scheduler": "c.scheduler",
+    "workload_id": "r.workload_id",
+    "workload_name": "w.name",
+    "energy_source": "e.source",
+    "power_scope": "e.scope",
+    "origin": "r.origin",
+    "run_uid": "r.uid",
 }
 # A run counts for profile P when its workload is P's ("profile:P", probe/plan.profile_workload)
 # or a joint probe measured it for P too (runs.profiles).
-_PROFILE_CLAUSE = ("(w.name = ? OR EXISTS (SELECT 1 FROM json_each(r.profiles) "
-                   "WHERE json_each.value = ?))")
-_JSON_FIELDS = ("profiles", "provenance", "command", "flags", "metrics", "mkfs", "mount", "workload", "energy_assumptions")
+_PROFILE_CLAUSE = (
+    "(w.name = ? OR EXISTS (SELECT 1 FROM json_each(r.profiles) WHERE json_each.value = ?))"
+)
+_JSON_FIELDS = (
+    "profiles",
+    "provenance",
+    "command",
+    "flags",
+    "metrics",
+    "mkfs",
+    "mount",
+    "workload",
+    "energy_assumptions",
+)
 
 # Summarised for every cell, {n: 0, ...} when its runs did not record them; the derived ones
 # are computed per run (see _derived). Every other numeric metric the runs recorded is
 # summarised as well (read_p99_latency_us, dev_write_bytes, a db_bench figure, ...).
-SUMMARY_METRICS = ("iops", "mb_s", "mean_latency_us", "p50_latency_us", "p99_latency_us",
-                   "p999_latency_us", "write_amplification", "usr_cpu_pct", "sys_cpu_pct",
-                   "host_cpu_busy_pct", "host_cpu_usr_pct", "host_cpu_sys_pct",
-                   "host_cpu_iowait_pct", "energy_j", "watts", "ops_per_joule",
-                   "bytes_per_joule")
+SUMMARY_METRICS = (
+    "iops",
+    "mb_s",
+    "mean_latency_us",
+    "p50_latency_us",
+    "p99_latency_us",
+    "p999_latency_us",
+    "write_amplification",
+    "usr_cpu_pct",
+    "sys_cpu_pct",
+    "host_cpu_busy_pct",
+    "host_cpu_usr_pct",
+    "host_cpu_sys_pct",
+    "host_cpu_iowait_pct",
+    "energy_j",
+    "watts",
+    "ops_per_joule",
+    "bytes_per_joule",
+)
 # Summary figures that are columns of the joined row rather than keys of runs.metrics.
-_ROW_METRICS = frozenset(METRIC_COLUMNS) | {"energy_j", "watts", "ops_per_joule",
-                                            "bytes_per_joule"}
+_ROW_METRICS = frozenset(METRIC_COLUMNS) | {"energy_j", "watts", "ops_per_joule", "bytes_per_joule"}
 # Recorded with every run but no property of the cell: when its measured window was.
 NOT_SUMMARISED = frozenset({"window_start_epoch_s", "window_end_epoch_s"})
 
 
-def runs(db: Database, include_raw: bool = False, limit: int | None = None,
-         **filters: Any) -> list[dict[str, Any]]:
+def runs(
+    db: Database, include_raw: bool = False, limit: int | None = None, **filters: Any
+) -> list[dict[str, Any]]:
     """Runs joined with their device, configuration, workload and energy, oldest first.
     ``profile=P``: the runs that count for profile P (_PROFILE_CLAUSE)."""
     clauses, params = [], []
@@ -89,8 +128,10 @@ def runs(db: Database, include_raw: bool = False, limit: int | None = None,
         else:
             clauses.append(f"{RUN_FILTERS[name]} = ?")
             params.append(value)
-    sql = RUNS_SELECT.format(metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS),
-                              raw="r.raw_output," if include_raw else "")
+    sql = RUNS_SELECT.format(
+        metric_columns=", ".join(f"r.{m}" for m in METRIC_COLUMNS),
+        raw="r.raw_output," if include_raw else "",
+    )
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
     sql += " ORDER BY r.id"
@@ -105,8 +146,10 @@ def runs(db: Database, include_raw: bool = False, limit: int | None = None,
 
 
 def energy_samples(db: Database, run_id: int) -> list[tuple[float, float | None]]:
-    return [(r["t_s"], r["watts"]) for r in
-            db["energy_samples"].rows_where("run_id = ?", [run_id], order_by="t_s, id")]
+    return [
+        (r["t_s"], r["watts"])
+        for r in db["energy_samples"].rows_where("run_id = ?", [run_id], order_by="t_s, id")
+    ]
 
 
 def _derived(run: dict[str, Any]) -> dict[str, float | None]:
@@ -122,10 +165,12 @@ def _derived(run: dict[str, Any]) -> dict[str, float | None]:
     if not watts or watts <= 0:
         return {"watts": watts, "ops_per_joule": None, "bytes_per_joule": None}
     iops, mb_s = run["iops"], run["mb_s"]
-    return {"watts": watts,
-            "ops_per_joule": None if iops is None else iops / watts,
-            # mb_s is in 10^6 bytes/s, as fio.py reports it
-            "bytes_per_joule": None if mb_s is None else mb_s * 1e6 / watts}
+    return {
+        "watts": watts,
+        "ops_per_joule": None if iops is None else iops / watts,
+        # mb_s is in 10^6 bytes/s, as fio.py reports it
+        "bytes_per_joule": None if mb_s is None else mb_s * 1e6 / watts,
+    }
 
 
 def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
@@ -139,35 +184,53 @@ def summaries(db: Database, **filters: Any) -> list[dict[str, Any]]:
         raw_cell = run["cell_key"] if run["configuration_id"] is None else None
         # Imported runs (measured elsewhere) are summarised apart from this host's probe
         # runs of the same cell, so every figure says where it came from.
-        key = (run["device_id"], run["configuration_id"], raw_cell, run["workload_id"],
-               run["energy_source"], run["power_scope"], run["origin"])
+        key = (
+            run["device_id"],
+            run["configuration_id"],
+            raw_cell,
+            run["workload_id"],
+            run["energy_source"],
+            run["power_scope"],
+            run["origin"],
+        )
         groups.setdefault(key, []).append({**run, **_derived(run)})
     out = []
     for members in groups.values():
         first = members[0]
         s: dict[str, Any] = {
-            "device_id": first["device_id"], "device_path": first["device_path"],
-            "device_kind": first["device_kind"], "device_model": first["device_model"],
+            "device_id": first["device_id"],
+            "device_path": first["device_path"],
+            "device_kind": first["device_kind"],
+            "device_model": first["device_model"],
             "device_serial": first["device_serial"],
             "device_size_bytes": first["device_size_bytes"],
-            "configuration_id": first["configuration_id"], "config_key": first["config_key"],
+            "configuration_id": first["configuration_id"],
+            "config_key": first["config_key"],
             "filesystem": first["filesystem"],
             "cell_key": first["cell_key"] if first["configuration_id"] is None else None,
-            "config": None if first["configuration_id"] is None else {
-                "filesystem": first["filesystem"], "mkfs": first["mkfs"],
-                "mount": first["mount"], "scheduler": first["scheduler"],
-                "ag_count": first["ag_count"]},
-            "workload_id": first["workload_id"], "workload_name": first["workload_name"],
+            "config": None
+            if first["configuration_id"] is None
+            else {
+                "filesystem": first["filesystem"],
+                "mkfs": first["mkfs"],
+                "mount": first["mount"],
+                "scheduler": first["scheduler"],
+                "ag_count": first["ag_count"],
+            },
+            "workload_id": first["workload_id"],
+            "workload_name": first["workload_name"],
             "workload": first["workload"],
             "profiles": profiles_of(members),
-            "energy_source": first["energy_source"], "power_scope": first["power_scope"],
+            "energy_source": first["energy_source"],
+            "power_scope": first["power_scope"],
             "n": len(members),
             "run_ids": [m["run_id"] for m in members],
             "matrix_ids": sorted({m["matrix_id"] for m in members if m["matrix_id"]}),
             "flags": sorted({f for m in members for f in (m["flags"] or [])}),
             "origin": first["origin"] or "probe",
-            "imported_from": [_import_ref(m["provenance"]) for m in members
-                              if m["origin"] == "imported"],
+            "imported_from": [
+                _import_ref(m["provenance"]) for m in members if m["origin"] == "imported"
+            ],
         }
         for metric in SUMMARY_METRICS:
             s[metric] = describe(_value(m, metric) for m in members)
@@ -188,14 +251,18 @@ def profiles_of(runs: list[dict[str, Any]]) -> list[str]:
         out.update(r.get("profiles") or [])
         name = r.get("workload_name") or ""
         if name.startswith("profile:"):
-            out.add(name[len("profile:"):])
+            out.add(name[len("profile:") :])
     return sorted(out)
 
 
 def _import_ref(provenance: Any) -> dict[str, Any]:
     p = provenance if isinstance(provenance, dict) else {}
-    return {"file": p.get("file"), "sha256": p.get("sha256"),
-            "fio_version": p.get("fio_version"), "host": p.get("host")}
+    return {
+        "file": p.get("file"),
+        "sha256": p.get("sha256"),
+        "fio_version": p.get("fio_version"),
+        "host": p.get("host"),
+    }
 
 
 def _value(run: dict[str, Any], metric: str) -> float | None:
@@ -210,8 +277,7 @@ def _recorded_metrics(members: list[dict[str, Any]]) -> list[str]:
     names: set[str] = set()
     for m in members:
         if isinstance(m["metrics"], dict):
-            names.update(k for k, v in m["metrics"].items()
-                         if encoding.real_or_none(v) is not None)
+            names.update(k for k, v in m["metrics"].items() if encoding.real_or_none(v) is not None)
     return sorted(names - NOT_SUMMARISED - set(SUMMARY_METRICS))
 
 
@@ -225,7 +291,9 @@ def completed_cells(db: Database, matrix_id: str, reps: int | None = None) -> se
         reps = int((encoding.loads(row[0]) or {}).get("reps") or 1)
     rows = db.execute(
         "SELECT cell_key FROM runs WHERE matrix_id = ? AND status = 'ok' "
-        "GROUP BY cell_key HAVING COUNT(DISTINCT rep) >= ?", [matrix_id, int(reps)]).fetchall()
+        "GROUP BY cell_key HAVING COUNT(DISTINCT rep) >= ?",
+        [matrix_id, int(reps)],
+    ).fetchall()
     return {r[0] for r in rows}
 
 
@@ -241,24 +309,29 @@ def plan_target(plan: dict[str, Any] | None) -> dict[str, str]:
     path (or the scratch file's directory) and the profile (several joined by " + ", or
     "micro benchmarks")."""
     plan = plan or {}
-    device = plan.get("device") or (f"scratch file in {plan['scratch_dir']}"
-                                    if plan.get("scratch_dir") else "scratch file")
+    device = plan.get("device") or (
+        f"scratch file in {plan['scratch_dir']}" if plan.get("scratch_dir") else "scratch file"
+    )
     names = [w.get("name") for w in plan.get("workloads") or [] if isinstance(w, dict)]
     joint = (plan.get("adaptive") or {}).get("profiles") or []
     # a joint probe names every profile it decided for (its plan's "profile" is the first)
     profile = (" + ".join(map(str, joint)) if len(joint) > 1 else plan.get("profile")) or (
-        "micro benchmarks" if names else "-")
+        "micro benchmarks" if names else "-"
+    )
     return {"device": str(device), "profile": str(profile)}
 
 
-def matrices(db: Database, limit: int | None = None,
-             matrix_id: str | None = None) -> list[dict[str, Any]]:
+def matrices(
+    db: Database, limit: int | None = None, matrix_id: str | None = None
+) -> list[dict[str, Any]]:
     """Probe matrices, newest first, with their run counts per status and their plan."""
-    sql = ("SELECT m.id, m.status, m.started_at, m.finished_at, m.plan, "
-           "SUM(r.status = 'ok') AS runs_ok, SUM(r.status = 'failed') AS runs_failed, "
-           "SUM(r.status = 'incomplete') AS runs_incomplete, "
-           "COUNT(DISTINCT r.cell_key) AS cells_run "
-           "FROM matrices m LEFT JOIN runs r ON r.matrix_id = m.id")
+    sql = (
+        "SELECT m.id, m.status, m.started_at, m.finished_at, m.plan, "
+        "SUM(r.status = 'ok') AS runs_ok, SUM(r.status = 'failed') AS runs_failed, "
+        "SUM(r.status = 'incomplete') AS runs_incomplete, "
+        "COUNT(DISTINCT r.cell_key) AS cells_run "
+        "FROM matrices m LEFT JOIN runs r ON r.matrix_id = m.id"
+    )
     params: list[Any] = []
     if matrix_id is not None:
         sql += " WHERE m.id = ?"

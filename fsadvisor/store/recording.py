@@ -37,12 +37,20 @@ def start_matrix(db: Database, plan: Mapping[str, Any], matrix_id: str | None = 
         raise StoreError(f"matrix plan cannot be stored: {e}") from e
     if not matrix_id:
         import secrets  # lazily: with hmac and hashlib ~7 ms, and only a new matrix needs it
+
         matrix_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     with schema.write_transaction(db):
         if db["matrices"].count_where("id = ?", [matrix_id]):
             raise StoreError(f"matrix {matrix_id} already exists")
-        db.table("matrices").insert({"id": matrix_id, "plan": plan_json, "started_at": time.time(),
-                                     "finished_at": None, "status": "running"})
+        db.table("matrices").insert(
+            {
+                "id": matrix_id,
+                "plan": plan_json,
+                "started_at": time.time(),
+                "finished_at": None,
+                "status": "running",
+            }
+        )
     return matrix_id
 
 
@@ -55,9 +63,13 @@ def finish_matrix(db: Database, matrix_id: str, status: str = "done") -> None:
         db.table("matrices").update(matrix_id, {"status": status, "finished_at": time.time()})
 
 
-def record_run(db: Database, rec: RunRecord,
-               samples: Iterable[Any] | None = None, origin: str = "probe",
-               provenance: Mapping[str, Any] | None = None) -> int:
+def record_run(
+    db: Database,
+    rec: RunRecord,
+    samples: Iterable[Any] | None = None,
+    origin: str = "probe",
+    provenance: Mapping[str, Any] | None = None,
+) -> int:
     """Insert one repetition (and its energy reading and power samples); commit; return its id.
 
     ``origin`` is "probe" (measured here) or "imported" (fio results measured elsewhere,
@@ -80,9 +92,12 @@ def record_run(db: Database, rec: RunRecord,
             "cell_key": rec.cell_key,
             "device_id": _device_id(db, rec.device),
             "configuration_id": None if rec.config is None else _config_id(db, rec.config),
-            "workload_id": _lookup(db, "workloads", {"name": rec.workload_name,
-                                                    "params": encoding.dumps(rec.workload)},
-                                   key_of=("name", "params")),
+            "workload_id": _lookup(
+                db,
+                "workloads",
+                {"name": rec.workload_name, "params": encoding.dumps(rec.workload)},
+                key_of=("name", "params"),
+            ),
             "host_id": _host_id(db, rec.host),
             "rep": int(rec.rep),
             "status": rec.status,
@@ -120,7 +135,9 @@ def stored_run_uid(db: Database, run_id: int) -> str:
         "FROM runs r JOIN devices d ON d.id = r.device_id "
         "LEFT JOIN configurations c ON c.id = r.configuration_id "
         "JOIN workloads w ON w.id = r.workload_id LEFT JOIN hosts h ON h.id = r.host_id "
-        "WHERE r.id = ?", [run_id]).fetchone()
+        "WHERE r.id = ?",
+        [run_id],
+    ).fetchone()
     if row is None:
         raise StoreError(f"no run {run_id} in the store")
     fields = list(row)
@@ -147,15 +164,25 @@ def _sample(s: Any) -> dict[str, float | None]:
 
 def _energy_row(run_id: int, e: EnergyReading) -> dict[str, Any]:
     real = encoding.real_or_none
-    return {"run_id": run_id, "source": e.source, "scope": e.scope, "energy_j": real(e.energy_j),
-            "avg_watts": real(e.avg_watts), "duration_s": real(e.duration_s),
-            "samples": int(e.samples), "accuracy": e.accuracy, "idle_watts": real(e.idle_watts),
-            "active_energy_j": real(e.active_energy_j),
-            "assumptions": encoding.dumps(dict(e.assumptions)), "missing": e.missing}
+    return {
+        "run_id": run_id,
+        "source": e.source,
+        "scope": e.scope,
+        "energy_j": real(e.energy_j),
+        "avg_watts": real(e.avg_watts),
+        "duration_s": real(e.duration_s),
+        "samples": int(e.samples),
+        "accuracy": e.accuracy,
+        "idle_watts": real(e.idle_watts),
+        "active_energy_j": real(e.active_energy_j),
+        "assumptions": encoding.dumps(dict(e.assumptions)),
+        "missing": e.missing,
+    }
 
 
-def _lookup(db: Database, table: str, values: dict[str, Any],
-            key_of: tuple[str, ...] | None = None) -> int:
+def _lookup(
+    db: Database, table: str, values: dict[str, Any], key_of: tuple[str, ...] | None = None
+) -> int:
     """Id of the row whose identity (``key``) matches, inserting it when new."""
     key = encoding.digest([values[k] for k in key_of]) if key_of else values["key"]
     found = db.execute(f"SELECT id FROM [{table}] WHERE key = ?", [key]).fetchone()
@@ -167,27 +194,44 @@ def _lookup(db: Database, table: str, values: dict[str, Any],
 def _device_id(db: Database, d: Device) -> int:
     # Identity is the whole description: the same path with another size or write-cache
     # setting is another device as far as its results are concerned.
-    values = {"path": d.path, "kind": d.kind, "model": d.model, "serial": d.serial,
-              "firmware": d.firmware, "size_bytes": int(d.size_bytes), "plp": d.plp,
-              "write_cache": d.write_cache, "logical_block_size": int(d.logical_block_size),
-              "rotational": int(bool(d.rotational))}
+    values = {
+        "path": d.path,
+        "kind": d.kind,
+        "model": d.model,
+        "serial": d.serial,
+        "firmware": d.firmware,
+        "size_bytes": int(d.size_bytes),
+        "plp": d.plp,
+        "write_cache": d.write_cache,
+        "logical_block_size": int(d.logical_block_size),
+        "rotational": int(bool(d.rotational)),
+    }
     # The identity (device_params' key) is derived from these, not part of the row's key.
     return _lookup(db, "devices", {**values, "identity": d.identity}, key_of=tuple(values))
 
 
 def _config_id(db: Database, c: FsConfig) -> int:
-    return _lookup(db, "configurations", {
-        "key": c.key(), "fs": c.fs, "mkfs": encoding.dumps(dict(c.mkfs)),
-        "mount": encoding.dumps(list(c.mount)), "scheduler": c.scheduler,
-        "ag_count": None if c.ag_count is None else int(c.ag_count)})
+    return _lookup(
+        db,
+        "configurations",
+        {
+            "key": c.key(),
+            "fs": c.fs,
+            "mkfs": encoding.dumps(dict(c.mkfs)),
+            "mount": encoding.dumps(list(c.mount)),
+            "scheduler": c.scheduler,
+            "ag_count": None if c.ag_count is None else int(c.ag_count),
+        },
+    )
 
 
 def _host_id(db: Database, host: Mapping[str, Any]) -> int | None:
     if not host:
         return None
     values: dict[str, Any] = {k: host.get(k) for k in _HOST_COLUMNS}
-    values = {k: (v if v is None or isinstance(v, (str, int)) else str(v))
-              for k, v in values.items()}
+    values = {
+        k: (v if v is None or isinstance(v, (str, int)) else str(v)) for k, v in values.items()
+    }
     cores = values["cores"]
     values["cores"] = cores if isinstance(cores, int) and not isinstance(cores, bool) else None
     info = encoding.dumps(dict(host))
@@ -207,14 +251,18 @@ def set_energy(db: Database, run_id: int, reading: EnergyReading) -> None:
 
 def imported_run_id(db: Database, sha256: str) -> int | None:
     """The run an earlier import made from the file with this sha256, or None."""
-    row = db.execute("SELECT id FROM runs WHERE origin = 'imported' AND "
-                     "json_extract(provenance, '$.sha256') = ? ORDER BY id LIMIT 1",
-                     [sha256]).fetchone()
+    row = db.execute(
+        "SELECT id FROM runs WHERE origin = 'imported' AND "
+        "json_extract(provenance, '$.sha256') = ? ORDER BY id LIMIT 1",
+        [sha256],
+    ).fetchone()
     return None if row is None else int(row[0])
 
 
-def record_imported(db: Database, items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
-                    ) -> list[dict[str, Any]]:
+def record_imported(
+    db: Database,
+    items: Iterable[tuple[RunRecord, Mapping[str, Any]]],
+) -> list[dict[str, Any]]:
     """Store fio results measured elsewhere, all or none (one transaction). Each item is a
     run and its provenance (with the file's ``sha256``); a file already imported (here or
     earlier in ``items``) is not stored again. Returns, per item, the sha256, the run id and

@@ -26,15 +26,32 @@ from fsadvisor.store.observations import workload_from_params
 class DatasetError(FsAdvisorError):
     """The reference matrix does not follow its contract (datasets/reference/)."""
 
+
 # device_class -> the device kind the model keys its priors on (models/devices.toml).
 KINDS = {"shm-loop": "ram-loop", "zram": "zram"}
 # CSV column -> (observation metric, unit). Latencies stay in microseconds (as the seeds).
-METRICS = (("iops", "iops", "IOPS"), ("mb_s", "mb_s", "MB/s"),
-           ("mean_latency_us", "mean_latency_us", "us"),
-           ("p99_latency_us", "p99_latency_us", "us"))
-REQUIRED = ("device_class", "device", "host", "filesystem", "mkfs_options", "mount_options",
-            "scheduler", "ag_count", "workload", "workload_params", "rep", "status", "flags",
-            "iops")
+METRICS = (
+    ("iops", "iops", "IOPS"),
+    ("mb_s", "mb_s", "MB/s"),
+    ("mean_latency_us", "mean_latency_us", "us"),
+    ("p99_latency_us", "p99_latency_us", "us"),
+)
+REQUIRED = (
+    "device_class",
+    "device",
+    "host",
+    "filesystem",
+    "mkfs_options",
+    "mount_options",
+    "scheduler",
+    "ag_count",
+    "workload",
+    "workload_params",
+    "rep",
+    "status",
+    "flags",
+    "iops",
+)
 
 
 # The shipped matrices, each with the words that name it in its observations' source and the
@@ -43,8 +60,7 @@ REQUIRED = ("device_class", "device", "host", "filesystem", "mkfs_options", "mou
 # MATRIX=mechanisms). A cell of one matrix is never averaged with the same cell of the other.
 # Both are one study of one device class ("reference matrix, zram"): cross-validation by
 # source table holds a class's two matrices out together (predict/fit.source_group).
-SHIPPED = (("runs.csv", "", ""),
-           ("runs-mechanisms.csv", "mechanisms matrix; ", "/quiet"))
+SHIPPED = (("runs.csv", "", ""), ("runs-mechanisms.csv", "mechanisms matrix; ", "/quiet"))
 # A RAM-backed device's speed is the host's CPU: the first matrix ran beside other jobs
 # (load average median 4.5, rep-to-rep CV 19-32%), the second on a quiet host (CV 2-9%), and
 # the same cells differ between them by up to x1.8 (zram ext4 4k random writes: 63k against
@@ -56,9 +72,11 @@ SHIPPED = (("runs.csv", "", ""),
 def shipped_paths() -> list[tuple[Path, str, str]]:
     """(path, source words, identity suffix) of every shipped matrix present."""
     from fsadvisor.infra.resources import data_dir
+
     here = data_dir("datasets") / "reference"
-    return [(here / name, words, suffix) for name, words, suffix in SHIPPED
-            if (here / name).is_file()]
+    return [
+        (here / name, words, suffix) for name, words, suffix in SHIPPED if (here / name).is_file()
+    ]
 
 
 def _value(text: str) -> Any:
@@ -110,8 +128,9 @@ def load_rows(path: str | Path) -> list[dict[str, str]]:
         return list(reader)
 
 
-def observations(rows: Iterable[dict[str, str]], matrix: str = "",
-                 suffix: str = "") -> list[Observation]:
+def observations(
+    rows: Iterable[dict[str, str]], matrix: str = "", suffix: str = ""
+) -> list[Observation]:
     """Cell means over ok repetitions (rows whose direct I/O was not honoured are left out,
     as in probe summaries)."""
     cells: dict[tuple, list[dict[str, str]]] = {}
@@ -119,11 +138,17 @@ def observations(rows: Iterable[dict[str, str]], matrix: str = "",
         if r["status"] != "ok" or FLAG_DIRECT_IO in r["flags"].split(";"):
             continue
         if r["device_class"] not in KINDS:
-            raise DatasetError(f"device_class {r['device_class']!r} is not one of "
-                               + ", ".join(KINDS))
-        key = (device_id_of(r, suffix), config_of(r).key(), r["workload"],
-               json.dumps(json.loads(r["workload_params"] or "{}"), sort_keys=True),
-               r.get("energy_source", ""), r.get("power_scope", ""))
+            raise DatasetError(
+                f"device_class {r['device_class']!r} is not one of " + ", ".join(KINDS)
+            )
+        key = (
+            device_id_of(r, suffix),
+            config_of(r).key(),
+            r["workload"],
+            json.dumps(json.loads(r["workload_params"] or "{}"), sort_keys=True),
+            r.get("energy_source", ""),
+            r.get("power_scope", ""),
+        )
         cells.setdefault(key, []).append(r)
     out: list[Observation] = []
     for (dev_id, _, wname, params, esrc, scope), members in cells.items():
@@ -134,31 +159,67 @@ def observations(rows: Iterable[dict[str, str]], matrix: str = "",
         runs = ",".join(m.get("run_id", "") for m in members)
         series: list[tuple[str, str, list[float], str | None, str | None]] = []
         for col, metric, unit in METRICS:
-            series.append((metric, unit, [v for m in members if (v := _num(m.get(col)))
-                                          is not None], None, None))
+            series.append(
+                (
+                    metric,
+                    unit,
+                    [v for m in members if (v := _num(m.get(col))) is not None],
+                    None,
+                    None,
+                )
+            )
         # ops/J from each repetition's own IOPS and watts: energy joins perf only here.
-        opj = [i / wt for m in members
-               if (i := _num(m.get("iops"))) and (wt := _num(m.get("watts")))]
+        opj = [
+            i / wt for m in members if (i := _num(m.get("iops"))) and (wt := _num(m.get("watts")))
+        ]
         if opj and esrc:
             series.append(("ops_per_joule", "ops/J", opj, esrc, scope or "system"))
-            series.append(("watts", "W", [v for m in members if (v := _num(m.get("watts")))],
-                           esrc, scope or "system"))
-        thread_cpu = _mean([u + y for m in members if (u := _num(m.get("cpu_usr_pct"))) is not None
-                            and (y := _num(m.get("cpu_sys_pct"))) is not None])
-        host_cpu = _mean([v for m in members if (v := _num(m.get("host_cpu_busy_pct"))) is not None])
+            series.append(
+                (
+                    "watts",
+                    "W",
+                    [v for m in members if (v := _num(m.get("watts")))],
+                    esrc,
+                    scope or "system",
+                )
+            )
+        thread_cpu = _mean(
+            [
+                u + y
+                for m in members
+                if (u := _num(m.get("cpu_usr_pct"))) is not None
+                and (y := _num(m.get("cpu_sys_pct"))) is not None
+            ]
+        )
+        host_cpu = _mean(
+            [v for m in members if (v := _num(m.get("host_cpu_busy_pct"))) is not None]
+        )
         for metric, unit, vals, e_src, e_scope in series:
             if not vals:
                 continue
             mean = statistics.fmean(vals)
             sd = statistics.stdev(vals) if len(vals) > 1 else None
-            out.append(Observation(
-                source=f"reference matrix, {first['device_class']} ({matrix}{wname}; "
-                       f"runs {runs})",
-                device_kind=kind, config=cfg, workload=w, metric=metric, value=mean,
-                unit=unit, power_scope=e_scope, energy_source=e_src,
-                note=f"n={len(vals)}" + (f", sd={sd:.4g}" if sd is not None else ""),
-                device_plp="unknown", device_id=dev_id, n=len(vals), sd=sd,
-                thread_cpu_pct=thread_cpu, host_cpu_busy_pct=host_cpu))
+            out.append(
+                Observation(
+                    source=f"reference matrix, {first['device_class']} ({matrix}{wname}; "
+                    f"runs {runs})",
+                    device_kind=kind,
+                    config=cfg,
+                    workload=w,
+                    metric=metric,
+                    value=mean,
+                    unit=unit,
+                    power_scope=e_scope,
+                    energy_source=e_src,
+                    note=f"n={len(vals)}" + (f", sd={sd:.4g}" if sd is not None else ""),
+                    device_plp="unknown",
+                    device_id=dev_id,
+                    n=len(vals),
+                    sd=sd,
+                    thread_cpu_pct=thread_cpu,
+                    host_cpu_busy_pct=host_cpu,
+                )
+            )
     return out
 
 
@@ -170,8 +231,11 @@ def load_observations(path: str | Path | None = None) -> list[Observation]:
     """Observations from one reference matrix file, or (no path) from every shipped one;
     none when none is there."""
     if path is None:
-        return [o for p, words, suffix in shipped_paths()
-                for o in observations(load_rows(p), words, suffix)]
+        return [
+            o
+            for p, words, suffix in shipped_paths()
+            for o in observations(load_rows(p), words, suffix)
+        ]
     p = Path(path)
     if not p.is_file():
         return []

@@ -28,70 +28,171 @@ APPLICATION_ID = 0x46534144  # "FSAD"
 # Metrics common enough to be columns (queryable, indexable); every metric, these included,
 # is also kept in runs.metrics as JSON. Names follow records.RunRecord.
 METRIC_COLUMNS = (
-    "iops", "read_iops", "write_iops", "mb_s", "read_mb_s", "write_mb_s",
-    "mean_latency_us", "p50_latency_us", "p99_latency_us", "p999_latency_us",
-    "usr_cpu_pct", "sys_cpu_pct", "host_cpu_busy_pct", "runtime_s", "ops", "bytes",
+    "iops",
+    "read_iops",
+    "write_iops",
+    "mb_s",
+    "read_mb_s",
+    "write_mb_s",
+    "mean_latency_us",
+    "p50_latency_us",
+    "p99_latency_us",
+    "p999_latency_us",
+    "usr_cpu_pct",
+    "sys_cpu_pct",
+    "host_cpu_busy_pct",
+    "runtime_s",
+    "ops",
+    "bytes",
     "write_amplification",
 )
 
 # The tidy seed rows as fsadvisor.store.datasets.load_rows() returns them.
 MEASUREMENT_COLUMNS = {
-    "id": str, "source": str, "citation": str, "device": str, "device_kind": str, "kernel": str,
-    "filesystem": str, "mkfs_options": str, "mount_options": str, "scheduler": str,
-    "ag_count": int, "workload": str, "metric": str, "value": float, "unit": str, "sd": float,
-    "n": int, "relative_to": str, "power_scope": str, "energy_source": str,
-    "cv_over_40pct": int, "note": str,
+    "id": str,
+    "source": str,
+    "citation": str,
+    "device": str,
+    "device_kind": str,
+    "kernel": str,
+    "filesystem": str,
+    "mkfs_options": str,
+    "mount_options": str,
+    "scheduler": str,
+    "ag_count": int,
+    "workload": str,
+    "metric": str,
+    "value": float,
+    "unit": str,
+    "sd": float,
+    "n": int,
+    "relative_to": str,
+    "power_scope": str,
+    "energy_source": str,
+    "cv_over_40pct": int,
+    "note": str,
 }
 
 
 def _v1_results(db: Database) -> None:
     """Every repetition of a probe with what it ran on and what it measured."""
-    db.table("hosts").create({"id": int, "key": str, "hostname": str, "kernel": str, "cpu_model": str,
-                              "cores": int, "fio_version": str, "info": str},
-                             pk="id", not_null={"key"})
+    db.table("hosts").create(
+        {
+            "id": int,
+            "key": str,
+            "hostname": str,
+            "kernel": str,
+            "cpu_model": str,
+            "cores": int,
+            "fio_version": str,
+            "info": str,
+        },
+        pk="id",
+        not_null={"key"},
+    )
     db.table("hosts").create_index(["key"], unique=True)
-    db.table("devices").create({"id": int, "key": str, "path": str, "kind": str, "model": str,
-                                "serial": str, "firmware": str, "size_bytes": int, "plp": str,
-                                "write_cache": str, "logical_block_size": int, "rotational": int},
-                               pk="id", not_null={"key"})
+    db.table("devices").create(
+        {
+            "id": int,
+            "key": str,
+            "path": str,
+            "kind": str,
+            "model": str,
+            "serial": str,
+            "firmware": str,
+            "size_bytes": int,
+            "plp": str,
+            "write_cache": str,
+            "logical_block_size": int,
+            "rotational": int,
+        },
+        pk="id",
+        not_null={"key"},
+    )
     db.table("devices").create_index(["key"], unique=True)
-    db.table("configurations").create({"id": int, "key": str, "fs": str, "mkfs": str, "mount": str,
-                                       "scheduler": str, "ag_count": int},
-                                      pk="id", not_null={"key", "fs"})
+    db.table("configurations").create(
+        {
+            "id": int,
+            "key": str,
+            "fs": str,
+            "mkfs": str,
+            "mount": str,
+            "scheduler": str,
+            "ag_count": int,
+        },
+        pk="id",
+        not_null={"key", "fs"},
+    )
     db.table("configurations").create_index(["key"], unique=True)
-    db.table("workloads").create({"id": int, "key": str, "name": str, "params": str},
-                                 pk="id", not_null={"key", "name"})
+    db.table("workloads").create(
+        {"id": int, "key": str, "name": str, "params": str}, pk="id", not_null={"key", "name"}
+    )
     db.table("workloads").create_index(["key"], unique=True)
-    db.table("matrices").create({"id": str, "plan": str, "started_at": float, "finished_at": float,
-                                 "status": str}, pk="id")
+    db.table("matrices").create(
+        {"id": str, "plan": str, "started_at": float, "finished_at": float, "status": str}, pk="id"
+    )
     columns: dict = {
-        "id": int, "matrix_id": str, "cell_key": str, "device_id": int,
-        "configuration_id": int, "workload_id": int, "host_id": int, "rep": int,
-        "status": str, "error": str, "started_at": float, "wall_s": float, "tool": str,
-        "command": str, "flags": str,
+        "id": int,
+        "matrix_id": str,
+        "cell_key": str,
+        "device_id": int,
+        "configuration_id": int,
+        "workload_id": int,
+        "host_id": int,
+        "rep": int,
+        "status": str,
+        "error": str,
+        "started_at": float,
+        "wall_s": float,
+        "tool": str,
+        "command": str,
+        "flags": str,
     }
     columns.update({m: float for m in METRIC_COLUMNS})
     columns.update({"metrics": str, "raw_output": str})
-    db.table("runs").create(columns, pk="id", not_null={"cell_key", "status", "device_id", "workload_id"},
-                            foreign_keys=[("matrix_id", "matrices", "id"),
-                                          ("device_id", "devices", "id"),
-                                          ("configuration_id", "configurations", "id"),
-                                          ("workload_id", "workloads", "id"),
-                                          ("host_id", "hosts", "id")])
-    db.table("energy").create({"id": int, "run_id": int, "source": str, "scope": str,
-                               "energy_j": float, "avg_watts": float, "duration_s": float,
-                               "samples": int, "accuracy": str, "idle_watts": float,
-                               "active_energy_j": float, "assumptions": str, "missing": str},
-                              pk="id", not_null={"run_id", "source", "scope"},
-                              foreign_keys=[("run_id", "runs", "id")])
+    db.table("runs").create(
+        columns,
+        pk="id",
+        not_null={"cell_key", "status", "device_id", "workload_id"},
+        foreign_keys=[
+            ("matrix_id", "matrices", "id"),
+            ("device_id", "devices", "id"),
+            ("configuration_id", "configurations", "id"),
+            ("workload_id", "workloads", "id"),
+            ("host_id", "hosts", "id"),
+        ],
+    )
+    db.table("energy").create(
+        {
+            "id": int,
+            "run_id": int,
+            "source": str,
+            "scope": str,
+            "energy_j": float,
+            "avg_watts": float,
+            "duration_s": float,
+            "samples": int,
+            "accuracy": str,
+            "idle_watts": float,
+            "active_energy_j": float,
+            "assumptions": str,
+            "missing": str,
+        },
+        pk="id",
+        not_null={"run_id", "source", "scope"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
     db.table("energy").create_index(["run_id"], unique=True)
 
 
 def _v2_series_and_seeds(db: Database) -> None:
     """Power time series per run, the shipped seed measurements, and lookups for --resume."""
-    db.table("energy_samples").create({"id": int, "run_id": int, "t_s": float, "watts": float},
-                                      pk="id", not_null={"run_id"},
-                                      foreign_keys=[("run_id", "runs", "id")])
+    db.table("energy_samples").create(
+        {"id": int, "run_id": int, "t_s": float, "watts": float},
+        pk="id",
+        not_null={"run_id"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
     db.table("energy_samples").create_index(["run_id"])
     db.table("measurements").create({"seq": int, **MEASUREMENT_COLUMNS, "extra": str}, pk="seq")
     db.table("meta").create({"key": str, "value": str}, pk="key")
@@ -108,15 +209,35 @@ def _v3_device_params(db: Database) -> None:
     from fsadvisor.domain import device_identity
 
     db.table("devices").add_column("identity", str)
-    for row in list(db.execute_returning_dicts("SELECT id, kind, model, serial, path FROM devices")):
-        db.table("devices").update(row["id"], {"identity": device_identity(
-                  row["kind"] or "unknown", row["model"] or "", row["serial"] or "", row["path"])})
+    for row in list(
+        db.execute_returning_dicts("SELECT id, kind, model, serial, path FROM devices")
+    ):
+        db.table("devices").update(
+            row["id"],
+            {
+                "identity": device_identity(
+                    row["kind"] or "unknown", row["model"] or "", row["serial"] or "", row["path"]
+                )
+            },
+        )
     db.table("devices").create_index(["identity"])
-    db.table("device_params").create({"identity": str, "kind": str, "device_id": int,
-                                      "params": str, "log_sd": str, "n_runs": int, "source": str,
-                                      "fitted_at": float, "run_ids": str, "details": str},
-                                     pk="identity", not_null={"kind", "params", "log_sd", "source"},
-                                     foreign_keys=[("device_id", "devices", "id")])
+    db.table("device_params").create(
+        {
+            "identity": str,
+            "kind": str,
+            "device_id": int,
+            "params": str,
+            "log_sd": str,
+            "n_runs": int,
+            "source": str,
+            "fitted_at": float,
+            "run_ids": str,
+            "details": str,
+        },
+        pk="identity",
+        not_null={"kind", "params", "log_sd", "source"},
+        foreign_keys=[("device_id", "devices", "id")],
+    )
 
 
 def _v4_run_uids_and_origin(db: Database) -> None:
@@ -153,14 +274,18 @@ def _v5_run_profiles(db: Database) -> None:
     from fsadvisor.store import encoding
 
     db.table("runs").add_column("profiles", str)
-    joint = db.execute("SELECT id, plan FROM matrices WHERE json_extract(plan, "
-                       "'$.adaptive.profiles[1]') IS NOT NULL").fetchall()
+    joint = db.execute(
+        "SELECT id, plan FROM matrices WHERE json_extract(plan, "
+        "'$.adaptive.profiles[1]') IS NOT NULL"
+    ).fetchall()
     for matrix_id, plan_json in joint:
         served = _workload_profiles(encoding.loads(plan_json) or {})
         for workload, profiles in served.items():
-            db.execute("UPDATE runs SET profiles = ? WHERE matrix_id = ? AND workload_id IN "
-                       "(SELECT id FROM workloads WHERE name = ?)",
-                       [encoding.dumps(profiles), matrix_id, workload])
+            db.execute(
+                "UPDATE runs SET profiles = ? WHERE matrix_id = ? AND workload_id IN "
+                "(SELECT id FROM workloads WHERE name = ?)",
+                [encoding.dumps(profiles), matrix_id, workload],
+            )
 
 
 def _workload_profiles(plan: dict) -> dict[str, list[str]]:
@@ -177,9 +302,13 @@ def _workload_profiles(plan: dict) -> dict[str, list[str]]:
     return out if len(a.get("profiles") or []) > 1 else {}
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_v1_results, _v2_series_and_seeds,
-                                                _v3_device_params, _v4_run_uids_and_origin,
-                                                _v5_run_profiles]
+MIGRATIONS: list[Callable[[Database], None]] = [
+    _v1_results,
+    _v2_series_and_seeds,
+    _v3_device_params,
+    _v4_run_uids_and_origin,
+    _v5_run_profiles,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -224,7 +353,8 @@ def connect(path: Path | None) -> Database:
             version = _pragma(db, "user_version")
             app_id = _pragma(db, "application_id")
             foreign = app_id not in (0, APPLICATION_ID) or (
-                app_id == 0 and version == 0 and bool(db.table_names()))
+                app_id == 0 and version == 0 and bool(db.table_names())
+            )
         finally:
             # A failed read (disk full: no room for the WAL index) has already ended the
             # transaction; a COMMIT then would replace the real error with its own.
@@ -247,8 +377,10 @@ def connect(path: Path | None) -> Database:
         if disk_full(path, e):
             raise StoreError(disk_full_message(label, path, e)) from e
         if read_only_fs(path):
-            raise StoreError(f"{label} is on a read-only filesystem ({one_line(e)}); use a "
-                             "store on a writable one") from e
+            raise StoreError(
+                f"{label} is on a read-only filesystem ({one_line(e)}); use a "
+                "store on a writable one"
+            ) from e
         raise StoreError(f"{label} is not a readable fsadvisor store ({one_line(e)})") from e
     except StoreError:
         _close(conn)
@@ -284,11 +416,15 @@ def _refuse_newer(version: int, label: str) -> None:
     if version < 0:
         # no migration starts below 0 (MIGRATIONS[-1] would run the newest step on an
         # unknown file)
-        raise StoreError(f"{label} has an invalid store schema version ({version}); it was "
-                         "not written by fsadvisor")
+        raise StoreError(
+            f"{label} has an invalid store schema version ({version}); it was "
+            "not written by fsadvisor"
+        )
     if version > SCHEMA_VERSION:
-        raise StoreError(f"{label} has store schema version {version}, newer than this "
-                         f"fsadvisor understands ({SCHEMA_VERSION}); upgrade fsadvisor")
+        raise StoreError(
+            f"{label} has store schema version {version}, newer than this "
+            f"fsadvisor understands ({SCHEMA_VERSION}); upgrade fsadvisor"
+        )
 
 
 # How long a writer waits for another process's write transaction before it gives up (the
@@ -377,12 +513,17 @@ def disk_full(path: Path | None, e: BaseException) -> bool:
     if getattr(e, "sqlite_errorname", None) in _FULL_ERRORS or "disk is full" in str(e):
         return True
     free = free_bytes(path)
-    return free is not None and free < DISK_FULL_BELOW_BYTES and isinstance(e, sqlite3.OperationalError)
+    return (
+        free is not None
+        and free < DISK_FULL_BELOW_BYTES
+        and isinstance(e, sqlite3.OperationalError)
+    )
 
 
 def disk_full_message(label: str, path: Path | None, e: BaseException) -> str:
     free = free_bytes(path)
     left = f" ({free:,} bytes free)" if free is not None else ""
-    return (f"{label}: disk full{left}: free some space on the store's filesystem and retry "
-            f"(SQLite said: {one_line(e)})")
-
+    return (
+        f"{label}: disk full{left}: free some space on the store's filesystem and retry "
+        f"(SQLite said: {one_line(e)})"
+    )

@@ -30,8 +30,9 @@ def datasets_module() -> ModuleType:
     except ModuleNotFoundError as e:
         if e.name != "fsadvisor.store.datasets":
             raise
-        raise StoreError("the seed datasets module (fsadvisor.store.datasets) is missing from this "
-                         "installation") from e
+        raise StoreError(
+            "the seed datasets module (fsadvisor.store.datasets) is missing from this installation"
+        ) from e
 
 
 def _dataset_files() -> list[str]:
@@ -94,13 +95,16 @@ def ensure_seeded(db: Database) -> dict[str, Any]:
     with schema.write_transaction(db):
         db.execute("DELETE FROM measurements")
         db.table("measurements").insert_all(_measurement_row(r) for r in rows)
-        db.table("meta").upsert_all([
-                  {"key": "datasets_hash", "value": digest},
-                  {"key": "datasets_rows", "value": str(len(rows))},
-                  {"key": "datasets_files", "value": encoding.dumps(files)},
-                  {"key": "datasets_loaded_at", "value": str(time.time())},
-                  {"key": "datasets_fingerprint", "value": quick or ""},
-        ], pk="key")
+        db.table("meta").upsert_all(
+            [
+                {"key": "datasets_hash", "value": digest},
+                {"key": "datasets_rows", "value": str(len(rows))},
+                {"key": "datasets_files", "value": encoding.dumps(files)},
+                {"key": "datasets_loaded_at", "value": str(time.time())},
+                {"key": "datasets_fingerprint", "value": quick or ""},
+            ],
+            pk="key",
+        )
     return {"loaded": True, "rows": len(rows), "hash": digest}
 
 
@@ -109,12 +113,13 @@ def seed_state(db: Database) -> dict[str, Any]:
     meta = {r["key"]: r["value"] for r in db["meta"].rows_where("key LIKE 'datasets_%'")}
     if "datasets_hash" not in meta:
         return {}
-    return {"files": encoding.loads(meta.get("datasets_files")) or [],
-            "rows": int(meta.get("datasets_rows", 0)),
-            "hash": meta["datasets_hash"],
-            "fingerprint": meta.get("datasets_fingerprint"),
-            "loaded_at": float(meta["datasets_loaded_at"]) if "datasets_loaded_at" in meta
-            else None}
+    return {
+        "files": encoding.loads(meta.get("datasets_files")) or [],
+        "rows": int(meta.get("datasets_rows", 0)),
+        "hash": meta["datasets_hash"],
+        "fingerprint": meta.get("datasets_fingerprint"),
+        "loaded_at": float(meta["datasets_loaded_at"]) if "datasets_loaded_at" in meta else None,
+    }
 
 
 def measurements(db: Database) -> list[dict[str, Any]]:

@@ -26,7 +26,9 @@ from fsadvisor.host import run as hostrun
 from fsadvisor.host.run import CommandResult
 from fsadvisor.tools import KIND_FIO
 
-MIB_TO_MB = 1.048576  # db_bench and sysbench print MiB/s as "MB/s"/"MiB/s"; fsadvisor uses 10^6 bytes
+MIB_TO_MB = (
+    1.048576  # db_bench and sysbench print MiB/s as "MB/s"/"MiB/s"; fsadvisor uses 10^6 bytes
+)
 # Debian packages of the application benchmarks, for "not installed" messages.
 PACKAGES = {"db_bench": "rocksdb-tools", "sysbench": "sysbench"}
 
@@ -37,8 +39,6 @@ class AppBenchParseError(FsAdvisorError):
 
 class AppBenchRunError(FsAdvisorError):
     """A benchmark could not be run or failed (one-line message)."""
-
-
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,16 @@ class Benchmark(ABC):
 
     def run(self, invocation: Invocation, timeout_s: float | None = None) -> CommandResult:
         """Run one of this benchmark's commands through the shared runner."""
-        return hostrun.run(invocation.argv, env=dict(invocation.env) or None,
-                           cwd=invocation.cwd, timeout_s=timeout_s)
+        return hostrun.run(
+            invocation.argv,
+            env=dict(invocation.env) or None,
+            cwd=invocation.cwd,
+            timeout_s=timeout_s,
+        )
 
 
 # ---------------------------------------------------------------- running app benchmarks
+
 
 def finite_float(text: str) -> float:
     """A number a tool printed; ValueError for nan/inf (never stored as a metric)."""
@@ -129,8 +134,9 @@ def app_measurement(tool: str, result: CommandResult, metrics_of) -> Measurement
     return Measurement(metrics)
 
 
-def run_checked(argv: Sequence[str], cwd: str | None, timeout_s: float | None,
-                tool: str) -> CommandResult:
+def run_checked(
+    argv: Sequence[str], cwd: str | None, timeout_s: float | None, tool: str
+) -> CommandResult:
     """Run an application benchmark's command; a missing tool is NotSupported, a failure or
     a timeout AppBenchRunError naming the line that explains it."""
     if not shutil.which(argv[0]):

@@ -20,10 +20,19 @@ from dataclasses import dataclass, field
 
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.tools import KIND_DB_BENCH
-from fsadvisor.tools.benchmark import (MIB_TO_MB, AppBenchParseError,
-                                       AppBenchRunError, Benchmark, BenchJob, Invocation,
-                                       Invocations, Measurement, app_measurement,
-                                       finite_float, run_checked)
+from fsadvisor.tools.benchmark import (
+    MIB_TO_MB,
+    AppBenchParseError,
+    AppBenchRunError,
+    Benchmark,
+    BenchJob,
+    Invocation,
+    Invocations,
+    Measurement,
+    app_measurement,
+    finite_float,
+    run_checked,
+)
 from fsadvisor.host.run import CommandResult
 
 DB_BENCH = KIND_DB_BENCH
@@ -43,28 +52,57 @@ class YcsbMix:
 # YCSB core workloads as described in seed 000 §III-B; db_bench 7.8.3 benchmarks
 # (db_bench --help).
 YCSB_MIXES: dict[str, YcsbMix] = {
-    "A": YcsbMix("A", "50% reads, 50% updates (session store)", "readrandomwriterandom",
-                 ("--readwritepercent=50",), "uniform keys instead of YCSB's zipfian"),
-    "B": YcsbMix("B", "95% reads, 5% updates (photo tagging)", "readrandomwriterandom",
-                 ("--readwritepercent=95",), "uniform keys instead of YCSB's zipfian"),
-    "C": YcsbMix("C", "100% reads (user profile cache)", "readrandom", (),
-                 "uniform keys instead of YCSB's zipfian"),
-    "D": YcsbMix("D", "95% reads of recent records, 5% inserts (status updates)",
-                 "readwhilewriting", (),
-                 "one unthrottled writer overwrites random keys while the threads read "
-                 "uniformly; YCSB inserts new keys and favours the latest"),
-    "E": YcsbMix("E", "95% short range scans, 5% inserts (threaded conversations)",
-                 "seekrandom", ("--seek_nexts=50",),
-                 "scans of 50 keys (YCSB: uniform 1-100, mean 50), no inserts"),
-    "F": YcsbMix("F", "50% reads, 50% read-modify-writes (user database)", "updaterandom",
-                 (), "every operation is a read-modify-write; YCSB mixes in plain reads"),
+    "A": YcsbMix(
+        "A",
+        "50% reads, 50% updates (session store)",
+        "readrandomwriterandom",
+        ("--readwritepercent=50",),
+        "uniform keys instead of YCSB's zipfian",
+    ),
+    "B": YcsbMix(
+        "B",
+        "95% reads, 5% updates (photo tagging)",
+        "readrandomwriterandom",
+        ("--readwritepercent=95",),
+        "uniform keys instead of YCSB's zipfian",
+    ),
+    "C": YcsbMix(
+        "C",
+        "100% reads (user profile cache)",
+        "readrandom",
+        (),
+        "uniform keys instead of YCSB's zipfian",
+    ),
+    "D": YcsbMix(
+        "D",
+        "95% reads of recent records, 5% inserts (status updates)",
+        "readwhilewriting",
+        (),
+        "one unthrottled writer overwrites random keys while the threads read "
+        "uniformly; YCSB inserts new keys and favours the latest",
+    ),
+    "E": YcsbMix(
+        "E",
+        "95% short range scans, 5% inserts (threaded conversations)",
+        "seekrandom",
+        ("--seek_nexts=50",),
+        "scans of 50 keys (YCSB: uniform 1-100, mean 50), no inserts",
+    ),
+    "F": YcsbMix(
+        "F",
+        "50% reads, 50% read-modify-writes (user database)",
+        "updaterandom",
+        (),
+        "every operation is a read-modify-write; YCSB mixes in plain reads",
+    ),
 }
 
 
-def _common_db_flags(db_dir: str, num: int, value_size: int, seed: int,
-                     direct: bool) -> list[str]:
+def _common_db_flags(db_dir: str, num: int, value_size: int, seed: int, direct: bool) -> list[str]:
     flags = [
-        f"--db={db_dir}", f"--num={num}", f"--value_size={value_size}",
+        f"--db={db_dir}",
+        f"--num={num}",
+        f"--value_size={value_size}",
         # Compression would add CPU work that depends on the data, not the filesystem.
         "--compression_type=none",
         # A fixed seed makes repetitions issue the same keys (0 means "from the clock").
@@ -81,19 +119,32 @@ def _common_db_flags(db_dir: str, num: int, value_size: int, seed: int,
     return flags
 
 
-def db_bench_load_argv(db_dir: str, num: int = 100_000, value_size: int = 1000,
-                       seed: int = 42, direct: bool = False) -> list[str]:
+def db_bench_load_argv(
+    db_dir: str, num: int = 100_000, value_size: int = 1000, seed: int = 42, direct: bool = False
+) -> list[str]:
     """Fill a fresh database with ``num`` keys in random order (YCSB's load phase).
 
     One thread: with --threads=T every thread writes ``num`` keys (verified: 40,000 ops for
     num=20,000 with 2 threads). Seed 000 loaded 12 M records of 4 KB; defaults here are small."""
-    return [DB_BENCH, "--benchmarks=fillrandom", "--threads=1",
-            *_common_db_flags(db_dir, num, value_size, seed, direct)]
+    return [
+        DB_BENCH,
+        "--benchmarks=fillrandom",
+        "--threads=1",
+        *_common_db_flags(db_dir, num, value_size, seed, direct),
+    ]
 
 
-def db_bench_run_argv(db_dir: str, mix: str, num: int = 100_000, value_size: int = 1000,
-                      threads: int = 1, duration_s: int | None = 10, ops: int | None = None,
-                      seed: int = 42, direct: bool = False) -> list[str]:
+def db_bench_run_argv(
+    db_dir: str,
+    mix: str,
+    num: int = 100_000,
+    value_size: int = 1000,
+    threads: int = 1,
+    duration_s: int | None = 10,
+    ops: int | None = None,
+    seed: int = 42,
+    direct: bool = False,
+) -> list[str]:
     """Run YCSB-like mix ``mix`` (A-F) on a database made by db_bench_load_argv with the
     same ``num``/``value_size``. Time-bound (``duration_s``) or, with ``ops``, count-bound
     (operations per thread)."""
@@ -102,8 +153,14 @@ def db_bench_run_argv(db_dir: str, mix: str, num: int = 100_000, value_size: int
         raise FsAdvisorError(f"unknown YCSB mix {mix!r}; choose one of {', '.join(YCSB_MIXES)}")
     if threads < 1:
         raise FsAdvisorError(f"db_bench needs at least one thread, got {threads}")
-    argv = [DB_BENCH, f"--benchmarks={m.benchmark}", *m.flags, "--use_existing_db=1",
-            f"--threads={threads}", *_common_db_flags(db_dir, num, value_size, seed, direct)]
+    argv = [
+        DB_BENCH,
+        f"--benchmarks={m.benchmark}",
+        *m.flags,
+        "--use_existing_db=1",
+        f"--threads={threads}",
+        *_common_db_flags(db_dir, num, value_size, seed, direct),
+    ]
     if ops is not None:
         argv.append(f"--reads={ops}")  # per thread, for every random-op benchmark
         if m.benchmark in ("readrandomwriterandom", "updaterandom", "readwhilewriting"):
@@ -147,8 +204,11 @@ class DbBenchRun:
         if self.mb_s is not None:
             m["mb_s"] = self.mb_s * MIB_TO_MB
         hists = [h for h in self.histograms if h.count]
-        weighted = [(h.count, h.average_us) for h in hists
-                    if h.count is not None and h.average_us is not None]
+        weighted = [
+            (h.count, h.average_us)
+            for h in hists
+            if h.count is not None and h.average_us is not None
+        ]
         if hists and len(weighted) == len(hists):
             total = sum(n for n, _ in weighted)
             m["mean_latency_us"] = sum(n * avg for n, avg in weighted) / total
@@ -220,7 +280,8 @@ def _pooled_percentile(hists: list[Histogram], p: float) -> float | None:
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _SUMMARY = re.compile(
     rf"^([A-Za-z][\w-]*)\s*:\s*{_NUM} micros/op\s+{_NUM} ops/sec"
-    rf"(?:\s+{_NUM} seconds\s+{_NUM} operations;)?(.*)$")
+    rf"(?:\s+{_NUM} seconds\s+{_NUM} operations;)?(.*)$"
+)
 _MBS = re.compile(rf"{_NUM} MB/s")
 _HIST_HEAD = re.compile(r"^Microseconds per (\w[\w ]*?):\s*$")
 _COUNT = re.compile(rf"^Count:\s*{_NUM}\s+Average:\s*{_NUM}")
@@ -250,12 +311,16 @@ def parse_db_bench(text: str | bytes) -> DbBenchResult:
                 version = mv.group(1)
             elif m := _SUMMARY.match(line):
                 mbs = _MBS.search(m.group(6) or "")
-                runs.append(DbBenchRun(
-                    name=m.group(1), micros_per_op=finite_float(m.group(2)),
-                    ops_per_sec=finite_float(m.group(3)),
-                    seconds=finite_float(m.group(4)) if m.group(4) else None,
-                    operations=finite_float(m.group(5)) if m.group(5) else None,
-                    mb_s=finite_float(mbs.group(1)) if mbs else None))
+                runs.append(
+                    DbBenchRun(
+                        name=m.group(1),
+                        micros_per_op=finite_float(m.group(2)),
+                        ops_per_sec=finite_float(m.group(3)),
+                        seconds=finite_float(m.group(4)) if m.group(4) else None,
+                        operations=finite_float(m.group(5)) if m.group(5) else None,
+                        mb_s=finite_float(mbs.group(1)) if mbs else None,
+                    )
+                )
                 hist = None
             elif (mh := _HIST_HEAD.match(line)) and runs:
                 hist = Histogram(op=mh.group(1))
@@ -265,22 +330,31 @@ def parse_db_bench(text: str | bytes) -> DbBenchResult:
             elif hist is not None and (mm := _MINMAX.match(line)):
                 hist.min_us, hist.max_us = finite_float(mm.group(1)), finite_float(mm.group(2))
             elif hist is not None and line.startswith("Percentiles:"):
-                hist.printed = {round(finite_float(p), 6): finite_float(v) for p, v in _PCTS.findall(line)}
+                hist.printed = {
+                    round(finite_float(p), 6): finite_float(v) for p, v in _PCTS.findall(line)
+                }
             elif hist is not None and (mb := _BUCKET.match(line)):
-                left, right, n = finite_float(mb.group(1)), finite_float(mb.group(2)), finite_float(mb.group(3))
+                left, right, n = (
+                    finite_float(mb.group(1)),
+                    finite_float(mb.group(2)),
+                    finite_float(mb.group(3)),
+                )
                 if right >= left:
                     hist.buckets.append((left, right, n))
         except (ValueError, OverflowError):
             continue  # a mangled number: that line says nothing
     if not runs:
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-        raise AppBenchParseError("db_bench output has no benchmark result line"
-                                 + (f"; first line: {first[:120]!r}" if first else ""))
+        raise AppBenchParseError(
+            "db_bench output has no benchmark result line"
+            + (f"; first line: {first[:120]!r}" if first else "")
+        )
     return DbBenchResult(runs=runs, version=version)
 
 
-def run_db_bench(db_dir: str, mix: str, load: bool = True, timeout_s: float | None = None,
-                 **kw) -> tuple[DbBenchResult, str, list[list[str]]]:
+def run_db_bench(
+    db_dir: str, mix: str, load: bool = True, timeout_s: float | None = None, **kw
+) -> tuple[DbBenchResult, str, list[list[str]]]:
     """Load (unless ``load`` is False) and run one YCSB-like mix. Returns the parsed run,
     its raw output, and the commands executed (load first)."""
     keys = {k: kw[k] for k in ("num", "value_size", "seed", "direct") if k in kw}
@@ -299,6 +373,7 @@ def run_db_bench(db_dir: str, mix: str, load: bool = True, timeout_s: float | No
 
 
 # ---------------------------------------------------------------- the probe's adapter
+
 
 def ycsb_mix(profile_name: str, read_pct: int) -> str:
     m = re.search(r"ycsb[-_]?([a-f])\b", profile_name.lower())
@@ -327,16 +402,32 @@ class DbBench(Benchmark):
         mix = ycsb_mix(str(job.app.get("profile") or job.name), w.read_pct)
         runtime = max(1, int(round(job.runtime_s)))
         return Invocations(
-            prepare=(Invocation(tuple(db_bench_load_argv(db_dir, num=num, value_size=value_size,
-                                                         direct=w.direct)),
-                                note="load (not measured)"),),
-            measure=Invocation(tuple(db_bench_run_argv(db_dir, mix, num=num,
-                                                       value_size=value_size,
-                                                       threads=max(1, w.numjobs),
-                                                       duration_s=runtime, direct=w.direct)),
-                               note="measured"))
+            prepare=(
+                Invocation(
+                    tuple(
+                        db_bench_load_argv(db_dir, num=num, value_size=value_size, direct=w.direct)
+                    ),
+                    note="load (not measured)",
+                ),
+            ),
+            measure=Invocation(
+                tuple(
+                    db_bench_run_argv(
+                        db_dir,
+                        mix,
+                        num=num,
+                        value_size=value_size,
+                        threads=max(1, w.numjobs),
+                        duration_s=runtime,
+                        direct=w.direct,
+                    )
+                ),
+                note="measured",
+            ),
+        )
 
     def parse(self, result: CommandResult) -> Measurement:
         # The "RocksDB: version" header goes to stderr, the results to stdout.
-        return app_measurement(self.tool, result, lambda r: parse_db_bench(
-            r.stdout + "\n" + r.stderr).metrics())
+        return app_measurement(
+            self.tool, result, lambda r: parse_db_bench(r.stdout + "\n" + r.stderr).metrics()
+        )

@@ -63,6 +63,7 @@ class FioRunError(FsAdvisorError):
 
 # ---------------------------------------------------------------- parsing
 
+
 @dataclass
 class FioResult:
     """One fio run's final JSON document. ``jobs`` are fio's own job dicts, untouched."""
@@ -130,14 +131,21 @@ class FioResult:
                 sec = j.get(d)
                 if not _active(sec):
                     continue
-                lacks = [what for what, ok in (
-                    ("total_ios (or iops and runtime)", _section_ios(sec) is not None),
-                    ("iops", _num(sec, "iops") is not None),
-                    ("bw_bytes/bw", _bw_bytes(sec) is not None),
-                    ("io_bytes/io_kbytes", _bytes(sec) is not None),
-                    ("latency (lat_ns/clat_ns, or µs lat/clat)", _lat_block(sec)[0] is not None),
-                    ("latency percentiles 50/99/99.9", _has_model_percentiles(sec)),
-                ) if not ok]
+                lacks = [
+                    what
+                    for what, ok in (
+                        ("total_ios (or iops and runtime)", _section_ios(sec) is not None),
+                        ("iops", _num(sec, "iops") is not None),
+                        ("bw_bytes/bw", _bw_bytes(sec) is not None),
+                        ("io_bytes/io_kbytes", _bytes(sec) is not None),
+                        (
+                            "latency (lat_ns/clat_ns, or µs lat/clat)",
+                            _lat_block(sec)[0] is not None,
+                        ),
+                        ("latency percentiles 50/99/99.9", _has_model_percentiles(sec)),
+                    )
+                    if not ok
+                ]
                 out += [f"{name} {d}: {what}" for what in lacks]
         return out
 
@@ -146,14 +154,20 @@ class FioResult:
         lacks = self.missing()
         if lacks:
             more = f" and {len(lacks) - 3} more" if len(lacks) > 3 else ""
-            raise FioParseError(f"{self.version or 'fio'} JSON lacks {'; '.join(lacks[:3])}{more}: "
-                                "refusing a result with metrics missing")
+            raise FioParseError(
+                f"{self.version or 'fio'} JSON lacks {'; '.join(lacks[:3])}{more}: "
+                "refusing a result with metrics missing"
+            )
         return self
 
     def latency_basis(self) -> str | None:
-        """"lat" (submission+completion), "clat" (completion only), "mixed" or None."""
-        bases = {b for j in self.jobs for d in _data_sections(j)
-                 if (b := _lat_block(j.get(d))[1]) is not None}
+        """ "lat" (submission+completion), "clat" (completion only), "mixed" or None."""
+        bases = {
+            b
+            for j in self.jobs
+            for d in _data_sections(j)
+            if (b := _lat_block(j.get(d))[1]) is not None
+        }
         return None if not bases else bases.pop() if len(bases) == 1 else "mixed"
 
 
@@ -192,16 +206,20 @@ def parse(text: str | bytes, command: Sequence[str] | None = None) -> FioResult:
     if last is None:
         if client_stats is not None:
             version = client_stats.get("fio version")
-            raise FioParseError(f"{version if isinstance(version, str) else 'fio'} client/server "
-                                "output (client_stats, no jobs): run fio locally, not with "
-                                "--client")
+            raise FioParseError(
+                f"{version if isinstance(version, str) else 'fio'} client/server "
+                "output (client_stats, no jobs): run fio locally, not with "
+                "--client"
+            )
         if not text.strip():
             raise FioParseError("fio produced no output")
         if failure:
-            raise FioParseError(f"fio output is not valid fio JSON ({failure}); "
-                                f"first line: {_first_line(text)!r}")
-        raise FioParseError(f"fio output contains no fio JSON document; "
-                            f"first line: {_first_line(text)!r}")
+            raise FioParseError(
+                f"fio output is not valid fio JSON ({failure}); first line: {_first_line(text)!r}"
+            )
+        raise FioParseError(
+            f"fio output contains no fio JSON document; first line: {_first_line(text)!r}"
+        )
     doc, pos, _ = last
     jobs = doc["jobs"]
     if not all(isinstance(j, dict) for j in jobs):
@@ -211,7 +229,8 @@ def parse(text: str | bytes, command: Sequence[str] | None = None) -> FioResult:
     version = doc.get("fio version")
     return FioResult(
         version=version if isinstance(version, str) else None,
-        jobs=jobs, doc=doc,
+        jobs=jobs,
+        doc=doc,
         command=tuple(command) if command is not None else None,
         notes=text[: starts[0]].strip() if starts else "",
         truncated=truncated,
@@ -368,9 +387,12 @@ def _component(blk: Mapping, scale: float, fallback_weight: float | None) -> _La
         return None
     mean, lo, hi = _num(blk, "mean"), _num(blk, "min"), _num(blk, "max")
     return _LatComponent(
-        weight=w, mean_us=None if mean is None else mean * scale,
-        min_us=None if lo is None else lo * scale, max_us=None if hi is None else hi * scale,
-        pct=_percentiles(blk, scale))
+        weight=w,
+        mean_us=None if mean is None else mean * scale,
+        min_us=None if lo is None else lo * scale,
+        max_us=None if hi is None else hi * scale,
+        pct=_percentiles(blk, scale),
+    )
 
 
 def _cdf_knots(c: _LatComponent) -> list[tuple[float, float]]:
@@ -433,8 +455,11 @@ def _mixture_quantile(comps: list[_LatComponent], q: float) -> float:
     return xs[-1]
 
 
-def _latency_metrics(comps: list[_LatComponent], prefix: str, pooled_ok: bool = True,
-                     ) -> tuple[dict[str, float], dict[str, str]]:
+def _latency_metrics(
+    comps: list[_LatComponent],
+    prefix: str,
+    pooled_ok: bool = True,
+) -> tuple[dict[str, float], dict[str, str]]:
     """Mean and percentiles of ``comps`` pooled, with each percentile's provenance.
     ``pooled_ok`` False leaves out percentiles that would be pooled estimates."""
     out: dict[str, float] = {}
@@ -443,8 +468,9 @@ def _latency_metrics(comps: list[_LatComponent], prefix: str, pooled_ok: bool = 
         return out, kinds
     means = _complete([c.mean_us for c in comps])
     if means is not None:
-        out[f"{prefix}mean_latency_us"] = (
-            sum(c.weight * mean for c, mean in zip(comps, means)) / sum(c.weight for c in comps))
+        out[f"{prefix}mean_latency_us"] = sum(
+            c.weight * mean for c, mean in zip(comps, means)
+        ) / sum(c.weight for c in comps)
     exact = len(comps) == 1
     if not (exact or pooled_ok):
         return out, kinds
@@ -519,7 +545,9 @@ class _Tally:
         self.bytes = _plus(self.bytes, _bytes(sec))
         self.bw_bytes = _plus(self.bw_bytes, _bw_bytes(sec))
         rt = _num(sec, "runtime")  # jobs of a group run together: the longest one
-        self.runtime_ms = None if self.runtime_ms is None or rt is None else max(self.runtime_ms, rt)
+        self.runtime_ms = (
+            None if self.runtime_ms is None or rt is None else max(self.runtime_ms, rt)
+        )
 
 
 def _over_groups(tallies: list[_Tally], count: str, rate: str) -> float | None:
@@ -614,8 +642,11 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
             bws = _complete([tallies[k][0].bw_bytes for k in data_kinds])
             if bws is not None:
                 m["mb_s"] = sum(bws) / 1e6
-        elif (timed_ms is not None and byts is not None
-              and (bw := _per_s(sum(byts), timed_ms)) is not None):
+        elif (
+            timed_ms is not None
+            and byts is not None
+            and (bw := _per_s(sum(byts), timed_ms)) is not None
+        ):
             m["mb_s"] = bw / 1e6
         if byts is not None:
             m["bytes"] = float(sum(byts))
@@ -646,8 +677,15 @@ def _aggregate(jobs: list[dict], doc: dict) -> tuple[dict[str, float], dict[str,
 
 # ---------------------------------------------------------------- command lines
 
-def workload_argv(workload: Workload, target: str, runtime_s: float, name: str = "job",
-                  size_bytes: int | None = None, ioengine: str | None = None) -> list[str]:
+
+def workload_argv(
+    workload: Workload,
+    target: str,
+    runtime_s: float,
+    name: str = "job",
+    size_bytes: int | None = None,
+    ioengine: str | None = None,
+) -> list[str]:
     """The fio command line that reproduces ``workload`` on ``target``.
 
     ``target`` is a block device or file (data workloads), or a directory on the mounted
@@ -660,19 +698,28 @@ def workload_argv(workload: Workload, target: str, runtime_s: float, name: str =
     if workload.metadata_frac > 0 and not is_meta:
         # fio cannot hold a data job and metadata jobs at a set ratio (flow= starved a
         # filecreate job to 1 op in 2 s here, fio 3.33): use the profile's runner job file.
-        raise NotSupported("workloads that mix data I/O with file create/stat/delete run "
-                           "from their runner/*.fio job file, not a single fio command line")
-    argv = ["fio", "--output-format=json", f"--name={name}",
-            # ETA lines only clutter captured output.
-            "--eta=never"]
+        raise NotSupported(
+            "workloads that mix data I/O with file create/stat/delete run "
+            "from their runner/*.fio job file, not a single fio command line"
+        )
+    argv = [
+        "fio",
+        "--output-format=json",
+        f"--name={name}",
+        # ETA lines only clutter captured output.
+        "--eta=never",
+    ]
     bs = workload.bs_bytes
     if is_meta:
         if _is_block_device(target):
-            raise NotSupported(f"{workload.rw} needs a directory on a mounted filesystem, "
-                               f"not the block device {target}")
+            raise NotSupported(
+                f"{workload.rw} needs a directory on a mounted filesystem, "
+                f"not the block device {target}"
+            )
         engine = workload.rw
         argv += [
-            f"--directory={target}", f"--ioengine={engine}",
+            f"--directory={target}",
+            f"--ioengine={engine}",
             # No $jobname: a later filestat/filedelete run with another job name must find
             # the files filecreate made (verified: the chain needs a shared format).
             "--filename_format=fsadv.$jobnum.$filenum",
@@ -681,7 +728,8 @@ def workload_argv(workload: Workload, target: str, runtime_s: float, name: str =
             # filedelete do at setup fast.
             f"--filesize={max(4096, bs)}",
             # Files are created inside the timed run, not during setup (fio's example).
-            "--create_on_open=1", "--fallocate=none",
+            "--create_on_open=1",
+            "--fallocate=none",
             # Keep one file open at a time: the open/close is part of the operation.
             "--openfiles=1",
             # runtime is only a cap here: the job ends after nrfiles operations.
@@ -697,11 +745,14 @@ def workload_argv(workload: Workload, target: str, runtime_s: float, name: str =
             lo = max(workload.file_size_bytes, bs)  # verified: lo < bs drops files
             hi = workload.file_size_max_bytes
             fsize = f"{lo}-{max(hi, lo)}" if hi and hi > lo else str(lo)
-            argv += [f"--directory={target}", f"--nrfiles={workload.nrfiles}",
-                     f"--filesize={fsize}",
-                     # fio holds every file open otherwise (seed 002 used 64).
-                     f"--openfiles={min(workload.nrfiles, 64)}",
-                     "--file_service_type=random"]
+            argv += [
+                f"--directory={target}",
+                f"--nrfiles={workload.nrfiles}",
+                f"--filesize={fsize}",
+                # fio holds every file open otherwise (seed 002 used 64).
+                f"--openfiles={min(workload.nrfiles, 64)}",
+                "--file_service_type=random",
+            ]
             if size_bytes:
                 argv.append(f"--size={size_bytes}")
             elif hi and hi > lo:
@@ -719,8 +770,11 @@ def workload_argv(workload: Workload, target: str, runtime_s: float, name: str =
         fsync = workload.fsync_every or (1 if workload.fsync_mode == "per_transaction" else 0)
         if fsync:
             argv.append(f"--fsync={fsync}")
-        argv += [f"--direct={int(workload.direct)}", "--time_based=1",
-                 f"--runtime={_secs(runtime_s)}"]
+        argv += [
+            f"--direct={int(workload.direct)}",
+            "--time_based=1",
+            f"--runtime={_secs(runtime_s)}",
+        ]
     argv += [
         f"--numjobs={workload.numjobs}",
         # One result per group: fio pools the clones' histograms, so percentiles are exact.
@@ -749,8 +803,9 @@ def jobfile_argv(jobfile_path: str | os.PathLike, extra_args: Sequence[str] = ()
     return ["fio", "--output-format=json", *extra_args, str(jobfile_path)]
 
 
-def run(argv: Sequence[str], timeout_s: float | None = None,
-        env: Mapping[str, str] | None = None) -> FioResult:
+def run(
+    argv: Sequence[str], timeout_s: float | None = None, env: Mapping[str, str] | None = None
+) -> FioResult:
     """Run fio and parse what it printed. A non-zero exit is kept in ``exit_code`` and
     ``error`` when fio still produced JSON; FioRunError when it produced none."""
     try:
@@ -776,9 +831,18 @@ def run(argv: Sequence[str], timeout_s: float | None = None,
 FIO_VERSION_ARGV = ("fio", "--version")
 VERSION_TIMEOUT_S = 30.0  # `fio --version` answers at once; this only stops a hang
 # A tiny io_uring job in a temporary directory ({tmpdir}): does io_uring work on this kernel?
-IO_URING_SELFTEST_ARGV = ("fio", "--output-format=json", "--name=probe",
-                          "--filename={tmpdir}/probe", "--size=64k", "--bs=4k", "--rw=randread",
-                          "--ioengine=io_uring", "--iodepth=4", "--number_ios=8")
+IO_URING_SELFTEST_ARGV = (
+    "fio",
+    "--output-format=json",
+    "--name=probe",
+    "--filename={tmpdir}/probe",
+    "--size=64k",
+    "--bs=4k",
+    "--rw=randread",
+    "--ioengine=io_uring",
+    "--iodepth=4",
+    "--number_ios=8",
+)
 
 
 def fio_version() -> str:

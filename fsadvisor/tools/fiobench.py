@@ -18,8 +18,7 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.host.run import CommandResult
 from fsadvisor.infra.resources import data_dir
 from fsadvisor.tools import KIND_JOBFILE, fio
-from fsadvisor.tools.benchmark import (Benchmark, BenchJob, Invocation,
-                                       Invocations, Measurement)
+from fsadvisor.tools.benchmark import Benchmark, BenchJob, Invocation, Invocations, Measurement
 
 MIB = 1 << 20
 # A filecreate preparation runs until its nrfiles creates are done; its runtime is only a
@@ -38,12 +37,22 @@ def measure_argv(job: BenchJob) -> list[str]:
     if job.target_dir is None:
         return fio.workload_argv(w, job.device, job.runtime_s, name=name, size_bytes=job.size_bytes)
     if w.rw in METADATA_MODES or w.nrfiles > 1:
-        return fio.workload_argv(w, job.target_dir, job.runtime_s, name=name,
-                                 size_bytes=None if w.rw in METADATA_MODES else job.size_bytes)
+        return fio.workload_argv(
+            w,
+            job.target_dir,
+            job.runtime_s,
+            name=name,
+            size_bytes=None if w.rw in METADATA_MODES else job.size_bytes,
+        )
     # One data file: name it here, so the argv is the same whether or not the mount point
     # exists yet (a dry run never creates it).
-    return fio.workload_argv(w, os.path.join(job.target_dir, f"{name}.dat"), job.runtime_s,
-                             name=name, size_bytes=job.size_bytes)
+    return fio.workload_argv(
+        w,
+        os.path.join(job.target_dir, f"{name}.dat"),
+        job.runtime_s,
+        name=name,
+        size_bytes=job.size_bytes,
+    )
 
 
 def fill_argv(base: list[str], w: Workload, size_bytes: int) -> list[str]:
@@ -56,8 +65,9 @@ def fill_argv(base: list[str], w: Workload, size_bytes: int) -> list[str]:
     return base + extra
 
 
-def jobfile_env(w: Workload, target: str, jobfile_text: str, budget_bytes: int,
-                runtime_s: float) -> dict[str, str]:
+def jobfile_env(
+    w: Workload, target: str, jobfile_text: str, budget_bytes: int, runtime_s: float
+) -> dict[str, str]:
     """TARGET/RUNTIME/NUMJOBS/NRFILES/SIZE for a runner/*.fio job file (their convention:
     runner/*.fio headers). Job files with ${NRFILES} read SIZE as bytes per thread and need
     it to cover NRFILES files of up to twice the mean size (filesize=lo-hi ranges there reach
@@ -65,8 +75,7 @@ def jobfile_env(w: Workload, target: str, jobfile_text: str, budget_bytes: int,
     is scaled to the plan's data-set budget (``--size``) so a profile of 50,000 files fits
     the device."""
     jobs = max(1, w.numjobs)
-    env = {"TARGET": target, "RUNTIME": str(max(1, int(round(runtime_s)))),
-           "NUMJOBS": str(jobs)}
+    env = {"TARGET": target, "RUNTIME": str(max(1, int(round(runtime_s)))), "NUMJOBS": str(jobs)}
     if "${NRFILES}" in jobfile_text:
         per_file = 2 * max(w.file_size_bytes, w.bs_bytes)
         files = max(1, w.nrfiles // jobs)
@@ -96,26 +105,54 @@ class FioBenchmark(Benchmark):
                     raise FsAdvisorError(f"{job.name}: {w.rw} needs a filesystem")
                 # filestat/filedelete need the files filecreate makes (shared filename_format).
                 creator = replace(w, rw="filecreate", ioengine="filecreate")
-                prep.append(Invocation(tuple(fio.workload_argv(
-                    creator, job.target_dir, CREATE_CAP_S, name=job_name(job.name))),
-                    note="create the files (not measured)"))
+                prep.append(
+                    Invocation(
+                        tuple(
+                            fio.workload_argv(
+                                creator, job.target_dir, CREATE_CAP_S, name=job_name(job.name)
+                            )
+                        ),
+                        note="create the files (not measured)",
+                    )
+                )
         elif w.read_pct > 0:
-            prep.append(Invocation(tuple(fill_argv(base, w, job.size_bytes)),
-                                   note="fill: reads of unwritten blocks never reach the flash"))
+            prep.append(
+                Invocation(
+                    tuple(fill_argv(base, w, job.size_bytes)),
+                    note="fill: reads of unwritten blocks never reach the flash",
+                )
+            )
         elif job.target_dir is not None:
-            prep.append(Invocation(tuple(base + ["--create_only=1"]),
-                                   note="lay out the file (not measured)"))
+            prep.append(
+                Invocation(
+                    tuple(base + ["--create_only=1"]), note="lay out the file (not measured)"
+                )
+            )
         return Invocations(tuple(prep), Invocation(tuple(base), note="measured"))
 
     def _jobfile(self, job: BenchJob) -> Invocations:
         path = data_dir("runner") / str(job.jobfile)
-        env = tuple(sorted(jobfile_env(job.workload, job.target_dir or job.device,
-                                       path.read_text(), job.budget_bytes,
-                                       job.runtime_s).items()))
+        env = tuple(
+            sorted(
+                jobfile_env(
+                    job.workload,
+                    job.target_dir or job.device,
+                    path.read_text(),
+                    job.budget_bytes,
+                    job.runtime_s,
+                ).items()
+            )
+        )
         return Invocations(
-            (Invocation(tuple(fio.jobfile_argv(path, ["--create_only=1"])), env=env,
-                        note="lay out the files (not measured)"),),
-            Invocation(tuple(fio.jobfile_argv(path)), env=env, note="measured"))
+            (
+                Invocation(
+                    tuple(fio.jobfile_argv(path, ["--create_only=1"])),
+                    env=env,
+                    note="lay out the files (not measured)",
+                ),
+            ),
+            Invocation(tuple(fio.jobfile_argv(path)), env=env, note="measured"),
+        )
 
     def parse(self, result: CommandResult) -> Measurement:
         try:

@@ -14,9 +14,14 @@ from fsadvisor.errors import ConfigError
 
 def sections(text: str, origin: str) -> tuple[dict[str, str], list[tuple[str, dict[str, str]]]]:
     """([global] keys, [(job name, its own keys)]) in file order."""
-    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",),
-                                       comment_prefixes=("#", ";"), strict=True,
-                                       allow_no_value=True, default_section="\0none")
+    parser = configparser.ConfigParser(
+        interpolation=None,
+        delimiters=("=",),
+        comment_prefixes=("#", ";"),
+        strict=True,
+        allow_no_value=True,
+        default_section="\0none",
+    )
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # fio keys are case-sensitive
     try:
         parser.read_string(text, source=origin)

@@ -16,14 +16,17 @@ from fsadvisor.tools.sysbench import Sysbench
 # workload kind -> its adapter; each adapter's ``tool`` is also a kind here (a stored step
 # names its tool, and the cell parses that step's output with the same adapter).
 BENCHMARKS: dict[str, type[Benchmark]] = {
-    KIND_FIO: FioBenchmark, KIND_JOBFILE: FioBenchmark,
-    KIND_DB_BENCH: DbBench, KIND_SYSBENCH: Sysbench,
+    KIND_FIO: FioBenchmark,
+    KIND_JOBFILE: FioBenchmark,
+    KIND_DB_BENCH: DbBench,
+    KIND_SYSBENCH: Sysbench,
 }
 
 
 def for_kind(kind: str) -> Benchmark:
     """The benchmark that runs workloads of ``kind`` (or whose ``tool`` is ``kind``)."""
     if kind not in BENCHMARKS:
-        raise FsAdvisorError(f"no benchmark runs workloads of kind {kind!r}; known: "
-                             f"{', '.join(BENCHMARKS)}")
+        raise FsAdvisorError(
+            f"no benchmark runs workloads of kind {kind!r}; known: {', '.join(BENCHMARKS)}"
+        )
     return BENCHMARKS[kind]()

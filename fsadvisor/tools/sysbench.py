@@ -15,46 +15,81 @@ import shutil
 
 from fsadvisor.errors import FsAdvisorError, NotSupported
 from fsadvisor.tools import KIND_SYSBENCH
-from fsadvisor.tools.benchmark import (MIB_TO_MB, AppBenchParseError,
-                                       AppBenchRunError, Benchmark, BenchJob, Invocation,
-                                       Invocations, Measurement, app_measurement,
-                                       finite_float, run_checked)
+from fsadvisor.tools.benchmark import (
+    MIB_TO_MB,
+    AppBenchParseError,
+    AppBenchRunError,
+    Benchmark,
+    BenchJob,
+    Invocation,
+    Invocations,
+    Measurement,
+    app_measurement,
+    finite_float,
+    run_checked,
+)
 from fsadvisor.host import run as hostrun
 from fsadvisor.host.run import CommandResult
 
 SYSBENCH = KIND_SYSBENCH
 # fio's rw modes -> sysbench --file-test-mode
-MODE_OF_RW = {"randrw": "rndrw", "randread": "rndrd", "randwrite": "rndwr",
-              "read": "seqrd", "write": "seqwr", "rw": "seqrewr"}
+MODE_OF_RW = {
+    "randrw": "rndrw",
+    "randread": "rndrd",
+    "randwrite": "rndwr",
+    "read": "seqrd",
+    "write": "seqwr",
+    "rw": "seqrewr",
+}
 
 
 SYSBENCH_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
 
 
-def sysbench_fileio_argv(phase: str, mode: str = "rndrw", total_size_bytes: int = 1 << 30,
-                         time_s: int = 10, direct: bool = True, fsync_freq: int = 100,
-                         threads: int = 1, block_size_bytes: int = 16384,
-                         file_num: int = 128, percentile: int = 99,
-                         rw_ratio: float | None = None) -> list[str]:
+def sysbench_fileio_argv(
+    phase: str,
+    mode: str = "rndrw",
+    total_size_bytes: int = 1 << 30,
+    time_s: int = 10,
+    direct: bool = True,
+    fsync_freq: int = 100,
+    threads: int = 1,
+    block_size_bytes: int = 16384,
+    file_num: int = 128,
+    percentile: int = 99,
+    rw_ratio: float | None = None,
+) -> list[str]:
     """``sysbench fileio`` for ``phase`` in prepare | run | cleanup.
 
     sysbench creates test_file.N in its working directory: run every phase with
     cwd = a directory on the filesystem under test. prepare and cleanup need the same
     --file-num/--file-total-size as run, so all phases get them."""
     if phase not in ("prepare", "run", "cleanup"):
-        raise FsAdvisorError(f"sysbench fileio phase must be prepare, run or cleanup, not {phase!r}")
+        raise FsAdvisorError(
+            f"sysbench fileio phase must be prepare, run or cleanup, not {phase!r}"
+        )
     if mode not in SYSBENCH_MODES:
-        raise FsAdvisorError(f"unknown sysbench --file-test-mode {mode!r}; "
-                             f"choose one of {', '.join(SYSBENCH_MODES)}")
-    argv = [SYSBENCH, "fileio", f"--file-total-size={total_size_bytes}",
-            f"--file-num={file_num}", f"--file-test-mode={mode}",
-            f"--file-block-size={block_size_bytes}"]
+        raise FsAdvisorError(
+            f"unknown sysbench --file-test-mode {mode!r}; choose one of {', '.join(SYSBENCH_MODES)}"
+        )
+    argv = [
+        SYSBENCH,
+        "fileio",
+        f"--file-total-size={total_size_bytes}",
+        f"--file-num={file_num}",
+        f"--file-test-mode={mode}",
+        f"--file-block-size={block_size_bytes}",
+    ]
     if phase == "run":
-        argv += [f"--time={int(time_s)}", f"--threads={threads}",
-                 # 0 disables periodic fsync; sysbench's default is every 100 requests.
-                 f"--file-fsync-freq={fsync_freq}",
-                 # Percentile to report (default 95); 99 matches p99_latency_us.
-                 f"--percentile={percentile}", "--histogram=off"]
+        argv += [
+            f"--time={int(time_s)}",
+            f"--threads={threads}",
+            # 0 disables periodic fsync; sysbench's default is every 100 requests.
+            f"--file-fsync-freq={fsync_freq}",
+            # Percentile to report (default 95); 99 matches p99_latency_us.
+            f"--percentile={percentile}",
+            "--histogram=off",
+        ]
         if direct:
             argv.append("--file-extra-flags=direct")
         if rw_ratio is not None and mode in ("rndrw", "seqrewr"):
@@ -65,16 +100,23 @@ def sysbench_fileio_argv(phase: str, mode: str = "rndrw", total_size_bytes: int 
 
 
 _SB = {
-    "reads/s": "reads_s", "writes/s": "writes_s", "fsyncs/s": "fsyncs_s",
-    "read, MiB/s": "read_mib_s", "written, MiB/s": "written_mib_s",
-    "total time": "total_s", "total number of events": "events",
+    "reads/s": "reads_s",
+    "writes/s": "writes_s",
+    "fsyncs/s": "fsyncs_s",
+    "read, MiB/s": "read_mib_s",
+    "written, MiB/s": "written_mib_s",
+    "total time": "total_s",
+    "total number of events": "events",
 }
 _SB_LINE = re.compile(r"^\s*([A-Za-z][\w ,/]*?):\s*([0-9]+(?:\.[0-9]+)?)s?\s*$")
-_SB_PCT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)(?:st|nd|rd|th) percentile:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
+_SB_PCT = re.compile(
+    r"^\s*([0-9]+(?:\.[0-9]+)?)(?:st|nd|rd|th) percentile:\s*([0-9]+(?:\.[0-9]+)?)\s*$"
+)
 
 
-def _percentiles_plausible(pcts: list[tuple[float, float]], lo: float | None,
-                           hi: float | None) -> bool:
+def _percentiles_plausible(
+    pcts: list[tuple[float, float]], lo: float | None, hi: float | None
+) -> bool:
     """Percentiles (sorted by p) that never decrease, lie within 0..100 and between the
     printed min and max (sysbench rounds all of them to 0.01 ms alike). Anything else is
     not sysbench's own figure and is left out rather than stored."""
@@ -119,10 +161,13 @@ def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
             raw[_SB[key]] = value
     if "reads_s" not in raw or "writes_s" not in raw:
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-        raise AppBenchParseError("sysbench output has no 'File operations' results"
-                                 + (f"; first line: {first[:120]!r}" if first else ""))
+        raise AppBenchParseError(
+            "sysbench output has no 'File operations' results"
+            + (f"; first line: {first[:120]!r}" if first else "")
+        )
     m: dict[str, float] = {
-        "read_iops": raw["reads_s"], "write_iops": raw["writes_s"],
+        "read_iops": raw["reads_s"],
+        "write_iops": raw["writes_s"],
         "iops": raw["reads_s"] + raw["writes_s"],
     }
     if "fsyncs_s" in raw:
@@ -150,15 +195,19 @@ def parse_sysbench_fileio(text: str | bytes) -> dict[str, float]:
     return {k: v for k, v in m.items() if math.isfinite(v)}
 
 
-def run_sysbench_fileio(directory: str, timeout_s: float | None = None,
-                        **kw) -> tuple[dict[str, float], str, list[list[str]]]:
+def run_sysbench_fileio(
+    directory: str, timeout_s: float | None = None, **kw
+) -> tuple[dict[str, float], str, list[list[str]]]:
     """prepare, run, cleanup in ``directory``; cleanup runs even when run fails."""
     if not os.path.isdir(directory):
         raise AppBenchRunError(f"sysbench directory {directory} does not exist")
     if not shutil.which(SYSBENCH):
         raise NotSupported("sysbench is not installed (Debian package 'sysbench')")
-    prep_kw = {k: v for k, v in kw.items()
-               if k in ("mode", "total_size_bytes", "block_size_bytes", "file_num")}
+    prep_kw = {
+        k: v
+        for k, v in kw.items()
+        if k in ("mode", "total_size_bytes", "block_size_bytes", "file_num")
+    }
     commands = [sysbench_fileio_argv("prepare", **prep_kw)]
     try:
         run_checked(commands[0], directory, timeout_s, SYSBENCH)
@@ -172,6 +221,7 @@ def run_sysbench_fileio(directory: str, timeout_s: float | None = None,
 
 # ---------------------------------------------------------------- the probe's adapter
 
+
 class Sysbench(Benchmark):
     """Profiles tagged ``sysbench`` (seed 001's sysbench-fileio-rndrw): prepare lays out the
     files (not measured), run is measured; both run in the mounted filesystem."""
@@ -180,21 +230,38 @@ class Sysbench(Benchmark):
 
     def invocations(self, job: BenchJob) -> Invocations:
         if job.target_dir is None:
-            raise FsAdvisorError(f"{job.name}: sysbench fileio needs a filesystem, not a raw device")
+            raise FsAdvisorError(
+                f"{job.name}: sysbench fileio needs a filesystem, not a raw device"
+            )
         w = job.workload
         files = max(1, min(w.nrfiles, 1024)) if w.nrfiles > 1 else 128
         fileio = functools.partial(
-            sysbench_fileio_argv, mode=MODE_OF_RW.get(w.rw, "rndrw"),
+            sysbench_fileio_argv,
+            mode=MODE_OF_RW.get(w.rw, "rndrw"),
             total_size_bytes=max(files * w.bs_bytes, min(w.working_set_bytes, job.budget_bytes)),
-            block_size_bytes=w.bs_bytes, file_num=files)
+            block_size_bytes=w.bs_bytes,
+            file_num=files,
+        )
         ratio = w.read_pct / (100 - w.read_pct) if 0 < w.read_pct < 100 else None
         runtime = max(1, int(round(job.runtime_s)))
         cwd = job.target_dir
         return Invocations(
             prepare=(Invocation(tuple(fileio("prepare")), cwd=cwd, note="load (not measured)"),),
-            measure=Invocation(tuple(fileio(
-                "run", time_s=runtime, direct=w.direct, fsync_freq=w.fsync_every,
-                threads=max(1, w.numjobs), rw_ratio=ratio)), cwd=cwd, note="measured"))
+            measure=Invocation(
+                tuple(
+                    fileio(
+                        "run",
+                        time_s=runtime,
+                        direct=w.direct,
+                        fsync_freq=w.fsync_every,
+                        threads=max(1, w.numjobs),
+                        rw_ratio=ratio,
+                    )
+                ),
+                cwd=cwd,
+                note="measured",
+            ),
+        )
 
     def parse(self, result: CommandResult) -> Measurement:
         return app_measurement(self.tool, result, lambda r: parse_sysbench_fileio(r.stdout))

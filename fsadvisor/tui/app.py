@@ -29,8 +29,14 @@ from fsadvisor.tui.panes.probe_confirm import QuitWhileProbingScreen
 from fsadvisor.tui.panes.profile import ProfilePane
 from fsadvisor.tui.panes.results import ResultsPane
 
-TABS = (("profile", "Profile"), ("device", "Device"), ("results", "Recommendations"),
-        ("energy", "Energy"), ("history", "History"), ("probe", "Probe"))
+TABS = (
+    ("profile", "Profile"),
+    ("device", "Device"),
+    ("results", "Recommendations"),
+    ("energy", "Energy"),
+    ("history", "History"),
+    ("probe", "Probe"),
+)
 
 
 class FsAdvisorApp(App):
@@ -50,16 +56,23 @@ class FsAdvisorApp(App):
         # ctrl+/ reaches a terminal application as ctrl+underscore (0x1f) unless the
         # terminal speaks the kitty keyboard protocol (ctrl+slash; with shift, ctrl+?); F12
         # for a terminal that sends nothing for ctrl+/.
-        Binding("ctrl+slash,ctrl+underscore,ctrl+question_mark,f12", "help", "Help",
-                key_display="^/", priority=True),
+        Binding(
+            "ctrl+slash,ctrl+underscore,ctrl+question_mark,f12",
+            "help",
+            "Help",
+            key_display="^/",
+            priority=True,
+        ),
         Binding("q", "quit", "Quit"),
         # priority: the Screen's own (hidden) tab binding would otherwise win in the footer
         Binding("tab", "focus_next", "Next field", show=True, priority=True),
         Binding("shift+tab", "focus_previous", "Previous field", show=False, priority=True),
         # The F keys are written on the tabs themselves ("F1 Profile"): in the footer they
         # pushed Recommend/Help/Quit off an 80-column screen.
-        *(Binding(f"f{i}", f"show_tab('{tab}')", label, show=False)
-          for i, (tab, label) in enumerate(TABS, 1)),
+        *(
+            Binding(f"f{i}", f"show_tab('{tab}')", label, show=False)
+            for i, (tab, label) in enumerate(TABS, 1)
+        ),
     ]
     # Narrow (80 columns) and short (24 rows) terminals get a tighter layout (app.tcss).
     # From 100 columns the live ranking has room above the Profile form (app.tcss).
@@ -93,8 +106,13 @@ class FsAdvisorApp(App):
             return HistoryPane(db=self.db, id="history-pane")
         if tab == "results":
             return ResultsPane(db=self.db, id="results-pane")
-        return {"profile": ProfilePane, "device": DevicePane, "results": ResultsPane,
-                "energy": EnergyPane, "probe": ProbePane}[tab](id=f"{tab}-pane")
+        return {
+            "profile": ProfilePane,
+            "device": DevicePane,
+            "results": ResultsPane,
+            "energy": EnergyPane,
+            "probe": ProbePane,
+        }[tab](id=f"{tab}-pane")
 
     def on_mount(self) -> None:
         self.query_one("#presets", OptionList).focus()
@@ -116,6 +134,7 @@ class FsAdvisorApp(App):
         def answered(leave: bool | None) -> None:
             if leave:
                 self.exit()
+
         self.push_screen(QuitWhileProbingScreen(pane.probed_device), answered)
 
     def action_help(self) -> None:
@@ -127,29 +146,46 @@ class FsAdvisorApp(App):
             self.push_screen(HelpScreen(self.active_tab))
 
     def get_system_commands(self, screen: Screen):
-        yield SystemCommand("Recommend", "Rank the configurations for the profile and device "
-                            "chosen (r)", self.action_recommend)
-        yield SystemCommand("Probe preview", "Dry run of a probe on scratch:1G with this "
-                            "profile: the cells and commands, nothing executed",
-                            self.action_probe_preview)
-        yield SystemCommand("Copy mkfs and fstab lines", "Copy the #1 recommendation's "
-                            "mkfs command and fstab line to the clipboard",
-                            self.action_copy_commands)
-        yield SystemCommand("Export recommendation (JSON)", "Write the current recommendation "
-                            "to fsadvisor-recommendation.json in the working directory",
-                            self.action_export_json)
-        yield SystemCommand("Capture a profile from a device", "Sample a running device's "
-                            "/proc/diskstats and load the profile it suggests (ctrl+g)",
-                            self.action_capture)
-        yield SystemCommand("Help for this screen", "What the numbers mean and what to do "
-                            "next (?, ctrl+/ or F12)", self.action_help)
+        yield SystemCommand(
+            "Recommend",
+            "Rank the configurations for the profile and device chosen (r)",
+            self.action_recommend,
+        )
+        yield SystemCommand(
+            "Probe preview",
+            "Dry run of a probe on scratch:1G with this "
+            "profile: the cells and commands, nothing executed",
+            self.action_probe_preview,
+        )
+        yield SystemCommand(
+            "Copy mkfs and fstab lines",
+            "Copy the #1 recommendation's mkfs command and fstab line to the clipboard",
+            self.action_copy_commands,
+        )
+        yield SystemCommand(
+            "Export recommendation (JSON)",
+            "Write the current recommendation "
+            "to fsadvisor-recommendation.json in the working directory",
+            self.action_export_json,
+        )
+        yield SystemCommand(
+            "Capture a profile from a device",
+            "Sample a running device's /proc/diskstats and load the profile it suggests (ctrl+g)",
+            self.action_capture,
+        )
+        yield SystemCommand(
+            "Help for this screen",
+            "What the numbers mean and what to do next (?, ctrl+/ or F12)",
+            self.action_help,
+        )
         yield from super().get_system_commands(screen)
 
     def _recommendation(self):
         rec = self.query_one(ResultsPane).recommendation
         if rec is None or not rec.ranked:
-            self.notify("no recommendation yet: press r first", title="copy/export",
-                        severity="warning")
+            self.notify(
+                "no recommendation yet: press r first", title="copy/export", severity="warning"
+            )
             return None
         return rec
 
@@ -194,9 +230,14 @@ class FsAdvisorApp(App):
         self._focus_tab(tab)
 
     def _focus_tab(self, tab: str) -> None:
-        target = {"profile": "#presets", "device": "#device-spec", "results": "#ranked",
-                  "energy": "#energy-pane", "history": "#history-table",
-                  "probe": "#probe-target"}[tab]
+        target = {
+            "profile": "#presets",
+            "device": "#device-spec",
+            "results": "#ranked",
+            "energy": "#energy-pane",
+            "history": "#history-table",
+            "probe": "#probe-target",
+        }[tab]
         self.query_one(target).focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -247,7 +288,8 @@ class FsAdvisorApp(App):
         except calls.USER_ERRORS as e:
             prof.show_live_error(str(e))
             self.query_one(ResultsPane).mark_stale(
-                f"the form has no ranking ({e}); below is the one before")
+                f"the form has no ranking ({e}); below is the one before"
+            )
             self.live_generation += 1  # answered (with the reason), as a ranking would be
             return
         self._live_busy = True
@@ -291,7 +333,8 @@ class FsAdvisorApp(App):
             now = None
         if now != self._ranked_for:  # cleared by the next ranking drawn
             self.query_one(ResultsPane).mark_stale(
-                "the device or top N changed since this ranking: press r")
+                "the device or top N changed since this ranking: press r"
+            )
 
     def on_probe_pane_preview_requested(self, event: ProbePane.PreviewRequested) -> None:
         prof = self.query_one(ProfilePane)
@@ -300,8 +343,9 @@ class FsAdvisorApp(App):
             plp = prof.effective_profile().constraints.plp
         except calls.USER_ERRORS:
             pass  # a half-typed number in the form does not matter for a preview
-        self.query_one(ProbePane).start(event.target, prof.ref if event.with_profile else None,
-                                        event.quick, plp, self.db)
+        self.query_one(ProbePane).start(
+            event.target, prof.ref if event.with_profile else None, event.quick, plp, self.db
+        )
 
     def on_probe_pane_probe_requested(self, event: ProbePane.ProbeRequested) -> None:
         """A real probe: the profile's workload (with profile) and its PLP answer, and the
@@ -314,8 +358,14 @@ class FsAdvisorApp(App):
             self.notify(str(e), title="probe", severity="error", markup=False)
             return
         self.query_one(ProbePane).prepare(
-            event.target, prof.ref if event.with_profile else None, event.quick,
-            profile.constraints.plp, self.db, rank_profile=profile, top=top)
+            event.target,
+            prof.ref if event.with_profile else None,
+            event.quick,
+            profile.constraints.plp,
+            self.db,
+            rank_profile=profile,
+            top=top,
+        )
 
     def on_probe_pane_ranked(self, event: ProbePane.Ranked) -> None:
         # The results tab shows the ranking with the runs measured so far.

@@ -15,21 +15,68 @@ from fsadvisor.domain import Device, Profile
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service import advice
 from fsadvisor.service.advice import DEFAULT_DEVICE_SPEC, DeviceDescription, Recommendation
-from fsadvisor.service.probing import (BlockDevice, Interruptions, ProbePreview, ProbeRequest,
-                                       ProbeSummary, ProgressEvent, clock)
-from fsadvisor.service.whatif import (FSYNC_POLICIES, WhatIf, edit_workload, format_size,
-                                      with_workload)
+from fsadvisor.service.probing import (
+    BlockDevice,
+    Interruptions,
+    ProbePreview,
+    ProbeRequest,
+    ProbeSummary,
+    ProgressEvent,
+    clock,
+)
+from fsadvisor.service.whatif import (
+    FSYNC_POLICIES,
+    WhatIf,
+    edit_workload,
+    format_size,
+    with_workload,
+)
 
-__all__ = ["USER_ERRORS", "DEFAULT_DEVICE_SPEC", "ProbePreview", "list_profiles", "get_profile", "recommend",
-           "device", "energy_sources", "history", "probe_preview", "with_constraints",
-           "WhatIf", "whatif_session", "live_recommend", "edit_workload", "with_workload",
-           "FSYNC_POLICIES", "format_size", "matrix_cells", "export_matrix",
-           "recommendation_chart", "compare_cells", "device_history_chart", "capture",
-           "probe_request", "root_problem", "yearly_worth", "worth_lines", "block_devices",
-           "block_device", "device_confirmed", "new_cancel", "run_probe", "inspect",
-           "BlockDevice", "ProbeSummary", "ProgressEvent", "adaptive_choice", "joint_choice",
-           "run_adaptive_probe",
-           "runs_adaptively", "live_text", "clock"]
+__all__ = [
+    "USER_ERRORS",
+    "DEFAULT_DEVICE_SPEC",
+    "ProbePreview",
+    "list_profiles",
+    "get_profile",
+    "recommend",
+    "device",
+    "energy_sources",
+    "history",
+    "probe_preview",
+    "with_constraints",
+    "WhatIf",
+    "whatif_session",
+    "live_recommend",
+    "edit_workload",
+    "with_workload",
+    "FSYNC_POLICIES",
+    "format_size",
+    "matrix_cells",
+    "export_matrix",
+    "recommendation_chart",
+    "compare_cells",
+    "device_history_chart",
+    "capture",
+    "probe_request",
+    "root_problem",
+    "yearly_worth",
+    "worth_lines",
+    "block_devices",
+    "block_device",
+    "device_confirmed",
+    "new_cancel",
+    "run_probe",
+    "inspect",
+    "BlockDevice",
+    "ProbeSummary",
+    "ProgressEvent",
+    "adaptive_choice",
+    "joint_choice",
+    "run_adaptive_probe",
+    "runs_adaptively",
+    "live_text",
+    "clock",
+]
 
 # The errors a front end turns into one line instead of a traceback: the same set the CLI's
 # ``domain_errors`` catches (malformed TOML/JSON surfaces as ValueError).
@@ -48,8 +95,9 @@ def get_profile(path: str) -> Profile:
     return advice.get_profile(path)
 
 
-def recommend(profile: Profile, device: str | None, top: int = 5,
-              db: str | None = None) -> Recommendation:
+def recommend(
+    profile: Profile, device: str | None, top: int = 5, db: str | None = None
+) -> Recommendation:
     """advice.recommend for the in-memory Profile the form edited."""
     return advice.recommend(profile, device=device, top=top, db=db)
 
@@ -72,10 +120,17 @@ def history(db: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     return store_history(limit=limit, db=db)
 
 
-def probe_preview(target: str, profile: str | None = None, quick: bool = True,
-                  plp: str = "unknown", db: str | None = None, filesystems: str | None = None,
-                  runtime_s: str | None = None, adaptive: dict | None = None,
-                  **options: Any) -> ProbePreview:
+def probe_preview(
+    target: str,
+    profile: str | None = None,
+    quick: bool = True,
+    plp: str = "unknown",
+    db: str | None = None,
+    filesystems: str | None = None,
+    runtime_s: str | None = None,
+    adaptive: dict | None = None,
+    **options: Any,
+) -> ProbePreview:
     """A dry run of ``fsadvisor probe``: ``target`` is a device
     path or ``scratch:SIZE``. Nothing is executed, not even fio's io_uring self-test.
     ``adaptive`` (see :func:`adaptive_choice`) previews ``probe --adaptive`` instead, as
@@ -86,10 +141,21 @@ def probe_preview(target: str, profile: str | None = None, quick: bool = True,
 
     profiles, weights = joint_choice(profile, adaptive)
     if profiles and options.get("resume") and len(profiles) > 1:
-        raise FsAdvisorError("several profiles run as one new adaptive probe; resume alone "
-                             "continues an interrupted probe of several")
-    request = probe_request(target, profiles[0] if profiles else profile, quick, plp, db,
-                            filesystems, runtime_s, dry_run=True, **options)
+        raise FsAdvisorError(
+            "several profiles run as one new adaptive probe; resume alone "
+            "continues an interrupted probe of several"
+        )
+    request = probe_request(
+        target,
+        profiles[0] if profiles else profile,
+        quick,
+        plp,
+        db,
+        filesystems,
+        runtime_s,
+        dry_run=True,
+        **options,
+    )
     on, confidence, budget = adaptive_choice(adaptive)
     if len(profiles) > 1:
         return ad.adaptive_preview(request, confidence, budget, profiles, weights)
@@ -102,14 +168,18 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     """The form's adaptive fields -> (on, target confidence, budget or None), checked as the
     CLI checks --target-confidence and --budget."""
     from fsadvisor.service import adaptive as ad
+
     a = adaptive or {}
     text = str(a.get("target") or "").strip()
     try:
         confidence = float(text) if text else ad.DEFAULT_TARGET
     except ValueError:
         from fsadvisor.limits import LIMITS
-        raise FsAdvisorError(f"target confidence must be a number "
-                             f"{LIMITS['target-confidence'].between_text}, not {text!r}") from None
+
+        raise FsAdvisorError(
+            f"target confidence must be a number "
+            f"{LIMITS['target-confidence'].between_text}, not {text!r}"
+        ) from None
     ad.check_target(confidence)
     budget = str(a.get("budget") or "").strip() or None
     if budget is not None:
@@ -117,13 +187,16 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     return bool(a.get("on")), confidence, budget
 
 
-def joint_choice(profile: str | None, adaptive: dict | None,
-                 ) -> tuple[list[str], list[float] | None]:
+def joint_choice(
+    profile: str | None,
+    adaptive: dict | None,
+) -> tuple[list[str], list[float] | None]:
     """The profiles a probe measures: ``profile`` (the Profile tab's, "with profile") and the
     form's more profiles (``adaptive["profiles"]``: presets or files, comma-separated), and
     their weights (``adaptive["weights"]``, "2,1": one per profile, checked as the CLI checks
     --profile-weights; None: all equal). Two or more are one adaptive session."""
     from fsadvisor.service import adaptive as ad
+
     a = adaptive or {}
     more = [p.strip() for p in str(a.get("profiles") or "").split(",") if p.strip()]
     profiles = ([profile] if profile else []) + more
@@ -131,8 +204,10 @@ def joint_choice(profile: str | None, adaptive: dict | None,
     if not text:
         return profiles, None
     if len(profiles) < 2:
-        raise FsAdvisorError("weights weigh several profiles against each other: add "
-                             "profiles, or leave the weights blank")
+        raise FsAdvisorError(
+            "weights weigh several profiles against each other: add "
+            "profiles, or leave the weights blank"
+        )
     try:
         values = [float(w) for w in text.split(",")]
     except ValueError:
@@ -140,42 +215,67 @@ def joint_choice(profile: str | None, adaptive: dict | None,
     return profiles, ad.check_weights(profiles, values)
 
 
-def run_adaptive_probe(request: ProbeRequest, adaptive: dict | None, confirm: str | None,
-                       on_progress, cancel: Interruptions, profiles: list[str] | None = None,
-                       weights: list[float] | None = None):
+def run_adaptive_probe(
+    request: ProbeRequest,
+    adaptive: dict | None,
+    confirm: str | None,
+    on_progress,
+    cancel: Interruptions,
+    profiles: list[str] | None = None,
+    weights: list[float] | None = None,
+):
     """The real ``probe --adaptive`` (a thread worker): service.adaptive.run_adaptive_request;
     returns its AdaptiveSummary (``.probe``, ``.decision``; with several ``profiles`` one
     session for them all, ``.joint`` the answer per profile)."""
     from fsadvisor.service import adaptive as ad
+
     _on, confidence, budget = adaptive_choice(adaptive)
-    return ad.run_adaptive_request(request, confidence, budget, confirm=confirm,
-                                   on_progress=on_progress, interruptions=cancel,
-                                   profiles=profiles, weights=weights)
+    return ad.run_adaptive_request(
+        request,
+        confidence,
+        budget,
+        confirm=confirm,
+        on_progress=on_progress,
+        interruptions=cancel,
+        profiles=profiles,
+        weights=weights,
+    )
 
 
 def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:
     """Asked for on the form, or the --resume of an adaptive probe (reads the state file)."""
     from fsadvisor.service import adaptive as ad
+
     return ad.is_adaptive(request, adaptive_choice(adaptive)[0])
 
 
 def live_text(event: ProgressEvent) -> str:
     """A live "sample" event in words (block layer, with its stat file; watts or no meter)."""
     from fsadvisor.service import probing
+
     return probing.live_text(event)
 
 
-def probe_request(target: str, profile: str | None = None, quick: bool = True,
-                  plp: str = "unknown", db: str | None = None, filesystems: str | None = None,
-                  runtime_s: str | None = None, dry_run: bool = False,
-                  **options: Any) -> ProbeRequest:
+def probe_request(
+    target: str,
+    profile: str | None = None,
+    quick: bool = True,
+    plp: str = "unknown",
+    db: str | None = None,
+    filesystems: str | None = None,
+    runtime_s: str | None = None,
+    dry_run: bool = False,
+    **options: Any,
+) -> ProbeRequest:
     """A probe of ``target`` (a device path or ``scratch:SIZE``) as ``fsadvisor probe``
     takes it: ``filesystems`` comma-separated (blank: the probe's default), ``runtime_s``
     seconds per run (blank: the plan's, 10 s with --quick); ``options`` are any other
     ProbeRequest field (``schedulers="none"``, ``baseline=False``, ...)."""
     target = target.strip()
     if not target:
-        raise FsAdvisorError("give a device path (e.g. /dev/nvme1n1) or scratch:SIZE (e.g. scratch:2G)")
+        raise FsAdvisorError(
+            "give a device path (e.g. /dev/nvme1n1) or scratch:SIZE (e.g. scratch:2G)"
+        )
     scratch = target.partition(":")[2] if target.startswith("scratch:") else None
     opts: dict[str, Any] = dict(options)
     if filesystems and filesystems.strip():
@@ -184,21 +284,32 @@ def probe_request(target: str, profile: str | None = None, quick: bool = True,
         try:
             opts["runtime_s"] = float(runtime_s)
         except ValueError:
-            raise FsAdvisorError(f"runtime must be a number of seconds, not {runtime_s!r}") from None
-    return ProbeRequest.make(None if scratch is not None else target, scratch=scratch,
-                             profile=profile, quick=quick, plp=plp, db=db, dry_run=dry_run,
-                             **opts)
+            raise FsAdvisorError(
+                f"runtime must be a number of seconds, not {runtime_s!r}"
+            ) from None
+    return ProbeRequest.make(
+        None if scratch is not None else target,
+        scratch=scratch,
+        profile=profile,
+        quick=quick,
+        plp=plp,
+        db=db,
+        dry_run=dry_run,
+        **opts,
+    )
 
 
 def root_problem() -> str | None:
     """Why this process cannot probe (not root), or None."""
     from fsadvisor.service import probing
+
     return probing.root_problem()
 
 
 def block_devices() -> list[BlockDevice]:
     """The machine's block devices, each with the probe's safety verdict (reads only)."""
     from fsadvisor.service import probing
+
     return probing.block_devices()
 
 
@@ -206,12 +317,14 @@ def block_device(path: str, force: bool = False) -> BlockDevice:
     """``force``: the verdict ``--force`` gets (a leftover signature no longer refuses it;
     the confirmation then says that signature is destroyed)."""
     from fsadvisor.service import probing
+
     return probing.block_device(path, force=force)
 
 
 def device_confirmed(device: str, typed: str | None) -> bool:
     """The CLI's rule: the device typed back exactly (as given or resolved)."""
     from fsadvisor.service import probing
+
     return probing.device_confirmed(device, typed)
 
 
@@ -220,12 +333,15 @@ def new_cancel() -> Interruptions:
     return Interruptions()
 
 
-def run_probe(request: ProbeRequest, confirm: str | None, on_progress,
-              cancel: Interruptions) -> ProbeSummary:
+def run_probe(
+    request: ProbeRequest, confirm: str | None, on_progress, cancel: Interruptions
+) -> ProbeSummary:
     """The real probe (a thread worker): service.probing.run_request."""
     from fsadvisor.service import probing
-    return probing.run_request(request, confirm=confirm, on_progress=on_progress,
-                               interruptions=cancel)
+
+    return probing.run_request(
+        request, confirm=confirm, on_progress=on_progress, interruptions=cancel
+    )
 
 
 def inspect(path: str) -> Device:
@@ -243,41 +359,48 @@ def whatif_session(db: str | None = None) -> WhatIf:
     return WhatIf(db)
 
 
-def live_recommend(session: WhatIf, profile: Profile, device: str | None,
-                   top: int = 5) -> Recommendation:
+def live_recommend(
+    session: WhatIf, profile: Profile, device: str | None, top: int = 5
+) -> Recommendation:
     """What ``recommend`` answers for the same arguments, from the session's caches."""
     return session.recommend(profile, device, top=top)
 
 
 def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
     from fsadvisor.service.matrix_results import matrix_cells as cells
+
     return cells(matrix_id, db)
 
 
-def export_matrix(matrix_id: str, fmt: str, out: str, db: str | None = None,
-                  profile: str | None = None) -> str:
+def export_matrix(
+    matrix_id: str, fmt: str, out: str, db: str | None = None, profile: str | None = None
+) -> str:
     """csv/json of the matrix's cells, or ``html``: its report (service.report; for
     ``profile`` when the matrix names none). Returns the absolute path written: a relative
     one means nothing to someone who started the TUI from another directory."""
     from pathlib import Path
 
     from fsadvisor.service import matrix_results
+
     if fmt == "html":
         return str(Path(matrix_results.export_report(matrix_id, out, db, profile)).resolve())
     return str(Path(matrix_results.export_matrix(matrix_id, fmt, out, db)).resolve())
 
 
-def yearly_worth(rec: Recommendation, load: float, price: float | None = None,
-                 db: str | None = None) -> dict[str, Any]:
+def yearly_worth(
+    rec: Recommendation, load: float, price: float | None = None, db: str | None = None
+) -> dict[str, Any]:
     """``recommend --load L [--price P]``: per ranked entry its year (kWh, cost), and #1
     against the runner-up and the distribution default (service.worth)."""
     from fsadvisor.service import worth
+
     return worth.yearly_worth(rec, load, price, db=db)
 
 
 def worth_lines():
     """service.worth's line formatters (yearly_line, summary_lines), loaded on first use."""
     from fsadvisor.service import worth
+
     return worth.yearly_line, worth.summary_lines
 
 
@@ -287,12 +410,14 @@ def recommendation_chart(rec: Recommendation, db: str | None = None):
     store has runs of on this device also gets its measured bar (M) and a "measured on DEV:
     n runs" note. The pane draws it on its plot widget (``chart.draw(plt, width)``)."""
     from fsadvisor.service.report import measured_on_device, recommendation_chart as chart
+
     return chart(rec, measured_on_device(rec, db))
 
 
 def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     """Two cells of an opened matrix side by side, B − A by Welch (service.compare's verdict)."""
     from fsadvisor.service.matrix_results import compare_cells as compare
+
     return compare(doc, a, b)
 
 
@@ -300,6 +425,7 @@ def device_history_chart(device: str, db: str | None = None):
     """The device's matrices over time: measured ops/J (or IOPS) per configuration, as a
     line chart to draw (service.matrix_results.history_chart); None without measured runs."""
     from fsadvisor.service.matrix_results import device_history, history_chart
+
     return history_chart(device_history(device, db))
 
 
@@ -308,6 +434,7 @@ def capture(device: str, seconds: float, out: str) -> dict[str, Any]:
     /proc/diskstats (read-only), writes the profile TOML with its assumptions; returns the
     measured figures and the assumptions to confirm."""
     from fsadvisor.service.capture import capture as run
+
     device = device.strip()
     if not device:
         raise FsAdvisorError("give the block device to sample (e.g. /dev/nvme0n1 or sda)")

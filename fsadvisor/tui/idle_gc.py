@@ -26,8 +26,7 @@ NEVER = 1 << 30
 
 
 class IdleCollector:
-    def __init__(self, idle_s: float = IDLE_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, idle_s: float = IDLE_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_s = idle_s
         self.clock = clock
         self.active = False

@@ -20,24 +20,40 @@ from fsadvisor.service.answer import confidence_lines, headline, notes as answer
 # The options come before the energy source (the same for every row as a rule): they are
 # what tells near-equal rows apart, so they are on screen at 80 columns; the table scrolls
 # sideways for the rest, and the detail pane shows everything in full.
-TABLE_COLUMNS = ("#", "filesystem", "scheduler", "AG", "IOPS", "ops/J (90% interval)",
-                 "mkfs options", "mount options", "energy (source, scope)")
+TABLE_COLUMNS = (
+    "#",
+    "filesystem",
+    "scheduler",
+    "AG",
+    "IOPS",
+    "ops/J (90% interval)",
+    "mkfs options",
+    "mount options",
+    "energy (source, scope)",
+)
 
 
 def workload_text(w: Workload) -> str:
-    mix = (f"{w.read_pct}% reads" if w.rw in ("rw", "randrw") else
-           {100: "reads", 0: "writes"}.get(w.read_pct, f"{w.read_pct}% reads"))
+    mix = (
+        f"{w.read_pct}% reads"
+        if w.rw in ("rw", "randrw")
+        else {100: "reads", 0: "writes"}.get(w.read_pct, f"{w.read_pct}% reads")
+    )
     fsync = "no fsync" if w.fsync_every == 0 else f"fsync every {w.fsync_every} write(s)"
     if w.fsync_mode == "per_transaction":
         fsync = f"fsync per transaction ({w.fsync_every} write(s))"
     meta = ""
     if w.metadata_frac:
-        meta = (f"; metadata create {w.create_frac:.0%} stat {w.stat_frac:.0%} "
-                f"delete {w.delete_frac:.0%}, {w.dir_shape} dirs depth {w.dir_depth:g}")
-    return (f"{w.rw} {format_size(w.bs_bytes)} ({mix}), {w.numjobs} job(s) x QD{w.iodepth}, "
-            f"{'O_DIRECT' if w.direct else 'page cache'}, {w.ioengine}, {fsync}; "
-            f"working set {format_size(w.working_set_bytes)} in {w.nrfiles} file(s){meta}; "
-            f"one op = {w.op}, ranked by {w.rank_by} per joule")
+        meta = (
+            f"; metadata create {w.create_frac:.0%} stat {w.stat_frac:.0%} "
+            f"delete {w.delete_frac:.0%}, {w.dir_shape} dirs depth {w.dir_depth:g}"
+        )
+    return (
+        f"{w.rw} {format_size(w.bs_bytes)} ({mix}), {w.numjobs} job(s) x QD{w.iodepth}, "
+        f"{'O_DIRECT' if w.direct else 'page cache'}, {w.ioengine}, {fsync}; "
+        f"working set {format_size(w.working_set_bytes)} in {w.nrfiles} file(s){meta}; "
+        f"one op = {w.op}, ranked by {w.rank_by} per joule"
+    )
 
 
 def profile_text(p: Profile, origin: str) -> Text:
@@ -51,10 +67,12 @@ def profile_text(p: Profile, origin: str) -> Text:
     t.append("workload: ", style="bold")
     t.append(workload_text(p.workload) + "\n")
     t.append("as loaded: ", style="bold")
-    t.append(f"PLP {c.plp}, durability {'required' if c.durability else 'waived'}, "
-             f"features {', '.join(c.features) or 'none'}, "
-             f"min IOPS {_opt(c.min_iops)}, min MB/s {_opt(c.min_mb_s)}, "
-             f"max p99 {_opt(c.max_p99_ms, ' ms')}, allow risky {'yes' if c.allow_risky else 'no'}")
+    t.append(
+        f"PLP {c.plp}, durability {'required' if c.durability else 'waived'}, "
+        f"features {', '.join(c.features) or 'none'}, "
+        f"min IOPS {_opt(c.min_iops)}, min MB/s {_opt(c.min_mb_s)}, "
+        f"max p99 {_opt(c.max_p99_ms, ' ms')}, allow risky {'yes' if c.allow_risky else 'no'}"
+    )
     return t
 
 
@@ -62,8 +80,7 @@ def assumptions_text(assumptions: list[str]) -> Text:
     """A captured profile's assumptions (what /proc/diskstats cannot tell), to confirm."""
     t = Text()
     t.append("\nassumptions to confirm ", style="bold yellow")
-    t.append("(captured: edit the workload fields or the TOML where they are wrong)\n",
-             style="dim")
+    t.append("(captured: edit the workload fields or the TOML where they are wrong)\n", style="dim")
     for a in assumptions:
         t.append(f" ? {a}\n", style="yellow")
     return t
@@ -73,21 +90,25 @@ def _opt(v: float | None, unit: str = "") -> str:
     return "-" if v is None else f"{v:g}{unit}"
 
 
-def device_text(d: Device, ag_range: tuple[int, int] | None = None,
-                ag_default: int | None = None) -> Text:
+def device_text(
+    d: Device, ag_range: tuple[int, int] | None = None, ag_default: int | None = None
+) -> Text:
     t = Text()
-    t.append(f"{d.kind}, {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB)",
-             style="bold")
+    t.append(f"{d.kind}, {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB)", style="bold")
     t.append(f"  {d.path or 'a size, not a real device'}\n", style="dim")
     facts = [("model", d.model), ("serial", d.serial), ("firmware", d.firmware)]
     shown = ", ".join(f"{k} {v}" for k, v in facts if v)
     if shown:
         t.append(shown + "\n")
-    t.append(f"PLP {d.plp}, logical block {d.logical_block_size} B, write cache "
-             f"{d.write_cache}, {'rotational' if d.rotational else 'non-rotational'}\n")
+    t.append(
+        f"PLP {d.plp}, logical block {d.logical_block_size} B, write cache "
+        f"{d.write_cache}, {'rotational' if d.rotational else 'non-rotational'}\n"
+    )
     if ag_range:
-        t.append(f"XFS allocation groups for this size: {ag_range[0]}–{ag_range[1]}"
-                 f" (mkfs.xfs default {ag_default})\n")
+        t.append(
+            f"XFS allocation groups for this size: {ag_range[0]}–{ag_range[1]}"
+            f" (mkfs.xfs default {ag_default})\n"
+        )
     return t
 
 
@@ -109,9 +130,17 @@ def ranked_row(r: Ranked) -> tuple[str, ...]:
     lo, hi = p.uncertainty["ops_per_joule_90"]
     mkfs = ",".join(f"{k}={v}" for k, v in r.config.mkfs) or "defaults"
     # the same AG count as recommend's text and JSON (mkfs.xfs's default when unset)
-    return (r.label, r.config.fs, r.config.scheduler, ag_cell(r),
-            f"{p.iops:,.0f}", f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
-            mkfs, r.commands["mount_options"] or "defaults", energy_label(r))
+    return (
+        r.label,
+        r.config.fs,
+        r.config.scheduler,
+        ag_cell(r),
+        f"{p.iops:,.0f}",
+        f"{p.ops_per_joule:,.0f} ({lo:,.0f}–{hi:,.0f})",
+        mkfs,
+        r.commands["mount_options"] or "defaults",
+        energy_label(r),
+    )
 
 
 # The live table beside the form has room for less than the Recommendations tab's: the
@@ -133,12 +162,15 @@ def options_cell(r: Ranked) -> str:
 
 
 def live_row(r: Ranked) -> tuple[str, ...]:
-    return (r.label, f"{r.prediction.ops_per_joule:,.0f}",
-            f"{r.config.fs}, {r.config.scheduler}", options_cell(r))
+    return (
+        r.label,
+        f"{r.prediction.ops_per_joule:,.0f}",
+        f"{r.config.fs}, {r.config.scheduler}",
+        options_cell(r),
+    )
 
 
-def worth_text(yw: dict[str, Any] | None, yearly_line, summary_lines,
-               basis: bool = True) -> Text:
+def worth_text(yw: dict[str, Any] | None, yearly_line, summary_lines, basis: bool = True) -> Text:
     """What #1 is worth per year at the load typed (service.worth's own lines, as
     ``recommend --load`` prints them), with ``basis`` also the arithmetic's assumptions;
     empty without a load."""
@@ -162,9 +194,11 @@ def live_status(rec: Recommendation) -> Text:
     excluded = sum(rec.excluded.values())
     t = Text()
     t.append("live: ", style="bold")
-    t.append(f"{rec.profile.name}, {w.numjobs} job(s) x QD {w.iodepth}, "
-             f"{format_size(w.bs_bytes)} requests, {w.read_pct}% reads; "
-             f"{rec.considered} candidates, {excluded} excluded")
+    t.append(
+        f"{rec.profile.name}, {w.numjobs} job(s) x QD {w.iodepth}, "
+        f"{format_size(w.bs_bytes)} requests, {w.read_pct}% reads; "
+        f"{rec.considered} candidates, {excluded} excluded"
+    )
     return t
 
 
@@ -180,8 +214,11 @@ def summary_text(rec: Recommendation) -> Text:
     for line in confidence_lines(rec):
         t.append(line.strip() + "\n", style="yellow" if tied else "green")
     t.append(f"{rec.profile.name}", style="bold")
-    t.append(f" on {d.kind} {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB), PLP {d.plp}"
-             + (f" ({d.path})" if d.path else "") + "; ")
+    t.append(
+        f" on {d.kind} {format_size(d.size_bytes)} ({d.size_bytes / 1e12:.2f} TB), PLP {d.plp}"
+        + (f" ({d.path})" if d.path else "")
+        + "; "
+    )
     excluded = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v)
     t.append(f"{rec.considered} candidates, excluded: {excluded or 'none'}")
     for n in answer_notes(rec):
@@ -209,32 +246,40 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
     t.append(f"#{r.rank} {r.config.fs}", style="bold")
     t.append(f"  score {r.score:,.0f} {unit}, scheduler {r.config.scheduler}")
     if r.ag_count is not None:  # the same words as recommend's text
-        t.append(f", AG count {r.ag_count}"
-                 + ("" if r.config.ag_count else " (mkfs.xfs default)"))
+        t.append(f", AG count {r.ag_count}" + ("" if r.config.ag_count else " (mkfs.xfs default)"))
     t.append("\n")
     p_best, conf = leader_p_best(r, rec), rec.confidence
     if p_best is not None and conf is not None:  # a p_best is conf's
         t.append(f"{conf.what} ", style="bold")
-        t.append(f"{p_best:.2f}, one of the {len(conf.labels)} leaders the model "
-                 "cannot yet tell apart" if conf.tied and len(conf.labels) > 1
-                 else f"{p_best:.2f}")
+        t.append(
+            f"{p_best:.2f}, one of the {len(conf.labels)} leaders the model cannot yet tell apart"
+            if conf.tied and len(conf.labels) > 1
+            else f"{p_best:.2f}"
+        )
         t.append("\n")
-    for label, value in (("mkfs", d["mkfs_command_line"]),
-                         ("mount", d.get("mount_setup")
-                          or f"-o {d['mount_options'] or 'defaults'}"),
-                         ("fstab", d["fstab"] + (f"  (<uuid>: {d['uuid_command']})"
-                                                 if d.get("uuid_command") else "")),
-                         ("udev", d["scheduler_udev_rule"])):
+    for label, value in (
+        ("mkfs", d["mkfs_command_line"]),
+        ("mount", d.get("mount_setup") or f"-o {d['mount_options'] or 'defaults'}"),
+        (
+            "fstab",
+            d["fstab"] + (f"  (<uuid>: {d['uuid_command']})" if d.get("uuid_command") else ""),
+        ),
+        ("udev", d["scheduler_udev_rule"]),
+    ):
         t.append(f"{label:<7}", style="bold cyan")
         t.append(value + "\n")
     t.append("predicted ", style="bold")
     lo, hi = u["iops_90"]
-    t.append(f"{p.iops:,.0f} IOPS (90%: {lo:,.0f}–{hi:,.0f}), {p.mb_s:,.1f} MB/s, "
-             f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W\n")
+    t.append(
+        f"{p.iops:,.0f} IOPS (90%: {lo:,.0f}–{hi:,.0f}), {p.mb_s:,.1f} MB/s, "
+        f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W\n"
+    )
     lo, hi = u["ops_per_joule_90"]
     t.append("ops/J     ", style="bold")
-    t.append(f"{p.ops_per_joule:,.0f} (90%: {lo:,.0f}–{hi:,.0f}); energy: {energy_label(r)} "
-             f"scope; basis: {dict(p.basis).get('power_level', '-')}\n")
+    t.append(
+        f"{p.ops_per_joule:,.0f} (90%: {lo:,.0f}–{hi:,.0f}); energy: {energy_label(r)} "
+        f"scope; basis: {dict(p.basis).get('power_level', '-')}\n"
+    )
     if r.scheduler_alternatives:
         alts = ", ".join(f"{k} {v:.1%}" for k, v in r.scheduler_alternatives.items())
         t.append("other schedulers (share of this score): ", style="bold")
@@ -249,8 +294,12 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
 
 
 def energy_row(s: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (s["name"], "available" if s["ok"] else "not available",
-            "yes" if s.get("auto") else "", s.get("detail") or "")
+    return (
+        s["name"],
+        "available" if s["ok"] else "not available",
+        "yes" if s.get("auto") else "",
+        s.get("detail") or "",
+    )
 
 
 def energy_table(sources: list[dict[str, Any]]) -> Table:
@@ -265,8 +314,17 @@ def energy_table(sources: list[dict[str, Any]]) -> Table:
     return table
 
 
-MATRIX_COLUMNS = ("configuration", "scheduler", "workload", "n", "ops/J mean (95%)", "IOPS mean (95%)",
-                  "p99 µs", "W", "energy")
+MATRIX_COLUMNS = (
+    "configuration",
+    "scheduler",
+    "workload",
+    "n",
+    "ops/J mean (95%)",
+    "IOPS mean (95%)",
+    "p99 µs",
+    "W",
+    "energy",
+)
 
 
 def _ci(stat: dict[str, Any], digits: int = 0) -> str:
@@ -283,17 +341,30 @@ def matrix_row(c: dict[str, Any]) -> tuple[str, ...]:
     # not "none", so two cells differing only by scheduler read alike.
     sched = c.get("scheduler") or "-"
     label = c["label"].removesuffix(f" [{sched}]")
-    return (label, sched, c["workload"], str(c["n"]), _ci(c["ops_per_joule"]), _ci(c["iops"]),
-            _ci(c["p99_latency_us"]), _ci(c["watts"], 1), c["energy"])
+    return (
+        label,
+        sched,
+        c["workload"],
+        str(c["n"]),
+        _ci(c["ops_per_joule"]),
+        _ci(c["iops"]),
+        _ci(c["p99_latency_us"]),
+        _ci(c["watts"], 1),
+        c["energy"],
+    )
 
 
 def _stat_line(side: dict[str, Any], unit: str) -> str:
     if side.get("mean") is None:
         return f"no {unit} measured"
     n = side.get("n") or 0
-    spread = (f" (95%: {side['ci95_low']:,.0f}–{side['ci95_high']:,.0f})"
-              if side.get("ci95_low") is not None and side.get("ci95_high") is not None
-              else " (1 run — no interval)" if n == 1 else "")
+    spread = (
+        f" (95%: {side['ci95_low']:,.0f}–{side['ci95_high']:,.0f})"
+        if side.get("ci95_low") is not None and side.get("ci95_high") is not None
+        else " (1 run — no interval)"
+        if n == 1
+        else ""
+    )
     return f"{side['mean']:,.0f} {unit}{spread}, n = {n}"
 
 
@@ -303,8 +374,11 @@ def marked_text(doc: dict[str, Any], marked: list[int]) -> Text:
         t.append("space on a cell marks it; two marked cells are shown side by side", style="dim")
         return t
     t.append("A ", style="bold")
-    t.append(f"{doc['cells'][marked[0]]['label']} ({doc['cells'][marked[0]]['workload']}); "
-             "space on a second cell compares them", style="dim")
+    t.append(
+        f"{doc['cells'][marked[0]]['label']} ({doc['cells'][marked[0]]['workload']}); "
+        "space on a second cell compares them",
+        style="dim",
+    )
     return t
 
 
@@ -323,19 +397,36 @@ def comparison_text(c: dict[str, Any]) -> Text:
         t.append(c["verdict"], style="yellow")
     else:
         half = (d["high_pct"] - d["low_pct"]) / 2
-        t.append(f"B − A: {d['diff']:+,.0f} {unit} ({d['diff_pct']:+.1f}% ± {half:.1f}%, "
-                 f"95% Welch interval {d['low']:+,.0f} to {d['high']:+,.0f}); ", style="bold")
-        t.append("separable" if d["significant"] else "not separable",
-                 style="green" if d["significant"] else "yellow")
+        t.append(
+            f"B − A: {d['diff']:+,.0f} {unit} ({d['diff_pct']:+.1f}% ± {half:.1f}%, "
+            f"95% Welch interval {d['low']:+,.0f} to {d['high']:+,.0f}); ",
+            style="bold",
+        )
+        t.append(
+            "separable" if d["significant"] else "not separable",
+            style="green" if d["significant"] else "yellow",
+        )
         t.append(f": {d['verdict']}")
     if not c["same_workload"]:
-        t.append("\n(different workloads: the difference is not only the configuration)",
-                 style="dim")
+        t.append(
+            "\n(different workloads: the difference is not only the configuration)", style="dim"
+        )
     return t
 
 
-HISTORY_COLUMNS = ("matrix", "status", "started", "finished", "device", "profile", "reps",
-                   "runs ok", "failed", "incomplete", "cells")
+HISTORY_COLUMNS = (
+    "matrix",
+    "status",
+    "started",
+    "finished",
+    "device",
+    "profile",
+    "reps",
+    "runs ok",
+    "failed",
+    "incomplete",
+    "cells",
+)
 
 
 def history_row(m: dict[str, Any]) -> tuple[str, ...]:
@@ -344,11 +435,19 @@ def history_row(m: dict[str, Any]) -> tuple[str, ...]:
     def when(ts: Any) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
-    return (str(m.get("id")), str(m.get("status")), when(m.get("started_at")),
-            when(m.get("finished_at")), str(m.get("device") or "-"),
-            str(m.get("profile") or "-"), str(m.get("reps") or "-"),
-            str(m.get("runs_ok", 0)), str(m.get("runs_failed", 0)),
-            str(m.get("runs_incomplete", 0)), str(m.get("cells_run", 0)))
+    return (
+        str(m.get("id")),
+        str(m.get("status")),
+        when(m.get("started_at")),
+        when(m.get("finished_at")),
+        str(m.get("device") or "-"),
+        str(m.get("profile") or "-"),
+        str(m.get("reps") or "-"),
+        str(m.get("runs_ok", 0)),
+        str(m.get("runs_failed", 0)),
+        str(m.get("runs_incomplete", 0)),
+        str(m.get("cells_run", 0)),
+    )
 
 
 # ---------------------------------------------------------------------- help (`?`)
@@ -369,7 +468,8 @@ _COMMON_HELP = (
     "in a text field does what its tab's button does: on Profile it recommends (in the "
     "profile path it loads the file), on Device it inspects the device, on Probe it "
     "previews; on a box Enter (or space) ticks it, on a choice it opens the list.\n"
-    "On this help Esc, q, ? or ctrl+/ close it.")
+    "On this help Esc, q, ? or ctrl+/ close it."
+)
 
 HELP = {
     "profile": (
@@ -387,12 +487,14 @@ HELP = {
         "it): a constraint refilters the predictions made, a workload change predicts again "
         "(the model is not refitted). A value that cannot be read is named under its field; "
         "the Recommendations tab says STALE until the form ranks again. A load (ops/s; MB/s "
-        "for bandwidth profiles) and a price per kWh add what #1 is worth per year."),
+        "for bandwidth profiles) and a price per kWh add what #1 is worth per year.",
+    ),
     "device": (
         "Device: where the filesystem goes",
         "Type a device spec (nvme:1T, sata-ssd:480G) or a path (/dev/nvme0n1, inspected "
         "read-only) and press Enter. The XFS allocation-group range shown is what the AG "
-        "column is chosen from. Top N is how many configurations are listed. Next: r."),
+        "column is chosen from. Top N is how many configurations are listed. Next: r.",
+    ),
     "results": (
         "Recommendations",
         "The first lines are the answer: what to use and why, how sure (the probability "
@@ -403,12 +505,14 @@ HELP = {
         "uncertainty of the difference is not preferred for extra settings. Up/Down moves, "
         "Enter shows a row's mkfs command, fstab line and why; p plots "
         "ops/J with 95% whiskers (M: measured on this device, P: predicted). Next: Ctrl+P -> copy the mkfs "
-        "and fstab lines, or F6 to preview a probe that would measure the top candidates."),
+        "and fstab lines, or F6 to preview a probe that would measure the top candidates.",
+    ),
     "energy": (
         "Energy: where watts come from",
         "Which power sources this machine offers (RAPL, IPMI, a meter log). Without one, "
         "ops/J rests on the model's assumed power (marked 'assumed'). Next: probe with a "
-        "source for measured figures."),
+        "source for measured figures.",
+    ),
     "history": (
         "History: probe runs in the store",
         "Each row is one probe matrix, newest first. Measured results are the ground truth "
@@ -417,7 +521,8 @@ HELP = {
         "can tell them apart; g charts the device's matrices over time; c, j, h export CSV, "
         "JSON and the HTML report (the notification names the file's full path; a matrix of "
         "micro workloads only is reported for the profile chosen on the Profile tab). "
-        "Next: F6 to preview a new probe."),
+        "Next: F6 to preview a new probe.",
+    ),
     "probe": (
         "Probe",
         "Measure configurations on a real device, as `fsadvisor probe` does. The list shows "
@@ -432,13 +537,14 @@ HELP = {
         "cell. sched and micro narrow the schedulers and micro workloads (blank: all); "
         "adaptive lets the model choose each next cell of the profile's matrix until it is "
         "sure (P(best)) or the budget of device time is spent, and shows the leader; more "
-        "adds profiles (presets or files, comma-separated) to the \"with profile\" one for "
+        'adds profiles (presets or files, comma-separated) to the "with profile" one for '
         "one adaptive session (one calibration, one budget, a cell they share run once, an "
         "answer per profile), weighed by weights (2,1: that one first); resume "
         "continues an interrupted matrix; force also formats a device that holds a "
         "filesystem signature, and the confirmation says so. Cancel stops it as Ctrl-C "
         "does: unmounted, the scratch device detached, the matrix kept for resume. Preview "
-        "lists the commands and runs none."),
+        "lists the commands and runs none.",
+    ),
 }
 
 

@@ -1,7 +1,7 @@
-"""Lint and type-check the package as part of the suite: `ruff check fsadvisor` and `mypy`
-(both configured in pyproject.toml) report nothing. They run as the installed modules of this
-interpreter, so the versions are the lock's (requirements/test.txt); without them the test is
-skipped, saying which tool is missing."""
+"""Lint, format-check and type-check the package as part of the suite: `ruff check fsadvisor`,
+`ruff format --check fsadvisor` and `mypy` (configured in pyproject.toml) report nothing.
+They run as the installed modules of this interpreter, so the versions are the lock's
+(requirements/test.txt); without them the test is skipped, saying which tool is missing."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def _run(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess
 def test_ruff_finds_nothing():
     r = _run("ruff", "check", "--no-fix", "--output-format", "concise", "fsadvisor", timeout=120)
     assert r.returncode == 0, f"ruff check fsadvisor:\n{r.stdout}{r.stderr}"
+
+
+def test_ruff_format_would_change_nothing():
+    # The layout is the formatter's: a change that is not formatted shows here, with the diff.
+    r = _run("ruff", "format", "--check", "--diff", "fsadvisor", timeout=120)
+    assert r.returncode == 0, f"ruff format --check fsadvisor:\n{r.stdout}{r.stderr}"
 
 
 def test_mypy_finds_nothing():

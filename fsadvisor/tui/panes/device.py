@@ -30,8 +30,11 @@ class DevicePane(Vertical):
         pass
 
     def compose(self) -> ComposeResult:
-        yield Label("Target device: a spec like nvme:1.92T or sata-ssd:480G, or a block device "
-                    "path (read-only inspection)", classes="section")
+        yield Label(
+            "Target device: a spec like nvme:1.92T or sata-ssd:480G, or a block device "
+            "path (read-only inspection)",
+            classes="section",
+        )
         with Horizontal(classes="form-row"):
             yield Label("device", classes="field")
             yield Input(value=DEFAULT_DEVICE_SPEC, id="device-spec")
@@ -73,7 +76,9 @@ class DevicePane(Vertical):
             self.post_message(self.Failed(str(e)))
             return
         if not worker.is_cancelled:
-            self.post_message(self.Inspected(present.device_text(d.device, d.ag_range, d.ag_default)))
+            self.post_message(
+                self.Inspected(present.device_text(d.device, d.ag_range, d.ag_default))
+            )
 
     def on_device_pane_inspected(self, event: Inspected) -> None:
         self.query_one("#device-info", Static).update(event.text)

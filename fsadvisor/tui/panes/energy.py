@@ -31,8 +31,11 @@ class EnergyPane(VerticalScroll):
         self.sources: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Energy sources on this machine. 'auto' is what a probe would use; "
-                     "estimate is a model, never a measurement.", classes="section")
+        yield Static(
+            "Energy sources on this machine. 'auto' is what a probe would use; "
+            "estimate is a model, never a measurement.",
+            classes="section",
+        )
         yield Static("checking ...", id="energy-sources")
 
     def reload(self) -> None:

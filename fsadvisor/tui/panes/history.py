@@ -52,11 +52,13 @@ class HistoryPane(Vertical):
 
     # c, j, h and space act on an opened matrix, whose note lists them: in the footer too,
     # they pushed Help, Recommend and Quit off an 80-column screen.
-    BINDINGS = [Binding("c", "export('csv')", "Export CSV", show=False),
-                Binding("j", "export('json')", "Export JSON", show=False),
-                Binding("h", "export('html')", "HTML report", show=False),
-                Binding("space", "mark", "Mark to compare", show=False),
-                Binding("g", "chart", "Device chart")]
+    BINDINGS = [
+        Binding("c", "export('csv')", "Export CSV", show=False),
+        Binding("j", "export('json')", "Export JSON", show=False),
+        Binding("h", "export('html')", "HTML report", show=False),
+        Binding("space", "mark", "Mark to compare", show=False),
+        Binding("g", "chart", "Device chart"),
+    ]
 
     def __init__(self, db: str | None = None, **kw) -> None:
         super().__init__(**kw)
@@ -67,14 +69,12 @@ class HistoryPane(Vertical):
         self.matrices: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Probe runs in the store, newest first.", id="history-note",
-                     classes="section")
+        yield Static("Probe runs in the store, newest first.", id="history-note", classes="section")
         table: DataTable[str] = DataTable(id="history-table", cursor_type="row")
         table.add_columns(*present.HISTORY_COLUMNS)
         yield table
         yield Static("Enter on a matrix shows its measured results per cell.", id="matrix-note")
-        cells: DataTable[str] = DataTable(id="matrix-cells", cursor_type="row",
-                                          zebra_stripes=True)
+        cells: DataTable[str] = DataTable(id="matrix-cells", cursor_type="row", zebra_stripes=True)
         cells.add_columns(*present.MATRIX_COLUMNS)
         yield cells
         yield Static("", id="compare-view")
@@ -105,12 +105,14 @@ class HistoryPane(Vertical):
         self.query_one("#matrix-note", Static).update(
             f"matrix {m['id']} ({m['profile'] or 'no profile'} on {m['device']}): "
             f"{len(event.doc['cells'])} cell(s), measured, mean (95% interval) over n runs; "
-            "space marks two cells to compare; c CSV, j JSON, h HTML report")
+            "space marks two cells to compare; c CSV, j JSON, h HTML report"
+        )
 
     def action_export(self, fmt: str) -> None:
         if self.opened is None:
-            self.notify("open a matrix first (Enter on its row)", title="export",
-                        severity="warning")
+            self.notify(
+                "open a matrix first (Enter on its row)", title="export", severity="warning"
+            )
             return
         mid = self.opened["matrix"]["id"]
         # A matrix of micro workloads names no profile: its report is then for the one
@@ -132,8 +134,9 @@ class HistoryPane(Vertical):
 
     def action_mark(self) -> None:
         if self.opened is None:
-            self.notify("open a matrix first (Enter on its row)", title="compare",
-                        severity="warning")
+            self.notify(
+                "open a matrix first (Enter on its row)", title="compare", severity="warning"
+            )
             return
         cells = self.query_one("#matrix-cells", DataTable)
         if not cells.row_count:
@@ -213,8 +216,9 @@ class HistoryPane(Vertical):
             table.add_row(*present.history_row(m), key=str(m.get("id")))
         self.query_one("#history-note", Static).update(
             f"{len(event.matrices)} probe run(s) in the store, newest first."
-            if event.matrices else
-            "No probe runs stored yet: `fsadvisor probe DEVICE` (or --scratch 2G) adds them.")
+            if event.matrices
+            else "No probe runs stored yet: `fsadvisor probe DEVICE` (or --scratch 2G) adds them."
+        )
 
     def on_history_pane_failed(self, event: Failed) -> None:
         self.notify(event.error, title="history", severity="error", markup=False)

@@ -14,8 +14,17 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import (Button, Checkbox, DataTable, Input, Label, Log, ProgressBar,
-                             Sparkline, Static)
+from textual.widgets import (
+    Button,
+    Checkbox,
+    DataTable,
+    Input,
+    Label,
+    Log,
+    ProgressBar,
+    Sparkline,
+    Static,
+)
 
 from fsadvisor.domain import Profile
 from fsadvisor.service.probe_options import ProbeOptions, RunChoices, declared
@@ -39,10 +48,16 @@ duration = calls.clock  # the CLI's too (service.probing.clock)
 LIVE_POINTS = 600
 
 
-def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | None,
-                  source: str | None, running: str | None, measured: bool = True,
-                  now: calls.ProgressEvent | None = None,
-                  leader: tuple[str, float | None] | None = None) -> str:
+def progress_text(
+    e: calls.ProgressEvent,
+    iops: float | None,
+    watts: float | None,
+    source: str | None,
+    running: str | None,
+    measured: bool = True,
+    now: calls.ProgressEvent | None = None,
+    leader: tuple[str, float | None] | None = None,
+) -> str:
     """The status: what runs, n/N cells (an adaptive probe: device seconds against its
     budget, the ETA an upper bound: it stops once settled), the live reading of the running
     cell (``now``: block-layer completions, not fio's count), the last measured cell's IOPS
@@ -50,10 +65,18 @@ def progress_text(e: calls.ProgressEvent, iops: float | None, watts: float | Non
     the leader and its confidence."""
     if not e.total:
         return "preparing: " + (e.message or "attaching, checking, choosing the energy meter")
-    energy = (f"{watts:.1f} W ({source})" if watts is not None else
-              f"no watts ({source})" if source else "no meter")
-    last = (f"last cell {iops:,.0f} IOPS, {energy}" if iops is not None else
-            f"last cell: {energy}") if measured else "no cell measured yet"
+    energy = (
+        f"{watts:.1f} W ({source})"
+        if watts is not None
+        else f"no watts ({source})"
+        if source
+        else "no meter"
+    )
+    last = (
+        (f"last cell {iops:,.0f} IOPS, {energy}" if iops is not None else f"last cell: {energy}")
+        if measured
+        else "no cell measured yet"
+    )
     cell = f"running {running}" if running else "between cells"
     if e.unit == "s":
         head = f"{e.done}/{e.total} s device time  at most ETA {duration(e.eta_s)}"
@@ -75,8 +98,10 @@ def leaders_text(decision) -> str:
     answers = getattr(decision, "answers", None)
     if answers is None:
         return f"leader {decision.who}, P(best within 1%) {decision.confidence:.2f}"
-    return "; ".join(f"{p}: leader {a.who}, P(best within 1%) {a.confidence:.2f}"
-                     for p, a in zip(decision.profiles, answers))
+    return "; ".join(
+        f"{p}: leader {a.who}, P(best within 1%) {a.confidence:.2f}"
+        for p, a in zip(decision.profiles, answers)
+    )
 
 
 # The probe options the form offers besides target, quick and profile (the rest take their
@@ -135,8 +160,9 @@ class ProbePane(Vertical):
     class Prepared(Message):
         """The dry run of the chosen probe passed the safety verdict: ask for confirmation."""
 
-        def __init__(self, job: dict, preview: calls.ProbePreview,
-                     device: calls.BlockDevice | None) -> None:
+        def __init__(
+            self, job: dict, preview: calls.ProbePreview, device: calls.BlockDevice | None
+        ) -> None:
             super().__init__()
             self.job, self.preview, self.device = job, preview, device
 
@@ -196,53 +222,84 @@ class ProbePane(Vertical):
         yield table
         with Horizontal(classes="form-row"):
             yield Label("target", classes="field")
-            yield Input(value=DEFAULT_SCRATCH, placeholder="device or scratch:2G",
-                        id="probe-target",
-                        tooltip="a whole block device (/dev/nvme1n1), or scratch:SIZE for a "
-                                "loop device on a file made for the probe")
+            yield Input(
+                value=DEFAULT_SCRATCH,
+                placeholder="device or scratch:2G",
+                id="probe-target",
+                tooltip="a whole block device (/dev/nvme1n1), or scratch:SIZE for a "
+                "loop device on a file made for the probe",
+            )
             yield Box("quick", value=True, id="probe-quick")
             yield Box("with profile", value=True, id="probe-profile")
         with Horizontal(classes="form-row"):
             yield Label("fs", classes="field")
-            yield Input(value="", placeholder="all", id=field_id("filesystems"),
-                        tooltip="comma-separated; blank: all of "
-                                + DECLARED["filesystems"].cli_default)
+            yield Input(
+                value="",
+                placeholder="all",
+                id=field_id("filesystems"),
+                tooltip="comma-separated; blank: all of " + DECLARED["filesystems"].cli_default,
+            )
             yield Label("secs", classes="field")
-            yield NumberInput(value="", placeholder="auto", id=field_id("runtime_s"), classes="num",
-                              tooltip="seconds per run; blank: the plan's (10 with quick)")
+            yield NumberInput(
+                value="",
+                placeholder="auto",
+                id=field_id("runtime_s"),
+                classes="num",
+                tooltip="seconds per run; blank: the plan's (10 with quick)",
+            )
             yield Button("Preview", id="probe-preview")
             yield Button("Probe", id="probe-start", variant="error")
             yield Button("Cancel", id="probe-cancel", disabled=True)
         with Horizontal(classes="form-row"):
             yield Label("sched", classes="field")
-            yield Input(value="", placeholder="all", id=field_id("schedulers"),
-                        tooltip="comma-separated; blank: all of none,mq-deadline,kyber,bfq "
-                                "(none only where the device has no scheduler)")
+            yield Input(
+                value="",
+                placeholder="all",
+                id=field_id("schedulers"),
+                tooltip="comma-separated; blank: all of none,mq-deadline,kyber,bfq "
+                "(none only where the device has no scheduler)",
+            )
             yield Label("micro", classes="field")
             yield Input(value="", placeholder="all micro workloads", id=field_id("workloads"))
         with Horizontal(classes="form-row"):
             yield Box("adaptive", value=DECLARED["adaptive"].default, id=field_id("adaptive"))
             yield Label("budget", classes="field")
-            yield NumberInput(value="", placeholder="auto", id=field_id("budget"), classes="num",
-                              tooltip="most device time (90s, 3m, 1h); blank: a quarter of "
-                                      "the full matrix's estimate")
+            yield NumberInput(
+                value="",
+                placeholder="auto",
+                id=field_id("budget"),
+                classes="num",
+                tooltip="most device time (90s, 3m, 1h); blank: a quarter of "
+                "the full matrix's estimate",
+            )
             yield Label("P(best)", classes="field")
-            yield NumberInput(value=f"{DECLARED['target_confidence'].default:g}",
-                              id=field_id("target_confidence"), classes="num")
+            yield NumberInput(
+                value=f"{DECLARED['target_confidence'].default:g}",
+                id=field_id("target_confidence"),
+                classes="num",
+            )
             yield Box("resume", value=DECLARED["resume"].default, id=field_id("resume"))
             yield Box("force", value=DECLARED["force"].default, id=field_id("force"))
         with Horizontal(classes="form-row"):
             yield Label("more", classes="field")
-            yield Input(value="", placeholder="presets or files, comma-separated",
-                        id=JOINT_FORM["profiles"],
-                        tooltip="more profiles measured with the \"with profile\" one in one "
-                                "adaptive session: one "
-                                "calibration, one budget, a cell profiles share run once, "
-                                "an answer per profile")
+            yield Input(
+                value="",
+                placeholder="presets or files, comma-separated",
+                id=JOINT_FORM["profiles"],
+                tooltip='more profiles measured with the "with profile" one in one '
+                "adaptive session: one "
+                "calibration, one budget, a cell profiles share run once, "
+                "an answer per profile",
+            )
             yield Label("weights", classes="field")
-            yield Input(value="", placeholder="all 1", id=JOINT_FORM["weights"], classes="num",
-                        tooltip="how much each profile's answer counts (2,1: one per "
-                                "profile, the \"with profile\" one first)")
+            yield Input(
+                value="",
+                placeholder="all 1",
+                id=JOINT_FORM["weights"],
+                classes="num",
+                tooltip="how much each profile's answer counts (2,1: one per "
+                'profile, the "with profile" one first)',
+            )
         yield Static("", id="probe-status")
         # total 1, not None: an indeterminate bar animates, even before any probe
         yield ProgressBar(id="probe-progress", total=1, show_eta=False)
@@ -258,7 +315,7 @@ class ProbePane(Vertical):
         a preset's name or a file's path), so the box says what it adds."""
         name = ref.rsplit("/", 1)[-1] if ref else None
         if name and len(name) > PROFILE_LABEL_MAX:
-            name = name[:PROFILE_LABEL_MAX - 1] + "…"
+            name = name[: PROFILE_LABEL_MAX - 1] + "…"
         box = self.query_one("#probe-profile", Checkbox)
         box.label = f"with {name}" if name else "with profile"
         box.tooltip = f"probe the workload of profile {ref}" if ref else None
@@ -281,13 +338,17 @@ class ProbePane(Vertical):
         self.devices = event.devices
         table = self.query_one("#probe-devices", DataTable)
         table.clear()
-        table.add_row("scratch loop device", self._scratch_size(), "file-backed loop",
-                      "allowed (a new loop device)", key=SCRATCH_KEY)
+        table.add_row(
+            "scratch loop device",
+            self._scratch_size(),
+            "file-backed loop",
+            "allowed (a new loop device)",
+            key=SCRATCH_KEY,
+        )
         for d in event.devices:
             kind = f"{d.kind} {d.model}".strip()
             why = self.refusal(d)
-            verdict = Text("allowed", style="bold green") if why is None else \
-                Text(why, style="red")
+            verdict = Text("allowed", style="bold green") if why is None else Text(why, style="red")
             table.add_row(d.path, format_bytes(d.size_bytes), kind, verdict, key=d.path)
 
     def _scratch_size(self) -> str:
@@ -306,8 +367,9 @@ class ProbePane(Vertical):
             target.value = str(key)
             chosen = next((d for d in self.devices if d.path == key), None)
             if chosen is not None and self.refusal(chosen) is not None:
-                self.notify(self.refusal(chosen), title="probe: refused",
-                            severity="error", markup=False)
+                self.notify(
+                    self.refusal(chosen), title="probe: refused", severity="error", markup=False
+                )
 
     def refusal(self, d: calls.BlockDevice) -> str | None:
         """Why ``d`` is not offered for a probe, or None: the service's verdict alone (the
@@ -334,9 +396,11 @@ class ProbePane(Vertical):
         self._request()
 
     def _form(self) -> tuple[str, bool, bool]:
-        return (self.query_one("#probe-target", Input).value,
-                self.query_one("#probe-quick", Checkbox).value,
-                self.query_one("#probe-profile", Checkbox).value)
+        return (
+            self.query_one("#probe-target", Input).value,
+            self.query_one("#probe-quick", Checkbox).value,
+            self.query_one("#probe-profile", Checkbox).value,
+        )
 
     def _request(self) -> None:
         self.post_message(self.PreviewRequested(*self._form()))
@@ -365,17 +429,20 @@ class ProbePane(Vertical):
         assert isinstance(widget, Input)
         return widget.value.strip()
 
-    def start(self, target: str, profile: str | None, quick: bool, plp: str,
-              db: str | None) -> None:
+    def start(
+        self, target: str, profile: str | None, quick: bool, plp: str, db: str | None
+    ) -> None:
         self.query_one("#probe-command", Static).update(Text(f"planning {target} ..."))
         self._preview(target, profile, quick, plp, db, self._options())
 
     @work(thread=True, exclusive=True, group="probe")
-    def _preview(self, target: str, profile: str | None, quick: bool, plp: str,
-                 db: str | None, options: dict) -> None:
+    def _preview(
+        self, target: str, profile: str | None, quick: bool, plp: str, db: str | None, options: dict
+    ) -> None:
         try:
-            preview = calls.probe_preview(target, profile=profile, quick=quick, plp=plp, db=db,
-                                          **options)
+            preview = calls.probe_preview(
+                target, profile=profile, quick=quick, plp=plp, db=db, **options
+            )
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
@@ -384,7 +451,8 @@ class ProbePane(Vertical):
     def on_probe_pane_previewed(self, event: Previewed) -> None:
         p = event.preview
         self.query_one("#probe-command", Static).update(
-            Text(f"{p.plan_text}. To run it: {p.command}"))
+            Text(f"{p.plan_text}. To run it: {p.command}")
+        )
         if not self.running:  # an earlier "not started: ..." is not about this plan
             self.query_one("#probe-status", Static).update(Text("previewed: nothing run"))
         log = self.query_one("#probe-lines", Log)
@@ -415,13 +483,20 @@ class ProbePane(Vertical):
 
     def request_probe(self) -> None:
         if self.running:
-            self.notify("a probe is running: cancel it first", title="probe",
-                        severity="warning")
+            self.notify("a probe is running: cancel it first", title="probe", severity="warning")
             return
         self.post_message(self.ProbeRequested(*self._form()))
 
-    def prepare(self, target: str, profile_ref: str | None, quick: bool, plp: str,
-                db: str | None, rank_profile: Profile | None = None, top: int = 5) -> None:
+    def prepare(
+        self,
+        target: str,
+        profile_ref: str | None,
+        quick: bool,
+        plp: str,
+        db: str | None,
+        rank_profile: Profile | None = None,
+        top: int = 5,
+    ) -> None:
         """Check everything a probe needs before asking for confirmation: root first (one
         line, nothing starts), then the dry run and the safety verdict, in a worker."""
         why = calls.root_problem()
@@ -430,11 +505,19 @@ class ProbePane(Vertical):
             self.notify(why, title="probe: not started", severity="error", markup=False)
             return
         self._rank_with = (rank_profile, top, db) if rank_profile is not None else None
-        job = {"target": target, "profile": profile_ref, "quick": quick, "plp": plp, "db": db,
-               **self._options()}
+        job = {
+            "target": target,
+            "profile": profile_ref,
+            "quick": quick,
+            "plp": plp,
+            "db": db,
+            **self._options(),
+        }
         if job.get("force") and target.strip().startswith("scratch:"):
-            why = ("force is for a device's leftover filesystem signature; a scratch loop "
-                   "device is new and has none")
+            why = (
+                "force is for a device's leftover filesystem signature; a scratch loop "
+                "device is new and has none"
+            )
             self.query_one("#probe-status", Static).update(Text(f"not started: {why}"))
             self.notify(why, title="probe: not started", severity="error", markup=False)
             return
@@ -446,9 +529,13 @@ class ProbePane(Vertical):
         try:
             preview = calls.probe_preview(**job)
             target = job["target"].strip()
-            device = (None if target.startswith("scratch:") else
-                      calls.block_device(target, force=True) if job.get("force") else
-                      calls.block_device(target))
+            device = (
+                None
+                if target.startswith("scratch:")
+                else calls.block_device(target, force=True)
+                if job.get("force")
+                else calls.block_device(target)
+            )
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e)))
             return
@@ -464,9 +551,15 @@ class ProbePane(Vertical):
                 return
             self.launch(event.job, None if event.device is None else typed)
 
-        self.app.push_screen(ConfirmProbeScreen(event.job["target"].strip(), event.preview,
-                                                event.device, force=bool(event.job.get("force"))),
-                             answered)
+        self.app.push_screen(
+            ConfirmProbeScreen(
+                event.job["target"].strip(),
+                event.preview,
+                event.device,
+                force=bool(event.job.get("force")),
+            ),
+            answered,
+        )
 
     def launch(self, job: dict, confirm: str | None) -> None:
         """Start the confirmed probe in a thread worker."""
@@ -498,13 +591,15 @@ class ProbePane(Vertical):
                 job["profile"] = profiles[0]
             request = calls.probe_request(job.pop("target"), **job)
             if len(profiles) > 1:  # one session for all of them, adaptive as in the CLI
-                result = calls.run_adaptive_probe(request, adaptive, confirm,
-                                                  self._on_progress, token, profiles, weights)
+                result = calls.run_adaptive_probe(
+                    request, adaptive, confirm, self._on_progress, token, profiles, weights
+                )
                 self.post_message(self.Decided(result.joint))
                 summary = result.probe
             elif calls.runs_adaptively(request, adaptive):
-                result = calls.run_adaptive_probe(request, adaptive, confirm,
-                                                  self._on_progress, token)
+                result = calls.run_adaptive_probe(
+                    request, adaptive, confirm, self._on_progress, token
+                )
                 self.post_message(self.Decided(result.decision))
                 summary = result.probe
             else:
@@ -572,9 +667,18 @@ class ProbePane(Vertical):
 
     def _show_status(self, e: calls.ProgressEvent) -> None:
         # an adaptive probe's notes carry no counts: the last counting event stands
-        self.query_one("#probe-status", Static).update(Text(progress_text(
-            self._count or e, *self._last, self._running_cell, self._measured,
-            now=self._now, leader=self._leader)))
+        self.query_one("#probe-status", Static).update(
+            Text(
+                progress_text(
+                    self._count or e,
+                    *self._last,
+                    self._running_cell,
+                    self._measured,
+                    now=self._now,
+                    leader=self._leader,
+                )
+            )
+        )
 
     def on_probe_pane_decided(self, event: Decided) -> None:
         self.decision = d = event.decision
@@ -591,8 +695,10 @@ class ProbePane(Vertical):
         if s is None:
             return
         ok = s.count("ok")
-        text = (f"matrix {s.matrix_id} on {s.device}: {ok} ok, {s.count('failed')} failed, "
-                f"{s.count('skipped')} skipped of {s.total} cells in {duration(s.wall_s)}")
+        text = (
+            f"matrix {s.matrix_id} on {s.device}: {ok} ok, {s.count('failed')} failed, "
+            f"{s.count('skipped')} skipped of {s.total} cells in {duration(s.wall_s)}"
+        )
         if s.interrupted:
             text += f"; interrupted ({s.interrupted}): cleaned up, --resume continues it"
         if self.decision is not None:
@@ -600,10 +706,15 @@ class ProbePane(Vertical):
         self.query_one("#probe-status", Static).update(Text(text))
         self.query_one("#probe-lines", Log).write_line(text)
         from fsadvisor.service.probing import device_time_line  # the CLI's own summary line
+
         if (used := device_time_line(s.to_dict())) is not None:
             self.query_one("#probe-lines", Log).write_line(used)
-        self.notify(text, title="probe", severity="warning" if s.interrupted else "information",
-                    markup=False)
+        self.notify(
+            text,
+            title="probe",
+            severity="warning" if s.interrupted else "information",
+            markup=False,
+        )
         self.reload_devices()
 
     def cancel(self) -> None:
@@ -613,7 +724,8 @@ class ProbePane(Vertical):
         self.cancel_token.cancel("cancelled from the TUI")
         self.query_one("#probe-cancel", Button).disabled = True
         self.query_one("#probe-status", Static).update(
-            Text("cancelling: stopping the running command, then unmounting and detaching ..."))
+            Text("cancelling: stopping the running command, then unmounting and detaching ...")
+        )
 
     def on_unmount(self) -> None:
         # Quitting the app mid-probe cancels it: the worker thread still runs the cleanup.

@@ -23,24 +23,33 @@ def format_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def warning_text(target: str, preview: calls.ProbePreview,
-                 device: calls.BlockDevice | None, force: bool = False) -> str:
+def warning_text(
+    target: str, preview: calls.ProbePreview, device: calls.BlockDevice | None, force: bool = False
+) -> str:
     plan = preview.plan_text
     if device is None:
-        return (f"Probe a scratch loop device ({target.partition(':')[2]}): a file in $TMPDIR "
-                f"attached as a loop device, formatted and detached again; nothing of yours "
-                f"is touched. {plan}.")
+        return (
+            f"Probe a scratch loop device ({target.partition(':')[2]}): a file in $TMPDIR "
+            f"attached as a loop device, formatted and detached again; nothing of yours "
+            f"is touched. {plan}."
+        )
     what = ", ".join(x for x in (format_bytes(device.size_bytes), device.kind, device.model) if x)
     forced = ""
     if force:
-        found = ", ".join(dict.fromkeys([*device.signatures,
-                                         *([device.fstype] if device.fstype else [])]))
-        forced = (f" FORCE: the {found} signature on it is overridden and will be destroyed "
-                  "with the filesystem it marks." if found else
-                  " FORCE: any filesystem or RAID signature on it will be destroyed "
-                  "(none was found).")
-    return (f"This DESTROYS all data on {device.path} ({what}): {device.contents}.{forced} "
-            f"{plan}. Type the device path to continue.")
+        found = ", ".join(
+            dict.fromkeys([*device.signatures, *([device.fstype] if device.fstype else [])])
+        )
+        forced = (
+            f" FORCE: the {found} signature on it is overridden and will be destroyed "
+            "with the filesystem it marks."
+            if found
+            else " FORCE: any filesystem or RAID signature on it will be destroyed "
+            "(none was found)."
+        )
+    return (
+        f"This DESTROYS all data on {device.path} ({what}): {device.contents}.{forced} "
+        f"{plan}. Type the device path to continue."
+    )
 
 
 class ConfirmProbeScreen(ModalScreen[str | None]):
@@ -48,23 +57,31 @@ class ConfirmProbeScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "back", "Do not probe")]
 
-    def __init__(self, target: str, preview: calls.ProbePreview,
-                 device: calls.BlockDevice | None, force: bool = False) -> None:
+    def __init__(
+        self,
+        target: str,
+        preview: calls.ProbePreview,
+        device: calls.BlockDevice | None,
+        force: bool = False,
+    ) -> None:
         super().__init__()
         self.target, self.preview, self.device = target, preview, device
         self.force = force
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(Text(warning_text(self.target, self.preview, self.device,
-                                           self.force)),
-                         id="confirm-text", classes="warning")
+            yield Static(
+                Text(warning_text(self.target, self.preview, self.device, self.force)),
+                id="confirm-text",
+                classes="warning",
+            )
             if self.device is not None:
                 yield Input(placeholder=self.device.path, id="confirm-device")
             yield Static("", id="confirm-error")
             with Horizontal(id="confirm-buttons"):
-                yield Button("Wipe and probe" if self.device else "Probe",
-                             id="confirm-ok", variant="error")
+                yield Button(
+                    "Wipe and probe" if self.device else "Probe", id="confirm-ok", variant="error"
+                )
                 yield Button("Do not probe", id="confirm-cancel")
 
     def on_mount(self) -> None:
@@ -101,8 +118,11 @@ class QuitWhileProbingScreen(ModalScreen[bool]):
     """``q`` while a probe runs: quitting cancels it (the same cleanup as Ctrl-C in the CLI:
     unmounted, a scratch device detached, the matrix left resumable), so ask first."""
 
-    BINDINGS = [Binding("escape", "stay", "Keep probing"), Binding("n", "stay", show=False),
-                Binding("y", "leave", show=False)]
+    BINDINGS = [
+        Binding("escape", "stay", "Keep probing"),
+        Binding("n", "stay", show=False),
+        Binding("y", "leave", show=False),
+    ]
 
     def __init__(self, device: str | None) -> None:
         super().__init__()
@@ -111,10 +131,15 @@ class QuitWhileProbingScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         on = f" on {self.device}" if self.device else ""
         with Vertical(id="confirm-box"):
-            yield Static(Text(f"A probe is running{on}. Quitting cancels it: the running "
-                              "command is stopped, the device unmounted (a scratch device "
-                              "detached) and the matrix left for --resume. Quit? (y/n)"),
-                         id="quit-text", classes="warning")
+            yield Static(
+                Text(
+                    f"A probe is running{on}. Quitting cancels it: the running "
+                    "command is stopped, the device unmounted (a scratch device "
+                    "detached) and the matrix left for --resume. Quit? (y/n)"
+                ),
+                id="quit-text",
+                classes="warning",
+            )
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel the probe and quit", id="quit-ok", variant="error")
                 yield Button("Keep probing", id="quit-stay")

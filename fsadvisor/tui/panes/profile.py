@@ -14,8 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 from textual.screen import ModalScreen
-from textual.widgets import (Button, Checkbox, DataTable, Input, Label, OptionList, Select,
-                             Static)
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from fsadvisor.domain import Profile
@@ -26,14 +25,23 @@ from fsadvisor.tui.widgets import Box, NumberInput
 
 FEATURES = ("snapshots", "checksums", "compression")
 # The form's plain number fields: widget id -> the name its error gives.
-NUMBER_FIELDS = {"min-iops": "min IOPS", "max-p99": "max p99 ms", "load": "load ops/s",
-                 "price": "price per kWh"}
+NUMBER_FIELDS = {
+    "min-iops": "min IOPS",
+    "max-p99": "max p99 ms",
+    "load": "load ops/s",
+    "price": "price per kWh",
+}
 PLP_CHOICES = (("unknown", "unknown"), ("yes", "yes"), ("no", "no"))
 FSYNC_CHOICES = tuple((p, p) for p in calls.FSYNC_POLICIES)
 # The workload knobs of the what-if form: widget id -> edit_workload keyword.
-WORKLOAD_FIELDS = {"wl-jobs": "jobs", "wl-iodepth": "iodepth", "wl-bs": "bs",
-                   "wl-read": "read_pct", "wl-fsync-every": "fsync_every",
-                   "wl-ws": "working_set"}
+WORKLOAD_FIELDS = {
+    "wl-jobs": "jobs",
+    "wl-iodepth": "iodepth",
+    "wl-bs": "bs",
+    "wl-read": "read_pct",
+    "wl-fsync-every": "fsync_every",
+    "wl-ws": "working_set",
+}
 LIVE_ROWS = 5  # the live table shows the top five, as recommend does by default
 DEFAULT_PRESET = "oltp"  # the README's quick-start example
 # The preset list is 42 columns wide (app.tcss), less border and padding (38) and its
@@ -80,9 +88,11 @@ class ProfilePane(Horizontal):
 
     # ctrl+g: Input keeps ctrl+k (delete to the end); off the footer, which is full at 80
     # columns; the palette and ? name it.
-    BINDINGS = [Binding("ctrl+g", "capture", "Capture profile", show=False),
-                # priority: acts while a field has focus (the letter would be typed)
-                Binding("ctrl+l", "toggle_live", "Live ranking", show=False, priority=True)]
+    BINDINGS = [
+        Binding("ctrl+g", "capture", "Capture profile", show=False),
+        # priority: acts while a field has focus (the letter would be typed)
+        Binding("ctrl+l", "toggle_live", "Live ranking", show=False, priority=True),
+    ]
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -105,8 +115,9 @@ class ProfilePane(Horizontal):
             # the table is then behind ctrl+l and only its one-line status shows.
             with Vertical(id="live-box"):
                 yield Static("live ranking: waiting for the presets ...", id="live-status")
-                live: DataTable[str] = DataTable(id="live-ranked", cursor_type="row",
-                                                 zebra_stripes=True)
+                live: DataTable[str] = DataTable(
+                    id="live-ranked", cursor_type="row", zebra_stripes=True
+                )
                 live.add_columns(*present.LIVE_COLUMNS)
                 yield live
                 yield Static("", id="live-worth")
@@ -118,8 +129,9 @@ class ProfilePane(Horizontal):
         # resets it, which must not wipe what someone typed meanwhile.
         with VerticalScroll(id="profile-side", disabled=True):
             yield Static(id="profile-info")
-            yield Label("Workload (what-if: the ranking above follows as you type)",
-                        classes="section")
+            yield Label(
+                "Workload (what-if: the ranking above follows as you type)", classes="section"
+            )
             with Horizontal(classes="form-row"):
                 yield Label("jobs", classes="field")
                 yield NumberInput(id="wl-jobs", classes="num")
@@ -142,8 +154,12 @@ class ProfilePane(Horizontal):
                 yield Label("PLP", classes="field")
                 yield Select(PLP_CHOICES, value="unknown", allow_blank=False, id="plp")
                 yield Label("durability", classes="field", id="durability-label")
-                yield Box("required", value=True, id="durability",
-                          tooltip="fsync'd data must survive a power loss")
+                yield Box(
+                    "required",
+                    value=True,
+                    id="durability",
+                    tooltip="fsync'd data must survive a power loss",
+                )
             with Horizontal(classes="form-row"):
                 yield Label("features", classes="field", id="features-label")
                 # its own container: one row of boxes, or a column where a row would be cut
@@ -211,8 +227,11 @@ class ProfilePane(Horizontal):
     @staticmethod
     def _prompt(p: Profile) -> Text:
         # OptionList wraps long prompts; one line of description keeps some fifty presets scannable.
-        desc = p.description if len(p.description) <= PROMPT_WIDTH else (
-            p.description[:PROMPT_WIDTH - 1].rstrip() + "…")
+        desc = (
+            p.description
+            if len(p.description) <= PROMPT_WIDTH
+            else (p.description[: PROMPT_WIDTH - 1].rstrip() + "…")
+        )
         return Text.assemble((p.name, "bold"), "\n", (desc, "dim"))
 
     # ------------------------------------------------------------------ choosing a profile
@@ -238,10 +257,14 @@ class ProfilePane(Horizontal):
         self.query_one("#profile-info", Static).update(info)
         self._plp_shown = self.plp_choice or c.plp
         self.query_one("#plp", Select).value = self._plp_shown
-        self._shown = {"wl-jobs": str(w.numjobs), "wl-iodepth": str(w.iodepth),
-                       "wl-bs": calls.format_size(w.bs_bytes), "wl-read": str(w.read_pct),
-                       "wl-fsync-every": str(w.fsync_every),
-                       "wl-ws": calls.format_size(w.working_set_bytes)}
+        self._shown = {
+            "wl-jobs": str(w.numjobs),
+            "wl-iodepth": str(w.iodepth),
+            "wl-bs": calls.format_size(w.bs_bytes),
+            "wl-read": str(w.read_pct),
+            "wl-fsync-every": str(w.fsync_every),
+            "wl-ws": calls.format_size(w.working_set_bytes),
+        }
         for wid, text in self._shown.items():
             self.query_one(f"#{wid}", Input).value = text
         self.query_one("#wl-fsync", Select).value = w.fsync_mode
@@ -249,7 +272,9 @@ class ProfilePane(Horizontal):
         for f in FEATURES:
             self.query_one(f"#feat-{f}", Checkbox).value = f in c.features
         self.query_one("#min-iops", Input).value = "" if c.min_iops is None else f"{c.min_iops:g}"
-        self.query_one("#max-p99", Input).value = "" if c.max_p99_ms is None else f"{c.max_p99_ms:g}"
+        self.query_one("#max-p99", Input).value = (
+            "" if c.max_p99_ms is None else f"{c.max_p99_ms:g}"
+        )
 
     def select(self, name: str) -> None:
         """Highlight the profile with option id ``name`` (a preset name or a loaded path)."""
@@ -291,11 +316,14 @@ class ProfilePane(Horizontal):
         try:
             secs = float(seconds.strip())
         except ValueError:
-            self.notify(f"seconds must be a number, not {seconds.strip()[:40]!r}",
-                        title="capture", severity="error", markup=False)
+            self.notify(
+                f"seconds must be a number, not {seconds.strip()[:40]!r}",
+                title="capture",
+                severity="error",
+                markup=False,
+            )
             return
-        self.notify(f"sampling {device.strip()} for {secs:g} s ...", title="capture",
-                    markup=False)
+        self.notify(f"sampling {device.strip()} for {secs:g} s ...", title="capture", markup=False)
         self._capture(device, secs, out)
 
     @work(thread=True, exclusive=True, group="capture")
@@ -310,9 +338,13 @@ class ProfilePane(Horizontal):
     def on_profile_pane_captured(self, event: Captured) -> None:
         r = event.result
         self.assumptions[r["written"]] = list(r["assumptions"])
-        self.notify(f"{r['device']}: {r['iops']:,.0f} IOPS, {r['read_pct']}% reads over "
-                    f"{r['seconds']:.1f} s; wrote {r['written']} — confirm the assumptions "
-                    "listed with the profile", title="captured", markup=False)
+        self.notify(
+            f"{r['device']}: {r['iops']:,.0f} IOPS, {r['read_pct']}% reads over "
+            f"{r['seconds']:.1f} s; wrote {r['written']} — confirm the assumptions "
+            "listed with the profile",
+            title="captured",
+            markup=False,
+        )
         self.load_path(r["written"])
 
     # ------------------------------------------------------------------ live what-if
@@ -345,8 +377,11 @@ class ProfilePane(Horizontal):
         self._live_line(present.live_status(rec))
         worth = self.query_one("#live-worth", Static)
         yearly_line, summary_lines = calls.worth_lines()
-        text = (present.worth_text(yearly, yearly_line, summary_lines, basis=False) if yearly
-                else Text(""))
+        text = (
+            present.worth_text(yearly, yearly_line, summary_lines, basis=False)
+            if yearly
+            else Text("")
+        )
         if str(worth.content) != str(text):
             worth.update(text)
         worth.set_class(bool(yearly), "-has")  # shown where the table is (app.tcss)
@@ -447,9 +482,11 @@ class ProfilePane(Horizontal):
             raise FsAdvisorError("no profile chosen: pick a preset or load a TOML file")
         features = tuple(f for f in FEATURES if self.query_one(f"#feat-{f}", Checkbox).value)
         w = self.current.profile.workload
-        edits = {kw: self.query_one(f"#{wid}", Input).value
-                 for wid, kw in WORKLOAD_FIELDS.items()
-                 if self.query_one(f"#{wid}", Input).value.strip() != self._shown.get(wid)}
+        edits = {
+            kw: self.query_one(f"#{wid}", Input).value
+            for wid, kw in WORKLOAD_FIELDS.items()
+            if self.query_one(f"#{wid}", Input).value.strip() != self._shown.get(wid)
+        }
         fsync = str(self.query_one("#wl-fsync", Select).value)
         if fsync != w.fsync_mode:
             edits["fsync"] = fsync
@@ -460,7 +497,8 @@ class ProfilePane(Horizontal):
             durability=self.query_one("#durability", Checkbox).value,
             features=features,
             min_iops=_number(self.query_one("#min-iops", Input).value, "min IOPS"),
-            max_p99_ms=_number(self.query_one("#max-p99", Input).value, "max p99 ms"))
+            max_p99_ms=_number(self.query_one("#max-p99", Input).value, "max p99 ms"),
+        )
 
     @property
     def ref(self) -> str | None:
@@ -489,9 +527,12 @@ class CaptureScreen(ModalScreen["tuple[str, str, str] | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="capture-box"):
-            yield Static("Capture a profile from a running device: its read/write mix, request "
-                         "sizes, IOPS and queue depth from /proc/diskstats (read-only). Run it "
-                         "while the application works.", classes="hint-box")
+            yield Static(
+                "Capture a profile from a running device: its read/write mix, request "
+                "sizes, IOPS and queue depth from /proc/diskstats (read-only). Run it "
+                "while the application works.",
+                classes="hint-box",
+            )
             with Horizontal(classes="form-row"):
                 yield Label("device", classes="field")
                 yield Input(placeholder="/dev/nvme0n1 or sda", id="cap-device")
@@ -510,7 +551,8 @@ class CaptureScreen(ModalScreen["tuple[str, str, str] | None"]):
         event.stop()
         device = self.query_one("#cap-device", Input).value.strip()
         out = self.query_one("#cap-out", Input).value.strip() or (
-            f"captured-{device.rsplit('/', 1)[-1]}.toml" if device else "")
+            f"captured-{device.rsplit('/', 1)[-1]}.toml" if device else ""
+        )
         self.dismiss((device, self.query_one("#cap-seconds", Input).value, out))
 
     def action_cancel(self) -> None:

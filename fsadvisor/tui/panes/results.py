@@ -22,8 +22,9 @@ from fsadvisor.tui import calls, present
 
 class ResultsPane(Vertical):
     class Recommended(Message):
-        def __init__(self, recommendation: Recommendation, live: bool = False,
-                     yearly: dict | None = None) -> None:
+        def __init__(
+            self, recommendation: Recommendation, live: bool = False, yearly: dict | None = None
+        ) -> None:
             super().__init__()
             self.recommendation = recommendation
             self.live = live  # a what-if re-rank (as the user types), not an explicit r
@@ -53,7 +54,6 @@ class ResultsPane(Vertical):
         self.stale = False
         self.draws = 0  # tables drawn (the per-key work test counts them)
 
-
     def compose(self) -> ComposeResult:
         # The headline and confidence come first and may run longer than a short screen
         # allows: the box scrolls, and is a Tab stop (shift+Tab from the table) so the
@@ -62,8 +62,9 @@ class ResultsPane(Vertical):
         # on the Profile/Device tabs (an edit not ranked yet, or one that cannot be ranked).
         yield Static("", id="stale-note")
         with VerticalScroll(id="summary-box"):
-            yield Static("No recommendations yet: choose a profile and a device, then press r.",
-                         id="summary")
+            yield Static(
+                "No recommendations yet: choose a profile and a device, then press r.", id="summary"
+            )
         table: DataTable[str] = DataTable(id="ranked", cursor_type="row", zebra_stripes=True)
         table.add_columns(*present.TABLE_COLUMNS)
         yield table
@@ -71,30 +72,47 @@ class ResultsPane(Vertical):
             yield PlotextPlot(id="detail-plot")  # shown by p, above the bars' figures
             yield Static(id="detail-text")
 
-    def start(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
-              load: tuple[float, float | None] | None = None) -> None:
+    def start(
+        self,
+        profile: Profile,
+        device: str,
+        top: int,
+        session: calls.WhatIf,
+        load: tuple[float, float | None] | None = None,
+    ) -> None:
         """An explicit recommendation (r, Enter, the palette): the previous one is cancelled.
         ``load``: (ops/s, price per kWh or None) for the yearly figures."""
         self.explicit_runs += 1
         self.query_one("#summary", Static).update(
-            Text(f"ranking candidates for {profile.name} on {device} ..."))
+            Text(f"ranking candidates for {profile.name} on {device} ...")
+        )
         self._recommend(profile, device, top, session, load)
 
-    def start_live(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
-                   load: tuple[float, float | None] | None = None) -> None:
+    def start_live(
+        self,
+        profile: Profile,
+        device: str,
+        top: int,
+        session: calls.WhatIf,
+        load: tuple[float, float | None] | None = None,
+    ) -> None:
         """A what-if re-rank. Never cancelled (the app runs one at a time and coalesces the
         edits made meanwhile), so every start is answered by exactly one message."""
         self._live(profile, device, top, session, load)
 
     def _ranked(self, profile, device, top, session, load):
         rec = calls.live_recommend(session, profile, device, top=top)
-        yearly = (calls.yearly_worth(rec, load[0], load[1], self.db)
-                  if load is not None and rec.ranked else None)
+        yearly = (
+            calls.yearly_worth(rec, load[0], load[1], self.db)
+            if load is not None and rec.ranked
+            else None
+        )
         return rec, yearly
 
     @work(thread=True, exclusive=True, group="recommend")
-    def _recommend(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
-                   load=None) -> None:
+    def _recommend(
+        self, profile: Profile, device: str, top: int, session: calls.WhatIf, load=None
+    ) -> None:
         worker = get_current_worker()
         try:
             rec, yearly = self._ranked(profile, device, top, session, load)
@@ -106,8 +124,9 @@ class ResultsPane(Vertical):
             self.post_message(self.Recommended(rec, yearly=yearly))
 
     @work(thread=True, group="live")
-    def _live(self, profile: Profile, device: str, top: int, session: calls.WhatIf,
-              load=None) -> None:
+    def _live(
+        self, profile: Profile, device: str, top: int, session: calls.WhatIf, load=None
+    ) -> None:
         try:
             rec, yearly = self._ranked(profile, device, top, session, load)
         except calls.USER_ERRORS as e:
