@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from fsadvisor import catalog, limits
-from fsadvisor.domain import Device, device_identity
+from fsadvisor.domain import Device, Plp, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
 from fsadvisor.predict.fit import fit
@@ -249,7 +249,7 @@ class AdaptiveSetup:
     calibration_deadline_s: float | None = None
 
 
-def _scratch_device(size_bytes: int, scratch_dir: str | None, plp: str) -> Device:
+def _scratch_device(size_bytes: int, scratch_dir: str | None, plp: Plp) -> Device:
     """The Device a scratch loop device in ``scratch_dir`` will be (its backing class), for
     planning before it exists. The probe attaches it with direct I/O."""
     d = scratch_dir or tempfile.gettempdir()
@@ -281,7 +281,7 @@ class CellTimes:
         self,
         plan: planmod.Plan,
         overheads_by_fs: Mapping[str, list[float]],
-        window_fractions: list[float] = (),
+        window_fractions: Sequence[float] = (),
     ):
         self.plan = plan
         self.by_fs = {fs: sorted(v) for fs, v in overheads_by_fs.items() if v}
@@ -438,7 +438,9 @@ def resumes_adaptive(request: ProbeRequest) -> bool:
         .load()
         .matrices.get("scratch" if request.scratch is not None else str(request.device))
     )
-    return bool(entry) and (entry.get("plan") or {}).get("purpose") == "adaptive"
+    if not entry:
+        return False
+    return (entry.get("plan") or {}).get("purpose") == "adaptive"
 
 
 def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes:
@@ -558,7 +560,7 @@ def plan_adaptive(
         plan = AdaptivePlan.from_dict(entry["plan"])
         plan.matrix_id, plan.force = entry["matrix_id"], request.force
         plan.db_path = str(probing.store_path(request.db))
-        if request.scratch is None:
+        if request.scratch is None and request.device_info is not None:
             plan.device_info = replace(request.device_info, plp=plan.plp)
     elif profiles and len(profiles) > 1:
         plan, full_reps = _joint_plan(
@@ -762,7 +764,10 @@ class Chooser:
         self.device_params = device_params
         self.stored_params = stored_params
         self.on_progress = on_progress or (lambda e: None)
-        self.profile = load_profile(profile or plan.profile)
+        name = profile or plan.profile
+        if name is None:
+            raise ConfigError("an adaptive probe decides for a profile: give --profile")
+        self.profile = load_profile(name)
         self.spec = spec or plan.workloads[0]
         # one profile of a joint probe: the JointChooser owns the budget and the session
         self.part = spec is not None
@@ -890,15 +895,15 @@ class Chooser:
         (None until two cells have been repeated, i.e. >= 2 degrees of freedom)."""
         return pooled_sd(self.cell_log_opj().values())
 
-    def _runs(self) -> tuple[Counter, float, Counter]:
+    def _runs(self) -> tuple[Counter[str], float, dict[str, float]]:
         """(ok runs by cell key, device time of every run, device time by cell key)."""
         if self.plan.matrix_id is None:
-            return Counter(), 0.0, Counter()
+            return Counter(), 0.0, {}
         rows = self.store.runs(matrix_id=self.plan.matrix_id)
         ok = Counter(r["cell_key"] for r in rows if r["status"] == "ok")
-        by_key: Counter = Counter()
+        by_key: dict[str, float] = {}
         for r in rows:
-            by_key[r["cell_key"]] += float(r.get("wall_s") or 0.0)
+            by_key[r["cell_key"]] = by_key.get(r["cell_key"], 0.0) + float(r.get("wall_s") or 0.0)
         return ok, sum(by_key.values()), by_key
 
     def own_keys(self) -> set[str]:
@@ -913,7 +918,7 @@ class Chooser:
     def decide(
         self,
         device: Device,
-        runs_now: tuple[Counter, float, Counter] | None = None,
+        runs_now: tuple[Counter[str], float, dict[str, float]] | None = None,
         model: Any = None,
     ) -> tuple[sel.Step, list, Decision]:
         """The next step for this profile. A part of a joint probe gets the matrix's runs
@@ -950,7 +955,7 @@ class Chooser:
             spent_s=spent,
             full_estimate_s=self.plan.full_estimate_s,
             runs=sum(ok[k] for k in self.own_keys()) if self.part else sum(ok.values()),
-            own_s=sum(by_key[k] for k in self.own_keys()) if self.part else None,
+            own_s=sum(by_key.get(k, 0.0) for k in self.own_keys()) if self.part else None,
             reason="" if step.choice else step.reason,
             choice=step.choice.label if step.choice else None,
             why=step.choice.why() if step.choice else "",
@@ -1794,11 +1799,14 @@ def run_adaptive(
             decision=None,
             calibration=calib_doc,
             history=chooser.history,
-            joint=final,
+            joint=final if isinstance(final, JointDecision) else None,
             workloads=workloads,
         )
     return AdaptiveSummary(
-        probe=summary, decision=final, calibration=calib_doc, history=chooser.history
+        probe=summary,
+        decision=final if isinstance(final, Decision) else None,
+        calibration=calib_doc,
+        history=chooser.history,
     )
 
 

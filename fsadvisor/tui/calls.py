@@ -65,6 +65,7 @@ __all__ = [
     "block_device",
     "device_confirmed",
     "new_cancel",
+    "Interruptions",
     "run_probe",
     "inspect",
     "BlockDevice",

@@ -26,7 +26,7 @@ from textual.widgets import (
     Static,
 )
 
-from fsadvisor.domain import Profile
+from fsadvisor.domain import Device, Profile
 from fsadvisor.service.probe_options import ProbeOptions, RunChoices, declared
 from fsadvisor.tui import calls
 from fsadvisor.tui.panes import WorkerFailed
@@ -180,7 +180,7 @@ class ProbePane(Vertical):
             self.decision = decision
 
     class Finished(Message):
-        def __init__(self, summary: calls.ProbeSummary) -> None:
+        def __init__(self, summary: calls.ProbeSummary | None) -> None:
             super().__init__()
             self.summary = summary
 
@@ -197,7 +197,9 @@ class ProbePane(Vertical):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.devices: list[calls.BlockDevice] = []
-        self.cancel_token = None  # calls.new_cancel() while a probe runs
+        self.cancel_token: calls.Interruptions | None = (
+            None  # calls.new_cancel() while a probe runs
+        )
         self.summary: calls.ProbeSummary | None = None  # the last finished probe
         self.events: list[calls.ProgressEvent] = []  # of the running/last probe
         self.iops_history: list[float] = []  # fio's IOPS of each measured cell
@@ -212,12 +214,12 @@ class ProbePane(Vertical):
         self._leader: tuple[str, float | None] | None = None
         self._last: tuple[float | None, float | None, str | None] = (None, None, None)
         self._measured = False  # a cell of this probe has ended ok
-        self._device = None  # the probed Device, inspected while it exists (re-ranking)
+        self._device: Device | None = None  # the probed Device, inspected while it exists
         self._rank_with: tuple[Profile, int, str | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(NOTE, id="probe-note", classes="warning")
-        table = DataTable(id="probe-devices", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="probe-devices", cursor_type="row", zebra_stripes=True)
         table.add_columns("device", "size", "kind / model", "probe?")
         yield table
         with Horizontal(classes="form-row"):
@@ -366,10 +368,9 @@ class ProbePane(Vertical):
         else:
             target.value = str(key)
             chosen = next((d for d in self.devices if d.path == key), None)
-            if chosen is not None and self.refusal(chosen) is not None:
-                self.notify(
-                    self.refusal(chosen), title="probe: refused", severity="error", markup=False
-                )
+            why = self.refusal(chosen) if chosen is not None else None
+            if why is not None:
+                self.notify(why, title="probe: refused", severity="error", markup=False)
 
     def refusal(self, d: calls.BlockDevice) -> str | None:
         """Why ``d`` is not offered for a probe, or None: the service's verdict alone (the
@@ -624,6 +625,8 @@ class ProbePane(Vertical):
 
     @work(thread=True, exclusive=True, group="probe-rank")
     def _rank(self, device) -> None:
+        if self._rank_with is None:
+            return
         profile, top, db = self._rank_with
         try:
             rec = calls.recommend(profile, device, top=top, db=db)
