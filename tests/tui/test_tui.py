@@ -655,7 +655,7 @@ async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.query_one("#plp", Select).value = "yes"
-        pane = await recommend_for(pilot, "build-unpack")
+        await recommend_for(pilot, "build-unpack")
         app.query_one("#top", Input).value = "10"
         await pilot.press("r")
         await settle(pilot)
