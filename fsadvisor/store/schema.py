@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from fsadvisor.errors import StoreError, one_line
+from fsadvisor.errors import FsAdvisorError, StoreError, one_line
 from fsadvisor.store import integrity
 
 if TYPE_CHECKING:
@@ -289,17 +289,35 @@ def _v5_run_profiles(db: Database) -> None:
 
 
 def _workload_profiles(plan: dict) -> dict[str, list[str]]:
-    """Per workload name of a stored joint adaptive plan: the profiles measured with it, in
-    the plan's order (empty for any other plan). The plan holds them as they were given: a
-    preset's name, "file.toml:NAME" (its NAME), or a file's path, kept as it is (the file
-    may be gone; a migration does not read it)."""
+    """Per workload name of a stored joint adaptive plan: the names of the profiles measured
+    with it, in the plan's order (empty for any other plan). The plan holds them as they were
+    given: a preset's name, "file.toml:NAME" (its NAME), or a file's path (see
+    :func:`_name_of_file`), and lookups go by name."""
     a = plan.get("adaptive") or {}
     out: dict[str, list[str]] = {}
     for ref, workload in zip(a.get("profiles") or [], a.get("profile_workloads") or []):
         ref = str(ref)
-        name = ref.rpartition(":")[2] if ".toml:" in ref else ref
+        if ".toml:" in ref:
+            name = ref.rpartition(":")[2]
+        elif ref.endswith(".toml") or "/" in ref:
+            name = _name_of_file(ref)
+        else:
+            name = ref
         out.setdefault(str(workload), []).append(name)
     return out if len(a.get("profiles") or []) > 1 else {}
+
+
+def _name_of_file(path: str) -> str:
+    """The name a profile file given by path holds, as the probe stored its runs under it:
+    read from the file while it is there and still a profile, else its stem (the name of a
+    file that names no profile, and the best a migration can do for one that is gone)."""
+    # Deferred: only a migration of an old joint probe's plan reads a profile.
+    from fsadvisor.profiles import load_profile
+
+    try:
+        return load_profile(path).name
+    except (OSError, FsAdvisorError):
+        return Path(path).stem
 
 
 MIGRATIONS: list[Callable[[Database], None]] = [

@@ -884,3 +884,31 @@ def test_v4_store_gets_its_joint_runs_profile_sets(tmp_path):
         assert [r["profiles"] for r in s.runs()] == [["a", "b"], ["c"], None]
         assert [r["matrix_id"] for r in s.runs(profile="b")] == [joint]
         assert [r["matrix_id"] for r in s.runs(profile="a")] == [joint, single]
+
+
+def test_v4_joint_runs_of_profiles_given_as_files_are_found_by_the_names_they_hold(tmp_path):
+    """A joint probe's plan holds a profile file as the path it was given, but the probe
+    stored (and lookups use) the name the file holds: the migration reads it, and names a
+    file that is gone by its stem, as a file without a name is named."""
+    web = tmp_path / "web.toml"
+    web.write_text('name = "webcache"\n[fio]\nrw = "randread"\nbs = "16k"\n')
+    gone = str(tmp_path / "old" / "batch.toml")
+    plan = {"reps": 5, "profile": str(web),
+            "adaptive": {"profiles": [str(web), gone, "oltp"],
+                         "profile_workloads": ["profile:webcache", "profile:batch",
+                                               "profile:oltp"]}}
+    path = tmp_path / "v4.db"
+    with open_store(path) as s:
+        m = s.start_matrix(plan)
+        for w in ("webcache", "batch", "oltp"):
+            s.record_run(run_record(matrix_id=m, workload_name=f"profile:{w}"))
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE runs DROP COLUMN profiles")
+    con.execute("PRAGMA user_version = 4")
+    con.commit()
+    con.close()
+    with open_store(path) as s:
+        assert [r["profiles"] for r in s.runs()] == [["webcache"], ["batch"], ["oltp"]]
+        for name in ("webcache", "batch", "oltp"):
+            assert [r["workload_name"] for r in s.runs(profile=name)] == [f"profile:{name}"]
+        assert s.runs(profile=str(web)) == []
