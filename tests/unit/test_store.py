@@ -864,6 +864,15 @@ def test_a_joint_probes_shared_run_counts_for_every_profile_it_served(store, tmp
     assert history(db=store.path)[0]["profile"] == "a + b + c"
 
 
+def as_v4(path) -> None:
+    """Make a store file what schema v4 wrote: no runs.profiles column."""
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE runs DROP COLUMN profiles")
+    con.execute("PRAGMA user_version = 4")
+    con.commit()
+    con.close()
+
+
 def test_v4_store_gets_its_joint_runs_profile_sets(tmp_path):
     """Runs of a joint probe stored before v5 get the profiles their matrix's plan says their
     workload served; a single-profile matrix's runs stay their workload's."""
@@ -874,11 +883,7 @@ def test_v4_store_gets_its_joint_runs_profile_sets(tmp_path):
         s.record_run(run_record(matrix_id=joint, workload_name="profile:a"))
         s.record_run(run_record(matrix_id=joint, workload_name="profile:c"))
         s.record_run(run_record(matrix_id=single, workload_name="profile:a", rep=2))
-    con = sqlite3.connect(path)
-    con.execute("ALTER TABLE runs DROP COLUMN profiles")
-    con.execute("PRAGMA user_version = 4")
-    con.commit()
-    con.close()
+    as_v4(path)
     with open_store(path) as s:
         assert s.info()["schema_version"] == SCHEMA_VERSION == 5
         assert [r["profiles"] for r in s.runs()] == [["a", "b"], ["c"], None]
@@ -902,11 +907,7 @@ def test_v4_joint_runs_of_profiles_given_as_files_are_found_by_the_names_they_ho
         m = s.start_matrix(plan)
         for w in ("webcache", "batch", "oltp"):
             s.record_run(run_record(matrix_id=m, workload_name=f"profile:{w}"))
-    con = sqlite3.connect(path)
-    con.execute("ALTER TABLE runs DROP COLUMN profiles")
-    con.execute("PRAGMA user_version = 4")
-    con.commit()
-    con.close()
+    as_v4(path)
     with open_store(path) as s:
         assert [r["profiles"] for r in s.runs()] == [["webcache"], ["batch"], ["oltp"]]
         for name in ("webcache", "batch", "oltp"):
