@@ -57,7 +57,7 @@ def test_quick_start_is_two_commands_that_create_and_use_a_venv():
         assert pips[-1] == ".venv/bin/pip install --no-deps --no-build-isolation -e .", cmd
     assert "-r requirements/main.txt" in cmds[0] and "-r requirements/test.txt" in cmds[1]
     assert cmds[0].endswith(".venv/bin/fsadvisor recommend --profile oltp")
-    # no -q: pytest prints each file with its progress, so a 15-minute run shows where it is
+    # no -q: pytest prints its progress, so a long run shows where it is
     assert cmds[1].endswith(".venv/bin/python3 -m pytest")
 
 
