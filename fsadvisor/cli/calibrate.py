@@ -17,9 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
-from fsadvisor.cli.db import DbOpt
+from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail
+from fsadvisor.cli.options import DbOpt, bounded
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (
@@ -47,12 +46,7 @@ RefitOutput = Annotated[
     ),
 ]
 RefitFolds = Annotated[
-    int,
-    typer.Option(
-        "--folds",
-        callback=limit_option("folds"),
-        help="Refit: cross-validation folds for the prior width." + limits.help_range("folds"),
-    ),
+    int, bounded("--folds", help="Refit: cross-validation folds for the prior width.")
 ]
 
 
@@ -121,21 +115,16 @@ def calibrate(
     ] = None,
     runtime: Annotated[
         Optional[float],
-        typer.Option(
+        bounded(
             "--runtime",
             metavar="SECONDS",
-            callback=limit_option("runtime"),
-            help="Measurement window per run (default 4; shrunk to fit 5 minutes)."
-            + limits.help_range("runtime"),
+            help="Measurement window per run (default 4; shrunk to fit 5 minutes).",
         ),
     ] = None,
     reps: Annotated[
         Optional[int],
-        typer.Option(
-            "--reps",
-            callback=limit_option("reps"),
-            help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)."
-            + limits.help_range("reps"),
+        bounded(
+            "--reps", help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)."
         ),
     ] = None,
     plp: Annotated[
