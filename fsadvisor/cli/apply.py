@@ -8,7 +8,15 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
-from fsadvisor.cli.options import ConfigOpt, JsonOpt, bounded, profile_option, store_option
+from fsadvisor.cli.options import (
+    ConfigOpt,
+    ForceOpt,
+    JsonOpt,
+    YesWipeOpt,
+    bounded,
+    profile_option,
+    store_option,
+)
 
 
 @app.command("apply")
@@ -48,21 +56,8 @@ def apply_cmd(
             "confirmation); the default only writes the artifacts.",
         ),
     ] = False,
-    yes_wipe: Annotated[
-        Optional[str],
-        typer.Option(
-            "--yes-wipe",
-            metavar="DEVICE",
-            help="Confirm --execute without a prompt by repeating the exact device.",
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Format over an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member).",
-        ),
-    ] = False,
+    yes_wipe: YesWipeOpt = None,
+    force: ForceOpt = False,
     db: Annotated[Optional[str], store_option("Store file (for --rank).")] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail
-from fsadvisor.cli.options import DbOpt, bounded
+from fsadvisor.cli.options import DbOpt, ForceOpt, YesWipeOpt, bounded
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (
@@ -130,21 +130,8 @@ def calibrate(
     plp: Annotated[
         str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")
     ] = "unknown",
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).",
-        ),
-    ] = False,
-    yes_wipe: Annotated[
-        Optional[str],
-        typer.Option(
-            "--yes-wipe",
-            metavar="DEVICE",
-            help="Confirm without a prompt by repeating the exact device.",
-        ),
-    ] = None,
+    force: ForceOpt = False,
+    yes_wipe: YesWipeOpt = None,
     dry_run: Annotated[
         bool,
         typer.Option(

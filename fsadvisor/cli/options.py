@@ -96,6 +96,25 @@ PlotOpt = Annotated[
     ),
 ]
 
+# A destructive run's safeguards: apply --execute and calibrate (the probe declares its own
+# with the same texts, in fsadvisor/probe/options.py).
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Destroy an existing filesystem signature (never a partition table, nor an "
+        "array, LVM, LUKS or ZFS member: those are refused).",
+    ),
+]
+YesWipeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--yes-wipe",
+        metavar="DEVICE",
+        help="Confirm without a prompt by repeating the exact device.",
+    ),
+]
+
 # What a choice is worth per year. --load adds a figure per configuration in recommend and
 # compare, and the worth of the choice in report; --price, --servers and --pue go with it.
 LoadOpt = Annotated[Optional[float], _load_option("yearly energy and cost per configuration")]
