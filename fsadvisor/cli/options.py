@@ -6,8 +6,8 @@ helper's argument; a flag one command alone takes stays in that command.
 
 Imported by most command modules on every run, so it imports only what they import already
 (typer, fsadvisor.limits) and builds a handful of typer.Option objects, nothing more.
-(The probe's options are declared in fsadvisor/probe/options.py, once for the CLI, the TUI
-and the service; they are not repeated here.)"""
+(The probe's options are declared in fsadvisor/probe/options.py, from which the probe
+command and its request are both built; they are not repeated here.)"""
 
 # No `from __future__ import annotations`: nothing here is a function annotation typer has to
 # evaluate; the aliases are values.
