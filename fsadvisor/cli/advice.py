@@ -15,17 +15,24 @@ import typer
 from fsadvisor.domain import FsConfig
 
 from fsadvisor.service import answer
-from fsadvisor import limits
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
-
-DbOpt = Annotated[
-    Optional[str],
-    typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
-]
-ScopeOpt = Annotated[
-    str,
-    typer.Option("--scope", help="Power scope to predict and rank in: system | cpu+dram | drive."),
-]
+from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
+from fsadvisor.cli.options import (
+    ConfigOpt,
+    DbOpt,
+    JsonOpt,
+    LoadOpt,
+    PlotOpt,
+    PriceOpt,
+    ProfileOpt,
+    PueOpt,
+    ScopeOpt,
+    ServersOpt,
+    TargetDeviceOpt,
+    TopOpt,
+    WorkloadOpt,
+    WorkloadProfileOpt,
+    bounded,
+)
 
 
 BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-200 bytes
@@ -73,32 +80,9 @@ def _fmt_range(r) -> str:
 @app.command()
 @domain_errors
 def recommend(
-    profile: Annotated[
-        str,
-        typer.Option(
-            "--profile",
-            "-p",
-            autocompletion=complete_profile,
-            help="Preset name or path to a profile TOML.",
-        ),
-    ],
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            "-d",
-            help="Target: a block device path (inspected read-only), a library drive name (fsadvisor devices list, e.g. samsung-pm9a3-3.84tb-u2) or a spec like nvme:1.92T, sata-ssd:480G. Default nvme:1T.",
-        ),
-    ] = None,
-    top: Annotated[
-        int,
-        typer.Option(
-            "--top",
-            "-n",
-            callback=limit_option("top"),
-            help="How many configurations to show." + limits.help_range("top"),
-        ),
-    ] = 5,
+    profile: ProfileOpt,
+    device: TargetDeviceOpt = None,
+    top: TopOpt = 5,
     plp: Annotated[
         Optional[str],
         typer.Option(
@@ -121,47 +105,13 @@ def recommend(
             "--active", help="Rank by active energy (total minus idle) instead of total energy."
         ),
     ] = False,
-    load: Annotated[
-        Optional[float],
-        typer.Option(
-            "--load",
-            callback=limit_option("load"),
-            help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration."
-            + limits.help_range("load"),
-        ),
-    ] = None,
-    price: Annotated[
-        Optional[float],
-        typer.Option(
-            "--price",
-            callback=limit_option("price"),
-            help="Electricity price per kWh (with --load)." + limits.help_range("price"),
-        ),
-    ] = None,
-    servers: Annotated[
-        int,
-        typer.Option(
-            "--servers",
-            callback=limit_option("servers"),
-            help="How many servers run this (with --load)." + limits.help_range("servers"),
-        ),
-    ] = 1,
-    pue: Annotated[
-        float,
-        typer.Option(
-            "--pue",
-            callback=limit_option("pue"),
-            help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"),
-        ),
-    ] = 1.0,
-    plot: Annotated[
-        bool,
-        typer.Option(
-            "--plot", help="Also draw the ranked ops/J (bytes/J) as bars with 95% whiskers."
-        ),
-    ] = False,
+    load: LoadOpt = None,
+    price: PriceOpt = None,
+    servers: ServersOpt = 1,
+    pue: PueOpt = 1.0,
+    plot: PlotOpt = False,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
     from fsadvisor.service import advice
@@ -284,34 +234,10 @@ def advice_size(n: int) -> str:
 @app.command()
 @domain_errors
 def predict(
-    config: Annotated[
-        Optional[str],
-        typer.Option(
-            "--config",
-            "-c",
-            help='Configuration JSON, e.g. {"filesystem":"xfs","mount":["noatime"],"ag_count":16}.',
-        ),
-    ] = None,
-    workload: Annotated[
-        Optional[str],
-        typer.Option(
-            "--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys)."
-        ),
-    ] = None,
-    profile: Annotated[
-        Optional[str],
-        typer.Option(
-            "--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload."
-        ),
-    ] = None,
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            "-d",
-            help="Device path, library drive name (fsadvisor devices list) or spec (default nvme:1T).",
-        ),
-    ] = None,
+    config: ConfigOpt = None,
+    workload: WorkloadOpt = None,
+    profile: WorkloadProfileOpt = None,
+    device: TargetDeviceOpt = None,
     scope: ScopeOpt = "system",
     batch: Annotated[
         bool,
@@ -320,7 +246,7 @@ def predict(
         ),
     ] = False,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Predict IOPS, MB/s, latency, watts and ops/joule for one configuration and workload."""
     from fsadvisor.service import advice
@@ -367,14 +293,7 @@ def predict(
 @app.command()
 @domain_errors
 def validate(
-    folds: Annotated[
-        int,
-        typer.Option(
-            "--folds",
-            callback=limit_option("folds"),
-            help="Cross-validation folds." + limits.help_range("folds"),
-        ),
-    ] = 5,
+    folds: Annotated[int, bounded("--folds", help="Cross-validation folds.")] = 5,
     device: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -384,7 +303,7 @@ def validate(
         ),
     ] = None,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Report the model's cross-validated error on the stored observations: by source table,
     by row, and leave-one-device-out (raw runs only, then with 10% and 20% of its cells)."""

@@ -7,8 +7,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
-from fsadvisor import limits
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import (
+    ConfigOpt,
+    ForceOpt,
+    JsonOpt,
+    YesWipeOpt,
+    bounded,
+    profile_option,
+    store_option,
+)
 
 
 @app.command("apply")
@@ -17,29 +25,12 @@ def apply_cmd(
     device: Annotated[
         str, typer.Option("--device", "-d", help="The block device, e.g. /dev/nvme0n1.")
     ],
-    config: Annotated[
-        Optional[str],
-        typer.Option(
-            "--config",
-            "-c",
-            help='Configuration JSON, e.g. {"filesystem": "xfs", "mount": ["noatime"]}.',
-        ),
-    ] = None,
+    config: ConfigOpt = None,
     rank: Annotated[
         Optional[int],
-        typer.Option(
-            "--rank",
-            callback=limit_option("rank"),
-            help="...or the N-th configuration of the recommendation for --profile."
-            + limits.help_range("rank"),
-        ),
+        bounded("--rank", help="...or the N-th configuration of the recommendation for --profile."),
     ] = None,
-    profile: Annotated[
-        Optional[str],
-        typer.Option(
-            "--profile", "-p", autocompletion=complete_profile, help="Profile for --rank."
-        ),
-    ] = None,
+    profile: Annotated[Optional[str], profile_option("Profile for --rank.")] = None,
     mountpoint: Annotated[
         str, typer.Option("--mountpoint", help="Where it is mounted.")
     ] = "/srv/data",
@@ -65,25 +56,10 @@ def apply_cmd(
             "confirmation); the default only writes the artifacts.",
         ),
     ] = False,
-    yes_wipe: Annotated[
-        Optional[str],
-        typer.Option(
-            "--yes-wipe",
-            metavar="DEVICE",
-            help="Confirm --execute without a prompt by repeating the exact device.",
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Format over an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member).",
-        ),
-    ] = False,
-    db: Annotated[
-        Optional[str], typer.Option("--db", metavar="PATH", help="Store file (for --rank).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    yes_wipe: YesWipeOpt = None,
+    force: ForceOpt = False,
+    db: Annotated[Optional[str], store_option("Store file (for --rank).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write the artifacts a configuration-management user drops in (dry run by default)."""
     from fsadvisor.service.apply import apply

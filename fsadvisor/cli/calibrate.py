@@ -17,9 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail, limit_option
-from fsadvisor.cli.db import DbOpt
+from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail
+from fsadvisor.cli.options import DbOpt, ForceOpt, YesWipeOpt, bounded
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (
@@ -47,12 +46,7 @@ RefitOutput = Annotated[
     ),
 ]
 RefitFolds = Annotated[
-    int,
-    typer.Option(
-        "--folds",
-        callback=limit_option("folds"),
-        help="Refit: cross-validation folds for the prior width." + limits.help_range("folds"),
-    ),
+    int, bounded("--folds", help="Refit: cross-validation folds for the prior width.")
 ]
 
 
@@ -121,41 +115,23 @@ def calibrate(
     ] = None,
     runtime: Annotated[
         Optional[float],
-        typer.Option(
+        bounded(
             "--runtime",
             metavar="SECONDS",
-            callback=limit_option("runtime"),
-            help="Measurement window per run (default 4; shrunk to fit 5 minutes)."
-            + limits.help_range("runtime"),
+            help="Measurement window per run (default 4; shrunk to fit 5 minutes).",
         ),
     ] = None,
     reps: Annotated[
         Optional[int],
-        typer.Option(
-            "--reps",
-            callback=limit_option("reps"),
-            help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)."
-            + limits.help_range("reps"),
+        bounded(
+            "--reps", help="Repetitions of the key runs (default 3; the QD sweep gets one fewer)."
         ),
     ] = None,
     plp: Annotated[
         str, typer.Option("--plp", help="Drive has power-loss protection: yes | no | unknown.")
     ] = "unknown",
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Destroy an existing filesystem signature (never a partition table, nor an array, LVM, LUKS or ZFS member: those are refused).",
-        ),
-    ] = False,
-    yes_wipe: Annotated[
-        Optional[str],
-        typer.Option(
-            "--yes-wipe",
-            metavar="DEVICE",
-            help="Confirm without a prompt by repeating the exact device.",
-        ),
-    ] = None,
+    force: ForceOpt = False,
+    yes_wipe: YesWipeOpt = None,
     dry_run: Annotated[
         bool,
         typer.Option(

@@ -6,8 +6,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
-from fsadvisor import limits
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import (
+    DbOpt,
+    JsonOpt,
+    LoadOpt,
+    PlotOpt,
+    PriceOpt,
+    PueOpt,
+    ScopeOpt,
+    ServersOpt,
+    TargetDeviceOpt,
+    WorkloadOpt,
+    profile_option,
+)
 
 
 def _num(x: float) -> str:
@@ -36,70 +48,24 @@ def compare(
     ],
     profile: Annotated[
         Optional[str],
-        typer.Option(
-            "--profile",
-            "-p",
-            autocompletion=complete_profile,
-            help="Workload profile (and the recommendation ranks refer to).",
-        ),
+        profile_option("Workload profile (and the recommendation ranks refer to)."),
     ] = None,
-    workload: Annotated[
-        Optional[str], typer.Option("--workload", "-w", help="Workload JSON instead of a profile.")
-    ] = None,
-    device: Annotated[
-        Optional[str],
-        typer.Option("--device", "-d", help="Device path, library name or spec (default nvme:1T)."),
-    ] = None,
+    workload: WorkloadOpt = None,
+    device: TargetDeviceOpt = None,
     matrix: Annotated[
         bool,
         typer.Option(
             "--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured."
         ),
     ] = False,
-    scope: Annotated[
-        str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")
-    ] = "system",
-    load: Annotated[
-        Optional[float],
-        typer.Option(
-            "--load",
-            callback=limit_option("load"),
-            help="Your load: ops/s (MB/s for bandwidth workloads); adds yearly energy and cost per configuration."
-            + limits.help_range("load"),
-        ),
-    ] = None,
-    price: Annotated[
-        Optional[float],
-        typer.Option(
-            "--price",
-            callback=limit_option("price"),
-            help="Electricity price per kWh (with --load)." + limits.help_range("price"),
-        ),
-    ] = None,
-    servers: Annotated[
-        int,
-        typer.Option(
-            "--servers",
-            callback=limit_option("servers"),
-            help="How many servers run this (with --load)." + limits.help_range("servers"),
-        ),
-    ] = 1,
-    pue: Annotated[
-        float,
-        typer.Option(
-            "--pue",
-            callback=limit_option("pue"),
-            help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"),
-        ),
-    ] = 1.0,
-    plot: Annotated[
-        bool, typer.Option("--plot", help="Draw the efficiency bars with 95% whiskers.")
-    ] = False,
-    db: Annotated[
-        Optional[str],
-        typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    scope: ScopeOpt = "system",
+    load: LoadOpt = None,
+    price: PriceOpt = None,
+    servers: ServersOpt = 1,
+    pue: PueOpt = 1.0,
+    plot: PlotOpt = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Compare configurations (measured where measured, predicted otherwise) or two probe
     matrices: the difference with its 95% interval and a plain verdict."""

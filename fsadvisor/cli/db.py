@@ -9,18 +9,12 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import DbOpt, JsonOpt
 
 db_app = typer.Typer(
     no_args_is_help=True, help="The results store: every probe run, the seed datasets, summaries."
 )
 app.add_typer(db_app, name="db")
-
-DbOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--db", metavar="PATH", help="Store file (default: $FSADVISOR_DB, else the user data dir)."
-    ),
-]
 
 
 def _human_bytes(n: int) -> str:
@@ -40,7 +34,7 @@ def _when(ts: float | None) -> str:
 @domain_errors
 def info(
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show the store's path, size, schema version, rows per table, seed data, last probe."""
     from fsadvisor.service.store import db_info
@@ -112,7 +106,7 @@ def merge(
         typer.Argument(metavar="OTHER.db...", help="Stores from other hosts (only read)."),
     ],
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Merge stores from many hosts into this one, each run once (stable run ids), keeping
     each run's host and device."""

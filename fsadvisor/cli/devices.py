@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import DbOpt, JsonOpt
 
 devices_app = typer.Typer(
     no_args_is_help=True, help="Named drives with cited datasheet figures (the device library)."
@@ -24,11 +25,8 @@ def list_(
     kind: Annotated[
         Optional[str], typer.Option("--kind", help="Only this kind: nvme | sata-ssd.")
     ] = None,
-    db: Annotated[
-        Optional[str],
-        typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """List the drives in the device library with their headline datasheet figures, and the
     devices your probes measured raw."""
@@ -73,11 +71,8 @@ def list_(
 @domain_errors
 def show(
     name: Annotated[str, typer.Argument(help="Drive name, or an unambiguous prefix of one.")],
-    db: Annotated[
-        Optional[str],
-        typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show one drive: every figure with its source, disagreements, and the prior it gives."""
     from fsadvisor.service import devices

@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor import limits
-from fsadvisor.cli import app, domain_errors, emit_json, limit_option
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import DbOpt, JsonOpt, bounded
 
 energy_app = typer.Typer(
     no_args_is_help=True, help="Energy sources: which work here (RAPL, IPMI, meter log, estimate)."
@@ -28,7 +28,6 @@ DeviceOpt = Annotated[
         "--device", help="Block device whose utilisation and NVMe power table feed the estimate."
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 @energy_app.command("check")
@@ -55,14 +54,7 @@ def check(
 @energy_app.command("idle")
 @domain_errors
 def idle(
-    seconds: Annotated[
-        float,
-        typer.Option(
-            "--seconds",
-            callback=limit_option("seconds"),
-            help="How long to sit idle." + limits.help_range("seconds"),
-        ),
-    ] = 10.0,
+    seconds: Annotated[float, bounded("--seconds", help="How long to sit idle.")] = 10.0,
     source: Annotated[
         str, typer.Option("--source", help="auto|rapl|ipmi|meter-log|estimate")
     ] = "auto",
@@ -100,12 +92,10 @@ def import_log(
     ] = None,
     clock_offset: Annotated[
         float,
-        typer.Option(
+        bounded(
             "--clock-offset",
             metavar="SECONDS",
-            callback=limit_option("clock-offset"),
-            help="Add to the log's timestamps to align the meter's clock with this host's."
-            + limits.help_range("clock-offset"),
+            help="Add to the log's timestamps to align the meter's clock with this host's.",
         ),
     ] = 0.0,
     scope: Annotated[
@@ -113,14 +103,9 @@ def import_log(
     ] = "system",
     idle_watts: Annotated[
         Optional[float],
-        typer.Option(
-            "--idle-watts",
-            metavar="W",
-            callback=limit_option("idle-watts"),
-            help="Idle power, for active energy." + limits.help_range("idle-watts"),
-        ),
+        bounded("--idle-watts", metavar="W", help="Idle power, for active energy."),
     ] = None,
-    db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
+    db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Attach a power meter's log to stored runs, aligned to each run's measurement window."""

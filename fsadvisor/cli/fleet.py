@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
-from fsadvisor import limits
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import JsonOpt, ProfileOpt, bounded, store_option
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
 app.add_typer(fleet_app, name="fleet")
@@ -17,24 +17,10 @@ app.add_typer(fleet_app, name="fleet")
 @fleet_app.command("recommend")
 @domain_errors
 def recommend(
-    profile: Annotated[
-        str,
-        typer.Option(
-            "--profile", "-p", autocompletion=complete_profile, help="Profile name or TOML path."
-        ),
-    ],
-    db: Annotated[
-        Optional[str], typer.Option("--db", metavar="PATH", help="The merged store.")
-    ] = None,
-    top: Annotated[
-        int,
-        typer.Option(
-            "--top",
-            callback=limit_option("top"),
-            help="Configurations per device model." + limits.help_range("top"),
-        ),
-    ] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    profile: ProfileOpt,
+    db: Annotated[Optional[str], store_option("The merged store.")] = None,
+    top: Annotated[int, bounded("--top", help="Configurations per device model.")] = 1,
+    as_json: JsonOpt = False,
 ) -> None:
     """Per device model across hosts: its calibration (fitted from every host's raw-device
     runs of that model) and the best configuration for the profile."""

@@ -7,7 +7,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import DbOpt, JsonOpt, profile_option
 
 import_app = typer.Typer(
     no_args_is_help=True, help="Bring results measured elsewhere into the store."
@@ -49,17 +50,11 @@ def fio_json(
         ),
     ] = None,
     profile: Annotated[
-        Optional[str],
-        typer.Option(
-            "--profile",
-            "-p",
-            autocompletion=complete_profile,
-            help="...or the profile whose workload they ran.",
-        ),
+        Optional[str], profile_option("...or the profile whose workload they ran.")
     ] = None,
     plp: Annotated[Optional[str], typer.Option("--plp", help="yes|no|unknown")] = None,
-    db: Annotated[Optional[str], typer.Option("--db", metavar="PATH", help="Store file.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Import fio results (JSON, json+, normal,json; fio 2.x and 3.x), all or none."""
     from fsadvisor.service.importing import import_fio_json

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json, limit_option
-from fsadvisor import limits
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import JsonOpt, bounded
 
 profiles_app = typer.Typer(no_args_is_help=True, help="Workload profiles (presets and TOML files).")
 app.add_typer(profiles_app, name="profiles")
@@ -16,7 +16,7 @@ app.add_typer(profiles_app, name="profiles")
 @profiles_app.command("list")
 @domain_errors
 def list_(
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """List the shipped preset profiles."""
     from fsadvisor.service import advice
@@ -34,7 +34,7 @@ def list_(
 @domain_errors
 def show(
     name: Annotated[str, typer.Argument(help="Preset name or path to a profile TOML.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show one profile: workload, constraints and source."""
     from fsadvisor.service import advice
@@ -56,12 +56,7 @@ def capture(
         ),
     ],
     seconds: Annotated[
-        float,
-        typer.Option(
-            "--seconds",
-            callback=limit_option("seconds"),
-            help="How long to sample /proc/diskstats." + limits.help_range("seconds"),
-        ),
+        float, bounded("--seconds", help="How long to sample /proc/diskstats.")
     ] = 10.0,
     out: Annotated[
         str | None, typer.Option("-o", "--out", help="Write the profile TOML here.")
@@ -69,7 +64,7 @@ def capture(
     name: Annotated[
         str | None, typer.Option("--name", help="Profile name (default captured-DEV).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Capture a workload profile from a running system: read/write mix, mean request
     sizes, IOPS and effective queue depth from /proc/diskstats; what the kernel cannot tell

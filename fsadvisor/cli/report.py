@@ -6,22 +6,23 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, limit_option
-from fsadvisor import limits
+from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.options import (
+    DbOpt,
+    PriceOpt,
+    ProfileOpt,
+    PueOpt,
+    ReportLoadOpt,
+    ScopeOpt,
+    ServersOpt,
+    TopOpt,
+)
 
 
 @app.command()
 @domain_errors
 def report(
-    profile: Annotated[
-        str,
-        typer.Option(
-            "--profile",
-            "-p",
-            autocompletion=complete_profile,
-            help="Preset name or path to a profile TOML.",
-        ),
-    ],
+    profile: ProfileOpt,
     matrix: Annotated[
         Optional[str],
         typer.Option(
@@ -50,55 +51,13 @@ def report(
         Optional[str],
         typer.Option("--png", metavar="DIR", help="Write the charts alone as PNG files into DIR."),
     ] = None,
-    top: Annotated[
-        int,
-        typer.Option(
-            "--top",
-            "-n",
-            callback=limit_option("top"),
-            help="Recommended configurations to include." + limits.help_range("top"),
-        ),
-    ] = 5,
-    scope: Annotated[
-        str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")
-    ] = "system",
-    load: Annotated[
-        Optional[float],
-        typer.Option(
-            "--load",
-            callback=limit_option("load"),
-            help="Your load: ops/s (MB/s for bandwidth workloads); adds what the choice is worth per year."
-            + limits.help_range("load"),
-        ),
-    ] = None,
-    price: Annotated[
-        Optional[float],
-        typer.Option(
-            "--price",
-            callback=limit_option("price"),
-            help="Electricity price per kWh (with --load)." + limits.help_range("price"),
-        ),
-    ] = None,
-    servers: Annotated[
-        int,
-        typer.Option(
-            "--servers",
-            callback=limit_option("servers"),
-            help="How many servers run this (with --load)." + limits.help_range("servers"),
-        ),
-    ] = 1,
-    pue: Annotated[
-        float,
-        typer.Option(
-            "--pue",
-            callback=limit_option("pue"),
-            help="Facility power usage effectiveness (with --load)." + limits.help_range("pue"),
-        ),
-    ] = 1.0,
-    db: Annotated[
-        Optional[str],
-        typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
-    ] = None,
+    top: TopOpt = 5,
+    scope: ScopeOpt = "system",
+    load: ReportLoadOpt = None,
+    price: PriceOpt = None,
+    servers: ServersOpt = 1,
+    pue: PueOpt = 1.0,
+    db: DbOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print what was written as JSON.")
     ] = False,

@@ -7,8 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, complete_profile, domain_errors, emit_json, fail, limit_option
-from fsadvisor import limits
+from fsadvisor.cli import app, domain_errors, emit_json, fail
+from fsadvisor.cli.options import (
+    DbOpt,
+    JsonOpt,
+    RequiredConfigOpt,
+    ScopeOpt,
+    TargetDeviceOpt,
+    WorkloadOpt,
+    WorkloadProfileOpt,
+    bounded,
+)
 
 # sim.DEFAULT_REQUESTS, written out: importing the simulator here would slow every command's
 # start-up (a test keeps the two equal).
@@ -44,32 +53,10 @@ def combine_vary(items: list[str] | None) -> str | None:
 @app.command()
 @domain_errors
 def simulate(
-    config: Annotated[
-        str,
-        typer.Option(
-            "--config", "-c", help='Configuration JSON, e.g. {"filesystem":"xfs","ag_count":16}.'
-        ),
-    ],
-    workload: Annotated[
-        Optional[str],
-        typer.Option(
-            "--workload", "-w", help="Workload JSON (profile workload keys or fio-style keys)."
-        ),
-    ] = None,
-    profile: Annotated[
-        Optional[str],
-        typer.Option(
-            "--profile", "-p", autocompletion=complete_profile, help="Use this profile's workload."
-        ),
-    ] = None,
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            "-d",
-            help="Device path, library drive name (fsadvisor devices list) or spec (default nvme:1T).",
-        ),
-    ] = None,
+    config: RequiredConfigOpt,
+    workload: WorkloadOpt = None,
+    profile: WorkloadProfileOpt = None,
+    device: TargetDeviceOpt = None,
     vary: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -85,40 +72,26 @@ def simulate(
         ),
     ] = None,
     seed: Annotated[
-        int,
-        typer.Option(
-            "--seed",
-            callback=limit_option("seed"),
-            help="Random seed; the same seed gives the same output." + limits.help_range("seed"),
-        ),
+        int, bounded("--seed", help="Random seed; the same seed gives the same output.")
     ] = 0,
     requests: Annotated[
         int,
-        typer.Option(
+        bounded(
             "--requests",
             "-n",
-            callback=limit_option("requests"),
-            help="Requests simulated per variant (the p99's 95% interval is printed)."
-            + limits.help_range("requests"),
+            help="Requests simulated per variant (the p99's 95% interval is printed).",
         ),
     ] = DEFAULT_REQUESTS,
     sigma: Annotated[
         Optional[float],
-        typer.Option(
+        bounded(
             "--sigma",
-            callback=limit_option("sigma"),
-            help="Log-sd of device service times (default: the one that gives the model's own p99/mean at the workload's point)."
-            + limits.help_range("sigma"),
+            help="Log-sd of device service times (default: the one that gives the model's own p99/mean at the workload's point).",
         ),
     ] = None,
-    scope: Annotated[
-        str, typer.Option("--scope", help="Power scope: system | cpu+dram | drive.")
-    ] = "system",
-    db: Annotated[
-        Optional[str],
-        typer.Option("--db", help="Store path (default: $FSADVISOR_DB or the XDG data dir)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    scope: ScopeOpt = "system",
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Simulate a configuration under what-if variants: tail latency, queueing, fsync batching, PLP."""
     from fsadvisor.service.simulate import SIM_LABEL, simulate_what_if

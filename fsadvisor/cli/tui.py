@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
 
 from fsadvisor.cli import app, domain_errors
+from fsadvisor.cli.options import DbOpt
 
 
 @app.command()
 @domain_errors
 def tui(
-    db: Annotated[
-        Optional[str],
-        typer.Option(
-            "--db",
-            metavar="PATH",
-            help="Store file (default: $FSADVISOR_DB, else the user data dir).",
-        ),
-    ] = None,
+    db: DbOpt = None,
 ) -> None:
     """Interactive terminal UI: pick a profile and a device, see ranked configurations with
     their commands, energy sources and past probe runs."""

@@ -318,7 +318,9 @@ def _run_until(env: simpy.Environment, stop: simpy.Event) -> None:
             raise RuntimeError(
                 f'No scheduled events left but "until" event was not triggered: {stop}'
             ) from None
-        callbacks, event.callbacks = event.callbacks, None
+        # None marks the event processed (simpy's Event.processed reads it, and its own
+        # step() assigns it with a type: ignore): simpy declares callbacks a list only.
+        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
         for callback in callbacks:
             callback(event)
         if event is stop:
@@ -400,7 +402,7 @@ def run(
     # env._now is what the env.now property returns; read directly in the per-request code.
 
     def io(media_us: float, xfer_us: float):
-        c = take_now(1)
+        c: Claim | Held | None = take_now(1)
         if c is None:
             c = claim(1)
             yield c
@@ -418,6 +420,7 @@ def run(
         free(c)
 
     def slot(j: int, spec: JobSpec):
+        c: Claim | Held | None  # a waited-for grant, or one taken at once (a flush's)
         issued = 0
         meta_frac = spec.meta_frac
         read_cut = meta_frac + spec.read_frac * (1.0 - meta_frac)
@@ -550,7 +553,7 @@ def run(
     end_us = env.now
     busy = st[2] + (end_us - st[1] if st[0] else 0.0)
     return SimStats(
-        ops=st[4],
+        ops=int(st[4]),  # a count, kept in the list of floats beside the times
         sim_us=end_us,
         latencies_us=np.asarray(lat),
         flush_latencies_us=np.asarray(flush_lat),
@@ -861,6 +864,7 @@ def _solve_scale(
             slope = -0.05  # near the ceiling throughput hardly moves: take a big step
         k_prev, t_prev = k, t
         k = max(SCALE_MIN, k * (target_ops_s / t) ** (1.0 / slope))
+    assert best is not None  # SCALE_ITERATIONS >= 1: the loop ran and kept a run
     return best
 
 
@@ -1050,6 +1054,8 @@ class SimResult:
     note: str = LABEL
 
     def to_dict(self) -> dict[str, Any]:
+        # calibration None only for the copy asdict walks (it has its own to_dict, below);
+        # the field is never None on a result, so it stays typed Calibration.
         d = asdict(replace(self, calibration=None))  # type: ignore[arg-type]
         d["calibration"] = self.calibration.to_dict()
         return d

@@ -915,6 +915,29 @@ class Chooser:
         view = replace(self.plan, workloads=[self.spec]) if self.part else self.plan
         return CellTimes.from_store(self.store, view, device.identity)
 
+    def _next_step(
+        self,
+        st: sel.State,
+        cost: list[float],
+        runs: list[int],
+        spent: float,
+        cfgs: list,
+        device: Device,
+    ) -> sel.Step:
+        """The selection's next step under this plan's target, budget and repetition cap, the
+        leading defaults preferred: one rule for the run (decide) and its dry-run preview
+        (first_choices), so the preview shows the choices the run would make."""
+        return sel.next_step(
+            st,
+            cost,
+            runs,
+            target=self.plan.target,
+            spent_s=spent,
+            budget_s=self.plan.budget_s,
+            max_runs=self.plan.max_reps,
+            defaults=self.leading_defaults(st, cfgs, device),
+        )
+
     def decide(
         self,
         device: Device,
@@ -932,16 +955,7 @@ class Chooser:
         if not self.part:
             self.plan.default_budget(times, self.schedulers)
         cost = [times.config_s(c) for c in cfgs]
-        step = sel.next_step(
-            st,
-            cost,
-            runs,
-            target=self.plan.target,
-            spent_s=spent,
-            budget_s=self.plan.budget_s,
-            max_runs=self.plan.max_reps,
-            defaults=self.leading_defaults(st, cfgs, device),
-        )
+        step = self._next_step(st, cost, runs, spent, cfgs, device)
         from fsadvisor.predict import confidence as C
 
         S = st.S()
@@ -1030,16 +1044,7 @@ class Chooser:
         lines = []
         first: Decision | None = None
         for k in range(n):
-            step = sel.next_step(
-                st,
-                cost,
-                runs,
-                target=self.plan.target,
-                spent_s=spent,
-                budget_s=self.plan.budget_s,
-                max_runs=self.plan.max_reps,
-                defaults=self.leading_defaults(st, cfgs, device),
-            )
+            step = self._next_step(st, cost, runs, spent, cfgs, device)
             if first is None:
                 first = Decision(
                     leader=st.labels[st.leader],

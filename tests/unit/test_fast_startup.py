@@ -60,7 +60,9 @@ print(sorted(before), sorted(after - before), cmd.name, root.get_command(None, "
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["[]", "['fsadvisor.cli.advice']", "validate", "None"]
+    # (cli/options.py, the options several commands share, comes with any of them)
+    assert r.stdout.split() == [
+        "[]", "['fsadvisor.cli.advice',", "'fsadvisor.cli.options']", "validate", "None"]
 
 
 def test_the_root_callback_keeps_a_lone_command_a_subcommand():
@@ -73,7 +75,8 @@ def test_simulate_loads_only_its_command_module(tmp_path, monkeypatch):
     args = ["simulate", "--profile", "oltp", "--config", '{"filesystem": "xfs"}',
             "--requests", "1000", "--json"]
     out = _run(args, tmp_path, monkeypatch)
-    assert out.splitlines()[-1] == "LOADED ['fsadvisor.cli.simulate']", out.splitlines()[-1]
+    assert out.splitlines()[-1] == "LOADED ['fsadvisor.cli.options', 'fsadvisor.cli.simulate']", \
+        out.splitlines()[-1]
     # run as the `simulate` subcommand: its options parsed, its JSON printed
     assert '"requests": 1000' in out
     # the help of a lazily loaded command names the subcommand, as the full tree's does
@@ -88,10 +91,11 @@ def test_recommend_loads_one_command_module_and_no_probe_code(tmp_path, monkeypa
     # The tie note names the cells that would settle it and their time on this device, which
     # the probe's timing (probe/timing.py, pure) gives; the probe's planning (plan), its
     # machinery (run, cell, state, commands, measure) and every other command module stay
-    # unloaded. The micro matrix's job files are read (and their reader, probe/micro.py,
+    # unloaded; cli/options.py, loaded too, is not a command module but the options several
+    # share. The micro matrix's job files are read (and their reader, probe/micro.py,
     # loaded) only when something asks for the matrix.
     assert '"settle"' in out  # oltp's leaders are tied here: the tie note was made
-    assert loaded == ("LOADED ['fsadvisor.cli.advice', 'fsadvisor.probe', "
+    assert loaded == ("LOADED ['fsadvisor.cli.advice', 'fsadvisor.cli.options', 'fsadvisor.probe', "
                       "'fsadvisor.probe.timing']"), loaded
 
 
