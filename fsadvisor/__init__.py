@@ -7,8 +7,8 @@ neither textual nor typer; the CLI and TUI are thin front ends over ``fsadvisor.
 import os as _os
 
 # The model's matrices are a few hundred wide: BLAS worker threads only add start-up and
-# contention (measured: a 173x173 inverse took 2 ms single-threaded, up to 300 ms with
-# threads on a loaded 2-core machine). Users can still override these.
+# contention: on a loaded 2-core machine one inverse of that size took a hundred times
+# longer with threads than without. Users can still override these.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
 

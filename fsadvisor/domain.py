@@ -49,6 +49,11 @@ EnergySource = Literal["rapl", "ipmi", "meter-log", "estimate"]
 PowerScope = Literal["system", "cpu+dram", "drive"]
 POWER_SCOPES = ("system", "cpu+dram", "drive")
 ENERGY_SOURCES = ("rapl", "ipmi", "meter-log", "estimate")
+# A drive's power when nothing better is known (no datasheet, no power states read): NVMe
+# PS0 idle of a typical client or data-centre drive, and its draw under sustained I/O.
+# Assumptions, shared by the estimate meter and the simulator, and said to be assumed.
+ASSUMED_DRIVE_IDLE_W = 3.0
+ASSUMED_DRIVE_ACTIVE_W = 8.0
 
 
 @dataclass(frozen=True)

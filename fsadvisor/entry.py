@@ -26,7 +26,7 @@ def main() -> None:
     # First, so that a Ctrl-C from here until the CLI installs its own handler (as the
     # command starts) is one line and exit 130, not a traceback from inside an import.
     # Earlier than this, in Python's start-up and the launcher's own `import re` (the first
-    # ~10 ms), the interpreter's default handling applies.
+    # a few milliseconds), the interpreter's default handling applies.
     signal.signal(signal.SIGINT, _interrupted_while_loading)
     from fsadvisor.cli import main as cli_main
 

@@ -1,7 +1,7 @@
 """The records of measurements: a run's energy, one repetition of a probe cell, and one
 number the model learns from. They build on :mod:`fsadvisor.domain`'s nouns, which never
 import them: a module of their own, so that what needs none of them (a `recommend` from a
-cached fit) does not build them (generating their dataclass methods is ~1.5 ms)."""
+cached fit) does not build them (generating their dataclass methods is start-up time)."""
 
 from __future__ import annotations
 

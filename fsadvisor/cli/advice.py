@@ -118,7 +118,7 @@ def recommend(
 
     if load is not None or price is not None or servers != 1 or pue != 1.0:
         # Refuse bad numbers before the ranking runs (the defaults need no check, and
-        # without them the yearly arithmetic is not loaded: ~1 ms of start-up).
+        # without them the yearly arithmetic is not loaded at start-up).
         from fsadvisor.service import worth
 
         worth.check_inputs(load, price, servers, pue)

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from fsadvisor.domain import ASSUMED_DRIVE_ACTIVE_W, ASSUMED_DRIVE_IDLE_W
 from fsadvisor.records import EnergyReading
 from fsadvisor.energy.meter import EnergyMeter, Runner, Sampler, run_command
 from fsadvisor.errors import EnergyError
@@ -27,8 +28,6 @@ from fsadvisor.errors import EnergyError
 # Defaults used only when nothing better is known; each one used is recorded as assumed.
 DEFAULT_IDLE_W = 40.0  # a small 1-socket server at rest, drive included (assumption)
 DEFAULT_CORE_ACTIVE_W = 5.0  # extra watts per fully busy core (assumption)
-DEFAULT_DRIVE_IDLE_W = 3.0  # NVMe PS0 idle, typical client/datacenter drive (assumption)
-DEFAULT_DRIVE_ACTIVE_W = 8.0  # NVMe under sustained I/O (assumption)
 ASSUMED = "assumed default"
 
 # NVMe power scales (NVMe base spec, Power State Descriptor): MXPS bit 0 of the flags
@@ -99,7 +98,7 @@ def drive_powers(states: list[PowerState]) -> tuple[float, float, str] | None:
     if ps0.idle_w is not None:
         idle, src = ps0.idle_w, "nvme id-ctrl PS0"
     else:
-        idle = min(DEFAULT_DRIVE_IDLE_W, active)
+        idle = min(ASSUMED_DRIVE_IDLE_W, active)
         src = "nvme id-ctrl PS0 (idle power not reported: default idle assumed)"
     return idle, active, src
 
@@ -204,7 +203,7 @@ class EstimateMeter(EnergyMeter):
                 f"no {self.sys_root}/block/{name}/stat: drive utilisation unknown, term omitted"
             )
         given_idle, given_active = self._given_drive
-        idle, active, src = DEFAULT_DRIVE_IDLE_W, DEFAULT_DRIVE_ACTIVE_W, ASSUMED
+        idle, active, src = ASSUMED_DRIVE_IDLE_W, ASSUMED_DRIVE_ACTIVE_W, ASSUMED
         if name.startswith("nvme"):
             dev_path = self.device if self.device.startswith("/") else f"/dev/{name}"
             result = self.nvme_runner(["nvme", "id-ctrl", dev_path, "-o", "json"])

@@ -1,7 +1,7 @@
 """The ``--device`` spec a recommendation is for, and the device kinds fsadvisor knows.
 
 Kept apart from host/device.py (the read-only inspection of real devices and the probe's
-safety verdict, ~2.5 ms to import): a `recommend` for ``nvme:1.92T`` needs only this, and
+safety verdict, a heavier import): a `recommend` for ``nvme:1.92T`` needs only this, and
 imports host/device.py only for a path.
 """
 

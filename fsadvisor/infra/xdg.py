@@ -4,8 +4,8 @@ fsadvisor runs on Linux only (it formats and mounts block devices), where the ru
 lines: ``$XDG_DATA_HOME`` / ``$XDG_CACHE_HOME`` when set to an absolute path (the spec says a
 relative one is invalid and ignored), else ``~/.local/share`` / ``~/.cache``; then the
 application's own directory. platformdirs computes the same on Linux (a test holds the two
-equal), but importing it (it pulls in tempfile and random) cost ~3.5 ms of every
-`recommend`, against a budget of ~40 ms for all of fsadvisor's own start-up.
+equal), but importing it pulls in tempfile and random, a sizeable share of what all of
+fsadvisor's own start-up takes (benchmarks/recommend_vs_numpy.py measures it).
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ own interval from the repetitions. The keys are those of ``models/devices.toml``
 
 The fitting itself (RawRun, fit_device_params) is in predict/device_fit.py: a prediction
 reads a device's parameters, and only a calibration or a fleet fit needs the code that
-learns them (its import was ~0.9 ms of a `recommend`'s start-up by -X importtime, 1.56 ms
-for the whole module before the split against 0.70 ms after).
+learns them (`-X importtime` shows what importing it would add to a `recommend`).
 """
 
 from __future__ import annotations

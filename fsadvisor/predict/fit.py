@@ -336,7 +336,7 @@ def source_group(source: str) -> str:
 
 # A cached fit is one file: this line, a line of JSON metadata (with the full cache key the
 # caller gave), then theta and cov as one float64 array in numpy's .npy format. Not an
-# .npz: importing zipfile for it alone was 1.6 ms of a `recommend`.
+# .npz: importing zipfile for it alone was a visible share of a `recommend`'s start-up.
 _MODEL_MAGIC = b"fsadvisor-model 1\n"
 
 
@@ -461,7 +461,7 @@ def settings_key(s: ModelSettings) -> str:
 
 
 def observations_hash(observations: Sequence[Observation]) -> str:
-    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
+    import hashlib  # lazily: OpenSSL's import would be part of every `recommend`
 
     h = hashlib.sha256()
     for o in observations:

@@ -67,7 +67,13 @@ import simpy
 from simpy.events import NORMAL, PENDING, Timeout
 from simpy.resources.base import BaseResource, Put
 
-from fsadvisor.domain import Device, FsConfig, Workload
+from fsadvisor.domain import (
+    ASSUMED_DRIVE_ACTIVE_W,
+    ASSUMED_DRIVE_IDLE_W,
+    Device,
+    FsConfig,
+    Workload,
+)
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.device_params import DeviceParams
@@ -96,11 +102,6 @@ DEFAULT_SIGMA = sigma_for_p99_over_mean(SEED002_RAW_P99_US / SEED002_RAW_MEAN_US
 DEFAULT_REQUESTS = 10_000
 META_WRITE_BYTES = 4096  # a journal record or an inode block
 LABEL = "simulated from the fitted model — not a measurement"
-# The drive's own power range when nothing better is known: energy/estimate.py's
-# DEFAULT_DRIVE_IDLE_W and DEFAULT_DRIVE_ACTIVE_W (NVMe PS0 idle and sustained I/O,
-# assumptions; a test keeps the two in step; not imported: that package costs ~65 ms).
-DRIVE_IDLE_W_ASSUMED = 3.0
-DRIVE_ACTIVE_W_ASSUMED = 8.0
 
 # What-if knobs and their bounds (a run costs about 10 us of wall time per simulated event).
 OVERRIDE_KEYS = ("numjobs", "iodepth", "fsync_every", "plp", "rwmixread", "bs", "burst", "pause_ms")
@@ -703,7 +704,7 @@ def drive_power(params: DeviceParams, scope: str) -> tuple[float, float, str]:
     pw = params.details.get("power_w") if isinstance(params.details, Mapping) else None
     pw = pw if isinstance(pw, Mapping) else {}
     active = pw.get("active_power_w") or pw.get("max_power_w")
-    idle = pw.get("idle_power_w", DRIVE_IDLE_W_ASSUMED)
+    idle = pw.get("idle_power_w", ASSUMED_DRIVE_IDLE_W)
     if active is not None and float(active) > float(idle):
         return (
             float(idle),
@@ -711,14 +712,14 @@ def drive_power(params: DeviceParams, scope: str) -> tuple[float, float, str]:
             (
                 f"drive {float(idle):g}-{float(active):g} W from "
                 f"{params.details.get('model') or params.device_id}'s datasheet"
-                + ("" if "idle_power_w" in pw else f" (idle {DRIVE_IDLE_W_ASSUMED:g} W assumed)")
+                + ("" if "idle_power_w" in pw else f" (idle {ASSUMED_DRIVE_IDLE_W:g} W assumed)")
             ),
         )
     return (
-        DRIVE_IDLE_W_ASSUMED,
-        DRIVE_ACTIVE_W_ASSUMED,
+        ASSUMED_DRIVE_IDLE_W,
+        ASSUMED_DRIVE_ACTIVE_W,
         (
-            f"drive {DRIVE_IDLE_W_ASSUMED:g}-{DRIVE_ACTIVE_W_ASSUMED:g} W assumed (a typical NVMe "
+            f"drive {ASSUMED_DRIVE_IDLE_W:g}-{ASSUMED_DRIVE_ACTIVE_W:g} W assumed (a typical NVMe "
             "drive idle and under sustained I/O, energy/estimate.py"
             + ("" if params.kind == "nvme" else f"; no figures for {params.kind}")
             + ")"
@@ -962,7 +963,7 @@ def percentiles(values: np.ndarray, q, axis: int | None = None) -> np.ndarray:
     or beyond the end), gamma = index - floor, then _lerp (a + (b - a) * g, or
     b - (b - a) * (1 - g) where g >= 0.5). Bit for bit the same figures
     (tests/unit/test_sim.py checks it against numpy), without np.percentile's call to
-    np.unique, which imports numpy.ma (~5 ms of a simulate run's start-up). Data with NaN
+    np.unique, which imports numpy.ma (a visible share of a simulate run's start-up). Data with NaN
     goes to numpy itself."""
     a = np.asarray(values, dtype=float)
     if np.isnan(a).any():

@@ -97,7 +97,7 @@ class WorkloadSpec:
 # engines, domain notes §1).
 # MICRO and MICRO_BY_NAME are read from those files on first use (PEP 562 __getattr__
 # below), not on import: recommend imports this module for the per-cell time of a tie note
-# and never needs the micro matrix (parsing the job files cost ~3 ms of its start-up).
+# and never needs the micro matrix (parsing the job files would be part of its start-up).
 QUICK_MICRO = ("4k-randread-qd32", "4k-randwrite-qd32")
 
 
@@ -363,7 +363,7 @@ class Plan:
         d = self.to_dict()
         for k in ("device", "db_path", "force"):
             d.pop(k, None)
-        import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
+        import hashlib  # lazily: OpenSSL's import would be part of every `recommend`
 
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
 

@@ -4,7 +4,8 @@ cell spends outside its window, and the fill of its data set.
 Pure and light on purpose: `recommend` says how long a probe would take to settle a tie
 (service/advice.settle_cells) and how long an adaptive probe would take (service/answer)
 from these figures without loading the probe's planning (probe/plan.py builds its cells
-and its estimate on them; importing it cost ~1.7 ms of a `recommend` by -X importtime).
+and its estimate on them; importing it would add to every `recommend`, `-X importtime`
+shows by how much).
 """
 
 from __future__ import annotations

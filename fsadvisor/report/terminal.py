@@ -79,7 +79,7 @@ def figure(width: int, height: int) -> Iterator:
     plotext otherwise caps a figure at the terminal's size (80x24 in a pipe): a wider chart
     was cut and a taller one squeezed, so the bars no longer sat one to a row beside their
     labels."""
-    import plotext as plt  # lazy: ~50 ms, only when a plot is asked for
+    import plotext as plt  # lazy: a heavy import, only when a plot is asked for
 
     with _FIGURE:
         plt.clf()

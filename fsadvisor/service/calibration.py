@@ -25,7 +25,7 @@ from fsadvisor.predict.device_params import DeviceParams
 # they must start fast. Its names stay ours for the callers of a calibration.
 from fsadvisor.service.device_figures import devices_table
 
-# The planning and probing modules (fsadvisor.probe, ~30 ms of imports) and the fitting
+# The planning and probing modules (fsadvisor.probe, many imports) and the fitting
 # (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
 if TYPE_CHECKING:
     from fsadvisor.probe.calibration_plan import CalibrationPlan

@@ -18,7 +18,7 @@ from fsadvisor.errors import FsAdvisorError
 if TYPE_CHECKING:
     from fsadvisor.catalog.devicelib import LibraryDrive
 
-# The library (devicelib: its TOML files and dataclasses, ~2 ms) is imported by the functions
+# The library (devicelib: its TOML files and dataclasses) is imported by the functions
 # that read it, so a `recommend` for a path or a kind:size spec never loads it.
 
 # Device.model of a library drive: "<model> [library: <name>]" — the output names the drive

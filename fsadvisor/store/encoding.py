@@ -48,7 +48,7 @@ def loads(text: str | None) -> Any:
 
 
 def digest(obj: Any) -> str:
-    import hashlib  # lazily: OpenSSL's import is ~4 ms of a `recommend`
+    import hashlib  # lazily: OpenSSL's import would be part of every `recommend`
 
     return hashlib.sha256(dumps(obj).encode("utf-8", "surrogatepass")).hexdigest()
 

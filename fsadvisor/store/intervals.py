@@ -65,7 +65,7 @@ def t_cdf(t: float, df: float) -> float:
 
 
 def _normal_quantile(p: float) -> float:
-    # statistics (with fractions and decimal, ~1.5 ms) is imported when a quantile is first
+    # statistics (with fractions and decimal) is imported when a quantile is first
     # needed: a `recommend` reading a cached fit never needs one.
     from statistics import NormalDist
 

@@ -36,7 +36,7 @@ def start_matrix(db: Database, plan: Mapping[str, Any], matrix_id: str | None = 
     except TypeError as e:
         raise StoreError(f"matrix plan cannot be stored: {e}") from e
     if not matrix_id:
-        import secrets  # lazily: with hmac and hashlib ~7 ms, and only a new matrix needs it
+        import secrets  # lazily: it brings hmac and hashlib, and only a new matrix needs it
 
         matrix_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     with schema.write_transaction(db):

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fsadvisor.energy import EstimateMeter, choose_meter
-from fsadvisor.energy.estimate import (DEFAULT_DRIVE_IDLE_W, drive_powers, parse_power_states,
+from fsadvisor.domain import ASSUMED_DRIVE_IDLE_W
+from fsadvisor.energy.estimate import (drive_powers, parse_power_states,
                                        read_cpu)
 from fsadvisor.energy.meter import CommandResult
 from fsadvisor.errors import EnergyError
@@ -71,7 +72,7 @@ def test_power_tables_both_nvme_cli_shapes():
     assert n[0].max_w == pytest.approx(8.49) and not n[2].operational
     idle, active, src = drive_powers(n)
     assert active == pytest.approx(8.49)  # no active power reported: PS0 maximum
-    assert idle == DEFAULT_DRIVE_IDLE_W and "default idle assumed" in src
+    assert idle == ASSUMED_DRIVE_IDLE_W and "default idle assumed" in src
 
 
 json_value = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),

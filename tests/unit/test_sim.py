@@ -466,12 +466,6 @@ def test_a_library_drives_datasheet_power_is_its_range():
     assert (idle, active) == (0.055, 6.5) and "Example 1" in source and "datasheet" in source
 
 
-def test_assumed_drive_power_is_energy_estimates_default():
-    from fsadvisor.energy import estimate
-    assert sim.DRIVE_IDLE_W_ASSUMED == estimate.DEFAULT_DRIVE_IDLE_W
-    assert sim.DRIVE_ACTIVE_W_ASSUMED == estimate.DEFAULT_DRIVE_ACTIVE_W
-
-
 def test_cli_default_request_count_is_the_simulators():
     from fsadvisor.cli import simulate as cli_sim
     assert cli_sim.DEFAULT_REQUESTS == sim.DEFAULT_REQUESTS
