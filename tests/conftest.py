@@ -47,11 +47,13 @@ def keep_user_files_out(tmp_path_factory):
         yield base
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """pyproject's addopts run the suite in two processes (pytest-xdist, ``--dist
     loadgroup``): the device tests go to one of them, one after another as they were
     written to run (loop devices, /dev/shm, a probe's measured seconds), while the other
-    takes the unit and TUI tests."""
+    takes the unit and TUI tests. First among the hooks: xdist's own reads the group marks
+    to tie each test to its group."""
     for item in items:
         if item.get_closest_marker("device"):
             item.add_marker(pytest.mark.xdist_group("device"))
