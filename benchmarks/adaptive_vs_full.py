@@ -6,7 +6,12 @@ profile (4K random write with fsync per write, a metadata-heavy create of 50,000
 files, a 128K sequential scan; build-unpack mixes data I/O with file create/stat and fio
 cannot run it from one command line, so the probe refuses it), run
 
-  * the exhaustive matrix: every configuration x the profile's workload, >= 3 reps, and
+  * the exhaustive matrix: every configuration x the profile's workload, >= 3 reps, made a
+    precise reference: while its winner's 95% interval is wider than --precision (+-2%) of
+    its mean, another round of --round-reps repetitions of every configuration whose
+    interval reaches the winner's (the contenders; the probe runs a round's repetitions
+    interleaved, so a drift of the host shows in all of them alike), up to --max-reps
+    each; a class that cannot get there is reported as such, with the precision it got;
   * `probe --adaptive` (calibrating the device class first when its store has none),
 
 side by side, and print for each: both winners, the exhaustive matrix's measured regret of
@@ -22,7 +27,9 @@ profile on that device reuses it. So it is charged once per class: the per-profi
 printed without it (the figure the 20% goal is judged on: it is what each further profile
 costs) and with it where it ran, and each class's total — all its adaptive runs plus the
 one calibration against all its exhaustive matrices — shows what it costs amortised over
-the profiles measured here. Not a timed test; it runs for long:
+the profiles measured here. The 1-minute load is read before every case: above 0.5 per
+CPU the case's figures are marked as measured on a loaded machine (never targets).
+Not a timed test; it runs for long:
 with the defaults (30 s runs, 30 s cooldown, the probe's default configuration set) about
 an hour per class and profile. Each class has two stores: the exhaustive runs never reach
 the adaptive probe's fit.
@@ -31,6 +38,7 @@ Usage (root):
     python benchmarks/adaptive_vs_full.py [--classes disk,ram,zram] [--profiles A,B,C]
         [--runtime 30] [--cooldown 30] [--reps 3] [--fs ext4,xfs,btrfs] [--budget 1h]
         [--target 0.95] [--scratch 2G] [--workdir /var/tmp/fsadvisor-adaptive-bench] [--json]
+        [--precision 0.02] [--round-reps 2] [--max-reps 12]
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ PROFILES = ("fs-overhead-randwrite-4k-fsync1", "fs-overhead-metadata-create",
 # compressed RAM block device (no I/O scheduler: only its "none" cells run)
 CLASSES = {"disk": "/var/tmp", "ram": "/dev/shm", "zram": None}
 ZRAM_CONTROL = Path("/sys/class/zram-control")
-REGRET_GOAL, SHARE_GOAL = 0.03, 0.20
+REGRET_GOAL, SHARE_GOAL, PRECISION_GOAL = 0.03, 0.20, 0.02
 TIE = 0.01  # predict/rank.py TIE_TOLERANCE
 
 
@@ -88,6 +96,15 @@ def loadavg() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+QUIET_LOAD_PER_CPU = 0.5
+
+
+def loaded() -> float | None:
+    """The 1-minute load per CPU when it is above QUIET_LOAD_PER_CPU (None: quiet)."""
+    per_cpu = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return per_cpu if per_cpu > QUIET_LOAD_PER_CPU else None
+
+
 def probe(args: list[str], db: Path, log: Path) -> dict:
     env = dict(os.environ, FSADVISOR_DB=str(db))
     with open(log, "a") as err:
@@ -110,6 +127,69 @@ def means(summary: dict) -> dict[str, tuple[float, float, int, float]]:
         out[r["config"]] = (float(s["mean"]), half, int(r.get("n") or 0),
                             float(s.get("sd") or 0.0))
     return out
+
+
+def reference(db: Path, prof: str) -> dict[str, tuple[float, float, int, float, dict]]:
+    """config -> (mean ops/J, 95% half-interval, n, sd, configuration) over every run of
+    the profile in the exhaustive store (the first matrix and the refining rounds), the
+    probe's own summaries pooled per configuration; cells whose direct I/O the page cache
+    served are left out, as the probe leaves them out of its ranking."""
+    from fsadvisor.store import open_store
+    from fsadvisor.store.intervals import t_quantile
+    with open_store(db) as store:
+        sums = store.summaries(profile=prof)
+    groups: dict[str, list[tuple[int, float, float, dict]]] = {}
+    for s in sums:
+        o = s.get("ops_per_joule") or {}
+        if s["config"] is None or o.get("mean") is None or "direct-io-not-honoured" in s["flags"]:
+            continue
+        groups.setdefault(s["config_key"], []).append(
+            (int(o["n"]), float(o["mean"]), float(o["sd"] or 0.0), s["config"]))
+    out = {}
+    for key, gs in groups.items():
+        n = sum(g[0] for g in gs)
+        mean = sum(g[0] * g[1] for g in gs) / n
+        ss = sum((g[0] - 1) * g[2] ** 2 + g[0] * (g[1] - mean) ** 2 for g in gs)
+        sd = math.sqrt(ss / (n - 1)) if n > 1 else math.nan
+        half = t_quantile(0.975, n - 1) * sd / math.sqrt(n) if n > 1 else math.nan
+        out[key] = (mean, half, n, sd, gs[0][3])
+    return out
+
+
+def as_option(config: dict) -> str:
+    """A stored configuration as probe's --config takes it (JSON)."""
+    def decoded(v):
+        return json.loads(v) if isinstance(v, str) and v[:1] in "[{" else v
+    d = {"filesystem": config["filesystem"], "mkfs": decoded(config.get("mkfs")) or {},
+         "mount": decoded(config.get("mount")) or [], "scheduler": config["scheduler"]}
+    if config.get("ag_count") is not None:
+        d["ag_count"] = int(config["ag_count"])
+    return json.dumps(d)
+
+
+def refine(a, prof: str, target: list[str], common: list[str], full_db: Path,
+           log: Path) -> dict:
+    """Rounds of repetitions of the contenders until the reference winner's 95% interval is
+    within --precision of its mean, or each contender has --max-reps runs."""
+    rounds = 0
+    while True:
+        ref = reference(full_db, prof)
+        if not ref:
+            return {"means": {}, "rounds": rounds, "precision": None, "reached": False}
+        best = max(ref, key=lambda k: ref[k][0])
+        mean, half, n = ref[best][:3]
+        precision = half / mean if mean else math.nan
+        if precision <= a.precision or n >= a.max_reps:
+            return {"means": {k: v[:4] for k, v in ref.items()}, "rounds": rounds,
+                    "precision": precision, "reached": precision <= a.precision, "n": n}
+        contenders = [k for k, v in ref.items()
+                      if v[0] + v[1] >= mean - half and v[2] < a.max_reps]
+        args = target + common + ["--profile", prof, "--no-micro", "--no-baseline",
+                                  "--reps", str(a.round_reps)]
+        for k in contenders:
+            args += ["--config", as_option(ref[k][4])]
+        probe(args, full_db, log)
+        rounds += 1
 
 
 def device_time(summary: dict, db: Path, cooldown: float) -> tuple[float, float | None]:
@@ -138,6 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="0.95")
     ap.add_argument("--scratch", default="2G")
     ap.add_argument("--workdir", default="/var/tmp/fsadvisor-adaptive-bench")
+    ap.add_argument("--precision", type=float, default=0.02,
+                    help="the reference winner's 95%% half-interval to reach, relative to its "
+                         "mean (default 0.02)")
+    ap.add_argument("--round-reps", type=int, default=2,
+                    help="repetitions of each contender per refining round (default 2)")
+    ap.add_argument("--max-reps", type=int, default=12,
+                    help="the most runs of one configuration in the reference (default 12)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--reread", action="store_true",
                     help="print the rows again from --workdir's saved probe outputs and stores "
@@ -191,28 +278,32 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
     log = work / f"{cls}-{prof}.log"
     t0 = time.time()
     full_db = work / f"{cls}-full.db"
+    load = loaded()
     full = probe(target + common + ["--profile", prof, "--no-micro", "--no-baseline",
                                     "--reps", str(a.reps)], full_db, log)
+    ref = refine(a, prof, target, common, full_db, log)
+    ref["loaded"] = load if load is not None else loaded()
     ada_args = target + common + ["--profile", prof, "--adaptive",
                                   "--target-confidence", a.target]
     if a.budget:
         ada_args += ["--budget", a.budget]
     ada = probe(ada_args, work / f"{cls}-adaptive.db", log)
-    for kind, doc in (("full", full), ("adaptive", ada)):  # kept for a closer look
+    for kind, doc in (("full", full), ("adaptive", ada), ("reference", ref)):  # for --reread
         (work / f"{cls}-{prof}-{kind}.json").write_text(json.dumps(doc, indent=1))
-    return summarise(a, cls, prof, full, ada, full_db, log, t0)
+    return summarise(a, cls, prof, full, ada, ref, full_db, log, t0)
 
 
 def reread(a, cls: str, prof: str, work: Path) -> dict:
     """A case's row from the probe outputs and store one_case saved (--reread)."""
-    docs = [json.loads((work / f"{cls}-{prof}-{k}.json").read_text()) for k in ("full", "adaptive")]
-    return summarise(a, cls, prof, docs[0], docs[1], work / f"{cls}-full.db",
+    docs = [json.loads(f.read_text()) if (f := work / f"{cls}-{prof}-{k}.json").exists()
+            else {"means": {}} for k in ("full", "adaptive", "reference")]
+    return summarise(a, cls, prof, docs[0], docs[1], docs[2], work / f"{cls}-full.db",
                      work / f"{cls}-{prof}.log", None)
 
 
-def summarise(a, cls: str, prof: str, full: dict, ada: dict, full_db: Path, log: Path,
-              t0: float | None) -> dict:
-    m = means(full)
+def summarise(a, cls: str, prof: str, full: dict, ada: dict, ref: dict, full_db: Path,
+              log: Path, t0: float | None) -> dict:
+    m = {k: tuple(v) for k, v in ref["means"].items()} or means(full)
     row = {"class": cls, "profile": prof, "log": str(log), "wall_s": None}
     if not m:
         row["error"] = f"the exhaustive matrix produced no ranked cell; see {log}"
@@ -244,7 +335,10 @@ def summarise(a, cls: str, prof: str, full: dict, ada: dict, full_db: Path, log:
         "share_without_calibration": (ada_s - calib_s) / full_s if full_s else None,
         "stated_confidence": d.get("confidence"),
         "borne_out": bool(aw in m and m[aw][0] >= (1 - TIE) * m[fw][0]),
-        "stop_reason": d.get("reason"), "wall_s": time.time() - t0 if t0 else None})
+        "stop_reason": d.get("reason"), "wall_s": time.time() - t0 if t0 else None,
+        "reference_precision": ref.get("precision"), "reference_reached": ref.get("reached"),
+        "reference_rounds": ref.get("rounds"), "reference_runs_of_winner": m[fw][2],
+        "loaded": ref.get("loaded")})
     return row
 
 
@@ -261,6 +355,15 @@ def print_row(r: dict, flush: bool = False) -> None:
           f"window {r['full_overhead_s'] or math.nan:.1f} s; the adaptive probe estimated "
           f"the full matrix at {r['full_estimate_s'] or math.nan:.0f} s)")
     print(f"   exhaustive winner: {r['full_winner']}")
+    if r.get("reference_precision") is not None:
+        reached = r["reference_reached"]
+        print(f"   reference: the winner's 95% interval +-{r['reference_precision']:.1%} after "
+              f"{r['reference_runs_of_winner']} runs ({r['reference_rounds']} refining rounds): "
+              + ("within the goal" if reached else "this class did not get within the goal")
+              + f" of +-{PRECISION_GOAL:.0%}")
+    if r.get("loaded"):
+        print(f"   LOADED: {r['loaded']:.2f} load per CPU at the case's start or end; its "
+              "figures are not targets")
     print(f"   adaptive winner:   {r['adaptive_winner']}  after {r['adaptive_runs']} runs "
           f"(stated confidence {r['stated_confidence']}; stopped: {r['stop_reason']})")
     print(f"   regret {r['regret']:.1%} [{ok_regret}, goal <= {REGRET_GOAL:.0%}; matrix "
