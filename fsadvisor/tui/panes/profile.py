@@ -225,14 +225,9 @@ class ProfilePane(Horizontal):
             self.call_after_refresh(options.scroll_to_highlight)
 
     @staticmethod
-    def _prompt(p: Profile) -> Text:
-        # OptionList wraps long prompts; one line of description keeps some fifty presets scannable.
-        desc = (
-            p.description
-            if len(p.description) <= PROMPT_WIDTH
-            else (p.description[: PROMPT_WIDTH - 1].rstrip() + "…")
-        )
-        return Text.assemble((p.name, "bold"), "\n", (desc, "dim"))
+    def _prompt(p: Profile) -> present.PresetPrompt:
+        # One line of description keeps some fifty presets scannable.
+        return present.PresetPrompt(p.name, p.description, PROMPT_WIDTH)
 
     # ------------------------------------------------------------------ choosing a profile
 
