@@ -23,8 +23,9 @@ from fsadvisor.cli.options import (
 
 
 def _num(x: float) -> str:
-    for f, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
-        if abs(x) >= f:
+    # thousands from 10,000 up ("14.81k"): the threshold is not the divisor there
+    for at, f, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(x) >= at:
             return f"{x / f:,.2f}{suffix}"
     return f"{x:,.1f}"
 

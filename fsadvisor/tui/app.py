@@ -75,8 +75,10 @@ class FsAdvisorApp(App):
         ),
     ]
     # Narrow (80 columns) and short (24 rows) terminals get a tighter layout (app.tcss).
-    # From 100 columns the live ranking has room above the Profile form (app.tcss).
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    # From 100 columns the live ranking has room above the Profile form (app.tcss); below
+    # 120 the Profile form's widest row (jobs, QD, request size) fits beside the preset list
+    # only with the list as narrow as at 80 columns.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     def __init__(self, db: str | None = None) -> None:

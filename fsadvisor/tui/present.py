@@ -7,9 +7,12 @@ Text, never as console markup, so they show as written.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -74,6 +77,55 @@ def profile_text(p: Profile, origin: str) -> Text:
         f"max p99 {_opt(c.max_p99_ms, ' ms')}, allow risky {'yes' if c.allow_risky else 'no'}"
     )
     return t
+
+
+# A name breaks after a hyphen, underscore or slash (or at a space): "fs-overhead-" over
+# "randwrite-4k-fsync1", never "fs-overhead-randwrit" over "e-4k-fsync1" as a fold at the
+# list's width would.
+_NAME_PIECE = re.compile(r"[^-_/\s]*(?:[-_/]+|\s+|$)")
+
+
+def name_lines(name: str, width: int) -> list[str]:
+    """``name`` on lines of at most ``width`` cells, broken only between its pieces; a piece
+    wider than ``width`` on its own is folded, as nothing else would show it whole."""
+    lines: list[str] = []
+    line = ""
+    for piece in (m.group(0) for m in _NAME_PIECE.finditer(name) if m.group(0)):
+        if line and len(line.rstrip() + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+        while len(line.rstrip()) > width:
+            lines.append(line[:width])
+            line = line[width:]
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+class PresetPrompt:
+    """A profile in the preset list: its name in bold, broken only where the name has a
+    hyphen when the list is narrower than it (an OptionList folds a word at the edge), and
+    one dim line of description, cut with "…", under it. Rendered for the width it is given,
+    so the same option reads whole in the wide list and the narrow one."""
+
+    def __init__(self, name: str, description: str, description_width: int) -> None:
+        self.name = name
+        self.description = (
+            description
+            if len(description) <= description_width
+            else description[: description_width - 1].rstrip() + "…"
+        )
+        # what a person reads, for a test to compare with what is drawn
+        self.plain = f"{name}\n{self.description}"
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in name_lines(self.name, options.max_width):
+            yield Text(line, style="bold")
+        yield Text(self.description, style="dim")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, max(len(self.name), len(self.description)))
 
 
 def assumptions_text(assumptions: list[str]) -> Text:

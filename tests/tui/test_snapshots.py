@@ -604,6 +604,41 @@ def _clipped(widget) -> list[str]:
         drawn = {word for line in lines for word in line.split()}
         out += [f"{widget!r}: {word!r} folded in {lines}" for word in text.split()
                 if word not in drawn]
+    if isinstance(widget, OptionList):
+        out += _options_folded(widget)
+    return out
+
+
+def _option_lines(options: OptionList) -> dict[int, list[str]]:
+    """Each option's rows as the list draws them at its width (scrolled or not), by index."""
+    drawn: dict[int, list[str]] = {}
+    for y in range(options.virtual_size.height):
+        strip = options.render_line(y - options.scroll_offset.y)
+        index = next((s.style.meta["option"] for s in strip
+                      if s.style is not None and "option" in s.style.meta), None)
+        if index is not None:
+            drawn.setdefault(index, []).append(strip.text.strip())
+    return drawn
+
+
+def _options_folded(options: OptionList) -> list[str]:
+    """Where an option's rows break its text other than at a space, a line's end or after a
+    hyphen: a preset name folded at the list's edge ('fs-overhead-randwrit' over 'e-4k-...')."""
+    out = []
+    drawn = _option_lines(options)
+    assert len(drawn) == options.option_count, (len(drawn), options.option_count)
+    for index, rows in drawn.items():
+        text = options.get_option_at_index(index).prompt.plain
+        at = 0
+        for row in rows:
+            while at < len(text) and text[at].isspace():
+                at += 1
+            if text[at:at + len(row)] != row:
+                out.append(f"{text!r}: row {row!r} is not its text at {at}")
+                break
+            at += len(row)
+            if at < len(text) and not text[at].isspace() and text[at - 1] != "-":
+                out.append(f"{text!r}: broken inside a word, after {text[:at]!r}")
     return out
 
 
@@ -652,13 +687,15 @@ TABS = (("f1", "profile"), ("f2", "device"), ("f3", "results"), ("f4", "energy")
 
 
 @pytest.mark.asyncio
-@BOTH
+@pytest.mark.parametrize("size", [SIZE, (100, 30), SMALL], ids=["120x40", "100x30", "80x24"])
 async def test_every_control_of_every_tab_is_whole(size, monkeypatch):
     """Each tab's labels, fields, boxes, buttons and tables lie within their containers (or within
     one that scrolls to them), a button's label fits the button, a label's words are whole,
-    and a field's grey hint fits its one line (it is cut at the field's edge, not wrapped):
-    at 80 columns the Device tab's heading ran past the screen's edge, the Profile form's
-    hints read 'no' and its price label 'price/k Wh'."""
+    a field's grey hint fits its one line (it is cut at the field's edge, not wrapped), and
+    every preset in the list is drawn with its name broken only after a hyphen: at 80
+    columns the Device tab's heading ran past the screen's edge, the Profile form's hints
+    read 'no' and its price label 'price/k Wh', and the list read 'fs-overhead-randwrit' over
+    'e-4k-fsync1', and at 100 columns the request size field stood past the form's edge."""
     from fsadvisor.tui import calls
     monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
     app = FsAdvisorApp()
@@ -677,6 +714,29 @@ async def test_every_control_of_every_tab_is_whole(size, monkeypatch):
             for box in (w for w in controls if isinstance(w, Input) and w.placeholder):
                 width = box.scrollable_content_region.width
                 assert len(box.placeholder) <= width, (tab, box.id, box.placeholder, width)
+
+
+@pytest.mark.asyncio
+@BOTH
+async def test_every_presets_workload_values_are_whole_in_their_fields(size):
+    """Each preset's jobs, queue depth, request size, read share, working set and fsync
+    count fit their fields with the cursor after them: at 80 columns the fields had two
+    columns inside, and build-unpack's working set 3125m read '31', its 16k '16'."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=size) as pilot:
+        await _settle(pilot)
+        pane = app.query_one("ProfilePane")
+        fields = list(pane.query("#profile-side .num").results(Input))
+        assert len(fields) == 6
+        longest: dict[str, str] = {}
+        for item in list(pane.loaded.values()):
+            pane.show(item)
+            for box in fields:
+                width = box.scrollable_content_region.width
+                assert len(box.value) < width, (item.ref, box.id, box.value, width)
+                longest[box.id] = max(longest.get(box.id, ""), box.value, key=len)
+        assert len(longest["wl-ws"]) >= 6, longest  # the check saw the long ones
+        await _settle(pilot)
 
 
 def test_every_snapshot_file_belongs_to_a_snapshot_test():

@@ -944,6 +944,26 @@ async def test_at_120x40_the_live_ranking_stays_on_screen_while_typing_in_the_lo
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(100, 24), (120, 30)], ids=["100x24", "120x30"])
+async def test_from_100_columns_the_live_ranking_is_above_the_form_on_a_short_screen_too(size):
+    """From 100 columns the live ranking is in view without a key on fewer than 32 rows
+    too, its first rows above the form, while the lowest workload field is typed into: it
+    was behind ctrl+l there, as at 80x24, where the form needs the columns."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=size) as pilot:
+        await live_settled(pilot)
+        assert app.screen.has_class("-short")
+        assert _inside(app, "#live-ranked") and live_rows(app)
+        assert not app.query_one("#live-key").display  # no key to press
+        field = app.query_one("#wl-fsync-every", Input)
+        field.focus()
+        await pilot.press("2")
+        await live_settled(pilot)
+        assert _inside(app, "#wl-fsync-every") and _inside(app, "#live-ranked")
+        assert live_rows(app)
+
+
+@pytest.mark.asyncio
 async def test_at_80x24_ctrl_l_shows_the_live_ranking_from_a_field_and_its_rows_differ():
     app = FsAdvisorApp()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -22,6 +22,9 @@ COMMANDS = [
      "--plp", "yes", "--load", "20000"],
     ["predict", "--config", '{"filesystem": "xfs", "mount": ["noatime"]}', "-p", "oltp"],
     ["compare", "-p", "oltp", "1", "2"],
+    ["compare", "-p", "oltp", "1", "2", "--plot"],
+    ["recommend", "-p", "oltp", "--plot"],
+    ["devices", "list"],
     ["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests", "2000"],
     ["apply", "--rank", "1", "-p", "oltp", "--device", "/dev/nvme0n1", "--mount-unit",
      "--dry-run"],
@@ -33,7 +36,7 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("args", COMMANDS, ids=[a[0] for a in COMMANDS])
+@pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(a[:2]) for a in COMMANDS])
 def test_human_output_carries_no_internal_token(args, tmp_db):
     cli.register_all()
     r = CliRunner().invoke(cli.app, args)
@@ -55,3 +58,28 @@ def test_the_files_apply_writes_carry_no_internal_token(tmp_path):
                and not ln.lstrip().startswith(("when:", "failed_when:", "changed_when:",
                                                 "create:", "enabled:", "daemon_reload:"))]
         assert not bad, (name, bad[:5])
+
+
+def _read_back(text: str) -> float:
+    """A number as compare prints it ("1,131.9", "14.81k") as a float."""
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(text[-1], 1.0)
+    return float(text.rstrip("kMG").replace(",", "")) * scale
+
+
+def test_compare_prints_the_numbers_its_json_holds(tmp_db):
+    """Each configuration's mean and 95% interval read as compare --json has them: the
+    upper end 14,807 ops/J printed as '1.48k' (a tenth of it) beside a plot that showed
+    14.8k."""
+    import json
+
+    cli.register_all()
+    args = ["compare", "-p", "oltp", "1", "2"]
+    doc = json.loads(CliRunner().invoke(cli.app, [*args, "--json"]).output)
+    shown = CliRunner().invoke(cli.app, args).output
+    printed = re.findall(r"predicted (\S+) \[(\S+) – (\S+)\]", shown)
+    assert len(printed) == len(doc["entries"]) == 2, shown
+    for entry, numbers in zip(doc["entries"], printed):
+        stat = entry["predicted"]
+        for want, text in zip((stat["mean"], stat["low"], stat["high"]), numbers):
+            assert _read_back(text) == pytest.approx(want, rel=0.01), (text, want)
+    assert any(entry["predicted"]["high"] >= 1e4 for entry in doc["entries"])  # a 'k' one

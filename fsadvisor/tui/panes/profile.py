@@ -111,8 +111,8 @@ class ProfilePane(Horizontal):
         yield OptionList(id="presets")
         with Vertical(id="profile-main"):
             # The live ranking sits above the form, outside its scrolling, so it stays in
-            # view whichever field is being typed into. At 80x24 the form needs the rows:
-            # the table is then behind ctrl+l and only its one-line status shows.
+            # view whichever field is being typed into. At 80 columns the form needs the
+            # room: the table is then behind ctrl+l and only its one-line status shows.
             with Vertical(id="live-box"):
                 yield Static("live ranking: waiting for the presets ...", id="live-status")
                 live: DataTable[str] = DataTable(
@@ -225,14 +225,9 @@ class ProfilePane(Horizontal):
             self.call_after_refresh(options.scroll_to_highlight)
 
     @staticmethod
-    def _prompt(p: Profile) -> Text:
-        # OptionList wraps long prompts; one line of description keeps some fifty presets scannable.
-        desc = (
-            p.description
-            if len(p.description) <= PROMPT_WIDTH
-            else (p.description[: PROMPT_WIDTH - 1].rstrip() + "…")
-        )
-        return Text.assemble((p.name, "bold"), "\n", (desc, "dim"))
+    def _prompt(p: Profile) -> present.PresetPrompt:
+        # One line of description keeps some fifty presets scannable.
+        return present.PresetPrompt(p.name, p.description, PROMPT_WIDTH)
 
     # ------------------------------------------------------------------ choosing a profile
 
@@ -355,7 +350,7 @@ class ProfilePane(Horizontal):
 
     def action_toggle_live(self) -> None:
         """ctrl+l: the live table above the form, where the screen is too small to keep it
-        there always (app.tcss hides it at 80 columns or 24 rows)."""
+        there always (app.tcss hides it at 80 columns; wider but short, it shows its first rows)."""
         self.toggle_class("-show-live")
 
     def on_select_changed(self, event: Select.Changed) -> None:
