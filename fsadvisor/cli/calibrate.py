@@ -93,8 +93,9 @@ def calibrate(
     device: Annotated[
         Optional[str],
         typer.Argument(
+            metavar="DEVICE",
             help="Block device to WIPE and calibrate (raw-device runs, at most 5 minutes). "
-            "Without it (and --scratch): the old spelling of `fsadvisor refit`."
+            "Without it (and --scratch): the old spelling of `fsadvisor refit`.",
         ),
     ] = None,
     scratch: Annotated[

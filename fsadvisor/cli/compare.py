@@ -44,7 +44,8 @@ def compare(
     items: Annotated[
         list[str],
         typer.Argument(
-            help="Configurations as JSON, or ranks with --profile (1 2), or two matrix ids with --matrix. The first is the baseline."
+            metavar="ITEM...",
+            help="Configurations as JSON, or ranks with --profile (1 2), or two matrix ids with --matrix. The first is the baseline.",
         ),
     ],
     profile: Annotated[

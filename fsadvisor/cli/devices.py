@@ -70,7 +70,9 @@ def list_(
 @devices_app.command("show")
 @domain_errors
 def show(
-    name: Annotated[str, typer.Argument(help="Drive name, or an unambiguous prefix of one.")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Drive name, or an unambiguous prefix of one.")
+    ],
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

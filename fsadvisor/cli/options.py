@@ -51,7 +51,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output."
 ScopeOpt = Annotated[
     str,
     typer.Option(
-        "--scope", metavar=METAVARS["--scope"], help="Power scope: system | cpu+dram | drive."
+        "--scope",
+        metavar=METAVARS["--scope"],
+        help="Which power the efficiency is per joule of: the whole system, the CPU package "
+        "and DRAM, or the drive alone (never ranked across scopes).",
     ),
 ]
 

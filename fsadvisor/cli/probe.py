@@ -189,7 +189,8 @@ def quick_override_note(quick: bool, reps: int | None, runtime: float | None) ->
 DEVICE = Annotated[
     Optional[str],
     typer.Argument(
-        help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch."
+        metavar="DEVICE",
+        help="Block device to WIPE and measure (e.g. /dev/nvme1n1). Omit with --scratch.",
     ),
 ]
 

@@ -33,7 +33,9 @@ def list_(
 @profiles_app.command("show")
 @domain_errors
 def show(
-    name: Annotated[str, typer.Argument(help="Preset name or path to a profile TOML.")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME|FILE", help="Preset name or path to a profile TOML.")
+    ],
     as_json: JsonOpt = False,
 ) -> None:
     """Show one profile: workload, constraints and source."""

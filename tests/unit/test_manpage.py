@@ -75,3 +75,22 @@ def test_every_option_names_its_value_the_same_way_everywhere():
     walk(command_tree())
     # --out is a directory for apply (several files) and a file for profiles capture
     assert {k: v for k, v in seen.items() if len(v) > 1} == {"--out": {"DIR", "FILE"}}
+
+
+def test_every_argument_names_its_value_in_capitals():
+    """An argument's name in the usage line is a metavar like an option's value (DEVICE,
+    ITEM..., NAME), not the Python parameter's name in lower case ("[device]", "{items}")."""
+    from fsadvisor.cli import register_all, command_tree
+    register_all()
+    found: list[tuple[str, str | None]] = []
+
+    def walk(cmd) -> None:
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub)
+        for p in getattr(cmd, "params", ()):
+            if p.param_type_name == "argument":
+                found.append((cmd.name, p.metavar))
+    walk(command_tree())
+    assert found
+    # the name in capitals (a file suffix may follow it: OTHER.db...)
+    assert all(m and m.split(".")[0] == m.split(".")[0].upper() for _, m in found), found
