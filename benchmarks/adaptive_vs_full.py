@@ -184,7 +184,7 @@ def refine(a, prof: str, target: list[str], common: list[str], full_db: Path,
                     "precision": precision, "reached": precision <= a.precision, "n": n}
         contenders = [k for k, v in ref.items()
                       if v[0] + v[1] >= mean - half and v[2] < a.max_reps]
-        args = target + common + ["--profile", prof, "--no-micro", "--no-baseline",
+        args = target + common + ["--profile", prof, "--full", "--no-micro", "--no-baseline",
                                   "--reps", str(a.round_reps)]
         for k in contenders:
             args += ["--config", as_option(ref[k][4])]
@@ -279,7 +279,8 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
     t0 = time.time()
     full_db = work / f"{cls}-full.db"
     load = loaded()
-    full = probe(target + common + ["--profile", prof, "--no-micro", "--no-baseline",
+    # --full: with --profile the probe is adaptive unless told otherwise
+    full = probe(target + common + ["--profile", prof, "--full", "--no-micro", "--no-baseline",
                                     "--reps", str(a.reps)], full_db, log)
     ref = refine(a, prof, target, common, full_db, log)
     ref["loaded"] = load if load is not None else loaded()
@@ -327,7 +328,8 @@ def summarise(a, cls: str, prof: str, full: dict, ada: dict, ref: dict, full_db:
     row.update({
         "full_winner": fw, "adaptive_winner": aw, "regret": regret, "welch": sep,
         "full_noise": m[fw][1] / m[fw][0] if m[fw][0] else None,
-        "full_cells": sum(v[2] for v in m.values()), "full_configs": len(m),
+        "full_cells": sum(v[2] for v in (means(full) or m).values()), "full_configs": len(m),
+        "reference_runs": sum(v[2] for v in m.values()),
         "full_device_s": full_s, "full_overhead_s": overhead,
         "full_estimate_s": d.get("full_matrix_estimate_s"),
         "adaptive_device_s": ada_s, "calibration_s": calib_s, "adaptive_runs": d.get("runs"),
@@ -358,7 +360,8 @@ def print_row(r: dict, flush: bool = False) -> None:
     if r.get("reference_precision") is not None:
         reached = r["reference_reached"]
         print(f"   reference: the winner's 95% interval +-{r['reference_precision']:.1%} after "
-              f"{r['reference_runs_of_winner']} runs ({r['reference_rounds']} refining rounds): "
+              f"{r['reference_runs_of_winner']} runs ({r['reference_rounds']} refining rounds, "
+              f"{r.get('reference_runs', r['full_cells'])} runs in all): "
               + ("within the goal" if reached else "this class did not get within the goal")
               + f" of +-{PRECISION_GOAL:.0%}")
     if r.get("loaded"):
