@@ -283,7 +283,8 @@ def one_case(a, cls: str, prof: str, target: list[str], common: list[str], work:
     full = probe(target + common + ["--profile", prof, "--full", "--no-micro", "--no-baseline",
                                     "--reps", str(a.reps)], full_db, log)
     ref = refine(a, prof, target, common, full_db, log)
-    ref["loaded"] = load if load is not None else loaded()
+    # Read before the case only: during and after it the load is the case's own probes'.
+    ref["loaded"] = load
     ada_args = target + common + ["--profile", prof, "--adaptive",
                                   "--target-confidence", a.target]
     if a.budget:
@@ -365,7 +366,7 @@ def print_row(r: dict, flush: bool = False) -> None:
               + ("within the goal" if reached else "this class did not get within the goal")
               + f" of +-{PRECISION_GOAL:.0%}")
     if r.get("loaded"):
-        print(f"   LOADED: {r['loaded']:.2f} load per CPU at the case's start or end; its "
+        print(f"   LOADED: {r['loaded']:.2f} load per CPU when the case started; its "
               "figures are not targets")
     print(f"   adaptive winner:   {r['adaptive_winner']}  after {r['adaptive_runs']} runs "
           f"(stated confidence {r['stated_confidence']}; stopped: {r['stop_reason']})")
