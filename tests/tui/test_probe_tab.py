@@ -497,6 +497,7 @@ async def test_q_while_probing_asks_first_and_quitting_cancels_the_probe(monkeyp
                 break
         assert pane.running
         pane.query_one("#probe-devices", DataTable).focus()
+        await pilot.pause()  # its focus messages first (test_tui.py's _in_jobs)
         await pilot.press("q")
         await pilot.pause()
         assert isinstance(app.screen, QuitWhileProbingScreen)
@@ -538,6 +539,7 @@ async def fill(pilot, **fields) -> None:
         else:
             widget.value = ""
             widget.focus()
+            await pilot.pause()  # its focus messages first (test_tui.py's _in_jobs)
             await pilot.press(*value)
     await pilot.pause()
 
@@ -678,6 +680,7 @@ async def test_force_needs_the_typed_name_and_says_the_signature_is_destroyed(mo
         await settle(pilot)
         assert isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
         app.screen.query_one("#confirm-device", Input).focus()
+        await pilot.pause()  # its focus messages first (test_tui.py's _in_jobs)
         await pilot.press(*FAKE_OK.path)
         await pilot.click("#confirm-ok")
         await settle(pilot)

@@ -336,6 +336,7 @@ async def _compare_two_cells(pilot) -> None:
     await pilot.press("enter")  # the newest matrix, m-new
     await _settle(pilot)
     pilot.app.query_one("#matrix-cells").focus()
+    await pilot.pause()  # its focus messages first (test_tui.py's _in_jobs)
     await pilot.press("space", "down", "space")
     await _settle(pilot)
 
@@ -449,6 +450,7 @@ async def _stale(pilot) -> None:
     await _recommend(pilot)
     await pilot.press("f1")
     pilot.app.query_one("#wl-jobs").focus()
+    await pilot.pause()  # its focus messages first (test_tui.py's _in_jobs)
     await pilot.press("end", "x")
     await _settle(pilot)
     await pilot.press("f3")

@@ -134,6 +134,7 @@ async def test_a_profile_toml_file_is_loaded_and_ranked(tmp_path):
         await settle(pilot)
         assert "mine" in str(app.query_one("#profile-info", Static).content)
         app.query_one("#presets", OptionList).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("r")
         await settle(pilot)
         got = app.query_one(ResultsPane).recommendation
@@ -149,6 +150,7 @@ async def test_plp_yes_widens_the_search():
         unknown = (await recommend_for(pilot, "oltp")).recommendation
         await pilot.press("f1")
         app.query_one("#plp", Select).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("enter", "down", "enter")  # open, move to "yes", choose
         await pilot.pause()
         assert app.query_one("#plp", Select).value == "yes"
@@ -168,6 +170,7 @@ async def test_required_feature_and_impossible_minimum():
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)  # the presets are read in a worker
         app.query_one("#feat-snapshots").focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("space")
         await pilot.press("r")
         await settle(pilot)
@@ -177,6 +180,7 @@ async def test_required_feature_and_impossible_minimum():
         # a floor nothing can reach: the service's one-line reason, and the app lives on
         await pilot.press("f1")
         app.query_one("#min-iops", Input).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press(*"1e12", "enter")
         await settle(pilot)
         assert app.is_running
@@ -190,6 +194,7 @@ async def test_a_typo_in_the_form_is_named_and_nothing_runs():
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)  # the presets are read in a worker
         app.query_one("#max-p99", Input).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press(*"fast", "enter")
         await settle(pilot)
         assert any("max p99 ms must be a number" in t for t in toasts(app))
@@ -357,6 +362,7 @@ async def test_typing_a_constraint_reranks_live_without_r():
         best_iops = max(r.prediction.iops for r in want.ranked)
         threshold = f"{int(best_iops) - 1}"
         app.query_one("#min-iops", Input).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press(*threshold)  # no r, no Enter
         await live_settled(pilot)
         q = calls.with_constraints(oltp, min_iops=float(threshold))
@@ -380,6 +386,7 @@ async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_t
         jobs = app.query_one("#wl-jobs", Input)
         assert jobs.value == "16"  # oltp's own
         jobs.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("backspace", "backspace", "4")
         await live_settled(pilot)
         oltp = advice.get_profile("oltp")
@@ -407,6 +414,7 @@ async def test_changing_the_preset_keeps_the_plp_answer():
         await live_settled(pilot)
         options = app.query_one("#presets", OptionList)
         options.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("down")
         await live_settled(pilot)
         assert options.get_option_at_index(options.highlighted).id != "oltp"
@@ -679,6 +687,7 @@ async def _open_matrix(pilot, matrix_id: str) -> None:
     table = app.query_one("#history-table", DataTable)
     ids = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
     table.focus()
+    await pilot.pause()  # its focus messages first (see _in_jobs)
     await pilot.press(*["down"] * ids.index(matrix_id), "enter")
     await settle(pilot)
 
@@ -696,6 +705,7 @@ async def test_two_marked_cells_are_compared_side_by_side_with_compares_welch_ve
         assert "space on a second cell compares them" in plain(view.content)
         cells = app.query_one("#matrix-cells", DataTable)
         cells.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("down", "space")
         await settle(pilot)
         shown = plain(view.content, 200)
@@ -937,6 +947,7 @@ async def test_at_120x40_the_live_ranking_stays_on_screen_while_typing_in_the_lo
         assert _inside(app, "#live-ranked") and live_rows(app)
         # the last fields of the form: the form scrolls to them, the ranking stays put
         app.query_one("#max-p99", Input).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("5", "0")
         await live_settled(pilot)
         assert _inside(app, "#max-p99") and _inside(app, "#live-ranked")
@@ -957,6 +968,7 @@ async def test_from_100_columns_the_live_ranking_is_above_the_form_on_a_short_sc
         assert not app.query_one("#live-key").display  # no key to press
         field = app.query_one("#wl-fsync-every", Input)
         field.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("2")
         await live_settled(pilot)
         assert _inside(app, "#wl-fsync-every") and _inside(app, "#live-ranked")
@@ -972,6 +984,7 @@ async def test_at_80x24_ctrl_l_shows_the_live_ranking_from_a_field_and_its_rows_
         assert _inside(app, "#live-key") and _inside(app, "#live-status")
         jobs = app.query_one("#wl-jobs", Input)
         jobs.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("ctrl+l")  # acts although an Input has focus
         await pilot.pause()
         assert jobs.value == "16"
@@ -998,6 +1011,7 @@ async def test_the_recommendations_tab_is_marked_stale_while_the_form_has_no_ran
         await pilot.press("f1")
         jobs = app.query_one("#wl-jobs", Input)
         jobs.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("end", "x")
         await live_settled(pilot)
         await pilot.press("f3")
@@ -1006,6 +1020,7 @@ async def test_the_recommendations_tab_is_marked_stale_while_the_form_has_no_ran
         assert "STALE" in str(note.content) and "jobs must be a whole number" in str(note.content)
         await pilot.press("f1")
         jobs.focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("end", "backspace")
         await live_settled(pilot)
         await pilot.press("f3")
@@ -1023,6 +1038,10 @@ async def _in_jobs(pilot, *keys: str) -> Input:
     await live_settled(pilot)
     jobs = pilot.app.query_one("#wl-jobs", Input)
     jobs.focus()
+    # The focus's own messages first (its tab pane tells the TabbedContent, which makes that
+    # pane active): a key pressed before they are handled can switch to another tab that
+    # this late message then switches back from, as no person types that fast.
+    await settle(pilot)
     await pilot.press(*keys)
     await settle(pilot)
     return jobs
@@ -1041,6 +1060,7 @@ async def test_an_unreadable_value_is_said_under_its_own_field():
         assert error.region.y == jobs.parent.region.bottom and _inside(app, "#field-error")
         # the cursor moves on to another field: the error stays with its own field
         app.query_one("#max-p99", Input).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("9")
         await live_settled(pilot)
         assert error.display and error.region.y == jobs.parent.region.bottom
@@ -1059,6 +1079,7 @@ async def test_r_in_a_number_field_and_ctrl_r_in_a_text_field_recommend():
         await pilot.press("f1")
         path = app.query_one("#profile-path", Input)
         path.focus()
+        await settle(pilot)
         await pilot.press("r")  # a letter of a path here
         assert path.value == "r"
         await pilot.press("ctrl+r")
@@ -1205,6 +1226,7 @@ async def test_enter_in_a_field_does_what_its_tabs_button_does():
         await pilot.press("f2")
         app.query_one("#device-spec", Input).value = "sata-ssd:480G"
         app.query_one("#top", Input).focus()
+        await pilot.pause()  # its focus messages first (see _in_jobs)
         await pilot.press("enter")
         await settle(pilot)
         assert str(app.query_one("#device-info", Static).content).startswith("sata-ssd, ")
