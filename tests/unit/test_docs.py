@@ -57,8 +57,10 @@ def test_quick_start_is_two_commands_that_create_and_use_a_venv():
         assert pips[-1] == ".venv/bin/pip install --no-deps --no-build-isolation -e .", cmd
     assert "-r requirements/main.txt" in cmds[0] and "-r requirements/test.txt" in cmds[1]
     assert cmds[0].endswith(".venv/bin/fsadvisor recommend --profile oltp")
-    # no -q: pytest prints its progress, so a long run shows where it is
-    assert cmds[1].endswith(".venv/bin/python3 -m pytest")
+    # no -q: pytest prints its progress, so a long run shows where it is; the device tests
+    # alone, in one process, after the rest
+    assert cmds[1].endswith('.venv/bin/python3 -m pytest -m "not device" && '
+                            ".venv/bin/python3 -m pytest -m device -n 0")
 
 
 def test_ci_runs_the_readme_test_command():
