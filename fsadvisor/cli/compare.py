@@ -57,7 +57,7 @@ def compare(
     matrix: Annotated[
         bool,
         typer.Option(
-            "--matrix", help="ITEMS are two probe matrix ids: compare every cell both measured."
+            "--matrix", help="The ITEMs are two probe matrix ids: compare every cell both measured."
         ),
     ] = False,
     scope: ScopeOpt = "system",
