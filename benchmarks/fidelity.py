@@ -20,8 +20,15 @@ root.
 
 Usage:
     python benchmarks/fidelity.py --measure --db /var/tmp/fidelity.db [--size 2G] [--runtime 3]
-    python benchmarks/fidelity.py --db STORE [--device ID ...] [--reference CSV] [--json]
+                                  [--dump benchmarks/data/fidelity-diskloop.sql.gz]
+    python benchmarks/fidelity.py [--db STORE] [--device ID ...] [--reference CSV] [--json]
                                   [--record FILE] [--against FILE]
+
+The held-out matrix ships as a compressed SQL dump of its store (SHIPPED, written by
+``--dump``): without ``--db`` the analysis runs on it, so its figures can be reproduced from a
+clone and tests/unit/test_fidelity_gate.py gates the model on them. It lives beside the
+benchmark, not in datasets/: the model never trains on the device it is judged on. ``--db``
+takes a store or such a dump.
 
 A scorecard for model changes: ``--record FILE`` writes the figures (raw-only, and the median
 over the 20% draws) with the store's matrix ids; ``--against FILE`` (default
@@ -56,6 +63,41 @@ PROFILE = "log-append"  # fsync with several writers, besides the micro workload
 QUIET_LOAD = 0.5  # 1-minute load average above which the figures are marked as loaded
 SCORECARD = Path(__file__).resolve().parent / "results" / "fidelity-scorecard.json"
 GATED = ("median_abs_error", "ordered_right", "max_regret")
+SHIPPED = Path(__file__).resolve().parent / "data" / "fidelity-diskloop.sql.gz"
+
+
+def dump_store(db: str, out: str) -> None:
+    """Write the store at ``db`` as gzipped SQL (text: reviewable, restorable with Python's
+    sqlite3 alone; ``mtime=0`` so the same store gives the same bytes). The schema version and
+    the file's mark as an fsadvisor store are pragmas, which iterdump leaves out."""
+    import gzip
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        with open(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            for pragma in ("application_id", "user_version"):
+                value = int(con.execute(f"PRAGMA {pragma}").fetchone()[0])
+                gz.write(f"PRAGMA {pragma} = {value};\n".encode())
+            for line in con.iterdump():
+                gz.write((line + "\n").encode())
+    finally:
+        con.close()
+
+
+def restore_store(dump: str, workdir: str) -> str:
+    """A store file in ``workdir`` rebuilt from a dump written by :func:`dump_store`."""
+    import gzip
+    import sqlite3
+
+    db = os.path.join(workdir, "fidelity.db")
+    con = sqlite3.connect(db)
+    try:
+        with gzip.open(dump, "rt") as f:
+            con.executescript(f.read())
+    finally:
+        con.close()
+    return db
 
 
 # >= 9 configurations incl. btrfs, nodatacow, data=journal, no journal and XFS AG counts;
@@ -114,7 +156,10 @@ def measure(db: str, size: str, runtime: float, reps: int, scratch_dir: str) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", required=True, help="store with the held-out device's runs")
+    ap.add_argument("--db", default=None,
+                    help="store (or a .sql.gz dump of one) with the held-out device's runs; "
+                    "default: the shipped dump")
+    ap.add_argument("--dump", help="write the store as a gzipped SQL dump FILE (after --measure)")
     ap.add_argument("--device", action="append", help="device identity to hold out")
     ap.add_argument("--reference", help="a reference runs.csv beyond the shipped one")
     ap.add_argument("--json", action="store_true")
@@ -130,17 +175,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="compare with the scorecard FILE (default: the recorded one)")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
-    print(f"load average before: {load_before:.2f} (1 min) on {os.cpu_count()} CPUs")
+    print(f"load average before: {load_before:.2f} (1 min) on {os.cpu_count()} CPUs",
+          file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the document
     if args.measure:
         if args.reps < 3:
             raise SystemExit("the targets are defined on >= 3 repetitions per cell")
+        if not args.db or args.db.endswith(".sql.gz"):
+            raise SystemExit("--measure needs --db STORE (a store file to measure into)")
         measure(args.db, args.size, args.runtime, args.reps, args.scratch_dir)
+    if args.dump:
+        if not args.db or args.db.endswith(".sql.gz"):
+            raise SystemExit("--dump needs --db STORE (the store file to write out)")
+        dump_store(args.db, args.dump)
+        print(f"store written as {args.dump}")
+    db = args.db or str(SHIPPED)
+    if db.endswith(".sql.gz"):
+        import tempfile
+
+        tmp = tempfile.TemporaryDirectory(prefix="fidelity-")
+        db = restore_store(db, tmp.name)
 
     from fsadvisor.predict import validate
     from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.store import open_store, reference
 
-    store = open_store(args.db)
+    store = open_store(db)
     store.ensure_seeded()
     obs = store.observations()  # seeds (with bounds), shipped reference matrix, probe cells
     if args.reference:
@@ -153,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no held-out device: the store has no probed device with raw-device runs and "
               "filesystem cells", file=sys.stderr)
         return 2
-    settings = ModelSettings.load(db=args.db)
+    settings = ModelSettings.load(db=db)
     reports = []
     for d in devices:
         raw = validate.leave_one_device_out(obs, d, settings, 0.0)

@@ -28,6 +28,17 @@ def probe_cli(*args: str, db: Path, timeout: float = 600):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def why(p) -> str:
+    """What a failed probe said: its stderr's tail and, from its --json answer, each failed
+    cell with fio's or the step's error (a failed cell exits 1 and says so only on stdout)."""
+    failed = []
+    try:
+        failed = json.loads(p.stdout)["probe"]["failed"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    return p.stderr[-3000:] + "".join(f"\nfailed cell: {f}" for f in failed)
+
+
 def loops_on(scratch_dir: Path) -> list[str]:
     """Loop devices backed by a file in this module's scratch directory: the machine is
     shared, and a loop another process left behind is not this probe's."""
@@ -52,7 +63,7 @@ def adaptive_run(tmp_path_factory, scratch_dir):
 
 def test_runs_end_to_end_within_the_budget(adaptive_run):
     p, db = adaptive_run
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     doc = json.loads(p.stdout)
     d = doc["decision"]
     assert doc["calibration"] and doc["calibration"]["wall_s"] > 0  # none stored before
@@ -148,7 +159,7 @@ def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
     assert first["calibration"] is None  # reused: stored for this backing class
     assert not loops_on(scratch_dir)
     p = probe_cli("--scratch", "1G", "--resume", "--json", db=db)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     doc = json.loads(p.stdout)
     assert doc["adaptive"] is True and doc["probe"]["matrix_id"] == mid
     assert doc["calibration"] is None
