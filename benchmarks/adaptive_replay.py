@@ -56,7 +56,9 @@ noise (probe/adaptive.py, MIN_NOISE_DF), as live. The "kg" policy keeps its own 
 Usage:
     python benchmarks/adaptive_replay.py [--db STORE] [--seeds 12] [--shares 0.2,0.25,0.5,1]
                                          [--truth measured|reference] [--noise matrix|runs]
-(without --db: a fresh store of the shipped data, i.e. the reference matrix's devices.)
+(without --db: a fresh store of the shipped data, i.e. the reference matrix's devices;
+``--db benchmarks/data/fidelity-diskloop.sql.gz`` adds the held-out disk-backed loop
+matrix that benchmarks/fidelity.py ships.)
 """
 
 from __future__ import annotations
@@ -270,6 +272,11 @@ def main(argv=None) -> int:
     if db is None:
         tmp = tempfile.mkdtemp(prefix="fsadvisor-replay-")
         db = os.path.join(tmp, "replay.db")
+    elif db.endswith(".sql.gz"):  # a dump such as fidelity.py's held-out disk-loop matrix
+        from fidelity import restore_store
+
+        tmp = tempfile.mkdtemp(prefix="fsadvisor-replay-")
+        db = restore_store(db, tmp)
     with open_store(db) as store:
         store.ensure_seeded()
         obs = store.observations()

@@ -30,6 +30,7 @@ _ROWS = (
     ("read_bw_bytes_s", "128K sequential read", 1e-6, "MB/s"),
     ("write_bw_bytes_s", "128K sequential write", 1e-6, "MB/s"),
     ("parallelism", "internal parallelism", 1.0, "in flight"),
+    ("knee_power", "knee shape of the sweep", 1.0, "1 gradual, 4+ sharp"),
     ("host_cpu_factor", "host CPU time per call", 1.0, "x the reference machine's"),
     ("host_cores", "host CPUs", 1.0, "cores"),
 )
@@ -58,7 +59,9 @@ def _print_params(res) -> None:
     )
     typer.echo(f"{'parameter':<26} {'value':>12} {'90% interval':>25}  unit")
     for key, label, scale, unit in _ROWS:
-        p = d["params"][key]
+        p = d["params"].get(key)
+        if p is None:  # measured only (a knee's shape needs a read sweep): no prior to show
+            continue
         lo, hi = (x * scale for x in p["interval_90"])
         tag = "" if p["measured"] else "  (prior, not measured)"
         typer.echo(

@@ -13,9 +13,11 @@ from fsadvisor.predict.device_params import (
     HOST_KEYS,
     PARAM_KEYS,
     PRIOR_LOG_SD,
+    SHAPE_KEYS,
     DeviceParams,
     prior_params,
 )
+from fsadvisor.predict.mechanisms import queue_rate
 
 # A repetition's spread says how well a cell's mean is known: sd(log values) / sqrt(n). Two
 # floors keep that honest. LOG_SD_FLOOR: three reps that agree to 0.1% do not make a device
@@ -40,6 +42,9 @@ DEEP_CONCURRENCY = 8
 # The soft minimum the model's roofline uses (mechanisms.roofline: sum r**-4): the same shape
 # here, so the fitted parallelism means what the model reads it as.
 SOFTMIN_POWER = 4.0
+# The knee shapes a read sweep is tried against (mechanisms.queue_rate's power): from one
+# server behind a delay (1) to nearly independent channels (8).
+KNEE_POWERS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 # Concurrency sweep grid for the knee (parallelism), log-spaced.
 _PARALLELISM_GRID = tuple(2 ** (i / 16) for i in range(0, 16 * 13 + 1))  # 1 .. 8192
 
@@ -237,6 +242,39 @@ def _parallelism(cells: dict[int, list[RawRun]]) -> _Estimate | None:
     )
 
 
+def _knee_power(
+    cells: dict[int, list[RawRun]], latency: _Estimate | None, cap: _Estimate | None
+) -> _Estimate | None:
+    """The sweep's shape between its QD1 latency and its ceiling, both as measured: the power
+    of KNEE_POWERS whose queue_rate curve leaves the least squared log error over every
+    repetition. Its sd is the half-width (log) of the powers within one residual variance of
+    the best. None without a QD1 cell, a ceiling and two levels in between (a shape needs
+    points off both ends)."""
+    if latency is None or cap is None or 1 not in cells:
+        return None
+    pts = [(c, math.log(r.iops), r.run_id) for c, rs in cells.items() for r in rs if r.iops > 0]
+    levels = sorted({c for c, _, _ in pts})
+    if len(levels) < 4:
+        return None
+
+    def sse(k: float) -> float:
+        return sum(
+            (y - math.log(queue_rate(c, latency.value, cap.value, k))) ** 2 for c, y, _ in pts
+        )
+
+    errs = [sse(k) for k in KNEE_POWERS]
+    i = min(range(len(errs)), key=errs.__getitem__)
+    var = max(errs[i] / max(len(pts) - 1, 1), LOG_SD_FLOOR**2)
+    inside = [math.log(KNEE_POWERS[j]) for j, e in enumerate(errs) if e - errs[i] <= var]
+    return _Estimate(
+        KNEE_POWERS[i],
+        max((max(inside) - min(inside)) / 2, LOG_SD_FLOOR),
+        len(pts),
+        "random read sweep QD" + ",".join(str(c) for c in levels) + ": its knee's shape",
+        [r for _, _, r in pts if r is not None],
+    )
+
+
 def fit_device_params(
     runs: "list[RawRun]",
     kind: str,
@@ -306,6 +344,9 @@ def fit_device_params(
     par = _parallelism(reads)
     if par is not None:
         est["parallelism"] = par
+    knee = _knee_power(reads, est.get("read_latency_us"), est.get("read_iops_cap"))
+    if knee is not None:
+        est["knee_power"] = knee
     cores = float(host["host_cores"]) if host and host.get("host_cores") else values["host_cores"]
     for name, e in _cpu_per_op(reads, "random read", cores).items():
         est[f"{name}_cpu_us_read"] = e
@@ -338,7 +379,7 @@ def fit_device_params(
             prior.device_id, kind, prior.values, prior.log_sd, prior.source, details=details
         )
     rest = [k for k in not_measured if k not in HOST_KEYS]
-    n_device = sum(1 for k in est if k not in HOST_KEYS + CPU_KEYS)
+    n_device = sum(1 for k in est if k not in HOST_KEYS + CPU_KEYS + SHAPE_KEYS)
     host_measured = all(k in est for k in HOST_KEYS)
     source = (
         f"calibrated: {n_device} of {len(PARAM_KEYS) - len(HOST_KEYS)} device parameters "
@@ -349,6 +390,7 @@ def fit_device_params(
             else "; host CPU: the reference machine's (not measured)"
         )
         + ("; CPU per raw read measured" if any(k in est for k in CPU_KEYS) else "")
+        + ("; queueing shape measured" if any(k in est for k in SHAPE_KEYS) else "")
         + (
             f"; prior ({prior.source.removeprefix('prior: ')}) for {', '.join(rest)}"
             if rest

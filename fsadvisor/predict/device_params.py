@@ -44,6 +44,12 @@ PARAM_KEYS = DEVICE_KEYS + HOST_KEYS
 # kept the CPU busy (mechanisms.Ctx.cpu_log). Absent (not measured), the model prices CPU work
 # in series with the device's time, as at queue depth 1.
 CPU_KEYS = ("submit_cpu_us_read", "host_cpu_us_read")
+# Measured only, never a prior: the shape of the device's read sweep between its QD1 latency
+# and its ceiling (mechanisms.queue_rate): 1 for one server behind a fixed delay (a loop
+# device on a file: every extra I/O in flight waits one ceiling-time), large for many
+# independent channels (a sharp knee at cap x latency). Absent, the roofline keeps its
+# sharp knee at ``parallelism``.
+SHAPE_KEYS = ("knee_power",)
 # Log-scale 1-sd of a devices.toml figure used as a prior for a device of that kind that has
 # not been measured: a factor of e^1 = 2.7 either way, since one kind spans drives that
 # differ that much (a QLC SATA SSD and a TLC data-centre one are both "sata-ssd").

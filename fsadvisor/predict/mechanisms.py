@@ -61,6 +61,14 @@ MIB = 1 << 20
 # Dependent writes of one log commit besides its flush (the log's blocks, then the write that
 # points at them); the fitted coefficient of m:fsync_writers scales the whole wait.
 COMMIT_ROUND_TRIPS = 2
+# CPU time of one fsync besides the writes and flushes it waits for, microseconds: handing
+# the commit to the journal's (or log's) worker thread and being woken when it is done. On
+# zram, where a write costs little and a flush nothing, XFS's fsync per 4 KiB write took
+# 62 us per op against the bare device's 21 us (datasets/reference/runs.csv,
+# 4k-randwrite-fsync1), about 40 us more, of which one commit write explains 15-20; on the
+# disk-backed loop the same wake-ups are a small share of a flush. Priced in series: the
+# writer waits for it.
+FSYNC_CPU_US = 20.0
 # CPU time btrfs spends verifying one MiB it reads (csum-tree lookups and crc32c of 256 data
 # blocks), microseconds: an assumption of its order, scaled by the fitted coefficient.
 CSUM_READ_US_PER_MIB = 50.0
@@ -235,6 +243,15 @@ def _fsync(c: Ctx) -> float | None:
     return -math.log1p(c.per_fsync * c.p["write_latency_us"] / _fsync_base_us(c))
 
 
+def _fsync_cpu(c: Ctx) -> float | None:
+    # The host's CPU per fsync, beside the device time m:fsync and m:flush price: without it
+    # the commit write's coefficient, fitted where writes are nearly free, carries the CPU
+    # too and overprices every fsync on a device whose writes are not.
+    if not c.per_fsync:
+        return None
+    return -math.log1p(c.per_fsync * FSYNC_CPU_US * c.host / _fsync_base_us(c))
+
+
 def _fsync_writers(c: Ctx) -> float | None:
     # Several writers fsyncing at once: where a filesystem commits one writer's fsync after
     # another instead of joining them in one commit, each fsync waits for the others'. Of one
@@ -365,6 +382,21 @@ MECHANISMS: tuple[Mechanism, ...] = (
         deviations={"btrfs": (0.5, 0.5, "btrfs tree log: more than one commit write per fsync")},
         own_data=_fsyncs,
         fs_term="fsync",
+    ),
+    Mechanism(
+        "m:fsync_cpu",
+        _fsync_cpu,
+        (
+            1.0,
+            0.5,
+            "about 20 us of CPU per fsync (zram: XFS's fsync per write 40 us over the bare device's)",
+        ),
+        "each fsync costs the host CPU time of handing the commit to the journal's worker "
+        "and waking when it is done: large next to a RAM-fast device's writes, small next "
+        "to a flush",
+        "reference matrices (shm-loop, zram): 4k-randwrite-fsync1 against the raw device",
+        per="fs",
+        deviation=(0.0, 0.3, _FS_DEVIATION.format("fsync CPU")),
     ),
     Mechanism(
         "m:fsync_writers",
@@ -520,13 +552,51 @@ def host_cpu_share(w: Workload, p: Mapping[str, float], plp: str = "unknown") ->
     return min(t.mf * t.cpu_us / t.total_us, 1.0) if t.total_us > 0 else 0.0
 
 
+def knee_delay_us(latency_us: float, cap_iops: float, power: float) -> float:
+    """The part of a queue-depth-1 operation's time that overlaps with the others in flight,
+    on a device whose rate at ``c`` in flight is the soft minimum (power ``power``) of c / D
+    and its ceiling: D is what makes that rate 1 / latency at c = 1. Power 1 is one server
+    behind a fixed delay (every extra I/O in flight adds one ceiling-time: c / (latency +
+    (c - 1) / cap)); a large power is ``cap x latency`` independent channels (a sharp
+    knee)."""
+    floor_us = 1e6 / cap_iops
+    if latency_us <= floor_us:
+        return latency_us
+    return (latency_us**power - floor_us**power) ** (1.0 / power)
+
+
+def queue_rate(c: float, latency_us: float, cap_iops: float, power: float) -> float:
+    """IOPS at ``c`` in flight on a device with this QD1 latency, ceiling and knee shape (the
+    roofline's form without a workload: what a calibration's read sweep is fitted to)."""
+    d = knee_delay_us(latency_us, cap_iops, power)
+    return ((c * 1e6 / d) ** -power + cap_iops**-power) ** (-1.0 / power)
+
+
 def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple[float, float]:
     """(iops, share of per-op device latency spent in cache flushes) the bare device could
     sustain for this workload: a soft minimum of the latency-bound (Little's law), IOPS-bound
-    and bandwidth-bound rates, on a device with parameters ``p`` (models/devices.toml keys)."""
+    and bandwidth-bound rates, on a device with parameters ``p`` (models/devices.toml keys).
+    With a measured knee (``knee_power``, a calibration's read sweep) the latency-bound rate
+    is the device's own queueing shape (:func:`queue_rate`), anchored at its QD1 latencies."""
     rf = w.read_pct / 100.0
     wf = 1.0 - rf
     t = _op_time(w, p, plp)
+    k = p.get("knee_power")
+    if k:
+        c = max(w.concurrency, 1)
+        dr = knee_delay_us(p["read_latency_us"], p["read_iops_cap"], k) / p["read_latency_us"]
+        dw = knee_delay_us(p["write_latency_us"], p["write_iops_cap"], k) / p["write_latency_us"]
+        per_op_us = (1 - t.mf) * (
+            t.read_us * dr + (t.write_us - t.flush_us) * dw + t.flush_us
+        ) / c + t.mf * t.meta_us / min(c, p["parallelism"])
+        cap = 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])
+        # The knee's shape joins the latency-bound rate to the IOPS ceiling; the bandwidth
+        # bound joins as before.
+        rates = [((1e6 / per_op_us) ** -k + cap**-k) ** (-1.0 / k)]
+        if w.metadata_frac < 1.0:
+            bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
+            rates.append(bw / max(w.bs_bytes, 512))
+        return float(sum(r**-4 for r in rates) ** -0.25), t.flush_us / t.total_us
     # Little's law at the workload's own concurrency, up to the device's parallelism: the
     # read sweep's knee (a calibration fits it) for reads and metadata, and for writes at
     # least what the write ceiling demonstrates in flight (ceiling x QD1 write time): a

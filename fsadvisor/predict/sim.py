@@ -118,9 +118,9 @@ CI_BATCHES = 10
 # Calibration below 1 x the bare device's times: stop within 1% of the model's IOPS, below
 # a 10,000-request run's own seed-to-seed spread (measured, 12 seeds: sd 0.8% for 4K random
 # reads at 32 outstanding, 3.1% for oltp's fsync-per-write mix),
-# after at most 4 runs, never below 1/1000 of the bare times.
+# after at most 6 runs, never below 1/1000 of the bare times.
 SCALE_TOLERANCE = 0.01
-SCALE_ITERATIONS = 4
+SCALE_ITERATIONS = 6
 SCALE_MIN = 1e-3
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 

@@ -73,10 +73,13 @@ def test_fit_recovers_the_known_device():
     assert p.measured and p.n_runs == len(device_runs())
     # the runs measure every key of the device; the host's are measured apart (host/cpu.py),
     # so without its figures they stay at the reference machine's prior
-    assert set(p.details["measured"]) == set(DEVICE_KEYS)
+    # (and the sweep's shape: sharp, as the sweep was made)
+    assert set(p.details["measured"]) == set(DEVICE_KEYS) | {"knee_power"}
+    assert v["knee_power"] == 4.0
     assert set(p.details["not_measured"]) == set(HOST_KEYS)
     assert p.source.startswith("calibrated: 9 of 9 device parameters fitted on 30 raw-device runs; "
                                "host CPU: the reference machine's (not measured)")
+    assert "queueing shape measured" in p.source
     assert p.kind == "loop" and p.device_id == "loop:test"
 
 
@@ -199,3 +202,34 @@ def test_raw_run_reads_its_cpu_from_a_store_row():
     assert r is not None and r.thread_cpu_pct == pytest.approx(21.5)
     assert r.host_cpu_busy_pct == 22.3
     assert RawRun.from_store_row({**row, "sys_cpu_pct": None}).thread_cpu_pct is None
+
+
+def test_a_gradual_knee_is_measured_and_the_roofline_follows_it():
+    """A device that serves one I/O at a time behind a fixed delay (a loop device on a file:
+    each extra I/O in flight waits one ceiling-time, c / (latency + (c - 1) / cap)) bends
+    long before cap x latency. The sharp knee fitted to such a sweep misses its middle by a
+    third; the measured shape (knee_power about 1) follows the sweep at every depth, and stays
+    anchored at the QD1 latency."""
+    from fsadvisor.domain import Workload
+    from fsadvisor.predict.mechanisms import roofline
+
+    lat, cap = 70.0, 68_000.0
+
+    def gradual(c: int) -> float:
+        return c / (lat + (c - 1) * 1e6 / cap) * 1e6
+
+    runs = [RawRun("randread", 4096, iodepth=qd, iops=gradual(qd) * j, run_id=10 * qd + i)
+            for qd in (1, 4, 16, 32, 64) for i, j in enumerate(JITTER)]
+    p = fit_device_params(runs, "loop", DEVICES)
+    # 1 or the next shape up: the ceiling a calibration knows is its best cell (QD64 here,
+    # 6% under the asymptote), and a slightly sharper knee makes up for it
+    assert p.values["knee_power"] <= 1.25
+    for qd in (1, 4, 16, 32, 64):
+        w = Workload(rw="randread", bs_bytes=4096, iodepth=qd)
+        got, _ = roofline(w, p.values)
+        # within 8%: the shapes are a grid (1, 1.25, ...) fitted against that best cell
+        assert got == pytest.approx(gradual(qd), rel=0.08), qd
+    sharp = dict(p.values)
+    del sharp["knee_power"]
+    got4, _ = roofline(Workload(rw="randread", bs_bytes=4096, iodepth=4), sharp)
+    assert got4 > 1.3 * gradual(4)
