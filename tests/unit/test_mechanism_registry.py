@@ -226,3 +226,19 @@ def test_cpu_work_of_deep_queue_reads_counts_only_where_the_cpu_binds():
     # a synchronous engine or buffered I/O has no queue for the CPU to hide behind
     psync = Workload(rw="randread", bs_bytes=4096, iodepth=32, ioengine="psync")
     assert cpu(measured, psync) == cpu(disk, psync)
+
+
+def test_an_fsyncs_host_cpu_weighs_where_writes_are_cheap_and_fades_behind_a_flush():
+    # zram-like: 15 us writes, a free flush; the disk-backed loop: 118 us writes, 234 us
+    # flushes. The same 20 us of CPU per fsync is a third of the first's fsync and a few
+    # per cent of the second's; without an fsync there is none.
+    ram = dict(P, write_latency_us=15.0, flush_latency_us=1.0, flush_latency_us_plp=1.0)
+    disk = dict(P, write_latency_us=118.0, flush_latency_us=234.0, flush_latency_us_plp=234.0)
+    fsync1 = Workload(rw="randwrite", bs_bytes=4096, fsync_every=1)
+
+    def fsync_cpu(p, w):
+        return mechanisms.features(FsConfig.make("xfs"), w, p, "unknown").get("m:fsync_cpu")
+
+    assert fsync_cpu(ram, Workload(rw="randwrite", bs_bytes=4096)) is None
+    assert fsync_cpu(ram, fsync1) < 3 * fsync_cpu(disk, fsync1) < 0
+    assert abs(fsync_cpu(disk, fsync1)) < 0.06
