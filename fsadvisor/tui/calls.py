@@ -31,6 +31,7 @@ from fsadvisor.service.whatif import (
     format_size,
     with_workload,
 )
+from fsadvisor.service.worth_inputs import WorthInputs
 
 __all__ = [
     "USER_ERRORS",
@@ -59,6 +60,7 @@ __all__ = [
     "capture",
     "probe_request",
     "root_problem",
+    "WorthInputs",
     "yearly_worth",
     "worth_lines",
     "block_devices",
@@ -389,13 +391,13 @@ def export_matrix(
 
 
 def yearly_worth(
-    rec: Recommendation, load: float, price: float | None = None, db: str | None = None
+    rec: Recommendation, worth_inputs: WorthInputs, db: str | None = None
 ) -> dict[str, Any]:
     """``recommend --load L [--price P]``: per ranked entry its year (kWh, cost), and #1
     against the runner-up and the distribution default (service.worth)."""
     from fsadvisor.service import worth
 
-    return worth.yearly_worth(rec, load, price, db=db)
+    return worth.yearly_worth(rec, worth_inputs, db=db)
 
 
 def worth_lines():
