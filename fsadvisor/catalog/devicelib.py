@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.sizes import parse_size
 
 # How much a kind of source is trusted, best first: where sources disagree the better kind
 # wins (README "Rules"); a figure from the last three is marked as not the manufacturer's.
@@ -456,7 +457,6 @@ def looks_like_name(spec: str) -> bool:
     s = str(spec).strip()
     if not s or s.startswith(("/", ".")) or "/" in s or ":" in s:
         return False
-    from fsadvisor.sizes import parse_size
 
     try:
         parse_size(s)

@@ -32,6 +32,7 @@ from fsadvisor.service.device_target import target_for
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
 from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
+from fsadvisor.predict.rank import default_scheduler
 
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
@@ -399,8 +400,6 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     default repetitions, timed by the probe's own per-cell estimate on this device
     (probe/timing.py, which probe/plan.py's Plan.cell_estimate_s uses: a test holds the two
     equal). ``p_best`` is None for a default the model does not count among the leaders."""
-    from fsadvisor import catalog
-    from fsadvisor.predict.rank import default_scheduler
     from fsadvisor.probe import timing
 
     name = f"profile:{rec.profile.name}"  # the cell's workload name (plan.profile_workload)

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
+from fsadvisor.limits import LIMITS
 
 Z95 = 1.959963984540054
 
@@ -159,7 +160,6 @@ def compare(
     if ranks is not None:
         if profile is None:
             raise FsAdvisorError("ranks need --profile NAME (the recommendation they rank in)")
-        from fsadvisor.limits import LIMITS
 
         if max(ranks) > LIMITS["top"].hi:
             raise FsAdvisorError(

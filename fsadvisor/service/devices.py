@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsadvisor.domain import Device, Plp, is_plp
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.domain import Workload
 
 if TYPE_CHECKING:
     from fsadvisor.catalog.devicelib import LibraryDrive
@@ -212,7 +213,6 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
     for s in _raw_baselines(db):
         if (s["device_model"] or "").strip().lower() not in names:
             continue
-        from fsadvisor.domain import Workload
 
         w = Workload(**s["workload"])
         fm = datasheet_figure_for(w)
@@ -242,7 +242,6 @@ def list_measured(db: str | None = None) -> list[dict[str, Any]]:
 
     lib = devicelib.load_library()
     by_model: dict[str, dict[str, Any]] = {}
-    from fsadvisor.domain import Workload
 
     for s in _raw_baselines(db):
         model = (s["device_model"] or "").strip() or "(unknown model)"

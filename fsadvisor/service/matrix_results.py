@@ -18,6 +18,7 @@ from typing import Any
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.report import config_label
 from fsadvisor.store import open_store
+from fsadvisor.service import report
 
 # What a cell row shows, in this order: the figures a user compares configurations by.
 CELL_METRICS = ("ops_per_joule", "bytes_per_joule", "iops", "mb_s", "p99_latency_us", "watts")
@@ -112,7 +113,6 @@ def export_report(
 ) -> Path:
     """The HTML report (service.report) of this matrix for the profile its plan names, or
     (a matrix of micro workloads only, which names none) for ``profile``."""
-    from fsadvisor.service import report
 
     doc = matrix_cells(matrix_id, db)
     profile = doc["matrix"]["profile"] or profile

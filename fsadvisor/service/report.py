@@ -19,6 +19,7 @@ from typing import Any
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError, StoreError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
+from fsadvisor import limits
 
 # Two-sided normal quantiles: the model's intervals are log-normal 90% ones
 # (predict/predict.py Z90); the report shows 95% everywhere, like the measured CIs.
@@ -246,7 +247,6 @@ def build(
     With a load in ``worth_inputs`` also what the choice is worth per year
     (fsadvisor.service.worth, under ``yearly``). Raises NothingToReport when neither a
     measurement nor a prediction exists."""
-    from fsadvisor import limits
     from fsadvisor.service import advice, answer, worth
     from fsadvisor.store import open_store
     from fsadvisor.store.observations import workload_from_params

@@ -19,6 +19,7 @@ from fsadvisor.domain import Prediction
 from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
 from fsadvisor.predict.rank import Recommendation
 from fsadvisor.service.worth_inputs import WorthInputs
+from fsadvisor.predict.predict import predict
 
 DEFAULT_CONFIG = {"filesystem": "ext4"}  # what a distribution's mkfs.ext4 + mount give
 
@@ -188,7 +189,6 @@ def default_prediction(
     w: Any, device: Any, scope: str, db: str | None
 ) -> tuple[dict[str, Any], Prediction]:
     """The distribution default's configuration and its prediction for this workload."""
-    from fsadvisor.predict.predict import predict
     from fsadvisor.service.advice import get_model
 
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)

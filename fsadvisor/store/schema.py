@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from fsadvisor.errors import FsAdvisorError, StoreError, one_line
-from fsadvisor.store import integrity
+from fsadvisor.store import encoding, integrity
+from fsadvisor.domain import device_identity
 
 if TYPE_CHECKING:
     # sqlite_utils is imported when a store is opened: it pulls in click, and the core
@@ -206,7 +207,6 @@ def _v3_device_params(db: Database) -> None:
     ``device_params`` holds the parameters fitted from that identity's raw-device runs, with
     their log-scale sd, provenance and the run ids they were fitted on. Calibration lives in
     the store, so ``--db A`` and ``--db B`` never see each other's."""
-    from fsadvisor.domain import device_identity
 
     db.table("devices").add_column("identity", str)
     for row in list(
@@ -240,15 +240,35 @@ def _v3_device_params(db: Database) -> None:
     )
 
 
+def stored_run_uid(db: Database, run_id: int) -> str:
+    """The stable id schema v4 gives a run stored before it: a digest of what it is (host, device, configuration, workload,
+    matrix, cell, repetition, start time, outcome, figures and tool output), not of its row
+    number, so the same run has the same uid in every store it was copied or merged into."""
+    row = db.execute(
+        "SELECT h.key, d.key, c.key, w.key, r.matrix_id, r.cell_key, r.rep, r.status, "
+        "r.error, r.started_at, r.tool, r.command, r.metrics, r.raw_output, r.origin "
+        "FROM runs r JOIN devices d ON d.id = r.device_id "
+        "LEFT JOIN configurations c ON c.id = r.configuration_id "
+        "JOIN workloads w ON w.id = r.workload_id LEFT JOIN hosts h ON h.id = r.host_id "
+        "WHERE r.id = ?",
+        [run_id],
+    ).fetchone()
+    if row is None:
+        raise StoreError(f"no run {run_id} in the store")
+    fields = list(row)
+    # repr keeps the float's every bit: equal start times, equal text, equal digest
+    fields[9] = None if fields[9] is None else repr(float(fields[9]))
+    fields[14] = fields[14] or "probe"
+    return "run-" + encoding.digest(fields)[:32]
+
+
 def _v4_run_uids_and_origin(db: Database) -> None:
     """Fleets and imports: every run gets a stable id (``uid``) so stores from many hosts
     merge without duplicates, and says where it came from (``origin``: "probe", or
     "imported" for fio results measured elsewhere, with their ``provenance`` as JSON: file
     sha256, fio version, host, who imported it and when). Existing runs are probe runs; their
-    uid is the digest of their content (recording.run_uid), so two copies of one v3 store
+    uid is the digest of their content (stored_run_uid), so two copies of one v3 store
     migrated apart still agree on every run's uid."""
-    from fsadvisor.store.recording import stored_run_uid
-
     db.table("runs").add_column("uid", str)
     db.table("runs").add_column("origin", str)
     db.table("runs").add_column("provenance", str)

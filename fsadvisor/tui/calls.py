@@ -32,6 +32,8 @@ from fsadvisor.service.whatif import (
     with_workload,
 )
 from fsadvisor.service.worth_inputs import WorthInputs
+from fsadvisor.limits import LIMITS
+from fsadvisor.service import probing
 
 __all__ = [
     "USER_ERRORS",
@@ -140,7 +142,6 @@ def probe_preview(
     does the --resume of an adaptive probe; with more profiles (:func:`joint_choice`) the
     one adaptive session for all of them, as ``probe --profile A --profile B`` does."""
     from fsadvisor.service import adaptive as ad
-    from fsadvisor.service import probing
 
     profiles, weights = joint_choice(profile, adaptive)
     if profiles and options.get("resume") and len(profiles) > 1:
@@ -177,8 +178,6 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     try:
         confidence = float(text) if text else ad.DEFAULT_TARGET
     except ValueError:
-        from fsadvisor.limits import LIMITS
-
         raise FsAdvisorError(
             f"target confidence must be a number "
             f"{LIMITS['target-confidence'].between_text}, not {text!r}"
@@ -254,7 +253,6 @@ def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:
 
 def live_text(event: ProgressEvent) -> str:
     """A live "sample" event in words (block layer, with its stat file; watts or no meter)."""
-    from fsadvisor.service import probing
 
     return probing.live_text(event)
 
@@ -304,14 +302,12 @@ def probe_request(
 
 def root_problem() -> str | None:
     """Why this process cannot probe (not root), or None."""
-    from fsadvisor.service import probing
 
     return probing.root_problem()
 
 
 def block_devices() -> list[BlockDevice]:
     """The machine's block devices, each with the probe's safety verdict (reads only)."""
-    from fsadvisor.service import probing
 
     return probing.block_devices()
 
@@ -319,14 +315,12 @@ def block_devices() -> list[BlockDevice]:
 def block_device(path: str, force: bool = False) -> BlockDevice:
     """``force``: the verdict ``--force`` gets (a leftover signature no longer refuses it;
     the confirmation then says that signature is destroyed)."""
-    from fsadvisor.service import probing
 
     return probing.block_device(path, force=force)
 
 
 def device_confirmed(device: str, typed: str | None) -> bool:
     """The CLI's rule: the device typed back exactly (as given or resolved)."""
-    from fsadvisor.service import probing
 
     return probing.device_confirmed(device, typed)
 
@@ -340,7 +334,6 @@ def run_probe(
     request: ProbeRequest, confirm: str | None, on_progress, cancel: Interruptions
 ) -> ProbeSummary:
     """The real probe (a thread worker): service.probing.run_request."""
-    from fsadvisor.service import probing
 
     return probing.run_request(
         request, confirm=confirm, on_progress=on_progress, interruptions=cancel
