@@ -11,6 +11,9 @@ import json
 import os
 import sys
 from typing import Any, Callable
+import importlib
+import signal
+import threading
 
 import typer
 from typer.core import TyperGroup
@@ -54,8 +57,6 @@ class LazyGroup(TyperGroup):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
-            import importlib
-
             importlib.import_module(f"{__name__}.{COMMAND_MODULES[cmd_name]}")
             # typer builds the commands registered so far: the modules imported, not all.
             # The app has a callback (_root), so typer always builds a group of them.
@@ -244,7 +245,6 @@ def person_facing(cmd):
 
 def register_all() -> None:
     # Command groups live in their own modules; importing them registers them on ``app``.
-    import importlib
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):
@@ -291,8 +291,6 @@ class Interrupted(BaseException):
 def _interrupt_with_a_message() -> None:
     # The process's own command line only; a probe installs its own handler while it runs
     # (probe/run.py Interruptions) and puts this one back after.
-    import signal
-    import threading
 
     def handler(signum: int, frame: object) -> None:
         raise Interrupted()

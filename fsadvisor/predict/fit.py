@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
+import os
 
 import numpy as np
 
@@ -342,7 +343,6 @@ _MODEL_MAGIC = b"fsadvisor-model 1\n"
 
 def save_model(m: FittedModel, path: Path, key: str = "") -> None:
     """Cache a fit for the next process; ``key`` is what load_model must be given back."""
-    import os
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from typing import Any, Callable, Iterator
+import shutil
 
 from fsadvisor import energy
 from fsadvisor.records import RunRecord
@@ -63,7 +64,6 @@ def scratch_space_problem(plan: Plan) -> str | None:
     """Why a scratch backing file of the plan's size does not fit where it would go (None:
     it fits). Sparse, but mkfs, the fill and the runs may write all of it; checked before
     the file exists, so a full disk names the scratch directory, not a cell's mount."""
-    import shutil
 
     size = int(plan.scratch_size_bytes or 0)
     where = plan.scratch_dir or tempfile.gettempdir()

@@ -78,6 +78,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+import tomllib
 
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, FsyncMode, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line
@@ -763,7 +764,6 @@ def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> li
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:
-    import tomllib  # only when a profile file is parsed, not read from its cached copy
 
     for line in text.splitlines():
         head = (

@@ -271,8 +271,6 @@ def recommend(
     if plp is None and prof.constraints.plp != "unknown":
         plp = prof.constraints.plp
     if isinstance(device, Device):  # e.g. the device a stored probe measured (report)
-        from dataclasses import replace
-
         dev = device
         if plp:
             if not is_plp(plp):

@@ -18,6 +18,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+from dataclasses import replace
 
 from fsadvisor import catalog, limits
 from fsadvisor.catalog.artifacts import Artifacts, build
@@ -127,7 +128,6 @@ def _size_bytes(device: str) -> int | None:
 
 
 def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> Target:
-    from dataclasses import replace
 
     from fsadvisor.host import device as devmod
     from fsadvisor.service.probing import device_confirmed, root_problem

@@ -14,6 +14,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+import time
 
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.report import config_label
@@ -209,7 +210,6 @@ def history_chart(doc: dict[str, Any]):
     """device_history as a line chart (report.terminal.LineChart): one line per
     configuration across the device's matrices, a legend line naming each marker. None when
     the device has no measured runs."""
-    import time
 
     from fsadvisor.report.terminal import LineChart
 

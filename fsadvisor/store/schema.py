@@ -14,6 +14,7 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
+import time
 
 from fsadvisor.errors import FsAdvisorError, StoreError, one_line
 from fsadvisor.store import encoding, integrity
@@ -291,7 +292,6 @@ def _v5_run_profiles(db: Database) -> None:
     its workload keeps the first profile's name. NULL: the run belongs to its workload's
     profile only. Runs of the joint probes stored before this get the set their matrix's plan
     recorded (the adaptive plan's profiles and the workload each was measured with)."""
-    from fsadvisor.store import encoding
 
     db.table("runs").add_column("profiles", str)
     joint = db.execute(
@@ -437,7 +437,6 @@ def _enable_wal(db: Database, timeout_s: float = 10.0) -> None:
     Changing the journal mode needs an exclusive lock and SQLite answers "database is
     locked" at once instead of calling the busy handler (seen here: three processes opening
     one new store under load), so the wait is ours."""
-    import time
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -477,7 +476,6 @@ def write_transaction(db: Database) -> Iterator[Database]:
     IMMEDIATE): a deferred one that reads first and then writes is refused "database is
     locked" at once when another process committed meanwhile, which lost imports when two
     streams wrote at once. Nested in a transaction: a savepoint of it (sqlite-utils)."""
-    import time
 
     if db.conn.in_transaction:
         with db.atomic():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from pathlib import Path
 
 from fsadvisor.domain import Device, Profile
 from fsadvisor.errors import FsAdvisorError
@@ -374,7 +375,6 @@ def export_matrix(
     """csv/json of the matrix's cells, or ``html``: its report (service.report; for
     ``profile`` when the matrix names none). Returns the absolute path written: a relative
     one means nothing to someone who started the TUI from another directory."""
-    from pathlib import Path
 
     from fsadvisor.service import matrix_results
 

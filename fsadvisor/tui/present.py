@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+import time
 
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -482,7 +483,6 @@ HISTORY_COLUMNS = (
 
 
 def history_row(m: dict[str, Any]) -> tuple[str, ...]:
-    import time
 
     def when(ts: Any) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
