@@ -379,6 +379,7 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
 
 
 def library_dir() -> Path:
+    # the data directory is resolved when the library is first read, not at import
     from fsadvisor.infra.resources import data_dir
 
     return data_dir("datasets") / "devices"
@@ -392,6 +393,7 @@ def load_library(root: Path | None = None) -> dict[str, LibraryDrive]:
 
 @lru_cache(maxsize=4)
 def _load(root: str) -> tuple[tuple[str, LibraryDrive], ...]:
+    # the TOML reader only when the library file is read (once: cached)
     import tomllib
 
     drives: dict[str, LibraryDrive] = {}

@@ -32,6 +32,10 @@ from fsadvisor.cli.options import (
     with_worth_options,
 )
 
+# The service is imported inside the commands, not here: `fsadvisor CMD --help`, shell
+# completion and the man page import this module without running a command, and a command
+# loads only the part of the service it calls (the yearly figures only with --load: start-up).
+
 
 BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-200 bytes
 FALLBACK_LINES = 512  # lines per group from a stream without a file descriptor

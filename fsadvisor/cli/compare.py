@@ -19,6 +19,9 @@ from fsadvisor.cli.options import (
 )
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
+
 
 def _num(x: float) -> str:
     # thousands from 10,000 up ("14.81k"): the threshold is not the divisor there

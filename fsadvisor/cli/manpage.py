@@ -8,6 +8,7 @@ renders it without a warning."""
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from fsadvisor.cli import command_tree, register_all
 
@@ -40,7 +41,6 @@ def _commands(group, ctx, prefix: str = ""):
 
 
 def render() -> str:
-    from importlib.metadata import version
 
     __version__ = version("fsadvisor")  # as --version prints it
 

@@ -4,10 +4,10 @@ loop device) and store every run. Presentation only; the work is fsadvisor.servi
 from __future__ import annotations
 
 import inspect
-import signal
-from typing import Annotated, Any, Callable, Optional
 import shutil
+import signal
 import sys
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -22,6 +22,10 @@ from fsadvisor.cli import (
 )
 from fsadvisor.domain import FLAG_ESTIMATE
 from fsadvisor.service.probe_options import ProbeOptions, RunChoices, cli_order, declared
+
+# The service is imported inside the functions that use it: --help, shell completion and
+# the man page import this module without running a probe, and calibrate imports it for its
+# progress display alone (start-up).
 
 
 def clock(seconds: float | None) -> str:

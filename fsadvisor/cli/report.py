@@ -16,6 +16,9 @@ from fsadvisor.cli.options import (
 )
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
+
 
 @app.command()
 @domain_errors

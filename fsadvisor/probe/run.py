@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import tempfile
 import threading
 import time
 from typing import Any, Callable, Iterator
-import shutil
 
 from fsadvisor import energy
 from fsadvisor.records import RunRecord

@@ -75,10 +75,10 @@ from __future__ import annotations
 
 import difflib
 import math
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
-import tomllib
 
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, FsyncMode, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line

@@ -59,6 +59,9 @@ from fsadvisor.probe.run import MatrixRun
 from fsadvisor.probe.state import StateFile, state_path_for
 from fsadvisor.store import open_store
 
+# Imported inside functions: the calibration (and the stored device figures) only when a
+# session calibrates or its dry run says what it would (start-up of the other probe paths).
+
 DEFAULT_TARGET = RunChoices().target_confidence  # --target-confidence, declared once
 # Repetitions of one cell beyond which another adds little: seed 000 ran 10; the full
 # matrix's default is 3, so the adaptive probe may go a bit beyond it where it matters.

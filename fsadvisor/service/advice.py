@@ -34,6 +34,11 @@ from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
 from fsadvisor.predict.rank import default_scheduler
 
+# Imported inside functions: what only some commands need (the device library, the
+# guidance rules, the probe's timing, the calibration figures, validation). Every command
+# imports this module; each loads only what its own path uses (start-up:
+# tests/unit/test_startup_imports.py).
+
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
 # tests/unit/test_front_end_imports.py enforces it).

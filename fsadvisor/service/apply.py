@@ -16,9 +16,9 @@ import contextlib
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from dataclasses import replace
 
 from fsadvisor import catalog, limits
 from fsadvisor.catalog.artifacts import Artifacts, build
@@ -27,6 +27,10 @@ from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host.run import CommandNotFound, run
 from fsadvisor.service.device_target import target_for
+
+# Imported inside functions: each step of apply loads what only it uses (the configuration
+# from JSON or from a rank, formatting's device inspection and safety checks with
+# --execute, tempfile when files are written), so a dry run loads none of the others.
 
 _MOUNTPOINT = re.compile(r"(/[A-Za-z0-9._@+-]+)+/?")
 # A device path: /dev/ and path components of the characters kernel and udev names use

@@ -19,6 +19,10 @@ from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 from fsadvisor.limits import LIMITS
 
+# Imported inside functions: the model, the store, the recommendation and the charts load
+# only for compare itself; matrix_results imports this module for its statistics (welch,
+# judged) alone (start-up).
+
 Z95 = 1.959963984540054
 
 

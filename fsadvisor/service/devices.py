@@ -16,6 +16,10 @@ from fsadvisor.domain import Device, Plp, is_plp
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.domain import Workload
 
+# Imported inside functions: the device library, its datasheet model and the shipped
+# datasets load only when a library drive or a measured device is asked for (start-up:
+# the device library is not loaded by a recommend for a spec device).
+
 if TYPE_CHECKING:
     from fsadvisor.catalog.devicelib import LibraryDrive
 

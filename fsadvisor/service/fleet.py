@@ -15,6 +15,9 @@ from fsadvisor.errors import StoreError
 from fsadvisor.store import check_store_file, open_store
 from fsadvisor.domain import Device
 
+# Imported inside functions: the model, the ranking and the device fit load only when a
+# fleet recommendation is built; db merge imports this module without them (start-up).
+
 PathLike = str | os.PathLike[str]
 
 

@@ -33,6 +33,9 @@ from fsadvisor.domain import FLAG_IMPORTED, FLAG_LOOP, FLAG_POOLED_PERCENTILES
 from fsadvisor.infra.readfile import read_bounded
 from fsadvisor.sizes import parse_size
 
+# Imported inside functions: fio's parser, the profiles, the recommendation's helpers and
+# the probe's cell keys load only for an import (start-up of the other store commands).
+
 # A fio JSON document of one run is kilobytes (json+ with its latency bins: ~100 KB); a
 # multi-gigabyte "result" is something else and would only exhaust memory.
 MAX_FILE_BYTES = 64 << 20

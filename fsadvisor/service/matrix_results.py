@@ -12,14 +12,17 @@ import csv
 import io
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
-import time
 
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.report import config_label
 from fsadvisor.store import open_store
 from fsadvisor.service import report
+
+# Imported inside functions: compare's statistics and the terminal charts load only for a
+# comparison or a chart (start-up of the TUI's history tab).
 
 # What a cell row shows, in this order: the figures a user compares configurations by.
 CELL_METRICS = ("ops_per_joule", "bytes_per_joule", "iops", "mb_s", "p99_latency_us", "watts")

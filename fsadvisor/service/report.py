@@ -21,6 +21,10 @@ from fsadvisor.errors import FsAdvisorError, StoreError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 from fsadvisor import limits
 
+# Imported inside functions: the model, the store, matplotlib, the HTML renderer and the
+# terminal charts load only for the part of a report asked for; compare and the TUI import
+# this module for its labels and figures alone (start-up).
+
 # Two-sided normal quantiles: the model's intervals are log-normal 90% ones
 # (predict/predict.py Z90); the report shows 95% everywhere, like the measured CIs.
 Z90 = 1.6448536269514722

@@ -8,8 +8,8 @@ model, never measurements.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
 import json
+from typing import Any, Iterable, Mapping
 
 from fsadvisor import catalog, limits
 from fsadvisor.domain import POWER_SCOPES

@@ -169,6 +169,7 @@ class WhatIf:
         with self._lock:
             ctx = self._contexts.get(key)
         if ctx is None:
+            # service.devices only for a library drive's notes (start-up)
             from fsadvisor.service.devices import library_notes
 
             dev = advice.resolve_device(device, plp)

@@ -20,6 +20,9 @@ from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
 from fsadvisor.predict.rank import Recommendation
 from fsadvisor.service.worth_inputs import WorthInputs
 from fsadvisor.predict.predict import predict
+from fsadvisor.service.advice import get_model
+from fsadvisor.service.devices import library_drive_of
+
 
 DEFAULT_CONFIG = {"filesystem": "ext4"}  # what a distribution's mkfs.ext4 + mount give
 
@@ -34,8 +37,6 @@ def _capacity(p: Prediction, bandwidth: bool, bs_bytes: int) -> tuple[float, tup
 def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[float, float], str]:
     """(idle W, busy W, busy 90% W, where they come from) for one prediction."""
     if scope == "drive":
-        from fsadvisor.service.devices import library_drive_of
-
         d = library_drive_of(device)
         if d is not None:
             idle_fig = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
@@ -189,7 +190,6 @@ def default_prediction(
     w: Any, device: Any, scope: str, db: str | None
 ) -> tuple[dict[str, Any], Prediction]:
     """The distribution default's configuration and its prediction for this workload."""
-    from fsadvisor.service.advice import get_model
 
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)
     return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope)

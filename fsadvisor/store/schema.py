@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
-import time
 
 from fsadvisor.errors import FsAdvisorError, StoreError, one_line
 from fsadvisor.store import encoding, integrity
@@ -23,6 +23,7 @@ from fsadvisor.domain import device_identity
 if TYPE_CHECKING:
     # sqlite_utils is imported when a store is opened: it pulls in click, and the core
     # must import without front-end packages (tests/unit/test_core_imports.py).
+    # sqlite_utils (and click) only when a store is opened (see TYPE_CHECKING above)
     from sqlite_utils import Database
 
 APPLICATION_ID = 0x46534144  # "FSAD"
@@ -369,6 +370,7 @@ def connect(path: Path | None) -> Database:
     Raises StoreError, in one line, for a file that is not SQLite, not ours, or newer than
     this code.
     """
+    # sqlite_utils (and click) only when a store is opened (see TYPE_CHECKING above)
     from sqlite_utils import Database
 
     label = ":memory:" if path is None else str(path)

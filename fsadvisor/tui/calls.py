@@ -9,8 +9,8 @@ imports only fsadvisor.service, .domain and .errors (tests/unit/test_front_end_i
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from fsadvisor.domain import Device, Profile
 from fsadvisor.errors import FsAdvisorError
@@ -35,6 +35,11 @@ from fsadvisor.service.whatif import (
 from fsadvisor.service.worth_inputs import WorthInputs
 from fsadvisor.limits import LIMITS
 from fsadvisor.service import probing
+
+# The service modules beyond the ranking's are imported inside the calls that use them (the
+# adaptive probe, energy sources, the store's history, matrix results, reports, the yearly
+# figures, capture): each loads when its tab or action first needs it, not when the TUI
+# opens (start-up).
 
 __all__ = [
     "USER_ERRORS",

@@ -8,8 +8,8 @@ Text, never as console markup, so they show as written.
 from __future__ import annotations
 
 import re
-from typing import Any
 import time
+from typing import Any
 
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
