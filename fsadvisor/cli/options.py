@@ -5,7 +5,8 @@ adds, --top's count and default, what --profile is for) each meaning is its own 
 helper's argument; a flag one command alone takes stays in that command.
 
 Imported by most command modules on every run, so it imports only what they import already
-(typer, fsadvisor.limits) and builds a handful of typer.Option objects, nothing more.
+(typer, fsadvisor.limits, and service/worth_inputs.py, which imports only the ranges) and
+builds a handful of typer.Option objects, nothing more.
 (The probe's options are declared in fsadvisor/probe/options.py, from which the probe
 command and its request are both built; they are not repeated here. The yearly figures'
 inputs are declared in fsadvisor/service/worth_inputs.py; ``with_worth_options`` makes them
