@@ -28,6 +28,7 @@ def main() -> None:
     # Earlier than this, in Python's start-up and the launcher's own `import re` (the first
     # a few milliseconds), the interpreter's default handling applies.
     signal.signal(signal.SIGINT, _interrupted_while_loading)
+    # after the handler above: Ctrl-C while the CLI loads gets one line
     from fsadvisor.cli import main as cli_main
 
     cli_main()

@@ -1,5 +1,8 @@
 """Domain errors. Front ends turn any of these into one line on stderr and exit code 2."""
 
+import os
+import sys
+
 
 class FsAdvisorError(Exception):
     """A problem the user can fix (bad input, unsafe device, unsupported filesystem)."""
@@ -45,8 +48,6 @@ def exit_interrupted() -> None:
     """Ctrl-C before the CLI handles it itself (while the program still loads): the shell's
     convention, one line and exit 130, no traceback. Nothing is half-written while loading,
     so the process ends at once."""
-    import os
-    import sys
 
     sys.stderr.write("fsadvisor: interrupted\n")
     sys.stderr.flush()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.sizes import parse_size
 
 # How much a kind of source is trusted, best first: where sources disagree the better kind
 # wins (README "Rules"); a figure from the last three is marked as not the manufacturer's.
@@ -378,6 +379,7 @@ def parse_file(fname: str, doc: dict) -> list[LibraryDrive]:
 
 
 def library_dir() -> Path:
+    # the data directory is resolved when the library is first read, not at import
     from fsadvisor.infra.resources import data_dir
 
     return data_dir("datasets") / "devices"
@@ -391,6 +393,7 @@ def load_library(root: Path | None = None) -> dict[str, LibraryDrive]:
 
 @lru_cache(maxsize=4)
 def _load(root: str) -> tuple[tuple[str, LibraryDrive], ...]:
+    # the TOML reader only when the library file is read (once: cached)
     import tomllib
 
     drives: dict[str, LibraryDrive] = {}
@@ -456,7 +459,6 @@ def looks_like_name(spec: str) -> bool:
     s = str(spec).strip()
     if not s or s.startswith(("/", ".")) or "/" in s or ":" in s:
         return False
-    from fsadvisor.sizes import parse_size
 
     try:
         parse_size(s)

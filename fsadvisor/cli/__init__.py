@@ -7,15 +7,19 @@ on stderr and exit code 2; no traceback reaches the user.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
+import signal
 import sys
+import threading
 from typing import Any, Callable
 
 import typer
 from typer.core import TyperGroup
 
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor import limits
 
 # Every top-level command, in the order --help lists them (the front door first), and the
 # module of this package that defines it. The root group
@@ -54,8 +58,6 @@ class LazyGroup(TyperGroup):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
-            import importlib
-
             importlib.import_module(f"{__name__}.{COMMAND_MODULES[cmd_name]}")
             # typer builds the commands registered so far: the modules imported, not all.
             # The app has a callback (_root), so typer always builds a group of them.
@@ -81,6 +83,7 @@ app = typer.Typer(
 def complete_profile(incomplete: str) -> list[str]:
     """Shell completion of --profile: the preset names starting with what was typed (a path
     is the shell's own file completion's job)."""
+    # shell completion only: the service loads when a name is completed (start-up)
     from fsadvisor.service.advice import list_profiles
 
     return [p.name for p in list_profiles() if p.name.startswith(incomplete)]
@@ -88,6 +91,7 @@ def complete_profile(incomplete: str) -> list[str]:
 
 def _version(value: bool) -> None:
     if value:
+        # importlib.metadata only for --version (start-up)
         from importlib.metadata import version
 
         typer.echo(f"fsadvisor {version('fsadvisor')}")
@@ -112,7 +116,6 @@ def limit_option(name: str, option: str | None = None) -> Callable[[Any], Any]:
     """A Typer option callback: ``name``'s range (fsadvisor/limits.py) checked as the option
     is parsed, one line and exit code 2 on failure (the line the service would give);
     ``option``: the flag that line names, when it is not ``--name``."""
-    from fsadvisor import limits
 
     def callback(value: Any) -> Any:
         try:
@@ -127,6 +130,7 @@ def confirm_wipe(plan: Any, yes_wipe: str | None, detail: str = "") -> str | Non
     """The destructive-run confirmation probe and calibrate share: nothing to confirm for a
     scratch loop device; else ``--yes-wipe`` must name the device, or the user types it at
     the prompt. Returns what was typed (the run records it); a mismatch is one line, exit 2."""
+    # only a destructive command confirms: the probe's service loads then (start-up)
     from fsadvisor.service import probing
 
     if plan.scratch_size_bytes:
@@ -244,7 +248,7 @@ def person_facing(cmd):
 
 def register_all() -> None:
     # Command groups live in their own modules; importing them registers them on ``app``.
-    import importlib
+    # pkgutil only when every command is registered (man page, tests): start-up
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):
@@ -261,10 +265,11 @@ def usage_line(e: Any) -> str:
 
 def _click_errors():
     """Typer 0.2x vendors its own Click (typer._click); older ones use click itself."""
+    # Which Click typer carries is only known by trying (see the docstring).
     try:
         from typer._click import exceptions
     except ImportError:  # pragma: no cover - typer with click as a dependency
-        import click.exceptions
+        import click.exceptions  # the fallback of the try above
 
         return click.exceptions
     return exceptions
@@ -291,8 +296,6 @@ class Interrupted(BaseException):
 def _interrupt_with_a_message() -> None:
     # The process's own command line only; a probe installs its own handler while it runs
     # (probe/run.py Interruptions) and puts this one back after.
-    import signal
-    import threading
 
     def handler(signum: int, frame: object) -> None:
         raise Interrupted()

@@ -15,24 +15,26 @@ import typer
 from fsadvisor.domain import FsConfig
 
 from fsadvisor.service import answer
+from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
 from fsadvisor.cli.options import (
     ConfigOpt,
     DbOpt,
     JsonOpt,
-    LoadOpt,
     PlotOpt,
-    PriceOpt,
     ProfileOpt,
-    PueOpt,
     ScopeOpt,
-    ServersOpt,
     TargetDeviceOpt,
     TopOpt,
     WorkloadOpt,
     WorkloadProfileOpt,
     bounded,
+    with_worth_options,
 )
+
+# The service is imported inside the commands, not here: `fsadvisor CMD --help`, shell
+# completion and the man page import this module without running a command, and a command
+# loads only the part of the service it calls (the yearly figures only with --load: start-up).
 
 
 BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-200 bytes
@@ -79,6 +81,7 @@ def _fmt_range(r) -> str:
 
 @app.command()
 @domain_errors
+@with_worth_options("yearly energy and cost per configuration")
 def recommend(
     profile: ProfileOpt,
     device: TargetDeviceOpt = None,
@@ -105,10 +108,7 @@ def recommend(
             "--active", help="Rank by active energy (total minus idle) instead of total energy."
         ),
     ] = False,
-    load: LoadOpt = None,
-    price: PriceOpt = None,
-    servers: ServersOpt = 1,
-    pue: PueOpt = 1.0,
+    worth_inputs: WorthInputs = NO_LOAD,  # --load, --price, ...: with_worth_options
     plot: PlotOpt = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -116,12 +116,6 @@ def recommend(
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
     from fsadvisor.service import advice
 
-    if load is not None or price is not None or servers != 1 or pue != 1.0:
-        # Refuse bad numbers before the ranking runs (the defaults need no check, and
-        # without them the yearly arithmetic is not loaded at start-up).
-        from fsadvisor.service import worth
-
-        worth.check_inputs(load, price, servers, pue)
     rec = advice.recommend(
         profile,
         device=device,
@@ -133,10 +127,10 @@ def recommend(
         sector_size=sector_size,
     )
     yw = None
-    if load is not None:
+    if worth_inputs.given:
         from fsadvisor.service import worth
 
-        yw = worth.yearly_worth(rec, load, price, servers, pue, db)
+        yw = worth.yearly_worth(rec, worth_inputs, db)
     if as_json:
         doc = rec.to_dict()
         if yw is not None:

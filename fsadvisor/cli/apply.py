@@ -18,6 +18,9 @@ from fsadvisor.cli.options import (
     store_option,
 )
 
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
+
 
 @app.command("apply")
 @domain_errors

@@ -20,6 +20,9 @@ import typer
 from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail
 from fsadvisor.cli.options import DbOpt, ForceOpt, YesWipeOpt, bounded
 
+# The service is imported inside the commands: --help, shell completion and the man page
+# import this module without running one, and a command loads only what it calls (start-up).
+
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (
     ("read_latency_us", "read service time QD1", 1.0, "us"),
@@ -208,6 +211,7 @@ def calibrate(
     probing.check_device(plan)
     confirm = confirm_wipe(plan, yes_wipe)
     typer.echo(f"fsadvisor: {calibration.planned(plan)}", err=True)
+    # the probe command's module (and its declared options) only when a calibration runs
     from fsadvisor.cli.probe import ProbeProgress
 
     try:

@@ -10,16 +10,17 @@ from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import (
     DbOpt,
     JsonOpt,
-    LoadOpt,
     PlotOpt,
-    PriceOpt,
-    PueOpt,
     ScopeOpt,
-    ServersOpt,
     TargetDeviceOpt,
     WorkloadOpt,
     profile_option,
+    with_worth_options,
 )
+from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
+
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
 
 
 def _num(x: float) -> str:
@@ -40,6 +41,7 @@ def _fmt(st) -> str:
 
 @app.command()
 @domain_errors
+@with_worth_options("yearly energy and cost per configuration")
 def compare(
     items: Annotated[
         list[str],
@@ -61,10 +63,7 @@ def compare(
         ),
     ] = False,
     scope: ScopeOpt = "system",
-    load: LoadOpt = None,
-    price: PriceOpt = None,
-    servers: ServersOpt = 1,
-    pue: PueOpt = 1.0,
+    worth_inputs: WorthInputs = NO_LOAD,  # --load, --price, ...: with_worth_options
     plot: PlotOpt = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -81,10 +80,7 @@ def compare(
         matrices=matrix,
         db=db,
         scope=scope,
-        load=load,
-        price=price,
-        servers=servers,
-        pue=pue,
+        worth_inputs=worth_inputs,
     )
     if as_json:
         emit_json(doc)

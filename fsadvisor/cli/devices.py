@@ -9,6 +9,9 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import DbOpt, JsonOpt
 
+# The service is imported inside the commands: --help, shell completion and the man page
+# import this module without running one, and a command loads only what it calls (start-up).
+
 devices_app = typer.Typer(
     no_args_is_help=True, help="Named drives with cited datasheet figures (the device library)."
 )

@@ -10,6 +10,9 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import JsonOpt, ProfileOpt, bounded, store_option
 
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
+
 fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
 app.add_typer(fleet_app, name="fleet")
 

@@ -10,6 +10,9 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import DbOpt, JsonOpt, profile_option
 
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
+
 import_app = typer.Typer(
     no_args_is_help=True, help="Bring results measured elsewhere into the store."
 )

@@ -8,7 +8,9 @@ renders it without a warning."""
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 from pathlib import Path
+from fsadvisor.cli import command_tree, register_all
 
 PAGE = Path(__file__).resolve().parents[1] / "man" / "fsadvisor.1"
 
@@ -39,9 +41,6 @@ def _commands(group, ctx, prefix: str = ""):
 
 
 def render() -> str:
-    from importlib.metadata import version
-
-    from fsadvisor.cli import register_all, command_tree
 
     __version__ = version("fsadvisor")  # as --version prints it
 

@@ -5,19 +5,27 @@ adds, --top's count and default, what --profile is for) each meaning is its own 
 helper's argument; a flag one command alone takes stays in that command.
 
 Imported by most command modules on every run, so it imports only what they import already
-(typer, fsadvisor.limits) and builds a handful of typer.Option objects, nothing more.
+(typer, fsadvisor.limits, and service/worth_inputs.py, which imports only the ranges) and
+builds a handful of typer.Option objects, nothing more.
 (The probe's options are declared in fsadvisor/probe/options.py, from which the probe
-command and its request are both built; they are not repeated here.)"""
+command and its request are both built; they are not repeated here. The yearly figures'
+inputs are declared in fsadvisor/service/worth_inputs.py; ``with_worth_options`` makes them
+a command's options.)"""
 
 # No `from __future__ import annotations`: nothing here is a function annotation typer has to
 # evaluate; the aliases are values.
 
-from typing import Annotated, Any, Optional
+import dataclasses
+import functools
+import inspect
+import typing
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
 from fsadvisor import limits
 from fsadvisor.cli import METAVARS, complete_profile, limit_option
+from fsadvisor.service.worth_inputs import WorthInputs
 
 
 def bounded(*flags: str, help: str, **settings: Any) -> Any:
@@ -40,10 +48,6 @@ def profile_option(help: str) -> Any:
     return typer.Option(
         "--profile", "-p", metavar=METAVARS["--profile"], autocompletion=complete_profile, help=help
     )
-
-
-def _load_option(adds: str) -> Any:
-    return bounded("--load", help=f"Your load: ops/s (MB/s for bandwidth workloads); adds {adds}.")
 
 
 DbOpt = Annotated[Optional[str], store_option()]
@@ -118,14 +122,42 @@ YesWipeOpt = Annotated[
     ),
 ]
 
-# What a choice is worth per year. --load adds a figure per configuration in recommend and
-# compare, and the worth of the choice in report; --price, --servers and --pue go with it.
-LoadOpt = Annotated[Optional[float], _load_option("yearly energy and cost per configuration")]
-ReportLoadOpt = Annotated[Optional[float], _load_option("what the choice is worth per year")]
-PriceOpt = Annotated[
-    Optional[float], bounded("--price", help="Electricity price per kWh (with --load).")
-]
-ServersOpt = Annotated[int, bounded("--servers", help="How many servers run this (with --load).")]
-PueOpt = Annotated[
-    float, bounded("--pue", help="Facility power usage effectiveness (with --load).")
-]
+
+def with_worth_options(adds: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """What a choice is worth per year, as a command's options: its ``worth_inputs``
+    parameter becomes one option per field of WorthInputs (--load, --price, --servers, --pue),
+    in the fields' order where the parameter stands, and the command is called with the
+    WorthInputs they make (checked as it is made, before the command runs). ``adds``: what
+    --load adds to this command's output, said in its help."""
+    types = typing.get_type_hints(WorthInputs)
+    declared = dataclasses.fields(WorthInputs)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(fn, eval_str=True)
+        kind = signature.parameters["worth_inputs"].kind
+        options = [
+            inspect.Parameter(
+                f.name,
+                kind,
+                default=f.default,
+                annotation=Annotated[
+                    types[f.name], bounded(f"--{f.name}", help=f.metadata["help"].format(adds=adds))
+                ],
+            )
+            for f in declared
+        ]
+        params: list[inspect.Parameter] = []
+        for p in signature.parameters.values():
+            params += options if p.name == "worth_inputs" else [p]
+
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            given = {f.name: kwargs.pop(f.name) for f in declared}
+            return fn(*args, worth_inputs=WorthInputs(**given), **kwargs)
+
+        # typer reads the parameters from the signature and their types from the annotations
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return command
+
+    return decorate

@@ -4,7 +4,9 @@ loop device) and store every run. Presentation only; the work is fsadvisor.servi
 from __future__ import annotations
 
 import inspect
+import shutil
 import signal
+import sys
 from typing import Annotated, Any, Callable, Optional
 
 import typer
@@ -19,6 +21,11 @@ from fsadvisor.cli import (
     limit_option,
 )
 from fsadvisor.domain import FLAG_ESTIMATE
+from fsadvisor.service.probe_options import ProbeOptions, RunChoices, cli_order, declared
+
+# The service is imported inside the functions that use it: --help, shell completion and
+# the man page import this module without running a probe, and calibrate imports it for its
+# progress display alone (start-up).
 
 
 def clock(seconds: float | None) -> str:
@@ -58,8 +65,6 @@ class ProbeProgress:
     carriage return there would leave one unreadable line)."""
 
     def __init__(self, tty: bool | None = None, out=None, columns: int | None = None) -> None:
-        import shutil
-        import sys
 
         self.out = out or sys.stderr
         self.tty = self.out.isatty() if tty is None else tty
@@ -202,7 +207,6 @@ def with_declared_options(
     (service.probe_options: ProbeOptions, then RunChoices), in the order --help lists them:
     its signature is built from the declaration, so a new option is a new field there. A
     number's range is checked as it is parsed (limit_option)."""
-    from fsadvisor.service.probe_options import ProbeOptions, RunChoices, cli_order
 
     params = [
         inspect.Parameter(
@@ -238,7 +242,6 @@ def probe(device: str | None = None, **options: Any) -> None:
     """Format DEVICE with each candidate configuration, measure it with fio (and db_bench or
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
     from fsadvisor.service import probing
-    from fsadvisor.service.probe_options import RunChoices, declared
 
     # The request's options go to the request as they are; how to run and show it is ours.
     run = {d.name: options.pop(d.name) for d in declared(RunChoices)}

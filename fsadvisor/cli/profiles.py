@@ -9,6 +9,9 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import JsonOpt, bounded
 
+# The service is imported inside the commands: --help, shell completion and the man page
+# import this module without running one, and a command loads only what it calls (start-up).
+
 profiles_app = typer.Typer(no_args_is_help=True, help="Workload profiles (presets and TOML files).")
 app.add_typer(profiles_app, name="profiles")
 

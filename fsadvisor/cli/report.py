@@ -9,18 +9,20 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import (
     DbOpt,
-    PriceOpt,
     ProfileOpt,
-    PueOpt,
-    ReportLoadOpt,
     ScopeOpt,
-    ServersOpt,
     TopOpt,
+    with_worth_options,
 )
+from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
+
+# The service is imported inside the command: --help, shell completion and the man page
+# import this module without running it (start-up).
 
 
 @app.command()
 @domain_errors
+@with_worth_options("what the choice is worth per year")
 def report(
     profile: ProfileOpt,
     matrix: Annotated[
@@ -53,10 +55,7 @@ def report(
     ] = None,
     top: TopOpt = 5,
     scope: ScopeOpt = "system",
-    load: ReportLoadOpt = None,
-    price: PriceOpt = None,
-    servers: ServersOpt = 1,
-    pue: PueOpt = 1.0,
+    worth_inputs: WorthInputs = NO_LOAD,  # --load, --price, ...: with_worth_options
     db: DbOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print what was written as JSON.")
@@ -76,10 +75,7 @@ def report(
         db=db,
         top=top,
         scope=scope,
-        load=load,
-        price=price,
-        servers=servers,
-        pue=pue,
+        worth_inputs=worth_inputs,
     )
     if as_json:
         emit_json(res)

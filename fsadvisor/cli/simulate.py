@@ -19,6 +19,9 @@ from fsadvisor.cli.options import (
     bounded,
 )
 
+# The service (and the nouns) are imported inside the command: --help, shell completion and
+# the man page import this module without running it (start-up).
+
 # sim.DEFAULT_REQUESTS, written out: importing the simulator here would slow every command's
 # start-up (a test keeps the two equal).
 DEFAULT_REQUESTS = 10_000

@@ -6,6 +6,9 @@ from __future__ import annotations
 from fsadvisor.cli import app, domain_errors
 from fsadvisor.cli.options import DbOpt
 
+# The TUI (textual) is imported inside the command: every other command, --help and the man
+# page import this module without it (start-up).
+
 
 @app.command()
 @domain_errors

@@ -299,6 +299,7 @@ class MeterLogMeter(EnergyMeter):
         )
 
     def load(self) -> MeterLog:
+        # the bounded reader only when a meter log is loaded (start-up of the other sources)
         from fsadvisor.infra.readfile import read_bounded
 
         if self.path is None:

@@ -230,6 +230,7 @@ def _import_pyrapl():
         guard = logging.NullHandler()
         root.addHandler(guard)
     try:
+        # optional dependency: absent on most hosts, imported only when RAPL is asked for
         import pyRAPL
     finally:
         if guard is not None:

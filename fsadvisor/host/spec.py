@@ -45,6 +45,8 @@ def device_from_spec(spec: str, plp: str = "unknown", host: Any = None) -> Devic
     if why := control_character_refusal(s, "--device"):
         raise ConfigError(why)
     if s.startswith(("/", ".")) or os.sep in s:
+        # cycle (host/device.py imports this module) and start-up: a spec device needs no
+        # device inspection (tests/unit/test_startup_imports.py)
         from fsadvisor.host import device as devmod
 
         return devmod.inspect(s, plp=plp, host=devmod.HOST if host is None else host)

@@ -17,7 +17,8 @@ prediction's 90% intervals travel through: the low end pairs the low busy power 
 capacity, the high end the high busy power with the low capacity (P_avg rises with P_busy and
 falls with capacity, so these are the extremes).
 
-Pure arithmetic: no model, no I/O. Inputs are checked here (``check_inputs``).
+Pure arithmetic: no model, no I/O. The inputs are checked where they are made
+(fsadvisor/service/worth_inputs.py).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fsadvisor import limits
-from fsadvisor.errors import FsAdvisorError
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days x 24 h: the mean calendar year, leap years included
 
@@ -40,17 +39,6 @@ class Tariff:
     price_per_kwh: float | None = None
     servers: int = 1
     pue: float = 1.0
-
-
-def check_inputs(load: float | None, price: float | None, servers: int, pue: float) -> None:
-    """Refuse what cannot be a load, price, server count or PUE (each option's range is in
-    fsadvisor/limits.py), and a tariff without the load it costs, in one line each."""
-    for name, value in (("load", load), ("price", price), ("servers", servers), ("pue", pue)):
-        limits.check(name, value)
-    if (price is not None or servers != 1 or pue != 1.0) and load is None:
-        raise FsAdvisorError(
-            "--price, --servers and --pue need --load (the work per second to cost)"
-        )
 
 
 def average_power_w(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -342,7 +343,7 @@ _MODEL_MAGIC = b"fsadvisor-model 1\n"
 
 def save_model(m: FittedModel, path: Path, key: str = "") -> None:
     """Cache a fit for the next process; ``key`` is what load_model must be given back."""
-    import os
+    # tempfile (random, shutil) only when a fit is cached (start-up of a warm recommend)
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -182,6 +182,8 @@ def udev_rule(scheduler: str, target: Any = None) -> str:
     `fsadvisor apply` writes: matched by ID_WWN, else ID_SERIAL, else its kernel name, with the
     kernel-name pattern of its kind). Without a device the rule names DEVICE and says how
     to get one that matches by identity."""
+    # the udev rule's builder only when a configuration's commands are built (compare
+    # imports this module for its statistics alone)
     from fsadvisor.catalog import udev
 
     if target is None:
@@ -198,6 +200,8 @@ MOUNT_POINT = "/srv/data"
 
 
 def commands_for(cfg: FsConfig, device_path: str | None, udev_target: Any = None) -> dict[str, Any]:
+    # the udev rule's builder only when a configuration's commands are built (compare
+    # imports this module for its statistics alone)
     from fsadvisor.catalog.udev import UDEV_RULE_PATH
 
     dev = device_path or DEVICE_PLACEHOLDER

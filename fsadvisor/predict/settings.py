@@ -36,6 +36,7 @@ def calibration_path(db: str | Path | None = None) -> Path | None:
     an in-memory store (nothing to write beside)."""
     if db is not None and str(db) == ":memory:":
         return None
+    # the user directories only for a file-backed store (tests use :memory:)
     from fsadvisor.infra import xdg
 
     path = Path(db).expanduser() if db is not None else xdg.default_store_path()

@@ -690,6 +690,8 @@ def model_prediction(
 ):
     """What ``fsadvisor predict`` says for this point: the device's own parameters, then
     its hard ceilings (service/advice.py does the same)."""
+    # the fitted model (numpy, features) only when the model's point is wanted: the
+    # queueing simulation stands without it
     from fsadvisor.predict.predict import predict
 
     return ceilings.cap(predict(model, cfg, w, device, scope, device_params=params), w)
@@ -900,6 +902,7 @@ def apply_overrides(
     w: Workload, device: Device, overrides: Mapping[str, Any] | None
 ) -> tuple[Workload, Device, int, float]:
     """(workload, device, burst, pause_us) with the what-if knobs applied."""
+    # the size parser only when a what-if knob is a size
     from fsadvisor.sizes import parse_size
 
     o = dict(overrides or {})

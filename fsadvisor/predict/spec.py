@@ -204,6 +204,7 @@ def _log2_ratio(
 
 
 def _logbsize(value: str, era2010: bool, w: Workload) -> float | None:
+    # the size parser only for an xfs logbsize option
     from fsadvisor.sizes import parse_size
 
     try:

@@ -14,6 +14,8 @@ repetition, and leave the machine as it was found even after Ctrl-C or a kill.
 Nothing here prints; progress goes to a callback.
 """
 
+import importlib
+
 __all__ = [
     "MICRO",
     "Cell",
@@ -66,6 +68,5 @@ def __getattr__(name: str):
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
 
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -18,6 +18,8 @@ from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
 from fsadvisor.probe.commands import Executor
 from fsadvisor.probe.plan import Cell, Plan, cell_label
 from fsadvisor.tools import fio
+from fsadvisor.errors import FsAdvisorError
+from fsadvisor.host import device as devmod
 
 
 PLACEHOLDER = "<random>"
@@ -41,8 +43,6 @@ def sys_block_name(dev: str) -> str:
     dm-N. A path that cannot be looked up (not present, a placeholder) gives its basename
     with anything outside the kernel's name alphabet replaced, so the preview stays
     one harmless word."""
-    from fsadvisor.errors import FsAdvisorError
-    from fsadvisor.host import device as devmod
 
     try:
         node = devmod.sys_node(dev)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -42,6 +43,7 @@ from fsadvisor.probe.state import (
     undo,
 )
 from fsadvisor.tools import fio
+from fsadvisor.sizes import format_binary
 
 
 class DeviceTaken(DeviceRefused):
@@ -62,9 +64,6 @@ def scratch_space_problem(plan: Plan) -> str | None:
     """Why a scratch backing file of the plan's size does not fit where it would go (None:
     it fits). Sparse, but mkfs, the fill and the runs may write all of it; checked before
     the file exists, so a full disk names the scratch directory, not a cell's mount."""
-    import shutil
-
-    from fsadvisor.sizes import format_binary
 
     size = int(plan.scratch_size_bytes or 0)
     where = plan.scratch_dir or tempfile.gettempdir()

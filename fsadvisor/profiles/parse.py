@@ -61,7 +61,7 @@ Format::
 
 A preset file holds either one profile in that form or many as ``[profiles.<name>]``
 tables, each with the same structure (``[profiles.<name>.workload]`` ...);
-``load_profile("file.toml:NAME")`` picks one of many. ``workload_from_dict`` takes the
+``load_profile("file.toml:NAME")`` (:mod:`.presets`) picks one of many. ``workload_from_dict`` takes the
 workload keys of both forms in one flat table (as datasets/workloads.toml does): there
 ``fsync`` is fio's ``fsync=N`` when an integer and the descriptive mode when a string.
 
@@ -74,15 +74,15 @@ fio ioengine that runs it, and its default ``op`` is "file".
 from __future__ import annotations
 
 import difflib
-import functools
 import math
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from fsadvisor.domain import METADATA_MODES, RW_MODES, Constraints, FsyncMode, Profile, Workload
 from fsadvisor.errors import ProfileError, one_line
-from fsadvisor.infra.resources import presets_dir, read_toml
+from fsadvisor.infra.resources import read_toml
 from fsadvisor.sizes import format_size, parse_size
 from fsadvisor.profiles.write import toml_string
 
@@ -204,7 +204,7 @@ CONSTRAINT_KEYS = (
 # ---------------------------------------------------------------- error formatting
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     """A value as the user wrote it (TOML-ish), on one short line."""
     if isinstance(value, bool):
         text = "true" if value else "false"
@@ -233,7 +233,7 @@ class _Where:
 
     def fail(self, key: str, value: Any, problem: str) -> ProfileError:
         return ProfileError(
-            one_line(f"{self.origin}: {self.field(key)} = {_show(value)} {problem}")
+            one_line(f"{self.origin}: {self.field(key)} = {show_value(value)} {problem}")
         )
 
     def fail_key(self, key: str, problem: str) -> ProfileError:
@@ -248,7 +248,7 @@ def _unknown_key(where: _Where, key: Any, known: Iterable[str]) -> ProfileError:
     close = difflib.get_close_matches(key_s, list(known), n=3, cutoff=0.7)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     return where.fail_key(
-        _show(key_s) if not key_s.isidentifier() else key_s, f"is not a known key{hint}"
+        show_value(key_s) if not key_s.isidentifier() else key_s, f"is not a known key{hint}"
     )
 
 
@@ -341,7 +341,7 @@ class _Facts:
     def set(self, slot: str, value: Any, where: _Where, key: str, raw: Any) -> None:
         old = self.slots.get(slot)
         if old is not None and old.value != value:
-            raise where.fail(key, raw, f"contradicts {old.field} = {_show(old.raw)}")
+            raise where.fail(key, raw, f"contradicts {old.field} = {show_value(old.raw)}")
         if old is None:
             self.slots[slot] = _Slot(value, where.field(key), raw)
 
@@ -356,8 +356,8 @@ class _Facts:
         sa, sb = self.slots[a], self.slots[b]
         return ProfileError(
             one_line(
-                f"{self.where.origin}: {sa.field} = {_show(sa.raw)} "
-                f"{problem} {sb.field} = {_show(sb.raw)}"
+                f"{self.where.origin}: {sa.field} = {show_value(sa.raw)} "
+                f"{problem} {sb.field} = {show_value(sb.raw)}"
             )
         )
 
@@ -492,7 +492,7 @@ def _fsync(facts: _Facts) -> tuple[FsyncMode, int]:
             s = facts.slots["fsync_mode"]
             raise ProfileError(
                 one_line(
-                    f"{facts.where.origin}: {s.field} = {_show(s.raw)} "
+                    f"{facts.where.origin}: {s.field} = {show_value(s.raw)} "
                     f"needs fsync_every = N (writes per fsync, >= 1)"
                 )
             )
@@ -531,7 +531,7 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
         s = facts.slots["file_size_max"]
         raise ProfileError(
             one_line(
-                f"{origin.origin}: {s.field} = {_show(s.raw)} is smaller than the mean file size "
+                f"{origin.origin}: {s.field} = {show_value(s.raw)} is smaller than the mean file size "
                 f"{format_size(fsz)} (working set / files)"
             )
         )
@@ -552,7 +552,7 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
     elif ioengine in METADATA_MODES and rw != ioengine:
         # rw was derived from read_pct/pattern yet the engine only does metadata.
         raise origin.fail_plain(
-            f"ioengine = {_show(ioengine)} runs only {ioengine} jobs, but the workload is {rw}"
+            f"ioengine = {show_value(ioengine)} runs only {ioengine} jobs, but the workload is {rw}"
         )
 
     bs = facts.get("bs", Workload.bs_bytes)
@@ -567,7 +567,7 @@ def _build_workload(items: Iterable[tuple[_Where, str, Any, str]], origin: _Wher
         )
         raise ProfileError(
             one_line(
-                f"{origin.origin}: {s.field} = {_show(s.raw)} {problem}: with {how} O_DIRECT "
+                f"{origin.origin}: {s.field} = {show_value(s.raw)} {problem}: with {how} O_DIRECT "
                 f"needs whole logical blocks (>= {DIRECT_MIN_BS} B); use direct = false or a "
                 f"larger request size"
             )
@@ -669,7 +669,7 @@ def _profile(d: Any, name: str, origin: str, name_is_default: bool = True) -> Pr
     if "name" in d:
         given = _text(top, "name", d["name"])
         if not name_is_default and given != name:
-            raise top.fail("name", given, f"differs from the table name {_show(name)}")
+            raise top.fail("name", given, f"differs from the table name {show_value(name)}")
         name = given
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "\n\r\t"):
         raise top.fail("name", name, "must be a non-empty single-line name")
@@ -764,7 +764,6 @@ def profiles_from_toml(text: str, stem: str = "", origin: str = "profile") -> li
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:
-    import tomllib  # only when a profile file is parsed, not read from its cached copy
 
     for line in text.splitlines():
         head = (
@@ -784,90 +783,3 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
         raise ProfileError(one_line(f"{origin}: malformed TOML: {e}")) from None
     except ValueError as e:  # tomllib lets int()'s 4300-digit limit escape as ValueError
         raise ProfileError(one_line(f"{origin}: unreadable TOML value: {e}")) from None
-
-
-@functools.lru_cache(maxsize=4)
-def _preset_index(directory: str) -> dict[str, Profile]:
-    # presets/*.toml, plus seed 000's micro matrix made from its job file (runner/micro.fio,
-    # the one source of that matrix: fsadvisor/profiles/jobfiles.py).
-    from fsadvisor.profiles.jobfiles import micro_presets  # it imports this module
-
-    index: dict[str, Profile] = {}
-    where: dict[str, str] = {}
-    sources: list[tuple[str, Callable[[], Sequence[Profile]]]] = [
-        (f.name, functools.partial(load_profiles, f))
-        for f in sorted(Path(directory).glob("*.toml"))
-    ]
-    sources.append(("runner/micro.fio", micro_presets))
-    for origin, profiles in sources:
-        for prof in profiles():
-            if prof.name in index:
-                raise ProfileError(
-                    f"preset {prof.name} is defined in both {where[prof.name]} and {origin}"
-                )
-            index[prof.name] = prof
-            where[prof.name] = origin
-    return index
-
-
-def _preset_fast(directory: str, name: str) -> Profile | None:
-    """The preset ``name`` from the one file that mentions it, without parsing all 50 (every
-    `recommend` starts here). None sends the caller to the full index, which also reports
-    duplicates and close matches."""
-    needles = (f"[profiles.{name}]", f'[profiles."{name}"]', f'name = "{name}"')
-    hits = [
-        f
-        for f in sorted(Path(directory).glob("*.toml"))
-        if any(n in f.read_text(encoding="utf-8", errors="replace") for n in needles)
-    ]
-    if len(hits) != 1:
-        return None
-    for prof in load_profiles(hits[0]):
-        if prof.name == name:
-            return prof
-    return None
-
-
-def list_presets() -> list[Profile]:
-    """Every shipped preset, sorted by name."""
-    return [p for _, p in sorted(_preset_index(str(presets_dir())).items())]
-
-
-def load_profile(name_or_path: str | Path) -> Profile:
-    """A preset by name, or a profile file by path (``file.toml:NAME`` picks one of many)."""
-    text = str(name_or_path)
-    pick = None
-    if ".toml:" in text and not Path(text).is_file():
-        text, _, pick = text.rpartition(":")
-    looks_like_path = (
-        isinstance(name_or_path, Path) or pick is not None or "/" in text or text.endswith(".toml")
-    )
-    if looks_like_path or Path(text).is_file():
-        profiles = load_profiles(text)
-        if pick is not None:
-            for prof in profiles:
-                if prof.name == pick:
-                    return prof
-            return _no_such(pick, [p.name for p in profiles], f"profile in {Path(text).name}")
-        if len(profiles) == 1:
-            return profiles[0]
-        names = ", ".join(p.name for p in profiles[:8]) + (" ..." if len(profiles) > 8 else "")
-        raise ProfileError(
-            f"profile {Path(text).name}: holds {len(profiles)} profiles "
-            f"({names}); pick one as {Path(text).name}:NAME"
-        )
-    found = _preset_fast(str(presets_dir()), text)
-    if found is not None:
-        return found
-    index = _preset_index(str(presets_dir()))
-    if text in index:
-        return index[text]
-    return _no_such(text, list(index), "preset or profile file")
-
-
-def _no_such(name: str, names: list[str], scope: str) -> Profile:
-    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
-    if not close:  # a family prefix ("filebench-", "fio-") still deserves suggestions
-        close = sorted(n for n in names if n.startswith(name[:4]))[:5]
-    hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(names)} known)"
-    raise ProfileError(one_line(f"no {scope} named {_show(name)}{hint}"))

@@ -47,6 +47,7 @@ def workload_png(workload: dict[str, Any]) -> bytes:
     """PNG of one workload's chart. ``workload`` has ``title``, ``units`` {metric: unit
     label} and ``configs``: [{label, measured: {metric: stat}|None, predicted: ...|None}],
     a stat being {mean, low, high}."""
+    # matplotlib (heavy) only when a PNG is drawn, and its backend chosen before pyplot loads
     import matplotlib
 
     matplotlib.use("Agg")  # no display: files only

@@ -53,6 +53,14 @@ from fsadvisor.profiles import load_profile
 from fsadvisor.service import probing
 from fsadvisor.probe.options import RunChoices
 from fsadvisor.service.request import ProbeRequest
+from fsadvisor.predict import confidence as C
+from fsadvisor.probe.report import results_from_store
+from fsadvisor.probe.run import MatrixRun
+from fsadvisor.probe.state import StateFile, state_path_for
+from fsadvisor.store import open_store
+
+# Imported inside functions: the calibration (and the stored device figures) only when a
+# session calibrates or its dry run says what it would (start-up of the other probe paths).
 
 DEFAULT_TARGET = RunChoices().target_confidence  # --target-confidence, declared once
 # Repetitions of one cell beyond which another adds little: seed 000 ran 10; the full
@@ -444,7 +452,6 @@ def resumes_adaptive(request: ProbeRequest) -> bool:
 
 
 def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes:
-    from fsadvisor.store import open_store
 
     path = probing.store_path(db)
     if not path.exists():
@@ -460,7 +467,6 @@ def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes
 
 
 def _calibrated(device: Device, db: str | None) -> bool:
-    from fsadvisor.store import open_store
 
     idents = {device.identity}
     if device.kind in ("loop", "ram-loop"):
@@ -798,7 +804,6 @@ class Chooser:
     def leading_defaults(st: sel.State, cfgs: list, device: Device) -> list[int]:
         """Indices (into ``cfgs``) of the defaults of every filesystem among the leaders, the
         leader's own first: what recommend's "to settle it" line starts from too."""
-        from fsadvisor.predict import confidence as C
 
         lead = C.leaders(st.mu, st.S(), st.leader)
         where = {c: i for i, c in enumerate(cfgs)}
@@ -956,7 +961,6 @@ class Chooser:
             self.plan.default_budget(times, self.schedulers)
         cost = [times.config_s(c) for c in cfgs]
         step = self._next_step(st, cost, runs, spent, cfgs, device)
-        from fsadvisor.predict import confidence as C
 
         S = st.S()
         idx = C.leaders(st.mu, S, st.leader)
@@ -1623,7 +1627,6 @@ def _store_helpers(db: str | None):
 def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]:
     """What --adaptive --dry-run prints: the calibration (if any), the first choices and
     why, the budget and the full matrix it replaces. Executes nothing."""
-    from fsadvisor.store import open_store
 
     plan = setup.plan
     if plan.joint:
@@ -1661,7 +1664,6 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
 def _joint_dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int) -> list[str]:
     """dry_run_lines for several profiles: one session, its first cells across the
     profiles and the split of device time it expects."""
-    from fsadvisor.store import open_store
 
     plan = setup.plan
     weights = plan.weights or [1.0] * len(plan.profiles)
@@ -1721,9 +1723,6 @@ def run_adaptive(
     interruptions: Any = None,
 ) -> AdaptiveSummary:
     """Calibrate if needed, then run the adaptive matrix (see module docstring)."""
-    from fsadvisor.probe.run import MatrixRun
-    from fsadvisor.probe.state import StateFile, state_path_for
-    from fsadvisor.store import open_store
 
     why = probing.root_problem()
     if why:
@@ -1790,8 +1789,6 @@ def run_adaptive(
         # matrix is the cells it chose
         summary.total = len(summary.outcomes)
         if summary.matrix_id:
-            from fsadvisor.probe.report import results_from_store
-
             summary.results = results_from_store(store, summary.matrix_id, plan)
         final = chooser.history[-1] if chooser.history else None
     if isinstance(chooser, JointChooser):

@@ -32,6 +32,12 @@ from fsadvisor.service.device_target import target_for
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
 from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
+from fsadvisor.predict.rank import default_scheduler
+
+# Imported inside functions: what only some commands need (the device library, the
+# guidance rules, the probe's timing, the calibration figures, validation). Every command
+# imports this module; each loads only what its own path uses (start-up:
+# tests/unit/test_startup_imports.py).
 
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
@@ -270,8 +276,6 @@ def recommend(
     if plp is None and prof.constraints.plp != "unknown":
         plp = prof.constraints.plp
     if isinstance(device, Device):  # e.g. the device a stored probe measured (report)
-        from dataclasses import replace
-
         dev = device
         if plp:
             if not is_plp(plp):
@@ -399,8 +403,6 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     default repetitions, timed by the probe's own per-cell estimate on this device
     (probe/timing.py, which probe/plan.py's Plan.cell_estimate_s uses: a test holds the two
     equal). ``p_best`` is None for a default the model does not count among the leaders."""
-    from fsadvisor import catalog
-    from fsadvisor.predict.rank import default_scheduler
     from fsadvisor.probe import timing
 
     name = f"profile:{rec.profile.name}"  # the cell's workload name (plan.profile_workload)

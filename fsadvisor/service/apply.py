@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,10 @@ from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host.run import CommandNotFound, run
 from fsadvisor.service.device_target import target_for
+
+# Imported inside functions: each step of apply loads what only it uses (the configuration
+# from JSON or from a rank, formatting's device inspection and safety checks with
+# --execute, tempfile when files are written), so a dry run loads none of the others.
 
 _MOUNTPOINT = re.compile(r"(/[A-Za-z0-9._@+-]+)+/?")
 # A device path: /dev/ and path components of the characters kernel and udev names use
@@ -127,7 +132,6 @@ def _size_bytes(device: str) -> int | None:
 
 
 def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> Target:
-    from dataclasses import replace
 
     from fsadvisor.host import device as devmod
     from fsadvisor.service.probing import device_confirmed, root_problem

@@ -25,6 +25,10 @@ from fsadvisor.predict.device_params import DeviceParams
 # they must start fast. Its names stay ours for the callers of a calibration.
 from fsadvisor.service.device_figures import devices_table
 
+# Imported inside functions: the probe's machinery (run, state, fio, device inspection) and
+# the parameter fit load with the step that uses them, so planning and a dry run (and
+# adaptive's plan) load neither the run nor the fit (start-up).
+
 # The planning and probing modules (fsadvisor.probe, many imports) and the fitting
 # (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
 if TYPE_CHECKING:

@@ -16,6 +16,12 @@ from typing import Any, Sequence
 
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
+from fsadvisor.limits import LIMITS
+
+# Imported inside functions: the model, the store, the recommendation and the charts load
+# only for compare itself; matrix_results imports this module for its statistics (welch,
+# judged) alone (start-up).
 
 Z95 = 1.959963984540054
 
@@ -134,20 +140,14 @@ def compare(
     matrices: bool = False,
     db: str | None = None,
     scope: str = "system",
-    load: float | None = None,
-    price: float | None = None,
-    servers: int = 1,
-    pue: float = 1.0,
+    worth_inputs: WorthInputs = NO_LOAD,
 ) -> dict[str, Any]:
     """Compare configurations (``items`` as JSON, or ranks with ``profile``) or, with
     ``matrices``, two probe matrices. The first is the baseline A; each other is compared
-    with it. With ``load`` (and optionally ``price``, ``servers``, ``pue``) each configuration
-    also gets its ``yearly`` figures (fsadvisor.service.worth), the summary in ``yearly_basis``."""
-    from fsadvisor.service.worth import check_inputs
-
-    check_inputs(load, price, servers, pue)
+    with it. With a load in ``worth_inputs`` each configuration also gets its ``yearly``
+    figures (fsadvisor.service.worth), the summary in ``yearly_basis``."""
     if matrices:
-        if load is not None:
+        if worth_inputs.given:
             raise FsAdvisorError(
                 "--load costs configurations of one workload: give "
                 "configurations or ranks, not --matrix"
@@ -164,7 +164,6 @@ def compare(
     if ranks is not None:
         if profile is None:
             raise FsAdvisorError("ranks need --profile NAME (the recommendation they rank in)")
-        from fsadvisor.limits import LIMITS
 
         if max(ranks) > LIMITS["top"].hi:
             raise FsAdvisorError(
@@ -273,17 +272,15 @@ def compare(
         "entries": entries,
         "differences": diffs,
     }
-    if load is not None:
-        yw = _yearly(
-            entries, preds, measured, w, dev, scope, rank_by, db, load, price, servers, pue
-        )
+    if worth_inputs.given:
+        yw = _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs)
         for e, y in zip(entries, yw.pop("entries")):
             e["yearly"] = y
         doc["yearly_basis"] = yw
     return doc
 
 
-def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, load, price, servers, pue):
+def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
     """Each configuration's year at the user's load: from its measured summary (the one with
     the most runs, as shown) where there is one with a throughput, else from the model. The
     best is the one using the least energy per year, its runner-up the next."""
@@ -301,10 +298,7 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, load, price, s
         bases,
         default,
         cfg,
-        load,
-        price,
-        servers,
-        pue,
+        worth_inputs,
         "MB/s" if bandwidth else "ops/s",
         least_energy_first=True,
         names=[e["name"] for e in entries],

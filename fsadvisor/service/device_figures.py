@@ -12,11 +12,13 @@ import time
 from typing import Any
 
 from fsadvisor.predict.device_params import DeviceParams, prior_params
+from fsadvisor.infra.resources import data_dir, read_toml
+from fsadvisor.service.devices import library_params_of
+from fsadvisor.store import open_store
 
 
 def devices_table() -> dict[str, dict[str, float]]:
     """models/devices.toml: the per-kind priors."""
-    from fsadvisor.infra.resources import data_dir, read_toml
 
     return read_toml(data_dir("models") / "devices.toml")
 
@@ -27,15 +29,12 @@ def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
     for a kind with no figures, the nvme class, and ``source`` says so."""
     table = devices_table()
     if device.path:
-        from fsadvisor.store import open_store
-
         with open_store(db) as store:
             found = store.device_params(device.identity)
         if found is not None:
             return found
     # A drive named from the device library (--device samsung-990-pro-2tb): its datasheet
     # figures are the prior, wide because datasheets quote best cases.
-    from fsadvisor.service.devices import library_params_of
 
     lib = library_params_of(device)
     if lib is not None:

@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from fsadvisor.domain import Device, Plp, is_plp
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.domain import Workload
+
+# Imported inside functions: the device library, its datasheet model and the shipped
+# datasets load only when a library drive or a measured device is asked for (start-up:
+# the device library is not loaded by a recommend for a spec device).
 
 if TYPE_CHECKING:
     from fsadvisor.catalog.devicelib import LibraryDrive
@@ -212,7 +217,6 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
     for s in _raw_baselines(db):
         if (s["device_model"] or "").strip().lower() not in names:
             continue
-        from fsadvisor.domain import Workload
 
         w = Workload(**s["workload"])
         fm = datasheet_figure_for(w)
@@ -242,7 +246,6 @@ def list_measured(db: str | None = None) -> list[dict[str, Any]]:
 
     lib = devicelib.load_library()
     by_model: dict[str, dict[str, Any]] = {}
-    from fsadvisor.domain import Workload
 
     for s in _raw_baselines(db):
         model = (s["device_model"] or "").strip() or "(unknown model)"

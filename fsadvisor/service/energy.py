@@ -11,6 +11,7 @@ from fsadvisor import energy
 from fsadvisor.energy import meterlog
 from fsadvisor.errors import EnergyError
 from fsadvisor.store import open_store
+from fsadvisor import limits
 
 
 def energy_check(
@@ -38,7 +39,6 @@ def energy_idle(
     seconds: float = 10.0, source: str = "auto", device: str | None = None, **opts: Any
 ) -> dict[str, Any]:
     """Measure idle power with the chosen source: its watts, the reading, and which source."""
-    from fsadvisor import limits
 
     limits.check("seconds", seconds)
     meter = energy.choose_meter(source, device, **opts)
@@ -70,8 +70,6 @@ def import_meter_log(
     integral over exactly that run's measurement window. A run the log does not cover gets
     its energy marked missing with the reason; nothing is interpolated beyond the log.
     Only runs whose measurement window was recorded can be aligned."""
-
-    from fsadvisor import limits
 
     if scope not in ("system", "cpu+dram", "drive"):
         raise EnergyError(f"scope must be system, cpu+dram or drive, not {scope!r}")

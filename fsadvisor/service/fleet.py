@@ -13,6 +13,10 @@ from typing import Any, Iterable
 
 from fsadvisor.errors import StoreError
 from fsadvisor.store import check_store_file, open_store
+from fsadvisor.domain import Device
+
+# Imported inside functions: the model, the ranking and the device fit load only when a
+# fleet recommendation is built; db merge imports this module without them (start-up).
 
 PathLike = str | os.PathLike[str]
 
@@ -45,7 +49,6 @@ def recommend_per_model(
     device parameters fitted from the raw-device runs of *all* its drives across hosts (a
     calibration per model; the kind's prior when none was run), and the recommendation for
     ``profile`` on it."""
-    from fsadvisor.domain import Device
     from fsadvisor.predict.device_fit import RawRun, fit_device_params
     from fsadvisor.predict.device_params import prior_params
     from fsadvisor.predict.rank import rank

@@ -29,6 +29,12 @@ from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.records import RunRecord
 from fsadvisor.errors import ConfigError, FsAdvisorError, one_line
 from fsadvisor.store import open_store
+from fsadvisor.domain import FLAG_IMPORTED, FLAG_LOOP, FLAG_POOLED_PERCENTILES
+from fsadvisor.infra.readfile import read_bounded
+from fsadvisor.sizes import parse_size
+
+# Imported inside functions: fio's parser, the profiles, the recommendation's helpers and
+# the probe's cell keys load only for an import (start-up of the other store commands).
 
 # A fio JSON document of one run is kilobytes (json+ with its latency bins: ~100 KB); a
 # multi-gigabyte "result" is something else and would only exhaust memory.
@@ -76,8 +82,6 @@ def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
     complete fio result or does not match ``workload``."""
     from fsadvisor.tools import fio
 
-    from fsadvisor.infra.readfile import read_bounded
-
     try:
         data = read_bounded(path, MAX_FILE_BYTES)
     except OSError as e:
@@ -122,7 +126,6 @@ def _options(doc: dict, job: dict) -> dict[str, Any]:
 def mismatch(doc: dict, jobs: list[dict], workload: Workload) -> str | None:
     """Why the file's own job options contradict the workload it is imported as (rw or
     block size), or None. fio 2.x without ``job options`` cannot be checked and passes."""
-    from fsadvisor.sizes import parse_size
 
     want_rw = _RW_ALIASES.get(workload.rw, workload.rw)
     for job in jobs:
@@ -213,7 +216,6 @@ def parse_workload(workload: str | dict | None, profile: str | None) -> tuple[st
 def record_for(
     r: ReadResult, device: Device, config: FsConfig, name: str, workload: Workload, rep: int
 ) -> RunRecord:
-    from fsadvisor.domain import FLAG_IMPORTED, FLAG_LOOP, FLAG_POOLED_PERCENTILES
     from fsadvisor.probe.plan import cell_key
 
     flags = [FLAG_IMPORTED]

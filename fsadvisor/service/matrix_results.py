@@ -12,12 +12,17 @@ import csv
 import io
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.report import config_label
 from fsadvisor.store import open_store
+from fsadvisor.service import report
+
+# Imported inside functions: compare's statistics and the terminal charts load only for a
+# comparison or a chart (start-up of the TUI's history tab).
 
 # What a cell row shows, in this order: the figures a user compares configurations by.
 CELL_METRICS = ("ops_per_joule", "bytes_per_joule", "iops", "mb_s", "p99_latency_us", "watts")
@@ -112,7 +117,6 @@ def export_report(
 ) -> Path:
     """The HTML report (service.report) of this matrix for the profile its plan names, or
     (a matrix of micro workloads only, which names none) for ``profile``."""
-    from fsadvisor.service import report
 
     doc = matrix_cells(matrix_id, db)
     profile = doc["matrix"]["profile"] or profile
@@ -209,7 +213,6 @@ def history_chart(doc: dict[str, Any]):
     """device_history as a line chart (report.terminal.LineChart): one line per
     configuration across the device's matrices, a legend line naming each marker. None when
     the device has no measured runs."""
-    import time
 
     from fsadvisor.report.terminal import LineChart
 

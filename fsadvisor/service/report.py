@@ -18,6 +18,12 @@ from typing import Any
 
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError, StoreError
+from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
+from fsadvisor import limits
+
+# Imported inside functions: the model, the store, matplotlib, the HTML renderer and the
+# terminal charts load only for the part of a report asked for; compare and the TUI import
+# this module for its labels and figures alone (start-up).
 
 # Two-sided normal quantiles: the model's intervals are log-normal 90% ones
 # (predict/predict.py Z90); the report shows 95% everywhere, like the measured CIs.
@@ -239,22 +245,17 @@ def build(
     db: str | None = None,
     top: int = 5,
     scope: str = "system",
-    load: float | None = None,
-    price: float | None = None,
-    servers: int = 1,
-    pue: float = 1.0,
+    worth_inputs: WorthInputs = NO_LOAD,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain data (also what ``report --json`` prints).
-    With ``load`` (and ``price``, ``servers``, ``pue``) also what the choice is worth per
-    year (fsadvisor.service.worth, under ``yearly``). Raises NothingToReport when neither a
+    With a load in ``worth_inputs`` also what the choice is worth per year
+    (fsadvisor.service.worth, under ``yearly``). Raises NothingToReport when neither a
     measurement nor a prediction exists."""
-    from fsadvisor import limits
     from fsadvisor.service import advice, answer, worth
     from fsadvisor.store import open_store
     from fsadvisor.store.observations import workload_from_params
 
     limits.check("top", top)
-    worth.check_inputs(load, price, servers, pue)
     prof = advice.get_profile(profile)
     missing: list[str] = []
     profile_wname = f"profile:{prof.name}"
@@ -419,12 +420,12 @@ def build(
             "excluded": dict(rec.excluded),
         }
     yearly = None
-    if load is not None and rec is not None and rec.ranked:
-        yearly = worth.yearly_worth(rec, load, price, servers, pue, db)
+    if worth_inputs.given and rec is not None and rec.ranked:
+        yearly = worth.yearly_worth(rec, worth_inputs, db)
         for entry, r in zip(yearly["entries"], rec.ranked):
             entry["rank"], entry["label"] = r.rank, config_label(r.config)
         yearly["summary"] = worth.summary_lines(yearly)
-    elif load is not None:
+    elif worth_inputs.given:
         missing.append("no yearly figures: they need a recommendation to cost")
     return {
         "profile": {"name": prof.name, "description": prof.description, "source": prof.source},
@@ -461,10 +462,7 @@ def write(
     db: str | None = None,
     top: int = 5,
     scope: str = "system",
-    load: float | None = None,
-    price: float | None = None,
-    servers: int = 1,
-    pue: float = 1.0,
+    worth_inputs: WorthInputs = NO_LOAD,
 ) -> dict[str, Any]:
     """Build the report and write the self-contained HTML to ``out`` (None: no HTML) and/or
     the charts alone as PNG files into ``png_dir``. Returns what was written, the report's
@@ -480,10 +478,7 @@ def write(
         db=db,
         top=top,
         scope=scope,
-        load=load,
-        price=price,
-        servers=servers,
-        pue=pue,
+        worth_inputs=worth_inputs,
     )
     images = charts(doc)
     written: list[str] = []

@@ -8,6 +8,7 @@ model, never measurements.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Mapping
 
 from fsadvisor import catalog, limits
@@ -92,7 +93,6 @@ def simulate_what_if(
     The device's parameters are the ones ``predict`` uses (its calibration in the store, a
     library drive's datasheet, else its kind's prior). ``sigma`` None: the spread of service
     times that gives the model's own p99/mean at the workload's point."""
-    import json
 
     if scope not in POWER_SCOPES:
         raise FsAdvisorError(f"power scope must be one of {', '.join(POWER_SCOPES)}, not {scope!r}")

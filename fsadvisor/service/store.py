@@ -11,6 +11,7 @@ import os
 from typing import IO, Any
 
 from fsadvisor.store import open_store
+from fsadvisor.store.queries import plan_target
 
 PathLike = str | os.PathLike[str]
 
@@ -56,7 +57,6 @@ def history(
 
 
 def _brief(m: dict[str, Any]) -> dict[str, Any]:
-    from fsadvisor.store.queries import plan_target
 
     plan = m.pop("plan") or {}
     return {**m, "reps": plan.get("reps"), **plan_target(plan)}

@@ -26,6 +26,7 @@ from fsadvisor.predict.rank import rank
 from fsadvisor.service import advice
 from fsadvisor.service.advice import Recommendation
 from fsadvisor.sizes import format_size, parse_size
+from fsadvisor import limits
 
 # Ranges of the what-if knobs. fio accepts more; these bound what the model was ever fitted
 # near, with room: numjobs/iodepth 1..4096 (io_uring's default SQ ring holds 4096 entries,
@@ -168,6 +169,7 @@ class WhatIf:
         with self._lock:
             ctx = self._contexts.get(key)
         if ctx is None:
+            # service.devices only for a library drive's notes (start-up)
             from fsadvisor.service.devices import library_notes
 
             dev = advice.resolve_device(device, plp)
@@ -233,7 +235,6 @@ class WhatIf:
         energy_basis: str = "total",
     ) -> Recommendation:
         """What advice.recommend(profile, device, top, db) answers, from this session's caches."""
-        from fsadvisor import limits
 
         limits.check("top", top)
         advice.check_scope(scope)

@@ -16,8 +16,13 @@ from typing import Any
 
 from fsadvisor import catalog
 from fsadvisor.domain import Prediction
-from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, check_inputs, saving, yearly
+from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
 from fsadvisor.predict.rank import Recommendation
+from fsadvisor.service.worth_inputs import WorthInputs
+from fsadvisor.predict.predict import predict
+from fsadvisor.service.advice import get_model
+from fsadvisor.service.devices import library_drive_of
+
 
 DEFAULT_CONFIG = {"filesystem": "ext4"}  # what a distribution's mkfs.ext4 + mount give
 
@@ -32,8 +37,6 @@ def _capacity(p: Prediction, bandwidth: bool, bs_bytes: int) -> tuple[float, tup
 def _power(p: Prediction, scope: str, device: Any) -> tuple[float, float, tuple[float, float], str]:
     """(idle W, busy W, busy 90% W, where they come from) for one prediction."""
     if scope == "drive":
-        from fsadvisor.service.devices import library_drive_of
-
         d = library_drive_of(device)
         if d is not None:
             idle_fig = d.figures.get("idle_power_w") or d.figures.get("low_power_w")
@@ -120,10 +123,7 @@ def worth_table(
     bases: list[Basis],
     default: Basis,
     default_config: dict[str, Any],
-    load: float,
-    price: float | None,
-    servers: int,
-    pue: float,
+    inputs: WorthInputs,
     unit: str,
     least_energy_first: bool = False,
     names: list[str] | None = None,
@@ -131,9 +131,14 @@ def worth_table(
     """The yearly figures for configurations given by their ``bases`` (recommend's ranked
     entries, compare's items): per entry its year and saving against the distribution default;
     the best also against the runner-up. Best and runner-up are the first two entries (a
-    ranking), or with ``least_energy_first`` the two using the least energy per year."""
-    check_inputs(load, price, servers, pue)
-    tariff = Tariff(load=float(load), price_per_kwh=price, servers=servers, pue=pue)
+    ranking), or with ``least_energy_first`` the two using the least energy per year, all at
+    ``inputs`` (which have a load)."""
+    load = inputs.load
+    if load is None:
+        raise ValueError("the yearly figures need a load")
+    tariff = Tariff(
+        load=float(load), price_per_kwh=inputs.price, servers=inputs.servers, pue=inputs.pue
+    )
     default_year = yearly(*default[:5], tariff)
     entries, years = [], []
     for i, b in enumerate(bases):
@@ -164,9 +169,9 @@ def worth_table(
     return {
         "load": load,
         "load_unit": unit,
-        "price_per_kwh": price,
-        "servers": servers,
-        "pue": pue,
+        "price_per_kwh": inputs.price,
+        "servers": inputs.servers,
+        "pue": inputs.pue,
         "hours_per_year": HOURS_PER_YEAR,
         "model": "P_avg = P_idle + (P_busy - P_idle) x min(load / capacity, 1); "
         f"kWh/yr = P_avg x {HOURS_PER_YEAR:g} h / 1000 x servers x PUE",
@@ -185,24 +190,15 @@ def default_prediction(
     w: Any, device: Any, scope: str, db: str | None
 ) -> tuple[dict[str, Any], Prediction]:
     """The distribution default's configuration and its prediction for this workload."""
-    from fsadvisor.predict.predict import predict
-    from fsadvisor.service.advice import get_model
 
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)
     return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope)
 
 
-def yearly_worth(
-    rec: Recommendation,
-    load: float,
-    price: float | None = None,
-    servers: int = 1,
-    pue: float = 1.0,
-    db: str | None = None,
-) -> dict[str, Any]:
-    """Per ranked entry (same order as ``rec.ranked``) its ``yearly`` figures, plus a summary:
-    the best against the runner-up and against the distribution default."""
-    check_inputs(load, price, servers, pue)
+def yearly_worth(rec: Recommendation, inputs: WorthInputs, db: str | None = None) -> dict[str, Any]:
+    """Per ranked entry (same order as ``rec.ranked``) its ``yearly`` figures at ``inputs``
+    (which have a load), plus a summary: the best against the runner-up and against the
+    distribution default."""
     w = rec.profile.workload
     bandwidth = rec.rank_by == "bytes_per_joule"
     unit = "MB/s" if bandwidth else "ops/s"
@@ -212,7 +208,7 @@ def yearly_worth(
         for r in rec.ranked
     ]
     default = predicted_basis(default_pred, rec.scope, rec.device, bandwidth, w.bs_bytes)
-    yw = worth_table(bases, default, cfg, load, price, servers, pue, unit)
+    yw = worth_table(bases, default, cfg, inputs, unit)
     s = yw["entries"][0].get("saving_vs_runner_up") if yw["entries"] else None
     if s is not None and s["kwh_per_year"] < 0 and len(rec.ranked) > 1:
         # #1 may cost more than #2 at this load: say why it is still #1

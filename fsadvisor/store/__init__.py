@@ -53,6 +53,7 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     path, the seed fingerprint, the runs (count, last id) and the energy rows (count, last id,
     sum, missing) — an imported meter log changes the last. None when the store does not
     exist or cannot be read: the caller then takes the full path."""
+    # the user directories (platformdirs) only for the default store path (start-up)
     from fsadvisor.infra import xdg
 
     p = Path(path).expanduser() if path is not None else xdg.default_store_path()
@@ -88,6 +89,7 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
 def check_store_file(path: str | os.PathLike[str]) -> None:
     """StoreError (one line) unless ``path`` is an fsadvisor store of a schema version this
     code knows; the file is only read."""
+    # merging only for db merge (start-up of every other store user)
     from fsadvisor.store import merge as _merge
 
     _merge.check_file(Path(path).expanduser())
@@ -98,6 +100,7 @@ def open_store(path: str | os.PathLike[str] | None = None) -> "Store":
     throw-away one); None means :func:`fsadvisor.infra.xdg.default_store_path`."""
     if path is not None and str(path) == ":memory:":
         return Store(None)
+    # the user directories (platformdirs) only for the default store path (start-up)
     from fsadvisor.infra import xdg
 
     p = Path(path).expanduser() if path is not None else xdg.default_store_path()
@@ -214,8 +217,10 @@ class Store:
     def merge_from(self, other: str | os.PathLike[str]) -> dict[str, Any]:
         """Add the runs of the store file ``other`` (only read) that this one lacks, with
         their hosts, devices, energy and calibrations; all or nothing (store.merge)."""
+        # tempfile (random, shutil) only for a merge (start-up)
         import tempfile
 
+        # merging only for db merge (start-up of every other store user)
         from fsadvisor.store import merge as _merge
 
         src_path = Path(other).expanduser()
@@ -303,6 +308,8 @@ class Store:
     def observations(self) -> list[Observation]:
         """Seed observations (fsadvisor.store.datasets), the reference matrix
         (fsadvisor.store.reference) and one per metric of each probe summary."""
+        # the reference matrix's reader (csv, statistics) only when observations are built
+        # (a warm recommend reads a cached fit: tests/unit/test_startup_imports.py)
         from fsadvisor.store import reference
 
         # Bounds too: the model treats them as censored (they bind only where it would

@@ -519,6 +519,7 @@ def load_observations(
 def fingerprint(directory: str | Path | None = None) -> str:
     """A cheap identity of the shipped data (file names and bytes), so callers can tell
     whether anything changed without parsing and validating every row."""
+    # hashlib (OpenSSL) only when the shipped data's fingerprint is taken (start-up)
     import hashlib
 
     base = _resolve(directory)

@@ -20,6 +20,8 @@ def save(
     db: Database, params: DeviceParams, run_ids: Iterable[int] = (), fitted_at: float | None = None
 ) -> None:
     """Replace the row of ``params.device_id`` (an identity, Device.identity)."""
+    # a back-arrow to predict (pyproject.toml ignore_imports): loaded only when a device's
+    # parameters are stored
     from fsadvisor.predict.device_params import PARAM_KEYS, with_host_prior
 
     values, log_sd = dict(params.values), dict(params.log_sd)
@@ -59,6 +61,8 @@ def save(
 
 
 def load(db: Database, identity: str) -> DeviceParams | None:
+    # a back-arrow to predict (pyproject.toml ignore_imports): loaded only when a device's
+    # parameters are read
     from fsadvisor.predict.device_params import DeviceParams, with_host_prior
 
     rows = list(db["device_params"].rows_where("identity = ?", [identity]))

@@ -23,6 +23,7 @@ _MAX_REMEMBERED = 64
 
 
 def _checks_file() -> Path:
+    # the user directories only when the checks file is first needed (start-up)
     from fsadvisor.infra import xdg
 
     return xdg.cache_dir() / "store-checks.json"

@@ -1,6 +1,6 @@
 """Merging stores from many hosts into one: `fsadvisor db merge OTHER.db...`.
 
-Every run has a stable ``uid`` (schema v4, recording.stored_run_uid), so a run already in the
+Every run has a stable ``uid`` (schema v4, schema.stored_run_uid), so a run already in the
 target (merged before, or copied from the same file) is recognised and not added twice. A
 run keeps its host, device, configuration, workload and matrix: those rows are matched on
 their ``key`` (the same digest of their content in every store) and added when new. Energy

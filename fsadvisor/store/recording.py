@@ -125,28 +125,6 @@ def record_run(
     return run_id
 
 
-def stored_run_uid(db: Database, run_id: int) -> str:
-    """The stable id schema v4 gives a run stored before it: a digest of what it is (host, device, configuration, workload,
-    matrix, cell, repetition, start time, outcome, figures and tool output), not of its row
-    number, so the same run has the same uid in every store it was copied or merged into."""
-    row = db.execute(
-        "SELECT h.key, d.key, c.key, w.key, r.matrix_id, r.cell_key, r.rep, r.status, "
-        "r.error, r.started_at, r.tool, r.command, r.metrics, r.raw_output, r.origin "
-        "FROM runs r JOIN devices d ON d.id = r.device_id "
-        "LEFT JOIN configurations c ON c.id = r.configuration_id "
-        "JOIN workloads w ON w.id = r.workload_id LEFT JOIN hosts h ON h.id = r.host_id "
-        "WHERE r.id = ?",
-        [run_id],
-    ).fetchone()
-    if row is None:
-        raise StoreError(f"no run {run_id} in the store")
-    fields = list(row)
-    # repr keeps the float's every bit: equal start times, equal text, equal digest
-    fields[9] = None if fields[9] is None else repr(float(fields[9]))
-    fields[14] = fields[14] or "probe"
-    return "run-" + encoding.digest(fields)[:32]
-
-
 def _sample(s: Any) -> dict[str, float | None]:
     """A power sample as (t_s, watts) or a mapping with t_s (or t) and watts."""
     if isinstance(s, Mapping):

@@ -21,6 +21,7 @@ from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig
 from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.store.observations import workload_from_params
+from fsadvisor.infra.resources import data_dir
 
 
 class DatasetError(FsAdvisorError):
@@ -71,7 +72,6 @@ SHIPPED = (("runs.csv", "", ""), ("runs-mechanisms.csv", "mechanisms matrix; ", 
 
 def shipped_paths() -> list[tuple[Path, str, str]]:
     """(path, source words, identity suffix) of every shipped matrix present."""
-    from fsadvisor.infra.resources import data_dir
 
     here = data_dir("datasets") / "reference"
     return [

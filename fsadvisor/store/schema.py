@@ -12,15 +12,18 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from fsadvisor.errors import FsAdvisorError, StoreError, one_line
-from fsadvisor.store import integrity
+from fsadvisor.store import encoding, integrity
+from fsadvisor.domain import device_identity
 
 if TYPE_CHECKING:
     # sqlite_utils is imported when a store is opened: it pulls in click, and the core
     # must import without front-end packages (tests/unit/test_core_imports.py).
+    # sqlite_utils (and click) only when a store is opened (see TYPE_CHECKING above)
     from sqlite_utils import Database
 
 APPLICATION_ID = 0x46534144  # "FSAD"
@@ -206,7 +209,6 @@ def _v3_device_params(db: Database) -> None:
     ``device_params`` holds the parameters fitted from that identity's raw-device runs, with
     their log-scale sd, provenance and the run ids they were fitted on. Calibration lives in
     the store, so ``--db A`` and ``--db B`` never see each other's."""
-    from fsadvisor.domain import device_identity
 
     db.table("devices").add_column("identity", str)
     for row in list(
@@ -240,15 +242,35 @@ def _v3_device_params(db: Database) -> None:
     )
 
 
+def stored_run_uid(db: Database, run_id: int) -> str:
+    """The stable id schema v4 gives a run stored before it: a digest of what it is (host, device, configuration, workload,
+    matrix, cell, repetition, start time, outcome, figures and tool output), not of its row
+    number, so the same run has the same uid in every store it was copied or merged into."""
+    row = db.execute(
+        "SELECT h.key, d.key, c.key, w.key, r.matrix_id, r.cell_key, r.rep, r.status, "
+        "r.error, r.started_at, r.tool, r.command, r.metrics, r.raw_output, r.origin "
+        "FROM runs r JOIN devices d ON d.id = r.device_id "
+        "LEFT JOIN configurations c ON c.id = r.configuration_id "
+        "JOIN workloads w ON w.id = r.workload_id LEFT JOIN hosts h ON h.id = r.host_id "
+        "WHERE r.id = ?",
+        [run_id],
+    ).fetchone()
+    if row is None:
+        raise StoreError(f"no run {run_id} in the store")
+    fields = list(row)
+    # repr keeps the float's every bit: equal start times, equal text, equal digest
+    fields[9] = None if fields[9] is None else repr(float(fields[9]))
+    fields[14] = fields[14] or "probe"
+    return "run-" + encoding.digest(fields)[:32]
+
+
 def _v4_run_uids_and_origin(db: Database) -> None:
     """Fleets and imports: every run gets a stable id (``uid``) so stores from many hosts
     merge without duplicates, and says where it came from (``origin``: "probe", or
     "imported" for fio results measured elsewhere, with their ``provenance`` as JSON: file
     sha256, fio version, host, who imported it and when). Existing runs are probe runs; their
-    uid is the digest of their content (recording.run_uid), so two copies of one v3 store
+    uid is the digest of their content (stored_run_uid), so two copies of one v3 store
     migrated apart still agree on every run's uid."""
-    from fsadvisor.store.recording import stored_run_uid
-
     db.table("runs").add_column("uid", str)
     db.table("runs").add_column("origin", str)
     db.table("runs").add_column("provenance", str)
@@ -271,7 +293,6 @@ def _v5_run_profiles(db: Database) -> None:
     its workload keeps the first profile's name. NULL: the run belongs to its workload's
     profile only. Runs of the joint probes stored before this get the set their matrix's plan
     recorded (the adaptive plan's profiles and the workload each was measured with)."""
-    from fsadvisor.store import encoding
 
     db.table("runs").add_column("profiles", str)
     joint = db.execute(
@@ -349,6 +370,7 @@ def connect(path: Path | None) -> Database:
     Raises StoreError, in one line, for a file that is not SQLite, not ours, or newer than
     this code.
     """
+    # sqlite_utils (and click) only when a store is opened (see TYPE_CHECKING above)
     from sqlite_utils import Database
 
     label = ":memory:" if path is None else str(path)
@@ -417,7 +439,6 @@ def _enable_wal(db: Database, timeout_s: float = 10.0) -> None:
     Changing the journal mode needs an exclusive lock and SQLite answers "database is
     locked" at once instead of calling the busy handler (seen here: three processes opening
     one new store under load), so the wait is ours."""
-    import time
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -457,7 +478,6 @@ def write_transaction(db: Database) -> Iterator[Database]:
     IMMEDIATE): a deferred one that reads first and then writes is refused "database is
     locked" at once when another process committed meanwhile, which lost imports when two
     streams wrote at once. Nested in a transaction: a savepoint of it (sqlite-utils)."""
-    import time
 
     if db.conn.in_transaction:
         with db.atomic():

@@ -256,14 +256,14 @@ class FsAdvisorApp(App):
     def action_recommend(self) -> None:
         try:
             prof = self.query_one(ProfilePane)
-            profile, load = prof.effective_profile(), prof.load_choice()
+            profile, worth_inputs = prof.effective_profile(), prof.worth_choice()
             device, top = self.query_one(DevicePane).choices()
         except calls.USER_ERRORS as e:
             self.notify(str(e), title="recommend", severity="error", markup=False)
             return
         self._ranked_for = (device, top)
         self.action_show_tab("results")
-        self.query_one(ResultsPane).start(profile, device, top, self.whatif, load)
+        self.query_one(ResultsPane).start(profile, device, top, self.whatif, worth_inputs)
 
     def on_profile_pane_recommend_requested(self, _event: ProfilePane.RecommendRequested) -> None:
         self.action_recommend()
@@ -285,7 +285,7 @@ class FsAdvisorApp(App):
         if prof.current is None:
             return
         try:
-            profile, load = prof.effective_profile(), prof.load_choice()
+            profile, worth_inputs = prof.effective_profile(), prof.worth_choice()
             device, top = self.query_one(DevicePane).choices()
         except calls.USER_ERRORS as e:
             prof.show_live_error(str(e))
@@ -296,7 +296,7 @@ class FsAdvisorApp(App):
             return
         self._live_busy = True
         self._ranked_for = (device, top)
-        self.query_one(ResultsPane).start_live(profile, device, top, self.whatif, load)
+        self.query_one(ResultsPane).start_live(profile, device, top, self.whatif, worth_inputs)
 
     def _live_done(self) -> None:
         self._live_busy = False

@@ -9,6 +9,7 @@ imports only fsadvisor.service, .domain and .errors (tests/unit/test_front_end_i
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from fsadvisor.domain import Device, Profile
@@ -31,6 +32,14 @@ from fsadvisor.service.whatif import (
     format_size,
     with_workload,
 )
+from fsadvisor.service.worth_inputs import WorthInputs
+from fsadvisor.limits import LIMITS
+from fsadvisor.service import probing
+
+# The service modules beyond the ranking's are imported inside the calls that use them (the
+# adaptive probe, energy sources, the store's history, matrix results, reports, the yearly
+# figures, capture): each loads when its tab or action first needs it, not when the TUI
+# opens (start-up).
 
 __all__ = [
     "USER_ERRORS",
@@ -59,6 +68,7 @@ __all__ = [
     "capture",
     "probe_request",
     "root_problem",
+    "WorthInputs",
     "yearly_worth",
     "worth_lines",
     "block_devices",
@@ -138,7 +148,6 @@ def probe_preview(
     does the --resume of an adaptive probe; with more profiles (:func:`joint_choice`) the
     one adaptive session for all of them, as ``probe --profile A --profile B`` does."""
     from fsadvisor.service import adaptive as ad
-    from fsadvisor.service import probing
 
     profiles, weights = joint_choice(profile, adaptive)
     if profiles and options.get("resume") and len(profiles) > 1:
@@ -175,8 +184,6 @@ def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     try:
         confidence = float(text) if text else ad.DEFAULT_TARGET
     except ValueError:
-        from fsadvisor.limits import LIMITS
-
         raise FsAdvisorError(
             f"target confidence must be a number "
             f"{LIMITS['target-confidence'].between_text}, not {text!r}"
@@ -252,7 +259,6 @@ def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:
 
 def live_text(event: ProgressEvent) -> str:
     """A live "sample" event in words (block layer, with its stat file; watts or no meter)."""
-    from fsadvisor.service import probing
 
     return probing.live_text(event)
 
@@ -302,14 +308,12 @@ def probe_request(
 
 def root_problem() -> str | None:
     """Why this process cannot probe (not root), or None."""
-    from fsadvisor.service import probing
 
     return probing.root_problem()
 
 
 def block_devices() -> list[BlockDevice]:
     """The machine's block devices, each with the probe's safety verdict (reads only)."""
-    from fsadvisor.service import probing
 
     return probing.block_devices()
 
@@ -317,14 +321,12 @@ def block_devices() -> list[BlockDevice]:
 def block_device(path: str, force: bool = False) -> BlockDevice:
     """``force``: the verdict ``--force`` gets (a leftover signature no longer refuses it;
     the confirmation then says that signature is destroyed)."""
-    from fsadvisor.service import probing
 
     return probing.block_device(path, force=force)
 
 
 def device_confirmed(device: str, typed: str | None) -> bool:
     """The CLI's rule: the device typed back exactly (as given or resolved)."""
-    from fsadvisor.service import probing
 
     return probing.device_confirmed(device, typed)
 
@@ -338,7 +340,6 @@ def run_probe(
     request: ProbeRequest, confirm: str | None, on_progress, cancel: Interruptions
 ) -> ProbeSummary:
     """The real probe (a thread worker): service.probing.run_request."""
-    from fsadvisor.service import probing
 
     return probing.run_request(
         request, confirm=confirm, on_progress=on_progress, interruptions=cancel
@@ -379,7 +380,6 @@ def export_matrix(
     """csv/json of the matrix's cells, or ``html``: its report (service.report; for
     ``profile`` when the matrix names none). Returns the absolute path written: a relative
     one means nothing to someone who started the TUI from another directory."""
-    from pathlib import Path
 
     from fsadvisor.service import matrix_results
 
@@ -389,13 +389,13 @@ def export_matrix(
 
 
 def yearly_worth(
-    rec: Recommendation, load: float, price: float | None = None, db: str | None = None
+    rec: Recommendation, worth_inputs: WorthInputs, db: str | None = None
 ) -> dict[str, Any]:
     """``recommend --load L [--price P]``: per ranked entry its year (kWh, cost), and #1
     against the runner-up and the distribution default (service.worth)."""
     from fsadvisor.service import worth
 
-    return worth.yearly_worth(rec, load, price, db=db)
+    return worth.yearly_worth(rec, worth_inputs, db=db)
 
 
 def worth_lines():

@@ -8,6 +8,7 @@ Text, never as console markup, so they show as written.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from rich import box
@@ -482,7 +483,6 @@ HISTORY_COLUMNS = (
 
 
 def history_row(m: dict[str, Any]) -> tuple[str, ...]:
-    import time
 
     def when(ts: Any) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"

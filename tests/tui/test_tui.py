@@ -1252,6 +1252,7 @@ async def test_boxes_show_x_only_when_ticked_and_durability_says_required():
 @pytest.mark.asyncio
 async def test_a_load_shows_what_number_one_is_worth_per_year_beside_the_ranking():
     from fsadvisor.service import worth
+    from fsadvisor.service.worth_inputs import WorthInputs
 
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE) as pilot:
@@ -1260,7 +1261,7 @@ async def test_a_load_shows_what_number_one_is_worth_per_year_beside_the_ranking
         app.query_one("#load", Input).value = "20000"
         await live_settled(pilot)
         rec = app.query_one(ResultsPane).recommendation
-        yw = worth.yearly_worth(rec, 20000.0)
+        yw = worth.yearly_worth(rec, WorthInputs(20000.0))
         shown = str(app.query_one("#live-worth", Static).content)
         assert shown.startswith("#1 per year: " + worth.yearly_line(yw, 0))
         assert _inside(app, "#live-worth")

@@ -5,9 +5,8 @@ import math
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from fsadvisor.errors import FsAdvisorError
-from fsadvisor.predict.cost import (HOURS_PER_YEAR, Tariff, average_power_w, check_inputs,
-                                    kwh_per_year, saving, yearly)
+from fsadvisor.predict.cost import (HOURS_PER_YEAR, Tariff, average_power_w, kwh_per_year, saving,
+                                    yearly)
 
 
 def test_hours_per_year_is_the_mean_calendar_year():
@@ -62,30 +61,6 @@ def test_saving_by_hand():
     assert s["kwh_per_year_range"] == pytest.approx([4.0 * 8.766, 4.0 * 8.766])
 
 
-@pytest.mark.parametrize("load, price, servers, pue, message", [
-    (-1.0, None, 1, 1.0, "--load must be between 0 and"),
-    (float("nan"), None, 1, 1.0, "--load must be between .*not nan"),
-    (float("inf"), None, 1, 1.0, "--load must be between .*not inf"),
-    (1e13, None, 1, 1.0, "--load must be between"),
-    (10.0, -0.1, 1, 1.0, "--price must be between 0 and"),
-    (10.0, float("inf"), 1, 1.0, "--price must be between"),
-    (10.0, 0.3, 0, 1.0, "--servers must be between 1 and"),
-    (10.0, 0.3, 2.5, 1.0, "--servers must be a whole number"),
-    (10.0, 0.3, 1, 0.9, "--pue must be between 1 and 5"),
-    (10.0, 0.3, 1, float("nan"), "--pue must be between .*not nan"),
-    (None, 0.3, 1, 1.0, "need --load"),
-])
-def test_bad_inputs_are_refused_in_one_line(load, price, servers, pue, message):
-    with pytest.raises(FsAdvisorError, match=message) as e:
-        check_inputs(load, price, servers, pue)
-    assert "\n" not in str(e.value)
-
-
-def test_good_inputs_pass():
-    check_inputs(None, None, 1, 1.0)
-    check_inputs(0.0, 0.0, 3, 1.4)
-
-
 watts = st.floats(min_value=0.0, max_value=2000.0, allow_nan=False)
 positive = st.floats(min_value=1e-3, max_value=1e9, allow_nan=False)
 loads = st.floats(min_value=0.0, max_value=1e10, allow_nan=False)
@@ -114,20 +89,3 @@ def test_power_lies_between_idle_and_busy_and_inside_its_interval(idle, busy, ca
     y = yearly(idle, busy, (w_lo, w_hi), cap, (c_lo, c_hi), Tariff(load=load))
     assert y.avg_watts_90[0] <= y.avg_watts <= y.avg_watts_90[1]
     assert all(math.isfinite(x) for x in (*y.kwh_90, y.kwh))
-
-
-@settings(max_examples=200, deadline=None)
-@given(load=st.one_of(st.floats(), st.none()), price=st.one_of(st.floats(), st.none()),
-       servers=st.integers(min_value=-5, max_value=5), pue=st.floats())
-def test_check_inputs_accepts_exactly_the_sane_values(load, price, servers, pue):
-    # the ranges of fsadvisor/limits.py: load 0..1e12, price 0..1e7, pue 1..5
-    sane = ((load is None or (math.isfinite(load) and 0 <= load <= 1e12))
-            and (price is None or (math.isfinite(price) and 0 <= price <= 1e7))
-            and servers >= 1 and math.isfinite(pue) and 1.0 <= pue <= 5
-            and (load is not None or (price is None and servers == 1 and pue == 1.0)))
-    try:
-        check_inputs(load, price, servers, pue)
-    except FsAdvisorError:
-        assert not sane
-    else:
-        assert sane

@@ -209,13 +209,14 @@ def test_a_first_choice_that_costs_more_per_year_than_the_runner_up_says_why(tmp
     the workload's own concurrency; at the user's load the two may swap within their
     intervals): the notes then say so and why #1 is still #1."""
     from fsadvisor.service import advice, worth
+    from fsadvisor.service.worth_inputs import WorthInputs
     rec = advice.recommend("oltp", top=3)
-    yw = worth.yearly_worth(rec, 20000, 0.3)
+    yw = worth.yearly_worth(rec, WorthInputs(20000, 0.3))
     if yw["entries"][0]["saving_vs_runner_up"]["kwh_per_year"] >= 0:
         # put the runner-up first: it then costs more per year than the one after it
         rec.ranked[0], rec.ranked[1] = rec.ranked[1], rec.ranked[0]
         rec.ranked[0].order_note = "listed above #2 for the test"
-        yw = worth.yearly_worth(rec, 20000, 0.3)
+        yw = worth.yearly_worth(rec, WorthInputs(20000, 0.3))
     assert yw["entries"][0]["saving_vs_runner_up"]["kwh_per_year"] < 0
     note = next(n for n in worth.summary_lines(yw) if n.startswith("#1 uses "))
     assert "more than #2 at this load" in note and "is still #1: " in note

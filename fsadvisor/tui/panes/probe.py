@@ -32,6 +32,7 @@ from fsadvisor.tui import calls
 from fsadvisor.tui.panes import WorkerFailed
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, format_bytes
 from fsadvisor.tui.widgets import Box, NumberInput
+from fsadvisor.service.probing import device_time_line
 
 NOTE = "Probing FORMATS the device: pick one (Enter) or scratch; Preview runs nothing."
 
@@ -708,8 +709,7 @@ class ProbePane(Vertical):
             text += "; " + leaders_text(self.decision)
         self.query_one("#probe-status", Static).update(Text(text))
         self.query_one("#probe-lines", Log).write_line(text)
-        from fsadvisor.service.probing import device_time_line  # the CLI's own summary line
-
+        # the CLI's own summary line
         if (used := device_time_line(s.to_dict())) is not None:
             self.query_one("#probe-lines", Log).write_line(used)
         self.notify(

@@ -436,16 +436,14 @@ class ProfilePane(Horizontal):
             note.update(text)
         note.display = True
 
-    def load_choice(self) -> tuple[float, float | None] | None:
-        """(load ops/s, price per kWh or None) for the yearly figures, None without a load;
+    def worth_choice(self) -> calls.WorthInputs:
+        """The load and price typed, for the yearly figures (none without a load);
         FsAdvisorError on a bad number, or a price with no load to cost."""
         load = _number(self.query_one("#load", Input).value, "load")
         price = _number(self.query_one("#price", Input).value, "price")
-        if load is None:
-            if price is not None:
-                raise FsAdvisorError("a price needs a load (the work per second to cost)")
-            return None
-        return load, price
+        if load is None and price is not None:
+            raise FsAdvisorError("a price needs a load (the work per second to cost)")
+        return calls.WorthInputs(load=load, price=price)
 
     def _live_line(self, text: Text) -> None:
         """The line over the live table. Only a text that wraps to another number of lines

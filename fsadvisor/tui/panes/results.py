@@ -78,15 +78,15 @@ class ResultsPane(Vertical):
         device: str,
         top: int,
         session: calls.WhatIf,
-        load: tuple[float, float | None] | None = None,
+        worth_inputs: calls.WorthInputs | None = None,
     ) -> None:
         """An explicit recommendation (r, Enter, the palette): the previous one is cancelled.
-        ``load``: (ops/s, price per kWh or None) for the yearly figures."""
+        ``worth_inputs``: the load (and price) for the yearly figures."""
         self.explicit_runs += 1
         self.query_one("#summary", Static).update(
             Text(f"ranking candidates for {profile.name} on {device} ...")
         )
-        self._recommend(profile, device, top, session, load)
+        self._recommend(profile, device, top, session, worth_inputs)
 
     def start_live(
         self,
@@ -94,28 +94,28 @@ class ResultsPane(Vertical):
         device: str,
         top: int,
         session: calls.WhatIf,
-        load: tuple[float, float | None] | None = None,
+        worth_inputs: calls.WorthInputs | None = None,
     ) -> None:
         """A what-if re-rank. Never cancelled (the app runs one at a time and coalesces the
         edits made meanwhile), so every start is answered by exactly one message."""
-        self._live(profile, device, top, session, load)
+        self._live(profile, device, top, session, worth_inputs)
 
-    def _ranked(self, profile, device, top, session, load):
+    def _ranked(self, profile, device, top, session, worth_inputs):
         rec = calls.live_recommend(session, profile, device, top=top)
         yearly = (
-            calls.yearly_worth(rec, load[0], load[1], self.db)
-            if load is not None and rec.ranked
+            calls.yearly_worth(rec, worth_inputs, self.db)
+            if worth_inputs is not None and worth_inputs.given and rec.ranked
             else None
         )
         return rec, yearly
 
     @work(thread=True, exclusive=True, group="recommend")
     def _recommend(
-        self, profile: Profile, device: str, top: int, session: calls.WhatIf, load=None
+        self, profile: Profile, device: str, top: int, session: calls.WhatIf, worth_inputs=None
     ) -> None:
         worker = get_current_worker()
         try:
-            rec, yearly = self._ranked(profile, device, top, session, load)
+            rec, yearly = self._ranked(profile, device, top, session, worth_inputs)
         except calls.USER_ERRORS as e:
             if not worker.is_cancelled:
                 self.post_message(self.Failed(str(e)))
@@ -125,10 +125,10 @@ class ResultsPane(Vertical):
 
     @work(thread=True, group="live")
     def _live(
-        self, profile: Profile, device: str, top: int, session: calls.WhatIf, load=None
+        self, profile: Profile, device: str, top: int, session: calls.WhatIf, worth_inputs=None
     ) -> None:
         try:
-            rec, yearly = self._ranked(profile, device, top, session, load)
+            rec, yearly = self._ranked(profile, device, top, session, worth_inputs)
         except calls.USER_ERRORS as e:
             self.post_message(self.Failed(str(e), live=True))
             return
