@@ -79,6 +79,11 @@ def scratch_space_problem(plan: Plan) -> str | None:
     return None
 
 
+# How long a cancelled command has to end on SIGINT before its group gets SIGKILL (the same
+# grace as host/run.py's stop_group).
+CANCEL_GRACE_S = 5.0
+
+
 class Interruptions:
     """SIGINT/SIGTERM -> :class:`ProbeInterrupted`, once. Inside ``critical()`` (storing a
     finished repetition, writing the state file) the signal is held until the block ends."""
@@ -115,15 +120,29 @@ class Interruptions:
         self._raised = True
         raise ProbeInterrupted(name)
 
-    def cancel(self, why: str = "cancelled") -> None:
+    def cancel(self, why: str = "cancelled", grace_s: float = CANCEL_GRACE_S) -> None:
         """Stop the probe from another thread (the TUI's Cancel): the running command gets
         SIGINT, as the whole process group would from a terminal's Ctrl-C, and the probe
-        raises ProbeInterrupted at its next check, so the cleanup is Ctrl-C's own."""
+        raises ProbeInterrupted at its next check, so the cleanup is Ctrl-C's own. A group
+        still there ``grace_s`` later gets SIGKILL, as host/run.py's stop_group does for a
+        signal on the main thread: the probe's thread waits for the command to end, and fio
+        has been seen to hang on SIGINT while laying out a file (both its processes asleep
+        on a futex for minutes), which left a cancelled probe waiting for ever."""
         self.received = self.received or why
         pgid = self.child_pgid
         if pgid:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGINT)
+            timer = threading.Timer(grace_s, self._kill_if_still_running, args=(pgid,))
+            timer.daemon = True
+            timer.start()
+
+    def _kill_if_still_running(self, pgid: int) -> None:
+        # Only the same command's group: once the executor reports it gone (child_pgid None
+        # or another command's), the id may belong to a new process.
+        if self.child_pgid == pgid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
 
     def check(self) -> None:
         if self.received and not self._raised:

@@ -60,3 +60,32 @@ def test_contents_names_signatures_fstype_and_label_once():
     blank = BlockDevice(path="/dev/y", size_bytes=1, kind="loop", model="", allowed=True,
                         reason=None)
     assert blank.contents.startswith("no filesystem, partition table or RAID signature found")
+
+
+def test_a_command_that_ignores_sigint_is_killed_after_the_grace_period():
+    # fio has been seen to hang on SIGINT while laying out a file; the probe's thread waits
+    # for the command, so cancel must not rely on SIGINT alone.
+    guard = Interruptions()
+    ex = Executor(on_child=lambda pid: setattr(guard, "child_pgid", pid or None),
+                  critical=guard.critical)
+    out: dict = {}
+
+    def run() -> None:
+        t0 = time.monotonic()
+        out["result"] = ex.run(["sh", "-c", "trap '' INT; echo up; sleep 30 & wait"],
+                               check=False)
+        out["wall_s"] = time.monotonic() - t0
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 10
+    while guard.child_pgid is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert guard.child_pgid is not None
+    time.sleep(0.2)  # the trap is set
+    guard.cancel("cancelled from the TUI", grace_s=0.5)
+    t.join(15)
+    assert not t.is_alive()
+    assert 0.5 <= out["wall_s"] < 10  # not before the grace period, not after the command
+    assert out["result"].returncode == -9  # SIGKILL: SIGINT was ignored
+    assert guard.child_pgid is None
