@@ -37,20 +37,36 @@ def list_(
     if as_json:
         emit_json(rows if not measured else rows + [{**m, "measured": True} for m in measured])
         return
-    width = max(len(r["name"]) for r in rows)
-    typer.echo(
-        f"{'name':<{width}}  {'kind':<8} {'class':<11} {'GB':>6} {'seq R/W MB/s':>13} "
-        f"{'4K R/W IOPS':>17} {'idle/act W':>10}  PLP      source kinds"
-    )
-    for r in rows:
-        typer.echo(
-            f"{r['name']:<{width}}  {r['kind']:<8} {r['class']:<11} {r['capacity_gb']:>6,.0f} "
-            f"{_n(r['seq_read_mb_s']):>6}/{_n(r['seq_write_mb_s']):<6} "
-            f"{_n(r['rand_read_iops']):>8}/{_n(r['rand_write_iops']):<8} "
-            f"{_n(r['idle_power_w'], '.2g'):>4}/{_n(r['active_power_w'], '.2g'):<5}  "
-            f"{r['plp']:<8} {', '.join(r['source_kinds'])}"
-        )
-    typer.echo(
+    from fsadvisor.cli.layout import Column, say, table
+
+    cols = [
+        Column("name", "<"),
+        Column("kind", "<", gap=2),
+        Column("class", "<"),
+        Column("GB"),
+        Column("seq R/W MB/s", gap=2),
+        Column("4K R/W IOPS", gap=2),
+        Column("idle/act W", gap=2),
+        Column("PLP", "<", gap=2),
+        Column("source kinds", "<", gap=2),
+    ]
+    cells = [
+        [
+            r["name"],
+            r["kind"],
+            r["class"],
+            f"{r['capacity_gb']:,.0f}",
+            f"{_n(r['seq_read_mb_s'])}/{_n(r['seq_write_mb_s'])}",
+            f"{_n(r['rand_read_iops'])}/{_n(r['rand_write_iops'])}",
+            f"{_n(r['idle_power_w'], '.2g')}/{_n(r['active_power_w'], '.2g')}",
+            r["plp"],
+            ", ".join(r["source_kinds"]),
+        ]
+        for r in rows
+    ]
+    for line in table(cols, cells):
+        typer.echo(line)
+    say(
         f"{len(rows)} drives; datasheet figures are best cases "
         "('fsadvisor devices show NAME' cites each one)"
     )
@@ -61,9 +77,10 @@ def list_(
                 ", ".join(f"{k} {v:,.0f}" for k, v in sorted(m["figures"].items()))
                 or "no datasheet-comparable workload"
             )
-            typer.echo(
+            say(
                 f"  {m['model']} ({m['kind']}, {m['runs']} runs): {figs}"
-                + (f"  [library: {m['library']}]" if m["library"] else "")
+                + (f"  [library: {m['library']}]" if m["library"] else ""),
+                hang=4,
             )
 
 

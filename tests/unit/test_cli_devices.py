@@ -204,7 +204,8 @@ def test_show_puts_seed_measurements_beside_the_datasheet():
     assert json.loads(run("devices", "show", "intel-p4500-1tb", "--json").output)["measured"] == []
 
 
-def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db):
+def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # the measured line whole (80 wraps it between words)
     from fsadvisor.domain import Device, Workload
     from fsadvisor.records import RunRecord
     from fsadvisor.store import open_store

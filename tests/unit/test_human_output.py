@@ -83,3 +83,34 @@ def test_compare_prints_the_numbers_its_json_holds(tmp_db):
         for want, text in zip((stat["mean"], stat["low"], stat["high"]), numbers):
             assert _read_back(text) == pytest.approx(want, rel=0.01), (text, want)
     assert any(entry["predicted"]["high"] >= 1e4 for entry in doc["entries"])  # a 'k' one
+
+
+# Any figure as printed: "2,100,000", "0.045", "61.3" (an interval's two ends are two).
+FIGURE = re.compile(r"\d[\d,.]*")
+TABLES = {
+    "devices list": (["devices", "list"], ("name", "PLP")),
+    "simulate": (["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests",
+                  "2000", "--vary", "numjobs=1,4,16"], ("variant", "model ops/s")),
+}
+
+
+def _at(columns: int, args: list[str]) -> list[str]:
+    cli.register_all()
+    r = CliRunner().invoke(cli.app, args, env={"COLUMNS": str(columns)})
+    assert r.exit_code == 0, r.output
+    return r.output.splitlines()
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_fits_80_columns_with_every_figure_and_keeps_its_rows_at_120(name, tmp_db):
+    """At 80 columns every line fits and the same figures are there, none cut, as in the
+    widest layout; at 120 the header (and so each row) is still one line from its first
+    column to its last but one, the wide layout."""
+    args, (first, last) = TABLES[name]
+    narrow, wide, widest = _at(80, args), _at(120, args), _at(400, args)
+    assert [ln for ln in narrow if len(ln) > 80] == []
+    assert [ln for ln in wide if len(ln) > 120] == []
+    assert sorted(FIGURE.findall("\n".join(narrow))) == sorted(FIGURE.findall("\n".join(widest)))
+    assert any(ln.startswith(first) and last in ln for ln in wide), wide[:12]
+    assert any(ln.startswith(first) and last in ln for ln in widest), widest[:12]
+    assert not any(ln.startswith(first) and last in ln for ln in narrow), narrow[:12]
