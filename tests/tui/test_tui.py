@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -808,9 +809,11 @@ async def test_the_plot_marks_runs_measured_on_the_device_apart_from_predictions
         await settle(pilot)
         unmeasured = str(app.query_one("#detail-text", Static).content)
     for r in hits:  # both probe matrices of the fixture ran it: 6 runs
-        label = f"#{r.rank} {report.config_label(r.config)}"
+        label = f"#{r.label} {report.config_label(r.config)}"  # the rank as the table's
         assert f"M {label}: measured on /dev/loop9: 6 runs" in shown
-        assert f"P #{r.rank} " in shown and f"M #{r.rank} " in shown
+        kinds = {m[1] for m in re.finditer(rf"^{re.escape(label)} +(predicted|measured) ",
+                                           shown, re.M)}
+        assert kinds == {"predicted", "measured"}, shown
     assert "measured on" not in unmeasured and "M #" not in unmeasured
 
 

@@ -114,3 +114,27 @@ def test_a_table_fits_80_columns_with_every_figure_and_keeps_its_rows_at_120(nam
     assert any(ln.startswith(first) and last in ln for ln in wide), wide[:12]
     assert any(ln.startswith(first) and last in ln for ln in widest), widest[:12]
     assert not any(ln.startswith(first) and last in ln for ln in narrow), narrow[:12]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_recommend_plot_legend_names_each_configuration_in_words(columns, tmp_db):
+    """Under recommend --plot, one legend line per ranked configuration: its rank as the list
+    above prints it, then "predicted" in words and its figures, never a code such as
+    "1.P #1 xfs"; every line of it within the terminal."""
+    import json
+
+    cli.register_all()
+    doc = json.loads(CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--json"]).output)
+    ranks = sorted(f"#{r['tie_label']}" for r in doc["recommendations"])
+    lines = _at(columns, ["recommend", "-p", "oltp", "--plot"])
+    key = next(i for i, ln in enumerate(lines) if ln.startswith("│──│ under a bar"))
+    assert "P predicted by the model, M measured" in lines[key]
+    legend = lines[key + 1:]
+    assert [ln for ln in lines[key:] if len(ln) > columns] == []
+    assert sorted(ln.split()[0] for ln in legend) == ranks, legend
+    assert all(re.search(r"\S {2,}predicted +[\d,.]+k?  \(95%: ", ln) for ln in legend), legend
+    assert not [ln for ln in lines if re.match(r"\s*\d+\.[MP] ", ln)]
+    # the list above names the same ranks
+    assert sorted(ln.split()[0] for ln in lines if re.match(r"#\d+=? ", ln)
+                  and ln in {f"#{r['tie_label']} {r['config_label']}" for r in doc["recommendations"]}
+                  ) == ranks
