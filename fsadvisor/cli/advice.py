@@ -191,6 +191,9 @@ def _print_recommendation(rec, yw) -> None:
             f"   score:     {r.score:,.0f} {unit}  (90%: {_fmt_range((lo, hi))} {unit}; "
             f"{p.energy_source}, {p.power_scope} scope)"
         )
+        leader = answer.leader_line(r, rec)
+        if leader:
+            typer.echo(f"   leader:    {leader}")
         if r.order_note:
             typer.echo(f"   order:     {r.order_note}")
         typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
