@@ -19,6 +19,20 @@ def _n(v, fmt: str = ",.0f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
+# Where a figure's value starts ("  seq_read_mb_s      "): its wrapped lines go on there.
+FIGURE = 21
+
+
+def _figure(v) -> str:
+    """A datasheet figure as a person reads it: yes/no, not Python's True/False; numbers
+    with thousands separators, as devices list prints them."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return format(v, ",") if isinstance(v, (int, float)) else str(v)
+
+
 @devices_app.command("list")
 @domain_errors
 def list_(
@@ -100,10 +114,13 @@ def show(
     if as_json:
         emit_json(doc)
         return
-    typer.echo(
+    from fsadvisor.cli.layout import say
+
+    say(
         f"{doc['name']}: {doc['model']} ({doc['kind']}, {doc['class']}, "
         f"{doc['capacity_gb']:,.0f} GB)"
-        + (f"  part {', '.join(doc['part_numbers'])}" if doc["part_numbers"] else "")
+        + (f"  part {', '.join(doc['part_numbers'])}" if doc["part_numbers"] else ""),
+        hang=2,
     )
     typer.echo(f"PLP: {doc['plp']}")
     for key, f in doc["figures"].items():
@@ -123,14 +140,15 @@ def show(
                 f"PS{ps['ps']} {ps['max_w']:g} W" + ("" if ps["op"] else " (non-op)")
                 for ps in value
             )
-        typer.echo(f"  {key:<18} {value}  <- {f['source']}{extra}{mark}")
+        say(f"  {key:<18} {_figure(value)}  <- {f['source']}{extra}{mark}", hang=FIGURE)
         for d in f.get("disagrees", []):
-            typer.echo(
-                f"  {'':<18} disagrees: {d['value']} <- {d['source']} ({d['source_kind']})"
-                + (f"; {d['note']}" if d["note"] else "")
+            say(
+                f"  {'':<18} disagrees: {_figure(d['value'])} <- {d['source']} "
+                f"({d['source_kind']})" + (f"; {d['note']}" if d["note"] else ""),
+                hang=FIGURE,
             )
     for n in doc["notes"]:
-        typer.echo(f"note: {n}")
+        say(f"note: {n}", hang=6)
     if doc["measured"]:
         typer.echo("measured (raw device) against the datasheet:")
         for m in doc["measured"]:
@@ -139,10 +157,12 @@ def show(
                 if m["measured_over_datasheet"] is None
                 else f" = {m['measured_over_datasheet']:.2f} x datasheet {m['datasheet']:,}"
             )
-            typer.echo(
-                f"  {m['figure']:<18} {m['measured']:,.0f} ({m['conditions']}){ratio}  <- {m['source']}"
+            say(
+                f"  {m['figure']:<18} {m['measured']:,.0f} ({m['conditions']}){ratio}  "
+                f"<- {m['source']}",
+                hang=FIGURE,
             )
     typer.echo("sources:")
     for s in doc["sources"]:
-        typer.echo(f"  {s['id']}: {s['title']} ({s['date']}; {s['kind']}) {s['url']}")
-    typer.echo(f"prior for the model: {doc['prior']['source']}")
+        say(f"  {s['id']}: {s['title']} ({s['date']}; {s['kind']}) {s['url']}", hang=4)
+    say(f"prior for the model: {doc['prior']['source']}", hang=2)

@@ -3,6 +3,7 @@ CLI, on a real SQLite store in a tmp dir."""
 
 import json
 import math
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -267,3 +268,29 @@ def test_recommend_text_names_the_library_drive_and_its_prior():
     # named once, in the device parameters note (no duplicate device notes)
     assert r.output.count("samsung-pm9a3-3.84tb-u2 — ") == 1, r.output
     assert "note: device parameters: datasheet:" in r.output
+
+
+@pytest.mark.parametrize("name", ["samsung-990-pro-2tb", "samsung-pm9a3-3.84tb-u2"])
+def test_devices_show_reads_as_words_and_fits_80_columns(name, monkeypatch):
+    """Each figure as devices list prints it (1,400,000, not 1400000; PLP yes/no, not
+    Python's True/False); at 80 columns a line is longer only where it is one word (a
+    source's URL), with the same words and figures as the unwrapped text."""
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = run("devices", "show", name).output
+    monkeypatch.setenv("COLUMNS", "1000")
+    wide = run("devices", "show", name).output
+    doc = json.loads(run("devices", "show", name, "--json").output)
+    assert [ln for ln in narrow.splitlines() if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert narrow.split() == wide.split()
+    assert not re.search(r"\b(True|False)\b", narrow)
+    rows: dict[str, str] = {}  # the figures' own lines come before the measured ones
+    for ln in wide.splitlines():
+        if ln.startswith("  ") and ln.split()[0] in doc["figures"]:
+            rows.setdefault(ln.split()[0], ln.split()[1])
+    for key, f in doc["figures"].items():
+        v = f["value"]
+        if isinstance(v, bool):
+            assert rows[key] == ("yes" if v else "no"), key
+        elif isinstance(v, (int, float)):
+            assert rows[key] == f"{v:,}".removesuffix(".0"), key
+    assert any(isinstance(f["value"], int) and f["value"] >= 1000 for f in doc["figures"].values())
