@@ -138,3 +138,18 @@ def test_recommend_plot_legend_names_each_configuration_in_words(columns, tmp_db
     assert sorted(ln.split()[0] for ln in lines if re.match(r"#\d+=? ", ln)
                   and ln in {f"#{r['tie_label']} {r['config_label']}" for r in doc["recommendations"]}
                   ) == ranks
+
+
+PROSE = [["profiles", "list"], ["db", "info"], ["energy", "check"],
+         ["devices", "show", "samsung-pm9a3-3.84tb-u2"]]
+
+
+@pytest.mark.parametrize("args", PROSE, ids=[" ".join(a[:2]) for a in PROSE])
+def test_listings_wrap_to_80_columns_between_words(args, tmp_db):
+    """At 80 columns a line is wider only where it is one word (a path, a URL); the words,
+    and so every figure, are those of the unwrapped text, in the same order."""
+    _at(1000, args)  # the first command seeds the store (db info's size changes with it)
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    assert len(narrow) > len(widest)  # something was wrapped: the test can tell
