@@ -282,15 +282,18 @@ def predict(
     typer.echo(
         f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})"
     )
-    typer.echo(
-        f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})"
+    from fsadvisor.cli.layout import say
+
+    say(
+        f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})",
+        hang=16,
     )
     typer.echo(
         f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})"
     )
-    typer.echo(f"  device parameters: {out['basis']['device_parameters']}")
+    say(f"  device parameters: {out['basis']['device_parameters']}", hang=4)
     for w in out["warnings"]:
-        typer.echo(f"  WARN: {w}")
+        say(f"  WARN: {w}", hang=8)
 
 
 @app.command()

@@ -141,7 +141,8 @@ def test_recommend_plot_legend_names_each_configuration_in_words(columns, tmp_db
 
 
 PROSE = [["profiles", "list"], ["db", "info"], ["energy", "check"],
-         ["devices", "show", "samsung-pm9a3-3.84tb-u2"]]
+         ["devices", "show", "samsung-pm9a3-3.84tb-u2"],
+         ["predict", "-c", '{"filesystem": "xfs"}', "-p", "oltp"]]
 
 
 @pytest.mark.parametrize("args", PROSE, ids=[" ".join(a[:2]) for a in PROSE])
@@ -153,3 +154,19 @@ def test_listings_wrap_to_80_columns_between_words(args, tmp_db):
     assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
     assert "\n".join(narrow).split() == "\n".join(widest).split()
     assert len(narrow) > len(widest)  # something was wrapped: the test can tell
+
+
+def test_compare_names_measured_runs_in_words_within_80_columns(probed_store):
+    """A configuration measured on the store's device: its runs are listed as "runs 1, 2,
+    3" (never a Python list, "[1, 2, 3]"), in the entry, the yearly basis and the verdict;
+    at 80 columns only a one-word line may be wider, the words those of the unwrapped
+    text."""
+    args = ["compare", "-p", "oltp", "1", "2", "--load", "20000"]
+    _at(1000, args)
+    narrow, widest = _at(80, args), _at(1000, args)
+    text = "\n".join(widest)
+    assert re.search(r"measured .*\(runs \d+(, \d+)+, ipmi\)", text), text
+    assert re.search(r"measured \(runs \d+(, \d+)+ on ", text), text
+    assert not re.search(r"\[\d+(, \d+)*\]", text), text
+    assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert "\n".join(narrow).split() == text.split()
