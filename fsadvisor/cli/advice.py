@@ -319,9 +319,12 @@ def validate(
     if as_json:
         emit_json(rep)
         return
-    typer.echo(
+    from fsadvisor.cli.layout import say
+
+    say(
         f"{rep['observations']} observations; prior scale {rep['prior_scale']} "
-        f"(calibration: {rep['calibration']})"
+        f"(calibration: {rep['calibration']})",
+        hang=2,
     )
     for key, title in (
         ("by_source_table", "held-out source tables (transfer to an unseen study)"),
@@ -340,15 +343,17 @@ def validate(
             if s.get("n"):
                 typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
     if rep["by_device"]:
-        typer.echo(
+        say(
             "leave-one-device-out (fit without the device's filesystem cells; "
-            "figures over its held-out cells only):"
+            "figures over its held-out cells only):",
+            hang=2,
         )
     for r in rep["by_device"]:
-        typer.echo(
+        say(
             f"  {r['device']}  given {r['cells_given']} of its cells "
             f"({r['share_of_cells_given']:.0%}), {r['cells_held_out']} held out; "
-            f"device: {r['device_params']}"
+            f"device: {r['device_params']}",
+            hang=4,
         )
         for m in ("iops", "ops_per_joule"):
             f = r.get(m)
@@ -365,7 +370,8 @@ def validate(
                 if f["rep_to_rep_cv_median"] is not None
                 else ""
             )
-            typer.echo(
+            say(
                 f"    {m:<14} n={f['n']:<4} median |error| {f['median_abs_error']:.0%}, "
-                f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}"
+                f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}",
+                hang=24,
             )

@@ -170,3 +170,14 @@ def test_compare_names_measured_runs_in_words_within_80_columns(probed_store):
     assert not re.search(r"\[\d+(, \d+)*\]", text), text
     assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
     assert "\n".join(narrow).split() == text.split()
+
+
+def test_validate_wraps_to_80_columns_between_words(tmp_db):
+    """validate's per-device lines (the device's parameters, its figures) wrap at 80
+    columns between words, the words and figures those of the unwrapped text."""
+    args = ["validate", "--folds", "2"]
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert any("leave-one-device-out" in ln for ln in widest)
+    assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    assert len(narrow) > len(widest)
