@@ -241,11 +241,12 @@ def test_data_journal_is_never_offered_to_direct_io_workloads():
 
 
 @pytest.mark.parametrize("profile", ["oltp", "fio-randread-4k-j1"])
-def test_recommend_text_keeps_each_candidates_lines_together_in_rank_order(profile):
+def test_recommend_text_keeps_each_candidates_lines_together_in_rank_order(profile, monkeypatch):
     """Each listed configuration is one block: its '#' line, then its own lines up to the
     blank line, the blocks in the ranking's order. A leader's probability of being the best
     (within the tolerance) is said in its own block, the same figure as --json's; a
     configuration outside the leading group has no such line."""
+    monkeypatch.setenv("COLUMNS", "1000")  # each statement on one line
     doc = json.loads(run("recommend", "-p", profile, "--json").output)
     text = run("recommend", "-p", profile).output
     blocks = [b.splitlines() for b in text.split("\n\n") if b.startswith("#")]

@@ -261,7 +261,8 @@ def test_a_resolved_library_device_leads_back_to_its_datasheet_prior():
     assert library_params_of(resolve_device("nvme:1T")) is None
 
 
-def test_recommend_text_names_the_library_drive_and_its_prior():
+def test_recommend_text_names_the_library_drive_and_its_prior(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # each statement on one line
     r = run("recommend", "--profile", "oltp", "--device", "samsung-pm9a3-3.84tb-u2", "--top", "1")
     assert r.exit_code == 0, r.output
     assert "Device: nvme, 3.84 TB, PLP unknown, Samsung PM9A3 (U.2) [library: samsung-pm9a3-3.84tb-u2]" in r.output

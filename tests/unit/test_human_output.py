@@ -181,3 +181,23 @@ def test_validate_wraps_to_80_columns_between_words(tmp_db):
     assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
     assert "\n".join(narrow).split() == "\n".join(widest).split()
     assert len(narrow) > len(widest)
+
+
+COMMAND_LINES = ("   mkfs:", "   mount:", "   fstab:", "   udev:")
+
+
+@pytest.mark.parametrize("args", [["recommend", "-p", "oltp"],
+                                  ["recommend", "-p", "fio-randwrite-4k-j1", "--device",
+                                   "samsung-pm9a3-3.84tb-u2", "--plp", "yes", "--load", "20000"]],
+                         ids=["oltp", "yearly"])
+def test_recommend_wraps_to_80_columns_and_keeps_its_commands_whole(args, tmp_db):
+    """At 80 columns recommend's statements wrap between words; its commands (mkfs, mount,
+    fstab, the udev rule) stay one line each, to copy and paste whole, as in a wide
+    terminal; the words, and so every figure, are those of the unwrapped text."""
+    _at(1000, args)
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert [ln for ln in narrow if len(ln) > 80 and not ln.startswith(COMMAND_LINES)] == []
+    assert [ln for ln in narrow if ln.startswith(COMMAND_LINES)] == [
+        ln for ln in widest if ln.startswith(COMMAND_LINES)]
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    assert len(narrow) > len(widest)
