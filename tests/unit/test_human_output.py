@@ -201,3 +201,15 @@ def test_recommend_wraps_to_80_columns_and_keeps_its_commands_whole(args, tmp_db
         ln for ln in widest if ln.startswith(COMMAND_LINES)]
     assert "\n".join(narrow).split() == "\n".join(widest).split()
     assert len(narrow) > len(widest)
+
+
+def test_fleet_recommend_names_the_best_with_its_unit_within_80_columns(probed_store):
+    """fleet recommend's best configuration reads like recommend's score, "(predicted 200
+    ops/J)", never the JSON key ops_per_joule; every line within 80 columns."""
+    args = ["fleet", "recommend", "-p", "oltp"]
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert [ln for ln in narrow if len(ln) > 80] == []
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    best = [ln for ln in widest if ln.startswith("  best: ")]
+    assert best and all(re.fullmatch(r"  best: .+ \(predicted [\d,]+ ops/J\)", ln) for ln in best)
+    assert "ops_per_joule" not in "\n".join(narrow)
