@@ -401,3 +401,11 @@ FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
 def _word(value: Any) -> str:
     """An option's value as a person reads it: on/off for a switch (never Python's False)."""
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def run_ids_text(ids: Any) -> str:
+    """Stored run ids as a person reads them, "1, 2, 3, 7" (never a Python list's "[1, 2]");
+    anything that is not a list of ids is shown as it is."""
+    if isinstance(ids, (list, tuple)):
+        return ", ".join(str(i) for i in ids)
+    return "?" if ids is None else str(ids)

@@ -139,8 +139,10 @@ def recommend(
             doc["yearly_basis"] = yw
         emit_json(doc)
         return
+    from fsadvisor.cli.layout import say
+
     for line in answer.headline(rec):
-        typer.echo(line)
+        say(line, hang=2)
     typer.echo("")
     _print_recommendation(rec, yw)
     if plot:
@@ -150,20 +152,29 @@ def recommend(
         typer.echo(plot_recommendation(rec))
 
 
+# Where a configuration's figures start ("   score:     "): their wrapped lines go on there;
+# its commands (mkfs, mount, fstab, udev rule) are never wrapped: they copy and paste whole.
+FIELD = 14
+
+
 def _print_recommendation(rec, yw) -> None:
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
-    typer.echo(f"Profile {rec.profile.name}: {rec.profile.description}")
-    typer.echo(
+    from fsadvisor.cli.layout import say
+
+    say(f"Profile {rec.profile.name}: {rec.profile.description}", hang=2)
+    say(
         f"Device: {rec.device.kind}, {advice_size(rec.device.size_bytes)}, PLP {rec.device.plp}"
         + (f" ({rec.device.path})" if rec.device.path else "")
-        + (f", {rec.device.model}" if rec.device.model else "")
+        + (f", {rec.device.model}" if rec.device.model else ""),
+        hang=2,
     )
-    typer.echo(
+    say(
         f"{rec.considered} candidates, excluded: "
-        + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v) or "none")
+        + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rec.excluded.items() if v) or "none"),
+        hang=2,
     )
     for line in answer.confidence_lines(rec):
-        typer.echo(line)
+        say(line, hang=6 if line.startswith(" ") else 2)
     notes = answer.notes(rec)
     if yw is not None:  # the yearly figures' notes before the tie note, as they always were
         from fsadvisor.service import worth
@@ -171,7 +182,7 @@ def _print_recommendation(rec, yw) -> None:
         at = len(rec.notes)
         notes[at:at] = worth.summary_lines(yw)
     for n in notes:
-        typer.echo(f"note: {n}")
+        say(f"note: {n}", hang=6)
     for r in rec.ranked:
         p = r.prediction
         u = p.uncertainty
@@ -180,13 +191,17 @@ def _print_recommendation(rec, yw) -> None:
             per_op = p.bytes_per_joule / p.ops_per_joule if p.ops_per_joule else 0.0
             lo, hi = lo * per_op, hi * per_op
         typer.echo("")
-        typer.echo(f"#{r.label} {r.config.label()}")
-        typer.echo(
+        say(f"#{r.label} {r.config.label()}", hang=4)
+        say(
             f"   score:     {r.score:,.0f} {unit}  (90%: {_fmt_range((lo, hi))} {unit}; "
-            f"{p.energy_source}, {p.power_scope} scope)"
+            f"{p.energy_source}, {p.power_scope} scope)",
+            hang=FIELD,
         )
+        leader = answer.leader_line(r, rec)
+        if leader:
+            say(f"   leader:    {leader}", hang=FIELD)
         if r.order_note:
-            typer.echo(f"   order:     {r.order_note}")
+            say(f"   order:     {r.order_note}", hang=FIELD)
         typer.echo(f"   mkfs:      {' '.join(r.commands['mkfs'])}")
         typer.echo(f"   mount:     {r.commands['mount_setup']}")
         typer.echo(f"   fstab:     {r.commands['fstab']}")
@@ -202,21 +217,25 @@ def _print_recommendation(rec, yw) -> None:
         rule = [ln for ln in r.commands["udev"].splitlines() if ln and not ln.startswith("#")]
         if rule:
             typer.echo(f"   udev:      {rule[-1]}")
-            typer.echo(f"              (in {r.commands['udev_file']}; `fsadvisor apply` writes it)")
+            say(
+                f"              (in {r.commands['udev_file']}; `fsadvisor apply` writes it)",
+                hang=FIELD,
+            )
         if r.ag_note:
-            typer.echo(f"   AG:        {r.ag_note}")
-        typer.echo(
+            say(f"   AG:        {r.ag_note}", hang=FIELD)
+        say(
             f"   predicted: {p.iops:,.0f} IOPS (90%: {_fmt_range(u['iops_90'])}), {p.mb_s:,.1f} MB/s, "
-            f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W"
+            f"p99 {p.p99_latency_ms:.2f} ms, {p.watts:.0f} W",
+            hang=FIELD,
         )
         if yw is not None:
             from fsadvisor.service import worth
 
-            typer.echo(f"   per year:  {worth.yearly_line(yw, r.rank - 1)}")
+            say(f"   per year:  {worth.yearly_line(yw, r.rank - 1)}", hang=FIELD)
         for y in r.why:
-            typer.echo(f"   why:  {y}")
+            say(f"   why:  {y}", hang=9)
         for w in r.warnings:
-            typer.echo(f"   WARN: {w}")
+            say(f"   WARN: {w}", hang=9)
 
 
 def advice_size(n: int) -> str:
@@ -273,15 +292,18 @@ def predict(
     typer.echo(
         f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})"
     )
-    typer.echo(
-        f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})"
+    from fsadvisor.cli.layout import say
+
+    say(
+        f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})",
+        hang=16,
     )
     typer.echo(
         f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})"
     )
-    typer.echo(f"  device parameters: {out['basis']['device_parameters']}")
+    say(f"  device parameters: {out['basis']['device_parameters']}", hang=4)
     for w in out["warnings"]:
-        typer.echo(f"  WARN: {w}")
+        say(f"  WARN: {w}", hang=8)
 
 
 @app.command()
@@ -307,9 +329,12 @@ def validate(
     if as_json:
         emit_json(rep)
         return
-    typer.echo(
+    from fsadvisor.cli.layout import say
+
+    say(
         f"{rep['observations']} observations; prior scale {rep['prior_scale']} "
-        f"(calibration: {rep['calibration']})"
+        f"(calibration: {rep['calibration']})",
+        hang=2,
     )
     for key, title in (
         ("by_source_table", "held-out source tables (transfer to an unseen study)"),
@@ -328,15 +353,17 @@ def validate(
             if s.get("n"):
                 typer.echo(f"    {m:<22} n={s['n']:<4} median x{s['median_factor']:.2f}")
     if rep["by_device"]:
-        typer.echo(
+        say(
             "leave-one-device-out (fit without the device's filesystem cells; "
-            "figures over its held-out cells only):"
+            "figures over its held-out cells only):",
+            hang=2,
         )
     for r in rep["by_device"]:
-        typer.echo(
+        say(
             f"  {r['device']}  given {r['cells_given']} of its cells "
             f"({r['share_of_cells_given']:.0%}), {r['cells_held_out']} held out; "
-            f"device: {r['device_params']}"
+            f"device: {r['device_params']}",
+            hang=4,
         )
         for m in ("iops", "ops_per_joule"):
             f = r.get(m)
@@ -353,7 +380,8 @@ def validate(
                 if f["rep_to_rep_cv_median"] is not None
                 else ""
             )
-            typer.echo(
+            say(
                 f"    {m:<14} n={f['n']:<4} median |error| {f['median_abs_error']:.0%}, "
-                f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}"
+                f"p90 {f['p90_abs_error']:.0%}; {order}{regret}{noise}",
+                hang=24,
             )

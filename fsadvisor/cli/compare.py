@@ -85,6 +85,9 @@ def compare(
     if as_json:
         emit_json(doc)
         return
+    from fsadvisor.cli.layout import say
+    from fsadvisor.domain import run_ids_text
+
     if doc["mode"] == "configurations":
         yw = (
             {**doc["yearly_basis"], "entries": [e["yearly"] for e in doc["entries"]]}
@@ -97,27 +100,28 @@ def compare(
         )
         for i, e in enumerate(doc["entries"]):
             typer.echo(f"{e['name']:>3}  {e['label']}")
-            typer.echo(
+            say(
                 f"     predicted {_fmt(e['predicted'])}"
                 + (
-                    f"   measured {_fmt(e['measured'])} (runs {e['measured_on']['run_ids']},"
+                    f"   measured {_fmt(e['measured'])} (runs {run_ids_text(e['measured_on']['run_ids'])},"
                     f" {e['measured_on']['energy_source']})"
                     if e["measured"]
                     else ""
-                )
+                ),
+                hang=15,
             )
             if yw is not None:
-                typer.echo(f"     per year: {worth.yearly_line(yw, i)}")
+                say(f"     per year: {worth.yearly_line(yw, i)}", hang=15)
         for d in doc["differences"]:
-            typer.echo(f"{d['b']} vs {d['a']}: {d['verdict']}  [{d['basis']}]")
+            say(f"{d['b']} vs {d['a']}: {d['verdict']}  [{d['basis']}]", hang=4)
         for line in worth.summary_lines(yw) if yw is not None else []:
-            typer.echo(line)
+            say(line, hang=4)
     else:
         typer.echo(f"matrix A {doc['a']} vs matrix B {doc['b']} (95% Welch intervals)")
         for p in doc["pairs"]:
-            typer.echo(f"{p['label']} | {p['workload']}  ({p['metric']})")
-            typer.echo(f"   A {_fmt(p['a'])}   B {_fmt(p['b'])}")
-            typer.echo(f"   {p['difference']['verdict'] if p['difference'] else p['verdict']}")
+            say(f"{p['label']} | {p['workload']}  ({p['metric']})", hang=4)
+            say(f"   A {_fmt(p['a'])}   B {_fmt(p['b'])}", hang=5)
+            say(f"   {p['difference']['verdict'] if p['difference'] else p['verdict']}", hang=5)
         for k in doc["only_in_a"]:
             typer.echo(f"only in A: {k}")
         for k in doc["only_in_b"]:

@@ -46,27 +46,32 @@ def info(
     if as_json:
         emit_json(i)
         return
-    typer.echo(
-        f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, schema v{i['schema_version']})"
+    from fsadvisor.cli.layout import say
+
+    say(
+        f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, schema v{i['schema_version']})",
+        hang=12,
     )
-    typer.echo("rows        " + ", ".join(f"{t} {n}" for t, n in i["tables"].items()))
+    say("rows        " + ", ".join(f"{t} {n}" for t, n in i["tables"].items()), hang=12)
     if i["runs_by_origin"]:
-        typer.echo("runs        " + ", ".join(f"{n} {o}" for o, n in i["runs_by_origin"].items()))
+        say("runs        " + ", ".join(f"{n} {o}" for o, n in i["runs_by_origin"].items()), hang=12)
     ds = i["datasets"]
     if ds:
-        typer.echo(
+        say(
             f"seed data   {ds['rows']} rows from {len(ds['files'])} file(s), "
-            f"hash {ds['hash'][:12]}, loaded {_when(ds['loaded_at'])}"
+            f"hash {ds['hash'][:12]}, loaded {_when(ds['loaded_at'])}",
+            hang=12,
         )
     else:
         typer.echo("seed data   none loaded")
     lp = i["last_probe"]
     if lp:
-        typer.echo(
+        say(
             f"last probe  {lp['id']} {lp['status']} on {lp['device']} ({lp['profile']}), "
             f"started {_when(lp['started_at'])}, "
             f"finished {_when(lp['finished_at'])}: {lp['runs_ok']} ok, "
-            f"{lp['runs_failed']} failed, {lp['runs_incomplete']} incomplete runs"
+            f"{lp['runs_failed']} failed, {lp['runs_incomplete']} incomplete runs",
+            hang=12,
         )
     else:
         typer.echo("last probe  none")

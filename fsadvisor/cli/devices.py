@@ -22,6 +22,20 @@ def _n(v, fmt: str = ",.0f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
+# Where a figure's value starts ("  seq_read_mb_s      "): its wrapped lines go on there.
+FIGURE = 21
+
+
+def _figure(v) -> str:
+    """A datasheet figure as a person reads it: yes/no, not Python's True/False; numbers
+    with thousands separators, as devices list prints them."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return format(v, ",") if isinstance(v, (int, float)) else str(v)
+
+
 @devices_app.command("list")
 @domain_errors
 def list_(
@@ -40,20 +54,36 @@ def list_(
     if as_json:
         emit_json(rows if not measured else rows + [{**m, "measured": True} for m in measured])
         return
-    width = max(len(r["name"]) for r in rows)
-    typer.echo(
-        f"{'name':<{width}}  {'kind':<8} {'class':<11} {'GB':>6} {'seq R/W MB/s':>13} "
-        f"{'4K R/W IOPS':>17} {'idle/act W':>10}  PLP      source kinds"
-    )
-    for r in rows:
-        typer.echo(
-            f"{r['name']:<{width}}  {r['kind']:<8} {r['class']:<11} {r['capacity_gb']:>6,.0f} "
-            f"{_n(r['seq_read_mb_s']):>6}/{_n(r['seq_write_mb_s']):<6} "
-            f"{_n(r['rand_read_iops']):>8}/{_n(r['rand_write_iops']):<8} "
-            f"{_n(r['idle_power_w'], '.2g'):>4}/{_n(r['active_power_w'], '.2g'):<5}  "
-            f"{r['plp']:<8} {', '.join(r['source_kinds'])}"
-        )
-    typer.echo(
+    from fsadvisor.cli.layout import Column, say, table
+
+    cols = [
+        Column("name", "<"),
+        Column("kind", "<", gap=2),
+        Column("class", "<"),
+        Column("GB"),
+        Column("seq R/W MB/s", gap=2),
+        Column("4K R/W IOPS", gap=2),
+        Column("idle/act W", gap=2),
+        Column("PLP", "<", gap=2),
+        Column("source kinds", "<", gap=2),
+    ]
+    cells = [
+        [
+            r["name"],
+            r["kind"],
+            r["class"],
+            f"{r['capacity_gb']:,.0f}",
+            f"{_n(r['seq_read_mb_s'])}/{_n(r['seq_write_mb_s'])}",
+            f"{_n(r['rand_read_iops'])}/{_n(r['rand_write_iops'])}",
+            f"{_n(r['idle_power_w'], '.2g')}/{_n(r['active_power_w'], '.2g')}",
+            r["plp"],
+            ", ".join(r["source_kinds"]),
+        ]
+        for r in rows
+    ]
+    for line in table(cols, cells):
+        typer.echo(line)
+    say(
         f"{len(rows)} drives; datasheet figures are best cases "
         "('fsadvisor devices show NAME' cites each one)"
     )
@@ -64,9 +94,10 @@ def list_(
                 ", ".join(f"{k} {v:,.0f}" for k, v in sorted(m["figures"].items()))
                 or "no datasheet-comparable workload"
             )
-            typer.echo(
+            say(
                 f"  {m['model']} ({m['kind']}, {m['runs']} runs): {figs}"
-                + (f"  [library: {m['library']}]" if m["library"] else "")
+                + (f"  [library: {m['library']}]" if m["library"] else ""),
+                hang=4,
             )
 
 
@@ -86,10 +117,13 @@ def show(
     if as_json:
         emit_json(doc)
         return
-    typer.echo(
+    from fsadvisor.cli.layout import say
+
+    say(
         f"{doc['name']}: {doc['model']} ({doc['kind']}, {doc['class']}, "
         f"{doc['capacity_gb']:,.0f} GB)"
-        + (f"  part {', '.join(doc['part_numbers'])}" if doc["part_numbers"] else "")
+        + (f"  part {', '.join(doc['part_numbers'])}" if doc["part_numbers"] else ""),
+        hang=2,
     )
     typer.echo(f"PLP: {doc['plp']}")
     for key, f in doc["figures"].items():
@@ -109,14 +143,15 @@ def show(
                 f"PS{ps['ps']} {ps['max_w']:g} W" + ("" if ps["op"] else " (non-op)")
                 for ps in value
             )
-        typer.echo(f"  {key:<18} {value}  <- {f['source']}{extra}{mark}")
+        say(f"  {key:<18} {_figure(value)}  <- {f['source']}{extra}{mark}", hang=FIGURE)
         for d in f.get("disagrees", []):
-            typer.echo(
-                f"  {'':<18} disagrees: {d['value']} <- {d['source']} ({d['source_kind']})"
-                + (f"; {d['note']}" if d["note"] else "")
+            say(
+                f"  {'':<18} disagrees: {_figure(d['value'])} <- {d['source']} "
+                f"({d['source_kind']})" + (f"; {d['note']}" if d["note"] else ""),
+                hang=FIGURE,
             )
     for n in doc["notes"]:
-        typer.echo(f"note: {n}")
+        say(f"note: {n}", hang=6)
     if doc["measured"]:
         typer.echo("measured (raw device) against the datasheet:")
         for m in doc["measured"]:
@@ -125,10 +160,12 @@ def show(
                 if m["measured_over_datasheet"] is None
                 else f" = {m['measured_over_datasheet']:.2f} x datasheet {m['datasheet']:,}"
             )
-            typer.echo(
-                f"  {m['figure']:<18} {m['measured']:,.0f} ({m['conditions']}){ratio}  <- {m['source']}"
+            say(
+                f"  {m['figure']:<18} {m['measured']:,.0f} ({m['conditions']}){ratio}  "
+                f"<- {m['source']}",
+                hang=FIGURE,
             )
     typer.echo("sources:")
     for s in doc["sources"]:
-        typer.echo(f"  {s['id']}: {s['title']} ({s['date']}; {s['kind']}) {s['url']}")
-    typer.echo(f"prior for the model: {doc['prior']['source']}")
+        say(f"  {s['id']}: {s['title']} ({s['date']}; {s['kind']}) {s['url']}", hang=4)
+    say(f"prior for the model: {doc['prior']['source']}", hang=2)

@@ -46,10 +46,12 @@ def check(
     if as_json:
         emit_json({"sources": rows, "auto": auto})
         return
+    from fsadvisor.cli.layout import say
+
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         mark = "ok " if r["ok"] else "no "
-        typer.echo(f"{r['name']:<{width}}  {mark} {r['detail']}")
+        say(f"{r['name']:<{width}}  {mark} {r['detail']}", hang=width + 6)
     note = " (a model, not a measurement)" if auto == "estimate" else ""
     typer.echo(f"auto would choose: {auto}{note}")
 

@@ -42,12 +42,15 @@ def recommend(
             }
         )
         return
+    from fsadvisor.cli.layout import say
+
     for d in out["devices"]:
-        typer.echo(
+        say(
             f"{d['kind']} {d['model']}: {len(d['hosts'])} host(s) "
-            f"({', '.join(d['hosts'])}), {d['runs']} run(s)"
+            f"({', '.join(d['hosts'])}), {d['runs']} run(s)",
+            hang=2,
         )
-        typer.echo(f"  device parameters: {d['device_parameters']}")
+        say(f"  device parameters: {d['device_parameters']}", hang=4)
         if d["note"]:
-            typer.echo(f"  note: {d['note']}")
-        typer.echo(f"  best: {d['headline']}")
+            say(f"  note: {d['note']}", hang=8)
+        say(f"  best: {d['headline']}", hang=8)

@@ -28,9 +28,11 @@ def list_(
     if as_json:
         emit_json([p.to_dict() for p in profs])
         return
+    from fsadvisor.cli.layout import say
+
     width = max(len(p.name) for p in profs)
     for p in profs:
-        typer.echo(f"{p.name:<{width}}  {p.description}")
+        say(f"{p.name:<{width}}  {p.description}", hang=width + 2)
 
 
 @profiles_app.command("show")

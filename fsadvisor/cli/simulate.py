@@ -115,6 +115,8 @@ def simulate(
     if as_json:
         emit_json({"note": SIM_LABEL, "results": [r.to_dict() for r in results]})
         return
+    from fsadvisor.cli.layout import Column, say, table
+
     first, cal = results[0], results[0].calibration
     w = cal.workload
     keys = sorted(
@@ -126,14 +128,14 @@ def simulate(
         }
     )
     fixed = {k: v for k, v in first.overrides.items() if k not in keys}
-    typer.echo(
+    say(
         "Simulated from the fitted model — not a measurement. Calibrated at the "
         "workload's own point; every variant extrapolates from there."
     )
     c = first.config
     from fsadvisor.domain import FsConfig
 
-    typer.echo(
+    say(
         "config:      "
         + FsConfig.make(
             c["filesystem"],
@@ -141,59 +143,86 @@ def simulate(
             c.get("mount") or (),
             c.get("scheduler") or "none",
             c.get("ag_count"),
-        ).label()
+        ).label(),
+        hang=13,
     )
     wpf = cal.writes_per_flush
-    typer.echo(
+    say(
         f"workload:    {w['rw']} {w['bs_bytes']} B, {w['numjobs']} jobs x iodepth "
         f"{w['iodepth']}, "
         + (f"{w['rwmixread']}% reads, " if w["rw"] in ("rw", "randrw") else "")
         + (f"fsync every {wpf} writes; " if wpf else "no fsync; ")
-        + f"{first.device_kind} ({cal.channels} channels), PLP {cal.plp}"
+        + f"{first.device_kind} ({cal.channels} channels), PLP {cal.plp}",
+        hang=13,
     )
     if fixed:
-        typer.echo(f"every variant: {' '.join(f'{k}={v}' for k, v in fixed.items())}")
+        say(f"every variant: {' '.join(f'{k}={v}' for k, v in fixed.items())}", hang=15)
     lo, hi = cal.model_iops_90
     tlo, thi = cal.model_p99_latency_ms_90
-    typer.echo(
+    say(
         f"calibrated:  predict says {cal.model_iops:,.0f} IOPS (90%: {lo:,.0f}–{hi:,.0f}), "
         f"p99 {cal.model_p99_latency_ms:.3f} ms (90%: {tlo:.3f}–{thi:.3f}) at "
-        f"{cal.concurrency} outstanding"
+        f"{cal.concurrency} outstanding",
+        hang=13,
     )
-    typer.echo(
+    say(
         f"             device times x{cal.scale:.3f} of {cal.device_params_source}; "
-        f"service-time log-sd {cal.sigma:.3f} from {cal.sigma_source}"
+        f"service-time log-sd {cal.sigma:.3f} from {cal.sigma_source}",
+        hang=13,
     )
-    typer.echo(
+    say(
         f"power:       estimate: {cal.model_watts:.1f} W (predict) at {cal.utilisation:.0%} "
         f"utilisation, + {cal.watts_per_utilisation:.1f} W x (util - "
         f"{cal.utilisation:.0%}); {cal.drive_power_source}; {cal.power_scope} scope, "
-        f"{cal.power_basis}"
+        f"{cal.power_basis}",
+        hang=13,
     )
-    typer.echo(
+    say(
         f"seed {cal.seed}, {cal.requests:,} requests per variant; util = the busier of "
         f"the device's {cal.channels} channels (a flush holds them all) and its link"
     )
     for warning in cal.warnings:
-        typer.echo(f"WARN: {warning}")
+        say(f"WARN: {warning}", hang=6)
     typer.echo("")
-    head = (
-        f"{'variant':<16} {'ops/s':>10} {'ceiling':>10} {'mean ms':>8} {'p50 ms':>8} "
-        f"{'p99 ms':>8} {'p99 95% CI':>13} {'p99.9 ms':>9} {'fsync ms':>9} {'util':>6} "
-        f"{'W':>6} {'ops/J':>8} {'model ops/s':>12}"
-    )
-    typer.echo(head)
-    for r in results:
-        ci = (
+    cols = [
+        Column("variant", "<"),
+        *(
+            Column(title, gap=2)
+            for title in (
+                "ops/s",
+                "ceiling",
+                "mean ms",
+                "p50 ms",
+                "p99 ms",
+                "p99 95% CI",
+                "p99.9 ms",
+                "fsync ms",
+                "util",
+                "W",
+                "ops/J",
+                "model ops/s",
+            )
+        ),
+    ]
+    cells = [
+        [
+            _variant(r, keys),
+            f"{r.throughput_ops_s:,.0f}",
+            f"{r.ceiling_iops:,.0f}",
+            _ms(r.mean_latency_ms),
+            _ms(r.p50_latency_ms),
+            _ms(r.p99_latency_ms),
             "-"
             if r.p99_latency_ms_95 is None
-            else f"{r.p99_latency_ms_95[0]:.3f}–{r.p99_latency_ms_95[1]:.3f}"
-        )
-        typer.echo(
-            f"{_variant(r, keys):<16} {r.throughput_ops_s:>10,.0f} {r.ceiling_iops:>10,.0f} "
-            f"{_ms(r.mean_latency_ms):>8} {_ms(r.p50_latency_ms):>8} "
-            f"{_ms(r.p99_latency_ms):>8} {ci:>13} "
-            f"{_ms(r.p999_latency_ms):>9} {_ms(r.mean_flush_latency_ms):>9} "
-            f"{r.utilisation:>6.1%} {r.watts:>6.1f} {r.ops_per_joule:>8,.0f} "
-            f"{r.model_iops:>12,.0f}"
-        )
+            else f"{r.p99_latency_ms_95[0]:.3f}–{r.p99_latency_ms_95[1]:.3f}",
+            _ms(r.p999_latency_ms),
+            _ms(r.mean_flush_latency_ms),
+            f"{r.utilisation:.1%}",
+            f"{r.watts:.1f}",
+            f"{r.ops_per_joule:,.0f}",
+            f"{r.model_iops:,.0f}",
+        ]
+        for r in results
+    ]
+    for line in table(cols, cells):
+        typer.echo(line)

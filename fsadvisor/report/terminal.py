@@ -26,6 +26,9 @@ ROWS_PER_BAR = 3
 # Figure rows that are not canvas: title, the frame's top and bottom, the tick labels and
 # the axis label.
 CHROME_ROWS = 5
+# A legend line's columns after the label: two spaces, "predicted", the value in 9 and
+# the widest interval, "  (95%: 209.00M – 209.00M)".
+LEGEND_FIGURES = 2 + 9 + 1 + 9 + 26
 
 # plotext draws on one figure per process; the TUI draws from worker threads of different
 # panes, so one chart is built at a time.
@@ -100,8 +103,8 @@ def text_of(plt) -> list[str]:
 @dataclass(frozen=True)
 class BarChart:
     """Bars sorted best first (top), the axis in ``unit``, under each bar its whisker
-    ``│──│`` spanning the 95% interval; under the chart a key and one numbered line per bar
-    (same order) with its figures, then ``notes``. ``draw`` puts the chart on any plotext
+    ``│──│`` spanning the 95% interval; under the chart a key and one line per bar (same
+    order) saying in words what it is, with its figures, then ``notes``. ``draw`` puts the chart on any plotext
     figure (plotext's own, or a Textual PlotextPlot's), ``text`` builds it as plain text."""
 
     items: tuple[Bar, ...]
@@ -148,22 +151,26 @@ class BarChart:
             plt.title(short(self.title, width - 4))
 
     def legend(self, width: int) -> list[str]:
-        """The key and the numbered figures, each line at most ``width`` columns."""
+        """The key, then one line per bar (same order) in words: its label, whether it was
+        measured or predicted, its value and its 95% interval; each line at most ``width``
+        columns."""
         width = fit_width(width)
         order = self.best_first
         lines = [
             short(
-                f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar = its 95% interval; "
-                "M measured, P predicted",
+                f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar: its 95% interval; "
+                "P predicted by the model, M measured",
                 width,
             )
         ]
-        # the figures line up after the longest label that fits beside them
-        listed = min(max(len(b.label) for b in order), max(20, width - 40))
-        for i, b in enumerate(order, 1):
+        # The figures line up after the longest label that fits beside them: the kind, the
+        # value and the widest interval ("(95%: 209.00M – 209.00M)") take LEGEND_FIGURES.
+        listed = min(max(len(b.label) for b in order), max(20, width - LEGEND_FIGURES))
+        for b in order:
             row = (
-                f"{i:>2}.{'M' if b.measured else 'P'} {short(b.label, listed):<{listed}} "
-                f"{_num(b.value):>9} [{_num(b.low)} – {_num(b.high)}]"
+                f"{short(b.label, listed):<{listed}}  "
+                f"{'measured' if b.measured else 'predicted':<9} {_num(b.value):>9}  "
+                f"(95%: {_num(b.low)} – {_num(b.high)})"
             )
             lines.append(short(row, width))
         return lines + [short(note, width) for note in self.notes]

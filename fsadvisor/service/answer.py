@@ -241,6 +241,27 @@ def confidence_lines(rec: Recommendation) -> list[str]:
     return lines
 
 
+def leader_p_best(r: Ranked, rec: Recommendation) -> float | None:
+    """``r``'s probability of being the best, or within the tolerance of it (recommend
+    --json's confidence.leaders, #1's first), None for a row outside the leading group."""
+    conf = rec.confidence
+    if conf is None:
+        return None
+    if r.rank == 1:
+        return conf.p_first
+    label = r.config.label()
+    return next((p for k, p in zip(conf.labels, conf.p_best) if k == label), None)
+
+
+def leader_line(r: Ranked, rec: Recommendation) -> str | None:
+    """The confidence of one listed configuration, said in its own entry (the summary's
+    confidence line names the leaders together): None outside the leading group."""
+    p = leader_p_best(r, rec)
+    if p is None or rec.confidence is None:
+        return None
+    return f"{rec.confidence.what} {p:.2f}"
+
+
 TIE_NOTE = (
     "'1=' marks configurations statistically tied with each other; within a tie one "
     "with measured data for this kind of workload comes first, then the one with the "

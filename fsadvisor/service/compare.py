@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any, Sequence
 
-from fsadvisor.domain import FsConfig
+from fsadvisor.domain import FsConfig, run_ids_text
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 from fsadvisor.limits import LIMITS
@@ -245,7 +245,7 @@ def compare(
                     ),
                     "basis": (
                         f"measured: Welch 95% interval over {sa['n']} and {sb['n']} "
-                        f"runs (runs {ma['run_ids']} vs {mb['run_ids']} on "
+                        f"runs (runs {run_ids_text(ma['run_ids'])} vs {run_ids_text(mb['run_ids'])} on "
                         f"{ma.get('device_model') or ma.get('device_path')}, "
                         f"{ma['energy_source']}, {ma['power_scope']} scope)"
                     ),

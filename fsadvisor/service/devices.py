@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fsadvisor.domain import Device, Plp, is_plp
+from fsadvisor.domain import Device, Plp, is_plp, run_ids_text
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.domain import Workload
 
@@ -225,7 +225,12 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
             continue
         out.append(
             _compare(
-                d, fm[0], float(mean), w, f"your probe: raw baseline, runs {s['run_ids']}", "probe"
+                d,
+                fm[0],
+                float(mean),
+                w,
+                f"your probe: raw baseline, runs {run_ids_text(s['run_ids'])}",
+                "probe",
             )
         )
     return out

@@ -105,7 +105,7 @@ def recommend_per_model(
                 "device_parameters": describe(params),
                 "note": note,
                 "headline": (
-                    f"{best.config.label()} (predicted {rec.rank_by} {_fmt(best, rec.rank_by)})"
+                    f"{best.config.label()} (predicted {_fmt(best, rec.rank_by)})"
                     if best
                     else "no configuration meets the profile's constraints"
                 ),
@@ -116,5 +116,7 @@ def recommend_per_model(
 
 
 def _fmt(best: Any, metric: str) -> str:
+    """The ranked figure with its unit, as recommend prints a score ("200 ops/J")."""
     v = best.prediction.to_dict().get(metric)
-    return f"{v:.4g}" if isinstance(v, (int, float)) else "?"
+    unit = "bytes/J" if metric == "bytes_per_joule" else "ops/J"
+    return f"{v:,.0f} {unit}" if isinstance(v, (int, float)) else "?"

@@ -548,7 +548,8 @@ def recommendation_chart(rec, measured: dict[str, dict[str, Any]] | None = None)
     items = []
     notes = []
     for r in rec.ranked:
-        label = f"#{r.rank} {config_label(r.config)}"
+        # the rank as the list above the chart prints it ("#1=" in a tie)
+        label = f"#{r.label} {config_label(r.config)}"
         st = predicted_stats(r.prediction, rec.profile.workload.bs_bytes, rank_by)["efficiency"]
         items.append(Bar(label, st["mean"], st["low"], st["high"], measured=False))
         m = measured.get(r.config.key())

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fsadvisor import catalog
-from fsadvisor.domain import Prediction
+from fsadvisor.domain import Prediction, run_ids_text
 from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
 from fsadvisor.predict.rank import Recommendation
 from fsadvisor.service.worth_inputs import WorthInputs
@@ -99,7 +99,7 @@ def measured_basis(
     cap95 = (float(thr.get("ci95_low") or cap), float(thr.get("ci95_high") or cap))
     idle, busy, busy90, model_source = _power(p, scope, device)
     runs = (
-        f"runs {summary.get('run_ids')} on "
+        f"runs {run_ids_text(summary.get('run_ids'))} on "
         f"{summary.get('device_model') or summary.get('device_path') or '?'}"
     )
     w = summary.get("watts") or {}

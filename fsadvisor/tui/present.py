@@ -19,7 +19,12 @@ from rich.text import Text
 
 from fsadvisor.domain import Device, Profile, Workload
 from fsadvisor.service.advice import Ranked, Recommendation, format_size
-from fsadvisor.service.answer import confidence_lines, headline, notes as answer_notes
+from fsadvisor.service.answer import (
+    confidence_lines,
+    headline,
+    leader_p_best,
+    notes as answer_notes,
+)
 
 # The options come before the energy source (the same for every row as a rule): they are
 # what tells near-equal rows apart, so they are on screen at 80 columns; the table scrolls
@@ -277,18 +282,6 @@ def summary_text(rec: Recommendation) -> Text:
     for n in answer_notes(rec):
         t.append(f"\nnote: {n}", style="dim")
     return t
-
-
-def leader_p_best(r: Ranked, rec: Recommendation) -> float | None:
-    """``r``'s probability of being the best, or within the tolerance of it (recommend
-    --json's confidence.leaders, #1's first), None for a row outside the leading group."""
-    conf = rec.confidence
-    if conf is None:
-        return None
-    if r.rank == 1:
-        return conf.p_first
-    label = r.config.label()
-    return next((p for k, p in zip(conf.labels, conf.p_best) if k == label), None)
 
 
 def detail_text(r: Ranked, rec: Recommendation) -> Text:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -808,9 +809,11 @@ async def test_the_plot_marks_runs_measured_on_the_device_apart_from_predictions
         await settle(pilot)
         unmeasured = str(app.query_one("#detail-text", Static).content)
     for r in hits:  # both probe matrices of the fixture ran it: 6 runs
-        label = f"#{r.rank} {report.config_label(r.config)}"
+        label = f"#{r.label} {report.config_label(r.config)}"  # the rank as the table's
         assert f"M {label}: measured on /dev/loop9: 6 runs" in shown
-        assert f"P #{r.rank} " in shown and f"M #{r.rank} " in shown
+        kinds = {m[1] for m in re.finditer(rf"^{re.escape(label)} +(predicted|measured) ",
+                                           shown, re.M)}
+        assert kinds == {"predicted", "measured"}, shown
     assert "measured on" not in unmeasured and "M #" not in unmeasured
 
 
@@ -1317,3 +1320,40 @@ async def test_h_reports_a_micro_only_matrix_for_the_profile_chosen(probed_store
         await pilot.press("h")
         await settle(pilot)
         assert (tmp_path / "fsadvisor-m-micro.html").exists(), toasts(app)
+
+
+@pytest.mark.asyncio
+async def test_each_f_key_switches_to_its_tab_from_every_text_field(monkeypatch):
+    """The help promises "Keys anywhere, text fields included: F1-F6 switch tabs": from a
+    text field, each F key shows its tab (the one whose title names it) and puts the focus
+    there, the field's text left as it was; every text field of every tab passes on at
+    least one F key (all six from the first, then one each in turn)."""
+    from textual.widgets import TabbedContent
+    from fsadvisor.tui.app import TABS
+
+    monkeypatch.setattr(calls, "energy_sources", lambda: [
+        {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}])
+    app = FsAdvisorApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await live_settled(pilot)
+        tabs = app.query_one(TabbedContent)
+        assert [tabs.get_tab(tab).label_text for tab, _ in TABS] == [
+            f"F{i} {label}" for i, (_, label) in enumerate(TABS, 1)]
+        fields = [(tab, box) for tab, _ in TABS for box in app.query_one(f"#{tab}").query(Input)]
+        assert {tab for tab, _ in fields} >= {"profile", "device", "probe"}
+        assert len(fields) >= len(TABS)
+        for j, (home, box) in enumerate(fields):
+            keys = range(1, len(TABS) + 1) if j == 0 else [j % len(TABS) + 1]
+            for i in keys:
+                tab = TABS[i - 1][0]
+                tabs.active = home
+                box.focus()
+                await pilot.pause()  # its focus messages first (see _in_jobs)
+                assert app.focused is box, (home, box.id)
+                before = box.value
+                await pilot.press(f"f{i}")
+                await pilot.pause()
+                assert app.active_tab == tab, (box.id, f"f{i}", app.active_tab)
+                assert app.focused is not None
+                assert app.query_one(f"#{tab}") in app.focused.ancestors_with_self
+                assert box.value == before, (box.id, f"f{i}")

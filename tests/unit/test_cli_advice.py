@@ -238,3 +238,30 @@ def test_data_journal_is_never_offered_to_direct_io_workloads():
     doc = json.loads(run("recommend", "-p", "fio-randread-4k-j1", "--json", "--top", "50").output)
     assert doc["excluded"]["o_direct_not_honoured"] > 0
     assert not any("data=journal" in r["mount_options"] for r in doc["recommendations"])
+
+
+@pytest.mark.parametrize("profile", ["oltp", "fio-randread-4k-j1"])
+def test_recommend_text_keeps_each_candidates_lines_together_in_rank_order(profile, monkeypatch):
+    """Each listed configuration is one block: its '#' line, then its own lines up to the
+    blank line, the blocks in the ranking's order. A leader's probability of being the best
+    (within the tolerance) is said in its own block, the same figure as --json's; a
+    configuration outside the leading group has no such line."""
+    monkeypatch.setenv("COLUMNS", "1000")  # each statement on one line
+    doc = json.loads(run("recommend", "-p", profile, "--json").output)
+    text = run("recommend", "-p", profile).output
+    blocks = [b.splitlines() for b in text.split("\n\n") if b.startswith("#")]
+    heads = [f"#{r['tie_label']} {r['config_label']}" for r in doc["recommendations"]]
+    assert [b[0] for b in blocks] == heads
+    leaders = {x["config"]: x["p_best"] for x in doc["confidence"]["leaders"]}
+    tol = doc["confidence"]["tolerance"]
+    what = f"P(within {tol:.0%} of the best)" if tol else "P(best)"
+    for block, r in zip(blocks, doc["recommendations"]):
+        assert block[1].startswith("   score:")
+        said = [ln for ln in block if ln.startswith("   leader:")]
+        p = doc["confidence"]["p_best_first"] if r["rank"] == 1 else leaders.get(r["config_label"])
+        if p is None:
+            assert said == [], block
+        else:
+            assert said == [f"   leader:    {what} {p:.2f}"], block
+            assert block.index(said[0]) == 2  # beside the score it qualifies
+    assert sum(any(ln.startswith("   leader:") for ln in b) for b in blocks) >= 2

@@ -3,6 +3,7 @@ CLI, on a real SQLite store in a tmp dir."""
 
 import json
 import math
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -204,7 +205,8 @@ def test_show_puts_seed_measurements_beside_the_datasheet():
     assert json.loads(run("devices", "show", "intel-p4500-1tb", "--json").output)["measured"] == []
 
 
-def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db):
+def test_a_probed_device_is_listed_as_measured_beside_the_datasheet_ones(tmp_db, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # the measured line whole (80 wraps it between words)
     from fsadvisor.domain import Device, Workload
     from fsadvisor.records import RunRecord
     from fsadvisor.store import open_store
@@ -259,10 +261,37 @@ def test_a_resolved_library_device_leads_back_to_its_datasheet_prior():
     assert library_params_of(resolve_device("nvme:1T")) is None
 
 
-def test_recommend_text_names_the_library_drive_and_its_prior():
+def test_recommend_text_names_the_library_drive_and_its_prior(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # each statement on one line
     r = run("recommend", "--profile", "oltp", "--device", "samsung-pm9a3-3.84tb-u2", "--top", "1")
     assert r.exit_code == 0, r.output
     assert "Device: nvme, 3.84 TB, PLP unknown, Samsung PM9A3 (U.2) [library: samsung-pm9a3-3.84tb-u2]" in r.output
     # named once, in the device parameters note (no duplicate device notes)
     assert r.output.count("samsung-pm9a3-3.84tb-u2 — ") == 1, r.output
     assert "note: device parameters: datasheet:" in r.output
+
+
+@pytest.mark.parametrize("name", ["samsung-990-pro-2tb", "samsung-pm9a3-3.84tb-u2"])
+def test_devices_show_reads_as_words_and_fits_80_columns(name, monkeypatch):
+    """Each figure as devices list prints it (1,400,000, not 1400000; PLP yes/no, not
+    Python's True/False); at 80 columns a line is longer only where it is one word (a
+    source's URL), with the same words and figures as the unwrapped text."""
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = run("devices", "show", name).output
+    monkeypatch.setenv("COLUMNS", "1000")
+    wide = run("devices", "show", name).output
+    doc = json.loads(run("devices", "show", name, "--json").output)
+    assert [ln for ln in narrow.splitlines() if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert narrow.split() == wide.split()
+    assert not re.search(r"\b(True|False)\b", narrow)
+    rows: dict[str, str] = {}  # the figures' own lines come before the measured ones
+    for ln in wide.splitlines():
+        if ln.startswith("  ") and ln.split()[0] in doc["figures"]:
+            rows.setdefault(ln.split()[0], ln.split()[1])
+    for key, f in doc["figures"].items():
+        v = f["value"]
+        if isinstance(v, bool):
+            assert rows[key] == ("yes" if v else "no"), key
+        elif isinstance(v, (int, float)):
+            assert rows[key] == f"{v:,}".removesuffix(".0"), key
+    assert any(isinstance(f["value"], int) and f["value"] >= 1000 for f in doc["figures"].values())

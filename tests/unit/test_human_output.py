@@ -83,3 +83,133 @@ def test_compare_prints_the_numbers_its_json_holds(tmp_db):
         for want, text in zip((stat["mean"], stat["low"], stat["high"]), numbers):
             assert _read_back(text) == pytest.approx(want, rel=0.01), (text, want)
     assert any(entry["predicted"]["high"] >= 1e4 for entry in doc["entries"])  # a 'k' one
+
+
+# Any figure as printed: "2,100,000", "0.045", "61.3" (an interval's two ends are two).
+FIGURE = re.compile(r"\d[\d,.]*")
+TABLES = {
+    "devices list": (["devices", "list"], ("name", "PLP")),
+    "simulate": (["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests",
+                  "2000", "--vary", "numjobs=1,4,16"], ("variant", "model ops/s")),
+}
+
+
+def _at(columns: int, args: list[str]) -> list[str]:
+    cli.register_all()
+    r = CliRunner().invoke(cli.app, args, env={"COLUMNS": str(columns)})
+    assert r.exit_code == 0, r.output
+    return r.output.splitlines()
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_fits_80_columns_with_every_figure_and_keeps_its_rows_at_120(name, tmp_db):
+    """At 80 columns every line fits and the same figures are there, none cut, as in the
+    widest layout; at 120 the header (and so each row) is still one line from its first
+    column to its last but one, the wide layout."""
+    args, (first, last) = TABLES[name]
+    narrow, wide, widest = _at(80, args), _at(120, args), _at(400, args)
+    assert [ln for ln in narrow if len(ln) > 80] == []
+    assert [ln for ln in wide if len(ln) > 120] == []
+    assert sorted(FIGURE.findall("\n".join(narrow))) == sorted(FIGURE.findall("\n".join(widest)))
+    assert any(ln.startswith(first) and last in ln for ln in wide), wide[:12]
+    assert any(ln.startswith(first) and last in ln for ln in widest), widest[:12]
+    assert not any(ln.startswith(first) and last in ln for ln in narrow), narrow[:12]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_recommend_plot_legend_names_each_configuration_in_words(columns, tmp_db):
+    """Under recommend --plot, one legend line per ranked configuration: its rank as the list
+    above prints it, then "predicted" in words and its figures, never a code such as
+    "1.P #1 xfs"; every line of it within the terminal."""
+    import json
+
+    cli.register_all()
+    doc = json.loads(CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--json"]).output)
+    ranks = sorted(f"#{r['tie_label']}" for r in doc["recommendations"])
+    lines = _at(columns, ["recommend", "-p", "oltp", "--plot"])
+    key = next(i for i, ln in enumerate(lines) if ln.startswith("│──│ under a bar"))
+    assert "P predicted by the model, M measured" in lines[key]
+    legend = lines[key + 1:]
+    assert [ln for ln in lines[key:] if len(ln) > columns] == []
+    assert sorted(ln.split()[0] for ln in legend) == ranks, legend
+    assert all(re.search(r"\S {2,}predicted +[\d,.]+k?  \(95%: ", ln) for ln in legend), legend
+    assert not [ln for ln in lines if re.match(r"\s*\d+\.[MP] ", ln)]
+    # the list above names the same ranks
+    assert sorted(ln.split()[0] for ln in lines if re.match(r"#\d+=? ", ln)
+                  and ln in {f"#{r['tie_label']} {r['config_label']}" for r in doc["recommendations"]}
+                  ) == ranks
+
+
+PROSE = [["profiles", "list"], ["db", "info"], ["energy", "check"],
+         ["devices", "show", "samsung-pm9a3-3.84tb-u2"],
+         ["predict", "-c", '{"filesystem": "xfs"}', "-p", "oltp"]]
+
+
+@pytest.mark.parametrize("args", PROSE, ids=[" ".join(a[:2]) for a in PROSE])
+def test_listings_wrap_to_80_columns_between_words(args, tmp_db):
+    """At 80 columns a line is wider only where it is one word (a path, a URL); the words,
+    and so every figure, are those of the unwrapped text, in the same order."""
+    _at(1000, args)  # the first command seeds the store (db info's size changes with it)
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    assert len(narrow) > len(widest)  # something was wrapped: the test can tell
+
+
+def test_compare_names_measured_runs_in_words_within_80_columns(probed_store):
+    """A configuration measured on the store's device: its runs are listed as "runs 1, 2,
+    3" (never a Python list, "[1, 2, 3]"), in the entry, the yearly basis and the verdict;
+    at 80 columns only a one-word line may be wider, the words those of the unwrapped
+    text."""
+    args = ["compare", "-p", "oltp", "1", "2", "--load", "20000"]
+    _at(1000, args)
+    narrow, widest = _at(80, args), _at(1000, args)
+    text = "\n".join(widest)
+    assert re.search(r"measured .*\(runs \d+(, \d+)+, ipmi\)", text), text
+    assert re.search(r"measured \(runs \d+(, \d+)+ on ", text), text
+    assert not re.search(r"\[\d+(, \d+)*\]", text), text
+    assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert "\n".join(narrow).split() == text.split()
+
+
+def test_validate_wraps_to_80_columns_between_words(tmp_db):
+    """validate's per-device lines (the device's parameters, its figures) wrap at 80
+    columns between words, the words and figures those of the unwrapped text."""
+    args = ["validate", "--folds", "2"]
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert any("leave-one-device-out" in ln for ln in widest)
+    assert [ln for ln in narrow if len(ln) > 80 and len(ln.split()) > 1] == []
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    assert len(narrow) > len(widest)
+
+
+COMMAND_LINES = ("   mkfs:", "   mount:", "   fstab:", "   udev:")
+
+
+@pytest.mark.parametrize("args", [["recommend", "-p", "oltp"],
+                                  ["recommend", "-p", "fio-randwrite-4k-j1", "--device",
+                                   "samsung-pm9a3-3.84tb-u2", "--plp", "yes", "--load", "20000"]],
+                         ids=["oltp", "yearly"])
+def test_recommend_wraps_to_80_columns_and_keeps_its_commands_whole(args, tmp_db):
+    """At 80 columns recommend's statements wrap between words; its commands (mkfs, mount,
+    fstab, the udev rule) stay one line each, to copy and paste whole, as in a wide
+    terminal; the words, and so every figure, are those of the unwrapped text."""
+    _at(1000, args)
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert [ln for ln in narrow if len(ln) > 80 and not ln.startswith(COMMAND_LINES)] == []
+    assert [ln for ln in narrow if ln.startswith(COMMAND_LINES)] == [
+        ln for ln in widest if ln.startswith(COMMAND_LINES)]
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    assert len(narrow) > len(widest)
+
+
+def test_fleet_recommend_names_the_best_with_its_unit_within_80_columns(probed_store):
+    """fleet recommend's best configuration reads like recommend's score, "(predicted 200
+    ops/J)", never the JSON key ops_per_joule; every line within 80 columns."""
+    args = ["fleet", "recommend", "-p", "oltp"]
+    narrow, widest = _at(80, args), _at(1000, args)
+    assert [ln for ln in narrow if len(ln) > 80] == []
+    assert "\n".join(narrow).split() == "\n".join(widest).split()
+    best = [ln for ln in widest if ln.startswith("  best: ")]
+    assert best and all(re.fullmatch(r"  best: .+ \(predicted [\d,]+ ops/J\)", ln) for ln in best)
+    assert "ops_per_joule" not in "\n".join(narrow)

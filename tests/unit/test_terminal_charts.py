@@ -64,12 +64,12 @@ def test_every_label_once_shortened_consistently_best_on_top(width):
     # a label is cut only where it has to be, at the same length for every label
     cut = {len(s) for s in shown if s.endswith("…")}
     assert len(cut) <= 1 and all(len(s) <= max(cut, default=width) for s in shown)
-    # the listing under the chart: same order, each label in it
-    listing = [ln for ln in lines if re.match(r"\s*\d+\.[MP] ", ln)]
-    assert [ln.split()[0] for ln in listing] == [
-        f"{i}.{'M' if b.measured else 'P'}" for i, b in enumerate(BEST_FIRST, 1)]
+    # the listing under the chart: same order, each label in it, measured or predicted
+    listing = [ln for ln in lines if re.search(r"  (measured|predicted) +\d", ln)]
+    assert [re.search(r"  (measured|predicted) +\d", ln)[1] for ln in listing] == [
+        "measured" if b.measured else "predicted" for b in BEST_FIRST]
     for ln, b in zip(listing, BEST_FIRST):
-        assert b.label in ln or short(b.label, 10)[:-1] in ln
+        assert ln.startswith(b.label) or ln.startswith(short(b.label, 10)[:-1])
 
 
 @WIDTHS
@@ -122,6 +122,33 @@ def test_axis_ticks_and_unit_label(width):
     assert lines[0].strip() == "oltp: ops/J"
 
 
+@WIDTHS
+def test_the_legend_says_what_each_bar_is_in_words(width):
+    """Under the chart, a key and one line per bar, best first: its label as on the chart
+    (no running number or letter code before it: "1.P #1 xfs" read as garbage), measured
+    or predicted in words, its value and its 95% interval."""
+    lines = bars(ITEMS, "predicted ops/J", "oltp: ops/J", width).splitlines()
+    axis = next(i for i, ln in enumerate(lines) if "└" in ln)
+    key, *rows = lines[axis + 3:]
+    assert key == f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar: its 95% interval; " \
+                  "P predicted by the model, M measured"
+    assert len(rows) == len(ITEMS) and all(len(ln) <= width for ln in rows)
+    row = re.compile(r"(?P<label>\S.*?)\s+(?P<kind>measured|predicted)\s+(?P<value>[\d,.]+[kM]?)"
+                     r"  \(95%: (?P<low>[\d,.]+[kM]?) – (?P<high>[\d,.]+[kM]?)\)$")
+    for ln, b in zip(rows, BEST_FIRST):
+        m = row.fullmatch(ln)
+        assert m, ln
+        label = m["label"]
+        assert label == b.label or (label.endswith("…") and b.label.startswith(label[:-1]))
+        assert m["kind"] == ("measured" if b.measured else "predicted")
+        assert float(m["value"].replace(",", "")) == pytest.approx(b.value, abs=0.5)
+        assert float(m["low"].replace(",", "")) == pytest.approx(b.low, abs=0.5)
+        assert float(m["high"].replace(",", "")) == pytest.approx(b.high, abs=0.5)
+        assert not re.match(r"\s*\d+\.[MP]\b", ln)
+    # the longest label is whole where the width leaves room for it
+    assert (rows[-1].startswith(ITEMS[-1].label)) == (width >= 120)
+
+
 def test_large_values_are_scaled_and_the_axis_says_so():
     text = bars([Bar("xfs", 107e6, 14e6, 209e6, False), Bar("ext4", 105e6, 13e6, 209e6, False)],
                 "bytes/J", width=80)
@@ -129,7 +156,7 @@ def test_large_values_are_scaled_and_the_axis_says_so():
     axis = next(i for i, ln in enumerate(lines) if "└" in ln)
     assert max(len(t.split(".")[0]) for t in lines[axis + 1].split()) <= 4
     assert "bytes/J (millions)" in lines[axis + 2]
-    assert "107.00M [14.00M – 209.00M]" in text
+    assert "107.00M  (95%: 14.00M – 209.00M)" in text
 
 
 def test_one_bar_and_a_single_run_without_interval():
