@@ -11,6 +11,8 @@ import shutil
 import textwrap
 from dataclasses import dataclass
 
+import typer  # loaded with the fsadvisor.cli package this module is part of
+
 # Where the terminal says nothing (a pipe, a log): the classic 80 columns.
 DEFAULT_COLUMNS = 80
 # Continuation lines of a folded row start this far in: clearly not a new row.
@@ -79,7 +81,5 @@ def wrap(text: str, width: int | None = None, hang: int = 0) -> list[str]:
 
 def say(text: str, hang: int = 0) -> None:
     """Print ``text`` wrapped to the terminal (``wrap``)."""
-    import typer
-
     for line in wrap(text, hang=hang):
         typer.echo(line)
