@@ -20,6 +20,9 @@ from typing import Callable, Mapping, Sequence
 
 from fsadvisor.errors import FsAdvisorError
 
+# How long a stopped command has to end on SIGINT before its process group gets SIGKILL.
+STOP_GRACE_S = 5.0
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -73,7 +76,7 @@ def run(
     check: bool = False,
     on_child: Callable[[int | None], None] | None = None,
     critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-    stop_grace_s: float = 5.0,
+    stop_grace_s: float = STOP_GRACE_S,
 ) -> CommandResult:
     """Run ``argv`` with ``env`` added to this process's environment and wait for it.
 
@@ -140,7 +143,7 @@ def run(
     return result
 
 
-def stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+def stop_group(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
     """SIGINT the process group, SIGKILL it if it has not gone after ``grace_s``."""
     for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 10.0)):
         try:

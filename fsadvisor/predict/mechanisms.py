@@ -581,31 +581,30 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
     rf = w.read_pct / 100.0
     wf = 1.0 - rf
     t = _op_time(w, p, plp)
+    c = max(w.concurrency, 1)
     k = p.get("knee_power")
     if k:
-        c = max(w.concurrency, 1)
+        # The device's own queueing shape: every I/O's overlapping part over c in flight,
+        # joined to the IOPS ceiling with the measured power (metadata keeps the knee).
         dr = knee_delay_us(p["read_latency_us"], p["read_iops_cap"], k) / p["read_latency_us"]
         dw = knee_delay_us(p["write_latency_us"], p["write_iops_cap"], k) / p["write_latency_us"]
         per_op_us = (1 - t.mf) * (
             t.read_us * dr + (t.write_us - t.flush_us) * dw + t.flush_us
         ) / c + t.mf * t.meta_us / min(c, p["parallelism"])
-        cap = 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])
-        # The knee's shape joins the latency-bound rate to the IOPS ceiling; the bandwidth
-        # bound joins as before.
-        rates = [((1e6 / per_op_us) ** -k + cap**-k) ** (-1.0 / k)]
-        if w.metadata_frac < 1.0:
-            bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
-            rates.append(bw / max(w.bs_bytes, 512))
-        return float(sum(r**-4 for r in rates) ** -0.25), t.flush_us / t.total_us
-    # Little's law at the workload's own concurrency, up to the device's parallelism: the
-    # read sweep's knee (a calibration fits it) for reads and metadata, and for writes at
-    # least what the write ceiling demonstrates in flight (ceiling x QD1 write time): a
-    # direct-I/O loop device's QD32 random writes ran at 2.2x what its read knee allows.
-    c = max(w.concurrency, 1)
-    conc_r = min(c, p["parallelism"])
-    conc_w = min(c, max(p["parallelism"], p["write_iops_cap"] * p["write_latency_us"] * 1e-6))
-    per_op_us = (1 - t.mf) * (t.read_us / conc_r + t.write_us / conc_w) + t.mf * t.meta_us / conc_r
-    rates = [1e6 / per_op_us, 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])]
+    else:
+        # Little's law at the workload's own concurrency, up to the device's parallelism: the
+        # read sweep's knee (a calibration fits it) for reads and metadata, and for writes at
+        # least what the write ceiling demonstrates in flight (ceiling x QD1 write time): a
+        # direct-I/O loop device's QD32 random writes ran at 2.2x what its read knee allows.
+        # Joined to the ceiling as sharply as the bandwidth bound is (power 4).
+        k = 4.0
+        conc_r = min(c, p["parallelism"])
+        conc_w = min(c, max(p["parallelism"], p["write_iops_cap"] * p["write_latency_us"] * 1e-6))
+        per_op_us = (1 - t.mf) * (
+            t.read_us / conc_r + t.write_us / conc_w
+        ) + t.mf * t.meta_us / conc_r
+    cap = 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])
+    rates = [((1e6 / per_op_us) ** -k + cap**-k) ** (-1.0 / k)]
     if w.metadata_frac < 1.0:
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
         rates.append(bw / max(w.bs_bytes, 512))

@@ -11,7 +11,7 @@ import contextlib
 import shlex
 from typing import Callable, Mapping, Sequence
 
-from fsadvisor.host.run import CommandFailed, CommandResult, run
+from fsadvisor.host.run import STOP_GRACE_S, CommandFailed, CommandResult, run
 
 __all__ = ["CommandFailed", "CommandResult", "Executor", "display"]
 
@@ -28,7 +28,7 @@ class Executor:
     def __init__(
         self,
         on_child: Callable[[int | None], None] | None = None,
-        stop_grace_s: float = 5.0,
+        stop_grace_s: float = STOP_GRACE_S,
         critical: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
     ):
         self.on_child = on_child

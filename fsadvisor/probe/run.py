@@ -25,6 +25,7 @@ from fsadvisor.records import RunRecord
 from fsadvisor.errors import DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
 from fsadvisor.host import loopdev
+from fsadvisor.host.run import STOP_GRACE_S
 from fsadvisor.probe import measure
 from fsadvisor.probe.cell import STEP_SECONDS, WIPE_ARGV, CellHooks, CellRunner, LiveSample
 from fsadvisor.probe.commands import Executor
@@ -79,11 +80,6 @@ def scratch_space_problem(plan: Plan) -> str | None:
     return None
 
 
-# How long a cancelled command has to end on SIGINT before its group gets SIGKILL (the same
-# grace as host/run.py's stop_group).
-CANCEL_GRACE_S = 5.0
-
-
 class Interruptions:
     """SIGINT/SIGTERM -> :class:`ProbeInterrupted`, once. Inside ``critical()`` (storing a
     finished repetition, writing the state file) the signal is held until the block ends."""
@@ -120,7 +116,7 @@ class Interruptions:
         self._raised = True
         raise ProbeInterrupted(name)
 
-    def cancel(self, why: str = "cancelled", grace_s: float = CANCEL_GRACE_S) -> None:
+    def cancel(self, why: str = "cancelled", grace_s: float = STOP_GRACE_S) -> None:
         """Stop the probe from another thread (the TUI's Cancel): the running command gets
         SIGINT, as the whole process group would from a terminal's Ctrl-C, and the probe
         raises ProbeInterrupted at its next check, so the cleanup is Ctrl-C's own. A group

@@ -15,17 +15,18 @@ from fsadvisor.probe.run import Interruptions, ProbeInterrupted
 from fsadvisor.service.probing import BlockDevice
 
 
-def test_cancel_stops_the_running_command_instead_of_waiting_for_it():
+def start_under_guard(argv: list[str]) -> tuple[Interruptions, threading.Thread, dict]:
+    """Run ``argv`` through the Executor in a thread, the guard told its process group as
+    MatrixRun._child tells it; returns once the group is known. ``out`` gets the result and
+    the wall time when the thread ends."""
     guard = Interruptions()
-    # what MatrixRun._child does with the executor's report
     ex = Executor(on_child=lambda pid: setattr(guard, "child_pgid", pid or None),
                   critical=guard.critical)
-    started = threading.Event()
     out: dict = {}
 
     def run() -> None:
         t0 = time.monotonic()
-        out["result"] = ex.run(["sh", "-c", "echo up; exec sleep 30"], check=False)
+        out["result"] = ex.run(argv, check=False)
         out["wall_s"] = time.monotonic() - t0
 
     t = threading.Thread(target=run)
@@ -34,6 +35,11 @@ def test_cancel_stops_the_running_command_instead_of_waiting_for_it():
     while guard.child_pgid is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert guard.child_pgid is not None
+    return guard, t, out
+
+
+def test_cancel_stops_the_running_command_instead_of_waiting_for_it():
+    guard, t, out = start_under_guard(["sh", "-c", "echo up; exec sleep 30"])
     guard.cancel("cancelled from the TUI")
     t.join(15)
     assert not t.is_alive()
@@ -65,23 +71,7 @@ def test_contents_names_signatures_fstype_and_label_once():
 def test_a_command_that_ignores_sigint_is_killed_after_the_grace_period():
     # fio has been seen to hang on SIGINT while laying out a file; the probe's thread waits
     # for the command, so cancel must not rely on SIGINT alone.
-    guard = Interruptions()
-    ex = Executor(on_child=lambda pid: setattr(guard, "child_pgid", pid or None),
-                  critical=guard.critical)
-    out: dict = {}
-
-    def run() -> None:
-        t0 = time.monotonic()
-        out["result"] = ex.run(["sh", "-c", "trap '' INT; echo up; sleep 30 & wait"],
-                               check=False)
-        out["wall_s"] = time.monotonic() - t0
-
-    t = threading.Thread(target=run)
-    t.start()
-    deadline = time.monotonic() + 10
-    while guard.child_pgid is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert guard.child_pgid is not None
+    guard, t, out = start_under_guard(["sh", "-c", "trap '' INT; echo up; sleep 30 & wait"])
     time.sleep(0.2)  # the trap is set
     guard.cancel("cancelled from the TUI", grace_s=0.5)
     t.join(15)
