@@ -5,7 +5,7 @@ repetition per RawRun, each parameter with its interval from the repetitions."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from fsadvisor.predict.device_params import (
@@ -153,18 +153,36 @@ def _per_op_us(r: RawRun) -> float:
     return r.concurrency / r.iops * 1e6
 
 
-def _ceiling(cells: dict[int, list[RawRun]], label: str) -> _Estimate | None:
-    """The highest deep-queue cell mean: the device's ceiling for that I/O. A maximum, so
-    that a higher measured rate can only raise it (never average a ceiling down with a
-    queue depth that did not reach it)."""
-    best = None
+def _ceiling(cells: dict[int, list[RawRun]], label: str) -> tuple[_Estimate, int] | None:
+    """The highest deep-queue cell mean and its depth: the device's ceiling for that I/O. A
+    maximum, so that a higher measured rate can only raise it (never average a ceiling down
+    with a queue depth that did not reach it)."""
+    best: tuple[_Estimate, int] | None = None
     for conc, rs in sorted(cells.items()):
         if conc < DEEP_CONCURRENCY:
             continue
         e = _estimate(rs, lambda r: r.iops, f"{label} QD{conc}")
-        if e is not None and (best is None or e.value > best.value):
-            best = e
+        if e is not None and (best is None or e.value > best[0].value):
+            best = (e, conc)
     return best
+
+
+def _asymptote(rate: float, conc: int, latency_us: float, power: float) -> float:
+    """The ceiling whose curve (:func:`queue_rate`, this QD1 latency and knee shape) runs at
+    ``rate`` with ``conc`` in flight: on a gradual knee the best deep cell is still below the
+    ceiling it tends to, and a curve capped at that cell could never reach it (a disk-backed
+    loop's QD32 writes: 22% under what was measured). ``rate`` itself where even an unbounded
+    ceiling's curve falls short (a QD1 latency that does not queue) or the knee is sharp."""
+    lo, hi = rate, rate * 64.0
+    if queue_rate(conc, latency_us, hi, power) < rate:
+        return rate
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if queue_rate(conc, latency_us, mid, power) < rate:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def _cpu_per_op(cells: dict[int, list[RawRun]], label: str, cores: float) -> dict[str, _Estimate]:
@@ -243,13 +261,14 @@ def _parallelism(cells: dict[int, list[RawRun]]) -> _Estimate | None:
 
 
 def _knee_power(
-    cells: dict[int, list[RawRun]], latency: _Estimate | None, cap: _Estimate | None
+    cells: dict[int, list[RawRun]], latency: _Estimate | None, cap: tuple[_Estimate, int] | None
 ) -> _Estimate | None:
-    """The sweep's shape between its QD1 latency and its ceiling, both as measured: the power
-    of KNEE_POWERS whose queue_rate curve leaves the least squared log error over every
-    repetition. Its sd is the half-width (log) of the powers within one residual variance of
-    the best. None without a QD1 cell, a ceiling and two levels in between (a shape needs
-    points off both ends)."""
+    """The sweep's shape between its QD1 latency and its ceiling: the power of KNEE_POWERS
+    whose queue_rate curve, through the QD1 latency and the best deep cell as measured (its
+    ceiling the asymptote that passes there, :func:`_asymptote`), leaves the least squared
+    log error over every repetition. Its sd is the half-width (log) of the powers within one
+    residual variance of the best. None without a QD1 cell, a ceiling and two levels in
+    between (a shape needs points off both ends)."""
     if latency is None or cap is None or 1 not in cells:
         return None
     pts = [(c, math.log(r.iops), r.run_id) for c, rs in cells.items() for r in rs if r.iops > 0]
@@ -258,9 +277,8 @@ def _knee_power(
         return None
 
     def sse(k: float) -> float:
-        return sum(
-            (y - math.log(queue_rate(c, latency.value, cap.value, k))) ** 2 for c, y, _ in pts
-        )
+        top = _asymptote(cap[0].value, cap[1], latency.value, k)
+        return sum((y - math.log(queue_rate(c, latency.value, top, k))) ** 2 for c, y, _ in pts)
 
     errs = [sse(k) for k in KNEE_POWERS]
     i = min(range(len(errs)), key=errs.__getitem__)
@@ -313,13 +331,16 @@ def fit_device_params(
         e = _estimate(cells[1], _per_op_us, label) if 1 in cells else None
         if e is not None:
             est[key] = e
-    for key, cells, label in (
-        ("read_iops_cap", reads, "random read"),
-        ("write_iops_cap", writes, "random write"),
-    ):
-        e = _ceiling(cells, label)
-        if e is not None:
-            est[key] = e
+    ceilings = {
+        key: _ceiling(cells, label)
+        for key, cells, label in (
+            ("read_iops_cap", reads, "random read"),
+            ("write_iops_cap", writes, "random write"),
+        )
+    }
+    for key, best in ceilings.items():
+        if best is not None:
+            est[key] = best[0]
     for key, rw in (("read_bw_bytes_s", "read"), ("write_bw_bytes_s", "write")):
         e = _bandwidth(runs, rw)
         if e is not None:
@@ -344,9 +365,23 @@ def fit_device_params(
     par = _parallelism(reads)
     if par is not None:
         est["parallelism"] = par
-    knee = _knee_power(reads, est.get("read_latency_us"), est.get("read_iops_cap"))
+    knee = _knee_power(reads, est.get("read_latency_us"), ceilings["read_iops_cap"])
     if knee is not None:
         est["knee_power"] = knee
+        # A measured knee's ceilings are its asymptotes, so that its curve passes through the
+        # best deep cell it was measured at; the write sweep is two points, so writes take the
+        # reads' shape (a sharp knee needs no lift: its curve is at its ceiling by then).
+        for key, lat_key in (
+            ("read_iops_cap", "read_latency_us"),
+            ("write_iops_cap", "write_latency_us"),
+        ):
+            best, lat = ceilings[key], est.get(lat_key)
+            if best is not None and lat is not None:
+                top = _asymptote(best[0].value, best[1], lat.value, knee.value)
+                if top > best[0].value:
+                    est[key] = replace(
+                        best[0], value=top, cell=f"{best[0].cell}, lifted to its knee's asymptote"
+                    )
     cores = float(host["host_cores"]) if host and host.get("host_cores") else values["host_cores"]
     for name, e in _cpu_per_op(reads, "random read", cores).items():
         est[f"{name}_cpu_us_read"] = e

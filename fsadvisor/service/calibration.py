@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
-from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams
 
 # What predict/recommend look up (a device's parameters, the line that says where they come
 # from) is service/device_figures.py, which loads neither this module nor the fitting code:
@@ -341,3 +341,25 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
             sf.save(state)
     except (StateFileError, OSError):
         pass  # only a stale note for the next run is at stake
+
+
+def refitted_calibration(store: Any, identity: str) -> DeviceParams | None:
+    """What `calibrate` would store for ``identity`` with this code: its stored calibration's
+    own raw-device runs and host figures, fitted again. A calibration keeps the parameters of
+    the code that made it; a benchmark that judges today's model on a shipped store needs
+    today's fit of the same measurements (None without a stored calibration or its runs)."""
+    from fsadvisor.predict.device_fit import RawRun, fit_device_params
+
+    stored = store.device_params(identity)
+    if stored is None:
+        return None
+    ids = set(stored.details.get("run_ids") or ())
+    rows = [r for r in store.runs(status="ok") if r["run_id"] in ids]
+    raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
+    if not raw:
+        return None
+    measured = set(stored.details.get("measured") or ())
+    host = {k: stored.values[k] for k in HOST_KEYS if k in measured}
+    return fit_device_params(
+        raw, stored.kind, devices_table(), device_id=identity, host=host or None
+    )

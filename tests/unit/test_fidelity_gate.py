@@ -35,3 +35,29 @@ def test_the_shipped_held_out_matrix_is_the_recorded_one_and_no_figure_got_worse
     shares = sorted(r["share_of_cells_given"] for r in doc["reports"])
     assert shares == [0.0] + [0.2] * 5
     assert all(r["device"].startswith("loop:") for r in doc["reports"])
+
+
+def test_the_held_out_device_is_judged_as_calibrate_would_leave_it_with_this_code(tmp_path):
+    # The shipped store's calibration was fitted by the code of its day (before the knee's
+    # shape was a parameter). Refitted from its own raw runs, it keeps the host figures that
+    # calibration measured (the model prices every filesystem's CPU work with them) and gains
+    # what this code fits from the same runs.
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import fidelity
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    from fsadvisor.service.calibration import refitted_calibration
+    from fsadvisor.store import open_store
+
+    store = open_store(fidelity.restore_store(str(SHIPPED), str(tmp_path)))
+    device = next(d for d in {r["device_identity"] for r in store.runs(status="ok")}
+                  if d.startswith("loop:"))
+    stored, now = store.device_params(device), refitted_calibration(store, device)
+    assert "knee_power" not in stored.details["measured"]
+    assert "knee_power" in now.details["measured"]
+    for k in ("host_cpu_factor", "host_cores"):
+        assert k in now.details["measured"] and now.values[k] == stored.values[k]
+    assert now.values["read_latency_us"] == stored.values["read_latency_us"]
+    assert sorted(now.details["run_ids"]) == sorted(stored.details["run_ids"])
+    assert refitted_calibration(store, "loop:never calibrated") is None
