@@ -490,8 +490,6 @@ _CEILING_KINDS = st.sampled_from(["nvme", "sata-ssd", "loop", "zram", "ram-loop"
 def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
     """No variant, however much faster than the calibration point the model made the device,
     passes the drive's IOPS or bandwidth ceiling for its mix (predict/ceilings.py)."""
-    from fsadvisor.predict import ceilings
-    from fsadvisor.sizes import parse_size
     dev = Device(path=None, size_bytes=1 << 40, kind=kind)
     # Calibrated on OLTP, where the model makes most kinds' media times faster than
     # devices.toml's (scale < 1): scaling the controller stage with them let a variant reach
@@ -499,8 +497,13 @@ def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
     conc = ov["numjobs"] * ov["iodepth"]
     n = max(1500, 10 * conc)
     r = sim.simulate(model, XFS, OLTP, dev, requests=n, overrides=ov)
+    _assert_within_the_ceilings(r, ov, model.params_for(dev).values)
+
+
+def _assert_within_the_ceilings(r, ov, values):
+    from fsadvisor.predict import ceilings
+    from fsadvisor.sizes import parse_size
     r_w = sim.replace(OLTP, rwmixread=ov["rwmixread"], bs_bytes=parse_size(ov["bs"]))
-    values = model.params_for(dev).values
     lim = ceilings.ceilings(r_w, values)
     # The ceiling is a long-run rate: the harmonic mix of the read and write ceilings by the
     # share of reads, each request taking its mean service time. A finite run of n requests
@@ -863,3 +866,21 @@ def test_the_cli_says_a_knee_device_queues_by_its_measured_knee(cli_env, tmp_db,
     assert "loop (measured knee, power 1)" in r.stdout
     assert "channels" not in r.stdout  # a knee device has none of its own
     assert "share of its ceiling in use" in r.stdout
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(power=st.sampled_from([1.0, 2.0, 8.0]), ov=st.fixed_dictionaries({
+    "numjobs": st.sampled_from([1, 16, 64]),
+    "iodepth": st.sampled_from([1, 32]),
+    "bs": st.sampled_from(["4k", "1m"]),
+    "rwmixread": st.integers(0, 100),
+}, optional={"fsync_every": st.sampled_from([0, 1, 32])}))
+def test_a_knee_devices_simulated_rates_respect_its_ceilings(model, power, ov):
+    """The knee's station has no queued dock: its ceiling is the n G term of every I/O's
+    time (sim.knee_media_us), a long-run bound like the dock's, with the same sampling
+    spread around it."""
+    loop, params = _knee_params(model, power)
+    n = max(1500, 10 * ov["numjobs"] * ov["iodepth"])
+    r = sim.simulate(model, XFS, OLTP, loop, requests=n, overrides=ov, device_params=params)
+    _assert_within_the_ceilings(r, ov, params.values)
+    assert 0 < r.utilisation <= 1 and math.isfinite(r.p99_latency_ms)
