@@ -31,6 +31,13 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def _device_shape(cal) -> str:
+    """How the simulated device queues: its measured knee, else its channels."""
+    if cal.knee_power:
+        return f"measured knee, power {cal.knee_power:g}"
+    return f"{cal.channels} channels"
+
+
 def _variant(r, keys: list[str]) -> str:
     return " ".join(f"{k}={r.overrides[k]}" for k in keys) or "as given"
 
@@ -152,7 +159,7 @@ def simulate(
         f"{w['iodepth']}, "
         + (f"{w['rwmixread']}% reads, " if w["rw"] in ("rw", "randrw") else "")
         + (f"fsync every {wpf} writes; " if wpf else "no fsync; ")
-        + f"{first.device_kind} ({cal.channels} channels), PLP {cal.plp}",
+        + f"{first.device_kind} ({_device_shape(cal)}), PLP {cal.plp}",
         hang=13,
     )
     if fixed:
@@ -178,8 +185,14 @@ def simulate(
         hang=13,
     )
     say(
-        f"seed {cal.seed}, {cal.requests:,} requests per variant; util = the busier of "
-        f"the device's {cal.channels} channels (a flush holds them all) and its link"
+        f"seed {cal.seed}, {cal.requests:,} requests per variant; util = "
+        + (
+            "the busier of the device's flushes (a flush holds it all) and the share of its "
+            "ceiling in use"
+            if cal.knee_power
+            else f"the busier of the device's {cal.channels} channels (a flush holds them all) "
+            "and its link"
+        )
     )
     for warning in cal.warnings:
         say(f"WARN: {warning}", hang=6)

@@ -735,7 +735,7 @@ def inspect(path: str, plp: str = "unknown", host: Host = HOST) -> Device:
 
 def device_from_spec(spec: str, plp: str = "unknown", host: Host = HOST) -> Device:
     """``--device`` for recommend (host/spec.py): a path is inspected here, on ``host``."""
-    return _spec.device_from_spec(spec, plp, host)
+    return _spec.device_from_spec(spec, lambda path, plp: inspect(path, plp, host), plp)
 
 
 # ---------------------------------------------------------------- safety verdict

@@ -1,14 +1,15 @@
 """The ``--device`` spec a recommendation is for, and the device kinds fsadvisor knows.
 
 Kept apart from host/device.py (the read-only inspection of real devices and the probe's
-safety verdict, a heavier import): a `recommend` for ``nvme:1.92T`` needs only this, and
-imports host/device.py only for a path.
+safety verdict, a heavier import): a `recommend` for ``nvme:1.92T`` needs only this. A path
+is handed to the caller's inspector (host/device.py's inspect, or the service's, which loads
+that module only for a path): this module parses, host/device.py inspects and imports it.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Callable
 
 from fsadvisor.catalog.geometry import MIN_DEVICE_BYTES
 from fsadvisor.domain import Device, is_plp
@@ -35,21 +36,19 @@ def control_character_refusal(text: str, what: str) -> str | None:
 MAX_SPEC_BYTES = 1 << 60
 
 
-def device_from_spec(spec: str, plp: str = "unknown", host: Any = None) -> Device:
-    """``--device`` for recommend: a path (inspected), or ``[kind:]size`` such as
-    ``nvme:1.92T``, ``sata-ssd:480G`` or ``2T`` (kind nvme). Sizes are binary, like every
-    size in fsadvisor (fsadvisor.sizes)."""
+def device_from_spec(
+    spec: str, inspect: Callable[[str, str], Device], plp: str = "unknown"
+) -> Device:
+    """``--device`` for recommend: a path, described by ``inspect(path, plp)``, or
+    ``[kind:]size`` such as ``nvme:1.92T``, ``sata-ssd:480G`` or ``2T`` (kind nvme). Sizes
+    are binary, like every size in fsadvisor (fsadvisor.sizes)."""
     s = str(spec).strip()
     if not s:
         raise ConfigError("empty --device: give a device path or a size such as nvme:1.92T")
     if why := control_character_refusal(s, "--device"):
         raise ConfigError(why)
     if s.startswith(("/", ".")) or os.sep in s:
-        # cycle (host/device.py imports this module) and start-up: a spec device needs no
-        # device inspection (tests/unit/test_startup_imports.py)
-        from fsadvisor.host import device as devmod
-
-        return devmod.inspect(s, plp=plp, host=devmod.HOST if host is None else host)
+        return inspect(s, plp)
     kind, sep, size_text = s.rpartition(":")
     if not sep:
         kind = "nvme"

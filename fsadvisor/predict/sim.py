@@ -17,6 +17,24 @@ flush is still waiting for its counters rides along with it, as Linux merges pen
 come, first served, like ``simpy.Resource``; they are a resource of their own only because a
 barrier claims all of them in one request.
 
+A device with a measured knee (``knee_power``, fitted to a calibration's read sweep QD1 to
+the ceiling) is not a row of counters: the sweep measured its rate at each depth, not its
+insides, and predict's roofline follows that rate (mechanisms.queue_rate). So the simulated
+device is one station whose speed depends on how many I/Os are in it -- the flow-equivalent
+server of queueing-network theory: an I/O that starts with n in flight takes n / queue_rate(n)
+(:func:`knee_media_us`), and n in flight at that time each is queue_rate(n) by Little's law,
+at every depth. A network of fixed stages cannot give that curve: a delay followed by one
+server of fixed times runs at min(n / (delay + service), 1 / service), the sharp knee,
+whatever its two times; a gradual knee (power 1, a loop device on a file) is every extra I/O
+in flight waiting one ceiling-time, a time that depends on the depth. The station already
+holds the wait for the ceiling (the sweep measured it, link included), so its I/Os pass no
+queued dock after it: a dock of random transfer times would add its own wait on top and
+bend the curve below the sweep. The ceiling for the request size is the tighter of the IOPS
+ceiling and the bandwidth, and the dock's utilisation is the share of that ceiling in use.
+Such a device has no channel limit of its own (a flush still claims everything, so it still
+drains and blocks). Without a measured knee the counters stay: ``parallelism`` of them, the
+sharp knee predict assumes.
+
 Calibration: one story with ``predict``. The model, not this file, knows how a filesystem
 configuration changes the device's speed. The simulator takes the device's parameters from
 where ``predict`` takes them (the store's calibration of the device, a library drive's
@@ -77,6 +95,7 @@ from fsadvisor.domain import (
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.predict.mechanisms import knee_delay_us
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
 # 290 us. Little's law gives the mean latency.
@@ -218,7 +237,12 @@ class Channels(BaseResource):
 @dataclass(frozen=True)
 class DeviceTimes:
     """Mean times of one simulated device, in microseconds. ``*_xfer_us`` are the serial
-    controller/link times (0: no controller stage)."""
+    controller/link times (0: no controller stage). ``knee_power`` 0: ``channels`` channels
+    with fixed media times ``read_us``/``write_us`` (the sharp knee); otherwise the measured
+    knee (:func:`knee_media_us`): ``read_us``/``write_us`` are the QD1 latencies of the
+    sweep's small reads and writes, ``*_floor_us`` their IOPS ceiling's time per I/O, and
+    ``*_xfer_us`` the ceiling's time per I/O of this size, held inside the knee's station
+    rather than queued for behind it."""
 
     channels: int
     read_us: float
@@ -228,12 +252,16 @@ class DeviceTimes:
     write_xfer_us: float = 0.0
     meta_xfer_us: float = 0.0
     sigma: float = DEFAULT_SIGMA
+    knee_power: float = 0.0
+    read_floor_us: float = 0.0
+    write_floor_us: float = 0.0
 
     def scaled(self, k: float) -> "DeviceTimes":
         """Media and flush times x ``k``; the controller stage x ``max(k, 1)``. The transfer
         stage is the device's IOPS/bandwidth ceiling (predict/ceilings.py): a filesystem can
         make the device slower than that, never faster, so no calibration speeds it up (a
-        variant once reached twice the drive's bandwidth that way)."""
+        variant once reached twice the drive's bandwidth that way). A knee's own delay scales
+        with its latency and floor (x ``k``), its ceiling-time with the dock's."""
         x = max(k, 1.0)
         return replace(
             self,
@@ -243,7 +271,25 @@ class DeviceTimes:
             read_xfer_us=self.read_xfer_us * x,
             write_xfer_us=self.write_xfer_us * x,
             meta_xfer_us=self.meta_xfer_us * x,
+            read_floor_us=self.read_floor_us * k,
+            write_floor_us=self.write_floor_us * k,
         )
+
+
+def knee_media_us(
+    latency_us: float, floor_us: float, ceiling_us: float, power: float, n: int
+) -> float:
+    """Time in the device of an I/O that starts with ``n`` in flight (itself included) on a
+    device with a measured knee: T(n) = (D^p + (n G)^p)^(1/p), the soft maximum (power p) of
+    the I/O's own delay D and the time the ceiling needs for all n in flight (G each: 1 /
+    the IOPS ceiling, or the transfer at the bandwidth if that is longer). D is what makes
+    T(1) the QD1 latency with G the IOPS ceiling's ``floor_us`` (knee_delay_us), so for
+    small I/Os n in flight at T(n) each run at n / T(n) = mechanisms.queue_rate(n), predict's
+    rate at every depth (Little's law). Power 1 is D + n G, one server behind a fixed delay
+    where every extra I/O in flight waits one ceiling-time; a large power is max(D, n G),
+    independent channels up to the ceiling."""
+    d = knee_delay_us(latency_us, 1e6 / floor_us, power)
+    return (d**power + (n * ceiling_us) ** power) ** (1.0 / power)
 
 
 @dataclass(frozen=True)
@@ -400,6 +446,24 @@ def run(
     written = [0] * len(jobs)
     read_us, read_x = times.read_us, times.read_xfer_us
     write_us, write_x = times.write_us, times.write_xfer_us
+    meta_x = times.meta_xfer_us
+    # A measured knee: times in the device by the number in flight, 1 .. every slot (index 0
+    # unused); the ceiling's time is inside them, so no I/O queues at the dock after them.
+    knee = times.knee_power > 0
+    r_tab: list[float] = []
+    w_tab: list[float] = []
+    m_tab: list[float] | None = None
+    if knee:
+        most = range(1, sum(spec.iodepth for spec in jobs) + 1)
+        r_tab, w_tab, m_tab = (
+            [0.0] + [knee_media_us(lat, floor, g, times.knee_power, n) for n in most]
+            for lat, floor, g in (
+                (read_us, times.read_floor_us, read_x),
+                (write_us, times.write_floor_us, write_x),
+                (write_us, times.write_floor_us, meta_x),
+            )
+        )
+        read_x = write_x = meta_x = 0.0
     # env._now is what the env.now property returns; read directly in the per-request code.
 
     def io(media_us: float, xfer_us: float):
@@ -407,6 +471,9 @@ def run(
         if c is None:
             c = claim(1)
             yield c
+        if m_tab is not None:
+            media_us = m_tab[ch.in_use]
+            st[5] += times.meta_xfer_us  # the knee's ceiling-time, the dock's share
         yield timeout(media_us * (f_pop() if f_buf else factor()))
         if xfer_us > 0:
             # The controller is one first-come-first-served server: requests reach it in
@@ -437,8 +504,8 @@ def run(
             st[0] += 1
             if u < meta_frac:
                 kind = "meta"
-                yield from io(write_us, times.meta_xfer_us)  # journal record
-                yield from io(write_us, times.meta_xfer_us)  # in-place update
+                yield from io(write_us, meta_x)  # journal record
+                yield from io(write_us, meta_x)  # in-place update
             else:
                 # A read or a write: io() inline (one generator fewer per request).
                 if u < read_cut:
@@ -455,6 +522,17 @@ def run(
                     c = claim(1)
                     yield c
                     granted = c.granted_at
+                if knee:
+                    # The I/O's time is set by the depth it starts at: exact at a steady
+                    # depth (fio's closed loop, what the sweep measured), an approximation
+                    # while the depth moves (a burst, the drain before a flush). Its
+                    # ceiling-time counts as the dock's busy time, for the utilisation.
+                    if kind == "read":
+                        media_us = r_tab[ch.in_use]
+                        st[5] += times.read_xfer_us
+                    else:
+                        media_us = w_tab[ch.in_use]
+                        st[5] += times.write_xfer_us
                 # timeout(media), inline: a read or write waits twice, the hot path
                 d = media_us * (f_pop() if f_buf else factor())
                 ev = new_timeout(_Delay)
@@ -584,8 +662,12 @@ def device_times(
     def xfer(cap_iops: float, bw_bytes_s: float, nbytes: int) -> float:
         return max(1e6 / cap_iops, nbytes / bw_bytes_s * 1e6)
 
+    power = float(params.get("knee_power") or 0.0)
     return DeviceTimes(
-        channels=max(1, round(params["parallelism"])),
+        # A measured knee is the device's whole queueing shape (knee_media_us): no channel
+        # count of its own limits it, so it has as many as the simulator lets be in flight,
+        # and a flush still claims them all.
+        channels=MAX_CONCURRENCY if power else max(1, round(params["parallelism"])),
         read_us=float(params["read_latency_us"]),
         write_us=float(params["write_latency_us"]),
         flush_us=float(flush),
@@ -593,6 +675,9 @@ def device_times(
         write_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"], w.bs_bytes),
         meta_xfer_us=xfer(params["write_iops_cap"], params["write_bw_bytes_s"], META_WRITE_BYTES),
         sigma=sigma,
+        knee_power=power,
+        read_floor_us=1e6 / params["read_iops_cap"] if power else 0.0,
+        write_floor_us=1e6 / params["write_iops_cap"] if power else 0.0,
     )
 
 
@@ -641,6 +726,7 @@ class Calibration:
     drive_active_watts: float
     drive_power_source: str
     warnings: tuple[str, ...] = ()
+    knee_power: float = 0.0  # the device's measured knee (0: none, the sharp knee at channels)
     # The calibration point's own run (not part of the output): a variant that is the
     # calibration point itself reuses it rather than simulating it again.
     point: SimStats | None = field(default=None, repr=False, compare=False)
@@ -803,7 +889,7 @@ def calibrate(
         raw_throughput_ops_s=t0,
         scale=scale,
         concurrency=w.concurrency,
-        channels=max(1, round(params.values["parallelism"])),
+        channels=bare.channels,
         sigma=sig,
         sigma_source=sig_source,
         seed=seed,
@@ -817,6 +903,7 @@ def calibrate(
         drive_active_watts=d_active,
         drive_power_source=d_source,
         warnings=tuple(warnings),
+        knee_power=bare.knee_power,
         point=point,
     )
 

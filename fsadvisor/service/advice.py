@@ -150,6 +150,15 @@ def stored_device_params(db: str | None) -> dict:
         }
 
 
+def _inspect(path: str, plp: str) -> Device:
+    """A device path, inspected read-only (host/device.py)."""
+    # start-up: the device inspection loads only for a path; a spec such as nvme:1.92T is
+    # parsed by host/spec.py alone (tests/unit/test_startup_imports.py)
+    from fsadvisor.host import device
+
+    return device.inspect(path, plp, device.HOST)
+
+
 def resolve_device(
     spec: str | None, plp: str | None = None, sector_size: int | None = None
 ) -> Device:
@@ -163,7 +172,7 @@ def resolve_device(
     named = library_device(spec, plp)
     if named is not None:
         return replace(named, logical_block_size=sector_size or ASSUMED_SECTOR_BYTES)
-    dev = devspec.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec)
+    dev = devspec.device_from_spec(DEFAULT_DEVICE_SPEC if spec is None else spec, _inspect)
     if plp:
         if not is_plp(plp):
             raise FsAdvisorError(f"--plp must be yes, no or unknown, not {plp!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -489,8 +490,6 @@ _CEILING_KINDS = st.sampled_from(["nvme", "sata-ssd", "loop", "zram", "ram-loop"
 def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
     """No variant, however much faster than the calibration point the model made the device,
     passes the drive's IOPS or bandwidth ceiling for its mix (predict/ceilings.py)."""
-    from fsadvisor.predict import ceilings
-    from fsadvisor.sizes import parse_size
     dev = Device(path=None, size_bytes=1 << 40, kind=kind)
     # Calibrated on OLTP, where the model makes most kinds' media times faster than
     # devices.toml's (scale < 1): scaling the controller stage with them let a variant reach
@@ -498,8 +497,13 @@ def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
     conc = ov["numjobs"] * ov["iodepth"]
     n = max(1500, 10 * conc)
     r = sim.simulate(model, XFS, OLTP, dev, requests=n, overrides=ov)
+    _assert_within_the_ceilings(r, ov, model.params_for(dev).values)
+
+
+def _assert_within_the_ceilings(r, ov, values):
+    from fsadvisor.predict import ceilings
+    from fsadvisor.sizes import parse_size
     r_w = sim.replace(OLTP, rwmixread=ov["rwmixread"], bs_bytes=parse_size(ov["bs"]))
-    values = model.params_for(dev).values
     lim = ceilings.ceilings(r_w, values)
     # The ceiling is a long-run rate: the harmonic mix of the read and write ceilings by the
     # share of reads, each request taking its mean service time. A finite run of n requests
@@ -760,3 +764,123 @@ def test_more_offered_load_never_lowers_utilisation_or_power(model, rw, bs, dept
         assert hi.watts >= lo.watts - rel * lo.utilisation * cal.watts_per_utilisation
     else:
         assert hi.watts / hi.throughput_ops_s <= lo.watts / lo.throughput_ops_s * (1 + rel)
+
+
+# --------------------------------------------------------------------------- a measured knee
+
+# A loop device on a file, as tests/unit/test_device_params.py's gradual knee: one server
+# behind a fixed delay, every extra I/O in flight waits one ceiling-time.
+KNEE_LAT_US, KNEE_CAP = 70.0, 68_000.0
+KNEE_DEPTHS = (1, 2, 4, 8, 16)
+
+
+def _knee_params(model, power: float):
+    from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
+    loop = Device(path="/dev/loop4", size_bytes=64 << 30, kind="loop", model="backing: file")
+    values = dict(model.settings.device_params("loop"), read_latency_us=KNEE_LAT_US,
+                  read_iops_cap=KNEE_CAP, knee_power=power)
+    return loop, DeviceParams(loop.identity, "loop", values, {k: 0.05 for k in PARAM_KEYS},
+                              source="fitted: a read sweep QD1..64", n_runs=30)
+
+
+def test_a_gradual_knee_is_the_simulated_devices_curve_at_every_depth(model):
+    """Calibrated at QD1, the simulated raw 4K random reads follow predict (which is
+    mechanisms.queue_rate on the raw device) at every depth, not the sharp knee of the
+    device's channels. Within 5%: a 10,000-request run's rate has a sampling sd under 1%
+    (cv / sqrt(N), cv 0.6 here), the calibration stops within 1% of the model, and predict
+    joins the knee to the bandwidth bound and caps it at the device's ceiling (soft minimums
+    the station's curve does not have: 2% at QD16 here)."""
+    from fsadvisor.predict.mechanisms import queue_rate
+    loop, params = _knee_params(model, 1.0)
+    raw = FsConfig.make("raw")
+    w = Workload(rw="randread", bs_bytes=4096, iodepth=1)
+    cal = sim.calibrate(model, raw, w, loop, device_params=params)
+    assert cal.knee_power == 1.0
+    rs = [sim.simulate(model, raw, w, loop, calibration=cal, device_params=params,
+                       overrides={"iodepth": qd}) for qd in KNEE_DEPTHS]
+    for qd, r in zip(KNEE_DEPTHS, rs):
+        curve = queue_rate(qd, KNEE_LAT_US, KNEE_CAP, 1.0)
+        assert r.model_iops == pytest.approx(curve, rel=0.05), qd  # predict is the curve
+        assert r.throughput_ops_s == pytest.approx(r.model_iops, rel=0.05), qd
+    rates = [r.throughput_ops_s for r in rs]
+    assert rates == sorted(rates) and rates[-1] > 3 * rates[0]
+    # the sharp knee would still be near-linear at QD8 (8 / 70 us, capped at 68,000):
+    # the gradual one has bent to two thirds of the ceiling
+    assert rates[3] < 0.75 * KNEE_CAP
+    utils = [r.utilisation for r in rs]
+    assert utils == sorted(utils) and utils[-1] > 2 * utils[0]  # more load, a busier device
+    assert all(0 < u <= 1 for u in utils)
+
+
+@pytest.mark.parametrize("power", [1.0, 2.0, 8.0])
+def test_the_knee_station_runs_at_queue_rate_by_littles_law(model, power):
+    """The bare device (no calibration) at each depth: n in flight, each for n /
+    queue_rate(n), run at queue_rate(n). Fixed times: exact but for the start-up round,
+    when the first I/Os start at depths 1 .. n (under 1% of 10,000 requests). Log-normal
+    times (seed 002's spread): within 3%, three sampling sds (cv / sqrt(N) = 0.7%)."""
+    from fsadvisor.predict.mechanisms import queue_rate
+    _, params = _knee_params(model, power)
+    for sigma, rel in ((0.0, 0.01), (sim.DEFAULT_SIGMA, 0.03)):
+        for qd in (*KNEE_DEPTHS, 64):
+            w = Workload(rw="randread", bs_bytes=4096, iodepth=qd)
+            times = sim.device_times(params.values, w, "unknown", sigma)
+            assert times.knee_power == power and times.channels == sim.MAX_CONCURRENCY
+            st_ = sim.run(times, sim.job_specs(w), 10_000, seed=3)
+            want = queue_rate(qd, KNEE_LAT_US, KNEE_CAP, power)
+            assert st_.throughput_ops_s == pytest.approx(want, rel=rel), (sigma, qd)
+
+
+def test_a_knee_devices_flush_still_drains_and_blocks_everything(model):
+    # One job, 8 deep, a flush after every write: while a flush runs nothing else is in the
+    # device, so no write completes during any flush's flush_us.
+    _, params = _knee_params(model, 1.0)
+    w = Workload(rw="randwrite", bs_bytes=4096, iodepth=8, fsync_every=1)
+    times = replace(sim.device_times(params.values, w, "no", 0.0), flush_us=1000.0)
+    st_ = sim.run(times, sim.job_specs(w), 200, trace=True)
+    flushes = [t for t, _, kind in st_.trace if kind == "flush"]
+    writes = [t for t, _, kind in st_.trace if kind == "write"]
+    assert flushes and st_.device_flushes > 0
+    for t in flushes:
+        assert not any(t - 1000.0 + 1e-6 < x < t for x in writes), t  # float slack
+
+
+def test_without_a_measured_knee_the_device_keeps_its_channels(model):
+    values = model.settings.device_params("nvme")
+    times = sim.device_times(values, NO_FSYNC, "unknown")
+    assert times.knee_power == 0 and times.channels == round(values["parallelism"])
+
+
+def test_the_cli_says_a_knee_device_queues_by_its_measured_knee(cli_env, tmp_db, model,
+                                                                monkeypatch):
+    from fsadvisor.service import advice
+    from fsadvisor.store import open_store
+    loop, params = _knee_params(model, 1.0)
+    with open_store(str(tmp_db)) as s:
+        s.save_device_params(params, fitted_at=1_790_000_000.0)
+    monkeypatch.setattr(advice, "resolve_device", lambda spec, plp=None: loop)
+    monkeypatch.setenv("COLUMNS", "200")
+    r = cli_env("simulate", "-c", '{"filesystem": "xfs", "ag_count": 16}', "-d", "/dev/loop4",
+                "-w", '{"rw": "randread", "bs": "4k", "iodepth": 1}', "--vary",
+                "iodepth=1,4,16", "-n", "2000")
+    assert r.exit_code == 0, r.output
+    assert "loop (measured knee, power 1)" in r.stdout
+    assert "channels" not in r.stdout  # a knee device has none of its own
+    assert "share of its ceiling in use" in r.stdout
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(power=st.sampled_from([1.0, 2.0, 8.0]), ov=st.fixed_dictionaries({
+    "numjobs": st.sampled_from([1, 16, 64]),
+    "iodepth": st.sampled_from([1, 32]),
+    "bs": st.sampled_from(["4k", "1m"]),
+    "rwmixread": st.integers(0, 100),
+}, optional={"fsync_every": st.sampled_from([0, 1, 32])}))
+def test_a_knee_devices_simulated_rates_respect_its_ceilings(model, power, ov):
+    """The knee's station has no queued dock: its ceiling is the n G term of every I/O's
+    time (sim.knee_media_us), a long-run bound like the dock's, with the same sampling
+    spread around it."""
+    loop, params = _knee_params(model, power)
+    n = max(1500, 10 * ov["numjobs"] * ov["iodepth"])
+    r = sim.simulate(model, XFS, OLTP, loop, requests=n, overrides=ov, device_params=params)
+    _assert_within_the_ceilings(r, ov, params.values)
+    assert 0 < r.utilisation <= 1 and math.isfinite(r.p99_latency_ms)
