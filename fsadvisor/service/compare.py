@@ -284,7 +284,7 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
     """Each configuration's year at the user's load: from its measured summary (the one with
     the most runs, as shown) where there is one with a throughput, else from the model. The
     best is the one using the least energy per year, its runner-up the next."""
-    from fsadvisor.service import worth
+    from fsadvisor.service import advice, worth
 
     bandwidth = rank_by == "bytes_per_joule"
     bases = []
@@ -292,7 +292,9 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
         m = max(found, key=lambda s: s["n"]) if found else None
         b = m and worth.measured_basis(m, p, scope, dev, bandwidth, w.bs_bytes)
         bases.append(b or worth.predicted_basis(p, scope, dev, bandwidth, w.bs_bytes))
-    cfg, default_pred = worth.default_prediction(w, dev, scope, db)
+    cfg, default_pred = worth.default_prediction(
+        w, dev, scope, db, advice.device_params_of(dev, db)
+    )
     default = worth.predicted_basis(default_pred, scope, dev, bandwidth, w.bs_bytes)
     return worth.worth_table(
         bases,
