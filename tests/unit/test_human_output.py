@@ -298,3 +298,35 @@ def test_the_confidence_line_names_only_configurations_the_list_shows(top, tmp_d
         assert f"{n} more leader{'s' if n != 1 else ''} outside the shown list" in line
     else:
         assert "outside the shown list" not in line
+
+
+SCRIPTS = [
+    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--workloads",
+     "4k-randread-qd32", "--reps", "1", "--full"],
+    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--profile", "oltp"],
+    ["calibrate", "--scratch", "1G", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("args", SCRIPTS, ids=[" ".join(a[:4:3]) for a in SCRIPTS])
+def test_a_dry_run_script_keeps_comments_in_80_columns_and_commands_whole(args, columns,
+                                                                         tmp_db):
+    """A dry run prints a script: its comments fold to 80 columns between words (another
+    "#" line), its commands stay one line each, whatever their length, with no note after
+    them that makes them longer than 80; the script still parses (bash -n)."""
+    import shlex
+    import shutil
+    import subprocess
+
+    lines = _at(columns, args)
+    comments = [ln for ln in lines if ln.startswith("#")]
+    assert comments and [ln for ln in comments if len(ln) > 80] == []
+    for ln in lines:
+        if not ln.startswith("#") and len(ln) > 80:
+            assert "  # " not in ln, ln  # a long command carries no note on its line
+            shlex.split(ln)  # one whole command: its quotes close on its own line
+    if shutil.which("bash"):
+        r = subprocess.run(["bash", "-n"], input="\n".join(lines) + "\n", text=True,
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr
