@@ -189,13 +189,16 @@ def udev_rule(scheduler: str, target: Any = None) -> str:
     # the udev rule's builder only when a configuration's commands are built (compare
     # imports this module for its statistics alone)
     from fsadvisor.catalog import udev
+    from fsadvisor.infra.scripttext import comment
 
     if target is None:
-        return (
-            "# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
-            "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
-            + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler)
-        )
+        return "".join(
+            line + "\n"
+            for line in comment(
+                "replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
+                "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial"
+            )
+        ) + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler)
     return udev.udev_rule(target, scheduler)
 
 
