@@ -260,10 +260,11 @@ def yearly_line(yw: dict[str, Any], i: int) -> str:
         if "cost_per_year" in s
         else f"vs ext4 defaults saves {s['kwh_per_year']:,.1f} kWh/yr"
     )
-    return (
+    # the warning first: where the line wraps, it stays on the first line, whole
+    return ("CANNOT SUSTAIN THE LOAD: " if not e["sustains_load"] else "") + (
         f"{e['avg_watts']:.1f} W avg at {e['utilisation']:.0%} busy, "
         f"{e['kwh_per_year']:,.0f} kWh (90%: {e['kwh_per_year_90'][0]:,.0f}–{e['kwh_per_year_90'][1]:,.0f})"
-        f"{cost}; {save}" + ("" if e["sustains_load"] else "  CANNOT SUSTAIN THE LOAD")
+        f"{cost}; {save}"
     )
 
 

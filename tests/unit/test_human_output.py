@@ -330,3 +330,21 @@ def test_a_dry_run_script_keeps_comments_in_80_columns_and_commands_whole(args, 
         r = subprocess.run(["bash", "-n"], input="\n".join(lines) + "\n", text=True,
                            capture_output=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_compare_takes_ext4_defaults_as_the_baseline_itself(tmp_db):
+    """compare --load with ext4 defaults among the compared (predicted, on a library
+    drive): that entry is the baseline, its year the default's, its line says so."""
+    import json
+
+    device = ["--device", "samsung-pm9a3-3.84tb-u2"]
+    doc = _recommend_json(["-p", "oltp", "--top", "5", *device])
+    rank = next(i + 1 for i, r in enumerate(doc["recommendations"])
+                if r["config_label"] == "ext4 defaults, sched none")
+    args = ["compare", "-p", "oltp", "1", str(rank), *device, "--load", "5000"]
+    cmp = json.loads(CliRunner().invoke(cli.app, [*args, "--json"]).output)
+    base = [e for e in cmp["entries"] if e["yearly"].get("is_baseline")]
+    assert len(base) == 1 and base[0]["config"] == {**base[0]["config"], "filesystem": "ext4"}
+    assert base[0]["yearly"]["kwh_per_year"] == cmp["yearly_basis"]["default"]["kwh_per_year"]
+    text = " ".join(" ".join(_at(80, args)).split())
+    assert "this is the ext4 defaults baseline (no saving against itself)" in text
