@@ -23,6 +23,7 @@ from fsadvisor.catalog.rules import canonical
 # without loading this builder).
 from fsadvisor.catalog.udev import UDEV_RULE_PATH, UUID_PLACEHOLDER, Target, udev_rule
 from fsadvisor.domain import FsConfig
+from fsadvisor.infra.scripttext import COLUMNS, comment
 
 
 @dataclass
@@ -99,6 +100,80 @@ def _data(value) -> str:
     return f"!unsafe {json.dumps(value)}"
 
 
+# A JSON string's tokens: an escape (\n, \", \u00e9) or one plain character.
+_TOKEN = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|[^\\]")
+
+
+def _entry(key: str, value: str, indent: str = "    ") -> list[str]:
+    """``key: value`` (``value`` as _yaml or _data wrote it) within 80 columns where YAML
+    allows: a list of more goes one item a line (a block sequence); a double-quoted string
+    goes on with an escaped line break (the value is the same: YAML drops the break and the
+    next line's indentation, and a blank that opens a line is escaped so that it stays),
+    after each of its ``\n`` (a file's text, a line of it a line, as long as it is: a
+    udev rule stays whole), else after a ``/`` where the line is full (a path)."""
+    line = f"{indent}{key}: {value}"
+    if len(line) <= COLUMNS:
+        return [line]
+    if value.startswith("["):
+        items = re.findall(r'(?:!unsafe )?"(?:[^"\\]|\\.)*"', value)
+        return [f"{indent}{key}:"] + [
+            line for item in items for line in _scalar(f"{indent}  - ", item, indent + "    ")
+        ]
+    return _scalar(f"{indent}{key}: ", value, indent + "  ")
+
+
+def _scalar(prefix: str, value: str, hang: str) -> list[str]:
+    """One double-quoted (maybe tagged) string after ``prefix``, continued as _entry says,
+    its continuation lines indented by ``hang``."""
+    if len(prefix + value) <= COLUMNS:
+        return [prefix + value]
+    tag, _, quoted = value.partition(" ") if value.startswith("!") else ("", "", value)
+    tokens = _TOKEN.findall(quoted[1:-1])
+    # a file's text: a line of YAML per line of it; else a path: broken after a "/" (or,
+    # a name too long for a line, where the line is full)
+    lines = "\\n" in tokens
+    room = COLUMNS - len(hang) - 3  # a line's backslash or quote, and an escaped blank
+    pieces = [""]
+    for t in tokens:
+        if not lines and len(pieces[-1]) + len(t) > room:
+            pieces.append("")
+        pieces[-1] += t
+        if t == ("\\n" if lines else "/"):
+            pieces.append("")
+    out = [f'{prefix}{tag + " " if tag else ""}"' + ("\\" if lines else "")]
+    for piece in (p for p in pieces if p):
+        # +2: room for the backslash that breaks the line, or for the closing quote
+        if lines or len(out[-1]) + len(piece) + 2 > COLUMNS:
+            if not lines:
+                out[-1] += "\\"
+            if piece.startswith(" "):
+                piece = "\\ " + piece[1:]
+            # a udev rule stays one line, as in its file; the others fold between words
+            out += [hang + piece] if piece.startswith("ACTION==") else _folded(piece, hang)
+            out[-1] += "\\" if lines else ""
+        else:
+            out[-1] += piece
+    if lines:  # the last piece's line ends the string, without a break
+        out[-1] = out[-1][:-1]
+    out[-1] += '"'
+    return out
+
+
+def _folded(piece: str, hang: str) -> list[str]:
+    """A line of a file's text within 80 columns of YAML: broken at a single blank with a
+    plain line break, which YAML reads back as that one blank."""
+    words = piece.split(" ")
+    if "" in words:  # two blanks in a row: a fold would keep one of them, so keep it whole
+        return [hang + piece]
+    out = [hang + words[0]]
+    for w in words[1:]:
+        if len(out[-1]) + 1 + len(w) + 1 > COLUMNS:  # +1: the line's closing backslash
+            out.append(hang + w)
+        else:
+            out[-1] += " " + w
+    return out
+
+
 # A destination directory the playbook may override (a test points it elsewhere), then the
 # file name as data: JSON-quoted, so a systemd unit name's "\x2d" stays a backslash.
 TEMPLATE_DIR = "{{{{ {var} | default('{default}') }}}}/"
@@ -123,43 +198,56 @@ def ansible_tasks(
     rule_name = UDEV_RULE_PATH.rsplit("/", 1)[1]
     fstab_regexp = r"^\S+\s+" + re.escape(mountpoint) + r"\s"
     t = [
-        "# written by fsadvisor apply: include_tasks/import_tasks this file on the host",
-        f"# that has {dev}. It formats {dev} only when blkid finds no signature on it.",
+        *comment(
+            "written by fsadvisor apply: include_tasks/import_tasks this file on the host "
+            f"that has {dev}. It formats {dev} only when blkid finds no signature on it."
+        ),
         "- name: Look for an existing signature on the device",
         "  ansible.builtin.command:",
-        f"    argv: {_data(['blkid', '-p', '-o', 'export', dev])}",
+        *_entry("argv", _data(["blkid", "-p", "-o", "export", dev])),
         "  register: fsadvisor_blkid",
         "  changed_when: false",
         # blkid -p: 0 found, 2 nothing found; anything else is an error to stop on
         "  failed_when: fsadvisor_blkid.rc not in [0, 2]",
         f"- name: Format the device ({cfg.fs})",
         "  ansible.builtin.command:",
-        f"    argv: {_data(mkfs)}",
+        *_entry("argv", _data(mkfs)),
         "  when: fsadvisor_blkid.rc == 2",
         "- name: Read the filesystem UUID",
         "  ansible.builtin.command:",
-        f"    argv: {_data(['blkid', '-p', '-o', 'value', '-s', 'UUID', dev])}",
+        *_entry("argv", _data(["blkid", "-p", "-o", "value", "-s", "UUID", dev])),
         "  register: fsadvisor_uuid",
         "  changed_when: false",
         "- name: Check the device holds the expected filesystem",
         "  ansible.builtin.command:",
-        f"    argv: {_data(['blkid', '-p', '-o', 'value', '-s', 'TYPE', dev])}",
+        *_entry("argv", _data(["blkid", "-p", "-o", "value", "-s", "TYPE", dev])),
         "  register: fsadvisor_type",
         "  changed_when: false",
         f"  failed_when: fsadvisor_type.stdout != {_yaml(cfg.fs)}",
         "- name: Install the I/O scheduler udev rule",
         "  ansible.builtin.copy:",
-        f"    dest: {_yaml(TEMPLATE_DIR.format(var='fsadvisor_udev_rules_dir', default='/etc/udev/rules.d') + rule_name)}",
-        f"    content: {_data(udev_text)}",
+        *_entry(
+            "dest",
+            _yaml(
+                TEMPLATE_DIR.format(var="fsadvisor_udev_rules_dir", default="/etc/udev/rules.d")
+                + rule_name
+            ),
+        ),
+        *_entry("content", _data(udev_text)),
         '    mode: "0644"',
         "  register: fsadvisor_udev",
         "- name: Apply the udev rule now",
         "  ansible.builtin.command:",
-        f"    argv: {_data(['udevadm', 'trigger', '--action=change', '--sysname-match=' + target.kernel_name])}",
+        *_entry(
+            "argv",
+            _data(
+                ["udevadm", "trigger", "--action=change", "--sysname-match=" + target.kernel_name]
+            ),
+        ),
         "  when: fsadvisor_udev.changed and (fsadvisor_mount | default(true) | bool)",
         "- name: Create the mount point",
         "  ansible.builtin.file:",
-        f"    path: {_data(mountpoint)}",
+        *_entry("path", _data(mountpoint)),
         "    state: directory",
         '    mode: "0755"',
         "  when: fsadvisor_mount | default(true) | bool",
@@ -169,20 +257,20 @@ def ansible_tasks(
             "- name: Mount by UUID in fstab",
             "  ansible.builtin.lineinfile:",
             "    path: \"{{ fsadvisor_fstab | default('/etc/fstab') }}\"",
-            f"    regexp: {_data(fstab_regexp)}",
-            f"    line: {_yaml('UUID={{ fsadvisor_uuid.stdout }} ' + fstab_rest)}",
+            *_entry("regexp", _data(fstab_regexp)),
+            *_entry("line", _yaml("UUID={{ fsadvisor_uuid.stdout }} " + fstab_rest)),
             "    create: true",
             '    mode: "0644"',
             "- name: Is it mounted already",
             "  ansible.builtin.command:",
-            f"    argv: {_data(['findmnt', '--mountpoint', mountpoint])}",
+            *_entry("argv", _data(["findmnt", "--mountpoint", mountpoint])),
             "  register: fsadvisor_findmnt",
             "  changed_when: false",
             "  failed_when: false",
             "  when: fsadvisor_mount | default(true) | bool",
             "- name: Mount it",
             "  ansible.builtin.command:",
-            f"    argv: {_data(['mount', mountpoint])}",
+            *_entry("argv", _data(["mount", mountpoint])),
             "  when: (fsadvisor_mount | default(true) | bool) and fsadvisor_findmnt.rc != 0",
         ]
     else:
@@ -193,12 +281,18 @@ def ansible_tasks(
         t += [
             "- name: Install the mount unit",
             "  ansible.builtin.copy:",
-            f"    dest: {_yaml(TEMPLATE_DIR.format(var='fsadvisor_systemd_dir', default='/etc/systemd/system') + name)}",
-            f"    content: {_yaml(unit_for_uuid)}",
+            *_entry(
+                "dest",
+                _yaml(
+                    TEMPLATE_DIR.format(var="fsadvisor_systemd_dir", default="/etc/systemd/system")
+                    + name
+                ),
+            ),
+            *_entry("content", _yaml(unit_for_uuid)),
             '    mode: "0644"',
             "- name: Start and enable the mount",
             "  ansible.builtin.systemd_service:",
-            f"    name: {_data(name)}",
+            *_entry("name", _data(name)),
             "    state: started",
             "    enabled: true",
             "    daemon_reload: true",
@@ -216,9 +310,14 @@ def build(
     a.mkfs_argv = mkfs_argv(cfg, target.path)
     a.fstab_line = fstab_line(cfg, target.fstab_spec, mountpoint)
     rule = udev_rule(target, cfg.scheduler)
-    a.files["mkfs.sh"] = (
-        "#!/bin/sh\n# written by fsadvisor apply: DESTROYS the data on "
-        f"{target.path}\nset -e\n{shlex.join(a.mkfs_argv)}\n"
+    a.files["mkfs.sh"] = "".join(
+        line + "\n"
+        for line in [
+            "#!/bin/sh",
+            *comment(f"written by fsadvisor apply: DESTROYS the data on {target.path}"),
+            "set -e",
+            shlex.join(a.mkfs_argv),
+        ]
     )
     a.files["fstab"] = a.fstab_line + "\n"
     a.files[UDEV_RULE_PATH.rsplit("/", 1)[1]] = rule

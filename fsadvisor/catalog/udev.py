@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from fsadvisor.errors import ConfigError
+from fsadvisor.infra.scripttext import comment
 
 UDEV_RULE_PATH = "/etc/udev/rules.d/60-fsadvisor-scheduler.rules"
 UUID_PLACEHOLDER = "<uuid>"
@@ -94,9 +95,12 @@ def udev_rule(target: Target, scheduler: str) -> str:
         if target.path.rsplit("/", 1)[-1] == target.kernel_name
         else (f" (its disk {target.kernel_name}: the scheduler belongs to the whole disk)")
     )
-    return (
-        f"# {UDEV_RULE_PATH}: written by fsadvisor apply\n"
-        f"# I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}.\n"
-        + ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"'])
-        + "\n"
+    # the comments fold to 80 columns; the rule stays one line (udev reads a rule per line)
+    return "".join(
+        line + "\n"
+        for line in [
+            *comment(f"{UDEV_RULE_PATH}: written by fsadvisor apply"),
+            *comment(f"I/O scheduler {scheduler} for {target.path}{disk}, matched by {how}."),
+            ", ".join(match + [f'ATTR{{queue/scheduler}}="{scheduler}"']),
+        ]
     )

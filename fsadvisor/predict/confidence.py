@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -36,6 +36,7 @@ SEED = 20261124
 # the best with a probability that shows in two digits: P(z > 3.5) = 0.0002.
 LEADER_SD = 3.5
 MAX_LEADERS = 8
+NAMED = 4  # leaders a sentence names with their P (the rest are counted)
 # Below this P(#1 is best) the leaders are called tied and recommend says what would settle
 # it. 0.9: a one-in-ten chance of a wrong pick is the most a "best" claim should hide.
 CONFIDENT = 0.9
@@ -98,13 +99,28 @@ class Confidence:
             else "P(best)"
         )
 
-    def sentence(self) -> str:
+    def sentence(self, shown: Collection[str] | None = None) -> str:
+        """The leaders' P, #1's first, at most NAMED of them; with ``shown`` (the labels a
+        list shows) only leaders in it are named, the others counted as outside it. A
+        label holds commas ("xfs, noatime, sched none"): leaders are parted by semicolons."""
         what = self.what
         if len(self.labels) == 1:
             return f"{what}: {self.labels[0]} {self.p_first:.2f}"
-        return f"{what}: " + ", ".join(
-            f"{k} {p:.2f}" for k, p in zip(self.labels[:4], self.p_best[:4])
-        )
+        pairs = list(zip(self.labels, self.p_best))
+        inside = [kp for kp in pairs if shown is None or kp[0] in shown]
+        parts = [f"{k} {p:.2f}" for k, p in inside[:NAMED]]
+        rest = len(inside) - NAMED
+        if rest > 0:
+            parts.append(
+                f"{rest} more leader{'s' if rest != 1 else ''}"
+                + (" in the list" if shown is not None else "")
+            )
+        outside = len(pairs) - len(inside)
+        if outside:
+            parts.append(
+                f"{outside} more leader{'s' if outside != 1 else ''} outside the shown list"
+            )
+        return f"{what}: " + "; ".join(parts)
 
 
 def standard_normal(shape: tuple[int, int], seed: int = SEED) -> np.ndarray:

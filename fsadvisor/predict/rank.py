@@ -142,6 +142,10 @@ class Recommendation:
     confidence: Confidence | None = None
     # The answer in words (service/answer.headline, written by the service that asked)
     summary: list[str] = field(default_factory=list)
+    # ext4 defaults, sched none as this ranking predicted it (the same device figures, set
+    # and ceiling as every entry), the baseline the yearly savings are measured against;
+    # None when the profile's constraints left it out before prediction.
+    baseline: Prediction | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,13 +189,16 @@ def udev_rule(scheduler: str, target: Any = None) -> str:
     # the udev rule's builder only when a configuration's commands are built (compare
     # imports this module for its statistics alone)
     from fsadvisor.catalog import udev
+    from fsadvisor.infra.scripttext import comment
 
     if target is None:
-        return (
-            "# replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
-            "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial\n"
-            + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler)
-        )
+        return "".join(
+            line + "\n"
+            for line in comment(
+                "replace DEVICE with the whole disk's kernel name (lsblk -dno NAME), or run "
+                "`fsadvisor apply --device /dev/...` for a rule matched by its WWN or serial"
+            )
+        ) + udev.udev_rule(udev.Target(DEVICE_PLACEHOLDER, "DEVICE"), scheduler)
     return udev.udev_rule(target, scheduler)
 
 
@@ -859,6 +866,7 @@ def _rank(
         )
 
     ranked = [make(i, item) for i, item in enumerate(ordered[:top])]
+    baseline = next((shown(preds[n]) for n, a in enumerate(allowed) if is_baseline(a[0])), None)
     _mark_ties(ranked, ordered, tied, device, has_data, n_tied, here)
     sans_ag = _sans_ag(kept) if allocation_heavy(w) else {}
     for r in ranked:
@@ -929,6 +937,7 @@ def _rank(
         notes=notes,
         lead=lead,
         confidence=conf,
+        baseline=baseline,
     )
 
 
@@ -958,21 +967,26 @@ def _mark_ties(
         ):
             head = i
         groups.append(head)
+    # the label each heading shows ("#1=", "#4"): an order note names an entry by it and
+    # its configuration, as the heading (and --json's tie_label and config_label) do
+    labels = [
+        f"{groups[i] + 1}=" if groups.count(groups[i]) > 1 else str(r.rank)
+        for i, r in enumerate(ranked)
+    ]
     for i, r in enumerate(ranked):
-        size = groups.count(groups[i])
-        r.tie_label = f"{groups[i] + 1}=" if size > 1 else str(r.rank)
-        above = [o for o in ranked[i + 1 :] if o.score > r.score]
+        r.tie_label = labels[i]
+        above = [(j, o) for j, o in enumerate(ranked) if j > i and o.score > r.score]
         if not above:
             continue
-        o = above[0]
+        j, o = above[0]
         ci, co = complexity(r.config, device), complexity(o.config, device)
         if here is not None and here(r.config) and not here(o.config):
             r.order_rule = "measured here"
-            why = f"measured on this device with this workload (#{o.rank} is predicted only)"
+            why = "measured on this device with this workload (that one is predicted only)"
         elif measured(r.config) and not measured(o.config):
             r.order_rule = "measured"
             why = (
-                f"measured data behind it (#{o.rank}'s filesystem rests on priors only for "
+                "measured data behind it (that one's filesystem rests on priors only for "
                 "this kind of workload)"
             )
         elif ci < co:
@@ -982,7 +996,8 @@ def _mark_ties(
             r.order_rule = "uncertainty"
             why = "within the uncertainty of the difference"
         r.order_note = (
-            f"listed above #{o.rank}, whose score is {o.score / r.score - 1:.1%} higher: {why}"
+            f"listed above #{labels[j]} {o.config.label()} (score {o.score / r.score - 1:.1%} "
+            f"higher): {why}"
         )
 
 

@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fsadvisor.domain import FLAG_DIRECT_IO, Device
@@ -20,6 +20,7 @@ from fsadvisor.probe.plan import Cell, Plan, cell_label
 from fsadvisor.tools import fio
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.host import device as devmod
+from fsadvisor.infra.scripttext import comment, fold_comment, with_note
 
 
 PLACEHOLDER = "<random>"
@@ -59,16 +60,16 @@ def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
     selftest = (
         []
         if plan.matrix_id
-        else [
-            shell_line(a.format(tmpdir=tmpdir) for a in fio.IO_URING_SELFTEST_ARGV)
-            + "  # a real run executes this io_uring self-test while planning; it picks io_uring "
-            f"or libaio (this preview assumed {plan.ioengine})"
-        ]
+        else with_note(
+            shell_line(a.format(tmpdir=tmpdir) for a in fio.IO_URING_SELFTEST_ARGV),
+            "a real run executes this io_uring self-test while planning; it picks io_uring "
+            f"or libaio (this preview assumed {plan.ioengine})",
+        )
     )
-    version = [
-        shell_line(fio.FIO_VERSION_ARGV)
-        + "  # a real run executes this before the first cell (recorded with every run)"
-    ]
+    version = with_note(
+        shell_line(fio.FIO_VERSION_ARGV),
+        "a real run executes this before the first cell (recorded with every run)",
+    )
     return selftest, version
 
 
@@ -228,9 +229,11 @@ class ProbeSummary:
         }
 
 
-def dry_run_lines(plan: Plan) -> list[str]:
+def dry_run_lines(plan: Plan, header: str | None = None) -> list[str]:
     """Every command a real run of ``plan`` would execute, in order, as shell lines
-    (comments start with #). Runs nothing and needs no privileges."""
+    (comments start with #), under ``header`` (a comment's text; by default what a probe's
+    dry run is). Comments fit 80 columns; a command is one line whatever its length, a note
+    that would make it longer goes above it. Runs nothing and needs no privileges."""
 
     scratch = bool(plan.scratch_size_bytes)
     dev = "/dev/loopN" if scratch else str(plan.device)
@@ -239,10 +242,11 @@ def dry_run_lines(plan: Plan) -> list[str]:
     mnt = os.path.join(tempfile.gettempdir(), "fsadvisor-mnt-<random>")
     cells = plan.cells()
     runnable = [c for c in cells if not c.skip_reason]
-    lines = [
-        f"# fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
+    lines = comment(
+        header
+        or f"fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
         f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"
-    ]
+    )
     selftest, version = pre_matrix_lines(plan)
     lines += selftest
     if scratch:
@@ -250,11 +254,11 @@ def dry_run_lines(plan: Plan) -> list[str]:
             plan.scratch_dir or tempfile.gettempdir(), f"fsadvisor-scratch-{PLACEHOLDER}.img"
         )
         lines += [
-            f"# {LOOP_WARNING}",
+            *comment(LOOP_WARNING),
             shell_line(["truncate", "-s", plan.scratch_size_bytes, img]),
             shell_line(["losetup", "--find", "--show", "--direct-io=on", img]),
         ]
-    lines.append(f"# remember the current scheduler: cat {queue}")
+    lines += fold_comment(f"# remember the current scheduler: cat {queue}")
     lines += version
     runner = CellRunner(
         plan=plan,
@@ -266,18 +270,22 @@ def dry_run_lines(plan: Plan) -> list[str]:
     for i, cell in enumerate(cells, 1):
         head = f"## cell {i}/{len(cells)}: {cell.label}"
         if cell.skip_reason:
-            lines.append(f"{head}  -- SKIPPED: {cell.skip_reason}; it would run:")
+            lines += fold_comment(f"{head}  -- SKIPPED: {cell.skip_reason}; it would run:")
+            # commented out, each still one line: uncommented, it runs as shown
             lines += [f"#   {s.display(dev, sys_name)}" for s in runner.steps(cell)]
             continue
-        lines.append(head)
-        lines += [s.display(dev, sys_name) for s in runner.steps(cell)]
-    lines.append(f"# restore the original scheduler: echo <original> > {queue}")
+        lines += fold_comment(head)
+        for s in runner.steps(cell):
+            if s.argv and s.note:
+                lines += with_note(replace(s, note="").display(dev, sys_name), s.note)
+            else:
+                lines.append(s.display(dev, sys_name))
+    lines += fold_comment(f"# restore the original scheduler: echo <original> > {queue}")
     if scratch:
         lines += [shell_line(["losetup", "--detach", dev]), shell_line(["rm", img])]
     else:
-        lines.append(
-            shell_line(WIPE_ARGV + [dev])
-            + "  # the last cell's signature, so a rerun needs no --force"
+        lines += with_note(
+            shell_line(WIPE_ARGV + [dev]), "the last cell's signature, so a rerun needs no --force"
         )
     return lines
 

@@ -90,6 +90,8 @@ def _yearly(y: dict[str, Any]) -> str:
     def row(rank: str, label: str, e: dict[str, Any]) -> str:
         def save(key: str) -> str:
             s = e.get(key)
+            if key == "saving_vs_default" and e.get("is_baseline"):
+                return "the baseline itself"
             if not s:
                 return "–"
             if priced and "cost_per_year" in s:

@@ -41,6 +41,7 @@ from fsadvisor import catalog, limits
 from fsadvisor.domain import Device, Plp, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
+from fsadvisor.infra.scripttext import fold_comments
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings
@@ -1862,6 +1863,7 @@ def adaptive_preview(
     lines = dry_run_lines(setup, request.db)
     if note:
         lines.insert(1, f"# {note}")
+    lines = fold_comments(lines)  # comments only: no command to keep whole
     plan = setup.plan
     argv = adaptive_argv(request, target, budget)
     more = [a for p in (profiles or [])[1:] for a in ("--profile", p)]

@@ -229,7 +229,10 @@ def confidence_lines(rec: Recommendation) -> list[str]:
     if conf is None:
         return []
     worth = worth_line(rec)
-    lines = ([worth] if worth else []) + [f"confidence: {conf.sentence()}"]
+    # only the leaders the list shows are named (the others are counted): a name the list
+    # does not show has no entry to look up
+    shown = {r.config.label() for r in rec.ranked}
+    lines = ([worth] if worth else []) + [f"confidence: {conf.sentence(shown)}"]
     if conf.settle:
         total_s = sum(c["seconds"] for c in conf.settle)
         lines.append(

@@ -113,19 +113,18 @@ def plan_calibration(
 
 def dry_run(plan: CalibrationPlan) -> list[str]:
     from fsadvisor.probe.calibration_plan import BUDGET_S
+    from fsadvisor.infra.scripttext import comment
     from fsadvisor.probe.report import dry_run_lines
 
-    lines = dry_run_lines(plan)
-    lines[0] = (
-        f"# fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
+    lines = dry_run_lines(
+        plan,
+        header=f"fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
         f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
-        f"{BUDGET_S:.0f} s); nothing below is executed"
+        f"{BUDGET_S:.0f} s); nothing below is executed",
     )
-    lines.append(
-        "# then: fit the device parameters from these runs and store them with the "
-        "device's identity"
+    return lines + comment(
+        "then: fit the device parameters from these runs and store them with the device's identity"
     )
-    return lines
 
 
 def planned(plan: CalibrationPlan) -> str:

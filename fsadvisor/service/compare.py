@@ -284,16 +284,27 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
     """Each configuration's year at the user's load: from its measured summary (the one with
     the most runs, as shown) where there is one with a throughput, else from the model. The
     best is the one using the least energy per year, its runner-up the next."""
-    from fsadvisor.service import worth
+    from fsadvisor import catalog
+    from fsadvisor.service import advice, worth
 
     bandwidth = rank_by == "bytes_per_joule"
-    bases = []
+    bases, predicted = [], []
     for p, found in zip(preds, measured):
         m = max(found, key=lambda s: s["n"]) if found else None
         b = m and worth.measured_basis(m, p, scope, dev, bandwidth, w.bs_bytes)
+        predicted.append(not b)
         bases.append(b or worth.predicted_basis(p, scope, dev, bandwidth, w.bs_bytes))
-    cfg, default_pred = worth.default_prediction(w, dev, scope, db)
-    default = worth.predicted_basis(default_pred, scope, dev, bandwidth, w.bs_bytes)
+    # ext4 defaults compared as predicted is the baseline itself: its figure, not a second
+    # prediction of it (a measured one is compared with the predicted baseline)
+    cfg = catalog.config_from_dict(worth.DEFAULT_CONFIG).to_dict()
+    at = next((i for i, e in enumerate(entries) if e["config"] == cfg and predicted[i]), None)
+    if at is not None:
+        default = bases[at]
+    else:
+        cfg, default_pred = worth.default_prediction(
+            w, dev, scope, db, advice.device_params_of(dev, db)
+        )
+        default = worth.predicted_basis(default_pred, scope, dev, bandwidth, w.bs_bytes)
     return worth.worth_table(
         bases,
         default,
@@ -302,6 +313,7 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
         "MB/s" if bandwidth else "ops/s",
         least_energy_first=True,
         names=[e["name"] for e in entries],
+        baseline_at=at,
     )
 
 

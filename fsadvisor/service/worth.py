@@ -17,10 +17,10 @@ from typing import Any
 from fsadvisor import catalog
 from fsadvisor.domain import Prediction, run_ids_text
 from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
-from fsadvisor.predict.rank import Recommendation
+from fsadvisor.predict.rank import Recommendation, is_baseline
 from fsadvisor.service.worth_inputs import WorthInputs
 from fsadvisor.predict.predict import predict
-from fsadvisor.service.advice import get_model
+from fsadvisor.service.advice import device_params_of, get_model
 from fsadvisor.service.devices import library_drive_of
 
 
@@ -127,12 +127,15 @@ def worth_table(
     unit: str,
     least_energy_first: bool = False,
     names: list[str] | None = None,
+    baseline_at: int | None = None,
 ) -> dict[str, Any]:
     """The yearly figures for configurations given by their ``bases`` (recommend's ranked
     entries, compare's items): per entry its year and saving against the distribution default;
     the best also against the runner-up. Best and runner-up are the first two entries (a
     ranking), or with ``least_energy_first`` the two using the least energy per year, all at
-    ``inputs`` (which have a load)."""
+    ``inputs`` (which have a load). ``baseline_at``: the entry that is the distribution
+    default itself, its ``default`` basis (marked ``is_baseline``: its saving against the
+    default is against itself)."""
     load = inputs.load
     if load is None:
         raise ValueError("the yearly figures need a load")
@@ -150,6 +153,8 @@ def worth_table(
         d["capacity"] = b[3]
         d["energy_source"] = b[5]
         d["saving_vs_default"] = saving(default_year, y)
+        if i == baseline_at:
+            d["is_baseline"] = True
         entries.append(d)
     order = list(range(len(years)))
     if least_energy_first:
@@ -187,12 +192,15 @@ def worth_table(
 
 
 def default_prediction(
-    w: Any, device: Any, scope: str, db: str | None
+    w: Any, device: Any, scope: str, db: str | None, device_params: Any = None
 ) -> tuple[dict[str, Any], Prediction]:
-    """The distribution default's configuration and its prediction for this workload."""
+    """The distribution default's configuration and its prediction for this workload, from
+    ``device_params`` (the device figures the configurations it is compared with were
+    predicted from: without them a library drive's datasheet figures give those entries and
+    not the baseline, and ext4 defaults would save energy against itself)."""
 
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)
-    return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope)
+    return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope, device_params=device_params)
 
 
 def yearly_worth(rec: Recommendation, inputs: WorthInputs, db: str | None = None) -> dict[str, Any]:
@@ -202,13 +210,19 @@ def yearly_worth(rec: Recommendation, inputs: WorthInputs, db: str | None = None
     w = rec.profile.workload
     bandwidth = rec.rank_by == "bytes_per_joule"
     unit = "MB/s" if bandwidth else "ops/s"
-    cfg, default_pred = default_prediction(w, rec.device, rec.scope, db)
+    if rec.baseline is not None:  # the ranking's own figure: the one its list shows
+        cfg, default_pred = catalog.config_from_dict(DEFAULT_CONFIG).to_dict(), rec.baseline
+    else:  # left out by the profile's constraints: predicted from the same device figures
+        cfg, default_pred = default_prediction(
+            w, rec.device, rec.scope, db, device_params_of(rec.device, db)
+        )
     bases = [
         predicted_basis(r.prediction, rec.scope, rec.device, bandwidth, w.bs_bytes)
         for r in rec.ranked
     ]
     default = predicted_basis(default_pred, rec.scope, rec.device, bandwidth, w.bs_bytes)
-    yw = worth_table(bases, default, cfg, inputs, unit)
+    at = next((i for i, r in enumerate(rec.ranked) if is_baseline(r.config)), None)
+    yw = worth_table(bases, default, cfg, inputs, unit, baseline_at=at)
     s = yw["entries"][0].get("saving_vs_runner_up") if yw["entries"] else None
     if s is not None and s["kwh_per_year"] < 0 and len(rec.ranked) > 1:
         # #1 may cost more than #2 at this load: say why it is still #1
@@ -240,15 +254,17 @@ def yearly_line(yw: dict[str, Any], i: int) -> str:
         else ""
     )
     save = (
-        f"saves {_money(s['cost_per_year'])}/yr"
+        "this is the ext4 defaults baseline (no saving against itself)"
+        if e.get("is_baseline")
+        else f"vs ext4 defaults saves {_money(s['cost_per_year'])}/yr"
         if "cost_per_year" in s
-        else f"saves {s['kwh_per_year']:,.1f} kWh/yr"
+        else f"vs ext4 defaults saves {s['kwh_per_year']:,.1f} kWh/yr"
     )
-    return (
+    # the warning first: where the line wraps, it stays on the first line, whole
+    return ("CANNOT SUSTAIN THE LOAD: " if not e["sustains_load"] else "") + (
         f"{e['avg_watts']:.1f} W avg at {e['utilisation']:.0%} busy, "
         f"{e['kwh_per_year']:,.0f} kWh (90%: {e['kwh_per_year_90'][0]:,.0f}–{e['kwh_per_year_90'][1]:,.0f})"
-        f"{cost}; vs ext4 defaults {save}"
-        + ("" if e["sustains_load"] else "  CANNOT SUSTAIN THE LOAD")
+        f"{cost}; {save}"
     )
 
 

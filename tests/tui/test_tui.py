@@ -631,11 +631,19 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
     lines = shown.splitlines()
     assert " ".join(lines[:3]) == doc["summary"]  # headline first, in words
     conf = doc["confidence"]
-    # one P per configuration, #1's first (conf["p_best_first"])
+    # one P per configuration the list shows, #1's first (conf["p_best_first"]); the leaders
+    # it does not show counted
     assert lines[3].startswith("worth: filesystem ")  # each knob's worth, 90% intervals
+    listed = {r["config_label"] for r in doc["recommendations"]}
+    inside = [x for x in conf["leaders"] if x["config"] in listed]
+    outside = len(conf["leaders"]) - len(inside)
     assert lines[4] == (f"confidence: P(within {conf['tolerance']:.0%} of the best): "
-                        + ", ".join(f"{x['config']} {x['p_best']:.2f}"
-                                    for x in conf["leaders"][:4]))
+                        + "; ".join([f"{x['config']} {x['p_best']:.2f}" for x in inside[:4]]
+                                    + [f"{len(inside) - 4} more leader"
+                                       f"{'s' if len(inside) != 5 else ''} in the list"]
+                                    * (len(inside) > 4)
+                                    + [f"{outside} more leader{'s' if outside != 1 else ''} "
+                                       "outside the shown list"] * bool(outside)))
     assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
     if conf["settle"]:
         from fsadvisor.service.answer import duration  # the headline's rounding too

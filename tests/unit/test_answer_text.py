@@ -93,7 +93,9 @@ def test_order_never_contradicts_scores_without_a_marker(profile):
     for i, r in enumerate(rec.ranked):
         higher_below = [o for o in rec.ranked[i + 1:] if o.score > r.score]
         if higher_below:
-            assert r.order_note and f"#{higher_below[0].rank}" in r.order_note
+            # named as its heading names it: the tie label and the configuration
+            o = higher_below[0]
+            assert r.order_note and f"#{o.label} {o.config.label()}" in r.order_note
             # both sit in one tie group, shown as such
             assert r.label.endswith("=") and r.label == higher_below[0].label
     text = run("recommend", "-p", profile, "--top", "5")

@@ -190,3 +190,58 @@ def test_whole_disk_of_a_partition_from_sysfs(tmp_path):
     assert whole_disk("/dev/sdb", host) == "sdb"
     rule = udev_rule(Target("/dev/sdb1", "sdb", id_serial="S1"), "none")
     assert "its disk sdb" in rule and 'ENV{ID_SERIAL}=="S1"' in rule
+
+
+# The lines of apply's files that are commands or rules a person or a program reads whole:
+# the mkfs command, the fstab line, the udev rule (in its file and inside the playbook).
+WHOLE = ("mkfs.", "UUID=", "ACTION==")
+
+
+@settings(max_examples=40, deadline=None)
+@given(mountpoint=st.sampled_from(["/srv/data", "/srv/a very long mount point/with blanks "
+                                   "and {{ braces }}/x" + "y" * 40, "/mnt/" + "/".join(["d" * 60] * 3)]),
+       target=st.sampled_from([Target("/dev/nvme0n1", "nvme0n1"),
+                               Target("/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_2TB_S6B0NL0T12345"
+                                      "6X", "nvme0n1", id_wwn="eui.0025385b11b12345"),
+                               Target("/dev/sdb", "sdb", id_serial="WD-WX12345678")]),
+       unit=st.booleans())
+def test_apply_files_fold_comments_and_yaml_to_80_columns_and_read_back_the_same(mountpoint,
+                                                                                 target, unit):
+    """Every line of apply's files within 80 columns but the commands and the udev rule,
+    which stay whole; the playbook reads back (as Ansible's YAML) to the same argv, files
+    and paths as the files beside it."""
+    a = build(XFS, target, mountpoint, with_mount_unit=unit)
+    for name, text in a.files.items():
+        long = [ln for ln in text.splitlines() if len(ln) > 80]
+        # a unit file's Description= and Where= name the mount point whole, as systemd reads
+        # them; a word longer than a line (a long path) stays whole
+        assert [ln for ln in long if not ln.strip().startswith(WHOLE) and "ACTION==" not in ln
+                and not (name.endswith(".mount") and mountpoint in ln)
+                and max(len(w) for w in ln.split()) <= 60] == [], name
+    tasks = load_tasks(a.files["fsadvisor-apply-tasks.yml"])
+    fmt = next(t for t in tasks if t["name"].startswith("Format"))
+    assert fmt["ansible.builtin.command"]["argv"] == a.mkfs_argv
+    copies = [t["ansible.builtin.copy"] for t in tasks if "ansible.builtin.copy" in t]
+    rule = next(c for c in copies if c["dest"].endswith("/60-fsadvisor-scheduler.rules"))
+    assert rule["content"] == a.files["60-fsadvisor-scheduler.rules"]
+    assert rule["dest"] == "{{ fsadvisor_udev_rules_dir | default('/etc/udev/rules.d') }}/" \
+        "60-fsadvisor-scheduler.rules"
+    mounted = next(t for t in tasks if t["name"] == "Create the mount point")
+    assert mounted["ansible.builtin.file"]["path"] == mountpoint
+    if unit:
+        name = systemd_escape_path(mountpoint) + ".mount"
+        c = next(c for c in copies if c["dest"].endswith("/" + name))
+        assert c["content"] == a.files[name].replace(
+            "/dev/disk/by-uuid/<uuid>", "/dev/disk/by-uuid/{{ fsadvisor_uuid.stdout }}")
+
+
+def test_apply_dry_run_prints_its_files_within_80_columns_but_commands(tmp_db):
+    """apply --dry-run at 80 columns: a longer line is a command, the fstab line or the
+    udev rule, whole."""
+    register_all()
+    r = CliRunner().invoke(app, ["apply", "--rank", "1", "-p", "oltp", "--device",
+                                 "/dev/nvme0n1", "--mount-unit", "--dry-run"],
+                           env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    long = [ln for ln in r.output.splitlines() if len(ln) > 80]
+    assert [ln for ln in long if not ln.strip().startswith(WHOLE)] == []

@@ -213,3 +213,138 @@ def test_fleet_recommend_names_the_best_with_its_unit_within_80_columns(probed_s
     best = [ln for ln in widest if ln.startswith("  best: ")]
     assert best and all(re.fullmatch(r"  best: .+ \(predicted [\d,]+ ops/J\)", ln) for ln in best)
     assert "ops_per_joule" not in "\n".join(narrow)
+
+
+def _recommend_json(args: list[str]) -> dict:
+    import json
+
+    cli.register_all()
+    r = CliRunner().invoke(cli.app, ["recommend", *args, "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+# A library drive: its datasheet figures are the device parameters of every ranked entry,
+# and ext4 defaults is among the five shown (a tie with higher scores below it).
+BASELINE_SHOWN = ["-p", "analytics-scan", "--device", "intel-dc-p3500-2tb", "--top", "5",
+                  "--load", "500"]
+
+
+def test_the_yearly_baseline_is_the_figure_the_list_shows_for_ext4_defaults(tmp_db):
+    """With --load, ext4 defaults in the list is the baseline itself: its year is the
+    default's to the last bit, its entry says so (no saving against itself), and every
+    other entry's saving is the default's year less its own."""
+    doc = _recommend_json(BASELINE_SHOWN)
+    default = doc["yearly_basis"]["default"]
+    recs = doc["recommendations"]
+    base = [r for r in recs if r["config_label"] == "ext4 defaults, sched none"]
+    assert len(base) == 1, [r["config_label"] for r in recs]
+    assert base[0]["yearly"]["kwh_per_year"] == default["kwh_per_year"]
+    assert base[0]["yearly"]["is_baseline"] is True
+    assert base[0]["yearly"]["saving_vs_default"]["kwh_per_year"] == 0
+    for r in recs:
+        if r is not base[0]:
+            assert "is_baseline" not in r["yearly"]
+            assert r["yearly"]["saving_vs_default"]["kwh_per_year"] == pytest.approx(
+                default["kwh_per_year"] - r["yearly"]["kwh_per_year"], rel=1e-12, abs=1e-9)
+    text = "\n".join(_at(1000, ["recommend", *BASELINE_SHOWN]))
+    entries = text.split("\n\n#")
+    own = next(e for e in entries if e.split("\n", 1)[0].endswith(" ext4 defaults, sched none"))
+    year = next(ln for ln in own.splitlines() if ln.startswith("   per year:"))
+    assert "this is the ext4 defaults baseline (no saving against itself)" in year, year
+    assert "saves" not in year, year
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_an_order_line_names_the_entry_as_its_heading_does(columns, tmp_db):
+    """An entry listed above a higher score names that one by its heading ("#1= xfs,
+    noatime, sched none"), never by a position ("#3") the tied headings do not show; the
+    --json order_note says the same, from the same tie_label and config_label."""
+    args = ["-p", "oltp", "--device", "samsung-pm9a3-3.84tb-u2", "--top", "5"]
+    doc = _recommend_json(args)
+    recs = doc["recommendations"]
+    headings = {f"#{r['tie_label']} {r['config_label']}" for r in recs}
+    notes = [r["order_note"] for r in recs if r["order_note"]]
+    assert notes, "no entry listed above a higher score: the test cannot tell"
+    for note in notes:
+        assert not re.search(r"#\d+\b(?!=)", note), note
+        named = re.match(r"listed above (#\S+ .+?) \(score [\d.]+% higher\): ", note)
+        assert named and named.group(1) in headings, note
+    text = " ".join(" ".join(_at(columns, ["recommend", *args])).split())
+    for note in notes:
+        assert f"order: {note}" in text
+
+
+@pytest.mark.parametrize("top", [1, 2, 5])
+def test_the_confidence_line_names_only_configurations_the_list_shows(top, tmp_db):
+    """The summary's confidence names a leader only when the list shows it (as its heading
+    names it); the leaders the list leaves out are counted, the count honest."""
+    args = ["-p", "oltp", "--device", "samsung-pm9a3-3.84tb-u2", "--top", str(top)]
+    doc = _recommend_json(args)
+    shown = {r["config_label"] for r in doc["recommendations"]}
+    leaders = [x["config"] for x in doc["confidence"]["leaders"]]
+    outside = [k for k in leaders if k not in shown]
+    assert top > 1 or outside, "every leader shown: the test cannot tell"
+    lines = _at(1000, ["recommend", *args])
+    line = next(ln for ln in lines if ln.startswith("confidence: "))
+    named = line.split(": ", 2)[2].split("; ")
+    for part in named:
+        if "more leader" in part:
+            continue
+        label = re.sub(r" \d\.\d\d$", "", part)
+        assert label in shown, (label, shown)
+    if outside:
+        n = len(outside)
+        assert f"{n} more leader{'s' if n != 1 else ''} outside the shown list" in line
+    else:
+        assert "outside the shown list" not in line
+
+
+SCRIPTS = [
+    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--workloads",
+     "4k-randread-qd32", "--reps", "1", "--full"],
+    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--profile", "oltp"],
+    ["calibrate", "--scratch", "1G", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("args", SCRIPTS, ids=[" ".join(a[:4:3]) for a in SCRIPTS])
+def test_a_dry_run_script_keeps_comments_in_80_columns_and_commands_whole(args, columns,
+                                                                         tmp_db):
+    """A dry run prints a script: its comments fold to 80 columns between words (another
+    "#" line), its commands stay one line each, whatever their length, with no note after
+    them that makes them longer than 80; the script still parses (bash -n)."""
+    import shlex
+    import shutil
+    import subprocess
+
+    lines = _at(columns, args)
+    comments = [ln for ln in lines if ln.startswith("#")]
+    assert comments and [ln for ln in comments if len(ln) > 80] == []
+    for ln in lines:
+        if not ln.startswith("#") and len(ln) > 80:
+            assert "  # " not in ln, ln  # a long command carries no note on its line
+            shlex.split(ln)  # one whole command: its quotes close on its own line
+    if shutil.which("bash"):
+        r = subprocess.run(["bash", "-n"], input="\n".join(lines) + "\n", text=True,
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr
+
+
+def test_compare_takes_ext4_defaults_as_the_baseline_itself(tmp_db):
+    """compare --load with ext4 defaults among the compared (predicted, on a library
+    drive): that entry is the baseline, its year the default's, its line says so."""
+    import json
+
+    device = ["--device", "samsung-pm9a3-3.84tb-u2"]
+    doc = _recommend_json(["-p", "oltp", "--top", "5", *device])
+    rank = next(i + 1 for i, r in enumerate(doc["recommendations"])
+                if r["config_label"] == "ext4 defaults, sched none")
+    args = ["compare", "-p", "oltp", "1", str(rank), *device, "--load", "5000"]
+    cmp = json.loads(CliRunner().invoke(cli.app, [*args, "--json"]).output)
+    base = [e for e in cmp["entries"] if e["yearly"].get("is_baseline")]
+    assert len(base) == 1 and base[0]["config"] == {**base[0]["config"], "filesystem": "ext4"}
+    assert base[0]["yearly"]["kwh_per_year"] == cmp["yearly_basis"]["default"]["kwh_per_year"]
+    text = " ".join(" ".join(_at(80, args)).split())
+    assert "this is the ext4 defaults baseline (no saving against itself)" in text

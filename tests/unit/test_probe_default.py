@@ -10,6 +10,7 @@ import json
 from typer.testing import CliRunner
 
 import fsadvisor.cli as cli
+from _script import header
 
 
 def run(*args: str):
@@ -67,7 +68,7 @@ def test_several_profiles_are_planned_as_one_probe_before_anything_runs(tmp_path
                                      "--dry-run"])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert "one session for profiles oltp, log-append" in lines[0], lines[0]
+    assert "one session for profiles oltp, log-append" in header(lines), lines[:3]
     assert sum("calibrate the device once for every profile" in ln for ln in lines) == 1
     assert [ln.split(":")[0] for ln in lines if ln.startswith("# now: ")] == \
         ["# now", "# now"]
@@ -94,7 +95,7 @@ def test_profile_weights_need_one_positive_number_per_profile(tmp_path):
     r = CliRunner().invoke(cli.app, [*base, "--profile", "log-append", "--profile-weights",
                                      "3,1"])
     assert r.exit_code == 0, r.output
-    assert "oltp (weight 3), log-append (weight 1)" in r.output.splitlines()[0]
+    assert "oltp (weight 3), log-append (weight 1)" in header(r.output.splitlines())
 
 
 def test_the_service_previews_a_joint_probe_as_the_cli_prints_it(tmp_path):
@@ -112,7 +113,7 @@ def test_the_service_previews_a_joint_probe_as_the_cli_prints_it(tmp_path):
     shown = ad.adaptive_preview(request, ad.DEFAULT_TARGET, "2h",
                                 profiles=["oltp", "log-append"], weights=[3.0, 1.0])
     assert shown.adaptive and shown.profiles == ["oltp", "log-append"]
-    assert "oltp (weight 3), log-append (weight 1)" in shown.lines[0]
+    assert "oltp (weight 3), log-append (weight 1)" in header(shown.lines)
     argv = shlex.split(shown.command)
     assert argv[:2] == ["fsadvisor", "probe"]
     r = run(*argv[2:], "--dry-run")

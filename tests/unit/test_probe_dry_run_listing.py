@@ -53,6 +53,15 @@ def real_version_argv(monkeypatch) -> list[str]:
     return seen[0]
 
 
+
+def note_above(lines: list[str], i: int) -> str:
+    """The text of the comment lines just above line ``i`` (a command's note), joined."""
+    j = i
+    while j > 0 and lines[j - 1].startswith("# "):
+        j -= 1
+    return " ".join(ln[2:] for ln in lines[j:i])
+
+
 def test_the_dry_run_lists_the_io_uring_self_test_and_fio_version(monkeypatch):
     lines = dry_run_lines(plan())
     selftest = real_selftest_argv(monkeypatch)
@@ -60,7 +69,8 @@ def test_the_dry_run_lists_the_io_uring_self_test_and_fio_version(monkeypatch):
     tmp = tempfile.gettempdir()
     shown = [ln for ln in lines if ln.startswith("fio ") and "--ioengine=io_uring --iodepth=4" in ln]
     assert len(shown) == 1
-    cmd, _, note = shown[0].partition("  # ")
+    # the command whole on its line, its note in the comment lines above it
+    cmd, note = shown[0], note_above(lines, lines.index(shown[0]))
     # the same argv, with the random temporary directory as a placeholder
     words = cmd.split()
     assert len(words) == len(selftest)
@@ -71,7 +81,9 @@ def test_the_dry_run_lists_the_io_uring_self_test_and_fio_version(monkeypatch):
         else:
             assert w == real
     assert "a real run executes" in note and "io_uring or libaio" in note
-    assert f"{' '.join(version)}  # a real run executes this before the first cell" in "\n".join(lines)
+    v = lines.index(" ".join(version))
+    assert note_above(lines, v).endswith(
+        "a real run executes this before the first cell (recorded with every run)")
     # in the order a real run executes them: self-test while planning, version before cell 1
     first_cell = next(i for i, ln in enumerate(lines) if ln.startswith("## cell 1/"))
     v = next(i for i, ln in enumerate(lines) if ln.startswith("fio --version"))
@@ -83,7 +95,8 @@ def test_a_resumed_matrix_runs_no_self_test_and_the_dry_run_says_so():
     p.matrix_id = "m1"  # --resume keeps the planned engine: plan_probe never calls best_ioengine
     lines = dry_run_lines(p)
     assert not any("--number_ios=8" in ln for ln in lines)
-    assert sum(ln.startswith("fio --version  # ") for ln in lines) == 1
+    assert sum(ln == "fio --version" for ln in lines) == 1
+    assert "a real run executes this" in note_above(lines, lines.index("fio --version"))
 
 
 def test_listing_executes_nothing(monkeypatch):

@@ -175,6 +175,10 @@ def test_report_yearly_is_recommends_and_is_in_the_html(fresh_store, tmp_path):
     assert section.count("<tr><td class=l>#") == 3 and "the distribution default" in section
     assert f"{y['entries'][0]['cost_per_year']:,.2f}" in section
     assert "CANNOT SUSTAIN" not in section
+    # ext4 defaults among the ranked is the baseline, not a saving against itself
+    base = [e for e in y["entries"] if e.get("is_baseline")]
+    assert len(base) == 1 and base[0]["kwh_per_year"] == y["default"]["kwh_per_year"]
+    assert section.count("<td>the baseline itself</td>") == 1
 
 
 def test_report_marks_a_load_above_capacity_and_has_no_table_without_load(fresh_store, tmp_path):
