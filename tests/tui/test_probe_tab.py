@@ -804,10 +804,13 @@ def test_the_real_joint_preview_is_the_clis_dry_run_of_one_session(tmp_path):
                                 "--profile fio-randread-4k-j1 --profile fio-randwrite-4k-j1 "
                                 "--profile-weights 2,1 ")
     assert "--budget 4m" in p.command
-    assert p.lines[0].startswith("# fsadvisor probe --adaptive --dry-run: one session for "
-                                 "profiles fio-randread-4k-j1 (weight 2), fio-randwrite-4k-j1 "
-                                 "(weight 1), 2 configurations x 2 workloads")
-    assert "budget 240 s" in p.lines[0]
+    # the first comment, folded over its first lines up to "... nothing below is executed"
+    end = next(i for i, ln in enumerate(p.lines) if ln.rstrip(".").endswith("executed"))
+    head = " ".join(ln.removeprefix("# ") for ln in p.lines[: end + 1])
+    assert head.startswith("fsadvisor probe --adaptive --dry-run: one session for "
+                           "profiles fio-randread-4k-j1 (weight 2), fio-randwrite-4k-j1 "
+                           "(weight 1), 2 configurations x 2 workloads")
+    assert "budget 240 s" in head
     assert any(ln.startswith("# first: calibrate the device once for every profile")
                for ln in p.lines)
     assert any(ln.startswith("#   1. for fio-") for ln in p.lines)
