@@ -118,7 +118,8 @@ class Confidence:
         outside = len(pairs) - len(inside)
         if outside:
             parts.append(
-                f"{outside} more leader{'s' if outside != 1 else ''} outside the shown list"
+                f"{outside}{' more' if parts else ''} leader{'s' if outside != 1 else ''} "
+                "outside the shown list"
             )
         return f"{what}: " + "; ".join(parts)
 

@@ -39,6 +39,9 @@ LARGE_BS_BYTES = 64 << 10
 # A cell whose concurrency (iodepth x numjobs) is at least this is "deep-queue": its IOPS
 # are a candidate for the device's ceiling (the micro matrix's QD32, seed 002).
 DEEP_CONCURRENCY = 8
+# How far a measured knee's ceiling may lie beyond its best deep cell (its asymptote): the
+# disk-backed loop's reads reached 94% of theirs by QD64 and its writes 70% by QD32.
+MAX_LIFT = 1.5
 # The soft minimum the model's roofline uses (mechanisms.roofline: sum r**-4): the same shape
 # here, so the fitted parallelism means what the model reads it as.
 SOFTMIN_POWER = 4.0
@@ -171,11 +174,16 @@ def _asymptote(rate: float, conc: int, latency_us: float, power: float) -> float
     """The ceiling whose curve (:func:`queue_rate`, this QD1 latency and knee shape) runs at
     ``rate`` with ``conc`` in flight: on a gradual knee the best deep cell is still below the
     ceiling it tends to, and a curve capped at that cell could never reach it (a disk-backed
-    loop's QD32 writes: 22% under what was measured). ``rate`` itself where even an unbounded
-    ceiling's curve falls short (a QD1 latency that does not queue) or the knee is sharp."""
-    lo, hi = rate, rate * 64.0
-    if queue_rate(conc, latency_us, hi, power) < rate:
+    loop's QD32 writes: 22% under what was measured). At most MAX_LIFT x ``rate``: a sweep
+    that has not bent by its deepest cell does not say where its ceiling is, and
+    extrapolating a straight line would put it anywhere; continuous in ``rate`` (the
+    bound where the curve cannot reach it, ``rate`` where the cell is no faster than one
+    I/O at a time)."""
+    if rate * latency_us <= 1e6:
         return rate
+    lo, hi = rate, rate * MAX_LIFT
+    if queue_rate(conc, latency_us, hi, power) < rate:
+        return hi
     for _ in range(60):
         mid = math.sqrt(lo * hi)
         if queue_rate(conc, latency_us, mid, power) < rate:
@@ -377,10 +385,15 @@ def fit_device_params(
         ):
             best, lat = ceilings[key], est.get(lat_key)
             if best is not None and lat is not None:
-                top = _asymptote(best[0].value, best[1], lat.value, knee.value)
-                if top > best[0].value:
+                e = best[0]
+                top = _asymptote(e.value, best[1], lat.value, knee.value)
+                if top > e.value * (1 + LOG_SD_FLOOR):
+                    # an extrapolation: as uncertain as the cell and as far as it reaches
                     est[key] = replace(
-                        best[0], value=top, cell=f"{best[0].cell}, lifted to its knee's asymptote"
+                        e,
+                        value=top,
+                        log_sd=math.hypot(e.log_sd, math.log(top / e.value)),
+                        cell=f"{e.cell}, lifted to its knee's asymptote",
                     )
     cores = float(host["host_cores"]) if host and host.get("host_cores") else values["host_cores"]
     for name, e in _cpu_per_op(reads, "random read", cores).items():

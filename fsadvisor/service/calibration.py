@@ -343,10 +343,12 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
 
 
 def refitted_calibration(store: Any, identity: str) -> DeviceParams | None:
-    """What `calibrate` would store for ``identity`` with this code: its stored calibration's
-    own raw-device runs and host figures, fitted again. A calibration keeps the parameters of
-    the code that made it; a benchmark that judges today's model on a shipped store needs
-    today's fit of the same measurements (None without a stored calibration or its runs)."""
+    """What `calibrate` would store for ``identity`` with this code: the runs the stored
+    calibration was fitted on (its ``run_ids``) and the host figures it measured, fitted
+    again. A calibration keeps the parameters of the code that made it (`recommend` uses
+    them until `calibrate` runs again); a benchmark that judges today's model on a shipped
+    store needs today's fit of the same measurements (None without a stored calibration or
+    its runs)."""
     from fsadvisor.predict.device_fit import RawRun, fit_device_params
 
     stored = store.device_params(identity)

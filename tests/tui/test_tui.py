@@ -642,8 +642,9 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
                                     + [f"{len(inside) - 4} more leader"
                                        f"{'s' if len(inside) != 5 else ''} in the list"]
                                     * (len(inside) > 4)
-                                    + [f"{outside} more leader{'s' if outside != 1 else ''} "
-                                       "outside the shown list"] * bool(outside)))
+                                    + [f"{outside}{' more' if inside else ''} leader"
+                                       f"{'s' if outside != 1 else ''} outside the shown list"]
+                                    * bool(outside)))
     assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
     if conf["settle"]:
         from fsadvisor.service.answer import duration  # the headline's rounding too

@@ -248,3 +248,25 @@ def test_a_gradual_knee_is_measured_and_the_roofline_follows_it():
     del sharp["knee_power"]
     got4, _ = roofline(Workload(rw="randread", bs_bytes=4096, iodepth=4), sharp)
     assert got4 > 1.3 * gradual(4)
+
+
+def test_a_sweep_that_has_not_bent_does_not_extrapolate_its_ceiling():
+    """A fast drive's sweep still nearly linear at its deepest cell (QD1 10k ... QD32 305k)
+    may fit the gradual shape, but its ceiling is not where a straight line would put it:
+    at most MAX_LIFT x the best cell, with the extrapolation in its spread, and the lift is
+    continuous in the cell's rate (no jump at a bound)."""
+    from fsadvisor.predict.device_fit import MAX_LIFT, _asymptote
+
+    sweep = {1: 10_000, 4: 39_500, 16: 155_000, 32: 305_000}
+    runs = [RawRun("randread", 4096, iodepth=qd, iops=v * j, run_id=10 * qd + i)
+            for qd, v in sweep.items() for i, j in enumerate(JITTER)]
+    p = fit_device_params(runs, "loop", DEVICES)
+    top = p.values["read_iops_cap"]
+    assert 305_000 * 0.97 <= top <= MAX_LIFT * 305_000 * 1.03
+    if top > 305_000 * 1.05:
+        assert p.log_sd["read_iops_cap"] >= math.log(top / 305_000 / 1.03)
+    lifts = [_asymptote(r, 32, 100.0, 1.0) / r for r in (314_000, 315_000, 315_500, 316_000)]
+    assert all(1.0 <= x <= MAX_LIFT for x in lifts)
+    assert max(lifts) - min(lifts) < 0.05, lifts
+    # a cell no faster than one I/O at a time is no knee to lift
+    assert _asymptote(9_000, 32, 120.0, 1.0) == 9_000
