@@ -23,7 +23,9 @@ insides, and predict's roofline follows that rate (mechanisms.queue_rate). So th
 device is one station whose speed depends on how many I/Os are in it -- the flow-equivalent
 server of queueing-network theory: an I/O that starts with n in flight takes n / queue_rate(n)
 (:func:`knee_media_us`), and n in flight at that time each is queue_rate(n) by Little's law,
-at every depth. A network of fixed stages cannot give that curve: a delay followed by one
+at every depth, for small I/O. A large I/O's transfer is folded into the same curve (its G),
+where predict's roofline joins the bandwidth bound separately (power 4): away from the
+calibration point a 128 KiB stream at low depth runs up to a third below predict. A network of fixed stages cannot give that curve: a delay followed by one
 server of fixed times runs at min(n / (delay + service), 1 / service), the sharp knee,
 whatever its two times; a gradual knee (power 1, a loop device on a file) is every extra I/O
 in flight waiting one ceiling-time, a time that depends on the depth. The station already
