@@ -219,12 +219,29 @@ def options_cell(r: Ranked) -> str:
     return " ".join(made + ([f"-o {mount}"] if mount else [])) or "defaults"
 
 
+LIVE_OPTIONS_WIDTH = 20  # the options column's lines: the live table fits 80 columns
+
+
+def fold_options(text: str, width: int = LIVE_OPTIONS_WIDTH) -> str:
+    """``text`` over lines of at most ``width`` where it can break (after a comma, at a
+    space): the live table's rows differ by their options, which must be drawn, not cut."""
+    parts = re.findall(r"[^, ]+,?| ", text)
+    lines, line = [], ""
+    for part in parts:
+        if line and len(line.rstrip()) + len(part.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = "" if part == " " else part
+        else:
+            line += part
+    return "\n".join(lines + [line.rstrip()])
+
+
 def live_row(r: Ranked) -> tuple[str, ...]:
     return (
         r.label,
         f"{r.prediction.ops_per_joule:,.0f}",
         f"{r.config.fs}, {r.config.scheduler}",
-        options_cell(r),
+        fold_options(options_cell(r)),
     )
 
 

@@ -368,7 +368,7 @@ class ProfilePane(Horizontal):
         table = self.query_one("#live-ranked", DataTable)
         table.clear()
         for r in rec.ranked[:LIVE_ROWS]:
-            table.add_row(*present.live_row(r), key=str(r.rank))
+            table.add_row(*present.live_row(r), key=str(r.rank), height=None)
         self._live_line(present.live_status(rec))
         worth = self.query_one("#live-worth", Static)
         yearly_line, summary_lines = calls.worth_lines()
