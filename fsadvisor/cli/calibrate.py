@@ -192,9 +192,7 @@ def calibrate(
     )
     if dry_run:
         note = probing.dry_run_verdict(plan)
-        lines = calibration.dry_run(plan)
-        if note:
-            lines.insert(1, f"# {note}")
+        lines = calibration.dry_run(plan, [note] if note else [])
         if as_json:
             emit_json(
                 {

@@ -11,7 +11,7 @@ import re
 import shlex
 import tempfile
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
 from fsadvisor.domain import FLAG_DIRECT_IO, Device
 from fsadvisor.probe.cell import WIPE_ARGV, CellRunner
@@ -229,11 +229,12 @@ class ProbeSummary:
         }
 
 
-def dry_run_lines(plan: Plan, header: str | None = None) -> list[str]:
+def dry_run_lines(plan: Plan, header: str | None = None, notes: Sequence[str] = ()) -> list[str]:
     """Every command a real run of ``plan`` would execute, in order, as shell lines
     (comments start with #), under ``header`` (a comment's text; by default what a probe's
-    dry run is). Comments fit 80 columns; a command is one line whatever its length, a note
-    that would make it longer goes above it. Runs nothing and needs no privileges."""
+    dry run is) and then ``notes`` (comments' texts: the safety verdict, a resume). Comments
+    fit 80 columns; a command is one line whatever its length, a note that would make it
+    longer goes above it. Runs nothing and needs no privileges."""
 
     scratch = bool(plan.scratch_size_bytes)
     dev = "/dev/loopN" if scratch else str(plan.device)
@@ -247,6 +248,8 @@ def dry_run_lines(plan: Plan, header: str | None = None) -> list[str]:
         or f"fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
         f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"
     )
+    for note in notes:
+        lines += comment(note)
     selftest, version = pre_matrix_lines(plan)
     lines += selftest
     if scratch:
@@ -258,7 +261,8 @@ def dry_run_lines(plan: Plan, header: str | None = None) -> list[str]:
             shell_line(["truncate", "-s", plan.scratch_size_bytes, img]),
             shell_line(["losetup", "--find", "--show", "--direct-io=on", img]),
         ]
-    lines += fold_comment(f"# remember the current scheduler: cat {queue}")
+    # the label folds, the command stays one commented line: uncommented, it runs as shown
+    lines += [*comment("remember the current scheduler:"), f"#   cat {queue}"]
     lines += version
     runner = CellRunner(
         plan=plan,
@@ -280,7 +284,7 @@ def dry_run_lines(plan: Plan, header: str | None = None) -> list[str]:
                 lines += with_note(replace(s, note="").display(dev, sys_name), s.note)
             else:
                 lines.append(s.display(dev, sys_name))
-    lines += fold_comment(f"# restore the original scheduler: echo <original> > {queue}")
+    lines += [*comment("restore the original scheduler:"), f"#   echo <original> > {queue}"]
     if scratch:
         lines += [shell_line(["losetup", "--detach", dev]), shell_line(["rm", img])]
     else:

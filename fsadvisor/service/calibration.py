@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams
@@ -111,7 +111,9 @@ def plan_calibration(
     return plan
 
 
-def dry_run(plan: CalibrationPlan) -> list[str]:
+def dry_run(plan: CalibrationPlan, notes: Sequence[str] = ()) -> list[str]:
+    """The shell lines a calibration would execute, ``notes`` (comments' texts) under the
+    header."""
     from fsadvisor.probe.calibration_plan import BUDGET_S
     from fsadvisor.infra.scripttext import comment
     from fsadvisor.probe.report import dry_run_lines
@@ -121,6 +123,7 @@ def dry_run(plan: CalibrationPlan) -> list[str]:
         header=f"fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
         f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
         f"{BUDGET_S:.0f} s); nothing below is executed",
+        notes=notes,
     )
     return lines + comment(
         "then: fit the device parameters from these runs and store them with the device's identity"

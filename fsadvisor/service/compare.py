@@ -193,19 +193,24 @@ def compare(
 
     for c in configs:
         catalog.validate(c, dev.size_bytes)
+    from fsadvisor.predict import ceilings
     from fsadvisor.predict.predict import predict_many
     from fsadvisor.predict.rank import difference_sd
 
     design: dict = {}
-    preds = predict_many(
-        advice.get_model(db),
-        configs,
-        w,
-        dev,
-        scope,
-        design_out=design,
-        device_params=advice.device_params_of(dev, db),
-    )
+    # held under the device's ceilings once, as recommend's list shows the same entries
+    preds = [
+        ceilings.cap(p, w)
+        for p in predict_many(
+            advice.get_model(db),
+            configs,
+            w,
+            dev,
+            scope,
+            design_out=design,
+            device_params=advice.device_params_of(dev, db),
+        )
+    ]
     measured = _measured_for(configs, prof.name, db) if prof else [[] for _ in configs]
     from fsadvisor.service.report import predicted_stats
 

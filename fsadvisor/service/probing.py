@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from fsadvisor import energy as energymod
 from fsadvisor import limits
@@ -234,12 +234,12 @@ def ioengine_guess() -> str:
     return "libaio" if disabled == "2" else "io_uring"
 
 
-def dry_run(plan: Plan) -> list[str]:
-    """The shell lines a run would execute, in order (comments start with #)."""
-    lines = dry_run_lines(plan)
+def dry_run(plan: Plan, notes: Sequence[str] = ()) -> list[str]:
+    """The shell lines a run would execute, in order (comments start with #), ``notes``
+    under the header, then the resume note when it resumes a matrix."""
     if plan.matrix_id:
-        lines.insert(1, f"# resuming matrix {plan.matrix_id}: cells already stored are skipped")
-    return lines
+        notes = [*notes, f"resuming matrix {plan.matrix_id}: cells already stored are skipped"]
+    return dry_run_lines(plan, notes=notes)
 
 
 @dataclass(frozen=True)
@@ -269,14 +269,12 @@ class ProbePreview:
 
 def preview(request: ProbeRequest, plan: Plan | None = None) -> ProbePreview:
     """The dry run of ``request`` (planned here unless ``plan`` is given): the safety
-    verdict's note, if any, goes right under the header line. Executes nothing."""
+    verdict's note, if any, goes right under the header. Executes nothing."""
     if not request.dry_run:
         request = replace(request, dry_run=True)
     plan = plan if plan is not None else plan_probe(request)
     note = dry_run_verdict(plan)
-    lines = dry_run(plan)
-    if note:
-        lines.insert(1, f"# {note}")
+    lines = dry_run(plan, [note] if note else [])
     # The command shown is the real run's (without --dry-run): the one to type in a root shell.
     return ProbePreview(
         command=replace(request, dry_run=False).command_line(),

@@ -16,6 +16,7 @@ from typing import Any
 
 from fsadvisor import catalog
 from fsadvisor.domain import Prediction, run_ids_text
+from fsadvisor.predict import ceilings
 from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
 from fsadvisor.predict.rank import Recommendation, is_baseline
 from fsadvisor.service.worth_inputs import WorthInputs
@@ -154,6 +155,11 @@ def worth_table(
         d["energy_source"] = b[5]
         d["saving_vs_default"] = saving(default_year, y)
         if i == baseline_at:
+            # the default's own figure on both sides: its errors are the same, so the
+            # saving is exactly none, its range too (not opposite ends of one interval)
+            d["saving_vs_default"] = {
+                k: [0.0, 0.0] if k.endswith("_range") else 0.0 for k in d["saving_vs_default"]
+            }
             d["is_baseline"] = True
         entries.append(d)
     order = list(range(len(years)))
@@ -197,10 +203,12 @@ def default_prediction(
     """The distribution default's configuration and its prediction for this workload, from
     ``device_params`` (the device figures the configurations it is compared with were
     predicted from: without them a library drive's datasheet figures give those entries and
-    not the baseline, and ext4 defaults would save energy against itself)."""
+    not the baseline, and ext4 defaults would save energy against itself), held under the
+    device's ceilings as the entries shown beside it are."""
 
     cfg = catalog.config_from_dict(DEFAULT_CONFIG)
-    return cfg.to_dict(), predict(get_model(db), cfg, w, device, scope, device_params=device_params)
+    raw = predict(get_model(db), cfg, w, device, scope, device_params=device_params)
+    return cfg.to_dict(), ceilings.cap(raw, w)
 
 
 def yearly_worth(rec: Recommendation, inputs: WorthInputs, db: str | None = None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 import yaml
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from fsadvisor.catalog import artifacts
 from fsadvisor.catalog.artifacts import build, systemd_escape_path
 from fsadvisor.catalog.udev import Target, kernel_pattern, udev_rule
 from fsadvisor.cli import register_all, app
@@ -209,7 +211,8 @@ def test_apply_files_fold_comments_and_yaml_to_80_columns_and_read_back_the_same
                                                                                  target, unit):
     """Every line of apply's files within 80 columns but the commands and the udev rule,
     which stay whole; the playbook reads back (as Ansible's YAML) to the same argv, files
-    and paths as the files beside it."""
+    and paths as the files beside it, and to the very document it is unfolded (every
+    value, regexp, Jinja line, argv and unit name as one line)."""
     a = build(XFS, target, mountpoint, with_mount_unit=unit)
     for name, text in a.files.items():
         long = [ln for ln in text.splitlines() if len(ln) > 80]
@@ -219,6 +222,9 @@ def test_apply_files_fold_comments_and_yaml_to_80_columns_and_read_back_the_same
                 and not (name.endswith(".mount") and mountpoint in ln)
                 and max(len(w) for w in ln.split()) <= 60] == [], name
     tasks = load_tasks(a.files["fsadvisor-apply-tasks.yml"])
+    with patch.object(artifacts, "COLUMNS", 1 << 20):  # no line to fold
+        wide = build(XFS, target, mountpoint, with_mount_unit=unit).files
+    assert load_tasks(wide["fsadvisor-apply-tasks.yml"]) == tasks
     fmt = next(t for t in tasks if t["name"].startswith("Format"))
     assert fmt["ansible.builtin.command"]["argv"] == a.mkfs_argv
     copies = [t["ansible.builtin.copy"] for t in tasks if "ansible.builtin.copy" in t]

@@ -4,6 +4,7 @@ runs them, and executes none of them."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -15,7 +16,7 @@ from fsadvisor.host.run import CommandResult
 from fsadvisor.tools import fio
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.probe.plan import build_plan
-from fsadvisor.probe.report import dry_run_lines
+from fsadvisor.probe.report import dry_run_lines, sys_block_name
 
 GIB = 1 << 30
 
@@ -116,3 +117,42 @@ def test_listing_executes_nothing(monkeypatch):
 def test_the_note_names_the_engine_the_preview_assumed(engine):
     lines = dry_run_lines(plan(ioengine=engine))
     assert any(f"this preview assumed {engine}" in ln for ln in lines)
+
+
+def test_the_scheduler_commands_to_run_by_hand_stay_whole_under_their_comment():
+    """The two commands a person runs by hand around a probe (read the scheduler before,
+    restore it after an interrupted one) are each one commented line, whole whatever the
+    device's name, their label folded above them, as the skipped cells' commands are."""
+    for dev in ("/dev/loop9", "/dev/disk/by-id/nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R123456"):
+        p = build_plan(dev, 4 * GIB, filesystems=["ext4"], schedulers=["none"], quick=True,
+                       kernel_supports=lambda fs: True)
+        lines = dry_run_lines(p)
+        queue = shlex.quote(f"/sys/block/{sys_block_name(dev)}/queue/scheduler")
+        for label, cmd in (("remember the current scheduler:", f"cat {queue}"),
+                           ("restore the original scheduler:", f"echo <original> > {queue}")):
+            at = lines.index(f"#   {cmd}")
+            assert lines[at - 1] == f"# {label}"
+        assert not [ln for ln in lines if ln.startswith("#") and ln.rstrip().endswith((">", "|"))]
+
+
+def test_notes_and_the_resume_note_follow_the_whole_header_folded():
+    """A dry run's notes (the safety verdict's, a resume's) come after the whole header,
+    each folded to 80 columns, in that order."""
+    from fsadvisor.service import probing
+
+    p = plan()
+    p.matrix_id = "20250101-120000-abcdef"
+    note = ("the xfs signature on /dev/loop9 (UUID 0b4c6e1c-2f7a-4d1e-9a51-3c0e7f1b2a44) is "
+            "the one an unfinished probe made; formatting it needs no --force")
+    lines = probing.dry_run(p, [note])
+    end = next(i for i, ln in enumerate(lines) if ln.endswith(" executed"))
+    header = " ".join(ln[2:] for ln in lines[:end + 1])
+    assert header.startswith("fsadvisor probe --dry-run: ")
+    assert header.endswith("; nothing below is executed"), header
+    assert "signature" not in header and "resuming" not in header, header
+    resume = f"resuming matrix {p.matrix_id}: cells already stored are skipped"
+    rest = lines[end + 1:]
+    k = next((j for j in range(1, len(rest) + 1)
+              if " ".join(ln[2:] for ln in rest[:j]) == f"{note} {resume}"), None)
+    assert k is not None, rest[:4]
+    assert all(ln.startswith("# ") and len(ln) <= 80 for ln in rest[:k]), rest[:k]
