@@ -40,7 +40,8 @@ LARGE_BS_BYTES = 64 << 10
 # are a candidate for the device's ceiling (the micro matrix's QD32, seed 002).
 DEEP_CONCURRENCY = 8
 # How far a measured knee's ceiling may lie beyond its best deep cell (its asymptote): the
-# disk-backed loop's reads reached 94% of theirs by QD64 and its writes 70% by QD32.
+# disk-backed loop's reads reached 94% of theirs by QD64 and its writes 70% by QD32 (its
+# calibration in benchmarks/data/fidelity-diskloop.sql.gz, refitted with this code).
 MAX_LIFT = 1.5
 # The soft minimum the model's roofline uses (mechanisms.roofline: sum r**-4): the same shape
 # here, so the fitted parallelism means what the model reads it as.

@@ -220,8 +220,9 @@ def _cow(c: Ctx) -> float | None:
 
 def _btrfs_write(c: Ctx) -> float | None:
     # Checksums, extent-tree and delayed-reference work of copy-on-write data, for every
-    # direct write request its own ordered extent (a cost per request and per KiB, in series
-    # with the writes behind it: BTRFS_WRITE_US, BTRFS_WRITE_US_PER_KIB). nodatacow writes in place without data checksums (or compression): none of it (the
+    # direct write request its own ordered extent: host CPU per request and per KiB that the
+    # writes wait for (BTRFS_WRITE_US, BTRFS_WRITE_US_PER_KIB, priced as the other CPU work
+    # is). nodatacow writes in place without data checksums (or compression): none of it (the
     # reference matrices: 128 KiB direct writes 10-12.7x below ext4 on the RAM-backed loop,
     # nodatacow at 79-94% of ext4). Buffered writes reach btrfs at writeback, merged into large
     # extents whose work many writes share: 64 KiB buffered appends with nodatacow run only

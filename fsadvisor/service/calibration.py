@@ -291,20 +291,16 @@ def run_calibration(
             )
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
         from fsadvisor.host import cpu as host_cpu
-        from fsadvisor.predict.device_fit import RawRun, fit_device_params
 
-        raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
         try:
             # the host's CPU, measured after the device runs (nothing else of ours is busy):
             # the model prices filesystem, scheduler and metadata work with it
-            params = fit_device_params(
-                raw, kind, devices_table(), device_id=identity, host=host_cpu.host_figures()
-            )
+            params = _fit(rows, kind, identity, host_cpu.host_figures())
         except (ArithmeticError, ValueError) as e:
             raise CalibrationFailed(
                 f"calibration failed at step fit: {e}; no device parameters were saved"
             ) from None
-        if not params.measured:
+        if params is None or not params.measured:
             raise CalibrationFailed(
                 "calibration failed at step fit: the runs determined no "
                 "parameter; no device parameters were saved"
@@ -352,18 +348,23 @@ def refitted_calibration(store: Any, identity: str) -> DeviceParams | None:
     them until `calibrate` runs again); a benchmark that judges today's model on a shipped
     store needs today's fit of the same measurements (None without a stored calibration or
     its runs)."""
-    from fsadvisor.predict.device_fit import RawRun, fit_device_params
-
     stored = store.device_params(identity)
     if stored is None:
         return None
     ids = set(stored.details.get("run_ids") or ())
     rows = [r for r in store.runs(status="ok") if r["run_id"] in ids]
+    measured = set(stored.details.get("measured") or ())
+    host = {k: stored.values[k] for k in HOST_KEYS if k in measured}
+    return _fit(rows, stored.kind, identity, host or None)
+
+
+def _fit(rows: list[dict], kind: str, identity: str, host: Any) -> DeviceParams | None:
+    """`calibrate`'s fit of its stored raw-device rows, with the host's CPU figures (None
+    when no row is a raw-device run it can read)."""
+    # Imported here: only a calibration fits (a warm `recommend` never loads the fit).
+    from fsadvisor.predict.device_fit import RawRun, fit_device_params
+
     raw = [r for r in (RawRun.from_store_row(row) for row in rows) if r is not None]
     if not raw:
         return None
-    measured = set(stored.details.get("measured") or ())
-    host = {k: stored.values[k] for k in HOST_KEYS if k in measured}
-    return fit_device_params(
-        raw, stored.kind, devices_table(), device_id=identity, host=host or None
-    )
+    return fit_device_params(raw, kind, devices_table(), device_id=identity, host=host)
