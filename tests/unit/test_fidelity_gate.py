@@ -61,3 +61,23 @@ def test_the_held_out_device_is_judged_as_calibrate_would_leave_it_with_this_cod
     assert now.values["read_latency_us"] == stored.values["read_latency_us"]
     assert sorted(now.details["run_ids"]) == sorted(stored.details["run_ids"])
     assert refitted_calibration(store, "loop:never calibrated") is None
+
+
+def test_a_repeat_matrix_scored_on_itself_is_perfect_and_on_the_other_is_not(tmp_path):
+    # fidelity_repeat.py scores one measured matrix's means as predictions of another's with
+    # fidelity's own rules; on itself every figure must be perfect (a check of the scoring),
+    # and the two shipped disk-loop matrices must differ (else the ceiling says nothing).
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import fidelity_repeat
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    a = fidelity_repeat._cells(str(SHIPPED), str(tmp_path / "a"))
+    b = fidelity_repeat._cells(str(ROOT / "benchmarks" / "data" / "fidelity-diskloop-2.sql.gz"),
+                               str(tmp_path / "b"))
+    same = fidelity_repeat.score(a, a)
+    assert same["cells"] == len(a) > 50
+    assert same["median"] == 0 and same["pairs"] == 1.0 and same["regret"] == 0
+    other = fidelity_repeat.score(a, b)
+    assert other["cells"] > 50 and other["median"] > 0.01 and other["regret"] > 0
