@@ -48,6 +48,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -345,6 +346,31 @@ def summarise(a, cls: str, prof: str, full: dict, ada: dict, ref: dict, full_db:
     return row
 
 
+# A configuration's stored key (FsConfig.key(): "xfs [] (noatime,logbufs=8) none"), the
+# identity the rows keep; a raw-device cell's is "raw-device <scheduler>".
+_KEY = re.compile(r"(?P<fs>\S+) \[(?P<mkfs>.*)\] \((?P<mount>.*)\) (?P<sched>\S+)"
+                  r"(?: agcount=(?P<ag>\d+))?")
+
+
+def shown(key: str | None) -> str:
+    """A configuration key as a person reads it: FsConfig.label(), the rendering recommend
+    prints ("xfs, noatime,logbufs=8, sched none"); a key it cannot read, as it is."""
+    from fsadvisor.domain import FsConfig
+    from fsadvisor.probe.plan import cell_label
+    if key and key.startswith("raw-device "):
+        return cell_label(None, key.split()[-1])
+    m = _KEY.fullmatch(key or "")
+    if m is None:
+        return str(key)
+    # each mkfs setting as "k=v", its value as the key wrote it (a switch's True/False read
+    # back, so the label says on/off)
+    mkfs = dict(kv.split("=", 1) for kv in re.split(r",(?=[^,=]+=)", m["mkfs"]) if kv)
+    return FsConfig.make(
+        m["fs"], {k: {"True": True, "False": False}.get(v, v) for k, v in mkfs.items()},
+        tuple(o for o in m["mount"].split(",") if o), m["sched"],
+        int(m["ag"]) if m["ag"] else None).label()
+
+
 def print_row(r: dict, flush: bool = False) -> None:
     if "error" in r:
         print(f"{r['class']:<5} {r['profile']}: {r['error']}", flush=flush)
@@ -357,7 +383,7 @@ def print_row(r: dict, flush: bool = False) -> None:
           f"{r['full_device_s']:.0f} s of device time (median per-run overhead outside the "
           f"window {r['full_overhead_s'] or math.nan:.1f} s; the adaptive probe estimated "
           f"the full matrix at {r['full_estimate_s'] or math.nan:.0f} s)")
-    print(f"   exhaustive winner: {r['full_winner']}")
+    print(f"   exhaustive winner: {shown(r['full_winner'])}")
     if r.get("reference_precision") is not None:
         reached = r["reference_reached"]
         print(f"   reference: the winner's 95% interval +-{r['reference_precision']:.1%} after "
@@ -368,7 +394,7 @@ def print_row(r: dict, flush: bool = False) -> None:
     if r.get("loaded"):
         print(f"   LOADED: {r['loaded']:.2f} load per CPU when the case started; its "
               "figures are not targets")
-    print(f"   adaptive winner:   {r['adaptive_winner']}  after {r['adaptive_runs']} runs "
+    print(f"   adaptive winner:   {shown(r['adaptive_winner'])}  after {r['adaptive_runs']} runs "
           f"(stated confidence {r['stated_confidence']}; stopped: {r['stop_reason']})")
     print(f"   regret {r['regret']:.1%} [{ok_regret}, goal <= {REGRET_GOAL:.0%}; matrix "
           f"noise +-{(r['full_noise'] or math.nan):.1%}]")

@@ -23,6 +23,7 @@ from fsadvisor.catalog.rules import canonical
 # without loading this builder).
 from fsadvisor.catalog.udev import UDEV_RULE_PATH, UUID_PLACEHOLDER, Target, udev_rule
 from fsadvisor.domain import FsConfig
+from fsadvisor.infra import scripttext
 from fsadvisor.infra.scripttext import COLUMNS, comment
 
 
@@ -74,15 +75,34 @@ def mount_unit(config: FsConfig, target: Target, mountpoint: str) -> tuple[str, 
         else f"/dev/disk/by-uuid/{UUID_PLACEHOLDER}"
     )
     name = systemd_escape_path(mountpoint) + ".mount"
-    return name, (
-        "# written by fsadvisor apply; the unit name must match Where=\n"
-        "[Unit]\n"
-        f"Description=fsadvisor: {cfg.label()} on {mountpoint}\n"
-        "\n[Mount]\n"
-        f"What={what}\nWhere={mountpoint}\nType={cfg.fs}\n"
-        f"Options={mount_options_string(cfg)}\n"
-        "\n[Install]\nWantedBy=multi-user.target\n"
+    return name, "".join(
+        line + "\n"
+        for line in [
+            "# written by fsadvisor apply; the unit name must match Where=",
+            "[Unit]",
+            *_whole(f"Description=fsadvisor: {cfg.label()} on {mountpoint}"),
+            "",
+            "[Mount]",
+            *_whole(f"What={what}"),
+            *_whole(f"Where={mountpoint}"),
+            f"Type={cfg.fs}",
+            f"Options={mount_options_string(cfg)}",
+            "",
+            "[Install]",
+            "WantedBy=multi-user.target",
+        ]
     )
+
+
+def _whole(setting: str) -> list[str]:
+    """A unit file's setting that holds a path, one line however long: systemd joins a line
+    ended by a backslash to the next with a blank in place of the break, which would split
+    the path. A longer line says so in a comment above it."""
+    # the unit file's own width: COLUMNS here is how the playbook's YAML folds its text
+    if len(setting) <= scripttext.COLUMNS:
+        return [setting]
+    key = setting.split("=")[0]
+    return [f"# {key}= holds the path whole: a continued line would put a blank in it", setting]
 
 
 def _yaml(value) -> str:
@@ -105,12 +125,11 @@ _TOKEN = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|[^\\]")
 
 
 def _entry(key: str, value: str, indent: str = "    ") -> list[str]:
-    """``key: value`` (``value`` as _yaml or _data wrote it) within 80 columns where YAML
-    allows: a list of more goes one item a line (a block sequence); a double-quoted string
-    goes on with an escaped line break (the value is the same: YAML drops the break and the
-    next line's indentation, and a blank that opens a line is escaped so that it stays),
-    after each of its ``\n`` (a file's text, a line of it a line, as long as it is: a
-    udev rule stays whole), else after a ``/`` where the line is full (a path)."""
+    """``key: value`` (``value`` as _yaml or _data wrote it) within 80 columns, read back by
+    YAML as the same value: a list of more goes one item a line (a block sequence); a
+    double-quoted string goes on over lines (_scalar), a file's text a line of YAML per line
+    of it, each folded where it is longer (the file on the host keeps its lines whole: a
+    udev rule stays one line there)."""
     line = f"{indent}{key}: {value}"
     if len(line) <= COLUMNS:
         return [line]
@@ -123,14 +142,14 @@ def _entry(key: str, value: str, indent: str = "    ") -> list[str]:
 
 
 def _scalar(prefix: str, value: str, hang: str) -> list[str]:
-    """One double-quoted (maybe tagged) string after ``prefix``, continued as _entry says,
-    its continuation lines indented by ``hang``."""
+    """One double-quoted (maybe tagged) string after ``prefix``, continued on lines indented
+    by ``hang``: after each of its ``\n`` with an escaped line break (a file's text), else
+    after a ``/`` where the line is full (a path); a piece longer than a line folds
+    (_folded)."""
     if len(prefix + value) <= COLUMNS:
         return [prefix + value]
     tag, _, quoted = value.partition(" ") if value.startswith("!") else ("", "", value)
     tokens = _TOKEN.findall(quoted[1:-1])
-    # a file's text: a line of YAML per line of it; else a path: broken after a "/" (or,
-    # a name too long for a line, where the line is full)
     lines = "\\n" in tokens
     room = COLUMNS - len(hang) - 3  # a line's backslash or quote, and an escaped blank
     pieces = [""]
@@ -146,10 +165,7 @@ def _scalar(prefix: str, value: str, hang: str) -> list[str]:
         if lines or len(out[-1]) + len(piece) + 2 > COLUMNS:
             if not lines:
                 out[-1] += "\\"
-            if piece.startswith(" "):
-                piece = "\\ " + piece[1:]
-            # a udev rule stays one line, as in its file; the others fold between words
-            out += [hang + piece] if piece.startswith("ACTION==") else _folded(piece, hang)
+            out += _folded(piece, hang)
             out[-1] += "\\" if lines else ""
         else:
             out[-1] += piece
@@ -159,18 +175,31 @@ def _scalar(prefix: str, value: str, hang: str) -> list[str]:
     return out
 
 
+# Where a fold may break a piece: a blank after a non-blank with something after it. A run
+# of blanks leaves its others to the next word (escaped there: a fold keeps only one).
+_FOLD_AT = re.compile(r"(?<=[^ ]) (?=.)")
+
+
 def _folded(piece: str, hang: str) -> list[str]:
-    """A line of a file's text within 80 columns of YAML: broken at a single blank with a
-    plain line break, which YAML reads back as that one blank."""
-    words = piece.split(" ")
-    if "" in words:  # two blanks in a row: a fold would keep one of them, so keep it whole
-        return [hang + piece]
-    out = [hang + words[0]]
-    for w in words[1:]:
-        if len(out[-1]) + 1 + len(w) + 1 > COLUMNS:  # +1: the line's closing backslash
-            out.append(hang + w)
-        else:
-            out[-1] += " " + w
+    """A piece of a double-quoted string (as JSON escaped it) that opens a line, within 80
+    columns, read back by YAML the same: broken at a blank with a plain line break (YAML
+    reads it as that one blank); a blank left in a word (one that opens the piece, the
+    others of a run) is escaped (``\\ ``), since YAML drops the blanks that open or close a
+    line; a word longer than a line is broken between its characters with an escaped line
+    break (YAML joins the two with nothing). Each line keeps a column for the backslash
+    that may close it."""
+    out: list[str] = []
+    for word in _FOLD_AT.split(piece):
+        word = word.replace(" ", "\\ ")
+        if out and len(out[-1]) + 1 + len(word) + 1 <= COLUMNS:
+            out[-1] += " " + word
+            continue
+        out.append(hang)
+        for t in _TOKEN.findall(word):
+            if len(out[-1]) + len(t) + 1 > COLUMNS and out[-1] != hang:
+                out[-1] += "\\"
+                out.append(hang)
+            out[-1] += t
     return out
 
 

@@ -192,7 +192,8 @@ def calibrate(
     )
     if dry_run:
         note = probing.dry_run_verdict(plan)
-        lines = calibration.dry_run(plan, [note] if note else [])
+        # --json: each comment and note one line, its content apart from the layout
+        lines = calibration.dry_run(plan, [note] if note else [], folded=not as_json)
         if as_json:
             emit_json(
                 {

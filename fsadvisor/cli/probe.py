@@ -315,7 +315,8 @@ def probe(device: str | None = None, **options: Any) -> None:
         )
 
     if dry_run:
-        shown = probing.preview(request, plan)
+        # --json: each comment and note one line, its content apart from the layout
+        shown = probing.preview(request, plan, folded=not as_json)
         if as_json:
             emit_json(
                 {
@@ -393,7 +394,9 @@ def _adaptive(
     from fsadvisor.service import probing
 
     if dry_run:
-        shown = ad.adaptive_preview(request, target, budget, profiles=profiles, weights=weights)
+        shown = ad.adaptive_preview(
+            request, target, budget, profiles=profiles, weights=weights, folded=not as_json
+        )
         if as_json:
             emit_json(
                 {

@@ -10,6 +10,9 @@ import textwrap
 
 # A file is read in an editor or a pager of any width: the classic terminal's.
 COLUMNS = 80
+# The width of text a program reads (a dry run's --json): no comment folds, a note stays
+# beside its command, so a line's content does not depend on its layout.
+UNFOLDED = 1 << 30
 
 # A comment line's lead: its indentation and "#"s with the blanks after them, then a list
 # marker ("1. ") whose text the continuation lines hang under.

@@ -277,8 +277,15 @@ def permitted(cfg: FsConfig, profile: Profile, device: Device) -> tuple[bool, li
 
 
 def is_baseline(cfg: FsConfig) -> bool:
-    """ext4 with defaults and no scheduler: what every reason is measured against."""
+    """ext4 with defaults and no scheduler (``baseline_config``): what every reason is
+    measured against and every yearly saving is counted from."""
     return cfg.fs == "ext4" and not cfg.mount and not cfg.mkfs and cfg.scheduler == "none"
+
+
+def baseline_config(device_size_bytes: int | None = None) -> FsConfig:
+    """The configuration ``is_baseline`` names: what a distribution's mkfs.ext4 and mount
+    give, scheduler none."""
+    return catalog.default_config("ext4", device_size_bytes, "none")
 
 
 def _reasons(
@@ -289,7 +296,7 @@ def _reasons(
     (so none repeats), with the stored sources that measured any of them."""
     if is_baseline(cfg):
         return []
-    base = catalog.default_config("ext4", device.size_bytes, "none")
+    base = baseline_config(device.size_bytes)
     merged: dict[str, list] = {}
     for feat, d_perf, d_opj, sd_opj in contributions(
         model, cfg, base, profile.workload, kind_of(device), scope

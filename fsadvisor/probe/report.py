@@ -20,7 +20,7 @@ from fsadvisor.probe.plan import Cell, Plan, cell_label
 from fsadvisor.tools import fio
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.host import device as devmod
-from fsadvisor.infra.scripttext import comment, fold_comment, with_note
+from fsadvisor.infra.scripttext import COLUMNS, comment, fold_comment, with_note
 
 
 PLACEHOLDER = "<random>"
@@ -52,10 +52,11 @@ def sys_block_name(dev: str) -> str:
         return re.sub(r"[^A-Za-z0-9._:!+-]", "_", os.path.basename(dev)) or "DEV"
 
 
-def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
+def pre_matrix_lines(plan: Plan, width: int = COLUMNS) -> tuple[list[str], list[str]]:
     """The commands a real run executes besides the cells: fio's io_uring self-test while
     planning (a resumed matrix keeps its planned engine and skips it), and ``fio --version``
-    (recorded with every run) just before the first cell."""
+    (recorded with every run) just before the first cell; each note beside its command
+    where the line fits ``width``, else above it."""
     tmpdir = os.path.join(tempfile.gettempdir(), "fsadvisor-fio-<random>")
     selftest = (
         []
@@ -64,11 +65,13 @@ def pre_matrix_lines(plan: Plan) -> tuple[list[str], list[str]]:
             shell_line(a.format(tmpdir=tmpdir) for a in fio.IO_URING_SELFTEST_ARGV),
             "a real run executes this io_uring self-test while planning; it picks io_uring "
             f"or libaio (this preview assumed {plan.ioengine})",
+            width,
         )
     )
     version = with_note(
         shell_line(fio.FIO_VERSION_ARGV),
         "a real run executes this before the first cell (recorded with every run)",
+        width,
     )
     return selftest, version
 
@@ -229,12 +232,15 @@ class ProbeSummary:
         }
 
 
-def dry_run_lines(plan: Plan, header: str | None = None, notes: Sequence[str] = ()) -> list[str]:
+def dry_run_lines(
+    plan: Plan, header: str | None = None, notes: Sequence[str] = (), width: int = COLUMNS
+) -> list[str]:
     """Every command a real run of ``plan`` would execute, in order, as shell lines
     (comments start with #), under ``header`` (a comment's text; by default what a probe's
     dry run is) and then ``notes`` (comments' texts: the safety verdict, a resume). Comments
-    fit 80 columns; a command is one line whatever its length, a note that would make it
-    longer goes above it. Runs nothing and needs no privileges."""
+    fit ``width`` columns (80; UNFOLDED: each one line, for a program); a command is one
+    line whatever its length, a note that would make it longer goes above it. Runs nothing
+    and needs no privileges."""
 
     scratch = bool(plan.scratch_size_bytes)
     dev = "/dev/loopN" if scratch else str(plan.device)
@@ -246,23 +252,24 @@ def dry_run_lines(plan: Plan, header: str | None = None, notes: Sequence[str] = 
     lines = comment(
         header
         or f"fsadvisor probe --dry-run: {len(cells)} cells ({len(runnable)} runnable), "
-        f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed"
+        f"about {plan.estimated_seconds() / 60:.0f} min; nothing below is executed",
+        width=width,
     )
     for note in notes:
-        lines += comment(note)
-    selftest, version = pre_matrix_lines(plan)
+        lines += comment(note, width=width)
+    selftest, version = pre_matrix_lines(plan, width)
     lines += selftest
     if scratch:
         img = os.path.join(
             plan.scratch_dir or tempfile.gettempdir(), f"fsadvisor-scratch-{PLACEHOLDER}.img"
         )
         lines += [
-            *comment(LOOP_WARNING),
+            *comment(LOOP_WARNING, width=width),
             shell_line(["truncate", "-s", plan.scratch_size_bytes, img]),
             shell_line(["losetup", "--find", "--show", "--direct-io=on", img]),
         ]
     # the label folds, the command stays one commented line: uncommented, it runs as shown
-    lines += [*comment("remember the current scheduler:"), f"#   cat {queue}"]
+    lines += [*comment("remember the current scheduler:", width=width), f"#   cat {queue}"]
     lines += version
     runner = CellRunner(
         plan=plan,
@@ -274,22 +281,27 @@ def dry_run_lines(plan: Plan, header: str | None = None, notes: Sequence[str] = 
     for i, cell in enumerate(cells, 1):
         head = f"## cell {i}/{len(cells)}: {cell.label}"
         if cell.skip_reason:
-            lines += fold_comment(f"{head}  -- SKIPPED: {cell.skip_reason}; it would run:")
+            lines += fold_comment(f"{head}  -- SKIPPED: {cell.skip_reason}; it would run:", width)
             # commented out, each still one line: uncommented, it runs as shown
             lines += [f"#   {s.display(dev, sys_name)}" for s in runner.steps(cell)]
             continue
-        lines += fold_comment(head)
+        lines += fold_comment(head, width)
         for s in runner.steps(cell):
             if s.argv and s.note:
-                lines += with_note(replace(s, note="").display(dev, sys_name), s.note)
+                lines += with_note(replace(s, note="").display(dev, sys_name), s.note, width)
             else:
                 lines.append(s.display(dev, sys_name))
-    lines += [*comment("restore the original scheduler:"), f"#   echo <original> > {queue}"]
+    lines += [
+        *comment("restore the original scheduler:", width=width),
+        f"#   echo <original> > {queue}",
+    ]
     if scratch:
         lines += [shell_line(["losetup", "--detach", dev]), shell_line(["rm", img])]
     else:
         lines += with_note(
-            shell_line(WIPE_ARGV + [dev]), "the last cell's signature, so a rerun needs no --force"
+            shell_line(WIPE_ARGV + [dev]),
+            "the last cell's signature, so a rerun needs no --force",
+            width,
         )
     return lines
 

@@ -41,7 +41,7 @@ from fsadvisor import catalog, limits
 from fsadvisor.domain import Device, Plp, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
 from fsadvisor.host import device as devmod
-from fsadvisor.infra.scripttext import fold_comments
+from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, fold_comments
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings
@@ -1852,18 +1852,21 @@ def adaptive_preview(
     budget: str | None = None,
     profiles: list[str] | None = None,
     weights: list[float] | None = None,
+    folded: bool = True,
 ) -> AdaptivePreview:
     """The dry run of ``probe --adaptive``: the budget check (a budget too small for the
     calibration and one cell is refused here), the safety verdict, the first choices and
     why. With several ``profiles`` (the request's own first) it is the one probe that
-    decides for all of them, weighed by ``weights``. Executes nothing."""
+    decides for all of them, weighed by ``weights``. Its comments fold to 80 columns, or
+    (not ``folded``, for --json) stay one line each. Executes nothing."""
     request = replace(request, dry_run=True)
     setup = plan_adaptive(request, target, budget, profiles=profiles, weights=weights)
     note = probing.dry_run_verdict(setup.plan)
     lines = dry_run_lines(setup, request.db)
     if note:
         lines.insert(1, f"# {note}")
-    lines = fold_comments(lines)  # comments only: no command to keep whole
+    # comments only: no command to keep whole
+    lines = fold_comments(lines, COLUMNS if folded else UNFOLDED)
     plan = setup.plan
     argv = adaptive_argv(request, target, budget)
     more = [a for p in (profiles or [])[1:] for a in ("--profile", p)]

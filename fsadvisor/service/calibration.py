@@ -111,22 +111,26 @@ def plan_calibration(
     return plan
 
 
-def dry_run(plan: CalibrationPlan, notes: Sequence[str] = ()) -> list[str]:
+def dry_run(plan: CalibrationPlan, notes: Sequence[str] = (), folded: bool = True) -> list[str]:
     """The shell lines a calibration would execute, ``notes`` (comments' texts) under the
-    header."""
+    header; comments folded to 80 columns for a person, or (not ``folded``, for --json)
+    each one line."""
     from fsadvisor.probe.calibration_plan import BUDGET_S
-    from fsadvisor.infra.scripttext import comment
+    from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, comment
     from fsadvisor.probe.report import dry_run_lines
 
+    width = COLUMNS if folded else UNFOLDED
     lines = dry_run_lines(
         plan,
         header=f"fsadvisor calibrate --dry-run: {len(plan.cells())} raw-device runs of "
         f"{plan.runtime_s:g} s, about {plan.estimated_seconds():.0f} s (budget "
         f"{BUDGET_S:.0f} s); nothing below is executed",
         notes=notes,
+        width=width,
     )
     return lines + comment(
-        "then: fit the device parameters from these runs and store them with the device's identity"
+        "then: fit the device parameters from these runs and store them with the device's identity",
+        width=width,
     )
 
 

@@ -278,38 +278,44 @@ def compare(
         "differences": diffs,
     }
     if worth_inputs.given:
-        yw = _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs)
+        yw = _yearly(configs, entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs)
         for e, y in zip(entries, yw.pop("entries")):
             e["yearly"] = y
         doc["yearly_basis"] = yw
     return doc
 
 
-def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
+def _yearly(configs, entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
     """Each configuration's year at the user's load: from its measured summary (the one with
     the most runs, as shown) where there is one with a throughput, else from the model. The
-    best is the one using the least energy per year, its runner-up the next."""
-    from fsadvisor import catalog
+    best is the one using the least energy per year, its runner-up the next. ext4 defaults
+    among them is the baseline itself, measured or predicted as its entry is (its saving
+    against itself is none, not the model's error against a measurement); else the model
+    predicts the baseline beside them."""
+    from fsadvisor.predict.rank import is_baseline
     from fsadvisor.service import advice, worth
 
     bandwidth = rank_by == "bytes_per_joule"
-    bases, predicted = [], []
+    bases, sources = [], []
     for p, found in zip(preds, measured):
         m = max(found, key=lambda s: s["n"]) if found else None
         b = m and worth.measured_basis(m, p, scope, dev, bandwidth, w.bs_bytes)
-        predicted.append(not b)
+        sources.append(
+            f"measured on {m.get('device_model') or m.get('device_path') or '?'} "
+            f"(runs {run_ids_text(m.get('run_ids'))})"
+            if b and m
+            else worth.PREDICTED
+        )
         bases.append(b or worth.predicted_basis(p, scope, dev, bandwidth, w.bs_bytes))
-    # ext4 defaults compared as predicted is the baseline itself: its figure, not a second
-    # prediction of it (a measured one is compared with the predicted baseline)
-    cfg = catalog.config_from_dict(worth.DEFAULT_CONFIG).to_dict()
-    at = next((i for i, e in enumerate(entries) if e["config"] == cfg and predicted[i]), None)
+    at = next((i for i, c in enumerate(configs) if is_baseline(c)), None)
     if at is not None:
-        default = bases[at]
+        cfg, default, source = entries[at]["config"], bases[at], sources[at]
     else:
         cfg, default_pred = worth.default_prediction(
             w, dev, scope, db, advice.device_params_of(dev, db)
         )
         default = worth.predicted_basis(default_pred, scope, dev, bandwidth, w.bs_bytes)
+        source = worth.PREDICTED
     return worth.worth_table(
         bases,
         default,
@@ -319,6 +325,7 @@ def _yearly(entries, preds, measured, w, dev, scope, rank_by, db, worth_inputs):
         least_energy_first=True,
         names=[e["name"] for e in entries],
         baseline_at=at,
+        baseline_source=source,
     )
 
 

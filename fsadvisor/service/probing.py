@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from fsadvisor import energy as energymod
 from fsadvisor import limits
 from fsadvisor.infra import xdg
+from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED
 from fsadvisor.energy import parse_idle_watts
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host import device as devmod
@@ -234,12 +235,13 @@ def ioengine_guess() -> str:
     return "libaio" if disabled == "2" else "io_uring"
 
 
-def dry_run(plan: Plan, notes: Sequence[str] = ()) -> list[str]:
+def dry_run(plan: Plan, notes: Sequence[str] = (), folded: bool = True) -> list[str]:
     """The shell lines a run would execute, in order (comments start with #), ``notes``
-    under the header, then the resume note when it resumes a matrix."""
+    under the header, then the resume note when it resumes a matrix; comments folded to 80
+    columns for a person, or (not ``folded``, for --json) each one line."""
     if plan.matrix_id:
         notes = [*notes, f"resuming matrix {plan.matrix_id}: cells already stored are skipped"]
-    return dry_run_lines(plan, notes=notes)
+    return dry_run_lines(plan, notes=notes, width=COLUMNS if folded else UNFOLDED)
 
 
 @dataclass(frozen=True)
@@ -267,14 +269,15 @@ class ProbePreview:
         return f"{self.cells} cells, about {minutes} min"
 
 
-def preview(request: ProbeRequest, plan: Plan | None = None) -> ProbePreview:
+def preview(request: ProbeRequest, plan: Plan | None = None, folded: bool = True) -> ProbePreview:
     """The dry run of ``request`` (planned here unless ``plan`` is given): the safety
-    verdict's note, if any, goes right under the header. Executes nothing."""
+    verdict's note, if any, goes right under the header; ``folded`` as for ``dry_run``.
+    Executes nothing."""
     if not request.dry_run:
         request = replace(request, dry_run=True)
     plan = plan if plan is not None else plan_probe(request)
     note = dry_run_verdict(plan)
-    lines = dry_run(plan, [note] if note else [])
+    lines = dry_run(plan, [note] if note else [], folded)
     # The command shown is the real run's (without --dry-run): the one to type in a root shell.
     return ProbePreview(
         command=replace(request, dry_run=False).command_line(),

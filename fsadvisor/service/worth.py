@@ -14,18 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsadvisor import catalog
 from fsadvisor.domain import Prediction, run_ids_text
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.cost import HOURS_PER_YEAR, Tariff, saving, yearly
-from fsadvisor.predict.rank import Recommendation, is_baseline
+from fsadvisor.predict.rank import Recommendation, baseline_config, is_baseline
 from fsadvisor.service.worth_inputs import WorthInputs
 from fsadvisor.predict.predict import predict
 from fsadvisor.service.advice import device_params_of, get_model
 from fsadvisor.service.devices import library_drive_of
 
-
-DEFAULT_CONFIG = {"filesystem": "ext4"}  # what a distribution's mkfs.ext4 + mount give
+# Where the baseline's figures come from when the model gives them (the text names it)
+PREDICTED = "predicted by the model"
 
 
 def _capacity(p: Prediction, bandwidth: bool, bs_bytes: int) -> tuple[float, tuple[float, float]]:
@@ -129,6 +128,7 @@ def worth_table(
     least_energy_first: bool = False,
     names: list[str] | None = None,
     baseline_at: int | None = None,
+    baseline_source: str = PREDICTED,
 ) -> dict[str, Any]:
     """The yearly figures for configurations given by their ``bases`` (recommend's ranked
     entries, compare's items): per entry its year and saving against the distribution default;
@@ -136,7 +136,8 @@ def worth_table(
     ranking), or with ``least_energy_first`` the two using the least energy per year, all at
     ``inputs`` (which have a load). ``baseline_at``: the entry that is the distribution
     default itself, its ``default`` basis (marked ``is_baseline``: its saving against the
-    default is against itself)."""
+    default is against itself). ``baseline_source``: where the default's figures come from,
+    in words ("predicted by the model", "measured on ...")."""
     load = inputs.load
     if load is None:
         raise ValueError("the yearly figures need a load")
@@ -192,6 +193,7 @@ def worth_table(
             **default_year.to_dict(),
             "capacity": default[3],
             "energy_source": default[5],
+            "source": baseline_source,
         },
         "notes": notes,
     }
@@ -206,7 +208,7 @@ def default_prediction(
     not the baseline, and ext4 defaults would save energy against itself), held under the
     device's ceilings as the entries shown beside it are."""
 
-    cfg = catalog.config_from_dict(DEFAULT_CONFIG)
+    cfg = baseline_config()
     raw = predict(get_model(db), cfg, w, device, scope, device_params=device_params)
     return cfg.to_dict(), ceilings.cap(raw, w)
 
@@ -219,7 +221,7 @@ def yearly_worth(rec: Recommendation, inputs: WorthInputs, db: str | None = None
     bandwidth = rec.rank_by == "bytes_per_joule"
     unit = "MB/s" if bandwidth else "ops/s"
     if rec.baseline is not None:  # the ranking's own figure: the one its list shows
-        cfg, default_pred = catalog.config_from_dict(DEFAULT_CONFIG).to_dict(), rec.baseline
+        cfg, default_pred = baseline_config().to_dict(), rec.baseline
     else:  # left out by the profile's constraints: predicted from the same device figures
         cfg, default_pred = default_prediction(
             w, rec.device, rec.scope, db, device_params_of(rec.device, db)
@@ -293,6 +295,8 @@ def summary_lines(yw: dict[str, Any]) -> list[str]:
             f"energy source of {e.get('name', '#%d' % (i + 1))}: {e['energy_source']}"
             for i, e in enumerate(entries)
         ]
+    # a saving is against this figure: say whether it is the model's or measured
+    lines.append(f"baseline: ext4 defaults, {yw['default']['source']}")
     best = [(i, e) for i, e in enumerate(entries) if "saving_vs_runner_up" in e]
     if best:
         i, e = best[0]

@@ -612,6 +612,17 @@ def _recommend_json(*args: str) -> dict:
     return json.loads(result.output)
 
 
+def _recommend_text(*args: str) -> list[str]:
+    """recommend's text lines, at a width no line wraps at."""
+    from typer.testing import CliRunner
+
+    from fsadvisor import cli
+    cli.register_all()
+    result = CliRunner().invoke(cli.app, ["recommend", *args], env={"COLUMNS": "1000"})
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("preset", ["oltp", "build-unpack"])
 async def test_recommendations_open_with_the_headline_and_the_confidence_of_recommend_json(preset):
@@ -631,20 +642,26 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
     lines = shown.splitlines()
     assert " ".join(lines[:3]) == doc["summary"]  # headline first, in words
     conf = doc["confidence"]
-    # one P per configuration the list shows, #1's first (conf["p_best_first"]); the leaders
-    # it does not show counted
     assert lines[3].startswith("worth: filesystem ")  # each knob's worth, 90% intervals
+    # recommend's own confidence line, word for word (its CLI test pins what it names)
+    said = _recommend_text("-p", preset, "--top", "5")
+    assert lines[4] == next(ln for ln in said if ln.startswith("confidence: "))
+    # and what it says is the JSON's: every leader it names is in the list, with its P,
+    # in the leaders' order; the ones it does not name are counted, none twice
     listed = {r["config_label"] for r in doc["recommendations"]}
-    inside = [x for x in conf["leaders"] if x["config"] in listed]
-    outside = len(conf["leaders"]) - len(inside)
-    assert lines[4] == (f"confidence: P(within {conf['tolerance']:.0%} of the best): "
-                        + "; ".join([f"{x['config']} {x['p_best']:.2f}" for x in inside[:4]]
-                                    + [f"{len(inside) - 4} more leader"
-                                       f"{'s' if len(inside) != 5 else ''} in the list"]
-                                    * (len(inside) > 4)
-                                    + [f"{outside}{' more' if inside else ''} leader"
-                                       f"{'s' if outside != 1 else ''} outside the shown list"]
-                                    * bool(outside)))
+    head = f"confidence: P(within {conf['tolerance']:.0%} of the best): "
+    assert lines[4].startswith(head), lines[4]
+    parts = lines[4][len(head):].split("; ")
+    counted = [p for p in parts if re.fullmatch(
+        r"\d+( more)? leaders? (in the list|outside the shown list)", p)]
+    named = [tuple(p.rsplit(" ", 1)) for p in parts if p not in counted]
+    p_of = {x["config"]: f"{x['p_best']:.2f}" for x in conf["leaders"]}
+    assert named and all(label in listed and p == p_of[label] for label, p in named), named
+    order = [x["config"] for x in conf["leaders"]]
+    assert [label for label, _ in named] == [k for k in order if k in dict(named)]
+    assert len(named) + sum(int(p.split()[0]) for p in counted) == len(conf["leaders"])
+    outside = sum(int(p.split()[0]) for p in counted if p.endswith("outside the shown list"))
+    assert outside == sum(k not in listed for k in order)
     assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
     if conf["settle"]:
         from fsadvisor.service.answer import duration  # the headline's rounding too

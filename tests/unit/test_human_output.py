@@ -366,6 +366,35 @@ def test_a_dry_run_note_follows_the_whole_header_folded(args, tmp_db, monkeypatc
     assert k > 1 and all(ln.startswith("# ") and len(ln) <= 80 for ln in rest[:k]), rest[:k]
 
 
+@pytest.mark.parametrize("args", SCRIPTS, ids=[" ".join(a[:4:3]) for a in SCRIPTS])
+def test_a_dry_runs_json_gives_each_comment_and_note_on_one_line(args, tmp_db, monkeypatch):
+    """--json carries the dry run as a program reads it, apart from the layout: the same
+    commands in the same order and the same words as the 80-column text, but each comment
+    (the header, the safety verdict's note) one line whatever its length and a command's
+    note beside it."""
+    import json
+
+    from fsadvisor.service import probing
+
+    monkeypatch.setattr(probing, "dry_run_verdict", lambda plan: LONG_NOTE)
+    text = _at(80, args)
+    doc = json.loads("\n".join(_at(80, [*args, "--json"])))
+    lines = doc["lines"] if doc.get("adaptive") else doc["commands"]
+
+    def commands(ls):
+        return [ln.split("  # ")[0] for ln in ls if not ln.startswith("#")]
+
+    def words(ls):
+        return sorted(w for w in " ".join(ls).split() if w.strip("#"))
+
+    assert commands(lines) == commands(text)
+    assert words(lines) == words(text)
+    assert f"# {LONG_NOTE}" in lines
+    assert lines[0].startswith("# fsadvisor ") and re.search(
+        r"[Nn]othing below is executed\.?$", lines[0]), lines[0]
+    assert len(lines) < len(text)  # the text folds what the JSON keeps on one line
+
+
 def _ext4_defaults() -> dict:
     from fsadvisor import catalog
 

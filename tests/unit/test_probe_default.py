@@ -122,5 +122,11 @@ def test_the_service_previews_a_joint_probe_as_the_cli_prints_it(tmp_path):
     r = run(*argv[2:], "--dry-run", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert (doc["lines"], doc["profiles"], doc["budget_s"]) == (shown.lines, shown.profiles,
+    # --json: the same preview unfolded, each comment one line
+    unfolded = ad.adaptive_preview(request, ad.DEFAULT_TARGET, "2h", profiles=["oltp", "log-append"],
+                                   weights=[3.0, 1.0], folded=False)
+    assert (doc["lines"], doc["profiles"], doc["budget_s"]) == (unfolded.lines, shown.profiles,
                                                                 shown.budget_s)
+    assert len(doc["lines"]) < len(shown.lines)  # the folded one has comments over lines
+    assert " ".join(doc["lines"]).replace(" # ", " ").split() == \
+        " ".join(shown.lines).replace(" # ", " ").split()

@@ -108,6 +108,68 @@ def test_compare_measured_rows_use_measured_throughput_and_watts(probed_store):
     assert "B against the runner-up: saves" in r.output
 
 
+def test_a_measured_ext4_defaults_is_the_baseline_itself_and_the_text_says_measured(
+        probed_store):
+    """compare with ext4 defaults measured: its measured year is the baseline (no saving
+    against itself, exactly, rather than the model's error against the measurement), the
+    other entry's saving is against that year, and the text says where the baseline's
+    figures come from: the device and runs it was measured on."""
+    from fsadvisor.domain import run_ids_text
+
+    args = ("compare", "--profile", "oltp", EXT4, XFS, "--load", "5000", "--price", "0.30")
+    doc = run_json(*args)
+    a, b = doc["entries"]
+    y, default = a["yearly"], doc["yearly_basis"]["default"]
+    assert y["energy_source"].startswith("measured (runs ")
+    assert y["is_baseline"] is True and "is_baseline" not in b["yearly"]
+    assert default["config"] == a["config"]
+    for key in ("capacity", "kwh_per_year", "kwh_per_year_90", "energy_source"):
+        assert default[key] == y[key], key
+    assert y["saving_vs_default"] == {"kwh_per_year": 0, "kwh_per_year_range": [0, 0],
+                                      "cost_per_year": 0, "cost_per_year_range": [0, 0]}
+    assert b["yearly"]["saving_vs_default"]["kwh_per_year"] == pytest.approx(
+        default["kwh_per_year"] - b["yearly"]["kwh_per_year"], rel=1e-12)
+    on = a["measured_on"]
+    source = f"measured on {on['device']} (runs {run_ids_text(on['run_ids'])})"
+    assert default["source"] == source
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert f"baseline: ext4 defaults, {source}" in text
+    assert "this is the ext4 defaults baseline (no saving against itself)" in text
+    assert "predicted by the model" not in text
+
+
+@pytest.mark.parametrize("items", [(EXT4, XFS), (XFS, '{"filesystem": "btrfs"}')],
+                         ids=["ext4 defaults compared", "not compared"])
+def test_a_predicted_baseline_is_named_as_the_models(items, fresh_store):
+    """Nothing measured: the baseline is the model's figure, compared or predicted beside
+    them, and the text says so, as recommend's does."""
+    args = ("compare", "--profile", "oltp", *items, "--load", "5000")
+    doc = run_json(*args)
+    assert doc["yearly_basis"]["default"]["source"] == "predicted by the model"
+    assert [bool(e["yearly"].get("is_baseline")) for e in doc["entries"]] == [
+        it == EXT4 for it in items]
+    for cmd in (args, ("recommend", "--profile", "oltp", "--load", "5000")):
+        r = run(*cmd)
+        assert r.exit_code == 0, r.output
+        assert "baseline: ext4 defaults, predicted by the model" in " ".join(r.output.split())
+
+
+def test_the_baseline_is_one_configuration_for_worth_compare_and_the_reasons():
+    """One ext4 defaults: the configuration rank.baseline_config gives is the one
+    rank.is_baseline names and the one a user's {"filesystem": "ext4"} parses to."""
+    from fsadvisor import catalog
+    from fsadvisor.predict.rank import baseline_config, is_baseline
+
+    base = baseline_config()
+    assert is_baseline(base) and base == catalog.config_from_dict({"filesystem": "ext4"})
+    assert base == baseline_config(1 << 40)
+    assert not is_baseline(base.with_(scheduler="kyber"))
+    assert not is_baseline(catalog.config_from_dict({"filesystem": "ext4",
+                                                     "mount": ["noatime"]}))
+
+
 def _key(cfg):
     from fsadvisor import catalog
     return catalog.config_from_dict(cfg).key()
