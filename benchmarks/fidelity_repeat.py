@@ -10,7 +10,11 @@ means as a perfect model of A and score them on B with fidelity's own rules (med
 error|, separable pairs ordered right, worst per-workload regret), then B on A. A model
 cannot be expected to beat what the class's own repeat measurement achieves.
 
-    python benchmarks/fidelity_repeat.py [A.sql.gz|A.db] [B.sql.gz|B.db]
+    python benchmarks/fidelity_repeat.py [--model] [A.sql.gz|A.db] [B.sql.gz|B.db]
+
+With --model it also fits the model raw-only on each matrix's device as fidelity.py does and
+lists the cells where its error has the same sign and more than SYSTEMATIC in both: what the
+model gets wrong on this class, as opposed to what one matrix's session happened to show.
 
 Defaults: the two shipped disk-loop matrices. Deterministic (stored runs): load does not
 matter.
@@ -36,11 +40,46 @@ DATA = Path(__file__).resolve().parent / "data"
 DEFAULTS = (DATA / "fidelity-diskloop.sql.gz", DATA / "fidelity-diskloop-2.sql.gz")
 
 
+SYSTEMATIC = 0.15  # twice the class's rep-to-rep cv (5.6-7.5%)
+
+
+def _store(path: str, workdir: str) -> str:
+    return fidelity.restore_store(path, workdir) if path.endswith(".gz") else path
+
+
+def _device(obs) -> str:
+    return next(d for d in validate.eligible_devices(obs) if d.startswith("loop:"))
+
+
 def _cells(path: str, workdir: str) -> list[validate.Cell]:
-    db = fidelity.restore_store(path, workdir) if path.endswith(".gz") else path
-    obs = open_store(db).observations()
-    dev = next(d for d in validate.eligible_devices(obs) if d.startswith("loop:"))
-    return [c for c in validate.device_cells(obs, dev) if c.metric == "iops"]
+    obs = open_store(_store(path, workdir)).observations()
+    return [c for c in validate.device_cells(obs, _device(obs)) if c.metric == "iops"]
+
+
+def model_errors(path: str, workdir: str) -> dict[tuple, float]:
+    """The raw-only model's signed IOPS error per cell of the matrix at ``path``, with the
+    device as calibrate would leave it with this code (fidelity.py's raw-only fit)."""
+    # Imported here: only --model fits.
+    from fsadvisor.predict.settings import ModelSettings
+    from fsadvisor.service.calibration import refitted_calibration
+
+    db = _store(path, tempfile.mkdtemp(dir=workdir))
+    store = open_store(db)
+    store.ensure_seeded()
+    obs = store.observations()
+    dev = _device(obs)
+    train = [o for o in obs if o.device_id != dev or validate._is_raw(o)]
+    model = validate.fit(train, ModelSettings.load(db=db), {dev: refitted_calibration(store, dev)})
+    device = validate._target_device(obs, dev)
+    by_w: dict = {}
+    for c in validate.device_cells(obs, dev):
+        if c.metric == "iops":
+            by_w.setdefault(c.workload, []).append(c)
+    out = {}
+    for w, group in by_w.items():
+        for c, p in zip(group, validate.predict_many(model, [c.config for c in group], w, device)):
+            out[validate._cell_key(c)] = p.iops / c.mean - 1.0
+    return out
 
 
 def score(model: list[validate.Cell], judged: list[validate.Cell]) -> dict:
@@ -68,9 +107,12 @@ def score(model: list[validate.Cell], judged: list[validate.Cell]) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    with_model = "--model" in argv
+    argv = [x for x in argv if x != "--model"]
     a, b = (argv + [str(p) for p in DEFAULTS][len(argv) :])[:2]
     with tempfile.TemporaryDirectory() as ta, tempfile.TemporaryDirectory() as tb:
         ca, cb = _cells(a, ta), _cells(b, tb)
+        ea, eb = (model_errors(a, ta), model_errors(b, tb)) if with_model else ({}, {})
     print(f"# fidelity_repeat.py {Path(a).name} {Path(b).name}")
     for name, model, judged in (("A -> B", ca, cb), ("B -> A", cb, ca)):
         s = score(model, judged)
@@ -82,6 +124,18 @@ def main(argv: list[str]) -> int:
         )
         for w, r in s["regrets_over_5"]:
             print(f"    regret {r:.1%}  {w}")
+    if with_model:
+        both = [
+            (k, ea[k], eb[k])
+            for k in ea
+            if k in eb and ea[k] * eb[k] > 0 and min(abs(ea[k]), abs(eb[k])) > SYSTEMATIC
+        ]
+        print(
+            f"the raw-only model's error, same sign and over {SYSTEMATIC:.0%} in both matrices "
+            f"({len(both)} of {len(set(ea) & set(eb))} cells):"
+        )
+        for (cfg, w), x, y in sorted(both, key=lambda t: -abs(t[1] + t[2])):
+            print(f"    {x:+7.1%} {y:+7.1%}  {validate.workload_label(w)}: {cfg}")
     return 0
 
 
