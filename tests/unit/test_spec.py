@@ -4,6 +4,7 @@ prefers it there."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -154,3 +155,20 @@ def test_no_preset_gets_an_option_whose_mechanism_it_does_not_exercise(device, t
         assert block >= 4096, (name, top["config_label"])  # flash: never a sub-4K block
         if top["filesystem"] == "xfs" and top["config"].get("ag_count") is not None:
             assert spec.concurrent_allocation(w) > 0, (name, top["config_label"])
+
+
+def test_ext4s_small_block_acts_on_buffered_writes_only():
+    # ext4's buffered write path keeps a buffer head per block: four per page at 1 KiB.
+    # Direct I/O, reads and XFS (iomap, no buffer heads) are untouched by it.
+    appends = Workload(rw="write", bs_bytes=65536, numjobs=4, fsync_every=32, direct=False,
+                       ioengine="psync")
+    small = FsConfig.make("ext4", mkfs={"block_size": 1024})
+    f = features.config_features(small, appends, "nvme")
+    assert f["opt:blk_small*bufw"] == pytest.approx(2.0)  # log2(4096 / 1024) x all writes
+    assert f["opt:blk_small*bufw"] > features.config_features(
+        FsConfig.make("ext4", mkfs={"block_size": 2048}), appends, "nvme")["opt:blk_small*bufw"]
+    for cfg, w in ((FsConfig.make("xfs", mkfs={"block_size": 1024}), appends),
+                   (small, dataclasses.replace(appends, direct=True)),
+                   (small, dataclasses.replace(appends, rw="read", fsync_every=0)),
+                   (FsConfig.make("ext4"), appends)):
+        assert "opt:blk_small*bufw" not in features.config_features(cfg, w, "nvme"), (cfg, w)
