@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
-from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams
+from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, StoreError
+from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, devices_table
 
 # What predict/recommend look up (a device's parameters, the line that says where they come
-# from) is service/device_figures.py, which loads neither this module nor the fitting code:
-# they must start fast. Its names stay ours for the callers of a calibration.
-from fsadvisor.service.device_figures import devices_table
+# from) is service/device_figures.py, which loads this module only to refit a calibration
+# made by another version's fit: they must start fast. It imports this module, never the
+# other way round.
 
 # Imported inside functions: the probe's machinery (run, state, fio, device inspection) and
 # the parameter fit load with the step that uses them, so planning and a dry run (and
@@ -344,18 +344,73 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
 def refitted_calibration(store: Any, identity: str) -> DeviceParams | None:
     """What `calibrate` would store for ``identity`` with this code: the runs the stored
     calibration was fitted on (its ``run_ids``) and the host figures it measured, fitted
-    again. A calibration keeps the parameters of the code that made it (`recommend` uses
-    them until `calibrate` runs again); a benchmark that judges today's model on a shipped
-    store needs today's fit of the same measurements (None without a stored calibration or
-    its runs)."""
+    again (None without a stored calibration or its runs). A benchmark that judges today's
+    model on a shipped store needs today's fit of the same measurements; `recommend` and
+    `predict` get it stored by refit_stored."""
     stored = store.device_params(identity)
     if stored is None:
         return None
-    ids = set(stored.details.get("run_ids") or ())
-    rows = [r for r in store.runs(status="ok") if r["run_id"] in ids]
-    measured = set(stored.details.get("measured") or ())
+    return _refit(stored, _stored_rows(store, stored))
+
+
+def refit_stored(store: Any, stored: DeviceParams) -> tuple[DeviceParams | None, str]:
+    """Replace ``stored``, a calibration made by another version's fit, with this version's
+    fit of the same runs and host figures (same identity, runs and calibration date; the old
+    fit's version kept in ``details["refitted_from"]``). Returns what the store now holds
+    and "", or None and why not, with nothing written: then the old parameters stand. A
+    store that refuses the write keeps the old row; the refit is returned with the reason."""
+    ids = _run_ids(stored)
+    rows = _stored_rows(store, stored)
+    if not ids or len(rows) < len(set(ids)):
+        return None, "its runs are not in the store"
+    try:
+        params = _refit(stored, rows)
+    except (ArithmeticError, ValueError) as e:
+        return None, f"its runs could not be refitted ({e})"
+    if params is None or not params.measured:
+        return None, "its runs no longer determine a parameter"
+    # the date the device was measured stays the calibration's date through every refit
+    earlier = stored.details.get("refitted_from")
+    measured_at = (
+        earlier.get("calibrated_at")
+        if isinstance(earlier, dict)
+        else stored.details.get("fitted_at")
+    )
+    refit = replace(
+        params,
+        details={
+            **params.details,
+            "run_ids": ids,
+            "refitted_from": {
+                "fit_version": stored.details.get("fit_version"),
+                "calibrated_at": measured_at,
+            },
+        },
+    )
+    try:
+        store.save_device_params(refit, run_ids=ids)
+    except StoreError as e:  # e.g. a read-only store: this output still uses the refit
+        return refit, f"not stored: {e}"
+    return store.device_params(stored.device_id), ""
+
+
+def _run_ids(p: DeviceParams) -> list[int]:
+    """The runs a stored calibration was made from (the store's ``run_ids`` column)."""
+    listed = p.details.get("run_ids")
+    return [int(i) for i in listed] if isinstance(listed, (list, tuple)) else []
+
+
+def _stored_rows(store: Any, stored: DeviceParams) -> list[dict]:
+    """The successful runs a stored calibration names (those still in the store)."""
+    ids = set(_run_ids(stored))
+    return [r for r in store.runs(status="ok") if r["run_id"] in ids]
+
+
+def _refit(stored: DeviceParams, rows: list[dict]) -> DeviceParams | None:
+    listed = stored.details.get("measured")
+    measured = set(listed) if isinstance(listed, (list, tuple)) else set()
     host = {k: stored.values[k] for k in HOST_KEYS if k in measured}
-    return _fit(rows, stored.kind, identity, host or None)
+    return _fit(rows, stored.kind, stored.device_id, host or None)
 
 
 def _fit(rows: list[dict], kind: str, identity: str, host: Any) -> DeviceParams | None:
