@@ -206,3 +206,29 @@ def test_recommend_and_predict_say_it_once_in_text_and_json(tmp_db, own_cache, m
     assert out["basis"]["calibration"].startswith(
         "calibration of /dev/loop3 predates this version's fit"
     )
+    # and the human output prints it once, under the device parameters
+    from typer.testing import CliRunner
+
+    import fsadvisor.cli as cli
+
+    text = (
+        CliRunner()
+        .invoke(
+            cli.app,
+            [
+                "predict",
+                "--config",
+                '{"filesystem": "ext4"}',
+                "--profile",
+                "oltp",
+                "--device",
+                "/dev/loop3",
+                "--db",
+                db,
+            ],
+        )
+        .output
+    )
+    # (the lines wrap at the terminal's width: judged on the text)
+    assert text.count("predates this version's fit") == 1, text
+    assert text.index("device parameters:") < text.index("predates"), text
