@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, StoreError
+from fsadvisor.infra.scripttext import comment
 from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, devices_table
 
 # What predict/recommend look up (a device's parameters, the line that says where they come
@@ -25,12 +26,9 @@ from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, devices_tab
 # made by another version's fit: they must start fast. It imports this module, never the
 # other way round.
 
-# Imported inside functions: the probe's machinery (run, state, fio, device inspection) and
-# the parameter fit load with the step that uses them, so planning and a dry run (and
-# adaptive's plan) load neither the run nor the fit (start-up).
-
-# The planning and probing modules (fsadvisor.probe, many imports) and the fitting
-# (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
+# The probe's planning, running and state, the device inspection and the fit are imported by
+# the step that uses them, each with its reason: this module is also loaded to refit a stored
+# calibration (service/device_figures.py) and for adaptive's plan, which need none of them.
 if TYPE_CHECKING:
     from fsadvisor.probe.calibration_plan import CalibrationPlan
     from fsadvisor.probe.report import ProgressEvent
@@ -69,6 +67,8 @@ def plan_calibration(
     """The calibration plan for ``device`` (or a scratch loop device of ``scratch`` bytes),
     within the 5-minute budget (see build_calibration_plan). Reads the device, never
     writes it; with ``dry_run`` executes nothing at all."""
+    # device inspection (sysfs, udev), the probe's planning and its safety checks
+    # (service/probing.py loads the runner): all heavy, only when a calibration is planned
     from fsadvisor.host import device as devmod
     from fsadvisor.probe.calibration_plan import build_calibration_plan
     from fsadvisor.service import probing
@@ -91,7 +91,7 @@ def plan_calibration(
         size = info.size_bytes
     if dry_run:
         ioengine = probing.ioengine_guess()
-    else:
+    else:  # fio's adapter (its parsers) only for a run: a dry run guesses the engine
         from fsadvisor.tools import fio
 
         ioengine = fio.best_ioengine()
@@ -114,8 +114,8 @@ def plan_calibration(
 def dry_run(plan: CalibrationPlan, notes: Sequence[str] = ()) -> list[str]:
     """The shell lines a calibration would execute, ``notes`` (comments' texts) under the
     header."""
+    # the probe's planning and its report (the plan's whole module tree): for a dry run only
     from fsadvisor.probe.calibration_plan import BUDGET_S
-    from fsadvisor.infra.scripttext import comment
     from fsadvisor.probe.report import dry_run_lines
 
     lines = dry_run_lines(
@@ -132,7 +132,7 @@ def dry_run(plan: CalibrationPlan, notes: Sequence[str] = ()) -> list[str]:
 
 def planned(plan: CalibrationPlan) -> str:
     """The one line a front end shows before starting."""
-    from fsadvisor.probe.calibration_plan import BUDGET_S
+    from fsadvisor.probe.calibration_plan import BUDGET_S  # the probe's planning: heavy
 
     target = "a scratch loop device" if plan.scratch_size_bytes else str(plan.device)
     return (
@@ -210,9 +210,13 @@ def run_calibration(
     with no device_params row written. ``deadline_s`` (never more than the calibration's own
     budget) is the most device time it may take, judged from its own first runs
     (CalibrationPacer): further repetitions that would pass it are left out, and said."""
+    # the probe's planning, report and runner: a calibration that runs needs them, a refit
+    # or a plan does not (each a heavy tree)
     from fsadvisor.probe.calibration_plan import BUDGET_S, CalibrationPacer
     from fsadvisor.probe.report import ProgressEvent as Event
     from fsadvisor.probe.run import MatrixRun
+
+    # its state file, safety checks and the store's writer (sqlite-utils): as heavy, as rare
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import probing
     from fsadvisor.store import open_store
@@ -290,7 +294,7 @@ def run_calibration(
                 "calibration stored no successful run; no device parameters were saved"
             )
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
-        from fsadvisor.host import cpu as host_cpu
+        from fsadvisor.host import cpu as host_cpu  # the host's measurement: after a run only
 
         try:
             # the host's CPU, measured after the device runs (nothing else of ours is busy):
@@ -329,6 +333,7 @@ def run_calibration(
 def _forget(run: Any, plan: CalibrationPlan) -> None:
     """A calibration is not resumable: drop its unfinished-matrix entry from the state file,
     so the next one does not report it as something --resume could continue."""
+    # as run_calibration's (loaded by then): the probe's state file and safety checks
     from fsadvisor.probe.state import StateFile, StateFileError, state_path_for
     from fsadvisor.service import probing
 
