@@ -53,10 +53,16 @@ from pathlib import Path
 # The specification's targets on a held-out device class: (share of the device's cells given,
 # metric, bound, higher is better). Raw-only: the device's raw-device runs alone.
 TARGETS = {
-    0.0: [("median_abs_error", 0.20, False), ("ordered_right", 0.90, True),
-          ("max_regret", 0.05, False)],
-    0.2: [("median_abs_error", 0.10, False), ("ordered_right", 0.95, True),
-          ("max_regret", 0.03, False)],
+    0.0: [
+        ("median_abs_error", 0.20, False),
+        ("ordered_right", 0.90, True),
+        ("max_regret", 0.05, False),
+    ],
+    0.2: [
+        ("median_abs_error", 0.10, False),
+        ("ordered_right", 0.95, True),
+        ("max_regret", 0.03, False),
+    ],
 }
 DRAWS = 5  # random 20% draws of the device's cells
 PROFILE = "log-append"  # fsync with several writers, besides the micro workloads
@@ -115,8 +121,14 @@ MATRIX_CONFIGS = (
     {"filesystem": "btrfs", "mount": ["nodiscard", "nodatacow"]},
 )
 # >= 6 workloads, by the probe's micro names (runner/probe-micro/).
-MATRIX_WORKLOADS = ("4k-randread-qd32", "4k-randwrite-qd32", "4k-randrw70-qd32",
-                    "4k-randwrite-fsync1", "128k-write-qd8", "meta-create")
+MATRIX_WORKLOADS = (
+    "4k-randread-qd32",
+    "4k-randwrite-qd32",
+    "4k-randrw70-qd32",
+    "4k-randwrite-fsync1",
+    "128k-write-qd8",
+    "meta-create",
+)
 
 
 def _fsadvisor(db: str, *args: str) -> None:
@@ -124,10 +136,14 @@ def _fsadvisor(db: str, *args: str) -> None:
     if exe is None:
         raise SystemExit("fsadvisor is not on PATH (activate the venv)")
     t0 = time.monotonic()
-    p = subprocess.run([exe, *args], capture_output=True, text=True,
-                       env={**os.environ, "FSADVISOR_DB": db})
-    print(f"  $ fsadvisor {' '.join(args)[:160]}  [{time.monotonic() - t0:.0f} s, exit "
-          f"{p.returncode}]", flush=True)
+    p = subprocess.run(
+        [exe, *args], capture_output=True, text=True, env={**os.environ, "FSADVISOR_DB": db}
+    )
+    print(
+        f"  $ fsadvisor {' '.join(args)[:160]}  [{time.monotonic() - t0:.0f} s, exit "
+        f"{p.returncode}]",
+        flush=True,
+    )
     if p.returncode not in (0, 1):  # 1: some cells failed (stored as failed, reported)
         raise SystemExit(f"fsadvisor {args[0]} failed: {(p.stderr or p.stdout).strip()[-400:]}")
 
@@ -140,13 +156,36 @@ def measure(db: str, size: str, runtime: float, reps: int, scratch_dir: str) -> 
     t0 = time.monotonic()
     print(f"1. calibrate a disk-backed loop device ({size}, backing file in {scratch_dir})")
     _fsadvisor(db, "calibrate", "--scratch", size, "--scratch-dir", scratch_dir, "--json")
-    print(f"2. filesystem matrix: {len(MATRIX_CONFIGS)} configurations x "
-          f"{len(MATRIX_WORKLOADS) + 1} workloads (with {PROFILE}) x {reps} reps, "
-          f"{runtime:g} s windows")
-    args = ["probe", "--scratch", size, "--scratch-dir", scratch_dir, "--no-baseline",
-            "--no-variants", "--schedulers", "none", "--workloads", ",".join(MATRIX_WORKLOADS),
-            "--reps", str(reps), "--runtime", str(runtime), "--cooldown", "0",
-            "--energy", "estimate", "--profile", PROFILE, "--full", "--json"]
+    print(
+        f"2. filesystem matrix: {len(MATRIX_CONFIGS)} configurations x "
+        f"{len(MATRIX_WORKLOADS) + 1} workloads (with {PROFILE}) x {reps} reps, "
+        f"{runtime:g} s windows"
+    )
+    args = [
+        "probe",
+        "--scratch",
+        size,
+        "--scratch-dir",
+        scratch_dir,
+        "--no-baseline",
+        "--no-variants",
+        "--schedulers",
+        "none",
+        "--workloads",
+        ",".join(MATRIX_WORKLOADS),
+        "--reps",
+        str(reps),
+        "--runtime",
+        str(runtime),
+        "--cooldown",
+        "0",
+        "--energy",
+        "estimate",
+        "--profile",
+        PROFILE,
+        "--full",
+        "--json",
+    ]
     for c in MATRIX_CONFIGS:
         args += ["--config", json.dumps(c)]
     _fsadvisor(db, *args)
@@ -154,29 +193,44 @@ def measure(db: str, size: str, runtime: float, reps: int, scratch_dir: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", default=None,
-                    help="store (or a .sql.gz dump of one) with the held-out device's runs; "
-                    "default: the shipped dump")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--db",
+        default=None,
+        help="store (or a .sql.gz dump of one) with the held-out device's runs; "
+        "default: the shipped dump",
+    )
     ap.add_argument("--dump", help="write the store as a gzipped SQL dump FILE (after --measure)")
     ap.add_argument("--device", action="append", help="device identity to hold out")
     ap.add_argument("--reference", help="a reference runs.csv beyond the shipped one")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--measure", action="store_true",
-                    help="first calibrate and probe a disk-backed scratch loop device into --db")
+    ap.add_argument(
+        "--measure",
+        action="store_true",
+        help="first calibrate and probe a disk-backed scratch loop device into --db",
+    )
     ap.add_argument("--size", default="2G", help="--measure: scratch device size")
     ap.add_argument("--runtime", type=float, default=3.0, help="--measure: seconds per run")
     ap.add_argument("--reps", type=int, default=3, help="--measure: repetitions (>= 3)")
-    ap.add_argument("--scratch-dir", default="/var/tmp",
-                    help="--measure: where the backing file goes (on disk, not tmpfs)")
+    ap.add_argument(
+        "--scratch-dir",
+        default="/var/tmp",
+        help="--measure: where the backing file goes (on disk, not tmpfs)",
+    )
     ap.add_argument("--record", help="write the figures as the scorecard FILE")
-    ap.add_argument("--against", default=str(SCORECARD) if SCORECARD.exists() else None,
-                    help="compare with the scorecard FILE (default: the recorded one)")
+    ap.add_argument(
+        "--against",
+        default=str(SCORECARD) if SCORECARD.exists() else None,
+        help="compare with the scorecard FILE (default: the recorded one)",
+    )
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
-    print(f"load average before: {load_before:.2f} (1 min) on {os.cpu_count()} CPUs",
-          file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the document
+    print(
+        f"load average before: {load_before:.2f} (1 min) on {os.cpu_count()} CPUs",
+        file=sys.stderr if args.json else sys.stdout,
+    )  # --json: stdout is the document
     if args.measure:
         if args.reps < 3:
             raise SystemExit("the targets are defined on >= 3 repetitions per cell")
@@ -197,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from fsadvisor.predict import validate
     from fsadvisor.predict.settings import ModelSettings
-    from fsadvisor.service.calibration import refitted_calibration
+    from fsadvisor.service.device_figures import current_calibration
     from fsadvisor.store import open_store, reference
 
     store = open_store(db)
@@ -205,18 +259,24 @@ def main(argv: list[str] | None = None) -> int:
     obs = store.observations()  # seeds (with bounds), shipped reference matrix, probe cells
     if args.reference:
         obs += reference.load_observations(args.reference)
-    devices = args.device or [d for d in validate.eligible_devices(obs)
-                              if not d.startswith(("ram-loop:", "zram:"))
-                              and any(o.device_id == d and o.source.startswith("probe ")
-                                      for o in obs)]
+    devices = args.device or [
+        d
+        for d in validate.eligible_devices(obs)
+        if not d.startswith(("ram-loop:", "zram:"))
+        and any(o.device_id == d and o.source.startswith("probe ") for o in obs)
+    ]
     if not devices:
-        print("no held-out device: the store has no probed device with raw-device runs and "
-              "filesystem cells", file=sys.stderr)
+        print(
+            "no held-out device: the store has no probed device with raw-device runs and "
+            "filesystem cells",
+            file=sys.stderr,
+        )
         return 2
     settings = ModelSettings.load(db=db)
-    # The held-out device as `calibrate` leaves it with this code: its raw runs and the host
-    # figures its calibration measured (CPU prices every filesystem's work), fitted again.
-    params = {d: p for d in devices if (p := refitted_calibration(store, d)) is not None}
+    # The held-out device as `recommend` reads it with this code: a calibration made by
+    # another version's fit is refitted from its raw runs and the host figures it measured
+    # (CPU prices every filesystem's work), and stored so (in the restored copy of a dump).
+    params = {d: p for d in devices if (p := current_calibration(store, d)[0]) is not None}
     reports = []
     for d in devices:
         raw = validate.leave_one_device_out(obs, d, settings, 0.0, device_params=params)
@@ -227,9 +287,10 @@ def main(argv: list[str] | None = None) -> int:
             r["raw_only_on_these_cells"] = _on_same_cells(raw, r)
             reports.append(r)
     rounds = _round_levels(store)
-    card = {"matrices": sorted({r["matrix_id"] for r in store.runs(status="ok")
-                                if r.get("matrix_id")}),
-            "figures": scorecard_figures(reports)}
+    card = {
+        "matrices": sorted({r["matrix_id"] for r in store.runs(status="ok") if r.get("matrix_id")}),
+        "figures": scorecard_figures(reports),
+    }
     load_after = os.getloadavg()[0]
     # Only a measurement can be loaded: judged by the load before it (the load after is the
     # benchmark's own probe). Without --measure the figures are a deterministic analysis of
@@ -239,68 +300,110 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.record).write_text(json.dumps(card, indent=1, sort_keys=True) + "\n")
     against = compare_scorecard(card, args.against) if args.against else None
     if args.json:
-        json.dump({"reports": reports, "rounds": rounds, "load": [load_before, load_after],
-                   "loaded": loaded, "scorecard": card, "against_recorded": against},
-                  sys.stdout, indent=1)
+        json.dump(
+            {
+                "reports": reports,
+                "rounds": rounds,
+                "load": [load_before, load_after],
+                "loaded": loaded,
+                "scorecard": card,
+                "against_recorded": against,
+            },
+            sys.stdout,
+            indent=1,
+        )
         print()
         return 1 if against and against["worse"] and against["judged"] else 0
     if args.measure:
-        print(f"load average after: {load_after:.2f} (this benchmark's own probe)"
-              + ("  -- LOADED: these figures are not targets' evidence" if loaded
-                 else "  (quiet before it started)"))
+        print(
+            f"load average after: {load_after:.2f} (this benchmark's own probe)"
+            + (
+                "  -- LOADED: these figures are not targets' evidence"
+                if loaded
+                else "  (quiet before it started)"
+            )
+        )
     else:
-        print("analysis of runs stored earlier: deterministic, whatever the load now (the "
-              "load while they ran: their host_loadavg_1m in the store)")
+        print(
+            "analysis of runs stored earlier: deterministic, whatever the load now (the "
+            "load while they ran: their host_loadavg_1m in the store)"
+        )
     for r in reports:
         f = r.get("iops") or {}
         share = r["share_of_cells_given"]
-        print(f"{r['device']}: {share:.0%} of its cells given"
-              + (f" (draw {r['draw']})" if "draw" in r else "")
-              + f", {r['cells_held_out']} held out")
+        print(
+            f"{r['device']}: {share:.0%} of its cells given"
+            + (f" (draw {r['draw']})" if "draw" in r else "")
+            + f", {r['cells_held_out']} held out"
+        )
         if not f.get("n"):
             print("  no IOPS cells held out")
             continue
         noise = f.get("rep_to_rep_cv_median")
-        print(f"  IOPS median |error| {f['median_abs_error']:.1%}, p90 {f['p90_abs_error']:.1%}"
-              f" (rep-to-rep cv {noise:.1%})" if noise is not None else "")
+        print(
+            f"  IOPS median |error| {f['median_abs_error']:.1%}, p90 {f['p90_abs_error']:.1%}"
+            f" (rep-to-rep cv {noise:.1%})"
+            if noise is not None
+            else ""
+        )
         if f["separable_pairs"]:
-            print(f"  separable pairs ordered right: {f['ordered_right']:.1%} of "
-                  f"{f['separable_pairs']}")
+            print(
+                f"  separable pairs ordered right: {f['ordered_right']:.1%} of "
+                f"{f['separable_pairs']}"
+            )
         if f["max_regret"] is not None:
             beyond = f.get("max_regret_beyond_noise")
-            print(f"  worst per-workload regret: {f['max_regret']:.1%}"
-                  + (f" ({beyond:.1%} against a cell more than {validate.SEPARABLE_SE:g} standard "
-                     "errors better: the rest of the gap is within the matrix's own noise)"
-                     if beyond is not None and beyond < f["max_regret"] else ""))
+            print(
+                f"  worst per-workload regret: {f['max_regret']:.1%}"
+                + (
+                    f" ({beyond:.1%} against a cell more than {validate.SEPARABLE_SE:g} standard "
+                    "errors better: the rest of the gap is within the matrix's own noise)"
+                    if beyond is not None and beyond < f["max_regret"]
+                    else ""
+                )
+            )
         same = r.get("raw_only_on_these_cells")
         if same:
             verdict = "no worse" if same["given"] <= same["raw_only"] else "WORSE"
-            print(f"  on these held-out cells: median |error| {same['given']:.1%} against "
-                  f"{same['raw_only']:.1%} raw-only ({verdict})")
+            print(
+                f"  on these held-out cells: median |error| {same['given']:.1%} against "
+                f"{same['raw_only']:.1%} raw-only ({verdict})"
+            )
         for key, bound, higher in TARGETS.get(share, []):
             got = f.get(key)
             if got is None:
                 print(f"  target {key} {'>=' if higher else '<='} {bound:.0%}: no figure")
                 continue
             ok = got >= bound if higher else got <= bound
-            print(f"  target {key} {'>=' if higher else '<='} {bound:.0%}: "
-                  f"{'met' if ok else 'MISSED'} ({got:.1%})")
+            print(
+                f"  target {key} {'>=' if higher else '<='} {bound:.0%}: "
+                f"{'met' if ok else 'MISSED'} ({got:.1%})"
+            )
     if against:
-        print(f"\nagainst the recorded scorecard ({args.against}): "
-              + ("same matrices, judged" if against["judged"] else
-                 "other matrices (a re-measurement): differences include the device's own "
-                 "noise, not judged"))
+        print(
+            f"\nagainst the recorded scorecard ({args.against}): "
+            + (
+                "same matrices, judged"
+                if against["judged"]
+                else "other matrices (a re-measurement): differences include the device's own "
+                "noise, not judged"
+            )
+        )
         for name, now, then, how in against["lines"]:
             print(f"  {name}: {now:.1%} (recorded {then:.1%}) {how}")
     if rounds:
-        print("\nWhere the rep-to-rep noise comes from: the probe runs repetition r of every cell "
-              "before repetition r+1 (rounds), so a round's level against round 1 is the "
-              "machine's drift, not a configuration's:")
+        print(
+            "\nWhere the rep-to-rep noise comes from: the probe runs repetition r of every cell "
+            "before repetition r+1 (rounds), so a round's level against round 1 is the "
+            "machine's drift, not a configuration's:"
+        )
         for r in rounds:
-            print(f"  round {r['rep']}: {r['cells']} cells, host CPU busy median "
-                  f"{r['host_cpu_busy_pct_median']:.0f}%, IOPS vs round 1: median "
-                  f"x{r['level_vs_round_1_median']:.2f} (range x{r['level_vs_round_1_min']:.2f}"
-                  f"-x{r['level_vs_round_1_max']:.2f})")
+            print(
+                f"  round {r['rep']}: {r['cells']} cells, host CPU busy median "
+                f"{r['host_cpu_busy_pct_median']:.0f}%, IOPS vs round 1: median "
+                f"x{r['level_vs_round_1_median']:.2f} (range x{r['level_vs_round_1_min']:.2f}"
+                f"-x{r['level_vs_round_1_max']:.2f})"
+            )
     return 1 if against and against["worse"] and against["judged"] else 0
 
 
@@ -314,8 +417,9 @@ def scorecard_figures(reports: list[dict]) -> dict[str, float]:
         f = r.get("iops") or {}
         for k in GATED:
             if f.get(k) is not None:
-                groups.setdefault(f"{r['device']}.share{r['share_of_cells_given']:.1f}.{k}",
-                                  []).append(float(f[k]))
+                groups.setdefault(
+                    f"{r['device']}.share{r['share_of_cells_given']:.1f}.{k}", []
+                ).append(float(f[k]))
     return {k: st.median(v) for k, v in sorted(groups.items())}
 
 
@@ -329,9 +433,11 @@ def compare_scorecard(card: dict, path: str) -> dict | None:
     except (OSError, ValueError):
         return None
     lines = list(compare(card["figures"], old.get("figures", {})))
-    return {"judged": old.get("matrices") == card["matrices"],
-            "worse": [n for n, *_, how in lines if how in ("worse", "missing")],
-            "lines": lines}
+    return {
+        "judged": old.get("matrices") == card["matrices"],
+        "worse": [n for n, *_, how in lines if how in ("worse", "missing")],
+        "lines": lines,
+    }
 
 
 def _on_same_cells(raw: dict, given: dict) -> dict | None:
@@ -344,8 +450,11 @@ def _on_same_cells(raw: dict, given: dict) -> dict | None:
     common = [k for k in a if k in b]
     if not common:
         return None
-    return {"cells": len(common), "given": st.median(a[k] for k in common),
-            "raw_only": st.median(b[k] for k in common)}
+    return {
+        "cells": len(common),
+        "given": st.median(a[k] for k in common),
+        "raw_only": st.median(b[k] for k in common),
+    }
 
 
 def _round_levels(store) -> list[dict]:
@@ -363,14 +472,23 @@ def _round_levels(store) -> list[dict]:
     out = []
     for rep in reps:
         ratios = [c[rep]["iops"] / c[1]["iops"] for c in by_cell.values() if rep in c and 1 in c]
-        busy = [c[rep]["host_cpu_busy_pct"] for c in by_cell.values()
-                if rep in c and c[rep].get("host_cpu_busy_pct") is not None]
+        busy = [
+            c[rep]["host_cpu_busy_pct"]
+            for c in by_cell.values()
+            if rep in c and c[rep].get("host_cpu_busy_pct") is not None
+        ]
         if not ratios:
             continue
-        out.append({"rep": rep, "cells": len(ratios),
-                    "host_cpu_busy_pct_median": st.median(busy) if busy else float("nan"),
-                    "level_vs_round_1_median": st.median(ratios),
-                    "level_vs_round_1_min": min(ratios), "level_vs_round_1_max": max(ratios)})
+        out.append(
+            {
+                "rep": rep,
+                "cells": len(ratios),
+                "host_cpu_busy_pct_median": st.median(busy) if busy else float("nan"),
+                "level_vs_round_1_median": st.median(ratios),
+                "level_vs_round_1_min": min(ratios),
+                "level_vs_round_1_max": max(ratios),
+            }
+        )
     return out
 
 

@@ -302,6 +302,8 @@ def predict(
         f"  ops/joule     {p['ops_per_joule']:,.0f}   (90%: {_fmt_range(u['ops_per_joule_90'])})"
     )
     say(f"  device parameters: {out['basis']['device_parameters']}", hang=4)
+    if out["basis"].get("calibration"):  # refitted with this version's fit, or predates it
+        say(f"  {out['basis']['calibration']}", hang=4)
     for w in out["warnings"]:
         say(f"  WARN: {w}", hang=8)
 

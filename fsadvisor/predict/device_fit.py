@@ -15,6 +15,7 @@ from fsadvisor.predict.device_params import (
     PRIOR_LOG_SD,
     SHAPE_KEYS,
     DeviceParams,
+    fit_version,
     prior_params,
 )
 from fsadvisor.predict.mechanisms import queue_rate
@@ -422,6 +423,8 @@ def fit_device_params(
             k: {"cell": e.cell, "n": e.n, "run_ids": sorted(set(e.run_ids))} for k, e in est.items()
         },
         "run_ids": used,
+        # which fit made these figures: a stored calibration of another is refitted
+        "fit_version": fit_version(),
     }
     if not est:
         return DeviceParams(

@@ -125,10 +125,11 @@ def get_model(db: str | None = None) -> FittedModel:
             return cached
     obs = _observations(db)
     model = fit(obs, settings, stored_device_params(db))
-    if key is None:  # the store was just created or seeded: its version is readable now
-        version = quick_version(db)
-        if version is not None:
-            key = f"{version}|{skey}"
+    # The store was just created or seeded, or a calibration was refitted for this fit: its
+    # version now is the one this model was fitted on.
+    version = quick_version(db)
+    if version is not None:
+        key = f"{version}|{skey}"
     if key is not None:
         try:
             save_model(model, _cache_file(key), key)
@@ -141,12 +142,17 @@ def get_model(db: str | None = None) -> FittedModel:
 
 def stored_device_params(db: str | None) -> dict:
     """Device parameters `fsadvisor calibrate DEVICE` fitted and stored, by device identity
-    (none in a store without calibrations: then raw-device runs lift the priors)."""
+    (none in a store without calibrations: then raw-device runs lift the priors), each as
+    this version's fit leaves it (device_figures.current_calibration). The model is fitted
+    on every device's observations: one calibrated by another version is refitted here too,
+    and its own line is owed only where a device's output is read (device_params_and_note)."""
+    from fsadvisor.service.device_figures import current_calibration  # as device_params_of
+
     with open_store(db) as store:
         return {
             ident: p
             for ident in store.calibrated_devices()
-            if (p := store.device_params(ident)) is not None
+            if (p := current_calibration(store, ident)[0]) is not None
         }
 
 
@@ -292,7 +298,7 @@ def recommend(
             dev = replace(device, plp=plp)
     else:
         dev = resolve_device(device, plp, sector_size)
-    params = device_params_of(dev, db)
+    params, refit_note = device_params_and_note(dev, db)
     rec = rank(
         get_model(db),
         prof,
@@ -311,17 +317,25 @@ def recommend(
         db,
         describe_params(params),
         [sector_note(dev, device, sector_size)] + library_notes(dev),
+        refit_note,
     )
 
 
 def finish(
-    rec: Recommendation, db: str | None, params_text: str, library_notes: list[str]
+    rec: Recommendation,
+    db: str | None,
+    params_text: str,
+    library_notes: list[str],
+    calibration_note: str | None = None,
 ) -> Recommendation:
     """What recommend adds to a ranking, the same for the CLI and the TUI's what-if session:
-    which device figures it used, what would settle a tie, the library drive's notes, and
-    this device's own measurements first among the reasons."""
+    which device figures it used (and, under them, ``calibration_note``: its calibration
+    refitted with this version's fit or predating it), what would settle a tie, the library
+    drive's notes, and this device's own measurements first among the reasons."""
     answer.write_why(rec)
-    rec.notes.insert(0, f"device parameters: {params_text}")
+    rec.notes[:0] = [f"device parameters: {params_text}"] + (
+        [calibration_note] if calibration_note else []
+    )
     if rec.confidence is not None and rec.confidence.tied and not rec.confidence.settled:
         rec.confidence.settle = settle_cells(rec)
     rec.notes.extend(library_notes)
@@ -459,9 +473,15 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
 
 def device_params_of(dev: Device, db: str | None):
     """This device's calibration in the store, else its kind's prior (service/device_figures)."""
-    from fsadvisor.service.device_figures import device_params_for
+    return device_params_and_note(dev, db)[0]
 
-    return device_params_for(dev, db)
+
+def device_params_and_note(dev: Device, db: str | None):
+    """device_params_of, and the line owed when its calibration was refitted with this
+    version's fit or predates it (service/device_figures.current_calibration)."""
+    from fsadvisor.service.device_figures import device_params_and_note as lookup
+
+    return lookup(dev, db)
 
 
 def describe_params(params) -> str:
@@ -559,20 +579,26 @@ def _request_parts(
 
 
 def _params(memo: _Memo, dev: Device):
-    return memo.get(
-        "params", dev, lambda: ((p := device_params_of(dev, memo.db)), describe_params(p))
-    )
+    """(device parameters, their line, the calibration's refit line or None), once a batch."""
+
+    def lookup():
+        p, note = device_params_and_note(dev, memo.db)
+        return p, describe_params(p), note
+
+    return memo.get("params", dev, lookup)
 
 
 def _result(memo: _Memo, cfg, w, dev: Device, scope: str, raw=None) -> dict:
     """One request's answer from its prediction (``raw``: made for it already, uncapped;
     None: predicted here)."""
-    params, described = _params(memo, dev)
+    params, described, refit_note = _params(memo, dev)
     if raw is None:
         raw = predict(memo.model(), cfg, w, dev, scope, device_params=params)
     p = ceilings.cap(raw, w)
     basis = dict(p.basis)
     basis["device_parameters"] = described
+    if refit_note:
+        basis["calibration"] = refit_note
     warnings = [f"{r.option}: {r.reason}" for r in catalog.risks(cfg)]
     if cfg.fs == "f2fs" and not memo.get("kernel", "f2fs", lambda: catalog.kernel_supports("f2fs")):
         warnings.append("f2fs: not supported by this machine's kernel; check the target host")
@@ -615,7 +641,7 @@ def _predict_together(memo: _Memo, requests: list[tuple], scope: str) -> None:
         if len(cfgs) < 2:
             continue
         try:
-            params, _ = _params(memo, dev)
+            params = _params(memo, dev)[0]
             raws = predict_many(
                 memo.model(), list(cfgs), w, dev, scope, device_params=params, alone=True
             )

@@ -14,23 +14,21 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
-from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams
+from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, StoreError
+from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, comment
+from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, devices_table
 
 # What predict/recommend look up (a device's parameters, the line that says where they come
-# from) is service/device_figures.py, which loads neither this module nor the fitting code:
-# they must start fast. Its names stay ours for the callers of a calibration.
-from fsadvisor.service.device_figures import devices_table
+# from) is service/device_figures.py, which loads this module only to refit a calibration
+# made by another version's fit: they must start fast. It imports this module, never the
+# other way round.
 
-# Imported inside functions: the probe's machinery (run, state, fio, device inspection) and
-# the parameter fit load with the step that uses them, so planning and a dry run (and
-# adaptive's plan) load neither the run nor the fit (start-up).
-
-# The planning and probing modules (fsadvisor.probe, many imports) and the fitting
-# (predict/device_fit.py) are imported by the functions that plan, run or fit a calibration.
+# The probe's planning, running and state, the device inspection and the fit are imported by
+# the step that uses them, each with its reason: this module is also loaded to refit a stored
+# calibration (service/device_figures.py) and for adaptive's plan, which need none of them.
 if TYPE_CHECKING:
     from fsadvisor.probe.calibration_plan import CalibrationPlan
     from fsadvisor.probe.report import ProgressEvent
@@ -69,6 +67,8 @@ def plan_calibration(
     """The calibration plan for ``device`` (or a scratch loop device of ``scratch`` bytes),
     within the 5-minute budget (see build_calibration_plan). Reads the device, never
     writes it; with ``dry_run`` executes nothing at all."""
+    # device inspection (sysfs, udev), the probe's planning and its safety checks
+    # (service/probing.py loads the runner): all heavy, only when a calibration is planned
     from fsadvisor.host import device as devmod
     from fsadvisor.probe.calibration_plan import build_calibration_plan
     from fsadvisor.service import probing
@@ -91,7 +91,7 @@ def plan_calibration(
         size = info.size_bytes
     if dry_run:
         ioengine = probing.ioengine_guess()
-    else:
+    else:  # fio's adapter (its parsers) only for a run: a dry run guesses the engine
         from fsadvisor.tools import fio
 
         ioengine = fio.best_ioengine()
@@ -115,8 +115,8 @@ def dry_run(plan: CalibrationPlan, notes: Sequence[str] = (), folded: bool = Tru
     """The shell lines a calibration would execute, ``notes`` (comments' texts) under the
     header; comments folded to 80 columns for a person, or (not ``folded``, for --json)
     each one line."""
+    # the probe's planning and its report (the plan's whole module tree): for a dry run only
     from fsadvisor.probe.calibration_plan import BUDGET_S
-    from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, comment
     from fsadvisor.probe.report import dry_run_lines
 
     width = COLUMNS if folded else UNFOLDED
@@ -136,7 +136,7 @@ def dry_run(plan: CalibrationPlan, notes: Sequence[str] = (), folded: bool = Tru
 
 def planned(plan: CalibrationPlan) -> str:
     """The one line a front end shows before starting."""
-    from fsadvisor.probe.calibration_plan import BUDGET_S
+    from fsadvisor.probe.calibration_plan import BUDGET_S  # the probe's planning: heavy
 
     target = "a scratch loop device" if plan.scratch_size_bytes else str(plan.device)
     return (
@@ -214,9 +214,13 @@ def run_calibration(
     with no device_params row written. ``deadline_s`` (never more than the calibration's own
     budget) is the most device time it may take, judged from its own first runs
     (CalibrationPacer): further repetitions that would pass it are left out, and said."""
+    # the probe's planning, report and runner: a calibration that runs needs them, a refit
+    # or a plan does not (each a heavy tree)
     from fsadvisor.probe.calibration_plan import BUDGET_S, CalibrationPacer
     from fsadvisor.probe.report import ProgressEvent as Event
     from fsadvisor.probe.run import MatrixRun
+
+    # its state file, safety checks and the store's writer (sqlite-utils): as heavy, as rare
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import probing
     from fsadvisor.store import open_store
@@ -294,7 +298,7 @@ def run_calibration(
                 "calibration stored no successful run; no device parameters were saved"
             )
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
-        from fsadvisor.host import cpu as host_cpu
+        from fsadvisor.host import cpu as host_cpu  # the host's measurement: after a run only
 
         try:
             # the host's CPU, measured after the device runs (nothing else of ours is busy):
@@ -333,6 +337,7 @@ def run_calibration(
 def _forget(run: Any, plan: CalibrationPlan) -> None:
     """A calibration is not resumable: drop its unfinished-matrix entry from the state file,
     so the next one does not report it as something --resume could continue."""
+    # as run_calibration's (loaded by then): the probe's state file and safety checks
     from fsadvisor.probe.state import StateFile, StateFileError, state_path_for
     from fsadvisor.service import probing
 
@@ -348,18 +353,73 @@ def _forget(run: Any, plan: CalibrationPlan) -> None:
 def refitted_calibration(store: Any, identity: str) -> DeviceParams | None:
     """What `calibrate` would store for ``identity`` with this code: the runs the stored
     calibration was fitted on (its ``run_ids``) and the host figures it measured, fitted
-    again. A calibration keeps the parameters of the code that made it (`recommend` uses
-    them until `calibrate` runs again); a benchmark that judges today's model on a shipped
-    store needs today's fit of the same measurements (None without a stored calibration or
-    its runs)."""
+    again (None without a stored calibration or its runs). A benchmark that judges today's
+    model on a shipped store needs today's fit of the same measurements; `recommend` and
+    `predict` get it stored by refit_stored."""
     stored = store.device_params(identity)
     if stored is None:
         return None
-    ids = set(stored.details.get("run_ids") or ())
-    rows = [r for r in store.runs(status="ok") if r["run_id"] in ids]
-    measured = set(stored.details.get("measured") or ())
+    return _refit(stored, _stored_rows(store, stored))
+
+
+def refit_stored(store: Any, stored: DeviceParams) -> tuple[DeviceParams | None, str]:
+    """Replace ``stored``, a calibration made by another version's fit, with this version's
+    fit of the same runs and host figures (same identity, runs and calibration date; the old
+    fit's version kept in ``details["refitted_from"]``). Returns what the store now holds
+    and "", or None and why not, with nothing written: then the old parameters stand. A
+    store that refuses the write keeps the old row; the refit is returned with the reason."""
+    ids = _run_ids(stored)
+    rows = _stored_rows(store, stored)
+    if not ids or len(rows) < len(set(ids)):
+        return None, "its runs are not in the store"
+    try:
+        params = _refit(stored, rows)
+    except (ArithmeticError, ValueError) as e:
+        return None, f"its runs could not be refitted ({e})"
+    if params is None or not params.measured:
+        return None, "its runs no longer determine a parameter"
+    # the date the device was measured stays the calibration's date through every refit
+    earlier = stored.details.get("refitted_from")
+    measured_at = (
+        earlier.get("calibrated_at")
+        if isinstance(earlier, dict)
+        else stored.details.get("fitted_at")
+    )
+    refit = replace(
+        params,
+        details={
+            **params.details,
+            "run_ids": ids,
+            "refitted_from": {
+                "fit_version": stored.details.get("fit_version"),
+                "calibrated_at": measured_at,
+            },
+        },
+    )
+    try:
+        store.save_device_params(refit, run_ids=ids)
+    except StoreError as e:  # e.g. a read-only store: this output still uses the refit
+        return refit, f"not stored: {e}"
+    return store.device_params(stored.device_id), ""
+
+
+def _run_ids(p: DeviceParams) -> list[int]:
+    """The runs a stored calibration was made from (the store's ``run_ids`` column)."""
+    listed = p.details.get("run_ids")
+    return [int(i) for i in listed] if isinstance(listed, (list, tuple)) else []
+
+
+def _stored_rows(store: Any, stored: DeviceParams) -> list[dict]:
+    """The successful runs a stored calibration names (those still in the store)."""
+    ids = set(_run_ids(stored))
+    return [r for r in store.runs(status="ok") if r["run_id"] in ids]
+
+
+def _refit(stored: DeviceParams, rows: list[dict]) -> DeviceParams | None:
+    listed = stored.details.get("measured")
+    measured = set(listed) if isinstance(listed, (list, tuple)) else set()
     host = {k: stored.values[k] for k in HOST_KEYS if k in measured}
-    return _fit(rows, stored.kind, identity, host or None)
+    return _fit(rows, stored.kind, stored.device_id, host or None)
 
 
 def _fit(rows: list[dict], kind: str, identity: str, host: Any) -> DeviceParams | None:

@@ -18,10 +18,11 @@ from fsadvisor.domain import FsConfig, run_ids_text
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 from fsadvisor.limits import LIMITS
+from fsadvisor.service.report import config_label, predicted_stats
 
-# Imported inside functions: the model, the store, the recommendation and the charts load
-# only for compare itself; matrix_results imports this module for its statistics (welch,
-# judged) alone (start-up).
+# The model (service/advice.py, predict/: numpy), the store, the catalog, the yearly cost
+# and the charts are imported by the functions of compare itself, each saying why:
+# matrix_results imports this module for its statistics (welch, judged) alone (start-up).
 
 Z95 = 1.959963984540054
 
@@ -34,7 +35,7 @@ def welch(
     its own error is part of the ± of B's). Needs at least 2 runs on each side."""
     if n_a < 2 or n_b < 2:
         raise FsAdvisorError("a measured difference needs at least 2 runs on each side")
-    from fsadvisor.store.intervals import t_quantile
+    from fsadvisor.store.intervals import t_quantile  # the store package: with a difference only
 
     va, vb = sd_a**2 / n_a, sd_b**2 / n_b
     se = math.sqrt(va + vb)
@@ -106,7 +107,7 @@ def _stat(s: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _parse_configs(items: Sequence[str]) -> list[FsConfig]:
-    from fsadvisor import catalog
+    from fsadvisor import catalog  # the option catalog: compare's own, not welch's
 
     out = []
     for i, text in enumerate(items, 1):
@@ -157,8 +158,7 @@ def compare(
         return compare_matrices(items[0], items[1], db=db)
     if len(items) < 2:
         raise FsAdvisorError("compare needs at least two configurations (or ranks)")
-    from fsadvisor.service import advice
-    from fsadvisor.service.report import config_label
+    from fsadvisor.service import advice  # the model (numpy): not for a matrix comparison
 
     ranks = _ranks(items)
     if ranks is not None:
@@ -189,10 +189,11 @@ def compare(
     rank_by = "bytes_per_joule" if w.rank_by == "bytes" else "ops_per_joule"
     what = "bytes/J" if rank_by == "bytes_per_joule" else "ops/J"
     dev = advice.resolve_device(device)
-    from fsadvisor import catalog
+    from fsadvisor import catalog  # as _parse_configs
 
     for c in configs:
         catalog.validate(c, dev.size_bytes)
+    # the model's prediction and ranking (numpy): as advice, not for a matrix comparison
     from fsadvisor.predict import ceilings
     from fsadvisor.predict.predict import predict_many
     from fsadvisor.predict.rank import difference_sd
@@ -212,8 +213,6 @@ def compare(
         )
     ]
     measured = _measured_for(configs, prof.name, db) if prof else [[] for _ in configs]
-    from fsadvisor.service.report import predicted_stats
-
     bs = w.bs_bytes if w.metadata_frac < 1.0 else 0
     entries = []
     for name, cfg, p, found in zip(names, configs, preds, measured):
@@ -292,6 +291,7 @@ def _yearly(configs, entries, preds, measured, w, dev, scope, rank_by, db, worth
     among them is the baseline itself, measured or predicted as its entry is (its saving
     against itself is none, not the model's error against a measurement); else the model
     predicts the baseline beside them."""
+    # the model's ranking rules and the yearly cost (service/worth.py): only with --load
     from fsadvisor.predict.rank import is_baseline
     from fsadvisor.service import advice, worth
 
@@ -332,7 +332,7 @@ def _yearly(configs, entries, preds, measured, w, dev, scope, rank_by, db, worth
 def _measured_for(configs: list[FsConfig], profile: str, db: str | None):
     """Per configuration: all its store summaries for this profile's probes, a joint probe's
     shared cells included (one per device and energy meter), possibly none."""
-    from fsadvisor.store import open_store
+    from fsadvisor.store import open_store  # the store package: compare's own, not welch's
 
     with open_store(db) as store:
         found = store.summaries(profile=profile)
@@ -367,8 +367,7 @@ def compare_matrices(id_a: str, id_b: str, db: str | None = None) -> dict[str, A
     """Every (configuration, workload) cell both matrices measured: A and B side by side,
     B − A by Welch on the runs, per cell. ops/J where both have energy of the same source and
     scope, else IOPS (said in ``metric``)."""
-    from fsadvisor.service.report import config_label
-    from fsadvisor.store import open_store
+    from fsadvisor.store import open_store  # the store package: compare's own, not welch's
 
     with open_store(db) as store:
         store.matrix(id_a)
@@ -442,7 +441,7 @@ def compare_matrices(id_a: str, id_b: str, db: str | None = None) -> dict[str, A
 
 def plot(doc: dict[str, Any], width: int | None = None) -> str:
     """compare --plot: efficiency bars, measured where measured, predicted otherwise."""
-    from fsadvisor.report.terminal import Bar, bars
+    from fsadvisor.report.terminal import Bar, bars  # the terminal charts: only for --plot
 
     items = []
     if doc["mode"] == "configurations":

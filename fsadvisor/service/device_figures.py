@@ -3,7 +3,9 @@ library drive's datasheet, else its kind's prior from models/devices.toml; and t
 of output that says which.
 
 What `recommend` and `predict` read for every device, so it loads neither the calibration's
-planning and running (service/calibration.py) nor the fitting (predict/device_fit.py).
+planning and running (service/calibration.py) nor the fitting (predict/device_fit.py) --
+except once, to refit a stored calibration that another version's fit made
+(current_calibration).
 """
 
 from __future__ import annotations
@@ -11,41 +13,75 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fsadvisor.predict.device_params import DeviceParams, prior_params
-from fsadvisor.infra.resources import data_dir, read_toml
+# devices_table (models/devices.toml) is read beside the prior it makes; the callers of
+# these lookups find it here too.
+from fsadvisor.predict.device_params import DeviceParams, devices_table, fit_version, prior_params
 from fsadvisor.service.devices import library_params_of
 from fsadvisor.store import open_store
-
-
-def devices_table() -> dict[str, dict[str, float]]:
-    """models/devices.toml: the per-kind priors."""
-
-    return read_toml(data_dir("models") / "devices.toml")
 
 
 def device_params_for(device: Any, db: str | None = None) -> DeviceParams:
     """What predict/recommend key a device on: its calibration in the store (by
     Device.identity) when there is one, else its kind's prior from models/devices.toml —
     for a kind with no figures, the nvme class, and ``source`` says so."""
+    return device_params_and_note(device, db)[0]
+
+
+def device_params_and_note(device: Any, db: str | None = None) -> tuple[DeviceParams, str | None]:
+    """device_params_for, and the one line the output owes about its calibration when the
+    stored one was made by another version's fit (current_calibration); None otherwise."""
     table = devices_table()
     if device.path:
         with open_store(db) as store:
-            found = store.device_params(device.identity)
+            found, note = current_calibration(store, device.identity, device.path)
         if found is not None:
-            return found
+            return found, note
     # A drive named from the device library (--device samsung-990-pro-2tb): its datasheet
     # figures are the prior, wide because datasheets quote best cases.
 
     lib = library_params_of(device)
     if lib is not None:
-        return lib
-    return prior_params(device.kind, table, device_id=device.identity)
+        return lib, None
+    return prior_params(device.kind, table, device_id=device.identity), None
+
+
+def current_calibration(
+    store: Any, identity: str, name: str | None = None
+) -> tuple[DeviceParams | None, str | None]:
+    """The calibration stored for ``identity`` as this version's fit leaves it, and the line
+    that says what was done to it (None when nothing was). A calibration records the fit
+    version that made it (predict/device_params.fit_version); one made by another version
+    whose runs are in the store is refitted from them and stored refitted, once
+    (service/calibration.refit_stored); without its runs it keeps its parameters and the
+    line says it predates this version. ``name``: the device as the user gave it."""
+    stored = store.device_params(identity)
+    if stored is None or stored.details.get("fit_version") == fit_version():
+        return stored, None  # the common case: no fit loaded, nothing written
+    # only a stale calibration loads the fit (start-up of every other `recommend`)
+    from fsadvisor.service.calibration import refit_stored
+
+    who = name or identity
+    refit, why = refit_stored(store, stored)
+    if refit is None:
+        return stored, (
+            f"calibration of {who} predates this version's fit and {why}: its parameters "
+            f"are kept; run `fsadvisor calibrate {who}` to refit them"
+        )
+    runs = refit.details.get("run_ids")
+    n = len(runs) if isinstance(runs, (list, tuple)) else 0
+    return refit, (
+        f"calibration of {who} refitted from its {n} stored runs with this version's fit"
+        + (f" ({why})" if why else "")
+    )
 
 
 def describe(p: DeviceParams) -> str:
     """One line for the output: calibrated (runs, date) or the prior's class."""
     if p.measured:
-        at, listed = p.details.get("fitted_at"), p.details.get("measured")
+        # a refit keeps the date the device was measured (service/calibration.refit_stored)
+        earlier = p.details.get("refitted_from")
+        at = earlier.get("calibrated_at") if isinstance(earlier, dict) else None
+        at, listed = at or p.details.get("fitted_at"), p.details.get("measured")
         when = (
             time.strftime("%Y-%m-%d", time.gmtime(float(at)))
             if isinstance(at, (int, float, str)) and at

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fsadvisor.domain import Device, Plp, is_plp, run_ids_text
+from fsadvisor.domain import Device, Plp, Workload, is_plp, run_ids_text
 from fsadvisor.errors import FsAdvisorError
-from fsadvisor.domain import Workload
+from fsadvisor.host.spec import DEVICE_KINDS
+from fsadvisor.store import open_store
 
-# Imported inside functions: the device library, its datasheet model and the shipped
-# datasets load only when a library drive or a measured device is asked for (start-up:
-# the device library is not loaded by a recommend for a spec device).
-
+# The device library (catalog/devicelib.py: its TOML files and dataclasses) and its datasheet
+# prior (predict/datasheet.py, which reads it) are imported by the functions that read a
+# drive, each saying so: a `recommend` for a path or a kind:size spec never loads them.
 if TYPE_CHECKING:
     from fsadvisor.catalog.devicelib import LibraryDrive
-
-# The library (devicelib: its TOML files and dataclasses) is imported by the functions
-# that read it, so a `recommend` for a path or a kind:size spec never loads it.
 
 # Device.model of a library drive: "<model> [library: <name>]" — the output names the drive
 # and library_drive_of() finds it again.
@@ -32,7 +29,7 @@ _TAG = " [library: "
 
 
 def list_devices(kind: str | None = None) -> list[LibraryDrive]:
-    from fsadvisor.catalog import devicelib
+    from fsadvisor.catalog import devicelib  # the device library: only when a drive is read
 
     lib = devicelib.load_library()
     if kind is not None and kind not in devicelib.DRIVE_KINDS:
@@ -53,6 +50,7 @@ def list_rows(kind: str | None = None, db: str | None = None) -> dict[str, list[
 def show_device(name: str, db: str | None = None) -> dict[str, Any]:
     """One drive with every figure, its source, the prior it gives the model, and what was
     measured of it (seed datasets, your probes) against its datasheet."""
+    # the device library and the datasheet prior made from it: only for a drive shown
     from fsadvisor.catalog import devicelib
     from fsadvisor.predict.datasheet import params_for
 
@@ -67,7 +65,7 @@ def show_device(name: str, db: str | None = None) -> dict[str, Any]:
 def summary_row(d: LibraryDrive) -> dict[str, Any]:
     """The columns of ``devices list``: name, kind, class, capacity, headline figures, PLP and
     the kinds of source its figures come from (manufacturer first)."""
-    from fsadvisor.catalog import devicelib
+    from fsadvisor.catalog import devicelib  # the device library: only when a drive is read
 
     return {
         "name": d.name,
@@ -94,8 +92,7 @@ def library_device(spec: str | None, plp: str | None = None) -> Device | None:
     error naming the closest drives."""
     if spec is None:
         return None
-    from fsadvisor.catalog import devicelib
-    from fsadvisor.host.spec import DEVICE_KINDS
+    from fsadvisor.catalog import devicelib  # the device library: only for a --device given
 
     if not devicelib.looks_like_name(spec) or spec.strip() in DEVICE_KINDS:
         return None  # a bare kind ("nvme") gets the spec parser's "give a size" message
@@ -126,7 +123,7 @@ def library_drive_of(device: Device) -> LibraryDrive | None:
     if _TAG not in device.model or not device.model.endswith("]"):
         return None
     name = device.model.rsplit(_TAG, 1)[1][:-1]
-    from fsadvisor.catalog import devicelib
+    from fsadvisor.catalog import devicelib  # the device library: only when a drive is read
 
     try:
         return devicelib.find(name)
@@ -199,6 +196,7 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
     names = {n.lower() for n in d.measured_as}
     if not names:
         return []
+    # the shipped datasets' readers (CSV and TOML parsing): only for a drive measured in them
     from fsadvisor.store.datasets import load_rows, load_workloads
 
     out = []
@@ -238,8 +236,6 @@ def measured_vs_datasheet(d: LibraryDrive, db: str | None = None) -> list[dict[s
 
 def _raw_baselines(db: str | None) -> list[dict[str, Any]]:
     """Summaries of the store's raw-device baseline runs (no filesystem configuration)."""
-    from fsadvisor.store import open_store
-
     with open_store(db) as store:
         return [s for s in store.summaries() if s["configuration_id"] is None]
 
@@ -247,7 +243,7 @@ def _raw_baselines(db: str | None) -> list[dict[str, Any]]:
 def list_measured(db: str | None = None) -> list[dict[str, Any]]:
     """Devices your probes measured raw (one row per device model), with their best measured
     figures and the library drive they are, if any (its ``measured_as`` names that model)."""
-    from fsadvisor.catalog import devicelib
+    from fsadvisor.catalog import devicelib  # the device library: only when a drive is read
 
     lib = devicelib.load_library()
     by_model: dict[str, dict[str, Any]] = {}
@@ -275,6 +271,6 @@ def library_params_of(device: Device):
     d = library_drive_of(device)
     if d is None:
         return None
-    from fsadvisor.predict.datasheet import params_for
+    from fsadvisor.predict.datasheet import params_for  # reads the device library: a drive only
 
     return params_for(d)

@@ -21,9 +21,9 @@ from fsadvisor.errors import FsAdvisorError, StoreError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 from fsadvisor import limits
 
-# Imported inside functions: the model, the store, matplotlib, the HTML renderer and the
-# terminal charts load only for the part of a report asked for; compare and the TUI import
-# this module for its labels and figures alone (start-up).
+# The model, the store, matplotlib, the HTML renderer and the terminal charts are imported
+# by the part of a report that uses them, each saying why: compare and the TUI import this
+# module for its labels and figures alone (start-up).
 
 # Two-sided normal quantiles: the model's intervals are log-normal 90% ones
 # (predict/predict.py Z90); the report shows 95% everywhere, like the measured CIs.
@@ -132,6 +132,7 @@ def _fs_config(c: dict[str, Any]) -> FsConfig:
 def model_provenance(db: str | None) -> dict[str, Any]:
     """Which model the predictions come from and its validated error: the held-out-source-
     table cross-validation stored with the calibration in use (``fsadvisor refit``)."""
+    # the model and its settings (predict/: numpy): only when a report names its model
     from fsadvisor.service.advice import get_model
     from fsadvisor.predict.settings import ModelSettings
 
@@ -197,6 +198,7 @@ def _predict(
     scope: str,
     design: dict | None = None,
 ):
+    # the model (predict/: numpy): only when a report predicts
     from fsadvisor.predict.predict import predict_many
     from fsadvisor.service.advice import device_params_of, get_model
 
@@ -251,6 +253,8 @@ def build(
     With a load in ``worth_inputs`` also what the choice is worth per year
     (fsadvisor.service.worth, under ``yearly``). Raises NothingToReport when neither a
     measurement nor a prediction exists."""
+    # the recommendation, its words and the yearly cost (the model: numpy) and the store
+    # (sqlite-utils): a report built, not the labels compare and the TUI read
     from fsadvisor.service import advice, answer, worth
     from fsadvisor.store import open_store
     from fsadvisor.store.observations import workload_from_params
@@ -444,7 +448,7 @@ def build(
 
 def charts(doc: dict[str, Any]) -> list[tuple[str, bytes]]:
     """(file name, PNG) per workload of a built report."""
-    from fsadvisor.report.charts import workload_png
+    from fsadvisor.report.charts import workload_png  # matplotlib: only for PNG charts
 
     out = []
     for i, w in enumerate(doc["workloads"], 1):
@@ -467,7 +471,7 @@ def write(
     """Build the report and write the self-contained HTML to ``out`` (None: no HTML) and/or
     the charts alone as PNG files into ``png_dir``. Returns what was written, the report's
     ``missing`` lines and, under ``report``, everything it shows (``build``)."""
-    from fsadvisor.report.html import render
+    from fsadvisor.report.html import render  # the HTML renderer: only when a file is written
 
     if out is None and png_dir is None:
         raise FsAdvisorError("nothing to write: give -o FILE and/or --png DIR")
@@ -508,7 +512,7 @@ def measured_on_device(rec, db: str | None = None) -> dict[str, dict[str, Any]]:
     dev = rec.device
     if not dev.path and not dev.serial:
         return {}
-    from fsadvisor.store import open_store
+    from fsadvisor.store import open_store  # the store: only for a device that can be measured
 
     with open_store(db) as store:
         # its probes' runs (a joint probe's shared cells too) and imported ones (bare name)
@@ -541,7 +545,7 @@ def recommendation_chart(rec, measured: dict[str, dict[str, Any]] | None = None)
     With ``measured`` (measured_on_device), each configuration measured on the device gets
     its own bar (M, Student-t 95% whisker) next to its prediction (P), and a note says
     where and how many runs."""
-    from fsadvisor.report.terminal import Bar, BarChart
+    from fsadvisor.report.terminal import Bar, BarChart  # the terminal charts: for --plot only
 
     rank_by = rec.rank_by
     measured = measured or {}
@@ -578,6 +582,7 @@ def plot_recommendation(
 def plot_probe(summary: dict[str, Any], width: int | None = None) -> str:
     """probe --plot: per workload of a finished probe, the measured ops/J of each
     configuration as bars with 95% whiskers (a single run has no whisker: low = high)."""
+    # the probe's plan (its cell labels) and the terminal charts: for probe --plot only
     from fsadvisor.probe.plan import cell_label
     from fsadvisor.report.terminal import Bar, bars
 

@@ -50,9 +50,10 @@ _TABLES = (
 def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
     """What the model learns from, in one short string, read with plain sqlite3 in read-only
     mode so a cached model can be reused without opening the store properly: the resolved
-    path, the seed fingerprint, the runs (count, last id) and the energy rows (count, last id,
-    sum, missing) — an imported meter log changes the last. None when the store does not
-    exist or cannot be read: the caller then takes the full path."""
+    path, the seed fingerprint, the runs (count, last id), the energy rows (count, last id,
+    sum, missing) — an imported meter log changes them — and the calibrations (count, when
+    fitted). None when the store does not exist or cannot be read: the caller then takes the
+    full path."""
     # the user directories (platformdirs) only for the default store path (start-up)
     from fsadvisor.infra import xdg
 
@@ -77,13 +78,17 @@ def quick_version(path: str | os.PathLike[str] | None = None) -> str | None:
             energy = conn.execute(
                 "SELECT count(*), max(rowid), total(energy_j), total(energy_j IS NULL) FROM energy"
             ).fetchone()
+            # a device's calibration keys its observations: a refit of one (same runs) too
+            calibrations = conn.execute(
+                "SELECT count(*), total(fitted_at) FROM device_params"
+            ).fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
         return None
     if not fp or not fp[0]:
         return None
-    return f"{p.resolve()}|{fp[0]}|{runs}|{energy}"
+    return f"{p.resolve()}|{fp[0]}|{runs}|{energy}|{calibrations}"
 
 
 def check_store_file(path: str | os.PathLike[str]) -> None:
