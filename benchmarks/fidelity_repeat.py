@@ -58,10 +58,10 @@ def _cells(path: str, workdir: str) -> list[validate.Cell]:
 
 def model_errors(path: str, workdir: str) -> dict[tuple, float]:
     """The raw-only model's signed IOPS error per cell of the matrix at ``path``, with the
-    device as calibrate would leave it with this code (fidelity.py's raw-only fit)."""
+    device as recommend reads it with this code (fidelity.py's raw-only fit)."""
     # Imported here: only --model fits.
     from fsadvisor.predict.settings import ModelSettings
-    from fsadvisor.service.calibration import refitted_calibration
+    from fsadvisor.service.device_figures import current_calibration
 
     db = _store(path, tempfile.mkdtemp(dir=workdir))
     store = open_store(db)
@@ -69,7 +69,9 @@ def model_errors(path: str, workdir: str) -> dict[tuple, float]:
     obs = store.observations()
     dev = _device(obs)
     train = [o for o in obs if o.device_id != dev or validate._is_raw(o)]
-    model = validate.fit(train, ModelSettings.load(db=db), {dev: refitted_calibration(store, dev)})
+    model = validate.fit(
+        train, ModelSettings.load(db=db), {dev: current_calibration(store, dev)[0]}
+    )
     device = validate._target_device(obs, dev)
     by_w: dict = {}
     for c in validate.device_cells(obs, dev):
