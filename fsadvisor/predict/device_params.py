@@ -117,6 +117,13 @@ def fit_version() -> str:
     return f"{zlib.crc32(keys, zlib.crc32(code)):08x}"
 
 
+def calibrated_at(details: dict) -> object:
+    """When the device was measured: the first fit's time, which a refit from the same runs
+    keeps (``details["refitted_from"]``, service/calibration.refit_stored)."""
+    earlier = details.get("refitted_from")
+    return earlier.get("calibrated_at") if isinstance(earlier, dict) else details.get("fitted_at")
+
+
 def with_host_prior(values: dict[str, float], log_sd: dict[str, float]) -> None:
     """Fill the host keys a set of parameters lacks (a prior, or a calibration stored before
     the host was measured) with the reference machine's figures and their prior width."""

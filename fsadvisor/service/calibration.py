@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, StoreError
 from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, comment
-from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, devices_table
+from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, calibrated_at, devices_table
 
 # What predict/recommend look up (a device's parameters, the line that says where they come
 # from) is service/device_figures.py, which loads this module only to refit a calibration
@@ -379,12 +379,7 @@ def refit_stored(store: Any, stored: DeviceParams) -> tuple[DeviceParams | None,
     if params is None or not params.measured:
         return None, "its runs no longer determine a parameter"
     # the date the device was measured stays the calibration's date through every refit
-    earlier = stored.details.get("refitted_from")
-    measured_at = (
-        earlier.get("calibrated_at")
-        if isinstance(earlier, dict)
-        else stored.details.get("fitted_at")
-    )
+    measured_at = calibrated_at(stored.details)
     refit = replace(
         params,
         details={

@@ -15,7 +15,13 @@ from typing import Any
 
 # devices_table (models/devices.toml) is read beside the prior it makes; the callers of
 # these lookups find it here too.
-from fsadvisor.predict.device_params import DeviceParams, devices_table, fit_version, prior_params
+from fsadvisor.predict.device_params import (
+    DeviceParams,
+    calibrated_at,
+    devices_table,
+    fit_version,
+    prior_params,
+)
 from fsadvisor.service.devices import library_params_of
 from fsadvisor.store import open_store
 
@@ -79,9 +85,8 @@ def describe(p: DeviceParams) -> str:
     """One line for the output: calibrated (runs, date) or the prior's class."""
     if p.measured:
         # a refit keeps the date the device was measured (service/calibration.refit_stored)
-        earlier = p.details.get("refitted_from")
-        at = earlier.get("calibrated_at") if isinstance(earlier, dict) else None
-        at, listed = at or p.details.get("fitted_at"), p.details.get("measured")
+        at = calibrated_at(p.details) or p.details.get("fitted_at")
+        listed = p.details.get("measured")
         when = (
             time.strftime("%Y-%m-%d", time.gmtime(float(at)))
             if isinstance(at, (int, float, str)) and at
