@@ -35,11 +35,12 @@ from fsadvisor.service.whatif import (
 from fsadvisor.service.worth_inputs import WorthInputs
 from fsadvisor.limits import LIMITS
 from fsadvisor.service import probing
+from fsadvisor.service.energy import energy_check
+from fsadvisor.service.store import history as store_history
 
-# The service modules beyond the ranking's are imported inside the calls that use them (the
-# adaptive probe, energy sources, the store's history, matrix results, reports, the yearly
-# figures, capture): each loads when its tab or action first needs it, not when the TUI
-# opens (start-up).
+# The heavier service modules beyond the ranking's (the adaptive probe, matrix results,
+# reports, the yearly figures, capture) are imported by the calls that use them, each saying
+# so: they load when a tab or action first needs them, not when the TUI opens (start-up).
 
 __all__ = [
     "USER_ERRORS",
@@ -120,14 +121,10 @@ def device(spec: str | None) -> DeviceDescription:
 
 
 def energy_sources() -> list[dict[str, Any]]:
-    from fsadvisor.service.energy import energy_check
-
     return energy_check()
 
 
 def history(db: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-    from fsadvisor.service.store import history as store_history
-
     return store_history(limit=limit, db=db)
 
 
@@ -147,7 +144,7 @@ def probe_preview(
     ``adaptive`` (see :func:`adaptive_choice`) previews ``probe --adaptive`` instead, as
     does the --resume of an adaptive probe; with more profiles (:func:`joint_choice`) the
     one adaptive session for all of them, as ``probe --profile A --profile B`` does."""
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe: only when asked for
 
     profiles, weights = joint_choice(profile, adaptive)
     if profiles and options.get("resume") and len(profiles) > 1:
@@ -177,7 +174,7 @@ def probe_preview(
 def adaptive_choice(adaptive: dict | None) -> tuple[bool, float, str | None]:
     """The form's adaptive fields -> (on, target confidence, budget or None), checked as the
     CLI checks --target-confidence and --budget."""
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe: only when asked for
 
     a = adaptive or {}
     text = str(a.get("target") or "").strip()
@@ -203,7 +200,7 @@ def joint_choice(
     form's more profiles (``adaptive["profiles"]``: presets or files, comma-separated), and
     their weights (``adaptive["weights"]``, "2,1": one per profile, checked as the CLI checks
     --profile-weights; None: all equal). Two or more are one adaptive session."""
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe: only when asked for
 
     a = adaptive or {}
     more = [p.strip() for p in str(a.get("profiles") or "").split(",") if p.strip()]
@@ -235,7 +232,7 @@ def run_adaptive_probe(
     """The real ``probe --adaptive`` (a thread worker): service.adaptive.run_adaptive_request;
     returns its AdaptiveSummary (``.probe``, ``.decision``; with several ``profiles`` one
     session for them all, ``.joint`` the answer per profile)."""
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe: only when asked for
 
     _on, confidence, budget = adaptive_choice(adaptive)
     return ad.run_adaptive_request(
@@ -252,7 +249,7 @@ def run_adaptive_probe(
 
 def runs_adaptively(request: ProbeRequest, adaptive: dict | None) -> bool:
     """Asked for on the form, or the --resume of an adaptive probe (reads the state file)."""
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe: only when asked for
 
     return ad.is_adaptive(request, adaptive_choice(adaptive)[0])
 
@@ -369,7 +366,7 @@ def live_recommend(
 
 
 def matrix_cells(matrix_id: str, db: str | None = None) -> dict[str, Any]:
-    from fsadvisor.service.matrix_results import matrix_cells as cells
+    from fsadvisor.service.matrix_results import matrix_cells as cells  # the matrices tab's
 
     return cells(matrix_id, db)
 
@@ -380,8 +377,7 @@ def export_matrix(
     """csv/json of the matrix's cells, or ``html``: its report (service.report; for
     ``profile`` when the matrix names none). Returns the absolute path written: a relative
     one means nothing to someone who started the TUI from another directory."""
-
-    from fsadvisor.service import matrix_results
+    from fsadvisor.service import matrix_results  # the matrices tab's (its report, exporters)
 
     if fmt == "html":
         return str(Path(matrix_results.export_report(matrix_id, out, db, profile)).resolve())
@@ -393,14 +389,14 @@ def yearly_worth(
 ) -> dict[str, Any]:
     """``recommend --load L [--price P]``: per ranked entry its year (kWh, cost), and #1
     against the runner-up and the distribution default (service.worth)."""
-    from fsadvisor.service import worth
+    from fsadvisor.service import worth  # the yearly cost: only with a load given
 
     return worth.yearly_worth(rec, worth_inputs, db=db)
 
 
 def worth_lines():
     """service.worth's line formatters (yearly_line, summary_lines), loaded on first use."""
-    from fsadvisor.service import worth
+    from fsadvisor.service import worth  # the yearly cost: only with a load given
 
     return worth.yearly_line, worth.summary_lines
 
@@ -410,6 +406,7 @@ def recommendation_chart(rec: Recommendation, db: str | None = None):
     predicted ops/J bars with 95% whiskers (the 90% interval widened); a configuration the
     store has runs of on this device also gets its measured bar (M) and a "measured on DEV:
     n runs" note. The pane draws it on its plot widget (``chart.draw(plt, width)``)."""
+    # the report's chart and the store's measured bars: only when the plot is shown
     from fsadvisor.service.report import measured_on_device, recommendation_chart as chart
 
     return chart(rec, measured_on_device(rec, db))
@@ -417,7 +414,7 @@ def recommendation_chart(rec: Recommendation, db: str | None = None):
 
 def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     """Two cells of an opened matrix side by side, B − A by Welch (service.compare's verdict)."""
-    from fsadvisor.service.matrix_results import compare_cells as compare
+    from fsadvisor.service.matrix_results import compare_cells as compare  # the matrices tab's
 
     return compare(doc, a, b)
 
@@ -425,6 +422,7 @@ def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
 def device_history_chart(device: str, db: str | None = None):
     """The device's matrices over time: measured ops/J (or IOPS) per configuration, as a
     line chart to draw (service.matrix_results.history_chart); None without measured runs."""
+    # the matrices tab's history chart: only when a device's history is opened
     from fsadvisor.service.matrix_results import device_history, history_chart
 
     return history_chart(device_history(device, db))
@@ -434,7 +432,7 @@ def capture(device: str, seconds: float, out: str) -> dict[str, Any]:
     """``fsadvisor profiles capture --device DEV --seconds N -o OUT``: samples
     /proc/diskstats (read-only), writes the profile TOML with its assumptions; returns the
     measured figures and the assumptions to confirm."""
-    from fsadvisor.service.capture import capture as run
+    from fsadvisor.service.capture import capture as run  # diskstats sampling: capture's own
 
     device = device.strip()
     if not device:
