@@ -56,9 +56,10 @@ def _cells(path: str, workdir: str) -> list[validate.Cell]:
     return [c for c in validate.device_cells(obs, _device(obs)) if c.metric == "iops"]
 
 
-def model_errors(path: str, workdir: str) -> dict[tuple, float]:
+def model_errors(path: str, workdir: str) -> tuple[dict[tuple, float], dict[str, str]]:
     """The raw-only model's signed IOPS error per cell of the matrix at ``path``, with the
-    device as recommend reads it with this code (fidelity.py's raw-only fit)."""
+    device as recommend reads it with this code (fidelity.py's raw-only fit), and each
+    cell's configuration as a person reads it (its key -> FsConfig.label())."""
     # Imported here: only --model fits.
     from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.service.device_figures import current_calibration
@@ -77,11 +78,29 @@ def model_errors(path: str, workdir: str) -> dict[tuple, float]:
     for c in validate.device_cells(obs, dev):
         if c.metric == "iops":
             by_w.setdefault(c.workload, []).append(c)
-    out = {}
+    out, labels = {}, {}
     for w, group in by_w.items():
         for c, p in zip(group, validate.predict_many(model, [c.config for c in group], w, device)):
             out[validate._cell_key(c)] = p.iops / c.mean - 1.0
-    return out
+            labels[c.config.key()] = c.config.label()
+    return out, labels
+
+
+def systematic_lines(
+    ea: dict[tuple, float], eb: dict[tuple, float], labels: dict[str, str]
+) -> list[str]:
+    """The cells whose error has the same sign and is over SYSTEMATIC in both matrices,
+    largest first, each with its workload and its configuration as recommend prints it
+    (FsConfig.label(), not the store's key)."""
+    both = [
+        (k, ea[k], eb[k])
+        for k in ea
+        if k in eb and ea[k] * eb[k] > 0 and min(abs(ea[k]), abs(eb[k])) > SYSTEMATIC
+    ]
+    return [
+        f"    {x:+7.1%} {y:+7.1%}  {validate.workload_label(w)}: {labels[key]}"
+        for (key, w), x, y in sorted(both, key=lambda t: -abs(t[1] + t[2]))
+    ]
 
 
 def score(model: list[validate.Cell], judged: list[validate.Cell]) -> dict:
@@ -114,7 +133,9 @@ def main(argv: list[str]) -> int:
     a, b = (argv + [str(p) for p in DEFAULTS][len(argv) :])[:2]
     with tempfile.TemporaryDirectory() as ta, tempfile.TemporaryDirectory() as tb:
         ca, cb = _cells(a, ta), _cells(b, tb)
-        ea, eb = (model_errors(a, ta), model_errors(b, tb)) if with_model else ({}, {})
+        (ea, la), (eb, lb) = (
+            (model_errors(a, ta), model_errors(b, tb)) if with_model else (({}, {}), ({}, {}))
+        )
     print(f"# fidelity_repeat.py {Path(a).name} {Path(b).name}")
     for name, model, judged in (("A -> B", ca, cb), ("B -> A", cb, ca)):
         s = score(model, judged)
@@ -127,17 +148,13 @@ def main(argv: list[str]) -> int:
         for w, r in s["regrets_over_5"]:
             print(f"    regret {r:.1%}  {w}")
     if with_model:
-        both = [
-            (k, ea[k], eb[k])
-            for k in ea
-            if k in eb and ea[k] * eb[k] > 0 and min(abs(ea[k]), abs(eb[k])) > SYSTEMATIC
-        ]
+        lines = systematic_lines(ea, eb, {**la, **lb})
         print(
             f"the raw-only model's error, same sign and over {SYSTEMATIC:.0%} in both matrices "
-            f"({len(both)} of {len(set(ea) & set(eb))} cells):"
+            f"({len(lines)} of {len(set(ea) & set(eb))} cells):"
         )
-        for (cfg, w), x, y in sorted(both, key=lambda t: -abs(t[1] + t[2])):
-            print(f"    {x:+7.1%} {y:+7.1%}  {validate.workload_label(w)}: {cfg}")
+        for line in lines:
+            print(line)
     return 0
 
 

@@ -581,6 +581,12 @@ def host_cpu_share(w: Workload, p: Mapping[str, float], plp: str = "unknown") ->
     return min(t.mf * t.cpu_us / t.total_us, 1.0) if t.total_us > 0 else 0.0
 
 
+# How sharply the roofline joins its rates to the bandwidth bound (a soft minimum,
+# (a^-4 + b^-4)^(-1/4)): the simulator's knee station joins its time per I/O to the
+# bandwidth with the same power, so that the two tell one story for large I/O.
+BANDWIDTH_JOIN_POWER = 4.0
+
+
 def knee_delay_us(latency_us: float, cap_iops: float, power: float) -> float:
     """The part of a queue-depth-1 operation's time that overlaps with the others in flight,
     on a device whose rate at ``c`` in flight is the soft minimum (power ``power``) of c / D
@@ -626,7 +632,7 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
         # least what the write ceiling demonstrates in flight (ceiling x QD1 write time): a
         # direct-I/O loop device's QD32 random writes ran at 2.2x what its read knee allows.
         # Joined to the ceiling as sharply as the bandwidth bound is (power 4).
-        k = 4.0
+        k = BANDWIDTH_JOIN_POWER
         conc_r = min(c, p["parallelism"])
         conc_w = min(c, max(p["parallelism"], p["write_iops_cap"] * p["write_latency_us"] * 1e-6))
         per_op_us = (1 - t.mf) * (
@@ -637,7 +643,8 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
     if w.metadata_frac < 1.0:
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
         rates.append(bw / max(w.bs_bytes, 512))
-    return float(sum(r**-4 for r in rates) ** -0.25), t.flush_us / t.total_us
+    j = BANDWIDTH_JOIN_POWER
+    return float(sum(r**-j for r in rates) ** (-1.0 / j)), t.flush_us / t.total_us
 
 
 def write_time_us(p: Mapping[str, float], nbytes: float, sequential: bool = False) -> float:

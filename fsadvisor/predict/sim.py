@@ -23,9 +23,10 @@ insides, and predict's roofline follows that rate (mechanisms.queue_rate). So th
 device is one station whose speed depends on how many I/Os are in it -- the flow-equivalent
 server of queueing-network theory: an I/O that starts with n in flight takes n / queue_rate(n)
 (:func:`knee_media_us`), and n in flight at that time each is queue_rate(n) by Little's law,
-at every depth, for small I/O. A large I/O's transfer is folded into the same curve (its G),
-where predict's roofline joins the bandwidth bound separately (power 4): away from the
-calibration point a 128 KiB stream at low depth runs up to a third below predict. A network of fixed stages cannot give that curve: a delay followed by one
+at every depth. A large I/O's station time joins the bandwidth as predict's roofline does
+(the soft maximum, power 4, of that time and n transfers at the bandwidth), so its rate is
+the roofline's soft minimum of queue_rate(n) and bandwidth / request size, at every depth
+too. A network of fixed stages cannot give that curve: a delay followed by one
 server of fixed times runs at min(n / (delay + service), 1 / service), the sharp knee,
 whatever its two times; a gradual knee (power 1, a loop device on a file) is every extra I/O
 in flight waiting one ceiling-time, a time that depends on the depth. The station already
@@ -97,7 +98,7 @@ from fsadvisor.domain import (
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.predict.device_params import DeviceParams
-from fsadvisor.predict.mechanisms import knee_delay_us
+from fsadvisor.predict.mechanisms import BANDWIDTH_JOIN_POWER, knee_delay_us
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
 # 290 us. Little's law gives the mean latency.
@@ -242,9 +243,13 @@ class DeviceTimes:
     controller/link times (0: no controller stage). ``knee_power`` 0: ``channels`` channels
     with fixed media times ``read_us``/``write_us`` (the sharp knee); otherwise the measured
     knee (:func:`knee_media_us`): ``read_us``/``write_us`` are the QD1 latencies of the
-    sweep's small reads and writes, ``*_floor_us`` their IOPS ceiling's time per I/O, and
-    ``*_xfer_us`` the ceiling's time per I/O of this size, held inside the knee's station
-    rather than queued for behind it."""
+    sweep's small reads and writes, ``*_floor_us`` their IOPS ceiling's time per I/O as
+    the knee's delay reads it (scaled with the latency), ``*_cap_us`` the same time as the
+    ceiling every I/O in flight shares (scaled as the dock, never below the device's),
+    ``*_bw_us`` one request's transfer at the bandwidth (its size / the bandwidth), and
+    ``*_xfer_us`` the ceiling's time per I/O of this size (the larger of the two), the share
+    of the ceiling an I/O uses; all held inside the knee's station rather than queued for
+    behind it."""
 
     channels: int
     read_us: float
@@ -257,13 +262,20 @@ class DeviceTimes:
     knee_power: float = 0.0
     read_floor_us: float = 0.0
     write_floor_us: float = 0.0
+    read_cap_us: float = 0.0
+    write_cap_us: float = 0.0
+    read_bw_us: float = 0.0
+    write_bw_us: float = 0.0
+    meta_bw_us: float = 0.0
 
     def scaled(self, k: float) -> "DeviceTimes":
         """Media and flush times x ``k``; the controller stage x ``max(k, 1)``. The transfer
         stage is the device's IOPS/bandwidth ceiling (predict/ceilings.py): a filesystem can
         make the device slower than that, never faster, so no calibration speeds it up (a
         variant once reached twice the drive's bandwidth that way). A knee's own delay scales
-        with its latency and floor (x ``k``), its ceiling-time with the dock's."""
+        with its latency and floor (x ``k``), its ceiling-time and transfer at the bandwidth
+        with the dock's (x ``max(k, 1)``), so a calibration below 1 leaves the knee's
+        ceilings where the device has them."""
         x = max(k, 1.0)
         return replace(
             self,
@@ -275,23 +287,46 @@ class DeviceTimes:
             meta_xfer_us=self.meta_xfer_us * x,
             read_floor_us=self.read_floor_us * k,
             write_floor_us=self.write_floor_us * k,
+            read_cap_us=self.read_cap_us * x,
+            write_cap_us=self.write_cap_us * x,
+            read_bw_us=self.read_bw_us * x,
+            write_bw_us=self.write_bw_us * x,
+            meta_bw_us=self.meta_bw_us * x,
         )
 
 
 def knee_media_us(
-    latency_us: float, floor_us: float, ceiling_us: float, power: float, n: int
+    latency_us: float,
+    floor_us: float,
+    bw_us: float,
+    power: float,
+    n: int,
+    cap_us: float | None = None,
 ) -> float:
     """Time in the device of an I/O that starts with ``n`` in flight (itself included) on a
-    device with a measured knee: T(n) = (D^p + (n G)^p)^(1/p), the soft maximum (power p) of
-    the I/O's own delay D and the time the ceiling needs for all n in flight (G each: 1 /
-    the IOPS ceiling, or the transfer at the bandwidth if that is longer). D is what makes
-    T(1) the QD1 latency with G the IOPS ceiling's ``floor_us`` (knee_delay_us), so for
-    small I/Os n in flight at T(n) each run at n / T(n) = mechanisms.queue_rate(n), predict's
-    rate at every depth (Little's law). Power 1 is D + n G, one server behind a fixed delay
-    where every extra I/O in flight waits one ceiling-time; a large power is max(D, n G),
-    independent channels up to the ceiling."""
+    device with a measured knee. Small I/O: T_s(n) = (D^p + (n F)^p)^(1/p), the soft maximum
+    (power p) of the I/O's own delay D and the time the IOPS ceiling needs for all n in
+    flight (F = ``floor_us`` each, 1 / the ceiling). D is what makes T_s(1) the QD1 latency
+    (knee_delay_us), so n in flight at T_s(n) each run at n / T_s(n) =
+    mechanisms.queue_rate(n) = q(n), by Little's law. Power 1 is D + n F, one server behind a
+    fixed delay where every extra I/O in flight waits one ceiling-time; a large power is
+    max(D, n F), independent channels up to the ceiling. ``cap_us`` (default ``floor_us``)
+    is F in the n F term where a calibration has scaled the delay's floor below the
+    device's ceiling, which no calibration moves (DeviceTimes.scaled).
+
+    Any size: predict's roofline joins q(n) to the bandwidth bound B = 1 / ``bw_us`` (the
+    request's transfer X at the bandwidth) by the soft minimum R(n) = (q(n)^-j + B^-j)^(-1/j),
+    j = mechanisms.BANDWIDTH_JOIN_POWER. Little's law asks T(n) = n / R(n) =
+    ((n / q(n))^j + (n X)^j)^(1/j) = (T_s(n)^j + (n X)^j)^(1/j): the soft maximum of the
+    small-I/O time and n transfers at the bandwidth, the same join as a time. For a 4K read
+    the n X term is a rounding error; for 128 KiB it is the ceiling."""
     d = knee_delay_us(latency_us, 1e6 / floor_us, power)
-    return (d**power + (n * ceiling_us) ** power) ** (1.0 / power)
+    f = cap_us if cap_us else floor_us
+    small = (d**power + (n * f) ** power) ** (1.0 / power)
+    if bw_us <= 0:
+        return small
+    j = BANDWIDTH_JOIN_POWER
+    return (small**j + (n * bw_us) ** j) ** (1.0 / j)
 
 
 @dataclass(frozen=True)
@@ -458,11 +493,11 @@ def run(
     if knee:
         most = range(1, sum(spec.iodepth for spec in jobs) + 1)
         r_tab, w_tab, m_tab = (
-            [0.0] + [knee_media_us(lat, floor, g, times.knee_power, n) for n in most]
-            for lat, floor, g in (
-                (read_us, times.read_floor_us, read_x),
-                (write_us, times.write_floor_us, write_x),
-                (write_us, times.write_floor_us, meta_x),
+            [0.0] + [knee_media_us(qd1_us, floor, bw, times.knee_power, n, cap) for n in most]
+            for qd1_us, floor, cap, bw in (
+                (read_us, times.read_floor_us, times.read_cap_us, times.read_bw_us),
+                (write_us, times.write_floor_us, times.write_cap_us, times.write_bw_us),
+                (write_us, times.write_floor_us, times.write_cap_us, times.meta_bw_us),
             )
         )
         read_x = write_x = meta_x = 0.0
@@ -680,6 +715,11 @@ def device_times(
         knee_power=power,
         read_floor_us=1e6 / params["read_iops_cap"] if power else 0.0,
         write_floor_us=1e6 / params["write_iops_cap"] if power else 0.0,
+        read_cap_us=1e6 / params["read_iops_cap"] if power else 0.0,
+        write_cap_us=1e6 / params["write_iops_cap"] if power else 0.0,
+        read_bw_us=w.bs_bytes / params["read_bw_bytes_s"] * 1e6 if power else 0.0,
+        write_bw_us=w.bs_bytes / params["write_bw_bytes_s"] * 1e6 if power else 0.0,
+        meta_bw_us=META_WRITE_BYTES / params["write_bw_bytes_s"] * 1e6 if power else 0.0,
     )
 
 
@@ -714,7 +754,9 @@ class Calibration:
     raw_throughput_ops_s: float
     scale: float  # every media/flush time is the bare device's time x scale
     concurrency: int
-    channels: int
+    # The sharp knee's channel count; None on a device with a measured knee (knee_power),
+    # which queues by its sweep's curve and has no channel count of its own to report.
+    channels: int | None
     sigma: float
     sigma_source: str
     seed: int
@@ -891,7 +933,7 @@ def calibrate(
         raw_throughput_ops_s=t0,
         scale=scale,
         concurrency=w.concurrency,
-        channels=bare.channels,
+        channels=None if bare.knee_power else bare.channels,
         sigma=sig,
         sigma_source=sig_source,
         seed=seed,

@@ -246,6 +246,28 @@ async def test_device_spec_is_inspected_and_a_bad_one_reported():
 
 
 @pytest.mark.asyncio
+async def test_the_device_tab_says_a_library_drive_name_is_accepted_and_inspects_one():
+    # recommend --device takes a library drive's name; the Device tab, which resolves its
+    # field the same way, says so too, and a name typed there is the library's drive.
+    from fsadvisor.service.devices import library_device
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("f2")
+        hint = str(app.query_one("DevicePane Label.section").content)
+        assert "library drive name" in hint and "fsadvisor devices list" in hint
+        name = "samsung-pm9a3-3.84tb-u2"
+        assert name in hint and library_device(name, None) is not None
+        spec = app.query_one("#device-spec", Input)
+        spec.value = name
+        await pilot.press("enter")
+        await settle(pilot)
+        info = str(app.query_one("#device-info", Static).content)
+        assert info.startswith("nvme, "), info
+        assert not any("unknown device" in t for t in toasts(app))
+
+
+@pytest.mark.asyncio
 async def test_energy_tab_lists_every_source_with_its_reason():
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:

@@ -81,3 +81,33 @@ def test_a_repeat_matrix_scored_on_itself_is_perfect_and_on_the_other_is_not(tmp
     assert same["median"] == 0 and same["pairs"] == 1.0 and same["regret"] == 0
     other = fidelity_repeat.score(a, b)
     assert other["cells"] > 50 and other["median"] > 0.01 and other["regret"] > 0
+
+
+def test_the_repeat_benchmark_names_configurations_as_recommend_prints_them(tmp_path):
+    # fidelity_repeat.py --model lists the cells the model gets wrong on both matrices; each
+    # configuration reads as recommend prints it (FsConfig.label()), not as the store's key
+    # ("btrfs [] (nodiscard) none"), and the largest shared error comes first.
+    import re
+
+    from fsadvisor.predict import validate
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import fidelity_repeat
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    cells = fidelity_repeat._cells(str(SHIPPED), str(tmp_path))
+    configs = {c.config.key(): c.config for c in cells}
+    assert len(configs) >= 5 and any(c.mkfs for c in configs.values())  # ext4 journal=false
+    over = fidelity_repeat.SYSTEMATIC
+    ea = {validate._cell_key(c): (over + 0.01 * (i + 1)) for i, c in enumerate(cells)}
+    eb = dict(ea)
+    lines = fidelity_repeat.systematic_lines(
+        ea, eb, {k: c.label() for k, c in configs.items()})
+    assert len(lines) == len(cells)
+    shown = {ln.rpartition(": ")[2] for ln in lines}
+    assert shown == {c.label() for c in configs.values()}
+    for ln in lines:
+        assert not re.search(r"\[[^\]]*\]|\([^)]*\)", ln), ln  # no "[...]" or "(...)" repr
+    first = max(cells, key=lambda c: ea[validate._cell_key(c)])
+    assert lines[0].endswith(": " + first.config.label())

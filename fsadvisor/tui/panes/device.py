@@ -31,8 +31,9 @@ class DevicePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(
-            "Target device: a spec like nvme:1.92T or sata-ssd:480G, or a block device "
-            "path (read-only inspection)",
+            "Target device: a library drive name (fsadvisor devices list, e.g. "
+            "samsung-pm9a3-3.84tb-u2), a spec like nvme:1.92T or sata-ssd:480G, or a block "
+            "device path (read-only inspection)",
             classes="section",
         )
         with Horizontal(classes="form-row"):
