@@ -19,8 +19,13 @@ def _run(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed here (it is in requirements/test.txt)")
     # From the project root, so each tool finds its settings in pyproject.toml.
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_ruff_finds_nothing():
