@@ -132,15 +132,35 @@ def probed_store(tmp_db, tmp_path, monkeypatch):
                 if m != mid:
                     continue
                 for rep, x in enumerate(iops, 1):
-                    store.record_run(RunRecord(
-                        cell_key=f"{configs[fs].key()} | profile:oltp", device=dev,
-                        config=configs[fs], workload_name="profile:oltp", workload=w, rep=rep,
-                        status="ok", started_at=1_790_000_000.0 + rep, wall_s=12.0,
-                        metrics={"iops": x, "mb_s": x * w.bs_bytes / 1e6,
-                                 "p99_latency_us": 900.0 + rep, "mean_latency_us": 300.0},
-                        energy=EnergyReading(source="ipmi", scope="system", energy_j=500.0,
-                                             avg_watts=50.0, duration_s=10.0, samples=10),
-                        host={"hostname": "box", "kernel": "6.18"}, matrix_id=mid))
+                    store.record_run(
+                        RunRecord(
+                            cell_key=f"{configs[fs].key()} | profile:oltp",
+                            device=dev,
+                            config=configs[fs],
+                            workload_name="profile:oltp",
+                            workload=w,
+                            rep=rep,
+                            status="ok",
+                            started_at=1_790_000_000.0 + rep,
+                            wall_s=12.0,
+                            metrics={
+                                "iops": x,
+                                "mb_s": x * w.bs_bytes / 1e6,
+                                "p99_latency_us": 900.0 + rep,
+                                "mean_latency_us": 300.0,
+                            },
+                            energy=EnergyReading(
+                                source="ipmi",
+                                scope="system",
+                                energy_j=500.0,
+                                avg_watts=50.0,
+                                duration_s=10.0,
+                                samples=10,
+                            ),
+                            host={"hostname": "box", "kernel": "6.18"},
+                            matrix_id=mid,
+                        )
+                    )
             store.finish_matrix(mid)
     return tmp_db
 

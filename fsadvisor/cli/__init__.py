@@ -265,8 +265,8 @@ def usage_line(e: Any) -> str:
 
 def _click_errors():
     """Typer 0.2x vendors its own Click (typer._click); older ones use click itself."""
-    # Which Click typer carries is only known by trying (see the docstring).
     try:
+        # which Click typer carries is only known by trying (see the docstring)
         from typer._click import exceptions
     except ImportError:  # pragma: no cover - typer with click as a dependency
         import click.exceptions  # the fallback of the try above

@@ -32,9 +32,10 @@ from fsadvisor.cli.options import (
     with_worth_options,
 )
 
-# The service is imported inside the commands, not here: `fsadvisor CMD --help`, shell
-# completion and the man page import this module without running a command, and a command
-# loads only the part of the service it calls (the yearly figures only with --load: start-up).
+# Deferred imports, each marked where it stands (start-up): the service, of which a command
+# loads only the part it calls, since `fsadvisor CMD --help`, shell completion and the man
+# page import this module without running one; the terminal layout, for text output only
+# (`recommend --json` loads no other cli module: tests/unit/test_fast_startup.py).
 
 
 BATCH_READ_BYTES = 1 << 16  # one read of stdin: ~300-600 request lines of ~150-200 bytes
@@ -114,7 +115,7 @@ def recommend(
     as_json: JsonOpt = False,
 ) -> None:
     """Rank the candidate configurations for a workload profile by ops (or bytes) per joule."""
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice  # the model and the store: on use (see the top)
 
     rec = advice.recommend(
         profile,
@@ -128,7 +129,7 @@ def recommend(
     )
     yw = None
     if worth_inputs.given:
-        from fsadvisor.service import worth
+        from fsadvisor.service import worth  # the yearly cost: only with --load
 
         yw = worth.yearly_worth(rec, worth_inputs, db)
     if as_json:
@@ -139,14 +140,14 @@ def recommend(
             doc["yearly_basis"] = yw
         emit_json(doc)
         return
-    from fsadvisor.cli.layout import say
+    from fsadvisor.cli.layout import say  # text output only (see the top)
 
     for line in answer.headline(rec):
         say(line, hang=2)
     typer.echo("")
     _print_recommendation(rec, yw)
     if plot:
-        from fsadvisor.service.report import plot_recommendation
+        from fsadvisor.service.report import plot_recommendation  # the chart: --plot only
 
         typer.echo("")
         typer.echo(plot_recommendation(rec))
@@ -159,7 +160,7 @@ FIELD = 14
 
 def _print_recommendation(rec, yw) -> None:
     unit = "bytes/J" if rec.rank_by == "bytes_per_joule" else "ops/J"
-    from fsadvisor.cli.layout import say
+    from fsadvisor.cli.layout import say  # text output only (see the top)
 
     say(f"Profile {rec.profile.name}: {rec.profile.description}", hang=2)
     say(
@@ -177,7 +178,7 @@ def _print_recommendation(rec, yw) -> None:
         say(line, hang=6 if line.startswith(" ") else 2)
     notes = answer.notes(rec)
     if yw is not None:  # the yearly figures' notes before the tie note, as they always were
-        from fsadvisor.service import worth
+        from fsadvisor.service import worth  # the yearly cost: only with --load
 
         at = len(rec.notes)
         notes[at:at] = worth.summary_lines(yw)
@@ -229,7 +230,7 @@ def _print_recommendation(rec, yw) -> None:
             hang=FIELD,
         )
         if yw is not None:
-            from fsadvisor.service import worth
+            from fsadvisor.service import worth  # the yearly cost: only with --load
 
             say(f"   per year:  {worth.yearly_line(yw, r.rank - 1)}", hang=FIELD)
         for y in r.why:
@@ -239,6 +240,7 @@ def _print_recommendation(rec, yw) -> None:
 
 
 def advice_size(n: int) -> str:
+    # the service's advice, which the command printing this has loaded (see the top)
     from fsadvisor.service.advice import format_binary
 
     return format_binary(n)
@@ -262,7 +264,7 @@ def predict(
     as_json: JsonOpt = False,
 ) -> None:
     """Predict IOPS, MB/s, latency, watts and ops/joule for one configuration and workload."""
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice  # the model and the store: on use (see the top)
 
     if batch:
         for out in advice.predict_chunks(_arriving_lines(sys.stdin), db=db, scope=scope):
@@ -292,7 +294,7 @@ def predict(
     typer.echo(
         f"  p99 latency   {p['p99_latency_ms']:.3f} ms (90%: {u['p99_latency_ms_90'][0]:.3f}–{u['p99_latency_ms_90'][1]:.3f})"
     )
-    from fsadvisor.cli.layout import say
+    from fsadvisor.cli.layout import say  # text output only (see the top)
 
     say(
         f"  power         {p['watts']:.1f} W ({p['power_scope']} scope, {p['energy_source']})",
@@ -325,13 +327,13 @@ def validate(
 ) -> None:
     """Report the model's cross-validated error on the stored observations: by source table,
     by row, and leave-one-device-out (raw runs only, then with 10% and 20% of its cells)."""
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice  # the model and the store: on use (see the top)
 
     rep = advice.validate(db=db, folds=folds, devices=device or None)
     if as_json:
         emit_json(rep)
         return
-    from fsadvisor.cli.layout import say
+    from fsadvisor.cli.layout import say  # text output only (see the top)
 
     say(
         f"{rep['observations']} observations; prior scale {rep['prior_scale']} "

@@ -18,8 +18,8 @@ from fsadvisor.cli.options import (
     store_option,
 )
 
-# The service is imported inside the command: --help, shell completion and the man page
-# import this module without running it (start-up).
+# The service is imported by the command, saying what it loads (start-up): --help, shell
+# completion and the man page import this module without running it.
 
 
 @app.command("apply")
@@ -65,6 +65,7 @@ def apply_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Write the artifacts a configuration-management user drops in (dry run by default)."""
+    # the apply service (the catalog, its artifacts, the host): on use (see the top)
     from fsadvisor.service.apply import apply
 
     confirm = yes_wipe

@@ -20,8 +20,8 @@ import typer
 from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail
 from fsadvisor.cli.options import DbOpt, ForceOpt, YesWipeOpt, bounded
 
-# The service is imported inside the commands: --help, shell completion and the man page
-# import this module without running one, and a command loads only what it calls (start-up).
+# The service is imported by the command that calls it, each import saying what it loads
+# (start-up): --help, shell completion and the man page import this module without running one.
 
 # How parameters are printed: (key, label, unit scale, unit)
 _ROWS = (
@@ -73,7 +73,7 @@ def _print_params(res) -> None:
 
 
 def _model_calibration(output: Optional[str], folds: int, db: Optional[str], as_json: bool) -> None:
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice  # the model (numpy) and the store: on use
 
     doc = advice.calibrate(db=db, out=output, folds=folds)
     if as_json:
@@ -157,6 +157,7 @@ def calibrate(
     cost, parallelism) and this host's CPU speed from a raw-device probe of at most 5
     minutes and store them. DESTROYS ALL DATA on DEVICE. (Without DEVICE: `fsadvisor
     refit`, the old spelling.)"""
+    # the calibration and the probe service (the runner, fio): on use (see the top)
     from fsadvisor.service import calibration, probing
 
     if device is None and scratch is None:

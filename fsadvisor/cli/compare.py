@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.layout import say
 from fsadvisor.cli.options import (
     DbOpt,
     JsonOpt,
@@ -17,10 +18,13 @@ from fsadvisor.cli.options import (
     profile_option,
     with_worth_options,
 )
+from fsadvisor.domain import run_ids_text
+from fsadvisor.service import compare as svc
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 
-# The service is imported inside the command: --help, shell completion and the man page
-# import this module without running it (start-up).
+# service/compare is light to import (the model, the store and the charts load as it
+# compares); the yearly cost, which loads the model at import, is imported by the command,
+# so --help, shell completion and the man page load none of them.
 
 
 def _num(x: float) -> str:
@@ -70,7 +74,7 @@ def compare(
 ) -> None:
     """Compare configurations (measured where measured, predicted otherwise) or two probe
     matrices: the difference with its 95% interval and a plain verdict."""
-    from fsadvisor.service import compare as svc, worth
+    from fsadvisor.service import worth  # the yearly cost (the model: numpy): see the top
 
     doc = svc.compare(
         items,
@@ -85,9 +89,6 @@ def compare(
     if as_json:
         emit_json(doc)
         return
-    from fsadvisor.cli.layout import say
-    from fsadvisor.domain import run_ids_text
-
     if doc["mode"] == "configurations":
         yw = (
             {**doc["yearly_basis"], "entries": [e["yearly"] for e in doc["entries"]]}

@@ -9,10 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.layout import say
 from fsadvisor.cli.options import DbOpt, JsonOpt
 
-# The service is imported inside the commands: --help, shell completion and the man page
-# import this module without running one, and a command loads only what it calls (start-up).
+# The service is imported by the command that calls it, each import saying what it loads
+# (start-up): --help, shell completion and the man page import this module without running one.
 
 db_app = typer.Typer(
     no_args_is_help=True, help="The results store: every probe run, the seed datasets, summaries."
@@ -40,14 +41,12 @@ def info(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the store's path, size, schema version, rows per table, seed data, last probe."""
-    from fsadvisor.service.store import db_info
+    from fsadvisor.service.store import db_info  # the store: on use (see the top)
 
     i = db_info(db)
     if as_json:
         emit_json(i)
         return
-    from fsadvisor.cli.layout import say
-
     say(
         f"store       {i['path']} ({_human_bytes(i['size_bytes'])}, schema v{i['schema_version']})",
         hang=12,
@@ -98,7 +97,7 @@ def export(
     db: DbOpt = None,
 ) -> None:
     """Export runs (joined with configuration, workload, energy), summaries or seed data."""
-    from fsadvisor.service.store import db_export
+    from fsadvisor.service.store import db_export  # the store and its exporter: on use
 
     result = db_export(fmt, output if output is not None else sys.stdout, table=table, db=db)
     if output is not None:
@@ -118,7 +117,7 @@ def merge(
 ) -> None:
     """Merge stores from many hosts into this one, each run once (stable run ids), keeping
     each run's host and device."""
-    from fsadvisor.service.fleet import merge_stores
+    from fsadvisor.service.fleet import merge_stores  # the store: on use (see the top)
 
     out = merge_stores(others, db=db)
     if as_json:

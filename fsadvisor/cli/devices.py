@@ -7,10 +7,11 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.layout import Column, say, table
 from fsadvisor.cli.options import DbOpt, JsonOpt
 
-# The service is imported inside the commands: --help, shell completion and the man page
-# import this module without running one, and a command loads only what it calls (start-up).
+# The service is imported by the command that calls it, each import saying what it loads
+# (start-up): --help, shell completion and the man page import this module without running one.
 
 devices_app = typer.Typer(
     no_args_is_help=True, help="Named drives with cited datasheet figures (the device library)."
@@ -47,15 +48,13 @@ def list_(
 ) -> None:
     """List the drives in the device library with their headline datasheet figures, and the
     devices your probes measured raw."""
-    from fsadvisor.service import devices
+    from fsadvisor.service import devices  # the device library and the store: on use
 
     listing = devices.list_rows(kind, db)
     rows, measured = listing["drives"], listing["measured"]
     if as_json:
         emit_json(rows if not measured else rows + [{**m, "measured": True} for m in measured])
         return
-    from fsadvisor.cli.layout import Column, say, table
-
     cols = [
         Column("name", "<"),
         Column("kind", "<", gap=2),
@@ -111,14 +110,12 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one drive: every figure with its source, disagreements, and the prior it gives."""
-    from fsadvisor.service import devices
+    from fsadvisor.service import devices  # the device library and the store: on use
 
     doc = devices.show_device(name, db=db)
     if as_json:
         emit_json(doc)
         return
-    from fsadvisor.cli.layout import say
-
     say(
         f"{doc['name']}: {doc['model']} ({doc['kind']}, {doc['class']}, "
         f"{doc['capacity_gb']:,.0f} GB)"

@@ -7,10 +7,11 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.layout import say
 from fsadvisor.cli.options import DbOpt, JsonOpt, bounded
 
-# The service is imported inside the commands: --help, shell completion and the man page
-# import this module without running one, and a command loads only what it calls (start-up).
+# The service is imported by the command that calls it, each import saying what it loads
+# (start-up): --help, shell completion and the man page import this module without running one.
 
 energy_app = typer.Typer(
     no_args_is_help=True, help="Energy sources: which work here (RAPL, IPMI, meter log, estimate)."
@@ -39,15 +40,13 @@ def check(
     meter_log: MeterLogOpt = None, device: DeviceOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Show every energy source, whether it works here and why not, and what auto picks."""
-    from fsadvisor.service.energy import energy_check
+    from fsadvisor.service.energy import energy_check  # the energy sources: on use (see the top)
 
     rows = energy_check(meter_log=meter_log, device=device)
     auto = next((r["name"] for r in rows if r["auto"]), "none")
     if as_json:
         emit_json({"sources": rows, "auto": auto})
         return
-    from fsadvisor.cli.layout import say
-
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         mark = "ok " if r["ok"] else "no "
@@ -68,7 +67,7 @@ def idle(
     as_json: JsonOpt = False,
 ) -> None:
     """Measure idle power (the baseline that active energy is counted above)."""
-    from fsadvisor.service.energy import energy_idle
+    from fsadvisor.service.energy import energy_idle  # the energy sources: on use (see the top)
 
     result = energy_idle(seconds=seconds, source=source, device=device, meter_log=meter_log)
     if as_json:
@@ -114,6 +113,7 @@ def import_log(
     as_json: JsonOpt = False,
 ) -> None:
     """Attach a power meter's log to stored runs, aligned to each run's measurement window."""
+    # the energy sources and the store: on use (see the top)
     from fsadvisor.service.energy import import_meter_log
 
     rep = import_meter_log(

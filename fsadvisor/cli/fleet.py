@@ -8,10 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.layout import say
 from fsadvisor.cli.options import JsonOpt, ProfileOpt, bounded, store_option
 
-# The service is imported inside the command: --help, shell completion and the man page
-# import this module without running it (start-up).
+# The service is imported by the command, saying what it loads (start-up): --help, shell
+# completion and the man page import this module without running it.
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Results from many hosts (see runner/ansible/).")
 app.add_typer(fleet_app, name="fleet")
@@ -27,6 +28,7 @@ def recommend(
 ) -> None:
     """Per device model across hosts: its calibration (fitted from every host's raw-device
     runs of that model) and the best configuration for the profile."""
+    # the fleet service (the model, numpy, and the store): on use (see the top)
     from fsadvisor.service.fleet import recommend_per_model
 
     out = recommend_per_model(profile, db=db, top=top)
@@ -42,8 +44,6 @@ def recommend(
             }
         )
         return
-    from fsadvisor.cli.layout import say
-
     for d in out["devices"]:
         say(
             f"{d['kind']} {d['model']}: {len(d['hosts'])} host(s) "

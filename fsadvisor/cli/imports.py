@@ -10,8 +10,8 @@ import typer
 from fsadvisor.cli import app, domain_errors, emit_json
 from fsadvisor.cli.options import DbOpt, JsonOpt, profile_option
 
-# The service is imported inside the command: --help, shell completion and the man page
-# import this module without running it (start-up).
+# The service is imported by the command, saying what it loads (start-up): --help, shell
+# completion and the man page import this module without running it.
 
 import_app = typer.Typer(
     no_args_is_help=True, help="Bring results measured elsewhere into the store."
@@ -60,6 +60,7 @@ def fio_json(
     as_json: JsonOpt = False,
 ) -> None:
     """Import fio results (JSON, json+, normal,json; fio 2.x and 3.x), all or none."""
+    # the import service (the catalog, the store): on use (see the top)
     from fsadvisor.service.importing import import_fio_json
 
     out = import_fio_json(

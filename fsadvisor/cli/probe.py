@@ -23,14 +23,15 @@ from fsadvisor.cli import (
 from fsadvisor.domain import FLAG_ESTIMATE
 from fsadvisor.service.probe_options import ProbeOptions, RunChoices, cli_order, declared
 
-# The service is imported inside the functions that use it: --help, shell completion and
-# the man page import this module without running a probe, and calibrate imports it for its
-# progress display alone (start-up).
+# Deferred imports, each marked where it stands (start-up): the service's probing (runner,
+# fio, device inspection) and adaptive probe (the model: numpy) load when a probe runs, since
+# --help, shell completion and the man page import this module without running one, and
+# calibrate imports it for its progress display alone.
 
 
 def clock(seconds: float | None) -> str:
     """service.probing.clock (imported on use: this module loads the service lazily)."""
-    from fsadvisor.service.probing import clock as service_clock
+    from fsadvisor.service.probing import clock as service_clock  # the probe service: see the top
 
     return service_clock(seconds)
 
@@ -102,7 +103,7 @@ class ProbeProgress:
             # about once a second: on a terminal the bar says what the device does now; a
             # log gets no line per second (the cell's end has fio's own figures)
             if self.tty and self.running:
-                from fsadvisor.service.probing import live_text
+                from fsadvisor.service.probing import live_text  # the probe service: see the top
 
                 self._bar(f"{self.running}  now: {live_text(e)}"[: max(20, self.columns - 1)])
         elif e.kind == "cell-end":
@@ -137,7 +138,7 @@ def _print_summary(s) -> None:
         f"{c['already_done']} already done, {c['incomplete']} incomplete "
         f"of {c['total']} cells in {clock(d['wall_s'])}"
     )
-    from fsadvisor.service.probing import device_time_line
+    from fsadvisor.service.probing import device_time_line  # the probe service: see the top
 
     if (line := device_time_line(d)) is not None:
         typer.echo(line)
@@ -241,7 +242,7 @@ def with_declared_options(
 def probe(device: str | None = None, **options: Any) -> None:
     """Format DEVICE with each candidate configuration, measure it with fio (and db_bench or
     sysbench for application profiles), and store every run. DESTROYS ALL DATA on DEVICE."""
-    from fsadvisor.service import probing
+    from fsadvisor.service import probing  # the probe service: see the top
 
     # The request's options go to the request as they are; how to run and show it is ours.
     run = {d.name: options.pop(d.name) for d in declared(RunChoices)}
@@ -283,7 +284,7 @@ def probe(device: str | None = None, **options: Any) -> None:
         )
 
     request = probing.ProbeRequest.make(device, profile=profile, **options)
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe (numpy): see the top
 
     if adaptive and full:
         fail("--adaptive and --full exclude each other")
@@ -347,7 +348,7 @@ def probe(device: str | None = None, **options: Any) -> None:
     else:
         _print_summary(summary)
         if plot and summary.results:
-            from fsadvisor.service.report import plot_probe
+            from fsadvisor.service.report import plot_probe  # the chart: --plot only
 
             typer.echo("")
             typer.echo(plot_probe(summary.to_dict()))
@@ -371,7 +372,7 @@ def _weights(text: str | None, profiles: list[str]) -> list[float] | None:
         values = []
     if not values:
         fail(f"--profile-weights {text!r} is not a list of numbers (e.g. 2,1)")
-    from fsadvisor.service import adaptive as ad
+    from fsadvisor.service import adaptive as ad  # the adaptive probe (numpy): see the top
 
     return ad.check_weights(profiles, values)  # a ConfigError: one line, exit 2
 
@@ -390,6 +391,7 @@ def _adaptive(
     safety verdict as for any probe, then the model-driven run (service/adaptive.py). With
     several --profile it is one probe for all of them: one calibration, one session and
     budget, an answer per profile."""
+    # the adaptive probe (numpy) and the probe service: see the top
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service import probing
 

@@ -7,10 +7,11 @@ from typing import Annotated
 import typer
 
 from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.layout import say
 from fsadvisor.cli.options import JsonOpt, bounded
 
-# The service is imported inside the commands: --help, shell completion and the man page
-# import this module without running one, and a command loads only what it calls (start-up).
+# The service is imported by the command that calls it, each import saying what it loads
+# (start-up): --help, shell completion and the man page import this module without running one.
 
 profiles_app = typer.Typer(no_args_is_help=True, help="Workload profiles (presets and TOML files).")
 app.add_typer(profiles_app, name="profiles")
@@ -22,14 +23,12 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List the shipped preset profiles."""
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice  # the advice service (numpy): on use (see the top)
 
     profs = advice.list_profiles()
     if as_json:
         emit_json([p.to_dict() for p in profs])
         return
-    from fsadvisor.cli.layout import say
-
     width = max(len(p.name) for p in profs)
     for p in profs:
         say(f"{p.name:<{width}}  {p.description}", hang=width + 2)
@@ -44,7 +43,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one profile: workload, constraints and source."""
-    from fsadvisor.service import advice
+    from fsadvisor.service import advice  # the advice service (numpy): on use (see the top)
 
     p = advice.get_profile(name)
     if as_json:
@@ -76,6 +75,7 @@ def capture(
     """Capture a workload profile from a running system: read/write mix, mean request
     sizes, IOPS and effective queue depth from /proc/diskstats; what the kernel cannot tell
     (randomness, fsync policy) is written as assumptions to confirm."""
+    # the capture service (/proc/diskstats sampling): on use (see the top)
     from fsadvisor.service.capture import capture as run_capture
 
     r = run_capture(device, seconds, out=out, name=name)

@@ -14,10 +14,11 @@ from fsadvisor.cli.options import (
     TopOpt,
     with_worth_options,
 )
+from fsadvisor.service import report as svc
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
 
-# The service is imported inside the command: --help, shell completion and the man page
-# import this module without running it (start-up).
+# service/report is light to import: the model, the store and the charts load only as it
+# builds a report, so --help, shell completion and the man page load none of them.
 
 
 @app.command()
@@ -63,8 +64,6 @@ def report(
 ) -> None:
     """Write an HTML report: per workload, measured and predicted ops/J, IOPS, MB/s, p99 and
     watts with 95% intervals, the recommendation, and where every number comes from."""
-    from fsadvisor.service import report as svc
-
     out = output if output is not None or png is None else None
     res = svc.write(
         profile,

@@ -18,9 +18,12 @@ from fsadvisor.cli.options import (
     WorkloadProfileOpt,
     bounded,
 )
+from fsadvisor.domain import FsConfig
 
-# The service (and the nouns) are imported inside the command: --help, shell completion and
-# the man page import this module without running it (start-up).
+# Deferred imports, each marked where it stands (start-up): the service (the model and the
+# simulator), since --help, shell completion and the man page import this module without
+# running it; the terminal layout, for text output only (`simulate --json` loads no other cli
+# module: tests/unit/test_fast_startup.py).
 
 # sim.DEFAULT_REQUESTS, written out: importing the simulator here would slow every command's
 # start-up (a test keeps the two equal).
@@ -104,6 +107,7 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Simulate a configuration under what-if variants: tail latency, queueing, fsync batching, PLP."""
+    # the model and the simulator (numpy, simpy): on use (see the top)
     from fsadvisor.service.simulate import SIM_LABEL, simulate_what_if
 
     results = simulate_what_if(
@@ -122,7 +126,7 @@ def simulate(
     if as_json:
         emit_json({"note": SIM_LABEL, "results": [r.to_dict() for r in results]})
         return
-    from fsadvisor.cli.layout import Column, say, table
+    from fsadvisor.cli.layout import Column, say, table  # text output only (see the top)
 
     first, cal = results[0], results[0].calibration
     w = cal.workload
@@ -140,8 +144,6 @@ def simulate(
         "workload's own point; every variant extrapolates from there."
     )
     c = first.config
-    from fsadvisor.domain import FsConfig
-
     say(
         "config:      "
         + FsConfig.make(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fsadvisor.cli import app, domain_errors
 from fsadvisor.cli.options import DbOpt
 
-# The TUI (textual) is imported inside the command: every other command, --help and the man
-# page import this module without it (start-up).
+# The TUI (textual) is imported by the command (start-up): every other command, --help and
+# the man page import this module without it.
 
 
 @app.command()
@@ -17,6 +17,6 @@ def tui(
 ) -> None:
     """Interactive terminal UI: pick a profile and a device, see ranked configurations with
     their commands, energy sources and past probe runs."""
-    from fsadvisor.tui.app import run
+    from fsadvisor.tui.app import run  # textual: only when the TUI runs
 
     run(db=db)

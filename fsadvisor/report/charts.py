@@ -51,6 +51,7 @@ def workload_png(workload: dict[str, Any]) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")  # no display: files only
+    # pyplot and its tickers after the backend is chosen (above)
     import matplotlib.pyplot as plt
     from matplotlib.ticker import EngFormatter, NullFormatter
 

@@ -51,7 +51,9 @@ from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProgressEvent
 from fsadvisor.probe.timing import DEFAULT_REPS
 from fsadvisor.profiles import load_profile
-from fsadvisor.service import probing
+from fsadvisor.service import calibration, probing
+from fsadvisor.service.advice import stored_device_params
+from fsadvisor.service.device_figures import device_params_for
 from fsadvisor.probe.options import RunChoices
 from fsadvisor.service.request import ProbeRequest
 from fsadvisor.predict import confidence as C
@@ -59,9 +61,6 @@ from fsadvisor.probe.report import results_from_store
 from fsadvisor.probe.run import MatrixRun
 from fsadvisor.probe.state import StateFile, state_path_for
 from fsadvisor.store import open_store
-
-# Imported inside functions: the calibration (and the stored device figures) only when a
-# session calibrates or its dry run says what it would (start-up of the other probe paths).
 
 DEFAULT_TARGET = RunChoices().target_confidence  # --target-confidence, declared once
 # Repetitions of one cell beyond which another adds little: seed 000 ran 10; the full
@@ -594,8 +593,6 @@ def plan_adaptive(
     calib = None
     calib_s = 0.0
     if not _calibrated(device, request.db):
-        from fsadvisor.service import calibration
-
         calib = calibration.plan_calibration(
             None if plan.scratch_size_bytes else str(plan.device),
             scratch=plan.scratch_size_bytes,
@@ -1619,9 +1616,6 @@ class AdaptiveSummary:
 
 
 def _store_helpers(db: str | None):
-    from fsadvisor.service.advice import stored_device_params
-    from fsadvisor.service.device_figures import device_params_for
-
     return (lambda dev: device_params_for(dev, db)), (lambda: stored_device_params(db))
 
 
@@ -1734,8 +1728,6 @@ def run_adaptive(
     forward = on_progress or (lambda e: None)
     calib_doc = None
     if setup.calibration is not None:
-        from fsadvisor.service import calibration
-
         forward(
             ProgressEvent(
                 "note",

@@ -27,17 +27,17 @@ from fsadvisor.predict.fit import FittedModel, fit, load_model, save_model, sett
 from fsadvisor.predict.predict import predict, predict_many
 from fsadvisor.predict.settings import ModelSettings, calibration_path
 from fsadvisor.predict.rank import DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation, rank
-from fsadvisor.service import answer
+from fsadvisor.service import answer, device_figures, guidance
 from fsadvisor.service.device_target import target_for
+from fsadvisor.service.devices import library_device, library_notes
 from fsadvisor.profiles import list_presets, load_profile, profile_to_toml, workload_from_dict
 from fsadvisor.sizes import format_binary, format_size
 from fsadvisor.store import open_store, quick_version
 from fsadvisor.predict.rank import default_scheduler
 
-# Imported inside functions: what only some commands need (the device library, the
-# guidance rules, the probe's timing, the calibration figures, validation). Every command
-# imports this module; each loads only what its own path uses (start-up:
-# tests/unit/test_startup_imports.py).
+# Every command imports this module; what only some of them use is imported where it is
+# used, each import saying why (start-up: tests/unit/test_startup_imports.py,
+# test_fast_startup.py).
 
 # What the front ends read from here besides the functions: the result types they display
 # and the size formatter (front ends import only fsadvisor.service, .domain and .errors;
@@ -146,13 +146,11 @@ def stored_device_params(db: str | None) -> dict:
     this version's fit leaves it (device_figures.current_calibration). The model is fitted
     on every device's observations: one calibrated by another version is refitted here too,
     and its own line is owed only where a device's output is read (device_params_and_note)."""
-    from fsadvisor.service.device_figures import current_calibration  # as device_params_of
-
     with open_store(db) as store:
         return {
             ident: p
             for ident in store.calibrated_devices()
-            if (p := current_calibration(store, ident)[0]) is not None
+            if (p := device_figures.current_calibration(store, ident)[0]) is not None
         }
 
 
@@ -172,8 +170,6 @@ def resolve_device(
     or a spec like ``nvme:1.92T``; default 1 TB NVMe. A path's logical sector size is its
     own (sysfs); a name or a spec has ``sector_size``, else 4096 assumed (the stricter
     case: every mkfs command made for it also runs on a 512-byte-sector drive)."""
-    from fsadvisor.service.devices import library_device
-
     limits.check("sector-size", sector_size)
     named = library_device(spec, plp)
     if named is not None:
@@ -310,8 +306,6 @@ def recommend(
         target=mkfs_target(dev),
         device_params=params,
     )
-    from fsadvisor.service.devices import library_notes
-
     return finish(
         rec,
         db,
@@ -349,8 +343,6 @@ def _mark_against_guidance(rec: Recommendation) -> None:
     """A #1 that goes against documented guidance (service/guidance.py) says so: as measured
     on this device when its own runs put it there, else as a warning naming the rule and its
     source (the ranking should never get there: tests/unit/test_guidance.py)."""
-    from fsadvisor.service import guidance
-
     if not rec.ranked:
         return
     top = rec.ranked[0]
@@ -426,6 +418,7 @@ def settle_cells(rec: Recommendation, min_p: float = 0.05, most: int = 4) -> lis
     default repetitions, timed by the probe's own per-cell estimate on this device
     (probe/timing.py, which probe/plan.py's Plan.cell_estimate_s uses: a test holds the two
     equal). ``p_best`` is None for a default the model does not count among the leaders."""
+    # the probe's timing: only for a tie (`simulate` loads no probe code: test_fast_startup)
     from fsadvisor.probe import timing
 
     name = f"profile:{rec.profile.name}"  # the cell's workload name (plan.profile_workload)
@@ -479,15 +472,11 @@ def device_params_of(dev: Device, db: str | None):
 def device_params_and_note(dev: Device, db: str | None):
     """device_params_of, and the line owed when its calibration was refitted with this
     version's fit or predates it (service/device_figures.current_calibration)."""
-    from fsadvisor.service.device_figures import device_params_and_note as lookup
-
-    return lookup(dev, db)
+    return device_figures.device_params_and_note(dev, db)
 
 
 def describe_params(params) -> str:
-    from fsadvisor.service.device_figures import describe
-
-    return describe(params)
+    return device_figures.describe(params)
 
 
 def workload_for(workload: Any = None, profile: str | None = None):
@@ -763,6 +752,7 @@ def validate(
     device's raw runs, optionally a share of its filesystem cells, predict the rest).
     ``devices``: the device identities to hold out (default: every device with raw runs and
     at least 4 filesystem cells)."""
+    # leave-one-device-out and the records it reads: validate only (recommend loads no records)
     from fsadvisor.predict import validate as lodo
 
     _check_folds(folds)

@@ -26,9 +26,10 @@ from fsadvisor.catalog.udev import Target
 from fsadvisor.domain import FsConfig
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError
 from fsadvisor.host.run import CommandNotFound, run
+from fsadvisor.host.trust import untrusted_dir
 from fsadvisor.service.device_target import target_for
 
-# Imported inside functions: each step of apply loads what only it uses (the configuration
+# Each step of apply imports what only it uses, saying so where it does (the configuration
 # from JSON or from a rank, formatting's device inspection and safety checks with
 # --execute, tempfile when files are written), so a dry run loads none of the others.
 
@@ -67,6 +68,7 @@ def resolve_config(
             raise ConfigError("give --config JSON, or --rank N with --profile NAME")
         if profile is not None:
             raise ConfigError("--profile goes with --rank, not with --config")
+        # the import service's parser (it loads the store and the records): --config only
         from fsadvisor.service.importing import parse_config
 
         return parse_config(config), "--config"
@@ -75,7 +77,7 @@ def resolve_config(
     if profile is None:
         raise ConfigError("--rank needs --profile NAME (the recommendation it ranks)")
     limits.check("rank", rank)
-    from fsadvisor.service.advice import recommend
+    from fsadvisor.service.advice import recommend  # the model (numpy): --rank only
 
     rec = recommend(profile, device=device, top=rank, db=db)
     if len(rec.ranked) < rank:
@@ -132,7 +134,7 @@ def _size_bytes(device: str) -> int | None:
 
 
 def _format(cfg: FsConfig, target: Target, confirm: str | None, force: bool) -> Target:
-
+    # the device inspection and the probe's safety checks (its runner): --execute only
     from fsadvisor.host import device as devmod
     from fsadvisor.service.probing import device_confirmed, root_problem
 
@@ -164,8 +166,6 @@ def write(arts: Artifacts, out: str | os.PathLike[str]) -> list[str]:
     """Write every artifact into ``out``, which must be a directory no one else can write
     (host/trust.py). Each file is written to a new temporary file there and renamed over the
     name: an existing symbolic link is replaced, never followed, and its target untouched."""
-    from fsadvisor.host.trust import untrusted_dir
-
     d = Path(out)
     if d.is_symlink():
         raise ConfigError(f"--out {out} is a symbolic link; give the directory itself")
@@ -183,7 +183,7 @@ def write(arts: Artifacts, out: str | os.PathLike[str]) -> list[str]:
 
 
 def _write_new(d: Path, name: str, text: str, mode: int) -> str:
-    import tempfile
+    import tempfile  # and random with it: only when files are written
 
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)
     try:

@@ -91,7 +91,8 @@ def plan_calibration(
         size = info.size_bytes
     if dry_run:
         ioengine = probing.ioengine_guess()
-    else:  # fio's adapter (its parsers) only for a run: a dry run guesses the engine
+    else:
+        # fio's adapter (its parsers) only for a run: a dry run guesses the engine
         from fsadvisor.tools import fio
 
         ioengine = fio.best_ioengine()

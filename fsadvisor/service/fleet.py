@@ -15,8 +15,8 @@ from fsadvisor.errors import StoreError
 from fsadvisor.store import check_store_file, open_store
 from fsadvisor.domain import Device
 
-# Imported inside functions: the model, the ranking and the device fit load only when a
-# fleet recommendation is built; db merge imports this module without them (start-up).
+# The model, the ranking and the device fit are imported where a fleet recommendation is
+# built (start-up): db merge imports this module without them.
 
 PathLike = str | os.PathLike[str]
 
@@ -49,11 +49,14 @@ def recommend_per_model(
     device parameters fitted from the raw-device runs of *all* its drives across hosts (a
     calibration per model; the kind's prior when none was run), and the recommendation for
     ``profile`` on it."""
-    from fsadvisor.predict.device_fit import RawRun, fit_device_params
-    from fsadvisor.predict.device_params import prior_params
+    # the model (numpy) and its ranking: not for db merge (see the top)
     from fsadvisor.predict.rank import rank
     from fsadvisor.service.advice import get_model, get_profile
     from fsadvisor.service.answer import headline, write_why
+
+    # the device fit and the device figures: not for db merge either
+    from fsadvisor.predict.device_fit import RawRun, fit_device_params
+    from fsadvisor.predict.device_params import prior_params
     from fsadvisor.service.device_figures import describe, devices_table
 
     prof = get_profile(profile)

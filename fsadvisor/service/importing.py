@@ -33,8 +33,9 @@ from fsadvisor.domain import FLAG_IMPORTED, FLAG_LOOP, FLAG_POOLED_PERCENTILES
 from fsadvisor.infra.readfile import read_bounded
 from fsadvisor.sizes import parse_size
 
-# Imported inside functions: fio's parser, the profiles, the recommendation's helpers and
-# the probe's cell keys load only for an import (start-up of the other store commands).
+# fio's parser, the profiles, the recommendation's helpers and the probe's cell keys are
+# imported by the functions that use them, each saying so: apply reads a --config through
+# parse_config and loads none of them.
 
 # A fio JSON document of one run is kilobytes (json+ with its latency bins: ~100 KB); a
 # multi-gigabyte "result" is something else and would only exhaust memory.
@@ -80,7 +81,7 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 def read_result(path: Path, workload: Workload | None = None) -> ReadResult:
     """Read and check one file; FioImportError (one line naming the file) when it is not a
     complete fio result or does not match ``workload``."""
-    from fsadvisor.tools import fio
+    from fsadvisor.tools import fio  # fio's parser: only for an import (see the top)
 
     try:
         data = read_bounded(path, MAX_FILE_BYTES)
@@ -190,6 +191,7 @@ def parse_config(config: str | dict) -> FsConfig:
 
 def parse_workload(workload: str | dict | None, profile: str | None) -> tuple[str, Workload]:
     """The workload's name and value from ``--workload JSON`` or ``--profile NAME``."""
+    # the profiles and the advice service (the model: numpy): only for an import
     from fsadvisor.profiles import workload_from_dict
     from fsadvisor.service.advice import get_profile
 
@@ -216,7 +218,7 @@ def parse_workload(workload: str | dict | None, profile: str | None) -> tuple[st
 def record_for(
     r: ReadResult, device: Device, config: FsConfig, name: str, workload: Workload, rep: int
 ) -> RunRecord:
-    from fsadvisor.probe.plan import cell_key
+    from fsadvisor.probe.plan import cell_key  # the probe's planning: only for an import
 
     flags = [FLAG_IMPORTED]
     if device.kind in ("loop", "ram-loop"):
@@ -274,7 +276,7 @@ def import_fio_json(
     """Import fio results as runs of ``config`` x workload on ``device`` (a path, a
     ``kind:size`` spec or a library drive name). All or nothing; returns one entry per file
     with its run id and whether it was new or already imported."""
-    from fsadvisor.service.advice import resolve_device
+    from fsadvisor.service.advice import resolve_device  # the model (numpy): see the top
 
     cfg = parse_config(config)
     name, w = parse_workload(workload, profile)

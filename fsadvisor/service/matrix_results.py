@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from fsadvisor.errors import FsAdvisorError
+from fsadvisor.report.terminal import LineChart
+from fsadvisor.service.compare import judged, welch
 from fsadvisor.service.report import config_label
 from fsadvisor.store import open_store
 from fsadvisor.service import report
-
-# Imported inside functions: compare's statistics and the terminal charts load only for a
-# comparison or a chart (start-up of the TUI's history tab).
 
 # What a cell row shows, in this order: the figures a user compares configurations by.
 CELL_METRICS = ("ops_per_joule", "bytes_per_joule", "iops", "mb_s", "p99_latency_us", "watts")
@@ -134,8 +133,6 @@ def compare_cells(doc: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     cells) side by side: mean, 95% interval and n of each, and B − A with its 95% Welch
     interval and verdict (service.compare's, the one `fsadvisor compare` prints). ops/J when
     both cells have it from the same energy source and scope, else IOPS."""
-    from fsadvisor.service.compare import judged, welch
-
     cells = doc["cells"]
     if not (0 <= a < len(cells) and 0 <= b < len(cells)) or a == b:
         raise FsAdvisorError("choose two different cells of the matrix to compare")
@@ -213,9 +210,6 @@ def history_chart(doc: dict[str, Any]):
     """device_history as a line chart (report.terminal.LineChart): one line per
     configuration across the device's matrices, a legend line naming each marker. None when
     the device has no measured runs."""
-
-    from fsadvisor.report.terminal import LineChart
-
     if not doc["series"]:
         return None
     best = sorted(doc["series"].items(), key=lambda kv: -kv[1][-1][1])[:HISTORY_SERIES]

@@ -36,8 +36,9 @@ def test_real_db_bench_load_and_run(loaded_db):
 @pytest.mark.parametrize("mix", list(dbbench.YCSB_MIXES))
 def test_real_db_bench_every_mix(loaded_db, mix):
     db, _ = loaded_db
-    res, out, cmds = dbbench.run_db_bench(db, mix, load=False, num=2000, value_size=200, threads=2,
-                                     ops=300, timeout_s=60)
+    res, out, cmds = dbbench.run_db_bench(
+        db, mix, load=False, num=2000, value_size=200, threads=2, ops=300, timeout_s=60
+    )
     assert len(cmds) == 1
     run = res.run()
     assert run.name == dbbench.YCSB_MIXES[mix].benchmark
@@ -59,8 +60,15 @@ def test_real_db_bench_failures_are_one_line(tmp_path):
 @needs_sysbench
 @pytest.mark.parametrize("mode, reads, writes", [("rndrw", True, True), ("seqwr", False, True)])
 def test_real_sysbench(tmp_path, mode, reads, writes):
-    m, out, cmds = sysbench.run_sysbench_fileio(str(tmp_path), mode=mode, total_size_bytes=4 << 20,
-                                          file_num=2, time_s=1, threads=1, timeout_s=60)
+    m, out, cmds = sysbench.run_sysbench_fileio(
+        str(tmp_path),
+        mode=mode,
+        total_size_bytes=4 << 20,
+        file_num=2,
+        time_s=1,
+        threads=1,
+        timeout_s=60,
+    )
     assert [c[-1] for c in cmds] == ["prepare", "run", "cleanup"]
     assert (m["read_iops"] > 0) == reads and (m["write_iops"] > 0) == writes
     assert 0.9 <= m["runtime_s"] <= 1.5 and m["ops"] > 0

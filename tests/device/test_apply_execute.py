@@ -20,13 +20,19 @@ pytestmark = pytest.mark.device
 
 def cli(*args: str, db: Path):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def blkid(dev: str, tag: str) -> str:
-    return subprocess.run(["blkid", "-p", "-o", "value", "-s", tag, dev], capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["blkid", "-p", "-o", "value", "-s", tag, dev], capture_output=True, text=True
+    ).stdout.strip()
 
 
 def test_execute_formats_after_confirmation_and_tasks_are_idempotent(tmp_path, loop_device):
@@ -38,8 +44,23 @@ def test_execute_formats_after_confirmation_and_tasks_are_idempotent(tmp_path, l
     assert p.returncode == 2 and "not confirmed" in p.stderr and p.stderr.count("\n") == 1
     assert blkid(dev, "TYPE") == ""
     out_dir = tmp_path / "out"
-    p = cli("apply", "-d", dev, "-c", cfg, "--execute", "--yes-wipe", dev, "--mount-unit",
-            "--mountpoint", "/srv/fsadv-test", "-o", str(out_dir), "--json", db=db)
+    p = cli(
+        "apply",
+        "-d",
+        dev,
+        "-c",
+        cfg,
+        "--execute",
+        "--yes-wipe",
+        dev,
+        "--mount-unit",
+        "--mountpoint",
+        "/srv/fsadv-test",
+        "-o",
+        str(out_dir),
+        "--json",
+        db=db,
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     uuid = blkid(dev, "UUID")
@@ -57,21 +78,49 @@ def test_execute_formats_after_confirmation_and_tasks_are_idempotent(tmp_path, l
     if not exe.exists():
         pytest.skip("ansible-core not installed")
     # the fstab flavour of the tasks (no --mount-unit)
-    p = cli("apply", "-d", dev, "-c", cfg, "--mountpoint", "/srv/fsadv-test", "-o",
-            str(tmp_path / "plain"), db=db)
+    p = cli(
+        "apply",
+        "-d",
+        dev,
+        "-c",
+        cfg,
+        "--mountpoint",
+        "/srv/fsadv-test",
+        "-o",
+        str(tmp_path / "plain"),
+        db=db,
+    )
     assert p.returncode == 0, p.stderr
     play = tmp_path / "play.yml"
-    play.write_text("- hosts: localhost\n  connection: local\n  gather_facts: false\n"
-                    "  tasks:\n    - ansible.builtin.import_tasks: plain/fsadvisor-apply-tasks.yml\n")
+    play.write_text(
+        "- hosts: localhost\n  connection: local\n  gather_facts: false\n"
+        "  tasks:\n    - ansible.builtin.import_tasks: plain/fsadvisor-apply-tasks.yml\n"
+    )
     fstab = tmp_path / "fstab"
     fstab.write_text("# test fstab\n")
-    extra = {"fsadvisor_fstab": str(fstab), "fsadvisor_udev_rules_dir": str(tmp_path),
-             "fsadvisor_mount": False}
+    extra = {
+        "fsadvisor_fstab": str(fstab),
+        "fsadvisor_udev_rules_dir": str(tmp_path),
+        "fsadvisor_mount": False,
+    }
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "atmp"))
     for attempt in range(2):
-        p = subprocess.run([str(exe), "-i", "localhost,", str(play), "-e", json.dumps(extra),
-                            "-e", f"ansible_python_interpreter={sys.executable}"],
-                           capture_output=True, text=True, timeout=300, env=env)
+        p = subprocess.run(
+            [
+                str(exe),
+                "-i",
+                "localhost,",
+                str(play),
+                "-e",
+                json.dumps(extra),
+                "-e",
+                f"ansible_python_interpreter={sys.executable}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert p.returncode == 0, p.stdout[-3000:]
         # the device holds a filesystem: the format task is skipped, never run
         assert re.search(r"TASK \[Format the device \(xfs\)\] \**\nskipping", p.stdout)

@@ -22,15 +22,21 @@ pytestmark = pytest.mark.device
 
 def cli(*args: str, db: Path, timeout: float = 240):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def params_rows(db: Path) -> list[tuple]:
     con = sqlite3.connect(db)
     try:
-        return con.execute("SELECT identity, kind, n_runs, run_ids, params, log_sd, source "
-                           "FROM device_params").fetchall()
+        return con.execute(
+            "SELECT identity, kind, n_runs, run_ids, params, log_sd, source FROM device_params"
+        ).fetchall()
     finally:
         con.close()
 
@@ -38,8 +44,19 @@ def params_rows(db: Path) -> list[tuple]:
 def test_calibrate_scratch_end_to_end_then_predict_says_calibrated(tmp_path):
     db = tmp_path / "cal.db"
     # 17 runs of 1 s (2 reps, the sweep 1): well under a minute of measuring.
-    p = cli("calibrate", "--scratch", "1G", "--scratch-dir", str(tmp_path), "--runtime", "1",
-            "--reps", "2", "--json", db=db)
+    p = cli(
+        "calibrate",
+        "--scratch",
+        "1G",
+        "--scratch-dir",
+        str(tmp_path),
+        "--runtime",
+        "1",
+        "--reps",
+        "2",
+        "--json",
+        db=db,
+    )
     assert p.returncode == 0, p.stderr
     assert "fsadvisor: calibrating a scratch loop device: 17 raw-device runs of 1 s" in p.stderr
     out = json.loads(p.stdout)
@@ -66,7 +83,9 @@ def test_calibrate_scratch_end_to_end_then_predict_says_calibrated(tmp_path):
     (row,) = params_rows(db)
     assert row[0] == out["identity"] and row[1] == "loop" and row[2] == 17
     assert sorted(json.loads(row[3])) == sorted(out["run_ids"])
-    assert json.loads(row[4])["read_iops_cap"] == pytest.approx(out["params"]["read_iops_cap"]["value"])
+    assert json.loads(row[4])["read_iops_cap"] == pytest.approx(
+        out["params"]["read_iops_cap"]["value"]
+    )
     # the runs are stored like a probe's, with provenance
     con = sqlite3.connect(db)
     runs = con.execute("SELECT status, configuration_id, command, host_id FROM runs").fetchall()
@@ -78,35 +97,71 @@ def test_calibrate_scratch_end_to_end_then_predict_says_calibrated(tmp_path):
     # Another loop device of the same class (a file on the same filesystem, direct I/O) is
     # the same device as far as its parameters go: predict says it is calibrated.
     with loopdev.scratch_loop(512 << 20, tmp_path) as dev:
-        pr = cli("predict", "--config", '{"filesystem": "xfs"}', "--profile", "oltp",
-                 "--device", dev, "--json", db=db)
+        pr = cli(
+            "predict",
+            "--config",
+            '{"filesystem": "xfs"}',
+            "--profile",
+            "oltp",
+            "--device",
+            dev,
+            "--json",
+            db=db,
+        )
         assert pr.returncode == 0, pr.stderr
         basis = json.loads(pr.stdout)["basis"]
         assert basis["device_parameters"].startswith("calibrated on this device, 17 runs, ")
         assert basis["device_params"]["identity"] == out["identity"]
-        text = cli("predict", "--config", '{"filesystem": "xfs"}', "--profile", "oltp",
-                   "--device", dev, db=db)
+        text = cli(
+            "predict",
+            "--config",
+            '{"filesystem": "xfs"}',
+            "--profile",
+            "oltp",
+            "--device",
+            dev,
+            db=db,
+        )
         assert "device parameters: calibrated on this device, 17 runs" in text.stdout
     # ... and a store without that calibration says it used the prior
     with loopdev.scratch_loop(512 << 20, tmp_path) as dev:
-        other = cli("predict", "--config", '{"filesystem": "xfs"}', "--profile", "oltp",
-                    "--device", dev, "--json", db=tmp_path / "other.db")
-        assert json.loads(other.stdout)["basis"]["device_parameters"].startswith("prior for kind loop")
+        other = cli(
+            "predict",
+            "--config",
+            '{"filesystem": "xfs"}',
+            "--profile",
+            "oltp",
+            "--device",
+            dev,
+            "--json",
+            db=tmp_path / "other.db",
+        )
+        assert json.loads(other.stdout)["basis"]["device_parameters"].startswith(
+            "prior for kind loop"
+        )
 
 
 def test_a_failing_step_saves_no_parameters_and_names_the_step(tmp_path):
     from fsadvisor.service import calibration
 
     db = tmp_path / "fail.db"
-    plan = calibration.plan_calibration(scratch="512M", scratch_dir=tmp_path, runtime_s=1,
-                                        reps=2, db=str(db))
+    plan = calibration.plan_calibration(
+        scratch="512M", scratch_dir=tmp_path, runtime_s=1, reps=2, db=str(db)
+    )
     # A real failure of fio itself: an I/O engine that does not exist, on the fsync run.
-    plan.workloads = [replace(w, workload=replace(w.workload, ioengine="no-such-engine"))
-                      if w.name == "4k-randwrite-fsync1" else w for w in plan.workloads]
+    plan.workloads = [
+        replace(w, workload=replace(w.workload, ioengine="no-such-engine"))
+        if w.name == "4k-randwrite-fsync1"
+        else w
+        for w in plan.workloads
+    ]
     with pytest.raises(calibration.CalibrationFailed) as e:
         calibration.run_calibration(plan)
     msg = str(e.value)
-    assert "calibration failed at step raw device (no filesystem), sched none | 4k-randwrite-fsync1 | rep 1" in msg
+    assert (
+        "calibration failed at step raw device (no filesystem), sched none | 4k-randwrite-fsync1 | rep 1"
+        in msg
+    )
     assert "no device parameters were saved" in msg and "\n" not in msg
     con = sqlite3.connect(db)
     try:
@@ -118,6 +173,7 @@ def test_a_failing_step_saves_no_parameters_and_names_the_step(tmp_path):
         con.close()
     assert not list(tmp_path.glob("fsadvisor-scratch-*.img"))  # cleaned up
     from fsadvisor.probe.state import StateFile, state_path_for
+
     assert "calibrate:scratch" not in StateFile(state_path_for(db)).load().matrices
 
 
@@ -152,8 +208,9 @@ def test_an_interrupted_calibration_saves_nothing_and_is_not_left_to_resume(tmp_
     from fsadvisor.service import calibration
 
     db = tmp_path / "int.db"
-    plan = calibration.plan_calibration(scratch="512M", scratch_dir=tmp_path, runtime_s=1,
-                                        reps=2, db=str(db))
+    plan = calibration.plan_calibration(
+        scratch="512M", scratch_dir=tmp_path, runtime_s=1, reps=2, db=str(db)
+    )
     stop = Interruptions()
     stop.cancel("SIGTERM")  # as a TUI worker would: stop at the first step boundary
     with pytest.raises(calibration.CalibrationInterrupted) as e:

@@ -79,8 +79,9 @@ def mounted(config: FsConfig, dev: str, directory):
     os.makedirs(mnt, exist_ok=True)
     p = _run(catalog.mount_argv(config, dev, mnt))
     if p.returncode != 0:
-        raise AssertionError(f"mount {catalog.mount_options_string(config)}: {p.stderr.strip()} "
-                             f"{_dmesg_tail()}")
+        raise AssertionError(
+            f"mount {catalog.mount_options_string(config)}: {p.stderr.strip()} {_dmesg_tail()}"
+        )
     try:
         yield _run(["findmnt", "-n", "-o", "OPTIONS", mnt]).stdout.strip().split(",")
     finally:
@@ -105,23 +106,34 @@ def _on_disk(fs: str, dev: str) -> dict[str, object]:
     if fs == "ext4":
         out = _run(["dumpe2fs", "-h", dev]).stdout
         field = lambda name: re.search(rf"^{name}:\s+(.*)$", out, re.M).group(1).strip()  # noqa: E731
-        return {"block_size": int(field("Block size")), "inode_size": int(field("Inode size")),
-                "journal": "has_journal" in field("Filesystem features").split()}
+        return {
+            "block_size": int(field("Block size")),
+            "inode_size": int(field("Inode size")),
+            "journal": "has_journal" in field("Filesystem features").split(),
+        }
     if fs == "xfs":
-        out = _run(["xfs_db", "-r", "-c", "sb 0", "-c", "p agcount blocksize inodesize", dev]).stdout
+        out = _run(
+            ["xfs_db", "-r", "-c", "sb 0", "-c", "p agcount blocksize inodesize", dev]
+        ).stdout
         v = dict(re.findall(r"^(\w+) = (\d+)$", out, re.M))
-        return {"ag_count": int(v["agcount"]), "block_size": int(v["blocksize"]),
-                "inode_size": int(v["inodesize"])}
+        return {
+            "ag_count": int(v["agcount"]),
+            "block_size": int(v["blocksize"]),
+            "inode_size": int(v["inodesize"]),
+        }
     if fs == "btrfs":
         out = _run(["btrfs", "inspect-internal", "dump-super", dev]).stdout
-        return {"nodesize": int(re.search(r"^nodesize\s+(\d+)", out, re.M).group(1)),
-                "checksum": re.search(r"^csum_type\s+\d+ \((\w+)\)", out, re.M).group(1)}
+        return {
+            "nodesize": int(re.search(r"^nodesize\s+(\d+)", out, re.M).group(1)),
+            "checksum": re.search(r"^csum_type\s+\d+ \((\w+)\)", out, re.M).group(1),
+        }
     p = _run(["dump.f2fs", dev])
     m = re.search(r"superblock features = \w+ :[ \t]*(.*)$", p.stdout + p.stderr, re.M)
     return {"features": set(m.group(1).split()) if m else set()}
 
 
 # ----------------------------------------------------------------------------- mkfs values
+
 
 def _mkfs_cases():
     """Every value the catalog accepts for every mkfs option (a superset of what candidates()
@@ -131,10 +143,18 @@ def _mkfs_cases():
     for fs, options in catalog.MKFS_OPTIONS.items():
         for name, spec in options.items():
             if spec.kind == "features":
-                values = [f if f in ("extra_attr", "sb_checksum") else f"extra_attr,{f}"
-                          for f in spec.choices]
-                values += sorted({c.mkfs_dict.get(name, "") for c in catalog.candidates(
-                    LOOP_BYTES, filesystems=[fs], schedulers=["none"])})
+                values = [
+                    f if f in ("extra_attr", "sb_checksum") else f"extra_attr,{f}"
+                    for f in spec.choices
+                ]
+                values += sorted(
+                    {
+                        c.mkfs_dict.get(name, "")
+                        for c in catalog.candidates(
+                            LOOP_BYTES, filesystems=[fs], schedulers=["none"]
+                        )
+                    }
+                )
                 values = list(dict.fromkeys(values))
             else:
                 values = list(spec.choices)
@@ -175,6 +195,7 @@ def test_every_generated_ag_count_for_this_size(loop):
 
 # ----------------------------------------------------------------------------- XFS AG bounds
 
+
 def test_xfs_agcount_bounds_on_2gib(loop):
     lo, hi = catalog.ag_count_range(LOOP_BYTES, 4096, LOOP_SECTOR)
     assert (lo, hi) == catalog.ag_count_range(LOOP_BYTES) == (2, 31)
@@ -183,8 +204,10 @@ def test_xfs_agcount_bounds_on_2gib(loop):
         _must_mkfs(FsConfig.make("xfs", ag_count=ag), loop)
         assert _on_disk("xfs", loop)["ag_count"] == ag
     # one past the rule: the catalog refuses and so does mkfs.xfs, for the reason the rule names
-    for ag, reason in ((hi + 1, "Log size must be at least 64MB"),
-                       (lo - 1, "at least 2 superblocks")):
+    for ag, reason in (
+        (hi + 1, "Log size must be at least 64MB"),
+        (lo - 1, "at least 2 superblocks"),
+    ):
         with pytest.raises(ConfigError):
             catalog.validate(FsConfig.make("xfs", ag_count=ag), LOOP_BYTES, LOOP_SECTOR)
         p = _run(["mkfs.xfs", "-f", "-d", f"agcount={ag}", loop])
@@ -199,7 +222,10 @@ def test_xfs_agcount_bound_on_4kn_sectors(tmp_path):
     lo, hi = catalog.ag_count_range(size, 4096, 4096)
     assert hi == 31 and catalog.ag_count_range(size) == (lo, hi)
     with _scratch(tmp_path, size, sector_size=4096) as dev:
-        assert open(f"/sys/block/{os.path.basename(dev)}/queue/logical_block_size").read().strip() == "4096"
+        assert (
+            open(f"/sys/block/{os.path.basename(dev)}/queue/logical_block_size").read().strip()
+            == "4096"
+        )
         _must_mkfs(FsConfig.make("xfs", ag_count=hi), dev)
         p = _run(["mkfs.xfs", "-f", "-d", f"agcount={hi + 1}", dev])
         assert p.returncode != 0 and "Log size must be at least 64MB" in p.stdout + p.stderr
@@ -209,8 +235,11 @@ def test_xfs_agcount_bound_on_4kn_sectors(tmp_path):
             with pytest.raises(ConfigError):
                 catalog.validate(small, size, sector_size=4096)
             assert _mkfs(small, dev).returncode != 0
-        assert not [c for c in catalog.candidates(size, sector_size=4096)
-                    if c.mkfs_dict.get("block_size", 4096) < 4096]
+        assert not [
+            c
+            for c in catalog.candidates(size, sector_size=4096)
+            if c.mkfs_dict.get("block_size", 4096) < 4096
+        ]
 
 
 # ----------------------------------------------------------------------------- mount options
@@ -223,21 +252,32 @@ MOUNT_CONTEXTS = {"ext4": ({"journal": True}, {"journal": False}), "xfs": ({},),
 def _mount_sets(fs: str, context: dict) -> list[tuple[str, ...]]:
     """Distinct generated mount option sets of the configs built with ``context``; for the
     default context also every spec example (the boundary values of each range)."""
+
     def value(c, k):
         return c.mkfs_dict.get(k, catalog.MKFS_OPTIONS[fs][k].default)
 
-    sets = [c.mount for c in catalog.candidates(LOOP_BYTES, filesystems=[fs], schedulers=["none"])
-            if all(value(c, k) == v for k, v in context.items())]
+    sets = [
+        c.mount
+        for c in catalog.candidates(LOOP_BYTES, filesystems=[fs], schedulers=["none"])
+        if all(value(c, k) == v for k, v in context.items())
+    ]
     if context == MOUNT_CONTEXTS[fs][0]:
-        sets += [tuple(ex.split(",")) for spec in catalog.MOUNT_OPTIONS[fs].values()
-                 if not spec.removed for ex in spec.examples]
+        sets += [
+            tuple(ex.split(","))
+            for spec in catalog.MOUNT_OPTIONS[fs].values()
+            if not spec.removed
+            for ex in spec.examples
+        ]
     return list(dict.fromkeys(sets))
 
 
-@pytest.mark.parametrize("fs,context", [(fs, ctx) for fs, ctxs in MOUNT_CONTEXTS.items()
-                                        for ctx in ctxs],
-                         ids=lambda v: v if isinstance(v, str) else (
-                             ",".join(f"{k}={x}" for k, x in v.items()) or "default"))
+@pytest.mark.parametrize(
+    "fs,context",
+    [(fs, ctx) for fs, ctxs in MOUNT_CONTEXTS.items() for ctx in ctxs],
+    ids=lambda v: (
+        v if isinstance(v, str) else (",".join(f"{k}={x}" for k, x in v.items()) or "default")
+    ),
+)
 def test_every_generated_mount_option_set_mounts(loop, tmp_path, fs, context):
     sets = _mount_sets(fs, context)
     assert len(sets) >= 4
@@ -274,6 +314,7 @@ def test_f2fs_mkfs_works_and_mount_matches_kernel_support(loop, tmp_path):
 
 # ----------------------------------------------------------------------------- the machine wins
 
+
 def _kernel_refuses(config: FsConfig, dev: str, tmp_path) -> str:
     mnt = tmp_path / "mnt"
     mnt.mkdir(exist_ok=True)
@@ -294,15 +335,21 @@ def test_xfs_barrier_options_are_gone_from_this_kernel(loop, tmp_path, opt):
     _kernel_refuses(config, loop, tmp_path)
 
 
-@pytest.mark.parametrize("fs,mkfs,mount", [
-    ("ext4", {}, ["journal_async_commit"]),  # ordered is the default mode
-    ("ext4", {}, ["data=ordered", "journal_async_commit"]),
-    ("ext4", {"journal": False}, ["data=writeback"]),
-    ("ext4", {"journal": False}, ["commit=60"]),
-    ("xfs", {}, ["logbufs=9"]), ("xfs", {}, ["logbufs=1"]),
-    ("xfs", {}, ["logbsize=512k"]), ("xfs", {}, ["allocsize=2g"]),
-    ("btrfs", {}, ["space_cache=v1"]),
-], ids=lambda v: ",".join(v) if isinstance(v, list) else None)
+@pytest.mark.parametrize(
+    "fs,mkfs,mount",
+    [
+        ("ext4", {}, ["journal_async_commit"]),  # ordered is the default mode
+        ("ext4", {}, ["data=ordered", "journal_async_commit"]),
+        ("ext4", {"journal": False}, ["data=writeback"]),
+        ("ext4", {"journal": False}, ["commit=60"]),
+        ("xfs", {}, ["logbufs=9"]),
+        ("xfs", {}, ["logbufs=1"]),
+        ("xfs", {}, ["logbsize=512k"]),
+        ("xfs", {}, ["allocsize=2g"]),
+        ("btrfs", {}, ["space_cache=v1"]),
+    ],
+    ids=lambda v: ",".join(v) if isinstance(v, list) else None,
+)
 def test_catalog_refuses_what_the_kernel_refuses(loop, tmp_path, fs, mkfs, mount):
     with pytest.raises(ConfigError):
         catalog.validate(FsConfig.make(fs, mkfs, mount))
@@ -347,6 +394,7 @@ def _presets_printed_choices() -> list[FsConfig]:
     data-centre NVMe with PLP, each with its sector size left to the default (4096 assumed)."""
     from fsadvisor.profiles import list_presets
     from fsadvisor.service import advice
+
     printed: dict[tuple, FsConfig] = {}
     for p in list_presets():
         name = p if isinstance(p, str) else p.name
@@ -383,6 +431,7 @@ def test_a_device_path_keeps_its_own_sector_size(tmp_path, tmp_db):
     smaller block anywhere in the list) and says so; --sector-size cannot contradict sysfs."""
     from fsadvisor.errors import ConfigError
     from fsadvisor.service import advice
+
     with _scratch(tmp_path, 2 * GIB, sector_size=4096) as dev:
         rec = advice.recommend("filebench-fileserver-004", device=dev, top=20)
         assert rec.device.logical_block_size == 4096

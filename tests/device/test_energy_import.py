@@ -21,8 +21,13 @@ WATTS = 50.0
 
 def cli(*args, db):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +36,33 @@ def probed(tmp_path_factory):
         pytest.skip("needs root")
     tmp = tmp_path_factory.mktemp("import")
     db = tmp / "store.db"
-    r = cli("probe", "--scratch", "512M", "--scratch-dir", str(tmp), "--fs", "ext4",
-            "--schedulers", "none", "--no-variants", "--no-baseline", "--workloads",
-            "4k-randread-qd32,4k-randwrite-qd32", "--reps", "1", "--runtime", "1",
-            "--cooldown", "0", "--size", "64M", "--yes-wipe", "scratch", "--json", db=db)
+    r = cli(
+        "probe",
+        "--scratch",
+        "512M",
+        "--scratch-dir",
+        str(tmp),
+        "--fs",
+        "ext4",
+        "--schedulers",
+        "none",
+        "--no-variants",
+        "--no-baseline",
+        "--workloads",
+        "4k-randread-qd32,4k-randwrite-qd32",
+        "--reps",
+        "1",
+        "--runtime",
+        "1",
+        "--cooldown",
+        "0",
+        "--size",
+        "64M",
+        "--yes-wipe",
+        "scratch",
+        "--json",
+        db=db,
+    )
     assert r.returncode == 0, r.stderr
     runs = open_store(db).runs(status="ok")
     assert len(runs) == 2
@@ -84,8 +112,11 @@ def test_log_is_aligned_with_clock_offset_and_uncovered_runs_are_missing(probed)
     miss = by_id[second["run_id"]]
     assert miss["energy_source"] == "meter-log" and miss["energy_j"] is None
     assert miss["energy_missing"]
-    watts = [o for o in open_store(db).observations()
-             if o.source.startswith("probe") and o.metric == "watts"]
+    watts = [
+        o
+        for o in open_store(db).observations()
+        if o.source.startswith("probe") and o.metric == "watts"
+    ]
     assert [(o.energy_source, o.power_scope) for o in watts] == [("meter-log", "system")]
     assert watts[0].value == pytest.approx(WATTS, rel=0.02)
 

@@ -31,13 +31,23 @@ def check_ordered(m: dict) -> None:
 
 
 @needs_fio
-@pytest.mark.parametrize("w", [
-    Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=8, fsync_every=1),
-    Workload(rw="read", bs_bytes=16384, nrfiles=100, file_size_bytes=4096,
-             file_size_max_bytes=1 << 20, ioengine="psync", direct=False),
-    Workload(rw="filecreate", nrfiles=1000),
-    Workload(rw="filedelete", nrfiles=1000),
-])
+@pytest.mark.parametrize(
+    "w",
+    [
+        Workload(rw="randrw", bs_bytes=4096, iodepth=64, numjobs=8, fsync_every=1),
+        Workload(
+            rw="read",
+            bs_bytes=16384,
+            nrfiles=100,
+            file_size_bytes=4096,
+            file_size_max_bytes=1 << 20,
+            ioengine="psync",
+            direct=False,
+        ),
+        Workload(rw="filecreate", nrfiles=1000),
+        Workload(rw="filedelete", nrfiles=1000),
+    ],
+)
 def test_fio_accepts_the_command_line(tmp_path, w):
     argv = fio.workload_argv(w, str(tmp_path), 2)
     proc = subprocess.run([argv[0], "--parse-only", *argv[1:]], capture_output=True, text=True)
@@ -46,8 +56,9 @@ def test_fio_accepts_the_command_line(tmp_path, w):
 
 @needs_fio
 def test_real_run_through_workload_argv(tmp_path):
-    w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=2, direct=True,
-                 working_set_bytes=8 << 20)
+    w = Workload(
+        rw="randrw", bs_bytes=4096, iodepth=4, numjobs=2, direct=True, working_set_bytes=8 << 20
+    )
     res = fio.run(fio.workload_argv(w, str(tmp_path / "r.dat"), 1, ioengine=fio.best_ioengine()))
     assert res.exit_code == 0 and res.error is None
     assert len(res.jobs) == 1  # group_reporting folds the two clones
@@ -75,8 +86,13 @@ def test_run_reports_fio_failure_in_one_line(tmp_path):
 
 @needs_fio
 def test_job_file_runs_with_plain_fio(tmp_path):
-    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1",
-           "IOENGINE": fio.best_ioengine()}
+    env = {
+        "TARGET": str(tmp_path / "m.dat"),
+        "RUNTIME": "1",
+        "SIZE": "8m",
+        "NUMJOBS": "1",
+        "IOENGINE": fio.best_ioengine(),
+    }
     res = fio.run(fio.jobfile_argv(RUNNER / "micro.fio", ["--section=randread-4k"]), env=env)
     assert res.error is None and [j["jobname"] for j in res.jobs] == ["randread-4k"]
     assert res.metrics()["read_iops"] > 0
@@ -85,8 +101,13 @@ def test_job_file_runs_with_plain_fio(tmp_path):
 @needs_fio
 @pytest.mark.parametrize("job", ["micro.fio", "precondition-fill.fio"])
 def test_job_files_take_the_libaio_fallback_from_the_environment(tmp_path, job):
-    env = {"TARGET": str(tmp_path / "m.dat"), "RUNTIME": "1", "SIZE": "8m", "NUMJOBS": "1",
-           "IOENGINE": "libaio"}
+    env = {
+        "TARGET": str(tmp_path / "m.dat"),
+        "RUNTIME": "1",
+        "SIZE": "8m",
+        "NUMJOBS": "1",
+        "IOENGINE": "libaio",
+    }
     extra = ["--section=randread-4k"] if job == "micro.fio" else []
     res = fio.run(fio.jobfile_argv(RUNNER / job, extra), env=env)
     assert res.error is None and res.metrics()["ops"] > 0
@@ -104,8 +125,18 @@ def test_version_and_engine():
 def test_probe_micro_job_files_parse_with_plain_fio(tmp_path, job):
     """The probe's micro workloads (runner/probe-micro/, the matrix's source) are job files
     plain fio accepts with the environment their headers name."""
-    env = {"TARGET": str(tmp_path / "x.dat") if "filename=" in (RUNNER / "probe-micro" / job).read_text()
-           else str(tmp_path), "RUNTIME": "1", "SIZE": "8m", "IOENGINE": "libaio"}
-    proc = subprocess.run(["fio", "--parse-only", str(RUNNER / "probe-micro" / job)],
-                          capture_output=True, text=True, env={**env, "PATH": "/usr/bin:/bin"})
+    env = {
+        "TARGET": str(tmp_path / "x.dat")
+        if "filename=" in (RUNNER / "probe-micro" / job).read_text()
+        else str(tmp_path),
+        "RUNTIME": "1",
+        "SIZE": "8m",
+        "IOENGINE": "libaio",
+    }
+    proc = subprocess.run(
+        ["fio", "--parse-only", str(RUNNER / "probe-micro" / job)],
+        capture_output=True,
+        text=True,
+        env={**env, "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout

@@ -49,8 +49,11 @@ def ext4(tmp_path_factory):
     try:
         # lazy init off: otherwise a kernel thread zeroes inode tables after mount and
         # adds writes to every measurement (domain notes §4).
-        subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0",
-                        dev], check=True, capture_output=True)
+        subprocess.run(
+            ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev],
+            check=True,
+            capture_output=True,
+        )
         subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
         mounted = True
         yield dev, mnt
@@ -71,10 +74,12 @@ def fresh_dir(mnt: Path, name: str) -> Path:
 
 def test_direct_random_reads_reach_the_device(ext4):
     dev, mnt = ext4
-    w = Workload(rw="randread", bs_bytes=4096, iodepth=16, numjobs=2, direct=True,
-                 working_set_bytes=64 << 20)
-    res = fio.run(fio.workload_argv(w, str(mnt / "rr.dat"), 1, ioengine=fio.best_ioengine()),
-                  timeout_s=120)
+    w = Workload(
+        rw="randread", bs_bytes=4096, iodepth=16, numjobs=2, direct=True, working_set_bytes=64 << 20
+    )
+    res = fio.run(
+        fio.workload_argv(w, str(mnt / "rr.dat"), 1, ioengine=fio.best_ioengine()), timeout_s=120
+    )
     assert res.exit_code == 0 and res.error is None, res.notes
     m = res.metrics()
     assert m["read_iops"] > 0 and m["ops"] > 1000
@@ -90,8 +95,14 @@ def test_direct_random_reads_reach_the_device(ext4):
 
 def test_fsync_per_write_on_ext4(ext4):
     _, mnt = ext4
-    w = Workload(rw="randwrite", bs_bytes=4096, fsync_every=1, ioengine="psync",
-                 direct=False, working_set_bytes=16 << 20)
+    w = Workload(
+        rw="randwrite",
+        bs_bytes=4096,
+        fsync_every=1,
+        ioengine="psync",
+        direct=False,
+        working_set_bytes=16 << 20,
+    )
     res = fio.run(fio.workload_argv(w, str(mnt / "fs.dat"), 1), timeout_s=120)
     m = res.metrics()
     assert res.error is None
@@ -104,8 +115,9 @@ def test_create_stat_delete_chain_shares_files(ext4):
     d = fresh_dir(mnt, "chain")
     counts = {}
     for op in ("filecreate", "filestat", "filedelete"):
-        res = fio.run(fio.workload_argv(Workload(rw=op, nrfiles=400), str(d), 30, name=op),
-                      timeout_s=120)
+        res = fio.run(
+            fio.workload_argv(Workload(rw=op, nrfiles=400), str(d), 30, name=op), timeout_s=120
+        )
         assert res.error is None, (op, res.notes)
         assert res.metrics()["ops"] == 400
         counts[op] = len(list(d.iterdir()))
@@ -117,8 +129,14 @@ def test_create_stat_delete_chain_shares_files(ext4):
 def test_every_runner_job_file_runs_and_parses(ext4, job):
     _, mnt = ext4
     target = mnt / f"{job}.dat" if job in FILE_TARGET else fresh_dir(mnt, job.removesuffix(".fio"))
-    env = {"TARGET": str(target), "RUNTIME": "1", "SIZE": "16m", "NUMJOBS": "2", "NRFILES": "20",
-           "IOENGINE": fio.best_ioengine()}
+    env = {
+        "TARGET": str(target),
+        "RUNTIME": "1",
+        "SIZE": "16m",
+        "NUMJOBS": "2",
+        "NRFILES": "20",
+        "IOENGINE": fio.best_ioengine(),
+    }
     res = fio.run(fio.jobfile_argv(RUNNER / job), env=env, timeout_s=180)
     assert res.exit_code == 0 and res.error is None, res.notes
     assert res.version == fio.fio_version()
@@ -139,12 +157,21 @@ def test_job_files_on_a_raw_block_device(loop_device):
         dev = loop_device(64 << 20)
     except loopdev.LoopError as e:
         pytest.skip(f"no free loop device: {e}")
-    fill = fio.run(fio.jobfile_argv(RUNNER / "precondition-fill.fio"),
-                   env={"TARGET": dev, "SIZE": "64m", "IOENGINE": fio.best_ioengine()}, timeout_s=120)
+    fill = fio.run(
+        fio.jobfile_argv(RUNNER / "precondition-fill.fio"),
+        env={"TARGET": dev, "SIZE": "64m", "IOENGINE": fio.best_ioengine()},
+        timeout_s=120,
+    )
     assert fill.error is None and fill.metrics()["app_write_bytes"] == 64 << 20
-    env = {"TARGET": dev, "RUNTIME": "1", "SIZE": "64m", "NUMJOBS": "1",
-           "IOENGINE": fio.best_ioengine()}
-    res = fio.run(fio.jobfile_argv(RUNNER / "micro.fio", ["--section=randread-4k"]), env=env,
-                  timeout_s=120)
+    env = {
+        "TARGET": dev,
+        "RUNTIME": "1",
+        "SIZE": "64m",
+        "NUMJOBS": "1",
+        "IOENGINE": fio.best_ioengine(),
+    }
+    res = fio.run(
+        fio.jobfile_argv(RUNNER / "micro.fio", ["--section=randread-4k"]), env=env, timeout_s=120
+    )
     assert res.error is None and res.metrics()["read_iops"] > 0
     assert {d["name"] for d in res.disk_util} >= {Path(dev).name}

@@ -50,8 +50,13 @@ def fill(directory: Path) -> Path:
 
 def cli(*args: str, db: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_db_info_on_a_full_disk_says_disk_full(tmp_path):
@@ -89,7 +94,8 @@ def test_state_writes_on_a_full_disk_are_atomic_and_end_readable(tmp_path):
         with pytest.raises(StateFileError, match="disk full"):
             sf.save(more)
         assert sf.path.read_text() == before and sorted(os.listdir(d)) == sorted(
-            ["filler", sf.path.name])
+            ["filler", sf.path.name]
+        )
         # Cleaned up (nothing live, the matrix kept for --resume): written in the old file's room.
         cleaned = live_state()
         cleaned.clear_live()
@@ -115,10 +121,21 @@ def test_a_probe_that_runs_out_of_space_cleans_up_and_leaves_a_readable_state(tm
     with small_tmpfs(tmp_path / "full", "2m") as d:
         db = d / "p.db"
         assert cli("db", "info", db=db).returncode == 0
-        plan = probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=scratch_dir, filesystems=["ext4"],
-                                  schedulers=["none"], quick=True, workloads=["4k-randread-qd32"],
-                                  baseline=False, runtime_s=1, cooldown_s=0, energy="estimate",
-                                  db=db))
+        plan = probing.plan_probe(
+            probing.ProbeRequest.make(
+                scratch="512M",
+                scratch_dir=scratch_dir,
+                filesystems=["ext4"],
+                schedulers=["none"],
+                quick=True,
+                workloads=["4k-randread-qd32"],
+                baseline=False,
+                runtime_s=1,
+                cooldown_s=0,
+                energy="estimate",
+                db=db,
+            )
+        )
         seen: dict = {}
 
         def on_progress(e):
@@ -135,7 +152,9 @@ def test_a_probe_that_runs_out_of_space_cleans_up_and_leaves_a_readable_state(tm
         assert live["owner"] and live["mounts"] and live["scratch"]["loop_device"]
         loop = live["scratch"]["loop_device"]
         # All of it undone before the state was written ...
-        assert not any(m["mountpoint"] in Path("/proc/self/mounts").read_text() for m in live["mounts"])
+        assert not any(
+            m["mountpoint"] in Path("/proc/self/mounts").read_text() for m in live["mounts"]
+        )
         assert loopdev.backing_file(loop) != live["scratch"]["backing_file"]
         assert list(scratch_dir.iterdir()) == []
         # ... and the state the next run reads names none of it.

@@ -25,25 +25,38 @@ import pytest
 from fsadvisor.service import probing
 from fsadvisor.service.request import ProbeRequest
 
-pytestmark = [pytest.mark.device,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, mkfs)")]
+pytestmark = [
+    pytest.mark.device,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, mkfs)"),
+]
 
 TOLERANCE = 0.15
 
 
 def our_loops(tmp: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True, check=True
+    ).stdout
     return [ln.split()[0] for ln in out.splitlines() if str(tmp) in ln]
 
 
 def request(tmp: Path, runtime_s: float) -> ProbeRequest:
     (tmp / "scratch").mkdir(exist_ok=True)
-    return ProbeRequest.make(None, scratch="512M", scratch_dir=str(tmp / "scratch"),
-                             filesystems="ext4", schedulers="none",
-                             workloads="4k-randread-qd32", variants=False, baseline=False,
-                             micro=True, reps=1, runtime_s=runtime_s, cooldown_s=0.0,
-                             db=str(tmp / "probe.db"))
+    return ProbeRequest.make(
+        None,
+        scratch="512M",
+        scratch_dir=str(tmp / "scratch"),
+        filesystems="ext4",
+        schedulers="none",
+        workloads="4k-randread-qd32",
+        variants=False,
+        baseline=False,
+        micro=True,
+        reps=1,
+        runtime_s=runtime_s,
+        cooldown_s=0.0,
+        db=str(tmp / "probe.db"),
+    )
 
 
 def test_live_samples_of_a_real_cell_agree_with_fios_iops(tmp_path):
@@ -60,8 +73,10 @@ def test_live_samples_of_a_real_cell_agree_with_fios_iops(tmp_path):
         assert s.bw_bytes_s == pytest.approx(s.iops * 4096, rel=0.05)  # 4K reads
         assert s.energy_source == summary.energy["source"]
     median = statistics.median(s.iops for s in samples)
-    print(f"live samples {[round(s.iops) for s in samples]} median {median:.0f}, "
-          f"fio {end.iops:.0f} IOPS ({median / end.iops - 1:+.1%})")
+    print(
+        f"live samples {[round(s.iops) for s in samples]} median {median:.0f}, "
+        f"fio {end.iops:.0f} IOPS ({median / end.iops - 1:+.1%})"
+    )
     assert abs(median / end.iops - 1) <= TOLERANCE, (median, end.iops)
     # samples come between the cell's start and its end, never after
     kinds = [e.kind for e in events]
@@ -72,6 +87,7 @@ def test_live_samples_of_a_real_cell_agree_with_fios_iops(tmp_path):
 
 def test_cancel_mid_measurement_stops_the_sampler_with_the_cell(tmp_path):
     from fsadvisor.probe.run import Interruptions
+
     events, token = [], Interruptions()
     first_sample = threading.Event()
 
@@ -86,8 +102,9 @@ def test_cancel_mid_measurement_stops_the_sampler_with_the_cell(tmp_path):
 
     threading.Thread(target=cancel_after_first_sample, daemon=True).start()
     t0 = time.monotonic()
-    summary = probing.run_request(request(tmp_path, 60.0), on_progress=on_progress,
-                                  interruptions=token)
+    summary = probing.run_request(
+        request(tmp_path, 60.0), on_progress=on_progress, interruptions=token
+    )
     assert summary.interrupted == "cancelled from a test"
     assert time.monotonic() - t0 < 45  # did not wait out the 60 s run
     assert [o.status for o in summary.outcomes] == ["incomplete"]

@@ -17,8 +17,10 @@ import pytest
 from fsadvisor.host import loopdev
 from fsadvisor.service import probing
 
-pytestmark = [pytest.mark.device,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (losetup, chown)")]
+pytestmark = [
+    pytest.mark.device,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (losetup, chown)"),
+]
 
 NOBODY = 65534
 QUICK = ["--fs", "ext4", "--schedulers", "none", "--quick", "--runtime", "1", "--cooldown", "0"]
@@ -28,8 +30,13 @@ def cli(*args: str, db: Path, env: dict[str, str] | None = None):
     full = dict(os.environ, FSADVISOR_DB=str(db))
     full.pop("SUDO_UID", None)  # plain root unless a test says it came through sudo
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=120, env=full)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full,
+    )
 
 
 def refused_in_one_line(p, *needles: str) -> str:
@@ -66,11 +73,22 @@ def test_the_cli_refuses_another_users_loop_device(attach_owned_by, tmp_path):
     db = tmp_path / "s.db"
     needles = (dev, str(img), f"uid {NOBODY}", "not yours", "--scratch SIZE")
     for extra in ([], ["--force"], ["--dry-run"]):
-        refused_in_one_line(cli("probe", dev, *QUICK, "--yes-wipe", dev, *extra, db=db),
-                            *needles)
+        refused_in_one_line(cli("probe", dev, *QUICK, "--yes-wipe", dev, *extra, db=db), *needles)
     refused_in_one_line(cli("calibrate", dev, "--yes-wipe", dev, db=db), *needles)
-    refused_in_one_line(cli("apply", "-d", dev, "-c", '{"filesystem": "ext4"}', "--execute",
-                            "--yes-wipe", dev, db=db), *needles)
+    refused_in_one_line(
+        cli(
+            "apply",
+            "-d",
+            dev,
+            "-c",
+            '{"filesystem": "ext4"}',
+            "--execute",
+            "--yes-wipe",
+            dev,
+            db=db,
+        ),
+        *needles,
+    )
     assert subprocess.run(["blkid", "-p", dev], capture_output=True).returncode == 2  # blank
 
 
@@ -86,9 +104,9 @@ def test_under_sudo_the_invoking_users_file_is_theirs(attach_owned_by, tmp_path)
     """Root started through sudo: the file of the user who ran sudo counts as the user's
     (and root's own still does); any third uid is refused."""
     dev, _ = attach_owned_by(NOBODY)
-    ok = cli("probe", dev, *QUICK, "--dry-run", db=tmp_path / "s.db",
-             env={"SUDO_UID": str(NOBODY)})
+    ok = cli("probe", dev, *QUICK, "--dry-run", db=tmp_path / "s.db", env={"SUDO_UID": str(NOBODY)})
     assert ok.returncode == 0, ok.stderr
-    other = cli("probe", dev, *QUICK, "--dry-run", db=tmp_path / "s.db",
-                env={"SUDO_UID": str(NOBODY - 1)})
+    other = cli(
+        "probe", dev, *QUICK, "--dry-run", db=tmp_path / "s.db", env={"SUDO_UID": str(NOBODY - 1)}
+    )
     refused_in_one_line(other, f"uid {NOBODY}", "not yours")

@@ -29,7 +29,7 @@ def _luks1(dev) -> None:
     hdr[8:11], hdr[40:51], hdr[72:78] = b"aes", b"xts-plain64", b"sha256"
     struct.pack_into(">II", hdr, 104, 4096, 64)  # payload offset, key bytes
     u = str(uuid.uuid4()).encode()
-    hdr[168:168 + len(u)] = u
+    hdr[168 : 168 + len(u)] = u
     dev.seek(0)
     dev.write(hdr)
 
@@ -73,8 +73,9 @@ HEADERS = {"linux_raid_member": _md12, "LVM2_member": _lvm2, "crypto_LUKS": _luk
 
 
 def _blkid_type(dev: str) -> str:
-    return subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", dev],
-                           capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["blkid", "-p", "-o", "value", "-s", "TYPE", dev], capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(params=sorted(HEADERS))
@@ -101,13 +102,42 @@ def test_the_safety_verdict_refuses_a_member_with_and_without_force(member):
 @pytest.mark.parametrize("command", ["probe", "apply"])
 def test_probe_and_apply_with_force_refuse_it_in_one_line_and_leave_it(member, command, tmp_path):
     kind, dev = member
-    args = {"probe": ["probe", dev, "--force", "--yes-wipe", dev, "--fs", "ext4",
-                      "--schedulers", "none", "--runtime", "1", "--cooldown", "0"],
-            "apply": ["apply", "--config", '{"filesystem": "ext4"}', "--device", dev,
-                      "--execute", "--force", "--yes-wipe", dev]}[command]
+    args = {
+        "probe": [
+            "probe",
+            dev,
+            "--force",
+            "--yes-wipe",
+            dev,
+            "--fs",
+            "ext4",
+            "--schedulers",
+            "none",
+            "--runtime",
+            "1",
+            "--cooldown",
+            "0",
+        ],
+        "apply": [
+            "apply",
+            "--config",
+            '{"filesystem": "ext4"}',
+            "--device",
+            dev,
+            "--execute",
+            "--force",
+            "--yes-wipe",
+            dev,
+        ],
+    }[command]
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "s.db"))
-    p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                       text=True, timeout=300, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and kind in lines[0] and "Traceback" not in p.stderr, p.stderr

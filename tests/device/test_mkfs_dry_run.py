@@ -31,7 +31,9 @@ def test_ext4_minimum_is_where_mkfs_keeps_the_journal(tmp_path):
         with open(img, "wb") as f:
             f.truncate(size)
         argv = catalog.mkfs_argv(cfg("ext4"), str(img))
-        proc = subprocess.run([argv[0], "-n", *argv[1:]], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [argv[0], "-n", *argv[1:]], capture_output=True, text=True, timeout=30
+        )
         assert proc.returncode == 0, proc.stderr
         assert ("too small for a journal" not in proc.stdout + proc.stderr) == journal, size
 
@@ -40,19 +42,41 @@ def _mkfs_xfs_dry(tmp_path, size_bytes, agcount, block_size=4096, sector_size=51
     img = tmp_path / "xfs.img"
     with open(img, "wb") as f:
         f.truncate(size_bytes)
-    p = subprocess.run(["mkfs.xfs", "-N", "-f", "-b", f"size={block_size}", "-s",
-                        f"size={sector_size}", "-d", f"agcount={agcount}", str(img)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            "mkfs.xfs",
+            "-N",
+            "-f",
+            "-b",
+            f"size={block_size}",
+            "-s",
+            f"size={sector_size}",
+            "-d",
+            f"agcount={agcount}",
+            str(img),
+        ],
+        capture_output=True,
+        text=True,
+    )
     return p.returncode == 0, p.stdout + p.stderr
 
 
 # 2148925440 bytes = 32 * 16395 blocks: the one size here where 512-byte and 4 KiB sectors differ.
 @pytest.mark.skipif(not shutil.which("mkfs.xfs"), reason="mkfs.xfs missing")
-@pytest.mark.parametrize("size,block,sector", [
-    (2 * GIB, 4096, 512), (2 * GIB, 1024, 512), (2 * GIB, 2048, 512), (3 * GIB, 4096, 4096),
-    (300 * MIB, 4096, 512), (2148925440, 4096, 512), (2148925440, 4096, 4096),
-    (10 * GIB + 12345 * 4096, 4096, 4096), (TB, 4096, 512),
-])
+@pytest.mark.parametrize(
+    "size,block,sector",
+    [
+        (2 * GIB, 4096, 512),
+        (2 * GIB, 1024, 512),
+        (2 * GIB, 2048, 512),
+        (3 * GIB, 4096, 4096),
+        (300 * MIB, 4096, 512),
+        (2148925440, 4096, 512),
+        (2148925440, 4096, 4096),
+        (10 * GIB + 12345 * 4096, 4096, 4096),
+        (TB, 4096, 512),
+    ],
+)
 def test_ag_count_range_matches_mkfs_xfs_dry_run(tmp_path, size, block, sector):
     lo, hi = catalog.ag_count_range(size, block, sector)
     assert _mkfs_xfs_dry(tmp_path, size, hi, block, sector)[0]

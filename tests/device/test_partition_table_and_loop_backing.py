@@ -23,8 +23,13 @@ QUICK = ["--fs", "ext4", "--schedulers", "none", "--quick", "--runtime", "1", "-
 
 def probe_cli(*args: str, db: Path):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def one_line(p) -> str:
@@ -35,25 +40,36 @@ def one_line(p) -> str:
 
 
 def blkid(dev: str) -> dict[str, str]:
-    out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["blkid", "-p", "-o", "export", dev], capture_output=True, text=True
+    ).stdout
     return devmod.parse_blkid_export(out)
 
 
 def gpt(dev: str) -> None:
-    subprocess.run(["sfdisk", "-q", "--no-reread", dev], input="label: gpt\n,32M,L\n", text=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        ["sfdisk", "-q", "--no-reread", dev],
+        input="label: gpt\n,32M,L\n",
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert blkid(dev).get("PTTYPE") == "gpt"
 
 
-def test_a_partition_table_the_kernel_never_scanned_is_refused_even_with_force(loop_device, tmp_path):
+def test_a_partition_table_the_kernel_never_scanned_is_refused_even_with_force(
+    loop_device, tmp_path
+):
     dev = loop_device(320 << 20)
     gpt(dev)
     assert not list(Path(f"/sys/block/{os.path.basename(dev)}").glob("*/partition"))  # no partscan
     for force in (False, True):
         v = devmod.safety_verdict(dev, force=force)
         assert not v.ok and not v.needs_force, v
-        assert v.reason == (f"{dev} has a partition table (PMBR, gpt); --force does not override "
-                            f"it: clear it deliberately (wipefs -a {dev}) if that is what you want")
+        assert v.reason == (
+            f"{dev} has a partition table (PMBR, gpt); --force does not override "
+            f"it: clear it deliberately (wipefs -a {dev}) if that is what you want"
+        )
     for extra in ([], ["--force"], ["--dry-run"], ["--dry-run", "--force"]):
         line = one_line(probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"))
         assert "partition table" in line and f"wipefs -a {dev}" in line, line
@@ -79,8 +95,13 @@ def backed(loop_device, tmp_path):
     attached: list[str] = []
 
     def attach(path: str) -> str:
-        b = subprocess.run(["losetup", "-f", "--show", path], check=True, capture_output=True,
-                           text=True, timeout=60).stdout.strip()
+        b = subprocess.run(
+            ["losetup", "-f", "--show", path],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
         attached.append(b)
         return b
 
@@ -100,8 +121,10 @@ def test_a_device_that_backs_a_loop_device_is_refused(backed, tmp_path):
     assert os.open(a, os.O_RDONLY | os.O_EXCL) >= 0  # the kernel's guard does not see it
     for force in (False, True):
         v = devmod.safety_verdict(a, force=force)
-        assert not v.ok and v.reason == (f"{a} is the backing file of {b}; detach it "
-                                         f"(losetup -d {b}) if it is not in use; never probed"), v
+        assert not v.ok and v.reason == (
+            f"{a} is the backing file of {b}; detach it "
+            f"(losetup -d {b}) if it is not in use; never probed"
+        ), v
     for extra in ([], ["--force"], ["--dry-run"]):
         line = one_line(probe_cli(a, *QUICK, "--yes-wipe", a, *extra, db=tmp_path / "p.db"))
         assert f"backing file of {b}" in line, line
@@ -130,18 +153,32 @@ def test_a_probe_stops_when_a_loop_device_is_stacked_on_its_device_mid_matrix(tm
 
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    plan = probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
-                              schedulers=["none"], quick=True, baseline=False,
-                              workloads=["4k-randread-qd32", "4k-randwrite-qd32"], runtime_s=1,
-                              cooldown_s=0, energy="estimate", db=tmp_path / "p.db"))
+    plan = probing.plan_probe(
+        probing.ProbeRequest.make(
+            scratch="512M",
+            scratch_dir=tmp_path,
+            filesystems=["ext4"],
+            schedulers=["none"],
+            quick=True,
+            baseline=False,
+            workloads=["4k-randread-qd32", "4k-randwrite-qd32"],
+            runtime_s=1,
+            cooldown_s=0,
+            energy="estimate",
+            db=tmp_path / "p.db",
+        )
+    )
     assert len(plan.cells()) == 2
     stacked: list[str] = []
 
     def on_progress(e):
         if e.kind == "cell-end" and not stacked:
             loop = json.loads(Path(f"{tmp_path / 'p.db'}.probe-state.json").read_text())["device"]
-            stacked.append(subprocess.run(["losetup", "-f", "--show", loop], check=True,
-                                          capture_output=True, text=True).stdout.strip())
+            stacked.append(
+                subprocess.run(
+                    ["losetup", "-f", "--show", loop], check=True, capture_output=True, text=True
+                ).stdout.strip()
+            )
 
     try:
         with pytest.raises(DeviceTaken) as err:

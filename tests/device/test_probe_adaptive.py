@@ -18,14 +18,32 @@ import pytest
 
 pytestmark = pytest.mark.device
 
-ARGS = ["--scratch", "1G", "--adaptive", "--profile", "fio-randwrite-4k-j1",
-        "--fs", "ext4,xfs", "--schedulers", "none", "--runtime", "1", "--cooldown", "0"]
+ARGS = [
+    "--scratch",
+    "1G",
+    "--adaptive",
+    "--profile",
+    "fio-randwrite-4k-j1",
+    "--fs",
+    "ext4,xfs",
+    "--schedulers",
+    "none",
+    "--runtime",
+    "1",
+    "--cooldown",
+    "0",
+]
 
 
 def probe_cli(*args: str, db: Path, timeout: float = 600):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def why(p) -> str:
@@ -42,8 +60,9 @@ def why(p) -> str:
 def loops_on(scratch_dir: Path) -> list[str]:
     """Loop devices backed by a file in this module's scratch directory: the machine is
     shared, and a loop another process left behind is not this probe's."""
-    out = subprocess.run(["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        ["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True
+    ).stdout
     return [ln for ln in out.splitlines() if f"{scratch_dir}/" in ln]
 
 
@@ -82,13 +101,16 @@ def test_runs_end_to_end_within_the_budget(adaptive_run):
 def test_every_run_is_stored_with_its_matrix(adaptive_run):
     p, db = adaptive_run
     from fsadvisor.store import open_store
+
     doc = json.loads(p.stdout)
     mid = doc["probe"]["matrix_id"]
     with open_store(db) as store:
         rows = store.runs(matrix_id=mid)
         assert len(rows) == doc["decision"]["runs"]
-        assert all(r["status"] == "ok" and r["workload_name"] == "profile:fio-randwrite-4k-j1"
-                   for r in rows)
+        assert all(
+            r["status"] == "ok" and r["workload_name"] == "profile:fio-randwrite-4k-j1"
+            for r in rows
+        )
         assert store.calibrated_devices()  # the calibration it ran first is stored
 
 
@@ -99,8 +121,9 @@ def test_the_scratch_device_is_gone(adaptive_run, scratch_dir):
 def test_a_budget_too_small_for_calibration_is_refused_before_anything(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    p = probe_cli(*ARGS, "--scratch-dir", str(scratch), "--budget", "20s", db=tmp_path / "s.db",
-                  timeout=120)
+    p = probe_cli(
+        *ARGS, "--scratch-dir", str(scratch), "--budget", "20s", db=tmp_path / "s.db", timeout=120
+    )
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "too small for even the device calibration" in lines[0]
@@ -110,24 +133,35 @@ def test_a_budget_too_small_for_calibration_is_refused_before_anything(tmp_path)
 def test_an_adaptive_run_on_a_refused_device_is_refused(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    root_src = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True,
-                              text=True).stdout.strip()
+    root_src = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True
+    ).stdout.strip()
     if not root_src.startswith("/dev/"):
         pytest.skip("/ is not on a block device here")
-    p = probe_cli(root_src, "--adaptive", "--profile", "fio-randwrite-4k-j1", "--yes-wipe",
-                  root_src, db=tmp_path / "s.db", timeout=120)
+    p = probe_cli(
+        root_src,
+        "--adaptive",
+        "--profile",
+        "fio-randwrite-4k-j1",
+        "--yes-wipe",
+        root_src,
+        db=tmp_path / "s.db",
+        timeout=120,
+    )
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
 
 
 def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
-        adaptive_run, scratch_dir, tmp_path):
+    adaptive_run, scratch_dir, tmp_path
+):
     """The calibrated store of the first run: the scratch device's backing class is
     calibrated, so no calibration runs again. Interrupted after its first stored cell, the
     probe is resumed by ``probe --scratch 1G --resume`` without --adaptive: it continues the
     same matrix adaptively within the budget it started with."""
     from fsadvisor.store import open_store
+
     _, calibrated_db = adaptive_run
     db = tmp_path / "s.db"
     shutil.copy(calibrated_db, db)
@@ -135,9 +169,24 @@ def test_a_second_profile_reuses_the_calibration_and_a_plain_resume_is_adaptive(
         before = {m["id"] for m in store.matrices()}
     args = [a if a != "fio-randwrite-4k-j1" else "fs-overhead-randwrite-4k-fsync1" for a in ARGS]
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    proc = subprocess.Popen([sys.executable, "-m", "fsadvisor.cli", "probe", *args,
-                             "--scratch-dir", str(scratch_dir), "--budget", "40s", "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsadvisor.cli",
+            "probe",
+            *args,
+            "--scratch-dir",
+            str(scratch_dir),
+            "--budget",
+            "40s",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         mid, deadline = None, time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:

@@ -34,21 +34,30 @@ BS = 4096
 
 def probe_cli(*args: str, db: Path, timeout: float = 600, input: str | None = None):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env,
-                          input=input)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        input=input,
+    )
 
 
 def mounts_of(dev: str) -> list[str]:
     real = os.path.realpath(dev)
-    return [ln.split()[1] for ln in Path("/proc/self/mounts").read_text().splitlines()
-            if os.path.realpath(ln.split()[0]) == real]
+    return [
+        ln.split()[1]
+        for ln in Path("/proc/self/mounts").read_text().splitlines()
+        if os.path.realpath(ln.split()[0]) == real
+    ]
 
 
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
     """One real probe shared by the assertions below (it takes a minute or two)."""
     from fsadvisor.host import loopdev
+
     if os.geteuid() != 0:
         pytest.skip("needs root")
     tmp = tmp_path_factory.mktemp("probe-matrix")
@@ -62,13 +71,33 @@ def probed(tmp_path_factory):
         # Not the kernel default, so restoring it is visible.
         devmod.set_scheduler(dev, "bfq")
         db = tmp / "probe.db"
-        p = probe_cli(dev, "--fs", ",".join(FILESYSTEMS + ("f2fs",)),
-                      "--schedulers", ",".join(SCHEDULERS), "--quick", "--reps", str(REPS),
-                      "--runtime", "1", "--cooldown", "0", "--yes-wipe", dev, "--json", db=db)
-        blkid = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True,
-                               text=True)
-        yield {"dev": dev, "db": db, "proc": p, "scheduler_after": devmod.read_scheduler(dev)[0],
-               "mounts_after": mounts_of(dev), "signature_after": blkid.stdout}
+        p = probe_cli(
+            dev,
+            "--fs",
+            ",".join(FILESYSTEMS + ("f2fs",)),
+            "--schedulers",
+            ",".join(SCHEDULERS),
+            "--quick",
+            "--reps",
+            str(REPS),
+            "--runtime",
+            "1",
+            "--cooldown",
+            "0",
+            "--yes-wipe",
+            dev,
+            "--json",
+            db=db,
+        )
+        blkid = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
+        yield {
+            "dev": dev,
+            "db": db,
+            "proc": p,
+            "scheduler_after": devmod.read_scheduler(dev)[0],
+            "mounts_after": mounts_of(dev),
+            "signature_after": blkid.stdout,
+        }
     finally:
         loopdev.detach(dev)
 
@@ -81,19 +110,39 @@ def summary(probed) -> dict:
 
 def test_every_cell_and_repetition_is_stored_ok(probed):
     s = summary(probed)
-    runnable = REPS * (len(SCHEDULERS) * len(WORKLOADS)  # raw-device baseline
-                       + len(FILESYSTEMS) * len(SCHEDULERS) * len(WORKLOADS))
+    runnable = REPS * (
+        len(SCHEDULERS) * len(WORKLOADS)  # raw-device baseline
+        + len(FILESYSTEMS) * len(SCHEDULERS) * len(WORKLOADS)
+    )
     skipped = REPS * len(SCHEDULERS) * len(WORKLOADS)  # f2fs
-    assert s["cells"] == {"total": runnable + skipped, "ok": runnable, "already_done": 0,
-                          "failed": 0, "skipped": skipped, "incomplete": 0}
+    assert s["cells"] == {
+        "total": runnable + skipped,
+        "ok": runnable,
+        "already_done": 0,
+        "failed": 0,
+        "skipped": skipped,
+        "incomplete": 0,
+    }
     assert s["skipped_reasons"] == {"f2fs: not supported by this kernel": skipped}
     with open_store(probed["db"]) as store:
         runs = store.runs(matrix_id=s["matrix_id"], include_raw=True)
     assert len(runs) == runnable and {r["status"] for r in runs} == {"ok"}
-    got = {(r["filesystem"] or "raw", r["scheduler"] or r["cell_key"].split()[1],
-            r["workload_name"], r["rep"]) for r in runs}
-    want = {(fs, sch, w, rep) for fs in FILESYSTEMS + ("raw",) for sch in SCHEDULERS
-            for w in WORKLOADS for rep in range(1, REPS + 1)}
+    got = {
+        (
+            r["filesystem"] or "raw",
+            r["scheduler"] or r["cell_key"].split()[1],
+            r["workload_name"],
+            r["rep"],
+        )
+        for r in runs
+    }
+    want = {
+        (fs, sch, w, rep)
+        for fs in FILESYSTEMS + ("raw",)
+        for sch in SCHEDULERS
+        for w in WORKLOADS
+        for rep in range(1, REPS + 1)
+    }
     assert got == want
     assert not any(r["filesystem"] == "f2fs" for r in runs)
 
@@ -104,8 +153,17 @@ def test_metrics_are_complete_and_physically_consistent(probed):
         runs = store.runs(matrix_id=s["matrix_id"], include_raw=True)
     for r in runs:
         m, where = r["metrics"], f"{r['cell_key']} rep {r['rep']}: {r['metrics']}"
-        for k in ("iops", "mb_s", "mean_latency_us", "p50_latency_us", "p99_latency_us",
-                  "p999_latency_us", "ops", "runtime_s", "host_cpu_busy_pct"):
+        for k in (
+            "iops",
+            "mb_s",
+            "mean_latency_us",
+            "p50_latency_us",
+            "p99_latency_us",
+            "p999_latency_us",
+            "ops",
+            "runtime_s",
+            "host_cpu_busy_pct",
+        ):
             assert m.get(k, 0) > 0, f"{k} missing or zero in {where}"
         assert 0.9 <= m["runtime_s"] <= 3.0, where
         assert m["p50_latency_us"] <= m["p99_latency_us"] <= m["p999_latency_us"], where
@@ -196,8 +254,9 @@ def test_progress_goes_to_stderr_with_eta(probed):
 
 def test_f2fs_dry_run_shows_the_commands_it_would_run(loop_device, tmp_path):
     dev = loop_device(512 << 20)
-    p = probe_cli(dev, "--fs", "f2fs", "--schedulers", "none", "--quick", "--dry-run",
-                  db=tmp_path / "d.db")
+    p = probe_cli(
+        dev, "--fs", "f2fs", "--schedulers", "none", "--quick", "--dry-run", db=tmp_path / "d.db"
+    )
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "SKIPPED: f2fs: not supported by this kernel" in out
@@ -211,27 +270,67 @@ def test_a_failing_cell_is_recorded_and_the_matrix_goes_on(tmp_path):
         pytest.skip("needs root")
     shims = tmp_path / "shims"
     shims.mkdir()
-    (shims / "mkfs.xfs").write_text("#!/bin/sh\necho 'agsize (1234 blocks) too small' >&2\nexit 1\n")
+    (shims / "mkfs.xfs").write_text(
+        "#!/bin/sh\necho 'agsize (1234 blocks) too small' >&2\nexit 1\n"
+    )
     (shims / "mkfs.xfs").chmod(0o755)
-    env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "p.db"),
-               PATH=f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}:/usr/sbin:/sbin")
-    p = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", "--scratch", "512M",
-                        "--scratch-dir", str(tmp_path), "--fs", "xfs,ext4", "--schedulers", "none",
-                        "--workloads", "4k-randwrite-qd32", "--reps", "2", "--runtime", "1",
-                        "--cooldown", "0", "--no-baseline", "--no-variants", "--json"],
-                       capture_output=True, text=True, env=env, timeout=300)
+    env = dict(
+        os.environ,
+        FSADVISOR_DB=str(tmp_path / "p.db"),
+        PATH=f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}:/usr/sbin:/sbin",
+    )
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsadvisor.cli",
+            "probe",
+            "--scratch",
+            "512M",
+            "--scratch-dir",
+            str(tmp_path),
+            "--fs",
+            "xfs,ext4",
+            "--schedulers",
+            "none",
+            "--workloads",
+            "4k-randwrite-qd32",
+            "--reps",
+            "2",
+            "--runtime",
+            "1",
+            "--cooldown",
+            "0",
+            "--no-baseline",
+            "--no-variants",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 1, p.stderr  # some cells failed
     s = json.loads(p.stdout)
-    assert s["cells"] == {"total": 4, "ok": 2, "already_done": 0, "failed": 2, "skipped": 0,
-                          "incomplete": 0}
+    assert s["cells"] == {
+        "total": 4,
+        "ok": 2,
+        "already_done": 0,
+        "failed": 2,
+        "skipped": 0,
+        "incomplete": 0,
+    }
     with open_store(tmp_path / "p.db") as store:
         runs = store.runs(matrix_id=s["matrix_id"])
     failed = [r for r in runs if r["status"] == "failed"]
     assert {r["filesystem"] for r in failed} == {"xfs"} and len(failed) == 2
-    assert all("mkfs: mkfs.xfs exited 1: agsize (1234 blocks) too small" == r["error"]
-               for r in failed)
+    assert all(
+        "mkfs: mkfs.xfs exited 1: agsize (1234 blocks) too small" == r["error"] for r in failed
+    )
     assert all(r["iops"] is None for r in failed)  # a failure carries no result
     ok = [r for r in runs if r["status"] == "ok"]
     assert {r["filesystem"] for r in ok} == {"ext4"} and all(r["iops"] > 0 for r in ok)
-    assert [(r["filesystem"], r["workload"]) for r in s["results"]] == [("ext4", "4k-randwrite-qd32")]
+    assert [(r["filesystem"], r["workload"]) for r in s["results"]] == [
+        ("ext4", "4k-randwrite-qd32")
+    ]
     assert list(tmp_path.glob("fsadvisor-scratch-*")) == []

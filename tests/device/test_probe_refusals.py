@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsadvisor.host import device as devmod
+
 pytestmark = pytest.mark.device
 
 QUICK = ["--fs", "ext4", "--schedulers", "none", "--quick", "--runtime", "1", "--cooldown", "0"]
@@ -20,8 +21,14 @@ QUICK = ["--fs", "ext4", "--schedulers", "none", "--quick", "--runtime", "1", "-
 
 def probe_cli(*args: str, db: Path, input: str | None = None):
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", *args],
-                          capture_output=True, text=True, timeout=120, env=env, input=input)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", "probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        input=input,
+    )
 
 
 def one_line_refusal(p, *needles: str) -> str:
@@ -66,8 +73,9 @@ def test_a_mounted_loop_device_is_refused(mounted_loop, tmp_path):
 
 
 def test_the_root_disk_is_refused(tmp_path):
-    src = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True,
-                         text=True).stdout.strip()
+    src = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True
+    ).stdout.strip()
     if not src.startswith("/dev/"):
         pytest.skip(f"/ is on {src!r}, not a block device")
     p = probe_cli(src, *QUICK, "--yes-wipe", src, "--force", db=tmp_path / "p.db")
@@ -98,11 +106,13 @@ def test_a_wipe_that_is_not_confirmed_exactly_touches_nothing(loop_device, tmp_p
 
 
 def test_bad_options_are_one_line_errors(tmp_path):
-    for args, needle in ((["--scratch", "1G", "--fs", "zfs"], "unknown filesystem 'zfs'"),
-                         (["--scratch", "1G", "--config", "{nope"], "--config is not JSON"),
-                         (["--scratch", "1G", "--schedulers", "cfq"], "unknown scheduler"),
-                         (["--scratch", "64M"], "at least"),
-                         ([], "either a DEVICE or --scratch")):
+    for args, needle in (
+        (["--scratch", "1G", "--fs", "zfs"], "unknown filesystem 'zfs'"),
+        (["--scratch", "1G", "--config", "{nope"], "--config is not JSON"),
+        (["--scratch", "1G", "--schedulers", "cfq"], "unknown scheduler"),
+        (["--scratch", "64M"], "at least"),
+        ([], "either a DEVICE or --scratch"),
+    ):
         p = probe_cli(*args, "--dry-run", db=tmp_path / "p.db")
         one_line_refusal(p, needle)
 
@@ -110,12 +120,18 @@ def test_bad_options_are_one_line_errors(tmp_path):
 # The library's verdicts for these are tested in test_safety.py; these make sure the command
 # in front of them turns each into exit 2 and one line, with or without --force and --dry-run.
 
+
 def test_a_partitioned_device_and_its_partition_are_refused(loop_device, tmp_path):
     import time
 
     dev = loop_device(320 << 20)
-    subprocess.run(["sfdisk", "-q", dev], input="label: dos\n,32M,L\n", text=True, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["sfdisk", "-q", dev],
+        input="label: dos\n,32M,L\n",
+        text=True,
+        check=True,
+        capture_output=True,
+    )
     part = dev + "p1"
     try:
         subprocess.run(["partx", "-a", dev], capture_output=True, timeout=60)
@@ -126,11 +142,15 @@ def test_a_partitioned_device_and_its_partition_are_refused(loop_device, tmp_pat
         assert os.path.exists(part), f"{part} did not appear"
         before = untouched(dev)
         for extra in ([], ["--force"], ["--dry-run"]):
-            one_line_refusal(probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"),
-                             "has partitions", os.path.basename(part))
-            one_line_refusal(probe_cli(part, *QUICK, "--yes-wipe", part, *extra,
-                                       db=tmp_path / "p.db"),
-                             f"is a partition of {os.path.basename(dev)}")
+            one_line_refusal(
+                probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"),
+                "has partitions",
+                os.path.basename(part),
+            )
+            one_line_refusal(
+                probe_cli(part, *QUICK, "--yes-wipe", part, *extra, db=tmp_path / "p.db"),
+                f"is a partition of {os.path.basename(dev)}",
+            )
         assert untouched(dev) == before
     finally:
         # partx partitions outlive the loop device's detach (test_safety.py says why)
@@ -143,13 +163,16 @@ def test_active_swap_is_refused_even_with_force(loop_device, tmp_path):
     subprocess.run(["swapon", dev], check=True, capture_output=True)
     try:
         for extra in ([], ["--force"], ["--dry-run"]):
-            one_line_refusal(probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"),
-                             "active swap")
+            one_line_refusal(
+                probe_cli(dev, *QUICK, "--yes-wipe", dev, *extra, db=tmp_path / "p.db"),
+                "active swap",
+            )
     finally:
         subprocess.run(["swapoff", dev], capture_output=True, timeout=60)
     # swapped off, its signature still needs --force
-    one_line_refusal(probe_cli(dev, *QUICK, "--yes-wipe", dev, db=tmp_path / "p.db"),
-                     "swap signature", "--force")
+    one_line_refusal(
+        probe_cli(dev, *QUICK, "--yes-wipe", dev, db=tmp_path / "p.db"), "swap signature", "--force"
+    )
 
 
 def test_symlinks_to_refused_targets_are_refused_by_what_they_point_at(mounted_loop, tmp_path):
@@ -160,11 +183,18 @@ def test_symlinks_to_refused_targets_are_refused_by_what_they_point_at(mounted_l
     (by_id / "chain").symlink_to(by_id / "nvme-Spare_SSD_S123")
     for link in ("nvme-Spare_SSD_S123", "chain"):
         path = str(by_id / link)
-        one_line_refusal(probe_cli(path, *QUICK, "--yes-wipe", path, "--force",
-                                   db=tmp_path / "p.db"), "mounted", str(mnt))
+        one_line_refusal(
+            probe_cli(path, *QUICK, "--yes-wipe", path, "--force", db=tmp_path / "p.db"),
+            "mounted",
+            str(mnt),
+        )
     regular = tmp_path / "disk.img"
     regular.write_bytes(b"\0" * 4096)
     (by_id / "file").symlink_to(regular)
-    one_line_refusal(probe_cli(str(by_id / "file"), *QUICK, "--yes-wipe", str(by_id / "file"),
-                               db=tmp_path / "p.db"), "not a block device")
+    one_line_refusal(
+        probe_cli(
+            str(by_id / "file"), *QUICK, "--yes-wipe", str(by_id / "file"), db=tmp_path / "p.db"
+        ),
+        "not a block device",
+    )
     assert (mnt / "precious").read_text() == "keep me"

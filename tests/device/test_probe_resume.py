@@ -30,16 +30,44 @@ CELLS = 2 * 2 * 2  # ext4, xfs x two workloads x 2 reps
 # A cell with a 1 s run never takes less than this (fio's run plus mkfs/mount/fill; measured
 # 1.7-4 s here): random moments drawn below it always fall inside the matrix.
 CELL_MIN_S = 1.5
-ARGS = ["--fs", "ext4,xfs", "--schedulers", "none", "--workloads",
-        "4k-randread-qd32,4k-randwrite-qd32", "--reps", "2", "--runtime", "1",
-        "--cooldown", "0", "--no-baseline", "--no-variants"]
+ARGS = [
+    "--fs",
+    "ext4,xfs",
+    "--schedulers",
+    "none",
+    "--workloads",
+    "4k-randread-qd32,4k-randwrite-qd32",
+    "--reps",
+    "2",
+    "--runtime",
+    "1",
+    "--cooldown",
+    "0",
+    "--no-baseline",
+    "--no-variants",
+]
 
 
 def start(tmp: Path, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, FSADVISOR_DB=str(tmp / "probe.db"))
-    return subprocess.Popen([sys.executable, "-m", "fsadvisor.cli", "probe", "--scratch", "512M",
-                             "--scratch-dir", str(tmp / "scratch"), *ARGS, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsadvisor.cli",
+            "probe",
+            "--scratch",
+            "512M",
+            "--scratch-dir",
+            str(tmp / "scratch"),
+            *ARGS,
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def state(tmp: Path) -> dict:
@@ -63,8 +91,9 @@ def wait_for_matrix(tmp: Path, proc: subprocess.Popen, timeout: float = 60) -> d
 
 
 def our_loops(tmp: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        ["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True
+    ).stdout
     return [ln.split()[0] for ln in out.splitlines() if str(tmp) in ln]
 
 
@@ -148,9 +177,25 @@ def test_sigint_then_sigkill_then_resume(tmp_path):
 
     # 3. Any probe invocation cleans up after the dead one and says so; --resume finishes.
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "probe.db"))
-    p3 = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "probe", "--scratch", "512M",
-                         "--scratch-dir", str(tmp_path / "scratch"), *ARGS, "--resume", "--json"],
-                        capture_output=True, text=True, env=env, timeout=300)
+    p3 = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsadvisor.cli",
+            "probe",
+            "--scratch",
+            "512M",
+            "--scratch-dir",
+            str(tmp_path / "scratch"),
+            *ARGS,
+            "--resume",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     ctx += f"\n{p3.stderr[-3000:]}"
     assert p3.returncode == 0, ctx
     assert f"earlier probe (pid {p2.pid}) did not finish; cleaned up after it" in p3.stderr, ctx
@@ -178,8 +223,10 @@ def test_sigint_then_sigkill_then_resume(tmp_path):
     assert not (tmp_path / "probe.db.probe-state.json").exists(), ctx
     child = (left.get("child") or {}).get("pid")
     if child:
-        assert not Path(f"/proc/{child}").exists() or \
-            Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z", ctx
+        assert (
+            not Path(f"/proc/{child}").exists()
+            or Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+        ), ctx
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
@@ -187,12 +234,33 @@ def test_sigterm_on_a_real_device_then_resume_without_force(loop_device, tmp_pat
     """A user's device (not --scratch): after SIGTERM the scheduler is back, nothing is
     mounted, the device holds no signature of ours, and --resume needs no --force."""
     from fsadvisor.host import device as devmod
+
     dev = loop_device(512 << 20)
     devmod.set_scheduler(dev, "kyber")
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "probe.db"))
-    args = [sys.executable, "-m", "fsadvisor.cli", "probe", dev, "--yes-wipe", dev, "--fs",
-            "ext4", "--schedulers", "mq-deadline", "--workloads", "4k-randread-qd32,4k-randwrite-qd32",
-            "--reps", "2", "--runtime", "1", "--cooldown", "0", "--no-baseline", "--no-variants"]
+    args = [
+        sys.executable,
+        "-m",
+        "fsadvisor.cli",
+        "probe",
+        dev,
+        "--yes-wipe",
+        dev,
+        "--fs",
+        "ext4",
+        "--schedulers",
+        "mq-deadline",
+        "--workloads",
+        "4k-randread-qd32,4k-randwrite-qd32",
+        "--reps",
+        "2",
+        "--runtime",
+        "1",
+        "--cooldown",
+        "0",
+        "--no-baseline",
+        "--no-variants",
+    ]
     p1 = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_for_matrix(tmp_path, p1)  # the store exists (and is migrated) before we read it
     deadline = time.monotonic() + 60
@@ -203,21 +271,24 @@ def test_sigterm_on_a_real_device_then_resume_without_force(loop_device, tmp_pat
     out, err = p1.communicate(timeout=120)
     assert p1.returncode == 143 and "interrupted by SIGTERM" in out, err
     assert devmod.read_scheduler(dev)[0] == "kyber"
-    assert not [ln for ln in Path("/proc/self/mounts").read_text().splitlines()
-                if ln.split()[0] == dev]
+    assert not [
+        ln for ln in Path("/proc/self/mounts").read_text().splitlines() if ln.split()[0] == dev
+    ]
     blkid = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
     assert "TYPE=" not in blkid.stdout, (blkid.stdout, err)
     done = ok_runs(tmp_path)
-    p2 = subprocess.run(args + ["--resume", "--json"], capture_output=True, text=True, env=env,
-                        timeout=300)
+    p2 = subprocess.run(
+        args + ["--resume", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert p2.returncode == 0, p2.stderr
     s = json.loads(p2.stdout)
     assert s["cells"]["already_done"] == len(done) and s["cells"]["ok"] + len(done) == 4
     assert devmod.read_scheduler(dev)[0] == "kyber"
 
 
-def wait_for_own_signature(tmp: Path, proc: subprocess.Popen, dev: str,
-                           timeout: float = 60) -> dict:
+def wait_for_own_signature(
+    tmp: Path, proc: subprocess.Popen, dev: str, timeout: float = 60
+) -> dict:
     """Until the probe has formatted ``dev`` and recorded the signature its mkfs made."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -231,13 +302,16 @@ def wait_for_own_signature(tmp: Path, proc: subprocess.Popen, dev: str,
 
 
 def blkid_of(dev: str) -> dict[str, str]:
-    out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["blkid", "-p", "-o", "export", dev], capture_output=True, text=True
+    ).stdout
     return dict(ln.split("=", 1) for ln in out.splitlines() if "=" in ln)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_foreign(
-        loop_device, tmp_path):
+    loop_device, tmp_path
+):
     """After a SIGKILL nobody wipes the probe's own filesystem (the later cleanup never
     wipes): --resume recognises it (recorded TYPE+UUID) and proceeds without --force. A
     signature the probe did not make (mkfs.ext4 by this test) is still refused."""
@@ -245,9 +319,31 @@ def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_
 
     dev = loop_device(512 << 20)
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "probe.db"))
-    args = [sys.executable, "-m", "fsadvisor.cli", "probe", dev, "--yes-wipe", dev, "--fs", "ext4",
-            "--schedulers", "none", "--workloads", "4k-randwrite-qd32", "--reps", "1",
-            "--runtime", "1", "--cooldown", "0", "--size", "16M", "--no-baseline", "--no-variants"]
+    args = [
+        sys.executable,
+        "-m",
+        "fsadvisor.cli",
+        "probe",
+        dev,
+        "--yes-wipe",
+        dev,
+        "--fs",
+        "ext4",
+        "--schedulers",
+        "none",
+        "--workloads",
+        "4k-randwrite-qd32",
+        "--reps",
+        "1",
+        "--runtime",
+        "1",
+        "--cooldown",
+        "0",
+        "--size",
+        "16M",
+        "--no-baseline",
+        "--no-variants",
+    ]
 
     # 1. killed after its mkfs: its ext4 stays on the device, exactly as recorded
     p1 = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -259,12 +355,15 @@ def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_
     assert rec["identity"]["UUID"] == on_disk["UUID"]
 
     # 2. --resume without --force proceeds (after cleaning up) and finishes the matrix
-    p2 = subprocess.run(args + ["--resume", "--json"], capture_output=True, text=True, env=env,
-                        timeout=300)
+    p2 = subprocess.run(
+        args + ["--resume", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert p2.returncode == 0, p2.stderr
     assert f"earlier probe (pid {p1.pid}) did not finish; cleaned up after it" in p2.stderr
-    assert (f"the ext4 signature on {dev} (UUID {on_disk['UUID']}) is the one this probe made "
-            "before it stopped; formatting it needs no --force") in p2.stderr, p2.stderr
+    assert (
+        f"the ext4 signature on {dev} (UUID {on_disk['UUID']}) is the one this probe made "
+        "before it stopped; formatting it needs no --force"
+    ) in p2.stderr, p2.stderr
     s = json.loads(p2.stdout)
     assert s["cells"]["ok"] == s["cells"]["total"] == 1 and s["interrupted"] is None
     assert "TYPE" not in blkid_of(dev)  # finished in-process: its last signature wiped
@@ -281,10 +380,13 @@ def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_
     dry = subprocess.run(args + ["--dry-run"], capture_output=True, text=True, env=env, timeout=120)
     assert dry.returncode == 0, dry.stderr
     # the note, folded over comment lines after the header
-    comments = " ".join(ln.removeprefix("# ") for ln in dry.stdout.splitlines()
-                        if ln.startswith("# "))
-    assert (f"the ext4 signature on {dev} (UUID {rec3['identity']['UUID']}) is the one an "
-            "unfinished probe made; formatting it needs no --force") in comments
+    comments = " ".join(
+        ln.removeprefix("# ") for ln in dry.stdout.splitlines() if ln.startswith("# ")
+    )
+    assert (
+        f"the ext4 signature on {dev} (UUID {rec3['identity']['UUID']}) is the one an "
+        "unfinished probe made; formatting it needs no --force"
+    ) in comments
     mk = subprocess.run(["mkfs.ext4", "-q", "-F", dev], capture_output=True, text=True)
     assert mk.returncode == 0, mk.stderr
     foreign = blkid_of(dev)
@@ -292,8 +394,10 @@ def test_sigkill_on_a_real_device_resume_needs_no_force_unless_the_signature_is_
     p4 = subprocess.run(args + ["--resume"], capture_output=True, text=True, env=env, timeout=120)
     lines = [ln for ln in p4.stderr.splitlines() if ln.strip()]
     assert p4.returncode == 2 and len(lines) == 1, p4.stderr
-    assert (f"{dev} holds data: ext4 signature found, not the one this probe made "
-            f"(ext4 UUID {rec3['identity']['UUID']}); pass --force to destroy it") in lines[0]
+    assert (
+        f"{dev} holds data: ext4 signature found, not the one this probe made "
+        f"(ext4 UUID {rec3['identity']['UUID']}); pass --force to destroy it"
+    ) in lines[0]
     assert blkid_of(dev)["UUID"] == foreign["UUID"]  # untouched
     with open_store(tmp_path / "probe.db") as store:
         assert [r["status"] for r in store.runs()] == ["ok"]  # only the finished matrix's cell
@@ -304,6 +408,7 @@ def test_the_check_between_cells_sees_mounts_swap_and_exclusive_opens(loop_devic
     """The real per-cell check (MatrixRun's default): the probe's own unmounted filesystem
     is expected there; a mount, active swap or an exclusive opener is someone else's."""
     from fsadvisor.host import device as devmod
+
     dev = loop_device(64 << 20)
     assert devmod.in_use_reason(dev) is None
     subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)

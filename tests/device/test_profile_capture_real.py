@@ -29,11 +29,26 @@ def test_capture_matches_the_fio_workload_it_observed(loop_device, tmp_path):
         pytest.skip("fio is not installed")
     dev = loop_device(256 << 20)
     fio = subprocess.Popen(
-        ["fio", "--name=capture", f"--filename={dev}", "--rw=randrw", "--rwmixread=70",
-         "--bs=16k", "--direct=1", "--ioengine=libaio", "--iodepth=8", "--time_based",
-         "--runtime=7", "--rate_iops=1400,600", "--size=200m", "--output-format=json",
-         f"--output={tmp_path / 'fio.json'}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            "fio",
+            "--name=capture",
+            f"--filename={dev}",
+            "--rw=randrw",
+            "--rwmixread=70",
+            "--bs=16k",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=8",
+            "--time_based",
+            "--runtime=7",
+            "--rate_iops=1400,600",
+            "--size=200m",
+            "--output-format=json",
+            f"--output={tmp_path / 'fio.json'}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         time.sleep(1.5)
         out = tmp_path / "captured.toml"

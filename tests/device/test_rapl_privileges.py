@@ -33,16 +33,30 @@ def _python_for_nobody() -> str | None:
     """An interpreter user 65534 can execute (root's pyenv under /root is not)."""
     src = str(Path(fsadvisor.__file__).resolve().parent.parent)
     for exe in (sys.executable, "/usr/bin/python3"):
-        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                            exe, "-B", "-c", "import fsadvisor.energy.rapl"],
-                           capture_output=True, env={"PYTHONPATH": src}, cwd="/")
+        p = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                exe,
+                "-B",
+                "-c",
+                "import fsadvisor.energy.rapl",
+            ],
+            capture_output=True,
+            env={"PYTHONPATH": src},
+            cwd="/",
+        )
         if p.returncode == 0:
             return exe
     return None
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                    reason="needs root and setpriv to drop privileges")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv to drop privileges",
+)
 def test_real_root_only_file_as_unprivileged_user():
     """A 0600 root-owned energy_uj, read by uid 65534 through setpriv: "needs root"."""
     exe = _python_for_nobody()
@@ -56,13 +70,29 @@ def test_real_root_only_file_as_unprivileged_user():
             p.chmod(0o755 if p.is_dir() else 0o644)
         (d / "energy_uj").chmod(0o600)
         assert os.stat(d / "energy_uj").st_uid == 0
-        code = ("import json, sys; from fsadvisor.energy.rapl import RaplMeter; "
-                "m = RaplMeter(root=sys.argv[1]); why = m.unavailable(); m.start(); r = m.stop(); "
-                "print(json.dumps({'why': why, 'missing': r.missing, 'energy_j': r.energy_j}))")
+        code = (
+            "import json, sys; from fsadvisor.energy.rapl import RaplMeter; "
+            "m = RaplMeter(root=sys.argv[1]); why = m.unavailable(); m.start(); r = m.stop(); "
+            "print(json.dumps({'why': why, 'missing': r.missing, 'energy_j': r.energy_j}))"
+        )
         src = str(Path(fsadvisor.__file__).resolve().parent.parent)
-        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                            exe, "-B", "-c", code, str(top)],
-                           capture_output=True, text=True, env={"PYTHONPATH": src}, cwd="/")
+        p = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                exe,
+                "-B",
+                "-c",
+                code,
+                str(top),
+            ],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": src},
+            cwd="/",
+        )
         assert p.returncode == 0, p.stderr
         out = json.loads(p.stdout)
         assert out == {"why": ROOT_ONLY, "missing": ROOT_ONLY, "energy_j": None}

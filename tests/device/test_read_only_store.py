@@ -17,8 +17,13 @@ pytestmark = pytest.mark.device
 
 def cli(*args: str, db: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, FSADVISOR_DB=str(db))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 @contextlib.contextmanager
@@ -42,9 +47,21 @@ def test_an_immutable_store_is_refused_before_the_scratch_device_is_attached(tmp
     assert cli("db", "info", db=db).returncode == 0
     attached: list = []
     monkeypatch.setattr(loopdev, "attach", lambda *a, **k: attached.append(a) or "/dev/loopX")
-    plan = probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=tmp_path, filesystems=["ext4"],
-                              schedulers=["none"], quick=True, workloads=["4k-randread-qd32"],
-                              baseline=False, runtime_s=1, cooldown_s=0, energy="estimate", db=db))
+    plan = probing.plan_probe(
+        probing.ProbeRequest.make(
+            scratch="512M",
+            scratch_dir=tmp_path,
+            filesystems=["ext4"],
+            schedulers=["none"],
+            quick=True,
+            workloads=["4k-randread-qd32"],
+            baseline=False,
+            runtime_s=1,
+            cooldown_s=0,
+            energy="estimate",
+            db=db,
+        )
+    )
     with immutable(db):
         with pytest.raises(StoreError) as e:
             probing.run_probe(plan)
@@ -52,9 +69,26 @@ def test_an_immutable_store_is_refused_before_the_scratch_device_is_attached(tmp
         assert attached == [] and not list(tmp_path.glob("fsadvisor-scratch-*"))
         assert not Path(f"{db}.probe-state.json").exists()
         # through the command: one line, nothing attached or cleaned up after
-        p = cli("probe", "--scratch", "512M", "--scratch-dir", str(tmp_path), "--fs", "ext4",
-                "--quick", "--schedulers", "none", "--no-baseline", "--runtime", "1",
-                "--cooldown", "0", "--energy", "estimate", db=db)
+        p = cli(
+            "probe",
+            "--scratch",
+            "512M",
+            "--scratch-dir",
+            str(tmp_path),
+            "--fs",
+            "ext4",
+            "--quick",
+            "--schedulers",
+            "none",
+            "--no-baseline",
+            "--runtime",
+            "1",
+            "--cooldown",
+            "0",
+            "--energy",
+            "estimate",
+            db=db,
+        )
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         assert p.returncode == 2 and len(lines) == 1 and "read-only" in lines[0], p.stderr
 

@@ -39,9 +39,18 @@ def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
         if os.environ.get("CI") == "true":
             pytest.fail("chromium not installed but CI=true: .ci/run installs Debian's chromium")
         pytest.skip("chromium not installed (Debian package chromium)")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           "--no-first-run", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-           "--enable-logging=stderr", "--v=0", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
 
 
@@ -64,24 +73,27 @@ def console_errors(tmp_path, page) -> list[str]:
 
 def screenshot(tmp_path, page, size=(1400, 2600)):
     import matplotlib.image as mpimg
+
     shot = tmp_path / (page.stem + ".png")
-    _chromium(tmp_path, f"--screenshot={shot}", f"--window-size={size[0]},{size[1]}",
-              page.as_uri())
+    _chromium(tmp_path, f"--screenshot={shot}", f"--window-size={size[0]},{size[1]}", page.as_uri())
     assert shot.exists() and shot.stat().st_size > 0
     return mpimg.imread(shot)  # float RGBA/RGB in 0..1
 
 
 def _near(img, rgb, tol=0.06) -> int:
     import numpy as np
+
     target = np.array(rgb) / 255.0
     return int((np.abs(img[..., :3] - target).max(axis=-1) < tol).sum())
 
 
 def test_the_checks_catch_a_broken_page(tmp_path):
     bad = tmp_path / "bad.html"
-    bad.write_text('<!DOCTYPE html><html><head><title>x</title></head><body>'
-                   '<img src="data:image/png;base64,AAAA"><script>console.error("boom")</script>'
-                   "</body></html>")
+    bad.write_text(
+        "<!DOCTYPE html><html><head><title>x</title></head><body>"
+        '<img src="data:image/png;base64,AAAA"><script>console.error("boom")</script>'
+        "</body></html>"
+    )
     imgs = images_of(tmp_path, bad)
     assert imgs and imgs[0]["w"] == 0  # a broken image has no natural width
     assert any("boom" in ln for ln in console_errors(tmp_path, bad))
@@ -89,9 +101,11 @@ def test_the_checks_catch_a_broken_page(tmp_path):
 
 def test_report_renders_in_chromium(probed_store, tmp_path):
     import numpy as np
+
     out = tmp_path / "report.html"
-    r = CliRunner().invoke(cli.app, ["report", "--profile", "oltp", "--matrix", "m-new",
-                                     "-o", str(out)])
+    r = CliRunner().invoke(
+        cli.app, ["report", "--profile", "oltp", "--matrix", "m-new", "-o", str(out)]
+    )
     assert r.exit_code == 0, r.output
     page = out.read_text()
     assert "<script" not in page

@@ -58,7 +58,13 @@ def refused(path: str, needle: str, **kw) -> device.Verdict:
 def test_fresh_loop_device_is_ok(loop_device):
     dev = loop_device(SMALL)
     v = device.safety_verdict(dev)
-    assert (v.ok, v.reason, v.resolved_path, v.needs_force, v.signatures) == (True, None, dev, False, [])
+    assert (v.ok, v.reason, v.resolved_path, v.needs_force, v.signatures) == (
+        True,
+        None,
+        dev,
+        False,
+        [],
+    )
     assert device.require_safe(dev) == dev
 
 
@@ -72,7 +78,9 @@ def test_symlink_to_a_fresh_device_resolves(loop_device, tmp_path):
 
 
 def root_disk() -> str:
-    src = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True).stdout.strip()
+    src = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True
+    ).stdout.strip()
     if not src.startswith("/dev/"):
         pytest.skip(f"/ is not on a block device here ({src!r})")
     return src
@@ -113,8 +121,9 @@ def test_proc_mounts_alone_is_enough(loop_device, tmp_path):
     (proc / "swaps").write_text(Path("/proc/swaps").read_text())
     link = tmp_path / "by-uuid-1234"
     link.symlink_to(dev)
-    (proc / "self" / "mounts").write_text(Path("/proc/self/mounts").read_text()
-                                          + f"{link} /srv/my\\040data ext4 rw 0 0\n")
+    (proc / "self" / "mounts").write_text(
+        Path("/proc/self/mounts").read_text() + f"{link} /srv/my\\040data ext4 rw 0 0\n"
+    )
     refused(dev, f"{dev} is mounted on /srv/my data", host=Host(proc_root=str(proc)), force=True)
 
 
@@ -200,7 +209,9 @@ def test_partitioned_device_parent_and_child(loop_device, tmp_path):
     run("sfdisk", "-q", dev, stdin="label: dos\n,32M,L\n")
     part = dev + "p1"
     try:
-        subprocess.run(["partx", "-a", dev], capture_output=True, timeout=60)  # "already exists" is fine
+        subprocess.run(
+            ["partx", "-a", dev], capture_output=True, timeout=60
+        )  # "already exists" is fine
         for _ in range(50):
             if os.path.exists(part):
                 break
@@ -210,7 +221,9 @@ def test_partitioned_device_parent_and_child(loop_device, tmp_path):
         refused(part, f"is a partition of {Path(dev).name}", force=True)
         # the parent's partition table is a signature too, but "has partitions" is the reason given
         assert device.safety_verdict(dev).needs_force is False
-        assert device.read_scheduler(part) == device.read_scheduler(dev)  # partitions use the disk's queue
+        assert device.read_scheduler(part) == device.read_scheduler(
+            dev
+        )  # partitions use the disk's queue
         assert device.block_stat(part)["read_ios"] >= 0
         inspected = device.inspect(part)
         assert (inspected.kind, inspected.size_bytes, inspected.path) == ("loop", 32 << 20, part)
@@ -222,7 +235,11 @@ def test_partitioned_device_parent_and_child(loop_device, tmp_path):
             run("mkswap", part)
             run("swapon", part)
             try:  # the whole disk under an active swap partition is protected like /'s disk
-                refused(dev, f"{dev} is on disk {Path(dev).name}, whose {part} is active swap", force=True)
+                refused(
+                    dev,
+                    f"{dev} is on disk {Path(dev).name}, whose {part} is active swap",
+                    force=True,
+                )
             finally:
                 subprocess.run(["swapoff", part], capture_output=True, timeout=60)
     finally:
@@ -249,8 +266,12 @@ def test_active_swap_is_refused(loop_device):
 def test_read_only_device_is_refused(tmp_path):
     img = tmp_path / "ro.img"
     loopdev.create_backing_file(img, SMALL)
-    proc = subprocess.run(["losetup", "--find", "--show", "--read-only", str(img)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["losetup", "--find", "--show", "--read-only", str(img)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if proc.returncode != 0:
         pytest.skip(f"no free loop device: {proc.stderr.strip()}")
     dev = proc.stdout.strip()
@@ -293,7 +314,12 @@ def test_holders_refuse_with_a_fake_sysfs(loop_device, tmp_path):
     host = Host(sys_root=str(tmp_path / "sys"))
     assert device.safety_verdict(dev, host=host).ok  # the fake tree alone changes nothing
     (node / "holders" / "dm-0").mkdir()
-    refused(dev, f"{dev} is held by dm-0 (holders of {real_dir.name}: LVM, md or dm)", host=host, force=True)
+    refused(
+        dev,
+        f"{dev} is held by dm-0 (holders of {real_dir.name}: LVM, md or dm)",
+        host=host,
+        force=True,
+    )
 
 
 def test_missing_tools_fail_closed(loop_device, tmp_path):
@@ -328,7 +354,9 @@ def test_scheduler_set_read_restore(loop_device):
             before, _ = device.read_scheduler(dev)
             assert device.set_scheduler(dev, name) == before
             assert device.read_scheduler(dev)[0] == name
-            assert f"[{name}]" in Path("/sys/block", Path(dev).name, "queue", "scheduler").read_text()
+            assert (
+                f"[{name}]" in Path("/sys/block", Path(dev).name, "queue", "scheduler").read_text()
+            )
         with pytest.raises(ConfigError, match="unknown scheduler 'cfq' for loop.*available: none"):
             device.set_scheduler(dev, "cfq")
     finally:
@@ -358,8 +386,12 @@ def test_inspect_nvme_with_fake_sysfs_and_id_ctrl(loop_device, tmp_path):
     sys_root = tmp_path / "sys"
     node = sys_root / "devices" / "pci0000:00" / "nvme" / "nvme0" / "nvme0n1"
     (node / "queue").mkdir(parents=True)
-    for name, value in {"size": "3750748848", "queue/rotational": "0", "queue/logical_block_size": "4096",
-                        "queue/write_cache": "write through"}.items():
+    for name, value in {
+        "size": "3750748848",
+        "queue/rotational": "0",
+        "queue/logical_block_size": "4096",
+        "queue/write_cache": "write through",
+    }.items():
         (node / name).write_text(value + "\n")
     (node / "device").mkdir()
     (node / "device" / "model").write_text("sysfs model\n")
@@ -370,13 +402,26 @@ def test_inspect_nvme_with_fake_sysfs_and_id_ctrl(loop_device, tmp_path):
     (bin_dir / "lsblk").symlink_to(shutil.which("lsblk"))
     d = device.inspect(dev, host=Host(sys_root=str(sys_root), tool_path=str(bin_dir)))
     assert (d.kind, d.size_bytes, d.logical_block_size, d.write_cache, d.rotational, d.model) == (
-        "nvme", 3750748848 * 512, 4096, "write through", False, "sysfs model")  # no nvme-cli: tolerated
+        "nvme",
+        3750748848 * 512,
+        4096,
+        "write through",
+        False,
+        "sysfs model",
+    )  # no nvme-cli: tolerated
     fake = bin_dir / "nvme"
-    fake.write_text("#!/bin/sh\necho '{\"sn\": \"S4EWNX0R123456  \", \"mn\": \"Samsung SSD 980 PRO 2TB  \", "
-                    "\"fr\": \"5B2QGXA7\"}'\n")
+    fake.write_text(
+        '#!/bin/sh\necho \'{"sn": "S4EWNX0R123456  ", "mn": "Samsung SSD 980 PRO 2TB  ", '
+        '"fr": "5B2QGXA7"}\'\n'
+    )
     fake.chmod(0o755)
     d = device.inspect(dev, plp="yes", host=Host(sys_root=str(sys_root), tool_path=str(bin_dir)))
-    assert (d.model, d.serial, d.firmware, d.plp) == ("Samsung SSD 980 PRO 2TB", "S4EWNX0R123456", "5B2QGXA7", "yes")
+    assert (d.model, d.serial, d.firmware, d.plp) == (
+        "Samsung SSD 980 PRO 2TB",
+        "S4EWNX0R123456",
+        "5B2QGXA7",
+        "yes",
+    )
 
 
 def test_loopdev_detach_unmounts_non_ascii_mounts_and_refuses_other_disks(tmp_path):
@@ -397,8 +442,9 @@ def test_loopdev_detach_unmounts_non_ascii_mounts_and_refuses_other_disks(tmp_pa
         mnt.mkdir()
         run("mount", dev, str(mnt))
         assert loopdev.mountpoints_of(dev) == [str(mnt)]
-        root_src = next(src for src, m in device.parse_mounts(Path("/proc/self/mounts").read_text())
-                        if m == "/")
+        root_src = next(
+            src for src, m in device.parse_mounts(Path("/proc/self/mounts").read_text()) if m == "/"
+        )
         with pytest.raises(loopdev.LoopError, match="not a loop device"):
             loopdev.detach(root_src)
         assert os.path.ismount("/")

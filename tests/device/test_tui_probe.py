@@ -19,8 +19,10 @@ import pytest
 
 from fsadvisor.store import open_store
 
-pytestmark = [pytest.mark.device,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, mkfs)")]
+pytestmark = [
+    pytest.mark.device,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, mkfs)"),
+]
 
 textual = pytest.importorskip("textual")
 
@@ -33,14 +35,16 @@ from fsadvisor.tui.panes.results import ResultsPane  # noqa: E402
 
 
 def our_loops(tmp: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["losetup", "-a", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True, check=True
+    ).stdout
     return [ln.split()[0] for ln in out.splitlines() if str(tmp) in ln]
 
 
 def mounted_from(devices: set[str]) -> list[str]:
-    return [ln for ln in Path("/proc/self/mounts").read_text().splitlines()
-            if ln.split()[0] in devices]
+    return [
+        ln for ln in Path("/proc/self/mounts").read_text().splitlines() if ln.split()[0] in devices
+    ]
 
 
 def narrow(pane: ProbePane, tmp: Path, runtime_s: str) -> None:
@@ -50,9 +54,14 @@ def narrow(pane: ProbePane, tmp: Path, runtime_s: str) -> None:
     pane.query_one("#probe-profile", Checkbox).value = False  # micro workloads only
     pane.query_one("#probe-fs", Input).value = "ext4"
     pane.query_one("#probe-runtime", Input).value = runtime_s
-    pane.extra_options = {"scratch_dir": str(tmp / "scratch"), "schedulers": "none",
-                          "workloads": "4k-randwrite-qd32", "baseline": False,
-                          "variants": False, "cooldown_s": 0.0}
+    pane.extra_options = {
+        "scratch_dir": str(tmp / "scratch"),
+        "schedulers": "none",
+        "workloads": "4k-randwrite-qd32",
+        "baseline": False,
+        "variants": False,
+        "cooldown_s": 0.0,
+    }
 
 
 async def settle(pilot, until, timeout_s: float = 90.0) -> None:
@@ -120,8 +129,7 @@ async def test_a_real_probe_from_the_tui_stores_its_runs_and_reranks(tmp_path, m
 
 
 @pytest.mark.asyncio
-async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp_path,
-                                                                              monkeypatch):
+async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp_path, monkeypatch):
     db = tmp_path / "probe.db"
     monkeypatch.setenv("FSADVISOR_DB", str(db))
     app = FsAdvisorApp(db=str(db))
@@ -129,9 +137,15 @@ async def test_cancel_mid_cell_cleans_up_like_ctrl_c_and_leaves_it_resumable(tmp
         # a 60 s run: the cancel lands inside fio's run, and must not wait for its end
         pane = await start_scratch_probe(pilot, tmp_path, "60")
         state_path = Path(f"{db}.probe-state.json")
-        await settle(pilot, lambda: state_path.exists() and
-                     json.loads(state_path.read_text()).get("child") is not None
-                     and any(e.kind == "cell-start" for e in pane.events), timeout_s=60)
+        await settle(
+            pilot,
+            lambda: (
+                state_path.exists()
+                and json.loads(state_path.read_text()).get("child") is not None
+                and any(e.kind == "cell-start" for e in pane.events)
+            ),
+            timeout_s=60,
+        )
         device = next(e.device for e in pane.events if e.kind == "cell-start")
         ours_mnt = json.loads(state_path.read_text())["mounts"][0]["mountpoint"]
         # mkfs done, the cell's filesystem mounted: the fill or the measurement runs next
@@ -180,16 +194,18 @@ def row_of(app, path: str) -> list[str]:
 
 
 @pytest.mark.asyncio
-async def test_a_labelled_filesystem_is_listed_refused_with_what_it_holds(loop_device, tmp_path,
-                                                                         monkeypatch):
+async def test_a_labelled_filesystem_is_listed_refused_with_what_it_holds(
+    loop_device, tmp_path, monkeypatch
+):
     """The real device list: the root disk and a loop device holding an ext4 filesystem are
     refused with the safety verdict's reason; pressing Probe on the latter says it and
     never opens the confirmation."""
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "probe.db"))
     dev = loop_device(256 << 20)
     subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "keepme", dev], check=True)
-    root_src = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True,
-                              text=True).stdout.strip()
+    root_src = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True
+    ).stdout.strip()
     app = FsAdvisorApp(db=str(tmp_path / "probe.db"))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         pane = await probe_tab_listing(pilot, dev)
@@ -203,24 +219,26 @@ async def test_a_labelled_filesystem_is_listed_refused_with_what_it_holds(loop_d
         pane.query_one("#probe-target", Input).value = dev
         await pilot.pause()  # laid out: a click on a widget not yet placed hits (0, 0)
         await pilot.click("#probe-start")
-        await settle(pilot, lambda: "holds data" in str(pane.query_one("#probe-command",
-                                                                       Static).content))
+        await settle(
+            pilot, lambda: "holds data" in str(pane.query_one("#probe-command", Static).content)
+        )
         assert not isinstance(app.screen, ConfirmProbeScreen)
         assert pane.cancel_token is None and pane.summary is None
         assert str(pane.query_one("#probe-status", Static).content).startswith(
-            f"not started: {dev} holds data: ext4 signature found")
+            f"not started: {dev} holds data: ext4 signature found"
+        )
     # untouched: still the user's filesystem
     out = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
     assert "LABEL=keepme" in out.stdout
 
 
 @pytest.mark.asyncio
-async def test_another_users_loop_device_is_listed_refused_and_never_starts(tmp_path,
-                                                                           monkeypatch):
+async def test_another_users_loop_device_is_listed_refused_and_never_starts(tmp_path, monkeypatch):
     """A blank loop device on a file of uid 65534 (attached here, detached in the finally):
     nothing on it to refuse it by but whose file it is; the list and Probe say the CLI's
     one-line reason and the confirmation never opens."""
     from fsadvisor.host import loopdev
+
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "probe.db"))
     monkeypatch.delenv("SUDO_UID", raising=False)
     img = tmp_path / "nobodys.img"
@@ -247,8 +265,9 @@ async def test_another_users_loop_device_is_listed_refused_and_never_starts(tmp_
 
 
 @pytest.mark.asyncio
-async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(loop_device, tmp_path,
-                                                                       monkeypatch):
+async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(
+    loop_device, tmp_path, monkeypatch
+):
     """A device of the list (not scratch): the confirmation names it and its size, a wrong
     name is refused with nothing touched, the right one starts a real probe that ends with
     its run stored, nothing mounted, and the device left as empty as it was found."""
@@ -298,8 +317,11 @@ async def test_quitting_mid_probe_cancels_it_and_still_cleans_up(tmp_path, monke
     state_path = Path(f"{db}.probe-state.json")
     async with app.run_test(size=(120, 40)) as pilot:
         await start_scratch_probe(pilot, tmp_path, "60")
-        await settle(pilot, lambda: state_path.exists()
-                     and json.loads(state_path.read_text()).get("mounts"), timeout_s=60)
+        await settle(
+            pilot,
+            lambda: state_path.exists() and json.loads(state_path.read_text()).get("mounts"),
+            timeout_s=60,
+        )
         ours_mnt = json.loads(state_path.read_text())["mounts"][0]["mountpoint"]
         await settle(pilot, lambda: os.path.ismount(ours_mnt), timeout_s=30)
         t0 = time.monotonic()
@@ -319,8 +341,9 @@ async def test_quitting_mid_probe_cancels_it_and_still_cleans_up(tmp_path, monke
 
 
 @pytest.mark.asyncio
-async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tmp_path,
-                                                                            monkeypatch):
+async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(
+    tmp_path, monkeypatch
+):
     """The form's adaptive probe, for real on a scratch loop device: the profile's matrix
     (ext4, xfs and their mount-option variants; scheduler none; 3 s runs) with a one-minute
     budget; it measures at least one
@@ -339,13 +362,25 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tm
     db = tmp_path / "probe.db"
     monkeypatch.setenv("FSADVISOR_DB", str(db))
     (tmp_path / "scratch").mkdir()
-    guess = ad.plan_adaptive(ProbeRequest.make(
-        None, scratch="512M", scratch_dir=str(tmp_path / "scratch"), profile="oltp",
-        filesystems="ext4,xfs", schedulers="none", runtime_s=3, db=str(db), dry_run=True),
-        0.95, None).device
+    guess = ad.plan_adaptive(
+        ProbeRequest.make(
+            None,
+            scratch="512M",
+            scratch_dir=str(tmp_path / "scratch"),
+            profile="oltp",
+            filesystems="ext4,xfs",
+            schedulers="none",
+            runtime_s=3,
+            db=str(db),
+            dry_run=True,
+        ),
+        0.95,
+        None,
+    ).device
     with open_store(db) as store:
-        store.save_device_params(prior_params(guess.kind, devices_table(),
-                                              device_id=guess.identity))
+        store.save_device_params(
+            prior_params(guess.kind, devices_table(), device_id=guess.identity)
+        )
     app = FsAdvisorApp(db=str(db))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
@@ -390,8 +425,9 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(tm
 
 
 @pytest.mark.asyncio
-async def test_force_from_the_form_probes_a_device_holding_a_filesystem(loop_device, tmp_path,
-                                                                        monkeypatch):
+async def test_force_from_the_form_probes_a_device_holding_a_filesystem(
+    loop_device, tmp_path, monkeypatch
+):
     """A loop device holding a labelled ext4 filesystem: without force it is refused; with
     the form's force box the confirmation says the ext4 signature will be destroyed and
     still needs the device typed back; then the probe runs its cell and the user's

@@ -26,7 +26,8 @@ def screen_lines(app) -> list[str]:
         if row is None:
             continue
         rows.setdefault(int(row.group(1)), []).append(
-            html.unescape(m.group(2)).replace("\xa0", " "))
+            html.unescape(m.group(2)).replace("\xa0", " ")
+        )
     return ["".join(rows[i]).rstrip() for i in sorted(rows)]
 
 

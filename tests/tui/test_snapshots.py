@@ -26,13 +26,16 @@ from fsadvisor.tui.app import FsAdvisorApp
 SIZE = (120, 40)
 SMALL = (80, 24)
 BOTH = pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
-RECORDED_WITH = (Path(__file__).parent / "__snapshots__" / "textual-version.txt").read_text().strip()
+RECORDED_WITH = (
+    (Path(__file__).parent / "__snapshots__" / "textual-version.txt").read_text().strip()
+)
 
 # Only the SVG comparisons depend on how this Textual draws; the behavioural Pilot test beside
 # each one (``*_pilot``) runs on any version.
 snapshot = pytest.mark.skipif(
     textual.__version__ != RECORDED_WITH,
-    reason=f"snapshots recorded with Textual {RECORDED_WITH}, this is {textual.__version__}")
+    reason=f"snapshots recorded with Textual {RECORDED_WITH}, this is {textual.__version__}",
+)
 
 
 def tab(app) -> str:
@@ -91,6 +94,7 @@ def test_start_screen_80x24(snap_compare):
     """The same start at 80x24: the form fits beside the list, the commands are visible."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_settle)
 
+
 @pytest.mark.asyncio
 @BOTH
 async def test_start_screen_pilot(size):
@@ -105,8 +109,9 @@ async def test_start_screen_pilot(size):
         live = app.query_one("#live-ranked", DataTable)
         assert live.row_count > 0
         # the live table's "fs, scheduler" column
-        assert all(str(live.get_row_at(i)[2]).split(",")[0] in FILESYSTEMS
-                   for i in range(live.row_count))
+        assert all(
+            str(live.get_row_at(i)[2]).split(",")[0] in FILESYSTEMS for i in range(live.row_count)
+        )
         shown(app, "#presets", "#wl-jobs", "#wl-bs")
         fits(app, "oltp (preset)")
         fits(app, "Postgres-style OLTP: 8 KB pages, 70% random")
@@ -121,6 +126,7 @@ def test_recommendation_screen(snap_compare):
 @snapshot
 def test_recommendation_screen_80x24(snap_compare):
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_recommend)
+
 
 @pytest.mark.asyncio
 @BOTH
@@ -156,6 +162,7 @@ def test_help_screen_80x24(snap_compare):
     """? on the profile tab: what ops/J and the intervals mean, what to do next."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_help)
 
+
 @pytest.mark.asyncio
 async def test_help_screen_80x24_pilot():
     """Beside test_help_screen_80x24: ? opens the profile tab's help over it, and its text
@@ -172,6 +179,7 @@ def test_the_version_guard_reads_a_version():
 
 # ---------------------------------------------------------------------- error toasts, per screen
 
+
 def _typed_then_enter(selector: str, text: str):
     async def run(pilot) -> None:
         await _settle(pilot)
@@ -180,6 +188,7 @@ def _typed_then_enter(selector: str, text: str):
         box.value = text
         await pilot.press("enter")
         await _settle(pilot)
+
     return run
 
 
@@ -216,8 +225,12 @@ async def _history_export_nothing_open(pilot) -> None:
 @snapshot
 def test_toast_bad_profile_path_80x24(snap_compare):
     """Profile tab: a TOML path that does not exist is one error toast, the form unchanged."""
-    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
-                        run_before=_typed_then_enter("#profile-path", "no-such-profile.toml"))
+    assert snap_compare(
+        FsAdvisorApp(),
+        terminal_size=SMALL,
+        run_before=_typed_then_enter("#profile-path", "no-such-profile.toml"),
+    )
+
 
 @pytest.mark.asyncio
 async def test_toast_bad_profile_path_80x24_pilot():
@@ -236,6 +249,7 @@ def test_toast_capture_missing_device_80x24(snap_compare):
     """Profile tab: capturing a device /proc/diskstats does not list names it, once."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_capture_missing_device)
 
+
 @pytest.mark.asyncio
 async def test_toast_capture_missing_device_80x24_pilot():
     """Beside test_toast_capture_missing_device_80x24: the dialog closes, and one error says
@@ -251,6 +265,7 @@ async def test_toast_capture_missing_device_80x24_pilot():
 def test_capture_dialog_80x24(snap_compare):
     """ctrl+g: device, seconds (10 by default) and the file the profile goes to."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_capture_dialog)
+
 
 @pytest.mark.asyncio
 async def test_capture_dialog_80x24_pilot():
@@ -278,6 +293,7 @@ def test_toast_export_unwritable_80x24(snap_compare):
 def test_toast_export_unwritable(snap_compare):
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_export_unwritable)
 
+
 @pytest.mark.asyncio
 @BOTH
 async def test_toast_export_unwritable_pilot(size):
@@ -293,14 +309,17 @@ async def test_toast_export_unwritable_pilot(size):
 @snapshot
 def test_toast_history_export_before_opening_80x24(snap_compare):
     """History (empty store): c before a matrix is opened says what to do first."""
-    assert snap_compare(FsAdvisorApp(), terminal_size=SMALL,
-                        run_before=_history_export_nothing_open)
+    assert snap_compare(
+        FsAdvisorApp(), terminal_size=SMALL, run_before=_history_export_nothing_open
+    )
+
 
 @pytest.mark.asyncio
 async def test_toast_history_export_before_opening_80x24_pilot(monkeypatch):
     """Beside test_toast_history_export_before_opening_80x24: c on an empty history says
     what to do first, and exports nothing."""
     from fsadvisor.tui import calls
+
     exported = []
     real = calls.export_matrix
     monkeypatch.setattr(calls, "export_matrix", lambda *a, **k: exported.append(a) or real(*a, **k))
@@ -312,6 +331,7 @@ async def test_toast_history_export_before_opening_80x24_pilot(monkeypatch):
 
 
 # ---------------------------------------------------------------------- history: side by side, chart
+
 
 @pytest.fixture
 def dated_store(request, monkeypatch):
@@ -354,6 +374,7 @@ def test_history_two_cells_side_by_side_80x24(snap_compare, dated_store):
     """m-new opened, xfs and ext4 marked: means, intervals, n, B − A and 'separable'."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_compare_two_cells)
 
+
 @pytest.mark.asyncio
 async def test_history_two_cells_side_by_side_80x24_pilot(dated_store):
     """Beside test_history_two_cells_side_by_side_80x24: the two marked cells of m-new are
@@ -373,10 +394,12 @@ def test_history_device_chart(snap_compare, dated_store):
     """g on /dev/loop9's matrix: ops/J per configuration across its two matrices."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_device_chart)
 
+
 @snapshot
 def test_history_device_chart_80x24(snap_compare, dated_store):
     """The same chart on an 80x24 screen: narrower, the legend under it."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_device_chart)
+
 
 @pytest.mark.asyncio
 async def test_history_device_chart_pilot(dated_store):
@@ -410,11 +433,13 @@ def test_plot_marks_measured_runs(snap_compare, dated_store):
     and how many runs each measured bar rests on."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_plot_with_measured_runs)
 
+
 @snapshot
 def test_plot_marks_measured_runs_80x24(snap_compare, dated_store):
     """The same plot on an 80x24 screen: the top of the chart in the detail box, which
     scrolls to the rest."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SMALL, run_before=_plot_with_measured_runs)
+
 
 @pytest.mark.asyncio
 async def test_plot_marks_measured_runs_pilot(dated_store):
@@ -430,6 +455,7 @@ async def test_plot_marks_measured_runs_pilot(dated_store):
 
 # ---------------------------------------------------------------------- every tab, both sizes
 
+
 async def _no_blink(pilot) -> None:
     # a focused Input is drawn with or without its cursor depending on the moment
     for w in pilot.app.screen.query(Input):
@@ -443,6 +469,7 @@ def _on_tab(key: str, *then: str):
         await pilot.press(key, *then)
         await _settle(pilot)
         await _no_blink(pilot)
+
     return run
 
 
@@ -471,9 +498,11 @@ async def _with_load(pilot) -> None:
     await _settle(pilot)
 
 
-ENERGY = [{"name": "rapl", "ok": False, "auto": True, "detail": "no /sys/class/powercap (test)"},
-          {"name": "ipmi", "ok": False, "auto": True, "detail": "ipmitool not found (test)"},
-          {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}]
+ENERGY = [
+    {"name": "rapl", "ok": False, "auto": True, "detail": "no /sys/class/powercap (test)"},
+    {"name": "ipmi", "ok": False, "auto": True, "detail": "ipmitool not found (test)"},
+    {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"},
+]
 
 
 @snapshot
@@ -488,6 +517,7 @@ def test_device_tab(snap_compare, size):
 def test_energy_tab(snap_compare, monkeypatch, size):
     """F4 with a fixed list of sources (this machine's would differ from another's)."""
     from fsadvisor.tui import calls
+
     monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
     assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_on_tab("f4"))
 
@@ -496,8 +526,7 @@ def test_energy_tab(snap_compare, monkeypatch, size):
 @BOTH
 def test_history_tab_opened(snap_compare, dated_store, size):
     """F5, m-new opened: the matrices, then its cells with their scheduler column."""
-    assert snap_compare(FsAdvisorApp(), terminal_size=size,
-                        run_before=_on_tab("f5", "enter"))
+    assert snap_compare(FsAdvisorApp(), terminal_size=size, run_before=_on_tab("f5", "enter"))
 
 
 @snapshot
@@ -566,20 +595,26 @@ def test_help_screen(snap_compare):
     """? at 120x40, the keys that act from inside a field listed."""
     assert snap_compare(FsAdvisorApp(), terminal_size=SIZE, run_before=_help)
 
+
 @pytest.mark.asyncio
 @BOTH
 async def test_every_tab_is_drawn_within_the_screen(size, monkeypatch):
     """Beside the tab snapshots: each tab's first field or table is on screen at both sizes."""
     from fsadvisor.tui import calls
+
     monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
-    for key, sel in (("f2", "#device-spec"), ("f4", "#energy-sources"),
-                     ("f5", "#history-table"), ("f6", "#probe-target")):
+    for key, sel in (
+        ("f2", "#device-spec"),
+        ("f4", "#energy-sources"),
+        ("f5", "#history-table"),
+        ("f6", "#probe-target"),
+    ):
         async with driven(_on_tab(key), size) as app:
             shown(app, sel)
 
 
-
 # ---------------------------------------------------------------------- nothing cut off
+
 
 def _clipped(widget) -> list[str]:
     """How ``widget`` is cut off where it stands: past the edge of a container that does
@@ -604,8 +639,9 @@ def _clipped(widget) -> list[str]:
         text = str(widget.content)
         lines = [line.plain for line in Content(text).wrap(width)]
         drawn = {word for line in lines for word in line.split()}
-        out += [f"{widget!r}: {word!r} folded in {lines}" for word in text.split()
-                if word not in drawn]
+        out += [
+            f"{widget!r}: {word!r} folded in {lines}" for word in text.split() if word not in drawn
+        ]
     if isinstance(widget, OptionList):
         out += _options_folded(widget)
     return out
@@ -616,8 +652,14 @@ def _option_lines(options: OptionList) -> dict[int, list[str]]:
     drawn: dict[int, list[str]] = {}
     for y in range(options.virtual_size.height):
         strip = options.render_line(y - options.scroll_offset.y)
-        index = next((s.style.meta["option"] for s in strip
-                      if s.style is not None and "option" in s.style.meta), None)
+        index = next(
+            (
+                s.style.meta["option"]
+                for s in strip
+                if s.style is not None and "option" in s.style.meta
+            ),
+            None,
+        )
         if index is not None:
             drawn.setdefault(index, []).append(strip.text.strip())
     return drawn
@@ -635,7 +677,7 @@ def _options_folded(options: OptionList) -> list[str]:
         for row in rows:
             while at < len(text) and text[at].isspace():
                 at += 1
-            if text[at:at + len(row)] != row:
+            if text[at : at + len(row)] != row:
                 out.append(f"{text!r}: row {row!r} is not its text at {at}")
                 break
             at += len(row)
@@ -677,15 +719,25 @@ async def test_the_recommend_button_is_whole_within_the_form(size):
         form = app.query_one("#profile-side")
         assert _clipped(button) == []
         assert button.parent.content_region.contains_region(button.region), (
-            button.region, button.parent.content_region)
+            button.region,
+            button.parent.content_region,
+        )
         assert form.scrollable_content_region.contains_region(button.region), (
-            button.region, form.scrollable_content_region)
+            button.region,
+            form.scrollable_content_region,
+        )
         assert app.screen.region.contains_region(button.region)
         fits(app, "Recommend (r)")
 
 
-TABS = (("f1", "profile"), ("f2", "device"), ("f3", "results"), ("f4", "energy"),
-        ("f5", "history"), ("f6", "probe"))
+TABS = (
+    ("f1", "profile"),
+    ("f2", "device"),
+    ("f3", "results"),
+    ("f4", "energy"),
+    ("f5", "history"),
+    ("f6", "probe"),
+)
 
 
 @pytest.mark.asyncio
@@ -699,6 +751,7 @@ async def test_every_control_of_every_tab_is_whole(size, monkeypatch):
     read 'no' and its price label 'price/k Wh', and the list read 'fs-overhead-randwrit' over
     'e-4k-fsync1', and at 100 columns the request size field stood past the form's edge."""
     from fsadvisor.tui import calls
+
     monkeypatch.setattr(calls, "energy_sources", lambda: ENERGY)
     app = FsAdvisorApp()
     async with app.run_test(size=size) as pilot:
@@ -706,10 +759,13 @@ async def test_every_control_of_every_tab_is_whole(size, monkeypatch):
         for key, tab in TABS:
             await pilot.press(key)
             await _settle(pilot)
-            controls = [w for w in app.query_one(f"#{tab}").query(
-                            "Label, Button, Input, Select, Checkbox, DataTable, OptionList")
-                        if all(n.display for n in w.ancestors_with_self
-                               if isinstance(n, Widget))]
+            controls = [
+                w
+                for w in app.query_one(f"#{tab}").query(
+                    "Label, Button, Input, Select, Checkbox, DataTable, OptionList"
+                )
+                if all(n.display for n in w.ancestors_with_self if isinstance(n, Widget))
+            ]
             assert controls or tab == "energy", tab  # energy: text only
             for w in controls:
                 assert _clipped(w) == [], (tab, w)
@@ -761,6 +817,10 @@ def test_every_snapshot_file_belongs_to_a_snapshot_test():
         test = getattr(module, name, None)
         assert test is not None and "snap_compare" in test.__code__.co_varnames, svg
         if case:
-            ids = [i for mark in getattr(test, "pytestmark", [])
-                   if mark.name == "parametrize" for i in mark.kwargs.get("ids", [])]
+            ids = [
+                i
+                for mark in getattr(test, "pytestmark", [])
+                if mark.name == "parametrize"
+                for i in mark.kwargs.get("ids", [])
+            ]
             assert case.rstrip("]") in ids, (svg, ids)

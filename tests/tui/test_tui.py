@@ -123,8 +123,10 @@ async def test_unknown_profile_path_is_a_notification_not_a_crash(tmp_path):
 @pytest.mark.asyncio
 async def test_a_profile_toml_file_is_loaded_and_ranked(tmp_path):
     path = tmp_path / "mine.toml"
-    path.write_text('name = "mine"\ndescription = "4k random writes"\n'
-                    '[fio]\nrw = "randwrite"\nbs = "4k"\niodepth = 8\n')
+    path.write_text(
+        'name = "mine"\ndescription = "4k random writes"\n'
+        '[fio]\nrw = "randwrite"\nbs = "4k"\niodepth = 8\n'
+    )
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)  # the presets are read in a worker
@@ -204,7 +206,8 @@ async def test_a_typo_in_the_form_is_named_and_nothing_runs():
         assert app.query_one(ResultsPane).explicit_runs == 0
         assert app.query_one("#live-ranked", DataTable).row_count == 0
         assert "no ranking: max p99 ms must be a number" in str(
-            app.query_one("#live-status", Static).content)
+            app.query_one("#live-status", Static).content
+        )
         assert app.query_one("TabbedContent").active == "profile"
 
 
@@ -304,7 +307,13 @@ async def test_history_lists_probe_runs_from_the_store(tmp_env):
         table = app.query_one("#history-table", DataTable)
         assert table.row_count == 1
         row = table.get_row_at(0)
-        assert (row[0], row[1], row[4], row[5], row[6]) == (mid, "running", "/dev/loop7", "oltp", "3")
+        assert (row[0], row[1], row[4], row[5], row[6]) == (
+            mid,
+            "running",
+            "/dev/loop7",
+            "oltp",
+            "3",
+        )
 
 
 @pytest.mark.asyncio
@@ -350,13 +359,15 @@ def test_tui_command_is_registered_and_textual_stays_lazy():
     cli.register_all()
     r = CliRunner().invoke(cli.app, ["tui", "--help"])
     assert r.exit_code == 0 and "--db" in r.output
-    code = ("import sys, fsadvisor.cli.tui, fsadvisor.service.advice\n"
-            "print('textual' in sys.modules)")
+    code = (
+        "import sys, fsadvisor.cli.tui, fsadvisor.service.advice\nprint('textual' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 # ---------------------------------------------------------------------- live what-if
+
 
 async def live_settled(pilot) -> None:
     """Wait until no live re-rank is running or wanted (each run is one thread worker)."""
@@ -413,8 +424,9 @@ async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_t
         await pilot.press("backspace", "backspace", "4")
         await live_settled(pilot)
         oltp = advice.get_profile("oltp")
-        want = advice.recommend(calls.with_workload(oltp, calls.edit_workload(oltp.workload, jobs=4)),
-                                "nvme:1T", top=5)
+        want = advice.recommend(
+            calls.with_workload(oltp, calls.edit_workload(oltp.workload, jobs=4)), "nvme:1T", top=5
+        )
         assert live_rows(app) == [present.live_row(r) for r in want.ranked]
         assert app.whatif.predictions_made > made
         assert "1 job(s)" not in str(app.query_one("#live-status", Static).content)
@@ -422,7 +434,8 @@ async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_t
         await pilot.press("x")
         await live_settled(pilot)
         assert "no ranking: jobs must be a whole number, not '4x'" in str(
-            app.query_one("#live-status", Static).content)
+            app.query_one("#live-status", Static).content
+        )
         assert live_rows(app) == [] and toasts(app) == []
 
 
@@ -446,6 +459,7 @@ async def test_changing_the_preset_keeps_the_plp_answer():
 
 
 # ---------------------------------------------------------------------- discoverability
+
 
 @pytest.mark.asyncio
 async def test_question_mark_opens_help_for_the_current_tab_and_escape_closes_it():
@@ -483,15 +497,22 @@ async def test_the_first_tab_lands_on_a_visible_field():
 
 
 @pytest.mark.asyncio
-async def test_palette_commands_copy_the_mkfs_and_fstab_lines_and_export_json(tmp_path, monkeypatch):
+async def test_palette_commands_copy_the_mkfs_and_fstab_lines_and_export_json(
+    tmp_path, monkeypatch
+):
     import json
 
     app = FsAdvisorApp()
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for want in ("Recommend", "Probe preview", "Copy mkfs and fstab lines",
-                     "Export recommendation (JSON)", "Help for this screen"):
+        for want in (
+            "Recommend",
+            "Probe preview",
+            "Copy mkfs and fstab lines",
+            "Export recommendation (JSON)",
+            "Help for this screen",
+        ):
             assert want in titles
         results = app.query_one(ResultsPane)
         live = results.recommendation  # the live ranking of the start screen
@@ -519,8 +540,11 @@ async def test_palette_commands_copy_the_mkfs_and_fstab_lines_and_export_json(tm
 
 # ---------------------------------------------------------------------- history you can open
 
+
 @pytest.mark.asyncio
-async def test_a_matrix_opens_to_its_measured_cells_and_exports(probed_store, tmp_path, monkeypatch):
+async def test_a_matrix_opens_to_its_measured_cells_and_exports(
+    probed_store, tmp_path, monkeypatch
+):
     import csv
     import json
 
@@ -544,7 +568,9 @@ async def test_a_matrix_opens_to_its_measured_cells_and_exports(probed_store, tm
         cells = app.query_one("#matrix-cells", DataTable)
         rows = [tuple(str(c) for c in cells.get_row_at(i)) for i in range(cells.row_count)]
         assert rows == [present.matrix_row(c) for c in want["cells"]] and len(rows) == 2
-        assert "matrix m-new (oltp on /dev/loop9)" in str(app.query_one("#matrix-note", Static).content)
+        assert "matrix m-new (oltp on /dev/loop9)" in str(
+            app.query_one("#matrix-note", Static).content
+        )
         await pilot.press("c", "j")
         await settle(pilot)
         assert json.loads((tmp_path / "fsadvisor-m-new.json").read_text()) == want
@@ -614,12 +640,19 @@ async def test_enter_on_a_preset_recommends_it():
 
 # ---------------------------------------------------------------------- headline and confidence
 
+
 def _label_of(entry: dict) -> str:
     """A --json recommendation's configuration as FsConfig.label() spells it."""
     from fsadvisor.domain import FsConfig
+
     c = entry["config"]
-    return FsConfig.make(c["filesystem"], mkfs=c["mkfs"], mount=c["mount"],
-                         scheduler=c["scheduler"], ag_count=c["ag_count"]).label()
+    return FsConfig.make(
+        c["filesystem"],
+        mkfs=c["mkfs"],
+        mount=c["mount"],
+        scheduler=c["scheduler"],
+        ag_count=c["ag_count"],
+    ).label()
 
 
 def _recommend_json(*args: str) -> dict:
@@ -628,6 +661,7 @@ def _recommend_json(*args: str) -> dict:
     from typer.testing import CliRunner
 
     from fsadvisor import cli
+
     cli.register_all()
     result = CliRunner().invoke(cli.app, ["recommend", *args, "--json"])
     assert result.exit_code == 0, result.output
@@ -639,6 +673,7 @@ def _recommend_text(*args: str) -> list[str]:
     from typer.testing import CliRunner
 
     from fsadvisor import cli
+
     cli.register_all()
     result = CliRunner().invoke(cli.app, ["recommend", *args], env={"COLUMNS": "1000"})
     assert result.exit_code == 0, result.output
@@ -673,9 +708,12 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
     listed = {r["config_label"] for r in doc["recommendations"]}
     head = f"confidence: P(within {conf['tolerance']:.0%} of the best): "
     assert lines[4].startswith(head), lines[4]
-    parts = lines[4][len(head):].split("; ")
-    counted = [p for p in parts if re.fullmatch(
-        r"\d+( more)? leaders? (in the list|outside the shown list)", p)]
+    parts = lines[4][len(head) :].split("; ")
+    counted = [
+        p
+        for p in parts
+        if re.fullmatch(r"\d+( more)? leaders? (in the list|outside the shown list)", p)
+    ]
     named = [tuple(p.rsplit(" ", 1)) for p in parts if p not in counted]
     p_of = {x["config"]: f"{x['p_best']:.2f}" for x in conf["leaders"]}
     assert named and all(label in listed and p == p_of[label] for label, p in named), named
@@ -687,9 +725,12 @@ async def test_recommendations_open_with_the_headline_and_the_confidence_of_reco
     assert conf["leaders"][0]["p_best"] == conf["p_best_first"]
     if conf["settle"]:
         from fsadvisor.service.answer import duration  # the headline's rounding too
+
         total_s = sum(c["seconds"] for c in conf["settle"])
-        assert lines[5].startswith(f"tied: to settle it, measure {len(conf['settle'])} cells "
-                                   f"(about {duration(total_s)} on this device): ")
+        assert lines[5].startswith(
+            f"tied: to settle it, measure {len(conf['settle'])} cells "
+            f"(about {duration(total_s)} on this device): "
+        )
         assert all(f"{c['config']} x{c['reps']}" in lines[5] for c in conf["settle"])
     else:
         assert not conf["settle"] and not lines[5].startswith("tied")
@@ -728,6 +769,7 @@ async def test_the_ag_column_is_recommend_json_ag_count_and_a_dash_only_for_non_
 
 # ---------------------------------------------------------------------- two cells side by side
 
+
 async def _open_matrix(pilot, matrix_id: str) -> None:
     app = pilot.app
     await settle(pilot)
@@ -761,8 +803,14 @@ async def test_two_marked_cells_are_compared_side_by_side_with_compares_welch_ve
         compared = app.query_one("HistoryPane").compared
     doc = matrix_results.matrix_cells("m-new", db=str(probed_store))
     a, b = doc["cells"][0], doc["cells"][1]  # xfs (15k IOPS / 50 W) then ext4 (10k / 50 W)
-    d = compare.welch(a["ops_per_joule"]["mean"], a["ops_per_joule"]["sd"], a["n"],
-                      b["ops_per_joule"]["mean"], b["ops_per_joule"]["sd"], b["n"])
+    d = compare.welch(
+        a["ops_per_joule"]["mean"],
+        a["ops_per_joule"]["sd"],
+        a["n"],
+        b["ops_per_joule"]["mean"],
+        b["ops_per_joule"]["sd"],
+        b["n"],
+    )
     assert f"A {a['label']} (profile:oltp): {a['ops_per_joule']['mean']:,.0f} ops/J" in shown
     assert f"n = {a['n']}" in shown and f"n = {b['n']}" in shown
     assert f"B − A: {d['diff']:+,.0f} ops/J ({d['diff_pct']:+.1f}%" in shown
@@ -772,16 +820,65 @@ async def test_two_marked_cells_are_compared_side_by_side_with_compares_welch_ve
 
 
 def test_compare_cells_says_when_the_runs_cannot_separate_two_cells():
-    doc = {"matrix": {"id": "m"}, "cells": [
-        {"label": "a", "workload": "w", "energy": "ipmi, system", "n": 3,
-         "ops_per_joule": {"n": 3, "mean": 100.0, "sd": 10.0, "ci95_low": 75.0, "ci95_high": 125.0},
-         "iops": {"n": 3, "mean": 5000.0, "sd": 500.0, "ci95_low": 3700.0, "ci95_high": 6200.0}},
-        {"label": "b", "workload": "w", "energy": "ipmi, system", "n": 3,
-         "ops_per_joule": {"n": 3, "mean": 102.0, "sd": 10.0, "ci95_low": 77.0, "ci95_high": 127.0},
-         "iops": {"n": 3, "mean": 5100.0, "sd": 500.0, "ci95_low": 3800.0, "ci95_high": 6300.0}},
-        {"label": "c", "workload": "v", "energy": "none", "n": 1,
-         "ops_per_joule": {"n": 0, "mean": None, "sd": None, "ci95_low": None, "ci95_high": None},
-         "iops": {"n": 1, "mean": 7000.0, "sd": None, "ci95_low": None, "ci95_high": None}}]}
+    doc = {
+        "matrix": {"id": "m"},
+        "cells": [
+            {
+                "label": "a",
+                "workload": "w",
+                "energy": "ipmi, system",
+                "n": 3,
+                "ops_per_joule": {
+                    "n": 3,
+                    "mean": 100.0,
+                    "sd": 10.0,
+                    "ci95_low": 75.0,
+                    "ci95_high": 125.0,
+                },
+                "iops": {
+                    "n": 3,
+                    "mean": 5000.0,
+                    "sd": 500.0,
+                    "ci95_low": 3700.0,
+                    "ci95_high": 6200.0,
+                },
+            },
+            {
+                "label": "b",
+                "workload": "w",
+                "energy": "ipmi, system",
+                "n": 3,
+                "ops_per_joule": {
+                    "n": 3,
+                    "mean": 102.0,
+                    "sd": 10.0,
+                    "ci95_low": 77.0,
+                    "ci95_high": 127.0,
+                },
+                "iops": {
+                    "n": 3,
+                    "mean": 5100.0,
+                    "sd": 500.0,
+                    "ci95_low": 3800.0,
+                    "ci95_high": 6300.0,
+                },
+            },
+            {
+                "label": "c",
+                "workload": "v",
+                "energy": "none",
+                "n": 1,
+                "ops_per_joule": {
+                    "n": 0,
+                    "mean": None,
+                    "sd": None,
+                    "ci95_low": None,
+                    "ci95_high": None,
+                },
+                "iops": {"n": 1, "mean": 7000.0, "sd": None, "ci95_low": None, "ci95_high": None},
+            },
+        ],
+    }
     c = calls.compare_cells(doc, 0, 1)
     assert c["metric"] == "ops_per_joule" and c["difference"]["significant"] is False
     text = plain(present.comparison_text(c), 200)
@@ -797,6 +894,7 @@ def test_compare_cells_says_when_the_runs_cannot_separate_two_cells():
 
 # ---------------------------------------------------------------------- plots: measured apart, device history
 
+
 @pytest.mark.asyncio
 async def test_g_charts_the_highlighted_matrix_device_over_time(probed_store):
     from fsadvisor.service import matrix_results
@@ -810,16 +908,17 @@ async def test_g_charts_the_highlighted_matrix_device_over_time(probed_store):
         await settle(pilot)
         assert type(app.screen).__name__ == "ChartScreen"
         from textual_plotext import PlotextPlot
+
         lines = drawn(app.screen.query_one("#chart-plot", PlotextPlot))
-        shown = "\n".join(lines) + "\n" + str(
-            app.screen.query_one("#chart-legend", Static).content)
+        shown = "\n".join(lines) + "\n" + str(app.screen.query_one("#chart-legend", Static).content)
         assert any("└" in ln for ln in lines) and any("●" in ln for ln in lines)
         await pilot.press("escape")
         await settle(pilot)
         assert type(app.screen).__name__ != "ChartScreen"
     hist = matrix_results.device_history("/dev/loop9", db=str(probed_store))
-    assert [m["id"] for m in hist["matrices"]] == ["m-base", "m-new"] or \
-        sorted(m["id"] for m in hist["matrices"]) == ["m-base", "m-new"]
+    assert [m["id"] for m in hist["matrices"]] == ["m-base", "m-new"] or sorted(
+        m["id"] for m in hist["matrices"]
+    ) == ["m-base", "m-new"]
     assert hist["unit"] == "ops/J"
     # one line per configuration with one point per matrix: xfs 240 -> 300 ops/J (PROBED_IOPS / 50 W)
     xfs = next(v for k, v in hist["series"].items() if k.startswith("xfs"))
@@ -859,13 +958,15 @@ async def test_the_plot_marks_runs_measured_on_the_device_apart_from_predictions
     for r in hits:  # both probe matrices of the fixture ran it: 6 runs
         label = f"#{r.label} {report.config_label(r.config)}"  # the rank as the table's
         assert f"M {label}: measured on /dev/loop9: 6 runs" in shown
-        kinds = {m[1] for m in re.finditer(rf"^{re.escape(label)} +(predicted|measured) ",
-                                           shown, re.M)}
+        kinds = {
+            m[1] for m in re.finditer(rf"^{re.escape(label)} +(predicted|measured) ", shown, re.M)
+        }
         assert kinds == {"predicted", "measured"}, shown
     assert "measured on" not in unmeasured and "M #" not in unmeasured
 
 
 # ---------------------------------------------------------------------- capture from the TUI
+
 
 def _block_device_of(path) -> str | None:
     """The /proc/diskstats name of the block device holding ``path`` (None on tmpfs etc.)."""
@@ -874,12 +975,15 @@ def _block_device_of(path) -> str | None:
         uevent = open(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/uevent").read()
     except OSError:
         return None
-    return next((ln.split("=", 1)[1] for ln in uevent.splitlines() if ln.startswith("DEVNAME=")),
-                None)
+    return next(
+        (ln.split("=", 1)[1] for ln in uevent.splitlines() if ln.startswith("DEVNAME=")), None
+    )
 
 
 @pytest.mark.asyncio
-async def test_capture_samples_a_working_device_and_loads_its_profile_with_the_assumptions(tmp_path):
+async def test_capture_samples_a_working_device_and_loads_its_profile_with_the_assumptions(
+    tmp_path,
+):
     """ctrl+g: device, seconds, file -> the service capture runs in a worker while this test
     writes and fsyncs a file on that device (the application "working"), the profile it
     wrote is loaded into the form, and its assumptions are listed to confirm."""
@@ -971,8 +1075,9 @@ async def test_live_reranks_do_not_redraw_the_hidden_results_tab_until_it_is_sho
         await settle(pilot)
         assert pane.draws == 1 and not pane.stale
         table = app.query_one("#ranked", DataTable)
-        assert [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)] \
-            == [present.ranked_row(r) for r in want.ranked]
+        assert [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)] == [
+            present.ranked_row(r) for r in want.ranked
+        ]
         # on screen, a live answer is drawn at once
         app.query_one("#min-iops", Input).value = "1000"
         await live_settled(pilot)
@@ -981,12 +1086,12 @@ async def test_live_reranks_do_not_redraw_the_hidden_results_tab_until_it_is_sho
 
 # ---------------------------------------------------------------------- layout, stale, keys
 
+
 def _inside(app, selector: str) -> bool:
     """The widget is displayed and its whole region lies within the screen."""
     w = app.screen.query_one(selector)
     region, screen = w.region, app.screen.region
-    return (w.display and w.is_on_screen and region.height > 0
-            and screen.contains_region(region))
+    return w.display and w.is_on_screen and region.height > 0 and screen.contains_region(region)
 
 
 @pytest.mark.asyncio
@@ -1141,6 +1246,7 @@ async def test_r_in_a_number_field_and_ctrl_r_in_a_text_field_recommend():
 def footer_keys(app) -> list[tuple[str, str]]:
     """(key shown, description) of each footer entry, left to right."""
     from textual.widgets._footer import FooterKey
+
     return [(k.key_display, k.description) for k in app.screen.query(FooterKey)]
 
 
@@ -1154,13 +1260,16 @@ async def test_keys_type_in_a_text_field_and_their_control_twins_act_from_anywhe
     app = FsAdvisorApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert footer_keys(app)[:4] == [("tab", "Next field"), ("r", "Recommend"),
-                                        ("?", "Help"), ("q", "Quit")]
+        assert footer_keys(app)[:4] == [
+            ("tab", "Next field"),
+            ("r", "Recommend"),
+            ("?", "Help"),
+            ("q", "Quit"),
+        ]
         await pilot.press("f2")
         spec = app.query_one("#device-spec", Input)
         assert spec.has_focus
-        assert footer_keys(app)[:3] == [("tab", "Next field"), ("^r", "Recommend"),
-                                        ("^/", "Help")]
+        assert footer_keys(app)[:3] == [("tab", "Next field"), ("^r", "Recommend"), ("^/", "Help")]
         spec.value = ""
         await pilot.press("r", "question_mark", "q")
         await settle(pilot)
@@ -1197,24 +1306,32 @@ async def test_at_80_columns_the_footer_says_how_to_get_help_wherever_the_focus_
     from fsadvisor.tui.help import HelpScreen
     from fsadvisor.tui.widgets import NumberInput
 
-    monkeypatch.setattr(calls, "energy_sources", lambda: [
-        {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}])
+    monkeypatch.setattr(
+        calls,
+        "energy_sources",
+        lambda: [
+            {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}
+        ],
+    )
     app = FsAdvisorApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await live_settled(pilot)
-        for i, tab in enumerate(("profile", "device", "results", "energy", "history",
-                                 "probe"), 1):
+        for i, tab in enumerate(("profile", "device", "results", "energy", "history", "probe"), 1):
             await pilot.press(f"f{i}")
             await settle(pilot)
             assert app.active_tab == tab
             pane = app.query_one(f"#{tab}")
-            shown_widgets = [w for w in pane.query("*") if w.focusable and all(
-                n.display for n in w.ancestors_with_self if n is not app)]
+            shown_widgets = [
+                w
+                for w in pane.query("*")
+                if w.focusable and all(n.display for n in w.ancestors_with_self if n is not app)
+            ]
             for widget in shown_widgets or [pane]:
                 widget.focus()
                 await pilot.pause()
-                keys = [k for k in app.screen.query(FooterKey)
-                        if not k.has_class("-command-palette")]
+                keys = [
+                    k for k in app.screen.query(FooterKey) if not k.has_class("-command-palette")
+                ]
                 palette = app.screen.query_one("FooterKey.-command-palette")
                 shown = [(k.key_display, k.description) for k in keys]
                 # ? is text in a text field, but not in a number field (no number holds it)
@@ -1222,7 +1339,11 @@ async def test_at_80_columns_the_footer_says_how_to_get_help_wherever_the_focus_
                 help_key = "^/" if typed else "?"
                 assert (help_key, "Help") in shown, (tab, widget.id, shown)
                 assert all(k.region.right <= palette.region.x for k in keys), (
-                    tab, widget.id, shown, [k.region for k in keys])
+                    tab,
+                    widget.id,
+                    shown,
+                    [k.region for k in keys],
+                )
         await pilot.press("f1")
         assert app.active_tab == "profile" and not isinstance(app.screen, HelpScreen)
         await pilot.press("question_mark")
@@ -1241,8 +1362,9 @@ async def test_enter_in_each_text_field_of_the_profile_form_runs_the_ranking():
     app = FsAdvisorApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await live_settled(pilot)
-        fields = [box for box in app.query_one("#profile-side").query(Input)
-                  if box.id != "profile-path"]
+        fields = [
+            box for box in app.query_one("#profile-side").query(Input) if box.id != "profile-path"
+        ]
         assert {box.id for box in fields} >= {"wl-jobs", "min-iops", "max-p99", "load", "price"}
         pane = app.query_one(ResultsPane)
         for runs, box in enumerate(fields, 1):
@@ -1323,7 +1445,8 @@ async def test_a_load_shows_what_number_one_is_worth_per_year_beside_the_ranking
 
 @pytest.mark.asyncio
 async def test_history_cells_have_a_scheduler_column_and_exports_name_absolute_paths(
-        probed_store, tmp_path, monkeypatch):
+    probed_store, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -1334,13 +1457,15 @@ async def test_history_cells_have_a_scheduler_column_and_exports_name_absolute_p
         assert {str(cells.get_row_at(i)[1]) for i in range(cells.row_count)} == {"none"}
         await pilot.press("c")
         await settle(pilot)
-        assert any(f"wrote {tmp_path / 'fsadvisor-m-new.csv'}" in " ".join(t.split())
-                   for t in toasts(app))
+        assert any(
+            f"wrote {tmp_path / 'fsadvisor-m-new.csv'}" in " ".join(t.split()) for t in toasts(app)
+        )
 
 
 @pytest.mark.asyncio
-async def test_h_reports_a_micro_only_matrix_for_the_profile_chosen(probed_store, tmp_path,
-                                                                     monkeypatch):
+async def test_h_reports_a_micro_only_matrix_for_the_profile_chosen(
+    probed_store, tmp_path, monkeypatch
+):
     from fsadvisor.domain import Device, FsConfig
     from fsadvisor.records import EnergyReading, RunRecord
     from fsadvisor.profiles import load_profile
@@ -1351,15 +1476,35 @@ async def test_h_reports_a_micro_only_matrix_for_the_profile_chosen(probed_store
     cfg = FsConfig.make("ext4")
     with open_store(str(probed_store)) as store:
         store.start_matrix({"reps": 1, "device": dev.path}, matrix_id="m-micro")
-        store.record_run(RunRecord(
-            cell_key=f"{cfg.key()} | 4k-randread", device=dev, config=cfg,
-            workload_name="4k-randread", workload=w, rep=1, status="ok",
-            started_at=1_790_000_000.0, wall_s=12.0,
-            metrics={"iops": 1000.0, "mb_s": 4.0, "p99_latency_us": 900.0,
-                     "mean_latency_us": 300.0},
-            energy=EnergyReading(source="ipmi", scope="system", energy_j=500.0,
-                                 avg_watts=50.0, duration_s=10.0, samples=10),
-            host={"hostname": "box", "kernel": "6.18"}, matrix_id="m-micro"))
+        store.record_run(
+            RunRecord(
+                cell_key=f"{cfg.key()} | 4k-randread",
+                device=dev,
+                config=cfg,
+                workload_name="4k-randread",
+                workload=w,
+                rep=1,
+                status="ok",
+                started_at=1_790_000_000.0,
+                wall_s=12.0,
+                metrics={
+                    "iops": 1000.0,
+                    "mb_s": 4.0,
+                    "p99_latency_us": 900.0,
+                    "mean_latency_us": 300.0,
+                },
+                energy=EnergyReading(
+                    source="ipmi",
+                    scope="system",
+                    energy_j=500.0,
+                    avg_watts=50.0,
+                    duration_s=10.0,
+                    samples=10,
+                ),
+                host={"hostname": "box", "kernel": "6.18"},
+                matrix_id="m-micro",
+            )
+        )
         store.finish_matrix("m-micro")
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -1379,14 +1524,20 @@ async def test_each_f_key_switches_to_its_tab_from_every_text_field(monkeypatch)
     from textual.widgets import TabbedContent
     from fsadvisor.tui.app import TABS
 
-    monkeypatch.setattr(calls, "energy_sources", lambda: [
-        {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}])
+    monkeypatch.setattr(
+        calls,
+        "energy_sources",
+        lambda: [
+            {"name": "estimate", "ok": True, "auto": True, "detail": "the model's assumed power"}
+        ],
+    )
     app = FsAdvisorApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await live_settled(pilot)
         tabs = app.query_one(TabbedContent)
         assert [tabs.get_tab(tab).label_text for tab, _ in TABS] == [
-            f"F{i} {label}" for i, (_, label) in enumerate(TABS, 1)]
+            f"F{i} {label}" for i, (_, label) in enumerate(TABS, 1)
+        ]
         fields = [(tab, box) for tab, _ in TABS for box in app.query_one(f"#{tab}").query(Input)]
         assert {tab for tab, _ in fields} >= {"profile", "device", "probe"}
         assert len(fields) >= len(TABS)

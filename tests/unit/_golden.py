@@ -35,7 +35,7 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 def mc_tolerance(p: float, printed_decimals: int = 4) -> float:
     p = min(max(p, 0.0), 1.0)
     se = math.sqrt(max(2 * p * (1 - p), 2 * 0.5 / DRAWS) / DRAWS)
-    return 4 * se + 0.5 * 10.0 ** -printed_decimals
+    return 4 * se + 0.5 * 10.0**-printed_decimals
 
 
 def _numbers(text: str) -> tuple[str, list[str]]:
@@ -47,7 +47,7 @@ def _printed_close(a: str, b: str, mc: bool) -> bool:
         return a == b
     x, y = float(a.replace(",", "")), float(b.replace(",", ""))
     decimals = max(len(t.split(".")[1]) for t in (a, b))
-    unit = 10.0 ** -decimals
+    unit = 10.0**-decimals
     if mc and 0 <= x <= 1 and 0 <= y <= 1:
         return abs(x - y) <= mc_tolerance(y, decimals) + unit
     return abs(x - y) <= unit * 1.0000001 + FLOAT_REL * abs(y)
@@ -72,8 +72,9 @@ def same(a, b, where: str = "$", key: str = "") -> None:
         if key in MC_KEYS:
             assert abs(a - b) <= mc_tolerance(b), f"{where}: {a} != {b} (sampling error)"
         else:
-            assert math.isclose(a, b, rel_tol=FLOAT_REL, abs_tol=0.0) or a == b, \
+            assert math.isclose(a, b, rel_tol=FLOAT_REL, abs_tol=0.0) or a == b, (
                 f"{where}: {a} != {b}"
+            )
     elif isinstance(b, dict):
         assert isinstance(a, dict) and list(a) == list(b), f"{where}: keys differ"
         for k in b:

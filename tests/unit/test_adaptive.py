@@ -20,10 +20,16 @@ TOL = -math.log(0.99)
 def state(mu, sd, noise_sd=0.05, own_sd=None):
     """k candidates, one independent coefficient each (X = I): cov is diag(sd^2)."""
     k = len(mu)
-    own = None if own_sd is None else np.full(k, own_sd ** 2)
-    return sel.State(labels=[f"c{i}" for i in range(k)], mu=np.asarray(mu, float),
-                     X=np.eye(k), cov=np.diag(np.asarray(sd, float) ** 2),
-                     noise_var=noise_sd ** 2, tolerance=TOL, own_var=own)
+    own = None if own_sd is None else np.full(k, own_sd**2)
+    return sel.State(
+        labels=[f"c{i}" for i in range(k)],
+        mu=np.asarray(mu, float),
+        X=np.eye(k),
+        cov=np.diag(np.asarray(sd, float) ** 2),
+        noise_var=noise_sd**2,
+        tolerance=TOL,
+        own_var=own,
+    )
 
 
 def test_a_settled_decision_stops_without_measuring():
@@ -60,8 +66,7 @@ def test_budget_stops_before_a_cell_that_does_not_fit():
 
 def test_max_runs_caps_repetitions():
     s = state([0.0, 0.0], [0.2, 0.2])
-    step = sel.next_step(s, [60, 60], [3, 3], target=0.95, spent_s=0, budget_s=None,
-                         max_runs=3)
+    step = sel.next_step(s, [60, 60], [3, 3], target=0.95, spent_s=0, budget_s=None, max_runs=3)
     assert step.choice is None and "measured the most times" in step.reason
 
 
@@ -84,16 +89,26 @@ def test_own_variance_makes_a_shared_level_measurable():
     # Two candidates that differ only by shared terms: one common coefficient with a huge
     # sd (the device level). Without own variance no run can tell them apart.
     X = np.array([[1.0], [1.0]])
-    base = dict(labels=["a", "b"], mu=np.array([0.0, 0.0]), X=X, cov=np.array([[4.0]]),
-                noise_var=0.0025, tolerance=TOL)
+    base = dict(
+        labels=["a", "b"],
+        mu=np.array([0.0, 0.0]),
+        X=X,
+        cov=np.array([[4.0]]),
+        noise_var=0.0025,
+        tolerance=TOL,
+    )
     blind = sel.State(**base)
     assert sel.options(blind, [60, 60], [0, 0]) == []
     seeing = sel.State(**base, own_var=np.array([0.01, 0.01]))
     assert sel.options(seeing, [60, 60], [0, 0])
 
 
-@given(mu=st.lists(st.floats(-0.3, 0.3), min_size=2, max_size=6),
-       sd=st.floats(0.005, 0.5), spent=st.floats(0, 500), budget=st.floats(1, 1000))
+@given(
+    mu=st.lists(st.floats(-0.3, 0.3), min_size=2, max_size=6),
+    sd=st.floats(0.005, 0.5),
+    spent=st.floats(0, 500),
+    budget=st.floats(1, 1000),
+)
 @settings(max_examples=30, deadline=None)
 def test_a_choice_always_fits_the_budget_and_is_a_candidate(mu, sd, spent, budget):
     k = len(mu)
@@ -109,10 +124,12 @@ def test_a_choice_always_fits_the_budget_and_is_a_candidate(mu, sd, spent, budge
 
 # ------------------------------------------------------------------ service checks
 
+
 @given(st.text(max_size=12))
 @settings(max_examples=60, deadline=None)
 def test_parse_budget_never_crashes(text):
     from fsadvisor.service.adaptive import parse_budget
+
     try:
         v = parse_budget(text)
     except ConfigError:
@@ -120,35 +137,52 @@ def test_parse_budget_never_crashes(text):
     assert v > 0 and math.isfinite(v)
 
 
-@pytest.mark.parametrize("text,seconds", [("90", 90), ("90s", 90), ("3m", 180),
-                                          ("1h30m", 5400), ("1.5m", 90)])
+@pytest.mark.parametrize(
+    "text,seconds", [("90", 90), ("90s", 90), ("3m", 180), ("1h30m", 5400), ("1.5m", 90)]
+)
 def test_parse_budget_units(text, seconds):
     from fsadvisor.service.adaptive import parse_budget
+
     assert parse_budget(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("bad", ["", "0", "-3m", "3x", "m"])
 def test_parse_budget_refuses(bad):
     from fsadvisor.service.adaptive import parse_budget
+
     with pytest.raises(ConfigError):
         parse_budget(bad)
 
 
 def _request(tmp_path, **kw):
     from fsadvisor.service import probing
-    return probing.ProbeRequest.make(None, scratch="1G", profile="fio-randwrite-4k-j1",
-                                     filesystems="ext4,xfs", runtime_s=1, cooldown_s=0,
-                                     dry_run=True, db=str(tmp_path / "s.db"), **kw)
+
+    return probing.ProbeRequest.make(
+        None,
+        scratch="1G",
+        profile="fio-randwrite-4k-j1",
+        filesystems="ext4,xfs",
+        runtime_s=1,
+        cooldown_s=0,
+        dry_run=True,
+        db=str(tmp_path / "s.db"),
+        **kw,
+    )
 
 
 def test_a_budget_too_small_for_the_calibration_is_refused_in_planning(tmp_path):
     from fsadvisor.service import adaptive as ad
-    with pytest.raises(ConfigError, match="too small for even the device calibration .* and one run of each filesystem .*the smallest budget that works is [0-9]+ s"):
+
+    with pytest.raises(
+        ConfigError,
+        match="too small for even the device calibration .* and one run of each filesystem .*the smallest budget that works is [0-9]+ s",
+    ):
         ad.plan_adaptive(_request(tmp_path), budget="20s")
 
 
 def test_adaptive_needs_a_profile_and_a_sane_target(tmp_path):
     from fsadvisor.service import adaptive as ad, probing
+
     req = probing.ProbeRequest.make(None, scratch="1G", dry_run=True, db=str(tmp_path / "s.db"))
     with pytest.raises(ConfigError, match="needs --profile"):
         ad.plan_adaptive(req)
@@ -158,6 +192,7 @@ def test_adaptive_needs_a_profile_and_a_sane_target(tmp_path):
 
 def test_dry_run_shows_calibration_and_first_choices(tmp_path):
     from fsadvisor.service import adaptive as ad
+
     setup = ad.plan_adaptive(_request(tmp_path), budget="10m")
     assert setup.calibration is not None  # a fresh store has no calibration
     lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
@@ -168,6 +203,7 @@ def test_dry_run_shows_calibration_and_first_choices(tmp_path):
 
 def test_adaptive_plan_round_trips_for_resume(tmp_path):
     from fsadvisor.service import adaptive as ad
+
     plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
     back = ad.AdaptivePlan.from_dict(plan.to_dict())
     assert (back.target, back.budget_s, back.max_reps) == (plan.target, 600.0, plan.max_reps)
@@ -178,6 +214,7 @@ def test_resume_picks_up_the_adaptive_plan_and_refuses_a_full_one(tmp_path):
     from dataclasses import replace
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import adaptive as ad, probing
+
     req = _request(tmp_path)
     plan = ad.plan_adaptive(req, budget="10m").plan
     sf = StateFile(state_path_for(probing.store_path(req.db)))
@@ -197,36 +234,40 @@ def test_resume_picks_up_the_adaptive_plan_and_refuses_a_full_one(tmp_path):
 
 def test_pooled_sd_needs_two_degrees_of_freedom():
     from fsadvisor.service.adaptive import pooled_sd
+
     assert pooled_sd([[1.0, 1.2]]) is None
-    assert pooled_sd([[1.0, 1.2], [2.0, 2.2], [5.0]]) == pytest.approx(
-        math.sqrt((0.02 + 0.02) / 2))
+    assert pooled_sd([[1.0, 1.2], [2.0, 2.2], [5.0]]) == pytest.approx(math.sqrt((0.02 + 0.02) / 2))
 
 
 def test_no_budget_means_a_quarter_of_the_full_matrix_plus_the_calibration(tmp_path):
     from fsadvisor.service import adaptive as ad
+
     setup = ad.plan_adaptive(_request(tmp_path))
     assert ad.DEFAULT_BUDGET_SHARE == 0.25
     assert setup.calibration_estimate_s > 0  # a fresh store: the device is calibrated first
-    assert setup.plan.budget_s == pytest.approx(0.25 * setup.plan.full_estimate_s
-                                                + setup.calibration_estimate_s)
+    assert setup.plan.budget_s == pytest.approx(
+        0.25 * setup.plan.full_estimate_s + setup.calibration_estimate_s
+    )
     assert setup.plan.budget_s < setup.plan.full_estimate_s + setup.calibration_estimate_s
 
 
 def test_the_default_budget_always_fits_one_run_of_each_filesystem(tmp_path, monkeypatch):
     from fsadvisor.service import adaptive as ad
+
     monkeypatch.setattr(ad, "DEFAULT_BUDGET_SHARE", 1e-6)
     setup = ad.plan_adaptive(_request(tmp_path))  # not refused as "too small"
     per_fs = ad.CellTimes(setup.plan, {}).cheapest_per_fs()
     assert set(per_fs) == {"ext4", "xfs"} and all(t > 0 for t in per_fs.values())
-    assert setup.plan.budget_s == pytest.approx(sum(per_fs.values())
-                                                + setup.calibration_estimate_s)
+    assert setup.plan.budget_s == pytest.approx(sum(per_fs.values()) + setup.calibration_estimate_s)
 
 
 # ------------------------------------------------------ cell times, calibration, progress
 
+
 def _scratch_identity_device(plan):
     from dataclasses import replace
     from fsadvisor.service import adaptive as ad
+
     guess = ad._scratch_device(plan.device_size_bytes, plan.scratch_dir, plan.plp)
     return replace(guess, path="/dev/loop5")  # what the attached scratch device will be
 
@@ -234,16 +275,33 @@ def _scratch_identity_device(plan):
 def _run(device, cfg, workload_name, wall_s, runtime_s, matrix_id=None, rep=1):
     from fsadvisor.domain import Workload
     from fsadvisor.records import EnergyReading, RunRecord
-    return RunRecord(cell_key=f"{cfg.key()}|{workload_name}", device=device, config=cfg,
-                     workload_name=workload_name, workload=Workload(rw="randwrite", bs_bytes=4096),
-                     rep=rep, status="ok", started_at=1.7e9, wall_s=wall_s, matrix_id=matrix_id,
-                     metrics={"iops": 1000.0, "runtime_s": runtime_s, "ops": 1000.0 * runtime_s},
-                     energy=EnergyReading(source="estimate", scope="device", energy_j=5.0,
-                                          avg_watts=5.0, duration_s=runtime_s, samples=1))
+
+    return RunRecord(
+        cell_key=f"{cfg.key()}|{workload_name}",
+        device=device,
+        config=cfg,
+        workload_name=workload_name,
+        workload=Workload(rw="randwrite", bs_bytes=4096),
+        rep=rep,
+        status="ok",
+        started_at=1.7e9,
+        wall_s=wall_s,
+        matrix_id=matrix_id,
+        metrics={"iops": 1000.0, "runtime_s": runtime_s, "ops": 1000.0 * runtime_s},
+        energy=EnergyReading(
+            source="estimate",
+            scope="device",
+            energy_j=5.0,
+            avg_watts=5.0,
+            duration_s=runtime_s,
+            samples=1,
+        ),
+    )
 
 
 def _configs(plan):
     from fsadvisor.domain import FsConfig
+
     by_fs = {}
     for c in plan.configs:
         by_fs.setdefault(c.fs, c)
@@ -254,6 +312,7 @@ def _configs(plan):
 def test_cell_times_come_from_the_measured_overhead_per_filesystem(tmp_path):
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
     dev = _scratch_identity_device(plan)
     name = plan.workloads[0].name
@@ -261,8 +320,7 @@ def test_cell_times_come_from_the_measured_overhead_per_filesystem(tmp_path):
     with open_store(tmp_path / "s.db") as store:
         static = ad.CellTimes.from_store(store, plan, dev.identity)
         assert not static.measured  # nothing stored yet: the plan's fixed guess
-        assert static.config_s(cfg["ext4"]) == pytest.approx(
-            plan.runtime_s + plan.cooldown_s + 3.0)
+        assert static.config_s(cfg["ext4"]) == pytest.approx(plan.runtime_s + plan.cooldown_s + 3.0)
         # 1 s windows (runtime_s as fio measured it) and 0 s cool-down: overhead is the rest
         for rep, wall in enumerate((2.0, 2.2, 1.8), 1):
             store.record_run(_run(dev, cfg["ext4"], name, wall, 1.0, rep=rep))
@@ -280,6 +338,7 @@ def test_cell_times_come_from_the_measured_overhead_per_filesystem(tmp_path):
 def test_cell_times_subtract_each_matrix_own_cooldown(tmp_path):
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
     dev = _scratch_identity_device(plan)
     cfg = _configs(plan)["ext4"]
@@ -293,6 +352,7 @@ def test_cell_times_subtract_each_matrix_own_cooldown(tmp_path):
 def test_the_full_matrix_estimate_and_budget_use_stored_overheads(tmp_path):
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     before = ad.plan_adaptive(_request(tmp_path)).plan
     dev = _scratch_identity_device(before)
     with open_store(tmp_path / "s.db") as store:
@@ -303,9 +363,9 @@ def test_the_full_matrix_estimate_and_budget_use_stored_overheads(tmp_path):
     n_full = len(runnable) // ad.MAX_REPS * 3  # the full matrix: 3 reps, not the ceiling
     assert before.full_estimate_s == pytest.approx(n_full * (1.0 + 3.0))
     assert setup.plan.full_estimate_s == pytest.approx(n_full * (1.0 + 0.5))
-    assert setup.plan.budget_s == pytest.approx(ad.DEFAULT_BUDGET_SHARE
-                                                * setup.plan.full_estimate_s
-                                                + setup.calibration_estimate_s)
+    assert setup.plan.budget_s == pytest.approx(
+        ad.DEFAULT_BUDGET_SHARE * setup.plan.full_estimate_s + setup.calibration_estimate_s
+    )
 
 
 def test_a_calibrated_device_identity_is_not_calibrated_again(tmp_path):
@@ -314,16 +374,25 @@ def test_a_calibrated_device_identity_is_not_calibrated_again(tmp_path):
     from fsadvisor.predict.device_params import DeviceParams, PARAM_KEYS
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     first = ad.plan_adaptive(_request(tmp_path), budget="10m")
     assert first.calibration is not None and first.calibration_estimate_s > 0
     dev = _scratch_identity_device(first.plan)
     with open_store(tmp_path / "s.db") as store:
-        store.save_device_params(DeviceParams(dev.identity, dev.kind, {k: 1.0 for k in PARAM_KEYS},
-                                              {k: 0.05 for k in PARAM_KEYS}, "calibrated: test",
-                                              12, {"measured": list(PARAM_KEYS)}))
+        store.save_device_params(
+            DeviceParams(
+                dev.identity,
+                dev.kind,
+                {k: 1.0 for k in PARAM_KEYS},
+                {k: 0.05 for k in PARAM_KEYS},
+                "calibrated: test",
+                12,
+                {"measured": list(PARAM_KEYS)},
+            )
+        )
     from dataclasses import replace
-    again = ad.plan_adaptive(replace(_request(tmp_path), profile="fio-read-128k-j1"),
-                             budget="10m")
+
+    again = ad.plan_adaptive(replace(_request(tmp_path), profile="fio-read-128k-j1"), budget="10m")
     assert again.calibration is None and again.calibration_estimate_s == 0.0
     text = "\n".join(ad.dry_run_lines(again, str(tmp_path / "s.db")))
     assert "calibrate the device" not in text
@@ -336,6 +405,7 @@ def test_progress_counts_device_seconds_against_the_budget(tmp_path):
     from fsadvisor.probe.report import ProgressEvent
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
     plan.calibration_s = 100.0
     dev = _scratch_identity_device(plan)
@@ -343,12 +413,13 @@ def test_progress_counts_device_seconds_against_the_budget(tmp_path):
     with open_store(tmp_path / "s.db") as store:
         plan.matrix_id = store.start_matrix(plan.to_dict())
         for rep in (1, 2):
-            store.record_run(_run(dev, cfg, plan.workloads[0].name, 20.0, 1.0,
-                                  matrix_id=plan.matrix_id, rep=rep))
-        ch = ad.Chooser(plan, store, ModelSettings.load(db=str(tmp_path / "s.db")), lambda d: None,
-                        lambda: {})
-        e = ch.in_seconds(ProgressEvent("cell-start", 2, len(plan.cells()), cell="x",
-                                        eta_s=9999.0))
+            store.record_run(
+                _run(dev, cfg, plan.workloads[0].name, 20.0, 1.0, matrix_id=plan.matrix_id, rep=rep)
+            )
+        ch = ad.Chooser(
+            plan, store, ModelSettings.load(db=str(tmp_path / "s.db")), lambda d: None, lambda: {}
+        )
+        e = ch.in_seconds(ProgressEvent("cell-start", 2, len(plan.cells()), cell="x", eta_s=9999.0))
         note = ProgressEvent("note", 0, 0, message="m")
         assert ch.in_seconds(note) is note
     assert (e.done, e.total, e.unit) == (140, 600, "s")  # 2 x 20 s + the calibration
@@ -359,10 +430,12 @@ def test_the_cli_bar_shows_seconds_and_an_upper_bound():
     import io
     from fsadvisor.cli.probe import ProbeProgress, progress_bar
     from fsadvisor.probe.report import ProgressEvent
+
     assert "140/600 s" in progress_bar(140, 600, unit="s")
     out = io.StringIO()
-    ProbeProgress(tty=False, out=out)(ProgressEvent("cell-start", 140, 600, cell="c", eta_s=460,
-                                                unit="s"))
+    ProbeProgress(tty=False, out=out)(
+        ProgressEvent("cell-start", 140, 600, cell="c", eta_s=460, unit="s")
+    )
     assert "140/600 s" in out.getvalue() and "at most ETA" in out.getvalue()
     out = io.StringIO()
     ProbeProgress(tty=False, out=out)(ProgressEvent("cell-start", 3, 8, cell="c", eta_s=60))
@@ -372,6 +445,7 @@ def test_the_cli_bar_shows_seconds_and_an_upper_bound():
 def _save_state(tmp_path, req, plan_doc, mid="m-1"):
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import probing
+
     sf = StateFile(state_path_for(probing.store_path(req.db)))
     state = sf.load()
     state.matrices["scratch"] = {"matrix_id": mid, "plan": plan_doc}
@@ -381,6 +455,7 @@ def _save_state(tmp_path, req, plan_doc, mid="m-1"):
 def test_a_plain_resume_of_an_adaptive_probe_is_adaptive(tmp_path):
     from dataclasses import replace
     from fsadvisor.service import adaptive as ad, probing
+
     req = _request(tmp_path)
     plan = ad.plan_adaptive(req, budget="10m").plan
     assert not ad.resumes_adaptive(replace(req, resume=True))  # nothing to resume
@@ -400,6 +475,7 @@ def test_cli_probe_resume_continues_an_adaptive_plan_adaptively(tmp_path, monkey
     from typer.testing import CliRunner
     from fsadvisor.cli import app
     from fsadvisor.service import adaptive as ad
+
     req = _request(tmp_path)
     plan = ad.plan_adaptive(req, budget="10m").plan
     _save_state(tmp_path, req, plan.to_dict())
@@ -411,6 +487,7 @@ def test_cli_probe_resume_continues_an_adaptive_plan_adaptively(tmp_path, monkey
 
 def test_configurations_whose_scheduler_the_device_lacks_are_left_out(tmp_path):
     from fsadvisor.service import adaptive as ad
+
     plan = ad.plan_adaptive(_request(tmp_path, schedulers="none,mq-deadline")).plan
     assert {c.scheduler for c in plan.configs} == {"none", "mq-deadline"}
     only_none = ad.runnable(plan, {"none"})
@@ -424,6 +501,7 @@ def test_a_workload_that_ends_before_its_runtime_costs_its_measured_window(tmp_p
     cells cost the window it measured, not the planned one."""
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     plan = ad.plan_adaptive(_request(tmp_path), budget="10m").plan  # runtime 1 s, cool-down 0
     plan.runtime_s = 10.0
     dev = _scratch_identity_device(plan)
@@ -431,8 +509,9 @@ def test_a_workload_that_ends_before_its_runtime_costs_its_measured_window(tmp_p
     with open_store(tmp_path / "s.db") as store:
         mid = store.start_matrix({**plan.to_dict(), "runtime_s": 10.0, "cooldown_s": 0.0})
         for rep in (1, 2, 3):
-            store.record_run(_run(dev, cfg, plan.workloads[0].name, 2.5 + 1.0, 2.5,
-                                  matrix_id=mid, rep=rep))
+            store.record_run(
+                _run(dev, cfg, plan.workloads[0].name, 2.5 + 1.0, 2.5, matrix_id=mid, rep=rep)
+            )
         t = ad.CellTimes.from_store(store, plan, dev.identity)
     assert t.window_fraction == pytest.approx(0.25)
     assert t.config_s(cfg) == pytest.approx(2.5 + 1.0)
@@ -440,13 +519,15 @@ def test_a_workload_that_ends_before_its_runtime_costs_its_measured_window(tmp_p
 
 # ------------------------------------------------ stopping on the expected loss of the choice
 
+
 def test_expected_loss_matches_the_closed_form_for_two_candidates():
     from math import erf, exp, pi, sqrt
     from fsadvisor.predict import confidence as C
+
     for gap, sd in ((0.0, 0.02), (0.01, 0.02), (0.05, 0.03)):
-        S = np.diag([sd ** 2, sd ** 2])
+        S = np.diag([sd**2, sd**2])
         s_d = sqrt(2) * sd  # sd of z1 - z0
-        phi = exp(-(gap / s_d) ** 2 / 2) / sqrt(2 * pi)
+        phi = exp(-((gap / s_d) ** 2) / 2) / sqrt(2 * pi)
         Phi = 0.5 * (1 + erf(-gap / s_d / sqrt(2)))
         exact = s_d * phi - gap * Phi  # E[(z1 - z0)^+], z1 - z0 ~ N(-gap, s_d^2)
         got = C.expected_loss([gap, 0.0], S)
@@ -483,6 +564,7 @@ def test_the_device_own_deviations_keep_a_first_run_from_stopping_early():
 
 # ------------------------------------------------------ knowledge gradient
 
+
 def _f(z):
     return z * 0.5 * math.erfc(-z / math.sqrt(2)) + math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
 
@@ -498,12 +580,14 @@ def test_expected_max_gain_is_zero_when_no_line_can_overtake():
     assert sel.expected_max_gain(np.array([0.0, -0.5, 0.2]), np.array([0.1, 0.1, 0.1])) == 0.0
 
 
-@given(a=st.lists(st.floats(-1, 1), min_size=2, max_size=7),
-       b=st.lists(st.floats(-0.5, 0.5), min_size=7, max_size=7))
+@given(
+    a=st.lists(st.floats(-1, 1), min_size=2, max_size=7),
+    b=st.lists(st.floats(-0.5, 0.5), min_size=7, max_size=7),
+)
 @settings(max_examples=40, deadline=None)
 def test_expected_max_gain_matches_monte_carlo(a, b):
     a = np.array(a)
-    b = np.array(b[:len(a)])
+    b = np.array(b[: len(a)])
     z = np.random.default_rng(0).standard_normal(200_000)
     mc = float(np.mean(np.max(a[:, None] + b[:, None] * z[None, :], axis=0)) - a.max())
     se = float(np.std(np.max(a[:, None] + b[:, None] * z[None, :], axis=0))) / math.sqrt(z.size)
@@ -516,8 +600,14 @@ def test_a_run_that_teaches_about_two_contenders_beats_one_that_teaches_about_on
     # say), c has its own. One run of a moves b too; one run of c moves only c.
     X = np.array([[1.0, 0.0, 0.1, 0.0], [1.0, 0.0, 0.0, 0.1], [0.0, 1.0, 0.0, 0.0]])
     cov = np.diag([0.04, 0.04, 0.0001, 0.0001])
-    s = sel.State(labels=["a", "b", "c"], mu=np.array([0.0, -0.001, -0.002]), X=X, cov=cov,
-                  noise_var=0.0025, tolerance=TOL)
+    s = sel.State(
+        labels=["a", "b", "c"],
+        mu=np.array([0.0, -0.001, -0.002]),
+        X=X,
+        cov=cov,
+        noise_var=0.0025,
+        tolerance=TOL,
+    )
     ranked = sel.options(s, [60, 60, 60], [0, 0, 0])
     kg = {o.label: o.kg for o in ranked}
     assert kg["a"] > 0 and kg["c"] > 0
@@ -535,17 +625,21 @@ def test_the_device_own_deviations_correlate_configurations_that_share_a_filesys
     from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.store import open_store
     from fsadvisor.profiles import load_profile
+
     store = open_store(":memory:")
     store.ensure_seeded()
     obs = store.observations()
     d = validate.eligible_devices(obs)[0]
-    model = fit([o for o in obs if o.device_id != d or validate._is_raw(o)],
-                ModelSettings.load(), None)
+    model = fit(
+        [o for o in obs if o.device_id != d or validate._is_raw(o)], ModelSettings.load(), None
+    )
     dev = validate._target_device(obs, d)
     assert model.known_device(dev)  # its raw runs give it its own level
-    cfgs = [FsConfig.make("ext4", {}, ["noatime"], "none"),
-            FsConfig.make("ext4", {}, ["noatime"], "mq-deadline"),
-            FsConfig.make("xfs", {}, ["noatime"], "none")]
+    cfgs = [
+        FsConfig.make("ext4", {}, ["noatime"], "none"),
+        FsConfig.make("ext4", {}, ["noatime"], "mq-deadline"),
+        FsConfig.make("xfs", {}, ["noatime"], "none"),
+    ]
     w = load_profile("oltp").workload
 
     def S(own):
@@ -562,6 +656,7 @@ def test_the_device_own_deviations_correlate_configurations_that_share_a_filesys
 
     def diff_var(M, i, j):
         return M[i, i] + M[j, j] - 2 * M[i, j]
+
     # so the order of the two ext4 cells is surer than that of ext4 and xfs
     assert diff_var(after, 0, 1) < diff_var(after, 0, 2)
 
@@ -573,6 +668,7 @@ def test_the_default_budget_follows_the_measured_cell_times(tmp_path):
     from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     plan = ad.plan_adaptive(_request(tmp_path)).plan
     fixed = ad.plan_adaptive(_request(tmp_path), budget="10m").plan
     guessed = plan.full_estimate_s
@@ -602,6 +698,7 @@ def test_the_adaptive_probe_measures_the_leading_filesystems_defaults_first(tmp_
     line starts from them too), then the model's most valuable cells."""
     from fsadvisor import catalog
     from fsadvisor.service import adaptive as ad
+
     setup = ad.plan_adaptive(_request(tmp_path), budget="10m")
     lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
     firsts = [ln.split(". ", 1)[1] for ln in lines if re.match(r"#\s+\d+\. ", ln)]
@@ -619,6 +716,7 @@ def test_the_least_budget_named_in_the_refusal_is_accepted(tmp_path):
     import re
 
     from fsadvisor.service import adaptive as ad
+
     with pytest.raises(ConfigError) as e:
         ad.plan_adaptive(_request(tmp_path), budget="20s")
     least = int(re.search(r"smallest budget that works is (\d+) s", str(e.value)).group(1))
@@ -633,9 +731,15 @@ def test_the_least_budget_named_in_the_refusal_is_accepted(tmp_path):
 
 def test_a_noisy_cell_teaches_less_per_run_and_stays_contested_longer():
     quiet = state([0.0, 0.0], [0.1, 0.1], noise_sd=0.05)
-    noisy = sel.State(labels=quiet.labels, mu=quiet.mu, X=quiet.X, cov=quiet.cov,
-                      noise_var=quiet.noise_var, tolerance=TOL,
-                      cell_noise_var=np.array([0.05 ** 2, 0.3 ** 2]))
+    noisy = sel.State(
+        labels=quiet.labels,
+        mu=quiet.mu,
+        X=quiet.X,
+        cov=quiet.cov,
+        noise_var=quiet.noise_var,
+        tolerance=TOL,
+        cell_noise_var=np.array([0.05**2, 0.3**2]),
+    )
     # one run of the noisy cell shrinks its own variance less than one run of a quiet cell
     assert noisy.after_run(1)[1, 1] > quiet.after_run(1)[1, 1]
     assert noisy.after_run(0)[0, 0] == pytest.approx(quiet.after_run(0)[0, 0])
@@ -654,7 +758,8 @@ def test_a_noisy_cell_teaches_less_per_run_and_stays_contested_longer():
 
 def test_a_cell_noise_is_its_own_scatter_shrunk_toward_the_pooled():
     from fsadvisor.service.adaptive import NOISE_PRIOR_DF, cell_noise_var
-    pooled = 0.05 ** 2
+
+    pooled = 0.05**2
     assert cell_noise_var([], pooled) == pooled
     assert cell_noise_var([1.0], pooled) == pooled  # one run says nothing of its scatter
     same = cell_noise_var([1.0, 1.0, 1.0], pooled)
@@ -670,16 +775,26 @@ def test_a_cell_noise_is_its_own_scatter_shrunk_toward_the_pooled():
 
 # ------------------------------------------------------------- several profiles, one session
 
+
 def _sim(mu, sd, key_prefix, cost=10.0, noise_sd=0.05):
     from fsadvisor.service.adaptive import _Sim
+
     st = state(mu, sd, noise_sd)
     return _Sim(st, [cost] * len(mu), [f"c{i} | {key_prefix}" for i in range(len(mu))])
 
 
 def _simulate(sims, weights=None, budget_s=None, max_runs=6, horizon=60):
     from fsadvisor.service.adaptive import simulate_joint
-    return simulate_joint(sims, weights or [1.0] * len(sims), target=0.95, spent_s=0.0,
-                          budget_s=budget_s, max_runs=max_runs, horizon=horizon)
+
+    return simulate_joint(
+        sims,
+        weights or [1.0] * len(sims),
+        target=0.95,
+        spent_s=0.0,
+        budget_s=budget_s,
+        max_runs=max_runs,
+        horizon=horizon,
+    )
 
 
 def test_a_profile_whose_leaders_are_apart_gets_fewer_cells_than_one_whose_are_close():
@@ -702,12 +817,14 @@ def test_a_profile_whose_leaders_are_apart_gets_fewer_cells_than_one_whose_are_c
 
 def test_a_shared_cell_is_measured_once_and_counts_for_each_profile():
     from fsadvisor.service.adaptive import joint_pick
+
     a = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "w")
     b = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "w")  # same workload: same cell keys
     c = _sim([0.0, -0.02, -0.3], [0.08, 0.08, 0.08], "other")
     steps = [s.step(0.95, 0.0, None, 6, None) for s in (a, b, c)]
-    pick = joint_pick(steps, [a.keys, b.keys, c.keys], [1.0, 1.0, 1.0], spent_s=0.0,
-                      budget_s=None, max_runs=6)
+    pick = joint_pick(
+        steps, [a.keys, b.keys, c.keys], [1.0, 1.0, 1.0], spent_s=0.0, budget_s=None, max_runs=6
+    )
     # the value of a shared cell is the sum over the profiles it serves
     assert pick.serves == (0, 1)
     assert pick.value_per_s == pytest.approx(2 * steps[0].choice.value_per_s)
@@ -721,6 +838,7 @@ def test_a_shared_cell_is_measured_once_and_counts_for_each_profile():
 
 def test_joint_pick_weighs_profiles_and_respects_budget_and_repetitions():
     from fsadvisor.service.adaptive import joint_pick
+
     a = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "a")
     b = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "b")
     steps = [s.step(0.95, 0.0, None, 6, None) for s in (a, b)]
@@ -730,8 +848,7 @@ def test_joint_pick_weighs_profiles_and_respects_budget_and_repetitions():
     heavier = joint_pick(steps, keys, [1.0, 3.0], spent_s=0.0, budget_s=None, max_runs=6)
     assert heavier.part == 1 and heavier.value_per_s == pytest.approx(3 * equal.value_per_s)
     # nothing fits the budget: no pick
-    assert joint_pick(steps, keys, [1.0, 1.0], spent_s=95.0, budget_s=100.0,
-                      max_runs=6) is None
+    assert joint_pick(steps, keys, [1.0, 1.0], spent_s=95.0, budget_s=100.0, max_runs=6) is None
     # a profile's cells at the most repetitions are not offered, whatever its weight
     b.runs[:] = [6, 6, 6]
     steps = [s.step(0.95, 0.0, None, None, None) for s in (a, b)]
@@ -739,19 +856,21 @@ def test_joint_pick_weighs_profiles_and_respects_budget_and_repetitions():
     assert capped.part == 0 and capped.option is steps[0].choice
     # every profile stopped: None
     stopped = [sel.Step(None, s.confidence, "settled") for s in steps]
-    assert joint_pick(stopped, keys, [1.0, 1.0], spent_s=0.0, budget_s=None,
-                      max_runs=6) is None
+    assert joint_pick(stopped, keys, [1.0, 1.0], spent_s=0.0, budget_s=None, max_runs=6) is None
 
 
 def test_a_leading_filesystem_defaults_come_first_in_a_joint_probe_too():
     from fsadvisor.service.adaptive import joint_pick
+
     a = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "a")
     b = _sim([0.0, -0.01, -0.3], [0.08, 0.08, 0.08], "b")
     sa = a.step(0.95, 0.0, None, 6, None)
-    sb = sel.next_step(b.st, b.cost, b.runs, target=0.95, spent_s=0.0, budget_s=None,
-                       max_runs=6, defaults=[1])
-    pick = joint_pick([sa, sb], [a.keys, b.keys], [5.0, 1.0], spent_s=0.0, budget_s=None,
-                      max_runs=6)
+    sb = sel.next_step(
+        b.st, b.cost, b.runs, target=0.95, spent_s=0.0, budget_s=None, max_runs=6, defaults=[1]
+    )
+    pick = joint_pick(
+        [sa, sb], [a.keys, b.keys], [5.0, 1.0], spent_s=0.0, budget_s=None, max_runs=6
+    )
     assert pick.part == 1 and pick.option.index == 1 and pick.option.defaults_first
 
 
@@ -765,10 +884,10 @@ def test_a_joint_plan_shares_a_workload_and_adds_up_the_profiles_matrices(tmp_pa
     from dataclasses import replace
 
     from fsadvisor.service import adaptive as ad
+
     web, cache = _profile_files(tmp_path)
     profiles = [web, cache, "fio-randwrite-4k-j1"]
-    setup = ad.plan_adaptive(_request(tmp_path), budget="10m", profiles=profiles,
-                             weights=[1, 1, 2])
+    setup = ad.plan_adaptive(_request(tmp_path), budget="10m", profiles=profiles, weights=[1, 1, 2])
     plan = setup.plan
     assert plan.joint and plan.profiles == profiles and plan.weights == [1.0, 1.0, 2.0]
     assert len(plan.workloads) == 2  # web and cache run the same workload: planned once
@@ -777,20 +896,26 @@ def test_a_joint_plan_shares_a_workload_and_adds_up_the_profiles_matrices(tmp_pa
     assert plan.profiles_of(plan.profile_workloads[0]) == ("web", "cache")
     assert plan.profiles_of(plan.profile_workloads[2]) == ("fio-randwrite-4k-j1",)
     # the full matrix is both workloads' (each at its own cost), the calibration once
-    singles = [ad.plan_adaptive(replace(_request(tmp_path), profile=p), budget="10m")
-               for p in (web, "fio-randwrite-4k-j1")]
+    singles = [
+        ad.plan_adaptive(replace(_request(tmp_path), profile=p), budget="10m")
+        for p in (web, "fio-randwrite-4k-j1")
+    ]
     assert plan.full_estimate_s == pytest.approx(sum(s.plan.full_estimate_s for s in singles))
     assert setup.calibration is not None
     # it survives a resume
     back = ad.AdaptivePlan.from_dict(plan.to_dict())
-    assert (back.profiles, back.profile_workloads, back.weights) == \
-        (plan.profiles, plan.profile_workloads, plan.weights)
+    assert (back.profiles, back.profile_workloads, back.weights) == (
+        plan.profiles,
+        plan.profile_workloads,
+        plan.weights,
+    )
     assert [w.name for w in back.workloads] == [w.name for w in plan.workloads]
     assert back.profiles_of(plan.profile_workloads[1]) == ("web", "cache")
     assert singles[0].plan.profiles_of(singles[0].plan.workloads[0].name) == ()
     # and `probe --resume` picks it up as the joint probe it was
     from fsadvisor.probe.state import StateFile, state_path_for
     from fsadvisor.service import probing
+
     req = _request(tmp_path)
     sf = StateFile(state_path_for(probing.store_path(req.db)))
     saved = sf.load()
@@ -811,9 +936,11 @@ def test_a_joint_plan_shares_a_workload_and_adds_up_the_profiles_matrices(tmp_pa
 
 def test_the_joint_dry_run_lists_cells_across_profiles_and_the_split(tmp_path):
     from fsadvisor.service import adaptive as ad
+
     web, cache = _profile_files(tmp_path)
-    setup = ad.plan_adaptive(_request(tmp_path), budget="10m",
-                             profiles=[web, cache, "fio-randwrite-4k-j1"])
+    setup = ad.plan_adaptive(
+        _request(tmp_path), budget="10m", profiles=[web, cache, "fio-randwrite-4k-j1"]
+    )
     lines = ad.dry_run_lines(setup, str(tmp_path / "s.db"))
     text = "\n".join(lines)
     assert "one session for profiles" in lines[0] and "budget 600 s" in lines[0]
@@ -821,46 +948,92 @@ def test_the_joint_dry_run_lists_cells_across_profiles_and_the_split(tmp_path):
     assert text.count("calibrate the device once") == 1
     firsts = [ln for ln in lines if re.match(r"#\s+\d+\. for ", ln)]
     assert len(firsts) >= 3
-    assert any(f"for {web}, {cache}: " in f and "measured once, it counts for each" in f
-               for f in firsts), firsts
+    assert any(
+        f"for {web}, {cache}: " in f and "measured once, it counts for each" in f for f in firsts
+    ), firsts
     assert any("for fio-randwrite-4k-j1: " in f for f in firsts), firsts
-    split = lines[lines.index("# expected split of the device time between the profiles:") + 1:]
-    assert [s.split(":")[0] for s in split[:3]] == \
-        [f"#   {web}", f"#   {cache}", "#   fio-randwrite-4k-j1"]
+    split = lines[lines.index("# expected split of the device time between the profiles:") + 1 :]
+    assert [s.split(":")[0] for s in split[:3]] == [
+        f"#   {web}",
+        f"#   {cache}",
+        "#   fio-randwrite-4k-j1",
+    ]
 
 
 def test_the_answer_per_profile_in_words_and_json():
     from fsadvisor.service.adaptive import AdaptiveSummary, Decision, JointDecision
-    answers = [Decision(leader="xfs|a", leader_name="xfs defaults", confidence=0.97,
-                        p_best={"xfs|a": 0.97, "ext4|a": 0.03}, spent_s=120.0,
-                        full_estimate_s=400.0, runs=5,
-                        reason="settled: confidence 0.970 >= target 0.95", own_s=50.0,
-                        ranking=[("xfs|a", "xfs defaults"), ("ext4|a", "ext4 defaults"),
-                                 ("btrfs|a", "btrfs defaults"), ("f2fs|a", "f2fs defaults")]),
-               Decision(leader="ext4|b", leader_name="ext4 defaults", confidence=0.81,
-                        p_best={}, spent_s=120.0, full_estimate_s=400.0, runs=7,
-                        reason="budget: 120 s of 120 s spent", own_s=70.0, noise_sd=0.03)]
-    j = JointDecision(profiles=["oltp", "log-append"], weights=[1.0, 2.0], answers=answers,
-                      spent_s=120.0, budget_s=120.0, full_estimate_s=400.0, runs=12,
-                      reason="every profile's stop rule fired")
+
+    answers = [
+        Decision(
+            leader="xfs|a",
+            leader_name="xfs defaults",
+            confidence=0.97,
+            p_best={"xfs|a": 0.97, "ext4|a": 0.03},
+            spent_s=120.0,
+            full_estimate_s=400.0,
+            runs=5,
+            reason="settled: confidence 0.970 >= target 0.95",
+            own_s=50.0,
+            ranking=[
+                ("xfs|a", "xfs defaults"),
+                ("ext4|a", "ext4 defaults"),
+                ("btrfs|a", "btrfs defaults"),
+                ("f2fs|a", "f2fs defaults"),
+            ],
+        ),
+        Decision(
+            leader="ext4|b",
+            leader_name="ext4 defaults",
+            confidence=0.81,
+            p_best={},
+            spent_s=120.0,
+            full_estimate_s=400.0,
+            runs=7,
+            reason="budget: 120 s of 120 s spent",
+            own_s=70.0,
+            noise_sd=0.03,
+        ),
+    ]
+    j = JointDecision(
+        profiles=["oltp", "log-append"],
+        weights=[1.0, 2.0],
+        answers=answers,
+        spent_s=120.0,
+        budget_s=120.0,
+        full_estimate_s=400.0,
+        runs=12,
+        reason="every profile's stop rule fired",
+    )
     lines = j.outcome_lines()
     assert lines[0].startswith("adaptive: profile oltp (weight 1): xfs defaults is best")
     assert "after 5 runs of its cells" in lines[0]
-    assert lines[1] == ("adaptive: profile oltp: ranking: 1. xfs defaults (P(best) 0.97), "
-                        "2. ext4 defaults (P(best) 0.03), 3. btrfs defaults")
+    assert lines[1] == (
+        "adaptive: profile oltp: ranking: 1. xfs defaults (P(best) 0.97), "
+        "2. ext4 defaults (P(best) 0.03), 3. btrfs defaults"
+    )
     assert lines[2] == "adaptive: profile oltp: stopped: settled: confidence 0.970 >= target 0.95"
     assert lines[4] == "adaptive: profile log-append: stopped: budget: 120 s of 120 s spent"
     assert "one session for 2 profiles: 12 runs" in lines[5] and "30%" in lines[5]
-    doc = AdaptiveSummary(probe=None, decision=None, history=[j], joint=j,
-                          workloads=[{"workload": "profile:oltp", "shares_cells_with": []},
-                                     {"workload": "profile:log-append",
-                                      "shares_cells_with": []}]).to_dict()
+    doc = AdaptiveSummary(
+        probe=None,
+        decision=None,
+        history=[j],
+        joint=j,
+        workloads=[
+            {"workload": "profile:oltp", "shares_cells_with": []},
+            {"workload": "profile:log-append", "shares_cells_with": []},
+        ],
+    ).to_dict()
     assert [p["profile"] for p in doc["profiles"]] == ["oltp", "log-append"]
     assert doc["profiles"][1]["weight"] == 2.0
     assert doc["profiles"][0]["decision"]["leader"] == "xfs|a"
     assert doc["profiles"][0]["decision"]["own_device_time_s"] == 50.0
-    assert [r["label"] for r in doc["profiles"][0]["decision"]["ranking"]] == \
-        ["xfs defaults", "ext4 defaults", "btrfs defaults", "f2fs defaults"]
+    assert [r["label"] for r in doc["profiles"][0]["decision"]["ranking"]] == [
+        "xfs defaults",
+        "ext4 defaults",
+        "btrfs defaults",
+        "f2fs defaults",
+    ]
     assert doc["profiles"][0]["decision"]["ranking"][2]["p_best"] is None
     assert doc["profiles"][1]["decision"]["reason"].startswith("budget")
     assert doc["session"]["device_time_s"] == 120.0 and doc["session"]["runs"] == 12
@@ -868,7 +1041,8 @@ def test_the_answer_per_profile_in_words_and_json():
 
 
 def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_out_for_all(
-        tmp_path):
+    tmp_path,
+):
     """JointChooser as the MatrixRun's cell source, on the seeded store (no device): two
     profiles with the same workload get one Cell for both, and a cell whose run fails is
     left out of both profiles' choice, not chosen again."""
@@ -878,16 +1052,24 @@ def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_o
     from fsadvisor.probe.report import CellOutcome
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
+
     web, cache = _profile_files(tmp_path)
     db = str(tmp_path / "s.db")
-    setup = ad.plan_adaptive(_request(tmp_path), budget="10m",
-                             profiles=[web, cache, "fio-randwrite-4k-j1"])
+    setup = ad.plan_adaptive(
+        _request(tmp_path), budget="10m", profiles=[web, cache, "fio-randwrite-4k-j1"]
+    )
     params, stored = ad._store_helpers(db)
     notes = []
     with open_store(tmp_path / "s.db") as store:
         store.ensure_seeded()
-        ch = ad.JointChooser(setup.plan, store, ModelSettings.load(db=db), params, stored,
-                             on_progress=lambda e: notes.append(e.message))
+        ch = ad.JointChooser(
+            setup.plan,
+            store,
+            ModelSettings.load(db=db),
+            params,
+            stored,
+            on_progress=lambda e: notes.append(e.message),
+        )
         outcomes: list = []
         ch.run = SimpleNamespace(summary=SimpleNamespace(outcomes=outcomes))
         cells = ch(setup.device, set())
@@ -902,16 +1084,19 @@ def test_the_joint_cell_source_runs_a_shared_cell_once_and_leaves_a_failed_one_o
         assert first.config.key() in ch.parts[1].excluded
         assert first.config.key() not in ch.parts[2].excluded  # another workload's cell
         assert second.key != first.key
-        assert all(set(s.to_dict()["answers"]) == {web, cache, "fio-randwrite-4k-j1"}
-                   for s in ch.history)
+        assert all(
+            set(s.to_dict()["answers"]) == {web, cache, "fio-randwrite-4k-j1"} for s in ch.history
+        )
         # each profile's answer ranks all its candidates, its leader first
         for part, a in zip(ch.parts, ch.history[-1].answers):
             assert a.ranking[0][0] == a.leader
-            assert [k for k, _ in sorted(a.ranking)] == \
-                sorted(c.key() for c in part.candidates(setup.device))
+            assert [k for k, _ in sorted(a.ranking)] == sorted(
+                c.key() for c in part.candidates(setup.device)
+            )
 
 
 # ------------------------------------------------------ run noise not yet seen
+
 
 def test_a_settled_decision_after_single_runs_repeats_a_cell_before_stopping():
     # Sure of the order only under the assumed noise: no repetition has shown how much runs
@@ -928,8 +1113,9 @@ def test_a_settled_decision_stops_once_repetitions_show_the_noise():
     step = sel.next_step(s, [60, 60, 60], [2, 2, 1], target=0.95, spent_s=0, budget_s=None)
     assert step.choice is None and "settled" in step.reason
     # the noise known otherwise (the caller's degrees of freedom): no repetition needed
-    step = sel.next_step(s, [60, 60, 60], [1, 1, 1], target=0.95, spent_s=0, budget_s=None,
-                         noise_df=5)
+    step = sel.next_step(
+        s, [60, 60, 60], [1, 1, 1], target=0.95, spent_s=0, budget_s=None, noise_df=5
+    )
     assert step.choice is None and "settled" in step.reason
 
 
@@ -937,8 +1123,9 @@ def test_the_repetition_for_the_noise_respects_the_budget_and_the_repetition_cap
     s = state([0.5, 0.0, -0.2], [0.01, 0.01, 0.01])
     step = sel.next_step(s, [60, 60, 60], [1, 1, 0], target=0.95, spent_s=100, budget_s=150)
     assert step.choice is None and "settled" in step.reason
-    step = sel.next_step(s, [60, 60, 60], [1, 0, 0], target=0.95, spent_s=0, budget_s=None,
-                         max_runs=1)
+    step = sel.next_step(
+        s, [60, 60, 60], [1, 0, 0], target=0.95, spent_s=0, budget_s=None, max_runs=1
+    )
     assert step.choice is None
 
 
@@ -953,11 +1140,12 @@ def test_leaders_equal_within_the_assumed_noise_are_repeated_before_a_tie_is_cal
 
 def test_the_probe_plans_with_a_noise_no_smaller_than_its_few_repetitions_show():
     from fsadvisor.service.adaptive import planning_noise_sd, pooled_sd
+
     two = [[1.0, 1.2], [2.0, 2.2]]  # 2 df: the 3-df factor, 3
     assert planning_noise_sd([[1.0, 1.2]]) is None
-    assert planning_noise_sd(two) == pytest.approx(pooled_sd(two) * 3 ** 0.5)
+    assert planning_noise_sd(two) == pytest.approx(pooled_sd(two) * 3**0.5)
     # the factor df/(df-2) falls toward 1 as repetitions accumulate, never below it
     many = [[float(i), i + 0.1, i + 0.3] for i in range(20)]  # 40 df
     assert planning_noise_sd(many) == pytest.approx(pooled_sd(many) * (40 / 38) ** 0.5)
     four = [[1.0, 1.2, 0.9], [2.0, 2.2, 2.1]]  # 4 df: factor 2
-    assert planning_noise_sd(four) == pytest.approx(pooled_sd(four) * 2 ** 0.5)
+    assert planning_noise_sd(four) == pytest.approx(pooled_sd(four) * 2**0.5)

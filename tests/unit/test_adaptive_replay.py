@@ -14,8 +14,9 @@ import adaptive_replay as R  # noqa: E402
 
 def _case(X, cov, mu0, measured, sd_run):
     S0 = X @ cov @ X.T
-    m, S = R.reference_posterior(mu0, S0, measured, sd_run ** 2 / 3)
+    m, S = R.reference_posterior(mu0, S0, measured, sd_run**2 / 3)
     from fsadvisor.predict import confidence as C
+
     return R.Case(mu0, X, cov, measured, sd_run, m, C._root(S), 0.05)
 
 

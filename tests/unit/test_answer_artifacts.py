@@ -22,8 +22,9 @@ cli.register_all()
 
 
 def test_without_a_device_the_rule_names_no_device_kind_pattern():
-    doc = json.loads(CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--top", "2",
-                                                  "--json"]).output)
+    doc = json.loads(
+        CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--top", "2", "--json"]).output
+    )
     for r in doc["recommendations"]:
         rule = r["scheduler_udev_rule"]
         assert 'KERNEL=="nvme[0-9]*n[0-9]*"' not in rule  # never every namespace on the host
@@ -32,8 +33,11 @@ def test_without_a_device_the_rule_names_no_device_kind_pattern():
 
 
 def test_with_a_device_the_rule_is_applys_rule_for_it(monkeypatch):
-    monkeypatch.setattr(devmod, "safety_verdict",
-                        lambda p, **k: devmod.Verdict(ok=True, reason=None, resolved_path=p))
+    monkeypatch.setattr(
+        devmod,
+        "safety_verdict",
+        lambda p, **k: devmod.Verdict(ok=True, reason=None, resolved_path=p),
+    )
     dev = replace(advice.resolve_device("sata-ssd:480G"), path="/dev/sdq", kind="sata-ssd")
     rec = advice.recommend("oltp", device=dev, top=2)
     for r in rec.ranked:
@@ -55,10 +59,16 @@ def test_no_scheduler_none_for_a_rotational_disk(spec):
     assert all(r.config.scheduler != "none" for r in advice.recommend("oltp", rot, top=3).ranked)
 
 
-@pytest.mark.parametrize("fs, opts", [
-    ("ext4", ["noatime", "nodiratime"]), ("xfs", ["nodiratime", "inode64"]),
-    ("xfs", ["inode32"]), ("btrfs", ["nodiratime"]), ("ext4", ["diratime"]),
-])
+@pytest.mark.parametrize(
+    "fs, opts",
+    [
+        ("ext4", ["noatime", "nodiratime"]),
+        ("xfs", ["nodiratime", "inode64"]),
+        ("xfs", ["inode32"]),
+        ("btrfs", ["nodiratime"]),
+        ("ext4", ["diratime"]),
+    ],
+)
 def test_valid_mount_options_people_type_are_accepted(fs, opts):
     cfg = catalog.config_from_dict({"filesystem": fs, "mount": opts})
     catalog.validate(cfg, 1 << 40)
@@ -67,15 +77,23 @@ def test_valid_mount_options_people_type_are_accepted(fs, opts):
 
 def test_inode64_is_xfs_only_and_one_inode_mode():
     with pytest.raises(ConfigError):
-        catalog.validate(catalog.config_from_dict({"filesystem": "ext4", "mount": ["inode64"]}),
-                         1 << 40)
+        catalog.validate(
+            catalog.config_from_dict({"filesystem": "ext4", "mount": ["inode64"]}), 1 << 40
+        )
     with pytest.raises(ConfigError):
-        catalog.validate(catalog.config_from_dict({"filesystem": "xfs",
-                                                   "mount": ["inode64", "inode32"]}), 1 << 40)
+        catalog.validate(
+            catalog.config_from_dict({"filesystem": "xfs", "mount": ["inode64", "inode32"]}),
+            1 << 40,
+        )
 
 
 def test_predict_prints_no_python_repr():
-    out = CliRunner().invoke(cli.app, ["predict", "-c", '{"filesystem":"xfs","mount":["noatime"]}',
-                                       "-p", "oltp"]).output
+    out = (
+        CliRunner()
+        .invoke(
+            cli.app, ["predict", "-c", '{"filesystem":"xfs","mount":["noatime"]}', "-p", "oltp"]
+        )
+        .output
+    )
     assert out.splitlines()[0] == "xfs, noatime, sched none"
     assert "{'" not in out

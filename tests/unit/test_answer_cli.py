@@ -31,11 +31,14 @@ def test_version_and_short_help(capsys):
     assert code == 0 and "--profile" in out
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["recommend", "--bogus"], "No such option: --bogus"),
-    (["recommend"], "Missing option '--profile'"),
-    (["no-such-command"], "No such command"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["recommend", "--bogus"], "No such option: --bogus"),
+        (["recommend"], "Missing option '--profile'"),
+        (["no-such-command"], "No such command"),
+    ],
+)
 def test_usage_errors_are_one_line_with_exit_2(capsys, argv, words):
     code, out, err = main(capsys, *argv)
     assert code == 2 and out == ""
@@ -74,6 +77,18 @@ def test_repeated_vary_combines_or_is_refused():
     assert combine_vary(None) is None
     assert combine_vary(["bs=4k,128k"]) == "bs=4k,128k"
     assert combine_vary(["numjobs=1,4", "numjobs=16", "numjobs=4"]) == "numjobs=1,4,16"
-    r = runner.invoke(cli.app, ["simulate", "-c", '{"filesystem":"xfs"}', "-p", "oltp",
-                                "--vary", "numjobs=1,4", "--vary", "iodepth=1,32"])
+    r = runner.invoke(
+        cli.app,
+        [
+            "simulate",
+            "-c",
+            '{"filesystem":"xfs"}',
+            "-p",
+            "oltp",
+            "--vary",
+            "numjobs=1,4",
+            "--vary",
+            "iodepth=1,32",
+        ],
+    )
     assert r.exit_code == 2 and "--vary takes one knob" in r.output

@@ -20,10 +20,16 @@ cli.register_all()
 
 def test_configuration_labels_are_readable():
     assert cell_label(FsConfig.make("ext4"), "none") == "ext4 defaults, sched none"
-    assert cell_label(FsConfig.make("xfs", mount=("noatime",), ag_count=16), "none") == \
-        "xfs agcount=16, noatime, sched none"
-    assert cell_label(FsConfig.make("ext4", {"inode_size": 1024}, ("noatime", "nodiscard")),
-                      "mq-deadline") == "ext4 inode_size=1024, noatime,nodiscard, sched mq-deadline"
+    assert (
+        cell_label(FsConfig.make("xfs", mount=("noatime",), ag_count=16), "none")
+        == "xfs agcount=16, noatime, sched none"
+    )
+    assert (
+        cell_label(
+            FsConfig.make("ext4", {"inode_size": 1024}, ("noatime", "nodiscard")), "mq-deadline"
+        )
+        == "ext4 inode_size=1024, noatime,nodiscard, sched mq-deadline"
+    )
     assert cell_label(None, "kyber") == "raw device (no filesystem), sched kyber"
 
 
@@ -40,16 +46,42 @@ def _stat(mean, lo=None, hi=None, n=1):
 
 
 def test_summary_shows_labels_single_runs_and_raw_ratio(capsys):
-    row = {"config": "ext4 [] () none", "label": "ext4 defaults, sched none",
-           "filesystem": "ext4", "scheduler": "none", "workload": "4k-randread", "n": 1,
-           "iops": _stat(180_000.0), "mb_s": _stat(737.0), "p99_latency_us": _stat(90.0),
-           "ops_per_joule": _stat(3000.0), "energy_source": "estimate", "flags": [],
-           "ranked": True, "vs_raw_iops": 1.8,
-           "vs_raw_note": raw_ratio_note(1.8, Workload(rw="randread", direct=False))}
-    doc = {"matrix_id": "m1", "device": "/dev/loop3", "device_kind": "loop",
-           "cells": {"ok": 1, "failed": 0, "skipped": 0, "already_done": 0, "incomplete": 0,
-                     "total": 1}, "wall_s": 12.0, "skipped_reasons": {}, "failed": [],
-           "energy": None, "results": [row], "interrupted": None}
+    row = {
+        "config": "ext4 [] () none",
+        "label": "ext4 defaults, sched none",
+        "filesystem": "ext4",
+        "scheduler": "none",
+        "workload": "4k-randread",
+        "n": 1,
+        "iops": _stat(180_000.0),
+        "mb_s": _stat(737.0),
+        "p99_latency_us": _stat(90.0),
+        "ops_per_joule": _stat(3000.0),
+        "energy_source": "estimate",
+        "flags": [],
+        "ranked": True,
+        "vs_raw_iops": 1.8,
+        "vs_raw_note": raw_ratio_note(1.8, Workload(rw="randread", direct=False)),
+    }
+    doc = {
+        "matrix_id": "m1",
+        "device": "/dev/loop3",
+        "device_kind": "loop",
+        "cells": {
+            "ok": 1,
+            "failed": 0,
+            "skipped": 0,
+            "already_done": 0,
+            "incomplete": 0,
+            "total": 1,
+        },
+        "wall_s": 12.0,
+        "skipped_reasons": {},
+        "failed": [],
+        "energy": None,
+        "results": [row],
+        "interrupted": None,
+    }
     _print_summary(SimpleNamespace(to_dict=lambda: doc))
     out = capsys.readouterr().out
     assert "ext4 defaults, sched none" in out and "ext4 [] () none" not in out
@@ -58,11 +90,13 @@ def test_summary_shows_labels_single_runs_and_raw_ratio(capsys):
 
 
 def test_history_shows_device_and_profile(tmp_path):
-    assert plan_target({"device": "/dev/nvme1n1", "profile": "oltp"}) == \
-        {"device": "/dev/nvme1n1", "profile": "oltp"}
-    assert plan_target({"device": None, "scratch_dir": "/var/tmp",
-                        "workloads": [{"name": "4k-randread"}]}) == \
-        {"device": "scratch file in /var/tmp", "profile": "micro benchmarks"}
+    assert plan_target({"device": "/dev/nvme1n1", "profile": "oltp"}) == {
+        "device": "/dev/nvme1n1",
+        "profile": "oltp",
+    }
+    assert plan_target(
+        {"device": None, "scratch_dir": "/var/tmp", "workloads": [{"name": "4k-randread"}]}
+    ) == {"device": "scratch file in /var/tmp", "profile": "micro benchmarks"}
     db = tmp_path / "h.db"
     with open_store(db) as s:
         s.start_matrix({"device": "/dev/loop3", "profile": "oltp", "reps": 1})
@@ -71,5 +105,6 @@ def test_history_shows_device_and_profile(tmp_path):
     r = CliRunner().invoke(cli.app, ["db", "info", "--db", str(db)])
     assert r.exit_code == 0 and "on /dev/loop3 (oltp)" in r.output, r.output
     from fsadvisor.service.store import history
+
     h = history(db=str(db))[0]
     assert (h["device"], h["profile"]) == ("/dev/loop3", "oltp")

@@ -71,7 +71,8 @@ DB_BENCH_TWO = (
     "... finished 200 ops                              \rDB path: [/tmp/dbt]\n"
     "fillrandom   :      20.218 micros/op 48249 ops/sec 0.104 seconds 5000 operations;   19.1 MB/s\n"
     "seekrandom   :     328.664 micros/op 5866 ops/sec 1.193 seconds 6998 operations;  115.8 MB/s"
-    " (3997 of 3999 found)\n")
+    " (3997 of 3999 found)\n"
+)
 
 # sysbench fileio --file-total-size=8388608 --file-num=4 --file-test-mode=rndrw --time=1
 #   --threads=2 --file-fsync-freq=100 --percentile=99 --histogram=off --file-extra-flags=direct run
@@ -126,12 +127,17 @@ Threads fairness:
 
 # ---------------------------------------------------------------- db_bench parsing
 
+
 def test_db_bench_summary_and_pooled_histograms():
     res = dbbench.parse_db_bench(DB_BENCH_RRWR)
     run = res.run()
     assert run.name == "readrandomwriterandom"
     assert (run.micros_per_op, run.ops_per_sec, run.seconds, run.operations) == (
-        7.385, 239798, 0.025, 6000)
+        7.385,
+        239798,
+        0.025,
+        6000,
+    )
     assert [h.op for h in run.histograms] == ["read", "write"]
     m = res.metrics()
     assert m["iops"] == 239798 and m["ops"] == 6000 and m["runtime_s"] == 0.025
@@ -146,8 +152,14 @@ def test_bucket_recomputation_reproduces_printed_percentiles():
     """The pooled method, applied to one histogram's buckets, gives db_bench's own values:
     evidence it is RocksDB's computation (printed values are rounded to 0.01)."""
     for h in dbbench.parse_db_bench(DB_BENCH_RRWR).run().histograms:
-        twin = Histogram(op=h.op, count=h.count, min_us=h.min_us, max_us=h.max_us,
-                         printed=h.printed, buckets=h.buckets)
+        twin = Histogram(
+            op=h.op,
+            count=h.count,
+            min_us=h.min_us,
+            max_us=h.max_us,
+            printed=h.printed,
+            buckets=h.buckets,
+        )
         for p, printed in h.printed.items():
             # pooling a histogram with an identical copy leaves every percentile unchanged
             assert _pooled_percentile([h, twin], p) == pytest.approx(printed, abs=0.006), (h.op, p)
@@ -165,8 +177,9 @@ def test_db_bench_several_results_and_progress_noise():
         res.metrics("readrandom")
 
 
-@pytest.mark.parametrize("bad", ["", "Invalid argument: Column family not found\n",
-                                 "fillrandom : fast\n", "micros/op\n"])
+@pytest.mark.parametrize(
+    "bad", ["", "Invalid argument: Column family not found\n", "fillrandom : fast\n", "micros/op\n"]
+)
 def test_db_bench_garbage_raises_one_line(bad):
     with pytest.raises(AppBenchParseError) as e:
         dbbench.parse_db_bench(bad)
@@ -174,6 +187,7 @@ def test_db_bench_garbage_raises_one_line(bad):
 
 
 # ---------------------------------------------------------------- sysbench parsing
+
 
 def test_sysbench_metrics():
     m = sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
@@ -193,8 +207,10 @@ def test_sysbench_95th_percentile_keeps_its_name():
     assert "p95_latency_us" in m and "p99_latency_us" not in m
 
 
-@pytest.mark.parametrize("bad", ["", "FATAL: Missing required command argument.\n",
-                                 SYSBENCH_RNDRW.split("File operations")[0]])
+@pytest.mark.parametrize(
+    "bad",
+    ["", "FATAL: Missing required command argument.\n", SYSBENCH_RNDRW.split("File operations")[0]],
+)
 def test_sysbench_garbage_raises_one_line(bad):
     with pytest.raises(AppBenchParseError) as e:
         sysbench.parse_sysbench_fileio(bad)
@@ -202,6 +218,7 @@ def test_sysbench_garbage_raises_one_line(bad):
 
 
 # ---------------------------------------------------------------- hypothesis
+
 
 def lines_with_noise(base: str, seed: int, junk: list[str]) -> str:
     rnd = random.Random(seed)
@@ -213,20 +230,24 @@ def lines_with_noise(base: str, seed: int, junk: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-junk_line = st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"),
-                    max_size=60).filter(lambda s: not re.search(r"micros/op|\d|:", s))
+junk_line = st.text(
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=60
+).filter(lambda s: not re.search(r"micros/op|\d|:", s))
 
 
 @given(st.integers(0, 10**6), st.lists(junk_line, max_size=5))
 def test_db_bench_ignores_unrelated_lines(seed, junk):
-    assert dbbench.parse_db_bench(lines_with_noise(DB_BENCH_RRWR, seed, junk)).metrics() == \
-        dbbench.parse_db_bench(DB_BENCH_RRWR).metrics()
+    assert (
+        dbbench.parse_db_bench(lines_with_noise(DB_BENCH_RRWR, seed, junk)).metrics()
+        == dbbench.parse_db_bench(DB_BENCH_RRWR).metrics()
+    )
 
 
 @given(st.integers(0, 10**6), st.lists(junk_line, max_size=5))
 def test_sysbench_ignores_unrelated_lines(seed, junk):
-    assert sysbench.parse_sysbench_fileio(lines_with_noise(SYSBENCH_RNDRW, seed, junk)) == \
-        sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
+    assert sysbench.parse_sysbench_fileio(
+        lines_with_noise(SYSBENCH_RNDRW, seed, junk)
+    ) == sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
 
 
 def finite_nonnegative(m: dict) -> None:
@@ -239,7 +260,7 @@ def finite_nonnegative(m: dict) -> None:
 @settings(max_examples=200)
 def test_db_bench_slices_give_result_or_parse_error(src, a, b):
     try:
-        res = dbbench.parse_db_bench(src[min(a, b):max(a, b)])
+        res = dbbench.parse_db_bench(src[min(a, b) : max(a, b)])
     except AppBenchParseError:
         return
     for r in res.runs:
@@ -250,7 +271,7 @@ def test_db_bench_slices_give_result_or_parse_error(src, a, b):
 @settings(max_examples=200)
 def test_sysbench_slices_give_result_or_parse_error(a, b):
     try:
-        finite_nonnegative(sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW[min(a, b):max(a, b)]))
+        finite_nonnegative(sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW[min(a, b) : max(a, b)]))
     except AppBenchParseError:
         pass
 
@@ -267,8 +288,11 @@ def test_parsers_on_random_text(t):
         finite_nonnegative(out if isinstance(out, dict) else out.metrics())
 
 
-number = st.one_of(st.integers(0, 10**9).map(str), st.floats(0, 1e9).map(lambda f: f"{f:.3f}"),
-                   st.sampled_from(["1e999", "nan", "-3", "99999999999999999999999999999"]))
+number = st.one_of(
+    st.integers(0, 10**9).map(str),
+    st.floats(0, 1e9).map(lambda f: f"{f:.3f}"),
+    st.sampled_from(["1e999", "nan", "-3", "99999999999999999999999999999"]),
+)
 
 
 @given(st.sampled_from(["readrandom", "fillseq", "x"]), number, number, number, number)
@@ -282,8 +306,30 @@ def test_db_bench_summary_line_fuzz(name, a, b, c, d):
 
 
 buckets = st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10**4)), min_size=1, max_size=8)
-EDGES = [0, 1, 2, 3, 4, 6, 10, 15, 22, 34, 51, 76, 110, 170, 250, 380, 580, 870, 1300, 1900,
-         2900, 4400]
+EDGES = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    6,
+    10,
+    15,
+    22,
+    34,
+    51,
+    76,
+    110,
+    170,
+    250,
+    380,
+    580,
+    870,
+    1300,
+    1900,
+    2900,
+    4400,
+]
 
 
 def hist_of(bs):
@@ -292,8 +338,14 @@ def hist_of(bs):
         counts[i] = counts.get(i, 0) + n
     bk = [(float(EDGES[i]), float(EDGES[i + 1]), float(n)) for i, n in sorted(counts.items())]
     total = sum(n for *_, n in bk)
-    h = Histogram(op="read", count=total, min_us=bk[0][0], max_us=bk[-1][1], buckets=bk,
-                  printed={p: math.nan for p in (50.0, 99.0, 99.9)})
+    h = Histogram(
+        op="read",
+        count=total,
+        min_us=bk[0][0],
+        max_us=bk[-1][1],
+        buckets=bk,
+        printed={p: math.nan for p in (50.0, 99.0, 99.9)},
+    )
     # What db_bench would print for it: the same computation on its own buckets.
     h.printed = {p: _pooled_percentile([h, h], p) for p in h.printed}
     return h
@@ -309,13 +361,19 @@ def test_pooled_percentile_between_the_parts(b1, b2, p):
 
 # ---------------------------------------------------------------- command lines
 
+
 def test_db_bench_argv():
     load = dbbench.db_bench_load_argv("/mnt/x/db", num=1000, value_size=100)
     assert load[:3] == ["db_bench", "--benchmarks=fillrandom", "--threads=1"]
     assert "--num=1000" in load and "--compression_type=none" in load and "--histogram=1" in load
-    for mix, bench in (("A", "readrandomwriterandom"), ("b", "readrandomwriterandom"),
-                       ("C", "readrandom"), ("D", "readwhilewriting"), ("E", "seekrandom"),
-                       ("F", "updaterandom")):
+    for mix, bench in (
+        ("A", "readrandomwriterandom"),
+        ("b", "readrandomwriterandom"),
+        ("C", "readrandom"),
+        ("D", "readwhilewriting"),
+        ("E", "seekrandom"),
+        ("F", "updaterandom"),
+    ):
         argv = dbbench.db_bench_run_argv("/mnt/x/db", mix, threads=4, duration_s=30)
         assert f"--benchmarks={bench}" in argv and "--use_existing_db=1" in argv
         assert "--threads=4" in argv and "--duration=30" in argv
@@ -347,11 +405,19 @@ def test_sysbench_argv():
 
 # ---------------------------------------------------------------- the probe's adapters
 
+
 def job(kind, **w) -> benchmark.BenchJob:
-    return benchmark.BenchJob(name="profile:rocksdb-ycsb-b", workload=Workload(**w),
-                              runtime_s=9.6, device="/dev/loop9", target_dir="/mnt/p/",
-                              size_bytes=64 << 20, budget_bytes=64 << 20, kind=kind,
-                              app={"profile": "rocksdb-ycsb-b"})
+    return benchmark.BenchJob(
+        name="profile:rocksdb-ycsb-b",
+        workload=Workload(**w),
+        runtime_s=9.6,
+        device="/dev/loop9",
+        target_dir="/mnt/p/",
+        size_bytes=64 << 20,
+        budget_bytes=64 << 20,
+        kind=kind,
+        app={"profile": "rocksdb-ycsb-b"},
+    )
 
 
 def result(stdout="", stderr="", rc=0, argv=("db_bench",)) -> CommandResult:
@@ -361,10 +427,22 @@ def result(stdout="", stderr="", rc=0, argv=("db_bench",)) -> CommandResult:
 def test_db_bench_adapter_loads_then_measures_the_profiles_mix():
     bench = registry.for_kind("db_bench")
     assert isinstance(bench, dbbench.DbBench) and bench.tool == "db_bench"
-    todo = bench.invocations(job("db_bench", rw="randrw", rwmixread=95, bs_bytes=1000,
-                                 numjobs=4, working_set_bytes=1 << 30, direct=True))
+    todo = bench.invocations(
+        job(
+            "db_bench",
+            rw="randrw",
+            rwmixread=95,
+            bs_bytes=1000,
+            numjobs=4,
+            working_set_bytes=1 << 30,
+            direct=True,
+        )
+    )
     (load,) = todo.prepare
-    assert load.argv[:2] == ("db_bench", "--benchmarks=fillrandom") and "--db=/mnt/p/rocksdb" in load.argv
+    assert (
+        load.argv[:2] == ("db_bench", "--benchmarks=fillrandom")
+        and "--db=/mnt/p/rocksdb" in load.argv
+    )
     assert "--num=67108" in load.argv  # the 64 MiB budget / 1000-byte values, not the 1 GiB set
     run = todo.measure.argv
     assert "--readwritepercent=95" in run and "--threads=4" in run and "--duration=10" in run
@@ -373,8 +451,16 @@ def test_db_bench_adapter_loads_then_measures_the_profiles_mix():
 
 def test_sysbench_adapter_runs_in_the_mounted_filesystem():
     bench = registry.for_kind("sysbench")
-    todo = bench.invocations(job("sysbench", rw="randrw", rwmixread=60, bs_bytes=16384,
-                                 fsync_every=0, working_set_bytes=1 << 30))
+    todo = bench.invocations(
+        job(
+            "sysbench",
+            rw="randrw",
+            rwmixread=60,
+            bs_bytes=16384,
+            fsync_every=0,
+            working_set_bytes=1 << 30,
+        )
+    )
     assert [i.argv[-1] for i in (*todo.prepare, todo.measure)] == ["prepare", "run"]
     assert {i.cwd for i in (*todo.prepare, todo.measure)} == {"/mnt/p/"}
     assert "--file-rw-ratio=1.5" in todo.measure.argv and "--file-fsync-freq=0" in todo.measure.argv
@@ -390,12 +476,14 @@ def test_adapters_parse_their_tools_output_and_name_failures():
     db = registry.for_kind("db_bench")
     ok = db.parse(result(DB_BENCH_RRWR))
     assert ok.error is None and ok.metrics == dbbench.parse_db_bench(DB_BENCH_RRWR).metrics()
-    assert db.parse(result("", "open error: Not a directory", rc=1)).error == \
-        "db_bench exited 1: open error: Not a directory"
+    assert (
+        db.parse(result("", "open error: Not a directory", rc=1)).error
+        == "db_bench exited 1: open error: Not a directory"
+    )
     sb = registry.for_kind("sysbench")
-    assert sb.parse(result(SYSBENCH_RNDRW, argv=("sysbench",))).metrics == \
-        sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
+    assert sb.parse(
+        result(SYSBENCH_RNDRW, argv=("sysbench",))
+    ).metrics == sysbench.parse_sysbench_fileio(SYSBENCH_RNDRW)
     assert sb.parse(result("garbage", argv=("sysbench",))).error
     with pytest.raises(FsAdvisorError, match="no benchmark runs workloads of kind 'iozone'"):
         registry.for_kind("iozone")
-

@@ -27,15 +27,22 @@ XFS = FsConfig.make("xfs", scheduler="none")
 HOSTILE_DEVICES = [
     "/dev/{{ lookup('pipe','touch /tmp/PWNED') }}",
     '/dev/*",MODE="0666',
-    "/dev/nvme0n1\nRUN+=\"/bin/sh\"",
+    '/dev/nvme0n1\nRUN+="/bin/sh"',
     "/dev/nvme0n1 ; reboot",
     "/dev/$(reboot)",
     "/dev/../etc/passwd",
     "/dev/./nvme0n1",
     "/dev/nvme0n1'",
 ]
-HOSTILE_MOUNTPOINTS = ["/srv/data\n", "/srv/da ta", "/srv/{{ x }}", "/srv/../etc", "srv/data",
-                       "/srv/data;reboot", "/srv/dat\"a"]
+HOSTILE_MOUNTPOINTS = [
+    "/srv/data\n",
+    "/srv/da ta",
+    "/srv/{{ x }}",
+    "/srv/../etc",
+    "srv/data",
+    "/srv/data;reboot",
+    '/srv/dat"a',
+]
 
 
 @pytest.mark.parametrize("device", HOSTILE_DEVICES)
@@ -52,13 +59,21 @@ def test_a_hostile_mount_point_is_refused_in_one_line(mountpoint):
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("device", ["/dev/nvme0n1", "/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S6Z1NJ0W",
-                                    "/dev/mapper/vg0-data", "/dev/md127", "/dev/dm-0"])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "/dev/nvme0n1",
+        "/dev/disk/by-id/nvme-Samsung_SSD_990_PRO_2TB_S6Z1NJ0W",
+        "/dev/mapper/vg0-data",
+        "/dev/md127",
+        "/dev/dm-0",
+    ],
+)
 def test_ordinary_device_names_pass_the_check(device):
     assert target_for(device).path == device
 
 
-@pytest.mark.parametrize("name", ['*",MODE="0666', "sd*", "nvme0n1\"", "a b", "", "x\nRUN"])
+@pytest.mark.parametrize("name", ['*",MODE="0666', "sd*", 'nvme0n1"', "a b", "", "x\nRUN"])
 def test_the_udev_rule_never_quotes_an_unchecked_kernel_name(name):
     with pytest.raises(ConfigError):
         udev_rule(Target(f"/dev/{name}", name), "none")
@@ -79,11 +94,22 @@ def _ansible_check(tmp_path: Path, tasks: str) -> subprocess.CompletedProcess:
         f"    fsadvisor_udev_rules_dir: {tmp_path}/udev\n    fsadvisor_fstab: {tmp_path}/fstab\n"
         f"    fsadvisor_systemd_dir: {tmp_path}/systemd\n    fsadvisor_mount: false\n"
         f"    ansible_python_interpreter: {sys.executable}\n"
-        "  tasks:\n    - ansible.builtin.import_tasks: tasks.yml\n")
-    env = dict(os.environ, ANSIBLE_LOCAL_TEMP=str(tmp_path / "at"),
-               ANSIBLE_HOME=str(tmp_path / "ah"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run([str(exe), "-i", "localhost,", "--check", "play.yml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, env=env)
+        "  tasks:\n    - ansible.builtin.import_tasks: tasks.yml\n"
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "at"),
+        ANSIBLE_HOME=str(tmp_path / "ah"),
+        ANSIBLE_NOCOLOR="1",
+    )
+    return subprocess.run(
+        [str(exe), "-i", "localhost,", "--check", "play.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_a_template_in_a_device_name_is_data_to_ansible_even_past_the_checks(tmp_path):
@@ -91,8 +117,7 @@ def test_a_template_in_a_device_name_is_data_to_ansible_even_past_the_checks(tmp
     the name as data, so ansible-playbook --check never runs the lookup it contains."""
     marker = tmp_path / "PWNED"
     hostile = f"/dev/{{{{ lookup('pipe','touch {marker}') }}}}"
-    a = build(XFS, Target(hostile, "nvme0n1", id_wwn="eui.1"), "/srv/data",
-              with_mount_unit=True)
+    a = build(XFS, Target(hostile, "nvme0n1", id_wwn="eui.1"), "/srv/data", with_mount_unit=True)
     p = _ansible_check(tmp_path, a.files["fsadvisor-apply-tasks.yml"])
     # the play ran its tasks (a syntax error would stop it before any template is read)
     assert "PLAY [localhost]" in p.stdout and "TASK [" in p.stdout, p.stdout + p.stderr

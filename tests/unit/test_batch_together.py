@@ -22,8 +22,10 @@ CONFIGS = [c.to_dict() for c in catalog.candidates(1 << 40)[::37]]
 
 
 def _lines():
-    lines = [json.dumps({"id": i, "config": c, "profile": ("oltp", "analytics-scan")[i % 2]})
-             for i, c in enumerate(CONFIGS)]
+    lines = [
+        json.dumps({"id": i, "config": c, "profile": ("oltp", "analytics-scan")[i % 2]})
+        for i, c in enumerate(CONFIGS)
+    ]
     lines[3] = "{broken"
     lines[7] = json.dumps({"config": {"filesystem": "zfs"}, "profile": "oltp"})
     lines[9] = ""
@@ -31,8 +33,7 @@ def _lines():
     return lines + lines[:5]  # and repeats
 
 
-@pytest.mark.parametrize("spec,profile", [("nvme:1T", "build-unpack"),
-                                          ("sata-ssd:480G", "oltp")])
+@pytest.mark.parametrize("spec,profile", [("nvme:1T", "build-unpack"), ("sata-ssd:480G", "oltp")])
 def test_alone_gives_each_the_prediction_made_for_it_by_itself(spec, profile):
     model = advice.get_model()
     dev = advice.resolve_device(spec)
@@ -47,8 +48,10 @@ def test_alone_gives_each_the_prediction_made_for_it_by_itself(spec, profile):
     # ends differ from the ones each gets alone (what `alone` is for).
     if spec.startswith("sata"):
         shared = M.predict_many(model, cfgs, w, dev)
-        assert any(a.uncertainty["watts_90"][0] != b.uncertainty["watts_90"][0]
-                   for a, b in zip(shared, together))
+        assert any(
+            a.uncertainty["watts_90"][0] != b.uncertainty["watts_90"][0]
+            for a, b in zip(shared, together)
+        )
 
 
 def test_groups_answer_as_one_line_at_a_time(monkeypatch):
@@ -71,20 +74,33 @@ def test_groups_answer_as_one_line_at_a_time(monkeypatch):
 
 
 def test_bytes_lines_and_a_line_that_does_not_decode():
-    out = list(advice.predict_chunks([[json.dumps({"config": CONFIGS[0],
-                                                   "profile": "oltp"}).encode(),
-                                       b"\xff\xfe\xfa{}", b"  "]]))
+    out = list(
+        advice.predict_chunks(
+            [
+                [
+                    json.dumps({"config": CONFIGS[0], "profile": "oltp"}).encode(),
+                    b"\xff\xfe\xfa{}",
+                    b"  ",
+                ]
+            ]
+        )
+    )
     assert "predicted" in out[0]
     assert out[1]["line"] == 2 and "error" in out[1]
     assert len(out) == 2
 
 
 def _cli(env_path):
-    env = dict(os.environ, FSADVISOR_DB=str(env_path / "s.db"),
-               XDG_CACHE_HOME=str(env_path / "cache"))
-    return subprocess.Popen([sys.executable, "-m", "fsadvisor.cli", "predict", "--batch"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    env = dict(
+        os.environ, FSADVISOR_DB=str(env_path / "s.db"), XDG_CACHE_HOME=str(env_path / "cache")
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "fsadvisor.cli", "predict", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
 
 
 def test_a_pipe_of_requests_gives_the_same_answers(tmp_path):

@@ -20,14 +20,17 @@ def stat_text(values: list[int], n: int) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(n=st.sampled_from([11, 15, 17]), before=st.lists(COUNTER, min_size=17, max_size=17),
-       grow=st.lists(st.integers(0, 10**7), min_size=17, max_size=17),
-       interval_s=st.floats(0.01, 10.0))
-def test_rates_are_completed_read_plus_write_ios_and_bytes_per_second(n, before, grow,
-                                                                      interval_s):
+@given(
+    n=st.sampled_from([11, 15, 17]),
+    before=st.lists(COUNTER, min_size=17, max_size=17),
+    grow=st.lists(st.integers(0, 10**7), min_size=17, max_size=17),
+    interval_s=st.floats(0.01, 10.0),
+)
+def test_rates_are_completed_read_plus_write_ios_and_bytes_per_second(n, before, grow, interval_s):
     after = [b + g for b, g in zip(before, grow)]
-    rate = blockstat.block_rate(parse_stat(stat_text(before, n)),
-                                parse_stat(stat_text(after, n)), interval_s)
+    rate = blockstat.block_rate(
+        parse_stat(stat_text(before, n)), parse_stat(stat_text(after, n)), interval_s
+    )
     # stat.rst field order: 1 read I/Os, 3 read sectors, 5 write I/Os, 7 write sectors
     assert rate.iops == pytest.approx((grow[0] + grow[4]) / interval_s)
     assert rate.bw_bytes_s == pytest.approx((grow[2] + grow[6]) * 512 / interval_s)
@@ -35,9 +38,11 @@ def test_rates_are_completed_read_plus_write_ios_and_bytes_per_second(n, before,
 
 
 @settings(max_examples=100, deadline=None)
-@given(n=st.sampled_from([11, 15, 17]), values=st.lists(COUNTER.filter(bool), min_size=17,
-                                                         max_size=17),
-       which=st.sampled_from([0, 2, 4, 6]))
+@given(
+    n=st.sampled_from([11, 15, 17]),
+    values=st.lists(COUNTER.filter(bool), min_size=17, max_size=17),
+    which=st.sampled_from([0, 2, 4, 6]),
+)
 def test_a_counter_that_went_backwards_or_no_time_gives_no_rate(n, values, which):
     before = parse_stat(stat_text(values, n))
     back = list(values)
@@ -73,8 +78,9 @@ def test_the_sampler_reports_whole_intervals_with_measured_time_and_stops(tmp_pa
         if len(got) >= 2:
             two.set()
 
-    s = blockstat.BlockStatSampler(stat, on_rate, interval_s=0.01, clock=lambda: clock["t"],
-                                   read=read)
+    s = blockstat.BlockStatSampler(
+        stat, on_rate, interval_s=0.01, clock=lambda: clock["t"], read=read
+    )
     s.start()
     assert two.wait(5)
     s.stop()
@@ -95,8 +101,10 @@ def test_the_sampler_ends_quietly_when_the_stat_file_goes_away(tmp_path):
 
 def test_stat_file_names_a_whole_disk_under_sys_block():
     import os
-    dev = next((f"/dev/{n}" for n in sorted(os.listdir("/sys/block"))
-                if os.path.exists(f"/dev/{n}")), None)
+
+    dev = next(
+        (f"/dev/{n}" for n in sorted(os.listdir("/sys/block")) if os.path.exists(f"/dev/{n}")), None
+    )
     if dev is None:
         pytest.skip("no block device with a /dev node here")
     path, label = blockstat.stat_file(dev)

@@ -26,12 +26,18 @@ import pytest
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 
 
-def cli(*args: str, db: Path, timeout: float = 60, stdin: str | None = None,
-        env: dict | None = None) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, db: Path, timeout: float = 60, stdin: str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
     e = dict(os.environ, FSADVISOR_DB=str(db), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "fsadvisor.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=e,
-                          input=stdin if stdin is not None else "")
+    return subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=e,
+        input=stdin if stdin is not None else "",
+    )
 
 
 def one_line_refusal(p: subprocess.CompletedProcess, needle: str) -> None:
@@ -47,8 +53,16 @@ def fifo(tmp_path):
     return path
 
 
-IMPORT = ["import", "fio-json", "--device", "nvme:1T", "--config", '{"filesystem": "xfs"}',
-          "--profile", "fio-randread-4k-j1"]
+IMPORT = [
+    "import",
+    "fio-json",
+    "--device",
+    "nvme:1T",
+    "--config",
+    '{"filesystem": "xfs"}',
+    "--profile",
+    "fio-randread-4k-j1",
+]
 
 
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
@@ -77,8 +91,10 @@ def test_a_meter_log_that_is_no_regular_file_is_named_as_such(target, fifo, tmp_
 
 def test_a_huge_numeric_timestamp_is_a_skipped_row(tmp_path):
     from fsadvisor.energy import meterlog
-    log = meterlog.parse_log("timestamp,watts\n" + "9" * 400 + ",50\n1790000000,60\n"
-                             "1e308,70\n1790000001,61\n")
+
+    log = meterlog.parse_log(
+        "timestamp,watts\n" + "9" * 400 + ",50\n1790000000,60\n1e308,70\n1790000001,61\n"
+    )
     assert [w for _, w in log.samples] == [60.0, 61.0] and log.rows_skipped == 2
     path = tmp_path / "m.csv"
     path.write_text("timestamp,watts\n" + "9" * 400 + ",50\n")
@@ -88,8 +104,7 @@ def test_a_huge_numeric_timestamp_is_a_skipped_row(tmp_path):
 
 def test_calibrate_refuses_absurd_repetitions_before_planning(tmp_path):
     t0 = time.monotonic()
-    p = cli("calibrate", "--scratch", "1G", "--dry-run", "--reps", "1000000",
-            db=tmp_path / "s.db")
+    p = cli("calibrate", "--scratch", "1G", "--dry-run", "--reps", "1000000", db=tmp_path / "s.db")
     one_line_refusal(p, "--reps must be between 1 and 100")
     assert time.monotonic() - t0 < 30
 
@@ -97,8 +112,19 @@ def test_calibrate_refuses_absurd_repetitions_before_planning(tmp_path):
 def test_a_scratch_device_larger_than_the_free_space_is_refused_first(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    p = cli("probe", "--scratch", "16T", "--scratch-dir", str(scratch), "--fs", "ext4",
-            "--runtime", "1", "--full", db=tmp_path / "s.db")
+    p = cli(
+        "probe",
+        "--scratch",
+        "16T",
+        "--scratch-dir",
+        str(scratch),
+        "--fs",
+        "ext4",
+        "--runtime",
+        "1",
+        "--full",
+        db=tmp_path / "s.db",
+    )
     one_line_refusal(p, f"does not fit in {scratch}")
     assert list(scratch.iterdir()) == []
 
@@ -116,6 +142,7 @@ def test_ctrl_c_while_loading_is_one_line_and_exit_130(tmp_path):
     """SIGINT a few tens of ms after start, while Python still imports the program (the
     console script's entry point, fsadvisor.entry), and later while the command runs."""
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "s.db"))
+
     # The interpreter's own start-up and its import of signal (with enum) come before
     # anything can install a handler (a SIGINT there is Python's default traceback):
     # measured here and now, the slowest of three, so that on a busy machine (the suite runs
@@ -128,9 +155,20 @@ def test_ctrl_c_while_loading_is_one_line_and_exit_130(tmp_path):
     bare = max(bare_start() for _ in range(3))
     seen = set()
     for delay in (bare + 0.02, bare + 0.05, bare + 0.1, bare + 0.15):
-        p = subprocess.Popen([sys.executable, "-c", "from fsadvisor.entry import main; main()",
-                              "recommend", "-p", "oltp"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from fsadvisor.entry import main; main()",
+                "recommend",
+                "-p",
+                "oltp",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)

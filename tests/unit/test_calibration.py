@@ -10,22 +10,36 @@ from typer.testing import CliRunner
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import ConfigError
 from fsadvisor.predict.device_params import DEVICE_KEYS, PARAM_KEYS, DeviceParams, prior_params
-from fsadvisor.probe.calibration_plan import (BUDGET_S, SWEEP_NAMES, CalibrationPlan,
-                                              build_calibration_plan)
+from fsadvisor.probe.calibration_plan import (
+    BUDGET_S,
+    SWEEP_NAMES,
+    CalibrationPlan,
+    build_calibration_plan,
+)
 from fsadvisor.service import calibration, device_figures
 from fsadvisor.store import open_store
 
 TIB = 1 << 40
-LOOP = Device(path="/dev/loop4", size_bytes=1 << 30, kind="loop",
-              model="loop on ext4 (/dev/vda), direct I/O")
+LOOP = Device(
+    path="/dev/loop4", size_bytes=1 << 30, kind="loop", model="loop on ext4 (/dev/vda), direct I/O"
+)
 
 
 def test_plan_covers_every_parameter_and_fits_the_budget():
     p = build_calibration_plan("/dev/nvme9n1", TIB)
     names = [w.name for w in p.workloads]
-    assert names == ["4k-randread-qd1", "4k-randwrite-qd1", "4k-randwrite-fsync1",
-                     "4k-randread-qd32", "4k-randwrite-qd32", "128k-read-qd8", "128k-write-qd8",
-                     "4k-randread-qd4", "4k-randread-qd16", "4k-randread-qd64"]
+    assert names == [
+        "4k-randread-qd1",
+        "4k-randwrite-qd1",
+        "4k-randwrite-fsync1",
+        "4k-randread-qd32",
+        "4k-randwrite-qd32",
+        "128k-read-qd8",
+        "128k-write-qd8",
+        "4k-randread-qd4",
+        "4k-randread-qd16",
+        "4k-randread-qd64",
+    ]
     assert all(w.raw_baseline and w.workload.direct for w in p.workloads)
     cells = p.cells()
     assert all(c.config is None and c.scheduler == "none" for c in cells)
@@ -37,7 +51,10 @@ def test_plan_covers_every_parameter_and_fits_the_budget():
     assert d["purpose"] == "calibration" and d["cells"] == 27
     # never the key a probe of the same device resumes from
     assert p.device_key == "calibrate:/dev/nvme9n1"
-    assert build_calibration_plan(None, 1 << 30, scratch_size_bytes=1 << 30).device_key == "calibrate:scratch"
+    assert (
+        build_calibration_plan(None, 1 << 30, scratch_size_bytes=1 << 30).device_key
+        == "calibrate:scratch"
+    )
 
 
 def test_plan_shrinks_its_windows_to_fit_and_refuses_what_cannot():
@@ -62,32 +79,51 @@ def test_lookup_calibrated_prior_and_unknown_kind(tmp_path):
     assert all(set(DEVICE_KEYS) <= set(table[k]) for k in table)
     prior = device_figures.device_params_for(LOOP, db)
     assert not prior.measured and prior.values == prior_params("loop", table).values
-    assert device_figures.describe(prior).startswith("prior for kind loop (models/devices.toml [loop]")
+    assert device_figures.describe(prior).startswith(
+        "prior for kind loop (models/devices.toml [loop]"
+    )
     odd = Device(path="/dev/vdb", size_bytes=1 << 30, kind="unknown", model="virtio")
     text = device_figures.describe(device_figures.device_params_for(odd, db))
     assert text.startswith("prior for kind nvme (device kind 'unknown' has no figures")
-    fitted = DeviceParams(LOOP.identity, "loop", {k: 2.0 for k in PARAM_KEYS},
-                          {k: 0.05 for k in PARAM_KEYS}, "calibrated: test", 12,
-                          {"measured": list(PARAM_KEYS)})
+    fitted = DeviceParams(
+        LOOP.identity,
+        "loop",
+        {k: 2.0 for k in PARAM_KEYS},
+        {k: 0.05 for k in PARAM_KEYS},
+        "calibrated: test",
+        12,
+        {"measured": list(PARAM_KEYS)},
+    )
     with open_store(db) as s:
         s.save_device_params(fitted, fitted_at=1_790_000_000.0)  # 2026-09-21
     other_loop_number = Device(path="/dev/loop7", size_bytes=2 << 30, kind="loop", model=LOOP.model)
     got = device_figures.device_params_for(other_loop_number, db)
     assert got.values == fitted.values
-    assert device_figures.describe(got) == ("calibrated on this device, 12 runs, 2026-09-21 "
-                                         f"({len(PARAM_KEYS)} of {len(PARAM_KEYS)} parameters measured)")
+    assert device_figures.describe(got) == (
+        "calibrated on this device, 12 runs, 2026-09-21 "
+        f"({len(PARAM_KEYS)} of {len(PARAM_KEYS)} parameters measured)"
+    )
     # a spec without a path is its kind's prior, whatever the store holds
     spec = Device(path=None, size_bytes=1 << 30, kind="loop")
     assert not device_figures.device_params_for(spec, db).measured
 
 
 def test_params_table_intervals():
-    p = DeviceParams("x", "loop", {k: 100.0 for k in PARAM_KEYS}, {k: 0.1 for k in PARAM_KEYS},
-                     "calibrated", 3, {"measured": ["read_latency_us"]})
+    p = DeviceParams(
+        "x",
+        "loop",
+        {k: 100.0 for k in PARAM_KEYS},
+        {k: 0.1 for k in PARAM_KEYS},
+        "calibrated",
+        3,
+        {"measured": ["read_latency_us"]},
+    )
     t = calibration.params_table(p)
     assert t["read_latency_us"]["measured"] and not t["parallelism"]["measured"]
     lo, hi = t["read_latency_us"]["interval_90"]
-    assert lo == pytest.approx(100 * 2.718281828 ** (-0.1 * 1.6448536)) and lo * hi == pytest.approx(1e4)
+    assert lo == pytest.approx(
+        100 * 2.718281828 ** (-0.1 * 1.6448536)
+    ) and lo * hi == pytest.approx(1e4)
 
 
 def test_the_model_uses_the_device_ceiling():
@@ -100,8 +136,14 @@ def test_the_model_uses_the_device_ceiling():
     cfg = FsConfig.make("xfs")
     base = predict(model, cfg, w, LOOP)
     slow = prior_params("loop", model.settings.devices, LOOP.identity)
-    slow = DeviceParams(slow.device_id, "loop", {**slow.values, "read_iops_cap": 2000.0},
-                        slow.log_sd, "calibrated: test", 3)
+    slow = DeviceParams(
+        slow.device_id,
+        "loop",
+        {**slow.values, "read_iops_cap": 2000.0},
+        slow.log_sd,
+        "calibrated: test",
+        3,
+    )
     capped = predict(model, cfg, w, LOOP, device_params=slow)
     assert base.iops > 5000 and capped.iops <= 2000.0 * 1.001
     assert capped.basis["device_params"]["source"] == "calibrated: test"
@@ -112,6 +154,7 @@ def test_the_model_uses_the_device_ceiling():
 
 def test_cli_device_calibration_refuses_output_and_keeps_the_model_form(tmp_path, monkeypatch):
     from fsadvisor.cli import register_all, app
+
     register_all()
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "c.db"))
     r = CliRunner().invoke(app, ["calibrate", "--scratch", "1G", "--output", str(tmp_path / "x")])

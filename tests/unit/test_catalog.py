@@ -41,14 +41,18 @@ def refused(config, size=None) -> str:
 
 # ----------------------------------------------------------------------------- ranges
 
-@pytest.mark.parametrize("fs,name,good,bad", [
-    ("ext4", "block_size", [1024, 2048, 4096], [512, 8192, 3000]),
-    ("ext4", "inode_size", [128, 256, 512, 1024, 2048, 4096], [64, 8192, 300]),
-    ("xfs", "block_size", [1024, 2048, 4096], [512, 8192]),
-    ("xfs", "inode_size", [512, 1024, 2048], [256, 4096]),
-    ("btrfs", "nodesize", [4096, 8192, 16384, 32768, 65536], [2048, 131072, 12288]),
-    ("btrfs", "checksum", ["crc32c", "xxhash", "sha256", "blake2"], ["md5", "CRC32C"]),
-])
+
+@pytest.mark.parametrize(
+    "fs,name,good,bad",
+    [
+        ("ext4", "block_size", [1024, 2048, 4096], [512, 8192, 3000]),
+        ("ext4", "inode_size", [128, 256, 512, 1024, 2048, 4096], [64, 8192, 300]),
+        ("xfs", "block_size", [1024, 2048, 4096], [512, 8192]),
+        ("xfs", "inode_size", [512, 1024, 2048], [256, 4096]),
+        ("btrfs", "nodesize", [4096, 8192, 16384, 32768, 65536], [2048, 131072, 12288]),
+        ("btrfs", "checksum", ["crc32c", "xxhash", "sha256", "blake2"], ["md5", "CRC32C"]),
+    ],
+)
 def test_mkfs_ranges(fs, name, good, bad):
     for v in good:
         catalog.validate(cfg(fs, {name: v}))
@@ -70,15 +74,35 @@ def test_mkfs_cross_option_rules():
     catalog.validate(cfg("f2fs", {"features": "sb_checksum"}))
 
 
-@pytest.mark.parametrize("fs,opt", [
-    ("ext4", "commit=0"), ("ext4", "commit=301"), ("ext4", "data=foo"), ("ext4", "barrier=2"),
-    ("xfs", "logbufs=1"), ("xfs", "logbufs=9"), ("xfs", "logbsize=8k"), ("xfs", "logbsize=512k"),
-    ("xfs", "logbsize=48k"), ("xfs", "allocsize=2k"), ("xfs", "allocsize=2g"),
-    ("btrfs", "compress=zstd:0"), ("btrfs", "compress=zstd:16"), ("btrfs", "compress=zlib:10"),
-    ("btrfs", "compress=lzo:1"), ("btrfs", "compress=lz4"), ("btrfs", "space_cache=v1"),
-    ("btrfs", "discard=later"), ("f2fs", "active_logs=3"), ("f2fs", "mode=fragment"),
-    ("f2fs", "fsync_mode=none"), ("ext4", "noatime=1"), ("xfs", "logbufs"), ("ext4", "commit=٣"),
-])
+@pytest.mark.parametrize(
+    "fs,opt",
+    [
+        ("ext4", "commit=0"),
+        ("ext4", "commit=301"),
+        ("ext4", "data=foo"),
+        ("ext4", "barrier=2"),
+        ("xfs", "logbufs=1"),
+        ("xfs", "logbufs=9"),
+        ("xfs", "logbsize=8k"),
+        ("xfs", "logbsize=512k"),
+        ("xfs", "logbsize=48k"),
+        ("xfs", "allocsize=2k"),
+        ("xfs", "allocsize=2g"),
+        ("btrfs", "compress=zstd:0"),
+        ("btrfs", "compress=zstd:16"),
+        ("btrfs", "compress=zlib:10"),
+        ("btrfs", "compress=lzo:1"),
+        ("btrfs", "compress=lz4"),
+        ("btrfs", "space_cache=v1"),
+        ("btrfs", "discard=later"),
+        ("f2fs", "active_logs=3"),
+        ("f2fs", "mode=fragment"),
+        ("f2fs", "fsync_mode=none"),
+        ("ext4", "noatime=1"),
+        ("xfs", "logbufs"),
+        ("ext4", "commit=٣"),
+    ],
+)
 def test_mount_values_out_of_range(fs, opt):
     assert f"{fs}: mount option" in refused(cfg(fs, mount=[opt]))
 
@@ -92,11 +116,18 @@ def test_every_spec_example_validates(fs):
 
 
 def test_canonical_spelling_and_defaults():
-    c = catalog.config_from_dict({"filesystem": "xfs", "mkfs": {"block_size": "4k",
-                                  "inode_size": 1024}, "mount": "logbsize=262144,allocsize=1M"})
+    c = catalog.config_from_dict(
+        {
+            "filesystem": "xfs",
+            "mkfs": {"block_size": "4k", "inode_size": 1024},
+            "mount": "logbsize=262144,allocsize=1M",
+        }
+    )
     assert c.mkfs == (("inode_size", 1024),)  # block_size 4096 is the default: dropped
     assert c.mount == ("logbsize=256k", "allocsize=1m")
-    f = catalog.config_from_dict({"fs": "f2fs", "mkfs": {"features": ["compression", "extra_attr"]}})
+    f = catalog.config_from_dict(
+        {"fs": "f2fs", "mkfs": {"features": ["compression", "extra_attr"]}}
+    )
     assert f.mkfs_dict == {"features": "extra_attr,compression"}
 
 
@@ -110,10 +141,12 @@ def test_mount_conflicts_and_combinations():
     assert "data=ordered" in refused(cfg("ext4", mount=["journal_async_commit"]))
     assert "data=ordered" in refused(cfg("ext4", mount=["data=ordered", "journal_async_commit"]))
     catalog.validate(cfg("ext4", mount=["data=journal", "journal_async_commit"]))
-    assert "ignored under data=journal" in refused(cfg("ext4", mount=["data=journal",
-                                                                      "dioread_nolock"]))
-    assert "turns nodatacow back off" in refused(cfg("btrfs", mount=["nodatacow",
-                                                                     "compress=zstd:3"]))
+    assert "ignored under data=journal" in refused(
+        cfg("ext4", mount=["data=journal", "dioread_nolock"])
+    )
+    assert "turns nodatacow back off" in refused(
+        cfg("btrfs", mount=["nodatacow", "compress=zstd:3"])
+    )
     assert "needs mkfs features" in refused(cfg("f2fs", mount=["compress_algorithm=lz4"]))
 
 
@@ -150,6 +183,7 @@ def test_device_size_minimums():
 
 # ----------------------------------------------------------------------------- XFS AG rule
 
+
 def test_ag_count_range_values():
     assert catalog.ag_count_range(2 * GIB) == (2, 31)  # 32 fails "Log size must be at least 64MB"
     assert catalog.ag_count_range(300 * MIB) == (2, 4)
@@ -174,25 +208,83 @@ def test_ag_count_validation():
 
 # ----------------------------------------------------------------------------- commands
 
+
 def test_mkfs_argv_shapes():
     dev = "/dev/loop7"
     assert catalog.mkfs_argv(catalog.default_config("ext4"), dev) == [
-        "mkfs.ext4", "-F", "-q", "-b", "4096", "-I", "256",
-        "-E", "lazy_itable_init=0,lazy_journal_init=0", dev]
-    assert catalog.mkfs_argv(cfg("ext4", {"block_size": 1024, "inode_size": 512,
-                                          "journal": False}), dev) == [
-        "mkfs.ext4", "-F", "-q", "-b", "1024", "-I", "512", "-O", "^has_journal",
-        "-E", "lazy_itable_init=0,lazy_journal_init=0", dev]
+        "mkfs.ext4",
+        "-F",
+        "-q",
+        "-b",
+        "4096",
+        "-I",
+        "256",
+        "-E",
+        "lazy_itable_init=0,lazy_journal_init=0",
+        dev,
+    ]
+    assert catalog.mkfs_argv(
+        cfg("ext4", {"block_size": 1024, "inode_size": 512, "journal": False}), dev
+    ) == [
+        "mkfs.ext4",
+        "-F",
+        "-q",
+        "-b",
+        "1024",
+        "-I",
+        "512",
+        "-O",
+        "^has_journal",
+        "-E",
+        "lazy_itable_init=0,lazy_journal_init=0",
+        dev,
+    ]
     assert catalog.mkfs_argv(cfg("xfs", {"block_size": 2048}, ag_count=64), dev) == [
-        "mkfs.xfs", "-f", "-b", "size=2048", "-i", "size=512", "-d", "agcount=64", dev]
-    assert catalog.mkfs_argv(cfg("xfs"), dev) == ["mkfs.xfs", "-f", "-b", "size=4096",
-                                                  "-i", "size=512", dev]
+        "mkfs.xfs",
+        "-f",
+        "-b",
+        "size=2048",
+        "-i",
+        "size=512",
+        "-d",
+        "agcount=64",
+        dev,
+    ]
+    assert catalog.mkfs_argv(cfg("xfs"), dev) == [
+        "mkfs.xfs",
+        "-f",
+        "-b",
+        "size=4096",
+        "-i",
+        "size=512",
+        dev,
+    ]
     assert catalog.mkfs_argv(cfg("btrfs", {"nodesize": 65536, "checksum": "xxhash"}), dev) == [
-        "mkfs.btrfs", "-f", "-n", "65536", "--csum", "xxhash", dev]
+        "mkfs.btrfs",
+        "-f",
+        "-n",
+        "65536",
+        "--csum",
+        "xxhash",
+        dev,
+    ]
     assert catalog.mkfs_argv(cfg("btrfs"), dev) == [
-        "mkfs.btrfs", "-f", "-n", "16384", "--csum", "crc32c", dev]
+        "mkfs.btrfs",
+        "-f",
+        "-n",
+        "16384",
+        "--csum",
+        "crc32c",
+        dev,
+    ]
     assert catalog.mkfs_argv(cfg("f2fs", {"features": "extra_attr,compression"}), dev) == [
-        "mkfs.f2fs", "-f", "-q", "-O", "extra_attr,compression", dev]
+        "mkfs.f2fs",
+        "-f",
+        "-q",
+        "-O",
+        "extra_attr,compression",
+        dev,
+    ]
     assert catalog.mkfs_argv(cfg("f2fs"), dev) == ["mkfs.f2fs", "-f", "-q", dev]
     with pytest.raises(ConfigError):
         catalog.mkfs_argv(cfg("xfs", mount=["nobarrier"]), dev)
@@ -201,10 +293,22 @@ def test_mkfs_argv_shapes():
 def test_mount_argv_and_options_string():
     c = cfg("ext4", mount=["noatime", "data=writeback"])
     assert catalog.mount_argv(c, "/dev/loop3", "/mnt/x") == [
-        "mount", "-t", "ext4", "-o", "noatime,data=writeback", "/dev/loop3", "/mnt/x"]
+        "mount",
+        "-t",
+        "ext4",
+        "-o",
+        "noatime,data=writeback",
+        "/dev/loop3",
+        "/mnt/x",
+    ]
     assert catalog.mount_options_string(c) == "noatime,data=writeback"
-    assert catalog.mount_argv(cfg("xfs"), "/dev/loop3", "/m") == ["mount", "-t", "xfs",
-                                                                  "/dev/loop3", "/m"]
+    assert catalog.mount_argv(cfg("xfs"), "/dev/loop3", "/m") == [
+        "mount",
+        "-t",
+        "xfs",
+        "/dev/loop3",
+        "/m",
+    ]
     assert catalog.mount_options_string(cfg("xfs")) == "defaults"
 
 
@@ -226,8 +330,9 @@ def test_fstab_line(fs, pass_):
 
 
 def test_fstab_escapes_blanks():
-    line = catalog.fstab_line(cfg("xfs", mount=["noatime"]), spec="LABEL=my data",
-                              mountpoint="/srv/my data")
+    line = catalog.fstab_line(
+        cfg("xfs", mount=["noatime"]), spec="LABEL=my data", mountpoint="/srv/my data"
+    )
     assert line == "LABEL=my\\040data /srv/my\\040data xfs noatime 0 0"
 
 
@@ -239,19 +344,30 @@ LOOSE = Constraints(durability=False)
 RISKY = Constraints(allow_risky=True)
 
 
-@pytest.mark.parametrize("config,hazard,allowed", [
-    (cfg("ext4", mount=["nobarrier"]), "needs-plp", (False, True, True, True)),
-    (cfg("ext4", mount=["barrier=0"]), "needs-plp", (False, True, True, True)),
-    (cfg("btrfs", mount=["nodiscard", "nobarrier"]), "needs-plp", (False, True, True, True)),
-    (cfg("f2fs", mount=["fsync_mode=nobarrier"]), "needs-plp", (False, True, True, True)),
-    (cfg("ext4", mount=["data=writeback"]), "stale-data-after-crash", (False, False, True, True)),
-    (cfg("ext4", {"journal": False}), "no-journal", (False, False, True, True)),
-    (cfg("ext4", mount=["commit=60"]), "loses-recent-writes", (False, False, True, True)),
-    (cfg("btrfs", mount=["commit=120"]), "loses-recent-writes", (False, False, True, True)),
-    (cfg("btrfs", mount=["nodatacow"]), "no-checksums", (False, False, True, True)),
-    (cfg("btrfs", mount=["nodatasum"]), "no-checksums", (False, False, True, True)),
-    (cfg("f2fs", mount=["checkpoint=disable"]), "loses-recent-writes", (False, False, True, True)),
-])
+@pytest.mark.parametrize(
+    "config,hazard,allowed",
+    [
+        (cfg("ext4", mount=["nobarrier"]), "needs-plp", (False, True, True, True)),
+        (cfg("ext4", mount=["barrier=0"]), "needs-plp", (False, True, True, True)),
+        (cfg("btrfs", mount=["nodiscard", "nobarrier"]), "needs-plp", (False, True, True, True)),
+        (cfg("f2fs", mount=["fsync_mode=nobarrier"]), "needs-plp", (False, True, True, True)),
+        (
+            cfg("ext4", mount=["data=writeback"]),
+            "stale-data-after-crash",
+            (False, False, True, True),
+        ),
+        (cfg("ext4", {"journal": False}), "no-journal", (False, False, True, True)),
+        (cfg("ext4", mount=["commit=60"]), "loses-recent-writes", (False, False, True, True)),
+        (cfg("btrfs", mount=["commit=120"]), "loses-recent-writes", (False, False, True, True)),
+        (cfg("btrfs", mount=["nodatacow"]), "no-checksums", (False, False, True, True)),
+        (cfg("btrfs", mount=["nodatasum"]), "no-checksums", (False, False, True, True)),
+        (
+            cfg("f2fs", mount=["checkpoint=disable"]),
+            "loses-recent-writes",
+            (False, False, True, True),
+        ),
+    ],
+)
 def test_risks(config, hazard, allowed):
     catalog.validate(config)
     rs = catalog.risks(config)
@@ -278,16 +394,21 @@ def test_no_risks_for_safe_configs():
 def test_features():
     assert catalog.features(catalog.default_config("btrfs")) == {"snapshots", "checksums"}
     assert catalog.features(cfg("btrfs", mount=["compress=zstd:3"])) == {
-        "snapshots", "checksums", "compression"}
+        "snapshots",
+        "checksums",
+        "compression",
+    }
     assert catalog.features(cfg("btrfs", mount=["nodatacow"])) == {"snapshots"}
     assert catalog.features(cfg("ext4")) == set()
     assert catalog.features(cfg("xfs")) == set()
-    assert catalog.features(cfg("f2fs", {"features": "extra_attr,compression"},
-                                ["compress_algorithm=zstd"])) == {"compression"}
+    assert catalog.features(
+        cfg("f2fs", {"features": "extra_attr,compression"}, ["compress_algorithm=zstd"])
+    ) == {"compression"}
     assert catalog.features(cfg("f2fs", {"features": "extra_attr,compression"})) == set()
 
 
 # ----------------------------------------------------------------------------- candidates
+
 
 def test_candidates_for_1tb():
     # CPU time of fresh enumerations (every cache cleared), best of three: the wall clock here
@@ -341,6 +462,7 @@ def test_candidates_filters_and_bad_arguments():
 
 # ----------------------------------------------------------------------------- config_from_dict
 
+
 def test_config_from_dict_messages():
     def msg(d):
         with pytest.raises(ConfigError) as e:
@@ -348,16 +470,23 @@ def test_config_from_dict_messages():
         assert "\n" not in str(e.value)
         return str(e.value)
 
-    assert msg({"filesystem": "xfs", "mount": ["data=writeback"]}) == \
-        "xfs: mount option 'data=writeback' is not an xfs option"
-    assert msg({"filesystem": "btrfs", "mount": "noatime,journal_async_commit"}) == \
-        "btrfs: mount option 'journal_async_commit' is not a btrfs option"
+    assert (
+        msg({"filesystem": "xfs", "mount": ["data=writeback"]})
+        == "xfs: mount option 'data=writeback' is not an xfs option"
+    )
+    assert (
+        msg({"filesystem": "btrfs", "mount": "noatime,journal_async_commit"})
+        == "btrfs: mount option 'journal_async_commit' is not a btrfs option"
+    )
     assert msg({"filesystem": "zfs"}).startswith("unknown filesystem 'zfs'")
     assert msg({}).startswith("unknown filesystem None")
     assert msg({"filesystem": "ext4", "mkfs": {"nodesize": 4096}}).startswith(
-        "ext4: mkfs option 'nodesize' is not an ext4 mkfs option")
-    assert msg({"filesystem": "ext4", "ag_count": 8}) == \
-        "ext4: ag_count is an xfs setting, not an ext4 one"
+        "ext4: mkfs option 'nodesize' is not an ext4 mkfs option"
+    )
+    assert (
+        msg({"filesystem": "ext4", "ag_count": 8})
+        == "ext4: ag_count is an xfs setting, not an ext4 one"
+    )
     assert "out of range" in msg({"filesystem": "ext4", "mkfs": {"block_size": 8192}})
     assert "unknown configuration key 'options'" in msg({"filesystem": "ext4", "options": []})
     assert "scheduler" in msg({"filesystem": "ext4", "scheduler": "cfq"})
@@ -386,6 +515,7 @@ def test_round_trip_of_candidates(c, mount_as_string):
 
 def _valid_ish_dicts():
     """Dicts built from the catalog's own tables: often valid, sometimes a conflicting mix."""
+
     def for_fs(fs):
         mk = {}
         for name, spec in catalog.MKFS_OPTIONS[fs].items():
@@ -394,13 +524,18 @@ def _valid_ish_dicts():
             else:
                 mk[name] = st.sampled_from(spec.choices)
         examples = [e for s in catalog.MOUNT_OPTIONS[fs].values() for e in s.examples]
-        return st.fixed_dictionaries({
-            "filesystem": st.just(fs),
-            "mkfs": st.fixed_dictionaries({}, optional=mk),
-            "mount": st.lists(st.sampled_from(examples), max_size=4).map(
-                lambda xs: ",".join(xs).split(",") if xs else []),
-            "scheduler": st.sampled_from(SCHEDULERS),
-        }, optional={"ag_count": st.integers(2, 20000)} if fs == "xfs" else {})
+        return st.fixed_dictionaries(
+            {
+                "filesystem": st.just(fs),
+                "mkfs": st.fixed_dictionaries({}, optional=mk),
+                "mount": st.lists(st.sampled_from(examples), max_size=4).map(
+                    lambda xs: ",".join(xs).split(",") if xs else []
+                ),
+                "scheduler": st.sampled_from(SCHEDULERS),
+            },
+            optional={"ag_count": st.integers(2, 20000)} if fs == "xfs" else {},
+        )
+
     return st.sampled_from(FILESYSTEMS).flatmap(for_fs)
 
 
@@ -421,26 +556,40 @@ def test_config_from_dict_valid_round_trip(d):
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=12),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-    max_leaves=12)
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4)
+    ),
+    max_leaves=12,
+)
 KEYS = st.sampled_from(["filesystem", "fs", "mkfs", "mount", "scheduler", "ag_count"]) | st.text(
-    max_size=8)
-MKFS_NAMES = st.sampled_from(["block_size", "inode_size", "journal", "nodesize", "checksum",
-                              "features"]) | st.text(max_size=8)
+    max_size=8
+)
+MKFS_NAMES = st.sampled_from(
+    ["block_size", "inode_size", "journal", "nodesize", "checksum", "features"]
+) | st.text(max_size=8)
 FS_NAMES = st.sampled_from([*FILESYSTEMS, "zfs", "", "EXT4"])
 
 
 @settings(max_examples=300)
-@given(st.one_of(
-    JSON,
-    st.dictionaries(KEYS, JSON, max_size=6),
-    st.fixed_dictionaries({"filesystem": FS_NAMES}, optional={
-        "mkfs": st.dictionaries(MKFS_NAMES, JSON | st.sampled_from([1024, 4096, "4k", "9" * 400 + "k"]),
-                                max_size=3),
-        "mount": JSON | st.lists(st.text(max_size=20), max_size=4) | st.text(max_size=40),
-        "scheduler": JSON | st.sampled_from(SCHEDULERS),
-        "ag_count": JSON}),
-))
+@given(
+    st.one_of(
+        JSON,
+        st.dictionaries(KEYS, JSON, max_size=6),
+        st.fixed_dictionaries(
+            {"filesystem": FS_NAMES},
+            optional={
+                "mkfs": st.dictionaries(
+                    MKFS_NAMES,
+                    JSON | st.sampled_from([1024, 4096, "4k", "9" * 400 + "k"]),
+                    max_size=3,
+                ),
+                "mount": JSON | st.lists(st.text(max_size=20), max_size=4) | st.text(max_size=40),
+                "scheduler": JSON | st.sampled_from(SCHEDULERS),
+                "ag_count": JSON,
+            },
+        ),
+    )
+)
 def test_config_from_dict_invalid_raises_only_config_error(d):
     try:
         c = catalog.config_from_dict(d)
@@ -452,6 +601,7 @@ def test_config_from_dict_invalid_raises_only_config_error(d):
 
 
 # ----------------------------------------------------------------------------- kernel support
+
 
 def test_kernel_supports_this_machine():
     assert catalog.kernel_supports("ext4")
@@ -472,8 +622,10 @@ def test_kernel_supports_fake_files(tmp_path):
     assert catalog.kernel_supports("f2fs", proc, nodeps)
     # built as a module nobody loaded yet: absent from /proc/filesystems, mountable anyway
     deps = tmp_path / "modules.dep"
-    deps.write_text("kernel/fs/btrfs/btrfs.ko.xz: kernel/lib/raid6/raid6_pq.ko.xz\n"
-                    "kernel/fs/f2fs/f2fs.ko.zst: kernel/lib/lz4/lz4_compress.ko.zst\n")
+    deps.write_text(
+        "kernel/fs/btrfs/btrfs.ko.xz: kernel/lib/raid6/raid6_pq.ko.xz\n"
+        "kernel/fs/f2fs/f2fs.ko.zst: kernel/lib/lz4/lz4_compress.ko.zst\n"
+    )
     assert catalog.kernel_supports("btrfs", tmp_path / "missing", deps)
     assert catalog.kernel_supports("f2fs", tmp_path / "missing", deps)
     assert not catalog.kernel_supports("xfs", tmp_path / "missing", deps)

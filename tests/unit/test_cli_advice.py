@@ -22,6 +22,7 @@ def _store(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     from fsadvisor.service import advice
+
     advice._cache.clear()
 
 
@@ -33,8 +34,18 @@ def test_recommend_json_has_the_promised_fields():
     recs = doc["recommendations"]
     assert 1 <= len(recs) <= 3
     for rec in recs:
-        for key in ("filesystem", "mkfs_command", "mount_options", "fstab", "scheduler",
-                    "ag_count", "predicted", "uncertainty", "why", "warnings"):
+        for key in (
+            "filesystem",
+            "mkfs_command",
+            "mount_options",
+            "fstab",
+            "scheduler",
+            "ag_count",
+            "predicted",
+            "uncertainty",
+            "why",
+            "warnings",
+        ):
             assert key in rec, key
         for key in ("iops", "mb_s", "p99_latency_ms", "watts", "ops_per_joule"):
             assert rec["predicted"][key] > 0 and math.isfinite(rec["predicted"][key])
@@ -50,11 +61,13 @@ def test_recommend_json_has_the_promised_fields():
     from fsadvisor.catalog import config_from_dict
     from fsadvisor.predict.rank import complexity
     from fsadvisor.service.advice import resolve_device
+
     dev = resolve_device(None)
     for a, b in zip(recs, recs[1:]):
         if b["score"] > a["score"]:
-            assert complexity(config_from_dict(a["config"]), dev) < \
-                complexity(config_from_dict(b["config"]), dev)
+            assert complexity(config_from_dict(a["config"]), dev) < complexity(
+                config_from_dict(b["config"]), dev
+            )
             assert b["score"] / a["score"] < a["uncertainty"]["ops_per_joule_factor"]
     assert "power_level" in recs[0]["basis"]
 
@@ -62,25 +75,35 @@ def test_recommend_json_has_the_promised_fields():
 def test_plp_yes_widens_the_search_but_keeps_warnings():
     unknown = json.loads(run("recommend", "-p", "oltp", "--json").output)
     yes = json.loads(run("recommend", "-p", "oltp", "--json", "--plp", "yes").output)
-    assert yes["excluded"]["durability_hazard_not_allowed"] < \
-        unknown["excluded"]["durability_hazard_not_allowed"]
+    assert (
+        yes["excluded"]["durability_hazard_not_allowed"]
+        < unknown["excluded"]["durability_hazard_not_allowed"]
+    )
     # a flush-skipping option, when allowed, always comes with its warning
     from fsadvisor import catalog
     from fsadvisor.predict.rank import rank
     from fsadvisor.service import advice
+
     cfg = catalog.config_from_dict({"filesystem": "ext4", "mount": ["noatime", "nobarrier"]})
     prof = advice.get_profile("oltp")
     rec = rank(advice.get_model(), prof, advice.resolve_device(None, "yes"), candidates=[cfg])
     assert any("nobarrier" in w and "PLP confirmed" in w for w in rec.ranked[0].warnings)
-    rec = rank(advice.get_model(), prof, advice.resolve_device(None), candidates=[cfg, catalog.default_config("ext4")])
+    rec = rank(
+        advice.get_model(),
+        prof,
+        advice.resolve_device(None),
+        candidates=[cfg, catalog.default_config("ext4")],
+    )
     assert [r.config for r in rec.ranked] == [catalog.default_config("ext4")]
 
 
 def test_snapshots_requirement_leaves_only_btrfs(tmp_path):
     prof = tmp_path / "snap.toml"
-    prof.write_text('name = "snap"\ndescription = "needs snapshots"\n'
-                    '[fio]\nrw = "randwrite"\nbs = "4k"\niodepth = 8\n'
-                    '[constraints]\nfeatures = ["snapshots"]\n')
+    prof.write_text(
+        'name = "snap"\ndescription = "needs snapshots"\n'
+        '[fio]\nrw = "randwrite"\nbs = "4k"\niodepth = 8\n'
+        '[constraints]\nfeatures = ["snapshots"]\n'
+    )
     doc = json.loads(run("recommend", "-p", str(prof), "--json").output)
     assert {r["filesystem"] for r in doc["recommendations"]} == {"btrfs"}
 
@@ -102,23 +125,45 @@ def test_recommend_text_output():
     assert "mkfs:" in r.output and "fstab:" in r.output and "why:" in r.output
 
 
-@pytest.mark.parametrize("args, words", [
-    (["recommend", "--profile", "no-such-profile"], "no-such-profile"),
-    (["recommend", "--profile", "oltp", "--top", "0"], "--top"),
-    (["recommend", "--profile", "oltp", "--scope", "moon"], "scope"),
-    (["recommend", "--profile", "oltp", "--device", "floppy:1.44M"], "floppy"),
-    (["predict", "--config", '{"filesystem": "zfs"}', "--profile", "oltp"], "zfs"),
-    (["predict", "--config", '{"filesystem": "xfs", "mount": ["data=writeback"]}',
-      "--profile", "oltp"], "data=writeback"),
-    (["predict", "--config", '{"filesystem": "xfs", "mount": ["nobarrier"]}',
-      "--profile", "oltp"], "nobarrier"),
-    (["predict", "--config", "{not json", "--profile", "oltp"], "JSON"),
-    (["predict", "--config", '{"filesystem": "ext4", "ag_count": 8}', "--profile", "oltp"], "ag"),
-    (["predict", "--config", "[" * 100000, "--profile", "oltp"], "nested"),
-    (["validate", "--folds", "0"], "folds"),
-    (["refit", "--output", ""], "output"),
-    (["refit", "--output", "/"], "directory"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["recommend", "--profile", "no-such-profile"], "no-such-profile"),
+        (["recommend", "--profile", "oltp", "--top", "0"], "--top"),
+        (["recommend", "--profile", "oltp", "--scope", "moon"], "scope"),
+        (["recommend", "--profile", "oltp", "--device", "floppy:1.44M"], "floppy"),
+        (["predict", "--config", '{"filesystem": "zfs"}', "--profile", "oltp"], "zfs"),
+        (
+            [
+                "predict",
+                "--config",
+                '{"filesystem": "xfs", "mount": ["data=writeback"]}',
+                "--profile",
+                "oltp",
+            ],
+            "data=writeback",
+        ),
+        (
+            [
+                "predict",
+                "--config",
+                '{"filesystem": "xfs", "mount": ["nobarrier"]}',
+                "--profile",
+                "oltp",
+            ],
+            "nobarrier",
+        ),
+        (["predict", "--config", "{not json", "--profile", "oltp"], "JSON"),
+        (
+            ["predict", "--config", '{"filesystem": "ext4", "ag_count": 8}', "--profile", "oltp"],
+            "ag",
+        ),
+        (["predict", "--config", "[" * 100000, "--profile", "oltp"], "nested"),
+        (["validate", "--folds", "0"], "folds"),
+        (["refit", "--output", ""], "output"),
+        (["refit", "--output", "/"], "directory"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, words):
     r = run(*args)
     assert r.exit_code == 2, r.output
@@ -129,9 +174,11 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 
 def test_unsatisfiable_constraints_name_the_problem(tmp_path):
     prof = tmp_path / "greedy.toml"
-    prof.write_text('name = "greedy"\ndescription = "impossible"\n'
-                    '[fio]\nrw = "randread"\nbs = "4k"\n'
-                    '[constraints]\nmin_iops = 1e12\n')
+    prof.write_text(
+        'name = "greedy"\ndescription = "impossible"\n'
+        '[fio]\nrw = "randread"\nbs = "4k"\n'
+        "[constraints]\nmin_iops = 1e12\n"
+    )
     r = run("recommend", "-p", str(prof))
     assert r.exit_code == 2
     assert "min_iops" in r.output and "no configuration satisfies" in r.output
@@ -145,8 +192,14 @@ def test_malformed_profile_toml_is_one_line(tmp_path):
 
 
 def test_predict_one_config():
-    r = run("predict", "--config", '{"filesystem": "xfs", "ag_count": 16, "mount": "noatime"}',
-            "--workload", '{"rw": "randrw", "bs": "4k", "iodepth": 32, "numjobs": 4}', "--json")
+    r = run(
+        "predict",
+        "--config",
+        '{"filesystem": "xfs", "ag_count": 16, "mount": "noatime"}',
+        "--workload",
+        '{"rw": "randrw", "bs": "4k", "iodepth": 32, "numjobs": 4}',
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc["config"]["ag_count"] == 16
@@ -157,10 +210,17 @@ def test_predict_one_config():
 def test_predict_batch_json_lines_one_out_per_in_and_errors_inline():
     lines = [
         {"id": 1, "config": {"filesystem": "ext4"}, "profile": "oltp"},
-        {"id": 2, "device": "nvme:2T", "config": {"filesystem": "xfs", "ag_count": 32},
-         "workload": {"rw": "randwrite", "bs": "4k", "iodepth": 64, "numjobs": 8}},
-        {"id": 3, "config": {"filesystem": "btrfs", "mount": ["compress=zstd:3"]},
-         "workload": {"rw": "read", "bs": "1m", "iodepth": 16}},
+        {
+            "id": 2,
+            "device": "nvme:2T",
+            "config": {"filesystem": "xfs", "ag_count": 32},
+            "workload": {"rw": "randwrite", "bs": "4k", "iodepth": 64, "numjobs": 8},
+        },
+        {
+            "id": 3,
+            "config": {"filesystem": "btrfs", "mount": ["compress=zstd:3"]},
+            "workload": {"rw": "read", "bs": "1m", "iodepth": 16},
+        },
         "not an object",
         {"config": {"filesystem": "ext4"}, "bogus": 1},
     ]
@@ -177,8 +237,9 @@ def test_predict_batch_json_lines_one_out_per_in_and_errors_inline():
 def test_predict_is_consistent_with_recommend():
     doc = json.loads(run("recommend", "-p", "oltp", "--json", "--top", "1").output)
     top = doc["recommendations"][0]
-    one = json.loads(run("predict", "--config", json.dumps(top["config"]),
-                         "--profile", "oltp", "--json").output)
+    one = json.loads(
+        run("predict", "--config", json.dumps(top["config"]), "--profile", "oltp", "--json").output
+    )
     assert one["predicted"]["ops_per_joule"] == pytest.approx(top["predicted"]["ops_per_joule"])
 
 
@@ -198,8 +259,10 @@ def test_validate_reports_cross_validated_error_both_ways():
         assert doc[key]["model"]["n"] == doc[key]["prior_only"]["n"]
     # Within the studies it has seen, the fitted model must not do worse than its priors
     # alone (across studies it may: see README, "what the embedded data can tell").
-    assert doc["by_row"]["model"]["median_abs_log_error"] <= \
-        doc["by_row"]["prior_only"]["median_abs_log_error"]
+    assert (
+        doc["by_row"]["model"]["median_abs_log_error"]
+        <= doc["by_row"]["prior_only"]["median_abs_log_error"]
+    )
 
 
 def test_refit_writes_parameters_with_provenance(tmp_path):
@@ -222,12 +285,15 @@ def test_calibrate_without_a_device_is_the_old_spelling_of_refit_with_a_note(tmp
 
 def test_recommend_never_prints_a_ready_mkfs_for_the_root_disk():
     from fsadvisor.host.device import safety_verdict
+
     root_disk = "/dev/vda"
     import os
+
     if not os.path.exists(root_disk) or safety_verdict(root_disk).ok:
         pytest.skip("no refused root disk named /dev/vda on this machine")
-    doc = json.loads(run("recommend", "-p", "oltp", "--device", root_disk, "--json",
-                         "--top", "2").output)
+    doc = json.loads(
+        run("recommend", "-p", "oltp", "--device", root_disk, "--json", "--top", "2").output
+    )
     for rec in doc["recommendations"]:
         assert root_disk not in rec["mkfs_command"]
         assert rec["mkfs_command"][-1] == "/dev/DEVICE"

@@ -17,7 +17,7 @@ from fsadvisor.predict import confidence as C
 @settings(max_examples=40, deadline=None)
 def test_two_candidates_match_the_closed_form(gap, sd, rho):
     # var(a - b) = 2 s^2 (1 - rho): choose s so the difference has sd ``sd``
-    s2 = sd ** 2 / (2 * (1 - rho))
+    s2 = sd**2 / (2 * (1 - rho))
     S = np.array([[s2, rho * s2], [rho * s2, s2]])
     p = C.p_best([gap, 0.0], S)
     assert p.sum() == pytest.approx(1.0)
@@ -47,7 +47,7 @@ def test_tolerance_counts_near_ties_as_best():
 
 def test_leaders_exclude_far_candidates_and_keep_first():
     mu = np.array([0.0, 0.5, -0.01, -1.0])
-    S = np.eye(4) * 0.01 ** 2
+    S = np.eye(4) * 0.01**2
     idx = C.leaders(mu, S, first=0)
     assert idx[0] == 0 and 2 in idx and 3 not in idx
     assert 1 in idx  # far above, but it is what beats #1
@@ -73,6 +73,7 @@ def test_tied_when_leaders_overlap():
 
 def test_recommendation_carries_confidence_and_settle(tmp_path, monkeypatch):
     from fsadvisor.service import advice
+
     db = str(tmp_path / "s.db")
     rec = advice.recommend("build-unpack", db=db)
     doc = rec.to_dict()
@@ -91,8 +92,9 @@ def test_recommendation_carries_confidence_and_settle(tmp_path, monkeypatch):
         assert all(s["seconds"] > 0 and s["reps"] >= 1 for s in conf["settle"])
 
 
-@pytest.mark.parametrize("profile,device", [("oltp", None), ("log-append", None),
-                                            ("build-unpack", "nvme:8G")])
+@pytest.mark.parametrize(
+    "profile,device", [("oltp", None), ("log-append", None), ("build-unpack", "nvme:8G")]
+)
 def test_settle_cells_time_a_cell_as_the_probe_plan_does(tmp_path, profile, device):
     """settle_cells times a tie's cells from probe/timing.py without loading the probe's
     planning: its workload name, repetitions and seconds are those of a real Plan of the
@@ -101,33 +103,47 @@ def test_settle_cells_time_a_cell_as_the_probe_plan_does(tmp_path, profile, devi
     from fsadvisor.probe import plan as planmod
     from fsadvisor.probe.timing import default_size_bytes
     from fsadvisor.service import advice
+
     rec = advice.recommend(profile, device, db=str(tmp_path / "s.db"))
     spec = planmod.profile_workload(rec.profile)
-    plan = planmod.Plan(device=rec.device.path, device_size_bytes=rec.device.size_bytes,
-                        configs=[], workloads=[spec],
-                        size_bytes=default_size_bytes(rec.device.size_bytes))
+    plan = planmod.Plan(
+        device=rec.device.path,
+        device_size_bytes=rec.device.size_bytes,
+        configs=[],
+        workloads=[spec],
+        size_bytes=default_size_bytes(rec.device.size_bytes),
+    )
     cells = advice.settle_cells(rec, min_p=0.0)
     assert cells and len(cells) >= min(4, len(rec.confidence.labels))
     # A plan's per-cell time depends on the workload and the plan, not the configuration.
     expected = plan.cell_estimate_s(planmod.Cell(None, "none", spec, 1)) * plan.reps
     for c in cells:
-        assert (c["workload"], c["reps"], c["seconds"]) == (spec.name, plan.reps,
-                                                             round(expected, 1))
+        assert (c["workload"], c["reps"], c["seconds"]) == (
+            spec.name,
+            plan.reps,
+            round(expected, 1),
+        )
     # after the leading filesystems' defaults, the leaders in the confidence's order
     from fsadvisor import catalog
-    defaults = {catalog.default_config(fs, rec.device.size_bytes).label()
-                for fs in ("ext4", "xfs", "btrfs", "f2fs")}
-    leaders = [c["config"] for c in cells
-               if c["p_best"] is not None and c["config"] not in defaults]
+
+    defaults = {
+        catalog.default_config(fs, rec.device.size_bytes).label()
+        for fs in ("ext4", "xfs", "btrfs", "f2fs")
+    }
+    leaders = [
+        c["config"] for c in cells if c["p_best"] is not None and c["config"] not in defaults
+    ]
     assert leaders == [k for k in rec.confidence.labels if k in leaders]
 
 
 def test_recommend_text_has_the_confidence_line(tmp_path):
     from typer.testing import CliRunner
     import fsadvisor.cli as cli
+
     cli.register_all()
-    out = CliRunner().invoke(cli.app, ["recommend", "-p", "build-unpack", "--db",
-                                   str(tmp_path / "s.db")])
+    out = CliRunner().invoke(
+        cli.app, ["recommend", "-p", "build-unpack", "--db", str(tmp_path / "s.db")]
+    )
     assert out.exit_code == 0, out.output
     line = next(l for l in out.output.splitlines() if l.startswith("confidence:"))
     # one P per configuration, #1's first and only once
@@ -146,7 +162,7 @@ def test_leaders_from_the_design_match_the_full_covariance():
         assert C._leaders_from_design(mu, X, cov, first) == C.leaders(mu, S, first)
 
 
-@given(seed=st.integers(0, 2 ** 64 - 1))
+@given(seed=st.integers(0, 2**64 - 1))
 @settings(max_examples=10, deadline=None)
 def test_standard_normal_draws_are_standard_and_reproducible(seed):
     z = C.standard_normal((4000, 6), seed)
@@ -201,13 +217,15 @@ def test_the_factor_does_not_depend_on_the_eigenbasis_lapack_picks():
     assert np.allclose(C._root(S[np.ix_(perm, perm)]), R[np.ix_(perm, perm)], atol=1e-10)
 
 
-@pytest.mark.parametrize("profile", ["oltp", "build-unpack", "filebench-fileserver-004",
-                                     "log-append"])
+@pytest.mark.parametrize(
+    "profile", ["oltp", "build-unpack", "filebench-fileserver-004", "log-append"]
+)
 def test_settling_a_tie_measures_the_defaults_of_every_leading_filesystem(profile, tmp_db):
     """The "to settle it" cells (and the headline's probe time built on them) always include
     the defaults of each filesystem among the leaders or tied with #1: what a variant has to
     beat to earn its settings, never only variants of one option."""
     from fsadvisor.service import advice
+
     rec = advice.recommend(profile, top=5)
     if rec.confidence is None or not rec.confidence.tied:
         pytest.skip(f"{profile}: #1 is not tied here")
@@ -216,6 +234,7 @@ def test_settling_a_tie_measures_the_defaults_of_every_leading_filesystem(profil
     leading = {r.config.fs for r in rec.ranked if r.label == first}
     leading |= {k.split(",")[0].split()[0] for k in rec.confidence.labels}
     from fsadvisor import catalog
+
     for fs in leading:  # (btrfs's and f2fs's defaults carry an explicit nodiscard)
         assert catalog.default_config(fs, rec.device.size_bytes).label() in cells, (fs, cells)
     assert len(cells) == len(set(cells))

@@ -4,9 +4,21 @@ reachable without the TUI). Checked in a fresh interpreter so nothing else pre-i
 import subprocess
 import sys
 
-CORE = ["fsadvisor.domain", "fsadvisor.predict.fit", "fsadvisor.predict.predict", "fsadvisor.predict.rank", "fsadvisor.catalog",
-        "fsadvisor.profiles", "fsadvisor.store", "fsadvisor.store.datasets", "fsadvisor.tools.fio",
-        "fsadvisor.energy", "fsadvisor.host.device", "fsadvisor.probe", "fsadvisor.service.advice"]
+CORE = [
+    "fsadvisor.domain",
+    "fsadvisor.predict.fit",
+    "fsadvisor.predict.predict",
+    "fsadvisor.predict.rank",
+    "fsadvisor.catalog",
+    "fsadvisor.profiles",
+    "fsadvisor.store",
+    "fsadvisor.store.datasets",
+    "fsadvisor.tools.fio",
+    "fsadvisor.energy",
+    "fsadvisor.host.device",
+    "fsadvisor.probe",
+    "fsadvisor.service.advice",
+]
 
 
 def test_core_imports_without_textual_or_typer():

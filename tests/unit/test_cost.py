@@ -5,8 +5,14 @@ import math
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from fsadvisor.predict.cost import (HOURS_PER_YEAR, Tariff, average_power_w, kwh_per_year, saving,
-                                    yearly)
+from fsadvisor.predict.cost import (
+    HOURS_PER_YEAR,
+    Tariff,
+    average_power_w,
+    kwh_per_year,
+    saving,
+    yearly,
+)
 
 
 def test_hours_per_year_is_the_mean_calendar_year():
@@ -34,8 +40,14 @@ def test_kwh_and_cost_per_year_by_hand():
     # 48 W x 8766 h = 420.768 kWh per server; x 10 servers x PUE 1.4 = 5,890.752 kWh;
     # at 0.30 per kWh: 1,767.2256.
     assert kwh_per_year(48.0) == pytest.approx(420.768)
-    y = yearly(40.0, 60.0, (60.0, 60.0), 50_000, (50_000, 50_000),
-               Tariff(load=20_000, price_per_kwh=0.30, servers=10, pue=1.4))
+    y = yearly(
+        40.0,
+        60.0,
+        (60.0, 60.0),
+        50_000,
+        (50_000, 50_000),
+        Tariff(load=20_000, price_per_kwh=0.30, servers=10, pue=1.4),
+    )
     assert y.avg_watts == pytest.approx(48.0)
     assert y.kwh == pytest.approx(5890.752)
     assert y.cost == pytest.approx(1767.2256)
@@ -53,7 +65,7 @@ def test_the_interval_pairs_low_power_with_high_capacity_by_hand():
 
 def test_saving_by_hand():
     t = Tariff(load=20_000, price_per_kwh=0.5)
-    a = yearly(40.0, 60.0, (60.0, 60.0), 50_000, (50_000, 50_000), t)   # 48 W
+    a = yearly(40.0, 60.0, (60.0, 60.0), 50_000, (50_000, 50_000), t)  # 48 W
     b = yearly(40.0, 60.0, (60.0, 60.0), 100_000, (100_000, 100_000), t)  # 44 W
     s = saving(a, b)
     assert s["kwh_per_year"] == pytest.approx(4.0 * 8.766)
@@ -67,22 +79,47 @@ loads = st.floats(min_value=0.0, max_value=1e10, allow_nan=False)
 
 
 @settings(max_examples=300, deadline=None)
-@given(idle=watts, busy=watts, cap=positive, a=loads, b=loads,
-       w_lo=watts, w_hi=watts, c_lo=positive, c_hi=positive)
+@given(
+    idle=watts,
+    busy=watts,
+    cap=positive,
+    a=loads,
+    b=loads,
+    w_lo=watts,
+    w_hi=watts,
+    c_lo=positive,
+    c_hi=positive,
+)
 def test_more_load_never_means_less_energy(idle, busy, cap, a, b, w_lo, w_hi, c_lo, c_hi):
     lo_load, hi_load = sorted((a, b))
-    assert average_power_w(idle, busy, cap, lo_load)[0] <= average_power_w(idle, busy, cap, hi_load)[0]
-    y_lo = yearly(idle, busy, (w_lo, w_hi), cap, (c_lo, c_hi), Tariff(load=lo_load, price_per_kwh=0.3))
-    y_hi = yearly(idle, busy, (w_lo, w_hi), cap, (c_lo, c_hi), Tariff(load=hi_load, price_per_kwh=0.3))
+    assert (
+        average_power_w(idle, busy, cap, lo_load)[0] <= average_power_w(idle, busy, cap, hi_load)[0]
+    )
+    y_lo = yearly(
+        idle, busy, (w_lo, w_hi), cap, (c_lo, c_hi), Tariff(load=lo_load, price_per_kwh=0.3)
+    )
+    y_hi = yearly(
+        idle, busy, (w_lo, w_hi), cap, (c_lo, c_hi), Tariff(load=hi_load, price_per_kwh=0.3)
+    )
     assert y_lo.kwh <= y_hi.kwh
     assert y_lo.kwh_90[0] <= y_hi.kwh_90[0] and y_lo.kwh_90[1] <= y_hi.kwh_90[1]
     assert y_lo.cost <= y_hi.cost
 
 
 @settings(max_examples=300, deadline=None)
-@given(idle=watts, busy=watts, cap=positive, load=loads, w_lo=watts, w_hi=watts,
-       c_lo=positive, c_hi=positive)
-def test_power_lies_between_idle_and_busy_and_inside_its_interval(idle, busy, cap, load, w_lo, w_hi, c_lo, c_hi):
+@given(
+    idle=watts,
+    busy=watts,
+    cap=positive,
+    load=loads,
+    w_lo=watts,
+    w_hi=watts,
+    c_lo=positive,
+    c_hi=positive,
+)
+def test_power_lies_between_idle_and_busy_and_inside_its_interval(
+    idle, busy, cap, load, w_lo, w_hi, c_lo, c_hi
+):
     p, util, ok = average_power_w(idle, busy, cap, load)
     assert idle - 1e-9 <= p <= max(idle, busy) + 1e-9
     assert 0.0 <= util <= 1.0 and ok == (load <= cap)

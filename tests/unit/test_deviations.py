@@ -28,19 +28,23 @@ def case():
     ref = reference.load_observations()
     seeds = load_observations(include=("upper-bound", "lower-bound"))
     zram = next(d for d in sorted({o.device_id for o in ref}) if d.startswith("zram"))
-    fsync = [o for o in ref if o.device_id == zram and o.workload.fsync_every
-             and o.config.fs != "raw"]
+    fsync = [
+        o for o in ref if o.device_id == zram and o.workload.fsync_every and o.config.fs != "raw"
+    ]
     w = fsync[0].workload
     btrfs_fsync = [o for o in fsync if o.config.fs == "btrfs"]
     fsync = [o for o in fsync if o.workload == w]
     rest = [o for o in ref if o not in fsync and o not in btrfs_fsync]
-    ext4 = [o for o in fsync if o.config.fs == "ext4" and not o.config.mount
-            and not o.config.mkfs]
-    collapsed = [dataclasses.replace(o, value=o.value * 0.1) if o.metric == "iops" else o
-                 for o in btrfs_fsync]
+    ext4 = [o for o in fsync if o.config.fs == "ext4" and not o.config.mount and not o.config.mkfs]
+    collapsed = [
+        dataclasses.replace(o, value=o.value * 0.1) if o.metric == "iops" else o
+        for o in btrfs_fsync
+    ]
     # the same collapse in ``w`` only, the device's other btrfs fsync cells as measured
-    one_workload = ([o for o in collapsed if o.workload == w],
-                    [o for o in btrfs_fsync if o.workload != w])
+    one_workload = (
+        [o for o in collapsed if o.workload == w],
+        [o for o in btrfs_fsync if o.workload != w],
+    )
     assert ext4 and collapsed
     s = ModelSettings.load(use_store_calibration=False)
     dev = _target_device(ref, zram)
@@ -49,11 +53,18 @@ def case():
         return predict_many(fit(seeds + obs, s), [cfg], w, dev)[0].iops
 
     measured = next(o.value for o in ext4 if o.metric == "iops")
-    return dict(rest=rest, ext4=ext4, collapsed=collapsed, predict=predict,
-                measured=measured, cfg=ext4[0].config,
-                btrfs=next(o.config for o in collapsed if o.workload == w), s=s,
-                one_workload=one_workload, uncollapsed=[o for o in btrfs_fsync
-                                                        if o.workload != w])
+    return dict(
+        rest=rest,
+        ext4=ext4,
+        collapsed=collapsed,
+        predict=predict,
+        measured=measured,
+        cfg=ext4[0].config,
+        btrfs=next(o.config for o in collapsed if o.workload == w),
+        s=s,
+        one_workload=one_workload,
+        uncollapsed=[o for o in btrfs_fsync if o.workload != w],
+    )
 
 
 def test_a_filesystems_fsync_deviation_is_its_own(case):
@@ -70,9 +81,14 @@ def test_a_filesystems_fsync_deviation_is_its_own(case):
     ext4_feats = device_config_features({}, dev, "ext4", o.workload)
     assert f"d:{dev}|fs:ext4*fsync" in ext4_feats
     # a raw-device run keeps the device's own fsync shape (that is what it measures)
-    raw = next(r for r in reference.load_observations()
-               if r.device_id == dev and r.config.fs == "raw" and r.metric == "iops"
-               and r.workload.fsync_every)
+    raw = next(
+        r
+        for r in reference.load_observations()
+        if r.device_id == dev
+        and r.config.fs == "raw"
+        and r.metric == "iops"
+        and r.workload.fsync_every
+    )
     assert f"w:dev:{dev}:fsync" in obs_rows(raw, case["s"])[0].a
 
 
@@ -121,26 +137,38 @@ def appends():
     writeback is theirs."""
     ref = reference.load_observations()
     seeds = load_observations(include=("upper-bound", "lower-bound"))
-    zram = next(d for d in sorted({o.device_id for o in ref})
-                if d.startswith("zram") and any(o.device_id == d and not o.workload.direct
-                                                for o in ref))
-    buffered = [o for o in ref if o.device_id == zram and not o.workload.direct
-                and o.config.fs != "raw"]
+    zram = next(
+        d
+        for d in sorted({o.device_id for o in ref})
+        if d.startswith("zram") and any(o.device_id == d and not o.workload.direct for o in ref)
+    )
+    buffered = [
+        o for o in ref if o.device_id == zram and not o.workload.direct and o.config.fs != "raw"
+    ]
     w = buffered[0].workload
     btrfs = [o for o in buffered if o.workload == w and o.config.fs == "btrfs"]
     xfs = [o for o in buffered if o.workload == w and o.config.fs == "xfs"]
     rest = [o for o in ref if o not in btrfs and o not in xfs]
     assert btrfs and xfs
-    slowed = [dataclasses.replace(o, value=o.value * 0.2) if o.metric == "iops" else o
-              for o in btrfs]
+    slowed = [
+        dataclasses.replace(o, value=o.value * 0.2) if o.metric == "iops" else o for o in btrfs
+    ]
     s = ModelSettings.load(use_store_calibration=False)
     dev = _target_device(ref, zram)
 
     def predict(obs, cfg):
         return predict_many(fit(seeds + obs, s), [cfg], w, dev)[0].iops
 
-    return dict(rest=rest, btrfs=btrfs, slowed=slowed, predict=predict, w=w, s=s,
-                xfs=FsConfig("xfs"), btrfs_cfg=btrfs[0].config)
+    return dict(
+        rest=rest,
+        btrfs=btrfs,
+        slowed=slowed,
+        predict=predict,
+        w=w,
+        s=s,
+        xfs=FsConfig("xfs"),
+        btrfs_cfg=btrfs[0].config,
+    )
 
 
 def test_slow_buffered_appends_of_one_filesystem_stay_its_own(appends):

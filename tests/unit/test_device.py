@@ -96,8 +96,10 @@ PART_ENTRY_SIZE=65536
 PART_ENTRY_DISK=7:0
 """
 BLKID_DOS = "DEVNAME=/dev/loop0\nPTUUID=37a94053\nPTTYPE=dos\n"
-BLKID_LVM = ("DEVNAME=c.img\nUUID=AAAAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAAAA\nVERSION=LVM2\\ 001\n"
-             "TYPE=LVM2_member\nUSAGE=raid\n")
+BLKID_LVM = (
+    "DEVNAME=c.img\nUUID=AAAAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAAAA\nVERSION=LVM2\\ 001\n"
+    "TYPE=LVM2_member\nUSAGE=raid\n"
+)
 WIPEFS_EMPTY = """{
    "signatures": [
 
@@ -128,11 +130,20 @@ MOUNTS = """proc /proc proc rw,relatime 0 0
 /dev/vda / ext4 rw,relatime,discard 0 0
 /dev/loop0p1 /tmp/with\\040space ext4 rw,relatime 0 0
 """
-STAT_17 = ("   34923     7109  1556402     4333    12575    11777  1046304     3177        0     3112"
-           "     7761     4220       59   252432      213     1652       37\n")
+STAT_17 = (
+    "   34923     7109  1556402     4333    12575    11777  1046304     3177        0     3112"
+    "     7761     4220       59   252432      213     1652       37\n"
+)
 # nvme id-ctrl -o json (abridged to the fields read; no NVMe device on this machine)
-NVME_ID_CTRL = json.dumps({"vid": 5197, "sn": "S4EWNX0R123456      ", "mn": "Samsung SSD 980 PRO 1TB    ",
-                           "fr": "5B2QGXA7", "vwc": 7})
+NVME_ID_CTRL = json.dumps(
+    {
+        "vid": 5197,
+        "sn": "S4EWNX0R123456      ",
+        "mn": "Samsung SSD 980 PRO 1TB    ",
+        "fr": "5B2QGXA7",
+        "vwc": 7,
+    }
+)
 
 
 def one_line_refusal(exc: BaseException) -> None:
@@ -142,9 +153,15 @@ def one_line_refusal(exc: BaseException) -> None:
 
 # -------------------------------------------------------------- parsers on recorded outputs
 
+
 def test_lsblk_whole_disk_mounted_although_fstype_null():
     (vda,) = device.parse_lsblk(LSBLK_VDA)
-    assert (vda["name"], vda["type"], vda["size"], vda["mountpoints"]) == ("vda", "disk", 274877906944, ["/"])
+    assert (vda["name"], vda["type"], vda["size"], vda["mountpoints"]) == (
+        "vda",
+        "disk",
+        274877906944,
+        ["/"],
+    )
     assert vda["fstype"] is None and vda["children"] == []
 
 
@@ -161,11 +178,19 @@ def test_lsblk_swap_and_empty():
     assert device.parse_lsblk(LSBLK_EMPTY) == []
 
 
-@pytest.mark.parametrize("text", ['{"blockdevices": {}}', '{"blockdevices": [{"path": "/dev/x"}]}',
-                                  '{"blockdevices": [{"name": "a", "children": 3}]}',
-                                  '{"blockdevices": [{"name": "a", "mountpoints": "/"}]}',
-                                  '{"blockdevices": [{"name": "a", "size": "1G"}]}',
-                                  '{"blockdevices": [{"name": "a", "log-sec": -1}]}', "[]", "lsblk: oops"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"blockdevices": {}}',
+        '{"blockdevices": [{"path": "/dev/x"}]}',
+        '{"blockdevices": [{"name": "a", "children": 3}]}',
+        '{"blockdevices": [{"name": "a", "mountpoints": "/"}]}',
+        '{"blockdevices": [{"name": "a", "size": "1G"}]}',
+        '{"blockdevices": [{"name": "a", "log-sec": -1}]}',
+        "[]",
+        "lsblk: oops",
+    ],
+)
 def test_lsblk_malformed_is_a_refusal(text):
     with pytest.raises(DeviceRefused) as ei:
         device.parse_lsblk(text)
@@ -174,10 +199,18 @@ def test_lsblk_malformed_is_a_refusal(text):
 
 def test_findmnt():
     assert device.parse_findmnt(FINDMNT_PART) == [
-        {"target": "/tmp/devexp/m", "source": "/dev/loop0p1", "fstype": "ext4"}]
+        {"target": "/tmp/devexp/m", "source": "/dev/loop0p1", "fstype": "ext4"}
+    ]
     assert device.parse_findmnt("") == []  # findmnt -S prints nothing (exit 1) when unmounted
-    nested = {"filesystems": [{"target": "/", "source": "/dev/vda", "children": [
-        {"target": "/boot", "source": "/dev/vda1"}]}]}
+    nested = {
+        "filesystems": [
+            {
+                "target": "/",
+                "source": "/dev/vda",
+                "children": [{"target": "/boot", "source": "/dev/vda1"}],
+            }
+        ]
+    }
     assert [f["target"] for f in device.parse_findmnt(json.dumps(nested))] == ["/", "/boot"]
 
 
@@ -185,10 +218,15 @@ def test_blkid_export_and_signature_names():
     part = device.parse_blkid_export(BLKID_EXT4_PART)
     assert part["TYPE"] == "ext4" and part["PART_ENTRY_DISK"] == "7:0"
     assert device.parse_blkid_export(BLKID_LVM)["VERSION"] == "LVM2 001"
-    assert device.signature_names(device.parse_blkid_export(BLKID_DOS), device.parse_wipefs(WIPEFS_DOS)) == ["dos"]
+    assert device.signature_names(
+        device.parse_blkid_export(BLKID_DOS), device.parse_wipefs(WIPEFS_DOS)
+    ) == ["dos"]
     assert device.signature_names(device.parse_blkid_export(BLKID_LVM), []) == ["LVM2_member"]
     assert device.signature_names({}, device.parse_wipefs(WIPEFS_SWAP)) == ["swap"]
-    assert device.signature_names({"TYPE": "ext4"}, device.parse_wipefs(WIPEFS_DOS)) == ["dos", "ext4"]
+    assert device.signature_names({"TYPE": "ext4"}, device.parse_wipefs(WIPEFS_DOS)) == [
+        "dos",
+        "ext4",
+    ]
     assert device.signature_names({}, device.parse_wipefs(WIPEFS_EMPTY)) == []
     assert device.parse_wipefs("") == []
 
@@ -200,7 +238,9 @@ def test_blkid_malformed(text):
     one_line_refusal(ei.value)
 
 
-@pytest.mark.parametrize("text", ['{"signatures": [{}]}', '{"signatures": [{"type": 3}]}', '{"x": []}', "wipefs: x"])
+@pytest.mark.parametrize(
+    "text", ['{"signatures": [{}]}', '{"signatures": [{"type": 3}]}', '{"x": []}', "wipefs: x"]
+)
 def test_wipefs_malformed(text):
     with pytest.raises(DeviceRefused) as ei:
         device.parse_wipefs(text)
@@ -208,14 +248,19 @@ def test_wipefs_malformed(text):
 
 
 def test_mounts_and_swaps_decode_octal_escapes():
-    assert device.parse_mounts(MOUNTS)[1:] == [("/dev/vda", "/"), ("/dev/loop0p1", "/tmp/with space")]
+    assert device.parse_mounts(MOUNTS)[1:] == [
+        ("/dev/vda", "/"),
+        ("/dev/loop0p1", "/tmp/with space"),
+    ]
     assert device.parse_swaps(SWAPS) == ["/dev/loop0", "/srv/my swap"]
     assert device.parse_swaps("Filename Type Size Used Priority\n") == []
 
 
 def test_scheduler_list():
     assert device.parse_scheduler("none [mq-deadline] kyber bfq \n") == (
-        "mq-deadline", ["none", "mq-deadline", "kyber", "bfq"])
+        "mq-deadline",
+        ["none", "mq-deadline", "kyber", "bfq"],
+    )
     assert device.parse_scheduler("[none] mq-deadline") == ("none", ["none", "mq-deadline"])
     assert device.parse_scheduler("none") == ("none", ["none"])
     for bad in ("", "none kyber", "[a] [b", "none; rm"):
@@ -225,11 +270,24 @@ def test_scheduler_list():
 
 def test_stat_fields_for_11_15_17_field_kernels():
     assert device.parse_stat(STAT_17) == {  # /sys/block/vda/stat here, order per domain notes §5
-        "read_ios": 34923, "read_merges": 7109, "read_sectors": 1556402, "read_ticks_ms": 4333,
-        "write_ios": 12575, "write_merges": 11777, "write_sectors": 1046304, "write_ticks_ms": 3177,
-        "in_flight": 0, "io_ticks_ms": 3112, "time_in_queue_ms": 7761,
-        "discard_ios": 4220, "discard_merges": 59, "discard_sectors": 252432, "discard_ticks_ms": 213,
-        "flush_ios": 1652, "flush_ticks_ms": 37}
+        "read_ios": 34923,
+        "read_merges": 7109,
+        "read_sectors": 1556402,
+        "read_ticks_ms": 4333,
+        "write_ios": 12575,
+        "write_merges": 11777,
+        "write_sectors": 1046304,
+        "write_ticks_ms": 3177,
+        "in_flight": 0,
+        "io_ticks_ms": 3112,
+        "time_in_queue_ms": 7761,
+        "discard_ios": 4220,
+        "discard_merges": 59,
+        "discard_sectors": 252432,
+        "discard_ticks_ms": 213,
+        "flush_ios": 1652,
+        "flush_ticks_ms": 37,
+    }
     assert list(device.parse_stat(" ".join(["1"] * 11))) == list(device.STAT_FIELDS[:11])
     assert list(device.parse_stat(" ".join(["1"] * 15)))[-1] == "discard_ticks_ms"
     for bad in ("", "1 2 3", " ".join(["1"] * 16), " ".join(["-1"] * 17), " ".join(["١"] * 11)):
@@ -239,7 +297,10 @@ def test_stat_fields_for_11_15_17_field_kernels():
 
 def test_nvme_id_ctrl_strips_padding():
     assert device.parse_nvme_id_ctrl(NVME_ID_CTRL) == {
-        "model": "Samsung SSD 980 PRO 1TB", "serial": "S4EWNX0R123456", "firmware": "5B2QGXA7"}
+        "model": "Samsung SSD 980 PRO 1TB",
+        "serial": "S4EWNX0R123456",
+        "firmware": "5B2QGXA7",
+    }
     assert device.parse_nvme_id_ctrl('{"mn": "  "}') == {}
 
 
@@ -247,14 +308,45 @@ def test_nvme_id_ctrl_strips_padding():
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-        st.sampled_from(["name", "path", "type", "size", "mountpoints", "children", "blockdevices",
-                         "filesystems", "target", "source", "signatures", "mn", "sn", "fr"]) | st.text(max_size=4),
-        kids, max_size=5),
-    max_leaves=20)
-TEXT_PARSERS = [device.parse_lsblk, device.parse_findmnt, device.parse_blkid_export, device.parse_wipefs,
-                device.parse_mounts, device.parse_swaps, device.parse_scheduler, device.parse_stat,
-                device.parse_nvme_id_ctrl]
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "name",
+                    "path",
+                    "type",
+                    "size",
+                    "mountpoints",
+                    "children",
+                    "blockdevices",
+                    "filesystems",
+                    "target",
+                    "source",
+                    "signatures",
+                    "mn",
+                    "sn",
+                    "fr",
+                ]
+            )
+            | st.text(max_size=4),
+            kids,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+TEXT_PARSERS = [
+    device.parse_lsblk,
+    device.parse_findmnt,
+    device.parse_blkid_export,
+    device.parse_wipefs,
+    device.parse_mounts,
+    device.parse_swaps,
+    device.parse_scheduler,
+    device.parse_stat,
+    device.parse_nvme_id_ctrl,
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -267,9 +359,13 @@ def test_parsers_on_garbage_text(text, which):
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=json_values, wrap=st.sampled_from([None, "blockdevices", "filesystems", "signatures"]),
-       which=st.sampled_from([device.parse_lsblk, device.parse_findmnt, device.parse_wipefs,
-                              device.parse_nvme_id_ctrl]))
+@given(
+    value=json_values,
+    wrap=st.sampled_from([None, "blockdevices", "filesystems", "signatures"]),
+    which=st.sampled_from(
+        [device.parse_lsblk, device.parse_findmnt, device.parse_wipefs, device.parse_nvme_id_ctrl]
+    ),
+)
 def test_json_parsers_on_arbitrary_json(value, wrap, which):
     doc = value if wrap is None else {wrap: value}
     try:
@@ -280,11 +376,16 @@ def test_json_parsers_on_arbitrary_json(value, wrap, which):
     if which is device.parse_lsblk:  # what it accepts is safe to walk
         for node in out:
             for n in device.walk(node):
-                assert isinstance(n["name"], str) and all(isinstance(m, str) for m in n["mountpoints"])
+                assert isinstance(n["name"], str) and all(
+                    isinstance(m, str) for m in n["mountpoints"]
+                )
 
 
 @settings(max_examples=200, deadline=None)
-@given(n=st.sampled_from([11, 15, 17]), values=st.lists(st.integers(0, 2**64), min_size=17, max_size=17))
+@given(
+    n=st.sampled_from([11, 15, 17]),
+    values=st.lists(st.integers(0, 2**64), min_size=17, max_size=17),
+)
 def test_stat_roundtrip(n, values):
     parsed = device.parse_stat(" ".join(map(str, values[:n])))
     assert list(parsed.values()) == values[:n] and list(parsed) == list(device.STAT_FIELDS[:n])
@@ -292,9 +393,17 @@ def test_stat_roundtrip(n, values):
 
 # -------------------------------------------------------------- device_from_spec, kind
 
-@pytest.mark.parametrize("spec,kind,size", [
-    ("nvme:1.92T", "nvme", int(1.92 * (1 << 40))), ("2T", "nvme", 2 << 40),
-    ("sata-ssd:480G", "sata-ssd", 480 << 30), ("hdd:4TiB", "hdd", 4 << 40), ("loop:512m", "loop", 512 << 20)])
+
+@pytest.mark.parametrize(
+    "spec,kind,size",
+    [
+        ("nvme:1.92T", "nvme", int(1.92 * (1 << 40))),
+        ("2T", "nvme", 2 << 40),
+        ("sata-ssd:480G", "sata-ssd", 480 << 30),
+        ("hdd:4TiB", "hdd", 4 << 40),
+        ("loop:512m", "loop", 512 << 20),
+    ],
+)
 def test_device_from_spec(spec, kind, size):
     d = device.device_from_spec(spec)
     assert d == Device(path=None, size_bytes=size, kind=kind, rotational=kind == "hdd")
@@ -311,19 +420,27 @@ def test_device_from_spec_plp_and_path(tmp_path):
         device.device_from_spec("1T", plp="maybe")
 
 
-@pytest.mark.parametrize("spec", ["", "nvme:", "ssd:1T", "nvme:-1G", "0", "nvme:0G", "1X", "nvme:1T:2",
-                                  "1.5.5G", "NVME:1T"])
+@pytest.mark.parametrize(
+    "spec",
+    ["", "nvme:", "ssd:1T", "nvme:-1G", "0", "nvme:0G", "1X", "nvme:1T:2", "1.5.5G", "NVME:1T"],
+)
 def test_device_from_spec_rejects(spec):
     with pytest.raises(ConfigError) as ei:
         device.device_from_spec(spec)
     one_line_refusal(ei.value)
 
 
-@pytest.mark.parametrize("spec, needle", [
-    ("", "empty --device"), ("  ", "empty --device"),
-    ("nvme:1K", "device size 1K is below 8 MiB"), ("8188k", "below 8 MiB"),
-    ("nvme:99999999999999999999999T", "is above 1 EiB"), ("sata-ssd:1025P", "is above 1 EiB"),
-])
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("", "empty --device"),
+        ("  ", "empty --device"),
+        ("nvme:1K", "device size 1K is below 8 MiB"),
+        ("8188k", "below 8 MiB"),
+        ("nvme:99999999999999999999999T", "is above 1 EiB"),
+        ("sata-ssd:1025P", "is above 1 EiB"),
+    ],
+)
 def test_device_from_spec_refuses_empty_tiny_and_absurd_sizes(spec, needle):
     with pytest.raises(ConfigError, match=needle) as ei:
         device.device_from_spec(spec)
@@ -332,6 +449,7 @@ def test_device_from_spec_refuses_empty_tiny_and_absurd_sizes(spec, needle):
 
 def test_device_from_spec_size_bounds_are_the_catalogs():
     from fsadvisor.catalog import geometry
+
     smallest = min(geometry.MIN_DEVICE_BYTES.values())
     assert smallest == 8 << 20  # ext4; xfs needs 300 MiB, btrfs 114,294,784 B
     assert device.device_from_spec("nvme:8M").size_bytes == smallest
@@ -339,25 +457,42 @@ def test_device_from_spec_size_bounds_are_the_catalogs():
 
 
 @settings(max_examples=300, deadline=None)
-@given(spec=st.text(max_size=30).filter(lambda s: not s.strip().startswith(("/", ".")) and os.sep not in s))
+@given(
+    spec=st.text(max_size=30).filter(
+        lambda s: not s.strip().startswith(("/", ".")) and os.sep not in s
+    )
+)
 def test_device_from_spec_never_crashes(spec):
     try:
         d = device.device_from_spec(spec)
     except ConfigError as e:
         one_line_refusal(e)
     else:
-        assert 8 << 20 <= d.size_bytes <= 1 << 60 and d.kind in device.DEVICE_KINDS and d.path is None
+        assert (
+            8 << 20 <= d.size_bytes <= 1 << 60 and d.kind in device.DEVICE_KINDS and d.path is None
+        )
 
 
-@pytest.mark.parametrize("name,rota,tran,kind", [
-    ("nvme0n1", False, None, "nvme"), ("nvme12n3", False, "nvme", "nvme"), ("loop7", True, None, "loop"),
-    ("sda", False, "sata", "sata-ssd"), ("sdb", True, "sata", "hdd"), ("sdc", True, None, "hdd"),
-    ("vda", True, None, "unknown"), ("zram0", False, None, "zram"), ("nvme0", False, None, "unknown")])
+@pytest.mark.parametrize(
+    "name,rota,tran,kind",
+    [
+        ("nvme0n1", False, None, "nvme"),
+        ("nvme12n3", False, "nvme", "nvme"),
+        ("loop7", True, None, "loop"),
+        ("sda", False, "sata", "sata-ssd"),
+        ("sdb", True, "sata", "hdd"),
+        ("sdc", True, None, "hdd"),
+        ("vda", True, None, "unknown"),
+        ("zram0", False, None, "zram"),
+        ("nvme0", False, None, "unknown"),
+    ],
+)
 def test_device_kind(name, rota, tran, kind):
     assert device.device_kind(name, rota, tran) == kind
 
 
 # -------------------------------------------------------------- judge: one reason each, gravest first
+
 
 def facts(**kw) -> DeviceFacts:
     base = dict(path="/dev/loop0", resolved="/dev/loop0", name="loop0", size_bytes=64 << 20)
@@ -370,55 +505,122 @@ def test_clean_device_is_ok():
     assert (v.ok, v.reason, v.resolved_path, v.needs_force) == (True, None, "/dev/loop0", False)
 
 
-@pytest.mark.parametrize("kw,needle", [
-    (dict(path="/dev/vda", resolved="/dev/vda", name="vda", protected=[("/", "/dev/vda", "vda")]),
-     "/dev/vda holds /; never probed"),
-    (dict(path="/dev/vda3", resolved="/dev/vda3", name="vda3", parent="vda",
-          protected=[("/", "/dev/vda2", "vda")]), "on disk vda, whose /dev/vda2 holds /"),
-    (dict(protected=[("/boot", "/dev/sda1", "sda")]), "holds /boot"),
-    (dict(protected=[("swap", "/dev/loop0", "loop0")]), "/dev/loop0 is active swap (/proc/swaps); never probed"),
-    (dict(name="loop0p1", parent="loop0", protected=[("swap", "/dev/loop0p2", "loop0")]),
-     "on disk loop0, whose /dev/loop0p2 is active swap"),
-    (dict(mounted=[("/dev/loop0", "/mnt/x")]), "/dev/loop0 is mounted on /mnt/x; unmount it first"),
-    (dict(mounted=[("/dev/loop0p1", "/mnt/x")]), "mounted through /dev/loop0p1 on /mnt/x"),
-    (dict(holders={"loop0": ["dm-0"]}), "held by dm-0"),
-    (dict(children=[{"name": "md0", "type": "raid1", "children": [], "mountpoints": []}]), "used by md0 (raid1)"),
-    (dict(ro=True), "/dev/loop0 is read-only"),
-    (dict(name="loop0p1", parent="loop0", path="/dev/loop0p1", resolved="/dev/loop0p1"), "partition of loop0"),
-    (dict(children=[{"name": "loop0p1", "type": "part", "children": [], "mountpoints": []}]),
-     "has partitions (loop0p1)"),
-    (dict(size_bytes=0), "no medium"),
-    (dict(readable=False), "needs root"),
-    (dict(signatures=["ext4"]), "ext4 signature found; pass --force"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        (
+            dict(
+                path="/dev/vda",
+                resolved="/dev/vda",
+                name="vda",
+                protected=[("/", "/dev/vda", "vda")],
+            ),
+            "/dev/vda holds /; never probed",
+        ),
+        (
+            dict(
+                path="/dev/vda3",
+                resolved="/dev/vda3",
+                name="vda3",
+                parent="vda",
+                protected=[("/", "/dev/vda2", "vda")],
+            ),
+            "on disk vda, whose /dev/vda2 holds /",
+        ),
+        (dict(protected=[("/boot", "/dev/sda1", "sda")]), "holds /boot"),
+        (
+            dict(protected=[("swap", "/dev/loop0", "loop0")]),
+            "/dev/loop0 is active swap (/proc/swaps); never probed",
+        ),
+        (
+            dict(name="loop0p1", parent="loop0", protected=[("swap", "/dev/loop0p2", "loop0")]),
+            "on disk loop0, whose /dev/loop0p2 is active swap",
+        ),
+        (
+            dict(mounted=[("/dev/loop0", "/mnt/x")]),
+            "/dev/loop0 is mounted on /mnt/x; unmount it first",
+        ),
+        (dict(mounted=[("/dev/loop0p1", "/mnt/x")]), "mounted through /dev/loop0p1 on /mnt/x"),
+        (dict(holders={"loop0": ["dm-0"]}), "held by dm-0"),
+        (
+            dict(children=[{"name": "md0", "type": "raid1", "children": [], "mountpoints": []}]),
+            "used by md0 (raid1)",
+        ),
+        (dict(ro=True), "/dev/loop0 is read-only"),
+        (
+            dict(name="loop0p1", parent="loop0", path="/dev/loop0p1", resolved="/dev/loop0p1"),
+            "partition of loop0",
+        ),
+        (
+            dict(children=[{"name": "loop0p1", "type": "part", "children": [], "mountpoints": []}]),
+            "has partitions (loop0p1)",
+        ),
+        (dict(size_bytes=0), "no medium"),
+        (dict(readable=False), "needs root"),
+        (dict(signatures=["ext4"]), "ext4 signature found; pass --force"),
+    ],
+)
 def test_each_refusal_has_its_reason(kw, needle):
     v = judge(facts(**kw))
     assert not v.ok and needle in v.reason and "\n" not in v.reason
     assert v.needs_force == (needle.startswith("ext4"))
-    assert judge(facts(**kw), force=True).ok == needle.startswith("ext4")  # force only beats signatures
+    assert judge(facts(**kw), force=True).ok == needle.startswith(
+        "ext4"
+    )  # force only beats signatures
 
 
 def test_gravest_reason_wins_and_symlink_is_named():
-    v = judge(facts(path="/tmp/link", protected=[("/", "/dev/loop0", "loop0")], mounted=[("/dev/loop0", "/")],
-                    ro=True, signatures=["ext4"]), force=True)
+    v = judge(
+        facts(
+            path="/tmp/link",
+            protected=[("/", "/dev/loop0", "loop0")],
+            mounted=[("/dev/loop0", "/")],
+            ro=True,
+            signatures=["ext4"],
+        ),
+        force=True,
+    )
     assert v.reason == "/tmp/link (-> /dev/loop0) holds /; never probed"
     assert v.signatures == ["ext4"] and not v.needs_force
-    v = judge(facts(mounted=[("/dev/loop0", "/m")], holders={"loop0": ["dm-1"]}, signatures=["ext4"]))
+    v = judge(
+        facts(mounted=[("/dev/loop0", "/m")], holders={"loop0": ["dm-1"]}, signatures=["ext4"])
+    )
     assert "mounted" in v.reason and not v.needs_force
 
 
 @settings(max_examples=300, deadline=None)
-@given(protected=st.booleans(), mounted=st.booleans(), held=st.booleans(), ro=st.booleans(),
-       partition=st.booleans(), parts=st.booleans(), empty=st.booleans(), readable=st.booleans(),
-       sigs=st.lists(st.sampled_from(["ext4", "dos", "LVM2_member", "linux_raid_member"]), max_size=2, unique=True),
-       force=st.booleans())
-def test_judge_is_ok_only_when_nothing_objects(protected, mounted, held, ro, partition, parts, empty,
-                                               readable, sigs, force):
-    f = facts(protected=[("/", "/dev/vda", "vda")] if protected else [],
-              mounted=[("/dev/loop0", "/m")] if mounted else [], holders={"loop0": ["md0"]} if held else {},
-              ro=ro, parent="loop9" if partition else None,
-              children=[{"name": "loop0p1", "type": "part", "children": [], "mountpoints": []}] if parts else [],
-              size_bytes=0 if empty else 1 << 30, readable=readable, signatures=sigs)
+@given(
+    protected=st.booleans(),
+    mounted=st.booleans(),
+    held=st.booleans(),
+    ro=st.booleans(),
+    partition=st.booleans(),
+    parts=st.booleans(),
+    empty=st.booleans(),
+    readable=st.booleans(),
+    sigs=st.lists(
+        st.sampled_from(["ext4", "dos", "LVM2_member", "linux_raid_member"]),
+        max_size=2,
+        unique=True,
+    ),
+    force=st.booleans(),
+)
+def test_judge_is_ok_only_when_nothing_objects(
+    protected, mounted, held, ro, partition, parts, empty, readable, sigs, force
+):
+    f = facts(
+        protected=[("/", "/dev/vda", "vda")] if protected else [],
+        mounted=[("/dev/loop0", "/m")] if mounted else [],
+        holders={"loop0": ["md0"]} if held else {},
+        ro=ro,
+        parent="loop9" if partition else None,
+        children=[{"name": "loop0p1", "type": "part", "children": [], "mountpoints": []}]
+        if parts
+        else [],
+        size_bytes=0 if empty else 1 << 30,
+        readable=readable,
+        signatures=sigs,
+    )
     v = judge(f, force=force)
     objections = protected or mounted or held or ro or partition or parts or empty or not readable
     # an array or LVM member is refused like a partitioned device, with or without --force
@@ -434,9 +636,19 @@ def test_force_allows_a_filesystem_signature_and_reports_it():
     assert v.ok and v.signatures == ["xfs"]
 
 
-@pytest.mark.parametrize("member", ["LVM2_member", "linux_raid_member", "crypto_LUKS",
-                                    "zfs_member", "bcache", "ceph_bluestore", "isw_raid_member",
-                                    "some_future_member"])
+@pytest.mark.parametrize(
+    "member",
+    [
+        "LVM2_member",
+        "linux_raid_member",
+        "crypto_LUKS",
+        "zfs_member",
+        "bcache",
+        "ceph_bluestore",
+        "isw_raid_member",
+        "some_future_member",
+    ],
+)
 def test_a_member_of_an_array_volume_group_or_encrypted_volume_is_refused_even_with_force(member):
     for force in (False, True):
         v = judge(facts(signatures=[member, "xfs"]), force=force)
@@ -446,16 +658,19 @@ def test_a_member_of_an_array_volume_group_or_encrypted_volume_is_refused_even_w
 
 # -------------------------------------------------------------- paths that are no block device
 
+
 def test_non_block_paths_are_refused(tmp_path):
     f = tmp_path / "image"
     f.write_bytes(b"\0" * 4096)
     link = tmp_path / "by-id-link"
     link.symlink_to(tmp_path)
-    cases = {str(f): "is a regular file, not a block device",
-             str(tmp_path): "is a directory, not a block device",
-             str(link): f"resolves to {tmp_path}) is a directory",
-             "/dev/null": "is a character device, not a block device",
-             str(tmp_path / "nope"): "no such file or device"}
+    cases = {
+        str(f): "is a regular file, not a block device",
+        str(tmp_path): "is a directory, not a block device",
+        str(link): f"resolves to {tmp_path}) is a directory",
+        "/dev/null": "is a character device, not a block device",
+        str(tmp_path / "nope"): "no such file or device",
+    }
     for path, needle in cases.items():
         v = device.safety_verdict(path)
         assert not v.ok and needle in v.reason, (path, v)
@@ -467,6 +682,7 @@ def test_non_block_paths_are_refused(tmp_path):
 
 
 # -------------------------------------------------------------- fake sysfs: holders, partitions, scheduler
+
 
 def fake_sysfs(root: Path, rdev: int, partition: bool, holder: str | None = None) -> Path:
     """/sys/dev/block/MAJ:MIN -> devices/virtual/block/disk0[/disk0p1], like the real tree."""
@@ -485,7 +701,8 @@ def fake_sysfs(root: Path, rdev: int, partition: bool, holder: str | None = None
         (node / "holders" / holder).symlink_to(root / "devices" / "virtual" / "block" / holder)
     (root / "dev" / "block").mkdir(parents=True)
     (root / "dev" / "block" / f"{os.major(rdev)}:{os.minor(rdev)}").symlink_to(
-        os.path.relpath(node, root / "dev" / "block"))
+        os.path.relpath(node, root / "dev" / "block")
+    )
     return node
 
 
@@ -511,10 +728,16 @@ def test_partition_resolves_to_its_disk_for_scheduler_and_not_for_stat(tmp_path)
     host = Host(sys_root=str(tmp_path))
     node = device.sys_node(dev, host)
     assert (node.name, node.parent) == ("disk0p1", "disk0")
-    assert device.read_scheduler(dev, host) == ("mq-deadline", ["none", "mq-deadline", "kyber", "bfq"])
+    assert device.read_scheduler(dev, host) == (
+        "mq-deadline",
+        ["none", "mq-deadline", "kyber", "bfq"],
+    )
     assert device.block_stat(dev, host) == dict(zip(device.STAT_FIELDS[:11], [3] * 11))
     sched = tmp_path / "devices/virtual/block/disk0/queue/scheduler"
-    with pytest.raises(ConfigError, match="unknown scheduler 'cfq' for disk0; available: none, mq-deadline, kyber, bfq"):
+    with pytest.raises(
+        ConfigError,
+        match="unknown scheduler 'cfq' for disk0; available: none, mq-deadline, kyber, bfq",
+    ):
         device.set_scheduler(dev, "cfq", host)
     assert "[mq-deadline]" in sched.read_text()  # nothing written for an unknown name
     assert device.set_scheduler(dev, "kyber", host) == "mq-deadline"  # the previous one, to restore
@@ -550,6 +773,7 @@ def test_no_sysfs_entry_is_a_refusal(tmp_path):
 
 # -------------------------------------------------------------- tools: fail closed
 
+
 def test_missing_tool_refuses(tmp_path):
     with pytest.raises(DeviceRefused, match="lsblk not found: cannot check the device safely"):
         device.run_tool(["lsblk", "-J"], Host(tool_path=str(tmp_path)))
@@ -569,6 +793,7 @@ def test_needs_root(monkeypatch):
 
 # -------------------------------------------------------------- loopdev: mounts and detach
 
+
 def loop_fixture(tmp_path, name="loop9", major_minor="7:9", attached=True):
     """A fake /sys with one block device, a device path resolving to its name, and a fake
     /proc/self/mounts holding two non-ASCII / escaped mounts of it and one of another disk."""
@@ -581,10 +806,13 @@ def loop_fixture(tmp_path, name="loop9", major_minor="7:9", attached=True):
     dev.parent.mkdir(exist_ok=True)
     dev.touch()
     mounts = tmp_path / "mounts"
-    mounts.write_text(f"{dev} /mnt/café ext4 rw 0 0\n"
-                      f"/dev/vda / ext4 rw 0 0\n"
-                      f"{dev} /mnt/日本\\040x xfs rw 0 0\n"
-                      f"proc /proc proc rw 0 0\n", encoding="utf-8")
+    mounts.write_text(
+        f"{dev} /mnt/café ext4 rw 0 0\n"
+        f"/dev/vda / ext4 rw 0 0\n"
+        f"{dev} /mnt/日本\\040x xfs rw 0 0\n"
+        f"proc /proc proc rw 0 0\n",
+        encoding="utf-8",
+    )
     return str(dev), tmp_path / "sys", mounts
 
 
@@ -606,8 +834,11 @@ def test_mountpoints_of_keeps_non_ascii_names(tmp_path):
 def test_detach_unmounts_and_detaches_an_attached_loop(tmp_path, ran):
     dev, sys_root, mounts = loop_fixture(tmp_path)
     loopdev.detach(dev, sys_root=sys_root, mounts_path=mounts)
-    assert ran == [["umount", "-l", "/mnt/café"], ["umount", "-l", "/mnt/日本 x"],
-                   ["losetup", "--detach", dev]]
+    assert ran == [
+        ["umount", "-l", "/mnt/café"],
+        ["umount", "-l", "/mnt/日本 x"],
+        ["losetup", "--detach", dev],
+    ]
 
 
 def test_detach_of_a_detached_loop_is_a_no_op(tmp_path, ran):
@@ -616,8 +847,10 @@ def test_detach_of_a_detached_loop_is_a_no_op(tmp_path, ran):
     assert ran == []
 
 
-@pytest.mark.parametrize("name, major_minor", [("vda", "253:0"), ("zram0", "252:0"),
-                                               ("loop9p1", "259:0"), ("nvme0n1", None)])
+@pytest.mark.parametrize(
+    "name, major_minor",
+    [("vda", "253:0"), ("zram0", "252:0"), ("loop9p1", "259:0"), ("nvme0n1", None)],
+)
 def test_detach_refuses_what_is_not_a_loop_device(tmp_path, ran, name, major_minor):
     dev, sys_root, mounts = loop_fixture(tmp_path, name, major_minor or "x", attached=False)
     if major_minor is None:
@@ -652,11 +885,15 @@ def test_mountinfo_names_the_backing_filesystem():
     assert device.parse_mountinfo_fs(MOUNTINFO, 8, 0) is None
 
 
-@pytest.mark.parametrize("fstype,source,dio,kind,model", [
-    ("tmpfs", "tmpfs", True, "ram-loop", "loop on tmpfs, direct I/O"),
-    ("ramfs", "none", False, "ram-loop", "loop on ramfs, buffered I/O"),
-    ("ext4", "/dev/vda1", True, "loop", "loop on ext4 (/dev/vda1), direct I/O"),
-    (None, None, None, "loop", "loop on unknown filesystem, I/O mode unknown")])
+@pytest.mark.parametrize(
+    "fstype,source,dio,kind,model",
+    [
+        ("tmpfs", "tmpfs", True, "ram-loop", "loop on tmpfs, direct I/O"),
+        ("ramfs", "none", False, "ram-loop", "loop on ramfs, buffered I/O"),
+        ("ext4", "/dev/vda1", True, "loop", "loop on ext4 (/dev/vda1), direct I/O"),
+        (None, None, None, "loop", "loop on unknown filesystem, I/O mode unknown"),
+    ],
+)
 def test_loop_class_is_the_backing_class(fstype, source, dio, kind, model):
     assert device.loop_class(fstype, source, dio) == (kind, model)
 
@@ -674,17 +911,29 @@ def test_ram_kinds_are_device_specs():
 
 def test_partition_tables_are_told_from_other_signatures():
     # wipefs -O ...,USAGE (util-linux 2.38) on a GPT disk: both headers and the protective MBR
-    wipefs_gpt = [{"type": "gpt", "usage": "partition-table"}, {"type": "PMBR", "usage": "partition-table"}]
+    wipefs_gpt = [
+        {"type": "gpt", "usage": "partition-table"},
+        {"type": "PMBR", "usage": "partition-table"},
+    ]
     assert device.partition_table_names({"PTTYPE": "gpt"}, wipefs_gpt) == ["PMBR", "gpt"]
     assert device.partition_table_names(device.parse_blkid_export(BLKID_DOS), []) == ["dos"]
     # without the USAGE column the type names still say it
     assert device.partition_table_names({}, [{"type": "dos"}]) == ["dos"]
-    assert device.partition_table_names({"TYPE": "ext4"}, [{"type": "ext4", "usage": "filesystem"}]) == []
+    assert (
+        device.partition_table_names({"TYPE": "ext4"}, [{"type": "ext4", "usage": "filesystem"}])
+        == []
+    )
 
 
 def test_partition_table_is_refused_whatever_the_force():
-    facts = device.DeviceFacts(path="/dev/x", resolved="/dev/x", name="x", size_bytes=1 << 30,
-                               signatures=["PMBR", "gpt"], partition_tables=["PMBR", "gpt"])
+    facts = device.DeviceFacts(
+        path="/dev/x",
+        resolved="/dev/x",
+        name="x",
+        size_bytes=1 << 30,
+        signatures=["PMBR", "gpt"],
+        partition_tables=["PMBR", "gpt"],
+    )
     for force in (False, True):
         v = device.judge(facts, force=force)
         assert not v.ok and not v.needs_force and "wipefs -a /dev/x" in v.reason
@@ -702,11 +951,18 @@ def test_loop_backing_file_matches_through_symlinks_and_deleted_nodes(tmp_path):
 
 
 def test_loop_backing_files_from_a_fake_sysfs(tmp_path):
-    for name, backing in (("loop0", "/dev/sdz\n"), ("loop1", None), ("loop2", "/srv/img (deleted)\n")):
+    for name, backing in (
+        ("loop0", "/dev/sdz\n"),
+        ("loop1", None),
+        ("loop2", "/srv/img (deleted)\n"),
+    ):
         d = tmp_path / "block" / name
         d.mkdir(parents=True)
         if backing is not None:
             (d / "loop").mkdir()
             (d / "loop" / "backing_file").write_text(backing)
     host = device.Host(sys_root=str(tmp_path))
-    assert device.loop_backing_files(host) == [("loop0", "/dev/sdz"), ("loop2", "/srv/img (deleted)")]
+    assert device.loop_backing_files(host) == [
+        ("loop0", "/dev/sdz"),
+        ("loop2", "/srv/img (deleted)"),
+    ]

@@ -26,16 +26,24 @@ RANDW = Workload(rw="randwrite", bs_bytes=4096, iodepth=32)
 RANDR = Workload(rw="randread", bs_bytes=4096, iodepth=32)
 LOOP_ID = "loop:/dev/loop9:1073741824"
 LOOP = Device(path=None, size_bytes=1 << 30, kind="loop", device_id=LOOP_ID)
-NVME = Device(path=None, size_bytes=10 ** 12, kind="nvme")
+NVME = Device(path=None, size_bytes=10**12, kind="nvme")
 
 
 def cell(cfg, w, value, *, metric="iops", dev=LOOP_ID, kind="loop", n=3, sd=None, **kw):
     """A probe cell measured here: mean of n runs with sample sd (default 2%)."""
-    return Observation(source="probe m-test run(s) 1,2,3", device_kind=kind, config=cfg,
-                       workload=w, metric=metric, value=value,
-                       unit={"iops": "IOPS", "watts": "W"}.get(metric, "ops/J"),
-                       device_id=dev, n=n, sd=(0.02 * value if sd is None and n > 1 else sd),
-                       **kw)
+    return Observation(
+        source="probe m-test run(s) 1,2,3",
+        device_kind=kind,
+        config=cfg,
+        workload=w,
+        metric=metric,
+        value=value,
+        unit={"iops": "IOPS", "watts": "W"}.get(metric, "ops/J"),
+        device_id=dev,
+        n=n,
+        sd=(0.02 * value if sd is None and n > 1 else sd),
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +52,7 @@ def seeds():
 
 
 # --------------------------------------------------------------------------- identity
+
 
 def test_every_seed_row_names_its_device(seeds):
     assert seeds and all(o.device_id for o in seeds)
@@ -54,63 +63,137 @@ def test_every_seed_row_names_its_device(seeds):
 def test_probe_summaries_carry_the_store_device_identity_and_replicates():
     stat = {"n": 3, "mean": 1000.0, "sd": 50.0, "ci95_low": 900.0, "ci95_high": 1100.0}
     none = {"n": 0, "mean": None, "sd": None, "ci95_low": None, "ci95_high": None}
-    s = {"config": {"filesystem": "xfs", "mkfs": {}, "mount": [], "scheduler": "none",
-                    "ag_count": 4},
-         "flags": [], "workload": {"rw": "randread"}, "device_kind": "loop",
-         "device_model": "", "device_serial": "", "device_path": "/dev/loop3",
-         "device_size_bytes": 1 << 30, "matrix_ids": ["m1"], "run_ids": [1, 2, 3],
-         "power_scope": None, "energy_source": None, "cell_key": None,
-         "iops": stat, "mb_s": none, "mean_latency_us": none, "p99_latency_us": none,
-         "watts": none, "ops_per_joule": none}
+    s = {
+        "config": {
+            "filesystem": "xfs",
+            "mkfs": {},
+            "mount": [],
+            "scheduler": "none",
+            "ag_count": 4,
+        },
+        "flags": [],
+        "workload": {"rw": "randread"},
+        "device_kind": "loop",
+        "device_model": "",
+        "device_serial": "",
+        "device_path": "/dev/loop3",
+        "device_size_bytes": 1 << 30,
+        "matrix_ids": ["m1"],
+        "run_ids": [1, 2, 3],
+        "power_scope": None,
+        "energy_source": None,
+        "cell_key": None,
+        "iops": stat,
+        "mb_s": none,
+        "mean_latency_us": none,
+        "p99_latency_us": none,
+        "watts": none,
+        "ops_per_joule": none,
+    }
     (o,) = probe_observations([s])
     assert o.thread_cpu_pct is None and o.host_cpu_busy_pct is None  # not in this summary
-    cpu = {"usr_cpu_pct": dict(stat, mean=3.0), "sys_cpu_pct": dict(stat, mean=18.5),
-           "host_cpu_busy_pct": dict(stat, mean=22.0)}
+    cpu = {
+        "usr_cpu_pct": dict(stat, mean=3.0),
+        "sys_cpu_pct": dict(stat, mean=18.5),
+        "host_cpu_busy_pct": dict(stat, mean=22.0),
+    }
     (c,) = probe_observations([{**s, **cpu}])
     assert c.thread_cpu_pct == pytest.approx(21.5) and c.host_cpu_busy_pct == 22.0
     # No stored identity in this summary (a pre-v3 row): derived, a loop is its backing class.
     assert o.device_id == device_identity("loop", "", "", "/dev/loop3") == "loop:unknown backing"
     assert (o.n, o.sd) == (3, 50.0)
     # A real drive is its model and serial, whatever /dev name it had that day.
-    assert device_identity("nvme", "Samsung 990", "S1", "/dev/nvme0n1") == \
-        device_identity("nvme", "Samsung 990", "S1", "/dev/nvme1n1")
+    assert device_identity("nvme", "Samsung 990", "S1", "/dev/nvme0n1") == device_identity(
+        "nvme", "Samsung 990", "S1", "/dev/nvme1n1"
+    )
 
 
 # --------------------------------------------------------------------------- reference data
 
-HEADER = ("run_id,device_class,device,host,kernel,fio_version,date,filesystem,mkfs_options,"
-          "mount_options,scheduler,ag_count,workload,workload_params,rep,status,flags,iops,"
-          "read_iops,write_iops,mb_s,mean_latency_us,p50_latency_us,p99_latency_us,"
-          "cpu_usr_pct,cpu_sys_pct,energy_source,power_scope,watts,command")
+HEADER = (
+    "run_id,device_class,device,host,kernel,fio_version,date,filesystem,mkfs_options,"
+    "mount_options,scheduler,ag_count,workload,workload_params,rep,status,flags,iops,"
+    "read_iops,write_iops,mb_s,mean_latency_us,p50_latency_us,p99_latency_us,"
+    "cpu_usr_pct,cpu_sys_pct,energy_source,power_scope,watts,command"
+)
 
 
 def _ref_row(run_id, cls, fs, mkfs, mount, ag, rep, status, flags, iops, watts=""):
     params = json.dumps({"rw": "randwrite", "bs_bytes": 4096, "iodepth": 32}).replace('"', '""')
-    return (f'{run_id},{cls},dev-{cls},vm1,6.18,fio-3.33,2026-11-24,{fs},{mkfs},"{mount}",'
-            f'none,{ag},4k-randwrite-qd32,"{params}",{rep},{status},{flags},{iops},,{iops},'
-            f'{iops * 4096 / 1e6},10,9,30,5,20,{"rapl" if watts else ""},'
-            f'{"cpu+dram" if watts else ""},{watts},fio ...')
+    return (
+        f'{run_id},{cls},dev-{cls},vm1,6.18,fio-3.33,2026-11-24,{fs},{mkfs},"{mount}",'
+        f'none,{ag},4k-randwrite-qd32,"{params}",{rep},{status},{flags},{iops},,{iops},'
+        f"{iops * 4096 / 1e6},10,9,30,5,20,{'rapl' if watts else ''},"
+        f"{'cpu+dram' if watts else ''},{watts},fio ..."
+    )
 
 
 def test_reference_cells_are_means_over_ok_repetitions(tmp_path):
     p = tmp_path / "runs.csv"
-    p.write_text("\n".join([
-        HEADER,
-        _ref_row(1, "shm-loop", "ext4", "journal=false;inode_size=256", "noatime,commit=60",
-                 "", 1, "ok", "", 100000, 20.0),
-        _ref_row(2, "shm-loop", "ext4", "journal=false;inode_size=256", "noatime,commit=60",
-                 "", 2, "ok", "", 110000, 22.0),
-        _ref_row(3, "shm-loop", "ext4", "journal=false;inode_size=256", "noatime,commit=60",
-                 "", 3, "failed", "", 1),
-        _ref_row(4, "shm-loop", "ext4", "journal=false;inode_size=256", "noatime,commit=60",
-                 "", 4, "ok", "direct-io-not-honoured", 900000),
-        _ref_row(5, "zram", "xfs", "", "", 16, 1, "ok", "", 50000),
-    ]) + "\n")
+    p.write_text(
+        "\n".join(
+            [
+                HEADER,
+                _ref_row(
+                    1,
+                    "shm-loop",
+                    "ext4",
+                    "journal=false;inode_size=256",
+                    "noatime,commit=60",
+                    "",
+                    1,
+                    "ok",
+                    "",
+                    100000,
+                    20.0,
+                ),
+                _ref_row(
+                    2,
+                    "shm-loop",
+                    "ext4",
+                    "journal=false;inode_size=256",
+                    "noatime,commit=60",
+                    "",
+                    2,
+                    "ok",
+                    "",
+                    110000,
+                    22.0,
+                ),
+                _ref_row(
+                    3,
+                    "shm-loop",
+                    "ext4",
+                    "journal=false;inode_size=256",
+                    "noatime,commit=60",
+                    "",
+                    3,
+                    "failed",
+                    "",
+                    1,
+                ),
+                _ref_row(
+                    4,
+                    "shm-loop",
+                    "ext4",
+                    "journal=false;inode_size=256",
+                    "noatime,commit=60",
+                    "",
+                    4,
+                    "ok",
+                    "direct-io-not-honoured",
+                    900000,
+                ),
+                _ref_row(5, "zram", "xfs", "", "", 16, 1, "ok", "", 50000),
+            ]
+        )
+        + "\n"
+    )
     obs = reference.load_observations(p)
     iops = {(o.device_kind, o.config.fs): o for o in obs if o.metric == "iops"}
     ext4 = iops[("ram-loop", "ext4")]
     assert ext4.value == pytest.approx(105000) and ext4.n == 2
-    assert ext4.sd == pytest.approx(math.sqrt(2 * 5000 ** 2))
+    assert ext4.sd == pytest.approx(math.sqrt(2 * 5000**2))
     assert ext4.config.mkfs_dict == {"journal": False, "inode_size": 256}
     assert set(ext4.config.mount) == {"noatime", "commit=60"}
     assert ext4.device_id != iops[("zram", "xfs")].device_id
@@ -128,8 +211,9 @@ def test_reference_loader_refuses_a_broken_contract(tmp_path):
     p.write_text("run_id,device_class\n1,shm-loop\n")
     with pytest.raises(reference.DatasetError, match="missing column"):
         reference.load_observations(p)
-    p.write_text(HEADER + "\n" + _ref_row(1, "nvme-disk", "ext4", "", "", "", 1, "ok", "",
-                                          5) + "\n")
+    p.write_text(
+        HEADER + "\n" + _ref_row(1, "nvme-disk", "ext4", "", "", "", 1, "ok", "", 5) + "\n"
+    )
     with pytest.raises(reference.DatasetError, match="device_class"):
         reference.load_observations(p)
     assert reference.load_observations(tmp_path / "absent.csv") == []
@@ -142,6 +226,7 @@ def test_shipped_reference_matrix_loads_if_present():
 
 
 # --------------------------------------------------------------------------- isolation
+
 
 def _xfs_over_ext4(model, device, w=RANDW):
     a, b = predict_many(model, [XFS, EXT4], w, device)
@@ -196,10 +281,17 @@ def test_a_single_run_never_becomes_a_confident_effect():
 
 def test_energy_observations_change_energy_not_performance():
     perf = [cell(EXT4, RANDW, 50000), cell(XFS, RANDW, 60000)]
-    energy = [cell(XFS, RANDW, 30.0, metric="watts", power_scope="system",
-                   energy_source="meter-log"),
-              cell(XFS, RANDW, 2000.0, metric="ops_per_joule", power_scope="system",
-                   energy_source="meter-log")]
+    energy = [
+        cell(XFS, RANDW, 30.0, metric="watts", power_scope="system", energy_source="meter-log"),
+        cell(
+            XFS,
+            RANDW,
+            2000.0,
+            metric="ops_per_joule",
+            power_scope="system",
+            energy_source="meter-log",
+        ),
+    ]
     a, b = fit(perf, S), fit(perf + energy, S)
     pa, pb = predict(a, XFS, RANDW, LOOP), predict(b, XFS, RANDW, LOOP)
     assert pb.iops == pytest.approx(pa.iops, rel=1e-9)
@@ -210,8 +302,17 @@ def test_an_unmeasured_device_ceiling_is_a_prior_with_its_uncertainty():
     # The interval's upper end may exceed the datasheet figure by the prior's own 90% band,
     # never more; the median stays under it.
     w = Workload(rw="write", bs_bytes=128 << 10, iodepth=32, numjobs=4)
-    wild = [Observation(source="wild", device_kind="nvme", config=EXT4, workload=w,
-                        metric="iops", value=1e7, unit="IOPS")] * 3
+    wild = [
+        Observation(
+            source="wild",
+            device_kind="nvme",
+            config=EXT4,
+            workload=w,
+            metric="iops",
+            value=1e7,
+            unit="IOPS",
+        )
+    ] * 3
     p = predict(fit(wild, S), EXT4, w, NVME)
     cap = 6.636e9 / (128 << 10)
     assert p.iops <= cap * 1.001
@@ -219,6 +320,7 @@ def test_an_unmeasured_device_ceiling_is_a_prior_with_its_uncertainty():
 
 
 # --------------------------------------------------------------------------- mechanisms
+
 
 def test_btrfs_cow_collapses_small_random_writes_not_reads(seeds):
     m = fit(seeds, S)
@@ -243,6 +345,7 @@ def test_btrfs_cow_collapses_small_random_writes_not_reads(seeds):
 def test_mechanisms_scale_with_the_device():
     # The same fsync mechanism costs more, relatively, where the flush is a larger share.
     from fsadvisor.predict import mechanisms
+
     w = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1)
     fast = dict(S.device_params("nvme"), flush_latency_us=10.0)
     slow = dict(S.device_params("nvme"), flush_latency_us=2000.0)
@@ -262,6 +365,7 @@ def test_mechanisms_scale_with_the_device():
 
 def test_metadata_creates_are_cpu_bound_not_two_device_writes():
     from fsadvisor.predict.features import roofline_iops
+
     creates = Workload(rw="randwrite", create_frac=1.0, iodepth=1, numjobs=1)
     # tens of thousands per second here, not ~10k/s from two synchronous writes
     assert roofline_iops(creates, "loop", S) > 15000
@@ -269,8 +373,10 @@ def test_metadata_creates_are_cpu_bound_not_two_device_writes():
 
 # --------------------------------------------------------------------------- calibration
 
+
 def test_calibration_lives_beside_its_store(tmp_path, monkeypatch):
     from fsadvisor.service import advice
+
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
@@ -279,24 +385,27 @@ def test_calibration_lives_beside_its_store(tmp_path, monkeypatch):
     assert doc["written_to"] == a + ".calibration.json"
     assert ModelSettings.load(db=a).calibration_source == a + ".calibration.json"
     assert ModelSettings.load(db=b).calibration_source.endswith("models/calibration.json")
-    assert not (tmp_path / "xdg-data").exists() or not any((tmp_path / "xdg-data").rglob(
-        "calibration.json"))
+    assert not (tmp_path / "xdg-data").exists() or not any(
+        (tmp_path / "xdg-data").rglob("calibration.json")
+    )
     advice._cache.clear()
     assert advice.recommend("oltp", db=b).to_dict() == before
 
 
 # --------------------------------------------------------------------------- validation
 
+
 def _device_matrix(dev, kind, scale):
     """Raw runs and filesystem cells of one device, generated by a simple known truth."""
     raw = FsConfig.make("raw")
-    out = [cell(raw, RANDR, 200000 * scale, dev=dev, kind=kind),
-           cell(raw, RANDW, 180000 * scale, dev=dev, kind=kind)]
+    out = [
+        cell(raw, RANDR, 200000 * scale, dev=dev, kind=kind),
+        cell(raw, RANDW, 180000 * scale, dev=dev, kind=kind),
+    ]
     cfgs = {EXT4: 1.0, XFS: 1.1, NOATIME: 1.0, FsConfig.make("btrfs"): 0.15}
     for cfg, f in cfgs.items():
         for w, base in ((RANDR, 150000), (RANDW, 120000)):
-            out.append(cell(cfg, w, base * scale * (f if w is RANDW else 1.0), dev=dev,
-                            kind=kind))
+            out.append(cell(cfg, w, base * scale * (f if w is RANDW else 1.0), dev=dev, kind=kind))
     return out
 
 
@@ -313,8 +422,11 @@ def test_leave_one_device_out_never_scores_what_the_fit_saw(monkeypatch):
     assert lodo.eligible_devices(obs) == ["ram-loop:a", "zram:b"]
     rep = lodo.leave_one_device_out(obs, "zram:b", S, share=0.25, seed=1)
     (train,) = seen
-    given = {(o.config.key(), o.workload) for o in train
-             if o.device_id == "zram:b" and o.config.fs != "raw"}
+    given = {
+        (o.config.key(), o.workload)
+        for o in train
+        if o.device_id == "zram:b" and o.config.fs != "raw"
+    }
     assert rep["cells_given"] == len(given) == 2 and rep["cells_held_out"] == 6
     assert any(o.device_id == "zram:b" and o.config.fs == "raw" for o in train)
     r = rep["iops"]
@@ -325,8 +437,11 @@ def test_leave_one_device_out_never_scores_what_the_fit_saw(monkeypatch):
 
 def test_pairs_and_regret_on_a_hand_example():
     w = RANDW
-    cells = [lodo.Cell(EXT4, w, "iops", 100.0, 1.0, 4), lodo.Cell(XFS, w, "iops", 110.0, 1.0, 4),
-             lodo.Cell(NOATIME, w, "iops", 100.5, 1.0, 4)]
+    cells = [
+        lodo.Cell(EXT4, w, "iops", 100.0, 1.0, 4),
+        lodo.Cell(XFS, w, "iops", 110.0, 1.0, 4),
+        lodo.Cell(NOATIME, w, "iops", 100.5, 1.0, 4),
+    ]
     pred = {(EXT4.key(), w): 1.0, (XFS.key(), w): 0.5, (NOATIME.key(), w): 2.0}
     # Separable: ext4-xfs and xfs-noatime (10 and 9.5 apart > 3 x sqrt(0.25 + 0.25) = 2.1);
     # ext4-noatime (0.5 apart) is not. The prediction orders both separable pairs wrong.
@@ -345,6 +460,7 @@ def test_pairs_and_regret_on_a_hand_example():
 
 def test_validate_service_reports_leave_one_device_out(tmp_path, monkeypatch):
     from fsadvisor.service import advice
+
     obs = _device_matrix("ram-loop:a", "ram-loop", 1.0)
     monkeypatch.setattr(advice, "_observations", lambda db: obs)
     rep = advice.validate(db=str(tmp_path / "x.db"), folds=2)
@@ -360,8 +476,12 @@ def test_an_unmeasured_filesystem_inherits_the_shared_fsync_cost():
     of ext4 on the strength of its prior alone."""
     w = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1)
     raw = FsConfig.make("raw")
-    obs = [cell(raw, w, 10000), cell(raw, RANDW, 100000), cell(EXT4, w, 2000),
-           cell(EXT4, RANDW, 90000)]  # ext4 pays 5x for fsync here
+    obs = [
+        cell(raw, w, 10000),
+        cell(raw, RANDW, 100000),
+        cell(EXT4, w, 2000),
+        cell(EXT4, RANDW, 90000),
+    ]  # ext4 pays 5x for fsync here
     m = fit(obs, S)
     f2fs, ext4 = predict_many(m, [FsConfig.make("f2fs"), EXT4], w, LOOP)
     assert f2fs.iops < 1.5 * ext4.iops
@@ -369,8 +489,10 @@ def test_an_unmeasured_filesystem_inherits_the_shared_fsync_cost():
 
 def test_the_fit_cache_key_changes_with_the_mechanisms(monkeypatch):
     from fsadvisor.predict import mechanisms
+
     # settings_key is the settings' part of the cache key service/advice.get_model uses
     from fsadvisor.predict.fit import settings_key
+
     before = settings_key(S)
     monkeypatch.setitem(mechanisms.PRIORS, "m:cow", (2.0, 0.3, "changed"))
     assert settings_key(S) != before
@@ -381,9 +503,9 @@ def test_the_shipped_mechanism_fit_is_current():
     the shipped data or the model, rerun `python -m fsadvisor.predict.mechanism_fit`."""
     from fsadvisor.predict import mechanism_fit
     from fsadvisor.infra.resources import data_dir
+
     doc = json.loads((data_dir("models") / "mechanisms_fit.json").read_text())
-    obs = load_observations(include=("upper-bound", "lower-bound")) + \
-        reference.load_observations()
+    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
     m = fit(obs, ModelSettings.load(use_store_calibration=False))
     assert doc["fitted_on"]["data_hash"] == m.data_hash
     assert set(doc["parameters"]) == {n for n in m.index if n.startswith("m:")}
@@ -395,6 +517,7 @@ def test_the_shipped_mechanism_fit_is_current():
 
 def test_an_unmeasured_filesystem_does_not_win_a_tie_on_its_prior():
     from fsadvisor.predict.rank import _order
+
     f2fs, ext4 = FsConfig.make("f2fs"), EXT4
     kept = [(100.5, f2fs, None, []), (100.0, ext4, None, [])]  # 0.5% apart: a tie
     assert _order(kept, NVME, 1)[0][0][1] == f2fs  # no evidence rule: the higher score
@@ -411,10 +534,13 @@ def test_mechanisms_measured_on_one_device_transfer_to_another():
     its level terms stay its own."""
     creates = Workload(rw="randwrite", create_frac=1.0, iodepth=1, numjobs=1)
     raw = FsConfig.make("raw")
-    b_raw = [cell(raw, RANDR, 250000, dev="zram:b", kind="zram"),
-             cell(raw, RANDW, 150000, dev="zram:b", kind="zram")]
+    b_raw = [
+        cell(raw, RANDR, 250000, dev="zram:b", kind="zram"),
+        cell(raw, RANDW, 150000, dev="zram:b", kind="zram"),
+    ]
     a_cells = [cell(raw, RANDR, 250000, dev="ram-loop:a", kind="ram-loop")] + [
-        cell(cfg, creates, 8000, dev="ram-loop:a", kind="ram-loop") for cfg in (EXT4, XFS)]
+        cell(cfg, creates, 8000, dev="ram-loop:a", kind="ram-loop") for cfg in (EXT4, XFS)
+    ]
     b = Device(path=None, size_bytes=1 << 30, kind="zram", device_id="zram:b")
     alone = predict(fit(b_raw, S), EXT4, creates, b).iops
     taught = predict(fit(b_raw + a_cells, S), EXT4, creates, b).iops
@@ -427,14 +553,20 @@ def test_a_calibration_fit_of_the_device_is_used_when_installed(monkeypatch):
     from dataclasses import replace as dc_replace
 
     from fsadvisor.predict import device_fit, device_params
+
     calls = []
 
     def fake_fit(raw_runs, kind, devices, device_id=""):
         calls.append(len(raw_runs))
         prior = device_params.prior_params(kind, devices, device_id)
         values = dict(prior.values, read_latency_us=7.0, flush_latency_us=33.0)
-        return dc_replace(prior, values=values, log_sd={k: 0.1 for k in prior.log_sd},
-                          source="fitted: test calibration", n_runs=6)
+        return dc_replace(
+            prior,
+            values=values,
+            log_sd={k: 0.1 for k in prior.log_sd},
+            source="fitted: test calibration",
+            n_runs=6,
+        )
 
     monkeypatch.setattr(device_fit, "fit_device_params", fake_fit)
     raw = FsConfig.make("raw")
@@ -450,11 +582,19 @@ def test_recommend_says_when_it_uses_the_device_own_measurements():
     from fsadvisor.domain import Profile
     from fsadvisor.predict.rank import rank
     from fsadvisor.profiles import load_profile
+
     prof: Profile = load_profile("oltp")
     raw = FsConfig.make("raw")
     w = prof.workload
-    m = fit([cell(raw, RANDR, 300000), cell(raw, RANDW, 250000), cell(EXT4, w, 20000),
-             cell(XFS, w, 26000)], S)
+    m = fit(
+        [
+            cell(raw, RANDR, 300000),
+            cell(raw, RANDW, 250000),
+            cell(EXT4, w, 20000),
+            cell(XFS, w, 26000),
+        ],
+        S,
+    )
     rec = rank(m, prof, LOOP, top=2)
     assert any("own measurements are in the fit" in n for n in rec.notes)
     assert any(n.startswith("device figures:") and "raw-device runs" in n for n in rec.notes)
@@ -464,12 +604,12 @@ def test_recommend_says_when_it_uses_the_device_own_measurements():
 
 def test_a_zram_device_the_discovery_calls_unknown_is_priced_as_zram():
     from fsadvisor.domain import identity_of, model_kind
+
     assert model_kind("unknown", "/dev/zram1") == "zram"
     # The target device and its stored runs get the same identity (and so its own terms).
     target = Device(path="/dev/zram1", size_bytes=3 << 30, kind="unknown")
     assert identity_of(target) == device_identity("zram", "", "", "/dev/zram1")
-    m = fit([cell(FsConfig.make("raw"), RANDR, 250000, dev=identity_of(target), kind="zram")],
-            S)
+    m = fit([cell(FsConfig.make("raw"), RANDR, 250000, dev=identity_of(target), kind="zram")], S)
     assert m.params_for(target).kind == "zram" and m.known_device(target)
     assert model_kind(None, "/dev/zram0") == "zram"
     assert model_kind("unknown", "/dev/sdz") == "unknown"
@@ -478,9 +618,11 @@ def test_a_zram_device_the_discovery_calls_unknown_is_priced_as_zram():
 
 def test_scheduler_overhead_is_per_request_in_device_time():
     from fsadvisor.predict import mechanisms
+
     deadline = FsConfig.make("ext4", scheduler="mq-deadline")
-    fast = mechanisms.features(deadline, RANDR, dict(S.device_params("ram-loop"),
-                                                     read_latency_us=10.0))["m:sched"]
+    fast = mechanisms.features(
+        deadline, RANDR, dict(S.device_params("ram-loop"), read_latency_us=10.0)
+    )["m:sched"]
     slow = mechanisms.features(deadline, RANDR, S.device_params("hdd"))["m:sched"]
     assert fast < -0.1 and slow > -0.001
     assert "m:sched" not in mechanisms.features(EXT4, RANDR, S.device_params("ram-loop"))
@@ -488,6 +630,7 @@ def test_scheduler_overhead_is_per_request_in_device_time():
 
 def test_calibrate_chooses_how_far_device_findings_carry_by_leaving_devices_out(tmp_path):
     from fsadvisor.predict.crossval import DEVICE_SDS, choose_device_sd
+
     one = _device_matrix("ram-loop:a", "ram-loop", 1.0)
     assert choose_device_sd(one, S) == (None, [])  # one measured device: nothing to choose
     two = one + _device_matrix("zram:b", "zram", 0.8)
@@ -499,7 +642,8 @@ def test_calibrate_chooses_how_far_device_findings_carry_by_leaving_devices_out(
     assert next(r for r in table if r["device_sd"] == sd)["median_abs_iops_error"] == best
     # A store's calibration carries the choice to every later fit on that store.
     db = tmp_path / "s.db"
-    (tmp_path / "s.db.calibration.json").write_text(json.dumps(
-        {"prior_scale": 0.1, "device_sd": 0.05}))
+    (tmp_path / "s.db.calibration.json").write_text(
+        json.dumps({"prior_scale": 0.1, "device_sd": 0.05})
+    )
     assert ModelSettings.load(db=db).prior("d:x|fs:xfs") == (0.0, 0.05)
     assert ModelSettings.load(db=tmp_path / "other.db").prior("d:x|fs:xfs")[1] == 0.2

@@ -6,19 +6,40 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fsadvisor.predict.device_fit import (LOG_SD_FLOOR, SINGLE_RUN_LOG_SD, RawRun,
-                                          fit_device_params)
-from fsadvisor.predict.device_params import (DEVICE_KEYS, HOST_KEYS, HOST_PRIOR_LOG_SD,
-                                             PARAM_KEYS, PRIOR_LOG_SD, prior_params)
+from fsadvisor.predict.device_fit import LOG_SD_FLOOR, SINGLE_RUN_LOG_SD, RawRun, fit_device_params
+from fsadvisor.predict.device_params import (
+    DEVICE_KEYS,
+    HOST_KEYS,
+    HOST_PRIOR_LOG_SD,
+    PARAM_KEYS,
+    PRIOR_LOG_SD,
+    prior_params,
+)
 
-DEVICES = {"nvme": {"read_iops_cap": 1e6, "write_iops_cap": 1e6, "read_bw_bytes_s": 7e9,
-                    "write_bw_bytes_s": 6e9, "read_latency_us": 80.0, "write_latency_us": 20.0,
-                    "flush_latency_us_plp": 25.0, "flush_latency_us": 360.0,
-                    "parallelism": 256},
-           "loop": {"read_iops_cap": 60e3, "write_iops_cap": 60e3, "read_bw_bytes_s": 1.5e9,
-                    "write_bw_bytes_s": 1e9, "read_latency_us": 100.0,
-                    "write_latency_us": 100.0, "flush_latency_us_plp": 200.0,
-                    "flush_latency_us": 500.0, "parallelism": 64}}
+DEVICES = {
+    "nvme": {
+        "read_iops_cap": 1e6,
+        "write_iops_cap": 1e6,
+        "read_bw_bytes_s": 7e9,
+        "write_bw_bytes_s": 6e9,
+        "read_latency_us": 80.0,
+        "write_latency_us": 20.0,
+        "flush_latency_us_plp": 25.0,
+        "flush_latency_us": 360.0,
+        "parallelism": 256,
+    },
+    "loop": {
+        "read_iops_cap": 60e3,
+        "write_iops_cap": 60e3,
+        "read_bw_bytes_s": 1.5e9,
+        "write_bw_bytes_s": 1e9,
+        "read_latency_us": 100.0,
+        "write_latency_us": 100.0,
+        "flush_latency_us_plp": 200.0,
+        "flush_latency_us": 500.0,
+        "parallelism": 64,
+    },
+}
 
 # The device these runs come from: 100 us per 4K read at QD1, a 50k IOPS read ceiling, so
 # an internal parallelism of 50,000 x 100e-6 = 5; writes 40 us and 20k IOPS; a flush of
@@ -49,8 +70,13 @@ def device_runs() -> list[RawRun]:
         add(rw="randread", bs_bytes=4096, iodepth=qd, iops=sweep_iops(qd))
     add(rw="randwrite", bs_bytes=4096, iodepth=1, iops=1e6 / WRITE_LAT_US)
     add(rw="randwrite", bs_bytes=4096, iodepth=32, iops=WRITE_CAP)
-    add(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1,
-        iops=1e6 / (WRITE_LAT_US + FLUSH_US))
+    add(
+        rw="randwrite",
+        bs_bytes=4096,
+        iodepth=1,
+        fsync_every=1,
+        iops=1e6 / (WRITE_LAT_US + FLUSH_US),
+    )
     add(rw="read", bs_bytes=128 << 10, iodepth=8, iops=2e9 / (128 << 10), bw_bytes_s=2e9)
     add(rw="write", bs_bytes=128 << 10, iodepth=8, iops=8e8 / (128 << 10), bw_bytes_s=8e8)
     return runs
@@ -77,8 +103,10 @@ def test_fit_recovers_the_known_device():
     assert set(p.details["measured"]) == set(DEVICE_KEYS) | {"knee_power"}
     assert v["knee_power"] == 4.0
     assert set(p.details["not_measured"]) == set(HOST_KEYS)
-    assert p.source.startswith("calibrated: 9 of 9 device parameters fitted on 30 raw-device runs; "
-                               "host CPU: the reference machine's (not measured)")
+    assert p.source.startswith(
+        "calibrated: 9 of 9 device parameters fitted on 30 raw-device runs; "
+        "host CPU: the reference machine's (not measured)"
+    )
     assert "queueing shape measured" in p.source
     assert p.kind == "loop" and p.device_id == "loop:test"
 
@@ -87,14 +115,14 @@ def test_sd_comes_from_the_repetitions_and_is_floored():
     p = fit_device_params(device_runs(), "loop", DEVICES)
     logs = [math.log(0.98), 0.0, math.log(1.02)]
     m = sum(logs) / 3
-    sd = (sum((x - m) ** 2 for x in logs) / 2) ** 0.5 / 3 ** 0.5
+    sd = (sum((x - m) ** 2 for x in logs) / 2) ** 0.5 / 3**0.5
     assert sd < LOG_SD_FLOOR  # +-2% reps: the floor applies
     assert p.log_sd["read_latency_us"] == pytest.approx(LOG_SD_FLOOR)
     noisy = [RawRun("randread", 4096, iops=i, run_id=n) for n, i in enumerate((8000, 10000, 12500))]
     q = fit_device_params(noisy, "loop", DEVICES)
     logs = [math.log(x) for x in (8000, 10000, 12500)]
     m = sum(logs) / 3
-    want = (sum((x - m) ** 2 for x in logs) / 2) ** 0.5 / 3 ** 0.5
+    want = (sum((x - m) ** 2 for x in logs) / 2) ** 0.5 / 3**0.5
     assert q.log_sd["read_latency_us"] == pytest.approx(want)
     assert q.values["read_latency_us"] == pytest.approx(100.0, rel=1e-9)  # geometric mean
     single = fit_device_params([RawRun("randread", 4096, iops=10000)], "loop", DEVICES)
@@ -102,7 +130,10 @@ def test_sd_comes_from_the_repetitions_and_is_floored():
 
 
 def test_unmeasured_keys_stay_at_the_prior_with_its_wide_sd():
-    runs = [RawRun("randread", 4096, iops=10000, run_id=1), RawRun("randread", 4096, iops=10100, run_id=2)]
+    runs = [
+        RawRun("randread", 4096, iops=10000, run_id=1),
+        RawRun("randread", 4096, iops=10100, run_id=2),
+    ]
     p = fit_device_params(runs, "loop", DEVICES)
     prior = prior_params("loop", DEVICES)
     assert p.details["measured"] == ["read_latency_us"]
@@ -128,7 +159,10 @@ def test_flush_without_a_plain_write_is_not_guessed():
 
 
 def test_a_free_flush_is_floored_not_negative():
-    runs = [RawRun("randwrite", 4096, iops=25000), RawRun("randwrite", 4096, fsync_every=1, iops=26000)]
+    runs = [
+        RawRun("randwrite", 4096, iops=25000),
+        RawRun("randwrite", 4096, fsync_every=1, iops=26000),
+    ]
     p = fit_device_params(runs, "loop", DEVICES)
     assert p.values["flush_latency_us"] == 1.0
 
@@ -143,23 +177,47 @@ def test_parallelism_needs_a_knee():
 
 
 def test_raw_run_from_a_store_row():
-    row = {"configuration_id": None, "run_id": 7, "iops": 1000.0, "mb_s": 4.096,
-           "mean_latency_us": 950.0,
-           "workload": {"rw": "randwrite", "bs_bytes": 4096, "iodepth": 1, "numjobs": 1,
-                        "fsync_every": 1}}
+    row = {
+        "configuration_id": None,
+        "run_id": 7,
+        "iops": 1000.0,
+        "mb_s": 4.096,
+        "mean_latency_us": 950.0,
+        "workload": {
+            "rw": "randwrite",
+            "bs_bytes": 4096,
+            "iodepth": 1,
+            "numjobs": 1,
+            "fsync_every": 1,
+        },
+    }
     r = RawRun.from_store_row(row)
-    assert r == RawRun("randwrite", 4096, iops=1000.0, fsync_every=1, mean_latency_us=950.0,
-                       bw_bytes_s=4.096e6, run_id=7)
+    assert r == RawRun(
+        "randwrite",
+        4096,
+        iops=1000.0,
+        fsync_every=1,
+        mean_latency_us=950.0,
+        bw_bytes_s=4.096e6,
+        run_id=7,
+    )
     assert RawRun.from_store_row({**row, "configuration_id": 3}) is None
     assert RawRun.from_store_row({**row, "iops": None}) is None
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(1e3, 1e6), min_size=1, max_size=4),
-       st.sampled_from((8, 16, 32, 64)), st.floats(1.0, 10.0), st.integers(0, 3))
+@given(
+    st.lists(st.floats(1e3, 1e6), min_size=1, max_size=4),
+    st.sampled_from((8, 16, 32, 64)),
+    st.floats(1.0, 10.0),
+    st.integers(0, 3),
+)
 def test_more_measured_iops_never_lowers_the_cap(reps, qd, factor, which):
     base = [RawRun("randread", 4096, iodepth=qd, iops=x) for x in reps]
-    base += [RawRun("randread", 4096, iodepth=1, iops=5e3), RawRun("randwrite", 4096, iodepth=qd, iops=reps[0])]
+    base += [
+        RawRun("randread", 4096, iodepth=1, iops=5e3),
+        RawRun("randwrite", 4096, iodepth=qd, iops=reps[0]),
+    ]
     before = fit_device_params(base, "nvme", DEVICES)
     i = which % len(reps)
     raised = list(base)
@@ -167,8 +225,9 @@ def test_more_measured_iops_never_lowers_the_cap(reps, qd, factor, which):
     after = fit_device_params(raised, "nvme", DEVICES)
     assert after.values["read_iops_cap"] >= before.values["read_iops_cap"] * (1 - 1e-12)
     # a new, faster deep cell can only raise it too
-    extra = fit_device_params(base + [RawRun("randread", 4096, iodepth=2 * qd, iops=max(reps) * factor)],
-                              "nvme", DEVICES)
+    extra = fit_device_params(
+        base + [RawRun("randread", 4096, iodepth=2 * qd, iops=max(reps) * factor)], "nvme", DEVICES
+    )
     assert extra.values["read_iops_cap"] >= before.values["read_iops_cap"] * (1 - 1e-12)
 
 
@@ -177,15 +236,40 @@ def test_cpu_per_read_comes_from_the_ceiling_cell_of_one_job():
     # second at QD32 (the disk-backed loop's raw run): 2.9 us of the submitting thread per
     # read and 5.9 us of the host's CPUs. The QD16 cell (below the ceiling) and a cell of 4
     # jobs (fio's figure of a group is not one thread's) do not count.
-    runs = [RawRun(rw="randread", bs_bytes=4096, iodepth=32, iops=75_000.0 * j,
-                   thread_cpu_pct=21.5, host_cpu_busy_pct=22.3, run_id=i)
-            for i, j in enumerate(JITTER)]
-    runs += [RawRun(rw="randread", bs_bytes=4096, iodepth=16, iops=60_000.0,
-                    thread_cpu_pct=90.0, host_cpu_busy_pct=90.0),
-             RawRun(rw="randread", bs_bytes=4096, iodepth=8, numjobs=4, iops=70_000.0,
-                    thread_cpu_pct=300.0, host_cpu_busy_pct=95.0)]
-    p = fit_device_params(runs, "loop", DEVICES, "dev", host={"host_cpu_factor": 1.0,
-                                                               "host_cores": 2.0})
+    runs = [
+        RawRun(
+            rw="randread",
+            bs_bytes=4096,
+            iodepth=32,
+            iops=75_000.0 * j,
+            thread_cpu_pct=21.5,
+            host_cpu_busy_pct=22.3,
+            run_id=i,
+        )
+        for i, j in enumerate(JITTER)
+    ]
+    runs += [
+        RawRun(
+            rw="randread",
+            bs_bytes=4096,
+            iodepth=16,
+            iops=60_000.0,
+            thread_cpu_pct=90.0,
+            host_cpu_busy_pct=90.0,
+        ),
+        RawRun(
+            rw="randread",
+            bs_bytes=4096,
+            iodepth=8,
+            numjobs=4,
+            iops=70_000.0,
+            thread_cpu_pct=300.0,
+            host_cpu_busy_pct=95.0,
+        ),
+    ]
+    p = fit_device_params(
+        runs, "loop", DEVICES, "dev", host={"host_cpu_factor": 1.0, "host_cores": 2.0}
+    )
     assert p.values["submit_cpu_us_read"] == pytest.approx(0.215 * 1e6 / 75_000, rel=0.03)
     assert p.values["host_cpu_us_read"] == pytest.approx(0.223 * 2 * 1e6 / 75_000, rel=0.03)
     assert {"submit_cpu_us_read", "host_cpu_us_read"} <= set(p.details["measured"])
@@ -196,8 +280,14 @@ def test_cpu_per_read_comes_from_the_ceiling_cell_of_one_job():
 
 
 def test_raw_run_reads_its_cpu_from_a_store_row():
-    row = {"configuration_id": None, "iops": 1000.0, "workload": {"rw": "randread"},
-           "usr_cpu_pct": 2.9, "sys_cpu_pct": 18.6, "host_cpu_busy_pct": 22.3}
+    row = {
+        "configuration_id": None,
+        "iops": 1000.0,
+        "workload": {"rw": "randread"},
+        "usr_cpu_pct": 2.9,
+        "sys_cpu_pct": 18.6,
+        "host_cpu_busy_pct": 22.3,
+    }
     r = RawRun.from_store_row(row)
     assert r is not None and r.thread_cpu_pct == pytest.approx(21.5)
     assert r.host_cpu_busy_pct == 22.3
@@ -223,10 +313,16 @@ def test_a_gradual_knee_is_measured_and_the_roofline_follows_it():
     def gradual_w(c: int) -> float:
         return c / (wlat + (c - 1) * 1e6 / 120_000.0) * 1e6
 
-    runs = [RawRun("randread", 4096, iodepth=qd, iops=gradual(qd) * j, run_id=10 * qd + i)
-            for qd in (1, 4, 16, 32, 64) for i, j in enumerate(JITTER)]
-    runs += [RawRun("randwrite", 4096, iodepth=qd, iops=gradual_w(qd) * j, run_id=1000 + 10 * qd + i)
-             for qd in (1, 32) for i, j in enumerate(JITTER)]
+    runs = [
+        RawRun("randread", 4096, iodepth=qd, iops=gradual(qd) * j, run_id=10 * qd + i)
+        for qd in (1, 4, 16, 32, 64)
+        for i, j in enumerate(JITTER)
+    ]
+    runs += [
+        RawRun("randwrite", 4096, iodepth=qd, iops=gradual_w(qd) * j, run_id=1000 + 10 * qd + i)
+        for qd in (1, 32)
+        for i, j in enumerate(JITTER)
+    ]
     p = fit_device_params(runs, "loop", DEVICES)
     assert p.values["knee_power"] == 1.0
     # The best deep cell (QD64) is 6% under the asymptote the sweep tends to; the fitted
@@ -258,8 +354,11 @@ def test_a_sweep_that_has_not_bent_does_not_extrapolate_its_ceiling():
     from fsadvisor.predict.device_fit import MAX_LIFT, _asymptote
 
     sweep = {1: 10_000, 4: 39_500, 16: 155_000, 32: 305_000}
-    runs = [RawRun("randread", 4096, iodepth=qd, iops=v * j, run_id=10 * qd + i)
-            for qd, v in sweep.items() for i, j in enumerate(JITTER)]
+    runs = [
+        RawRun("randread", 4096, iodepth=qd, iops=v * j, run_id=10 * qd + i)
+        for qd, v in sweep.items()
+        for i, j in enumerate(JITTER)
+    ]
     p = fit_device_params(runs, "loop", DEVICES)
     top = p.values["read_iops_cap"]
     assert 305_000 * 0.97 <= top <= MAX_LIFT * 305_000 * 1.03

@@ -18,8 +18,14 @@ def test_every_shipped_entry_loads_and_every_figure_has_a_source():
     lib = load_library()
     assert len(lib) >= 20
     files = sorted(p.name for p in devicelib.library_dir().glob("*.toml"))
-    assert {"samsung.toml", "micron.toml", "intel-solidigm.toml", "kioxia.toml", "wd.toml",
-            "crucial.toml"} <= set(files)
+    assert {
+        "samsung.toml",
+        "micron.toml",
+        "intel-solidigm.toml",
+        "kioxia.toml",
+        "wd.toml",
+        "crucial.toml",
+    } <= set(files)
     for name, d in lib.items():
         assert d.figures, name
         for key, f in d.figures.items():
@@ -32,10 +38,18 @@ def test_every_shipped_entry_loads_and_every_figure_has_a_source():
 
 def test_the_library_covers_the_seed_drives_and_the_classes_the_issue_asks_for():
     lib = load_library()
-    assert lib["samsung-990-pro-2tb"].plp == "no"           # seed 000's drive
-    assert lib["samsung-pm9a3-3.84tb-u2"].plp == "yes"      # seed 002's drive
-    nvme_dc_plp = [d for d in lib.values() if d.kind == "nvme" and d.drive_class == "data-center" and d.plp == "yes"]
-    nvme_dc_other = [d for d in lib.values() if d.kind == "nvme" and d.drive_class == "data-center" and d.plp != "yes"]
+    assert lib["samsung-990-pro-2tb"].plp == "no"  # seed 000's drive
+    assert lib["samsung-pm9a3-3.84tb-u2"].plp == "yes"  # seed 002's drive
+    nvme_dc_plp = [
+        d
+        for d in lib.values()
+        if d.kind == "nvme" and d.drive_class == "data-center" and d.plp == "yes"
+    ]
+    nvme_dc_other = [
+        d
+        for d in lib.values()
+        if d.kind == "nvme" and d.drive_class == "data-center" and d.plp != "yes"
+    ]
     sata = [d for d in lib.values() if d.kind == "sata-ssd"]
     consumer_nvme = [d for d in lib.values() if d.kind == "nvme" and d.drive_class == "consumer"]
     assert nvme_dc_plp and nvme_dc_other and len(sata) >= 3 and len(consumer_nvme) >= 3
@@ -45,7 +59,7 @@ def test_spot_values_match_their_documents():
     lib = load_library()
     d = lib["samsung-990-pro-2tb"]
     assert d.value("seq_read_mb_s") == 7450 and d.value("rand_read_iops") == 1_400_000
-    assert d.figures["seq_read_mb_s"].source.id == "mezha-990pro-2023"   # family figure
+    assert d.figures["seq_read_mb_s"].source.id == "mezha-990pro-2023"  # family figure
     s4500 = lib["intel-dc-s4500-960gb"]
     assert s4500.value("rand_read_iops") == 72000 and s4500.figures["rand_read_iops"].qd == 32
     assert s4500.figures["plp"].source.kind == "manufacturer-datasheet"
@@ -82,16 +96,19 @@ def test_a_minimal_library_loads(tmp_path):
     assert lib["v-one-1tb"].size_bytes == 1_000_000_000_000
 
 
-@pytest.mark.parametrize("change, message", [
-    ('seq_read_mb_s = { v = 3000, src = "doc" }', None),
-    ('seq_read_mb_s = { v = 3000 }', "has no source"),
-    ('seq_read_mb_s = 3000', "a figure is a table"),
-    ('seq_read_mb_s = { v = 3000, src = "nope" }', "not defined"),
-    ('seq_read_mb_s = { v = -1, src = "doc" }', "positive finite"),
-    ('seq_read_mb_s = { v = nan, src = "doc" }', "positive finite"),
-    ('seq_reed_mb_s = { v = 3000, src = "doc" }', "did you mean 'seq_read_mb_s'"),
-    ('plp = { v = "yes", src = "doc" }', "true or false"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ('seq_read_mb_s = { v = 3000, src = "doc" }', None),
+        ("seq_read_mb_s = { v = 3000 }", "has no source"),
+        ("seq_read_mb_s = 3000", "a figure is a table"),
+        ('seq_read_mb_s = { v = 3000, src = "nope" }', "not defined"),
+        ('seq_read_mb_s = { v = -1, src = "doc" }', "positive finite"),
+        ('seq_read_mb_s = { v = nan, src = "doc" }', "positive finite"),
+        ('seq_reed_mb_s = { v = 3000, src = "doc" }', "did you mean 'seq_read_mb_s'"),
+        ('plp = { v = "yes", src = "doc" }', "true or false"),
+    ],
+)
 def test_the_loader_refuses_a_figure_that_breaks_the_rules(tmp_path, change, message):
     text = GOOD.replace('seq_read_mb_s = { v = 3000, src = "doc" }', change)
     if message is None:
@@ -102,16 +119,24 @@ def test_the_loader_refuses_a_figure_that_breaks_the_rules(tmp_path, change, mes
 
 
 def test_a_manufacturer_figure_cannot_be_set_aside_for_a_review(tmp_path):
-    text = GOOD.replace('kind = "manufacturer-datasheet"', 'kind = "manufacturer-datasheet"\n'
-                        '[sources.rev]\ntitle = "A review"\ndate = "2024"\nurl = "https://r.invalid"\nkind = "review"')
-    text = text.replace('seq_read_mb_s = { v = 3000, src = "doc" }',
-                        'seq_read_mb_s = { v = 3100, src = "rev", disagrees = [{ v = 3000, src = "doc" }] }')
+    text = GOOD.replace(
+        'kind = "manufacturer-datasheet"',
+        'kind = "manufacturer-datasheet"\n'
+        '[sources.rev]\ntitle = "A review"\ndate = "2024"\nurl = "https://r.invalid"\nkind = "review"',
+    )
+    text = text.replace(
+        'seq_read_mb_s = { v = 3000, src = "doc" }',
+        'seq_read_mb_s = { v = 3100, src = "rev", disagrees = [{ v = 3000, src = "doc" }] }',
+    )
     with pytest.raises(DeviceLibraryError, match="manufacturer's figure must be the value"):
         _lib(tmp_path, text)
 
 
 def test_an_uncited_source_and_a_duplicate_name_are_errors(tmp_path):
-    extra = GOOD.replace("[[drive]]", '[sources.unused]\ntitle = "x"\ndate = "x"\nurl = "x"\nkind = "review"\n[[drive]]')
+    extra = GOOD.replace(
+        "[[drive]]",
+        '[sources.unused]\ntitle = "x"\ndate = "x"\nurl = "x"\nkind = "review"\n[[drive]]',
+    )
     with pytest.raises(DeviceLibraryError, match="cited by no figure"):
         _lib(tmp_path, extra)
     (tmp_path / "w.toml").write_text(textwrap.dedent(GOOD))
@@ -139,9 +164,18 @@ def test_find_never_raises_anything_but_a_library_error(text):
         assert d.name.startswith(text.strip().lower())
 
 
-@pytest.mark.parametrize("spec, named", [("samsung-990-pro-2tb", True), ("nvme:1T", False),
-                                         ("2T", False), ("/dev/nvme0n1", False), ("./x", False),
-                                         ("sata-ssd:480G", False), ("typo-drive", True)])
+@pytest.mark.parametrize(
+    "spec, named",
+    [
+        ("samsung-990-pro-2tb", True),
+        ("nvme:1T", False),
+        ("2T", False),
+        ("/dev/nvme0n1", False),
+        ("./x", False),
+        ("sata-ssd:480G", False),
+        ("typo-drive", True),
+    ],
+)
 def test_which_device_specs_are_library_names(spec, named):
     assert devicelib.looks_like_name(spec) is named
 
@@ -171,22 +205,32 @@ def test_a_stated_latency_and_the_sata_prior_are_used_for_a_sata_drive():
 
 
 def test_qd1_iops_becomes_a_latency_when_no_latency_is_stated(tmp_path):
-    lib = _lib(tmp_path, GOOD.replace('seq_read_mb_s = { v = 3000, src = "doc" }',
-                                      'rand_read_iops_qd1 = { v = 12500, src = "doc" }'))
+    lib = _lib(
+        tmp_path,
+        GOOD.replace(
+            'seq_read_mb_s = { v = 3000, src = "doc" }',
+            'rand_read_iops_qd1 = { v = 12500, src = "doc" }',
+        ),
+    )
     p = params_for(lib["v-one-1tb"])
     assert math.isclose(p.values["read_latency_us"], 80.0)
 
 
-@pytest.mark.parametrize("states, message", [
-    ('[{ ps = 0, max_w = 6.3, op = true }, { ps = 3, max_w = 0.05, op = false }]', None),
-    ('[]', "non-empty list"),
-    ('[{ ps = 0 }]', "needs ps and max_w"),
-    ('[{ ps = -1, max_w = 1.0 }]', "state number"),
-    ('[{ ps = 0, max_w = 0 }]', "positive finite"),
-])
+@pytest.mark.parametrize(
+    "states, message",
+    [
+        ("[{ ps = 0, max_w = 6.3, op = true }, { ps = 3, max_w = 0.05, op = false }]", None),
+        ("[]", "non-empty list"),
+        ("[{ ps = 0 }]", "needs ps and max_w"),
+        ("[{ ps = -1, max_w = 1.0 }]", "state number"),
+        ("[{ ps = 0, max_w = 0 }]", "positive finite"),
+    ],
+)
 def test_power_state_tables_are_checked(tmp_path, states, message):
-    text = GOOD.replace('seq_read_mb_s = { v = 3000, src = "doc" }',
-                        f'power_states = {{ v = {states}, src = "doc" }}')
+    text = GOOD.replace(
+        'seq_read_mb_s = { v = 3000, src = "doc" }',
+        f'power_states = {{ v = {states}, src = "doc" }}',
+    )
     if message is None:
         d = _lib(tmp_path, text)["v-one-1tb"]
         assert d.value("power_states")[1] == {"ps": 3, "max_w": 0.05, "op": False}
@@ -211,12 +255,18 @@ def test_audited_figures_say_what_their_stored_pages_say():
     lib = load_library()
     # A "no PLP" needs text saying so for that capacity or the series: the MX500's only such
     # text is a 250 GB retailer page, so the 1 TB drives' PLP stays unknown.
-    assert lib["crucial-mx500-1tb"].plp == "unknown" and lib["crucial-mx500-1tb-m2"].plp == "unknown"
+    assert (
+        lib["crucial-mx500-1tb"].plp == "unknown" and lib["crucial-mx500-1tb-m2"].plp == "unknown"
+    )
     # The 990 PRO: per-capacity retailer pages where one exists, seed 002's series statement else.
-    assert {n: lib[n].figures["plp"].source.id for n in
-            ("samsung-990-pro-1tb", "samsung-990-pro-2tb", "samsung-990-pro-4tb")} == {
-        "samsung-990-pro-1tb": "syspartsdirect-990pro-1tb", "samsung-990-pro-2tb": "seed002",
-        "samsung-990-pro-4tb": "syspartsdirect-990pro-4tb"}
+    assert {
+        n: lib[n].figures["plp"].source.id
+        for n in ("samsung-990-pro-1tb", "samsung-990-pro-2tb", "samsung-990-pro-4tb")
+    } == {
+        "samsung-990-pro-1tb": "syspartsdirect-990pro-1tb",
+        "samsung-990-pro-2tb": "seed002",
+        "samsung-990-pro-4tb": "syspartsdirect-990pro-4tb",
+    }
     # Micron's own FAQ states the P400m's capacitor-backed PLP.
     p400m = lib["micron-p400m-400gb"].figures["plp"]
     assert p400m.value is True and p400m.source.manufacturer

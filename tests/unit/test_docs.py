@@ -59,8 +59,9 @@ def test_quick_start_is_two_commands_that_create_and_use_a_venv():
     assert cmds[0].endswith(".venv/bin/fsadvisor recommend --profile oltp")
     # no -q: pytest prints its progress, so a long run shows where it is; the device tests
     # alone, in one process, after the rest
-    assert cmds[1].endswith('.venv/bin/python3 -m pytest -m "not device" && '
-                            ".venv/bin/python3 -m pytest -m device -n 0")
+    assert cmds[1].endswith(
+        '.venv/bin/python3 -m pytest -m "not device" && .venv/bin/python3 -m pytest -m device -n 0'
+    )
 
 
 def test_ci_runs_the_readme_test_command():
@@ -72,8 +73,9 @@ def test_ci_runs_the_readme_test_command():
     assert ci_line.endswith(" || rc=$?") and ci.rstrip().endswith('exit "$rc"')
     ci_line = ci_line.removesuffix(" || rc=$?")
     # ... and adds only quiet flags to pip; the steps are otherwise the README's, in order.
-    ci_steps = [s.strip().replace(" -q --disable-pip-version-check", "")
-                for s in ci_line.split("&&")]
+    ci_steps = [
+        s.strip().replace(" -q --disable-pip-version-check", "") for s in ci_line.split("&&")
+    ]
     assert ci_steps == venv_steps
     # Every apt package the README installs is one CI installs when missing.
     apt = next(s for s in readme_steps if s.startswith("apt-get install"))

@@ -28,20 +28,39 @@ def fixed_tmp(monkeypatch):
 
 
 def device_plan(device="/dev/loop9"):
-    return build_plan(device, 4 * GIB, filesystems=["ext4", "xfs", "btrfs"],
-                      schedulers=["none", "mq-deadline"], agcounts=[4],
-                      kernel_supports=lambda fs: fs != "btrfs", ioengine="io_uring", reps=1,
-                      micro_names=["4k-randread-qd32", "meta-stat"], variants=False)
+    return build_plan(
+        device,
+        4 * GIB,
+        filesystems=["ext4", "xfs", "btrfs"],
+        schedulers=["none", "mq-deadline"],
+        agcounts=[4],
+        kernel_supports=lambda fs: fs != "btrfs",
+        ioengine="io_uring",
+        reps=1,
+        micro_names=["4k-randread-qd32", "meta-stat"],
+        variants=False,
+    )
 
 
 def scratch_plan(scratch_dir="/var/tmp/fsadvisor"):
-    return build_plan(None, 2 * GIB, filesystems=["ext4"], schedulers=["none"], quick=True,
-                      kernel_supports=lambda fs: True, scratch_size_bytes=2 * GIB,
-                      scratch_dir=scratch_dir, ioengine="libaio")
+    return build_plan(
+        None,
+        2 * GIB,
+        filesystems=["ext4"],
+        schedulers=["none"],
+        quick=True,
+        kernel_supports=lambda fs: True,
+        scratch_size_bytes=2 * GIB,
+        scratch_dir=scratch_dir,
+        ioengine="libaio",
+    )
 
 
 def test_ordinary_paths_preview_byte_identical_to_before(fixed_tmp):
-    for plan, name in ((device_plan(), "dry_run_device.out"), (scratch_plan(), "dry_run_scratch.out")):
+    for plan, name in (
+        (device_plan(), "dry_run_device.out"),
+        (scratch_plan(), "dry_run_scratch.out"),
+    ):
         assert "\n".join(dry_run_lines(plan)) + "\n" == (GOLDEN / name).read_text(), name
 
 
@@ -70,15 +89,26 @@ def test_a_hostile_device_path_is_one_quoted_word_everywhere(fixed_tmp):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.text(st.characters(min_codepoint=32, max_codepoint=0x2FFF, blacklist_characters="\x7f"),
-               min_size=1, max_size=30))
+@given(
+    st.text(
+        st.characters(min_codepoint=32, max_codepoint=0x2FFF, blacklist_characters="\x7f"),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_any_scratch_dir_stays_one_word(name):
     scratch_dir = "/tmp/" + name
     img = os.path.join(scratch_dir, "fsadvisor-scratch-<random>.img")
-    shown = [ln for ln in commands(dry_run_lines(scratch_plan(scratch_dir))) if "fsadvisor-scratch-" in ln]
+    shown = [
+        ln
+        for ln in commands(dry_run_lines(scratch_plan(scratch_dir)))
+        if "fsadvisor-scratch-" in ln
+    ]
     assert [shlex.split(ln) for ln in shown] == [
-        ["truncate", "-s", str(2 * GIB), img], ["losetup", "--find", "--show", "--direct-io=on", img],
-        ["rm", img]]
+        ["truncate", "-s", str(2 * GIB), img],
+        ["losetup", "--find", "--show", "--direct-io=on", img],
+        ["rm", img],
+    ]
 
 
 @pytest.mark.parametrize("bad", ["/tmp/a\nrm -rf /", "/tmp/a\0b", "/tmp/\x1b[31m"])
@@ -86,7 +116,11 @@ def test_control_characters_in_a_scratch_dir_are_refused(bad, tmp_path):
     from fsadvisor.service import probing
 
     with pytest.raises(ConfigError, match="control character"):
-        probing.plan_probe(probing.ProbeRequest.make(scratch="512M", scratch_dir=bad, dry_run=True, db=tmp_path / "s.db"))
+        probing.plan_probe(
+            probing.ProbeRequest.make(
+                scratch="512M", scratch_dir=bad, dry_run=True, db=tmp_path / "s.db"
+            )
+        )
 
 
 @pytest.mark.parametrize("bad", ["/dev/loop0\0", "/dev/loop0\nx", "/dev/\x7f"])

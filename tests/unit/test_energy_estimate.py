@@ -12,8 +12,7 @@ from hypothesis import given, strategies as st
 
 from fsadvisor.energy import EstimateMeter, choose_meter
 from fsadvisor.domain import ASSUMED_DRIVE_IDLE_W
-from fsadvisor.energy.estimate import (drive_powers, parse_power_states,
-                                       read_cpu)
+from fsadvisor.energy.estimate import drive_powers, parse_power_states, read_cpu
 from fsadvisor.energy.meter import CommandResult
 from fsadvisor.errors import EnergyError
 
@@ -37,7 +36,8 @@ def write_proc_stat(proc: Path, user: int, system: int, idle: int, iowait: int =
         f"cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\n"
         f"cpu0 {user // 2} 0 {system // 2} {idle // 2} {iowait // 2} 0 0 0 0 0\n"
         f"cpu1 {user - user // 2} 0 {system - system // 2} {idle - idle // 2} 0 0 0 0 0 0\n"
-        "intr 1 2 3\nctxt 100\nbtime 1700000000\n")
+        "intr 1 2 3\nctxt 100\nbtime 1700000000\n"
+    )
 
 
 def write_block_stat(sys_root: Path, name: str, io_ticks_ms: int) -> None:
@@ -75,16 +75,39 @@ def test_power_tables_both_nvme_cli_shapes():
     assert idle == ASSUMED_DRIVE_IDLE_W and "default idle assumed" in src
 
 
-json_value = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
-                       st.floats(allow_nan=False), st.text(max_size=5), st.lists(st.integers(), max_size=2))
-psd = st.dictionaries(st.sampled_from(["max_power", "flags", "max_power_scale", "non-operational_state",
-                                       "idle_power", "idle_scale", "active_power", "active_scale"]),
-                      json_value)
+json_value = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+)
+psd = st.dictionaries(
+    st.sampled_from(
+        [
+            "max_power",
+            "flags",
+            "max_power_scale",
+            "non-operational_state",
+            "idle_power",
+            "idle_scale",
+            "active_power",
+            "active_scale",
+        ]
+    ),
+    json_value,
+)
 
 
-@given(st.one_of(st.text(max_size=200),
-                 st.lists(st.one_of(psd, json_value), max_size=5).map(
-                     lambda p: json.dumps({"npss": len(p), "psds": p}))))
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.lists(st.one_of(psd, json_value), max_size=5).map(
+            lambda p: json.dumps({"npss": len(p), "psds": p})
+        ),
+    )
+)
 def test_power_table_parser_never_raises_anything_but_energy_error(text):
     try:
         states = parse_power_states(text)
@@ -106,8 +129,14 @@ def test_estimate_from_fake_proc_sys_and_recorded_nvme(tmp_path):
     write_block_stat(sys_root, "nvme0n1", io_ticks_ms=10_000)
     clock = Clock()
     runner = nvme_replay(CLI23)
-    meter = EstimateMeter(device="/dev/nvme0n1", proc_root=str(proc), sys_root=str(sys_root),
-                          nvme_runner=runner, interval_s=1000, clock=clock)
+    meter = EstimateMeter(
+        device="/dev/nvme0n1",
+        proc_root=str(proc),
+        sys_root=str(sys_root),
+        nvme_runner=runner,
+        interval_s=1000,
+        clock=clock,
+    )
     assert meter.unavailable() is None
     meter.start()
     # 10 s later: 2 cores x 10 s x 100 Hz = 2000 jiffies, half of them busy -> 1 busy core;
@@ -122,7 +151,10 @@ def test_estimate_from_fake_proc_sys_and_recorded_nvme(tmp_path):
     assert r.energy_j == pytest.approx(idle + cpu + drive)
     assert r.idle_watts == 40.0 and r.active_energy_j == pytest.approx(cpu + drive)
     a = r.assumptions
-    assert a["idle_watts_from"] == "assumed default" and a["core_active_watts_from"] == "assumed default"
+    assert (
+        a["idle_watts_from"] == "assumed default"
+        and a["core_active_watts_from"] == "assumed default"
+    )
     assert a["drive_power_from"] == "nvme id-ctrl PS0" and a["cores"] == 2
     assert a["cpu_busy_core_s"] == pytest.approx(10.0) and a["drive_busy_s"] == pytest.approx(5.0)
     assert r.accuracy.startswith("model, not a measurement")
@@ -134,9 +166,18 @@ def test_given_values_replace_defaults_and_iowait_is_idle(tmp_path):
     write_proc_stat(proc, user=0, system=0, idle=0, iowait=0)
     write_block_stat(sys_root, "loop3", io_ticks_ms=0)
     clock = Clock()
-    meter = choose_meter("estimate", device="loop3", proc_root=str(proc), sys_root=str(sys_root),
-                         idle_watts=55, core_active_watts=3.0, drive_idle_watts=1.0,
-                         drive_active_watts=5.0, interval_s=1000, clock=clock)
+    meter = choose_meter(
+        "estimate",
+        device="loop3",
+        proc_root=str(proc),
+        sys_root=str(sys_root),
+        idle_watts=55,
+        core_active_watts=3.0,
+        drive_idle_watts=1.0,
+        drive_active_watts=5.0,
+        interval_s=1000,
+        clock=clock,
+    )
     meter.start()
     write_proc_stat(proc, user=0, system=0, idle=1000, iowait=1000)  # only waiting on I/O
     write_block_stat(sys_root, "loop3", io_ticks_ms=20_000)  # busy the whole 10 s
@@ -153,9 +194,14 @@ def test_nvme_failure_or_no_stat_falls_back_to_labelled_defaults(tmp_path):
     proc, sys_root = tmp_path / "proc", tmp_path / "sys"
     write_proc_stat(proc, 0, 0, 0)
     clock = Clock()
-    meter = EstimateMeter(device="nvme1n1", proc_root=str(proc), sys_root=str(sys_root),
-                          nvme_runner=nvme_replay("nvme1n1: No such file or directory", rc=1),
-                          interval_s=1000, clock=clock)
+    meter = EstimateMeter(
+        device="nvme1n1",
+        proc_root=str(proc),
+        sys_root=str(sys_root),
+        nvme_runner=nvme_replay("nvme1n1: No such file or directory", rc=1),
+        interval_s=1000,
+        clock=clock,
+    )
     meter.start()
     clock.t = 2.0
     r = meter.stop()
@@ -196,8 +242,10 @@ def test_real_estimate_over_one_second_of_cpu_work():
     assert "model, not a measurement" in r.accuracy
 
 
-@pytest.mark.skipif(os.path.isdir("/sys/class/powercap") or os.path.exists("/dev/ipmi0"),
-                    reason="this machine has a hardware energy source")
+@pytest.mark.skipif(
+    os.path.isdir("/sys/class/powercap") or os.path.exists("/dev/ipmi0"),
+    reason="this machine has a hardware energy source",
+)
 def test_auto_on_this_machine_picks_estimate_and_says_why():
     meter = choose_meter()
     assert meter.name == "estimate"

@@ -103,8 +103,9 @@ def test_bmc_going_silent_mid_run_is_missing():
     t = [0.0]
     clock = lambda: t[0]  # noqa: E731
     results = iter([watts(200), CommandResult(1, "", NO_BMC), CommandResult(1, "", NO_BMC)])
-    meter = IpmiMeter(runner=lambda argv: next(results), interval_s=1000, max_gap_s=5.0,
-                      clock=clock)
+    meter = IpmiMeter(
+        runner=lambda argv: next(results), interval_s=1000, max_gap_s=5.0, clock=clock
+    )
     meter.start()
     t[0] = 30.0
     r = meter.stop()
@@ -117,7 +118,7 @@ def test_integrate_power_linear_and_gaps():
     e, why = integrate_power(samples, 2.5, 7.5, max_gap_s=2, hold_edges=False)
     assert why is None
     # integral of 100 + 10 t over [2.5, 7.5]
-    assert e == pytest.approx(100 * 5 + 5 * (7.5 ** 2 - 2.5 ** 2))
+    assert e == pytest.approx(100 * 5 + 5 * (7.5**2 - 2.5**2))
     gappy = [(0.0, 50.0), (1.0, 50.0), (9.0, 50.0), (10.0, 50.0)]
     e, why = integrate_power(gappy, 0.0, 10.0, max_gap_s=5, hold_edges=True)
     assert e is None and "gap of 8.0 s" in why

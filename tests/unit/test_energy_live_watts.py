@@ -23,7 +23,8 @@ ACTIVATED = (FIX / "ipmi_activated.txt").read_text()
 def test_ipmi_live_watts_is_the_latest_reading():
     readings = itertools.chain([180.0, 240.0], itertools.repeat(240.0))
     runner = lambda argv: CommandResult(  # noqa: E731
-        0, ACTIVATED.replace("220 Watts", f"{next(readings):g} Watts", 1), "")
+        0, ACTIVATED.replace("220 Watts", f"{next(readings):g} Watts", 1), ""
+    )
     meter = IpmiMeter(runner=runner, interval_s=0.01)
     assert meter.live_watts() is None  # not started
     meter.start()

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fsadvisor.energy import MeterLogMeter, choose_meter, integrate_log, parse_log, reading_for_window
+from fsadvisor.energy import (
+    MeterLogMeter,
+    choose_meter,
+    integrate_log,
+    parse_log,
+    reading_for_window,
+)
 from fsadvisor.energy.meterlog import parse_timestamp
 from fsadvisor.errors import EnergyError
 
@@ -81,8 +87,18 @@ def test_gap_inside_window_is_missing_but_gap_outside_is_fine():
 
 def test_duplicates_keep_first_unsorted_sorted_garbage_skipped():
     t0 = 1_741_961_730.0
-    rows = [f"{t0 + 2},300", f"{t0},100", "garbage,row", f"{t0 + 1},200", f"{t0 + 1},999",
-            f"{t0 + 3},-5", f"{t0 + 3},nan", ",,,", f"{t0 + 3},400", "only-one-field"]
+    rows = [
+        f"{t0 + 2},300",
+        f"{t0},100",
+        "garbage,row",
+        f"{t0 + 1},200",
+        f"{t0 + 1},999",
+        f"{t0 + 3},-5",
+        f"{t0 + 3},nan",
+        ",,,",
+        f"{t0 + 3},400",
+        "only-one-field",
+    ]
     log = parse_log("timestamp,watts\n" + "\n".join(rows))
     assert log.samples == [(t0, 100.0), (t0 + 1, 200.0), (t0 + 2, 300.0), (t0 + 3, 400.0)]
     assert log.duplicates == 1
@@ -91,8 +107,9 @@ def test_duplicates_keep_first_unsorted_sorted_garbage_skipped():
     assert e == pytest.approx(150 + 250 + 350)
 
 
-@pytest.mark.parametrize("bad", ["1e308", "100000.5", "2e5", "-0.5", "-1e308", "nan", "inf",
-                                 "-inf", "1e400"])
+@pytest.mark.parametrize(
+    "bad", ["1e308", "100000.5", "2e5", "-0.5", "-1e308", "nan", "inf", "-inf", "1e400"]
+)
 def test_implausible_wattage_is_a_garbage_row(bad):
     t0 = 1_741_961_730.0
     log = parse_log(f"timestamp,watts\n{t0},100\n{t0 + 1},{bad}\n{t0 + 2},100\n")
@@ -115,7 +132,9 @@ def test_headerless_and_semicolon_decimal_comma():
     t0 = 1_741_961_730
     log = parse_log(f"{t0},100.5\n{t0 + 1},101.5\n")
     assert log.samples == [(t0, 100.5), (t0 + 1, 101.5)]
-    log = parse_log(f'"Date Time, GMT+01:00";"Power (W)"\n03/14/25 15:15:30;100,5\n03/14/25 15:15:31;101,5\n')
+    log = parse_log(
+        f'"Date Time, GMT+01:00";"Power (W)"\n03/14/25 15:15:30;100,5\n03/14/25 15:15:31;101,5\n'
+    )
     assert log.samples == [(utc(14, 15, 30), 100.5), (utc(14, 15, 31), 101.5)]
 
 
@@ -178,16 +197,22 @@ cell = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-10, max_value=2_000_000_000_000).map(str),
     st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)).map(
-        lambda d: d.strftime("%m/%d/%y %I:%M:%S %p")),
-    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(datetime.isoformat),
+        lambda d: d.strftime("%m/%d/%y %I:%M:%S %p")
+    ),
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
+        datetime.isoformat
+    ),
     st.sampled_from(["Date Time, GMT-05:00", "Watts", "Active Power, W", "timestamp", "#", ""]),
 )
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(st.lists(cell, max_size=5), max_size=25),
-       delim=st.sampled_from([",", ";", "\t"]),
-       start=st.floats(min_value=-1e10, max_value=1e11), length=st.floats(min_value=0, max_value=1e5))
+@given(
+    rows=st.lists(st.lists(cell, max_size=5), max_size=25),
+    delim=st.sampled_from([",", ";", "\t"]),
+    start=st.floats(min_value=-1e10, max_value=1e11),
+    length=st.floats(min_value=0, max_value=1e5),
+)
 def test_any_csv_gives_energy_or_a_missing_reason(rows, delim, start, length):
     text = "\n".join(delim.join(r) for r in rows)
     log = parse_log(text)
@@ -206,10 +231,15 @@ def test_any_text_never_raises(text):
     assert (e is None) != (why is None)
 
 
-@given(a=st.floats(min_value=0, max_value=2000), b=st.floats(min_value=-5, max_value=5),
-       dt=st.floats(min_value=0.25, max_value=2.0), n=st.integers(min_value=3, max_value=120),
-       u=st.floats(min_value=0, max_value=1), v=st.floats(min_value=0, max_value=1),
-       shuffle=st.randoms(use_true_random=False))
+@given(
+    a=st.floats(min_value=0, max_value=2000),
+    b=st.floats(min_value=-5, max_value=5),
+    dt=st.floats(min_value=0.25, max_value=2.0),
+    n=st.integers(min_value=3, max_value=120),
+    u=st.floats(min_value=0, max_value=1),
+    v=st.floats(min_value=0, max_value=1),
+    shuffle=st.randoms(use_true_random=False),
+)
 def test_linear_power_integrates_to_the_analytic_value(a, b, dt, n, u, v, shuffle):
     t0 = 1_741_961_730.0
     span = (n - 1) * dt
@@ -223,7 +253,7 @@ def test_linear_power_integrates_to_the_analytic_value(a, b, dt, n, u, v, shuffl
     e, why = integrate_log(log, start, end, max_gap_s=dt * 1.01)
     assert why is None
     lo, hi = start - t0, end - t0  # the window as the epoch floats really hold it
-    expected = a * (hi - lo) + b * (hi ** 2 - lo ** 2) / 2
+    expected = a * (hi - lo) + b * (hi**2 - lo**2) / 2
     # Epoch floats near 1.7e9 resolve ~2.4e-7 s: allow that much time at peak power.
     peak_w = a + abs(b) * span
     assert e == pytest.approx(expected, rel=1e-9, abs=1e-6 * (peak_w + 1))

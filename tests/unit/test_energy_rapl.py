@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from fsadvisor.energy import check, choose_meter
-from fsadvisor.energy.rapl import (ROOT_ONLY, RaplMeter, accumulate, counter_delta_uj, discover,
-                                   pyrapl_status)
+from fsadvisor.energy.rapl import (
+    ROOT_ONLY,
+    RaplMeter,
+    accumulate,
+    counter_delta_uj,
+    discover,
+    pyrapl_status,
+)
 from fsadvisor.errors import EnergyError
 
 MAX_UJ = 262143328850  # a typical Intel package max_energy_range_uj
@@ -63,7 +69,13 @@ def test_two_sockets_sum_package_and_dram_never_core_or_uncore(tmp_path):
     assert r.energy_j == pytest.approx(27.0)
     assert r.missing is None
     assert sorted(r.assumptions["zones"]) == sorted(
-        ["intel-rapl:0 package-0", "intel-rapl:0:1 dram", "intel-rapl:1 package-1", "intel-rapl:1:1 dram"])
+        [
+            "intel-rapl:0 package-0",
+            "intel-rapl:0:1 dram",
+            "intel-rapl:1 package-1",
+            "intel-rapl:1:1 dram",
+        ]
+    )
     assert r.avg_watts == pytest.approx(27.0 / r.duration_s)
 
 
@@ -252,5 +264,6 @@ def test_stop_is_idempotent_and_thread_ends(tmp_path):
     time.sleep(0.05)
     r1 = meter.stop()
     assert meter.stop() is r1
-    assert not any(t.name == "fsadvisor-energy-sampler" and t.is_alive()
-                   for t in threading.enumerate())
+    assert not any(
+        t.name == "fsadvisor-energy-sampler" and t.is_alive() for t in threading.enumerate()
+    )

@@ -12,8 +12,15 @@ import pytest
 from typer.testing import CliRunner
 
 from fsadvisor.records import EnergyReading
-from fsadvisor.energy import (EnergyMeter, check, choose_meter, measure_idle, ops_per_joule,
-                              parse_idle_watts, with_idle)
+from fsadvisor.energy import (
+    EnergyMeter,
+    check,
+    choose_meter,
+    measure_idle,
+    ops_per_joule,
+    parse_idle_watts,
+    with_idle,
+)
 from fsadvisor.energy.meter import CommandResult
 from fsadvisor.errors import EnergyError
 from fsadvisor.service.energy import energy_check
@@ -76,8 +83,9 @@ def test_check_reports_every_source(tmp_path):
 
 
 def test_idle_baseline_total_and_active_energy_and_ops_per_joule():
-    r = EnergyReading(source="ipmi", scope="system", energy_j=1000.0, avg_watts=100.0,
-                      duration_s=10.0)
+    r = EnergyReading(
+        source="ipmi", scope="system", energy_j=1000.0, avg_watts=100.0, duration_s=10.0
+    )
     assert ops_per_joule(1e6, r) == pytest.approx(1000.0)
     with pytest.raises(EnergyError, match="idle baseline"):
         ops_per_joule(1e6, r, basis="active")
@@ -89,8 +97,14 @@ def test_idle_baseline_total_and_active_energy_and_ops_per_joule():
         ops_per_joule(1, ri, basis="joules")
     too_high = with_idle(r, 150)
     assert too_high.active_energy_j is None and "exceeds" in too_high.assumptions["active_energy"]
-    missing = EnergyReading(source="ipmi", scope="system", energy_j=None, avg_watts=None,
-                            duration_s=10.0, missing="no BMC")
+    missing = EnergyReading(
+        source="ipmi",
+        scope="system",
+        energy_j=None,
+        avg_watts=None,
+        duration_s=10.0,
+        missing="no BMC",
+    )
     assert ops_per_joule(1e6, missing) is None
     assert ops_per_joule(1e6, with_idle(missing, 50), basis="active") is None
     assert parse_idle_watts("45 W") == 45.0 and parse_idle_watts(" 45.5watts") == 45.5
@@ -103,8 +117,9 @@ def test_idle_baseline_total_and_active_energy_and_ops_per_joule():
 def test_measure_idle_and_user_given_idle_on_a_meter():
     meter = choose_meter("ipmi", runner=bmc(CommandResult(0, ACTIVATED, "")), interval_s=0.01)
     assert measure_idle(meter, 0.05) == pytest.approx(220.0)
-    meter = choose_meter("ipmi", runner=bmc(CommandResult(0, ACTIVATED, "")), interval_s=0.01,
-                         idle_watts="200 W")
+    meter = choose_meter(
+        "ipmi", runner=bmc(CommandResult(0, ACTIVATED, "")), interval_s=0.01, idle_watts="200 W"
+    )
     meter.start()
     time.sleep(0.05)
     r = meter.stop()
@@ -147,8 +162,9 @@ def test_every_meter_survives_ctrl_c_and_early_stop(tmp_path):
             assert reading.energy_j is None and reading.missing.startswith("meter log covers")
         else:
             assert reading.energy_j is not None and reading.energy_j >= 0, meter.name
-    assert not any(t.name == "fsadvisor-energy-sampler" and t.is_alive()
-                   for t in threading.enumerate())
+    assert not any(
+        t.name == "fsadvisor-energy-sampler" and t.is_alive() for t in threading.enumerate()
+    )
 
 
 def test_ctrl_c_while_starting_still_gives_a_reading():
@@ -181,8 +197,11 @@ def test_stop_without_start_and_double_start(tmp_path):
 def test_core_imports_no_front_end():
     import subprocess
     import sys
-    code = ("import sys, fsadvisor.energy, fsadvisor.service.energy; "
-            "print(any(m.split('.')[0] in ('typer', 'textual') for m in sys.modules))")
+
+    code = (
+        "import sys, fsadvisor.energy, fsadvisor.service.energy; "
+        "print(any(m.split('.')[0] in ('typer', 'textual') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -212,8 +231,9 @@ def test_cli_energy_idle_with_estimate():
     import fsadvisor.cli as cli
 
     cli.register_all()
-    res = CliRunner().invoke(cli.app, ["energy", "idle", "--source", "estimate",
-                                       "--seconds", "0.3", "--json"])
+    res = CliRunner().invoke(
+        cli.app, ["energy", "idle", "--source", "estimate", "--seconds", "0.3", "--json"]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["source"] == "estimate" and doc["measured"] is False and doc["idle_watts"] >= 40.0

@@ -34,10 +34,12 @@ def _store(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     from fsadvisor.service import advice
+
     advice._cache.clear()
     # The goldens were recorded on a kernel without f2fs; their f2fs warnings say so on any
     # host (the kernel check itself is tested in test_catalog/test_cli_advice).
     import fsadvisor.catalog as catalog
+
     monkeypatch.setattr(catalog, "kernel_supports", lambda fs: fs != "f2fs")
 
 
@@ -47,16 +49,24 @@ def _check(name: str, text: str) -> None:
         path.write_text(text)
     golden = path.read_text()
     if name.endswith(".jsonl"):
-        same([json.loads(x) for x in text.splitlines()],
-             [json.loads(x) for x in golden.splitlines()], name)
+        same(
+            [json.loads(x) for x in text.splitlines()],
+            [json.loads(x) for x in golden.splitlines()],
+            name,
+        )
     else:
         same(json.loads(text), json.loads(golden), name)
 
 
 def test_same_tells_a_real_change_from_rounding():
     same({"a": [1.0, "x"]}, {"a": [1.0 + 1e-15, "x"]})
-    for changed in ({"a": [1.0001, "x"]}, {"a": [1.0, "y"]}, {"b": [1.0, "x"]},
-                    {"a": [1.0]}, {"a": [1.0, "x 2"]}):
+    for changed in (
+        {"a": [1.0001, "x"]},
+        {"a": [1.0, "y"]},
+        {"b": [1.0, "x"]},
+        {"a": [1.0]},
+        {"a": [1.0, "x 2"]},
+    ):
         with pytest.raises(AssertionError):
             same(changed, {"a": [1.0, "x"]})
     # numbers in sentences: within the last printed digit, a count exactly
@@ -74,8 +84,10 @@ def test_monte_carlo_figures_are_judged_by_their_sampling_error():
         same({"p_best": 0.08}, {"p_best": 0.0437})
     with pytest.raises(AssertionError):  # a model float is not a sampled one
         same({"score": 0.036}, {"score": 0.0437})
-    same("best with probability 0.06; strict P(best): a 0.04", "best with probability 0.07; "
-         "strict P(best): a 0.05")
+    same(
+        "best with probability 0.06; strict P(best): a 0.04",
+        "best with probability 0.07; strict P(best): a 0.05",
+    )
     with pytest.raises(AssertionError):
         same("best with probability 0.16", "best with probability 0.07")
 
@@ -85,8 +97,10 @@ def test_recommend_json_is_unchanged(profile):
     r = runner.invoke(cli.app, ["recommend", "--profile", profile, "--json"])
     assert r.exit_code == 0, r.output
     # re-serialised with sorted keys so the comparison is of values, not of key order
-    _check(f"recommend_{profile}.json", json.dumps(json.loads(r.output), indent=1,
-                                                   sort_keys=True) + "\n")
+    _check(
+        f"recommend_{profile}.json",
+        json.dumps(json.loads(r.output), indent=1, sort_keys=True) + "\n",
+    )
 
 
 def test_predict_batch_json_is_unchanged():

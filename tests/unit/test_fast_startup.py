@@ -25,8 +25,9 @@ print("LOADED", sorted(m for m in sys.modules
 def _run(argv, tmp_path, monkeypatch):
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, "-c", CODE.format(argv=argv)], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", CODE.format(argv=argv)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -62,7 +63,12 @@ print(sorted(before), sorted(after - before), cmd.name, root.get_command(None, "
     assert r.returncode == 0, r.stderr
     # (cli/options.py, the options several commands share, comes with any of them)
     assert r.stdout.split() == [
-        "[]", "['fsadvisor.cli.advice',", "'fsadvisor.cli.options']", "validate", "None"]
+        "[]",
+        "['fsadvisor.cli.advice',",
+        "'fsadvisor.cli.options']",
+        "validate",
+        "None",
+    ]
 
 
 def test_the_root_callback_keeps_a_lone_command_a_subcommand():
@@ -72,11 +78,20 @@ def test_the_root_callback_keeps_a_lone_command_a_subcommand():
 
 
 def test_simulate_loads_only_its_command_module(tmp_path, monkeypatch):
-    args = ["simulate", "--profile", "oltp", "--config", '{"filesystem": "xfs"}',
-            "--requests", "1000", "--json"]
+    args = [
+        "simulate",
+        "--profile",
+        "oltp",
+        "--config",
+        '{"filesystem": "xfs"}',
+        "--requests",
+        "1000",
+        "--json",
+    ]
     out = _run(args, tmp_path, monkeypatch)
-    assert out.splitlines()[-1] == "LOADED ['fsadvisor.cli.options', 'fsadvisor.cli.simulate']", \
+    assert out.splitlines()[-1] == "LOADED ['fsadvisor.cli.options', 'fsadvisor.cli.simulate']", (
         out.splitlines()[-1]
+    )
     # run as the `simulate` subcommand: its options parsed, its JSON printed
     assert '"requests": 1000' in out
     # the help of a lazily loaded command names the subcommand, as the full tree's does
@@ -95,8 +110,10 @@ def test_recommend_loads_one_command_module_and_no_probe_code(tmp_path, monkeypa
     # share. The micro matrix's job files are read (and their reader, probe/micro.py,
     # loaded) only when something asks for the matrix.
     assert '"settle"' in out  # oltp's leaders are tied here: the tie note was made
-    assert loaded == ("LOADED ['fsadvisor.cli.advice', 'fsadvisor.cli.options', 'fsadvisor.probe', "
-                      "'fsadvisor.probe.timing']"), loaded
+    assert loaded == (
+        "LOADED ['fsadvisor.cli.advice', 'fsadvisor.cli.options', 'fsadvisor.probe', "
+        "'fsadvisor.probe.timing']"
+    ), loaded
 
 
 def test_other_commands_and_help_still_see_every_command(tmp_path, monkeypatch):
@@ -110,15 +127,17 @@ def test_other_commands_and_help_still_see_every_command(tmp_path, monkeypatch):
 def test_importing_the_plan_does_not_read_the_micro_job_files():
     # recommend imports probe.plan for a tie note's per-cell time; the micro matrix is read
     # from runner/probe-micro/*.fio only when something asks for it.
-    code = ("import sys\n"
-            "from fsadvisor.probe import plan\n"
-            "assert 'fsadvisor.probe.micro' not in sys.modules\n"
-            "from fsadvisor.probe import micro\n"
-            "print(micro.micro_jobs.cache_info().misses)\n"
-            "names = [w.name for w in plan.MICRO]\n"
-            "assert plan.MICRO_BY_NAME[names[0]] is plan.MICRO[0]\n"
-            "assert [w.name for w in plan.micro_workloads()] == names\n"
-            "print(micro.micro_jobs.cache_info().misses, len(names))\n")
+    code = (
+        "import sys\n"
+        "from fsadvisor.probe import plan\n"
+        "assert 'fsadvisor.probe.micro' not in sys.modules\n"
+        "from fsadvisor.probe import micro\n"
+        "print(micro.micro_jobs.cache_info().misses)\n"
+        "names = [w.name for w in plan.MICRO]\n"
+        "assert plan.MICRO_BY_NAME[names[0]] is plan.MICRO[0]\n"
+        "assert [w.name for w in plan.micro_workloads()] == names\n"
+        "print(micro.micro_jobs.cache_info().misses, len(names))\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     before, after = r.stdout.split("\n")[:2]
@@ -143,6 +162,7 @@ def test_only_the_process_command_line_freezes_the_collector_at_exit(monkeypatch
     # exit-time collections were ~16 ms of a `recommend`); an in-process caller's main([...])
     # leaves the collector alone, also when the command fails.
     import gc
+
     frozen = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
     for argv in (["--version"], ["recommend", "--top", "0", "--profile", "oltp"]):
@@ -159,13 +179,16 @@ def test_only_the_process_command_line_freezes_the_collector_at_exit(monkeypatch
     assert frozen == [True]
 
 
-def test_a_command_line_run_still_prints_everything_and_keeps_its_exit_code(tmp_path,
-                                                                            monkeypatch):
+def test_a_command_line_run_still_prints_everything_and_keeps_its_exit_code(tmp_path, monkeypatch):
     out = _run(["recommend", "--profile", "oltp", "--json"], tmp_path, monkeypatch)
     import json
-    doc = json.loads(out[:out.rindex("}") + 1])
+
+    doc = json.loads(out[: out.rindex("}") + 1])
     assert doc["recommendations"] and doc["candidates_considered"] > 1000
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
-    r = subprocess.run([sys.executable, "-m", "fsadvisor.cli", "recommend", "--profile",
-                        "no-such-profile"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsadvisor.cli", "recommend", "--profile", "no-such-profile"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.startswith("fsadvisor: no preset or profile")

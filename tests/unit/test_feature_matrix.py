@@ -12,9 +12,15 @@ from fsadvisor.predict.features import cfg_features, matrix_of, config_matrix
 from fsadvisor.service import advice
 
 
-@pytest.mark.parametrize("profile,device,plp", [
-    ("oltp", "nvme:1T", "yes"), ("build-unpack", "sata-ssd:480G", None),
-    ("analytics-scan", "hdd:4T", "no"), ("filebench-varmail-004", "nvme:1T", None)])
+@pytest.mark.parametrize(
+    "profile,device,plp",
+    [
+        ("oltp", "nvme:1T", "yes"),
+        ("build-unpack", "sata-ssd:480G", None),
+        ("analytics-scan", "hdd:4T", "no"),
+        ("filebench-varmail-004", "nvme:1T", None),
+    ],
+)
 def test_the_matrix_equals_the_merged_dicts_over_the_catalog(profile, device, plp):
     model = advice.get_model()
     w = advice.get_profile(profile).workload
@@ -25,8 +31,11 @@ def test_the_matrix_equals_the_merged_dicts_over_the_catalog(profile, device, pl
     # (the mechanisms' part is shared between them) -- but not in the journal, which the
     # mechanisms read (an ext4 without one pays no commit flush)
     cfgs = catalog.candidates(dev.size_bytes)
-    cfgs = cfgs + [c.with_(scheduler="bfq") for c in cfgs[::5]] + [
-        FsConfig("ext4"), FsConfig("ext4", mkfs=(("journal", False),))]
+    cfgs = (
+        cfgs
+        + [c.with_(scheduler="bfq") for c in cfgs[::5]]
+        + [FsConfig("ext4"), FsConfig("ext4", mkfs=(("journal", False),))]
+    )
     C, names = config_matrix(cfgs, w, kind, pv, dev.plp)
     C0, names0 = matrix_of([cfg_features(c, w, kind, pv, dev.plp) for c in cfgs])
     assert names == names0
@@ -50,9 +59,11 @@ def test_parts_that_would_share_a_name_fall_back_to_the_merged_dicts(monkeypatch
     # Should the mechanisms ever name a configuration feature, merging keeps the mechanism's
     # value (dict.update); the parts' matrix would not, so config_matrix merges instead.
     from fsadvisor.predict import mechanisms
+
     real = mechanisms.features
-    monkeypatch.setattr(mechanisms, "features",
-                        lambda *a, **k: {**real(*a, **k), "opt:noatime": 7.0})
+    monkeypatch.setattr(
+        mechanisms, "features", lambda *a, **k: {**real(*a, **k), "opt:noatime": 7.0}
+    )
     model = advice.get_model()
     w = advice.get_profile("oltp").workload
     dev = advice.resolve_device("nvme:1T", None)

@@ -14,12 +14,17 @@ CONFIGS = catalog.candidates(1 << 40)
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq", "cfq", "noop", "")
 
 
-@given(i=st.integers(0, len(CONFIGS) - 1), sched=st.sampled_from(SCHEDULERS),
-       rwmixread=st.integers(0, 100), fsync_every=st.integers(0, 4),
-       kind=st.sampled_from(["nvme", "sata-ssd", "hdd"]))
+@given(
+    i=st.integers(0, len(CONFIGS) - 1),
+    sched=st.sampled_from(SCHEDULERS),
+    rwmixread=st.integers(0, 100),
+    fsync_every=st.integers(0, 4),
+    kind=st.sampled_from(["nvme", "sata-ssd", "hdd"]),
+)
 @settings(max_examples=150, deadline=None)
-def test_remembered_settings_plus_scheduler_is_the_whole_computation(i, sched, rwmixread,
-                                                                     fsync_every, kind):
+def test_remembered_settings_plus_scheduler_is_the_whole_computation(
+    i, sched, rwmixread, fsync_every, kind
+):
     cfg = CONFIGS[i].with_(scheduler=sched)
     w = Workload(rw="randrw", rwmixread=rwmixread, fsync_every=fsync_every)
     got = F.config_features(cfg, w, kind)
@@ -46,8 +51,7 @@ def test_unhashable_mkfs_value_and_raw_device():
     w = Workload()
     cfg = FsConfig("ext4", mkfs=(("features", ["^has_journal"]),))
     # no declared mechanism reads ext4's mkfs "features": a term on any work, named after it
-    assert F.config_features(cfg, w, "nvme") == {
-        "opt:ext4.mkfs.features=['^has_journal']*any": 1.0}
+    assert F.config_features(cfg, w, "nvme") == {"opt:ext4.mkfs.features=['^has_journal']*any": 1.0}
     raw = F.config_features(None, w, "nvme")
     assert raw["fs:raw"] == 1.0 and not any(k.startswith(("opt:", "sched:")) for k in raw)
 

@@ -19,18 +19,31 @@ RECORDED = ROOT / "benchmarks" / "results" / "fidelity-scorecard.json"
 
 
 def test_the_shipped_held_out_matrix_is_the_recorded_one_and_no_figure_got_worse(tmp_path):
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"),
-               FSADVISOR_DB=str(tmp_path / "unused.db"), PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, str(BENCH), "--json"], capture_output=True, text=True,
-                       env=env, cwd=tmp_path, timeout=600)
+    env = dict(
+        os.environ,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        FSADVISOR_DB=str(tmp_path / "unused.db"),
+        PYTHONPATH=str(ROOT),
+    )
+    p = subprocess.run(
+        [sys.executable, str(BENCH), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert p.returncode in (0, 1), p.stderr[-3000:]
     doc = json.loads(p.stdout)
     against = doc["against_recorded"]
     # The recorded figures are of these very matrices: otherwise nothing would be judged.
-    assert against["judged"], (doc["scorecard"]["matrices"],
-                               json.loads(RECORDED.read_text())["matrices"])
+    assert against["judged"], (
+        doc["scorecard"]["matrices"],
+        json.loads(RECORDED.read_text())["matrices"],
+    )
     assert p.returncode == 0 and not against["worse"], [
-        ln for ln in against["lines"] if ln[0] in against["worse"]]
+        ln for ln in against["lines"] if ln[0] in against["worse"]
+    ]
     # The held-out device is the disk-backed loop, scored raw-only and in 5 draws of 20%.
     shares = sorted(r["share_of_cells_given"] for r in doc["reports"])
     assert shares == [0.0] + [0.2] * 5
@@ -51,8 +64,9 @@ def test_the_held_out_device_is_judged_as_calibrate_would_leave_it_with_this_cod
     from fsadvisor.store import open_store
 
     store = open_store(fidelity.restore_store(str(SHIPPED), str(tmp_path)))
-    device = next(d for d in {r["device_identity"] for r in store.runs(status="ok")}
-                  if d.startswith("loop:"))
+    device = next(
+        d for d in {r["device_identity"] for r in store.runs(status="ok")} if d.startswith("loop:")
+    )
     stored, now = store.device_params(device), refitted_calibration(store, device)
     assert "knee_power" not in stored.details["measured"]
     assert "knee_power" in now.details["measured"]
@@ -74,8 +88,9 @@ def test_a_repeat_matrix_scored_on_itself_is_perfect_and_on_the_other_is_not(tmp
         sys.path.remove(str(ROOT / "benchmarks"))
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     a = fidelity_repeat._cells(str(SHIPPED), str(tmp_path / "a"))
-    b = fidelity_repeat._cells(str(ROOT / "benchmarks" / "data" / "fidelity-diskloop-2.sql.gz"),
-                               str(tmp_path / "b"))
+    b = fidelity_repeat._cells(
+        str(ROOT / "benchmarks" / "data" / "fidelity-diskloop-2.sql.gz"), str(tmp_path / "b")
+    )
     same = fidelity_repeat.score(a, a)
     assert same["cells"] == len(a) > 50
     assert same["median"] == 0 and same["pairs"] == 1.0 and same["regret"] == 0

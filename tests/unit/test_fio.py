@@ -56,6 +56,7 @@ def check_ordered(m: dict) -> None:
 
 # ---------------------------------------------------------------- real fixtures
 
+
 @pytest.mark.parametrize("name", ALL)
 def test_every_fixture_parses_with_sane_metrics(name):
     res = fio.parse(text(name))
@@ -79,7 +80,8 @@ def test_rates_agree_with_totals(name):
     for d in ("read", "write"):
         if f"{d}_mb_s" in m:
             assert m[f"{d}_mb_s"] == pytest.approx(
-                m[f"app_{d}_bytes"] / m["runtime_s"] / 1e6, rel=0.1)
+                m[f"app_{d}_bytes"] / m["runtime_s"] / 1e6, rel=0.1
+            )
 
 
 def test_randread_metrics_are_fios_own_numbers():
@@ -118,7 +120,8 @@ def test_randrw_default_percentiles_use_clat_and_pool_both_directions():
     assert m["iops"] == pytest.approx(d["read"]["iops"] + d["write"]["iops"])
     assert m["mb_s"] == pytest.approx((d["read"]["bw_bytes"] + d["write"]["bw_bytes"]) / 1e6)
     assert m["mean_latency_us"] == pytest.approx(
-        (r["mean"] * r["N"] + w["mean"] * w["N"]) / (r["N"] + w["N"]) / 1000)
+        (r["mean"] * r["N"] + w["mean"] * w["N"]) / (r["N"] + w["N"]) / 1000
+    )
     for key, p in (("p50_latency_us", "50.000000"), ("p99_latency_us", "99.000000")):
         lo, hi = sorted((r["percentile"][p] / 1000, w["percentile"][p] / 1000))
         assert lo - 1e-9 <= m[key] <= hi + 1e-9
@@ -132,7 +135,9 @@ def test_numjobs2_without_group_reporting_sums_rates_and_pools_latency():
     assert m["read_iops"] == pytest.approx(sum(j["read"]["iops"] for j in jobs))
     assert m["write_mb_s"] == pytest.approx(sum(j["write"]["bw_bytes"] for j in jobs) / 1e6)
     assert m["ops"] == sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
-    p99s = [j[d]["lat_ns"]["percentile"]["99.000000"] / 1000 for j in jobs for d in ("read", "write")]
+    p99s = [
+        j[d]["lat_ns"]["percentile"]["99.000000"] / 1000 for j in jobs for d in ("read", "write")
+    ]
     assert min(p99s) <= m["p99_latency_us"] <= max(p99s)
     # Both clones ran together for the same second: wall time is not their sum.
     assert m["runtime_s"] == pytest.approx(max(j["read"]["runtime"] for j in jobs) / 1000)
@@ -159,13 +164,13 @@ def test_status_interval_takes_the_last_complete_document():
     t = text("fio-3.33-status-interval.out")
     starts = [m.start() for m in re.finditer(r'\{\n  "fio version"', t)]
     assert len(starts) >= 3
-    last = json.loads(t[starts[-1]:])
+    last = json.loads(t[starts[-1] :])
     res = fio.parse(t)
     assert not res.truncated
     assert res.metrics()["ops"] == last["jobs"][0]["read"]["total_ios"]
     # Cut the final document: the previous snapshot is returned, marked truncated.
     cut = t[: starts[-1] + (len(t) - starts[-1]) // 2]
-    prev = json.loads(t[starts[-2]:starts[-1]])
+    prev = json.loads(t[starts[-2] : starts[-1]])
     res2 = fio.parse(cut)
     assert res2.truncated
     assert res2.metrics()["ops"] == prev["jobs"][0]["read"]["total_ios"] < res.metrics()["ops"]
@@ -237,6 +242,7 @@ def test_unified_both_counts_each_io_once():
 
 # ---------------------------------------------------------------- synthetic layouts
 
+
 def test_fio_2x_layout_microseconds_kib_and_padded_percentiles():
     res = fio.parse(text("synthetic-fio-2.2.10-randrw.json"))
     assert res.version_tuple == (2, 2, 10)
@@ -265,24 +271,32 @@ def test_fio_336_layout_prefers_total_latency_and_keeps_disk_sectors():
 
 
 def test_missing_fields_stay_missing():
-    d = {"fio version": "fio-3.33", "jobs": [{"jobname": "x", "groupid": 0, "error": 0,
-                                             "read": {"total_ios": 10, "iops": 5.0}}]}
+    d = {
+        "fio version": "fio-3.33",
+        "jobs": [
+            {"jobname": "x", "groupid": 0, "error": 0, "read": {"total_ios": 10, "iops": 5.0}}
+        ],
+    }
     m = fio.parse(json.dumps(d)).metrics()
     assert m == {"read_iops": 5.0, "ops": 10.0, "iops": 5.0}
 
 
 # ---------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("bad, why", [
-    ("", "no output"),
-    ("   \n", "no output"),
-    ("fio: failed parsing rw=bogus\nfio: job x dropped\n", "no fio JSON"),
-    ('{"fio version": "fio-3.33", "jobs": [', "not valid"),
-    ('{"fio version": "fio-3.33"}', "no fio JSON"),
-    ('{"fio version": "fio-3.33", "jobs": {"a": 1}}', "no fio JSON"),
-    ('{"fio version": "fio-3.33", "jobs": [1, 2]}', "other than job objects"),
-    ("[1, 2, 3]", "no fio JSON"),
-])
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("", "no output"),
+        ("   \n", "no output"),
+        ("fio: failed parsing rw=bogus\nfio: job x dropped\n", "no fio JSON"),
+        ('{"fio version": "fio-3.33", "jobs": [', "not valid"),
+        ('{"fio version": "fio-3.33"}', "no fio JSON"),
+        ('{"fio version": "fio-3.33", "jobs": {"a": 1}}', "no fio JSON"),
+        ('{"fio version": "fio-3.33", "jobs": [1, 2]}', "other than job objects"),
+        ("[1, 2, 3]", "no fio JSON"),
+    ],
+)
 def test_unparseable_output_raises_one_line(bad, why):
     with pytest.raises(FioParseError) as e:
         fio.parse(bad)
@@ -299,32 +313,82 @@ def test_bytes_input_and_non_text():
 
 # ---------------------------------------------------------------- hypothesis
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-10**30, max_value=10**30),
-                      st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8))
-json_any = st.recursive(json_leaf, lambda kids: st.one_of(
-    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=10), kids, max_size=5)),
-    max_leaves=30)
-num = st.one_of(st.integers(min_value=-5, max_value=10**12),
-                st.floats(min_value=-1.0, max_value=1e12), st.just(math.nan), st.just(math.inf),
-                st.none(), st.text(max_size=3))
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+)
+json_any = st.recursive(
+    json_leaf,
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=10), kids, max_size=5)
+    ),
+    max_leaves=30,
+)
+num = st.one_of(
+    st.integers(min_value=-5, max_value=10**12),
+    st.floats(min_value=-1.0, max_value=1e12),
+    st.just(math.nan),
+    st.just(math.inf),
+    st.none(),
+    st.text(max_size=3),
+)
 pct_keys = st.sampled_from(["1.000000", "50.000000", "99.000000", "99.900000", "0.00", "x", "150"])
-lat_block = st.fixed_dictionaries({}, optional={
-    "N": num, "mean": num, "min": num, "max": num,
-    "percentile": st.dictionaries(pct_keys, num, max_size=5)})
-direction = st.fixed_dictionaries({}, optional={
-    "total_ios": num, "iops": num, "io_bytes": num, "io_kbytes": num, "bw_bytes": num, "bw": num,
-    "runtime": num, "lat_ns": lat_block, "clat_ns": lat_block, "clat": lat_block, "lat": lat_block})
-fio_job = st.fixed_dictionaries({"jobname": st.sampled_from(["a", "b", "All clients"])}, optional={
-    "groupid": st.one_of(st.integers(0, 3), st.text(max_size=2)), "error": num,
-    "read": direction, "write": direction, "trim": direction, "mixed": direction,
-    "sync": st.fixed_dictionaries({}, optional={"total_ios": num, "lat_ns": lat_block}),
-    "job_runtime": num, "usr_cpu": num, "sys_cpu": num,
-    "job options": st.fixed_dictionaries({}, optional={"ioengine": st.sampled_from(
-        ["io_uring", "filecreate", "filestat", 3])})})
-fio_doc = st.fixed_dictionaries({"fio version": st.sampled_from(["fio-3.33", "fio-2.2.10", 7]),
-                                 "jobs": st.lists(fio_job, max_size=4)},
-                                optional={"global options": st.dictionaries(
-                                    st.sampled_from(["ioengine", "x"]), st.text(max_size=10))})
+lat_block = st.fixed_dictionaries(
+    {},
+    optional={
+        "N": num,
+        "mean": num,
+        "min": num,
+        "max": num,
+        "percentile": st.dictionaries(pct_keys, num, max_size=5),
+    },
+)
+direction = st.fixed_dictionaries(
+    {},
+    optional={
+        "total_ios": num,
+        "iops": num,
+        "io_bytes": num,
+        "io_kbytes": num,
+        "bw_bytes": num,
+        "bw": num,
+        "runtime": num,
+        "lat_ns": lat_block,
+        "clat_ns": lat_block,
+        "clat": lat_block,
+        "lat": lat_block,
+    },
+)
+fio_job = st.fixed_dictionaries(
+    {"jobname": st.sampled_from(["a", "b", "All clients"])},
+    optional={
+        "groupid": st.one_of(st.integers(0, 3), st.text(max_size=2)),
+        "error": num,
+        "read": direction,
+        "write": direction,
+        "trim": direction,
+        "mixed": direction,
+        "sync": st.fixed_dictionaries({}, optional={"total_ios": num, "lat_ns": lat_block}),
+        "job_runtime": num,
+        "usr_cpu": num,
+        "sys_cpu": num,
+        "job options": st.fixed_dictionaries(
+            {}, optional={"ioengine": st.sampled_from(["io_uring", "filecreate", "filestat", 3])}
+        ),
+    },
+)
+fio_doc = st.fixed_dictionaries(
+    {
+        "fio version": st.sampled_from(["fio-3.33", "fio-2.2.10", 7]),
+        "jobs": st.lists(fio_job, max_size=4),
+    },
+    optional={
+        "global options": st.dictionaries(st.sampled_from(["ioengine", "x"]), st.text(max_size=10))
+    },
+)
 
 
 def parse_or_error(t):
@@ -389,9 +453,24 @@ def test_fuzz_random_text(t):
 @given(st.integers(min_value=0, max_value=5), st.integers(min_value=1, max_value=10**6))
 def test_single_direction_consistency(idx, bw):
     """mb_s is bw_bytes / 1e6 and iops is what fio said, whatever the numbers."""
-    d = {"fio version": "fio-3.33", "jobs": [{"jobname": "j", "groupid": 0, "error": 0,
-          "write": {"total_ios": idx + 1, "iops": float(idx), "io_bytes": bw * 3,
-                    "io_kbytes": bw * 3 // 1024, "bw_bytes": bw, "runtime": 1000}}]}
+    d = {
+        "fio version": "fio-3.33",
+        "jobs": [
+            {
+                "jobname": "j",
+                "groupid": 0,
+                "error": 0,
+                "write": {
+                    "total_ios": idx + 1,
+                    "iops": float(idx),
+                    "io_bytes": bw * 3,
+                    "io_kbytes": bw * 3 // 1024,
+                    "bw_bytes": bw,
+                    "runtime": 1000,
+                },
+            }
+        ],
+    }
     m = fio.parse(json.dumps(d)).metrics()
     assert m["write_mb_s"] == m["mb_s"] == pytest.approx(bw / 1e6)
     assert m["write_iops"] == m["iops"] == float(idx)
@@ -403,12 +482,15 @@ ladder = st.lists(st.floats(min_value=1, max_value=1e6), min_size=5, max_size=5)
 
 def comp(values, weight):
     pct = dict(zip((10.0, 50.0, 90.0, 99.0, 99.9), values))
-    return _LatComponent(weight=weight, mean_us=None, min_us=values[0] / 2,
-                         max_us=values[-1] * 2, pct=pct)
+    return _LatComponent(
+        weight=weight, mean_us=None, min_us=values[0] / 2, max_us=values[-1] * 2, pct=pct
+    )
 
 
-@given(st.lists(st.tuples(ladder, st.floats(min_value=1, max_value=1e6)), min_size=1, max_size=4),
-       st.sampled_from([0.5, 0.99, 0.999]))
+@given(
+    st.lists(st.tuples(ladder, st.floats(min_value=1, max_value=1e6)), min_size=1, max_size=4),
+    st.sampled_from([0.5, 0.99, 0.999]),
+)
 def test_pooled_quantile_lies_between_component_quantiles(parts, q):
     comps = [comp(v, w) for v, w in parts]
     key = round(q * 100, 6)
@@ -426,6 +508,7 @@ def test_pooled_quantile_of_identical_components_is_the_component_quantile(value
 
 # ---------------------------------------------------------------- command lines
 
+
 def opts(argv):
     out = {}
     for a in argv[1:]:
@@ -436,8 +519,15 @@ def opts(argv):
 
 
 def test_workload_argv_for_seed000_randread(tmp_path):
-    w = Workload(rw="randread", bs_bytes=4096, iodepth=64, numjobs=4, direct=True,
-                 ioengine="io_uring", working_set_bytes=1 << 30)
+    w = Workload(
+        rw="randread",
+        bs_bytes=4096,
+        iodepth=64,
+        numjobs=4,
+        direct=True,
+        ioengine="io_uring",
+        working_set_bytes=1 << 30,
+    )
     argv = fio.workload_argv(w, str(tmp_path / "f.dat"), 30, name="rr")
     assert argv[:2] == ["fio", "--output-format=json"]
     o = opts(argv)
@@ -451,8 +541,9 @@ def test_workload_argv_for_seed000_randread(tmp_path):
 
 
 def test_workload_argv_options(tmp_path):
-    w = Workload(rw="randrw", rwmixread=70, fsync_every=4, ioengine="psync", iodepth=8,
-                 direct=False)
+    w = Workload(
+        rw="randrw", rwmixread=70, fsync_every=4, ioengine="psync", iodepth=8, direct=False
+    )
     o = opts(fio.workload_argv(w, str(tmp_path), 1.5, name="mix", size_bytes=1 << 20))
     assert o["--filename"] == str(tmp_path / "mix.dat")  # a directory gets a named file
     assert o["--rwmixread"] == "70" and o["--fsync"] == "4" and o["--direct"] == "0"
@@ -463,8 +554,9 @@ def test_workload_argv_options(tmp_path):
 
 
 def test_many_files_keep_the_smallest_file_at_least_one_block(tmp_path):
-    w = Workload(rw="read", bs_bytes=16384, nrfiles=200, file_size_bytes=4096,
-                 file_size_max_bytes=65536)
+    w = Workload(
+        rw="read", bs_bytes=16384, nrfiles=200, file_size_bytes=4096, file_size_max_bytes=65536
+    )
     o = opts(fio.workload_argv(w, str(tmp_path), 5))
     assert o["--directory"] == str(tmp_path) and o["--nrfiles"] == "200"
     lo, hi = (int(x) for x in o["--filesize"].split("-"))
@@ -485,8 +577,7 @@ def test_metadata_workload_uses_directory_and_shared_names(tmp_path):
 
 
 def test_metadata_on_a_block_device_is_refused():
-    devs = [p for p in sorted(Path("/dev").glob("loop[0-9]*"))
-            if stat.S_ISBLK(os.stat(p).st_mode)]
+    devs = [p for p in sorted(Path("/dev").glob("loop[0-9]*")) if stat.S_ISBLK(os.stat(p).st_mode)]
     if not devs:
         pytest.skip("no block device node to stat")
     with pytest.raises(NotSupported, match="block device"):
@@ -502,14 +593,30 @@ def test_mixed_data_and_metadata_is_refused_not_dropped(tmp_path):
 
 workloads = st.builds(
     Workload,
-    rw=st.sampled_from(["read", "write", "randread", "randwrite", "rw", "randrw",
-                        "filecreate", "filestat", "filedelete"]),
+    rw=st.sampled_from(
+        [
+            "read",
+            "write",
+            "randread",
+            "randwrite",
+            "rw",
+            "randrw",
+            "filecreate",
+            "filestat",
+            "filedelete",
+        ]
+    ),
     bs_bytes=st.sampled_from([512, 2048, 4096, 16384, 131072, 1 << 20]),
-    iodepth=st.integers(1, 256), numjobs=st.integers(1, 64), rwmixread=st.integers(0, 100),
-    fsync_every=st.integers(0, 32), direct=st.booleans(),
+    iodepth=st.integers(1, 256),
+    numjobs=st.integers(1, 64),
+    rwmixread=st.integers(0, 100),
+    fsync_every=st.integers(0, 32),
+    direct=st.booleans(),
     ioengine=st.sampled_from(["io_uring", "libaio", "psync", "sync"]),
-    nrfiles=st.integers(1, 100000), file_size_bytes=st.integers(1, 1 << 30),
-    file_size_max_bytes=st.one_of(st.none(), st.integers(1, 1 << 31)))
+    nrfiles=st.integers(1, 100000),
+    file_size_bytes=st.integers(1, 1 << 30),
+    file_size_max_bytes=st.one_of(st.none(), st.integers(1, 1 << 31)),
+)
 
 
 @given(workloads, st.floats(min_value=0.001, max_value=3600), st.sampled_from(["job", "x-1"]))
@@ -529,10 +636,15 @@ def test_workload_argv_is_well_formed(tmp_path, w, runtime, name):
 
 def test_jobfile_argv():
     assert fio.jobfile_argv("runner/micro.fio", ["--section=randread-4k"]) == [
-        "fio", "--output-format=json", "--section=randread-4k", "runner/micro.fio"]
+        "fio",
+        "--output-format=json",
+        "--section=randread-4k",
+        "runner/micro.fio",
+    ]
 
 
 # ---------------------------------------------------------------- runner/ job files
+
 
 @pytest.mark.parametrize("job", sorted(p.name for p in RUNNER.glob("*.fio")))
 def test_job_file_is_self_describing(job):

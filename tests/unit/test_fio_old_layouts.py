@@ -49,14 +49,17 @@ def test_every_real_and_synthetic_fixture_is_complete():
             assert res.missing() == [], (f.name, res.missing())
 
 
-@pytest.mark.parametrize("drop, named", [
-    (("iops",), "randread read: total_ios (or iops and runtime)"),
-    (("runtime",), "randread read: total_ios (or iops and runtime)"),
-    (("iops",), "randread read: iops"),
-    (("bw",), "randread read: bw_bytes/bw"),
-    (("io_bytes",), "randread read: io_bytes/io_kbytes"),
-    (("clat", "lat"), "randread read: latency"),
-])
+@pytest.mark.parametrize(
+    "drop, named",
+    [
+        (("iops",), "randread read: total_ios (or iops and runtime)"),
+        (("runtime",), "randread read: total_ios (or iops and runtime)"),
+        (("iops",), "randread read: iops"),
+        (("bw",), "randread read: bw_bytes/bw"),
+        (("io_bytes",), "randread read: io_bytes/io_kbytes"),
+        (("clat", "lat"), "randread read: latency"),
+    ],
+)
 def test_a_layout_missing_a_metric_is_refused_naming_it(drop, named):
     d = load(OLD)
     for key in drop:
@@ -72,7 +75,9 @@ def test_client_server_output_is_refused_as_what_it_is():
     with pytest.raises(FioParseError) as e:
         fio.parse((FIXTURES / "refused-fio-2.6-client-server.synthetic.json").read_text())
     msg = str(e.value)
-    assert "\n" not in msg and msg.startswith("fio-2.6 client/server output (client_stats, no jobs)")
+    assert "\n" not in msg and msg.startswith(
+        "fio-2.6 client/server output (client_stats, no jobs)"
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -106,15 +111,22 @@ def test_the_probe_refuses_a_half_read_run(tmp_path):
     metrics, why, flags = CellRunner._parse(None, Step("measure", ("fio",)), result)
     assert metrics == {} and why and "lacks" in why and "latency" in why
     ok = copy.deepcopy(load(OLD))
-    result = CommandResult(argv=("fio",), returncode=0, stdout=json.dumps(ok), stderr="", wall_s=1.0)
+    result = CommandResult(
+        argv=("fio",), returncode=0, stdout=json.dumps(ok), stderr="", wall_s=1.0
+    )
     metrics, why, _ = CellRunner._parse(None, Step("measure", ("fio",)), result)
     assert why is None and metrics["iops"] == 10_000
 
 
 def test_an_idle_direction_with_zero_io_is_not_incomplete():
     d = load(OLD)
-    d["jobs"][0]["write"] = {"io_bytes": 0, "bw": 0, "iops": 0, "runtime": 10000,
-                             "clat": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0}}
+    d["jobs"][0]["write"] = {
+        "io_bytes": 0,
+        "bw": 0,
+        "iops": 0,
+        "runtime": 10000,
+        "clat": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0},
+    }
     assert fio.parse(json.dumps(d)).missing() == []
     d["jobs"][0]["write"] = {"runtime": 10000}  # says it ran, says nothing of what it did
     assert fio.parse(json.dumps(d)).missing()[0].startswith("randread write: total_ios")

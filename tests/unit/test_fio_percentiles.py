@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fsadvisor.tools import fio
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 PCTS = {"p50": "50.000000", "p99": "99.000000", "p999": "99.900000"}
 EXACT, POOLED = fio.EXACT, fio.POOLED_ESTIMATE
@@ -33,10 +34,13 @@ def percentile_keys(m: dict) -> set[str]:
     return {k for k in m if k.endswith("_latency_us") and "mean" not in k}
 
 
-@pytest.mark.parametrize("name, basis", [
-    ("fio-3.33-randrw-clat-default.json", "clat_ns"),    # one job, fio's default clat
-    ("fio-3.33-randrw-group-reporting.json", "lat_ns"),  # the probe's argv, two clones
-])
+@pytest.mark.parametrize(
+    "name, basis",
+    [
+        ("fio-3.33-randrw-clat-default.json", "clat_ns"),  # one job, fio's default clat
+        ("fio-3.33-randrw-group-reporting.json", "lat_ns"),  # the probe's argv, two clones
+    ],
+)
 def test_randrw_pools_an_estimate_and_keeps_each_directions_own_figures(name, basis):
     res, d = load(name)
     (job,) = d["jobs"]
@@ -67,13 +71,18 @@ def test_jobs_without_group_reporting_give_no_per_direction_percentile():
     for side in ("read", "write"):
         blks = [j[side]["lat_ns"] for j in d["jobs"]]
         assert m[f"{side}_mean_latency_us"] == pytest.approx(
-            sum(b["mean"] * b["N"] for b in blks) / sum(b["N"] for b in blks) / 1000)
+            sum(b["mean"] * b["N"] for b in blks) / sum(b["N"] for b in blks) / 1000
+        )
 
 
-@pytest.mark.parametrize("name, side", [
-    ("fio-3.33-randread-4k.json", "read"), ("fio-3.33-randwrite-4k.json", "write"),
-    ("synthetic-fio-3.36-randread-prios.json", "read"),
-])
+@pytest.mark.parametrize(
+    "name, side",
+    [
+        ("fio-3.33-randread-4k.json", "read"),
+        ("fio-3.33-randwrite-4k.json", "write"),
+        ("synthetic-fio-3.36-randread-prios.json", "read"),
+    ],
+)
 def test_one_distribution_is_fios_own_figure_everywhere(name, side):
     res, d = load(name)
     m, prov = res.metrics(), res.percentile_provenance()
@@ -95,7 +104,8 @@ def test_stonewalled_groups_are_pooled_but_each_group_alone_is_exact():
 def test_unified_mixed_section_is_one_distribution():
     res, _ = load("fio-3.33-unified-mixed.json")
     assert res.percentile_provenance() == dict.fromkeys(
-        ("p50_latency_us", "p99_latency_us", "p999_latency_us"), EXACT)
+        ("p50_latency_us", "p99_latency_us", "p999_latency_us"), EXACT
+    )
 
 
 def test_fsync_percentiles_of_one_job_are_exact_of_two_jobs_pooled():
@@ -108,7 +118,8 @@ def test_fsync_percentiles_of_one_job_are_exact_of_two_jobs_pooled():
     assert prov["fsync_p99_latency_us"] == prov["p99_latency_us"] == POOLED
     assert not any(k.startswith("write_p") for k in two.metrics())
     assert two.metrics()["fsync_p99_latency_us"] == pytest.approx(
-        job["sync"]["lat_ns"]["percentile"]["99.000000"] / 1000)  # identical: same value
+        job["sync"]["lat_ns"]["percentile"]["99.000000"] / 1000
+    )  # identical: same value
 
 
 def test_synthetic_2x_randrw_hand_computed_values_are_flagged():

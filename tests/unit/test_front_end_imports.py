@@ -31,7 +31,7 @@ def project_imports(source: str, module: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = module.split(".")[:-node.level]
+                parts = module.split(".")[: -node.level]
                 base = ".".join(parts + ([base] if base else []))
             if base == "fsadvisor":  # `from fsadvisor import catalog` imports fsadvisor.catalog
                 out += [(node.lineno, f"fsadvisor.{a.name}") for a in node.names]
@@ -42,8 +42,11 @@ def project_imports(source: str, module: str) -> list[tuple[int, str]]:
 
 def violations(source: str, module: str, front_end: str) -> list[str]:
     allowed = ALLOWED + OWN[front_end]
-    return [f"{module}:{n} imports {name}" for n, name in project_imports(source, module)
-            if not _within(name, allowed)]
+    return [
+        f"{module}:{n} imports {name}"
+        for n, name in project_imports(source, module)
+        if not _within(name, allowed)
+    ]
 
 
 def _modules(front_end: str):
@@ -60,24 +63,30 @@ def test_front_ends_import_only_service_domain_and_errors(front_end):
     assert bad == []
 
 
-@pytest.mark.parametrize("source", [
-    "from fsadvisor.predict.rank import Recommendation",
-    "import fsadvisor.catalog",
-    "from fsadvisor import catalog",
-    "def f():\n    from fsadvisor.predict import sim\n",
-    "from ..profiles import profile_to_toml",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from fsadvisor.predict.rank import Recommendation",
+        "import fsadvisor.catalog",
+        "from fsadvisor import catalog",
+        "def f():\n    from fsadvisor.predict import sim\n",
+        "from ..profiles import profile_to_toml",
+    ],
+)
 def test_the_rule_catches_core_imports(source):
     assert violations(source, "fsadvisor.cli.x", "cli")
 
 
-@pytest.mark.parametrize("source", [
-    "from fsadvisor.service import advice",
-    "from fsadvisor import service, domain",
-    "from fsadvisor.domain import Profile",
-    "from fsadvisor.errors import FsAdvisorError",
-    "from fsadvisor.tui.panes import WorkerFailed",
-    "import textual\nfrom rich.text import Text",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from fsadvisor.service import advice",
+        "from fsadvisor import service, domain",
+        "from fsadvisor.domain import Profile",
+        "from fsadvisor.errors import FsAdvisorError",
+        "from fsadvisor.tui.panes import WorkerFailed",
+        "import textual\nfrom rich.text import Text",
+    ],
+)
 def test_the_rule_lets_the_allowed_through(source):
     assert violations(source, "fsadvisor.tui.x", "tui") == []

@@ -31,8 +31,9 @@ CONFIG = '{"filesystem": "xfs"}'
 def _run(code: str, tmp_path: Path, monkeypatch, stdin: str | None = None) -> str:
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       input=stdin, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, input=stdin, cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -42,12 +43,15 @@ def test_the_console_script_is_the_entry_module():
     assert scripts == {"fsadvisor": "fsadvisor.entry:main"}
 
 
-@pytest.mark.parametrize("argv", [
-    ["recommend", "--profile", "oltp", "--json"],
-    ["predict", "--profile", "oltp", "--config", CONFIG, "--json"],
-    ["predict", "--batch"],
-    ["profiles", "list"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recommend", "--profile", "oltp", "--json"],
+        ["predict", "--profile", "oltp", "--config", CONFIG, "--json"],
+        ["predict", "--batch"],
+        ["profiles", "list"],
+    ],
+)
 def test_every_command_runs_with_the_collector(argv, tmp_path, monkeypatch):
     stdin = f'{{"profile": "oltp", "config": {CONFIG}}}\n' if "--batch" in argv else None
     out = _run(ENTRY.format(argv=argv), tmp_path, monkeypatch, stdin)
@@ -56,6 +60,7 @@ def test_every_command_runs_with_the_collector(argv, tmp_path, monkeypatch):
 
 def test_an_in_process_caller_keeps_its_collector(tmp_path, monkeypatch):
     import gc
+
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "fsadvisor.db"))
     assert gc.isenabled()
     with pytest.raises(SystemExit):

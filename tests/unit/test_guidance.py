@@ -30,19 +30,34 @@ def test_every_rule_has_a_source_and_a_check():
 # (rule, a configuration against it, profile, device): each check must be able to fire.
 AGAINST = [
     ("block-size-default", FsConfig.make("xfs", mkfs={"block_size": 1024}), "oltp", NVME),
-    ("agcount-parallel-allocation", FsConfig.make("xfs", ag_count=128),
-     "fio-randwrite-4k-j1", NVME),
+    (
+        "agcount-parallel-allocation",
+        FsConfig.make("xfs", ag_count=128),
+        "fio-randwrite-4k-j1",
+        NVME,
+    ),
     ("inode-size-metadata", FsConfig.make("xfs", mkfs={"inode_size": 2048}), "oltp", NVME),
     ("barriers-need-plp", FsConfig.make("ext4", mount=("barrier=0",)), "oltp", NVME),
-    ("xfs-nobarrier-removed", FsConfig.make("xfs", mount=("nobarrier",)), "oltp",
-     replace(NVME, plp="yes")),
-    ("ext4-writeback-durability", FsConfig.make("ext4", mount=("data=writeback",)), "oltp",
-     NVME),
+    (
+        "xfs-nobarrier-removed",
+        FsConfig.make("xfs", mount=("nobarrier",)),
+        "oltp",
+        replace(NVME, plp="yes"),
+    ),
+    ("ext4-writeback-durability", FsConfig.make("ext4", mount=("data=writeback",)), "oltp", NVME),
     ("ext4-commit-durability", FsConfig.make("ext4", mount=("commit=60",)), "oltp", NVME),
-    ("scheduler-none-not-rotational", FsConfig.make("ext4"), "oltp",
-     Device(None, 1 << 40, kind="hdd", rotational=True)),
-    ("f2fs-needs-the-kernel", FsConfig.make("f2fs", mount=("nodiscard",)), "oltp",
-     replace(NVME, path="/dev/nvme9n1")),
+    (
+        "scheduler-none-not-rotational",
+        FsConfig.make("ext4"),
+        "oltp",
+        Device(None, 1 << 40, kind="hdd", rotational=True),
+    ),
+    (
+        "f2fs-needs-the-kernel",
+        FsConfig.make("f2fs", mount=("nodiscard",)),
+        "oltp",
+        replace(NVME, path="/dev/nvme9n1"),
+    ),
 ]
 
 
@@ -74,6 +89,7 @@ def test_no_preset_first_choice_goes_against_documented_guidance(device, plp, tm
 
 def test_a_first_choice_against_the_guidance_is_marked(tmp_db):
     from fsadvisor.predict.rank import rank
+
     prof = load_profile("oltp")
     dev = advice.resolve_device(None, sector_size=512)
     bad = FsConfig.make("xfs", mkfs={"block_size": 1024})

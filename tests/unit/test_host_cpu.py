@@ -33,10 +33,17 @@ def test_the_host_figures_are_measured_and_leave_nothing_behind():
 
 
 def test_a_calibration_stores_the_host_as_measured_and_a_prior_says_it_is_not():
-    runs = [RawRun(rw="randread", bs_bytes=4096, iops=x, run_id=i)
-            for i, x in enumerate((50_000.0, 51_000.0, 49_000.0), 1)]
-    fitted = fit_device_params(runs, "nvme", devices_table(), device_id="nvme:x",
-                               host={"host_cpu_factor": 2.5, "host_cores": 16.0})
+    runs = [
+        RawRun(rw="randread", bs_bytes=4096, iops=x, run_id=i)
+        for i, x in enumerate((50_000.0, 51_000.0, 49_000.0), 1)
+    ]
+    fitted = fit_device_params(
+        runs,
+        "nvme",
+        devices_table(),
+        device_id="nvme:x",
+        host={"host_cpu_factor": 2.5, "host_cores": 16.0},
+    )
     assert set(fitted.values) == set(PARAM_KEYS)
     assert fitted.values["host_cpu_factor"] == 2.5 and fitted.values["host_cores"] == 16.0
     assert fitted.log_sd["host_cpu_factor"] == HOST_MEASURED_LOG_SD
@@ -51,13 +58,16 @@ def test_a_calibration_stored_before_the_host_was_measured_loads_with_the_prior(
     import sqlite3
 
     from fsadvisor.store import open_store
+
     p = prior_params("nvme", devices_table(), device_id="nvme:old")
     with open_store(str(tmp_db)) as store:
         store.save_device_params(p)
     # what an older version wrote: no host keys in the row
     with sqlite3.connect(tmp_db) as con:
-        con.execute("UPDATE device_params SET params = json_remove(params, "
-                    "'$.host_cpu_factor', '$.host_cores')")
+        con.execute(
+            "UPDATE device_params SET params = json_remove(params, "
+            "'$.host_cpu_factor', '$.host_cores')"
+        )
         left = con.execute("SELECT json_extract(params, '$.host_cores') FROM device_params")
         assert left.fetchone() == (None,)
     with open_store(str(tmp_db)) as store:
@@ -91,12 +101,15 @@ def test_a_slower_host_makes_cpu_heavy_choices_dearer_where_cpu_is_a_share_of_ea
         assert seq[-1] < 0.8 * seq[0], seq
 
 
-@pytest.mark.parametrize("kind,w", [
-    ("hdd", Workload(rw="randwrite", iodepth=1)),
-    # CPU-bound (a million-IOPS device at QD32): the host's speed scales every operation
-    # alike, device time included, so the ratios between choices stay where they are
-    ("nvme", Workload(rw="randwrite", iodepth=32)),
-])
+@pytest.mark.parametrize(
+    "kind,w",
+    [
+        ("hdd", Workload(rw="randwrite", iodepth=1)),
+        # CPU-bound (a million-IOPS device at QD32): the host's speed scales every operation
+        # alike, device time included, so the ratios between choices stay where they are
+        ("nvme", Workload(rw="randwrite", iodepth=32)),
+    ],
+)
 def test_where_cpu_is_no_share_or_all_of_each_op_the_host_changes_no_ratio(kind, w):
     r = _ratios(kind, w)
     for i in (0, 1):
@@ -108,4 +121,5 @@ def test_the_reference_machine_has_one_core_count():
     """mechanisms may not import device_params (one predict layer): its fallback core count
     and the host prior must be the same reference machine."""
     from fsadvisor.predict import mechanisms
+
     assert mechanisms.CPU_CORES == HOST_PRIOR["host_cores"]

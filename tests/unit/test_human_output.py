@@ -11,27 +11,48 @@ from typer.testing import CliRunner
 
 import fsadvisor.cli as cli
 
-INTERNAL = re.compile(r"\[[^\]]*\] \([^)]*\) (none|mq-deadline|kyber|bfq)\b"  # FsConfig.key()
-                      r"|\b(FsConfig|Workload|Device|Prediction|Ranked)\("  # a dataclass repr
-                      r"|\{'[a-z_]+': "  # a dict repr
-                      r"|\bNone\b|\bTrue\b|\bFalse\b")
+INTERNAL = re.compile(
+    r"\[[^\]]*\] \([^)]*\) (none|mq-deadline|kyber|bfq)\b"  # FsConfig.key()
+    r"|\b(FsConfig|Workload|Device|Prediction|Ranked)\("  # a dataclass repr
+    r"|\{'[a-z_]+': "  # a dict repr
+    r"|\bNone\b|\bTrue\b|\bFalse\b"
+)
 
 COMMANDS = [
     ["recommend", "-p", "oltp"],
-    ["recommend", "-p", "fio-randwrite-4k-j1", "--device", "samsung-pm9a3-3.84tb-u2",
-     "--plp", "yes", "--load", "20000"],
+    [
+        "recommend",
+        "-p",
+        "fio-randwrite-4k-j1",
+        "--device",
+        "samsung-pm9a3-3.84tb-u2",
+        "--plp",
+        "yes",
+        "--load",
+        "20000",
+    ],
     ["predict", "--config", '{"filesystem": "xfs", "mount": ["noatime"]}', "-p", "oltp"],
     ["compare", "-p", "oltp", "1", "2"],
     ["compare", "-p", "oltp", "1", "2", "--plot"],
     ["recommend", "-p", "oltp", "--plot"],
     ["devices", "list"],
     ["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests", "2000"],
-    ["apply", "--rank", "1", "-p", "oltp", "--device", "/dev/nvme0n1", "--mount-unit",
-     "--dry-run"],
+    ["apply", "--rank", "1", "-p", "oltp", "--device", "/dev/nvme0n1", "--mount-unit", "--dry-run"],
     # a probe's preview names each cell as a person reads it, and the adaptive probe's
     # first choices say why in words
-    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--workloads",
-     "4k-randread-qd32", "--reps", "1", "--full"],
+    [
+        "probe",
+        "--scratch",
+        "1G",
+        "--dry-run",
+        "--fs",
+        "ext4,xfs",
+        "--workloads",
+        "4k-randread-qd32",
+        "--reps",
+        "1",
+        "--full",
+    ],
     ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--profile", "oltp"],
 ]
 
@@ -50,13 +71,19 @@ def test_the_files_apply_writes_carry_no_internal_token(tmp_path):
     from fsadvisor.catalog.udev import Target
     from fsadvisor.domain import FsConfig
 
-    cfg = FsConfig.make("xfs", {"inode_size": 1024}, ["noatime"], scheduler="mq-deadline",
-                        ag_count=8)
+    cfg = FsConfig.make(
+        "xfs", {"inode_size": 1024}, ["noatime"], scheduler="mq-deadline", ag_count=8
+    )
     a = build(cfg, Target("/dev/nvme0n1", "nvme0n1"), "/srv/data", with_mount_unit=True)
     for name, text in a.files.items():
-        bad = [ln for ln in text.splitlines() if INTERNAL.search(ln)
-               and not ln.lstrip().startswith(("when:", "failed_when:", "changed_when:",
-                                                "create:", "enabled:", "daemon_reload:"))]
+        bad = [
+            ln
+            for ln in text.splitlines()
+            if INTERNAL.search(ln)
+            and not ln.lstrip().startswith(
+                ("when:", "failed_when:", "changed_when:", "create:", "enabled:", "daemon_reload:")
+            )
+        ]
         assert not bad, (name, bad[:5])
 
 
@@ -89,8 +116,20 @@ def test_compare_prints_the_numbers_its_json_holds(tmp_db):
 FIGURE = re.compile(r"\d[\d,.]*")
 TABLES = {
     "devices list": (["devices", "list"], ("name", "PLP")),
-    "simulate": (["simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", "--requests",
-                  "2000", "--vary", "numjobs=1,4,16"], ("variant", "model ops/s")),
+    "simulate": (
+        [
+            "simulate",
+            "-c",
+            '{"filesystem": "ext4"}',
+            "-p",
+            "oltp",
+            "--requests",
+            "2000",
+            "--vary",
+            "numjobs=1,4,16",
+        ],
+        ("variant", "model ops/s"),
+    ),
 }
 
 
@@ -129,20 +168,30 @@ def test_recommend_plot_legend_names_each_configuration_in_words(columns, tmp_db
     lines = _at(columns, ["recommend", "-p", "oltp", "--plot"])
     key = next(i for i, ln in enumerate(lines) if ln.startswith("│──│ under a bar"))
     assert "P predicted by the model, M measured" in lines[key]
-    legend = lines[key + 1:]
+    legend = lines[key + 1 :]
     assert [ln for ln in lines[key:] if len(ln) > columns] == []
     assert sorted(ln.split()[0] for ln in legend) == ranks, legend
     assert all(re.search(r"\S {2,}predicted +[\d,.]+k?  \(95%: ", ln) for ln in legend), legend
     assert not [ln for ln in lines if re.match(r"\s*\d+\.[MP] ", ln)]
     # the list above names the same ranks
-    assert sorted(ln.split()[0] for ln in lines if re.match(r"#\d+=? ", ln)
-                  and ln in {f"#{r['tie_label']} {r['config_label']}" for r in doc["recommendations"]}
-                  ) == ranks
+    assert (
+        sorted(
+            ln.split()[0]
+            for ln in lines
+            if re.match(r"#\d+=? ", ln)
+            and ln in {f"#{r['tie_label']} {r['config_label']}" for r in doc["recommendations"]}
+        )
+        == ranks
+    )
 
 
-PROSE = [["profiles", "list"], ["db", "info"], ["energy", "check"],
-         ["devices", "show", "samsung-pm9a3-3.84tb-u2"],
-         ["predict", "-c", '{"filesystem": "xfs"}', "-p", "oltp"]]
+PROSE = [
+    ["profiles", "list"],
+    ["db", "info"],
+    ["energy", "check"],
+    ["devices", "show", "samsung-pm9a3-3.84tb-u2"],
+    ["predict", "-c", '{"filesystem": "xfs"}', "-p", "oltp"],
+]
 
 
 @pytest.mark.parametrize("args", PROSE, ids=[" ".join(a[:2]) for a in PROSE])
@@ -186,10 +235,24 @@ def test_validate_wraps_to_80_columns_between_words(tmp_db):
 COMMAND_LINES = ("   mkfs:", "   mount:", "   fstab:", "   udev:")
 
 
-@pytest.mark.parametrize("args", [["recommend", "-p", "oltp"],
-                                  ["recommend", "-p", "fio-randwrite-4k-j1", "--device",
-                                   "samsung-pm9a3-3.84tb-u2", "--plp", "yes", "--load", "20000"]],
-                         ids=["oltp", "yearly"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["recommend", "-p", "oltp"],
+        [
+            "recommend",
+            "-p",
+            "fio-randwrite-4k-j1",
+            "--device",
+            "samsung-pm9a3-3.84tb-u2",
+            "--plp",
+            "yes",
+            "--load",
+            "20000",
+        ],
+    ],
+    ids=["oltp", "yearly"],
+)
 def test_recommend_wraps_to_80_columns_and_keeps_its_commands_whole(args, tmp_db):
     """At 80 columns recommend's statements wrap between words; its commands (mkfs, mount,
     fstab, the udev rule) stay one line each, to copy and paste whole, as in a wide
@@ -198,7 +261,8 @@ def test_recommend_wraps_to_80_columns_and_keeps_its_commands_whole(args, tmp_db
     narrow, widest = _at(80, args), _at(1000, args)
     assert [ln for ln in narrow if len(ln) > 80 and not ln.startswith(COMMAND_LINES)] == []
     assert [ln for ln in narrow if ln.startswith(COMMAND_LINES)] == [
-        ln for ln in widest if ln.startswith(COMMAND_LINES)]
+        ln for ln in widest if ln.startswith(COMMAND_LINES)
+    ]
     assert "\n".join(narrow).split() == "\n".join(widest).split()
     assert len(narrow) > len(widest)
 
@@ -226,8 +290,16 @@ def _recommend_json(args: list[str]) -> dict:
 
 # A library drive: its datasheet figures are the device parameters of every ranked entry,
 # and ext4 defaults is among the five shown (a tie with higher scores below it).
-BASELINE_SHOWN = ["-p", "analytics-scan", "--device", "intel-dc-p3500-2tb", "--top", "5",
-                  "--load", "500"]
+BASELINE_SHOWN = [
+    "-p",
+    "analytics-scan",
+    "--device",
+    "intel-dc-p3500-2tb",
+    "--top",
+    "5",
+    "--load",
+    "500",
+]
 
 
 def test_the_yearly_baseline_is_the_figure_the_list_shows_for_ext4_defaults(tmp_db):
@@ -244,13 +316,17 @@ def test_the_yearly_baseline_is_the_figure_the_list_shows_for_ext4_defaults(tmp_
     assert base[0]["yearly"]["is_baseline"] is True
     assert default["kwh_per_year_90"][0] < default["kwh_per_year_90"][1]  # a range to pair
     assert base[0]["yearly"]["saving_vs_default"] == {
-        "kwh_per_year": 0, "kwh_per_year_range": [0, 0],
-        "cost_per_year": 0, "cost_per_year_range": [0, 0]}
+        "kwh_per_year": 0,
+        "kwh_per_year_range": [0, 0],
+        "cost_per_year": 0,
+        "cost_per_year_range": [0, 0],
+    }
     for r in recs:
         if r is not base[0]:
             assert "is_baseline" not in r["yearly"]
             assert r["yearly"]["saving_vs_default"]["kwh_per_year"] == pytest.approx(
-                default["kwh_per_year"] - r["yearly"]["kwh_per_year"], rel=1e-12, abs=1e-9)
+                default["kwh_per_year"] - r["yearly"]["kwh_per_year"], rel=1e-12, abs=1e-9
+            )
     text = "\n".join(_at(1000, ["recommend", *BASELINE_SHOWN]))
     entries = text.split("\n\n#")
     own = next(e for e in entries if e.split("\n", 1)[0].endswith(" ext4 defaults, sched none"))
@@ -307,8 +383,19 @@ def test_the_confidence_line_names_only_configurations_the_list_shows(top, tmp_d
 
 
 SCRIPTS = [
-    ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--workloads",
-     "4k-randread-qd32", "--reps", "1", "--full"],
+    [
+        "probe",
+        "--scratch",
+        "1G",
+        "--dry-run",
+        "--fs",
+        "ext4,xfs",
+        "--workloads",
+        "4k-randread-qd32",
+        "--reps",
+        "1",
+        "--full",
+    ],
     ["probe", "--scratch", "1G", "--dry-run", "--fs", "ext4,xfs", "--profile", "oltp"],
     ["calibrate", "--scratch", "1G", "--dry-run"],
 ]
@@ -316,8 +403,7 @@ SCRIPTS = [
 
 @pytest.mark.parametrize("columns", [80, 120])
 @pytest.mark.parametrize("args", SCRIPTS, ids=[" ".join(a[:4:3]) for a in SCRIPTS])
-def test_a_dry_run_script_keeps_comments_in_80_columns_and_commands_whole(args, columns,
-                                                                         tmp_db):
+def test_a_dry_run_script_keeps_comments_in_80_columns_and_commands_whole(args, columns, tmp_db):
     """A dry run prints a script: its comments fold to 80 columns between words (another
     "#" line), its commands stay one line each, whatever their length, with no note after
     them that makes them longer than 80; the script still parses (bash -n)."""
@@ -333,8 +419,9 @@ def test_a_dry_run_script_keeps_comments_in_80_columns_and_commands_whole(args, 
             assert "  # " not in ln, ln  # a long command carries no note on its line
             shlex.split(ln)  # one whole command: its quotes close on its own line
     if shutil.which("bash"):
-        r = subprocess.run(["bash", "-n"], input="\n".join(lines) + "\n", text=True,
-                           capture_output=True)
+        r = subprocess.run(
+            ["bash", "-n"], input="\n".join(lines) + "\n", text=True, capture_output=True
+        )
         assert r.returncode == 0, r.stderr
 
 
@@ -391,7 +478,8 @@ def test_a_dry_runs_json_gives_each_comment_and_note_on_one_line(args, tmp_db, m
     assert words(lines) == words(text)
     assert f"# {LONG_NOTE}" in lines
     assert lines[0].startswith("# fsadvisor ") and re.search(
-        r"[Nn]othing below is executed\.?$", lines[0]), lines[0]
+        r"[Nn]othing below is executed\.?$", lines[0]
+    ), lines[0]
     assert len(lines) < len(text)  # the text folds what the JSON keeps on one line
 
 

@@ -35,8 +35,9 @@ def cli(*args: str):
 
 
 def _imp(db, *files, workload=RANDREAD, device="nvme:1T"):
-    return import_fio_json([str(FIO / f) for f in files], device=device, config=XFS,
-                           workload=workload, db=db)
+    return import_fio_json(
+        [str(FIO / f) for f in files], device=device, config=XFS, workload=workload, db=db
+    )
 
 
 def test_import_marks_runs_imported_everywhere_and_feeds_observations(tmp_path):
@@ -68,10 +69,20 @@ def test_imported_and_probe_runs_of_one_cell_are_summarised_apart(tmp_path):
     with open_store(db) as s:
         (imp,) = s.runs()
         dev = Device(path=None, size_bytes=1 << 40, kind="nvme")
-        s.record_run(RunRecord(cell_key=imp["cell_key"], device=dev,
-                               config=FsConfig.make("xfs"), workload_name=imp["workload_name"],
-                               workload=Workload(rw="randread", bs_bytes=4096), rep=1,
-                               status="ok", started_at=1.0, wall_s=1.0, metrics={"iops": 5.0}))
+        s.record_run(
+            RunRecord(
+                cell_key=imp["cell_key"],
+                device=dev,
+                config=FsConfig.make("xfs"),
+                workload_name=imp["workload_name"],
+                workload=Workload(rw="randread", bs_bytes=4096),
+                rep=1,
+                status="ok",
+                started_at=1.0,
+                wall_s=1.0,
+                metrics={"iops": 5.0},
+            )
+        )
         origins = sorted(x["origin"] for x in s.summaries())
         assert origins == ["imported", "probe"]
 
@@ -82,24 +93,31 @@ def test_same_file_twice_is_recognised_not_duplicated(tmp_path):
     # the same bytes under another name, in the same call and in a later one
     copy = tmp_path / "copy.json"
     shutil.copy(FIO / "fio-3.33-randread-4k.json", copy)
-    again = import_fio_json([str(copy), str(copy)], device="nvme:1T", config=XFS,
-                            workload=RANDREAD, db=db)["files"]
+    again = import_fio_json(
+        [str(copy), str(copy)], device="nvme:1T", config=XFS, workload=RANDREAD, db=db
+    )["files"]
     assert [a["status"] for a in again] == ["already imported"] * 2
     assert {a["run_id"] for a in again} == {first["run_id"]}
     with open_store(db) as s:
         assert len(s.runs()) == 1
-    r = cli("import", "fio-json", str(copy), "-d", "nvme:1T", "-c", XFS, "-w", RANDREAD,
-            "--db", str(db))
+    r = cli(
+        "import", "fio-json", str(copy), "-d", "nvme:1T", "-c", XFS, "-w", RANDREAD, "--db", str(db)
+    )
     assert r.exit_code == 0 and r.output.count("\n") == 1
     assert r.output.startswith("already imported")
 
 
-@pytest.mark.parametrize("name", ["fio-3.33-randread-normal-json.out",  # text, then JSON
-                                  "fio-3.33-randread-json-plus.json",
-                                  "fio-3.33-note-before-json.out",
-                                  "fio-3.33-status-interval.out",
-                                  "synthetic-fio-2.1.11-randread.json",
-                                  "synthetic-fio-3.36-randread-prios.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fio-3.33-randread-normal-json.out",  # text, then JSON
+        "fio-3.33-randread-json-plus.json",
+        "fio-3.33-note-before-json.out",
+        "fio-3.33-status-interval.out",
+        "synthetic-fio-2.1.11-randread.json",
+        "synthetic-fio-3.36-randread-prios.json",
+    ],
+)
 def test_reads_text_before_json_status_interval_and_old_layouts(tmp_path, name):
     out = _imp(tmp_path / "s.db", name)
     assert out["files"][0]["status"] == "imported"
@@ -115,16 +133,31 @@ def test_json_plus_output_is_read(tmp_path):
     assert _imp(tmp_path / "s.db", p)["files"][0]["status"] == "imported"
 
 
-@pytest.mark.parametrize("name, says", [
-    ("refused-fio-2.6-client-server.synthetic.json", "client/server"),
-    ("fio-3.33-error-direct-einval.out", "failed: error 22"),
-    ("fio-3.33-randwrite-4k.json", "rw=randwrite but the workload is rw=randread"),
-])
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("refused-fio-2.6-client-server.synthetic.json", "client/server"),
+        ("fio-3.33-error-direct-einval.out", "failed: error 22"),
+        ("fio-3.33-randwrite-4k.json", "rw=randwrite but the workload is rw=randread"),
+    ],
+)
 def test_bad_file_is_one_line_exit_2_and_nothing_half_imported(tmp_path, name, says):
     db = tmp_path / "s.db"
     # a good file first on the command line: it must not be stored either
-    r = cli("import", "fio-json", str(FIO / "fio-3.33-randread-4k.json"), str(FIO / name),
-            "-d", "nvme:1T", "-c", XFS, "-w", RANDREAD, "--db", str(db))
+    r = cli(
+        "import",
+        "fio-json",
+        str(FIO / "fio-3.33-randread-4k.json"),
+        str(FIO / name),
+        "-d",
+        "nvme:1T",
+        "-c",
+        XFS,
+        "-w",
+        RANDREAD,
+        "--db",
+        str(db),
+    )
     assert r.exit_code == 2, r.output
     assert says in r.output and r.output.count("\n") == 1 and "Traceback" not in r.output
     with open_store(db) as s:
@@ -137,10 +170,24 @@ def test_unreadable_and_foreign_files_refused(tmp_path):
     junk.write_text('{"not": "fio"}')
     half = tmp_path / "half.json"
     half.write_text((FIO / "fio-3.33-randread-4k.json").read_text()[:2000])
-    for bad, says in ((junk, "no fio JSON"), (half, "not valid fio JSON"),
-                      (tmp_path / "missing.json", "No such file")):
-        r = cli("import", "fio-json", str(bad), "-d", "nvme:1T", "-c", XFS, "-w", RANDREAD,
-                "--db", str(db))
+    for bad, says in (
+        (junk, "no fio JSON"),
+        (half, "not valid fio JSON"),
+        (tmp_path / "missing.json", "No such file"),
+    ):
+        r = cli(
+            "import",
+            "fio-json",
+            str(bad),
+            "-d",
+            "nvme:1T",
+            "-c",
+            XFS,
+            "-w",
+            RANDREAD,
+            "--db",
+            str(db),
+        )
         assert r.exit_code == 2 and says in r.output, (bad, r.output)
 
 
@@ -157,18 +204,30 @@ def test_folder_of_results_like_bench_fio(tmp_path):
 
 
 def test_workload_or_profile_is_required_and_exclusive(tmp_path):
-    r = cli("import", "fio-json", str(FIO / "fio-3.33-randread-4k.json"), "-d", "nvme:1T",
-            "-c", XFS, "--db", str(tmp_path / "s.db"))
+    r = cli(
+        "import",
+        "fio-json",
+        str(FIO / "fio-3.33-randread-4k.json"),
+        "-d",
+        "nvme:1T",
+        "-c",
+        XFS,
+        "--db",
+        str(tmp_path / "s.db"),
+    )
     assert r.exit_code == 2 and "--workload JSON or --profile NAME" in r.output
 
 
-@given(rw=st.sampled_from(["read", "write", "randread", "randwrite", "randrw", "rw"]),
-       bs=st.sampled_from([512, 4096, 16384, 131072]),
-       job_rw=st.sampled_from(["read", "write", "randread", "randwrite", "randrw", "readwrite"]),
-       job_bs=st.sampled_from(["512", "4k", "16k", "128k", "4096"]))
+@given(
+    rw=st.sampled_from(["read", "write", "randread", "randwrite", "randrw", "rw"]),
+    bs=st.sampled_from([512, 4096, 16384, 131072]),
+    job_rw=st.sampled_from(["read", "write", "randread", "randwrite", "randrw", "readwrite"]),
+    job_bs=st.sampled_from(["512", "4k", "16k", "128k", "4096"]),
+)
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 def test_mismatch_property(rw, bs, job_rw, job_bs):
     from fsadvisor.sizes import parse_size
+
     w = Workload(rw=rw, bs_bytes=bs)
     why = mismatch({}, [{"jobname": "j", "job options": {"rw": job_rw, "bs": job_bs}}], w)
     same_rw = {"rw": "readwrite"}.get(rw, rw) == job_rw
@@ -177,12 +236,23 @@ def test_mismatch_property(rw, bs, job_rw, job_bs):
 
 # ------------------------------------------------------------------ merge
 
+
 def _probe_run(host: str, serial: str, started: float, iops: float) -> RunRecord:
-    return RunRecord(cell_key="xfs | randread", device=Device(
-        path="/dev/nvme0n1", size_bytes=1 << 40, kind="nvme", model="M1", serial=serial),
-        config=FsConfig.make("xfs"), workload_name="randread",
-        workload=Workload(rw="randread"), rep=1, status="ok", started_at=started, wall_s=1.0,
-        metrics={"iops": iops}, host={"hostname": host, "kernel": "6.18"})
+    return RunRecord(
+        cell_key="xfs | randread",
+        device=Device(
+            path="/dev/nvme0n1", size_bytes=1 << 40, kind="nvme", model="M1", serial=serial
+        ),
+        config=FsConfig.make("xfs"),
+        workload_name="randread",
+        workload=Workload(rw="randread"),
+        rep=1,
+        status="ok",
+        started_at=started,
+        wall_s=1.0,
+        metrics={"iops": iops},
+        host={"hostname": host, "kernel": "6.18"},
+    )
 
 
 def test_merge_keeps_host_and_device_and_adds_each_run_once(tmp_path):
@@ -247,8 +317,12 @@ def test_merge_refuses_future_schema_non_store_and_foreign_sqlite(tmp_path):
     con.commit()
     con.close()
     target = tmp_path / "fleet.db"
-    for bad, says in ((future, "newer than this fsadvisor"), (text, "not an fsadvisor store"),
-                      (foreign, "not an fsadvisor store"), (tmp_path / "nope.db", "no such")):
+    for bad, says in (
+        (future, "newer than this fsadvisor"),
+        (text, "not an fsadvisor store"),
+        (foreign, "not an fsadvisor store"),
+        (tmp_path / "nope.db", "no such"),
+    ):
         # the good store listed first must not be merged either
         r = cli("db", "merge", str(good), str(bad), "--db", str(target))
         assert r.exit_code == 2 and says in r.output and r.output.count("\n") == 1, r.output
@@ -270,6 +344,7 @@ def test_merge_cli_json_and_self_merge_refused(tmp_path):
 def test_v3_store_uids_are_stable_across_copies(tmp_path):
     """Two copies of one v3 store, migrated apart, give every run the same uid."""
     from fsadvisor.store import schema
+
     a = tmp_path / "a.db"
     with open_store(a) as s:
         s.record_run(_probe_run("web1", "S-A", 1.0, 100.0))
@@ -301,6 +376,7 @@ def test_v3_store_uids_are_stable_across_copies(tmp_path):
 def test_imported_runs_feed_the_model(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     from fsadvisor.service import advice
+
     db = tmp_path / "s.db"
     _imp(db, "fio-3.33-randread-4k.json")
     sha = open_store(db).runs()[0]["provenance"]["sha256"]
@@ -310,10 +386,14 @@ def test_imported_runs_feed_the_model(tmp_path, monkeypatch):
 
 
 @given(st.binary(max_size=3000) | st.text(max_size=3000).map(str.encode))
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 def test_any_file_is_imported_whole_or_refused_in_one_line(tmp_path, data):
     from fsadvisor.service.importing import FioImportError, read_result
+
     p = tmp_path / "f.json"
     p.write_bytes(data)
     try:
@@ -325,10 +405,12 @@ def test_any_file_is_imported_whole_or_refused_in_one_line(tmp_path, data):
 
 
 @given(cut=st.integers(min_value=1, max_value=20000))
-@settings(max_examples=80, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_a_truncated_real_result_is_never_half_read(tmp_path, cut):
     from fsadvisor.service.importing import FioImportError, read_result
+
     text = (FIO / "fio-3.33-randread-4k.json").read_text()
     p = tmp_path / "cut.json"
     # any cut before the document's closing brace (a trailing newline is not the document)

@@ -13,7 +13,11 @@ from fsadvisor.predict.settings import calibration_path
 
 def test_store_cache_and_calibration_are_in_tmp():
     tmp = Path(tempfile.gettempdir()).resolve()
-    for p in (xdg.default_store_path(), xdg.cache_dir(), calibration_path(),
-              Path(os.environ["FSADVISOR_DB"])):
+    for p in (
+        xdg.default_store_path(),
+        xdg.cache_dir(),
+        calibration_path(),
+        Path(os.environ["FSADVISOR_DB"]),
+    ):
         p = Path(p).resolve()
         assert tmp in p.parents, p

@@ -16,8 +16,10 @@ def sample(**kw) -> ProgressEvent:
 
 
 def test_live_text_names_the_block_layer_and_the_meter():
-    assert live_text(sample(watts=41.52, energy_source="rapl", energy_scope="cpu+dram")) == \
-        "71.2k IOPS, 292 MB/s (block layer, /sys/block/loop3/stat), 41.5 W (rapl, cpu+dram)"
+    assert (
+        live_text(sample(watts=41.52, energy_source="rapl", energy_scope="cpu+dram"))
+        == "71.2k IOPS, 292 MB/s (block layer, /sys/block/loop3/stat), 41.5 W (rapl, cpu+dram)"
+    )
     assert live_text(sample(energy_source="estimate")).endswith("), no meter")
     assert live_text(sample()).endswith("), no meter")
     # a real meter that has no reading yet (RAPL needs two) is not "no meter"

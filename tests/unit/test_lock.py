@@ -53,8 +53,9 @@ def test_every_declared_dependency_is_pinned_within_its_range(lock, extra):
         name = canonicalize_name(req.name)
         assert name in pinned, f"{req} is not in requirements/{lock}.txt"
         version = pinned[name][0]
-        assert req.specifier.contains(version, prereleases=True), \
+        assert req.specifier.contains(version, prereleases=True), (
             f"requirements/{lock}.txt pins {name}=={version}, outside pyproject's {req}"
+        )
 
 
 @pytest.mark.parametrize("lock", LOCKS)
@@ -67,8 +68,9 @@ def test_every_pin_is_exact_and_hashed(lock):
 
 def test_tests_run_the_versions_users_install():
     main, test = pins(LOCKS["main"]), pins(LOCKS["test"])
-    differ = {n: (main[n][0], test[n][0]) for n in main.keys() & test.keys()
-              if main[n][0] != test[n][0]}
+    differ = {
+        n: (main[n][0], test[n][0]) for n in main.keys() & test.keys() if main[n][0] != test[n][0]
+    }
     assert not differ
     assert main.keys() <= test.keys(), main.keys() - test.keys()
 
@@ -76,14 +78,16 @@ def test_tests_run_the_versions_users_install():
 def test_every_runtime_dependency_has_an_upper_bound():
     # A supported range, not just a floor: a new major release is a different program until
     # the tests have run on it (.ci/newest reports on the newest allowed).
-    for req in declared(None)[:len(PYPROJECT["project"]["dependencies"])]:
+    for req in declared(None)[: len(PYPROJECT["project"]["dependencies"])]:
         assert any(s.operator in ("<", "<=", "~=", "==") for s in req.specifier), str(req)
 
 
 def test_the_parser_reads_a_lock_as_pip_compile_writes_it(tmp_path):
     lock = tmp_path / "x.txt"
-    lock.write_text("#\n# header\n#\nfoo-bar==1.2.3 \\\n    --hash=sha256:aa \\\n"
-                    "    --hash=sha256:bb\n    # via baz\nqux==2.0 \\\n    --hash=sha256:cc\n")
+    lock.write_text(
+        "#\n# header\n#\nfoo-bar==1.2.3 \\\n    --hash=sha256:aa \\\n"
+        "    --hash=sha256:bb\n    # via baz\nqux==2.0 \\\n    --hash=sha256:cc\n"
+    )
     assert pins(lock) == {"foo-bar": (Version("1.2.3"), 2), "qux": (Version("2.0"), 1)}
     lock.write_text("foo>=1\n")
     with pytest.raises(pytest.fail.Exception):

@@ -7,6 +7,8 @@ import pytest
 
 from fsadvisor.host import loopdev
 from fsadvisor.host.run import CommandResult
+
+
 def fake_losetup(monkeypatch, tmp_path, dio: str | None):
     """losetup that "attaches" /dev/loop9 and a /sys whose loop/dio says ``dio``."""
     calls: list[list[str]] = []
@@ -30,9 +32,14 @@ def test_direct_io_in_effect_gives_the_device(monkeypatch, tmp_path):
     assert calls == [["losetup", "--find", "--show", "--direct-io=on", str(tmp_path / "f.img")]]
 
 
-@pytest.mark.parametrize("dio, why", [("0", "fell back to buffered I/O"),
-                                      (None, "does not report it"),
-                                      ("garbage", "does not report it")])
+@pytest.mark.parametrize(
+    "dio, why",
+    [
+        ("0", "fell back to buffered I/O"),
+        (None, "does not report it"),
+        ("garbage", "does not report it"),
+    ],
+)
 def test_a_buffered_fallback_is_detached_and_refused(monkeypatch, tmp_path, dio, why):
     calls, sys_root = fake_losetup(monkeypatch, tmp_path, dio)
     with pytest.raises(loopdev.LoopError, match=why) as e:
@@ -46,5 +53,3 @@ def test_buffered_on_request_is_not_checked(monkeypatch, tmp_path):
     calls, sys_root = fake_losetup(monkeypatch, tmp_path, "0")
     assert loopdev.attach(tmp_path / "f.img", direct_io=False, sys_root=sys_root) == "/dev/loop9"
     assert len(calls) == 1 and "--direct-io=on" not in calls[0]
-
-

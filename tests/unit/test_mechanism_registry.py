@@ -13,19 +13,36 @@ from fsadvisor.predict import features, mechanisms
 from fsadvisor.predict.device_params import HOST_PRIOR
 from fsadvisor.infra.resources import data_dir
 
-P = {"read_latency_us": 80.0, "write_latency_us": 20.0, "flush_latency_us": 500.0,
-     "flush_latency_us_plp": 20.0, "parallelism": 64.0, "read_iops_cap": 800_000.0,
-     "write_iops_cap": 300_000.0, "read_bw_bytes_s": 6e9, "write_bw_bytes_s": 4e9,
-     **HOST_PRIOR}
-WORKLOADS = [Workload(rw=rw, bs_bytes=bs, iodepth=qd, numjobs=nj, fsync_every=fs)
-             for rw, bs, qd, nj, fs in itertools.product(
-                 ("randread", "randwrite", "write", "randrw", "filecreate", "filedelete"),
-                 (4096, 131072),
-                 (1, 32), (1, 4), (0, 1))]
-CONFIGS = [FsConfig.make(fs, mount=m, scheduler=s)
-           for fs, m, s in itertools.product(("ext4", "xfs", "btrfs", "f2fs"),
-                                             ((), ("nodatacow",), ("data=journal",)),
-                                             ("none", "mq-deadline", "bfq"))]
+P = {
+    "read_latency_us": 80.0,
+    "write_latency_us": 20.0,
+    "flush_latency_us": 500.0,
+    "flush_latency_us_plp": 20.0,
+    "parallelism": 64.0,
+    "read_iops_cap": 800_000.0,
+    "write_iops_cap": 300_000.0,
+    "read_bw_bytes_s": 6e9,
+    "write_bw_bytes_s": 4e9,
+    **HOST_PRIOR,
+}
+WORKLOADS = [
+    Workload(rw=rw, bs_bytes=bs, iodepth=qd, numjobs=nj, fsync_every=fs)
+    for rw, bs, qd, nj, fs in itertools.product(
+        ("randread", "randwrite", "write", "randrw", "filecreate", "filedelete"),
+        (4096, 131072),
+        (1, 32),
+        (1, 4),
+        (0, 1),
+    )
+]
+CONFIGS = [
+    FsConfig.make(fs, mount=m, scheduler=s)
+    for fs, m, s in itertools.product(
+        ("ext4", "xfs", "btrfs", "f2fs"),
+        ((), ("nodatacow",), ("data=journal",)),
+        ("none", "mq-deadline", "bfq"),
+    )
+]
 
 
 def _all_features():
@@ -99,18 +116,19 @@ def _f(fs, w, mount=()):
 
 
 def test_the_mechanisms_of_the_second_reference_matrix_apply_only_where_their_work_is():
-    one = Workload(rw="write", bs_bytes=65536, iodepth=1, numjobs=1, fsync_every=32,
-                   direct=False)
-    four = Workload(rw="write", bs_bytes=65536, iodepth=1, numjobs=4, fsync_every=32,
-                    direct=False)
+    one = Workload(rw="write", bs_bytes=65536, iodepth=1, numjobs=1, fsync_every=32, direct=False)
+    four = Workload(rw="write", bs_bytes=65536, iodepth=1, numjobs=4, fsync_every=32, direct=False)
     # fsync from several writers: only with several writers that fsync
     assert "m:fsync_writers:btrfs" in _f("btrfs", four)
     assert "m:fsync_writers:btrfs" not in _f("btrfs", one)
-    assert not any(k.startswith("m:fsync_writers") for k in _f("btrfs", Workload(
-        rw="write", bs_bytes=65536, numjobs=4, direct=False)))
+    assert not any(
+        k.startswith("m:fsync_writers")
+        for k in _f("btrfs", Workload(rw="write", bs_bytes=65536, numjobs=4, direct=False))
+    )
     # ... whatever btrfs's data options: nodatacow does not change the log's commits
-    assert _f("btrfs", four)["m:fsync_writers"] == _f("btrfs", four, ("nodatacow",))[
-        "m:fsync_writers"]
+    assert (
+        _f("btrfs", four)["m:fsync_writers"] == _f("btrfs", four, ("nodatacow",))["m:fsync_writers"]
+    )
     # the copy-on-write data path: direct writes of copy-on-write data only
     direct = Workload(rw="write", bs_bytes=131072, iodepth=8)
     assert "m:btrfs.write" in _f("btrfs", direct)
@@ -128,19 +146,25 @@ def test_the_mechanisms_of_the_second_reference_matrix_apply_only_where_their_wo
     assert "m:btrfs.csum_read" not in _f("ext4", big)
     # deletes are their own work, only where the workload deletes
     assert "m:delete:btrfs" in _f("btrfs", Workload(rw="filedelete", bs_bytes=4096))
-    assert not any(k.startswith("m:delete") for k in _f("btrfs", Workload(
-        rw="filecreate", bs_bytes=4096)))
+    assert not any(
+        k.startswith("m:delete") for k in _f("btrfs", Workload(rw="filecreate", bs_bytes=4096))
+    )
 
 
 def test_compression_work_follows_the_algorithm():
     from fsadvisor.predict.spec import option_features
+
     w = Workload(rw="write", bs_bytes=131072, iodepth=8)
 
     def size(opt):
         return option_features("btrfs", {}, (opt,), None, w, "nvme").get("opt:compress*wf", 0.0)
 
-    assert size("compress=lzo") < size("compress=zstd:1") == size("compress=zstd:3") \
+    assert (
+        size("compress=lzo")
+        < size("compress=zstd:1")
+        == size("compress=zstd:3")
         < size("compress=zstd:9")
+    )
     assert size("compress=zstd:3") < size("compress=zlib")
     assert size("compress") == size("compress=zlib")  # btrfs's bare compress is zlib
     assert size("compress=no") == 0.0
@@ -163,8 +187,14 @@ def test_writes_run_to_the_ceiling_their_own_concurrency_demonstrates():
     # The disk-backed loop device's calibrated figures: a read knee of 4.5 in flight, but
     # 114k QD32 random writes at 86 us each at QD1 -- about 10 writes in flight. Writes are
     # not held to the read knee (they were, at less than half what they ran).
-    p = dict(P, parallelism=4.5, read_latency_us=54.0, write_latency_us=86.0,
-             read_iops_cap=78_000.0, write_iops_cap=114_000.0)
+    p = dict(
+        P,
+        parallelism=4.5,
+        read_latency_us=54.0,
+        write_latency_us=86.0,
+        read_iops_cap=78_000.0,
+        write_iops_cap=114_000.0,
+    )
     write32 = Workload(rw="randwrite", bs_bytes=4096, iodepth=32)
     read32 = Workload(rw="randread", bs_bytes=4096, iodepth=32)
     assert mechanisms.roofline(write32, p)[0] > 0.8 * 114_000
@@ -187,8 +217,10 @@ def test_a_create_without_fsync_is_host_time_not_device_time():
     g = features.workload_features(synced, "nvme", 0.0, "dev", features.device_share(synced, P))
     assert g["k:nvme"] > 0.5 and g["k:dev:dev"] == g["k:nvme"]
     read = Workload(rw="randread", bs_bytes=4096)
-    assert features.workload_features(read, "nvme", 0.0, "", features.device_share(read, P))[
-        "k:nvme"] == 1.0
+    assert (
+        features.workload_features(read, "nvme", 0.0, "", features.device_share(read, P))["k:nvme"]
+        == 1.0
+    )
 
 
 def test_cpu_work_of_deep_queue_reads_counts_only_where_the_cpu_binds():
@@ -198,8 +230,14 @@ def test_cpu_work_of_deep_queue_reads_counts_only_where_the_cpu_binds():
     disk = dict(P, parallelism=4.5, read_latency_us=54.0, read_iops_cap=78_000.0)
     measured = dict(disk, submit_cpu_us_read=2.9, host_cpu_us_read=5.9)
     # a RAM-backed device whose raw reads kept the host 90% busy: nearly all of it counts
-    ram = dict(P, parallelism=32.0, read_latency_us=4.0, read_iops_cap=265_000.0,
-               submit_cpu_us_read=2.5, host_cpu_us_read=6.8)
+    ram = dict(
+        P,
+        parallelism=32.0,
+        read_latency_us=4.0,
+        read_iops_cap=265_000.0,
+        submit_cpu_us_read=2.5,
+        host_cpu_us_read=6.8,
+    )
     read32 = Workload(rw="randread", bs_bytes=4096, iodepth=32)
 
     def cpu(p, w, fs="btrfs"):
@@ -258,8 +296,10 @@ def test_serial_per_byte_work_weighs_with_the_write_size_and_the_device_speed():
     def term(mount, fs, w, p, name):
         return mechanisms.features(FsConfig.make(fs, mount=mount), w, p, "unknown").get(name)
 
-    for fs, mount, name in (("ext4", ("data=journal",), "m:data_journal"),
-                            ("btrfs", (), "m:btrfs.write")):
+    for fs, mount, name in (
+        ("ext4", ("data=journal",), "m:data_journal"),
+        ("btrfs", (), "m:btrfs.write"),
+    ):
         assert term(mount, fs, big, ram, name) < -1.5  # e^-1.5: below a quarter
         assert term(mount, fs, small, ram, name) < -0.5
         assert term(mount, fs, big, slow, name) > 0.3 * term(mount, fs, big, ram, name)
@@ -267,10 +307,13 @@ def test_serial_per_byte_work_weighs_with_the_write_size_and_the_device_speed():
     # (the reference loop: 2.7x against 4.9-6.6x); btrfs's has a per-request part as large as
     # 30 KiB's, so there both sizes fall about as far (4 KiB 8.8-12.7x, 128 KiB 10-12.7x)
     dj = ("data=journal",)
-    assert term(dj, "ext4", small, ram, "m:data_journal") > 0.6 * term(dj, "ext4", big, ram,
-                                                                         "m:data_journal")
+    assert term(dj, "ext4", small, ram, "m:data_journal") > 0.6 * term(
+        dj, "ext4", big, ram, "m:data_journal"
+    )
     assert term(("nodatacow",), "btrfs", big, ram, "m:btrfs.write") is None
     assert term((), "ext4", big, ram, "m:data_journal") is None
     # reads do none of it
-    assert term(("data=journal",), "ext4", Workload(rw="read", bs_bytes=131072), ram,
-                "m:data_journal") is None
+    assert (
+        term(("data=journal",), "ext4", Workload(rw="read", bs_bytes=131072), ram, "m:data_journal")
+        is None
+    )

@@ -38,8 +38,17 @@ def synthetic(effects: dict[FsConfig, float], kind="nvme", noise=0.02, seed=1, s
         roof = roofline_iops(w, kind, S)
         for cfg, eff in effects.items():
             v = roof * math.exp(eff + rng.normal(0, noise))
-            out.append(Observation(source=f"{source} {w.rw}", device_kind=kind, config=cfg,
-                                   workload=w, metric="iops", value=v, unit="IOPS"))
+            out.append(
+                Observation(
+                    source=f"{source} {w.rw}",
+                    device_kind=kind,
+                    config=cfg,
+                    workload=w,
+                    metric="iops",
+                    value=v,
+                    unit="IOPS",
+                )
+            )
     return out
 
 
@@ -56,14 +65,26 @@ def test_fit_recovers_a_filesystem_effect_and_shrinks_uncertainty():
     r = predict(m, XFS, w, NVME).iops / predict(m, EXT4, w, NVME).iops
     assert r == pytest.approx(1.3, rel=0.05)
     prior = fit([], S)
-    assert predict(m, XFS, w, NVME).uncertainty["iops_factor"] < \
-        predict(prior, XFS, w, NVME).uncertainty["iops_factor"]
+    assert (
+        predict(m, XFS, w, NVME).uncertainty["iops_factor"]
+        < predict(prior, XFS, w, NVME).uncertainty["iops_factor"]
+    )
 
 
 def test_relative_observations_pin_the_ratio():
     w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=4)
-    obs = [Observation(source="rel", device_kind="nvme", config=NOATIME, workload=w,
-                       metric="iops", value=0.25, unit="ratio-1", relative_to=EXT4)] * 5
+    obs = [
+        Observation(
+            source="rel",
+            device_kind="nvme",
+            config=NOATIME,
+            workload=w,
+            metric="iops",
+            value=0.25,
+            unit="ratio-1",
+            relative_to=EXT4,
+        )
+    ] * 5
     m = fit(obs, S)
     ratio = predict(m, NOATIME, w, NVME).iops / predict(m, EXT4, w, NVME).iops
     # prior sd 0.35 and noise sd pull it toward 1, but the data dominate
@@ -77,8 +98,10 @@ def test_old_hardware_counts_less_than_nvme():
     # these overwrites allocate nothing, so the AG count has no term: XFS's own effect
     # carries what the data show, learned more surely from the NVMe rows
     assert nvme.coef("fs:xfs")[1] < hdd.coef("fs:xfs")[1]
-    assert predict(nvme, XFS16, w, NVME).uncertainty["iops_factor"] <= \
-        predict(hdd, XFS16, w, NVME).uncertainty["iops_factor"]
+    assert (
+        predict(nvme, XFS16, w, NVME).uncertainty["iops_factor"]
+        <= predict(hdd, XFS16, w, NVME).uncertainty["iops_factor"]
+    )
 
 
 def test_unseen_feature_keeps_prior_uncertainty():
@@ -92,11 +115,32 @@ def test_unseen_feature_keeps_prior_uncertainty():
 
 def test_ops_per_joule_ties_performance_and_power():
     w = Workload(rw="randwrite", bs_bytes=4096, iodepth=64, numjobs=4)
-    obs = [Observation(source="w", device_kind="nvme", config=EXT4, workload=w, metric="watts",
-                       value=50.0, unit="W", power_scope="system", energy_source="meter-log")] * 4
-    obs += [Observation(source="e", device_kind="nvme", config=EXT4, workload=w,
-                        metric="ops_per_joule", value=8000.0, unit="IOPS/W",
-                        power_scope="system", energy_source="meter-log")] * 4
+    obs = [
+        Observation(
+            source="w",
+            device_kind="nvme",
+            config=EXT4,
+            workload=w,
+            metric="watts",
+            value=50.0,
+            unit="W",
+            power_scope="system",
+            energy_source="meter-log",
+        )
+    ] * 4
+    obs += [
+        Observation(
+            source="e",
+            device_kind="nvme",
+            config=EXT4,
+            workload=w,
+            metric="ops_per_joule",
+            value=8000.0,
+            unit="IOPS/W",
+            power_scope="system",
+            energy_source="meter-log",
+        )
+    ] * 4
     m = fit(obs, S)
     p = predict(m, EXT4, w, NVME)
     assert p.watts == pytest.approx(50, rel=0.1)
@@ -107,8 +151,9 @@ def test_ops_per_joule_ties_performance_and_power():
 
 
 def test_cross_validation_beats_the_prior_on_structured_data():
-    obs = synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, source="a") + \
-        synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, seed=2, source="b")
+    obs = synthetic({EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, source="a") + synthetic(
+        {EXT4: 0.0, XFS: 0.3, NOATIME: 0.1}, seed=2, source="b"
+    )
     rep = cross_validate(obs, folds=3, settings=S)
     assert rep["model"]["n"] > 0
     assert rep["model"]["median_abs_log_error"] < rep["prior_only"]["median_abs_log_error"]
@@ -118,16 +163,27 @@ def test_no_prediction_exceeds_the_device_ceiling():
     # Observations claiming 5x the roofline must not teach the model to beat the hardware.
     w = Workload(rw="write", bs_bytes=128 << 10, iodepth=32, numjobs=4)
     roof = roofline_iops(w, "nvme", S)
-    obs = [Observation(source="wild", device_kind="nvme", config=EXT4, workload=w,
-                       metric="iops", value=5 * roof, unit="IOPS")] * 5
+    obs = [
+        Observation(
+            source="wild",
+            device_kind="nvme",
+            config=EXT4,
+            workload=w,
+            metric="iops",
+            value=5 * roof,
+            unit="IOPS",
+        )
+    ] * 5
     p = predict(fit(obs, S), EXT4, w, NVME)
     assert p.mb_s * 1e6 <= 6.636e9 * 1.001  # models/devices.toml write bandwidth (6.18 GiB/s)
     # The shipped figure is a prior, not a wall: the interval's upper end may
     # reach the prior ceiling's own 90% upper bound, never beyond.
     from fsadvisor.predict.device_params import PRIOR_LOG_SD
     from fsadvisor.predict.predict import Z90
+
     assert p.uncertainty["iops_90"][1] * (128 << 10) <= (
-        6.636e9 * math.exp(Z90 * PRIOR_LOG_SD) * 1.001)
+        6.636e9 * math.exp(Z90 * PRIOR_LOG_SD) * 1.001
+    )
     assert p.p99_latency_ms > 0 and p.ops_per_joule > 0
 
 
@@ -138,6 +194,7 @@ def test_a_rows_offsets_predict_with_their_fitted_coefficients():
     # made held-out-row cross-validation look worse than the model is.
     from fsadvisor.predict.fit import FIXED_PREFIX
     from fsadvisor.store import reference
+
     m = fit(reference.load_observations(), ModelSettings.load(use_store_calibration=False))
     name = next(n for n in m.names if n.startswith("w:") and abs(m.coef(n)[0]) > 0.05)
     as_offset, as_column = m._mean_var({FIXED_PREFIX + name: 1.0}), m._mean_var({name: 1.0})

@@ -45,9 +45,14 @@ def test_a_damaged_file_is_a_miss_and_is_removed(tmp_path):
     save_model(m, path, key="k")
     data = path.read_bytes()
     head = b"fsadvisor-model 1\n"
-    for bad in (b"", b"garbage", data[: len(data) // 2], head + b"{not json\n",
-                head + b'{"key": "k"}\n' + data[-64:],  # this key, no fit behind it
-                head + b'{"key": "k", "names": ["a"]}\n' + data[data.index(b"\x93NUMPY"):]):
+    for bad in (
+        b"",
+        b"garbage",
+        data[: len(data) // 2],
+        head + b"{not json\n",
+        head + b'{"key": "k"}\n' + data[-64:],  # this key, no fit behind it
+        head + b'{"key": "k", "names": ["a"]}\n' + data[data.index(b"\x93NUMPY") :],
+    ):
         path.write_bytes(bad)
         assert load_model(path, m.settings, key="k") is None
         assert not path.exists()

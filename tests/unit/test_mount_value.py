@@ -8,8 +8,12 @@ from hypothesis import given, strategies as st
 from fsadvisor.domain import FsConfig
 
 _KEYS = st.sampled_from(["data", "noatime", "commit", "compress", "", "a=b", "x"])
-_OPTS = st.builds(lambda k, sep, v: f"{k}{sep}{v}", _KEYS, st.sampled_from(["", "="]),
-                  st.sampled_from(["", "journal", "zstd:3", "5", "=", "a=b"]))
+_OPTS = st.builds(
+    lambda k, sep, v: f"{k}{sep}{v}",
+    _KEYS,
+    st.sampled_from(["", "="]),
+    st.sampled_from(["", "journal", "zstd:3", "5", "=", "a=b"]),
+)
 
 
 def _scan(mount, key):

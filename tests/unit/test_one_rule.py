@@ -30,8 +30,7 @@ CASES = {
     "local rotational": Device("/dev/sdz", 64 * GIB, kind="hdd", rotational=True),
     # a direct-I/O loop on a file on a virtio disk reports rotational 1: the flag is its
     # backing's, and the loop device is no disk to sort seeks for
-    "loop on a rotational backing": Device("/dev/loop7", 8 * GIB, kind="loop",
-                                           rotational=True),
+    "loop on a rotational backing": Device("/dev/loop7", 8 * GIB, kind="loop", rotational=True),
 }
 
 
@@ -41,8 +40,9 @@ def _profile(name: str, durable: bool = True):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("profile,durable", [("oltp", True), ("oltp", False),
-                                             ("fio-randread-4k-j8", True)])
+@pytest.mark.parametrize(
+    "profile,durable", [("oltp", True), ("oltp", False), ("fio-randread-4k-j8", True)]
+)
 def test_the_ranking_and_the_adaptive_chooser_apply_one_rule(case, profile, durable, tmp_db):
     device = CASES[case]
     prof = _profile(profile, durable)
@@ -70,9 +70,10 @@ def test_the_ranking_and_the_adaptive_chooser_apply_one_rule(case, profile, dura
         assert not any(catalog.risks(r.config) for r in shown), case
     # the adaptive probe's chooser, on the same configurations, keeps the same ones
     chooser = object.__new__(Chooser)
-    chooser.plan = SimpleNamespace(configs=cands, unsupported={f for f, ok in KERNEL.items()
-                                                               if not ok} if device.path
-                                   else set())
+    chooser.plan = SimpleNamespace(
+        configs=cands,
+        unsupported={f for f, ok in KERNEL.items() if not ok} if device.path else set(),
+    )
     chooser.excluded, chooser.schedulers, chooser.profile = {}, None, prof
     kept = set(chooser.candidates(device))
     assert kept == {c for c in cands if exclusion(c, prof, device, KERNEL) is None}

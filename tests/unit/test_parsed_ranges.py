@@ -29,7 +29,7 @@ def with_read_percentiles(values: list[float]) -> dict:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 10 ** 9), min_size=len(PCT_KEYS), max_size=len(PCT_KEYS)))
+@given(st.lists(st.integers(0, 10**9), min_size=len(PCT_KEYS), max_size=len(PCT_KEYS)))
 def test_fio_percentiles_are_read_only_when_monotone(values):
     m = fio.parse(json.dumps(with_read_percentiles(values))).metrics()
     monotone = values == sorted(values)

@@ -43,15 +43,18 @@ def test_lazy_predictions_are_predict_manys_one_by_one():
     assert lazy[0] is capped
 
 
-@pytest.mark.parametrize("profile,device,plp,basis", [
-    ("oltp", "nvme:1T", "yes", "total"),
-    ("build-unpack", "nvme:1T", None, "active"),
-    ("analytics-scan", "sata-ssd:480G", None, "total"),  # bytes/J, a slow device's ceiling
-    ("fio-randread-4k-j8", "sata-ssd:480G", "no", "active"),
-    # entries over the slow drive's ceiling: capped before scoring on both paths
-    ("filebench-webserver-004", "sata-ssd:480G", None, "total"),
-    ("filebench-webserver-004", "sata-ssd:480G", None, "active"),
-])
+@pytest.mark.parametrize(
+    "profile,device,plp,basis",
+    [
+        ("oltp", "nvme:1T", "yes", "total"),
+        ("build-unpack", "nvme:1T", None, "active"),
+        ("analytics-scan", "sata-ssd:480G", None, "total"),  # bytes/J, a slow device's ceiling
+        ("fio-randread-4k-j8", "sata-ssd:480G", "no", "active"),
+        # entries over the slow drive's ceiling: capped before scoring on both paths
+        ("filebench-webserver-004", "sata-ssd:480G", None, "total"),
+        ("filebench-webserver-004", "sata-ssd:480G", None, "active"),
+    ],
+)
 def test_ranking_from_columns_equals_ranking_from_the_full_list(profile, device, plp, basis):
     model, prof, dev, _ = _setup(profile, device, plp)
     lazy = rank(model, prof, dev, energy_basis=basis).to_dict()
@@ -69,15 +72,19 @@ def test_some_predictions_in_the_ranking_cases_are_over_the_ceiling():
     assert any(io > limit for io in lazy.columns["iops"])
 
 
-@pytest.mark.parametrize("constraint,profile,device", [
-    # on the slow drive every webserver IOPS is capped to one figure: oltp's spread instead
-    ("min_iops", "oltp", "nvme:1T"),
-    # (on the 480G SATA drive every webserver MB/s sits at its bandwidth ceiling: no spread)
-    ("min_mb_s", "oltp", "nvme:1T"),
-    ("max_p99_ms", "filebench-webserver-004", "sata-ssd:480G"),
-])
+@pytest.mark.parametrize(
+    "constraint,profile,device",
+    [
+        # on the slow drive every webserver IOPS is capped to one figure: oltp's spread instead
+        ("min_iops", "oltp", "nvme:1T"),
+        # (on the 480G SATA drive every webserver MB/s sits at its bandwidth ceiling: no spread)
+        ("min_mb_s", "oltp", "nvme:1T"),
+        ("max_p99_ms", "filebench-webserver-004", "sata-ssd:480G"),
+    ],
+)
 def test_constraints_exclude_alike_on_both_paths(constraint, profile, device):
     from dataclasses import replace
+
     model, prof, dev, _ = _setup(profile, device, None)
     preds = predict_many(model, catalog.candidates(dev.size_bytes), prof.workload, dev)
     attr = {"min_iops": "iops", "min_mb_s": "mb_s", "max_p99_ms": "p99_latency_ms"}[constraint]

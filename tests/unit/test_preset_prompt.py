@@ -11,7 +11,10 @@ from fsadvisor.tui.present import PresetPrompt, name_lines
 
 
 def test_a_name_breaks_after_a_hyphen_never_inside_a_piece():
-    assert name_lines("fs-overhead-randwrite-4k-fsync1", 20) == ["fs-overhead-", "randwrite-4k-fsync1"]
+    assert name_lines("fs-overhead-randwrite-4k-fsync1", 20) == [
+        "fs-overhead-",
+        "randwrite-4k-fsync1",
+    ]
     assert name_lines("filebench-fileserver-003", 20) == ["filebench-", "fileserver-003"]
     assert name_lines("fs-overhead-randwrite-4k-fsync1", 36) == ["fs-overhead-randwrite-4k-fsync1"]
     assert name_lines("my own profile", 8) == ["my own", "profile"]
@@ -23,7 +26,9 @@ def test_a_piece_wider_than_the_list_is_folded_since_nothing_else_shows_it():
 
 
 def test_the_prompt_draws_the_broken_name_over_one_cut_description():
-    prompt = PresetPrompt("fs-overhead-metadata-create", "Create 50,000 files of 4 KB in one directory", 36)
+    prompt = PresetPrompt(
+        "fs-overhead-metadata-create", "Create 50,000 files of 4 KB in one directory", 36
+    )
     console = Console(width=20, record=True, color_system=None, file=io.StringIO())
     console.print(prompt)
     lines = console.export_text().splitlines()

@@ -20,8 +20,9 @@ def start_under_guard(argv: list[str]) -> tuple[Interruptions, threading.Thread,
     MatrixRun._child tells it; returns once the group is known. ``out`` gets the result and
     the wall time when the thread ends."""
     guard = Interruptions()
-    ex = Executor(on_child=lambda pid: setattr(guard, "child_pgid", pid or None),
-                  critical=guard.critical)
+    ex = Executor(
+        on_child=lambda pid: setattr(guard, "child_pgid", pid or None), critical=guard.critical
+    )
     out: dict = {}
 
     def run() -> None:
@@ -60,11 +61,21 @@ def test_cancel_without_a_running_command_only_marks_the_probe():
 
 
 def test_contents_names_signatures_fstype_and_label_once():
-    d = BlockDevice(path="/dev/x", size_bytes=1, kind="nvme", model="", allowed=False,
-                    reason="holds data", signatures=("ext4",), fstype="ext4", label="home")
+    d = BlockDevice(
+        path="/dev/x",
+        size_bytes=1,
+        kind="nvme",
+        model="",
+        allowed=False,
+        reason="holds data",
+        signatures=("ext4",),
+        fstype="ext4",
+        label="home",
+    )
     assert d.contents == "the ext4 data labelled 'home' on it: every file, beyond recovery"
-    blank = BlockDevice(path="/dev/y", size_bytes=1, kind="loop", model="", allowed=True,
-                        reason=None)
+    blank = BlockDevice(
+        path="/dev/y", size_bytes=1, kind="loop", model="", allowed=True, reason=None
+    )
     assert blank.contents.startswith("no filesystem, partition table or RAID signature found")
 
 

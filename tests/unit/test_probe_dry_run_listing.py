@@ -22,8 +22,15 @@ GIB = 1 << 30
 
 
 def plan(**kw):
-    return build_plan("/dev/loop9", 4 * GIB, filesystems=["ext4"], schedulers=["none"],
-                      quick=True, kernel_supports=lambda fs: True, **kw)
+    return build_plan(
+        "/dev/loop9",
+        4 * GIB,
+        filesystems=["ext4"],
+        schedulers=["none"],
+        quick=True,
+        kernel_supports=lambda fs: True,
+        **kw,
+    )
 
 
 def real_selftest_argv(monkeypatch) -> list[str]:
@@ -54,7 +61,6 @@ def real_version_argv(monkeypatch) -> list[str]:
     return seen[0]
 
 
-
 def note_above(lines: list[str], i: int) -> str:
     """The text of the comment lines just above line ``i`` (a command's note), joined."""
     j = i
@@ -68,7 +74,9 @@ def test_the_dry_run_lists_the_io_uring_self_test_and_fio_version(monkeypatch):
     selftest = real_selftest_argv(monkeypatch)
     version = real_version_argv(monkeypatch)
     tmp = tempfile.gettempdir()
-    shown = [ln for ln in lines if ln.startswith("fio ") and "--ioengine=io_uring --iodepth=4" in ln]
+    shown = [
+        ln for ln in lines if ln.startswith("fio ") and "--ioengine=io_uring --iodepth=4" in ln
+    ]
     assert len(shown) == 1
     # the command whole on its line, its note in the comment lines above it
     cmd, note = shown[0], note_above(lines, lines.index(shown[0]))
@@ -84,7 +92,8 @@ def test_the_dry_run_lists_the_io_uring_self_test_and_fio_version(monkeypatch):
     assert "a real run executes" in note and "io_uring or libaio" in note
     v = lines.index(" ".join(version))
     assert note_above(lines, v).endswith(
-        "a real run executes this before the first cell (recorded with every run)")
+        "a real run executes this before the first cell (recorded with every run)"
+    )
     # in the order a real run executes them: self-test while planning, version before cell 1
     first_cell = next(i for i, ln in enumerate(lines) if ln.startswith("## cell 1/"))
     v = next(i for i, ln in enumerate(lines) if ln.startswith("fio --version"))
@@ -107,8 +116,15 @@ def test_listing_executes_nothing(monkeypatch):
     monkeypatch.setattr(subprocess, "run", refuse)
     monkeypatch.setattr(subprocess, "Popen", refuse)
     monkeypatch.setattr(hostrun, "run", refuse)
-    scratch = build_plan(None, 2 * GIB, filesystems=["ext4"], schedulers=["none"], quick=True,
-                         kernel_supports=lambda fs: True, scratch_size_bytes=2 * GIB)
+    scratch = build_plan(
+        None,
+        2 * GIB,
+        filesystems=["ext4"],
+        schedulers=["none"],
+        quick=True,
+        kernel_supports=lambda fs: True,
+        scratch_size_bytes=2 * GIB,
+    )
     for p in (plan(), scratch):
         assert any(ln.startswith("fio --version") for ln in dry_run_lines(p))
 
@@ -124,12 +140,20 @@ def test_the_scheduler_commands_to_run_by_hand_stay_whole_under_their_comment():
     restore it after an interrupted one) are each one commented line, whole whatever the
     device's name, their label folded above them, as the skipped cells' commands are."""
     for dev in ("/dev/loop9", "/dev/disk/by-id/nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R123456"):
-        p = build_plan(dev, 4 * GIB, filesystems=["ext4"], schedulers=["none"], quick=True,
-                       kernel_supports=lambda fs: True)
+        p = build_plan(
+            dev,
+            4 * GIB,
+            filesystems=["ext4"],
+            schedulers=["none"],
+            quick=True,
+            kernel_supports=lambda fs: True,
+        )
         lines = dry_run_lines(p)
         queue = shlex.quote(f"/sys/block/{sys_block_name(dev)}/queue/scheduler")
-        for label, cmd in (("remember the current scheduler:", f"cat {queue}"),
-                           ("restore the original scheduler:", f"echo <original> > {queue}")):
+        for label, cmd in (
+            ("remember the current scheduler:", f"cat {queue}"),
+            ("restore the original scheduler:", f"echo <original> > {queue}"),
+        ):
             at = lines.index(f"#   {cmd}")
             assert lines[at - 1] == f"# {label}"
         assert not [ln for ln in lines if ln.startswith("#") and ln.rstrip().endswith((">", "|"))]
@@ -142,17 +166,25 @@ def test_notes_and_the_resume_note_follow_the_whole_header_folded():
 
     p = plan()
     p.matrix_id = "20250101-120000-abcdef"
-    note = ("the xfs signature on /dev/loop9 (UUID 0b4c6e1c-2f7a-4d1e-9a51-3c0e7f1b2a44) is "
-            "the one an unfinished probe made; formatting it needs no --force")
+    note = (
+        "the xfs signature on /dev/loop9 (UUID 0b4c6e1c-2f7a-4d1e-9a51-3c0e7f1b2a44) is "
+        "the one an unfinished probe made; formatting it needs no --force"
+    )
     lines = probing.dry_run(p, [note])
     end = next(i for i, ln in enumerate(lines) if ln.endswith(" executed"))
-    header = " ".join(ln[2:] for ln in lines[:end + 1])
+    header = " ".join(ln[2:] for ln in lines[: end + 1])
     assert header.startswith("fsadvisor probe --dry-run: ")
     assert header.endswith("; nothing below is executed"), header
     assert "signature" not in header and "resuming" not in header, header
     resume = f"resuming matrix {p.matrix_id}: cells already stored are skipped"
-    rest = lines[end + 1:]
-    k = next((j for j in range(1, len(rest) + 1)
-              if " ".join(ln[2:] for ln in rest[:j]) == f"{note} {resume}"), None)
+    rest = lines[end + 1 :]
+    k = next(
+        (
+            j
+            for j in range(1, len(rest) + 1)
+            if " ".join(ln[2:] for ln in rest[:j]) == f"{note} {resume}"
+        ),
+        None,
+    )
     assert k is not None, rest[:4]
     assert all(ln.startswith("# ") and len(ln) <= 80 for ln in rest[:k]), rest[:k]

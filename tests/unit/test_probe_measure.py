@@ -30,6 +30,7 @@ def stat_line(*cols: int) -> str:
 
 # ---------------------------------------------------------------- /proc/stat
 
+
 def test_host_cpu_split_by_hand():
     #             user nice system idle iowait irq softirq steal guest guest_nice
     a = measure.CpuTimes.parse(stat_line(100, 10, 50, 700, 40, 5, 5, 0, 30, 0))
@@ -47,16 +48,22 @@ def test_steal_is_busy_but_neither_user_nor_kernel():
     a = measure.CpuTimes.parse(stat_line(0, 0, 0, 0, 0, 0, 0, 0))
     b = measure.CpuTimes.parse(stat_line(30, 0, 20, 40, 0, 0, 0, 10))
     m = measure.host_cpu_metrics(a, b)
-    assert (m["host_cpu_usr_pct"], m["host_cpu_sys_pct"], m["host_cpu_busy_pct"]) == \
-        pytest.approx((30.0, 20.0, 60.0))
+    assert (m["host_cpu_usr_pct"], m["host_cpu_sys_pct"], m["host_cpu_busy_pct"]) == pytest.approx(
+        (30.0, 20.0, 60.0)
+    )
 
 
 def test_a_pre_2_5_41_line_has_no_iowait_column():
     a = measure.CpuTimes.parse("cpu 10 0 10 80\n")
     b = measure.CpuTimes.parse("cpu 40 0 20 140\n")
-    assert measure.host_cpu_metrics(a, b) == pytest.approx({
-        "host_cpu_busy_pct": 40.0, "host_cpu_usr_pct": 30.0, "host_cpu_sys_pct": 10.0,
-        "host_cpu_iowait_pct": 0.0})
+    assert measure.host_cpu_metrics(a, b) == pytest.approx(
+        {
+            "host_cpu_busy_pct": 40.0,
+            "host_cpu_usr_pct": 30.0,
+            "host_cpu_sys_pct": 10.0,
+            "host_cpu_iowait_pct": 0.0,
+        }
+    )
 
 
 def test_no_time_passed_and_iowait_going_backwards():
@@ -84,7 +91,8 @@ def test_shares_add_up_whatever_the_counters(before, growth):
         return
     steal = 100.0 * d[7] / sum(d)
     assert m["host_cpu_busy_pct"] == pytest.approx(
-        m["host_cpu_usr_pct"] + m["host_cpu_sys_pct"] + steal, abs=1e-9)
+        m["host_cpu_usr_pct"] + m["host_cpu_sys_pct"] + steal, abs=1e-9
+    )
     assert m["host_cpu_usr_pct"] + m["host_cpu_sys_pct"] + m["host_cpu_iowait_pct"] <= 100 + 1e-9
     assert all(0.0 <= v <= 100.0 for v in m.values())
 
@@ -100,10 +108,16 @@ def test_proc_stat_parser_columns(line):
     first = next(ln.split()[1:] for ln in text.splitlines() if ln.split()[:1] == ["cpu"])
     v = ([int(x) for x in first] + [0] * 8)[:10]
     assert (t.total, t.idle, t.usr, t.sys, t.iowait) == (
-        sum(v[:8]), v[3] + v[4], v[0] + v[1], v[2] + v[5] + v[6], v[4])
+        sum(v[:8]),
+        v[3] + v[4],
+        v[0] + v[1],
+        v[2] + v[5] + v[6],
+        v[4],
+    )
 
 
 # ---------------------------------------------------------------- one measured cell
+
 
 class PrintsFixture:
     """Executor whose every command prints the given fio output."""
@@ -116,21 +130,48 @@ class PrintsFixture:
 
 
 def measured(fixture: str, monkeypatch) -> RunRecord:
-    p = build_plan("/dev/loop9", 4 * GIB, filesystems=["ext4"], schedulers=["none"],
-                   quick=True, runtime_s=1, kernel_supports=lambda fs: True)
+    p = build_plan(
+        "/dev/loop9",
+        4 * GIB,
+        filesystems=["ext4"],
+        schedulers=["none"],
+        quick=True,
+        runtime_s=1,
+        kernel_supports=lambda fs: True,
+    )
     cell = next(c for c in p.cells() if c.config is None)
-    stats = iter([{"read_sectors": 0, "write_sectors": 0},
-                  {"read_sectors": 1 << 30, "write_sectors": 1 << 30}])
-    runner = CellRunner(plan=p, device="/dev/loop9", device_info=Device("/dev/loop9", 4 * GIB),
-                        mountpoint="/tmp/mnt-x",
-                        executor=PrintsFixture((FIX / fixture).read_text()),
-                        block_stat=lambda dev: next(stats))
-    snapshots = iter([measure.CpuTimes.parse(stat_line(100, 0, 100, 700, 100, 0, 0, 0)),
-                      measure.CpuTimes.parse(stat_line(160, 0, 140, 760, 140, 0, 0, 0))])
+    stats = iter(
+        [
+            {"read_sectors": 0, "write_sectors": 0},
+            {"read_sectors": 1 << 30, "write_sectors": 1 << 30},
+        ]
+    )
+    runner = CellRunner(
+        plan=p,
+        device="/dev/loop9",
+        device_info=Device("/dev/loop9", 4 * GIB),
+        mountpoint="/tmp/mnt-x",
+        executor=PrintsFixture((FIX / fixture).read_text()),
+        block_stat=lambda dev: next(stats),
+    )
+    snapshots = iter(
+        [
+            measure.CpuTimes.parse(stat_line(100, 0, 100, 700, 100, 0, 0, 0)),
+            measure.CpuTimes.parse(stat_line(160, 0, 140, 760, 140, 0, 0, 0)),
+        ]
+    )
     monkeypatch.setattr(measure.CpuTimes, "now", staticmethod(lambda *a: next(snapshots)))
-    record = RunRecord(cell_key=cell.key, device=runner.device_info, config=None,
-                       workload_name=cell.workload.name, workload=fitted_workload(p, cell),
-                       rep=1, status="failed", started_at=0.0, wall_s=0.0)
+    record = RunRecord(
+        cell_key=cell.key,
+        device=runner.device_info,
+        config=None,
+        workload_name=cell.workload.name,
+        workload=fitted_workload(p, cell),
+        rep=1,
+        status="failed",
+        started_at=0.0,
+        wall_s=0.0,
+    )
     flags: list[str] = []
     step = next(s for s in runner.steps(cell) if s.role == "measure")
     runner._measure(step, cell, record, flags)
@@ -146,7 +187,8 @@ def test_a_randrw_run_is_flagged_and_keeps_fios_per_direction_percentiles(monkey
     lat = res.jobs[0]
     for side in ("read", "write"):
         assert rec.metrics[f"{side}_p99_latency_us"] == pytest.approx(
-            lat[side]["lat_ns"]["percentile"]["99.000000"] / 1000)
+            lat[side]["lat_ns"]["percentile"]["99.000000"] / 1000
+        )
     assert rec.metrics["p99_latency_us"] == res.metrics()["p99_latency_us"]  # the old key stays
     # /proc/stat deltas: user 60, system 40, idle 60, iowait 40 of 200 jiffies.
     assert rec.metrics["host_cpu_usr_pct"] == pytest.approx(30.0)

@@ -17,8 +17,14 @@ from fsadvisor import limits
 from fsadvisor.cli import app, register_all
 from fsadvisor.cli.probe import with_declared_options
 from fsadvisor.probe import plan as planmod
-from fsadvisor.probe.options import (ProbeOptions, RunChoices, cli_order, declared, option,
-                                     plan_kwargs)
+from fsadvisor.probe.options import (
+    ProbeOptions,
+    RunChoices,
+    cli_order,
+    declared,
+    option,
+    plan_kwargs,
+)
 from fsadvisor.service import probing
 from fsadvisor.service.request import ProbeRequest
 
@@ -57,8 +63,9 @@ def test_the_request_fields_are_the_declared_ones():
     # and what the CLI gives each one, ProbeRequest.make takes: the defaults make the
     # default request
     cli_defaults = {d.name: d.cli_default for d in decl}
-    assert ProbeRequest.make(None, inspect=False, **(cli_defaults | {"scratch": "1G"})) == \
-        ProbeRequest(scratch="1G")
+    assert ProbeRequest.make(
+        None, inspect=False, **(cli_defaults | {"scratch": "1G"})
+    ) == ProbeRequest(scratch="1G")
 
 
 def test_every_plan_keyword_is_a_declared_option_and_back():
@@ -81,16 +88,35 @@ def test_planning_passes_every_declared_option_on(monkeypatch, tmp_path):
 
     monkeypatch.setattr(planmod, "build_plan", spy)
     request = ProbeRequest.make(
-        None, scratch="2G", scratch_dir=str(tmp_path), filesystems="xfs", agcounts="8",
-        schedulers="none", workloads="4k-randread-qd32", variants=False, baseline=False,
-        reps=2, runtime_s=5.0, cooldown_s=1.0, size="64M", quick=True, plp="yes",
-        db=str(tmp_path / "s.db"), dry_run=True)
+        None,
+        scratch="2G",
+        scratch_dir=str(tmp_path),
+        filesystems="xfs",
+        agcounts="8",
+        schedulers="none",
+        workloads="4k-randread-qd32",
+        variants=False,
+        baseline=False,
+        reps=2,
+        runtime_s=5.0,
+        cooldown_s=1.0,
+        size="64M",
+        quick=True,
+        plp="yes",
+        db=str(tmp_path / "s.db"),
+        dry_run=True,
+    )
     plan = probing.plan_probe(request)
     expected = dict(plan_kwargs(request))
     assert {k: seen[k] for k in expected} == expected
     assert expected["micro_names"] == ("4k-randread-qd32",)
-    assert (plan.reps, plan.runtime_s, plan.cooldown_s, plan.size_bytes, plan.plp) == \
-        (2, 5.0, 1.0, 64 << 20, "yes")
+    assert (plan.reps, plan.runtime_s, plan.cooldown_s, plan.size_bytes, plan.plp) == (
+        2,
+        5.0,
+        1.0,
+        64 << 20,
+        "yes",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,8 +124,9 @@ class WithANewOption(ProbeOptions):
     """What a new option is: one field (with the range of --reps, reaching build_plan as
     ``new_knob``)."""
 
-    new_knob: int | None = option(None, "--new-knob", limit="reps", plan="new_knob",
-                                  help="A new knob.")
+    new_knob: int | None = option(
+        None, "--new-knob", limit="reps", plan="new_knob", help="A new knob."
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,8 +151,11 @@ def test_a_new_declared_option_reaches_the_cli_the_request_and_the_plan():
     assert got["new_knob"] == 7
     # a request built on the declaration has the field, and planning passes it on
     run_choices = {d.name for d in declared(RunChoices)}
-    request = RequestWithIt.make(None, inspect=False, **{
-        k: v for k, v in (got | {"scratch": "1G"}).items() if k not in run_choices})
+    request = RequestWithIt.make(
+        None,
+        inspect=False,
+        **{k: v for k, v in (got | {"scratch": "1G"}).items() if k not in run_choices},
+    )
     assert request.new_knob == 7
     assert request.to_argv()[-2:] == ["--new-knob", "7"]  # the command line says it too
     assert dict(plan_kwargs(request, WithANewOption))["new_knob"] == 7
@@ -144,8 +174,10 @@ def _outside(name: str) -> list[str]:
     if name == "idle-watts":
         return [f"{lim.hi + 1:g}"]  # a negative power is not read as watts at all
     step = 1 if lim.whole else 0.001
-    return [repr(lim.lo - step) if not lim.whole else str(int(lim.lo - step)),
-            repr(lim.hi + step) if not lim.whole else str(int(lim.hi + step))]
+    return [
+        repr(lim.lo - step) if not lim.whole else str(int(lim.lo - step)),
+        repr(lim.hi + step) if not lim.whole else str(int(lim.hi + step)),
+    ]
 
 
 LIMITED = [d for d in cli_order(ProbeOptions, RunChoices) if d.limit]

@@ -28,8 +28,16 @@ from fsadvisor.probe.commands import CommandFailed, Executor
 from fsadvisor.probe.plan import MICRO, UNSUPPORTED_FMT, Plan, build_plan, cell_key
 from fsadvisor.probe.report import dry_run_lines
 from fsadvisor.probe.run import Interruptions, ProbeInterrupted
-from fsadvisor.probe.state import (CleanupReport, ProbeState, ProcessRef, StateFile,
-                                   StateFileError, cleanup_stale, state_path_for, undo)
+from fsadvisor.probe.state import (
+    CleanupReport,
+    ProbeState,
+    ProcessRef,
+    StateFile,
+    StateFileError,
+    cleanup_stale,
+    state_path_for,
+    undo,
+)
 
 GIB = 1 << 30
 
@@ -43,8 +51,9 @@ def plan(**kw) -> Plan:
 
 
 def test_default_matrix_counts_and_order():
-    p = plan(filesystems=["ext4", "xfs", "btrfs", "f2fs"], schedulers=["none", "mq-deadline"],
-             reps=2)
+    p = plan(
+        filesystems=["ext4", "xfs", "btrfs", "f2fs"], schedulers=["none", "mq-deadline"], reps=2
+    )
     # default + variants: ext4 3, xfs 2, btrfs 2, f2fs 2 configurations, per scheduler
     assert len(p.configs) == (3 + 2 + 2 + 2) * 2
     assert {c.scheduler for c in p.configs} == {"none", "mq-deadline"}
@@ -82,12 +91,20 @@ def test_quick_is_one_rep_short_runs_two_workloads_no_variants():
 
 
 def test_explicit_configs_replace_defaults_and_keep_their_own_scheduler():
-    p = plan(explicit_configs=[{"filesystem": "xfs", "mount": ["noatime"]},
-                               {"filesystem": "ext4", "scheduler": "bfq"}],
-             schedulers=["none", "kyber"], quick=True)
+    p = plan(
+        explicit_configs=[
+            {"filesystem": "xfs", "mount": ["noatime"]},
+            {"filesystem": "ext4", "scheduler": "bfq"},
+        ],
+        schedulers=["none", "kyber"],
+        quick=True,
+    )
     got = [(c.fs, c.mount, c.scheduler) for c in p.configs]
-    assert got == [("xfs", ("noatime",), "none"), ("xfs", ("noatime",), "kyber"),
-                   ("ext4", (), "bfq")]
+    assert got == [
+        ("xfs", ("noatime",), "none"),
+        ("xfs", ("noatime",), "kyber"),
+        ("ext4", (), "bfq"),
+    ]
 
 
 def test_agcounts_add_xfs_configs_and_are_range_checked():
@@ -97,16 +114,19 @@ def test_agcounts_add_xfs_configs_and_are_range_checked():
         plan(filesystems=["xfs"], schedulers=["none"], agcounts=[64], size=512 << 20)
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"filesystems": ["zfs"]}, "unknown filesystem 'zfs'"),
-    ({"schedulers": ["cfq"]}, "unknown scheduler 'cfq'"),
-    ({"reps": 0}, "--reps"),
-    ({"runtime_s": 0}, "--runtime"),
-    ({"micro": False}, "nothing to run"),
-    ({"micro_names": ["nope"]}, "unknown micro workload"),
-    ({"size_bytes": 3 * GIB}, "more than half"),
-    ({"filesystems": ["ext4"], "agcounts": [8]}, "--agcounts applies to xfs"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"filesystems": ["zfs"]}, "unknown filesystem 'zfs'"),
+        ({"schedulers": ["cfq"]}, "unknown scheduler 'cfq'"),
+        ({"reps": 0}, "--reps"),
+        ({"runtime_s": 0}, "--runtime"),
+        ({"micro": False}, "nothing to run"),
+        ({"micro_names": ["nope"]}, "unknown micro workload"),
+        ({"size_bytes": 3 * GIB}, "more than half"),
+        ({"filesystems": ["ext4"], "agcounts": [8]}, "--agcounts applies to xfs"),
+    ],
+)
 def test_plan_errors_are_one_line_config_errors(kw, match):
     with pytest.raises(ConfigError, match=match) as e:
         plan(**kw)
@@ -121,17 +141,29 @@ def test_micro_jobs_get_the_best_engine_metadata_jobs_keep_theirs():
 
 
 @settings(max_examples=40, deadline=None)
-@given(reps=st.integers(1, 5), runtime=st.floats(0.5, 120), cooldown=st.floats(0, 60),
-       fs=st.lists(st.sampled_from(["ext4", "xfs", "btrfs", "f2fs"]), min_size=1, unique=True),
-       scheds=st.lists(st.sampled_from(["none", "mq-deadline", "kyber", "bfq"]), min_size=1,
-                       unique=True))
+@given(
+    reps=st.integers(1, 5),
+    runtime=st.floats(0.5, 120),
+    cooldown=st.floats(0, 60),
+    fs=st.lists(st.sampled_from(["ext4", "xfs", "btrfs", "f2fs"]), min_size=1, unique=True),
+    scheds=st.lists(
+        st.sampled_from(["none", "mq-deadline", "kyber", "bfq"]), min_size=1, unique=True
+    ),
+)
 def test_plan_round_trips_through_its_dict(reps, runtime, cooldown, fs, scheds):
-    p = plan(filesystems=fs, schedulers=scheds, reps=reps, runtime_s=runtime,
-             cooldown_s=cooldown, micro_names=["4k-randread-qd32", "meta-stat"])
+    p = plan(
+        filesystems=fs,
+        schedulers=scheds,
+        reps=reps,
+        runtime_s=runtime,
+        cooldown_s=cooldown,
+        micro_names=["4k-randread-qd32", "meta-stat"],
+    )
     # JSON in between, as in the state file and the store
     q = Plan.from_dict(json.loads(json.dumps(p.to_dict())))
-    assert [(c.key, c.rep, c.skip_reason) for c in q.cells()] == \
-           [(c.key, c.rep, c.skip_reason) for c in p.cells()]
+    assert [(c.key, c.rep, c.skip_reason) for c in q.cells()] == [
+        (c.key, c.rep, c.skip_reason) for c in p.cells()
+    ]
     assert q.fingerprint() == p.fingerprint()
 
 
@@ -144,11 +176,17 @@ def test_cell_key_names_config_scheduler_and_workload():
 
 # ---------------------------------------------------------------- cell steps
 
+
 def runner_for(p: Plan) -> CellRunner:
     from fsadvisor.domain import Device
 
-    return CellRunner(plan=p, device="/dev/loop9", device_info=Device("/dev/loop9", 4 * GIB),
-                      mountpoint="/tmp/mnt-x", executor=Executor())
+    return CellRunner(
+        plan=p,
+        device="/dev/loop9",
+        device_info=Device("/dev/loop9", 4 * GIB),
+        mountpoint="/tmp/mnt-x",
+        executor=Executor(),
+    )
 
 
 def roles(steps: list[Step]) -> list[str]:
@@ -160,15 +198,25 @@ def test_filesystem_cell_steps_in_order_with_fill_before_reads():
     r = runner_for(p)
     read_cell = next(c for c in p.cells() if c.config and c.workload.name == "4k-randread-qd32")
     steps = r.steps(read_cell)
-    assert roles(steps) == ["discard", "mkfs", "mount", "scheduler", "prepare", "sync",
-                            "drop-caches", "measure", "cooldown", "umount"]
+    assert roles(steps) == [
+        "discard",
+        "mkfs",
+        "mount",
+        "scheduler",
+        "prepare",
+        "sync",
+        "drop-caches",
+        "measure",
+        "cooldown",
+        "umount",
+    ]
     assert steps[0].argv == ("blkdiscard", "-f", "/dev/loop9") and steps[0].optional
     assert steps[1].argv[0] == "mkfs.ext4" and steps[1].argv[-1] == "/dev/loop9"
     assert steps[2].argv[-2:] == ("/dev/loop9", "/tmp/mnt-x")
     assert steps[3].value == "mq-deadline"
     fill, run = steps[4].argv, steps[7].argv
-    assert fill[:len(run)] == run  # the same job, with overrides appended
-    assert "--rw=write" in fill[len(run):] and "--time_based=0" in fill[len(run):]
+    assert fill[: len(run)] == run  # the same job, with overrides appended
+    assert "--rw=write" in fill[len(run) :] and "--time_based=0" in fill[len(run) :]
     assert "--filename=/tmp/mnt-x/4k-randread-qd32.dat" in run
     assert steps[-1].argv == ("umount", "/tmp/mnt-x")
     write_cell = next(c for c in p.cells() if c.config and c.workload.name == "4k-randwrite-qd32")
@@ -180,14 +228,27 @@ def test_raw_cell_has_no_mkfs_mount_or_umount():
     p = plan(filesystems=["ext4"], schedulers=["none"], quick=True)
     raw = next(c for c in p.cells() if c.config is None and c.workload.name == "4k-randread-qd32")
     steps = runner_for(p).steps(raw)
-    assert roles(steps) == ["discard", "scheduler", "prepare", "sync", "drop-caches",
-                            "measure", "cooldown"]
+    assert roles(steps) == [
+        "discard",
+        "scheduler",
+        "prepare",
+        "sync",
+        "drop-caches",
+        "measure",
+        "cooldown",
+    ]
     assert "--filename=/dev/loop9" in steps[-2].argv
 
 
 def test_filestat_cell_creates_its_files_first_without_a_short_cap():
-    p = plan(filesystems=["xfs"], schedulers=["none"], micro_names=["meta-stat"], reps=1,
-             runtime_s=1, variants=False)
+    p = plan(
+        filesystems=["xfs"],
+        schedulers=["none"],
+        micro_names=["meta-stat"],
+        reps=1,
+        runtime_s=1,
+        variants=False,
+    )
     cell = next(c for c in p.cells() if c.config)
     steps = runner_for(p).steps(cell)
     prep = next(s for s in steps if s.role == "prepare")
@@ -214,8 +275,9 @@ def test_jobfile_env_scales_per_thread_files_to_the_budget():
     assert env["NUMJOBS"] == "100" and env["TARGET"] == "/mnt"
     assert int(env["NUMJOBS"]) * int(env["SIZE"]) <= 64 << 20
     assert int(env["SIZE"]) == int(env["NRFILES"]) * 2 * (32 << 10)
-    total = jobfile_env(replace(w, working_set_bytes=5 * GIB), "/mnt", "size=${SIZE}",
-                        p.size_bytes, p.runtime_s)
+    total = jobfile_env(
+        replace(w, working_set_bytes=5 * GIB), "/mnt", "size=${SIZE}", p.size_bytes, p.runtime_s
+    )
     assert total["SIZE"] == str(64 << 20)
 
 
@@ -237,13 +299,19 @@ def test_dry_run_lists_every_command_and_shows_what_skipped_f2fs_would_run():
 
 # ---------------------------------------------------------------- state file
 
+
 def full_state() -> ProbeState:
-    return ProbeState(owner=ProcessRef(4242, 99), matrix_id="m1", device="/dev/loop5",
-                      original_scheduler="bfq",
-                      mounts=[{"device": "/dev/loop5", "mountpoint": "/tmp/fsadvisor-mnt-a"}],
-                      scratch={"backing_file": "/tmp/fsadvisor-scratch-s.img", "loop_device": "/dev/loop5"},
-                      child=ProcessRef(4300, 7), current_cell="xfs ... | rep 2",
-                      matrices={"scratch": {"matrix_id": "m1", "plan": {"reps": 2}}})
+    return ProbeState(
+        owner=ProcessRef(4242, 99),
+        matrix_id="m1",
+        device="/dev/loop5",
+        original_scheduler="bfq",
+        mounts=[{"device": "/dev/loop5", "mountpoint": "/tmp/fsadvisor-mnt-a"}],
+        scratch={"backing_file": "/tmp/fsadvisor-scratch-s.img", "loop_device": "/dev/loop5"},
+        child=ProcessRef(4300, 7),
+        current_cell="xfs ... | rep 2",
+        matrices={"scratch": {"matrix_id": "m1", "plan": {"reps": 2}}},
+    )
 
 
 def test_state_file_round_trip_and_atomic_replace(tmp_path):
@@ -262,10 +330,17 @@ def test_state_file_round_trip_and_atomic_replace(tmp_path):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.one_of(st.text(max_size=200), st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
-                 st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-                              lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
-                              max_leaves=20).map(json.dumps)))
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+            lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+            max_leaves=20,
+        ).map(json.dumps),
+    )
+)
 def test_state_loader_never_crashes_on_garbage(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("s") / "x.probe-state.json"
     path.write_text(text)
@@ -279,20 +354,34 @@ def test_state_loader_never_crashes_on_garbage(tmp_path_factory, text):
 
 
 @settings(max_examples=50, deadline=None)
-@given(mounts=st.lists(st.text(min_size=1, max_size=20), max_size=3),
-       sched=st.none() | st.sampled_from(["none", "bfq"]), pid=st.integers(1, 1 << 22),
-       ticks=st.none() | st.integers(0, 1 << 40))
+@given(
+    mounts=st.lists(st.text(min_size=1, max_size=20), max_size=3),
+    sched=st.none() | st.sampled_from(["none", "bfq"]),
+    pid=st.integers(1, 1 << 22),
+    ticks=st.none() | st.integers(0, 1 << 40),
+)
 def test_state_dict_round_trip(mounts, sched, pid, ticks):
-    s = ProbeState(owner=ProcessRef(pid, ticks), original_scheduler=sched,
-                   mounts=[{"device": "/dev/x", "mountpoint": m} for m in mounts])
+    s = ProbeState(
+        owner=ProcessRef(pid, ticks),
+        original_scheduler=sched,
+        mounts=[{"device": "/dev/x", "mountpoint": m} for m in mounts],
+    )
     assert ProbeState.from_dict(json.loads(json.dumps(s.to_dict()))).to_dict() == s.to_dict()
 
 
 class FakeHost:
     """Records what the cleanup does; the world is what the test says it is."""
 
-    def __init__(self, alive=(), mounted=(), scheduler=None, backing=None, loops=(), files=(),
-                 benchmarks=None):
+    def __init__(
+        self,
+        alive=(),
+        mounted=(),
+        scheduler=None,
+        backing=None,
+        loops=(),
+        files=(),
+        benchmarks=None,
+    ):
         self.alive, self.mounted = set(alive), set(mounted)
         self.benchmarks = benchmarks or {}  # pid -> the paths its arguments mention
         self.scheduler, self.backing, self.loops = scheduler, backing or {}, list(loops)
@@ -306,8 +395,11 @@ class FakeHost:
         self.alive.discard(ref.pid)
 
     def benchmarks_using(self, paths):
-        return [ProcessRef(pid, 1) for pid, uses in self.benchmarks.items()
-                if pid in self.alive and set(uses) & set(paths)]
+        return [
+            ProcessRef(pid, 1)
+            for pid, uses in self.benchmarks.items()
+            if pid in self.alive and set(uses) & set(paths)
+        ]
 
     def is_mounted(self, mnt):
         return mnt in self.mounted
@@ -348,15 +440,24 @@ def test_cleanup_after_a_dead_probe_undoes_everything_in_order(tmp_path):
     state.scratch = {"backing_file": str(img), "loop_device": "/dev/loop5"}
     sf = StateFile(tmp_path / "x.probe-state.json")
     sf.save(state)
-    host = FakeHost(alive={4300}, mounted={"/tmp/fsadvisor-mnt-a"}, scheduler="mq-deadline",
-                    backing={"/dev/loop5": str(img) + " (deleted)"})
+    host = FakeHost(
+        alive={4300},
+        mounted={"/tmp/fsadvisor-mnt-a"},
+        scheduler="mq-deadline",
+        backing={"/dev/loop5": str(img) + " (deleted)"},
+    )
     report = cleanup_stale(sf, host, me=1)
     assert isinstance(report, CleanupReport) and report.cleaned
     assert report.owner_pid == 4242 and report.matrix_id == "m1"
     assert report.interrupted_cell == "xfs ... | rep 2"
-    assert host.calls == [("stop", 4300), ("umount", "/tmp/fsadvisor-mnt-a"),
-                          ("rmdir", "/tmp/fsadvisor-mnt-a"), ("scheduler", "/dev/loop5", "bfq"),
-                          ("detach", "/dev/loop5"), ("rm", str(img))]
+    assert host.calls == [
+        ("stop", 4300),
+        ("umount", "/tmp/fsadvisor-mnt-a"),
+        ("rmdir", "/tmp/fsadvisor-mnt-a"),
+        ("scheduler", "/dev/loop5", "bfq"),
+        ("detach", "/dev/loop5"),
+        ("rm", str(img)),
+    ]
     assert len(report.actions) == 5 and all("\n" not in a for a in report.actions)
     after = sf.load()
     assert not after.has_live_resources
@@ -385,8 +486,9 @@ def test_cleanup_does_not_touch_a_loop_device_that_now_serves_someone_else(tmp_p
 def test_cleanup_finds_a_loop_device_attached_before_its_name_was_saved(tmp_path):
     img = tmp_path / "fsadvisor-scratch-s.img"
     img.write_bytes(b"")
-    state = ProbeState(owner=ProcessRef(4242, 1),
-                       scratch={"backing_file": str(img), "loop_device": None})
+    state = ProbeState(
+        owner=ProcessRef(4242, 1), scratch={"backing_file": str(img), "loop_device": None}
+    )
     host = FakeHost(backing={"/dev/loop6": str(img)}, loops=["/dev/loop6"])
     undo(state, host)
     assert ("detach", "/dev/loop6") in host.calls and ("rm", str(img)) in host.calls
@@ -400,11 +502,24 @@ def test_cleanup_restores_the_scheduler_only_when_it_changed():
 
 # ---------------------------------------------------------------- measurement arithmetic
 
+
 def test_write_amplification_and_device_bytes():
-    before = {"read_sectors": 10, "write_sectors": 100, "read_ios": 1, "write_ios": 2,
-              "flush_ios": 0, "in_flight": 3}
-    after = {"read_sectors": 10, "write_sectors": 100 + 24, "read_ios": 1, "write_ios": 5,
-             "flush_ios": 2, "in_flight": 0}
+    before = {
+        "read_sectors": 10,
+        "write_sectors": 100,
+        "read_ios": 1,
+        "write_ios": 2,
+        "flush_ios": 0,
+        "in_flight": 3,
+    }
+    after = {
+        "read_sectors": 10,
+        "write_sectors": 100 + 24,
+        "read_ios": 1,
+        "write_ios": 5,
+        "flush_ios": 2,
+        "in_flight": 0,
+    }
     delta = measure.block_delta(before, after)
     assert "in_flight" not in delta
     m = measure.device_metrics(delta, {"app_write_bytes": 4096})
@@ -417,12 +532,15 @@ def test_a_counter_that_went_backwards_is_dropped():
     assert measure.block_delta({"write_sectors": 50}, {"write_sectors": 10}) == {}
 
 
-@pytest.mark.parametrize("direct, app, dev, flagged", [
-    (True, 100e6, 100e6, False),
-    (True, 100e6, 49e6, True),   # data=journal: page cache answered (domain notes §5)
-    (False, 100e6, 0.0, False),  # buffered: caching is allowed
-    (True, None, 0.0, False),    # no reads at all
-])
+@pytest.mark.parametrize(
+    "direct, app, dev, flagged",
+    [
+        (True, 100e6, 100e6, False),
+        (True, 100e6, 49e6, True),  # data=journal: page cache answered (domain notes §5)
+        (False, 100e6, 0.0, False),  # buffered: caching is allowed
+        (True, None, 0.0, False),  # no reads at all
+    ],
+)
 def test_direct_io_not_honoured(direct, app, dev, flagged):
     assert measure.direct_io_not_honoured(direct, app, dev) is flagged
 
@@ -434,15 +552,18 @@ def test_cpu_busy_from_proc_stat():
     assert measure.cpu_busy_pct(b, b) is None
 
 
-@given(st.text(max_size=300) | st.lists(st.integers(0, 1 << 40), max_size=12).map(
-    lambda xs: "cpu " + " ".join(map(str, xs))))
+@given(
+    st.text(max_size=300)
+    | st.lists(st.integers(0, 1 << 40), max_size=12).map(lambda xs: "cpu " + " ".join(map(str, xs)))
+)
 def test_proc_stat_parser_accepts_only_an_aggregate_cpu_line(text):
     first = next((ln.split()[1:] for ln in text.splitlines() if ln.split()[:1] == ["cpu"]), None)
     try:
         t = measure.CpuTimes.parse(text)
     except ValueError:
-        assert first is None or len(first) < 4 or not all(
-            v.isascii() and v.isdigit() for v in first)
+        assert (
+            first is None or len(first) < 4 or not all(v.isascii() and v.isdigit() for v in first)
+        )
         return
     assert t.total == sum(int(v) for v in first[:8])
 
@@ -454,6 +575,7 @@ def test_host_info_names_what_the_store_keys_on():
 
 
 # ---------------------------------------------------------------- interruptions
+
 
 def test_first_signal_interrupts_later_ones_wait_for_cleanup():
     g = Interruptions()
@@ -484,6 +606,7 @@ def test_cancel_from_another_thread_stops_at_the_next_check():
 
 # ---------------------------------------------------------------- executor
 
+
 def test_executor_stops_the_whole_process_group(tmp_path):
     pidfile = tmp_path / "bg.pid"
     seen = []
@@ -510,8 +633,14 @@ def _running(pid: int) -> bool:
 
 def test_executor_reports_the_last_stderr_line():
     with pytest.raises(CommandFailed) as e:
-        Executor().run([sys.executable, "-c", "import sys; print('usage: x', file=sys.stderr);"
-                        " print('bad option -Q', file=sys.stderr); sys.exit(3)"])
+        Executor().run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; print('usage: x', file=sys.stderr);"
+                " print('bad option -Q', file=sys.stderr); sys.exit(3)",
+            ]
+        )
     assert str(e.value).endswith("exited 3: bad option -Q")
     r = Executor().run(["true"])
     assert r.ok and r.returncode == 0
@@ -532,8 +661,13 @@ class FakeExecutor:
         from fsadvisor.probe.commands import CommandResult
 
         self.ran.append(tuple(argv))
-        r = CommandResult(tuple(argv), 32 if argv[0] == self.fail else 0, "",
-                          f"{argv[0]}: wrong fs type, bad option" if argv[0] == self.fail else "", 0.0)
+        r = CommandResult(
+            tuple(argv),
+            32 if argv[0] == self.fail else 0,
+            "",
+            f"{argv[0]}: wrong fs type, bad option" if argv[0] == self.fail else "",
+            0.0,
+        )
         if not r.ok and kw.get("check", True):
             raise CommandFailed(r.one_line_error(), r)
         return r
@@ -591,11 +725,29 @@ def test_what_cannot_be_undone_stays_in_the_state_for_the_next_run(tmp_path):
 def test_a_many_file_profile_fits_the_data_set_budget_across_its_jobs():
     from fsadvisor.domain import Profile, Workload
 
-    prof = Profile("pg", "", Workload(rw="randrw", rwmixread=70, bs_bytes=8192, numjobs=16,
-                                      nrfiles=64, file_size_bytes=GIB, working_set_bytes=64 * GIB,
-                                      ioengine="psync", direct=False))
-    p = plan(filesystems=["ext4"], schedulers=["none"], profile=prof, micro=False, reps=1,
-             size_bytes=128 << 20)
+    prof = Profile(
+        "pg",
+        "",
+        Workload(
+            rw="randrw",
+            rwmixread=70,
+            bs_bytes=8192,
+            numjobs=16,
+            nrfiles=64,
+            file_size_bytes=GIB,
+            working_set_bytes=64 * GIB,
+            ioengine="psync",
+            direct=False,
+        ),
+    )
+    p = plan(
+        filesystems=["ext4"],
+        schedulers=["none"],
+        profile=prof,
+        micro=False,
+        reps=1,
+        size_bytes=128 << 20,
+    )
     cell = next(c for c in p.cells() if c.config)
     argv = measure_argv(bench_job(p, cell, "/mnt", "/dev/loop9"))
     opt = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if "=" in a}
@@ -610,9 +762,12 @@ def test_cleanup_stops_a_benchmark_started_just_before_the_kill(tmp_path):
     mount point in its arguments, stopped, and only then is the filesystem unmounted."""
     state = full_state()
     state.child = None
-    host = FakeHost(alive={777, 888}, mounted={"/tmp/fsadvisor-mnt-a"},
-                    benchmarks={777: ["/tmp/fsadvisor-mnt-a"], 888: ["/somewhere/else"]},
-                    backing={"/dev/loop5": "/tmp/fsadvisor-scratch-s.img"})
+    host = FakeHost(
+        alive={777, 888},
+        mounted={"/tmp/fsadvisor-mnt-a"},
+        benchmarks={777: ["/tmp/fsadvisor-mnt-a"], 888: ["/somewhere/else"]},
+        backing={"/dev/loop5": "/tmp/fsadvisor-scratch-s.img"},
+    )
     undo(state, host)
     assert host.calls[:2] == [("stop", 777), ("umount", "/tmp/fsadvisor-mnt-a")]
     assert ("stop", 888) not in host.calls

@@ -30,15 +30,31 @@ def expected_kind(profile) -> str:
 
 
 def measured_step(profile_name: str):
-    p = build_plan("/dev/loop9", 4 * GIB, filesystems=["ext4"], schedulers=["none"],
-                   profile=load_profile(profile_name), micro=False, quick=True, runtime_s=2,
-                   kernel_supports=lambda fs: True)
+    p = build_plan(
+        "/dev/loop9",
+        4 * GIB,
+        filesystems=["ext4"],
+        schedulers=["none"],
+        profile=load_profile(profile_name),
+        micro=False,
+        quick=True,
+        runtime_s=2,
+        kernel_supports=lambda fs: True,
+    )
     cell = next(c for c in p.cells() if c.config is not None)
-    runner = CellRunner(plan=p, device="/dev/loop9", device_info=Device("/dev/loop9", 4 * GIB),
-                        mountpoint="/tmp/mnt-x", executor=Executor())
+    runner = CellRunner(
+        plan=p,
+        device="/dev/loop9",
+        device_info=Device("/dev/loop9", 4 * GIB),
+        mountpoint="/tmp/mnt-x",
+        executor=Executor(),
+    )
     steps = runner.steps(cell)
-    return cell.workload, [s for s in steps if s.role == "prepare"], next(
-        s for s in steps if s.role == "measure")
+    return (
+        cell.workload,
+        [s for s in steps if s.role == "prepare"],
+        next(s for s in steps if s.role == "measure"),
+    )
 
 
 @pytest.mark.parametrize("profile", PRESETS, ids=[p.name for p in PRESETS])
@@ -59,14 +75,14 @@ def test_the_filebench_oltp_preset_runs_its_fio_emulation_not_rocksdb():
 
 
 def test_a_ycsb_preset_runs_db_bench_with_its_mix_after_a_load():
-    name = next(p.name for p in PRESETS if expected_kind(p) == KIND_DB_BENCH
-                and "ycsb-b" in p.name)
+    name = next(p.name for p in PRESETS if expected_kind(p) == KIND_DB_BENCH and "ycsb-b" in p.name)
     spec, prep, run = measured_step(name)
     assert spec.kind == KIND_DB_BENCH and run.tool == KIND_DB_BENCH
     assert run.argv[0] == "db_bench" and prep and "fillrandom" in " ".join(prep[0].argv)
     # YCSB B is read-mostly: 95% reads (seed 000 §III-B used YCSB through RocksDB)
-    assert any(a in ("--readwritepercent=95", "--benchmarks=readrandomwriterandom")
-               for a in run.argv)
+    assert any(
+        a in ("--readwritepercent=95", "--benchmarks=readrandomwriterandom") for a in run.argv
+    )
     assert any(a.startswith("--db=/tmp/mnt-x/") for a in run.argv)
 
 

@@ -24,8 +24,16 @@ from fsadvisor.domain import Device
 from fsadvisor.records import RunRecord
 from fsadvisor.errors import DeviceRefused
 from fsadvisor.probe.plan import build_plan
-from fsadvisor.probe.state import (ProbeState, ProcessRef, StateFile, SystemOps, process_uses,
-                                   recorded_signature, state_path_for, undo)
+from fsadvisor.probe.state import (
+    ProbeState,
+    ProcessRef,
+    StateFile,
+    SystemOps,
+    process_uses,
+    recorded_signature,
+    state_path_for,
+    undo,
+)
 
 GIB = 1 << 30
 MNT = "/tmp/fsadvisor-mnt-abc"
@@ -33,6 +41,7 @@ SIBLING = "/tmp/fsadvisor-mnt-abcd"
 
 
 # ---------------------------------------------------------------- 1. exact path matching
+
 
 def fake_proc(root: Path, procs: dict[int, tuple[list[str], str | None, dict[str, str]]]) -> str:
     """A /proc with cmdline (NUL-separated), cwd (a symlink) and environ per pid."""
@@ -44,7 +53,9 @@ def fake_proc(root: Path, procs: dict[int, tuple[list[str], str | None, dict[str
             os.symlink(cwd, d / "cwd")
         (d / "environ").write_bytes(b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
         # start time (field 22) for ProcessRef.of
-        (d / "stat").write_text(f"{pid} ({Path(argv[0]).name}) S " + " ".join(["0"] * 18) + " 4242 0\n")
+        (d / "stat").write_text(
+            f"{pid} ({Path(argv[0]).name}) S " + " ".join(["0"] * 18) + " 4242 0\n"
+        )
     (root / "self").mkdir()  # not a pid: skipped
     return str(root)
 
@@ -130,21 +141,27 @@ def test_cleanup_of_a_dead_scratch_probe_stops_only_its_own_fio(tmp_path):
         def remove_file(self, path):
             pass
 
-    state = ProbeState(owner=ProcessRef(4242, 1), device="/dev/loop1",
-                       mounts=[{"device": "/dev/loop1", "mountpoint": MNT}],
-                       scratch={"backing_file": str(img), "loop_device": "/dev/loop1"})
+    state = ProbeState(
+        owner=ProcessRef(4242, 1),
+        device="/dev/loop1",
+        mounts=[{"device": "/dev/loop1", "mountpoint": MNT}],
+        scratch={"backing_file": str(img), "loop_device": "/dev/loop1"},
+    )
     undo(state, Host())
     assert sorted(stopped) == [103, 104, 105, 120, 121, 122, 123, 124, 125]
 
 
 @settings(max_examples=200, deadline=None)
-@given(suffix=st.text(alphabet="0123456789abcdefp-_.", min_size=1, max_size=6),
-       opt=st.sampled_from(["--filename=", "--directory=", "--db=", ""]))
+@given(
+    suffix=st.text(alphabet="0123456789abcdefp-_.", min_size=1, max_size=6),
+    opt=st.sampled_from(["--filename=", "--directory=", "--db=", ""]),
+)
 def test_a_path_that_merely_starts_like_ours_never_matches(suffix, opt):
     for ours in ("/dev/loop1", MNT):
         other = ours + suffix
-        assert not process_uses(["fio", opt + other, opt + other + "/f"], "/", {"TARGET": other},
-                                [ours])
+        assert not process_uses(
+            ["fio", opt + other, opt + other + "/f"], "/", {"TARGET": other}, [ours]
+        )
         assert process_uses(["fio", opt + ours + "/" + suffix], "/", {}, [ours])
 
 
@@ -154,9 +171,16 @@ EXT4 = {"TYPE": "ext4", "UUID": "0b5d7a1e-1111-4c39-9d4e-2d2f0c0d8e01"}
 
 
 def facts(signatures, recorded=None, own=False) -> devmod.DeviceFacts:
-    return devmod.DeviceFacts(path="/dev/loop3", resolved="/dev/loop3", name="loop3", parent=None,
-                              size_bytes=GIB, signatures=list(signatures), recorded=recorded,
-                              own_signature=own)
+    return devmod.DeviceFacts(
+        path="/dev/loop3",
+        resolved="/dev/loop3",
+        name="loop3",
+        parent=None,
+        size_bytes=GIB,
+        signatures=list(signatures),
+        recorded=recorded,
+        own_signature=own,
+    )
 
 
 def test_exactly_the_probes_own_signature_needs_no_force():
@@ -166,19 +190,27 @@ def test_exactly_the_probes_own_signature_needs_no_force():
     assert v.ok and v.own_signature and not v.needs_force
 
 
-@pytest.mark.parametrize("sigs, ident", [
-    (["ext4"], {**EXT4, "UUID": "0b5d7a1e-2222-4c39-9d4e-2d2f0c0d8e01"}),  # mkfs.ext4 by someone else
-    (["xfs"], {"TYPE": "xfs", "UUID": EXT4["UUID"]}),                     # another filesystem
-    (["dos", "ext4"], dict(EXT4)),                                          # plus a partition table
-    (["ext4"], None),                                                       # blkid could not tell
-    (["ext4"], {**EXT4, "UUID_SUB": "x"}),                                  # not the same mkfs
-])
+@pytest.mark.parametrize(
+    "sigs, ident",
+    [
+        (
+            ["ext4"],
+            {**EXT4, "UUID": "0b5d7a1e-2222-4c39-9d4e-2d2f0c0d8e01"},
+        ),  # mkfs.ext4 by someone else
+        (["xfs"], {"TYPE": "xfs", "UUID": EXT4["UUID"]}),  # another filesystem
+        (["dos", "ext4"], dict(EXT4)),  # plus a partition table
+        (["ext4"], None),  # blkid could not tell
+        (["ext4"], {**EXT4, "UUID_SUB": "x"}),  # not the same mkfs
+    ],
+)
 def test_any_other_signature_still_needs_force(sigs, ident):
     assert not devmod.is_own_signature(sigs, ident, EXT4)
     v = devmod.judge(facts(sigs, EXT4, own=False))
     assert not v.ok and v.needs_force and not v.own_signature
-    assert v.reason == (f"/dev/loop3 holds data: {', '.join(sigs)} signature found, not the one "
-                        f"this probe made (ext4 UUID {EXT4['UUID']}); pass --force to destroy it")
+    assert v.reason == (
+        f"/dev/loop3 holds data: {', '.join(sigs)} signature found, not the one "
+        f"this probe made (ext4 UUID {EXT4['UUID']}); pass --force to destroy it"
+    )
     assert devmod.judge(facts(sigs, EXT4), force=True).ok
 
 
@@ -190,8 +222,13 @@ def test_without_a_record_the_refusal_is_unchanged():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["TYPE", "UUID", "UUID_SUB", "PTTYPE", "LABEL", "USAGE",
-                                        "BLOCK_SIZE"]), st.text(max_size=8), max_size=7))
+@given(
+    st.dictionaries(
+        st.sampled_from(["TYPE", "UUID", "UUID_SUB", "PTTYPE", "LABEL", "USAGE", "BLOCK_SIZE"]),
+        st.text(max_size=8),
+        max_size=7,
+    )
+)
 def test_identity_keeps_only_type_and_uuids(blkid):
     ident = devmod.identity_of(blkid)
     if not blkid.get("TYPE") or not blkid.get("UUID"):
@@ -202,21 +239,33 @@ def test_identity_keeps_only_type_and_uuids(blkid):
 
 def test_the_recorded_signature_is_for_this_device_only(tmp_path):
     sf = StateFile(state_path_for(tmp_path / "p.db"))
-    state = ProbeState(matrices={"/dev/loop3": {
-        "matrix_id": "m1", "plan": {},
-        "own_signature": {"device": "/dev/loop3", "identity": dict(EXT4)}}})
+    state = ProbeState(
+        matrices={
+            "/dev/loop3": {
+                "matrix_id": "m1",
+                "plan": {},
+                "own_signature": {"device": "/dev/loop3", "identity": dict(EXT4)},
+            }
+        }
+    )
     sf.save(state)
     loaded = sf.load()
     assert recorded_signature(loaded, "/dev/loop3", "/dev/loop3") == EXT4
     assert recorded_signature(loaded, "/dev/loop3", "/dev/loop4") is None
     assert recorded_signature(loaded, "/dev/loop4", "/dev/loop4") is None
-    for garbage in (None, "x", {"device": "/dev/loop3"}, {"device": "/dev/loop3", "identity": {"TYPE": 1}},
-                    {"device": 3, "identity": dict(EXT4)}):
+    for garbage in (
+        None,
+        "x",
+        {"device": "/dev/loop3"},
+        {"device": "/dev/loop3", "identity": {"TYPE": 1}},
+        {"device": 3, "identity": dict(EXT4)},
+    ):
         loaded.matrices["/dev/loop3"]["own_signature"] = garbage
         assert recorded_signature(loaded, "/dev/loop3", "/dev/loop3") is None
 
 
 # ---------------------------------------------------------------- 3. a check before every cell
+
 
 class FakeStore:
     def __init__(self):
@@ -247,9 +296,11 @@ def matrix(tmp_path, monkeypatch):
     dev = str(tmp_path / "no-such-device")
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # our mount point goes here
-    monkeypatch.setattr(devmod, "safety_verdict",
-                        lambda path, force=False, own_signature=None, host=None:
-                        devmod.Verdict(True, None, path))
+    monkeypatch.setattr(
+        devmod,
+        "safety_verdict",
+        lambda path, force=False, own_signature=None, host=None: devmod.Verdict(True, None, path),
+    )
     monkeypatch.setattr(devmod, "inspect", lambda path, plp="unknown": Device(path, 4 * GIB))
     monkeypatch.setattr(devmod, "read_scheduler", lambda path: ("none", ["none"]))
     monkeypatch.setattr(fio, "fio_version", lambda: "fio-3.33")
@@ -258,16 +309,34 @@ def matrix(tmp_path, monkeypatch):
 
     def fake_cell(self, cell, on_step=None):
         ran.append(cell.label)
-        return RunRecord(cell_key=cell.key, device=self.device_info, config=cell.config,
-                         workload_name=cell.workload.name, workload=cell.workload.workload,
-                         rep=cell.rep, status="ok", started_at=0.0, wall_s=0.01,
-                         matrix_id=self.matrix_id)
+        return RunRecord(
+            cell_key=cell.key,
+            device=self.device_info,
+            config=cell.config,
+            workload_name=cell.workload.name,
+            workload=cell.workload.workload,
+            rep=cell.rep,
+            status="ok",
+            started_at=0.0,
+            wall_s=0.01,
+            matrix_id=self.matrix_id,
+        )
 
     monkeypatch.setattr(CellRunner, "run", fake_cell)
-    plan = build_plan(dev, 4 * GIB, filesystems=["ext4"], schedulers=["none"], reps=2,
-                      micro_names=["4k-randread-qd32"], variants=False, baseline=False,
-                      runtime_s=1, cooldown_s=0, kernel_supports=lambda fs: True,
-                      db_path=str(tmp_path / "p.db"))
+    plan = build_plan(
+        dev,
+        4 * GIB,
+        filesystems=["ext4"],
+        schedulers=["none"],
+        reps=2,
+        micro_names=["4k-randread-qd32"],
+        variants=False,
+        baseline=False,
+        runtime_s=1,
+        cooldown_s=0,
+        kernel_supports=lambda fs: True,
+        db_path=str(tmp_path / "p.db"),
+    )
     sf = StateFile(state_path_for(tmp_path / "p.db"))
     return plan, sf, ran
 
@@ -298,15 +367,19 @@ def test_a_device_taken_between_cells_stops_the_matrix_in_one_line(matrix):
     answers = iter([None, reason])
     events = []
     store = FakeStore()
-    run = MatrixRun(plan, store, sf, on_progress=events.append, device_check=lambda d: next(answers))
+    run = MatrixRun(
+        plan, store, sf, on_progress=events.append, device_check=lambda d: next(answers)
+    )
     wiped: list[str] = []
     run._wipe_own_signature = lambda d: wiped.append(d) or []
     with pytest.raises(DeviceTaken) as e:
         run.execute()
     msg = str(e.value)
     assert isinstance(e.value, DeviceRefused) and "\n" not in msg
-    assert msg == (f"probe stopped before cell {plan.cells()[1].label}: {reason}; the 1 cell "
-                   "done so far is stored, --resume continues")
+    assert msg == (
+        f"probe stopped before cell {plan.cells()[1].label}: {reason}; the 1 cell "
+        "done so far is stored, --resume continues"
+    )
     assert len(ran) == 1 and [r.status for r in store.records] == ["ok"]  # kept
     assert store.finished == ["interrupted"]
     assert wiped == []  # someone else's device now: not touched

@@ -18,30 +18,53 @@ LINE = " 253       0 vda 14637 4113 1137306 5396 52127 41316 2290904 50611 0 734
 
 def test_parses_the_classic_fields():
     s = cap.parse_diskstats(LINE + "\n   7  0 loop0 0 0 0 0 0 0 0 0 0 0 0\n short line\n")
-    assert s["vda"] == cap.DiskStats(reads=14637, read_sectors=1137306, writes=52127,
-                                     write_sectors=2290904, in_flight=0, io_ticks_ms=73468,
-                                     time_in_queue_ms=62432)
+    assert s["vda"] == cap.DiskStats(
+        reads=14637,
+        read_sectors=1137306,
+        writes=52127,
+        write_sectors=2290904,
+        in_flight=0,
+        io_ticks_ms=73468,
+        time_in_queue_ms=62432,
+    )
     assert set(s) == {"vda", "loop0"}
 
 
 counters = st.integers(0, 10**12)
 
 
-@given(st.lists(counters, min_size=11, max_size=17), st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=12))
+@given(
+    st.lists(counters, min_size=11, max_size=17),
+    st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=12),
+)
 @settings(max_examples=100)
 def test_parse_round_trips_any_counter_line(fields, name):
     line = f"8 0 {name} " + " ".join(map(str, fields))
     s = cap.parse_diskstats(line)[name]
-    assert (s.reads, s.read_sectors, s.writes, s.write_sectors, s.io_ticks_ms,
-            s.time_in_queue_ms) == (fields[0], fields[2], fields[4], fields[6], fields[9], fields[10])
+    assert (
+        s.reads,
+        s.read_sectors,
+        s.writes,
+        s.write_sectors,
+        s.io_ticks_ms,
+        s.time_in_queue_ms,
+    ) == (fields[0], fields[2], fields[4], fields[6], fields[9], fields[10])
 
 
-@given(r=st.integers(0, 10**6), w=st.integers(0, 10**6), rs=st.integers(1, 256),
-       ws=st.integers(1, 256), q=st.integers(0, 10**7), secs=st.floats(0.1, 3600))
+@given(
+    r=st.integers(0, 10**6),
+    w=st.integers(0, 10**6),
+    rs=st.integers(1, 256),
+    ws=st.integers(1, 256),
+    q=st.integers(0, 10**7),
+    secs=st.floats(0.1, 3600),
+)
 @settings(max_examples=200)
 def test_measure_is_the_delta(r, w, rs, ws, q, secs):
     a = cap.DiskStats(5, 40, 7, 56, 0, 100, 200)
-    b = cap.DiskStats(5 + r, 40 + r * rs, 7 + w, 56 + w * ws, 0, 100 + min(q, int(secs * 1000)), 200 + q)
+    b = cap.DiskStats(
+        5 + r, 40 + r * rs, 7 + w, 56 + w * ws, 0, 100 + min(q, int(secs * 1000)), 200 + q
+    )
     m = cap.measure(a, b, secs)
     assert m.ios == r + w and m.iops == pytest.approx((r + w) / secs)
     if r:
@@ -73,14 +96,21 @@ def test_profile_from_a_mix_rounds_sizes_and_depth_and_lists_assumptions():
 
 def test_service_capture_writes_a_profile_that_loads(tmp_path):
     stats = tmp_path / "diskstats"
-    samples = iter([
-        "8 0 sdz 0 0 0 0 0 0 0 0 0 0 0\n",
-        f"8 0 sdz 1000 0 {1000 * 8} 0 1000 0 {1000 * 128} 0 0 1500 3000\n",
-    ])
+    samples = iter(
+        [
+            "8 0 sdz 0 0 0 0 0 0 0 0 0 0 0\n",
+            f"8 0 sdz 1000 0 {1000 * 8} 0 1000 0 {1000 * 128} 0 0 1500 3000\n",
+        ]
+    )
     stats.write_text(next(samples))
     out = tmp_path / "p.toml"
-    r = capture("/dev/sdz", 1.0, out=str(out), diskstats=str(stats),
-                sleep=lambda s: stats.write_text(next(samples)))
+    r = capture(
+        "/dev/sdz",
+        1.0,
+        out=str(out),
+        diskstats=str(stats),
+        sleep=lambda s: stats.write_text(next(samples)),
+    )
     assert r["read_pct"] == 50 and r["mean_read_bytes"] == 4096 and r["mean_write_bytes"] == 65536
     text = out.read_text()
     assert text.startswith("# captured by fsadvisor profiles capture; ASSUMPTIONS to confirm:")

@@ -25,8 +25,7 @@ def test_q_from_predict_many_or_computed_here_rank_alike(profile, plp):
     def without_q(*a, design_out=None, **k):
         out = predict_many(*a, design_out=design_out, **k)
         X, cov = design_out["X"], design_out["cov"]
-        assert np.allclose(design_out.pop("q"), np.sum((X @ cov) * X, axis=1),
-                           rtol=1e-12, atol=0)
+        assert np.allclose(design_out.pop("q"), np.sum((X @ cov) * X, axis=1), rtol=1e-12, atol=0)
         seen["called"] = True
         return out
 
@@ -44,8 +43,9 @@ def test_leaders_with_q_given_match():
     mu = rng.normal(scale=0.05, size=30)
     q = np.sum((X @ cov) * X, axis=1)
     for first in (0, 4, int(np.argmax(mu))):
-        assert C._leaders_from_design(mu, X, cov, first, q) == \
-            C.leaders(mu, C.covariance(X, cov), first)
+        assert C._leaders_from_design(mu, X, cov, first, q) == C.leaders(
+            mu, C.covariance(X, cov), first
+        )
 
 
 @pytest.mark.parametrize("plp", ["yes", "no", "unknown"])
@@ -53,6 +53,7 @@ def test_the_catalogs_hazards_and_features_do_not_depend_on_the_scheduler(plp):
     # rank() judges each configuration once for all its schedulers: this is what allows it
     from fsadvisor import catalog
     from fsadvisor.predict.rank import permitted
+
     dev = advice.resolve_device("nvme:1T", plp)
     profiles = [advice.get_profile(n) for n in ("oltp", "build-unpack", "analytics-scan")]
     for cfg in catalog.candidates(dev.size_bytes):
@@ -78,14 +79,17 @@ def test_order_counts_complexity_per_configuration_plus_its_scheduler(spec):
     # the scheduler's: the same count as complexity() for every candidate
     from fsadvisor import catalog
     from fsadvisor.predict.rank import _settings_complexity, complexity, default_scheduler
+
     dev = advice.resolve_device(spec, None)
     for cfg in catalog.candidates(dev.size_bytes):
         assert complexity(cfg, dev) == _settings_complexity(cfg, dev) + (
-            cfg.scheduler != default_scheduler(dev))
+            cfg.scheduler != default_scheduler(dev)
+        )
 
 
 def test_rank_pauses_the_collector_and_restores_it_also_on_error():
     import gc
+
     model = advice.get_model()
     prof = advice.get_profile("oltp")
     dev = advice.resolve_device("nvme:1T", None)

@@ -17,19 +17,60 @@ import pytest
 CSV = Path(__file__).resolve().parents[2] / "datasets" / "reference" / "runs.csv"
 CLASSES = {"shm-loop", "zram"}
 STATUSES = {"ok", "failed", "incomplete", "skipped"}
-MICRO = ("4k-randread-qd32", "4k-randwrite-qd32", "4k-randrw70-qd32", "4k-randwrite-fsync1",
-         "128k-read-qd8", "128k-write-qd8", "meta-create", "meta-stat", "meta-delete")
+MICRO = (
+    "4k-randread-qd32",
+    "4k-randwrite-qd32",
+    "4k-randrw70-qd32",
+    "4k-randwrite-fsync1",
+    "128k-read-qd8",
+    "128k-write-qd8",
+    "meta-create",
+    "meta-stat",
+    "meta-delete",
+)
 RAW = MICRO[:6]  # the raw-device baseline has no files to create
 REQUIRED = (
-    "run_id", "device_class", "device", "host", "kernel", "fio_version", "date", "filesystem",
-    "mkfs_options", "mount_options", "scheduler", "ag_count", "workload", "workload_params",
-    "rep", "status", "flags", "iops", "read_iops", "write_iops", "mb_s", "mean_latency_us",
-    "p50_latency_us", "p99_latency_us", "cpu_usr_pct", "cpu_sys_pct", "energy_source",
-    "power_scope", "watts", "command",
+    "run_id",
+    "device_class",
+    "device",
+    "host",
+    "kernel",
+    "fio_version",
+    "date",
+    "filesystem",
+    "mkfs_options",
+    "mount_options",
+    "scheduler",
+    "ag_count",
+    "workload",
+    "workload_params",
+    "rep",
+    "status",
+    "flags",
+    "iops",
+    "read_iops",
+    "write_iops",
+    "mb_s",
+    "mean_latency_us",
+    "p50_latency_us",
+    "p99_latency_us",
+    "cpu_usr_pct",
+    "cpu_sys_pct",
+    "energy_source",
+    "power_scope",
+    "watts",
+    "command",
 )
 # Figures every ok fio run has (files/s for the metadata jobs is in "iops").
-OK_NUMBERS = ("iops", "mean_latency_us", "p50_latency_us", "p99_latency_us",
-              "cpu_usr_pct", "cpu_sys_pct", "watts")
+OK_NUMBERS = (
+    "iops",
+    "mean_latency_us",
+    "p50_latency_us",
+    "p99_latency_us",
+    "cpu_usr_pct",
+    "cpu_sys_pct",
+    "watts",
+)
 MKFS_KEYS = {"block_size", "inode_size", "blocks_per_group", "journal"}
 # The default configuration of each filesystem (btrfs with the probe's explicit nodiscard).
 DEFAULTS = {"raw": ("", ""), "ext4": ("", ""), "xfs": ("", ""), "btrfs": ("", "nodiscard")}
@@ -105,14 +146,23 @@ def test_default_configurations_have_three_ok_reps_per_workload_and_class(rows):
     reps = defaultdict(set)
     for r in rows:
         if r["status"] == "ok":
-            reps[(r["device_class"], r["filesystem"], r["mkfs_options"], r["mount_options"],
-                  r["ag_count"], r["workload"])].add(int(r["rep"]))
-    xfs_default_ag = {r["ag_count"] for r in rows
-                      if r["filesystem"] == "xfs" and not r["mount_options"]} - {"2", "16"}
+            reps[
+                (
+                    r["device_class"],
+                    r["filesystem"],
+                    r["mkfs_options"],
+                    r["mount_options"],
+                    r["ag_count"],
+                    r["workload"],
+                )
+            ].add(int(r["rep"]))
+    xfs_default_ag = {
+        r["ag_count"] for r in rows if r["filesystem"] == "xfs" and not r["mount_options"]
+    } - {"2", "16"}
     assert len(xfs_default_ag) == 1  # the AG count mkfs.xfs chose on its own
     for cls in sorted(CLASSES):
         for fs, (mkfs, mount) in DEFAULTS.items():
             ag = next(iter(xfs_default_ag)) if fs == "xfs" else ""
-            for wl in (RAW if fs == "raw" else MICRO):
+            for wl in RAW if fs == "raw" else MICRO:
                 n = len(reps[(cls, fs, mkfs, mount, ag, wl)])
                 assert n >= 3, f"{cls} {fs} defaults {wl}: {n} ok reps"

@@ -34,8 +34,15 @@ def mean(rows):
     cells = defaultdict(list)
     for r in rows:
         if r["status"] == "ok" and "direct-io-not-honoured" not in r["flags"]:
-            cells[(r["device_class"], r["filesystem"], r["mkfs_options"], r["mount_options"],
-                   r["workload"])].append(float(r["iops"]))
+            cells[
+                (
+                    r["device_class"],
+                    r["filesystem"],
+                    r["mkfs_options"],
+                    r["mount_options"],
+                    r["workload"],
+                )
+            ].append(float(r["iops"]))
     return {k: statistics.fmean(v) for k, v in cells.items() if len(v) >= 3}
 
 
@@ -43,8 +50,9 @@ def test_same_contract_and_devices_as_the_first_matrix(rows):
     first = _rows(HERE / "runs.csv")
     with CSV.open(newline="") as f:
         assert csv.DictReader(f).fieldnames == list(first[0].keys())
-    assert ({(r["device_class"], r["device"], r["host"]) for r in rows}
-            == {(r["device_class"], r["device"], r["host"]) for r in first})
+    assert {(r["device_class"], r["device"], r["host"]) for r in rows} == {
+        (r["device_class"], r["device"], r["host"]) for r in first
+    }
     assert {r["matrix_id"] for r in rows}.isdisjoint({r["matrix_id"] for r in first})
 
 
@@ -71,8 +79,7 @@ XFS = ("xfs", "", "")
 
 
 @pytest.mark.parametrize("cls", ["shm-loop", "zram"])
-def test_btrfs_fsync_from_several_writers_is_far_below_ext4_and_xfs_whatever_its_options(
-        mean, cls):
+def test_btrfs_fsync_from_several_writers_is_far_below_ext4_and_xfs_whatever_its_options(mean, cls):
     w = "profile:log-append"
     assert _ratio(mean, cls, BTRFS, EXT4, w) < 0.7
     assert _ratio(mean, cls, BTRFS, XFS, w) < 0.7
@@ -111,13 +118,16 @@ def test_the_model_loads_both_matrices_each_on_its_own_identity():
     # one study of the class for cross-validation by source table
     from fsadvisor.predict.fit import source_group
     from fsadvisor.store import reference
+
     obs = reference.load_observations()
     first = {o.device_id for o in obs if "mechanisms matrix" not in o.source}
     second = {o.device_id for o in obs if "mechanisms matrix" in o.source}
     assert first and second and first.isdisjoint(second)
     assert {d + "/quiet" for d in first} == second
-    assert {source_group(o.source) for o in obs} == {"reference matrix, shm-loop",
-                                                     "reference matrix, zram"}
+    assert {source_group(o.source) for o in obs} == {
+        "reference matrix, shm-loop",
+        "reference matrix, zram",
+    }
 
 
 def test_the_model_keeps_the_small_block_slowdown_with_ext4_s_buffered_writes():
@@ -135,20 +145,31 @@ def test_the_model_keeps_the_small_block_slowdown_with_ext4_s_buffered_writes():
 
     ref = reference.load_observations()
     obs = load_observations(include=("upper-bound", "lower-bound")) + ref
-    cells = [c for d in sorted({o.device_id for o in ref}) if d.startswith("ram-loop")
-             for c in device_cells(ref, d)
-             if c.metric == "iops" and not c.workload.direct
-             and any(c2.config.mkfs for c2 in device_cells(ref, d)
-                     if c2.workload == c.workload)]
+    cells = [
+        c
+        for d in sorted({o.device_id for o in ref})
+        if d.startswith("ram-loop")
+        for c in device_cells(ref, d)
+        if c.metric == "iops"
+        and not c.workload.direct
+        and any(c2.config.mkfs for c2 in device_cells(ref, d) if c2.workload == c.workload)
+    ]
     assert cells
-    dev_id = next(o.device_id for o in ref if o.workload == cells[0].workload
-                  and o.device_id.startswith("ram-loop"))
+    dev_id = next(
+        o.device_id
+        for o in ref
+        if o.workload == cells[0].workload and o.device_id.startswith("ram-loop")
+    )
     cells = [c for c in cells if c.workload == cells[0].workload]
     model = fit(obs, ModelSettings.load(use_store_calibration=False))
-    preds = predict_many(model, [c.config for c in cells], cells[0].workload,
-                         _target_device(ref, dev_id))
-    by = {(c.config.fs, dict(c.config.mkfs).get("block_size")): (c.mean, p.iops)
-          for c, p in zip(cells, preds) if not c.config.mount}
+    preds = predict_many(
+        model, [c.config for c in cells], cells[0].workload, _target_device(ref, dev_id)
+    )
+    by = {
+        (c.config.fs, dict(c.config.mkfs).get("block_size")): (c.mean, p.iops)
+        for c, p in zip(cells, preds)
+        if not c.config.mount
+    }
     (e_meas, e_pred), (s_meas, s_pred) = by[("ext4", None)], by[("ext4", 1024)]
     assert s_pred < 0.75 * e_pred
     assert abs(e_pred / e_meas - 1) < 0.15

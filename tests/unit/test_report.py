@@ -29,18 +29,21 @@ def fresh_store(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     from fsadvisor.service import advice
+
     advice._cache.clear()
     return tmp_db
 
 
 # ------------------------------------------------------------------ arithmetic
 
+
 def test_welch_matches_a_hand_computation():
     # equal variances and counts: Welch-Satterthwaite gives exactly 2(n-1) = 4 df, and
     # t(0.975, 4) = 2.776 (any t table)
     a, b = [10.0, 10.2, 9.8], [12.0, 12.2, 11.8]
-    d = cmp.welch(statistics.mean(a), statistics.stdev(a), 3, statistics.mean(b),
-                  statistics.stdev(b), 3)
+    d = cmp.welch(
+        statistics.mean(a), statistics.stdev(a), 3, statistics.mean(b), statistics.stdev(b), 3
+    )
     assert d["df"] == pytest.approx(4.0)
     half = 2.7764 * math.sqrt(0.04 / 3 + 0.04 / 3)
     assert d["low"] == pytest.approx(2.0 - half, abs=1e-3)
@@ -50,7 +53,7 @@ def test_welch_matches_a_hand_computation():
     # unequal variances: fewer degrees of freedom than the pooled 4
     u = cmp.welch(10.0, 0.2, 3, 12.0, 0.3, 3)
     va, vb = 0.04 / 3, 0.09 / 3
-    assert u["df"] == pytest.approx((va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2))
+    assert u["df"] == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 2))
     assert u["df"] < 4
 
 
@@ -88,20 +91,23 @@ def test_widening_90_to_95_keeps_the_centre_and_widens(lo, ratio):
     lo95, hi95 = rep.widen_90_to_95(lo, hi)
     assert lo95 < lo and hi95 > hi
     assert math.sqrt(lo95 * hi95) == pytest.approx(math.sqrt(lo * hi), rel=1e-9)
-    assert math.log(hi95 / lo95) == pytest.approx(math.log(hi / lo) * 1.959964 / 1.644854,
-                                                  rel=1e-5)
+    assert math.log(hi95 / lo95) == pytest.approx(math.log(hi / lo) * 1.959964 / 1.644854, rel=1e-5)
 
 
 def test_difference_sd_is_the_one_recommend_uses():
     import numpy as np
     from fsadvisor.predict.rank import difference_sd
-    design = {"X": np.array([[1.0, 0.0], [0.0, 1.0]]), "cov": np.array([[0.04, 0.01],
-                                                                        [0.01, 0.09]])}
+
+    design = {
+        "X": np.array([[1.0, 0.0], [0.0, 1.0]]),
+        "cov": np.array([[0.04, 0.01], [0.01, 0.09]]),
+    }
     # var(x0 - x1) = 0.04 + 0.09 - 2 * 0.01
     assert difference_sd(design, 0, 1) == pytest.approx(math.sqrt(0.11))
 
 
 # ------------------------------------------------------------------ report data and HTML
+
 
 def test_report_separates_measured_and_predicted_with_provenance(probed_store, probed_iops):
     doc = rep.build("oltp", db=str(probed_store))
@@ -154,6 +160,7 @@ def test_html_is_self_contained_and_escapes(probed_store, tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
     from fsadvisor.report.html import render
+
     doc = rep.build("oltp", db=str(probed_store))
     doc["profile"]["description"] = "<script>alert(1)</script>"
     assert "<script>alert" not in render(doc, [])
@@ -169,8 +176,10 @@ def test_report_without_probes_says_what_is_missing(fresh_store, tmp_path):
 def test_report_with_nothing_to_show_is_one_line_exit_2(fresh_store, tmp_path):
     # constraints nothing satisfies and no runs: neither a prediction nor a measurement
     prof = tmp_path / "impossible.toml"
-    prof.write_text('name = "impossible"\ndescription = "x"\n[workload]\nread_pct = 70\n'
-                    'pattern = "random"\nrequest_size = "8k"\n[constraints]\nmin_iops = 1e12\n')
+    prof.write_text(
+        'name = "impossible"\ndescription = "x"\n[workload]\nread_pct = 70\n'
+        'pattern = "random"\nrequest_size = "8k"\n[constraints]\nmin_iops = 1e12\n'
+    )
     r = run("report", "--profile", str(prof), "-o", str(tmp_path / "r.html"))
     assert r.exit_code == 2
     lines = r.output.strip().splitlines()
@@ -198,6 +207,7 @@ def test_report_png_only(probed_store, tmp_path):
 
 # ------------------------------------------------------------------ compare
 
+
 def test_compare_ranks_json(fresh_store):
     r = run("compare", "--profile", "oltp", "1", "2", "--json")
     assert r.exit_code == 0, r.output
@@ -210,15 +220,22 @@ def test_compare_ranks_json(fresh_store):
 
 
 def test_compare_measured_configs_use_welch(probed_store, probed_iops):
-    r = run("compare", "--profile", "oltp", '{"filesystem": "ext4"}',
-            '{"filesystem": "xfs", "mount": ["noatime"]}', "--json")
+    r = run(
+        "compare",
+        "--profile",
+        "oltp",
+        '{"filesystem": "ext4"}',
+        '{"filesystem": "xfs", "mount": ["noatime"]}',
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)["differences"][0]
     assert d["basis"].startswith("measured: Welch")
     a = [x / 50 for (m, fs), xs in probed_iops.items() if fs == "ext4" for x in xs]
     b = [x / 50 for (m, fs), xs in probed_iops.items() if fs == "xfs" for x in xs]
-    want = cmp.welch(statistics.mean(a), statistics.stdev(a), 6, statistics.mean(b),
-                     statistics.stdev(b), 6)
+    want = cmp.welch(
+        statistics.mean(a), statistics.stdev(a), 6, statistics.mean(b), statistics.stdev(b), 6
+    )
     assert d["diff_pct"] == pytest.approx(want["diff_pct"])
     assert d["significant"] and "more ops/J than A — significant" in d["verdict"]
 
@@ -236,14 +253,18 @@ def test_compare_matrices_text_and_plot(probed_store, monkeypatch):
 
 
 def test_compare_bad_input_is_one_line(fresh_store):
-    for args, msg in ((["compare", "{not json", "{}"], "configuration 1 is not JSON"),
-                      (["compare", "1", "2"], "ranks need --profile"),
-                      (["compare", "--profile", "oltp", "1", "5000"], "no rank 5000"),
-                      (["compare", "--profile", "oltp", "0", "1"], "ranks start at 1"),
-                      (["compare", "--matrix", "a"], "exactly two probe matrices"),
-                      (["compare", "--matrix", "a", "b"], "no matrix 'a'"),
-                      (["compare", "--profile", "oltp", '{"filesystem":"ext4"}',
-                        '{"filesystem":"ext4"}'], "same configuration is given twice")):
+    for args, msg in (
+        (["compare", "{not json", "{}"], "configuration 1 is not JSON"),
+        (["compare", "1", "2"], "ranks need --profile"),
+        (["compare", "--profile", "oltp", "1", "5000"], "no rank 5000"),
+        (["compare", "--profile", "oltp", "0", "1"], "ranks start at 1"),
+        (["compare", "--matrix", "a"], "exactly two probe matrices"),
+        (["compare", "--matrix", "a", "b"], "no matrix 'a'"),
+        (
+            ["compare", "--profile", "oltp", '{"filesystem":"ext4"}', '{"filesystem":"ext4"}'],
+            "same configuration is given twice",
+        ),
+    ):
         r = run(*args)
         assert r.exit_code == 2, (args, r.output)
         assert msg in r.output and len(r.output.strip().splitlines()) == 1, (args, r.output)
@@ -263,17 +284,39 @@ def test_recommend_plot_takes_the_terminal_width(fresh_store, monkeypatch, colum
 
 def test_plot_probe_draws_each_workload_and_skips_unranked():
     def row(cfg, wl, mean, lo, hi, ranked=True, fs="xfs"):
-        return {"config": cfg, "filesystem": fs, "scheduler": "none", "workload": wl,
-                "ranked": ranked,
-                "ops_per_joule": {"n": 2, "mean": mean, "ci95_low": lo, "ci95_high": hi}}
-    summary = {"results": [
-        row("ext4 [] () none", "4k-randread", 100.0, 90.0, 110.0, fs="ext4"),
-        row("xfs [] () none", "4k-randread", 140.0, 120.0, 160.0),
-        row("ext4 [] (data=journal) none", "4k-randread", 900.0, 800.0, 1000.0, ranked=False,
-            fs="ext4"),
-        row(None, "4k-randwrite", 50.0, 40.0, 60.0, fs="raw-device"),
-        {"config": "btrfs", "filesystem": "btrfs", "workload": "4k-randwrite", "scheduler": "none",
-         "ranked": True, "ops_per_joule": {"n": 0, "mean": None}}]}
+        return {
+            "config": cfg,
+            "filesystem": fs,
+            "scheduler": "none",
+            "workload": wl,
+            "ranked": ranked,
+            "ops_per_joule": {"n": 2, "mean": mean, "ci95_low": lo, "ci95_high": hi},
+        }
+
+    summary = {
+        "results": [
+            row("ext4 [] () none", "4k-randread", 100.0, 90.0, 110.0, fs="ext4"),
+            row("xfs [] () none", "4k-randread", 140.0, 120.0, 160.0),
+            row(
+                "ext4 [] (data=journal) none",
+                "4k-randread",
+                900.0,
+                800.0,
+                1000.0,
+                ranked=False,
+                fs="ext4",
+            ),
+            row(None, "4k-randwrite", 50.0, 40.0, 60.0, fs="raw-device"),
+            {
+                "config": "btrfs",
+                "filesystem": "btrfs",
+                "workload": "4k-randwrite",
+                "scheduler": "none",
+                "ranked": True,
+                "ops_per_joule": {"n": 0, "mean": None},
+            },
+        ]
+    }
     text = rep.plot_probe(summary, width=80)
     charts = text.split("\n\n")
     assert len(charts) == 2 and "4k-randread: ops/J" in charts[0]
@@ -284,15 +327,25 @@ def test_plot_probe_draws_each_workload_and_skips_unranked():
     assert rep.plot_probe({"results": []}).startswith("no ops/J to plot")
 
 
-@given(st.lists(st.one_of(st.text(max_size=12), st.integers(-3, 3).map(str),
-                          st.just('{"filesystem": "ext4"}'), st.just("[]")), max_size=4),
-       st.booleans())
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=12),
+            st.integers(-3, 3).map(str),
+            st.just('{"filesystem": "ext4"}'),
+            st.just("[]"),
+        ),
+        max_size=4,
+    ),
+    st.booleans(),
+)
 def test_compare_input_is_accepted_or_refused_in_one_line(items, matrices):
     """Whatever the arguments, compare either works or raises FsAdvisorError (the CLI's one
     line, exit 2) — never another exception. No profile or workload is given, so nothing
     gets as far as the model; two matrix ids look in an empty store of their own."""
     import tempfile
     from fsadvisor.errors import FsAdvisorError
+
     with tempfile.TemporaryDirectory() as d:
         try:
             cmp.compare(items, matrices=matrices, db=f"{d}/s.db")
@@ -307,34 +360,63 @@ def test_compare_pairs_runs_of_the_same_device(probed_store, probed_iops):
     from fsadvisor.records import EnergyReading, RunRecord
     from fsadvisor.profiles import load_profile
     from fsadvisor.store import open_store
+
     w = load_profile("oltp").workload
-    other = Device(path="/dev/nvme7n1", size_bytes=1 << 40, kind="nvme", model="Other SSD",
-                   serial="S1")
+    other = Device(
+        path="/dev/nvme7n1", size_bytes=1 << 40, kind="nvme", model="Other SSD", serial="S1"
+    )
     with open_store(str(probed_store)) as store:
         store.start_matrix({"reps": 8}, matrix_id="m-other")
         for rep in range(1, 9):
-            store.record_run(RunRecord(
-                cell_key="x", device=other, config=FsConfig.make("ext4"),
-                workload_name="profile:oltp", workload=w, rep=rep, status="ok",
-                started_at=1_790_000_100.0 + rep, wall_s=12.0,
-                metrics={"iops": 90_000.0 + rep}, matrix_id="m-other",
-                energy=EnergyReading(source="ipmi", scope="system", energy_j=1000.0,
-                                     avg_watts=100.0, duration_s=10.0)))
-    doc = cmp.compare(['{"filesystem": "ext4"}', '{"filesystem": "xfs", "mount": ["noatime"]}'],
-                      profile="oltp", db=str(probed_store))
+            store.record_run(
+                RunRecord(
+                    cell_key="x",
+                    device=other,
+                    config=FsConfig.make("ext4"),
+                    workload_name="profile:oltp",
+                    workload=w,
+                    rep=rep,
+                    status="ok",
+                    started_at=1_790_000_100.0 + rep,
+                    wall_s=12.0,
+                    metrics={"iops": 90_000.0 + rep},
+                    matrix_id="m-other",
+                    energy=EnergyReading(
+                        source="ipmi",
+                        scope="system",
+                        energy_j=1000.0,
+                        avg_watts=100.0,
+                        duration_s=10.0,
+                    ),
+                )
+            )
+    doc = cmp.compare(
+        ['{"filesystem": "ext4"}', '{"filesystem": "xfs", "mount": ["noatime"]}'],
+        profile="oltp",
+        db=str(probed_store),
+    )
     assert doc["entries"][0]["measured"]["n"] == 8  # shown: the summary with most runs
     d = doc["differences"][0]
     assert d["basis"].startswith("measured: Welch 95% interval over 6 and 6 runs")
     a = [x / 50 for (m, fs), xs in probed_iops.items() if fs == "ext4" for x in xs]
     assert d["diff_pct"] == pytest.approx(
-        100 * (statistics.mean(x / 50 for (m, fs), xs in probed_iops.items() if fs == "xfs"
-                               for x in xs) / statistics.mean(a) - 1))
+        100
+        * (
+            statistics.mean(
+                x / 50 for (m, fs), xs in probed_iops.items() if fs == "xfs" for x in xs
+            )
+            / statistics.mean(a)
+            - 1
+        )
+    )
 
 
 def test_report_unwritable_outputs_are_one_line(probed_store, tmp_path):
     (tmp_path / "afile").write_text("x")
-    for args in (["-o", str(tmp_path / "no" / "such" / "dir" / "r.html")],
-                 ["--png", str(tmp_path / "afile")]):
+    for args in (
+        ["-o", str(tmp_path / "no" / "such" / "dir" / "r.html")],
+        ["--png", str(tmp_path / "afile")],
+    ):
         r = run("report", "--profile", "oltp", *args)
         assert r.exit_code == 2, r.output
         assert len(r.output.strip().splitlines()) == 1 and r.output.startswith("fsadvisor: ")

@@ -42,6 +42,5 @@ def test_a_sector_size_no_drive_reports_is_refused(tmp_db):
     cli.register_all()
     r = CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--sector-size", "2048"])
     assert r.exit_code != 0 and "512 or 4096" in r.output and "Traceback" not in r.output
-    r = CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--sector-size", "512",
-                                     "--json"])
+    r = CliRunner().invoke(cli.app, ["recommend", "-p", "oltp", "--sector-size", "512", "--json"])
     assert json.loads(r.output)["device"]["logical_block_size"] == 512

@@ -25,8 +25,16 @@ GOLDEN = Path(__file__).parent / "golden"
 NVME = Device(path=None, size_bytes=1 << 40, kind="nvme")
 XFS = FsConfig.make("xfs", ag_count=16)
 # Postgres-like: 16 jobs, 70% random 8K reads, a commit every 8 writes (the oltp preset).
-OLTP = Workload(rw="randrw", bs_bytes=8192, numjobs=16, iodepth=1, rwmixread=70,
-                fsync_every=1, fsync_mode="per_transaction", direct=False)
+OLTP = Workload(
+    rw="randrw",
+    bs_bytes=8192,
+    numjobs=16,
+    iodepth=1,
+    rwmixread=70,
+    fsync_every=1,
+    fsync_mode="per_transaction",
+    direct=False,
+)
 NO_FSYNC = Workload(rw="randread", bs_bytes=4096, numjobs=4, iodepth=8)
 
 
@@ -36,13 +44,16 @@ def model():
     return fit([], ModelSettings.load())
 
 
-def fixed(channels: int, read_us: float = 10.0, write_us: float = 10.0,
-          flush_us: float = 100.0) -> sim.DeviceTimes:
-    return sim.DeviceTimes(channels=channels, read_us=read_us, write_us=write_us,
-                           flush_us=flush_us, sigma=0.0)
+def fixed(
+    channels: int, read_us: float = 10.0, write_us: float = 10.0, flush_us: float = 100.0
+) -> sim.DeviceTimes:
+    return sim.DeviceTimes(
+        channels=channels, read_us=read_us, write_us=write_us, flush_us=flush_us, sigma=0.0
+    )
 
 
 # --------------------------------------------------------------------------- event sequences
+
 
 def test_one_channel_one_client_serves_back_to_back():
     st_ = sim.run(fixed(1), [sim.JobSpec(read_frac=1.0)], requests=3, trace=True)
@@ -54,8 +65,7 @@ def test_one_channel_one_client_serves_back_to_back():
 
 def test_two_clients_share_one_channel_first_come_first_served():
     st_ = sim.run(fixed(1), [sim.JobSpec(read_frac=1.0)] * 2, requests=4, trace=True)
-    assert st_.trace == [(10.0, 0, "read"), (20.0, 1, "read"), (30.0, 0, "read"),
-                         (40.0, 1, "read")]
+    assert st_.trace == [(10.0, 0, "read"), (20.0, 1, "read"), (30.0, 0, "read"), (40.0, 1, "read")]
     # job 1 waited 10 us for the channel the first time, then every request waits one service
     assert list(st_.latencies_us) == [10.0, 20.0, 20.0, 20.0]
 
@@ -63,14 +73,18 @@ def test_two_clients_share_one_channel_first_come_first_served():
 def test_a_flush_drains_and_blocks_every_channel():
     # Job 0 writes and fsyncs every write; job 1 reads 30 us at a time on the other channel.
     times = fixed(2, read_us=30.0, write_us=10.0, flush_us=100.0)
-    st_ = sim.run(times, [sim.JobSpec(read_frac=0.0, writes_per_flush=1),
-                          sim.JobSpec(read_frac=1.0)], requests=5, trace=True)
+    st_ = sim.run(
+        times,
+        [sim.JobSpec(read_frac=0.0, writes_per_flush=1), sim.JobSpec(read_frac=1.0)],
+        requests=5,
+        trace=True,
+    )
     assert st_.trace == [
         (10.0, 0, "write"),
-        (30.0, 1, "read"),    # the flush queued at 10 waits for this read to drain
+        (30.0, 1, "read"),  # the flush queued at 10 waits for this read to drain
         (130.0, 0, "flush"),  # 30 + 100: it held both channels
         (140.0, 0, "write"),
-        (160.0, 1, "read"),   # the read issued at 30 waited behind the flush until 130
+        (160.0, 1, "read"),  # the read issued at 30 waited behind the flush until 130
         (260.0, 0, "flush"),  # queued at 140, the read held a channel until 160
         (270.0, 0, "write"),
     ]
@@ -82,8 +96,14 @@ def test_fsyncs_waiting_for_the_same_flush_share_it():
     times = fixed(3, read_us=50.0, write_us=10.0, flush_us=100.0)
     jobs = [sim.JobSpec(read_frac=1.0)] + [sim.JobSpec(writes_per_flush=1)] * 2
     st_ = sim.run(times, jobs, requests=4, trace=True)
-    assert st_.trace == [(10.0, 1, "write"), (10.0, 2, "write"), (50.0, 0, "read"),
-                         (150.0, 1, "flush"), (150.0, 2, "flush"), (160.0, 1, "write")]
+    assert st_.trace == [
+        (10.0, 1, "write"),
+        (10.0, 2, "write"),
+        (50.0, 0, "read"),
+        (150.0, 1, "flush"),
+        (150.0, 2, "flush"),
+        (160.0, 1, "write"),
+    ]
     assert st_.device_flushes == 1 and list(st_.flush_latencies_us) == [140.0, 140.0]
 
 
@@ -102,8 +122,9 @@ def test_bursts_leave_the_device_idle_and_busy_time_counts_only_work():
 
 def test_controller_stage_serialises_transfers():
     # Two channels, but one 5 us transfer stage: the second read waits for the first's transfer.
-    times = sim.DeviceTimes(channels=2, read_us=10.0, write_us=10.0, flush_us=0.0,
-                            read_xfer_us=5.0, sigma=0.0)
+    times = sim.DeviceTimes(
+        channels=2, read_us=10.0, write_us=10.0, flush_us=0.0, read_xfer_us=5.0, sigma=0.0
+    )
     st_ = sim.run(times, [sim.JobSpec(read_frac=1.0)] * 2, requests=2, trace=True)
     assert st_.trace == [(15.0, 0, "read"), (20.0, 1, "read")]
 
@@ -122,6 +143,7 @@ def _claimers(channels: int):
         got.append((name, env.now))
         yield env.timeout(hold_us)
         ch.free(c)
+
     return env, ch, got, user
 
 
@@ -138,10 +160,15 @@ def test_channels_never_let_a_narrow_claim_overtake_a_wide_one():
 
 # --------------------------------------------------------------------------- distributions
 
+
 def test_default_spread_reproduces_seed_002_p99_over_mean():
     assert sim.SEED002_RAW_MEAN_US == pytest.approx(78.4, abs=0.1)
-    st_ = sim.run(sim.DeviceTimes(channels=64, read_us=78.4, write_us=78.4, flush_us=0.0),
-                  [sim.JobSpec()] * 32, requests=60_000, seed=1)
+    st_ = sim.run(
+        sim.DeviceTimes(channels=64, read_us=78.4, write_us=78.4, flush_us=0.0),
+        [sim.JobSpec()] * 32,
+        requests=60_000,
+        seed=1,
+    )
     p99 = float(sorted(st_.latencies_us)[int(0.99 * st_.ops)])
     assert p99 / float(st_.latencies_us.mean()) == pytest.approx(290 / 78.4, rel=0.05)
     assert float(st_.latencies_us.mean()) == pytest.approx(78.4, rel=0.02)
@@ -165,6 +192,7 @@ def test_p99_grows_once_concurrency_exceeds_the_channels():
 
 # --------------------------------------------------------------------------- against the model
 
+
 def test_throughput_at_the_calibration_point_is_the_models(model):
     for w in (OLTP, NO_FSYNC, Workload(rw="filecreate", numjobs=8)):
         r = sim.simulate(model, XFS, w, NVME, requests=5000)
@@ -185,24 +213,27 @@ def test_throughput_at_the_calibration_point_is_the_models(model):
 def test_littles_law_holds_in_the_output(model):
     cal = sim.calibrate(model, XFS, NO_FSYNC, NVME, requests=10_000)
     for ov in (None, {"numjobs": 1}, {"iodepth": 64}, {"numjobs": 16, "iodepth": 32}):
-        r = sim.simulate(model, XFS, NO_FSYNC, NVME, requests=10_000, overrides=ov,
-                         calibration=cal)
-        assert r.mean_latency_ms / 1000 == pytest.approx(r.concurrency / r.throughput_ops_s,
-                                                         rel=0.03), ov
+        r = sim.simulate(model, XFS, NO_FSYNC, NVME, requests=10_000, overrides=ov, calibration=cal)
+        assert r.mean_latency_ms / 1000 == pytest.approx(
+            r.concurrency / r.throughput_ops_s, rel=0.03
+        ), ov
         assert r.energy_per_op_j == pytest.approx(r.watts / r.throughput_ops_s, rel=1e-9)
 
 
 def test_fsync_with_plp_is_faster_than_without(model):
     cal = sim.calibrate(model, XFS, OLTP, NVME, requests=10_000)
-    no = sim.simulate(model, XFS, OLTP, NVME, requests=10_000, overrides={"plp": "no"},
-                      calibration=cal)
-    yes = sim.simulate(model, XFS, OLTP, NVME, requests=10_000, overrides={"plp": "yes"},
-                       calibration=cal)
+    no = sim.simulate(
+        model, XFS, OLTP, NVME, requests=10_000, overrides={"plp": "no"}, calibration=cal
+    )
+    yes = sim.simulate(
+        model, XFS, OLTP, NVME, requests=10_000, overrides={"plp": "yes"}, calibration=cal
+    )
     assert yes.throughput_ops_s > 1.5 * no.throughput_ops_s
     assert yes.mean_flush_latency_ms < no.mean_flush_latency_ms
     assert yes.ops_per_joule > no.ops_per_joule
-    none = sim.simulate(model, XFS, OLTP, NVME, requests=10_000, overrides={"fsync_every": 0},
-                        calibration=cal)
+    none = sim.simulate(
+        model, XFS, OLTP, NVME, requests=10_000, overrides={"fsync_every": 0}, calibration=cal
+    )
     assert none.fsyncs == 0 and none.mean_flush_latency_ms is None
     assert none.throughput_ops_s > yes.throughput_ops_s
 
@@ -210,15 +241,20 @@ def test_fsync_with_plp_is_faster_than_without(model):
 def test_group_commit_raises_throughput(model):
     w = Workload(rw="write", bs_bytes=65536, numjobs=4, fsync_every=1)
     cal = sim.calibrate(model, XFS, w, NVME, requests=8000)
-    thr = [sim.simulate(model, XFS, w, NVME, requests=8000, calibration=cal,
-                        overrides={"fsync_every": n}).throughput_ops_s for n in (1, 8, 32)]
+    thr = [
+        sim.simulate(
+            model, XFS, w, NVME, requests=8000, calibration=cal, overrides={"fsync_every": n}
+        ).throughput_ops_s
+        for n in (1, 8, 32)
+    ]
     assert thr[0] < thr[1] < thr[2]
 
 
 def test_same_seed_same_output_other_seed_other_output(model):
     def run(seed):
-        d = sim.simulate(model, XFS, OLTP, NVME, seed=seed, requests=3000,
-                         overrides={"numjobs": 8}).to_dict()
+        d = sim.simulate(
+            model, XFS, OLTP, NVME, seed=seed, requests=3000, overrides={"numjobs": 8}
+        ).to_dict()
         d.pop("wall_s")
         return d
 
@@ -227,35 +263,44 @@ def test_same_seed_same_output_other_seed_other_output(model):
     assert run(12)["p99_latency_ms"] != a["p99_latency_ms"]
 
 
-@pytest.mark.parametrize("overrides, fragment", [
-    ({"numjobs": 0}, "numjobs must be between"),
-    ({"iodepth": 2.5}, "iodepth must be a whole number"),
-    ({"qd": 4}, "unknown what-if knob"),
-    ({"plp": "maybe"}, "plp must be yes, no or unknown"),
-    ({"bs": "huge"}, "bs must be a size"),
-    ({"burst": 4}, "needs both burst"),
-    ({"numjobs": 4096, "iodepth": 2}, "limit"),
-    ({"numjobs": 100}, "steady state"),
-])
+@pytest.mark.parametrize(
+    "overrides, fragment",
+    [
+        ({"numjobs": 0}, "numjobs must be between"),
+        ({"iodepth": 2.5}, "iodepth must be a whole number"),
+        ({"qd": 4}, "unknown what-if knob"),
+        ({"plp": "maybe"}, "plp must be yes, no or unknown"),
+        ({"bs": "huge"}, "bs must be a size"),
+        ({"burst": 4}, "needs both burst"),
+        ({"numjobs": 4096, "iodepth": 2}, "limit"),
+        ({"numjobs": 100}, "steady state"),
+    ],
+)
 def test_bad_overrides_are_one_line_domain_errors(model, overrides, fragment):
     with pytest.raises(FsAdvisorError, match=fragment) as e:
         sim.simulate(model, XFS, NO_FSYNC, NVME, requests=5000, overrides=overrides)
     assert "\n" not in str(e.value)
 
 
-_OVERRIDES = st.fixed_dictionaries({}, optional={
-    "numjobs": st.integers(1, 16),
-    "iodepth": st.integers(1, 8),
-    "fsync_every": st.integers(0, 64),
-    "plp": st.sampled_from(["yes", "no", "unknown"]),
-    "rwmixread": st.integers(0, 100),
-    "bs": st.sampled_from(["512", "4k", "16k", "128k", "1m", 8192]),
-})
+_OVERRIDES = st.fixed_dictionaries(
+    {},
+    optional={
+        "numjobs": st.integers(1, 16),
+        "iodepth": st.integers(1, 8),
+        "fsync_every": st.integers(0, 64),
+        "plp": st.sampled_from(["yes", "no", "unknown"]),
+        "rwmixread": st.integers(0, 100),
+        "bs": st.sampled_from(["512", "4k", "16k", "128k", "1m", 8192]),
+    },
+)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ov=_OVERRIDES, burst=st.sampled_from([None, (3, 0.05), (50, 2.0)]),
-       meta=st.sampled_from([0.0, 0.3, 1.0]))
+@given(
+    ov=_OVERRIDES,
+    burst=st.sampled_from([None, (3, 0.05), (50, 2.0)]),
+    meta=st.sampled_from([0.0, 0.3, 1.0]),
+)
 def test_random_valid_overrides_give_finite_non_negative_results(model, ov, burst, meta):
     if burst:
         ov = {**ov, "burst": burst[0], "pause_ms": burst[1]}
@@ -274,6 +319,7 @@ def test_random_valid_overrides_give_finite_non_negative_results(model, ov, burs
 @given(st.text(max_size=40))
 def test_vary_and_set_parsers_raise_only_domain_errors(text):
     from fsadvisor.service.simulate import parse_settings, parse_vary
+
     for f in (parse_vary, lambda t: parse_settings([t])):
         try:
             f(text)
@@ -283,6 +329,7 @@ def test_vary_and_set_parsers_raise_only_domain_errors(text):
 
 def test_parse_vary():
     from fsadvisor.service.simulate import parse_vary
+
     assert parse_vary("numjobs=1,4,16") == ("numjobs", [1, 4, 16])
     assert parse_vary(" plp = no,yes") == ("plp", ["no", "yes"])
     assert parse_vary("pause_ms=0.5") == ("pause_ms", [0.5])
@@ -290,21 +337,33 @@ def test_parse_vary():
 
 # --------------------------------------------------------------------------- CLI, golden
 
+
 @pytest.fixture
 def cli_env(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     import fsadvisor.cli as cli
     from fsadvisor.service import advice
+
     advice._cache.clear()
     cli.register_all()
     runner = CliRunner()
     return lambda *args: runner.invoke(cli.app, list(args))
 
 
-GOLDEN_ARGS = ["simulate", "--config", '{"filesystem": "xfs", "ag_count": 16}',
-               "--profile", "oltp", "--vary", "numjobs=1,4,16,64", "--seed", "7",
-               "--requests", "10000"]
+GOLDEN_ARGS = [
+    "simulate",
+    "--config",
+    '{"filesystem": "xfs", "ag_count": 16}',
+    "--profile",
+    "oltp",
+    "--vary",
+    "numjobs=1,4,16,64",
+    "--seed",
+    "7",
+    "--requests",
+    "10000",
+]
 
 
 def test_cli_output_matches_the_golden_file(cli_env, monkeypatch):
@@ -322,9 +381,19 @@ def test_cli_output_matches_the_golden_file(cli_env, monkeypatch):
 
 def test_cli_json_and_errors(cli_env):
     import json
-    r = cli_env("simulate", "-c", '{"filesystem": "ext4"}', "-w",
-                '{"rw": "randwrite", "bs": "4k", "iodepth": 8, "fsync": 1}',
-                "--vary", "plp=no,yes", "-n", "2000", "--json")
+
+    r = cli_env(
+        "simulate",
+        "-c",
+        '{"filesystem": "ext4"}',
+        "-w",
+        '{"rw": "randwrite", "bs": "4k", "iodepth": 8, "fsync": 1}',
+        "--vary",
+        "plp=no,yes",
+        "-n",
+        "2000",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["note"] == sim.LABEL
@@ -334,10 +403,11 @@ def test_cli_json_and_errors(cli_env):
     assert all(type(d["calibration"]["channels"]) is int and d["calibration"]["channels"] >= 1
                for d in doc["results"])
     for args, fragment in (
-            (["--vary", "numjobs=1,x"], "numjobs needs a number"),
-            (["--vary", "speed=1"], "unknown what-if knob"),
-            (["--requests", "50"], "requests must be between"),
-            (["--set", "burst=3"], "needs both burst")):
+        (["--vary", "numjobs=1,x"], "numjobs needs a number"),
+        (["--vary", "speed=1"], "unknown what-if knob"),
+        (["--requests", "50"], "requests must be between"),
+        (["--set", "burst=3"], "needs both burst"),
+    ):
         r = cli_env("simulate", "-c", '{"filesystem": "ext4"}', "-p", "oltp", *args)
         assert r.exit_code == 2, r.output
         assert fragment in r.output and "Traceback" not in r.output
@@ -365,6 +435,7 @@ def test_simulate_agrees_with_predict_at_the_calibration_point(tmp_db, preset, k
     warning says so)."""
     from fsadvisor.service import advice
     from fsadvisor.service.simulate import simulate_what_if
+
     advice._cache.clear()
     cfg = '{"filesystem": "xfs", "ag_count": 16}'
     pred = advice.predict_one(cfg, profile=preset, device=f"{kind}:1T")
@@ -388,25 +459,41 @@ def test_simulate_agrees_with_predict_at_the_calibration_point(tmp_db, preset, k
     conc = r.concurrency
     mean_90 = (conc / u["iops_90"][1] * 1000, conc / u["iops_90"][0] * 1000)
     assert _within(r.mean_latency_ms, mean_90, rel=rel), (r.mean_latency_ms, mean_90)
-    assert _within(r.p99_latency_ms, u["p99_latency_ms_90"]), (r.p99_latency_ms,
-                                                                u["p99_latency_ms_90"])
+    assert _within(r.p99_latency_ms, u["p99_latency_ms_90"]), (
+        r.p99_latency_ms,
+        u["p99_latency_ms_90"],
+    )
 
 
-def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(tmp_db, model,
-                                                                               monkeypatch):
+def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
+    tmp_db, model, monkeypatch
+):
     from fsadvisor.predict import ceilings
     from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
     from fsadvisor.predict.predict import predict
     from fsadvisor.service import advice, device_figures
     from fsadvisor.service.simulate import simulate_what_if
     from fsadvisor.store import open_store
+
     loop = Device(path="/dev/loop4", size_bytes=64 << 30, kind="loop", model="backing: file")
-    values = dict(model.settings.device_params("loop"), read_latency_us=40.0,
-                  write_latency_us=30.0, flush_latency_us=150.0, parallelism=16.0,
-                  read_iops_cap=90_000.0, write_iops_cap=70_000.0)
-    fitted = DeviceParams(loop.identity, "loop", values, {k: 0.05 for k in PARAM_KEYS},
-                          source="fitted: 12 raw runs on this device", n_runs=12,
-                          details={"fitted_at": 1_790_000_000.0})
+    values = dict(
+        model.settings.device_params("loop"),
+        read_latency_us=40.0,
+        write_latency_us=30.0,
+        flush_latency_us=150.0,
+        parallelism=16.0,
+        read_iops_cap=90_000.0,
+        write_iops_cap=70_000.0,
+    )
+    fitted = DeviceParams(
+        loop.identity,
+        "loop",
+        values,
+        {k: 0.05 for k in PARAM_KEYS},
+        source="fitted: 12 raw runs on this device",
+        n_runs=12,
+        details={"fitted_at": 1_790_000_000.0},
+    )
     with open_store(str(tmp_db)) as s:
         s.save_device_params(fitted, fitted_at=1_790_000_000.0)
     params = device_figures.device_params_for(loop, str(tmp_db))
@@ -414,12 +501,20 @@ def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
     monkeypatch.setattr(advice, "resolve_device", lambda spec, plp=None: loop)
     advice._cache.clear()
     w = advice.get_profile("oltp").workload
-    (r,) = simulate_what_if('{"filesystem": "xfs", "ag_count": 16}', profile="oltp",
-                            requests=3000)
+    (r,) = simulate_what_if('{"filesystem": "xfs", "ag_count": 16}', profile="oltp", requests=3000)
     want = ceilings.cap(predict(advice.get_model(None), XFS, w, loop, device_params=params), w)
     from fsadvisor.predict.device_params import prior_params
-    prior = ceilings.cap(predict(advice.get_model(None), XFS, w, loop, device_params=prior_params(
-        "loop", model.settings.devices, loop.identity)), w)
+
+    prior = ceilings.cap(
+        predict(
+            advice.get_model(None),
+            XFS,
+            w,
+            loop,
+            device_params=prior_params("loop", model.settings.devices, loop.identity),
+        ),
+        w,
+    )
     assert want.iops != pytest.approx(prior.iops, rel=0.01)  # the calibration matters here
     cal = r.calibration
     assert cal.model_iops == pytest.approx(want.iops)
@@ -430,8 +525,13 @@ def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
 
 def test_power_rises_with_utilisation_across_a_numjobs_sweep(tmp_db):
     from fsadvisor.service.simulate import simulate_what_if
-    rs = simulate_what_if('{"filesystem": "xfs", "ag_count": 16}', profile="oltp",
-                          vary="numjobs=1,2,4,8,16,32,64", requests=2000)
+
+    rs = simulate_what_if(
+        '{"filesystem": "xfs", "ag_count": 16}',
+        profile="oltp",
+        vary="numjobs=1,2,4,8,16,32,64",
+        requests=2000,
+    )
     cal = rs[0].calibration
     assert cal.drive_active_watts > cal.drive_idle_watts  # system scope contains the drive
     assert "assumed" in cal.drive_power_source
@@ -452,8 +552,15 @@ def test_power_rises_with_utilisation_across_a_numjobs_sweep(tmp_db):
 def test_a_burst_that_leaves_the_device_idle_draws_less(model):
     cal = sim.calibrate(model, XFS, NO_FSYNC, NVME, requests=4000)
     busy = sim.simulate(model, XFS, NO_FSYNC, NVME, requests=4000, calibration=cal)
-    idle = sim.simulate(model, XFS, NO_FSYNC, NVME, requests=4000, calibration=cal,
-                        overrides={"burst": 4, "pause_ms": 1.0})
+    idle = sim.simulate(
+        model,
+        XFS,
+        NO_FSYNC,
+        NVME,
+        requests=4000,
+        calibration=cal,
+        overrides={"burst": 4, "pause_ms": 1.0},
+    )
     assert idle.utilisation < busy.utilisation and idle.watts < busy.watts
 
 
@@ -465,15 +572,18 @@ def test_cpu_dram_scope_does_not_contain_the_drive(model):
 def test_a_library_drives_datasheet_power_is_its_range():
     from fsadvisor.predict.device_params import prior_params
     from fsadvisor.predict.settings import ModelSettings
+
     p = prior_params("nvme", ModelSettings.load().devices)
-    p = sim.replace(p, details={"model": "Example 1", "power_w": {"active_power_w": 6.5,
-                                                                  "idle_power_w": 0.055}})
+    p = sim.replace(
+        p, details={"model": "Example 1", "power_w": {"active_power_w": 6.5, "idle_power_w": 0.055}}
+    )
     idle, active, source = sim.drive_power(p, "system")
     assert (idle, active) == (0.055, 6.5) and "Example 1" in source and "datasheet" in source
 
 
 def test_cli_default_request_count_is_the_simulators():
     from fsadvisor.cli import simulate as cli_sim
+
     assert cli_sim.DEFAULT_REQUESTS == sim.DEFAULT_REQUESTS
 
 
@@ -481,12 +591,21 @@ _CEILING_KINDS = st.sampled_from(["nvme", "sata-ssd", "loop", "zram", "ram-loop"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=_CEILING_KINDS, ov=st.fixed_dictionaries({
-    "numjobs": st.sampled_from([1, 4, 16, 64]),
-    "iodepth": st.sampled_from([1, 8, 32]),
-    "bs": st.sampled_from(["4k", "64k", "1m", "4m"]),
-    "rwmixread": st.integers(0, 100),
-}, optional={"fsync_every": st.sampled_from([0, 1, 32]), "plp": st.sampled_from(["yes", "no"])}))
+@given(
+    kind=_CEILING_KINDS,
+    ov=st.fixed_dictionaries(
+        {
+            "numjobs": st.sampled_from([1, 4, 16, 64]),
+            "iodepth": st.sampled_from([1, 8, 32]),
+            "bs": st.sampled_from(["4k", "64k", "1m", "4m"]),
+            "rwmixread": st.integers(0, 100),
+        },
+        optional={
+            "fsync_every": st.sampled_from([0, 1, 32]),
+            "plp": st.sampled_from(["yes", "no"]),
+        },
+    ),
+)
 # Found by hypothesis against a flat 3% slack: all writes (no share to wander), 0.5% over the
 # write ceiling from the service times' own spread.
 @example(kind="nvme", ov={"numjobs": 1, "iodepth": 32, "bs": "4m", "rwmixread": 0})
@@ -506,6 +625,7 @@ def test_simulated_rates_respect_the_devices_ceilings(model, kind, ov):
 def _assert_within_the_ceilings(r, ov, values):
     from fsadvisor.predict import ceilings
     from fsadvisor.sizes import parse_size
+
     r_w = sim.replace(OLTP, rwmixread=ov["rwmixread"], bs_bytes=parse_size(ov["bs"]))
     lim = ceilings.ceilings(r_w, values)
     # The ceiling is a long-run rate: the harmonic mix of the read and write ceilings by the
@@ -518,9 +638,11 @@ def _assert_within_the_ceilings(r, ov, values):
     #   sigma), so n of them add up to n means times 1 +- cv/sqrt(n) (cv of the factor).
     share = ov["rwmixread"] / 100.0
     sd = math.sqrt(share * (1.0 - share) / r.requests)
-    at = [ceilings.ceilings(sim.replace(r_w, rwmixread=x), values)
-          for x in (max(0.0, share - 5 * sd) * 100, min(1.0, share + 5 * sd) * 100)]
-    cv = math.sqrt(math.expm1(r.calibration.sigma ** 2))
+    at = [
+        ceilings.ceilings(sim.replace(r_w, rwmixread=x), values)
+        for x in (max(0.0, share - 5 * sd) * 100, min(1.0, share + 5 * sd) * 100)
+    ]
+    cv = math.sqrt(math.expm1(r.calibration.sigma**2))
     spread = 1.0 / (1.0 - 5 * cv / math.sqrt(r.requests))
     iops_bound = max(c["iops_limit"] for c in at) * spread
     bw_bound = max(c["bandwidth_bytes_s"] for c in at) * spread
@@ -533,8 +655,11 @@ def _assert_within_the_ceilings(r, ov, values):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=_CEILING_KINDS, ov=_OVERRIDES, meta=st.sampled_from([0.0, 0.3]))
 # Found by hypothesis (2026-11-24): 44% reads among writes that wait for a flush every 9th.
-@example(kind="nvme", ov={"numjobs": 4, "plp": "no", "fsync_every": 9, "iodepth": 7,
-                          "rwmixread": 44, "bs": "16k"}, meta=0.0)
+@example(
+    kind="nvme",
+    ov={"numjobs": 4, "plp": "no", "fsync_every": 9, "iodepth": 7, "rwmixread": 44, "bs": "16k"},
+    meta=0.0,
+)
 def test_latency_statistics_are_consistent(model, kind, ov, meta):
     """Right-skewed service times give right-skewed latencies: p50 <= mean for one class of
     request, and the percentiles are ordered up to the maximum; the p99 interval contains
@@ -543,10 +668,13 @@ def test_latency_statistics_are_consistent(model, kind, ov, meta):
     w = Workload(rw="randrw", numjobs=2, iodepth=2, fsync_every=4, create_frac=meta)
     conc = ov.get("numjobs", 2) * ov.get("iodepth", 2)
     r = sim.simulate(model, XFS, w, dev, requests=max(2000, 10 * conc), overrides=ov)
-    one_class = (ov.get("fsync_every", w.fsync_every) == 0
-                 or ov.get("rwmixread", w.rwmixread) in (0, 100))
-    unsaturated = (r.concurrency <= r.calibration.channels
-                   and r.throughput_ops_s < 0.8 * r.ceiling_iops)
+    one_class = ov.get("fsync_every", w.fsync_every) == 0 or ov.get("rwmixread", w.rwmixread) in (
+        0,
+        100,
+    )
+    unsaturated = (
+        r.concurrency <= r.calibration.channels and r.throughput_ops_s < 0.8 * r.ceiling_iops
+    )
     if unsaturated and one_class:
         assert r.p50_latency_ms <= r.mean_latency_ms, (r.p50_latency_ms, r.mean_latency_ms)
     elif unsaturated:
@@ -554,32 +682,38 @@ def test_latency_statistics_are_consistent(model, kind, ov, meta):
         # the slow class holds most requests, the median sits in it and the mean is pulled
         # below it by the fast one, so p50 > mean is no fault (the example above: p50/mean
         # 0.93-1.02 over seeds 1-7; without fsync, or with one class, 0.86-0.99).
-        assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms,
-                                                                r.mean_latency_ms)
+        assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms, r.mean_latency_ms)
     else:
         # A saturated device (a queue deeper than its channels, or its controller stage at
         # 80% of the ceiling or more): latency is mostly the wait behind the requests ahead,
         # a sum of many service times, near-symmetric (central limit): the median sits
         # within a few percent of the mean on either side (measured: up to 1.044 x at 512
         # outstanding on 2-256 channels).
-        assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms,
-                                                                r.mean_latency_ms)
-    assert (r.p50_latency_ms <= r.p90_latency_ms <= r.p99_latency_ms <= r.p999_latency_ms
-            <= r.max_latency_ms)
+        assert r.p50_latency_ms <= 1.05 * r.mean_latency_ms, (r.p50_latency_ms, r.mean_latency_ms)
+    assert (
+        r.p50_latency_ms
+        <= r.p90_latency_ms
+        <= r.p99_latency_ms
+        <= r.p999_latency_ms
+        <= r.max_latency_ms
+    )
     lo, hi = r.p99_latency_ms_95
     assert lo <= r.p99_latency_ms <= hi
 
 
 def test_quantile_ci_by_batch_means():
     import numpy as np
+
     rng = np.random.default_rng(5)
     x = rng.lognormal(0.0, 0.8, 20_000)
     lo, hi = sim.quantile_ci(x, 99)
     assert lo < float(np.percentile(x, 99)) < hi
     # coverage of the true p99 over 300 independent runs of 2,000 requests: about 95%
     true_p99 = math.exp(0.8 * sim.Z99)
-    hits = sum(lo_ < true_p99 < hi_ for lo_, hi_ in
-               (sim.quantile_ci(rng.lognormal(0.0, 0.8, 2000), 99) for _ in range(300)))
+    hits = sum(
+        lo_ < true_p99 < hi_
+        for lo_, hi_ in (sim.quantile_ci(rng.lognormal(0.0, 0.8, 2000), 99) for _ in range(300))
+    )
     assert 0.88 <= hits / 300 <= 0.99, hits
     lo4, hi4 = sim.quantile_ci(x[:5000], 99)
     assert (hi4 - lo4) > (hi - lo)  # fewer requests, a wider interval
@@ -589,20 +723,44 @@ def test_quantile_ci_by_batch_means():
 # --------------------------------------------------------------------------- no Python reprs
 
 REPR = __import__("re").compile(
-    r"\{'|\['|'\]|\bNone\b|\bTrue\b|\bFalse\b|object at 0x|\b[A-Z][A-Za-z]+\(\w+=|\bnan\b")
+    r"\{'|\['|'\]|\bNone\b|\bTrue\b|\bFalse\b|object at 0x|\b[A-Z][A-Za-z]+\(\w+=|\bnan\b"
+)
 
 
-@pytest.mark.parametrize("args", [
-    GOLDEN_ARGS[:-2] + ["--requests", "2000", "--set", "burst=3", "--set", "pause_ms=0.5"],
-    ["simulate", "-c", '{"filesystem": "ext4", "mount": ["noatime"]}', "-w",
-     '{"rw": "randwrite", "bs": "4k", "iodepth": 8, "fsync": 1}', "--vary", "plp=no,yes",
-     "-n", "2000", "--scope", "cpu+dram"],
-    ["predict", "--config", '{"filesystem": "xfs", "ag_count": 16, "mount": ["noatime"]}',
-     "--profile", "oltp"],
-    ["recommend", "--profile", "oltp", "--top", "3"],
-    ["compare", "--profile", "oltp", '{"filesystem": "xfs", "ag_count": 16}',
-     '{"filesystem": "ext4", "mount": ["noatime"]}'],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        GOLDEN_ARGS[:-2] + ["--requests", "2000", "--set", "burst=3", "--set", "pause_ms=0.5"],
+        [
+            "simulate",
+            "-c",
+            '{"filesystem": "ext4", "mount": ["noatime"]}',
+            "-w",
+            '{"rw": "randwrite", "bs": "4k", "iodepth": 8, "fsync": 1}',
+            "--vary",
+            "plp=no,yes",
+            "-n",
+            "2000",
+            "--scope",
+            "cpu+dram",
+        ],
+        [
+            "predict",
+            "--config",
+            '{"filesystem": "xfs", "ag_count": 16, "mount": ["noatime"]}',
+            "--profile",
+            "oltp",
+        ],
+        ["recommend", "--profile", "oltp", "--top", "3"],
+        [
+            "compare",
+            "--profile",
+            "oltp",
+            '{"filesystem": "xfs", "ag_count": 16}',
+            '{"filesystem": "ext4", "mount": ["noatime"]}',
+        ],
+    ],
+)
 def test_human_output_has_no_python_reprs(cli_env, args):
     r = cli_env(*args)
     assert r.exit_code == 0, r.output
@@ -613,8 +771,9 @@ def test_human_output_has_no_python_reprs(cli_env, args):
 def test_utilisation_counts_the_link_at_the_bandwidth_ceiling():
     # 2 channels, a 10 us link per request and 1 us media: the link is the bottleneck, busy
     # all the time, while the channels are mostly waiting for it.
-    times = sim.DeviceTimes(channels=2, read_us=1.0, write_us=1.0, flush_us=0.0,
-                            read_xfer_us=10.0, sigma=0.0)
+    times = sim.DeviceTimes(
+        channels=2, read_us=1.0, write_us=1.0, flush_us=0.0, read_xfer_us=10.0, sigma=0.0
+    )
     st_ = sim.run(times, [sim.JobSpec(read_frac=1.0)] * 8, requests=1000)
     assert st_.controller_busy_us == pytest.approx(1000 * 10.0, rel=0.01)  # + ones in flight
     assert st_.throughput_ops_s == pytest.approx(1e5, rel=0.01)
@@ -659,8 +818,7 @@ def test_run_until_stops_at_the_stop_event_and_surfaces_failures():
         driver(env, stop)
         return env.now, seen
 
-    assert scenario(sim._run_until) == scenario(lambda env, stop: env.run(until=stop)) \
-        == (3, [3])
+    assert scenario(sim._run_until) == scenario(lambda env, stop: env.run(until=stop)) == (3, [3])
 
     env = simpy.Environment()
 
@@ -687,10 +845,16 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 
 @settings(max_examples=300, deadline=None)
-@given(hnp.arrays(float, hst.integers(1, 60),
-                  elements=hst.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)),
-       hst.lists(hst.floats(0, 100), min_size=1, max_size=5) | hst.floats(0, 100)
-       | hst.sampled_from([[50, 90, 99, 99.9], 99, 0, 100]))
+@given(
+    hnp.arrays(
+        float,
+        hst.integers(1, 60),
+        elements=hst.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False),
+    ),
+    hst.lists(hst.floats(0, 100), min_size=1, max_size=5)
+    | hst.floats(0, 100)
+    | hst.sampled_from([[50, 90, 99, 99.9], 99, 0, 100]),
+)
 def test_percentiles_are_numpys_bit_for_bit(values, q):
     got = sim.percentiles(values, q)
     want = np.percentile(values, q)
@@ -699,13 +863,19 @@ def test_percentiles_are_numpys_bit_for_bit(values, q):
 
 
 @settings(max_examples=150, deadline=None)
-@given(hnp.arrays(float, hst.tuples(hst.integers(2, 10), hst.integers(1, 30)),
-                  elements=hst.floats(0, 1e4, allow_nan=False)),
-       hst.floats(0, 100))
+@given(
+    hnp.arrays(
+        float,
+        hst.tuples(hst.integers(2, 10), hst.integers(1, 30)),
+        elements=hst.floats(0, 1e4, allow_nan=False),
+    ),
+    hst.floats(0, 100),
+)
 def test_percentiles_along_an_axis_are_numpys(values, q):
     for axis in (0, 1):
-        assert np.array_equal(sim.percentiles(values, q, axis=axis),
-                              np.percentile(values, q, axis=axis))
+        assert np.array_equal(
+            sim.percentiles(values, q, axis=axis), np.percentile(values, q, axis=axis)
+        )
 
 
 def test_percentiles_with_nan_are_numpys():
@@ -725,8 +895,16 @@ def test_run_claims_channels_only_when_nothing_could_be_granted(monkeypatch):
             fits_at_append.append(ch._capacity - ch.in_use >= self[0].width)
 
     monkeypatch.setattr(sim.Channels, "PutQueue", Line)
-    times = sim.DeviceTimes(channels=4, read_us=50.0, write_us=20.0, flush_us=100.0,
-                            read_xfer_us=2.0, write_xfer_us=2.0, meta_xfer_us=1.0, sigma=0.6)
+    times = sim.DeviceTimes(
+        channels=4,
+        read_us=50.0,
+        write_us=20.0,
+        flush_us=100.0,
+        read_xfer_us=2.0,
+        write_xfer_us=2.0,
+        meta_xfer_us=1.0,
+        sigma=0.6,
+    )
     jobs = [sim.JobSpec(iodepth=4, read_frac=0.5, meta_frac=0.1, writes_per_flush=2)] * 3
     st_ = sim.run(times, jobs, requests=3000, seed=3)
     assert st_.ops == 3000
@@ -735,12 +913,17 @@ def test_run_claims_channels_only_when_nothing_could_be_granted(monkeypatch):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rw=st.sampled_from(["randread", "randwrite", "randrw", "write"]),
-       bs=st.sampled_from(["4k", "16k", "128k"]), depth=st.integers(1, 8),
-       jobs=st.integers(1, 8), fsync=st.sampled_from([0, 1, 8]),
-       kind=st.sampled_from(["nvme", "sata-ssd"]))
-def test_more_offered_load_never_lowers_utilisation_or_power(model, rw, bs, depth, jobs,
-                                                             fsync, kind):
+@given(
+    rw=st.sampled_from(["randread", "randwrite", "randrw", "write"]),
+    bs=st.sampled_from(["4k", "16k", "128k"]),
+    depth=st.integers(1, 8),
+    jobs=st.integers(1, 8),
+    fsync=st.sampled_from([0, 1, 8]),
+    kind=st.sampled_from(["nvme", "sata-ssd"]),
+)
+def test_more_offered_load_never_lowers_utilisation_or_power(
+    model, rw, bs, depth, jobs, fsync, kind
+):
     """Doubling the jobs offers the device more work. Without fsync its busier stage is at
     least as busy and the drive draws at least as much. With fsync, fsyncs that wait for the
     same flush share it (as Linux merges pending flushes), so more jobs can mean fewer
@@ -753,14 +936,20 @@ def test_more_offered_load_never_lowers_utilisation_or_power(model, rw, bs, dept
     n = 4000
     w = Workload(rw="randrw", numjobs=2, iodepth=2)
     dev = Device(path=None, size_bytes=1 << 40, kind=kind)
-    ov = {"bs": bs, "iodepth": depth, "fsync_every": fsync,
-          "rwmixread": {"randread": 100, "randwrite": 0, "randrw": 70, "write": 0}[rw]}
+    ov = {
+        "bs": bs,
+        "iodepth": depth,
+        "fsync_every": fsync,
+        "rwmixread": {"randread": 100, "randwrite": 0, "randrw": 70, "write": 0}[rw],
+    }
     cal = sim.calibrate(model, XFS, w, dev, requests=n)
-    rel = 4 * math.sqrt(2) * math.sqrt(math.expm1(cal.sigma ** 2)) / math.sqrt(n)
-    lo = sim.simulate(model, XFS, w, dev, requests=n, calibration=cal,
-                      overrides={**ov, "numjobs": jobs})
-    hi = sim.simulate(model, XFS, w, dev, requests=n, calibration=cal,
-                      overrides={**ov, "numjobs": 2 * jobs})
+    rel = 4 * math.sqrt(2) * math.sqrt(math.expm1(cal.sigma**2)) / math.sqrt(n)
+    lo = sim.simulate(
+        model, XFS, w, dev, requests=n, calibration=cal, overrides={**ov, "numjobs": jobs}
+    )
+    hi = sim.simulate(
+        model, XFS, w, dev, requests=n, calibration=cal, overrides={**ov, "numjobs": 2 * jobs}
+    )
     assert hi.throughput_ops_s >= lo.throughput_ops_s * (1 - rel)  # no collapse under load
     if fsync == 0 or rw == "randread":
         assert hi.utilisation >= lo.utilisation * (1 - rel), (lo.utilisation, hi.utilisation)
@@ -779,11 +968,22 @@ KNEE_DEPTHS = (1, 2, 4, 8, 16)
 
 def _knee_params(model, power: float):
     from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
+
     loop = Device(path="/dev/loop4", size_bytes=64 << 30, kind="loop", model="backing: file")
-    values = dict(model.settings.device_params("loop"), read_latency_us=KNEE_LAT_US,
-                  read_iops_cap=KNEE_CAP, knee_power=power)
-    return loop, DeviceParams(loop.identity, "loop", values, {k: 0.05 for k in PARAM_KEYS},
-                              source="fitted: a read sweep QD1..64", n_runs=30)
+    values = dict(
+        model.settings.device_params("loop"),
+        read_latency_us=KNEE_LAT_US,
+        read_iops_cap=KNEE_CAP,
+        knee_power=power,
+    )
+    return loop, DeviceParams(
+        loop.identity,
+        "loop",
+        values,
+        {k: 0.05 for k in PARAM_KEYS},
+        source="fitted: a read sweep QD1..64",
+        n_runs=30,
+    )
 
 
 def test_a_gradual_knee_is_the_simulated_devices_curve_at_every_depth(model):
@@ -794,13 +994,18 @@ def test_a_gradual_knee_is_the_simulated_devices_curve_at_every_depth(model):
     joins the knee to the bandwidth bound and caps it at the device's ceiling (soft minimums
     the station's curve does not have: 2% at QD16 here)."""
     from fsadvisor.predict.mechanisms import queue_rate
+
     loop, params = _knee_params(model, 1.0)
     raw = FsConfig.make("raw")
     w = Workload(rw="randread", bs_bytes=4096, iodepth=1)
     cal = sim.calibrate(model, raw, w, loop, device_params=params)
     assert cal.knee_power == 1.0
-    rs = [sim.simulate(model, raw, w, loop, calibration=cal, device_params=params,
-                       overrides={"iodepth": qd}) for qd in KNEE_DEPTHS]
+    rs = [
+        sim.simulate(
+            model, raw, w, loop, calibration=cal, device_params=params, overrides={"iodepth": qd}
+        )
+        for qd in KNEE_DEPTHS
+    ]
     for qd, r in zip(KNEE_DEPTHS, rs):
         curve = queue_rate(qd, KNEE_LAT_US, KNEE_CAP, 1.0)
         assert r.model_iops == pytest.approx(curve, rel=0.05), qd  # predict is the curve
@@ -822,6 +1027,7 @@ def test_the_knee_station_runs_at_queue_rate_by_littles_law(model, power):
     when the first I/Os start at depths 1 .. n (under 1% of 10,000 requests). Log-normal
     times (seed 002's spread): within 3%, three sampling sds (cv / sqrt(N) = 0.7%)."""
     from fsadvisor.predict.mechanisms import queue_rate
+
     _, params = _knee_params(model, power)
     for sigma, rel in ((0.0, 0.01), (sim.DEFAULT_SIGMA, 0.03)):
         for qd in (*KNEE_DEPTHS, 64):
@@ -904,18 +1110,30 @@ def test_without_a_measured_knee_the_device_keeps_its_channels(model):
     assert times.knee_power == 0 and times.channels == round(values["parallelism"])
 
 
-def test_the_cli_says_a_knee_device_queues_by_its_measured_knee(cli_env, tmp_db, model,
-                                                                monkeypatch):
+def test_the_cli_says_a_knee_device_queues_by_its_measured_knee(
+    cli_env, tmp_db, model, monkeypatch
+):
     from fsadvisor.service import advice
     from fsadvisor.store import open_store
+
     loop, params = _knee_params(model, 1.0)
     with open_store(str(tmp_db)) as s:
         s.save_device_params(params, fitted_at=1_790_000_000.0)
     monkeypatch.setattr(advice, "resolve_device", lambda spec, plp=None: loop)
     monkeypatch.setenv("COLUMNS", "200")
-    r = cli_env("simulate", "-c", '{"filesystem": "xfs", "ag_count": 16}', "-d", "/dev/loop4",
-                "-w", '{"rw": "randread", "bs": "4k", "iodepth": 1}', "--vary",
-                "iodepth=1,4,16", "-n", "2000")
+    r = cli_env(
+        "simulate",
+        "-c",
+        '{"filesystem": "xfs", "ag_count": 16}',
+        "-d",
+        "/dev/loop4",
+        "-w",
+        '{"rw": "randread", "bs": "4k", "iodepth": 1}',
+        "--vary",
+        "iodepth=1,4,16",
+        "-n",
+        "2000",
+    )
     assert r.exit_code == 0, r.output
     assert "loop (measured knee, power 1)" in r.stdout
     assert "channels" not in r.stdout  # a knee device has none of its own
@@ -931,12 +1149,18 @@ def test_the_cli_says_a_knee_device_queues_by_its_measured_knee(cli_env, tmp_db,
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(power=st.sampled_from([1.0, 2.0, 8.0]), ov=st.fixed_dictionaries({
-    "numjobs": st.sampled_from([1, 16, 64]),
-    "iodepth": st.sampled_from([1, 32]),
-    "bs": st.sampled_from(["4k", "1m"]),
-    "rwmixread": st.integers(0, 100),
-}, optional={"fsync_every": st.sampled_from([0, 1, 32])}))
+@given(
+    power=st.sampled_from([1.0, 2.0, 8.0]),
+    ov=st.fixed_dictionaries(
+        {
+            "numjobs": st.sampled_from([1, 16, 64]),
+            "iodepth": st.sampled_from([1, 32]),
+            "bs": st.sampled_from(["4k", "1m"]),
+            "rwmixread": st.integers(0, 100),
+        },
+        optional={"fsync_every": st.sampled_from([0, 1, 32])},
+    ),
+)
 def test_a_knee_devices_simulated_rates_respect_its_ceilings(model, power, ov):
     """The knee's station has no queued dock: its ceiling is the n G term of every I/O's
     time (sim.knee_media_us), a long-run bound like the dock's, with the same sampling

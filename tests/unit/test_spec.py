@@ -24,8 +24,7 @@ KINDS = ("nvme", "sata-ssd", "hdd", "ram-loop")
 
 workloads = st.builds(
     Workload,
-    rw=st.sampled_from(["read", "randread", "write", "randwrite", "randrw", "rw",
-                        *METADATA_MODES]),
+    rw=st.sampled_from(["read", "randread", "write", "randwrite", "randrw", "rw", *METADATA_MODES]),
     bs_bytes=st.sampled_from([512, 1024, 2048, 4096, 8192, 131072, 1 << 20]),
     iodepth=st.sampled_from([1, 4, 32]),
     numjobs=st.sampled_from([1, 2, 4, 16, 100]),
@@ -49,8 +48,18 @@ CONFIGS = _catalog_configs()
 
 def test_every_catalog_option_has_a_declared_mechanism():
     # A workload that does every kind of work, so every condition is non-zero.
-    w = Workload(rw="randrw", numjobs=8, create_frac=0.2, stat_frac=0.1, delete_frac=0.1,
-                 fsync_every=1, op="file", bs_bytes=2048, file_size_bytes=2048, direct=False)
+    w = Workload(
+        rw="randrw",
+        numjobs=8,
+        create_frac=0.2,
+        stat_frac=0.1,
+        delete_frac=0.1,
+        fsync_every=1,
+        op="file",
+        bs_bytes=2048,
+        file_size_bytes=2048,
+        direct=False,
+    )
     for cfg in CONFIGS:
         names = spec.option_features(cfg.fs, cfg.mkfs_dict, cfg.mount, cfg.ag_count, w, "hdd")
         undeclared = [n for n in names if n.endswith("*any")]
@@ -75,27 +84,32 @@ def test_an_effect_is_absent_wherever_its_condition_is_zero(w, i, kind):
 
 def test_allocation_groups_act_only_through_concurrent_allocation():
     xfs = FsConfig.make("xfs")
-    for w in (Workload(rw="randread", numjobs=16),  # reads allocate nothing
-              Workload(rw="randwrite", numjobs=16),  # overwrites of a laid-out file
-              Workload(rw="filecreate", numjobs=1),  # one writer: no contention
-              Workload(rw="randrw", numjobs=16, op="db_op", fsync_every=1)):
+    for w in (
+        Workload(rw="randread", numjobs=16),  # reads allocate nothing
+        Workload(rw="randwrite", numjobs=16),  # overwrites of a laid-out file
+        Workload(rw="filecreate", numjobs=1),  # one writer: no contention
+        Workload(rw="randrw", numjobs=16, op="db_op", fsync_every=1),
+    ):
         assert spec.concurrent_allocation(w) == 0
         for ag in (8, 32, 128):
             cfg = FsConfig.make("xfs", ag_count=ag)
-            assert features.config_features(cfg, w, "nvme") == \
-                features.config_features(xfs, w, "nvme")
+            assert features.config_features(cfg, w, "nvme") == features.config_features(
+                xfs, w, "nvme"
+            )
     creators = Workload(rw="randrw", numjobs=16, create_frac=0.3, op="file")
     assert spec.concurrent_allocation(creators) > 0
     assert "ag:log*alloc" in features.config_features(
-        FsConfig.make("xfs", ag_count=32), creators, "nvme")
+        FsConfig.make("xfs", ag_count=32), creators, "nvme"
+    )
 
 
 def test_block_size_acts_only_on_sub_block_io_or_allocation():
     small = FsConfig.make("xfs", mkfs={"block_size": 1024})
-    for w in (Workload(rw="randrw", bs_bytes=8192, numjobs=16, fsync_every=1),  # 8 KB pages
-              Workload(rw="randread", bs_bytes=131072, numjobs=4)):
-        assert not [k for k in features.config_features(small, w, "nvme")
-                    if "blk" in k]
+    for w in (
+        Workload(rw="randrw", bs_bytes=8192, numjobs=16, fsync_every=1),  # 8 KB pages
+        Workload(rw="randread", bs_bytes=131072, numjobs=4),
+    ):
+        assert not [k for k in features.config_features(small, w, "nvme") if "blk" in k]
     two_k = Workload(rw="randrw", bs_bytes=2048, numjobs=4)
     f1 = features.config_features(small, two_k, "hdd")
     f2 = features.config_features(FsConfig.make("xfs", mkfs={"block_size": 2048}), two_k, "hdd")
@@ -111,7 +125,8 @@ def test_2010_rows_load_on_a_wide_era_twin():
     f = features.config_features(FsConfig.make("xfs", ag_count=64), w, "hdd")
     assert f["ag:log*alloc"] == f["ag:log*alloc@2010"]
     assert "ag:log*alloc@2010" not in features.config_features(
-        FsConfig.make("xfs", ag_count=64), w, "nvme")
+        FsConfig.make("xfs", ag_count=64), w, "nvme"
+    )
     s = ModelSettings.load(use_store_calibration=False)
     shared, era = s.prior("ag:log*alloc"), s.prior("ag:log*alloc@2010")
     assert era[0] == 0.0 and era[1] >= shared[1] > 0
@@ -123,12 +138,14 @@ def test_priors_and_words_come_from_the_declaration():
         assert s.prior(e.name) == pytest.approx((e.prior_mean, e.prior_sd * s.prior_scale))
         assert e.text and e.cite and e.condition in spec.CONDITIONS
     from fsadvisor.predict.rank import _mechanism
+
     assert _mechanism("opt:noatime*rf")["text"] == spec.BY_NAME["opt:noatime*rf"].text
     assert _mechanism("pwf:ag:log*alloc@2010")["cite"] == spec.BY_NAME["ag:log*alloc"].cite
 
 
 def test_the_fit_cache_key_names_the_feature_code():
     from fsadvisor.predict.fit import settings_key
+
     key = settings_key(ModelSettings.load(use_store_calibration=False))
     assert spec.fingerprint() in key and len(spec.fingerprint()) == 8
 
@@ -160,15 +177,22 @@ def test_no_preset_gets_an_option_whose_mechanism_it_does_not_exercise(device, t
 def test_ext4s_small_block_acts_on_buffered_writes_only():
     # ext4's buffered write path keeps a buffer head per block: four per page at 1 KiB.
     # Direct I/O, reads and XFS (iomap, no buffer heads) are untouched by it.
-    appends = Workload(rw="write", bs_bytes=65536, numjobs=4, fsync_every=32, direct=False,
-                       ioengine="psync")
+    appends = Workload(
+        rw="write", bs_bytes=65536, numjobs=4, fsync_every=32, direct=False, ioengine="psync"
+    )
     small = FsConfig.make("ext4", mkfs={"block_size": 1024})
     f = features.config_features(small, appends, "nvme")
     assert f["opt:blk_small*bufw"] == pytest.approx(2.0)  # log2(4096 / 1024) x all writes
-    assert f["opt:blk_small*bufw"] > features.config_features(
-        FsConfig.make("ext4", mkfs={"block_size": 2048}), appends, "nvme")["opt:blk_small*bufw"]
-    for cfg, w in ((FsConfig.make("xfs", mkfs={"block_size": 1024}), appends),
-                   (small, dataclasses.replace(appends, direct=True)),
-                   (small, dataclasses.replace(appends, rw="read", fsync_every=0)),
-                   (FsConfig.make("ext4"), appends)):
+    assert (
+        f["opt:blk_small*bufw"]
+        > features.config_features(
+            FsConfig.make("ext4", mkfs={"block_size": 2048}), appends, "nvme"
+        )["opt:blk_small*bufw"]
+    )
+    for cfg, w in (
+        (FsConfig.make("xfs", mkfs={"block_size": 1024}), appends),
+        (small, dataclasses.replace(appends, direct=True)),
+        (small, dataclasses.replace(appends, rw="read", fsync_every=0)),
+        (FsConfig.make("ext4"), appends),
+    ):
         assert "opt:blk_small*bufw" not in features.config_features(cfg, w, "nvme"), (cfg, w)

@@ -52,4 +52,3 @@ def test_warm_recommend_leaves_out_what_it_does_not_use(tmp_path, monkeypatch):
     warm = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.splitlines()[-2] == "AVOIDABLE []", warm.stdout.splitlines()[-2]
-

@@ -26,8 +26,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsadvisor.probe.state import (ProcessRef, StateFile, StateFileError, SystemOps,
-                                   cleanup_stale, process_start_ticks)
+from fsadvisor.probe.state import (
+    ProcessRef,
+    StateFile,
+    StateFileError,
+    SystemOps,
+    cleanup_stale,
+    process_start_ticks,
+)
 
 NOBODY = 65534
 
@@ -63,8 +69,13 @@ class Recording(SystemOps):
 
 
 def _state(tmp: Path, **live) -> dict:
-    return {"version": 1, "owner": {"pid": 999_999_999, "start_ticks": 1}, "matrices": {},
-            "mounts": [], **live}
+    return {
+        "version": 1,
+        "owner": {"pid": 999_999_999, "start_ticks": 1},
+        "matrices": {},
+        "mounts": [],
+        **live,
+    }
 
 
 def _write(path: Path, doc: dict, mode: int = 0o600) -> StateFile:
@@ -76,8 +87,9 @@ def _write(path: Path, doc: dict, mode: int = 0o600) -> StateFile:
 @pytest.fixture
 def victim():
     """A process that is not a probe's: it must survive every cleanup here."""
-    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                         start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
     time.sleep(0.1)
     yield p
     p.kill()
@@ -93,9 +105,10 @@ def home(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 def test_a_state_file_of_another_user_is_refused_in_one_line(home, victim):
-    sf = _write(home / "s.db.probe-state.json",
-                _state(home, child={"pid": victim.pid,
-                                    "start_ticks": process_start_ticks(victim.pid)}))
+    sf = _write(
+        home / "s.db.probe-state.json",
+        _state(home, child={"pid": victim.pid, "start_ticks": process_start_ticks(victim.pid)}),
+    )
     os.chown(sf.path, NOBODY, NOBODY)
     with pytest.raises(StateFileError) as e:
         cleanup_stale(sf, Recording())
@@ -105,9 +118,11 @@ def test_a_state_file_of_another_user_is_refused_in_one_line(home, victim):
 
 @pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
 def test_a_state_file_others_can_write_is_refused(home, mode, victim):
-    sf = _write(home / "s.db.probe-state.json",
-                _state(home, child={"pid": victim.pid,
-                                    "start_ticks": process_start_ticks(victim.pid)}), mode)
+    sf = _write(
+        home / "s.db.probe-state.json",
+        _state(home, child={"pid": victim.pid, "start_ticks": process_start_ticks(victim.pid)}),
+        mode,
+    )
     with pytest.raises(StateFileError, match="writable by others"):
         cleanup_stale(sf, Recording())
     assert victim.poll() is None
@@ -130,9 +145,11 @@ def test_a_state_file_in_a_directory_others_can_write_is_refused_and_never_writt
         sf.load()
     sf.path.unlink()
     from fsadvisor.probe.state import ProbeState
+
     with pytest.raises(StateFileError, match="writable by others"):
         StateFile(shared / "t.db.probe-state.json").save(
-            ProbeState(owner=ProcessRef(os.getpid(), None), device="/dev/loop9"))
+            ProbeState(owner=ProcessRef(os.getpid(), None), device="/dev/loop9")
+        )
     assert not (shared / "t.db.probe-state.json").exists()
 
 
@@ -152,14 +169,19 @@ def test_a_trusted_file_still_only_gets_the_probes_own_objects_undone(home, tmp_
     data.write_text("keep me")
     link = tmp_path / "fsadvisor-scratch-evil.img"
     link.symlink_to(data)
-    doc = _state(home,
-                 child={"pid": victim.pid, "start_ticks": process_start_ticks(victim.pid)},
-                 mounts=[{"device": "/dev/vda1", "mountpoint": "/"},
-                         {"device": "/dev/vda1", "mountpoint": "/home"},
-                         {"device": "/dev/loop9", "mountpoint": "/tmp/fsadvisor-mnt-x/../../etc"},
-                         {"device": "/dev/loop9", "mountpoint": "relative/fsadvisor-mnt-y"}],
-                 device="/sys/kernel/x", original_scheduler="$(reboot)",
-                 scratch={"backing_file": str(data), "loop_device": "/dev/vda"})
+    doc = _state(
+        home,
+        child={"pid": victim.pid, "start_ticks": process_start_ticks(victim.pid)},
+        mounts=[
+            {"device": "/dev/vda1", "mountpoint": "/"},
+            {"device": "/dev/vda1", "mountpoint": "/home"},
+            {"device": "/dev/loop9", "mountpoint": "/tmp/fsadvisor-mnt-x/../../etc"},
+            {"device": "/dev/loop9", "mountpoint": "relative/fsadvisor-mnt-y"},
+        ],
+        device="/sys/kernel/x",
+        original_scheduler="$(reboot)",
+        scratch={"backing_file": str(data), "loop_device": "/dev/vda"},
+    )
     sf = _write(home / "s.db.probe-state.json", doc)
     ops = Recording()
     cleanup_stale(sf, ops)
@@ -173,8 +195,9 @@ def test_a_trusted_file_still_only_gets_the_probes_own_objects_undone(home, tmp_
 
 def test_a_child_without_its_start_time_is_never_signalled(home, victim):
     """A recorded pid with no start time may be anyone's by now."""
-    sf = _write(home / "s.db.probe-state.json",
-                _state(home, child={"pid": victim.pid, "start_ticks": None}))
+    sf = _write(
+        home / "s.db.probe-state.json", _state(home, child={"pid": victim.pid, "start_ticks": None})
+    )
     cleanup_stale(sf, Recording())
     assert victim.poll() is None
 
@@ -189,10 +212,14 @@ def test_a_probe_command_under_its_start_time_is_still_stopped(home, tmp_path):
     img.write_bytes(b"\0" * 4096)
     try:
         time.sleep(0.2)
-        sf = _write(home / "s.db.probe-state.json",
-                    _state(home, child={"pid": fio.pid,
-                                        "start_ticks": process_start_ticks(fio.pid)},
-                           scratch={"backing_file": str(img), "loop_device": None}))
+        sf = _write(
+            home / "s.db.probe-state.json",
+            _state(
+                home,
+                child={"pid": fio.pid, "start_ticks": process_start_ticks(fio.pid)},
+                scratch={"backing_file": str(img), "loop_device": None},
+            ),
+        )
         report = cleanup_stale(sf, Recording())
         assert fio.wait(timeout=15) is not None  # ended within the SIGINT grace
         assert not img.exists()
@@ -203,16 +230,24 @@ def test_a_probe_command_under_its_start_time_is_still_stopped(home, tmp_path):
             fio.wait()
 
 
-_JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
-                               st.text(max_size=10)),
-                     lambda c: st.one_of(st.lists(c, max_size=4),
-                                         st.dictionaries(st.text(max_size=8), c, max_size=4)),
-                     max_leaves=20)
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=10)),
+    lambda c: st.one_of(
+        st.lists(c, max_size=4), st.dictionaries(st.text(max_size=8), c, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(extra=st.dictionaries(st.sampled_from(["owner", "mounts", "scratch", "child", "device",
-                                              "original_scheduler", "matrices"]), _JSON))
+@given(
+    extra=st.dictionaries(
+        st.sampled_from(
+            ["owner", "mounts", "scratch", "child", "device", "original_scheduler", "matrices"]
+        ),
+        _JSON,
+    )
+)
 def test_a_damaged_state_document_reads_as_what_it_safely_names(extra):
     """Any JSON under the right version (a hand edit, a damaged file) gives a state or a
     one-line StateFileError, and undoing it touches nothing that is not a probe's
@@ -236,6 +271,7 @@ def test_a_zombie_child_is_not_alive_so_the_cleanup_does_not_wait_for_its_reapin
     until init reaps it, it is a zombie: nothing to stop, nothing left (the cleanup once
     reported it 'still running' and refused the next probe)."""
     import subprocess as sp
+
     p = sp.Popen(["bash", "-c", "exec -a fio true"], start_new_session=True)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # not reaped: a zombie until p.wait()

@@ -27,8 +27,13 @@ from fsadvisor.records import EnergyReading, Observation, RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.store import SCHEMA_VERSION, open_store
 from fsadvisor.store.encoding import real_or_none
-from fsadvisor.store.intervals import (_t_quantile_exact, _t_quantile_expansion, describe,
-                                       t_cdf, t_quantile)
+from fsadvisor.store.intervals import (
+    _t_quantile_exact,
+    _t_quantile_expansion,
+    describe,
+    t_cdf,
+    t_quantile,
+)
 from fsadvisor.store.schema import APPLICATION_ID, METRIC_COLUMNS
 
 DEV = Device(path="/dev/loop3", size_bytes=2 << 30, kind="loop", model="loop", plp="no")
@@ -38,13 +43,33 @@ RANDREAD = Workload(rw="randread", bs_bytes=4096, iodepth=32, direct=True)
 
 
 def run_record(**kw) -> RunRecord:
-    base = dict(cell_key="xfs|randread", device=DEV, config=XFS, workload_name="randread-4k",
-                workload=RANDREAD, rep=1, status="ok", started_at=1_700_000_000.0, wall_s=12.5,
-                metrics={"iops": 1000.0, "mb_s": 4.096, "p99_latency_us": 250.0,
-                         "mean_latency_us": 30.0, "runtime_s": 10.0},
-                energy=EnergyReading(source="rapl", scope="cpu+dram", energy_j=100.0,
-                                     avg_watts=10.0, duration_s=10.0, samples=10),
-                host={"hostname": "box", "kernel": "6.18", "cores": 8, "fio_version": "fio-3.33"})
+    base = dict(
+        cell_key="xfs|randread",
+        device=DEV,
+        config=XFS,
+        workload_name="randread-4k",
+        workload=RANDREAD,
+        rep=1,
+        status="ok",
+        started_at=1_700_000_000.0,
+        wall_s=12.5,
+        metrics={
+            "iops": 1000.0,
+            "mb_s": 4.096,
+            "p99_latency_us": 250.0,
+            "mean_latency_us": 30.0,
+            "runtime_s": 10.0,
+        },
+        energy=EnergyReading(
+            source="rapl",
+            scope="cpu+dram",
+            energy_j=100.0,
+            avg_watts=10.0,
+            duration_s=10.0,
+            samples=10,
+        ),
+        host={"hostname": "box", "kernel": "6.18", "cores": 8, "fio_version": "fio-3.33"},
+    )
     base.update(kw)
     return RunRecord(**base)
 
@@ -55,19 +80,55 @@ def fake_datasets(monkeypatch):
     ``fake.rows`` to simulate a new shipped dataset."""
     fake = types.ModuleType("fsadvisor.store.datasets")
     fake.rows = [
-        {"id": "s004-t2-1", "source": "seed 004", "citation": "Table 2", "device": "Intel 750",
-         "device_kind": "nvme", "kernel": "4.4", "filesystem": "xfs",
-         "mkfs_options": "-d agcount=32",
-         "mount_options": "noatime", "scheduler": "none", "ag_count": 32, "workload": "varmail",
-         "metric": "ops_per_s", "value": 0.23, "unit": "ratio", "sd": None, "n": 5,
-         "relative_to": "xfs default", "power_scope": None, "energy_source": None,
-         "cv_over_40pct": False, "note": ""},
-        {"id": "s000-f3-1", "source": "seed 000", "citation": "Fig. 3", "device": "SSD",
-         "device_kind": "sata-ssd", "kernel": "3.x", "filesystem": "ext4", "mkfs_options": "",
-         "mount_options": "", "scheduler": "cfq", "ag_count": None, "workload": "fileserver",
-         "metric": "watts", "value": 41.5, "unit": "W", "sd": 1.2, "n": 3, "relative_to": None,
-         "power_scope": "system", "energy_source": "meter-log", "cv_over_40pct": True,
-         "note": "wall meter", "page": 7},
+        {
+            "id": "s004-t2-1",
+            "source": "seed 004",
+            "citation": "Table 2",
+            "device": "Intel 750",
+            "device_kind": "nvme",
+            "kernel": "4.4",
+            "filesystem": "xfs",
+            "mkfs_options": "-d agcount=32",
+            "mount_options": "noatime",
+            "scheduler": "none",
+            "ag_count": 32,
+            "workload": "varmail",
+            "metric": "ops_per_s",
+            "value": 0.23,
+            "unit": "ratio",
+            "sd": None,
+            "n": 5,
+            "relative_to": "xfs default",
+            "power_scope": None,
+            "energy_source": None,
+            "cv_over_40pct": False,
+            "note": "",
+        },
+        {
+            "id": "s000-f3-1",
+            "source": "seed 000",
+            "citation": "Fig. 3",
+            "device": "SSD",
+            "device_kind": "sata-ssd",
+            "kernel": "3.x",
+            "filesystem": "ext4",
+            "mkfs_options": "",
+            "mount_options": "",
+            "scheduler": "cfq",
+            "ag_count": None,
+            "workload": "fileserver",
+            "metric": "watts",
+            "value": 41.5,
+            "unit": "W",
+            "sd": 1.2,
+            "n": 3,
+            "relative_to": None,
+            "power_scope": "system",
+            "energy_source": "meter-log",
+            "cv_over_40pct": True,
+            "note": "wall meter",
+            "page": 7,
+        },
     ]
     fake.calls = 0
 
@@ -76,10 +137,18 @@ def fake_datasets(monkeypatch):
         return [dict(r) for r in fake.rows]
 
     def load_observations(include=()):  # the store asks for bounds too (censored in the fit)
-        return [Observation(source="seed 004, Table 2", device_kind="nvme",
-                            config=FsConfig.make("xfs", ag_count=32), workload=Workload(),
-                            metric="ops_per_joule", value=0.23, unit="ratio",
-                            relative_to=FsConfig.make("xfs"))]
+        return [
+            Observation(
+                source="seed 004, Table 2",
+                device_kind="nvme",
+                config=FsConfig.make("xfs", ag_count=32),
+                workload=Workload(),
+                metric="ops_per_joule",
+                value=0.23,
+                unit="ratio",
+                relative_to=FsConfig.make("xfs"),
+            )
+        ]
 
     fake.load_rows, fake.load_observations = load_rows, load_observations
     monkeypatch.setitem(sys.modules, "fsadvisor.store.datasets", fake)
@@ -95,11 +164,21 @@ def store(tmp_path):
 
 # --------------------------------------------------------------------------- statistics
 
-@pytest.mark.parametrize("p, df, expected", [
-    (0.975, 1, 12.706), (0.975, 2, 4.303), (0.975, 4, 2.776), (0.975, 10, 2.228),
-    (0.975, 30, 2.042), (0.95, 5, 2.015), (0.995, 3, 5.841), (0.975, 120, 1.980),
-    (0.975, 10**6, 1.960),
-])
+
+@pytest.mark.parametrize(
+    "p, df, expected",
+    [
+        (0.975, 1, 12.706),
+        (0.975, 2, 4.303),
+        (0.975, 4, 2.776),
+        (0.975, 10, 2.228),
+        (0.975, 30, 2.042),
+        (0.95, 5, 2.015),
+        (0.995, 3, 5.841),
+        (0.975, 120, 1.980),
+        (0.975, 10**6, 1.960),
+    ],
+)
 def test_t_quantile_matches_published_table(p, df, expected):
     assert t_quantile(p, df) == pytest.approx(expected, abs=5e-4)
     assert t_quantile(1 - p, df) == pytest.approx(-expected, abs=5e-4)
@@ -113,8 +192,7 @@ def test_t_quantile_inverts_the_cdf(p, df):
 
 @pytest.mark.parametrize("df", [1000, 1500, 3000])
 def test_large_df_expansion_agrees_with_exact_inverse(df):
-    assert _t_quantile_expansion(0.975, df) == pytest.approx(_t_quantile_exact(0.975, df),
-                                                             abs=1e-9)
+    assert _t_quantile_expansion(0.975, df) == pytest.approx(_t_quantile_exact(0.975, df), abs=1e-9)
 
 
 def test_t_quantile_rejects_bad_arguments():
@@ -141,14 +219,24 @@ def test_describe_degenerate_samples():
 
 # --------------------------------------------------------------------------- schema
 
+
 def test_new_store_has_schema_wal_and_foreign_keys(tmp_path):
     path = tmp_path / "new.db"
     with open_store(path) as s:
         assert s._db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         info = s.info()
     assert info["schema_version"] == SCHEMA_VERSION
-    assert set(info["tables"]) >= {"hosts", "devices", "configurations", "workloads", "matrices",
-                                   "runs", "energy", "energy_samples", "measurements"}
+    assert set(info["tables"]) >= {
+        "hosts",
+        "devices",
+        "configurations",
+        "workloads",
+        "matrices",
+        "runs",
+        "energy",
+        "energy_samples",
+        "measurements",
+    }
     con = sqlite3.connect(path)
     try:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -206,8 +294,11 @@ PRAGMA user_version = 1;
 def test_hand_built_v1_file_migrates_to_current(tmp_path, fake_datasets):
     path = tmp_path / "v1.db"
     con = sqlite3.connect(path)
-    con.executescript(V1_DDL.format(app_id=APPLICATION_ID, metric_columns=", ".join(
-        f"{m} FLOAT" for m in METRIC_COLUMNS)))
+    con.executescript(
+        V1_DDL.format(
+            app_id=APPLICATION_ID, metric_columns=", ".join(f"{m} FLOAT" for m in METRIC_COLUMNS)
+        )
+    )
     con.close()
     with open_store(path) as s:
         assert s.info()["schema_version"] == SCHEMA_VERSION == 5
@@ -260,8 +351,9 @@ def test_processes_creating_the_same_new_store_at_once_all_succeed(tmp_path):
     for trial in range(12):
         path = str(tmp_path / f"race-{trial}.db")
         barrier, results = ctx.Barrier(3), ctx.Queue()
-        procs = [ctx.Process(target=_open_at_barrier, args=(path, barrier, results))
-                 for _ in range(3)]
+        procs = [
+            ctx.Process(target=_open_at_barrier, args=(path, barrier, results)) for _ in range(3)
+        ]
         for p in procs:
             p.start()
         outcomes += [results.get(timeout=60) for _ in procs]
@@ -311,7 +403,9 @@ def test_fsadvisor_db_env_and_default_store_path(tmp_db, monkeypatch):
         assert s.path == tmp_db
     assert tmp_db.exists()
     monkeypatch.delenv("FSADVISOR_DB")
-    assert xdg.default_store_path() == Path(platformdirs.user_data_dir("fsadvisor")) / "fsadvisor.db"
+    assert (
+        xdg.default_store_path() == Path(platformdirs.user_data_dir("fsadvisor")) / "fsadvisor.db"
+    )
 
 
 def test_memory_store_works(fake_datasets):
@@ -323,18 +417,34 @@ def test_memory_store_works(fake_datasets):
 
 # --------------------------------------------------------------------------- recording
 
+
 def test_record_run_round_trip_with_energy_and_samples(store):
     raw = '{\n  "fio version" : "fio-3.33",\t"jobs": [ {"jobname": "j\u00e9"} ]\n}  \n'
     mid = store.start_matrix({"reps": 1, "device": "/dev/loop3"})
-    energy = EnergyReading(source="estimate", scope="drive", energy_j=55.5, avg_watts=5.55,
-                           duration_s=10.0, samples=3, accuracy="model, ±50%", idle_watts=2.0,
-                           active_energy_j=35.5, assumptions={"active_power_w": 8.0},
-                           missing=None)
-    rid = store.record_run(run_record(matrix_id=mid, raw_output=raw, energy=energy,
-                                      flags=("loop-device",), command=("fio", "--name=j"),
-                                      metrics={"iops": 1234.5, "ops": 12345, "custom_x": 7}),
-                           samples=[(0.0, 5.0), {"t": 1.0, "watts": 6.0},
-                                    {"t_s": 2.0, "watts": 5.6}])
+    energy = EnergyReading(
+        source="estimate",
+        scope="drive",
+        energy_j=55.5,
+        avg_watts=5.55,
+        duration_s=10.0,
+        samples=3,
+        accuracy="model, ±50%",
+        idle_watts=2.0,
+        active_energy_j=35.5,
+        assumptions={"active_power_w": 8.0},
+        missing=None,
+    )
+    rid = store.record_run(
+        run_record(
+            matrix_id=mid,
+            raw_output=raw,
+            energy=energy,
+            flags=("loop-device",),
+            command=("fio", "--name=j"),
+            metrics={"iops": 1234.5, "ops": 12345, "custom_x": 7},
+        ),
+        samples=[(0.0, 5.0), {"t": 1.0, "watts": 6.0}, {"t_s": 2.0, "watts": 5.6}],
+    )
     # committed the moment record_run returns: another connection sees it
     con = sqlite3.connect(store.path)
     assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
@@ -344,8 +454,12 @@ def test_record_run_round_trip_with_energy_and_samples(store):
     assert r["metrics"] == {"iops": 1234.5, "ops": 12345, "custom_x": 7}
     assert r["iops"] == 1234.5 and r["ops"] == 12345 and r["mb_s"] is None
     assert r["flags"] == ["loop-device"] and r["command"] == ["fio", "--name=j"]
-    assert (r["energy_source"], r["power_scope"], r["energy_j"], r["avg_watts"]) == \
-        ("estimate", "drive", 55.5, 5.55)
+    assert (r["energy_source"], r["power_scope"], r["energy_j"], r["avg_watts"]) == (
+        "estimate",
+        "drive",
+        55.5,
+        5.55,
+    )
     assert r["energy_accuracy"] == "model, ±50%" and r["active_energy_j"] == 35.5
     assert r["energy_assumptions"] == {"active_power_w": 8.0} and r["energy_sample_count"] == 3
     assert r["power_samples"] == [(0.0, 5.0), (1.0, 6.0), (2.0, 5.6)]
@@ -361,8 +475,14 @@ def test_rows_are_deduplicated_and_raw_baseline_has_no_configuration(store):
     store.record_run(run_record(config=None, cell_key="raw", energy=None))
     store.record_run(run_record(device=Device(path="/dev/loop3", size_bytes=4 << 30, kind="loop")))
     t = store.info()["tables"]
-    assert (t["runs"], t["hosts"], t["configurations"], t["workloads"], t["devices"],
-            t["energy"]) == (5, 1, 2, 1, 2, 4)
+    assert (
+        t["runs"],
+        t["hosts"],
+        t["configurations"],
+        t["workloads"],
+        t["devices"],
+        t["energy"],
+    ) == (5, 1, 2, 1, 2, 4)
     (raw,) = store.runs(cell_key="raw")
     assert raw["configuration_id"] is None and raw["filesystem"] is None
     assert raw["energy_source"] is None
@@ -404,12 +524,25 @@ def test_matrix_lifecycle(store):
 def test_completed_cells_need_every_rep_ok(store):
     mid = store.start_matrix({"reps": 2})
     other = store.start_matrix({"reps": 1})
-    for cell, rep, status in [("a", 1, "ok"), ("a", 2, "ok"),
-                              ("b", 1, "ok"), ("b", 2, "failed"),
-                              ("c", 1, "ok"), ("c", 1, "ok"),
-                              ("d", 1, "incomplete"), ("d", 2, "ok")]:
-        store.record_run(run_record(matrix_id=mid, cell_key=cell, rep=rep, status=status,
-                                    error=None if status == "ok" else "fio died"))
+    for cell, rep, status in [
+        ("a", 1, "ok"),
+        ("a", 2, "ok"),
+        ("b", 1, "ok"),
+        ("b", 2, "failed"),
+        ("c", 1, "ok"),
+        ("c", 1, "ok"),
+        ("d", 1, "incomplete"),
+        ("d", 2, "ok"),
+    ]:
+        store.record_run(
+            run_record(
+                matrix_id=mid,
+                cell_key=cell,
+                rep=rep,
+                status=status,
+                error=None if status == "ok" else "fio died",
+            )
+        )
     store.record_run(run_record(matrix_id=other, cell_key="b", rep=2))
     assert store.completed_cells(mid) == {"a"}
     assert store.completed_cells(mid, reps=1) == {"a", "b", "c", "d"}
@@ -420,12 +553,18 @@ def test_completed_cells_need_every_rep_ok(store):
 
 # --------------------------------------------------------------------------- summaries
 
+
 def test_summary_ci_by_hand_and_incomplete_runs_excluded(store):
     for rep, iops in enumerate([10.0, 12.0, 14.0], start=1):
-        store.record_run(run_record(rep=rep, metrics={"iops": iops, "mb_s": iops * 4096 / 1e6,
-                                                      "p99_latency_us": 100.0 * rep}))
-    store.record_run(run_record(rep=4, status="incomplete", error="interrupted",
-                                metrics={"iops": 1e9}))
+        store.record_run(
+            run_record(
+                rep=rep,
+                metrics={"iops": iops, "mb_s": iops * 4096 / 1e6, "p99_latency_us": 100.0 * rep},
+            )
+        )
+    store.record_run(
+        run_record(rep=4, status="incomplete", error="interrupted", metrics={"iops": 1e9})
+    )
     store.record_run(run_record(rep=5, status="failed", error="mount failed", metrics={}))
     (s,) = store.summaries()
     half = 4.302653 * 2 / math.sqrt(3)
@@ -446,8 +585,14 @@ def test_summary_ci_by_hand_and_incomplete_runs_excluded(store):
 
 def test_summaries_keep_power_scopes_apart(store):
     store.record_run(run_record(rep=1))
-    store.record_run(run_record(rep=2, energy=EnergyReading(
-        source="ipmi", scope="system", energy_j=900.0, avg_watts=90.0, duration_s=10.0)))
+    store.record_run(
+        run_record(
+            rep=2,
+            energy=EnergyReading(
+                source="ipmi", scope="system", energy_j=900.0, avg_watts=90.0, duration_s=10.0
+            ),
+        )
+    )
     scopes = sorted((s["power_scope"], s["watts"]["mean"]) for s in store.summaries())
     assert scopes == [("cpu+dram", 10.0), ("system", 90.0)]
     assert [s["power_scope"] for s in store.summaries(power_scope="system")] == ["system"]
@@ -455,25 +600,53 @@ def test_summaries_keep_power_scopes_apart(store):
 
 def test_observations_from_probe_summaries(store, fake_datasets):
     mid = store.start_matrix({"reps": 2})
-    est = EnergyReading(source="estimate", scope="drive", energy_j=None, avg_watts=None,
-                        duration_s=10.0, missing="no power table")
+    est = EnergyReading(
+        source="estimate",
+        scope="drive",
+        energy_j=None,
+        avg_watts=None,
+        duration_s=10.0,
+        missing="no power table",
+    )
     for rep in (1, 2):
-        store.record_run(run_record(matrix_id=mid, rep=rep, metrics={
-            "iops": 1000.0 * rep, "mb_s": 4.0 * rep, "p99_latency_us": 500.0,
-            "mean_latency_us": 40.0}, energy=EnergyReading(
-                source="estimate", scope="drive", energy_j=50.0, avg_watts=5.0, duration_s=10.0)))
+        store.record_run(
+            run_record(
+                matrix_id=mid,
+                rep=rep,
+                metrics={
+                    "iops": 1000.0 * rep,
+                    "mb_s": 4.0 * rep,
+                    "p99_latency_us": 500.0,
+                    "mean_latency_us": 40.0,
+                },
+                energy=EnergyReading(
+                    source="estimate", scope="drive", energy_j=50.0, avg_watts=5.0, duration_s=10.0
+                ),
+            )
+        )
     store.record_run(run_record(matrix_id=mid, config=EXT4, energy=est))
     store.record_run(run_record(matrix_id=mid, config=None, cell_key="raw"))
-    store.record_run(run_record(matrix_id=mid, config=FsConfig.make("ext4", mount=["data=journal"]),
-                                flags=("direct-io-not-honoured",)))
+    store.record_run(
+        run_record(
+            matrix_id=mid,
+            config=FsConfig.make("ext4", mount=["data=journal"]),
+            flags=("direct-io-not-honoured",),
+        )
+    )
     store.record_run(run_record(matrix_id=mid, rep=3, status="incomplete", metrics={"iops": 1.0}))
     obs = store.observations()
     seeds = [o for o in obs if o.source.startswith("seed")]
     probe = [o for o in obs if o.source.startswith("probe")]
     assert len(seeds) == 1
     xfs = {o.metric: o for o in probe if o.config == XFS}
-    assert set(xfs) == {"iops", "mb_s", "mean_latency_us", "p99_latency_us", "watts",
-                        "ops_per_joule"}
+    assert set(xfs) == {
+        "iops",
+        "mb_s",
+        "mean_latency_us",
+        "p99_latency_us",
+        "watts",
+        "ops_per_joule",
+    }
     assert xfs["iops"].value == pytest.approx(1500.0) and xfs["iops"].unit == "IOPS"
     assert xfs["p99_latency_us"].value == pytest.approx(500.0)
     assert xfs["p99_latency_us"].unit == "us"
@@ -493,6 +666,7 @@ def test_observations_from_probe_summaries(store, fake_datasets):
 
 
 # --------------------------------------------------------------------------- seeding
+
 
 def test_seeding_on_first_use_not_twice_and_again_when_changed(store, fake_datasets):
     assert store.info()["datasets"] is None
@@ -527,9 +701,11 @@ def test_seeding_the_real_shipped_datasets(store):
     # The store hands the model the seed rows with their bounds (censored in the fit) and
     # the shipped reference matrix's cells.
     from fsadvisor.store import reference
+
     assert len(store.observations()) == (
         len(datasets.load_observations(include=("upper-bound", "lower-bound")))
-        + len(reference.load_observations()))
+        + len(reference.load_observations())
+    )
 
 
 def test_missing_datasets_module_is_a_store_error(store, monkeypatch):
@@ -540,12 +716,20 @@ def test_missing_datasets_module_is_a_store_error(store, monkeypatch):
 
 # --------------------------------------------------------------------------- export
 
+
 def _fill(store):
     mid = store.start_matrix({"reps": 2})
     for rep in (1, 2):
         store.record_run(run_record(matrix_id=mid, rep=rep, raw_output=f'{{"rep": {rep}}}'))
-    store.record_run(run_record(matrix_id=mid, rep=3, status="failed", raw_output='{"rep": 3}',
-                                error="boom, \"quoted\"\nline"))
+    store.record_run(
+        run_record(
+            matrix_id=mid,
+            rep=3,
+            status="failed",
+            raw_output='{"rep": 3}',
+            error='boom, "quoted"\nline',
+        )
+    )
     return mid
 
 
@@ -597,6 +781,7 @@ def test_export_rejects_unknown_format_and_table(store, tmp_path):
 
 # --------------------------------------------------------------------------- concurrency
 
+
 def test_second_connection_and_other_thread(tmp_path):
     path = tmp_path / "shared.db"
     with open_store(path) as writer, open_store(path) as reader:
@@ -618,8 +803,9 @@ def test_second_connection_and_other_thread(tmp_path):
 
 # --------------------------------------------------------------------------- hypothesis
 
-metric_values = st.one_of(st.floats(), st.integers(), st.text(max_size=20), st.none(),
-                          st.booleans())
+metric_values = st.one_of(
+    st.floats(), st.integers(), st.text(max_size=20), st.none(), st.booleans()
+)
 metric_names = st.one_of(st.sampled_from(METRIC_COLUMNS), st.text(max_size=30))
 
 
@@ -627,23 +813,42 @@ def _expected(v):
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-@given(metrics=st.dictionaries(metric_names, metric_values, max_size=12),
-       cell_key=st.text(), name=st.text(), error=st.one_of(st.none(), st.text()),
-       raw=st.text(), command=st.lists(st.text(max_size=10), max_size=5),
-       flags=st.lists(st.text(max_size=10), max_size=3))
+@given(
+    metrics=st.dictionaries(metric_names, metric_values, max_size=12),
+    cell_key=st.text(),
+    name=st.text(),
+    error=st.one_of(st.none(), st.text()),
+    raw=st.text(),
+    command=st.lists(st.text(max_size=10), max_size=5),
+    flags=st.lists(st.text(max_size=10), max_size=3),
+)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_arbitrary_metrics_and_strings_round_trip(metrics, cell_key, name, error, raw, command,
-                                                  flags):
+def test_arbitrary_metrics_and_strings_round_trip(
+    metrics, cell_key, name, error, raw, command, flags
+):
     with open_store(":memory:") as s:
-        rid = s.record_run(run_record(metrics=metrics, cell_key=cell_key, workload_name=name,
-                                      error=error, raw_output=raw, command=tuple(command),
-                                      flags=tuple(flags), status="failed" if error else "ok"))
+        rid = s.record_run(
+            run_record(
+                metrics=metrics,
+                cell_key=cell_key,
+                workload_name=name,
+                error=error,
+                raw_output=raw,
+                command=tuple(command),
+                flags=tuple(flags),
+                status="failed" if error else "ok",
+            )
+        )
         r = s.run(rid)
         assert r["metrics"] == {k: _expected(v) for k, v in metrics.items()}
         for m in METRIC_COLUMNS:
             assert r[m] == (real_or_none(metrics[m]) if m in metrics else None)
-        assert (r["cell_key"], r["workload_name"], r["error"], r["raw_output"]) == \
-            (cell_key, name, error, raw)
+        assert (r["cell_key"], r["workload_name"], r["error"], r["raw_output"]) == (
+            cell_key,
+            name,
+            error,
+            raw,
+        )
         assert (r["command"], r["flags"]) == (command, flags)
         s.summaries()
         buf = io.StringIO()
@@ -652,6 +857,7 @@ def test_arbitrary_metrics_and_strings_round_trip(metrics, cell_key, name, error
 
 
 # --------------------------------------------------------------------------- CLI and service
+
 
 @pytest.fixture
 def cli():
@@ -672,7 +878,11 @@ def test_cli_db_info(cli, tmp_path, fake_datasets):
     assert info["tables"]["runs"] == 3 and info["datasets"]["rows"] == 2
     assert info["last_probe"]["runs_ok"] == 2 and info["last_probe"]["runs_failed"] == 1
     r = cli("db", "info", "--db", str(path))
-    assert r.exit_code == 0 and f"schema v{SCHEMA_VERSION}" in r.stdout and "2 ok, 1 failed" in r.stdout
+    assert (
+        r.exit_code == 0
+        and f"schema v{SCHEMA_VERSION}" in r.stdout
+        and "2 ok, 1 failed" in r.stdout
+    )
 
 
 def test_cli_db_export(cli, tmp_db, fake_datasets, tmp_path):
@@ -693,7 +903,9 @@ def test_cli_csv_export_of_an_empty_store_is_the_header(cli, tmp_db, fake_datase
     header = r.stdout.splitlines()
     assert len(header) == 1 and header[0].startswith("run_id,matrix_id,cell_key,rep,status,")
     reader = csv.DictReader(io.StringIO(r.stdout))
-    assert list(reader) == [] and {"config_key", "energy_j", "iops", "workload"} <= set(reader.fieldnames)
+    assert list(reader) == [] and {"config_key", "energy_j", "iops", "workload"} <= set(
+        reader.fieldnames
+    )
     # The same columns as once there are runs (JSON-valued ones flattened there).
     with open_store() as s:
         _fill(s)
@@ -752,33 +964,51 @@ def test_service_history(tmp_db, fake_datasets):
 def test_raw_baselines_under_different_schedulers_stay_apart(store, fake_datasets):
     mid = store.start_matrix({"reps": 1})
     for sched, iops in (("none", 1000.0), ("mq-deadline", 3000.0)):
-        store.record_run(run_record(matrix_id=mid, config=None, energy=None,
-                                    cell_key=f"raw-device {sched} | randread-4k",
-                                    metrics={"iops": iops}))
+        store.record_run(
+            run_record(
+                matrix_id=mid,
+                config=None,
+                energy=None,
+                cell_key=f"raw-device {sched} | randread-4k",
+                metrics={"iops": iops},
+            )
+        )
     raws = [s for s in store.summaries() if s["config"] is None]
     assert sorted(s["iops"]["mean"] for s in raws) == [1000.0, 3000.0]
-    obs = {o.config.scheduler: o.value for o in store.observations()
-           if o.config.fs == "raw" and o.metric == "iops"}
+    obs = {
+        o.config.scheduler: o.value
+        for o in store.observations()
+        if o.config.fs == "raw" and o.metric == "iops"
+    }
     assert obs == {"none": 1000.0, "mq-deadline": 3000.0}
 
 
 # --------------------------------------------------------------------------- every metric summarised
 
+
 def test_every_recorded_metric_gets_its_summary_by_hand(store):
     """Three reps: each metric's mean, sd (n-1) and 95% t interval computed by hand."""
     per_rep = {  # rep 1, 2, 3
-        "p50_latency_us": (90.0, 100.0, 110.0), "p999_latency_us": (1000.0, 1300.0, 1600.0),
-        "write_amplification": (1.5, 2.0, 2.5), "usr_cpu_pct": (4.0, 5.0, 6.0),
-        "sys_cpu_pct": (20.0, 22.0, 24.0), "host_cpu_busy_pct": (40.0, 45.0, 50.0),
-        "host_cpu_usr_pct": (10.0, 11.0, 12.0), "host_cpu_sys_pct": (28.0, 30.0, 32.0),
-        "host_cpu_iowait_pct": (5.0, 7.0, 9.0), "read_p99_latency_us": (300.0, 330.0, 360.0),
+        "p50_latency_us": (90.0, 100.0, 110.0),
+        "p999_latency_us": (1000.0, 1300.0, 1600.0),
+        "write_amplification": (1.5, 2.0, 2.5),
+        "usr_cpu_pct": (4.0, 5.0, 6.0),
+        "sys_cpu_pct": (20.0, 22.0, 24.0),
+        "host_cpu_busy_pct": (40.0, 45.0, 50.0),
+        "host_cpu_usr_pct": (10.0, 11.0, 12.0),
+        "host_cpu_sys_pct": (28.0, 30.0, 32.0),
+        "host_cpu_iowait_pct": (5.0, 7.0, 9.0),
+        "read_p99_latency_us": (300.0, 330.0, 360.0),
         "dev_write_bytes": (1e9, 2e9, 3e9),
     }
     for i in range(3):
-        metrics = {"iops": 1000.0, **{k: v[i] for k, v in per_rep.items()},
-                   "window_start_epoch_s": 1.7e9 + 100 * i,
-                   "window_end_epoch_s": 1.7e9 + 100 * i + 10,
-                   "note": "not a number"}
+        metrics = {
+            "iops": 1000.0,
+            **{k: v[i] for k, v in per_rep.items()},
+            "window_start_epoch_s": 1.7e9 + 100 * i,
+            "window_end_epoch_s": 1.7e9 + 100 * i + 10,
+            "note": "not a number",
+        }
         store.record_run(run_record(rep=i + 1, metrics=metrics))
     (s,) = store.summaries()
     t = 4.302653  # t(0.975, 2)
@@ -789,8 +1019,9 @@ def test_every_recorded_metric_gets_its_summary_by_hand(store):
         got = s[key]
         assert got["n"] == 3, key
         assert got["mean"] == pytest.approx(mean) and got["sd"] == pytest.approx(sd), key
-        assert (got["ci95_low"], got["ci95_high"]) == pytest.approx((mean - half, mean + half),
-                                                                    rel=1e-6), key
+        assert (got["ci95_low"], got["ci95_high"]) == pytest.approx(
+            (mean - half, mean + half), rel=1e-6
+        ), key
     assert s["p50_latency_us"]["sd"] == pytest.approx(10.0)  # 90, 100, 110 by eye
     # When the window was is no property of the cell; text is no figure.
     assert "window_start_epoch_s" not in s and "window_end_epoch_s" not in s and "note" not in s
@@ -801,8 +1032,16 @@ def test_every_recorded_metric_gets_its_summary_by_hand(store):
 def test_fixed_summary_metrics_are_present_without_values(store):
     store.record_run(run_record(metrics={"iops": 5.0}))
     (s,) = store.summaries()
-    for key in ("p50_latency_us", "p999_latency_us", "write_amplification", "usr_cpu_pct",
-                "sys_cpu_pct", "host_cpu_usr_pct", "host_cpu_sys_pct", "host_cpu_iowait_pct"):
+    for key in (
+        "p50_latency_us",
+        "p999_latency_us",
+        "write_amplification",
+        "usr_cpu_pct",
+        "sys_cpu_pct",
+        "host_cpu_usr_pct",
+        "host_cpu_sys_pct",
+        "host_cpu_iowait_pct",
+    ):
         assert s[key] == {"n": 0, "mean": None, "sd": None, "ci95_low": None, "ci95_high": None}
     assert s["iops"]["mean"] == 5.0
 
@@ -815,10 +1054,17 @@ def test_a_metric_named_like_a_summary_field_does_not_replace_it(store):
 
 def test_pooled_percentiles_are_noted_in_observations(store, fake_datasets):
     pooled = "latency-percentiles-pooled-estimate"
-    store.record_run(run_record(flags=(pooled,), metrics={
-        "iops": 10.0, "p99_latency_us": 500.0, "mean_latency_us": 40.0}))
-    store.record_run(run_record(config=EXT4, metrics={
-        "iops": 10.0, "p99_latency_us": 500.0, "mean_latency_us": 40.0}))
+    store.record_run(
+        run_record(
+            flags=(pooled,),
+            metrics={"iops": 10.0, "p99_latency_us": 500.0, "mean_latency_us": 40.0},
+        )
+    )
+    store.record_run(
+        run_record(
+            config=EXT4, metrics={"iops": 10.0, "p99_latency_us": 500.0, "mean_latency_us": 40.0}
+        )
+    )
     probe = [o for o in store.observations() if o.source.startswith("probe")]
     notes = {(o.config.fs, o.metric): o.note for o in probe}
     assert "pooled estimate" in notes[("xfs", "p99_latency_us")]
@@ -828,25 +1074,41 @@ def test_pooled_percentiles_are_noted_in_observations(store, fake_datasets):
 
 # --------------------------------------------------------------------------- joint probes
 
-JOINT_PLAN = {"reps": 5, "profile": "a",
-              "adaptive": {"profiles": ["a", "b", "c"],
-                           "profile_workloads": ["profile:a", "profile:a", "profile:c"]}}
+JOINT_PLAN = {
+    "reps": 5,
+    "profile": "a",
+    "adaptive": {
+        "profiles": ["a", "b", "c"],
+        "profile_workloads": ["profile:a", "profile:a", "profile:c"],
+    },
+}
 
 
 def test_a_joint_probes_shared_run_counts_for_every_profile_it_served(store, tmp_path):
     """A cell profiles a and b share is measured once, stored under a's workload name with
     both in its profile set: each profile's lookup finds it, once, and no other's does."""
     m = store.start_matrix(JOINT_PLAN)
-    shared = store.record_run(run_record(matrix_id=m, workload_name="profile:a",
-                                         profiles=("a", "b")))
-    store.record_run(run_record(matrix_id=m, workload_name="profile:a", rep=2,
-                                profiles=("a", "b"), metrics={"iops": 1100.0}))
-    own_c = store.record_run(run_record(matrix_id=m, workload_name="profile:c",
-                                        profiles=("c",)))
+    shared = store.record_run(
+        run_record(matrix_id=m, workload_name="profile:a", profiles=("a", "b"))
+    )
+    store.record_run(
+        run_record(
+            matrix_id=m,
+            workload_name="profile:a",
+            rep=2,
+            profiles=("a", "b"),
+            metrics={"iops": 1100.0},
+        )
+    )
+    own_c = store.record_run(run_record(matrix_id=m, workload_name="profile:c", profiles=("c",)))
     alone_b = store.record_run(run_record(config=EXT4, workload_name="profile:b"))
     ids = {p: [r["run_id"] for r in store.runs(profile=p)] for p in ("a", "b", "c", "d")}
-    assert ids == {"a": [shared, shared + 1], "b": [shared, shared + 1, alone_b],
-                   "c": [own_c], "d": []}
+    assert ids == {
+        "a": [shared, shared + 1],
+        "b": [shared, shared + 1, alone_b],
+        "c": [own_c],
+        "d": [],
+    }
     assert store.run(shared)["profiles"] == ["a", "b"]
     assert store.run(alone_b)["profiles"] is None
     by_cfg = {s["config_key"]: s for s in store.summaries(profile="b")}
@@ -857,10 +1119,12 @@ def test_a_joint_probes_shared_run_counts_for_every_profile_it_served(store, tmp
     # a merged copy keeps the profile set
     with open_store(tmp_path / "other.db") as other:
         other.merge_from(store.path)
-        assert [r["run_id"] for r in other.runs(profile="b")] and \
-            other.runs(profile="b")[0]["profiles"] == ["a", "b"]
+        assert [r["run_id"] for r in other.runs(profile="b")] and other.runs(profile="b")[0][
+            "profiles"
+        ] == ["a", "b"]
     # the history names every profile of the session
     from fsadvisor.service.store import history
+
     assert history(db=store.path)[0]["profile"] == "a + b + c"
 
 
@@ -898,10 +1162,14 @@ def test_v4_joint_runs_of_profiles_given_as_files_are_found_by_the_names_they_ho
     web = tmp_path / "web.toml"
     web.write_text('name = "webcache"\n[fio]\nrw = "randread"\nbs = "16k"\n')
     gone = str(tmp_path / "old" / "batch.toml")
-    plan = {"reps": 5, "profile": str(web),
-            "adaptive": {"profiles": [str(web), gone, "oltp"],
-                         "profile_workloads": ["profile:webcache", "profile:batch",
-                                               "profile:oltp"]}}
+    plan = {
+        "reps": 5,
+        "profile": str(web),
+        "adaptive": {
+            "profiles": [str(web), gone, "oltp"],
+            "profile_workloads": ["profile:webcache", "profile:batch", "profile:oltp"],
+        },
+    }
     path = tmp_path / "v4.db"
     with open_store(path) as s:
         m = s.start_matrix(plan)

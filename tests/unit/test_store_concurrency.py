@@ -11,7 +11,9 @@ from pathlib import Path
 
 from fsadvisor.store import open_store
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "fio-3.33-randread-json-plus.json"
+FIXTURE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "fio-3.33-randread-json-plus.json"
+)
 PER_STREAM = 60
 
 STREAM = """
@@ -39,13 +41,19 @@ def test_two_import_streams_of_120_files_store_120(tmp_path):
         f = tmp_path / f"run{i:03d}.json"
         f.write_text(text + " " * (i + 1))  # distinct files (imports are keyed by content)
         files.append(str(f))
-    procs = [subprocess.Popen([sys.executable, "-c", STREAM, str(db),
-                               *files[k * PER_STREAM:(k + 1) * PER_STREAM]],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", STREAM, str(db), *files[k * PER_STREAM : (k + 1) * PER_STREAM]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     assert [o[0].strip() for o in outs] == ["0", "0"], [o[1][-2000:] for o in outs]
     with open_store(str(db)) as store:
         runs = store.runs()
-    assert len([r for r in runs if r.get("origin") == "imported"]) == 2 * PER_STREAM, \
-        json.dumps(sorted({r.get("origin") for r in runs}))
+    assert len([r for r in runs if r.get("origin") == "imported"]) == 2 * PER_STREAM, json.dumps(
+        sorted({r.get("origin") for r in runs})
+    )

@@ -23,6 +23,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 def store_file(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     from fsadvisor.service import advice
+
     advice._cache.clear()
     with open_store(str(tmp_db)) as s:
         s.ensure_seeded()
@@ -51,9 +52,21 @@ def test_a_damaged_store_is_refused_by_every_command_in_one_line(store_file, tmp
     assert _run("recommend", "-p", "oltp").exit_code == 0  # a cached model exists now
     _damage(store_file)
     fio_json = FIXTURES / "fio-3.33-randread-json-plus.json"
-    for args in (["recommend", "-p", "oltp"], ["db", "info"],
-                 ["import", "fio-json", str(fio_json), "--device", "nvme:1T",
-                  "--config", '{"filesystem": "xfs"}', "--profile", "fio-randread-4k-j1"]):
+    for args in (
+        ["recommend", "-p", "oltp"],
+        ["db", "info"],
+        [
+            "import",
+            "fio-json",
+            str(fio_json),
+            "--device",
+            "nvme:1T",
+            "--config",
+            '{"filesystem": "xfs"}',
+            "--profile",
+            "fio-randread-4k-j1",
+        ],
+    ):
         r = _run(*args)
         assert r.exit_code == 2, (args, r.output)
         lines = [ln for ln in r.output.splitlines() if ln.strip()]
@@ -93,8 +106,10 @@ def _index_out_of_step(path) -> None:
     con = sqlite3.connect(path)
     assert con.execute("SELECT count(*) FROM configurations").fetchone()[0] > 0
     con.execute("PRAGMA writable_schema=ON")
-    con.execute("UPDATE sqlite_master SET sql='CREATE UNIQUE INDEX \"idx_configurations_key\" "
-                "ON \"configurations\" (\"id\")' WHERE name='idx_configurations_key'")
+    con.execute(
+        'UPDATE sqlite_master SET sql=\'CREATE UNIQUE INDEX "idx_configurations_key" '
+        'ON "configurations" ("id")\' WHERE name=\'idx_configurations_key\''
+    )
     con.commit()
     con.close()
     con = sqlite3.connect(path)
@@ -108,15 +123,35 @@ def test_a_probe_runs_the_full_check_before_it_attaches_anything(store_file, tmp
     from fsadvisor.service import probing
 
     fio_json = FIXTURES / "fio-3.33-randread-json-plus.json"
-    r = _run("import", "fio-json", str(fio_json), "--device", "nvme:1T",
-             "--config", '{"filesystem": "xfs"}', "--profile", "fio-randread-4k-j1")
+    r = _run(
+        "import",
+        "fio-json",
+        str(fio_json),
+        "--device",
+        "nvme:1T",
+        "--config",
+        '{"filesystem": "xfs"}',
+        "--profile",
+        "fio-randread-4k-j1",
+    )
     assert r.exit_code == 0, r.output
     _index_out_of_step(store_file)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    plan = probing.plan_probe(probing.ProbeRequest.make(
-        scratch="512M", scratch_dir=scratch, filesystems="ext4", workloads="4k-randread-qd32",
-        variants=False, baseline=False, reps=1, runtime_s=1, cooldown_s=0, db=store_file))
+    plan = probing.plan_probe(
+        probing.ProbeRequest.make(
+            scratch="512M",
+            scratch_dir=scratch,
+            filesystems="ext4",
+            workloads="4k-randread-qd32",
+            variants=False,
+            baseline=False,
+            reps=1,
+            runtime_s=1,
+            cooldown_s=0,
+            db=store_file,
+        )
+    )
     with pytest.raises(StoreError, match="is damaged .*integrity_check"):
         probing.run_probe(plan)
     assert list(scratch.iterdir()) == []  # no backing file, so no loop device either

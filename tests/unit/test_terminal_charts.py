@@ -22,13 +22,14 @@ BAR = "█"
 
 # A recommendation's chart: predictions, one measured bar beside its prediction, near-ties
 # and a label longer than the label column at 80 columns.
-ITEMS = [Bar("#1 xfs -o noatime", 270.4, 126.0, 579.0, False),
-         Bar("#1 xfs -o noatime", 300.2, 280.0, 321.0, True),
-         Bar("#2 ext4, sched mq-deadline", 191.0, 73.0, 503.0, False),
-         Bar("#3 xfs", 265.0, 121.0, 603.0, False),
-         Bar("#4 ext4 -o noatime", 200.0, 89.0, 451.0, False),
-         Bar("#5 xfs -o logbufs=8,logbsize=256k, sched none, agcount=4", 120.5, 51.0, 309.0,
-             False)]
+ITEMS = [
+    Bar("#1 xfs -o noatime", 270.4, 126.0, 579.0, False),
+    Bar("#1 xfs -o noatime", 300.2, 280.0, 321.0, True),
+    Bar("#2 ext4, sched mq-deadline", 191.0, 73.0, 503.0, False),
+    Bar("#3 xfs", 265.0, 121.0, 603.0, False),
+    Bar("#4 ext4 -o noatime", 200.0, 89.0, 451.0, False),
+    Bar("#5 xfs -o logbufs=8,logbsize=256k, sched none, agcount=4", 120.5, 51.0, 309.0, False),
+]
 BEST_FIRST = sorted(ITEMS, key=lambda b: -b.value)
 
 
@@ -67,7 +68,8 @@ def test_every_label_once_shortened_consistently_best_on_top(width):
     # the listing under the chart: same order, each label in it, measured or predicted
     listing = [ln for ln in lines if re.search(r"  (measured|predicted) +\d", ln)]
     assert [re.search(r"  (measured|predicted) +\d", ln)[1] for ln in listing] == [
-        "measured" if b.measured else "predicted" for b in BEST_FIRST]
+        "measured" if b.measured else "predicted" for b in BEST_FIRST
+    ]
     for ln, b in zip(listing, BEST_FIRST):
         assert ln.startswith(b.label) or ln.startswith(short(b.label, 10)[:-1])
 
@@ -100,12 +102,12 @@ def test_whiskers_under_their_bars_span_the_interval(width):
     for i, b in zip(rows, BEST_FIRST):
         under = lines[i + 1]
         assert "┤" not in under
-        plot = under[lines[i].index("┤") + 1:]
+        plot = under[lines[i].index("┤") + 1 :]
         caps = [c for c, ch in enumerate(plot[:-1]) if ch == CAP]
-        assert len(caps) == 2 and set(plot[caps[0] + 1:caps[1]]) == {WHISKER}, under
+        assert len(caps) == 2 and set(plot[caps[0] + 1 : caps[1]]) == {WHISKER}, under
         assert abs(caps[0] - b.low * per_value) <= 2 and abs(caps[1] - b.high * per_value) <= 2
     for i in rows[:-1]:  # a blank row between a whisker and the next bar down
-        assert lines[i + 2][lines[i].index("┤") + 1:].rstrip("│").strip() == ""
+        assert lines[i + 2][lines[i].index("┤") + 1 :].rstrip("│").strip() == ""
 
 
 @WIDTHS
@@ -129,12 +131,16 @@ def test_the_legend_says_what_each_bar_is_in_words(width):
     or predicted in words, its value and its 95% interval."""
     lines = bars(ITEMS, "predicted ops/J", "oltp: ops/J", width).splitlines()
     axis = next(i for i, ln in enumerate(lines) if "└" in ln)
-    key, *rows = lines[axis + 3:]
-    assert key == f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar: its 95% interval; " \
-                  "P predicted by the model, M measured"
+    key, *rows = lines[axis + 3 :]
+    assert (
+        key == f"{CAP}{WHISKER}{WHISKER}{CAP} under a bar: its 95% interval; "
+        "P predicted by the model, M measured"
+    )
     assert len(rows) == len(ITEMS) and all(len(ln) <= width for ln in rows)
-    row = re.compile(r"(?P<label>\S.*?)\s+(?P<kind>measured|predicted)\s+(?P<value>[\d,.]+[kM]?)"
-                     r"  \(95%: (?P<low>[\d,.]+[kM]?) – (?P<high>[\d,.]+[kM]?)\)$")
+    row = re.compile(
+        r"(?P<label>\S.*?)\s+(?P<kind>measured|predicted)\s+(?P<value>[\d,.]+[kM]?)"
+        r"  \(95%: (?P<low>[\d,.]+[kM]?) – (?P<high>[\d,.]+[kM]?)\)$"
+    )
     for ln, b in zip(rows, BEST_FIRST):
         m = row.fullmatch(ln)
         assert m, ln
@@ -150,8 +156,11 @@ def test_the_legend_says_what_each_bar_is_in_words(width):
 
 
 def test_large_values_are_scaled_and_the_axis_says_so():
-    text = bars([Bar("xfs", 107e6, 14e6, 209e6, False), Bar("ext4", 105e6, 13e6, 209e6, False)],
-                "bytes/J", width=80)
+    text = bars(
+        [Bar("xfs", 107e6, 14e6, 209e6, False), Bar("ext4", 105e6, 13e6, 209e6, False)],
+        "bytes/J",
+        width=80,
+    )
     lines = text.splitlines()
     axis = next(i for i, ln in enumerate(lines) if "└" in ln)
     assert max(len(t.split(".")[0]) for t in lines[axis + 1].split()) <= 4
@@ -181,13 +190,21 @@ def test_golden_chart(width):
 
 # ------------------------------------------------------------------ device history (lines)
 
+
 def _history(matrices: int, configs: int = 3) -> dict:
     start = 1_790_000_000.0
-    return {"device": "/dev/loop9", "metric": "ops_per_joule", "unit": "ops/J",
-            "matrices": [{"id": f"m{i}", "started_at": start + 3600 * i}
-                         for i in range(matrices)],
-            "series": {f"cfg{c} xfs -o noatime,logbufs=8,logbsize=256k profile:oltp": [
-                [i, 200.0 + 10 * c + 5 * i] for i in range(matrices)] for c in range(configs)}}
+    return {
+        "device": "/dev/loop9",
+        "metric": "ops_per_joule",
+        "unit": "ops/J",
+        "matrices": [{"id": f"m{i}", "started_at": start + 3600 * i} for i in range(matrices)],
+        "series": {
+            f"cfg{c} xfs -o noatime,logbufs=8,logbsize=256k profile:oltp": [
+                [i, 200.0 + 10 * c + 5 * i] for i in range(matrices)
+            ]
+            for c in range(configs)
+        },
+    }
 
 
 @WIDTHS
@@ -195,6 +212,7 @@ def test_history_chart_fits_and_names_the_matrices_without_overlap(width, monkey
     import time
 
     from fsadvisor.service.matrix_results import plot_device_history
+
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     try:

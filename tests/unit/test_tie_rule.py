@@ -67,8 +67,9 @@ def test_one_tie_set_behind_every_tie_the_answer_states(device, tmp_db):
         # #1 is the simplest of its tie set unless measured data put it first
         if first.order_rule not in ("measured", "measured here"):
             dev = rec.device
-            assert all(complexity(first.config, dev) <= complexity(r.config, dev)
-                       for r in ranked[:shown]), (name, [r.config.label() for r in ranked])
+            assert all(
+                complexity(first.config, dev) <= complexity(r.config, dev) for r in ranked[:shown]
+            ), (name, [r.config.label() for r in ranked])
         # one P per configuration, #1's first and printed once
         assert conf.labels[0] == first.config.label(), name
         assert len(set(conf.labels)) == len(conf.labels), name
@@ -101,7 +102,7 @@ def test_the_readme_describes_the_headline_ties_and_json_keys_as_printed(tmp_db)
             assert sure.startswith(f"tied with {tied} other configuration")
             assert "tied with N\nother configurations within the data's resolution" in README
             assert ("any of them will do" in sure) == doc["confidence"]["settled"]
-            assert all(x["tie_label"] == "1=" for x in doc["recommendations"][:tied + 1])
+            assert all(x["tie_label"] == "1=" for x in doc["recommendations"][: tied + 1])
         else:
             assert sure.startswith("clearly ahead of #2") or sure.startswith("the only")
         text = runner.invoke(cli.app, ["recommend", "-p", name]).output

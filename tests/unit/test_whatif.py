@@ -66,16 +66,26 @@ def test_constraint_edit_refilters_workload_edit_repredicts_and_nothing_refits(d
     assert fits == []  # the fit cached by get_model served every question
 
 
-W = Workload(rw="randrw", rwmixread=70, bs_bytes=8192, iodepth=4, numjobs=16,
-             working_set_bytes=64 << 30, file_size_bytes=64 << 30)
+W = Workload(
+    rw="randrw",
+    rwmixread=70,
+    bs_bytes=8192,
+    iodepth=4,
+    numjobs=16,
+    working_set_bytes=64 << 30,
+    file_size_bytes=64 << 30,
+)
 
 
-@given(jobs=st.integers(1, 4096), qd=st.integers(1, 4096), pct=st.integers(0, 100),
-       bs_k=st.sampled_from([1, 4, 8, 16, 64, 128, 1024]))
+@given(
+    jobs=st.integers(1, 4096),
+    qd=st.integers(1, 4096),
+    pct=st.integers(0, 100),
+    bs_k=st.sampled_from([1, 4, 8, 16, 64, 128, 1024]),
+)
 @settings(max_examples=60, deadline=None)
 def test_edit_workload_applies_valid_text(jobs, qd, pct, bs_k):
-    w = whatif.edit_workload(W, jobs=f"{jobs:,}", iodepth=str(qd), read_pct=str(pct),
-                             bs=f"{bs_k}k")
+    w = whatif.edit_workload(W, jobs=f"{jobs:,}", iodepth=str(qd), read_pct=str(pct), bs=f"{bs_k}k")
     assert (w.numjobs, w.iodepth, w.bs_bytes, w.read_pct) == (jobs, qd, bs_k * 1024, pct)
     assert w.random  # a random workload stays random whatever the mix
     assert w.rw == ("randread" if pct == 100 else "randwrite" if pct == 0 else "randrw")
@@ -92,15 +102,18 @@ def test_edit_workload_rejects_junk_with_a_named_error(text):
         assert 1 <= w.numjobs <= 4096
 
 
-@pytest.mark.parametrize("kw,msg", [
-    ({"jobs": "0"}, "jobs must be between 1 and 4,096"),
-    ({"iodepth": "5000"}, "queue depth must be between 1 and 4,096"),
-    ({"bs": "100"}, "request size must be between 512 and 64m"),
-    ({"bs": "fast"}, "request size must be a size"),
-    ({"read_pct": "101"}, "read share % must be between 0 and 100"),
-    ({"working_set": "1k"}, "working set must be between 1m and 1024t"),
-    ({"fsync": "sometimes"}, "fsync policy must be one of none, every_n, per_transaction"),
-])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        ({"jobs": "0"}, "jobs must be between 1 and 4,096"),
+        ({"iodepth": "5000"}, "queue depth must be between 1 and 4,096"),
+        ({"bs": "100"}, "request size must be between 512 and 64m"),
+        ({"bs": "fast"}, "request size must be a size"),
+        ({"read_pct": "101"}, "read share % must be between 0 and 100"),
+        ({"working_set": "1k"}, "working set must be between 1m and 1024t"),
+        ({"fsync": "sometimes"}, "fsync policy must be one of none, every_n, per_transaction"),
+    ],
+)
 def test_edit_workload_names_the_range(kw, msg):
     with pytest.raises(FsAdvisorError, match=msg):
         whatif.edit_workload(W, **kw)

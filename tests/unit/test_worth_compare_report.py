@@ -15,9 +15,19 @@ runner = CliRunner()
 
 XFS = '{"filesystem": "xfs", "mount": ["noatime"]}'
 EXT4 = '{"filesystem": "ext4"}'
-KEYS = {"avg_watts", "avg_watts_90", "utilisation", "sustains_load", "kwh_per_year",
-        "kwh_per_year_90", "cost_per_year", "cost_per_year_90", "capacity", "energy_source",
-        "saving_vs_default"}
+KEYS = {
+    "avg_watts",
+    "avg_watts_90",
+    "utilisation",
+    "sustains_load",
+    "kwh_per_year",
+    "kwh_per_year_90",
+    "cost_per_year",
+    "cost_per_year_90",
+    "capacity",
+    "energy_source",
+    "saving_vs_default",
+}
 
 
 def run(*args):
@@ -35,6 +45,7 @@ def fresh_store(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     from fsadvisor.service import advice
+
     advice._cache.clear()
     return tmp_db
 
@@ -54,7 +65,8 @@ def _same_year(a, b):
         assert a[k] == pytest.approx(b[k]), k
     assert a["kwh_per_year_90"] == pytest.approx(b["kwh_per_year_90"])
     assert a["saving_vs_default"]["cost_per_year"] == pytest.approx(
-        b["saving_vs_default"]["cost_per_year"])
+        b["saving_vs_default"]["cost_per_year"]
+    )
     assert a["energy_source"] == b["energy_source"]
 
 
@@ -64,7 +76,8 @@ def test_compare_yearly_is_recommends_for_the_same_predictions(fresh_store):
     assert doc["yearly_basis"]["servers"] == 3 and doc["yearly_basis"]["pue"] == 1.2
     assert doc["yearly_basis"]["default"]["config"]["filesystem"] == "ext4"
     assert doc["yearly_basis"]["default"]["kwh_per_year"] == pytest.approx(
-        rec["yearly_basis"]["default"]["kwh_per_year"])
+        rec["yearly_basis"]["default"]["kwh_per_year"]
+    )
     for e, r in zip(doc["entries"], rec["recommendations"]):
         assert KEYS <= set(e["yearly"]), set(e["yearly"])
         _same_year(e["yearly"], r["yearly"])
@@ -73,7 +86,8 @@ def test_compare_yearly_is_recommends_for_the_same_predictions(fresh_store):
     best = min(range(2), key=lambda i: years[i]["kwh_per_year"])
     assert "saving_vs_runner_up" in years[best] and "saving_vs_runner_up" not in years[1 - best]
     assert years[best]["saving_vs_runner_up"]["kwh_per_year"] == pytest.approx(
-        years[1 - best]["kwh_per_year"] - years[best]["kwh_per_year"])
+        years[1 - best]["kwh_per_year"] - years[best]["kwh_per_year"]
+    )
     r = run("compare", "--profile", "oltp", "1", "2", *LOAD)
     assert r.exit_code == 0, r.output
     assert r.output.count("     per year: ") == 2
@@ -82,6 +96,7 @@ def test_compare_yearly_is_recommends_for_the_same_predictions(fresh_store):
 
 def test_compare_measured_rows_use_measured_throughput_and_watts(probed_store):
     from fsadvisor.store import open_store
+
     with open_store(str(probed_store)) as store:
         sums = store.summaries(workload_name="profile:oltp")
     load = 5000.0
@@ -108,8 +123,7 @@ def test_compare_measured_rows_use_measured_throughput_and_watts(probed_store):
     assert "B against the runner-up: saves" in r.output
 
 
-def test_a_measured_ext4_defaults_is_the_baseline_itself_and_the_text_says_measured(
-        probed_store):
+def test_a_measured_ext4_defaults_is_the_baseline_itself_and_the_text_says_measured(probed_store):
     """compare with ext4 defaults measured: its measured year is the baseline (no saving
     against itself, exactly, rather than the model's error against the measurement), the
     other entry's saving is against that year, and the text says where the baseline's
@@ -125,10 +139,15 @@ def test_a_measured_ext4_defaults_is_the_baseline_itself_and_the_text_says_measu
     assert default["config"] == a["config"]
     for key in ("capacity", "kwh_per_year", "kwh_per_year_90", "energy_source"):
         assert default[key] == y[key], key
-    assert y["saving_vs_default"] == {"kwh_per_year": 0, "kwh_per_year_range": [0, 0],
-                                      "cost_per_year": 0, "cost_per_year_range": [0, 0]}
+    assert y["saving_vs_default"] == {
+        "kwh_per_year": 0,
+        "kwh_per_year_range": [0, 0],
+        "cost_per_year": 0,
+        "cost_per_year_range": [0, 0],
+    }
     assert b["yearly"]["saving_vs_default"]["kwh_per_year"] == pytest.approx(
-        default["kwh_per_year"] - b["yearly"]["kwh_per_year"], rel=1e-12)
+        default["kwh_per_year"] - b["yearly"]["kwh_per_year"], rel=1e-12
+    )
     on = a["measured_on"]
     source = f"measured on {on['device']} (runs {run_ids_text(on['run_ids'])})"
     assert default["source"] == source
@@ -140,8 +159,11 @@ def test_a_measured_ext4_defaults_is_the_baseline_itself_and_the_text_says_measu
     assert "predicted by the model" not in text
 
 
-@pytest.mark.parametrize("items", [(EXT4, XFS), (XFS, '{"filesystem": "btrfs"}')],
-                         ids=["ext4 defaults compared", "not compared"])
+@pytest.mark.parametrize(
+    "items",
+    [(EXT4, XFS), (XFS, '{"filesystem": "btrfs"}')],
+    ids=["ext4 defaults compared", "not compared"],
+)
 def test_a_predicted_baseline_is_named_as_the_models(items, fresh_store):
     """Nothing measured: the baseline is the model's figure, compared or predicted beside
     them, and the text says so, as recommend's does."""
@@ -149,7 +171,8 @@ def test_a_predicted_baseline_is_named_as_the_models(items, fresh_store):
     doc = run_json(*args)
     assert doc["yearly_basis"]["default"]["source"] == "predicted by the model"
     assert [bool(e["yearly"].get("is_baseline")) for e in doc["entries"]] == [
-        it == EXT4 for it in items]
+        it == EXT4 for it in items
+    ]
     for cmd in (args, ("recommend", "--profile", "oltp", "--load", "5000")):
         r = run(*cmd)
         assert r.exit_code == 0, r.output
@@ -166,12 +189,12 @@ def test_the_baseline_is_one_configuration_for_worth_compare_and_the_reasons():
     assert is_baseline(base) and base == catalog.config_from_dict({"filesystem": "ext4"})
     assert base == baseline_config(1 << 40)
     assert not is_baseline(base.with_(scheduler="kyber"))
-    assert not is_baseline(catalog.config_from_dict({"filesystem": "ext4",
-                                                     "mount": ["noatime"]}))
+    assert not is_baseline(catalog.config_from_dict({"filesystem": "ext4", "mount": ["noatime"]}))
 
 
 def _key(cfg):
     from fsadvisor import catalog
+
     return catalog.config_from_dict(cfg).key()
 
 
@@ -195,7 +218,13 @@ BAD = [
     (("--load", "100", "--price", "inf"), "--price must be between 0 and 10,000,000, not inf"),
     (("--load", "100", "--pue", "0.5"), "--pue must be between 1 and 5"),
     (("--load", "100", "--servers", "0"), "--servers must be between 1 and"),
-    (("--price", "0.3",), "need --load"),
+    (
+        (
+            "--price",
+            "0.3",
+        ),
+        "need --load",
+    ),
 ]
 
 
@@ -217,8 +246,7 @@ def test_report_refuses_bad_numbers_in_one_line(fresh_store, tmp_path, args, fra
 
 
 def test_compare_matrices_refuse_a_load(probed_store):
-    one_line_error(run("compare", "--matrix", "m-base", "m-new", "--load", "100"),
-                   "not --matrix")
+    one_line_error(run("compare", "--matrix", "m-base", "m-new", "--load", "100"), "not --matrix")
 
 
 def test_report_yearly_is_recommends_and_is_in_the_html(fresh_store, tmp_path):
@@ -268,15 +296,25 @@ def test_measured_basis_without_energy_takes_the_models_watts(fresh_store):
     from fsadvisor.predict.predict import predict
     from fsadvisor.profiles import load_profile
     from fsadvisor import catalog
+
     w = load_profile("oltp").workload
     dev = resolve_device(None)
     p = predict(get_model(None), catalog.config_from_dict({"filesystem": "xfs"}), w, dev, "system")
-    s = {"iops": {"mean": 9000.0, "ci95_low": 8000.0, "ci95_high": 10000.0}, "watts": {},
-         "energy_source": None, "run_ids": [4, 5], "device_model": "loop"}
-    idle, busy, busy90, cap, cap90, source = worth.measured_basis(s, p, "system", dev, False, w.bs_bytes)
+    s = {
+        "iops": {"mean": 9000.0, "ci95_low": 8000.0, "ci95_high": 10000.0},
+        "watts": {},
+        "energy_source": None,
+        "run_ids": [4, 5],
+        "device_model": "loop",
+    }
+    idle, busy, busy90, cap, cap90, source = worth.measured_basis(
+        s, p, "system", dev, False, w.bs_bytes
+    )
     assert (cap, cap90) == (9000.0, (8000.0, 10000.0))
     assert busy == p.watts and "no energy reading" in source and "watts from the model" in source
-    assert worth.measured_basis({"iops": {"mean": None}}, p, "system", dev, False, w.bs_bytes) is None
+    assert (
+        worth.measured_basis({"iops": {"mean": None}}, p, "system", dev, False, w.bs_bytes) is None
+    )
 
 
 def test_a_first_choice_that_costs_more_per_year_than_the_runner_up_says_why(tmp_db):
@@ -285,6 +323,7 @@ def test_a_first_choice_that_costs_more_per_year_than_the_runner_up_says_why(tmp
     intervals): the notes then say so and why #1 is still #1."""
     from fsadvisor.service import advice, worth
     from fsadvisor.service.worth_inputs import WorthInputs
+
     rec = advice.recommend("oltp", top=3)
     yw = worth.yearly_worth(rec, WorthInputs(20000, 0.3))
     if yw["entries"][0]["saving_vs_runner_up"]["kwh_per_year"] >= 0:
