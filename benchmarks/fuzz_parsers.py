@@ -163,7 +163,8 @@ def cli_option_targets() -> dict[str, tuple]:
 
     import typer
 
-    from fsadvisor import cli, limits
+    import fsadvisor.cli.app as cli
+    from fsadvisor import limits
 
     click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 

@@ -16,7 +16,7 @@ from fsadvisor.domain import FsConfig
 
 from fsadvisor.service import answer
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs
-from fsadvisor.cli import app, domain_errors, emit_json, fail, limit_option
+from fsadvisor.cli.app import app, domain_errors, emit_json, fail, limit_option
 from fsadvisor.cli.options import (
     ConfigOpt,
     DbOpt,

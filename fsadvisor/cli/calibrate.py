@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, confirm_wipe, domain_errors, emit_json, fail
+from fsadvisor.cli.app import app, confirm_wipe, domain_errors, emit_json, fail
 from fsadvisor.cli.options import DbOpt, ForceOpt, YesWipeOpt, bounded
 
 # The service is imported by the command that calls it, each import saying what it loads

@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.app import app, domain_errors, emit_json
 from fsadvisor.cli.options import DbOpt, JsonOpt, profile_option
 
 # The service is imported by the command, saying what it loads (start-up): --help, shell

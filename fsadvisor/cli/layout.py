@@ -11,7 +11,7 @@ import shutil
 import textwrap
 from dataclasses import dataclass
 
-import typer  # loaded with the fsadvisor.cli package this module is part of
+import typer  # loaded with the CLI application (cli/app.py) before any command module
 
 # Where the terminal says nothing (a pipe, a log): the classic 80 columns.
 DEFAULT_COLUMNS = 80

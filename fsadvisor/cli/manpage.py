@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from fsadvisor.cli import command_tree, register_all
+from fsadvisor.cli.app import command_tree, register_all
 
 PAGE = Path(__file__).resolve().parents[1] / "man" / "fsadvisor.1"
 

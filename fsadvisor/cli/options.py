@@ -24,7 +24,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from fsadvisor import limits
-from fsadvisor.cli import METAVARS, complete_profile, limit_option
+from fsadvisor.cli.app import METAVARS, complete_profile, limit_option
 from fsadvisor.service.worth_inputs import WorthInputs
 
 

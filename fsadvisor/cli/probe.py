@@ -11,7 +11,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from fsadvisor.cli import (
+from fsadvisor.cli.app import (
     app,
     complete_profile,
     confirm_wipe,

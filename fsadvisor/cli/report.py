@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json
+from fsadvisor.cli.app import app, domain_errors, emit_json
 from fsadvisor.cli.options import (
     DbOpt,
     ProfileOpt,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fsadvisor.cli import app, domain_errors, emit_json, fail
+from fsadvisor.cli.app import app, domain_errors, emit_json, fail
 from fsadvisor.cli.options import (
     DbOpt,
     JsonOpt,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from fsadvisor.cli import app, domain_errors
+from fsadvisor.cli.app import app, domain_errors
 from fsadvisor.cli.options import DbOpt
 
 # The TUI (textual) is imported by the command (start-up): every other command, --help and

@@ -602,9 +602,8 @@ def rank(
     The cyclic garbage collector is paused while it runs (and restored after, also on an
     error): a ranking makes a few long-lived containers per candidate and no reference
     cycles, and each full collection it triggered walked every object the process holds
-    (the caller's candidate lists too), ~5-12 us per candidate at 60,000 measured with
-    benchmarks/rank_scaling.py against a run without the collector, so ranking grew
-    faster than the candidate count."""
+    (the caller's candidate lists too), so ranking grew faster than the candidate count
+    (benchmarks/rank_scaling.py shows it, against a run without the collector)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 
 pytestmark = pytest.mark.device
 cli.register_all()

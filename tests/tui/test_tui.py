@@ -253,6 +253,7 @@ async def test_the_device_tab_says_a_library_drive_name_is_accepted_and_inspects
     # recommend --device takes a library drive's name; the Device tab, which resolves its
     # field the same way, says so too, and a name typed there is the library's drive.
     from fsadvisor.service.devices import library_device
+
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)
@@ -354,7 +355,7 @@ def test_calls_recommend_is_advice_recommend_for_an_unedited_preset():
 def test_tui_command_is_registered_and_textual_stays_lazy():
     from typer.testing import CliRunner
 
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     r = CliRunner().invoke(cli.app, ["tui", "--help"])
@@ -660,7 +661,7 @@ def _recommend_json(*args: str) -> dict:
 
     from typer.testing import CliRunner
 
-    from fsadvisor import cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     result = CliRunner().invoke(cli.app, ["recommend", *args, "--json"])
@@ -672,7 +673,7 @@ def _recommend_text(*args: str) -> list[str]:
     """recommend's text lines, at a width no line wraps at."""
     from typer.testing import CliRunner
 
-    from fsadvisor import cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     result = CliRunner().invoke(cli.app, ["recommend", *args], env={"COLUMNS": "1000"})

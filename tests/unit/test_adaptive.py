@@ -473,7 +473,7 @@ def test_a_plain_resume_of_an_adaptive_probe_is_adaptive(tmp_path):
 
 def test_cli_probe_resume_continues_an_adaptive_plan_adaptively(tmp_path, monkeypatch):
     from typer.testing import CliRunner
-    from fsadvisor.cli import app
+    from fsadvisor.cli.app import app
     from fsadvisor.service import adaptive as ad
 
     req = _request(tmp_path)

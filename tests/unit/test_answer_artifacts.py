@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor import catalog
 from fsadvisor.catalog import artifacts
 from fsadvisor.domain import FsConfig

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 import fsadvisor
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.cli.probe import quick_override_note
 from fsadvisor.cli.simulate import combine_vary
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.cli.probe import _print_summary
 from fsadvisor.domain import FsConfig, Workload
 from fsadvisor.probe.plan import cell_label

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from _golden import same_lines
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.service import answer as explain

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from fsadvisor.catalog import artifacts
 from fsadvisor.catalog.artifacts import build, systemd_escape_path
 from fsadvisor.catalog.udev import Target, kernel_pattern, udev_rule
-from fsadvisor.cli import register_all, app
+from fsadvisor.cli.app import register_all, app
 from fsadvisor.domain import FsConfig
 from fsadvisor.service.apply import apply, check_mountpoint
 

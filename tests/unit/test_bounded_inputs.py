@@ -140,7 +140,7 @@ def test_a_newline_inside_a_fio_field_stays_on_one_line(tmp_path):
 
 def test_ctrl_c_while_loading_is_one_line_and_exit_130(tmp_path):
     """SIGINT a few tens of ms after start, while Python still imports the program (the
-    console script's entry point, fsadvisor.entry), and later while the command runs."""
+    console script's entry point, fsadvisor.cli.entry), and later while the command runs."""
     env = dict(os.environ, FSADVISOR_DB=str(tmp_path / "s.db"))
 
     # The interpreter's own start-up and its import of signal (with enum) come before
@@ -159,7 +159,7 @@ def test_ctrl_c_while_loading_is_one_line_and_exit_130(tmp_path):
             [
                 sys.executable,
                 "-c",
-                "from fsadvisor.entry import main; main()",
+                "from fsadvisor.cli.entry import main; main()",
                 "recommend",
                 "-p",
                 "oltp",

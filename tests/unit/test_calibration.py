@@ -153,7 +153,7 @@ def test_the_model_uses_the_device_ceiling():
 
 
 def test_cli_device_calibration_refuses_output_and_keeps_the_model_form(tmp_path, monkeypatch):
-    from fsadvisor.cli import register_all, app
+    from fsadvisor.cli.app import register_all, app
 
     register_all()
     monkeypatch.setenv("FSADVISOR_DB", str(tmp_path / "c.db"))

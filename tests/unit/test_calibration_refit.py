@@ -209,7 +209,7 @@ def test_recommend_and_predict_say_it_once_in_text_and_json(tmp_db, own_cache, m
     # and the human output prints it once, under the device parameters
     from typer.testing import CliRunner
 
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     text = (
         CliRunner()

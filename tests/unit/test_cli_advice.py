@@ -6,7 +6,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 
 cli.register_all()
 runner = CliRunner()

@@ -138,7 +138,7 @@ def test_settle_cells_time_a_cell_as_the_probe_plan_does(tmp_path, profile, devi
 
 def test_recommend_text_has_the_confidence_line(tmp_path):
     from typer.testing import CliRunner
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     out = CliRunner().invoke(

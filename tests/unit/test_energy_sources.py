@@ -208,7 +208,7 @@ def test_core_imports_no_front_end():
 
 @pytest.mark.skipif(os.path.isdir("/sys/class/powercap"), reason="this machine has powercap")
 def test_cli_energy_check_shows_rapl_unavailable_and_auto_choice():
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     runner = CliRunner()
@@ -228,7 +228,7 @@ def test_cli_energy_check_shows_rapl_unavailable_and_auto_choice():
 
 
 def test_cli_energy_idle_with_estimate():
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     res = CliRunner().invoke(

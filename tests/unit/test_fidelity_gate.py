@@ -117,8 +117,7 @@ def test_the_repeat_benchmark_names_configurations_as_recommend_prints_them(tmp_
     over = fidelity_repeat.SYSTEMATIC
     ea = {validate._cell_key(c): (over + 0.01 * (i + 1)) for i, c in enumerate(cells)}
     eb = dict(ea)
-    lines = fidelity_repeat.systematic_lines(
-        ea, eb, {k: c.label() for k, c in configs.items()})
+    lines = fidelity_repeat.systematic_lines(ea, eb, {k: c.label() for k, c in configs.items()})
     assert len(lines) == len(cells)
     shown = {ln.rpartition(": ")[2] for ln in lines}
     assert shown == {c.label() for c in configs.values()}

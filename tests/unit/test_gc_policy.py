@@ -1,4 +1,4 @@
-"""The console script (fsadvisor/entry.py) leaves Python's cyclic garbage collector alone:
+"""The console script (fsadvisor/cli/entry.py) leaves Python's cyclic garbage collector alone:
 every command runs with it, as the interpreter starts; only the process's very end hands
 the objects still alive to gc.freeze (cli._exiting), so shutdown does not walk them again."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fsadvisor import cli
+import fsadvisor.cli.app as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ ENTRY = """
 import atexit, gc, sys
 atexit.register(lambda: print("COLLECTOR", "on" if gc.isenabled() else "off"))
 sys.argv = ["fsadvisor"] + {argv!r}
-from fsadvisor.entry import main
+from fsadvisor.cli.entry import main
 main()
 """
 
@@ -40,7 +40,7 @@ def _run(code: str, tmp_path: Path, monkeypatch, stdin: str | None = None) -> st
 
 def test_the_console_script_is_the_entry_module():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"fsadvisor": "fsadvisor.entry:main"}
+    assert scripts == {"fsadvisor": "fsadvisor.cli.entry:main"}
 
 
 @pytest.mark.parametrize(

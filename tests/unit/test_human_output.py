@@ -9,7 +9,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 
 INTERNAL = re.compile(
     r"\[[^\]]*\] \([^)]*\) (none|mq-deadline|kyber|bfq)\b"  # FsConfig.key()

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fsadvisor.cli import register_all, app
+from fsadvisor.cli.app import register_all, app
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.records import RunRecord
 from fsadvisor.errors import StoreError

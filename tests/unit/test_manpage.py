@@ -23,7 +23,7 @@ def test_the_shipped_page_is_the_generated_one():
 def test_every_command_is_on_the_page():
     import typer
 
-    from fsadvisor.cli import register_all, app
+    from fsadvisor.cli.app import register_all, app
 
     register_all()
     root = typer.main.get_command(app)
@@ -53,7 +53,7 @@ def _complete(words: str) -> list[str]:
         COMP_CWORD=str(len(words.split()) - 1),
     )
     p = subprocess.run(
-        [sys.executable, "-c", "from fsadvisor.entry import main; main()"],
+        [sys.executable, "-c", "from fsadvisor.cli.entry import main; main()"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -80,7 +80,7 @@ def test_shell_completion_is_offered_and_completes_commands_options_and_presets(
 def test_every_option_names_its_value_the_same_way_everywhere():
     """No typer default metavar (<str>, <int>, <float>) in any --help, and one option name
     has one metavar on every command (fsadvisor.cli.METAVARS)."""
-    from fsadvisor.cli import register_all, command_tree
+    from fsadvisor.cli.app import register_all, command_tree
 
     register_all()
     seen: dict[str, set[str]] = {}
@@ -101,7 +101,7 @@ def test_every_option_names_its_value_the_same_way_everywhere():
 def test_every_argument_names_its_value_in_capitals():
     """An argument's name in the usage line is a metavar like an option's value (DEVICE,
     ITEM..., NAME), not the Python parameter's name in lower case ("[device]", "{items}")."""
-    from fsadvisor.cli import register_all, command_tree
+    from fsadvisor.cli.app import register_all, command_tree
 
     register_all()
     found: list[tuple[str, str | None]] = []

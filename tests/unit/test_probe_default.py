@@ -9,7 +9,7 @@ import json
 
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from _script import header
 
 
@@ -53,7 +53,7 @@ def test_several_profiles_are_planned_as_one_probe_before_anything_runs(tmp_path
     # before anything starts; --full and --resume take one profile; the dry run is one
     # session: one calibration, the first cells across the profiles, the split it expects
     from typer.testing import CliRunner
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     base = ["probe", "--scratch", "1G", "--fs", "ext4,xfs", "--db", str(tmp_path / "s.db")]
@@ -87,7 +87,7 @@ def test_several_profiles_are_planned_as_one_probe_before_anything_runs(tmp_path
 
 def test_profile_weights_need_one_positive_number_per_profile(tmp_path):
     from typer.testing import CliRunner
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
 
     cli.register_all()
     base = [

@@ -14,7 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 from fsadvisor import limits
-from fsadvisor.cli import app, register_all
+from fsadvisor.cli.app import app, register_all
 from fsadvisor.cli.probe import with_declared_options
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.options import (

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.service import compare as cmp
 from fsadvisor.service import report as rep
 

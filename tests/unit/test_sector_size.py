@@ -10,7 +10,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.errors import ConfigError
 from fsadvisor.service import advice
 

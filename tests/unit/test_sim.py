@@ -342,7 +342,7 @@ def test_parse_vary():
 def cli_env(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    import fsadvisor.cli as cli
+    import fsadvisor.cli.app as cli
     from fsadvisor.service import advice
 
     advice._cache.clear()
@@ -400,8 +400,10 @@ def test_cli_json_and_errors(cli_env):
     assert [d["plp"] for d in doc["results"]] == ["no", "yes"]
     assert all(d["energy_source"] == "simulated from model" for d in doc["results"])
     # a device without a measured knee: its channels, the sharp knee's count
-    assert all(type(d["calibration"]["channels"]) is int and d["calibration"]["channels"] >= 1
-               for d in doc["results"])
+    assert all(
+        type(d["calibration"]["channels"]) is int and d["calibration"]["channels"] >= 1
+        for d in doc["results"]
+    )
     for args, fragment in (
         (["--vary", "numjobs=1,x"], "numjobs needs a number"),
         (["--vary", "speed=1"], "unknown what-if knob"),
@@ -1051,11 +1053,14 @@ def test_the_knee_station_follows_predicts_bandwidth_bound_for_large_io(model, p
     exact but for the start-up round (under 1% of 10,000 requests); log-normal times within
     3%, three sampling sds of a seeded run's rate (cv / sqrt(N) = 0.7%)."""
     from fsadvisor.predict.mechanisms import queue_rate, roofline
+
     _, params = _knee_params(model, power)
     v = params.values
     for sigma, rel in ((0.0, 0.01), (sim.DEFAULT_SIGMA, 0.03)):
-        for rw, lat, cap in (("randread", v["read_latency_us"], v["read_iops_cap"]),
-                             ("randwrite", v["write_latency_us"], v["write_iops_cap"])):
+        for rw, lat, cap in (
+            ("randread", v["read_latency_us"], v["read_iops_cap"]),
+            ("randwrite", v["write_latency_us"], v["write_iops_cap"]),
+        ):
             for bs in (64 << 10, 128 << 10):
                 for qd in LARGE_DEPTHS:
                     w = Workload(rw=rw, bs_bytes=bs, iodepth=qd)
@@ -1066,8 +1071,7 @@ def test_the_knee_station_follows_predicts_bandwidth_bound_for_large_io(model, p
                         assert want < queue_rate(qd, lat, cap, power) / 1.15, (rw, qd)
                     times = sim.device_times(v, w, "unknown", sigma)
                     st_ = sim.run(times, sim.job_specs(w), 10_000, seed=3)
-                    assert st_.throughput_ops_s == pytest.approx(want, rel=rel), (
-                        sigma, rw, bs, qd)
+                    assert st_.throughput_ops_s == pytest.approx(want, rel=rel), (sigma, rw, bs, qd)
 
 
 def test_a_calibrated_large_io_stream_follows_predict_at_every_depth(model):
@@ -1079,8 +1083,12 @@ def test_a_calibrated_large_io_stream_follows_predict_at_every_depth(model):
     raw = FsConfig.make("raw")
     w = Workload(rw="randread", bs_bytes=128 << 10, iodepth=1)
     cal = sim.calibrate(model, raw, w, loop, device_params=params)
-    rs = [sim.simulate(model, raw, w, loop, calibration=cal, device_params=params,
-                       overrides={"iodepth": qd}) for qd in LARGE_DEPTHS]
+    rs = [
+        sim.simulate(
+            model, raw, w, loop, calibration=cal, device_params=params, overrides={"iodepth": qd}
+        )
+        for qd in LARGE_DEPTHS
+    ]
     for qd, r in zip(LARGE_DEPTHS, rs):
         assert r.throughput_ops_s == pytest.approx(r.model_iops, rel=0.05), qd
     rates = [r.throughput_ops_s for r in rs]
@@ -1139,8 +1147,19 @@ def test_the_cli_says_a_knee_device_queues_by_its_measured_knee(
     assert "channels" not in r.stdout  # a knee device has none of its own
     assert "share of its ceiling in use" in r.stdout
     import json
-    r = cli_env("simulate", "-c", '{"filesystem": "xfs", "ag_count": 16}', "-d", "/dev/loop4",
-                "-w", '{"rw": "randread", "bs": "4k", "iodepth": 1}', "-n", "2000", "--json")
+
+    r = cli_env(
+        "simulate",
+        "-c",
+        '{"filesystem": "xfs", "ag_count": 16}',
+        "-d",
+        "/dev/loop4",
+        "-w",
+        '{"rw": "randread", "bs": "4k", "iodepth": 1}',
+        "-n",
+        "2000",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     cal = json.loads(r.stdout)["results"][0]["calibration"]
     # the device's shape is its knee; MAX_CONCURRENCY is how the simulator holds it, not

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor import catalog
 from fsadvisor.domain import METADATA_MODES, FsConfig, Workload
 from fsadvisor.predict import features, spec

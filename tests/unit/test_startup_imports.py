@@ -11,7 +11,7 @@ import sys
 CODE = """
 import sys
 sys.argv = ["fsadvisor", "recommend", "--profile", "oltp"]
-from fsadvisor.cli import main
+from fsadvisor.cli.app import main
 try:
     main()
 except SystemExit as e:

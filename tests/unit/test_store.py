@@ -861,7 +861,7 @@ def test_arbitrary_metrics_and_strings_round_trip(
 
 @pytest.fixture
 def cli():
-    from fsadvisor.cli import register_all, app
+    from fsadvisor.cli.app import register_all, app
 
     register_all()
     runner = CliRunner()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.store import integrity, open_store
 from fsadvisor.store.schema import SCHEMA_VERSION
 

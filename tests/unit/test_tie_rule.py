@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.domain import Device
 from fsadvisor.predict.rank import complexity
 from fsadvisor.profiles import list_presets

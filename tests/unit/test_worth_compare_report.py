@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 
 cli.register_all()
 runner = CliRunner()

@@ -10,7 +10,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import fsadvisor.cli as cli
+import fsadvisor.cli.app as cli
 from fsadvisor.cli.options import with_worth_options
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.service.worth_inputs import NO_LOAD, WorthInputs

@@ -1,12 +1,12 @@
 """The ``fsadvisor`` console script (pyproject's [project.scripts]): the CLI, with a Ctrl-C
 while the program loads ending in one line.
 
-An in-process caller of ``fsadvisor.cli.main`` (tests, scripts) keeps its own SIGINT
+An in-process caller of ``fsadvisor.cli.app.main`` (tests, scripts) keeps its own SIGINT
 handling until the command starts: only this entry point handles a Ctrl-C during loading.
 
-It sits at the top of the package, not in cli/: importing any module of cli/ runs
-cli/__init__.py first (typer and click, most of the loading), and the handler below must be
-set before that.
+The package's ``__init__`` is empty so that importing this module loads nothing else: the
+handler below is set before the application (typer, click, most of the loading) is
+imported.
 """
 
 from __future__ import annotations
@@ -29,6 +29,6 @@ def main() -> None:
     # a few milliseconds), the interpreter's default handling applies.
     signal.signal(signal.SIGINT, _interrupted_while_loading)
     # after the handler above: Ctrl-C while the CLI loads gets one line
-    from fsadvisor.cli import main as cli_main
+    from fsadvisor.cli.app import main as cli_main
 
     cli_main()
