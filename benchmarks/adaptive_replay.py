@@ -1,7 +1,7 @@
 """Benchmark: the adaptive probe's choices replayed on stored exhaustive matrices.
 
 The live benchmark (adaptive_vs_full.py) costs an hour of device time per class and sees
-each case once. This one replays the adaptive probe's decision rule (probe/adaptive.py) on
+each case once. This one replays the adaptive probe's decision rule (predict/adaptive.py) on
 matrices already measured, many times, in a minute: for each device with raw-device runs
 and filesystem cells in the store, and each of its workloads with >= 4 configurations,
 
@@ -17,7 +17,7 @@ and filesystem cells in the store, and each of its workloads with >= 4 configura
 
 and the regret of the final leader against the cells' measured means is printed with the
 device time used, per policy: the probe's own rule ("probe": the drop of the sd of the
-leader's contested differences per second, probe/adaptive.py options) and the knowledge
+leader's contested differences per second, predict/adaptive.py options) and the knowledge
 gradient in its place ("kg": the expected gain of the choice, Frazier et al. 2009).
 
 What the truth is (--truth). "measured": the matrix's measured means. But a measured mean
@@ -51,7 +51,7 @@ plans with it (planning_noise_sd: its variance scaled by df/(df-2); the model's 
 two degrees of freedom), each cell's own shrunk toward it (cell_noise_var),
 and the posterior rebuilt from the cells' mean runs with those variances; the probe's rule
 then repeats a measured cell before it stops while its repetitions are too few to show the
-noise (probe/adaptive.py, MIN_NOISE_DF), as live. The "kg" policy keeps its own stop rules.
+noise (predict/adaptive.py, MIN_NOISE_DF), as live. The "kg" policy keeps its own stop rules.
 
 Usage:
     python benchmarks/adaptive_replay.py [--db STORE] [--seeds 12] [--shares 0.2,0.25,0.5,1]
@@ -80,7 +80,7 @@ from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.rank import TIE_TOLERANCE
 from fsadvisor.predict.settings import ModelSettings
-from fsadvisor.probe import adaptive as sel
+from fsadvisor.predict import adaptive as sel
 from fsadvisor.service.adaptive import MAX_REPS, Chooser, cell_noise_var, planning_noise_sd
 from fsadvisor.store import open_store
 

@@ -1,5 +1,6 @@
 """Prediction: the device-aware model (fit, predict, cross-validate), the ranking of candidates
-and the simpy what-if simulator. Pure computation: nothing here touches the machine.
+and the simpy what-if simulator, and the adaptive probe's choice of the next cell. Pure
+computation: nothing here touches the machine.
 
 The model:
 The offline performance/energy model: a device's own roofline, filesystem mechanisms in
@@ -12,7 +13,7 @@ device terms, and learned configuration effects, with per-device levels.
     log(p99)   = log(Little's-law mean latency) + phi_t(config, workload) . theta_t
 
 a Bayesian linear model on log scale fitted with numpy on every observation in the store.
-The roofline comes from the device's parameters (predict/device_params.py: fitted from its
+The roofline comes from the device's parameters (catalog/device_params.py: fitted from its
 raw-device runs, else its kind's figures in models/devices.toml as a prior). Mechanisms
 (predict/mechanisms.py: btrfs copy-on-write, data=journal double writes, per-filesystem fsync
 cost, CPU per operation) are features computed from those device parameters with one shared

@@ -16,7 +16,7 @@ the same store gives the same number on every run (a recommendation must not fli
 
 The normal draws come from numpy's default generator (PCG64) seeded with that fixed seed.
 
-Pure numpy; the ranking (predict/rank.py) and the adaptive probe (probe/adaptive.py) call it.
+Pure numpy; the ranking (predict/rank.py) and the adaptive probe (predict/adaptive.py) call it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import tomllib
 
 from fsadvisor.catalog.devicelib import LibraryDrive, find
-from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams, prior_params
+from fsadvisor.catalog.device_params import PARAM_KEYS, DeviceParams, prior_params
 from fsadvisor.infra.resources import data_dir
 
 # Log-scale 1-sd of a datasheet figure used as a prior. Seed 002's PM9A3 run is the one

@@ -1,4 +1,4 @@
-"""Learning a device's parameters (predict/device_params.py's DeviceParams) from its own
+"""Learning a device's parameters (catalog/device_params.py's DeviceParams) from its own
 raw-device runs: what ``fsadvisor calibrate`` and a probe's baseline measured, one
 repetition per RawRun, each parameter with its interval from the repetitions."""
 
@@ -8,16 +8,16 @@ import math
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from fsadvisor.predict.device_params import (
+from fsadvisor.catalog.device_params import (
     CPU_KEYS,
     HOST_KEYS,
     PARAM_KEYS,
     PRIOR_LOG_SD,
     SHAPE_KEYS,
     DeviceParams,
-    fit_version,
     prior_params,
 )
+from fsadvisor.predict.fit_version import fit_version
 from fsadvisor.predict.mechanisms import queue_rate
 
 # A repetition's spread says how well a cell's mean is known: sd(log values) / sqrt(n). Two

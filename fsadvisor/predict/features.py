@@ -11,7 +11,7 @@ import numpy as np
 
 from fsadvisor.domain import FsConfig, Workload
 from fsadvisor.predict import mechanisms, spec
-from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams
 from fsadvisor.predict.settings import ModelSettings
 
 

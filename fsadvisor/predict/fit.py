@@ -17,7 +17,7 @@ import numpy as np
 from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
-from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams
 from fsadvisor.predict.features import (
     cfg_features,
     device_roofline,
@@ -554,7 +554,7 @@ def raw_lifted_params(
         base = s.params_for(runs[0].device_kind, dev)
         raw = [o for o in runs if o.config.fs == "raw"]
         if raw:
-            # `fsadvisor calibrate`'s own fit of the raw-device runs (predict/device_params.py)
+            # `fsadvisor calibrate`'s own fit of the raw-device runs (catalog/device_params.py)
             # when it is installed; the lifting below then only adds what runs through a
             # filesystem demonstrated beyond it.
             try:

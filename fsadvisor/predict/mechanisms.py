@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from fsadvisor.catalog.device_params import HOST_PRIOR
 from fsadvisor.domain import FsConfig, Workload
 
 # Reference per-op CPU cost of a filesystem's I/O path, microseconds (the unit m:cpu scales).
@@ -41,10 +42,6 @@ FS_CPU_US = 5.0
 # of mq-deadline's per-request work; the fitted coefficient scales it, bfq's deviation is
 # expected to be larger). It matters on RAM-fast devices and vanishes on an HDD.
 SCHED_US = 2.0
-# Cores that share a workload's per-I/O CPU work (up to its numjobs threads): the host's
-# (a calibration measures them); where the parameters lack them, the reference matrix's
-# machine's 2 (device_params.HOST_PRIOR holds the same figure: this module may not import it).
-CPU_CORES = 2
 # One submitting thread's wall time per raw 4K I/O on that machine, microseconds: the RAM-backed
 # loop device ran ~200k IOPS at QD32 with one job (datasets/reference/runs.csv, shm-loop raw
 # 4k-randread-qd32: 213k-218k), i.e. ~5 us per I/O. Below it the CPU share is not extrapolated.
@@ -739,7 +736,9 @@ def _features_of(
     # machine's): CPU work is priced in the host's microseconds, so a slow host makes a
     # CPU-heavy filesystem dearer on a fast device and changes nothing where the device is slow.
     h = host_factor(p)
-    cores = max(1.0, float(p.get("host_cores", CPU_CORES)))
+    # Cores that share a workload's per-I/O CPU work (up to its numjobs threads): the host's
+    # (a calibration measures them); where the parameters lack them, the reference machine's.
+    cores = max(1.0, float(p.get("host_cores", HOST_PRIOR["host_cores"])))
     # numjobs threads share the CPU work per I/O, up to the host's cores, and never less
     # than the reference machine's own per-thread time per raw I/O (CPU_FLOOR_US, in the
     # host's time): the CPU coefficients were learned where an op took that long, and a

@@ -10,7 +10,7 @@ import numpy as np
 
 from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.design import DesignRows
-from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams
 from fsadvisor.predict.features import (
     soft_cap,
     cfg_features,

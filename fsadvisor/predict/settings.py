@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from fsadvisor.predict import mechanisms, spec
-from fsadvisor.predict.device_params import DeviceParams, prior_params
+from fsadvisor.catalog.device_params import DeviceParams, prior_params
 from fsadvisor.infra.resources import data_dir, read_toml
 
 if TYPE_CHECKING:  # records.py: not built by a recommend from a cached fit

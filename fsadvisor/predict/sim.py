@@ -97,7 +97,7 @@ from fsadvisor.domain import (
 )
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
-from fsadvisor.predict.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams
 from fsadvisor.predict.mechanisms import BANDWIDTH_JOIN_POWER, knee_delay_us
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99

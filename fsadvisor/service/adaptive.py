@@ -3,7 +3,7 @@
 The matrix is the one ``probe --profile P`` would plan (its configurations x the profile's
 workload), but no cell runs because it is next in the list: after every stored run the model
 is refitted on the store (a fit takes ~0.2 s on the seeded store), the candidates' posterior
-on this device is recomputed, and probe/adaptive.py picks the cell with the most expected
+on this device is recomputed, and predict/adaptive.py picks the cell with the most expected
 reduction of P(wrong choice) per second of device time — or stops, at the target confidence,
 when nothing is worth measuring, or at the budget. The cells run through the probe's own
 MatrixRun (one matrix, one scratch device, the state file, interruption and cleanup, every
@@ -46,7 +46,7 @@ from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.rank import TIE_TOLERANCE, default_scheduler, exclusion
-from fsadvisor.probe import adaptive as sel
+from fsadvisor.predict import adaptive as sel
 from fsadvisor.probe import plan as planmod
 from fsadvisor.probe.report import ProgressEvent
 from fsadvisor.probe.timing import DEFAULT_REPS
@@ -1147,7 +1147,7 @@ def joint_pick(
     max_runs: int | None,
 ) -> JointPick | None:
     """The next cell of a probe for several profiles, from each profile's own step
-    (probe/adaptive.py's next_step on its posterior; ``keys[p][i]`` is the cell key of its
+    (predict/adaptive.py's next_step on its posterior; ``keys[p][i]`` is the cell key of its
     candidate i). None when every profile's stop rule has fired -- settled, nothing worth
     measuring, or no cell of it fits the budget.
 

@@ -3,7 +3,7 @@
 ``fsadvisor calibrate DEVICE`` (and ``--scratch SIZE``) runs a short raw-device matrix
 (fsadvisor.probe.calibration_plan) through the probe's own runner, with the probe's safety
 verdict, confirmation, state file and cleanup, stores every repetition like a probe does,
-then fits the device's parameters (fsadvisor.predict.device_params) and stores them under
+then fits the device's parameters (fsadvisor.catalog.device_params) and stores them under
 the device's identity. The parameters are saved only after every step succeeded and the fit
 is complete: a calibration that fails or is interrupted leaves no device_params row and
 says which step failed. What predict/recommend look up is service/device_figures.py.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, StoreError
 from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, comment
-from fsadvisor.predict.device_params import HOST_KEYS, DeviceParams, calibrated_at, devices_table
+from fsadvisor.catalog.device_params import HOST_KEYS, DeviceParams, calibrated_at, devices_table
 
 # What predict/recommend look up (a device's parameters, the line that says where they come
 # from) is service/device_figures.py, which loads this module only to refit a calibration

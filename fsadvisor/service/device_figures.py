@@ -15,13 +15,13 @@ from typing import Any
 
 # devices_table (models/devices.toml) is read beside the prior it makes; the callers of
 # these lookups find it here too.
-from fsadvisor.predict.device_params import (
+from fsadvisor.catalog.device_params import (
     DeviceParams,
     calibrated_at,
     devices_table,
-    fit_version,
     prior_params,
 )
+from fsadvisor.predict.fit_version import fit_version
 from fsadvisor.service.devices import library_params_of
 from fsadvisor.store import open_store
 
@@ -56,7 +56,7 @@ def current_calibration(
 ) -> tuple[DeviceParams | None, str | None]:
     """The calibration stored for ``identity`` as this version's fit leaves it, and the line
     that says what was done to it (None when nothing was). A calibration records the fit
-    version that made it (predict/device_params.fit_version); one made by another version
+    version that made it (predict/fit_version.py); one made by another version
     whose runs are in the store is refitted from them and stored refitted, once
     (service/calibration.refit_stored); without its runs it keeps its parameters and the
     line says it predates this version. ``name``: the device as the user gave it."""

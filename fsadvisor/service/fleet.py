@@ -56,7 +56,7 @@ def recommend_per_model(
 
     # the device fit and the device figures: not for db merge either
     from fsadvisor.predict.device_fit import RawRun, fit_device_params
-    from fsadvisor.predict.device_params import prior_params
+    from fsadvisor.catalog.device_params import prior_params
     from fsadvisor.service.device_figures import describe, devices_table
 
     prof = get_profile(profile)

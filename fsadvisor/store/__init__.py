@@ -256,7 +256,7 @@ class Store:
     def save_device_params(
         self, params: Any, run_ids: Iterable[int] = (), fitted_at: float | None = None
     ) -> None:
-        """Store a device's fitted parameters (a predict.device_params.DeviceParams whose
+        """Store a device's fitted parameters (a catalog.device_params.DeviceParams whose
         ``device_id`` is the device's identity), replacing an earlier calibration of it."""
         _device_params.save(self._db, params, run_ids, fitted_at)
 

@@ -1,4 +1,4 @@
-"""The ``device_params`` table: one device's fitted parameters (fsadvisor.predict.
+"""The ``device_params`` table: one device's fitted parameters (fsadvisor.catalog.
 device_params.DeviceParams) keyed by its identity, as ``fsadvisor calibrate DEVICE`` left
 them. Saved in one transaction, after the fit: a calibration that failed has no row."""
 
@@ -7,23 +7,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
+from fsadvisor.catalog.device_params import PARAM_KEYS, DeviceParams, with_host_prior
 from fsadvisor.errors import StoreError
 from fsadvisor.store import encoding, schema
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from fsadvisor.predict.device_params import DeviceParams
-
 
 def save(
     db: Database, params: DeviceParams, run_ids: Iterable[int] = (), fitted_at: float | None = None
 ) -> None:
     """Replace the row of ``params.device_id`` (an identity, Device.identity)."""
-    # a back-arrow to predict (pyproject.toml ignore_imports): loaded only when a device's
-    # parameters are stored
-    from fsadvisor.predict.device_params import PARAM_KEYS, with_host_prior
-
     values, log_sd = dict(params.values), dict(params.log_sd)
     with_host_prior(values, log_sd)  # the host unmeasured: the reference machine's, as a prior
     missing = [k for k in PARAM_KEYS if k not in values or k not in log_sd]
@@ -61,10 +56,6 @@ def save(
 
 
 def load(db: Database, identity: str) -> DeviceParams | None:
-    # a back-arrow to predict (pyproject.toml ignore_imports): loaded only when a device's
-    # parameters are read
-    from fsadvisor.predict.device_params import DeviceParams, with_host_prior
-
     rows = list(db["device_params"].rows_where("identity = ?", [identity]))
     if not rows:
         return None

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fsadvisor.host import loopdev
-from fsadvisor.predict.device_params import PARAM_KEYS
+from fsadvisor.catalog.device_params import PARAM_KEYS
 
 pytestmark = pytest.mark.device
 

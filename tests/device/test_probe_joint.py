@@ -102,7 +102,7 @@ def joint_run(tmp_path_factory, ram_dir):
 def calibrate_like_the_probe(db: Path, ram_dir: Path) -> None:
     """Store the scratch device's kind prior as its calibration, under the identity the
     probe will key on (a dry-run plan of the same scratch device names it)."""
-    from fsadvisor.predict.device_params import prior_params
+    from fsadvisor.catalog.device_params import prior_params
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service.device_figures import devices_table
     from fsadvisor.service.request import ProbeRequest

@@ -1,4 +1,4 @@
-"""Adaptive probing's pure parts (probe/adaptive.py) on synthetic posteriors, and the
+"""Adaptive probing's pure parts (predict/adaptive.py) on synthetic posteriors, and the
 service's checks that run before any device is touched (service/adaptive.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsadvisor.errors import ConfigError
-from fsadvisor.probe import adaptive as sel
+from fsadvisor.predict import adaptive as sel
 
 TOL = -math.log(0.99)
 
@@ -371,7 +371,7 @@ def test_the_full_matrix_estimate_and_budget_use_stored_overheads(tmp_path):
 def test_a_calibrated_device_identity_is_not_calibrated_again(tmp_path):
     """The calibration is one-off per device identity (a scratch loop device's is its
     backing class): a second profile on the same class reuses it."""
-    from fsadvisor.predict.device_params import DeviceParams, PARAM_KEYS
+    from fsadvisor.catalog.device_params import DeviceParams, PARAM_KEYS
     from fsadvisor.service import adaptive as ad
     from fsadvisor.store import open_store
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import ConfigError
-from fsadvisor.predict.device_params import DEVICE_KEYS, PARAM_KEYS, DeviceParams, prior_params
+from fsadvisor.catalog.device_params import DEVICE_KEYS, PARAM_KEYS, DeviceParams, prior_params
 from fsadvisor.probe.calibration_plan import (
     BUDGET_S,
     SWEEP_NAMES,

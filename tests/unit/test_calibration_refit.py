@@ -14,7 +14,8 @@ import pytest
 
 from fsadvisor.domain import Device, Workload
 from fsadvisor.predict.device_fit import RawRun, fit_device_params
-from fsadvisor.predict.device_params import devices_table, fit_version
+from fsadvisor.catalog.device_params import devices_table
+from fsadvisor.predict.fit_version import fit_version
 from fsadvisor.records import RunRecord
 from fsadvisor.service import advice, device_figures
 from fsadvisor.store import Store, open_store, quick_version

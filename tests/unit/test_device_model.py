@@ -11,7 +11,7 @@ import pytest
 from fsadvisor.domain import Device, FsConfig, Workload, device_identity
 from fsadvisor.records import Observation
 from fsadvisor.predict import validate as lodo
-from fsadvisor.predict.device_params import PRIOR_LOG_SD
+from fsadvisor.catalog.device_params import PRIOR_LOG_SD
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict, predict_many
@@ -552,7 +552,8 @@ def test_a_calibration_fit_of_the_device_is_used_when_installed(monkeypatch):
     the model takes its figures, the lifting only adds what filesystem runs exceeded."""
     from dataclasses import replace as dc_replace
 
-    from fsadvisor.predict import device_fit, device_params
+    from fsadvisor.catalog import device_params
+    from fsadvisor.predict import device_fit
 
     calls = []
 

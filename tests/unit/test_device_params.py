@@ -1,4 +1,4 @@
-"""Fitting one device's parameters from its raw-device runs (predict/device_params.py), with
+"""Fitting one device's parameters from its raw-device runs (catalog/device_params.py), with
 hand-made numbers whose answer is known, and the monotone property of the ceilings."""
 
 import math
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fsadvisor.predict.device_fit import LOG_SD_FLOOR, SINGLE_RUN_LOG_SD, RawRun, fit_device_params
-from fsadvisor.predict.device_params import (
+from fsadvisor.catalog.device_params import (
     DEVICE_KEYS,
     HOST_KEYS,
     HOST_PRIOR_LOG_SD,

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from fsadvisor.catalog import devicelib
 from fsadvisor.catalog.devicelib import DeviceLibraryError, find, load_library, parse_file
 from fsadvisor.predict.datasheet import DATASHEET_LOG_SD, library_device_params, params_for
-from fsadvisor.predict.device_params import PARAM_KEYS, PRIOR_LOG_SD
+from fsadvisor.catalog.device_params import PARAM_KEYS, PRIOR_LOG_SD
 
 
 def test_every_shipped_entry_loads_and_every_figure_has_a_source():

@@ -13,7 +13,7 @@ import pytest
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.host import cpu
 from fsadvisor.predict.device_fit import HOST_MEASURED_LOG_SD, RawRun, fit_device_params
-from fsadvisor.predict.device_params import HOST_PRIOR, PARAM_KEYS, prior_params
+from fsadvisor.catalog.device_params import HOST_PRIOR, PARAM_KEYS, prior_params
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.service import advice
 from fsadvisor.service.device_figures import devices_table
@@ -115,11 +115,3 @@ def test_where_cpu_is_no_share_or_all_of_each_op_the_host_changes_no_ratio(kind,
     for i in (0, 1):
         seq = [r[h][i] for h in FACTORS]
         assert max(seq) / min(seq) < 1.01, seq
-
-
-def test_the_reference_machine_has_one_core_count():
-    """mechanisms may not import device_params (one predict layer): its fallback core count
-    and the host prior must be the same reference machine."""
-    from fsadvisor.predict import mechanisms
-
-    assert mechanisms.CPU_CORES == HOST_PRIOR["host_cores"]

@@ -10,7 +10,7 @@ import tomllib
 
 from fsadvisor.domain import FsConfig, Workload
 from fsadvisor.predict import features, mechanisms
-from fsadvisor.predict.device_params import HOST_PRIOR
+from fsadvisor.catalog.device_params import HOST_PRIOR
 from fsadvisor.infra.resources import data_dir
 
 P = {

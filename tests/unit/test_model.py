@@ -178,7 +178,7 @@ def test_no_prediction_exceeds_the_device_ceiling():
     assert p.mb_s * 1e6 <= 6.636e9 * 1.001  # models/devices.toml write bandwidth (6.18 GiB/s)
     # The shipped figure is a prior, not a wall: the interval's upper end may
     # reach the prior ceiling's own 90% upper bound, never beyond.
-    from fsadvisor.predict.device_params import PRIOR_LOG_SD
+    from fsadvisor.catalog.device_params import PRIOR_LOG_SD
     from fsadvisor.predict.predict import Z90
 
     assert p.uncertainty["iops_90"][1] * (128 << 10) <= (

@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[2] / "fsadvisor"
 LAYERS = {
     # what the model is made of: declared effects, mechanisms, device figures, pure helpers
     "design": 0,
-    "device_params": 0,
+    "fit_version": 0,
     "spec": 0,
     "mechanisms": 0,
     "ceilings": 0,
@@ -31,6 +31,7 @@ LAYERS = {
     "crossval": 6,
     "rank": 6,
     "sim": 6,
+    "adaptive": 6,
 }
 # predict/ is pure computation: it never reaches up into the front ends, the service or the
 # machine (probe/host).

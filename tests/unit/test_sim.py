@@ -471,7 +471,7 @@ def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
     tmp_db, model, monkeypatch
 ):
     from fsadvisor.predict import ceilings
-    from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
+    from fsadvisor.catalog.device_params import PARAM_KEYS, DeviceParams
     from fsadvisor.predict.predict import predict
     from fsadvisor.service import advice, device_figures
     from fsadvisor.service.simulate import simulate_what_if
@@ -505,7 +505,7 @@ def test_a_devices_stored_calibration_drives_the_simulator_as_it_drives_predict(
     w = advice.get_profile("oltp").workload
     (r,) = simulate_what_if('{"filesystem": "xfs", "ag_count": 16}', profile="oltp", requests=3000)
     want = ceilings.cap(predict(advice.get_model(None), XFS, w, loop, device_params=params), w)
-    from fsadvisor.predict.device_params import prior_params
+    from fsadvisor.catalog.device_params import prior_params
 
     prior = ceilings.cap(
         predict(
@@ -572,7 +572,7 @@ def test_cpu_dram_scope_does_not_contain_the_drive(model):
 
 
 def test_a_library_drives_datasheet_power_is_its_range():
-    from fsadvisor.predict.device_params import prior_params
+    from fsadvisor.catalog.device_params import prior_params
     from fsadvisor.predict.settings import ModelSettings
 
     p = prior_params("nvme", ModelSettings.load().devices)
@@ -969,7 +969,7 @@ KNEE_DEPTHS = (1, 2, 4, 8, 16)
 
 
 def _knee_params(model, power: float):
-    from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
+    from fsadvisor.catalog.device_params import PARAM_KEYS, DeviceParams
 
     loop = Device(path="/dev/loop4", size_bytes=64 << 30, kind="loop", model="backing: file")
     values = dict(

@@ -11,7 +11,7 @@ from fsadvisor.domain import Device, Workload, device_identity
 from fsadvisor.records import RunRecord
 from fsadvisor.errors import StoreError
 from fsadvisor.predict.device_fit import RawRun, fit_device_params
-from fsadvisor.predict.device_params import PARAM_KEYS, DeviceParams
+from fsadvisor.catalog.device_params import PARAM_KEYS, DeviceParams
 from fsadvisor.store import open_store
 
 DEVICES = {"loop": {k: 100.0 for k in PARAM_KEYS}}

@@ -226,8 +226,7 @@ def options(state: State, cost_s: Sequence[float], runs: Sequence[int]) -> list[
 
     The value of one more run of candidate i is how much it shrinks the sd of the leader's
     difference with each challenger j (S' after the rank-one update), weighted by
-    P(j beats the leader) -- the issue's "how much measuring a leader's cell would shrink the
-    sd of its difference with the others". Unlike the one-step drop of P(wrong) (which is
+    P(j beats the leader). Unlike the one-step drop of P(wrong) (which is
     myopic: with three leaders tied, no single run moves it, and a greedy rule would stop
     with nothing settled) this keeps measuring the leader and its strongest challengers
     until their intervals part, and never spends time on a candidate too far behind to

@@ -14,10 +14,7 @@ learns them (`-X importtime` shows what importing it would add to a `recommend`)
 
 from __future__ import annotations
 
-import functools
-import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from fsadvisor.infra.resources import data_dir, read_toml
 
@@ -102,19 +99,6 @@ def prior_params(
     return DeviceParams(
         device_id=device_id or f"kind:{kind}", kind=kind, values=values, log_sd=log_sd, source=src
     )
-
-
-@functools.lru_cache(maxsize=1)
-def fit_version() -> str:
-    """The version of the fit that turns raw-device runs into these parameters: a hash of
-    its code (device_fit.py, read as bytes, not imported) and of the keys it declares. A
-    calibration records the version that made it, so one made by other code is recognised
-    (and refitted from its stored runs, service/device_figures.py) with nothing to bump by
-    hand; hashing the file rather than importing it keeps a prediction from loading the
-    fit."""
-    code = (Path(__file__).parent / "device_fit.py").read_bytes()
-    keys = repr((DEVICE_KEYS, HOST_KEYS, CPU_KEYS, SHAPE_KEYS)).encode()
-    return f"{zlib.crc32(keys, zlib.crc32(code)):08x}"
 
 
 def calibrated_at(details: dict) -> object:
