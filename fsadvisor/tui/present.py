@@ -219,30 +219,43 @@ def options_cell(r: Ranked) -> str:
     return " ".join(made + ([f"-o {mount}"] if mount else [])) or "defaults"
 
 
-LIVE_OPTIONS_WIDTH = 20  # the options column's lines: the live table fits 80 columns
+LIVE_OPTIONS_WIDTH = 20  # the options column's narrowest lines: the live table fits 80 columns
 
 
 def fold_options(text: str, width: int = LIVE_OPTIONS_WIDTH) -> str:
     """``text`` over lines of at most ``width`` where it can break (after a comma, at a
     space): the live table's rows differ by their options, which must be drawn, not cut."""
-    parts = re.findall(r"[^, ]+,?| ", text)
+    parts = re.findall(r"-o [^, ]+,?|[^, ]+,?| ", text)  # "-o" stays with its first option
     lines, line = [], ""
     for part in parts:
-        if line and len(line.rstrip()) + len(part.rstrip()) > width:
+        if line and part != " " and len(line) + len(part.rstrip()) > width:
             lines.append(line.rstrip())
-            line = "" if part == " " else part
+            line = part
         else:
             line += part
     return "\n".join(lines + [line.rstrip()])
 
 
-def live_row(r: Ranked) -> tuple[str, ...]:
+def live_row(r: Ranked, width: int = LIVE_OPTIONS_WIDTH) -> tuple[str, ...]:
     return (
         r.label,
         f"{r.prediction.ops_per_joule:,.0f}",
         f"{r.config.fs}, {r.config.scheduler}",
-        fold_options(options_cell(r)),
+        fold_options(options_cell(r), width),
     )
+
+
+def live_options_width(ranked: list[Ranked], room: int, padding: int = 1) -> int:
+    """The options column's line width in a live table ``room`` cells wide: what the other
+    columns leave (each as wide as its widest cell, plus ``padding`` on either side), never
+    under LIVE_OPTIONS_WIDTH. Folding at a fixed width made a row two or three lines tall in
+    a table with room for it on one, and the table's last row then read "agcount=4 -o"."""
+    rows = [live_row(r) for r in ranked]
+    others = sum(
+        max([len(name)] + [len(row[i]) for row in rows]) + 2 * padding
+        for i, name in enumerate(LIVE_COLUMNS[:-1])
+    )
+    return max(LIVE_OPTIONS_WIDTH, room - others - 2 * padding)
 
 
 def worth_text(yw: dict[str, Any] | None, yearly_line, summary_lines, basis: bool = True) -> Text:

@@ -380,6 +380,11 @@ async def live_settled(pilot) -> None:
     raise AssertionError("the live re-rank never settled")
 
 
+def want_live(app, ranked) -> list[tuple[str, ...]]:
+    """The live rows for ``ranked`` as the table has room to draw them now."""
+    return [present.live_row(r, app.query_one("ProfilePane")._live_width) for r in ranked]
+
+
 def live_rows(app) -> list[tuple[str, ...]]:
     table = app.query_one("#live-ranked", DataTable)
     return [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
@@ -392,7 +397,7 @@ async def test_typing_a_constraint_reranks_live_without_r():
         await live_settled(pilot)
         oltp = advice.get_profile("oltp")
         want = advice.recommend(oltp, "nvme:1T", top=5)
-        assert live_rows(app) == [present.live_row(r) for r in want.ranked]
+        assert live_rows(app) == want_live(app, want.ranked)
         made = app.whatif.predictions_made
         best_iops = max(r.prediction.iops for r in want.ranked)
         threshold = f"{int(best_iops) - 1}"
@@ -402,7 +407,7 @@ async def test_typing_a_constraint_reranks_live_without_r():
         await live_settled(pilot)
         q = calls.with_constraints(oltp, min_iops=float(threshold))
         cut = advice.recommend(q, "nvme:1T", top=5)
-        assert live_rows(app) == [present.live_row(r) for r in cut.ranked]
+        assert live_rows(app) == want_live(app, cut.ranked)
         assert cut.excluded["fails_min_iops"] > 0
         assert app.whatif.predictions_made == made  # refiltered, never predicted again
         # the Results tab follows too, and no toast was raised per key press
@@ -428,7 +433,7 @@ async def test_a_workload_edit_predicts_again_and_a_bad_one_is_said_once_under_t
         want = advice.recommend(
             calls.with_workload(oltp, calls.edit_workload(oltp.workload, jobs=4)), "nvme:1T", top=5
         )
-        assert live_rows(app) == [present.live_row(r) for r in want.ranked]
+        assert live_rows(app) == want_live(app, want.ranked)
         assert app.whatif.predictions_made > made
         assert "1 job(s)" not in str(app.query_one("#live-status", Static).content)
         assert "4 job(s) x QD" in str(app.query_one("#live-status", Static).content)
@@ -1109,6 +1114,47 @@ async def test_at_120x40_the_live_ranking_stays_on_screen_while_typing_in_the_lo
         await live_settled(pilot)
         assert _inside(app, "#max-p99") and _inside(app, "#live-ranked")
         assert live_rows(app)
+
+
+def _live_rows_whole(app) -> None:
+    """Every live row is drawn whole: the table is as tall and as wide as its rows, and each
+    options cell, its folds undone, is the configuration's options."""
+    table = app.query_one("#live-ranked", DataTable)
+    assert table.virtual_size.height <= table.size.height, (table.virtual_size, table.size)
+    assert table.virtual_size.width <= table.size.width, (table.virtual_size, table.size)
+    ranked = app.query_one("ProfilePane")._live_ranked
+    assert ranked and len(ranked) == table.row_count
+    for r, row in zip(ranked, live_rows(app), strict=True):
+        unfolded = row[-1].replace("\n", " ").replace(", ", ",")
+        assert unfolded == present.options_cell(r), (row, present.options_cell(r))
+
+
+@pytest.mark.asyncio
+async def test_the_live_rows_fold_to_the_room_the_table_has():
+    """At 120x40 a row's options are on one line when they fit (folded at a fixed 20
+    columns, the fifth row of the start screen was three lines in a table cut at six, and
+    read "agcount=4 -o"); at 80x24 behind ctrl+l they fold, every line drawn; a resize
+    refolds them."""
+    app = FsAdvisorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        _live_rows_whole(app)
+        widest = max(
+            len(present.options_cell(r)) for r in app.query_one("ProfilePane")._live_ranked
+        )
+        assert widest > present.LIVE_OPTIONS_WIDTH  # else the case proves nothing
+        assert all("\n" not in row[-1] for row in live_rows(app))
+        await pilot.resize_terminal(80, 24)
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        await pilot.pause()
+        _live_rows_whole(app)
+        assert any("\n" in row[-1] for row in live_rows(app))
+        await pilot.resize_terminal(*SIZE)
+        await pilot.pause()
+        await pilot.pause()
+        _live_rows_whole(app)
+        assert all("\n" not in row[-1] for row in live_rows(app))
 
 
 @pytest.mark.asyncio

@@ -97,6 +97,8 @@ class ProfilePane(Horizontal):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.loaded: dict[str, Loaded] = {}
+        self._live_ranked: list = []  # the live table's rows, kept to refold on a resize
+        self._live_width = 0
         self.current: Loaded | None = None
         # What show() last put in each workload field: only a field the user changed is
         # applied, so a preset's own encoding (e.g. fsync_every with mode "none") survives.
@@ -352,6 +354,7 @@ class ProfilePane(Horizontal):
         """ctrl+l: the live table above the form, where the screen is too small to keep it
         there always (app.tcss hides it at 80 columns; wider but short, it shows its first rows)."""
         self.toggle_class("-show-live")
+        self.call_after_refresh(self._refold_live)
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "plp" and self.current is not None:
@@ -365,10 +368,8 @@ class ProfilePane(Horizontal):
     def show_live(self, rec, yearly: dict | None = None) -> None:
         """The top of a live ranking, above the form, and with a load what #1 is worth."""
         self._field_error(None)
-        table = self.query_one("#live-ranked", DataTable)
-        table.clear()
-        for r in rec.ranked[:LIVE_ROWS]:
-            table.add_row(*present.live_row(r), key=str(r.rank), height=None)
+        self._live_ranked = rec.ranked[:LIVE_ROWS]
+        self._fill_live()
         self._live_line(present.live_status(rec))
         worth = self.query_one("#live-worth", Static)
         yearly_line, summary_lines = calls.worth_lines()
@@ -380,6 +381,44 @@ class ProfilePane(Horizontal):
         if str(worth.content) != str(text):
             worth.update(text)
         worth.set_class(bool(yearly), "-has")  # shown where the table is (app.tcss)
+
+    def _fill_live(self) -> None:
+        """The live rows, their options folded to the width the table has now (none while
+        it is hidden: then at the narrowest, and again when ctrl+l or a resize shows it)."""
+        table = self.query_one("#live-ranked", DataTable)
+        room = self._live_room(table)
+        width = present.live_options_width(self._live_ranked, room, table.cell_padding)
+        self._live_width = width
+        # the columns too: an auto-width column only ever widens, and a refold narrower
+        # must narrow it
+        table.clear(columns=True)
+        table.add_columns(*present.LIVE_COLUMNS)
+        for r in self._live_ranked:
+            table.add_row(*present.live_row(r, width), key=str(r.rank), height=None)
+
+    @staticmethod
+    def _live_room(table: DataTable) -> int:
+        """The live table's width for columns (0 while hidden), a vertical scrollbar's width
+        left free: a short screen shows the first rows only, and scrolls to the rest."""
+        if not table.display:
+            return 0
+        return max(0, table.content_size.width - table.styles.scrollbar_size_vertical)
+
+    def _refold_live(self) -> None:
+        table = self.query_one("#live-ranked", DataTable)
+        room = self._live_room(table)
+        if (
+            self._live_ranked
+            and room
+            and (
+                present.live_options_width(self._live_ranked, room, table.cell_padding)
+                != self._live_width
+            )
+        ):
+            self._fill_live()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._refold_live)
 
     def show_live_error(self, error: str) -> None:
         """A live re-rank that has no answer (a half-typed number, nothing qualifies): one
