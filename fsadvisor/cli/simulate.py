@@ -189,11 +189,10 @@ def simulate(
     say(
         f"seed {cal.seed}, {cal.requests:,} requests per variant; util = "
         + (
-            "the busier of the device's flushes (a flush holds it all) and the share of its "
-            "ceiling in use"
+            "the time its flushes run, and otherwise the share of its ceiling in use"
             if cal.knee_power
-            else f"the busier of the device's {cal.channels} channels (a flush holds them all) "
-            "and its link"
+            else "the time its flushes run (one at a time), and otherwise the busier of its "
+            f"{cal.channels} channels and its link"
         )
     )
     for warning in cal.warnings:

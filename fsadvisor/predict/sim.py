@@ -7,15 +7,20 @@ controller and its PCIe link). Customers are fio jobs: each of ``numjobs`` jobs 
 media time, drawn from a log-normal distribution, then passes the dock for its transfer
 (``max(1/iops_cap, bs/bandwidth)``: the roofline's IOPS and bandwidth ceilings as a queue).
 A metadata operation is two small writes, the journal record and the in-place update, as the
-model's roofline counts it. An ``fsync`` is a write followed by a flush, and a flush is a
-barrier: it waits in line like anyone else, then takes *every* counter, so everything
-already in flight drains first and everything behind waits until it is done (seed 002: "the
-barrier serialises the device's internal pipeline, draining all in-flight writes before the
-fsync completes"). It holds the counters for ``flush_latency_us_plp`` with power-loss
-protection, ``flush_latency_us`` without (devices.toml). An fsync that arrives while a
-flush is still waiting for its counters rides along with it, as Linux merges pending flushes. The counters serve strictly first
-come, first served, like ``simpy.Resource``; they are a resource of their own only because a
-barrier claims all of them in one request.
+model's roofline counts it. An ``fsync`` is a write followed by a flush, and the drive has
+one flush desk beside its counters: a flush takes it for ``flush_latency_us_plp`` with
+power-loss protection, ``flush_latency_us`` without (devices.toml), one flush at a time, and
+an fsync that arrives while a flush waits for the desk rides along with it, as Linux's
+block/blk-flush.c keeps pending flushes and issues them as one. A flush makes the writes
+completed before it durable (the kernel's Documentation/block/writeback_cache_control.rst:
+REQ_PREFLUSH "guarantees that previously completed write requests are on non-volatile
+storage"); it neither drains the I/Os in flight nor holds back those behind, so the counters
+go on serving while it runs. Seed 002 tells the older story ("the barrier serialises the
+device's internal pipeline, draining all in-flight writes before the fsync completes"), the
+block layer's before Linux 2.6.37 replaced barriers with flushes; modelled that way, a flush
+holding every counter made more fsyncing jobs mean a less busy device (oltp: 63% at one job,
+49% at 64) and a calibration at 16 jobs three times too fast at one. The counters serve
+strictly first come, first served, like ``simpy.Resource``; each is granted one at a time.
 
 A device with a measured knee (``knee_power``, fitted to a calibration's read sweep QD1 to
 the ceiling) is not a row of counters: the sweep measured its rate at each depth, not its
@@ -34,8 +39,8 @@ holds the wait for the ceiling (the sweep measured it, link included), so its I/
 queued dock after it: a dock of random transfer times would add its own wait on top and
 bend the curve below the sweep. The ceiling for the request size is the tighter of the IOPS
 ceiling and the bandwidth, and the dock's utilisation is the share of that ceiling in use.
-Such a device has no channel limit of its own (a flush still claims everything, so it still
-drains and blocks). Without a measured knee the counters stay: ``parallelism`` of them, the
+Such a device has no channel limit of its own (its flushes still take the flush desk, one at
+a time). Without a measured knee the counters stay: ``parallelism`` of them, the
 sharp knee predict assumes.
 
 Calibration: one story with ``predict``. The model, not this file, knows how a filesystem
@@ -64,8 +69,9 @@ writes at QD32, 408,200 IOPS, so 78 us mean by Little's law, and 290 us p99: p99
 The p99 is printed with its 95% batch-means interval.
 
 Power, an estimate: ``P = idle + (active - idle) x utilisation``, utilisation being that of
-the device's busier stage: the share of its channels held (a flush holds them all) or the
-share of time its controller/link transfers. The line passes through the
+the share of time the device is busy: all of it while a flush runs (the drive writing its
+cache out), otherwise its busier data stage (the share of its channels held or of time its
+controller/link transfers); see :func:`_utilisation`. The line passes through the
 model's watts at the calibration point and its slope is the drive's own active-idle range (a
 library drive's datasheet, else energy/estimate.py's assumed 3-8 W NVMe defaults; 0 in the
 cpu+dram scope, which does not contain the drive). Every energy figure is "simulated from
@@ -151,7 +157,7 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
 
 
 class Claim(Put):
-    """A request for ``width`` channels: 1 for an I/O, all of them for a flush."""
+    """A request for ``width`` channels (one per I/O; a flush takes the one flush desk)."""
 
     def __init__(self, resource: "Channels", width: int):
         self.width = width
@@ -187,8 +193,8 @@ class Held:
 
 class Channels(BaseResource):
     """The device's internal channels, first come first served like ``simpy.Resource``;
-    nothing overtakes a claim waiting at the head of the line, so a barrier that needs every
-    channel is never starved by the single-channel I/Os behind it."""
+    nothing overtakes a claim waiting at the head of the line. With capacity 1 it is also
+    the flush desk."""
 
     def __init__(self, env: simpy.Environment, capacity: int):
         super().__init__(env, capacity)
@@ -355,6 +361,7 @@ class SimStats:
     channels: int
     trace: list[tuple[float, int, str]] | None = None
     controller_busy_us: float = 0.0  # time the controller/link stage spent transferring
+    flush_busy_us: float = 0.0  # time a flush was in the device (one at a time)
 
     @property
     def throughput_ops_s(self) -> float:
@@ -426,6 +433,10 @@ def run(
     (time_us, job, "read"|"write"|"meta"|"flush")."""
     env = simpy.Environment()
     ch = Channels(env, times.channels)
+    # The device's cache flush: one at a time (blk-flush issues the next when the last is
+    # done), beside the channels, not across them -- a flush makes the writes completed
+    # before it durable; it neither drains the I/Os in flight nor holds back those behind.
+    flusher = Channels(env, 1)
     take_now, free = ch.take_now, ch.free
     put_queue, channels = ch.put_queue, times.channels
 
@@ -472,7 +483,10 @@ def run(
     lat: list[float] = []
     flush_lat: list[float] = []
     device_flushes: list[float] = []  # completion times of the flushes the device ran
-    queued: list[simpy.Event | None] = [None]  # a flush waiting for its channels
+    queued: list[simpy.Event | None] = [None]  # a flush waiting for the desk
+    # The flush on the desk, if any: a run that stops during one counts its time so far (a
+    # run of a few dozen long flushes would otherwise read one flush's share idler).
+    flushing: list[Claim | Held | None] = [None]
     log: list[tuple[float, int, str]] | None = [] if trace else None
     stop = env.event()
     stopped = [False]  # stop.triggered, read on every request: a plain flag is cheaper
@@ -631,14 +645,16 @@ def run(
                     yield queued[0]
                 else:
                     done = None
-                    c = take_now(channels)
+                    c = flusher.take_now(1)
                     if c is None:
                         done = queued[0] = env.event()
-                        c = claim(channels)
+                        c = flusher.claim(1)
                         yield c
                         queued[0] = None  # started: a later fsync needs a flush of its own
+                    flushing[0] = c
                     yield timeout(times.flush_us * (f_pop() if f_buf else factor()))
-                    free(c)
+                    flusher.free(c)
+                    flushing[0] = None
                     device_flushes.append(env._now)
                     # Only fsyncs that arrived while this flush waited for its channels
                     # wait on its completion. With none, that event would have no callbacks
@@ -679,6 +695,8 @@ def run(
         channels=times.channels,
         trace=log,
         controller_busy_us=st[5],
+        flush_busy_us=flusher.busy_channel_us
+        + (end_us - flushing[0].granted_at if flushing[0] is not None else 0.0),
     )
 
 
@@ -702,8 +720,7 @@ def device_times(
     power = float(params.get("knee_power") or 0.0)
     return DeviceTimes(
         # A measured knee is the device's whole queueing shape (knee_media_us): no channel
-        # count of its own limits it, so it has as many as the simulator lets be in flight,
-        # and a flush still claims them all.
+        # count of its own limits it, so it has as many as the simulator lets be in flight.
         channels=MAX_CONCURRENCY if power else max(1, round(params["parallelism"])),
         read_us=float(params["read_latency_us"]),
         write_us=float(params["write_latency_us"]),
@@ -962,6 +979,7 @@ def _scaled_stats(st: SimStats, k: float) -> SimStats:
         busy_channel_us=st.busy_channel_us * k,
         busy_us=st.busy_us * k,
         controller_busy_us=st.controller_busy_us * k,
+        flush_busy_us=st.flush_busy_us * k,
         trace=None,
     )
 
@@ -1003,15 +1021,22 @@ def _solve_scale(
 
 
 def _utilisation(st: SimStats) -> float:
-    """The busier of the device's two stages: the mean share of its channels held (a flush
-    holds them all) or the share of time its controller/link stage transfers (at the
-    bandwidth ceiling the channels may be idle while the link is full). Scale-free, so the
-    pilot's equals the calibrated run's when every time scales."""
+    """The share of time the device is busy: while a flush runs, all of it (the drive
+    writes its cache out across its dies, though the queue goes on); otherwise its busier
+    data stage, the mean share of its channels held or the share of time its
+    controller/link transfers (at the bandwidth ceiling the channels may be idle while the
+    link is full). The flush's share and the data stage's are taken as independent,
+    ``f + (1 - f) x data``: the two overlap, and tracking their exact union would cost the
+    hot path a bookkeeping step per I/O. So more fsyncing jobs never read as a less busy
+    device: when fsyncs that share a flush leave the flush desk idler (jobs released by
+    one flush write in step, then fsync in step), their writes keep the data stages
+    busier. Scale-free, so the pilot's equals the calibrated run's when every time
+    scales."""
     if st.sim_us <= 0:
         return 0.0
-    return min(
-        1.0, max(st.busy_channel_us / (st.channels * st.sim_us), st.controller_busy_us / st.sim_us)
-    )
+    data = max(st.busy_channel_us / (st.channels * st.sim_us), st.controller_busy_us / st.sim_us)
+    f = min(1.0, st.flush_busy_us / st.sim_us)
+    return min(1.0, f + (1.0 - f) * min(1.0, data))
 
 
 # --------------------------------------------------------------------------- what-if
@@ -1173,7 +1198,7 @@ class SimResult:
     fsyncs: int
     device_flushes: int
     mean_flush_latency_ms: float | None
-    utilisation: float  # the busier stage: channels held (a flush holds all) or the link
+    utilisation: float  # flushing, else the busier data stage (channels held or the link)
     busy_fraction: float  # share of time with any request outstanding
     ceiling_iops: float  # the device's IOPS ceiling for this variant's mix and size
     watts: float

@@ -70,8 +70,11 @@ def test_two_clients_share_one_channel_first_come_first_served():
     assert list(st_.latencies_us) == [10.0, 20.0, 20.0, 20.0]
 
 
-def test_a_flush_drains_and_blocks_every_channel():
+def test_a_flush_neither_drains_nor_blocks_the_other_channels():
     # Job 0 writes and fsyncs every write; job 1 reads 30 us at a time on the other channel.
+    # A flush makes the writes completed before it durable (the kernel's
+    # writeback_cache_control.rst): the read in flight when it starts is not drained, and the
+    # reads issued during it are not held back.
     times = fixed(2, read_us=30.0, write_us=10.0, flush_us=100.0)
     st_ = sim.run(
         times,
@@ -81,30 +84,39 @@ def test_a_flush_drains_and_blocks_every_channel():
     )
     assert st_.trace == [
         (10.0, 0, "write"),
-        (30.0, 1, "read"),  # the flush queued at 10 waits for this read to drain
-        (130.0, 0, "flush"),  # 30 + 100: it held both channels
-        (140.0, 0, "write"),
-        (160.0, 1, "read"),  # the read issued at 30 waited behind the flush until 130
-        (260.0, 0, "flush"),  # queued at 140, the read held a channel until 160
-        (270.0, 0, "write"),
+        (30.0, 1, "read"),  # in flight when the flush started at 10
+        (60.0, 1, "read"),  # issued and done during the flush
+        (90.0, 1, "read"),
+        (110.0, 0, "flush"),  # 10 + 100, nothing waited for
+        (120.0, 1, "read"),
     ]
-    assert list(st_.flush_latencies_us) == [120.0, 120.0]
-    assert st_.device_flushes == 2
+    assert list(st_.flush_latencies_us) == [100.0]
+    assert st_.device_flushes == 1 and st_.flush_busy_us == 100.0
 
 
-def test_fsyncs_waiting_for_the_same_flush_share_it():
-    times = fixed(3, read_us=50.0, write_us=10.0, flush_us=100.0)
-    jobs = [sim.JobSpec(read_frac=1.0)] + [sim.JobSpec(writes_per_flush=1)] * 2
-    st_ = sim.run(times, jobs, requests=4, trace=True)
+def test_flushes_run_one_at_a_time_and_those_waiting_share_the_next():
+    # Three writers fsync at 10: the first's flush starts at once; the other two wait for it
+    # and are merged into one flush after it (blk-flush keeps pending flushes and issues them
+    # as one), so three fsyncs cost two flushes. A reader on the fourth channel runs on.
+    times = fixed(4, read_us=50.0, write_us=10.0, flush_us=100.0)
+    jobs = [sim.JobSpec(read_frac=1.0)] + [sim.JobSpec(writes_per_flush=1)] * 3
+    st_ = sim.run(times, jobs, requests=9, trace=True)
     assert st_.trace == [
         (10.0, 1, "write"),
         (10.0, 2, "write"),
+        (10.0, 3, "write"),
         (50.0, 0, "read"),
-        (150.0, 1, "flush"),
-        (150.0, 2, "flush"),
-        (160.0, 1, "write"),
+        (100.0, 0, "read"),
+        (110.0, 1, "flush"),
+        (120.0, 1, "write"),  # job 1 goes on; its next fsync waits behind the merged flush
+        (150.0, 0, "read"),
+        (200.0, 0, "read"),
+        (210.0, 2, "flush"),  # one flush, 110..210, for jobs 2 and 3
+        (210.0, 3, "flush"),
+        (220.0, 2, "write"),
     ]
-    assert st_.device_flushes == 1 and list(st_.flush_latencies_us) == [140.0, 140.0]
+    assert st_.device_flushes == 2
+    assert list(st_.flush_latencies_us) == [100.0, 200.0, 200.0]
 
 
 def test_a_metadata_op_is_two_writes():
@@ -539,6 +551,11 @@ def test_power_rises_with_utilisation_across_a_numjobs_sweep(tmp_db):
     assert "assumed" in cal.drive_power_source
     utils = [r.utilisation for r in rs]
     assert max(utils) - min(utils) > 0.05  # the sweep really moves the device's load
+    # more jobs, a busier device (oltp fsyncs every transaction: a flush that held every
+    # channel once made this fall, 63% at 1 job to 49% at 64); 2,000-request runs, so a step
+    # may dip by sampling noise, a few percent of the level, never the sweep's trend
+    assert all(b >= a * 0.95 for a, b in zip(utils, utils[1:])), utils
+    assert utils[-1] > utils[0] + 0.05, utils
     by_util = sorted(rs, key=lambda r: r.utilisation)
     for a, b in zip(by_util, by_util[1:]):
         if b.utilisation > a.utilisation:
@@ -926,11 +943,12 @@ def test_run_claims_channels_only_when_nothing_could_be_granted(monkeypatch):
 def test_more_offered_load_never_lowers_utilisation_or_power(
     model, rw, bs, depth, jobs, fsync, kind
 ):
-    """Doubling the jobs offers the device more work. Without fsync its busier stage is at
-    least as busy and the drive draws at least as much. With fsync, fsyncs that wait for the
-    same flush share it (as Linux merges pending flushes), so more jobs can mean fewer
-    flushes per write and a less busy device: then throughput still does not fall and the
-    energy per operation does not rise. Each run's figures are estimates from N requests
+    """Doubling the jobs offers the device more work: its busier stage (channels, link or
+    flush) is at least as busy and the drive draws at least as much, with fsync too -- a
+    flush is one at a time beside the channels, so the fsyncs that share one (as Linux merges
+    pending flushes) keep the flush busier, never the device idler (a flush that held every
+    channel made more jobs mean fewer flushes and a less busy device, 63% -> 49% for oltp's
+    1 -> 64 jobs). Each run's figures are estimates from N requests
     whose service times are log-normal with the calibration's sigma: their relative sd is
     about cv / sqrt(N), cv = sqrt(exp(sigma^2) - 1), so two runs may differ by 4 sd of a
     difference, 4 sqrt(2) cv / sqrt(N), by chance alone (at saturation both sit on the same
@@ -953,11 +971,8 @@ def test_more_offered_load_never_lowers_utilisation_or_power(
         model, XFS, w, dev, requests=n, calibration=cal, overrides={**ov, "numjobs": 2 * jobs}
     )
     assert hi.throughput_ops_s >= lo.throughput_ops_s * (1 - rel)  # no collapse under load
-    if fsync == 0 or rw == "randread":
-        assert hi.utilisation >= lo.utilisation * (1 - rel), (lo.utilisation, hi.utilisation)
-        assert hi.watts >= lo.watts - rel * lo.utilisation * cal.watts_per_utilisation
-    else:
-        assert hi.watts / hi.throughput_ops_s <= lo.watts / lo.throughput_ops_s * (1 + rel)
+    assert hi.utilisation >= lo.utilisation * (1 - rel), (lo.utilisation, hi.utilisation)
+    assert hi.watts >= lo.watts - rel * lo.utilisation * cal.watts_per_utilisation
 
 
 # --------------------------------------------------------------------------- a measured knee
@@ -1098,18 +1113,22 @@ def test_a_calibrated_large_io_stream_follows_predict_at_every_depth(model):
     assert 0.9 * bound < rates[-1] <= bound * 1.03
 
 
-def test_a_knee_devices_flush_still_drains_and_blocks_everything(model):
-    # One job, 8 deep, a flush after every write: while a flush runs nothing else is in the
-    # device, so no write completes during any flush's flush_us.
+def test_a_knee_devices_writes_go_on_while_a_flush_runs(model):
+    # One job, 8 deep, a flush after every write: the flush is the device's, one at a time,
+    # beside its I/O, so writes complete while a flush runs, and flushes never overlap.
     _, params = _knee_params(model, 1.0)
     w = Workload(rw="randwrite", bs_bytes=4096, iodepth=8, fsync_every=1)
     times = replace(sim.device_times(params.values, w, "no", 0.0), flush_us=1000.0)
     st_ = sim.run(times, sim.job_specs(w), 200, trace=True)
-    flushes = [t for t, _, kind in st_.trace if kind == "flush"]
+    flushes = sorted({t for t, _, kind in st_.trace if kind == "flush"})
     writes = [t for t, _, kind in st_.trace if kind == "write"]
-    assert flushes and st_.device_flushes > 0
-    for t in flushes:
-        assert not any(t - 1000.0 + 1e-6 < x < t for x in writes), t  # float slack
+    assert flushes and st_.device_flushes == len(flushes)
+    assert all(b - a >= 1000.0 - 1e-6 for a, b in zip(flushes, flushes[1:]))  # one at a time
+    during = [t for t in flushes if any(t - 1000.0 + 1e-6 < x < t for x in writes)]
+    assert len(during) >= len(flushes) // 2  # float slack at the ends
+    # the flushes done, and the part of one still running when the run stopped
+    done = 1000.0 * st_.device_flushes
+    assert done - 1e-6 <= st_.flush_busy_us <= done + 1000.0
 
 
 def test_without_a_measured_knee_the_device_keeps_its_channels(model):
