@@ -189,10 +189,11 @@ def simulate(
     say(
         f"seed {cal.seed}, {cal.requests:,} requests per variant; util = "
         + (
-            "the time its flushes run, and otherwise the share of its ceiling in use"
+            "all of the device while a flush runs (one at a time), outside flushes the "
+            "share of its ceiling in use"
             if cal.knee_power
-            else "the time its flushes run (one at a time), and otherwise the busier of its "
-            f"{cal.channels} channels and its link"
+            else "all of the device while a flush runs (one at a time), outside flushes the "
+            f"busier of its {cal.channels} channels and its link"
         )
     )
     for warning in cal.warnings:
