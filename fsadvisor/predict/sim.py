@@ -15,7 +15,9 @@ block/blk-flush.c keeps pending flushes and issues them as one. A flush makes th
 completed before it durable (the kernel's Documentation/block/writeback_cache_control.rst:
 REQ_PREFLUSH "guarantees that previously completed write requests are on non-volatile
 storage"); it neither drains the I/Os in flight nor holds back those behind, so the counters
-go on serving while it runs. Seed 002 tells the older story ("the barrier serialises the
+go on serving while it runs (on this machine's kernel too: tests/device/
+test_flush_does_not_block.py, reads on a loop device beside a writer flushing half the
+time wait no longer than beside one that never flushes). Seed 002 tells the older story ("the barrier serialises the
 device's internal pipeline, draining all in-flight writes before the fsync completes"), the
 block layer's before Linux 2.6.37 replaced barriers with flushes; modelled that way, a flush
 holding every counter made more fsyncing jobs mean a less busy device (oltp: 63% at one job,
