@@ -23,6 +23,10 @@ block layer's before Linux 2.6.37 replaced barriers with flushes; modelled that 
 holding every counter made more fsyncing jobs mean a less busy device (oltp: 63% at one job,
 49% at 64) and a calibration at 16 jobs three times too fast at one. The counters serve
 strictly first come, first served, like ``simpy.Resource``; each is granted one at a time.
+Not modelled: an ATA drive (sata-ssd, hdd) cannot queue its FLUSH CACHE beside NCQ
+commands, so libata drains the queue before one and holds it during it -- seed 002's
+barrier, there; priced as a drain, merged fsyncs made those drives read idler as jobs rose,
+so they keep the desk too, and their simulated fsync latency is a lower bound.
 
 A device with a measured knee (``knee_power``, fitted to a calibration's read sweep QD1 to
 the ceiling) is not a row of counters: the sweep measured its rate at each depth, not its
