@@ -15,17 +15,16 @@ block/blk-flush.c keeps pending flushes and issues them as one. A flush makes th
 completed before it durable (the kernel's Documentation/block/writeback_cache_control.rst:
 REQ_PREFLUSH "guarantees that previously completed write requests are on non-volatile
 storage"); it neither drains the I/Os in flight nor holds back those behind, so the counters
-go on serving while it runs (on this machine's kernel too: tests/device/
-test_flush_does_not_block.py, reads on a loop device beside a writer flushing half the
-time wait no longer than beside one that never flushes). Seed 002 tells the older story ("the barrier serialises the
-device's internal pipeline, draining all in-flight writes before the fsync completes"), the
-block layer's before Linux 2.6.37 replaced barriers with flushes; modelled that way, a flush
-holding every counter made more fsyncing jobs mean a less busy device (oltp: 63% at one job,
-49% at 64) and a calibration at 16 jobs three times too fast at one. The counters serve
+go on serving while it runs; tests/device/test_flush_does_not_block.py shows this kernel
+doing so. Seed 002 tells the older story ("the barrier serialises the device's internal
+pipeline, draining all in-flight writes before the fsync completes"), the block layer's
+before Linux 2.6.37 replaced barriers with flushes; modelled that way, a flush holding every
+counter made more fsyncing jobs read as a less busy device, and a calibration at the
+workload's own concurrency ran far too fast at one job. The counters serve
 strictly first come, first served, like ``simpy.Resource``; each is granted one at a time.
 Not modelled: an ATA drive (sata-ssd, hdd) cannot queue its FLUSH CACHE beside NCQ
 commands, so libata drains the queue before one and holds it during it -- seed 002's
-barrier, there; priced as a drain, merged fsyncs made those drives read idler as jobs rose,
+barrier, there. Priced as a drain, merged fsyncs made those drives read idler as jobs rose,
 so they keep the desk too, and their simulated fsync latency is a lower bound.
 
 A device with a measured knee (``knee_power``, fitted to a calibration's read sweep QD1 to

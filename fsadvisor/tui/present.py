@@ -236,13 +236,13 @@ def fold_options(text: str, width: int = LIVE_OPTIONS_WIDTH) -> str:
     return "\n".join(lines + [line.rstrip()])
 
 
+def _live_lead(r: Ranked) -> tuple[str, str, str]:
+    """A live row's cells before its options (LIVE_COLUMNS)."""
+    return (r.label, f"{r.prediction.ops_per_joule:,.0f}", f"{r.config.fs}, {r.config.scheduler}")
+
+
 def live_row(r: Ranked, width: int = LIVE_OPTIONS_WIDTH) -> tuple[str, ...]:
-    return (
-        r.label,
-        f"{r.prediction.ops_per_joule:,.0f}",
-        f"{r.config.fs}, {r.config.scheduler}",
-        fold_options(options_cell(r), width),
-    )
+    return (*_live_lead(r), fold_options(options_cell(r), width))
 
 
 def live_options_width(ranked: list[Ranked], room: int, padding: int = 1) -> int:
@@ -250,7 +250,7 @@ def live_options_width(ranked: list[Ranked], room: int, padding: int = 1) -> int
     columns leave (each as wide as its widest cell, plus ``padding`` on either side), never
     under LIVE_OPTIONS_WIDTH. Folding at a fixed width made a row two or three lines tall in
     a table with room for it on one, and the table's last row then read "agcount=4 -o"."""
-    rows = [live_row(r) for r in ranked]
+    rows = [_live_lead(r) for r in ranked]
     others = sum(
         max([len(name)] + [len(row[i]) for row in rows]) + 2 * padding
         for i, name in enumerate(LIVE_COLUMNS[:-1])

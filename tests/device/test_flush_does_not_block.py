@@ -82,6 +82,5 @@ def test_reads_beside_a_flushing_writer_do_not_wait_for_its_flushes(loop_device)
         f"fsyncs ({syncs_per_s:,.0f} flushes/s of {flush_us:.1f} us, busy {busy:.0%}); "
         f"a barrier would add about {barrier_wait:.1f} us"
     )
-    print(report)
     assert barrier_wait > 5.0, report  # the flushes are long enough to tell the two apart
     assert with_flush - base < 0.5 * barrier_wait, report

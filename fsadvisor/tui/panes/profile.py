@@ -386,9 +386,7 @@ class ProfilePane(Horizontal):
         """The live rows, their options folded to the width the table has now (none while
         it is hidden: then at the narrowest, and again when ctrl+l or a resize shows it)."""
         table = self.query_one("#live-ranked", DataTable)
-        room = self._live_room(table)
-        width = present.live_options_width(self._live_ranked, room, table.cell_padding)
-        self._live_width = width
+        width = self._live_width = self._options_width(table)
         # the columns too: an auto-width column only ever widens, and a refold narrower
         # must narrow it
         table.clear(columns=True)
@@ -396,26 +394,19 @@ class ProfilePane(Horizontal):
         for r in self._live_ranked:
             table.add_row(*present.live_row(r, width), key=str(r.rank), height=None)
 
-    @staticmethod
-    def _live_room(table: DataTable) -> int:
-        """The live table's width for columns (0 while hidden), a vertical scrollbar's width
-        left free: a short screen shows the first rows only, and scrolls to the rest."""
-        if not table.display:
-            return 0
-        return max(0, table.content_size.width - table.styles.scrollbar_size_vertical)
+    def _options_width(self, table: DataTable) -> int:
+        """The options column's width in the live table as it is now: its width for columns
+        (0 while hidden) less a vertical scrollbar's (a short screen shows the first rows
+        only, and scrolls to the rest) and the other columns'."""
+        room = table.content_size.width - table.styles.scrollbar_size_vertical
+        room = max(0, room) if table.display else 0
+        return present.live_options_width(self._live_ranked, room, table.cell_padding)
 
     def _refold_live(self) -> None:
         table = self.query_one("#live-ranked", DataTable)
-        room = self._live_room(table)
-        if (
-            self._live_ranked
-            and room
-            and (
-                present.live_options_width(self._live_ranked, room, table.cell_padding)
-                != self._live_width
-            )
-        ):
-            self._fill_live()
+        if self._live_ranked and table.display:
+            if self._options_width(table) != self._live_width:
+                self._fill_live()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._refold_live)
