@@ -284,6 +284,14 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, Interrupted):
         typer.echo("fsadvisor: interrupted", err=True)
         sys.exit(130)
+    except Exception as e:
+        # Python wraps an exception raised in some places, the handler's among them: in a
+        # descriptor's __set_name__ (while a module defines a class) it comes back as a
+        # RuntimeError caused by it.
+        if not _caused_by_interruption(e):
+            raise
+        typer.echo("fsadvisor: interrupted", err=True)
+        sys.exit(130)
     finally:
         if argv is None:
             _exiting()
@@ -293,6 +301,18 @@ class Interrupted(BaseException):
     """Ctrl-C in a command: not KeyboardInterrupt, which typer turns into a silent exit 130."""
 
 
+def _caused_by_interruption(e: BaseException) -> bool:
+    """Whether ``e`` or an exception in its chain (cause or context) is the Ctrl-C's."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, (Interrupted, KeyboardInterrupt)):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _interrupt_with_a_message() -> None:
     # The process's own command line only; a probe installs its own handler while it runs
     # (probe/run.py Interruptions) and puts this one back after.
@@ -300,8 +320,26 @@ def _interrupt_with_a_message() -> None:
     def handler(signum: int, frame: object) -> None:
         raise Interrupted()
 
+    # A signal handler's exception raised inside a callback whose exceptions Python ignores
+    # (a weakref callback such as importlib's module-lock cleanup, a __del__) would be
+    # printed as "Exception ignored" and the Ctrl-C lost: send it again, a little later,
+    # from another thread (any way of raising it from this hook runs the handler in the
+    # hook, whose exceptions are ignored too), to land once that callback has returned.
+    previous = sys.unraisablehook
+
+    def unraisable(u: Any) -> None:
+        if isinstance(u.exc_value, Interrupted):
+            main = threading.main_thread().ident
+            assert main is not None  # the main thread is running this hook
+            again = threading.Timer(0.01, signal.pthread_kill, args=(main, signal.SIGINT))
+            again.daemon = True
+            again.start()
+            return
+        previous(u)
+
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, handler)
+        sys.unraisablehook = unraisable
 
 
 def _exiting() -> None:

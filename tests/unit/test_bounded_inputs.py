@@ -8,7 +8,9 @@ never a traceback, a hang or unbounded memory.
 - a scratch device larger than the free space is refused before a file is created, naming
   the scratch directory;
 - a newline inside a fio field never makes the error two lines;
-- Ctrl-C while the program is still loading is "interrupted", exit 130, no traceback.
+- Ctrl-C while the program is still loading is "interrupted", exit 130, no traceback, also
+  where Python drops or wraps a signal handler's exception (a weakref callback, a
+  descriptor's __set_name__).
 """
 
 from __future__ import annotations
@@ -177,3 +179,74 @@ def test_ctrl_c_while_loading_is_one_line_and_exit_130(tmp_path):
             assert err.strip() == "fsadvisor: interrupted", err
         seen.add(p.returncode)
     assert 130 in seen  # at least one landed while loading or running
+
+
+# Where Python itself turns a signal handler's exception into something else: inside a
+# weakref callback (importlib's module-lock cleanup is one) it is printed as "Exception
+# ignored" and dropped; inside a descriptor's __set_name__ (a module defining a class while
+# it is imported) it comes back as a RuntimeError caused by it. Each is driven here by the
+# command itself raising SIGINT at that point, so the case does not depend on timing.
+_AT_A_POINT = {
+    "weakref callback": """
+class O:
+    pass
+o = O()
+r = weakref.ref(o, lambda _: signal.raise_signal(signal.SIGINT))
+del o
+time.sleep(20)  # the Ctrl-C, delivered again, ends this at once
+""",
+    "__set_name__": """
+class D:
+    def __set_name__(self, owner, name):
+        signal.raise_signal(signal.SIGINT)
+class A:
+    d = D()
+""",
+}
+
+
+@pytest.mark.parametrize("where", sorted(_AT_A_POINT))
+def test_ctrl_c_where_python_rewraps_it_is_still_one_line_and_exit_130(tmp_path, where):
+    body = "\n".join("    " + line for line in _AT_A_POINT[where].strip().splitlines())
+    script = (
+        "import signal, sys, time, weakref\n"
+        "from fsadvisor.cli import app\n"
+        "def command(argv):\n"
+        f"{body}\n"
+        "    print('the command went on')\n"
+        "app._main = command\n"
+        "sys.argv = ['fsadvisor']\n"
+        "app.main()\n"
+    )
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, FSADVISOR_DB=str(tmp_path / "s.db")),
+    )
+    assert (p.returncode, p.stderr.strip(), p.stdout) == (130, "fsadvisor: interrupted", "")
+    assert time.monotonic() - t0 < 15  # not the 20 s sleep: the signal came again
+
+
+def test_only_an_interruption_in_the_chain_counts_as_one():
+    from fsadvisor.cli.app import Interrupted, _caused_by_interruption
+
+    class D:
+        def __set_name__(self, owner, name):
+            raise Interrupted()
+
+    with pytest.raises(RuntimeError) as wrapped:
+
+        class A:
+            d = D()
+
+    assert _caused_by_interruption(wrapped.value)
+    try:
+        try:
+            raise KeyError("x")
+        except KeyError:
+            raise ValueError("while handling")  # noqa: B904 - the context is the point
+    except ValueError as e:
+        assert not _caused_by_interruption(e)
