@@ -69,10 +69,11 @@ FSYNC_CPU_US = 20.0
 # Host CPU time per KiB of data under ext4's data=journal (filed into the journal's commit,
 # checksummed, written, checkpointed), microseconds, that the writes wait for, beyond the
 # second write to the device: the RAM-backed loop's data=journal against plain ext4 less that
-# write (128 KiB direct writes about 0.8, 64 KiB buffered appends with fsync about 0.95 us per
-# KiB; there data=journal ran 4.9-6.6x below plain ext4, which writing twice does not
-# explain). On zram the second write explains the gap by itself: the fitted coefficient
-# weighs the two devices' evidence.
+# write (128 KiB direct writes from one thread about 0.8 us per KiB; 64 KiB buffered appends
+# from four writers with fsync, 11.4k against 61k writes/s, about 0.9 when the journal's one
+# thread does that work, twice that were it shared between the cores; there data=journal ran
+# 4.9-6.6x below plain ext4, which writing twice does not explain). On zram the second write
+# explains the gap by itself: the fitted coefficient weighs the two devices' evidence.
 DATA_JOURNAL_US_PER_KIB = 0.8
 # The host CPU work of one direct copy-on-write write in btrfs beyond ext4's, microseconds per
 # request and per KiB, that the writes wait for (its ordered extent's completion inserts the
@@ -82,6 +83,14 @@ DATA_JOURNAL_US_PER_KIB = 0.8
 # scattered metadata write per overwrite), which is small on that RAM-backed device.
 BTRFS_WRITE_US = 50.0
 BTRFS_WRITE_US_PER_KIB = 1.7
+# Host CPU time btrfs spends per KiB of buffered data an fsync writes back and logs (the
+# delalloc ranges turned into extents, their checksums computed and, with the extent items,
+# copied into the log tree), microseconds, in a section the fsyncs of several writers do not
+# overlap: the reference matrices' log-append (4 writers, an fsync every 32 buffered 64 KiB
+# writes) ran btrfs at 13.1k writes/s on the RAM-backed loop and 11.7k on zram, where ext4
+# ran 61k and 20k: a ceiling of its own, near 2.5 ms per 2 MiB fsync on both RAM-fast
+# devices (nodatacow: 16.4k and 11.8k, so it is not copy-on-write's).
+BTRFS_FSYNC_US_PER_KIB = 1.2
 # CPU time btrfs spends verifying one MiB it reads (csum-tree lookups and crc32c of 256 data
 # blocks), microseconds: an assumption of its order, scaled by the fitted coefficient.
 CSUM_READ_US_PER_MIB = 50.0
@@ -232,6 +241,20 @@ def _btrfs_write(c: Ctx) -> float | None:
     )
 
 
+def _btrfs_fsync_serial(c: Ctx) -> float | None:
+    # btrfs's fsync of buffered data writes the range back and logs it under the log tree's
+    # lock (BTRFS_FSYNC_US_PER_KIB): the other writers' fsyncs wait, so the work is one
+    # writer's wall time per operation, not shared by the workload's threads; against the
+    # bare device's time per operation at the workload's concurrency. Direct writes have no
+    # delalloc to write back at fsync (m:btrfs.write prices their CPU).
+    w = c.w
+    if c.fs != "btrfs" or not c.per_fsync or w.direct or not _writes_data(c):
+        return None
+    batch_kib = (w.writes_per_fsync or 1) * max(w.bs_bytes, 512) / 1024
+    us = c.per_fsync * batch_kib * BTRFS_FSYNC_US_PER_KIB * c.host
+    return -math.log1p(us / max(c.t_op, 1e-3))
+
+
 def _btrfs_csum_read(c: Ctx) -> float | None:
     # btrfs verifies a checksum of every data block it reads: a csum-tree lookup and crc32c,
     # CPU work per byte in the reading thread. nodatacow (nodatasum) has none to verify.
@@ -244,13 +267,15 @@ def _btrfs_csum_read(c: Ctx) -> float | None:
 def _data_journal(c: Ctx) -> float | None:
     # Every data block goes to the journal first (a sequential stream), then home; and the
     # journal's commit handles it once more on the host's CPU: a cost per byte the writes
-    # wait for, priced as the other CPU work is (Ctx.cpu_share: the host's time, shared by
-    # the workload's threads up to its cores, never dearer than one measured op).
+    # wait for. The commit is the journal's one thread (jbd2), so the workload's writers do
+    # not share that work between cores: it is priced against the bare device's time per
+    # operation at the workload's concurrency, never dearer than one measured op.
     if not _writes_data(c) or c.fs not in ("ext4", "ext3") or not c.data_journal:
         return None
     kib = max(c.w.bs_bytes, 512) / 1024
     cpu_us = DATA_JOURNAL_US_PER_KIB * kib * c.host
-    return -math.log1p(c.wf * (_data_write_us(c, sequential=True) / c.t_op + cpu_us * c.cpu_share))
+    one_thread = 1.0 / max(c.t_op, CPU_FLOOR_US * c.host)
+    return -math.log1p(c.wf * (_data_write_us(c, sequential=True) / c.t_op + cpu_us * one_thread))
 
 
 def _fsync_base_us(c: Ctx) -> float:
@@ -376,6 +401,20 @@ MECHANISMS: tuple[Mechanism, ...] = (
         "skips it",
         "reference matrices: direct writes on the RAM-backed loop (4 KiB at QD32, 128 KiB "
         "at QD8) against ext4; nodatacow at ext4's level there",
+    ),
+    Mechanism(
+        "m:btrfs.fsync_serial",
+        _btrfs_fsync_serial,
+        (
+            1.0,
+            0.5,
+            "about 1.2 us of host CPU per KiB an fsync writes back and logs, one writer at a time",
+        ),
+        "btrfs's fsync writes back and logs the buffered data under the log tree's lock: "
+        "the other writers' fsyncs wait for that host work, a ceiling of its own on a fast "
+        "device",
+        "reference matrices (mechanisms): log-append, 4 writers, btrfs at 13.1k writes/s on "
+        "the RAM-backed loop and 11.7k on zram against ext4's 61k and 20k (nodatacow alike)",
     ),
     Mechanism(
         "m:btrfs.csum_read",

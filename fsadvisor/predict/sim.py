@@ -1001,26 +1001,53 @@ def _solve_scale(
     the model's, and that run's statistics. For k >= 1 every time scales (the controller
     too, DeviceTimes.scaled), so the whole event sequence scales and k = raw / target
     exactly. For k < 1 the controller stage stays at the device's ceiling, throughput is no
-    longer proportional to 1/k, and a secant on log throughput vs log k finds it."""
+    longer proportional to 1/k, and a secant on log throughput vs log k finds it; where the
+    secant circles, a bisection of the runs' bracket around the target."""
     k = raw.throughput_ops_s / target_ops_s
     if k >= 1.0:
         return k, _scaled_stats(raw, k)
     k_prev, t_prev = 1.0, raw.throughput_ops_s
     best = None
-    for _ in range(SCALE_ITERATIONS):
-        st = run(bare.scaled(k), jobs, requests, seed)
-        t = st.throughput_ops_s
-        if best is None or abs(math.log(t / target_ops_s)) < abs(
+    # every run so far, (k, throughput): the pilot is k = 1
+    tried = [(1.0, raw.throughput_ops_s)]
+
+    def keep(k: float, st: SimStats) -> bool:
+        nonlocal best
+        tried.append((k, st.throughput_ops_s))
+        if best is None or abs(math.log(st.throughput_ops_s / target_ops_s)) < abs(
             math.log(best[1].throughput_ops_s / target_ops_s)
         ):
             best = (k, st)
-        if abs(t / target_ops_s - 1.0) <= SCALE_TOLERANCE or k <= SCALE_MIN:
+        return abs(st.throughput_ops_s / target_ops_s - 1.0) <= SCALE_TOLERANCE
+
+    for _ in range(SCALE_ITERATIONS):
+        st = run(bare.scaled(k), jobs, requests, seed)
+        t = st.throughput_ops_s
+        if keep(k, st) or k <= SCALE_MIN:
             break
         slope = math.log(t / t_prev) / math.log(k / k_prev) if k != k_prev else -1.0
         if not (math.isfinite(slope) and slope < -0.05):
             slope = -0.05  # near the ceiling throughput hardly moves: take a big step
         k_prev, t_prev = k, t
         k = max(SCALE_MIN, k * (target_ops_s / t) ** (1.0 / slope))
+    else:
+        # The secant can circle: with fsyncs merged into one flush at a time, throughput
+        # is not monotone in k at the scale of a few percent. Where the runs so far
+        # bracket the target (one faster, one slower), halve the bracket (geometrically).
+        lo = max((k for k, t in tried if t > target_ops_s), default=None)
+        hi = min(
+            (k for k, t in tried if t < target_ops_s and lo is not None and k > lo), default=None
+        )
+        if lo is not None and hi is not None:
+            for _ in range(SCALE_ITERATIONS):
+                mid = math.sqrt(lo * hi)
+                st = run(bare.scaled(mid), jobs, requests, seed)
+                if keep(mid, st):
+                    break
+                if st.throughput_ops_s > target_ops_s:
+                    lo = mid
+                else:
+                    hi = mid
     assert best is not None  # SCALE_ITERATIONS >= 1: the loop ran and kept a run
     return best
 

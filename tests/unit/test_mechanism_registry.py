@@ -26,13 +26,14 @@ P = {
     **HOST_PRIOR,
 }
 WORKLOADS = [
-    Workload(rw=rw, bs_bytes=bs, iodepth=qd, numjobs=nj, fsync_every=fs)
-    for rw, bs, qd, nj, fs in itertools.product(
+    Workload(rw=rw, bs_bytes=bs, iodepth=qd, numjobs=nj, fsync_every=fs, direct=direct)
+    for rw, bs, qd, nj, fs, direct in itertools.product(
         ("randread", "randwrite", "write", "randrw", "filecreate", "filedelete"),
         (4096, 131072),
         (1, 32),
         (1, 4),
         (0, 1),
+        (True, False),
     )
 ]
 CONFIGS = [
@@ -89,6 +90,9 @@ def test_where_the_work_is_not_done_the_mechanism_is_absent():
             assert not [k for k in f if k.startswith("m:sched")], (cfg, w)
         if not w.fsync_every:
             assert not [k for k in f if k.startswith(("m:fsync", "m:flush"))], (cfg, w)
+        if fs != "btrfs" or w.direct or not w.fsync_every or reads_only:
+            # btrfs writes back and logs buffered data at fsync; direct writes have none
+            assert "m:btrfs.fsync_serial" not in f, (cfg, w)
         if w.metadata_frac == 0:
             assert not [k for k in f if k.startswith("m:meta_cpu")], (cfg, w)
 
