@@ -329,9 +329,9 @@ def _interrupt_with_a_message() -> None:
 
     def unraisable(u: Any) -> None:
         if isinstance(u.exc_value, Interrupted):
-            main = threading.main_thread().ident
-            assert main is not None  # the main thread is running this hook
-            again = threading.Timer(0.01, signal.pthread_kill, args=(main, signal.SIGINT))
+            main_id = threading.main_thread().ident
+            assert main_id is not None  # the main thread is running this hook
+            again = threading.Timer(0.01, signal.pthread_kill, args=(main_id, signal.SIGINT))
             again.daemon = True
             again.start()
             return

@@ -121,6 +121,13 @@ class Ctx:
     # the host's CPUs.
     cpu_critical: float = 1.0
 
+    @property
+    def serial_share(self) -> float:
+        """What 1 us of CPU per I/O costs when one thread does it for every writer (a
+        journal's commit thread, a log's lock): cpu_share without the threads' sharing,
+        floored the same way."""
+        return 1.0 / max(self.t_op, CPU_FLOOR_US * self.host)
+
     def cpu_log(self, us: float) -> float:
         """By how much (log factor) ``us`` more of CPU per I/O stretches an operation's time.
         In series (queue depth 1, a synchronous engine, or no CPU measurement) the op waits
@@ -244,15 +251,15 @@ def _btrfs_write(c: Ctx) -> float | None:
 def _btrfs_fsync_serial(c: Ctx) -> float | None:
     # btrfs's fsync of buffered data writes the range back and logs it under the log tree's
     # lock (BTRFS_FSYNC_US_PER_KIB): the other writers' fsyncs wait, so the work is one
-    # writer's wall time per operation, not shared by the workload's threads; against the
-    # bare device's time per operation at the workload's concurrency. Direct writes have no
+    # writer's wall time per operation, not shared by the workload's threads
+    # (Ctx.serial_share). Direct writes have no
     # delalloc to write back at fsync (m:btrfs.write prices their CPU).
     w = c.w
     if c.fs != "btrfs" or not c.per_fsync or w.direct or not _writes_data(c):
         return None
     batch_kib = (w.writes_per_fsync or 1) * max(w.bs_bytes, 512) / 1024
     us = c.per_fsync * batch_kib * BTRFS_FSYNC_US_PER_KIB * c.host
-    return -math.log1p(us / max(c.t_op, 1e-3))
+    return -math.log1p(us * c.serial_share)
 
 
 def _btrfs_csum_read(c: Ctx) -> float | None:
@@ -268,14 +275,14 @@ def _data_journal(c: Ctx) -> float | None:
     # Every data block goes to the journal first (a sequential stream), then home; and the
     # journal's commit handles it once more on the host's CPU: a cost per byte the writes
     # wait for. The commit is the journal's one thread (jbd2), so the workload's writers do
-    # not share that work between cores: it is priced against the bare device's time per
-    # operation at the workload's concurrency, never dearer than one measured op.
+    # not share that work between cores (Ctx.serial_share).
     if not _writes_data(c) or c.fs not in ("ext4", "ext3") or not c.data_journal:
         return None
     kib = max(c.w.bs_bytes, 512) / 1024
     cpu_us = DATA_JOURNAL_US_PER_KIB * kib * c.host
-    one_thread = 1.0 / max(c.t_op, CPU_FLOOR_US * c.host)
-    return -math.log1p(c.wf * (_data_write_us(c, sequential=True) / c.t_op + cpu_us * one_thread))
+    return -math.log1p(
+        c.wf * (_data_write_us(c, sequential=True) / c.t_op + cpu_us * c.serial_share)
+    )
 
 
 def _fsync_base_us(c: Ctx) -> float:

@@ -1035,9 +1035,9 @@ def _solve_scale(
         # is not monotone in k at the scale of a few percent. Where the runs so far
         # bracket the target (one faster, one slower), halve the bracket (geometrically).
         lo = max((k for k, t in tried if t > target_ops_s), default=None)
-        hi = min(
-            (k for k, t in tried if t < target_ops_s and lo is not None and k > lo), default=None
-        )
+        hi = None
+        if lo is not None:
+            hi = min((k for k, t in tried if t < target_ops_s and k > lo), default=None)
         if lo is not None and hi is not None:
             for _ in range(SCALE_ITERATIONS):
                 mid = math.sqrt(lo * hi)
