@@ -118,6 +118,12 @@ def _settings_features(
             f[f"fs:{fs}*{term}"] = t[term]
         f[f"fs:{fs}*rndw"] = t["rnd"] * t["wf"]
         f[f"fs:{fs}*smallw"] = t["small"] * t["wf"]
+        if kind in spec.ERA_2010_KINDS:
+            # A 2010-era row (HDD, first SATA SSDs, 2.6.x kernels) also loads on a wide era
+            # twin of each term, so its filesystem gaps (XFS against ext3 under 100 threads on
+            # a 15K-RPM disk) inform today's effect in direction, not as a tight figure.
+            for k in [k for k in f if k.startswith(f"fs:{fs}")]:
+                f[k + spec.ERA_SUFFIX] = f[k]
     if not cfg:
         return f
     # Every option effect acts through a declared mechanism where the workload does that

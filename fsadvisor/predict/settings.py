@@ -28,6 +28,10 @@ BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20}, "gb_s": {"GB/s": 1e9
 # ones whose prior width `calibrate` tunes by cross-validation.
 CONFIG_PREFIXES = ("fs:", "opt:", "ag:", "sched:", "pwf:", "t:fs:", "t:sched:")
 PRIOR_SCALES = (0.1, 0.25, 0.5, 1.0)
+# How much wider the 2010-era twin of a bare filesystem term (fs:xfs*lc@2010) is than the
+# term, as a mechanism's era deviation is twice its filesystem deviation (ERA_2010_SD): what
+# only 2010 rows show of a filesystem moves today's effect by a fifth, 1 / (1 + 2^2).
+ERA_TWIN_WIDTH = 2.0
 
 
 def calibration_path(db: str | Path | None = None) -> Path | None:
@@ -133,6 +137,8 @@ class ModelSettings:
                 sd = float(self.priors["prior"]["d:|fs:*"]["sd"])
             if name.startswith(CONFIG_PREFIXES):
                 sd *= self.prior_scale
+            if name.startswith("fs:") and name.endswith(spec.ERA_SUFFIX):
+                sd *= ERA_TWIN_WIDTH
             hit = cache[name] = (mean, sd)
         return hit
 

@@ -1134,9 +1134,13 @@ async def test_the_live_rows_fold_to_the_room_the_table_has():
     """At 120x40 a row's options are on one line when they fit (folded at a fixed 20
     columns, the fifth row of the start screen was three lines in a table cut at six, and
     read "agcount=4 -o"); at 80x24 behind ctrl+l they fold, every line drawn; a resize
-    refolds them."""
+    refolds them. Shown on a profile whose leaders' options are wider than 20 columns and
+    narrower than the table at 120 (sysbench's random file I/O)."""
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE) as pilot:
+        await live_settled(pilot)
+        options = app.query_one("#presets", OptionList)
+        options.highlighted = options.get_option_index("sysbench-fileio-rndrw")
         await live_settled(pilot)
         _live_rows_whole(app)
         widest = max(
