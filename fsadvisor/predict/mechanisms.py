@@ -314,7 +314,8 @@ def _fsync_writers(c: Ctx) -> float | None:
     # With n writers it waits for others' commits -- but writers that arrive while a commit
     # is in flight join the next one (btrfs batches its log commits too), so the wait grows
     # with log2(n), not n: 1 + s at two writers, 1 + 2s at four, 1 + 4s at sixteen. Fitted
-    # on four writers (the reference matrices' log-append), extrapolated no further than that.
+    # on four writers (the reference matrices' log-append): the log2 growth beyond four is
+    # this model's assumption, not a measurement.
     w = c.w
     if not c.per_fsync or w.numjobs <= 1:
         return None
