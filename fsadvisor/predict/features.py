@@ -122,7 +122,7 @@ def _settings_features(
             # A 2010-era row (HDD, first SATA SSDs, 2.6.x kernels) also loads on a wide era
             # twin of each term, so its filesystem gaps (XFS against ext3 under 100 threads on
             # a 15K-RPM disk) inform today's effect in direction, not as a tight figure.
-            for k in [k for k in f if k.startswith(f"fs:{fs}")]:
+            for k in list(f):  # only this filesystem's terms so far
                 f[k + spec.ERA_SUFFIX] = f[k]
     if not cfg:
         return f
