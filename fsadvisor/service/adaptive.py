@@ -71,11 +71,11 @@ MAX_REPS = 6
 # budget, not a proof of settledness: on a device whose one run scatters by more than its
 # configurations differ, no stop rule fires early and the budget is what ends the probe.
 # Replayed on the stored exhaustive matrix of a disk-backed loop device (9 configurations x
-# 6 workloads x 3 runs, run-to-run cv 3-8%: `python benchmarks/adaptive_replay.py`), the
-# adaptive choice's regret was <= 3% on 3 of 6 workloads at a fifth of the matrix (mean
-# 6.4%) and on 6 of 6 at a quarter (mean 1.9%; 0.9% at a half); a quarter keeps a real
-# drive's 98-run matrix (bench-fio's example, ~1 h 38) to about 25 minutes. `--budget`
-# sets any other.
+# 7 workloads x 3 runs, run-to-run cv 5-14%: `python benchmarks/adaptive_replay.py --truth
+# reference --noise runs`, benchmarks/results/adaptive_replay-2026-11-28c.txt), the adaptive
+# choice's regret was <= 3% on 4 of 7 workloads at a fifth of the matrix (mean 2.8%) and on
+# 5 of 7 at a quarter (mean 2.1%); a quarter keeps a real drive's 98-run matrix
+# (bench-fio's example, ~1 h 38) to about 25 minutes. `--budget` sets any other.
 DEFAULT_BUDGET_SHARE = 0.25
 
 

@@ -8,7 +8,8 @@ one :class:`DatasetError` line naming ``file:line``, the column and the problem,
 silently mistyped figure would steer every recommendation built on it.
 
 A row's ``note`` may open with bracketed tags that qualify the number (see datasets/README.md):
-``[approx]``, ``[derived]``, ``[ambiguous]``, ``[indistinguishable]``, ``[range=LO..HI]``
+``[approx]``, ``[derived]``, ``[ambiguous]``, ``[indistinguishable]``, ``[comparable]``,
+``[range=LO..HI]``
 (the value is the midpoint of a stated range), and four that keep a row out of
 :func:`load_observations` unless asked for: ``[upper-bound]``/``[lower-bound]`` (not a point
 value), ``[illustrative]`` (the source says so), ``[spec]`` (a datasheet-style device figure)
@@ -109,6 +110,7 @@ PLAIN_TAGS = (
     "derived",
     "ambiguous",
     "indistinguishable",
+    "comparable",
     "upper-bound",
     "lower-bound",
     "illustrative",
@@ -353,13 +355,14 @@ def _row(
         base = row["relative_to"]
         base_fs = row["filesystem"] if base == "default" else base.partition(":")[2]
         if (
-            not (base == "default" or base.startswith("default:"))
+            not (base == "default" or base.startswith(("default:", "same:")))
             or base_fs not in DATASET_FILESYSTEMS
             or base_fs == "raw"
         ):
             raise c.fail(
                 "relative_to",
-                f"must be 'default' or 'default:<filesystem>' for a {row['unit']} row",
+                f"must be 'default', 'default:<filesystem>' or 'same:<filesystem>' for a "
+                f"{row['unit']} row",
             )
         if row["unit"] == "ratio" and row["value"] <= 0:
             raise c.fail("value", "must be above 0 for a ratio")
@@ -460,7 +463,10 @@ def _base_config(row: Mapping[str, Any], scheduler: str) -> FsConfig | None:
     if not base:
         return None
     fs = row["filesystem"] if base == "default" else base.partition(":")[2]
-    return FsConfig.make(fs, {}, (), scheduler, None)
+    # "same:<fs>": <fs> with this row's mount options (a study that mounted every
+    # filesystem alike); "default:<fs>": <fs> as mkfs and mount make it.
+    mount = row["mount"] if base.startswith("same:") else ()
+    return FsConfig.make(fs, {}, mount, scheduler, None)
 
 
 def observation(row: Mapping[str, Any], workloads: Mapping[str, Workload]) -> Observation:

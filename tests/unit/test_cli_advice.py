@@ -331,3 +331,20 @@ def test_recommend_text_keeps_each_candidates_lines_together_in_rank_order(profi
             assert said == [f"   leader:    {what} {p:.2f}"], block
             assert block.index(said[0]) == 2  # beside the score it qualifies
     assert sum(any(ln.startswith("   leader:") for ln in b) for b in blocks) >= 2
+
+
+@pytest.mark.parametrize(
+    "profile", ["fio-randread-128k-j1", "fio-randread-128k-j8", "fio-read-4k-j4", "analytics-scan"]
+)
+def test_reads_on_nvme_are_a_filesystem_tie_as_the_one_nvme_study_measured_them(profile):
+    """Seed 000 Obs. 4 (990 PRO, kernel 6.16, 10 runs a cell): "For read operations, all three
+    file systems generally show comparable IO performance and energy efficiency". On an NVMe
+    drive nothing else describes, recommend does not pick a filesystem for reads: the gap
+    between the best one and the next is unresolved, its 90% interval holds zero, and it is
+    within 10% (it was XFS +19%, 90% +5% to +35%, from 2010 disks' tables)."""
+    doc = json.loads(run("recommend", "-p", profile, "--json").output)
+    fs = doc["lead"]["worth"]["filesystem"]
+    assert not fs["resolved"]
+    assert fs["low"] < 0 < fs["high"]
+    assert abs(fs["gain"]) < 0.10
+    assert doc["summary"].startswith("What matters: nothing the data resolves")

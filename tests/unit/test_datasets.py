@@ -80,7 +80,9 @@ def test_relative_rows_name_their_baseline(rows):
     relative = [r for r in rows if r["unit"] in ("ratio", "ratio-1")]
     assert len(relative) > 250
     for r in relative:
-        assert r["relative_to"] == "default" or r["relative_to"].startswith("default:"), r["id"]
+        assert r["relative_to"] == "default" or r["relative_to"].startswith(
+            ("default:", "same:")
+        ), r["id"]
     for r in rows:
         if r["unit"] not in ("ratio", "ratio-1"):
             assert r["relative_to"] == "" and r["unit"] in METRIC_UNITS[r["metric"]], r["id"]
@@ -119,9 +121,49 @@ def test_seed000_fig6_sequential_write_and_bounds(rows):
     assert pick(rows, filesystem="xfs", workload="fio-write-4k-j8", metric="iops")["ag_count"] == 4
     f2fs = pick(rows, filesystem="f2fs", workload="fio-write-4k-j8", metric="gb_s")
     assert f2fs["value"] == 3 and "upper-bound" in f2fs["tags"]
-    bounds = [r for r in rows if r["workload"].endswith(("-128k-j1", "-128k-j4", "-128k-j8"))]
+    bounds = [
+        r
+        for r in rows
+        if r["workload"].endswith(("-128k-j1", "-128k-j4", "-128k-j8"))
+        and "Obs. 1" in r["citation"]
+    ]
     assert len(bounds) == 3 * 5 * 3 * 2
     assert all("upper-bound" in r["tags"] and r["value"] in (54_000, 6.6) for r in bounds)
+
+
+def test_seed000_obs4_reads_comparable(rows):
+    """Obs. 4: "For read operations, all three file systems generally show comparable IO
+    performance and energy efficiency" -- one no-difference row per fio read cell for xfs and
+    f2fs, against ext4 mounted as they were (noatime), performance only."""
+    obs4 = [r for r in rows if r["citation"].endswith("Obs. 4")]
+    reads = {
+        f"fio-{rw}-{bs}-j{j}"
+        for rw in ("randread", "read")
+        for bs in ("4k", "128k")
+        for j in (1, 4, 8)
+    }
+    assert {(r["filesystem"], r["workload"]) for r in obs4} == {
+        (fs, w) for fs in ("xfs", "f2fs") for w in reads
+    }
+    assert len(obs4) == 24
+    for r in obs4:
+        assert (r["metric"], r["value"], r["unit"], r["relative_to"]) == (
+            "iops",
+            0,
+            "ratio-1",
+            "same:ext4",
+        )
+        assert "comparable" in r["tags"] and r["mount"] == ("noatime",)
+        assert "generally show comparable IO performance" in r["note"]
+    obs = {o.source.rpartition("(")[2].rstrip(")"): o for o in load_observations()}
+    o = obs[
+        pick(rows, citation=obs4[0]["citation"], filesystem="xfs", workload="fio-randread-128k-j1")[
+            "id"
+        ]
+    ]
+    # against ext4 mounted alike: the comparison is of the filesystems, not of noatime
+    assert o.relative_to == FsConfig.make("ext4", {}, ("noatime",), "none", None)
+    assert o.config == FsConfig.make("xfs", {}, ("noatime",), "none", 4)
 
 
 def test_seed002_sample_run_table(rows):
@@ -434,6 +476,10 @@ def test_bad_cell_names_file_line_and_column(column, value, problem):
 def test_relative_row_needs_a_baseline_and_known_metric():
     rel = dict(GOOD, unit="ratio-1", value="0.23")
     assert "relative_to = '' must be 'default'" in load_error([rel])
+    assert "relative_to = 'same:raw' must be 'default'" in load_error(
+        [dict(rel, relative_to="same:raw")]
+    )
+    assert "relative_to = 'like:ext4' must be" in load_error([dict(rel, relative_to="like:ext4")])
     assert "metric = 'speed' is not one of" in load_error([dict(GOOD, metric="speed")])
 
 
@@ -482,7 +528,10 @@ def valid_rows(draw, idx: int = 0):
         value = draw(st.floats(lo, 1e3, allow_nan=False))
         base = draw(
             st.sampled_from(
-                ("default",) + tuple("default:" + f for f in DATASET_FILESYSTEMS if f != "raw")
+                ("default",)
+                + tuple(
+                    p + f for p in ("default:", "same:") for f in DATASET_FILESYSTEMS if f != "raw"
+                )
             )
         )
     else:

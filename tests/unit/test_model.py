@@ -107,7 +107,7 @@ def test_old_hardware_counts_less_than_nvme():
 def test_a_2010_disk_table_informs_the_direction_of_a_filesystem_gap_on_nvme_not_its_size():
     """Issue's rule: HDD-era rows inform a direction with an sd at least as wide as the prior
     on NVMe, never a tight NVMe effect. An XFS gap of x1.5 seen only on a 2010-era disk
-    mostly stays with its era twin (fs:xfs@2010): on NVMe it moves XFS by about a fifth of
+    mostly stays with its era twin (fs:xfs@2010): on NVMe it moves XFS by a small share of
     it (1 / (1 + ERA_TWIN_WIDTH^2)) and leaves the NVMe gap nearly as uncertain as the prior;
     the same rows measured on NVMe carry it whole."""
     from fsadvisor.predict.settings import ERA_TWIN_WIDTH

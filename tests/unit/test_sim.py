@@ -227,7 +227,10 @@ def test_the_scale_is_found_where_the_secant_circles():
     at the few-percent level: a secant alone circled short of the target (3.4% for oltp's
     16 fsyncing jobs on nvme, seed 7) and the calibration then blamed the device's ceiling,
     847,826 IOPS, ten times the target. The runs bracket the target; halving the bracket
-    reaches it to the stated tolerance, and no ceiling is claimed that the device lacks."""
+    reaches it to the stated tolerance -- or, where the throughput steps across the target
+    between two almost equal scales (this case on the current model: 74.7k and 82.6k either
+    side of 75.5k), the calibration says so with the step it saw, the nearest run is its
+    point, and no ceiling is claimed that the device lacks."""
     from fsadvisor.service.simulate import simulate_what_if
 
     (r,) = simulate_what_if(
@@ -235,7 +238,28 @@ def test_the_scale_is_found_where_the_secant_circles():
     )
     cal = r.calibration
     assert not any("ceiling" in x for x in cal.warnings), cal.warnings
-    assert cal.point.throughput_ops_s == pytest.approx(cal.model_iops, rel=sim.SCALE_TOLERANCE)
+    t = cal.point.throughput_ops_s
+    if cal.step is None:
+        assert t == pytest.approx(cal.model_iops, rel=sim.SCALE_TOLERANCE)
+        assert not cal.warnings
+    else:
+        lo, hi = cal.step
+        assert lo < cal.model_iops < hi and t in (lo, hi)
+        assert abs(t / cal.model_iops - 1) == min(abs(x / cal.model_iops - 1) for x in (lo, hi))
+        assert any("steps across" in x for x in cal.warnings), cal.warnings
+
+
+class _Bare:
+    """The bare device as the solver sees it: its scaled copy is the scale itself, which the
+    fake ``run`` below turns into a throughput."""
+
+    def scaled(self, k: float) -> float:
+        return k
+
+
+class _Stats:
+    def __init__(self, t: float):
+        self.throughput_ops_s = t
 
 
 def test_the_scale_search_halves_a_bracket_when_throughput_is_not_monotone(monkeypatch):
@@ -255,19 +279,32 @@ def test_the_scale_search_halves_a_bracket_when_throughput_is_not_monotone(monke
                 return t0 + f * (t1 - t0)
         return pts[0][1] * pts[0][0] / k if k < pts[0][0] else pts[-1][1]
 
-    class Bare:
-        def scaled(self, k: float) -> float:
-            return k
-
-    class Stats:
-        def __init__(self, t: float):
-            self.throughput_ops_s = t
-
-    monkeypatch.setattr(sim, "run", lambda k, jobs, requests, seed: Stats(throughput(k)))
+    monkeypatch.setattr(sim, "run", lambda k, jobs, requests, seed: _Stats(throughput(k)))
     for target in (89_213, 86_000, 92_000, 100_000):
-        k, st = sim._solve_scale(Bare(), [], 10_000, 7, Stats(throughput(1.0)), target)
+        k, st, step = sim._solve_scale(_Bare(), [], 10_000, 7, _Stats(throughput(1.0)), target)
         assert st.throughput_ops_s == pytest.approx(target, rel=sim.SCALE_TOLERANCE), target
         assert st.throughput_ops_s == pytest.approx(throughput(k))
+        assert step is None
+
+
+def test_a_step_across_the_target_is_reported_as_a_step(monkeypatch):
+    """Throughput that jumps across the target between two almost equal scales (the
+    simulator gave 74.7k at k = 0.6966 and 82.6k at 0.6964 for oltp on nvme, seed 7, around
+    the model's 75.5k): no run gets within the tolerance, the nearest is the point, and the
+    step is returned -- the runs on both sides say the device is not at its ceiling."""
+
+    def throughput(k: float) -> float:
+        return 74_700.0 * (0.6966 / k) ** 0.2 if k >= 0.6965 else 82_600.0 * (0.6964 / k)
+
+    monkeypatch.setattr(sim, "run", lambda k, jobs, requests, seed: _Stats(throughput(k)))
+    target = 75_486.0
+    k, st, step = sim._solve_scale(_Bare(), [], 10_000, 7, _Stats(throughput(1.0)), target)
+    assert step is not None
+    lo, hi = step
+    assert lo < target < hi and hi / lo > 1.05
+    assert st.throughput_ops_s in (lo, hi) and st.throughput_ops_s == pytest.approx(
+        target, rel=0.03
+    )
 
 
 def test_littles_law_holds_in_the_output(model):
@@ -508,7 +545,12 @@ def test_simulate_agrees_with_predict_at_the_calibration_point(tmp_db, preset, k
     assert cal.model_p99_latency_ms == pytest.approx(p["p99_latency_ms"])
     assert r.calibration.device_params_source == pred["basis"]["device_params"]["source"]
     at_ceiling = any("at the device's ceiling" in x for x in cal.warnings)
-    if not at_ceiling:
+    if cal.step is not None:
+        # the simulated throughput steps across predict's here: the nearest run either side
+        lo, hi = cal.step
+        assert lo < p["iops"] < hi and r.throughput_ops_s in (lo, hi)
+        assert any("steps across" in x for x in cal.warnings), cal.warnings
+    elif not at_ceiling:
         assert r.throughput_ops_s == pytest.approx(p["iops"], rel=2 * sim.SCALE_TOLERANCE)
     else:
         assert r.throughput_ops_s <= p["iops"] * (1 + sim.SCALE_TOLERANCE)
