@@ -279,7 +279,7 @@ def config_matrix(
     per feature name, sorted) and the names. The same matrix as laying each configuration's
     merged dict out, built from its three parts instead: the filesystem settings' features
     (one per distinct settings), the scheduler's (one per scheduler) and the mechanisms'
-    (one per filesystem, mount options, scheduler and journal, the only parts of a
+    (one per filesystem, mount options, scheduler, journal and block size, the only parts of a
     configuration mechanisms.features reads; tests/unit/test_feature_matrix.py holds it to that). The
     three name their own features ("sched:", "m:" and the rest), so each fills its own
     columns: a small matrix per part kind, its rows gathered per configuration by index.
@@ -305,7 +305,13 @@ def config_matrix(
             if i is None:
                 i = s_of[key] = len(s_parts)
                 s_parts.append(_settings_features_of(*key, w, kind))
-            mkey = (cfg.fs, cfg.mount, cfg.scheduler, mechanisms.journaled(cfg))
+            mkey = (
+                cfg.fs,
+                cfg.mount,
+                cfg.scheduler,
+                mechanisms.journaled(cfg),
+                mechanisms.block_bytes(cfg),
+            )
             k = m_of.get(mkey)
             if k is None:
                 k = m_of[mkey] = len(m_parts)

@@ -228,7 +228,7 @@ def test_the_scale_is_found_where_the_secant_circles():
     16 fsyncing jobs on nvme, seed 7) and the calibration then blamed the device's ceiling,
     847,826 IOPS, ten times the target. The runs bracket the target; halving the bracket
     reaches it to the stated tolerance -- or, where the throughput steps across the target
-    between two almost equal scales (this case on the current model: 74.7k and 82.6k either
+    between two almost equal scales (this case on an earlier fit: 74.7k and 82.6k either
     side of 75.5k), the calibration says so with the step it saw, the nearest run is its
     point, and no ceiling is claimed that the device lacks."""
     from fsadvisor.service.simulate import simulate_what_if
