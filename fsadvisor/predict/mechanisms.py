@@ -94,8 +94,9 @@ BTRFS_FSYNC_US_PER_KIB = 1.2
 # Host CPU time ext2/3/4's buffered write path spends per filesystem block it writes
 # through the page cache, microseconds: a buffer head per block, mapped at write, dirtied,
 # and walked again at writeback; XFS maps whole folios through iomap and btrfs through its
-# extent maps, without them. The reference matrices' log-append (64 KiB buffered appends,
-# four writers, an fsync every 32, both cores busy: 2 / rate of CPU per write) put it at
+# extent maps, without them. The reference matrices' log-append (datasets/reference/
+# runs-mechanisms.csv: 64 KiB buffered appends, four writers, an fsync every 32, both cores
+# busy, so 2 / rate of CPU per write) put it at
 # 0.69 us per block on the RAM-backed loop (ext4 61.0k writes/s, with 1 KiB blocks 30.3k: 48
 # more blocks per write) and at 0.58 against XFS (84.9k, 16 blocks per write); on zram
 # ext4 ran 19.8k against XFS's 22.7k (0.81 us).
@@ -768,10 +769,11 @@ def features(
 
 
 def block_bytes(cfg: FsConfig) -> int:
-    """The configuration's filesystem block size (mkfs block_size; 4 KiB by default)."""
+    """The configuration's filesystem block size (mkfs block_size; 4 KiB by default, as
+    mkfs.ext4 and mkfs.xfs make it on any device this tool formats)."""
     try:
-        return int(dict(cfg.mkfs).get("block_size", 4096))
-    except (TypeError, ValueError):
+        return int(cfg.mkfs_dict.get("block_size", 4096))
+    except (TypeError, ValueError):  # an unvalidated value from a --config JSON
         return 4096
 
 
@@ -813,7 +815,7 @@ def _features_of(
     pkey: tuple,
     plp: str,
     era2010: bool,
-    block_bytes: int = 4096,
+    block_bytes: int,
 ) -> dict[str, float]:
     p = dict(pkey)
     wf = 1.0 - w.read_pct / 100.0

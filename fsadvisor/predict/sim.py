@@ -1020,7 +1020,8 @@ def _solve_scale(
     runs show across the target when the nearest one misses it by more than SCALE_TOLERANCE
     (the slower and faster runs closest to it; None when they all fall on one side): with
     fsyncs merging into shared flushes, throughput can jump across the target between two
-    almost equal scales (oltp on nvme, seed 7: 74.7k and 82.6k either side of k = 0.6966)
+    almost equal scales (oltp on nvme, seed 7, on an earlier fit: 74.7k and 82.6k either
+    side of k = 0.6966)
     and no run gets within the tolerance."""
     k = raw.throughput_ops_s / target_ops_s
     if k >= 1.0:
