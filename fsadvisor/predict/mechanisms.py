@@ -694,15 +694,24 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
     wf = 1.0 - rf
     t = _op_time(w, p, plp)
     c = max(w.concurrency, 1)
+    # Buffered writes go to the page cache; the kernel writes them back (its flusher, or the
+    # fsync that waits for them) merged and many in flight, whatever the application's own
+    # queue depth: the device spends its deep-queue time on them (write_time_us) -- a random
+    # page its share of the IOPS ceiling, a sequential stream only its share of the bandwidth
+    # (the bandwidth bound below) -- not a QD1 write latency per write split over the
+    # application's writers. The flushes stay the application's: each fsync waits for one.
+    wb = not w.direct and wf > 0 and w.metadata_frac < 1.0
+    wb_us = wf * 1e6 / p["write_iops_cap"] if wb and w.random else 0.0
     k = p.get("knee_power")
     if k:
         # The device's own queueing shape: every I/O's overlapping part over c in flight,
         # joined to the IOPS ceiling with the measured power (metadata keeps the knee).
         dr = knee_delay_us(p["read_latency_us"], p["read_iops_cap"], k) / p["read_latency_us"]
         dw = knee_delay_us(p["write_latency_us"], p["write_iops_cap"], k) / p["write_latency_us"]
+        direct_w = 0.0 if wb else (t.write_us - t.flush_us) * dw
         per_op_us = (1 - t.mf) * (
-            t.read_us * dr + (t.write_us - t.flush_us) * dw + t.flush_us
-        ) / c + t.mf * t.meta_us / min(c, p["parallelism"])
+            (t.read_us * dr + direct_w + t.flush_us) / c + wb_us
+        ) + t.mf * t.meta_us / min(c, p["parallelism"])
     else:
         # Little's law at the workload's own concurrency, up to the device's parallelism: the
         # read sweep's knee (a calibration fits it) for reads and metadata, and for writes at
@@ -712,11 +721,16 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
         k = BANDWIDTH_JOIN_POWER
         conc_r = min(c, p["parallelism"])
         conc_w = min(c, max(p["parallelism"], p["write_iops_cap"] * p["write_latency_us"] * 1e-6))
-        per_op_us = (1 - t.mf) * (
-            t.read_us / conc_r + t.write_us / conc_w
-        ) + t.mf * t.meta_us / conc_r
-    cap = 1.0 / (rf / p["read_iops_cap"] + wf / p["write_iops_cap"])
-    rates = [((1e6 / per_op_us) ** -k + cap**-k) ** (-1.0 / k)]
+        write_part = t.flush_us / c + wb_us if wb else t.write_us / conc_w
+        per_op_us = (1 - t.mf) * (t.read_us / conc_r + write_part) + t.mf * t.meta_us / conc_r
+    # The IOPS ceiling bounds the I/O the application issues itself; written-back writes are
+    # priced at the deep-queue figures above already.
+    inv_cap = rf / p["read_iops_cap"] + (0.0 if wb else wf) / p["write_iops_cap"]
+    rates = []
+    if per_op_us > 0:
+        rates.append(
+            ((1e6 / per_op_us) ** -k + inv_cap**k) ** (-1.0 / k) if inv_cap else 1e6 / per_op_us
+        )
     if w.metadata_frac < 1.0:
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"])
         rates.append(bw / max(w.bs_bytes, 512))
