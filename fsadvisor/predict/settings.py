@@ -140,6 +140,11 @@ class ModelSettings:
             ):
                 # ... and from a filesystem's own shape on the device (spec.FS_SHAPE_TERMS)
                 sd = float(self.priors["prior"]["d:|fs:*"]["sd"])
+                if (
+                    name.rpartition("*")[2] in spec.FS_MEDIATED
+                    and "d:|fs:*mediated" in self.priors["prior"]
+                ):
+                    sd = float(self.priors["prior"]["d:|fs:*mediated"]["sd"])
             if name.startswith(CONFIG_PREFIXES):
                 sd *= self.prior_scale
             if name.startswith("fs:") and name.endswith(spec.ERA_SUFFIX):

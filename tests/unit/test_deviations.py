@@ -187,3 +187,40 @@ def test_slow_buffered_appends_of_one_filesystem_stay_its_own(appends):
     x1 = appends["predict"](slowed, appends["xfs"])
     assert b1 / b0 < 0.5
     assert abs(math.log(x1 / x0)) < abs(math.log(b1 / b0)) / 5
+
+
+def test_a_filesystems_fsync_cells_move_its_fsync_more_than_its_data_writes(case):
+    # btrfs's fsync collapse (x0.1) on the device, with its QD32 random writes held out:
+    # the fsync path is the filesystem's own code (spec.FS_MEDIATED, its prior twice the
+    # data-path terms'), so more than 40% of the collapse (log scale) reaches btrfs's fsync
+    # prediction (31% when every shape term had one width), and less than a tenth of that
+    # move reaches its data writes, which no fsync does.
+    ref = reference.load_observations()
+    collapsed = case["collapsed"]
+    zram, cfg = collapsed[0].device_id, collapsed[0].config
+    as_measured = [
+        o for o in ref if o.device_id == zram and o.config.fs == "btrfs" and o.workload.fsync_every
+    ]
+    held = [
+        o
+        for o in ref
+        if o.device_id == zram
+        and o.config.fs == "btrfs"
+        and not o.workload.fsync_every
+        and o.workload.rw == "randwrite"
+        and o.workload.iodepth >= 8
+    ]
+    assert held and len(as_measured) == len(collapsed)
+    rest = [o for o in ref if o not in as_measured and o not in held]
+    seeds = load_observations(include=("upper-bound", "lower-bound"))
+    before = fit(seeds + rest + as_measured, case["s"])
+    after = fit(seeds + rest + collapsed, case["s"])
+    dev = _target_device(ref, zram)
+
+    def move(w):
+        a = predict_many(before, [cfg], w, dev)[0].iops
+        return math.log(predict_many(after, [cfg], w, dev)[0].iops / a)
+
+    fsync_move, data_move = move(collapsed[0].workload), move(held[0].workload)
+    assert fsync_move < 0.4 * math.log(0.1)
+    assert abs(data_move) < abs(fsync_move) / 10
