@@ -58,6 +58,14 @@ def _preset_fast(directory: str, name: str) -> Profile | None:
     return None
 
 
+def is_preset(name: str) -> bool:
+    """Whether ``name`` finds a shipped preset by name (as ``--profile NAME`` does)."""
+    if "/" in name or name.endswith(".toml"):
+        return False
+    directory = str(presets_dir())
+    return _preset_fast(directory, name) is not None or name in _preset_index(directory)
+
+
 def list_presets() -> list[Profile]:
     """Every shipped preset, sorted by name."""
     return [p for _, p in sorted(_preset_index(str(presets_dir())).items())]

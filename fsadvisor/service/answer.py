@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from fsadvisor.predict.rank import Ranked, Recommendation, complexity, is_baseline
+from fsadvisor.profiles.presets import is_preset
 
 # An adaptive probe runs short repetitions of the leading candidates until their order is
 # settled; the estimate assumes three quick repetitions of each (probe/timing.DEFAULT_REPS),
@@ -216,10 +217,17 @@ def _use_and_how_sure(rec: Recommendation) -> list[str]:
     return [
         first,
         f"How sure: tied with {others} "
-        f"within the data's resolution{res}; {basis} — `fsadvisor probe --adaptive` "
+        f"within the data's resolution{res}; {basis} — `{probe_command(rec)}` "
         f"on a spare device decides among the leading {leading} in about "
         f"{duration(seconds)}.",
     ]
+
+
+def probe_command(rec: Recommendation) -> str:
+    """The adaptive probe of this profile as a command to run (DEVICE as in the mkfs lines):
+    a preset by its name; a profile from a file by that file, which only the user knows."""
+    name = rec.profile.name
+    return f"fsadvisor probe /dev/DEVICE --profile {name if is_preset(name) else 'FILE.toml'}"
 
 
 def confidence_lines(rec: Recommendation) -> list[str]:
@@ -239,7 +247,7 @@ def confidence_lines(rec: Recommendation) -> list[str]:
             f"   tied: to settle it, measure {len(conf.settle)} cells "
             f"(about {duration(total_s)} on this device): "
             + "; ".join(f"{c['config']} x{c['reps']}" for c in conf.settle)
-            + " — or run probe --adaptive"
+            + f" — or run `{probe_command(rec)}`"
         )
     return lines
 

@@ -62,7 +62,7 @@ def test_recommend_answers_in_words_first_and_json_has_the_same_summary():
     assert second.startswith("How sure: ")
     assert doc["summary"] == f"{matters} {first} {second}"
     # oltp's leaders are statistically equal: the headline says so and how to decide
-    assert "tied with" in second and "`fsadvisor probe --adaptive`" in second
+    assert "tied with" in second and "`fsadvisor probe /dev/DEVICE --profile oltp`" in second
     assert re.search(r"in about \d+ (s|min|h)", second)
     assert doc["lead"]["tied_with"] >= 1 and doc["lead"]["clearly_ahead"] is False
 
@@ -369,6 +369,7 @@ def test_the_headline_names_the_evidence_rule_when_it_put_number_one_first():
     )
     rec = SimpleNamespace(
         ranked=[top],
+        profile=SimpleNamespace(name="oltp"),
         rank_by="ops_per_joule",
         device=Device(None, 1 << 40),
         confidence=None,
@@ -438,3 +439,23 @@ def test_why_lines_are_the_rankings_reasons_in_words_written_by_the_service():
         assert len(r.why) == len(shown)
         assert all(w.startswith(x.text + ": ") for w, x in zip(r.why, shown))
         assert all(abs(a.d_opj) >= abs(b.d_opj) for a, b in zip(r.reasons, r.reasons[1:]))
+
+
+def test_the_probe_the_headline_offers_is_a_command_for_this_profile(tmp_path):
+    # a preset by its name (the name --profile finds); a profile from a file by a FILE
+    # placeholder, never a name the probe would not find
+    text = run("recommend", "-p", "oltp", "--top", "3")
+    how_sure = next(ln for ln in text.splitlines() if ln.startswith("How sure: "))
+    assert "`fsadvisor probe /dev/DEVICE --profile oltp`" in how_sure, how_sure
+    settle = next(ln for ln in text.splitlines() if ln.strip().startswith("tied: to settle it"))
+    assert settle.endswith("or run `fsadvisor probe /dev/DEVICE --profile oltp`"), settle
+    own = tmp_path / "mine.toml"
+    own.write_text(
+        '[profiles.my-oltp]\ndescription = "mine"\n'
+        '[profiles.my-oltp.workload]\nread_pct = 70\npattern = "random"\n'
+        'request_size = "8k"\njobs = 16\nqueue_depth = 1\nfsync = "per_transaction"\n'
+        "fsync_every = 1\ndirect = false\n"
+    )
+    text = run("recommend", "-p", str(own), "--top", "3")
+    how_sure = next(ln for ln in text.splitlines() if ln.startswith("How sure: "))
+    assert "`fsadvisor probe /dev/DEVICE --profile FILE.toml`" in how_sure, how_sure
