@@ -696,9 +696,9 @@ def roofline(w: Workload, p: Mapping[str, float], plp: str = "unknown") -> tuple
     c = max(w.concurrency, 1)
     # Buffered writes go to the page cache; the kernel writes them back (its flusher, or the
     # fsync that waits for them) merged and many in flight, whatever the application's own
-    # queue depth: the device spends its deep-queue time on them (write_time_us) -- a random
-    # page its share of the IOPS ceiling, a sequential stream only its share of the bandwidth
-    # (the bandwidth bound below) -- not a QD1 write latency per write split over the
+    # queue depth: the device spends its deep-queue time on them (as write_time_us prices
+    # it) -- a random page its share of the IOPS ceiling, a sequential stream only its share
+    # of the bandwidth (the bandwidth bound below) -- not a QD1 write latency per write over the
     # application's writers. The flushes stay the application's: each fsync waits for one.
     wb = not w.direct and wf > 0 and w.metadata_frac < 1.0
     wb_us = wf * 1e6 / p["write_iops_cap"] if wb and w.random else 0.0
