@@ -7,6 +7,7 @@ only (a number such as ``10,800–410,244`` has no space in it and is never spli
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -66,17 +67,29 @@ def table(cols: list[Column], rows: list[list[str]], width: int | None = None) -
     return out
 
 
+# Stands in for a space inside a `command` while the prose is wrapped: a private-use
+# character, which textwrap does not break at and no message contains.
+_KEEP = "\ue000"
+
+
+def _glue(span: re.Match[str]) -> str:
+    return span.group(0).replace(" ", _KEEP)
+
+
 def wrap(text: str, width: int | None = None, hang: int = 0) -> list[str]:
     """``text`` as lines of at most ``width`` (the terminal's) columns, broken between words
-    only, continuation lines indented by ``hang`` spaces."""
-    return textwrap.wrap(
-        text,
+    only, continuation lines indented by ``hang`` spaces. A command in backticks is never
+    broken: copied from the terminal, it must run as printed (a longer one overflows the
+    width on its own line, as the mkfs lines do)."""
+    lines = textwrap.wrap(
+        re.sub(r"`[^`]+`", _glue, text),
         width=width or columns(),
         subsequent_indent=" " * hang,
         break_long_words=False,
         break_on_hyphens=False,
         drop_whitespace=True,
     ) or [""]
+    return [line.replace(_KEEP, " ") for line in lines]
 
 
 def say(text: str, hang: int = 0) -> None:

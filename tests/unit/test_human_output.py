@@ -265,6 +265,9 @@ def test_recommend_wraps_to_80_columns_and_keeps_its_commands_whole(args, tmp_db
     ]
     assert "\n".join(narrow).split() == "\n".join(widest).split()
     assert len(narrow) > len(widest)
+    # a command the prose quotes (`fsadvisor probe ...`) is never split over two lines
+    quoted = [ln for ln in narrow if "`" in ln]
+    assert quoted and all(ln.count("`") % 2 == 0 for ln in quoted), quoted
 
 
 def test_fleet_recommend_names_the_best_with_its_unit_within_80_columns(probed_store):
