@@ -138,13 +138,11 @@ class ModelSettings:
                 and "d:|fs:*" in self.priors["prior"]
                 and name.rpartition("*")[2] in spec.FS_SHAPE_TERMS
             ):
-                # ... and from a filesystem's own shape on the device (spec.FS_SHAPE_TERMS)
-                sd = float(self.priors["prior"]["d:|fs:*"]["sd"])
-                if (
-                    name.rpartition("*")[2] in spec.FS_MEDIATED
-                    and "d:|fs:*mediated" in self.priors["prior"]
-                ):
-                    sd = float(self.priors["prior"]["d:|fs:*mediated"]["sd"])
+                # ... and from a filesystem's own shape on the device (spec.FS_SHAPE_TERMS),
+                # its fsync and metadata terms by their own entry where priors.toml has one
+                mediated = name.rpartition("*")[2] in spec.FS_MEDIATED
+                key = "d:|fs:*mediated" if mediated else "d:|fs:*"
+                sd = float(self.priors["prior"].get(key, self.priors["prior"]["d:|fs:*"])["sd"])
             if name.startswith(CONFIG_PREFIXES):
                 sd *= self.prior_scale
             if name.startswith("fs:") and name.endswith(spec.ERA_SUFFIX):

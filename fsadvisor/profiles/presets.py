@@ -58,12 +58,20 @@ def _preset_fast(directory: str, name: str) -> Profile | None:
     return None
 
 
-def is_preset(name: str) -> bool:
-    """Whether ``name`` finds a shipped preset by name (as ``--profile NAME`` does)."""
+@functools.lru_cache(maxsize=64)
+def _shipped(name: str) -> Profile | None:
     if "/" in name or name.endswith(".toml"):
-        return False
+        return None
     directory = str(presets_dir())
-    return _preset_fast(directory, name) is not None or name in _preset_index(directory)
+    return _preset_fast(directory, name) or _preset_index(directory).get(name)
+
+
+def is_preset(profile: Profile) -> bool:
+    """Whether ``--profile <its name>`` measures this profile's workload: a shipped preset as
+    shipped, not a profile file's profile nor the what-if form's edit of one, which keep the
+    name. Cached by name: an answer asks twice, the what-if form at every edit."""
+    shipped = _shipped(profile.name)
+    return shipped is not None and shipped.workload == profile.workload
 
 
 def list_presets() -> list[Profile]:

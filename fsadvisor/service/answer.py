@@ -225,9 +225,10 @@ def _use_and_how_sure(rec: Recommendation) -> list[str]:
 
 def probe_command(rec: Recommendation) -> str:
     """The adaptive probe of this profile as a command to run (DEVICE as in the mkfs lines):
-    a preset by its name; a profile from a file by that file, which only the user knows."""
-    name = rec.profile.name
-    return f"fsadvisor probe /dev/DEVICE --profile {name if is_preset(name) else 'FILE.toml'}"
+    a shipped preset by its name; any other workload (a profile file, the what-if form's
+    edit of a preset) by a profile file, which only the user has."""
+    name = rec.profile.name if is_preset(rec.profile) else "FILE.toml"
+    return f"fsadvisor probe /dev/DEVICE --profile {name}"
 
 
 def confidence_lines(rec: Recommendation) -> list[str]:

@@ -369,7 +369,7 @@ def test_the_headline_names_the_evidence_rule_when_it_put_number_one_first():
     )
     rec = SimpleNamespace(
         ranked=[top],
-        profile=SimpleNamespace(name="oltp"),
+        profile=SimpleNamespace(name="oltp", workload=Workload()),
         rank_by="ops_per_joule",
         device=Device(None, 1 << 40),
         confidence=None,
@@ -459,3 +459,14 @@ def test_the_probe_the_headline_offers_is_a_command_for_this_profile(tmp_path):
     text = run("recommend", "-p", str(own), "--top", "3")
     how_sure = next(ln for ln in text.splitlines() if ln.startswith("How sure: "))
     assert "`fsadvisor probe /dev/DEVICE --profile FILE.toml`" in how_sure, how_sure
+
+
+def test_an_edited_preset_is_not_offered_as_the_preset():
+    # the what-if form keeps a preset's name on its edit: `--profile oltp` would measure the
+    # shipped workload, not the one the answer is about
+    from fsadvisor.profiles.presets import load_profile
+
+    oltp = load_profile("oltp")
+    edited = replace(oltp, workload=replace(oltp.workload, numjobs=32))
+    assert explain.probe_command(SimpleNamespace(profile=oltp)).endswith("--profile oltp")
+    assert explain.probe_command(SimpleNamespace(profile=edited)).endswith("--profile FILE.toml")
