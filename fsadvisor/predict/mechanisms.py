@@ -164,7 +164,8 @@ class Mechanism:
     is exactly zero there), the prior of its coefficient with the reason, and the words and
     citation `recommend` prints. ``per`` "fs": a coefficient shared by every filesystem plus
     each filesystem's deviation (prior ``deviation``, overridden in ``deviations``) and a
-    2010-era twin (see :func:`_pooled`); "sched": the same per scheduler, without an era.
+    2010-era twin (see :func:`_pooled`); "sched": the same per scheduler, without an era;
+    any other: one shared coefficient, with its 2010-era twin.
     ``own_data``: for a workload where it holds, `recommend` counts a filesystem as measured
     only if its own deviation (or its ``fs:<fs>*<fs_term>`` effect) has data."""
 
@@ -578,10 +579,11 @@ def own_data_terms(fs: str, w: Workload) -> list[tuple[str, str]]:
 # where nothing today says otherwise, never against the devices measured since
 # (settings.ERA_TWIN_WIDTH says what a fifth still let them do).
 ERA_2010_SD = 1.2
+ERA_SUFFIX = "@2010"
 
 
 def prior(name: str) -> tuple[float, float] | None:
-    if name.endswith("@2010"):
+    if name.endswith(ERA_SUFFIX):
         return (0.0, ERA_2010_SD)
     best = ""
     for prefix in PRIORS:
@@ -879,7 +881,13 @@ def _features_of(
         elif m.per == "sched":
             _pooled(f, m.name, sched, False, x)
         else:
+            # A shared mechanism has its 2010-era twin too: a 2.6.3x kernel on a 2010 disk
+            # or SATA SSD (seed 004's data=journal rows) says little of today's kernel on a
+            # fast device, so those rows move the shared coefficient only through the share
+            # the twin's wide prior leaves, as for a filesystem's own deviation.
             f[m.name] = x
+            if era2010:
+                f[m.name + ERA_SUFFIX] = x
     return f
 
 
@@ -923,4 +931,4 @@ def _pooled(f: dict[str, float], name: str, fs: str, era2010: bool, x: float) ->
     f[name] = x
     f[f"{name}:{fs}"] = x
     if era2010:
-        f[f"{name}:{fs}@2010"] = x
+        f[f"{name}:{fs}{ERA_SUFFIX}"] = x

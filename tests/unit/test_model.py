@@ -137,6 +137,18 @@ def test_old_hardware_counts_less_than_nvme():
     )
 
 
+def _era_fits(cfg, gap, old_kind, w):
+    """Fits of ``cfg`` running ``gap`` (log) above ext4 on a 2010-era device kind and on
+    NVMe, the priors' fit, and the NVMe log gap ``w`` is predicted with under a fit."""
+
+    def log_gap(m):
+        return math.log(predict(m, cfg, w, NVME).iops / predict(m, EXT4, w, NVME).iops)
+
+    old = fit(synthetic({EXT4: 0.0, cfg: gap}, kind=old_kind), S)
+    nvme = fit(synthetic({EXT4: 0.0, cfg: gap}, kind="nvme"), S)
+    return old, nvme, fit([], S), log_gap
+
+
 def test_a_2010_disk_table_informs_the_direction_of_a_filesystem_gap_on_nvme_not_its_size():
     """Issue's rule: HDD-era rows inform a direction with an sd at least as wide as the prior
     on NVMe, never a tight NVMe effect. An XFS gap of x1.5 seen only on a 2010-era disk
@@ -145,15 +157,9 @@ def test_a_2010_disk_table_informs_the_direction_of_a_filesystem_gap_on_nvme_not
     the same rows measured on NVMe carry it whole."""
     from fsadvisor.predict.settings import ERA_TWIN_WIDTH
 
-    w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=4)
     gap = math.log(1.5)
-    hdd = fit(synthetic({EXT4: 0.0, XFS: gap}, kind="hdd"), S)
-    nvme = fit(synthetic({EXT4: 0.0, XFS: gap}, kind="nvme"), S)
-    prior = fit([], S)
-
-    def log_gap(m):
-        return math.log(predict(m, XFS, w, NVME).iops / predict(m, EXT4, w, NVME).iops)
-
+    w = Workload(rw="randrw", bs_bytes=4096, iodepth=4, numjobs=4)
+    hdd, nvme, prior, log_gap = _era_fits(XFS, gap, "hdd", w)
     share = 1.0 / (1.0 + ERA_TWIN_WIDTH**2)
     # the fit shares the gap among the twin's terms and the noise: within a factor of 2 of
     # the prior-width arithmetic, and far from the whole gap the NVMe rows give
@@ -162,6 +168,23 @@ def test_a_2010_disk_table_informs_the_direction_of_a_filesystem_gap_on_nvme_not
     assert hdd.coef("fs:xfs@2010")[0] > 2 * hdd.coef("fs:xfs")[0] > 0
     assert hdd.coef("fs:xfs")[1] > 0.8 * prior.coef("fs:xfs")[1]
     assert nvme.coef("fs:xfs")[1] < 0.8 * prior.coef("fs:xfs")[1]
+
+
+def test_a_2010_table_cannot_tighten_a_shared_mechanism_on_nvme():
+    """The same rule for a mechanism shared by every device (not a filesystem's deviation):
+    2010-era SATA SSD rows where data=journal runs x1.5 faster than ordered ext4 -- against
+    the mechanism's direction, a second write of every block -- load on the mechanism's era
+    twin, so an NVMe prediction keeps most of the prior's data=journal penalty and its
+    coefficient keeps about the prior's width; the same rows measured on NVMe do move it."""
+    dj = FsConfig.make("ext4", mount=("data=journal",))
+    w = Workload(rw="write", bs_bytes=128 << 10, iodepth=8, numjobs=1)
+    old, nvme, prior, log_gap = _era_fits(dj, math.log(1.5), "sata-ssd", w)
+    # without the twin the 2010 rows pulled the coefficient from 1.0 to 0.35 (sd 0.22) and
+    # the NVMe penalty from x0.14 to x0.72; the bounds sit between that and the prior
+    assert log_gap(prior) < log_gap(old) < 0.8 * log_gap(prior) < 0
+    assert old.coef("m:data_journal")[1] > 0.8 * prior.coef("m:data_journal")[1]
+    assert old.coef("m:data_journal@2010")[0] < -0.5
+    assert log_gap(nvme) > 0.5 * log_gap(prior)  # measured on NVMe, the rows win
 
 
 def test_unseen_feature_keeps_prior_uncertainty():
