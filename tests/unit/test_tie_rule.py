@@ -153,3 +153,32 @@ def test_the_fit_knows_which_cells_a_probe_of_this_device_ran(probed_store):
     assert not model.measured_here(dev, xfs, dc_replace(w, iodepth=w.iodepth * 2))
     assert not model.measured_here(other, xfs, w)
     assert not model.measured_here(Device(None, 1 << 40, kind="loop"), xfs, w)
+
+
+def test_a_variant_its_own_base_clearly_beats_is_not_tied_first():
+    """The band around the leader is measured against the leader alone: XFS against ext4 is
+    uncertain on a device nobody measured, so ext4 and an ext4 variant 18% below it both sit
+    within 1 sd of XFS -- but the variant's gap to ext4 is one the model is sure of (the terms
+    the two share cancel), and "1=" beside ext4 would be a confident odd pick."""
+    import numpy as np
+
+    from fsadvisor.predict.rank import TIE_TOLERANCE, _undominated
+
+    # rows: [xfs effect, ext4 effect, data=journal's penalty term]; cov: xfs and ext4 each
+    # +-25%, the penalty's coefficient +-3%
+    X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    cov = np.diag([0.25**2, 0.25**2, 0.03**2])
+    logv = np.log(np.array([1183.0, 1147.0, 974.0]))
+    tol = -np.log(1 - TIE_TOLERANCE)
+    band = np.arange(3)
+    assert list(_undominated(band, logv, tol, X, cov)) == [0, 1]
+    # with the penalty as uncertain as the filesystems, it stays in the tie
+    loose = np.diag([0.25**2, 0.25**2, 0.25**2])
+    assert list(_undominated(band, logv, tol, X, loose)) == [0, 1, 2]
+
+
+def test_the_oltp_answer_ties_no_data_journal_variant_with_ext4(tmp_db):
+    rec = advice.recommend("oltp", None, top=TOP)
+    tied = [r.config for r in rec.ranked if r.label == "1="]
+    assert any(c.fs == "ext4" and not c.mount for c in tied), [c.label() for c in tied]
+    assert not [c for c in tied if "data=journal" in c.mount], [c.label() for c in tied]
