@@ -327,9 +327,12 @@ def detail_text(r: Ranked, rec: Recommendation) -> Text:
     p_best, conf = leader_p_best(r, rec), rec.confidence
     if p_best is not None and conf is not None:  # a p_best is conf's
         t.append(f"{conf.what} ", style="bold")
+        # the tie set's count, as the headline's "tied with N" (lead.tied_with): the
+        # confidence's leaders are at most MAX_LEADERS of it
+        n_tied = int((rec.lead or {}).get("tied_with") or 0) + 1
         t.append(
-            f"{p_best:.2f}, one of the {len(conf.labels)} leaders the model cannot yet tell apart"
-            if conf.tied and len(conf.labels) > 1
+            f"{p_best:.2f}, one of the {n_tied} configurations the model cannot yet tell apart"
+            if conf.tied and n_tied > 1
             else f"{p_best:.2f}"
         )
         t.append("\n")

@@ -182,3 +182,19 @@ def test_the_oltp_answer_ties_no_data_journal_variant_with_ext4(tmp_db):
     tied = [r.config for r in rec.ranked if r.label == "1="]
     assert any(c.fs == "ext4" and not c.mount for c in tied), [c.label() for c in tied]
     assert not [c for c in tied if "data=journal" in c.mount], [c.label() for c in tied]
+
+
+def test_the_tui_detail_counts_the_tie_the_headline_counts(tmp_db):
+    """The TUI's detail of #1 says how many configurations it is tied with: the tie set the
+    headline counts ("tied with N other configurations"), not the confidence's leaders, of
+    which it keeps at most MAX_LEADERS (oltp on NVMe: 10 tied, 8 leaders)."""
+    from fsadvisor.predict.confidence import MAX_LEADERS
+    from fsadvisor.tui.present import detail_text
+
+    rec = advice.recommend("oltp", None, top=TOP)
+    n = rec.lead["tied_with"] + 1
+    assert n > MAX_LEADERS >= len(rec.confidence.labels)  # the case that tells them apart
+    text = detail_text(rec.ranked[0], rec).plain
+    assert f"one of the {n} configurations the model cannot yet tell apart" in text
+    words = " ".join(" ".join(answer.headline(rec)).split())  # whatever the wrap
+    assert f"tied with {n - 1} other configurations" in words
