@@ -579,6 +579,8 @@ def own_data_terms(fs: str, w: Workload) -> list[tuple[str, str]]:
 # where nothing today says otherwise, never against the devices measured since
 # (settings.ERA_TWIN_WIDTH says what a fifth still let them do).
 ERA_2010_SD = 1.2
+# spec.ERA_SUFFIX's twin (spec and mechanisms are one layer and import neither the other;
+# tests/unit/test_mechanism_registry.py holds them equal)
 ERA_SUFFIX = "@2010"
 
 

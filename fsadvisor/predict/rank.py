@@ -577,7 +577,7 @@ def _undominated(idx: np.ndarray, logv: np.ndarray, tol: float, X, cov: np.ndarr
     kept before them beats by more than max(``tol``, 1 sd of *their* difference). The band
     is measured against the leader alone, and a wide leader-vs-rival sd (XFS against ext4 on
     a device nobody measured) can hold a variant its own base configuration clearly beats:
-    ext4 with data=journal, 18% below ext4's defaults on a Postgres-style workload with a
+    ext4 with data=journal, 15% below ext4's defaults on a Postgres-style workload with a
     sign the model is sure of (every block written twice), is no "1=" beside them."""
     R = np.asarray(X[idx])
     Q = R @ cov @ R.T

@@ -9,7 +9,7 @@ import itertools
 import tomllib
 
 from fsadvisor.domain import FsConfig, Workload
-from fsadvisor.predict import features, mechanisms
+from fsadvisor.predict import features, mechanisms, spec
 from fsadvisor.catalog.device_params import HOST_PRIOR
 from fsadvisor.infra.resources import data_dir
 
@@ -71,6 +71,8 @@ def test_priors_are_derived_from_the_table():
         for who, pr in m.deviations.items():
             assert mechanisms.prior(f"{m.name}:{who}") == pr[:2]
     assert mechanisms.prior("m:fsync:xfs@2010") == (0.0, mechanisms.ERA_2010_SD)
+    # one era suffix for the effects (spec) and the mechanisms: a 2010 row loads on both
+    assert mechanisms.ERA_SUFFIX == spec.ERA_SUFFIX
 
 
 def test_the_words_live_in_one_place():

@@ -157,7 +157,7 @@ def test_the_fit_knows_which_cells_a_probe_of_this_device_ran(probed_store):
 
 def test_a_variant_its_own_base_clearly_beats_is_not_tied_first():
     """The band around the leader is measured against the leader alone: XFS against ext4 is
-    uncertain on a device nobody measured, so ext4 and an ext4 variant 18% below it both sit
+    uncertain on a device nobody measured, so ext4 and an ext4 variant 15% below it both sit
     within 1 sd of XFS -- but the variant's gap to ext4 is one the model is sure of (the terms
     the two share cancel), and "1=" beside ext4 would be a confident odd pick."""
     import numpy as np
