@@ -83,14 +83,31 @@ case "$MATRIX" in
       '{"filesystem":"btrfs","mount":["nodiscard","compress=zstd:1"]}'
       '{"filesystem":"btrfs","mount":["nodiscard","compress=zlib"]}'
     ) ;;
-  *) echo "MATRIX must be base or mechanisms" >&2; exit 2 ;;
+  writers)
+    # log-append with 1, 2, 4 and 8 writers (the same 64 KiB appends and fsync every 32 per
+    # writer; profiles/writers.toml beside the preset): how an fsync's cost grows with the
+    # writers fsyncing at once, which the mechanisms matrix measured at four only. The micro
+    # part is the raw baseline's 4 KiB random and 128 KiB sequential writes, with the
+    # configurations on them as the levels' anchor.
+    OUT="runs-writers.csv"; TAG="-writers"
+    WORKLOADS=(--workloads 4k-randwrite-qd32,128k-write-qd8)
+    PROFILES=("$HERE/profiles/writers.toml:log-append-1w" "$HERE/profiles/writers.toml:log-append-2w"
+              log-append "$HERE/profiles/writers.toml:log-append-8w")
+    CONFIGS=(
+      '{"filesystem":"ext4"}'
+      '{"filesystem":"xfs"}'
+      '{"filesystem":"btrfs","mount":["nodiscard"]}'
+      '{"filesystem":"btrfs","mount":["nodiscard","nodatacow"]}'
+    ) ;;
+  *) echo "MATRIX must be base, mechanisms or writers" >&2; exit 2 ;;
 esac
 COMMON=(--schedulers none --reps "$REPS" --runtime "$RUNTIME" --cooldown 0 --size "$SIZE"
         --energy estimate --json)
 for c in "${CONFIGS[@]}"; do COMMON+=(--config "$c"); done
 
 # One class's probes on one device (TARGET...: the probe's device arguments): the micro
-# matrix, then each profile's full matrix; summaries in $LOGDIR/<class>$TAG[-<profile>].json.
+# matrix, then each profile's full matrix; summaries in $LOGDIR/<class>$TAG[-<profile>].json
+# (a profile given as FILE.toml:NAME by its NAME).
 run_probes() {
   local cls="$1"; shift
   local rc=0
@@ -99,7 +116,7 @@ run_probes() {
   [ "$rc" -le 1 ] || return "$rc"
   for p in "${PROFILES[@]}"; do
     "$FSADVISOR" probe "$@" "${COMMON[@]}" --no-micro --full --profile "$p" \
-        > "$LOGDIR/$cls$TAG-$p.json" 2> "$LOGDIR/$cls$TAG-$p.log" || rc=$?
+        > "$LOGDIR/$cls$TAG-${p##*:}.json" 2> "$LOGDIR/$cls$TAG-${p##*:}.log" || rc=$?
     [ "$rc" -le 1 ] || return "$rc"
   done
   return 0
@@ -108,7 +125,7 @@ run_probes() {
 logs_of() {
   local flag="$1" cls="$2"
   printf '%s\n' "$flag" "$LOGDIR/$cls$TAG.json"
-  for p in "${PROFILES[@]}"; do printf '%s\n' "$flag" "$LOGDIR/$cls$TAG-$p.json"; done
+  for p in "${PROFILES[@]}"; do printf '%s\n' "$flag" "$LOGDIR/$cls$TAG-${p##*:}.json"; done
 }
 
 # The host is shared: /proc/loadavg every 5 s while a class runs (export.py joins the

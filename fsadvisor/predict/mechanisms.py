@@ -336,8 +336,9 @@ def _fsync_writers(c: Ctx) -> float | None:
     # With n writers it waits for others' commits -- but writers that arrive while a commit
     # is in flight join the next one (btrfs batches its log commits too), so the wait grows
     # with log2(n), not n: 1 + s at two writers, 1 + 2s at four, 1 + 4s at sixteen. Fitted
-    # on four writers (the reference matrices' log-append): the log2 growth beyond four is
-    # this model's assumption, not a measurement.
+    # on four writers (the reference matrices' log-append): the log2 growth is this model's
+    # assumption. datasets/reference/runs-writers.csv measured 1, 2, 4 and 8 writers on
+    # another host and is not loaded (its README says why and what this form misses there).
     w = c.w
     if not c.per_fsync or w.numjobs <= 1:
         return None

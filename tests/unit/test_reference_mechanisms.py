@@ -8,52 +8,26 @@ rep-to-rep spread (2-9%), so a re-measurement that shows the same mechanisms pas
 
 from __future__ import annotations
 
-import csv
-import statistics
-from collections import defaultdict
-from pathlib import Path
-
 import pytest
+from _reference_rows import HERE, assert_same_contract_as_the_first, cell_means, rows_of
 
-HERE = Path(__file__).resolve().parents[2] / "datasets" / "reference"
 CSV = HERE / "runs-mechanisms.csv"
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")
 def rows():
-    return _rows(CSV)
+    return rows_of(CSV)
 
 
 @pytest.fixture(scope="module")
 def mean(rows):
-    cells = defaultdict(list)
-    for r in rows:
-        if r["status"] == "ok" and "direct-io-not-honoured" not in r["flags"]:
-            cells[
-                (
-                    r["device_class"],
-                    r["filesystem"],
-                    r["mkfs_options"],
-                    r["mount_options"],
-                    r["workload"],
-                )
-            ].append(float(r["iops"]))
-    return {k: statistics.fmean(v) for k, v in cells.items() if len(v) >= 3}
+    return cell_means(
+        rows, "device_class", "filesystem", "mkfs_options", "mount_options", "workload"
+    )
 
 
 def test_same_contract_and_devices_as_the_first_matrix(rows):
-    first = _rows(HERE / "runs.csv")
-    with CSV.open(newline="") as f:
-        assert csv.DictReader(f).fieldnames == list(first[0].keys())
-    assert {(r["device_class"], r["device"], r["host"]) for r in rows} == {
-        (r["device_class"], r["device"], r["host"]) for r in first
-    }
-    assert {r["matrix_id"] for r in rows}.isdisjoint({r["matrix_id"] for r in first})
+    assert_same_contract_as_the_first(CSV, rows)
 
 
 def test_a_block_smaller_than_the_sector_fails_to_format_and_is_stored_as_failed(rows):
