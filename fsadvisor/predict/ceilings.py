@@ -43,6 +43,15 @@ def _device_values(p: Prediction) -> Mapping[str, float] | None:
         for k in ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
     ):
         return None
+    # a bandwidth the device's own cells demonstrably moved is no ceiling's to deny
+    # (predict.predict_many records it beside the figures)
+    shown = p.basis.get("demonstrated_bw_bytes_s")
+    if isinstance(shown, Mapping) and shown:
+        values = dict(values)
+        for side in ("read", "write"):
+            key = f"{side}_bw_bytes_s"
+            if float(shown.get(side, 0.0)) > values[key]:
+                values[key] = float(shown[side])
     return values
 
 

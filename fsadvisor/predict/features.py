@@ -133,16 +133,24 @@ def _settings_features(
 
 
 def device_ceiling_iops(
-    w: Workload, kind: str, settings: ModelSettings, params: DeviceParams | None = None
+    w: Workload,
+    kind: str,
+    settings: ModelSettings,
+    params: DeviceParams | None = None,
+    demonstrated: Mapping[str, float] | None = None,
 ) -> float:
     """The limit of the device's IOPS and bandwidth for this mix (its fitted figures, else its
     kind's prior). Buffered reads may be served from the page cache, so they are not capped;
     everything else reaches the device. An application-level operation (a Filebench file op,
     a database transaction) is not one device I/O of ``bs`` bytes -- a stat or a delete moves
-    no data, the page cache merges appends -- so the device's figures do not cap it."""
+    no data, the page cache merges appends -- so the device's figures do not cap it.
+    ``demonstrated``: the bandwidth ("read", "write", bytes/s) the device's own cells moved
+    (fit.demonstrated_bandwidth); the ceiling is never below what the device did."""
     if w.op != "io":
         return math.inf
-    p = params.values if params is not None else settings.device_params(kind)
+    p = lifted_ceilings(
+        params.values if params is not None else settings.device_params(kind), demonstrated
+    )
     rf = w.read_pct / 100.0 if w.direct else 0.0
     wf = 1.0 - w.read_pct / 100.0
     if rf + wf <= 0:
@@ -152,6 +160,21 @@ def device_ceiling_iops(
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"]) / (rf + wf)
         cap = min(cap, bw / max(w.bs_bytes, 512))
     return cap
+
+
+def lifted_ceilings(
+    values: Mapping[str, float], demonstrated: Mapping[str, float] | None
+) -> Mapping[str, float]:
+    """The device figures with each bandwidth ceiling at least what the device's own cells
+    moved (``demonstrated``: "read"/"write" bytes/s); ``values`` itself without any."""
+    if not demonstrated:
+        return values
+    out = dict(values)
+    for side in ("read", "write"):
+        key = f"{side}_bw_bytes_s"
+        if key in out and demonstrated.get(side, 0.0) > out[key]:
+            out[key] = float(demonstrated[side])
+    return out
 
 
 def soft_cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarray:

@@ -251,6 +251,10 @@ class FittedModel:
     # scheduler>\t<workload key>". The tie rule puts a configuration measured on this
     # device for this workload before one the model only predicts.
     measured_cells: dict[str, list[str]] = field(default_factory=dict)
+    # Per device identity, the bandwidth (bytes/s, by "read"/"write") its own cells in this
+    # fit demonstrably moved through the device (:func:`demonstrated_bandwidth`): a ceiling
+    # the predictions for that device are never capped below.
+    demonstrated: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def measured_here(self, device: Device, cfg: FsConfig, w: Workload) -> bool:
         """Whether a probe of this device (its own identity, or its loop/zram class) ran
@@ -359,6 +363,7 @@ def save_model(m: FittedModel, path: Path, key: str = "") -> None:
         "measured_power": m.measured_power,
         "device_origins": m.device_origins,
         "measured_cells": m.measured_cells,
+        "demonstrated": m.demonstrated,
         "device_params": {k: _params_to_json(v) for k, v in m.device_params.items()},
     }
     n = len(m.names)
@@ -419,6 +424,7 @@ def load_model(path: Path, settings: ModelSettings, key: str = "") -> FittedMode
         measured_power=meta["measured_power"],
         device_origins=meta.get("device_origins", {}),
         measured_cells=meta.get("measured_cells", {}),
+        demonstrated=meta.get("demonstrated", {}),
         device_params={k: _params_from_json(v) for k, v in meta.get("device_params", {}).items()},
     )
 
@@ -501,6 +507,43 @@ def _iops_of(o: Observation) -> float | None:
     if per_unit is None:
         return None
     return o.value * per_unit / max(o.workload.bs_bytes, 512)
+
+
+def demonstrated_bandwidth(observations: Sequence[Observation]) -> dict[str, dict[str, float]]:
+    """Per device, the largest read and write bandwidth (bytes/s) one of its own cells moved
+    through the device: direct I/O of one direction, or buffered writes with an fsync at
+    least every 64 writes (each batch is on the device before the next one starts, so the
+    run's bytes reached it within its window). A calibration measures bandwidth with one
+    submitting job; a device whose writes are the submitter's own CPU work (zram compresses
+    in the writer's context) moves about twice that with two writers, and a multi-queue SSD
+    more with several jobs than with one. Compression by the filesystem is left out (its
+    bytes on the device are fewer than the application's), so is any cell whose rate is not
+    a rate of its requests (metadata operations, application-level operations)."""
+    out: dict[str, dict[str, float]] = {}
+    for o in observations:
+        w = o.workload
+        if (
+            not o.device_id
+            or o.relative_to is not None
+            or o.value <= 0
+            or w.op != "io"
+            or w.metadata_frac > 0
+            or any(m.startswith("compress") for m in o.config.mount)
+        ):
+            continue
+        iops = _iops_of(o)
+        if iops is None:
+            continue
+        if w.read_pct >= 99 and w.direct:
+            side = "read"
+        elif w.read_pct <= 1 and (w.direct or 0 < w.writes_per_fsync <= 64):
+            side = "write"
+        else:
+            continue
+        bw = iops * max(w.bs_bytes, 512)
+        mine = out.setdefault(o.device_id, {})
+        mine[side] = max(mine.get(side, 0.0), bw)
+    return out
 
 
 def _fit_raw(raw: Sequence[Observation], base: DeviceParams, s: ModelSettings) -> DeviceParams:
@@ -772,4 +815,5 @@ def fit(
         data_hash=observations_hash(observations),
         measured_power=measured_power,
         device_params=fitted,
+        demonstrated=demonstrated_bandwidth(observations),
     )

@@ -393,7 +393,8 @@ def _predict(
     mu_t = mu_t + math.log(conc) - roof + math.log(1000.0)  # log p99 in ms
     sd_p, sd_e = np.sqrt(var_p + noise2), np.sqrt(var_e + noise2)
     sd_t, sd_w = np.sqrt(var_t + noise2), np.sqrt(var_w + noise2)
-    ceiling = device_ceiling_iops(w, kind, s, params)
+    demonstrated = model.demonstrated.get(model.known_device(device), {})
+    ceiling = device_ceiling_iops(w, kind, s, params, demonstrated)
     # The ceiling is the device's fitted (or prior) figure with its own uncertainty: each
     # quantile of IOPS passes through the same quantile of the ceiling.
     c_sd = max((params.log_sd.get(k, 0.0) for k in CAP_KEYS), default=0.0)
@@ -411,6 +412,8 @@ def _predict(
             "values": dict(params.values),
             "log_sd": dict(params.log_sd),
         },
+        # what this device's own cells moved, which the hard cap (ceilings.cap) honours too
+        **({"demonstrated_bw_bytes_s": dict(demonstrated)} if demonstrated else {}),
         "power_level": ("measured" if measured else "assumed") + f" ({scope} scope, {kind}: "
         f"{measured} measured absolute power observations)",
         "idle_watts": idle_watts,
