@@ -109,6 +109,7 @@ from fsadvisor.domain import (
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.catalog.device_params import DeviceParams
+from fsadvisor.predict.features import lifted_ceilings
 from fsadvisor.predict.mechanisms import BANDWIDTH_JOIN_POWER, knee_delay_us
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
@@ -713,6 +714,13 @@ def writes_per_flush(w: Workload) -> int:
     return w.writes_per_fsync
 
 
+def _shown_values(model: Any, device: Device, params: DeviceParams) -> Mapping[str, float]:
+    """The device's figures with its bandwidth ceilings at least what its own stored cells
+    moved, as predict caps them (fit.demonstrated_bandwidth): the simulated device is never
+    slower than the one the model predicts for."""
+    return lifted_ceilings(params.values, model.demonstrated.get(model.known_device(device), {}))
+
+
 def device_times(
     params: Mapping[str, float], w: Workload, plp: str, sigma: float = DEFAULT_SIGMA
 ) -> DeviceTimes:
@@ -919,7 +927,7 @@ def calibrate(
     params = device_params or model.params_for(device)
     p = model_prediction(model, cfg, w, device, scope, params)
     sig, sig_source = _sigma_of(p, sigma)
-    bare = device_times(params.values, w, device.plp, sig)
+    bare = device_times(_shown_values(model, device, params), w, device.plp, sig)
     jobs = job_specs(w)
     raw = run(bare, jobs, requests, seed)
     t0 = raw.throughput_ops_s
@@ -1300,7 +1308,8 @@ def simulate(
     cal = calibration or calibrate(
         model, cfg, workload, device, scope, seed, requests, sigma, params
     )
-    times = device_times(params.values, w2, dev2.plp, cal.sigma).scaled(cal.scale)
+    values = _shown_values(model, device, params)
+    times = device_times(values, w2, dev2.plp, cal.sigma).scaled(cal.scale)
     t_wall = time.perf_counter()
     if (
         cal.point is not None
@@ -1354,7 +1363,7 @@ def simulate(
         ),
         utilisation=util,
         busy_fraction=busy,
-        ceiling_iops=ceilings.ceilings(w2, params.values)["iops_limit"],
+        ceiling_iops=ceilings.ceilings(w2, values)["iops_limit"],
         watts=watts,
         energy_j=energy,
         energy_per_op_j=energy / st.ops if st.ops else math.inf,
