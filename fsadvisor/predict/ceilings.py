@@ -35,6 +35,21 @@ def ceilings(w: Workload, values: Mapping[str, float]) -> dict[str, float]:
     return {"iops": iops, "bandwidth_bytes_s": bw, "iops_limit": min(iops, bw / bs)}
 
 
+def lifted_ceilings(
+    values: Mapping[str, float], demonstrated: Mapping[str, float] | None
+) -> Mapping[str, float]:
+    """The device figures with each bandwidth ceiling at least what the device's own cells
+    moved (``demonstrated``: "read"/"write" bytes/s); ``values`` itself without any."""
+    if not demonstrated:
+        return values
+    out = dict(values)
+    for side in ("read", "write"):
+        key = f"{side}_bw_bytes_s"
+        if key in out and demonstrated.get(side, 0.0) > out[key]:
+            out[key] = float(demonstrated[side])
+    return out
+
+
 def _device_values(p: Prediction) -> Mapping[str, float] | None:
     dp = p.basis.get("device_params") if p.basis else None
     values = dp.get("values") if isinstance(dp, Mapping) else None
@@ -46,13 +61,7 @@ def _device_values(p: Prediction) -> Mapping[str, float] | None:
     # a bandwidth the device's own cells demonstrably moved is no ceiling's to deny
     # (predict.predict_many records it beside the figures)
     shown = p.basis.get("demonstrated_bw_bytes_s")
-    if isinstance(shown, Mapping) and shown:
-        values = dict(values)
-        for side in ("read", "write"):
-            key = f"{side}_bw_bytes_s"
-            if float(shown.get(side, 0.0)) > values[key]:
-                values[key] = float(shown[side])
-    return values
+    return lifted_ceilings(values, shown if isinstance(shown, Mapping) else None)
 
 
 def iops_limit(p: Prediction, w: Workload) -> float:

@@ -10,7 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from fsadvisor.domain import FsConfig, Workload
-from fsadvisor.predict import mechanisms, spec
+from fsadvisor.predict import ceilings, mechanisms, spec
 from fsadvisor.catalog.device_params import DeviceParams
 from fsadvisor.predict.settings import ModelSettings
 
@@ -148,7 +148,7 @@ def device_ceiling_iops(
     (fit.demonstrated_bandwidth); the ceiling is never below what the device did."""
     if w.op != "io":
         return math.inf
-    p = lifted_ceilings(
+    p = ceilings.lifted_ceilings(
         params.values if params is not None else settings.device_params(kind), demonstrated
     )
     rf = w.read_pct / 100.0 if w.direct else 0.0
@@ -160,21 +160,6 @@ def device_ceiling_iops(
         bw = 1.0 / (rf / p["read_bw_bytes_s"] + wf / p["write_bw_bytes_s"]) / (rf + wf)
         cap = min(cap, bw / max(w.bs_bytes, 512))
     return cap
-
-
-def lifted_ceilings(
-    values: Mapping[str, float], demonstrated: Mapping[str, float] | None
-) -> Mapping[str, float]:
-    """The device figures with each bandwidth ceiling at least what the device's own cells
-    moved (``demonstrated``: "read"/"write" bytes/s); ``values`` itself without any."""
-    if not demonstrated:
-        return values
-    out = dict(values)
-    for side in ("read", "write"):
-        key = f"{side}_bw_bytes_s"
-        if key in out and demonstrated.get(side, 0.0) > out[key]:
-            out[key] = float(demonstrated[side])
-    return out
 
 
 def soft_cap(x: np.ndarray, ceiling: float, sharpness: float = 8.0) -> np.ndarray:

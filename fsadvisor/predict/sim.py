@@ -109,7 +109,6 @@ from fsadvisor.domain import (
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
 from fsadvisor.catalog.device_params import DeviceParams
-from fsadvisor.predict.features import lifted_ceilings
 from fsadvisor.predict.mechanisms import BANDWIDTH_JOIN_POWER, knee_delay_us
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
@@ -718,7 +717,9 @@ def _shown_values(model: Any, device: Device, params: DeviceParams) -> Mapping[s
     """The device's figures with its bandwidth ceilings at least what its own stored cells
     moved, as predict caps them (fit.demonstrated_bandwidth): the simulated device is never
     slower than the one the model predicts for."""
-    return lifted_ceilings(params.values, model.demonstrated.get(model.known_device(device), {}))
+    return ceilings.lifted_ceilings(
+        params.values, model.demonstrated.get(model.known_device(device), {})
+    )
 
 
 def device_times(
