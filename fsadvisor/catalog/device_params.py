@@ -15,7 +15,9 @@ learns them (`-X importtime` shows what importing it would add to a `recommend`)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
+from fsadvisor.domain import Workload
 from fsadvisor.infra.resources import data_dir, read_toml
 
 # The device's own keys (models/devices.toml's per-kind keys).
@@ -29,7 +31,11 @@ DEVICE_KEYS = (
     "read_bw_bytes_s",
     "write_bw_bytes_s",
     "parallelism",
+    "bw_submitters",
 )
+# A device key a kind's table may leave out, and what leaving it out means: nothing scales
+# with the submitters (a table written before the key, or a user's own).
+DEVICE_DEFAULTS = {"bw_submitters": 1.0}
 # What the host it is attached to adds (fsadvisor/host/cpu.py): its CPU time per call
 # relative to the reference machine's, and its cores. Not a property of a device kind: an
 # unmeasured host is the reference machine, with a width for how far a server may be from
@@ -88,7 +94,7 @@ def prior_params(
     nvme, and the source says so)."""
     known = kind in devices
     table = devices[kind] if known else devices["nvme"]
-    values = {k: float(table[k]) for k in DEVICE_KEYS}
+    values = {k: float(table[k] if k in table else DEVICE_DEFAULTS[k]) for k in DEVICE_KEYS}
     src = (
         f"prior: models/devices.toml [{kind}]"
         if known
@@ -106,6 +112,46 @@ def calibrated_at(details: dict) -> object:
     keeps (``details["refitted_from"]``, service/calibration.refit_stored)."""
     earlier = details.get("refitted_from")
     return earlier.get("calibrated_at") if isinstance(earlier, dict) else details.get("fitted_at")
+
+
+# The ceilings a device's throughput has per submitting thread where it is that thread's
+# own work (submitter_scale).
+SUBMITTER_SCALED = ("read_iops_cap", "write_iops_cap", "read_bw_bytes_s", "write_bw_bytes_s")
+
+
+def submitters(w: Workload) -> int:
+    """The threads that hand this workload's I/O to the device: its jobs, except for
+    buffered writes nobody fsyncs, which the kernel's flusher writes back."""
+    if not w.direct and w.read_pct < 100 and not w.writes_per_fsync:
+        return 1
+    return max(1, int(w.numjobs))
+
+
+def submitter_scale(values: Mapping[str, float], w: Workload) -> float:
+    """How many times its one-job ceilings the device moves for this workload: where the
+    device's work is done in the submitting thread's context (zram compresses a write in
+    the context that submits it), each submitter up to the host's cores brings its own
+    CPU, up to ``bw_submitters`` (a calibration's 128 KiB writes from several jobs against
+    one; 1 for a device with its own limit, the prior of every kind but zram). 1 when
+    nothing scales."""
+    n = float(values.get("bw_submitters", 1.0))
+    if n <= 1.0 or w.numjobs <= 1:
+        return 1.0
+    cores = float(values.get("host_cores", HOST_PRIOR["host_cores"]))
+    return max(1.0, min(float(submitters(w)), cores, n))
+
+
+def for_submitters(values: Mapping[str, float], w: Workload) -> Mapping[str, float]:
+    """The device figures as this workload's submitters see them: every ceiling times
+    :func:`submitter_scale` (``values`` itself when that is 1)."""
+    k = submitter_scale(values, w)
+    if k == 1.0:
+        return values
+    out = dict(values)
+    for key in SUBMITTER_SCALED:
+        if key in out:
+            out[key] = out[key] * k
+    return out
 
 
 def with_host_prior(values: dict[str, float], log_sd: dict[str, float]) -> None:

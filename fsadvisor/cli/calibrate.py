@@ -33,6 +33,7 @@ _ROWS = (
     ("read_bw_bytes_s", "128K sequential read", 1e-6, "MB/s"),
     ("write_bw_bytes_s", "128K sequential write", 1e-6, "MB/s"),
     ("parallelism", "internal parallelism", 1.0, "in flight"),
+    ("bw_submitters", "throughput grows with submitters up to", 1.0, "jobs (1: the device's own)"),
     ("knee_power", "knee shape of the sweep", 1.0, "1 gradual, 4+ sharp"),
     ("host_cpu_factor", "host CPU time per call", 1.0, "x the reference machine's"),
     ("host_cores", "host CPUs", 1.0, "cores"),

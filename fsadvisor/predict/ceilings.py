@@ -17,6 +17,7 @@ import math
 from dataclasses import replace
 from typing import Any, Mapping
 
+from fsadvisor.catalog.device_params import for_submitters
 from fsadvisor.domain import Prediction, Workload
 
 
@@ -39,7 +40,8 @@ def lifted_ceilings(
     values: Mapping[str, float], demonstrated: Mapping[str, float] | None
 ) -> Mapping[str, float]:
     """The device figures with each bandwidth ceiling at least what the device's own cells
-    moved (``demonstrated``: "read"/"write" bytes/s); ``values`` itself without any."""
+    moved per submitter (``demonstrated``: "read"/"write" bytes/s,
+    fit.demonstrated_bandwidth); ``values`` itself without any."""
     if not demonstrated:
         return values
     out = dict(values)
@@ -50,7 +52,7 @@ def lifted_ceilings(
     return out
 
 
-def _device_values(p: Prediction) -> Mapping[str, float] | None:
+def _device_values(p: Prediction, w: Workload) -> Mapping[str, float] | None:
     dp = p.basis.get("device_params") if p.basis else None
     values = dp.get("values") if isinstance(dp, Mapping) else None
     if not values or not all(
@@ -61,7 +63,7 @@ def _device_values(p: Prediction) -> Mapping[str, float] | None:
     # a bandwidth the device's own cells demonstrably moved is no ceiling's to deny
     # (predict.predict_many records it beside the figures)
     shown = p.basis.get("demonstrated_bw_bytes_s")
-    return lifted_ceilings(values, shown if isinstance(shown, Mapping) else None)
+    return for_submitters(lifted_ceilings(values, shown if isinstance(shown, Mapping) else None), w)
 
 
 def iops_limit(p: Prediction, w: Workload) -> float:
@@ -69,7 +71,7 @@ def iops_limit(p: Prediction, w: Workload) -> float:
     rather than only annotating its basis and clipping the top of its intervals; infinite
     when nothing caps it. The same for predictions that share a basis: a ranking of
     thousands works it out once and caps in full only what it shows."""
-    values = _device_values(p)
+    values = _device_values(p, w)
     if values is None:
         return math.inf
     limit = ceilings(w, values)["iops_limit"]
@@ -84,7 +86,7 @@ def changes_figures(p: Prediction, w: Workload) -> bool:
 def cap(p: Prediction, w: Workload) -> Prediction:
     """``p`` with IOPS (and everything derived from it) held under the device's ceilings.
     Unchanged when the basis names no device figures or the prediction is already under."""
-    values = _device_values(p)
+    values = _device_values(p, w)
     if values is None:
         return p
     lim = ceilings(w, values)

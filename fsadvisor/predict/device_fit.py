@@ -221,15 +221,49 @@ def _cpu_per_op(cells: dict[int, list[RawRun]], label: str, cores: float) -> dic
     return out
 
 
-def _bandwidth(runs: list[RawRun], rw: str) -> _Estimate | None:
+def _bandwidth(runs: list[RawRun], rw: str, jobs: int = 1) -> _Estimate | None:
+    """The best large-block cell of one direction from ``jobs`` submitting jobs (one: the
+    device's figure per submitter, which bw_submitters multiplies)."""
     by_conc: dict[int, list[RawRun]] = {}
     for r in runs:
-        if r.rw == rw and r.bs_bytes >= LARGE_BS_BYTES and r.fsync_every == 0:
+        if (
+            r.rw == rw
+            and r.bs_bytes >= LARGE_BS_BYTES
+            and r.fsync_every == 0
+            and max(1, r.numjobs) == jobs
+        ):
             by_conc.setdefault(r.concurrency, []).append(r)
     best = None
     for conc, rs in sorted(by_conc.items()):
-        e = _estimate(rs, lambda r: r.bandwidth, f"{rw} {rs[0].bs_bytes >> 10}K QD{conc}")
+        label = f"{rw} {rs[0].bs_bytes >> 10}K QD{conc // jobs}" + (
+            f" x{jobs} jobs" if jobs > 1 else ""
+        )
+        e = _estimate(rs, lambda r: r.bandwidth, label)
         if e is not None and (best is None or e.value > best.value):
+            best = e
+    return best
+
+
+def _submitters(runs: list[RawRun], one: _Estimate | None) -> _Estimate | None:
+    """bw_submitters: the large-block writes from several jobs against one job's (never
+    below 1: a device with its own limit moves no more for more submitters). None without
+    both cells."""
+    if one is None:
+        return None
+    best = None
+    for jobs in sorted({max(1, r.numjobs) for r in runs if r.numjobs > 1}):
+        many = _bandwidth(runs, "write", jobs)
+        if many is None:
+            continue
+        ratio = max(many.value / one.value, 1.0)
+        e = _Estimate(
+            ratio,
+            max(math.hypot(many.log_sd, one.log_sd), LOG_SD_FLOOR),
+            many.n,
+            f"{many.cell} against {one.cell}",
+            many.run_ids + one.run_ids,
+        )
+        if best is None or e.value > best.value:
             best = e
     return best
 
@@ -317,7 +351,9 @@ def fit_device_params(
 
     - read/write_latency_us: QD1 small-block random read/write, per-op time (1 / IOPS)
     - read/write_iops_cap: the best deep-queue (>= QD8) small random read/write cell
-    - read/write_bw_bytes_s: the best large-block (>= 64K) sequential read/write cell
+    - read/write_bw_bytes_s: the best large-block (>= 64K) sequential read/write cell of one
+      job
+    - bw_submitters: the large-block writes from several jobs against one job's (_submitters)
     - flush_latency_us (and _plp, the same measured flush): QD1 write + fsync per write,
       per-op time minus the plain QD1 write's (floored at 1 us: a flush the device
       acknowledges at once costs nothing measurable)
@@ -355,6 +391,9 @@ def fit_device_params(
         e = _bandwidth(runs, rw)
         if e is not None:
             est[key] = e
+    subs = _submitters(runs, est.get("write_bw_bytes_s"))
+    if subs is not None:
+        est["bw_submitters"] = subs
     if 1 in syncs and est.get("write_latency_us"):
         total = _estimate(syncs[1], _per_op_us, "write + fsync QD1")
         plain = est["write_latency_us"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from fsadvisor.domain import FsConfig, Workload
 from fsadvisor.predict import ceilings, mechanisms, spec
-from fsadvisor.catalog.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams, for_submitters
 from fsadvisor.predict.settings import ModelSettings
 
 
@@ -148,8 +148,11 @@ def device_ceiling_iops(
     (fit.demonstrated_bandwidth); the ceiling is never below what the device did."""
     if w.op != "io":
         return math.inf
-    p = ceilings.lifted_ceilings(
-        params.values if params is not None else settings.device_params(kind), demonstrated
+    p = for_submitters(
+        ceilings.lifted_ceilings(
+            params.values if params is not None else settings.device_params(kind), demonstrated
+        ),
+        w,
     )
     rf = w.read_pct / 100.0 if w.direct else 0.0
     wf = 1.0 - w.read_pct / 100.0

@@ -10,14 +10,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_of, kind_of
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
-from fsadvisor.catalog.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams, submitter_scale
 from fsadvisor.predict.features import (
     cfg_features,
     device_roofline,
@@ -509,16 +509,21 @@ def _iops_of(o: Observation) -> float | None:
     return o.value * per_unit / max(o.workload.bs_bytes, 512)
 
 
-def demonstrated_bandwidth(observations: Sequence[Observation]) -> dict[str, dict[str, float]]:
+def demonstrated_bandwidth(
+    observations: Sequence[Observation],
+    scale: Callable[[Observation], float] | None = None,
+) -> dict[str, dict[str, float]]:
     """Per device, the largest read and write bandwidth (bytes/s) one of its own cells moved
     through the device: direct I/O of one direction, or buffered writes with an fsync at
     least every 64 writes (each batch is on the device before the next one starts, so the
     run's bytes reached it within its window). A calibration measures bandwidth with one
-    submitting job; a device whose writes are the submitter's own CPU work (zram compresses
-    in the writer's context) moves about twice that with two writers, and a multi-queue SSD
-    more with several jobs than with one. Compression by the filesystem is left out (its
-    bytes on the device are fewer than the application's), so is any cell whose rate is not
-    a rate of its requests (metadata operations, application-level operations)."""
+    submitting job; a multi-queue SSD may move more with several jobs than with one. Per
+    submitter, as the device's ceilings are: ``scale`` gives a cell's
+    device_params.submitter_scale (zram compresses in the writer's context, so its
+    several-writer cells moved that many submitters' bandwidth). Compression by the
+    filesystem is left out (its bytes on the device are fewer than the application's), so is
+    any cell whose rate is not a rate of its requests (metadata operations,
+    application-level operations)."""
     out: dict[str, dict[str, float]] = {}
     for o in observations:
         w = o.workload
@@ -540,7 +545,7 @@ def demonstrated_bandwidth(observations: Sequence[Observation]) -> dict[str, dic
             side = "write"
         else:
             continue
-        bw = iops * max(w.bs_bytes, 512)
+        bw = iops * max(w.bs_bytes, 512) / (scale(o) if scale else 1.0)
         mine = out.setdefault(o.device_id, {})
         mine[side] = max(mine.get(side, 0.0), bw)
     return out
@@ -625,11 +630,14 @@ def raw_lifted_params(
             if side is None or iops is None:  # (seen holds rates only: iops is never None)
                 continue
             # Any direct-I/O rate on the device, through a filesystem or not, is a rate the
-            # device demonstrably sustained: a ceiling below it is lifted to it.
-            if iops > v[f"{side}_iops_cap"]:
-                put(f"{side}_iops_cap", iops, 0.3)
-            if iops * w.bs_bytes > v[f"{side}_bw_bytes_s"]:
-                put(f"{side}_bw_bytes_s", iops * w.bs_bytes, 0.3)
+            # device demonstrably sustained: a ceiling below it is lifted to it (per
+            # submitter, as the ceilings are: a device whose work is the submitter's moved
+            # a several-job cell's rate with that many submitters' CPU).
+            per_submitter = iops / submitter_scale(v, w)
+            if per_submitter > v[f"{side}_iops_cap"]:
+                put(f"{side}_iops_cap", per_submitter, 0.3)
+            if per_submitter * w.bs_bytes > v[f"{side}_bw_bytes_s"]:
+                put(f"{side}_bw_bytes_s", per_submitter * w.bs_bytes, 0.3)
             if o.config.fs != "raw" or o.metric != "iops" or base.measured:
                 continue  # service times only from the bare device's own runs, when the
                 # calibration fit has not set them already
@@ -815,5 +823,10 @@ def fit(
         data_hash=observations_hash(observations),
         measured_power=measured_power,
         device_params=fitted,
-        demonstrated=demonstrated_bandwidth(observations),
+        demonstrated=demonstrated_bandwidth(
+            observations,
+            lambda o: submitter_scale(
+                s.params_for(o.device_kind, o.device_id, fitted).values, o.workload
+            ),
+        ),
     )

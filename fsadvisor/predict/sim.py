@@ -108,7 +108,7 @@ from fsadvisor.domain import (
 )
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import ceilings
-from fsadvisor.catalog.device_params import DeviceParams
+from fsadvisor.catalog.device_params import DeviceParams, for_submitters
 from fsadvisor.predict.mechanisms import BANDWIDTH_JOIN_POWER, knee_delay_us
 
 # Seed 002, raw Samsung PM9A3 row "4K-randwrite-noFsync": 408,200 IOPS at iodepth 32, p99
@@ -713,12 +713,19 @@ def writes_per_flush(w: Workload) -> int:
     return w.writes_per_fsync
 
 
-def _shown_values(model: Any, device: Device, params: DeviceParams) -> Mapping[str, float]:
-    """The device's figures with its bandwidth ceilings at least what its own stored cells
-    moved, as predict caps them (fit.demonstrated_bandwidth): the simulated device is never
-    slower than the one the model predicts for."""
-    return ceilings.lifted_ceilings(
-        params.values, model.demonstrated.get(model.known_device(device), {})
+def _shown_values(
+    model: Any, device: Device, params: DeviceParams, w: Workload
+) -> Mapping[str, float]:
+    """The device's figures as this workload's submitters see them (a device whose work is
+    the submitter's moves more for more jobs: device_params.for_submitters), with its
+    bandwidth ceilings at least what its own stored cells moved, as predict caps them
+    (fit.demonstrated_bandwidth): the simulated device is never slower than the one the
+    model predicts for."""
+    return for_submitters(
+        ceilings.lifted_ceilings(
+            params.values, model.demonstrated.get(model.known_device(device), {})
+        ),
+        w,
     )
 
 
@@ -928,7 +935,7 @@ def calibrate(
     params = device_params or model.params_for(device)
     p = model_prediction(model, cfg, w, device, scope, params)
     sig, sig_source = _sigma_of(p, sigma)
-    bare = device_times(_shown_values(model, device, params), w, device.plp, sig)
+    bare = device_times(_shown_values(model, device, params, w), w, device.plp, sig)
     jobs = job_specs(w)
     raw = run(bare, jobs, requests, seed)
     t0 = raw.throughput_ops_s
@@ -1309,7 +1316,7 @@ def simulate(
     cal = calibration or calibrate(
         model, cfg, workload, device, scope, seed, requests, sigma, params
     )
-    values = _shown_values(model, device, params)
+    values = _shown_values(model, device, params, w2)
     times = device_times(values, w2, dev2.plp, cal.sigma).scaled(cal.scale)
     t_wall = time.perf_counter()
     if (

@@ -11,6 +11,10 @@ What each workload pins (models/devices.toml's keys):
   device's flush cost (seed 002 "4K-randwrite-fsync1")
 - ``4k-randread-qd4/16/64`` with QD1 and QD32: the concurrency sweep whose knee is the
   device's internal parallelism
+- ``128k-write-qd8-xN``: the 128 KiB writes from N jobs (the host's cores, at most
+  MAX_SUBMITTERS) against one: whether the device's throughput is each submitter's own
+  work (zram compresses in the writer's context: x2.1 from two jobs on a 2-core host)
+  or the device's (bw_submitters)
 
 Short windows (a few seconds) and 2-3 repetitions keep the whole calibration within
 :data:`BUDGET_S`; the plan shrinks its windows to fit, or is refused when the user's own
@@ -60,6 +64,17 @@ KEY_WORKLOADS: tuple[WorkloadSpec, ...] = (
 SWEEP_WORKLOADS: tuple[WorkloadSpec, ...] = tuple(
     _spec(f"4k-randread-qd{qd}", rw="randread", bs_bytes=4 * KIB, iodepth=qd) for qd in (4, 16, 64)
 )
+# Jobs of the submitters cell: the host's cores, up to this many (a many-core server's
+# every core would measure the host's memory, not the device).
+MAX_SUBMITTERS = 4
+
+
+def submitters_spec(jobs: int) -> WorkloadSpec:
+    """128 KiB sequential writes at QD8 from ``jobs`` jobs: 128k-write-qd8's bandwidth with
+    every submitter's own CPU (device_fit's ``bw_submitters``)."""
+    return _spec(f"128k-write-qd8-x{jobs}", rw="write", bs_bytes=128 * KIB, iodepth=8, numjobs=jobs)
+
+
 SWEEP_NAMES = frozenset(w.name for w in SWEEP_WORKLOADS)
 
 
@@ -83,7 +98,8 @@ class CalibrationPlan(Plan):
         return "calibrate:" + ("scratch" if self.scratch_size_bytes else str(self.device))
 
     def reps_of(self, spec: WorkloadSpec) -> int:
-        return self.sweep_reps if spec.name in SWEEP_NAMES else self.reps
+        key = spec.name in SWEEP_NAMES or spec.workload.numjobs > 1
+        return self.sweep_reps if key else self.reps
 
     def cells(self) -> list[Cell]:
         return [
@@ -120,9 +136,11 @@ def build_calibration_plan(
     reps: int | None = None,
     ioengine: str = "io_uring",
     budget_s: float = BUDGET_S,
+    cores: int = 1,
     **extra: Any,
 ) -> CalibrationPlan:
-    """The calibration matrix for ``device``, within ``budget_s``. Without an explicit
+    """The calibration matrix for ``device``, within ``budget_s``; on a host of several
+    ``cores`` it measures the 128 KiB writes from that many jobs too. Without an explicit
     ``runtime_s`` the window shrinks (down to MIN_RUNTIME_S) until the estimate fits, then
     without explicit ``reps`` the repetitions go down to 2; what still does not fit (or the
     user's own runtime/reps that do not) is refused in one line, before anything runs."""
@@ -135,7 +153,11 @@ def build_calibration_plan(
     limits.check("reps", reps)
     limits.check("runtime", runtime_s)
     size = min(MAX_SIZE_BYTES, default_size_bytes(device_size_bytes))
-    workloads = [with_ioengine(w, ioengine) for w in (*KEY_WORKLOADS, *SWEEP_WORKLOADS)]
+    jobs = min(max(int(cores), 1), MAX_SUBMITTERS)
+    extra_cells = (submitters_spec(jobs),) if jobs > 1 else ()
+    workloads = [
+        with_ioengine(w, ioengine) for w in (*KEY_WORKLOADS, *SWEEP_WORKLOADS, *extra_cells)
+    ]
 
     def make(rt: float, n: int) -> CalibrationPlan:
         return CalibrationPlan(

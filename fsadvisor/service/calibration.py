@@ -69,7 +69,7 @@ def plan_calibration(
     writes it; with ``dry_run`` executes nothing at all."""
     # device inspection (sysfs, udev), the probe's planning and its safety checks
     # (service/probing.py loads the runner): all heavy, only when a calibration is planned
-    from fsadvisor.host import device as devmod
+    from fsadvisor.host import cpu, device as devmod
     from fsadvisor.probe.calibration_plan import build_calibration_plan
     from fsadvisor.service import probing
 
@@ -102,6 +102,7 @@ def plan_calibration(
         runtime_s=runtime_s,
         reps=reps,
         ioengine=ioengine,
+        cores=cpu.cores(),
         scratch_size_bytes=size if scratch is not None else None,
         scratch_dir=os.fspath(scratch_dir) if scratch_dir is not None else None,
         plp=plp,

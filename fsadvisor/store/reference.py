@@ -61,13 +61,23 @@ REQUIRED = (
 # MATRIX=mechanisms). A cell of one matrix is never averaged with the same cell of the other.
 # Both are one study of one device class ("reference matrix, zram"): cross-validation by
 # source table holds a class's two matrices out together (predict/fit.source_group).
-SHIPPED = (("runs.csv", "", ""), ("runs-mechanisms.csv", "mechanisms matrix; ", "/quiet"))
+SHIPPED = (
+    ("runs.csv", "", ""),
+    ("runs-mechanisms.csv", "mechanisms matrix; ", "/quiet"),
+    ("runs-writers.csv", "writers matrix; ", "/writers"),
+)
 # A RAM-backed device's speed is the host's CPU: the first matrix ran beside other jobs
 # (load average median 4.5, rep-to-rep CV 19-32%), the second on a quiet host (CV 2-9%), and
 # the same cells differ between them by up to x1.8 (zram ext4 4k random writes: 63k against
 # 112k IOPS). One identity for both would read that as noise and blur every cell of the
 # device; each matrix is therefore its own device for levels (the identity gets the suffix),
-# while the mechanisms, shared by every device, learn from both.
+# while the mechanisms, shared by every device, learn from both. The third (fsync from 1, 2,
+# 4 and 8 writers, collect.sh MATRIX=writers) ran on another host (an Intel VM); it is its
+# own device for levels too, and its runs are priced with the reference machine's CPU
+# figures: that host's 4 KiB pread takes 0.62-0.65x the reference machine's time, yet its
+# filesystems are not uniformly faster (ext4's appends 0.6x, btrfs's 1.6x the reference
+# machine's rate), and the held-out figures of the other devices are better without the
+# factor than with it (README, "Fsync from several writers").
 
 
 def shipped_paths() -> list[tuple[Path, str, str]]:

@@ -79,6 +79,15 @@ def device_runs() -> list[RawRun]:
     )
     add(rw="read", bs_bytes=128 << 10, iodepth=8, iops=2e9 / (128 << 10), bw_bytes_s=2e9)
     add(rw="write", bs_bytes=128 << 10, iodepth=8, iops=8e8 / (128 << 10), bw_bytes_s=8e8)
+    # the same writes from two jobs: a device with its own limit moves a little more at most
+    add(
+        rw="write",
+        bs_bytes=128 << 10,
+        iodepth=8,
+        numjobs=2,
+        iops=8.2e8 / (128 << 10),
+        bw_bytes_s=8.2e8,
+    )
     return runs
 
 
@@ -92,7 +101,8 @@ def test_fit_recovers_the_known_device():
     assert v["read_iops_cap"] == pytest.approx(sweep_iops(64), rel=0.01)
     assert v["write_iops_cap"] == pytest.approx(WRITE_CAP, rel=0.01)
     assert v["read_bw_bytes_s"] == pytest.approx(2e9, rel=0.01)
-    assert v["write_bw_bytes_s"] == pytest.approx(8e8, rel=0.01)
+    assert v["write_bw_bytes_s"] == pytest.approx(8e8, rel=0.01)  # one job's, per submitter
+    assert v["bw_submitters"] == pytest.approx(8.2 / 8, rel=0.01)
     assert v["flush_latency_us"] == pytest.approx(FLUSH_US, rel=0.02)
     assert v["flush_latency_us_plp"] == v["flush_latency_us"]
     assert v["parallelism"] == pytest.approx(PAR, rel=0.05)
@@ -104,7 +114,7 @@ def test_fit_recovers_the_known_device():
     assert v["knee_power"] == 4.0
     assert set(p.details["not_measured"]) == set(HOST_KEYS)
     assert p.source.startswith(
-        "calibrated: 9 of 9 device parameters fitted on 30 raw-device runs; "
+        "calibrated: 10 of 10 device parameters fitted on 33 raw-device runs; "
         "host CPU: the reference machine's (not measured)"
     )
     assert "queueing shape measured" in p.source

@@ -86,7 +86,7 @@ def test_one_kib_blocks_slow_file_appends_and_speed_up_nothing(mean):
         assert _ratio(mean, cls, ("xfs", "block_size=1024", ""), XFS, w) < 1.1, w
 
 
-def test_the_model_loads_both_matrices_each_on_its_own_identity():
+def test_the_model_loads_every_matrix_each_on_its_own_identity():
     # a RAM-backed device's speed is the host's CPU, which was busy during the first matrix
     # and quiet during the second: each matrix is its own device for levels, while both are
     # one study of the class for cross-validation by source table
@@ -94,10 +94,13 @@ def test_the_model_loads_both_matrices_each_on_its_own_identity():
     from fsadvisor.store import reference
 
     obs = reference.load_observations()
-    first = {o.device_id for o in obs if "mechanisms matrix" not in o.source}
+    first = {o.device_id for o in obs if "matrix; " not in o.source}
     second = {o.device_id for o in obs if "mechanisms matrix" in o.source}
-    assert first and second and first.isdisjoint(second)
+    third = {o.device_id for o in obs if "writers matrix" in o.source}
+    assert first and second and third and first.isdisjoint(second | third)
     assert {d + "/quiet" for d in first} == second
+    # the third ran on another host: its own identities too (datasets/reference/README.md)
+    assert {d + "/writers" for d in first} == third
     assert {source_group(o.source) for o in obs} == {
         "reference matrix, shm-loop",
         "reference matrix, zram",
