@@ -744,12 +744,13 @@ def _assert_within_the_ceilings(r, ov, values):
 
     from fsadvisor.catalog.device_params import for_submitters
 
-    r_w = sim.replace(
-        OLTP, rwmixread=ov["rwmixread"], bs_bytes=parse_size(ov["bs"]), numjobs=ov["numjobs"]
-    )
-    # the ceilings as the variant's submitters see them (zram: one core's worth per writer,
-    # up to the host's cores; every other kind: the device's own)
-    values = for_submitters(values, r_w)
+    r_w = sim.replace(OLTP, rwmixread=ov["rwmixread"], bs_bytes=parse_size(ov["bs"]))
+    # the ceilings as the variant's submitters see them (zram: one core's worth per writer
+    # that submits, up to the host's cores; every other kind: the device's own): the
+    # variant's own workload, every what-if knob applied (its jobs, and its fsync, without
+    # which buffered writes are the kernel flusher's to submit)
+    variant = sim.apply_overrides(OLTP, NVME, ov)[0]
+    values = for_submitters(values, variant)
     lim = ceilings.ceilings(r_w, values)
     # The ceiling is a long-run rate: the harmonic mix of the read and write ceilings by the
     # share of reads, each request taking its mean service time. A finite run of n requests
