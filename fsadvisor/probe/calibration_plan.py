@@ -98,8 +98,9 @@ class CalibrationPlan(Plan):
         return "calibrate:" + ("scratch" if self.scratch_size_bytes else str(self.device))
 
     def reps_of(self, spec: WorkloadSpec) -> int:
-        key = spec.name in SWEEP_NAMES or spec.workload.numjobs > 1
-        return self.sweep_reps if key else self.reps
+        # the sweep's extra depths and the several-job cell: fewer repetitions
+        fewer = spec.name in SWEEP_NAMES or spec.workload.numjobs > 1
+        return self.sweep_reps if fewer else self.reps
 
     def cells(self) -> list[Cell]:
         return [
