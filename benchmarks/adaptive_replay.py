@@ -226,9 +226,10 @@ def replay(cs, case: Case, dev, policy: str, share: float, seed: int, truth_from
                        noise_var=noise ** 2, tolerance=TOL, cell_noise_var=cell_var)
         if policy == "probe":
             # the probe's rule, the leading filesystems' defaults first included
+            firsts, stand_ins = Chooser.leading_defaults(st, cfgs, dev)
             step = sel.next_step(st, [1.0] * len(cs), runs, target=0.95, spent_s=spent,
-                                 budget_s=budget, max_runs=MAX_REPS,
-                                 defaults=Chooser.leading_defaults(st, cfgs, dev),
+                                 budget_s=budget, max_runs=MAX_REPS, defaults=firsts,
+                                 stand_ins=stand_ins,
                                  noise_df=math.inf if noise_from == "matrix" else None)
             choice = step.choice
         else:

@@ -292,7 +292,7 @@ class RunChoices:
         "--budget",
         metavar="TIME",
         limit="budget",
-        help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a quarter "
+        help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a fifth "
         "of the full matrix's estimate).",
     )
     target_confidence: float = option(

@@ -48,6 +48,7 @@ from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.rank import TIE_TOLERANCE, default_scheduler, exclusion
 from fsadvisor.predict import adaptive as sel
 from fsadvisor.probe import plan as planmod
+from fsadvisor.probe.calibration_plan import DEFAULT_RUNTIME_S as CALIBRATION_WINDOW_S
 from fsadvisor.probe.report import ProgressEvent
 from fsadvisor.probe.timing import DEFAULT_REPS
 from fsadvisor.profiles import load_profile
@@ -71,12 +72,15 @@ MAX_REPS = 6
 # budget, not a proof of settledness: on a device whose one run scatters by more than its
 # configurations differ, no stop rule fires early and the budget is what ends the probe.
 # Replayed on the stored exhaustive matrix of a disk-backed loop device (9 configurations x
-# 7 workloads x 3 runs, run-to-run cv 5-14%: `python benchmarks/adaptive_replay.py --truth
-# reference --noise runs`, benchmarks/results/adaptive_replay-2026-11-28c.txt), the adaptive
-# choice's regret was <= 3% on 4 of 7 workloads at a fifth of the matrix (mean 2.8%) and on
-# 5 of 7 at a quarter (mean 2.1%); a quarter keeps a real drive's 98-run matrix
-# (bench-fio's example, ~1 h 38) to about 25 minutes. `--budget` sets any other.
-DEFAULT_BUDGET_SHARE = 0.25
+# 7 workloads x 3 runs, run-to-run cv 5-14%) and the reference matrices (`python
+# benchmarks/adaptive_replay.py --db benchmarks/data/fidelity-diskloop.sql.gz --seeds 32
+# --shares 0.15,0.2,0.25 --truth reference --noise runs`,
+# benchmarks/results/adaptive_replay-2026-11-29e.txt), the adaptive choice's regret on the
+# disk-backed loop was <= 3% on 6 of 7 workloads at a fifth of the matrix (mean 2.0%) and at
+# a quarter (mean 1.2%), and on the RAM loop and zram a fifth gave up at most 0.5% more than a
+# quarter; a fifth keeps a real drive's 98-run matrix (bench-fio's example, ~1 h 38) to
+# about 20 minutes. `--budget` sets any other.
+DEFAULT_BUDGET_SHARE = 0.2
 
 
 def _within(groups) -> tuple[float, int]:
@@ -597,6 +601,13 @@ def plan_adaptive(
             None if plan.scratch_size_bytes else str(plan.device),
             scratch=plan.scratch_size_bytes,
             scratch_dir=plan.scratch_dir,
+            # A probe asked for shorter windows than the calibration's own (a quick look)
+            # calibrates with them too; longer ones leave it its 5-minute plan.
+            runtime_s=(
+                float(plan.runtime_s)
+                if plan.runtime_s and plan.runtime_s < CALIBRATION_WINDOW_S
+                else None
+            ),
             plp=plan.plp,
             force=plan.force,
             db=request.db,
@@ -799,21 +810,36 @@ class Chooser:
         return out
 
     @staticmethod
-    def leading_defaults(st: sel.State, cfgs: list, device: Device) -> list[int]:
-        """Indices (into ``cfgs``) of the defaults of every filesystem among the leaders, the
-        leader's own first: what recommend's "to settle it" line starts from too."""
+    def leading_defaults(
+        st: sel.State, cfgs: list, device: Device
+    ) -> tuple[list[int], frozenset[int]]:
+        """Indices (into ``cfgs``) of the first cell of every filesystem among the leaders, the
+        leader's own first: its defaults, what recommend's "to settle it" line starts from
+        too (an XFS whose AG count is mkfs.xfs's own for this size counts as its defaults);
+        where a matrix has no defaults of a leading filesystem, its best-predicted leader
+        stands in (second: those indices). Without
+        the stand-in, a leader whose defaults are missing was the last filesystem measured,
+        and a small budget ran out on the others."""
 
         lead = C.leaders(st.mu, st.S(), st.leader)
         where = {c: i for i, c in enumerate(cfgs)}
-        out = []
+        out: list[int] = []
+        stand_ins: set[int] = set()
         for fs in dict.fromkeys(cfgs[i].fs for i in lead):
             try:
                 d = catalog.default_config(fs, device.size_bytes, default_scheduler(device))
             except ConfigError:
-                continue
+                d = None
+            if d is not None and d.fs == "xfs" and d not in where:
+                # mkfs.xfs's own count, spelt out (as the reference matrices store it)
+                d = replace(d, ag_count=catalog.default_ag_count(device.size_bytes))
             if d in where:
                 out.append(where[d])
-        return out
+            else:  # lead is best first: the filesystem's best-predicted leader
+                i = next(i for i in lead if cfgs[i].fs == fs)
+                out.append(i)
+                stand_ins.add(i)
+        return out, frozenset(stand_ins)
 
     def own_sd(self) -> float:
         """Prior sd of a device's own deviation from a shared effect (priors.toml "d:")."""
@@ -930,6 +956,7 @@ class Chooser:
         """The selection's next step under this plan's target, budget and repetition cap, the
         leading defaults preferred: one rule for the run (decide) and its dry-run preview
         (first_choices), so the preview shows the choices the run would make."""
+        firsts, stand_ins = self.leading_defaults(st, cfgs, device)
         return sel.next_step(
             st,
             cost,
@@ -938,7 +965,8 @@ class Chooser:
             spent_s=spent,
             budget_s=self.plan.budget_s,
             max_runs=self.plan.max_reps,
-            defaults=self.leading_defaults(st, cfgs, device),
+            defaults=firsts,
+            stand_ins=stand_ins,
         )
 
     def decide(
@@ -1330,10 +1358,10 @@ class _Sim:
         max_runs: int | None,
         device: Device | None,
     ) -> sel.Step:
-        defaults = (
+        firsts, stand_ins = (
             self.ch.leading_defaults(self.st, self.cfgs, device)
             if self.ch is not None and device is not None
-            else []
+            else ([], frozenset())
         )
         return sel.next_step(
             self.st,
@@ -1343,7 +1371,8 @@ class _Sim:
             spent_s=spent_s,
             budget_s=budget_s,
             max_runs=max_runs,
-            defaults=defaults,
+            defaults=firsts,
+            stand_ins=stand_ins,
         )
 
 

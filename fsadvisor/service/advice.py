@@ -790,6 +790,14 @@ def calibrate(
     _check_folds(folds)
     if out is not None and not str(out).strip():
         raise FsAdvisorError("--output is empty")
+    # Where it goes is checked before the cross-validation (a minute of CPU here), not after.
+    target = Path(out) if out else calibration_path(db)
+    if target is None:
+        raise FsAdvisorError(
+            "an in-memory store has nowhere to keep a calibration: give --output FILE"
+        )
+    if target.is_dir():
+        raise FsAdvisorError(f"--output {target} is a directory: give a file name")
     obs = _observations(db)
     t0 = time.perf_counter()
     # The search starts from the shipped priors, never from this or another store's
@@ -834,11 +842,6 @@ def calibrate(
             for n, i in sorted(m.index.items())
         },
     }
-    target = Path(out) if out else calibration_path(db)
-    if target is None:
-        raise FsAdvisorError(
-            "an in-memory store has nowhere to keep a calibration: give --output FILE"
-        )
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     doc["written_to"] = str(target)

@@ -71,6 +71,12 @@ async def settle(pilot, until, timeout_s: float = 90.0) -> None:
         await pilot.pause(0.1)
 
 
+def confirm_ready(app) -> bool:
+    """The confirmation is up with its buttons: a container's children are mounted after the
+    screen itself, so on a busy machine its text can be there before "#confirm-ok" is."""
+    return isinstance(app.screen, ConfirmProbeScreen) and bool(app.screen.query("#confirm-ok"))
+
+
 async def start_scratch_probe(pilot, tmp: Path, runtime_s: str) -> ProbePane:
     app = pilot.app
     await app.workers.wait_for_complete()
@@ -86,7 +92,7 @@ async def start_scratch_probe(pilot, tmp: Path, runtime_s: str) -> ProbePane:
     await pilot.press("enter")
     assert pane.query_one("#probe-target", Input).value == "scratch:512M"
     await pilot.click("#probe-start")
-    await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+    await settle(pilot, lambda: confirm_ready(app))
     text = str(app.screen.query_one("#confirm-text", Static).content)
     assert "scratch loop device (512M)" in text and "1 cells" in text
     await pilot.click("#confirm-ok")
@@ -285,7 +291,7 @@ async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(
         await pilot.press("enter")
         assert pane.query_one("#probe-target", Input).value == dev
         await pilot.click("#probe-start")
-        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        await settle(pilot, lambda: confirm_ready(app))
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert f"This DESTROYS all data on {dev} (512.0 MiB, loop)" in text
         assert "no filesystem, partition table or RAID signature found" in text
@@ -399,7 +405,7 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(
         pane.extra_options = {"scratch_dir": str(tmp_path / "scratch"), "cooldown_s": 0.0}
         await pilot.pause()
         await pilot.click("#probe-start")
-        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        await settle(pilot, lambda: confirm_ready(app))
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "adaptive among 5 configurations, at most 1 min of device time" in text
         await pilot.click("#confirm-ok")
@@ -444,7 +450,7 @@ async def test_force_from_the_form_probes_a_device_holding_a_filesystem(
         pane.query_one("#probe-force", Checkbox).value = True
         await pilot.pause()
         await pilot.click("#probe-start")
-        await settle(pilot, lambda: isinstance(app.screen, ConfirmProbeScreen))
+        await settle(pilot, lambda: confirm_ready(app))
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "ext4 data labelled 'oldstuff'" in text
         assert "FORCE: the ext4 signature on it is overridden and will be destroyed" in text

@@ -180,6 +180,22 @@ def test_a_budget_too_small_for_the_calibration_is_refused_in_planning(tmp_path)
         ad.plan_adaptive(_request(tmp_path), budget="20s")
 
 
+def test_a_quick_probe_calibrates_with_its_own_short_windows(tmp_path):
+    """--runtime 1 (a quick look) calibrates with 1 s windows too; a probe of the default
+    or any longer window leaves the calibration its own 4 s plan."""
+    from dataclasses import replace
+
+    from fsadvisor.probe.calibration_plan import DEFAULT_RUNTIME_S
+    from fsadvisor.service import adaptive as ad
+
+    quick = ad.plan_adaptive(_request(tmp_path))
+    slow = ad.plan_adaptive(replace(_request(tmp_path), runtime_s=10.0))
+    assert quick.calibration.runtime_s == 1.0
+    assert slow.calibration.runtime_s == DEFAULT_RUNTIME_S
+    assert quick.calibration_estimate_s < slow.calibration_estimate_s
+    assert len(quick.calibration.cells()) == len(slow.calibration.cells())
+
+
 def test_adaptive_needs_a_profile_and_a_sane_target(tmp_path):
     from fsadvisor.service import adaptive as ad, probing
 
@@ -239,14 +255,14 @@ def test_pooled_sd_needs_two_degrees_of_freedom():
     assert pooled_sd([[1.0, 1.2], [2.0, 2.2], [5.0]]) == pytest.approx(math.sqrt((0.02 + 0.02) / 2))
 
 
-def test_no_budget_means_a_quarter_of_the_full_matrix_plus_the_calibration(tmp_path):
+def test_no_budget_means_a_fifth_of_the_full_matrix_plus_the_calibration(tmp_path):
     from fsadvisor.service import adaptive as ad
 
     setup = ad.plan_adaptive(_request(tmp_path))
-    assert ad.DEFAULT_BUDGET_SHARE == 0.25
+    assert ad.DEFAULT_BUDGET_SHARE == 0.2
     assert setup.calibration_estimate_s > 0  # a fresh store: the device is calibrated first
     assert setup.plan.budget_s == pytest.approx(
-        0.25 * setup.plan.full_estimate_s + setup.calibration_estimate_s
+        0.2 * setup.plan.full_estimate_s + setup.calibration_estimate_s
     )
     assert setup.plan.budget_s < setup.plan.full_estimate_s + setup.calibration_estimate_s
 
@@ -662,7 +678,7 @@ def test_the_device_own_deviations_correlate_configurations_that_share_a_filesys
 
 
 def test_the_default_budget_follows_the_measured_cell_times(tmp_path):
-    """No --budget: a quarter of the exhaustive matrix's estimate, re-estimated before each
+    """No --budget: a fifth of the exhaustive matrix's estimate, re-estimated before each
     choice from the device's measured overheads (the plan's fixed 3 s guess over-estimated a
     RAM loop's first profile by a third); an explicit --budget never moves."""
     from fsadvisor.predict.settings import ModelSettings
@@ -685,7 +701,7 @@ def test_the_default_budget_follows_the_measured_cell_times(tmp_path):
     n_full = len(runnable) // ad.MAX_REPS * 3
     assert plan.full_estimate_s == pytest.approx(n_full * 1.5)
     assert plan.full_estimate_s < guessed
-    assert plan.budget_s == pytest.approx(0.25 * n_full * 1.5 + 100.0)
+    assert plan.budget_s == pytest.approx(ad.DEFAULT_BUDGET_SHARE * n_full * 1.5 + 100.0)
     assert fixed.budget_s == 600.0
     # and it survives a resume
     again = ad.AdaptivePlan.from_dict(plan.to_dict())
@@ -707,6 +723,52 @@ def test_the_adaptive_probe_measures_the_leading_filesystems_defaults_first(tmp_
     assert set(head) == defaults, firsts
     assert all("a leading filesystem's defaults" in f for f in firsts[:2])
     assert "narrow the leaders' uncertainty" in firsts[2]  # then the value-per-second rule
+
+
+def test_the_leading_filesystems_first_cells_without_their_plain_defaults():
+    """A matrix may spell XFS's defaults out (mkfs.xfs's own AG count for the size, as the
+    reference matrices do): that is its defaults. Where a leading filesystem has no defaults
+    among the candidates, its best-predicted leader stands in, so the leader's filesystem is
+    measured first and a small budget is not spent on the others' defaults alone (on the
+    zram writers matrix the probe once measured btrfs and ext4, never the XFS that led the
+    prior, and picked an unmeasured btrfs 24% below it)."""
+    from fsadvisor import catalog
+    from fsadvisor.domain import Device, FsConfig
+    from fsadvisor.service.adaptive import Chooser
+
+    dev = Device(path=None, size_bytes=3 << 30, kind="zram")
+    nodatacow = catalog.default_config("btrfs")
+    nodatacow = FsConfig("btrfs", nodatacow.mkfs, (*nodatacow.mount, "nodatacow"))
+    cfgs = [
+        catalog.default_config("ext4"),
+        FsConfig("xfs", ag_count=catalog.default_ag_count(dev.size_bytes)),
+        catalog.default_config("btrfs"),
+        nodatacow,
+        FsConfig("xfs", ag_count=16),
+    ]
+    s = state([0.0, 0.03, -0.6, 0.01, 0.02], [0.3] * 5)
+    firsts, stand_ins = Chooser.leading_defaults(s, cfgs, dev)
+    # the leader (XFS, spelt out) first, as defaults; then btrfs's and ext4's defaults
+    assert firsts == [1, 2, 0] and stand_ins == frozenset()
+
+    without = [c for i, c in enumerate(cfgs) if i != 1]  # no XFS defaults at all
+    s = state([0.0, -0.6, 0.01, 0.03], [0.3] * 4)
+    firsts, stand_ins = Chooser.leading_defaults(s, without, dev)
+    assert firsts[0] == 3 and stand_ins == frozenset({3})  # XFS agcount=16 stands in
+    assert set(firsts) == {3, 0, 1}
+    step = sel.next_step(
+        s,
+        [1.0] * 4,
+        [0] * 4,
+        target=0.95,
+        spent_s=0,
+        budget_s=2,
+        defaults=firsts,
+        stand_ins=stand_ins,
+    )
+    assert step.choice is not None and step.choice.index == 3
+    assert "its defaults are not a candidate" in step.reason
+    assert "defaults are not among the candidates" in step.choice.why()
 
 
 def test_the_least_budget_named_in_the_refusal_is_accepted(tmp_path):
@@ -1127,6 +1189,27 @@ def test_the_repetition_for_the_noise_respects_the_budget_and_the_repetition_cap
         s, [60, 60, 60], [1, 0, 0], target=0.95, spent_s=0, budget_s=None, max_runs=1
     )
     assert step.choice is None
+
+
+def test_the_budgets_last_runs_see_the_noise_while_it_is_unseen():
+    """A probe whose budget would end before any repetition states a confidence that rests
+    on the model's noise figure: on the replayed noisy matrices (one run scattering 20-30%)
+    it stated 0.76 against 0.38 borne out. While the noise is unseen, the runs the budget
+    has left for it go to repetitions of the best-placed measured cell; with budget to
+    spare the most valuable new cell still comes first."""
+    s = state([0.0, 0.02, 0.01, -0.01], [0.2] * 4)
+    runs = [1, 0, 1, 0]
+    roomy = sel.next_step(s, [1.0] * 4, runs, target=0.95, spent_s=2, budget_s=20)
+    assert roomy.choice is not None and not roomy.choice.to_see_noise
+    assert runs[roomy.choice.index] == 0  # a first run: there is budget left for the noise
+    # two runs left, two repetitions wanted (two degrees of freedom): the best-placed
+    # measured cell (index 2, 0.01 above index 0) is run again
+    tight = sel.next_step(s, [1.0] * 4, runs, target=0.95, spent_s=2, budget_s=4)
+    assert tight.choice is not None and tight.choice.to_see_noise
+    assert tight.choice.index == 2 and "how much runs scatter" in tight.reason
+    # once repetitions have shown the noise, the last run goes by value again
+    seen = sel.next_step(s, [1.0] * 4, [3, 0, 1, 0], target=0.95, spent_s=4, budget_s=5)
+    assert seen.choice is not None and not seen.choice.to_see_noise
 
 
 def test_leaders_equal_within_the_assumed_noise_are_repeated_before_a_tie_is_called():

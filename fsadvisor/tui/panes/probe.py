@@ -272,7 +272,7 @@ class ProbePane(Vertical):
                 placeholder="auto",
                 id=field_id("budget"),
                 classes="num",
-                tooltip="most device time (90s, 3m, 1h); blank: a quarter of "
+                tooltip="most device time (90s, 3m, 1h); blank: a fifth of "
                 "the full matrix's estimate",
             )
             yield Label("P(best)", classes="field")
