@@ -6,9 +6,9 @@ once and stored for both. 1 s runs without cool-down keep it short.
 
 The store is given a calibration of the scratch device's class first (its kind's prior,
 saved under the identity the probe keys on), so the budget buys cells: a real calibration
-takes 2.5 min here, runs on the same code path for one profile or several, and is tested end
-to end by test_probe_adaptive.py; that a joint plan calibrates once for all its profiles is
-tests/unit/test_adaptive.py's."""
+takes 2.5 min here at its own 4 s windows, runs on the same code path for one profile or
+several, and is tested end to end (with 1 s windows) by test_probe_adaptive.py; that a joint
+plan calibrates once for all its profiles is tests/unit/test_adaptive.py's."""
 
 from __future__ import annotations
 

@@ -359,7 +359,8 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(
 
     The store is given a calibration of the scratch device's class first (its kind's
     prior, saved under the identity the probe will key on): the real calibration takes
-    ~2.5 min here and is tested by tests/device/test_probe_adaptive.py."""
+    ~2.5 min here at its own 4 s windows; tests/device/test_probe_adaptive.py runs it end
+    to end with 1 s ones."""
     from fsadvisor.catalog.device_params import prior_params
     from fsadvisor.service import adaptive as ad
     from fsadvisor.service.device_figures import devices_table
