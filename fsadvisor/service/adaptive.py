@@ -817,9 +817,9 @@ class Chooser:
         leader's own first: its defaults, what recommend's "to settle it" line starts from
         too (an XFS whose AG count is mkfs.xfs's own for this size counts as its defaults);
         where a matrix has no defaults of a leading filesystem, its best-predicted leader
-        stands in (second: those indices). Without
-        the stand-in, a leader whose defaults are missing was the last filesystem measured,
-        and a small budget ran out on the others."""
+        stands in (second: those indices). Without the stand-in, a leader whose defaults
+        are missing was the last filesystem measured, and a small budget ran out on the
+        others."""
 
         lead = C.leaders(st.mu, st.S(), st.leader)
         where = {c: i for i, c in enumerate(cfgs)}
