@@ -302,8 +302,13 @@ def noise_unseen(runs: Sequence[int], noise_df: float | None = None) -> bool:
     freedom behind the noise figure, when the caller knows it otherwise; by default those
     of the repetitions in ``runs``)."""
     if noise_df is None:
-        noise_df = sum(max(int(r) - 1, 0) for r in runs)
+        noise_df = repetition_df(runs)
     return any(runs) and noise_df < MIN_NOISE_DF
+
+
+def repetition_df(runs: Sequence[int]) -> int:
+    """Degrees of freedom the repetitions in ``runs`` give a pooled run-to-run sd."""
+    return sum(max(int(r) - 1, 0) for r in runs)
 
 
 def _see_noise(
@@ -427,7 +432,7 @@ def next_step(
         # The budget's last runs: while the device's run-to-run scatter is unseen, the
         # answer's confidence would rest on the model's noise figure (replayed on noisy
         # matrices it stated 0.76 where 0.38 came true), so they see it first.
-        df = sum(max(int(r) - 1, 0) for r in runs)
+        df = noise_df if noise_df is not None else repetition_df(runs)
         rep = [cost_s[i] for i, r in enumerate(runs) if r]
         if budget_s - spent_s - fits[0].cost_s < (MIN_NOISE_DF - df) * min(rep):
             again = _see_noise(state, cost_s, runs, conf, spent_s, budget_s, max_runs)

@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 import fsadvisor.cli.app as cli
+from fsadvisor.errors import FsAdvisorError
 
 cli.register_all()
 runner = CliRunner()
@@ -273,6 +274,18 @@ def test_refit_writes_parameters_with_provenance(tmp_path):
     assert doc["prior_scale"] in (0.1, 0.25, 0.5, 1.0)
     assert len(doc["prior_scale_search"]) == 4
     assert "how" in doc and doc["observations_used"] > 100
+
+
+def test_refit_refuses_a_directory_before_the_cross_validation(tmp_path, monkeypatch):
+    """A directory as --output is said at once, not after a minute of cross-validation."""
+    from fsadvisor.service import advice
+
+    def never(*a, **k):
+        raise AssertionError("the cross-validation ran before the output was checked")
+
+    monkeypatch.setattr(advice, "choose_prior_scale", never)
+    with pytest.raises(FsAdvisorError, match="is a directory"):
+        advice.calibrate(db=str(tmp_path / "s.db"), out=tmp_path, folds=2)
 
 
 def test_calibrate_without_a_device_is_the_old_spelling_of_refit_with_a_note(tmp_path):
