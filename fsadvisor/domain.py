@@ -396,6 +396,9 @@ FLAG_IMPORTED = "imported"  # measured elsewhere, brought in by `fsadvisor impor
 # jobs without group_reporting, stonewalled groups): fio printed no such figure, they are
 # estimates (fio.FioResult.percentile_provenance says which; read_/write_ ones are exact).
 FLAG_POOLED_PERCENTILES = "latency-percentiles-pooled-estimate"
+# In an Observation's note: its cell gives its device's parameters (a raw device's times per
+# operation, which price the mechanisms' work) and is no equation of the fit (predict/fit.py).
+TIMING_ONLY = "[timing-only]"
 
 
 def _word(value: Any) -> str:

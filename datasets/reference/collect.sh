@@ -42,6 +42,7 @@ mkdir -p "$LOGDIR"
 # by algorithm, 1 KiB blocks under 4 KiB I/O, data=journal and nodatacow beside them, fsync
 # from several writers, large random reads), on the same two devices.
 MATRIX="${MATRIX:-base}"
+SCHEDULERS="none"  # a matrix below may measure several
 # btrfs gets an explicit nodiscard (kernel >= 6.2 mounts btrfs with discard=async by default;
 # the probe's own default btrfs config says nodiscard too, an explicit --config does not add
 # it). ext4 and xfs do not discard by default.
@@ -99,9 +100,23 @@ case "$MATRIX" in
       '{"filesystem":"btrfs","mount":["nodiscard"]}'
       '{"filesystem":"btrfs","mount":["nodiscard","nodatacow"]}'
     ) ;;
-  *) echo "MATRIX must be base, mechanisms or writers" >&2; exit 2 ;;
+  schedulers)
+    # The blk-mq schedulers on the RAM-backed loop (zram has no scheduler, so this matrix is
+    # shm only: `collect.sh shm`, then `export`): what a scheduler adds per request -- data
+    # writes and reads, and an fsync's commit writes and flushes -- where the device costs
+    # almost nothing, with the raw device under each scheduler as the anchor.
+    OUT="runs-schedulers.csv"; TAG="-schedulers"
+    WORKLOADS=(--workloads 4k-randread-qd32,4k-randwrite-qd32,4k-randwrite-fsync1,128k-write-qd8)
+    PROFILES=()
+    SCHEDULERS="none,mq-deadline,kyber,bfq"
+    CONFIGS=(
+      '{"filesystem":"ext4"}'
+      '{"filesystem":"xfs"}'
+      '{"filesystem":"btrfs","mount":["nodiscard"]}'
+    ) ;;
+  *) echo "MATRIX must be base, mechanisms, writers or schedulers" >&2; exit 2 ;;
 esac
-COMMON=(--schedulers none --reps "$REPS" --runtime "$RUNTIME" --cooldown 0 --size "$SIZE"
+COMMON=(--schedulers "$SCHEDULERS" --reps "$REPS" --runtime "$RUNTIME" --cooldown 0 --size "$SIZE"
         --energy estimate --json)
 for c in "${CONFIGS[@]}"; do COMMON+=(--config "$c"); done
 
@@ -122,10 +137,14 @@ run_probes() {
   return 0
 }
 # Every summary of a class, as export.py's repeated --shm-log/--zram-log arguments.
+# A class this matrix did not measure (the schedulers matrix has no zram) has none.
 logs_of() {
-  local flag="$1" cls="$2"
-  printf '%s\n' "$flag" "$LOGDIR/$cls$TAG.json"
-  for p in "${PROFILES[@]}"; do printf '%s\n' "$flag" "$LOGDIR/$cls$TAG-${p##*:}.json"; done
+  local flag="$1" cls="$2" f p
+  local files=("$LOGDIR/$cls$TAG.json")
+  for p in "${PROFILES[@]}"; do files+=("$LOGDIR/$cls$TAG-${p##*:}.json"); done
+  for f in "${files[@]}"; do
+    if [ -e "$f" ]; then printf '%s\n' "$flag" "$f"; fi
+  done
 }
 
 # The host is shared: /proc/loadavg every 5 s while a class runs (export.py joins the

@@ -15,7 +15,6 @@ from fsadvisor.catalog.device_params import DeviceParams, for_submitters
 from fsadvisor.predict.settings import ModelSettings
 
 
-_HISTORIC_SCHEDULERS = {"cfq": "bfq", "deadline": "mq-deadline", "noop": "none", "": "none"}
 _FAMILY = {"ext2": "ext", "ext3": "ext", "ext4": "ext"}
 
 
@@ -74,25 +73,20 @@ def _workload_terms_of(w: Workload) -> dict[str, float]:
 
 def config_features(cfg: FsConfig | None, w: Workload, kind: str) -> dict[str, float]:
     """Features of the configuration (and its interactions with the workload), shared by the
-    performance, power and tail blocks. ext4 with defaults and scheduler none is all-zero."""
+    performance, power and tail blocks. ext4 with defaults is all-zero. The scheduler has no
+    term of its own here: it acts only through its mechanism (``m:sched``, the work it adds
+    per request in the device's own time, mechanisms.py), which is zero under ``none`` and
+    can only cost -- a bare per-device scheduler offset let two runs of one noisy cell turn
+    mq-deadline into a gain on a RAM-backed loop where it measured 4-11% below none."""
     if cfg is None:
         return _settings_features(None, (), (), None, w, kind)
-    # The filesystem's settings and the scheduler add disjoint features: the settings' part
-    # is remembered, so a ranking computes it once per configuration, not once per
-    # scheduler (the catalog offers each configuration under every scheduler). A copy:
-    # callers add to the dict they get.
+    # The settings' part is remembered, so a ranking computes it once per configuration, not
+    # once per scheduler (the catalog offers each configuration under every scheduler). A
+    # copy: callers add to the dict they get.
     try:
-        f = dict(_settings_features_of(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind))
+        return dict(_settings_features_of(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind))
     except TypeError:  # an unhashable mkfs value (a list from JSON): nothing to remember
-        f = _settings_features(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind)
-    # ---- scheduler (seed 003's CFQ/Deadline/NOOP map only loosely onto blk-mq's)
-    sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
-    if sched != "none":
-        t = _workload_terms_of(w)
-        f[f"sched:{sched}"] = 1.0
-        f[f"sched:{sched}*lc"] = t["lc"]
-        f[f"sched:{sched}*rnd"] = t["rnd"]
-    return f
+        return _settings_features(cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count, w, kind)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -269,7 +263,7 @@ def tail_features(
         if t[term]:
             f[f"t:{term}"] = t[term]
     for k, v in (cfg_feats if cfg_feats is not None else config_features(cfg, w, kind)).items():
-        if k.startswith(("fs:", "sched:")) and "*" not in k:
+        if k.startswith("fs:") and "*" not in k:
             f[f"t:{k}"] = v
     return f
 
@@ -288,24 +282,20 @@ def config_matrix(
 ) -> tuple[np.ndarray, list[str]]:
     """The matrix of :func:`cfg_features` over ``cfgs`` (a row per configuration, a column
     per feature name, sorted) and the names. The same matrix as laying each configuration's
-    merged dict out, built from its three parts instead: the filesystem settings' features
-    (one per distinct settings), the scheduler's (one per scheduler) and the mechanisms'
-    (one per filesystem, mount options, scheduler, journal and block size, the only parts of a
-    configuration mechanisms.features reads; tests/unit/test_feature_matrix.py holds it to that). The
-    three name their own features ("sched:", "m:" and the rest), so each fills its own
-    columns: a small matrix per part kind, its rows gathered per configuration by index.
-    A configuration costs a few dict lookups, not a merged dict and a pass over its ~20
-    features (ranking 10,000 candidates spent a third of its time there)."""
+    merged dict out, built from its two parts instead: the filesystem settings' features
+    (one per distinct settings) and the mechanisms' (one per filesystem, mount options,
+    scheduler, journal and block size, the only parts of a configuration mechanisms.features
+    reads; tests/unit/test_feature_matrix.py holds it to that). The two name their own
+    features ("m:" and the rest), so each fills its own columns: a small matrix per part
+    kind, its rows gathered per configuration by index. A configuration costs a few dict
+    lookups, not a merged dict and a pass over its ~20 features (ranking 10,000 candidates
+    spent a third of its time there)."""
     era2010 = kind in ("hdd", "sata-ssd")
-    t = _workload_terms_of(w)
     s_of: dict[tuple, int] = {}
-    c_of: dict[str, int] = {}
     m_of: dict[tuple, int] = {}
     s_parts: list[dict[str, float]] = []
-    c_parts: list[dict[str, float]] = []
     m_parts: list[dict[str, float]] = []
     s_idx: list[int] = []
-    c_idx: list[int] = []
     m_idx: list[int] = []
     for cfg in cfgs:
         if cfg is None:  # the raw device: no parts
@@ -329,33 +319,15 @@ def config_matrix(
                 m_parts.append(mechanisms.features(cfg, w, p, plp, era2010=era2010))
         except TypeError:  # an unhashable mkfs or mount value (a list from JSON)
             return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
-        j = c_of.get(cfg.scheduler)
-        if j is None:
-            j = c_of[cfg.scheduler] = len(c_parts)
-            sched = _HISTORIC_SCHEDULERS.get(cfg.scheduler, cfg.scheduler)
-            c_parts.append(
-                {}
-                if sched == "none"
-                else {
-                    f"sched:{sched}": 1.0,
-                    f"sched:{sched}*lc": t["lc"],
-                    f"sched:{sched}*rnd": t["rnd"],
-                }
-            )
         s_idx.append(i)
-        c_idx.append(j)
         m_idx.append(k)
-    groups = [(s_parts, s_idx), (c_parts, c_idx), (m_parts, m_idx)]
+    groups = [(s_parts, s_idx), (m_parts, m_idx)]
     keys = [set().union(*parts) for parts, _ in groups]
     # Each part kind must name only its own features (else merging the dicts would let one
     # overwrite another's): otherwise, the merged dicts.
-    if (
-        any(k.startswith(("sched:", "m:")) for k in keys[0])
-        or any(not k.startswith("sched:") for k in keys[1])
-        or any(not k.startswith("m:") for k in keys[2])
-    ):
+    if any(k.startswith("m:") for k in keys[0]) or any(not k.startswith("m:") for k in keys[1]):
         return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
-    names = sorted(keys[0] | keys[1] | keys[2])
+    names = sorted(keys[0] | keys[1])
     idx = {n: j for j, n in enumerate(names)}
     C = np.zeros((len(s_idx), len(names)))
     for (parts, rows), own in zip(groups, keys):

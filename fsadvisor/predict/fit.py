@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Workload, identity_of, kind_of
+from fsadvisor.domain import (
+    BACKED_KINDS,
+    TIMING_ONLY,
+    Device,
+    FsConfig,
+    Workload,
+    identity_of,
+    kind_of,
+)
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.predict import mechanisms, spec
 from fsadvisor.catalog.device_params import DeviceParams, submitter_scale
@@ -97,7 +105,7 @@ def obs_rows(
     """Turn one observation into linear equations a . theta = b (empty if not usable).
     ``timed_devices``: the devices measured here whose own device times are known (they have
     raw-device runs); None: every device counts as timed."""
-    if not (obs.value == obs.value) or math.isinf(obs.value):
+    if not (obs.value == obs.value) or math.isinf(obs.value) or TIMING_ONLY in obs.note:
         return []
     w, kind = obs.workload, obs.device_kind
     rel = obs.relative_to is not None

@@ -49,7 +49,7 @@ def fit_report(model, observations_used: int | None = None) -> dict[str, Any]:
     s = model.settings
     tau = s.prior("d:x")[1]
     pooling = {}
-    for prefix in ("fs:", "opt:", "ag:", "sched:"):
+    for prefix in ("fs:", "opt:", "ag:"):
         sigma = s.prior(prefix + "x")[1]
         pooling[prefix] = {
             "shared_prior_sd": sigma,

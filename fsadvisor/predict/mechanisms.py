@@ -36,12 +36,23 @@ from typing import Callable, Mapping
 from fsadvisor.catalog.device_params import HOST_PRIOR, for_submitters
 from fsadvisor.domain import FsConfig, Workload
 
+# The request a buffered read or write reaches the device's queue in, bytes: readahead's and
+# writeback's merged I/O (128 KiB, the default read_ahead_kb), so a small buffered write
+# costs the scheduler a share of a request, a direct one a whole request.
+BUFFERED_REQUEST_BYTES = 128 << 10
 # Reference per-op CPU cost of a filesystem's I/O path, microseconds (the unit m:cpu scales).
 FS_CPU_US = 5.0
-# CPU time a blk-mq I/O scheduler adds per request, microseconds (an assumption of the order
-# of mq-deadline's per-request work; the fitted coefficient scales it, bfq's deviation is
-# expected to be larger). It matters on RAM-fast devices and vanishes on an HDD.
-SCHED_US = 2.0
+# Time a blk-mq I/O scheduler adds per request an operation waits for, microseconds, in
+# series (queue depth 1). Measured on a RAM-backed loop, each scheduler against none,
+# alternating, 3 rounds (benchmarks/results/scheduler-qd1-2026-11-29.txt): a lone direct
+# 4 KiB read or write +1.4-2.3 us under mq-deadline and kyber, +10-13 us under bfq (which
+# idles for a process's next synchronous request); a write with its flush, or ext4's fsync
+# per write (five requests), 2.4-4.2 us more under mq-deadline and kyber, 7-8 under bfq:
+# flushes and commit writes cost less each than a lone data request, which the fitted
+# coefficient weighs against the probe's own fsync cells (6-9% under mq-deadline,
+# datasets/reference/runs-schedulers.csv). An unknown scheduler is priced as mq-deadline.
+# They matter on RAM-fast devices and vanish on an HDD.
+SCHED_US = {"mq-deadline": 2.0, "kyber": 2.0, "bfq": 8.0}
 # One submitting thread's wall time per raw 4K I/O on that machine, microseconds: the RAM-backed
 # loop device ran ~200k IOPS at QD32 with one job (datasets/reference/runs.csv, shm-loop raw
 # 4k-randread-qd32: 213k-218k), i.e. ~5 us per I/O. Below it the CPU share is not extrapolated.
@@ -191,10 +202,39 @@ def _cpu(c: Ctx) -> float | None:
     return -c.cpu_log(FS_CPU_US * c.host) if _data_io(c) else None
 
 
+def _requests_per_op(c: Ctx) -> float:
+    # What passes through the device's request queue per operation: the data request of a
+    # direct I/O (buffered I/O reaches the queue at writeback or readahead, merged into
+    # requests of about BUFFERED_REQUEST_BYTES) and, per fsync, its flush -- on a filesystem
+    # also the inode's write, and with a journal the commit's dependent writes and the
+    # commit's own flush (m:fsync, m:flush). On the raw device an fsync is the flush alone.
+    w = c.w
+    bs = max(w.bs_bytes, 512)
+    data = 1.0 if w.direct else min(1.0, bs / BUFFERED_REQUEST_BYTES)
+    if c.fs == "raw":
+        per_fsync = 1.0
+    elif c.journaled:
+        per_fsync = 2.0 + COMMIT_ROUND_TRIPS
+    else:
+        per_fsync = 2.0
+    return data + c.per_fsync * per_fsync
+
+
 def _sched(c: Ctx) -> float | None:
+    # The scheduler's work per request (inserting, sorting and dispatching it: SCHED_US),
+    # for every request an operation sends: an fsync per write sends several through the
+    # queue, so it pays several times what a read does. In series at queue depth 1 (each
+    # request inserted and dispatched alone); a deep asynchronous queue hands the block layer
+    # its requests in batches (one submit call, one plugged list inserted and dispatched
+    # together), so the work per request shrinks with the batch: on the reference RAM-backed
+    # loop mq-deadline and kyber cost QD32 reads and writes 0-3% and bfq 5-9%, where an fsync
+    # per write lost 6-9% under mq-deadline (datasets/reference/runs-schedulers.csv).
     if not _data_io(c) or c.sched == "none":
         return None
-    return -c.cpu_log(SCHED_US * c.host)
+    w = c.w
+    batch = float(w.iodepth) if w.direct and w.iodepth > 1 and w.ioengine in ASYNC_ENGINES else 1.0
+    per_request = SCHED_US.get(c.sched, SCHED_US["mq-deadline"])
+    return -c.cpu_log(_requests_per_op(c) * per_request * c.host / batch)
 
 
 def _meta_share(c: Ctx, share: float) -> float | None:
@@ -383,13 +423,13 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism(
         "m:sched",
         _sched,
-        (1.0, 0.5, "about 2 us of scheduler work per request"),
-        "a blk-mq I/O scheduler adds CPU work per request: noticeable on fast devices, "
-        "negligible on slow ones",
-        "domain notes §5; seed 003 (CFQ/Deadline/NOOP, loosely mapped)",
+        (1.0, 0.5, "about 2 us of scheduler work per request in series (bfq 8)"),
+        "a blk-mq I/O scheduler adds work to every request an operation sends -- an fsync "
+        "per write sends several -- noticeable on fast devices, negligible on slow ones",
+        "domain notes §5; reference matrix (schedulers on the RAM-backed loop)",
         per="sched",
         deviation=(0.0, 0.3, "this scheduler's deviation from the shared per-request cost"),
-        deviations={"bfq": (1.0, 0.5, "bfq's fairness bookkeeping costs more per request")},
+        deviations={"bfq": (0.0, 0.5, "bfq's own per-request cost (SCHED_US) is the least known")},
     ),
     Mechanism(
         "m:meta_cpu",
@@ -770,9 +810,17 @@ def features(
     """The mechanism features of a configuration on a device with parameters ``p``.
     ``era2010``: a row of the 2010-era device kinds (hdd, sata-ssd), whose kernels' per-
     filesystem fsync and metadata paths get their own deviations (see :func:`_pooled`)."""
-    if cfg is None or cfg.fs == "raw":
+    if cfg is None:
         return {}
     fs = cfg.fs
+    if fs == "raw":
+        # The bare device does none of a filesystem's work, but a scheduler still handles
+        # its requests: m:sched and its scheduler's twin only.
+        sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler)
+        if sched == "none":
+            return {}
+        f = _features_of("raw", False, False, False, sched, w, _params_key(p), plp, False, 4096)
+        return {k: v for k, v in f.items() if k == "m:sched" or k.startswith("m:sched:")}
     # They depend on the configuration only through these six, so a ranking of thousands
     # of candidates computes them a handful of times per workload and device.
     nodatacow = any(m.partition("=")[0] == "nodatacow" for m in cfg.mount)

@@ -133,7 +133,7 @@ def _block_designs(
             (j, space.col(f"t:{n}"))
             for n, j in cidx.items()
             if not n.startswith("d:")
-            if n.startswith(("fs:", "sched:")) and "*" not in n
+            if n.startswith("fs:") and "*" not in n
         ],
     }
     const_cols = {block: [space.col(n) for n in names] for block, names in const.items()}

@@ -318,7 +318,6 @@ def _reasons(
 _FEATURE_WORDS = {
     "fs": "filesystem",
     "opt": "option",
-    "sched": "scheduler",
     "m": "mechanism",
     "ag": "allocation groups",
 }

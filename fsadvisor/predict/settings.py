@@ -26,7 +26,7 @@ BANDWIDTH_UNITS = {"mb_s": {"MB/s": 1e6, "MiB/s": 1 << 20}, "gb_s": {"GB/s": 1e9
 
 # Coefficients describing configurations (as opposed to devices and workload shapes): the
 # ones whose prior width `calibrate` tunes by cross-validation.
-CONFIG_PREFIXES = ("fs:", "opt:", "ag:", "sched:", "pwf:", "t:fs:", "t:sched:")
+CONFIG_PREFIXES = ("fs:", "opt:", "ag:", "pwf:", "t:fs:")
 PRIOR_SCALES = (0.1, 0.25, 0.5, 1.0)
 # How much wider the 2010-era twin of a bare filesystem term (fs:xfs*lc@2010) is than the
 # term, as a mechanism's era deviation is four times its filesystem deviation (ERA_2010_SD):

@@ -11,13 +11,14 @@ run never poses as a measured effect.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-from fsadvisor.domain import FLAG_DIRECT_IO, FsConfig
+from fsadvisor.domain import FLAG_DIRECT_IO, TIMING_ONLY, FsConfig
 from fsadvisor.records import Observation
 from fsadvisor.errors import FsAdvisorError
 from fsadvisor.store.observations import workload_from_params
@@ -65,6 +66,7 @@ SHIPPED = (
     ("runs.csv", "", ""),
     ("runs-mechanisms.csv", "mechanisms matrix; ", "/quiet"),
     ("runs-writers.csv", "writers matrix; ", "/writers"),
+    ("runs-schedulers.csv", "schedulers matrix; ", "/schedulers"),
 )
 # A RAM-backed device's speed is the host's CPU: the first matrix ran beside other jobs
 # (load average median 4.5, rep-to-rep CV 19-32%), the second on a quiet host (CV 2-9%), and
@@ -77,7 +79,9 @@ SHIPPED = (
 # figures: that host's 4 KiB pread takes 0.62-0.65x the reference machine's time, yet its
 # filesystems are not uniformly faster (ext4's appends 0.6x, btrfs's 1.6x the reference
 # machine's rate), and the held-out figures of the other devices are better without the
-# factor than with it (README, "Fsync from several writers").
+# factor than with it (README, "Fsync from several writers"). The fourth (the blk-mq
+# schedulers on the RAM-backed loop, collect.sh MATRIX=schedulers) ran on that Intel host
+# too, on another day: its own device for levels, priced the same way.
 
 
 def shipped_paths() -> list[tuple[Path, str, str]]:
@@ -237,15 +241,58 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def scheduler_ratios(obs: list[Observation]) -> list[Observation]:
+    """A schedulers matrix as what it was measured to show: each configuration's IOPS under
+    a scheduler as a ratio to the same configuration's under none on the same device (a
+    within-matrix ratio, in which the device's and the filesystem's levels cancel, so the rows
+    teach the scheduler's mechanism and nothing else), with the raw device's cells under none
+    marked TIMING_ONLY: they give the device its own times per operation, which price the
+    scheduler's work, and are no equation of the fit. As levels, the filesystems' cells moved
+    the mechanisms every device shares and the raw cells the RAM-backed loop's shared shape
+    (an io_uring fsync on this host takes a worker thread's hand-off), and both made other
+    devices' held-out figures worse (datasets/reference/README.md, fourth matrix)."""
+    none = {
+        (o.device_id, o.config.key(), o.workload, o.metric): o
+        for o in obs
+        if o.config.scheduler == "none"
+    }
+    out = [
+        dataclasses.replace(o, note=f"{o.note} {TIMING_ONLY}")
+        for o in obs
+        if o.config.scheduler == "none" and o.config.fs == "raw"
+    ]
+    for o in obs:
+        if o.config.scheduler == "none" or o.metric != "iops":
+            continue
+        base_cfg = o.config.with_(scheduler="none")
+        base = none.get((o.device_id, base_cfg.key(), o.workload, o.metric))
+        if base is None or base.value <= 0:
+            continue
+        out.append(
+            dataclasses.replace(
+                o,
+                value=o.value / base.value - 1.0,
+                unit="ratio",
+                relative_to=base_cfg,
+                note=f"{o.note}; against none: {base.note}",
+            )
+        )
+    return out
+
+
+# Shipped matrices loaded as scheduler ratios (scheduler_ratios), not as levels.
+AS_SCHEDULER_RATIOS = frozenset({"runs-schedulers.csv"})
+
+
 def load_observations(path: str | Path | None = None) -> list[Observation]:
-    """Observations from one reference matrix file, or (no path) from every shipped one;
-    none when none is there."""
+    """Observations from one reference matrix file, or (no path) from every shipped one
+    (a schedulers matrix as its ratios); none when none is there."""
     if path is None:
-        return [
-            o
-            for p, words, suffix in shipped_paths()
-            for o in observations(load_rows(p), words, suffix)
-        ]
+        out: list[Observation] = []
+        for p, words, suffix in shipped_paths():
+            obs = observations(load_rows(p), words, suffix)
+            out += scheduler_ratios(obs) if p.name in AS_SCHEDULER_RATIOS else obs
+        return out
     p = Path(path)
     if not p.is_file():
         return []

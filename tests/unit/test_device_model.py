@@ -621,11 +621,15 @@ def test_scheduler_overhead_is_per_request_in_device_time():
     from fsadvisor.predict import mechanisms
 
     deadline = FsConfig.make("ext4", scheduler="mq-deadline")
-    fast = mechanisms.features(
-        deadline, RANDR, dict(S.device_params("ram-loop"), read_latency_us=10.0)
-    )["m:sched"]
-    slow = mechanisms.features(deadline, RANDR, S.device_params("hdd"))["m:sched"]
+    ram = dict(S.device_params("ram-loop"), read_latency_us=10.0)
+    qd1 = Workload(rw="randread", bs_bytes=4096, iodepth=1)
+    # in series: about SCHED_US of a 10 us read
+    fast = mechanisms.features(deadline, qd1, ram)["m:sched"]
+    slow = mechanisms.features(deadline, qd1, S.device_params("hdd"))["m:sched"]
     assert fast < -0.1 and slow > -0.001
+    # a deep queue hands the scheduler its requests in batches: a small share per request
+    deep = mechanisms.features(deadline, RANDR, ram)["m:sched"]
+    assert fast < deep < 0
     assert "m:sched" not in mechanisms.features(EXT4, RANDR, S.device_params("ram-loop"))
 
 

@@ -6,6 +6,7 @@ workload does not do contributes nothing at all."""
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 
 from fsadvisor.domain import FsConfig, Workload
@@ -352,3 +353,44 @@ def test_ext4_buffered_writes_pay_per_block_and_smaller_blocks_pay_more():
         assert term(fs, append, ram) is None
     assert term("ext4", Workload(rw="write", bs_bytes=65536, direct=True), ram) is None
     assert term("ext4", Workload(rw="read", bs_bytes=65536, direct=False), ram) is None
+
+
+def test_a_scheduler_is_priced_per_request_an_operation_waits_for():
+    """m:sched: the scheduler's work per request, for each request an operation sends through
+    the queue. A direct 4 KiB write at queue depth 1 sends one; the same write with an fsync
+    sends its flush too, and on a journaled filesystem the commit's writes and flush; the bare
+    device's fsync is its flush alone. The scheduler's value is never a gain."""
+    ram = {**P, "read_latency_us": 8.0, "write_latency_us": 8.0, "flush_latency_us": 6.0}
+    write = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=0, direct=True)
+    fsync = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1, direct=True)
+
+    def us(cfg, w):
+        # the scheduler's microseconds per operation its feature stands for: x = -log1p(us / t_op)
+        t_op = 1e6 / mechanisms.roofline(w, ram, "unknown")[0]
+        x = mechanisms.features(cfg, w, ram, "unknown")["m:sched"]
+        assert x < 0
+        return math.expm1(-x) * t_op
+
+    dl = {fs: FsConfig.make(fs, scheduler="mq-deadline") for fs in ("raw", "ext4")}
+    one = us(dl["raw"], write)
+    assert abs(us(dl["raw"], fsync) / one - 2.0) < 1e-6  # the write and its flush
+    journaled = us(dl["ext4"], fsync) / one
+    assert abs(journaled - (3.0 + mechanisms.COMMIT_ROUND_TRIPS)) < 1e-6
+    no_journal = FsConfig.make("ext4", {"journal": False}, scheduler="mq-deadline")
+    assert abs(us(no_journal, fsync) / one - 3.0) < 1e-6  # the inode's write, no commit
+    # the bare device under a scheduler has its mechanism and nothing of a filesystem's
+    raw = mechanisms.features(dl["raw"], fsync, ram, "unknown")
+    assert set(raw) == {"m:sched", "m:sched:mq-deadline"}
+    assert mechanisms.features(FsConfig.make("raw"), fsync, ram, "unknown") == {}
+    # buffered writes reach the queue merged at writeback: a small share of a request each
+    buffered = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, direct=False)
+    assert us(dl["ext4"], buffered) < 0.1 * us(dl["ext4"], write)
+
+
+def test_a_scheduler_costs_a_slow_device_next_to_nothing():
+    slow = {**P, "read_latency_us": 8000.0, "write_latency_us": 8000.0}
+    w = Workload(rw="randwrite", bs_bytes=4096, iodepth=1, fsync_every=1, direct=True)
+    fast = mechanisms.features(FsConfig.make("ext4", scheduler="bfq"), w, P, "unknown")
+    hdd = mechanisms.features(FsConfig.make("ext4", scheduler="bfq"), w, slow, "unknown")
+    assert fast["m:sched"] < hdd["m:sched"] < 0
+    assert abs(hdd["m:sched"]) < 0.01
