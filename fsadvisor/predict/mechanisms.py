@@ -45,13 +45,12 @@ FS_CPU_US = 5.0
 # Time a blk-mq I/O scheduler adds per request an operation waits for, microseconds, in
 # series (queue depth 1). Measured on a RAM-backed loop, each scheduler against none,
 # alternating, 3 rounds (benchmarks/results/scheduler-qd1-2026-11-29.txt): a lone direct
-# 4 KiB read or write +1.4-2.3 us under mq-deadline and kyber, +10-13 us under bfq (which
-# idles for a process's next synchronous request); a write with its flush, or ext4's fsync
-# per write (five requests), 2.4-4.2 us more under mq-deadline and kyber, 7-8 under bfq:
-# flushes and commit writes cost less each than a lone data request, which the fitted
-# coefficient weighs against the probe's own fsync cells (6-9% under mq-deadline,
-# datasets/reference/runs-schedulers.csv). An unknown scheduler is priced as mq-deadline.
-# They matter on RAM-fast devices and vanish on an HDD.
+# 4 KiB read or write +1.4-2.3 us under mq-deadline and kyber, +10-13 us under bfq; a
+# write with its flush, or ext4's fsync per write (five requests), 2.4-4.2 us more under
+# mq-deadline and kyber, 7-8 under bfq: flushes and commit writes cost less each than a
+# lone data request, which the fitted coefficient weighs against the probe's own fsync
+# cells (6-9% under mq-deadline, datasets/reference/runs-schedulers.csv). An unknown
+# scheduler is priced as mq-deadline. They matter on RAM-fast devices and vanish on an HDD.
 SCHED_US = {"mq-deadline": 2.0, "kyber": 2.0, "bfq": 8.0}
 # One submitting thread's wall time per raw 4K I/O on that machine, microseconds: the RAM-backed
 # loop device ran ~200k IOPS at QD32 with one job (datasets/reference/runs.csv, shm-loop raw
