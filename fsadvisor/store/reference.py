@@ -81,7 +81,8 @@ SHIPPED = (
 # machine's rate), and the held-out figures of the other devices are better without the
 # factor than with it (README, "Fsync from several writers"). The fourth (the blk-mq
 # schedulers on the RAM-backed loop, collect.sh MATRIX=schedulers) ran on that Intel host
-# too, on another day: its own device for levels, priced the same way.
+# too, on another day: a device of its own, priced the same way, and loaded as what it
+# measures, each scheduler's ratio to none (scheduler_ratios), not as levels.
 
 
 def shipped_paths() -> list[tuple[Path, str, str]]:
