@@ -13,14 +13,28 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsadvisor.predict import mechanisms
-from fsadvisor.predict.fit import fit
+from fsadvisor.predict.fit import FittedModel, fit
 from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.infra.resources import data_dir
 from fsadvisor.store import reference
 from fsadvisor.store.datasets import load_observations
+
+if TYPE_CHECKING:
+    from fsadvisor.records import Observation
+
+
+def shipped_observations() -> list[Observation]:
+    """What the shipped model is fitted on: the seeds' tables (their bounds included) and
+    every shipped reference matrix."""
+    return load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
+
+
+def fit_shipped() -> FittedModel:
+    """The model fitted on the shipped data alone, with the shipped calibration."""
+    return fit(shipped_observations(), ModelSettings.load(use_store_calibration=False))
 
 
 def fit_report(model, observations_used: int | None = None) -> dict[str, Any]:
@@ -83,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     models/mechanisms_fit.json)."""
     args = sys.argv[1:] if argv is None else argv
     out = args[0] if args else str(data_dir("models") / "mechanisms_fit.json")
-    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
+    obs = shipped_observations()
     model = fit(obs, ModelSettings.load(use_store_calibration=False))
     Path(out).write_text(json.dumps(fit_report(model, len(obs)), indent=1, sort_keys=True) + "\n")
     print(

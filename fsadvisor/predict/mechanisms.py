@@ -231,7 +231,7 @@ def _sched(c: Ctx) -> float | None:
     if not _data_io(c) or c.sched == "none":
         return None
     w = c.w
-    batch = float(w.iodepth) if w.direct and w.iodepth > 1 and w.ioengine in ASYNC_ENGINES else 1.0
+    batch = float(w.iodepth) if _deep_async(w) else 1.0
     per_request = SCHED_US.get(c.sched, SCHED_US["mq-deadline"])
     return -c.cpu_log(_requests_per_op(c) * per_request * c.host / batch)
 
@@ -951,6 +951,12 @@ def _features_of(
 ASYNC_ENGINES = frozenset({"io_uring", "libaio", "posixaio"})
 
 
+def _deep_async(w: Workload) -> bool:
+    """A deep direct asynchronous queue: requests overlap the device's service of the others
+    and reach the block layer in batches, not one after another."""
+    return w.direct and w.iodepth > 1 and w.ioengine in ASYNC_ENGINES
+
+
 def _cpu_critical(
     w: Workload, p: Mapping[str, float], t_op: float, threads: float, cores: float
 ) -> float:
@@ -958,7 +964,7 @@ def _cpu_critical(
     reads at this workload's rate keep the busier of the submitting threads and the host's
     CPUs (device_params.CPU_KEYS, at most 1), plus the write share in full; 1 unless the
     workload keeps a deep direct asynchronous queue and those figures were measured."""
-    if not (w.direct and w.iodepth > 1 and w.ioengine in ASYNC_ENGINES) or t_op <= 0:
+    if not _deep_async(w) or t_op <= 0:
         return 1.0
     rf = w.read_pct / 100.0
     try:

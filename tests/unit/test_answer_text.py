@@ -279,10 +279,7 @@ def test_recommend_text_snapshot(profile):
 
 from fsadvisor.records import EnergyReading, RunRecord  # noqa: E402
 from fsadvisor.predict import rank as rankmod  # noqa: E402
-from fsadvisor.predict.fit import fit  # noqa: E402
-from fsadvisor.predict.settings import ModelSettings  # noqa: E402
-from fsadvisor.store import reference  # noqa: E402
-from fsadvisor.store.datasets import load_observations  # noqa: E402
+from fsadvisor.predict.mechanism_fit import fit_shipped  # noqa: E402
 
 
 @pytest.mark.parametrize("profile", ["oltp", "build-unpack"])
@@ -302,8 +299,7 @@ def test_headline_and_settle_line_give_one_duration(profile):
 
 @pytest.fixture(scope="module")
 def shipped_fit():
-    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
-    return fit(obs, ModelSettings.load(use_store_calibration=False))
+    return fit_shipped()
 
 
 def test_a_filesystem_measured_only_on_plain_io_rests_on_priors_for_metadata_and_fsync(shipped_fit):

@@ -505,8 +505,7 @@ def test_the_shipped_mechanism_fit_is_current():
     from fsadvisor.infra.resources import data_dir
 
     doc = json.loads((data_dir("models") / "mechanisms_fit.json").read_text())
-    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
-    m = fit(obs, ModelSettings.load(use_store_calibration=False))
+    m = mechanism_fit.fit_shipped()
     assert doc["fitted_on"]["data_hash"] == m.data_hash
     assert set(doc["parameters"]) == {n for n in m.index if n.startswith("m:")}
     for name, p in doc["parameters"].items():

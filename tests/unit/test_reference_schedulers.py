@@ -16,11 +16,8 @@ import pytest
 from _reference_rows import HERE, cell_means, rows_of
 
 from fsadvisor.domain import Device, FsConfig
-from fsadvisor.predict.fit import fit
+from fsadvisor.predict.mechanism_fit import fit_shipped
 from fsadvisor.predict.predict import predict
-from fsadvisor.predict.settings import ModelSettings
-from fsadvisor.store import reference
-from fsadvisor.store.datasets import load_observations
 
 CSV = HERE / "runs-schedulers.csv"
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
@@ -81,8 +78,7 @@ def test_bfq_costs_the_bare_device_at_a_deep_queue(mean):
 
 @pytest.fixture(scope="module")
 def model():
-    obs = load_observations(include=("upper-bound", "lower-bound")) + reference.load_observations()
-    return fit(obs, ModelSettings.load(use_store_calibration=False))
+    return fit_shipped()
 
 
 def test_the_fitted_model_prices_a_scheduler_as_a_cost_that_grows_with_the_requests(model):
