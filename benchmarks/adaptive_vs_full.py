@@ -23,9 +23,9 @@ Finally the stated confidences against the hit rate.
 
 Device time and the calibration: the adaptive probe calibrates a device (its short raw
 matrix) the first time it meets its identity; the calibration is stored and every later
-profile on that device reuses it. So it is charged once per class: the per-profile share is
-printed without it (the figure the 20% goal is judged on: it is what each further profile
-costs) and with it where it ran, and each class's total — all its adaptive runs plus the
+profile on that device reuses it (adding only the workloads a later profile needs that the
+first did not). The 20% goal counts it where it ran, as the device's first profile pays for
+it; the share without it (what a further profile costs) is printed beside, and each class's total — all its adaptive runs plus the
 one calibration against all its exhaustive matrices — shows what it costs amortised over
 the profiles measured here. The 1-minute load is read before every case: above 0.5 per
 CPU the case's figures are marked as measured on a loaded machine (never targets).
@@ -376,8 +376,9 @@ def print_row(r: dict, flush: bool = False) -> None:
         print(f"{r['class']:<5} {r['profile']}: {r['error']}", flush=flush)
         return
     ok_regret = "ok" if r["regret"] <= REGRET_GOAL else "MISS"
-    ok_share = ("ok" if r["share_without_calibration"] is not None
-                and r["share_without_calibration"] <= SHARE_GOAL else "MISS")
+    # the goal counts a calibration where it ran: it is part of the device's first profile
+    judged = r["share"] if r["calibration_s"] else r["share_without_calibration"]
+    ok_share = "ok" if judged is not None and judged <= SHARE_GOAL else "MISS"
     print(f"{r['class']:<5} {r['profile']}")
     print(f"   exhaustive: {r['full_cells']} runs of {r['full_configs']} configurations, "
           f"{r['full_device_s']:.0f} s of device time (median per-run overhead outside the "
@@ -403,12 +404,16 @@ def print_row(r: dict, flush: bool = False) -> None:
         print(f"   the exhaustive matrix {'tells' if sep['separable'] else 'cannot tell'} the two "
               f"winners apart: adaptive - exhaustive winner {sep['low_pct']:+.1f}% to "
               f"{sep['high_pct']:+.1f}% (Welch 95%)")
-    print(f"   device time without the calibration {r['adaptive_device_s'] - r['calibration_s']:.0f}"
-          f" s of {r['full_device_s']:.0f} s = {r['share_without_calibration']:.0%} "
-          f"[{ok_share}, goal <= {SHARE_GOAL:.0%}]"
-          + (f"; with the one-off calibration ({r['calibration_s']:.0f} s, run here) "
-             f"{r['adaptive_device_s']:.0f} s = {r['share']:.0%}" if r["calibration_s"] else
-             "; no calibration (the device's stored one was reused)"))
+    if r["calibration_s"]:
+        print(f"   device time with the calibration ({r['calibration_s']:.0f} s, run here) "
+              f"{r['adaptive_device_s']:.0f} s of {r['full_device_s']:.0f} s = {r['share']:.0%} "
+              f"[{ok_share}, goal <= {SHARE_GOAL:.0%}]; without it "
+              f"{r['adaptive_device_s'] - r['calibration_s']:.0f} s = "
+              f"{r['share_without_calibration']:.0%}")
+    else:
+        print(f"   device time {r['adaptive_device_s']:.0f} s of {r['full_device_s']:.0f} s = "
+              f"{r['share_without_calibration']:.0%} [{ok_share}, goal <= {SHARE_GOAL:.0%}]; "
+              "no calibration ran (the device's stored one was reused, or none was needed)")
     print(f"   confidence borne out: {'yes' if r['borne_out'] else 'NO'} (the adaptive winner "
           f"is {'' if r['borne_out'] else 'not '}within {TIE:.0%} of the exhaustive best)",
           flush=flush)

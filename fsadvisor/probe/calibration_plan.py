@@ -25,8 +25,8 @@ cleanup run it unchanged. Pure: nothing here touches a device.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from fsadvisor.domain import Workload
 from fsadvisor import limits
@@ -72,10 +72,74 @@ MAX_SUBMITTERS = 4
 def submitters_spec(jobs: int) -> WorkloadSpec:
     """128 KiB sequential writes at QD8 from ``jobs`` jobs: 128k-write-qd8's bandwidth with
     every submitter's own CPU (device_fit's ``bw_submitters``)."""
-    return _spec(f"128k-write-qd8-x{jobs}", rw="write", bs_bytes=128 * KIB, iodepth=8, numjobs=jobs)
+    return _spec(
+        f"{SUBMITTERS_PREFIX}{jobs}", rw="write", bs_bytes=128 * KIB, iodepth=8, numjobs=jobs
+    )
 
 
 SWEEP_NAMES = frozenset(w.name for w in SWEEP_WORKLOADS)
+SUBMITTERS_PREFIX = "128k-write-qd8-x"
+
+# What each workload pins (device_fit's keys): a probe that needs only some of them runs only
+# those workloads (service/adaptive.calibration_workloads) and leaves the rest at the prior.
+# The sweep's depths pin the knee together; the CPU per read comes with the deep reads.
+PINS: dict[str, tuple[str, ...]] = {
+    "4k-randread-qd1": ("read_latency_us",),
+    "4k-randwrite-qd1": ("write_latency_us",),
+    "4k-randwrite-fsync1": ("flush_latency_us", "flush_latency_us_plp"),
+    "4k-randread-qd32": ("read_iops_cap", "submit_cpu_us_read", "host_cpu_us_read"),
+    "4k-randwrite-qd32": ("write_iops_cap",),
+    "128k-read-qd8": ("read_bw_bytes_s",),
+    "128k-write-qd8": ("write_bw_bytes_s",),
+    **{name: ("parallelism", "knee_power") for name in SWEEP_NAMES},
+}
+# What each measures, in the words a preview uses.
+WHAT: dict[str, str] = {
+    "4k-randread-qd1": "the QD1 read latency",
+    "4k-randwrite-qd1": "the QD1 write latency",
+    "4k-randwrite-fsync1": "the flush",
+    "4k-randread-qd32": "the random-read ceiling",
+    "4k-randwrite-qd32": "the random-write ceiling",
+    "128k-read-qd8": "the read bandwidth",
+    "128k-write-qd8": "the write bandwidth",
+    **{name: "the queue-depth knee" for name in SWEEP_NAMES},
+    SUBMITTERS_PREFIX: "the bandwidth of several submitters",
+}
+
+
+def what_of(name: str) -> str:
+    return WHAT[SUBMITTERS_PREFIX if name.startswith(SUBMITTERS_PREFIX) else name]
+
+
+# What a workload's figure is read against: the flush is the fsync'd write's time less the
+# plain write's, the knee lies between QD1's latency and the ceiling, and several submitters
+# are measured against one.
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "4k-randwrite-fsync1": ("4k-randwrite-qd1",),
+    **{name: ("4k-randread-qd1", "4k-randread-qd32") for name in SWEEP_NAMES},
+    SUBMITTERS_PREFIX: ("128k-write-qd8",),
+}
+
+
+def pins_of(name: str) -> tuple[str, ...]:
+    """The device parameters the calibration workload ``name`` pins."""
+    if name.startswith(SUBMITTERS_PREFIX):
+        return ("bw_submitters",)
+    return PINS.get(name, ())
+
+
+def with_requirements(names: Iterable[str]) -> set[str]:
+    """``names`` and every workload their figures are read against."""
+    out: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        out.add(name)
+        key = SUBMITTERS_PREFIX if name.startswith(SUBMITTERS_PREFIX) else name
+        todo.extend(REQUIRES.get(key, ()))
+    return out
 
 
 @dataclass
@@ -86,6 +150,9 @@ class CalibrationPlan(Plan):
 
     sweep_reps: int = 2
     scheduler: str = SCHEDULER
+    # The stored runs of the device's earlier calibration that this one completes: the fit
+    # reads them with this plan's own runs (service/calibration.run_calibration).
+    extends: list[int] = field(default_factory=list)
 
     @property
     def schedulers(self) -> list[str]:
@@ -126,6 +193,7 @@ class CalibrationPlan(Plan):
             "sweep_reps": self.sweep_reps,
             "scheduler": self.scheduler,
             "budget_s": BUDGET_S,
+            "extends": list(self.extends),
         }
 
 
@@ -138,10 +206,13 @@ def build_calibration_plan(
     ioengine: str = "io_uring",
     budget_s: float = BUDGET_S,
     cores: int = 1,
+    only: Iterable[str] | None = None,
     **extra: Any,
 ) -> CalibrationPlan:
     """The calibration matrix for ``device``, within ``budget_s``; on a host of several
-    ``cores`` it measures the 128 KiB writes from that many jobs too. Without an explicit
+    ``cores`` it measures the 128 KiB writes from that many jobs too. ``only``: just these
+    workloads (by name; a ``128k-write-qd8-x`` name stands for the several-job cell) and
+    those they are read against (with_requirements), in the full plan's order. Without an explicit
     ``runtime_s`` the window shrinks (down to MIN_RUNTIME_S) until the estimate fits, then
     without explicit ``reps`` the repetitions go down to 2; what still does not fit (or the
     user's own runtime/reps that do not) is refused in one line, before anything runs."""
@@ -156,9 +227,15 @@ def build_calibration_plan(
     size = min(MAX_SIZE_BYTES, default_size_bytes(device_size_bytes))
     jobs = min(max(int(cores), 1), MAX_SUBMITTERS)
     extra_cells = (submitters_spec(jobs),) if jobs > 1 else ()
-    workloads = [
-        with_ioengine(w, ioengine) for w in (*KEY_WORKLOADS, *SWEEP_WORKLOADS, *extra_cells)
-    ]
+    every = (*KEY_WORKLOADS, *SWEEP_WORKLOADS, *extra_cells)
+    if only is not None:
+        wanted = with_requirements(
+            f"{SUBMITTERS_PREFIX}{jobs}" if n.startswith(SUBMITTERS_PREFIX) else n for n in only
+        )
+        every = tuple(w for w in every if w.name in wanted)
+        if not every:
+            raise ConfigError("a calibration of no workload: nothing to measure")
+    workloads = [with_ioengine(w, ioengine) for w in every]
 
     def make(rt: float, n: int) -> CalibrationPlan:
         return CalibrationPlan(

@@ -293,7 +293,7 @@ class RunChoices:
         metavar="TIME",
         limit="budget",
         help="With --adaptive: most device time to spend (e.g. 90s, 3m, 1h; default a fifth "
-        "of the full matrix's estimate).",
+        "of the full matrix's estimate, the device's calibration included).",
     )
     target_confidence: float = option(
         0.95,

@@ -40,7 +40,7 @@ import numpy as np
 from fsadvisor import catalog, limits
 from fsadvisor.domain import Device, Plp, device_identity
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, NotSupported
-from fsadvisor.host import device as devmod
+from fsadvisor.host import cpu, device as devmod
 from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, fold_comments
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
@@ -48,6 +48,7 @@ from fsadvisor.predict.settings import ModelSettings
 from fsadvisor.predict.rank import TIE_TOLERANCE, default_scheduler, exclusion
 from fsadvisor.predict import adaptive as sel
 from fsadvisor.probe import plan as planmod
+from fsadvisor.probe import calibration_plan as cplan
 from fsadvisor.probe.calibration_plan import DEFAULT_RUNTIME_S as CALIBRATION_WINDOW_S
 from fsadvisor.probe.report import ProgressEvent
 from fsadvisor.probe.timing import DEFAULT_REPS
@@ -68,7 +69,8 @@ DEFAULT_TARGET = RunChoices().target_confidence  # --target-confidence, declared
 # matrix's default is 3, so the adaptive probe may go a bit beyond it where it matters.
 MAX_REPS = 6
 # Without --budget the probe spends at most this share of the exhaustive matrix's estimated
-# device time (plus a calibration it has to run). It is a default for a decision under a
+# device time, a calibration it has to run included (never less than the calibration and
+# least_deciding: a small matrix's fifth can be less). It is a default for a decision under a
 # budget, not a proof of settledness: on a device whose one run scatters by more than its
 # configurations differ, no stop rule fires early and the budget is what ends the probe.
 # Replayed on the stored exhaustive matrix of a disk-backed loop device (9 configurations x
@@ -175,6 +177,9 @@ class AdaptivePlan(planmod.Plan):
     profiles: list[str] = field(default_factory=list)
     profile_workloads: list[str] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
+    # A single profile as the user gave it (a preset's name or a file): the plan's own
+    # ``profile`` is the name the file holds, which loads nothing when it is not a preset.
+    profile_ref: str | None = None
 
     @property
     def joint(self) -> bool:
@@ -205,6 +210,7 @@ class AdaptivePlan(planmod.Plan):
                 "profiles": list(self.profiles),
                 "profile_workloads": list(self.profile_workloads),
                 "weights": list(self.weights),
+                "profile_ref": self.profile_ref,
             },
         }
 
@@ -215,15 +221,21 @@ class AdaptivePlan(planmod.Plan):
             runnable(replace(self, reps=self.full_reps), schedulers)
         )
 
-    def default_budget(self, times: "CellTimes", schedulers: set[str] | None) -> None:
+    def default_budget(
+        self,
+        times: "CellTimes",
+        schedulers: set[str] | None,
+        calibration_s: float | None = None,
+    ) -> None:
         """With no --budget: re-estimate the exhaustive matrix from ``times`` and set the
-        budget to its share of it (never below one run of each filesystem), plus the
-        calibration's time."""
+        budget to its share of it, the calibration's time (``calibration_s``, by default the
+        one it took) included; never below the calibration and the least that decides
+        (least_deciding)."""
         if self.budget_share is None:
             return
         self.estimate_full(times, schedulers)
-        least = sum(times.cheapest_per_fs().values())
-        self.budget_s = max(self.budget_share * self.full_estimate_s, least) + self.calibration_s
+        calib = self.calibration_s if calibration_s is None else calibration_s
+        self.budget_s = max(self.budget_share * self.full_estimate_s, calib + least_deciding(times))
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> "AdaptivePlan":
@@ -241,6 +253,7 @@ class AdaptivePlan(planmod.Plan):
             profiles=list(a.get("profiles") or []),
             profile_workloads=list(a.get("profile_workloads") or []),
             weights=[float(w) for w in a.get("weights") or []],
+            profile_ref=a.get("profile_ref"),
         )
 
 
@@ -259,6 +272,8 @@ class AdaptiveSetup:
     # The most device time the calibration may take: the budget less one run of each
     # filesystem (None: the calibration's own budget). Judged from its own first runs.
     calibration_deadline_s: float | None = None
+    # What the preview says of the calibration: which figures, why only those, or why none.
+    calibration_note: str = ""
 
 
 def _scratch_device(size_bytes: int, scratch_dir: str | None, plp: Plp) -> Device:
@@ -411,6 +426,15 @@ class JointTimes(CellTimes):
         return out
 
 
+def least_deciding(times: CellTimes) -> float:
+    """The least device time after the calibration from which a probe states a decision: one
+    run of each filesystem, and the repetitions of the cheapest that show the device's
+    run-to-run noise (predict.adaptive's MIN_NOISE_DF; until then its confidence rests on an
+    assumed noise)."""
+    per_fs = times.cheapest_per_fs()
+    return sum(per_fs.values()) + sel.MIN_NOISE_DF * min(per_fs.values(), default=0.0)
+
+
 def times_for(store: Any, plan: planmod.Plan, identity: str) -> CellTimes:
     """CellTimes of ``plan``: per workload when it has several (a joint probe)."""
     kind = JointTimes if len(plan.workloads) > 1 else CellTimes
@@ -470,14 +494,97 @@ def _cell_times(plan: planmod.Plan, device: Device, db: str | None) -> CellTimes
         return times_for(store, plan, device.identity)
 
 
-def _calibrated(device: Device, db: str | None) -> bool:
+@dataclass(frozen=True)
+class StoredCalibration:
+    """What a device's stored calibration already measured: its runs and their workloads."""
 
-    idents = {device.identity}
+    run_ids: tuple[int, ...]
+    workloads: frozenset[str]
+
+
+def _stored_calibration(device: Device, db: str | None) -> StoredCalibration | None:
+    idents = [device.identity]
     if device.kind in ("loop", "ram-loop"):
         # a loop file system that refuses direct I/O falls back to buffered: either class
-        idents.add(device_identity(*devmod.loop_class(*_backing_of(device), False)))
-    with open_store(probing.store_path(db)) as store:
-        return bool(idents & set(store.calibrated_devices()))
+        idents.append(device_identity(*devmod.loop_class(*_backing_of(device), False)))
+    path = probing.store_path(db)
+    if not path.exists():
+        return None
+    with open_store(path) as store:
+        found = [i for i in idents if i in set(store.calibrated_devices())]
+        if not found:
+            return None
+        stored = store.device_params(found[0])
+        listed = stored.details.get("run_ids") if stored is not None else None
+        ids = {int(i) for i in listed} if isinstance(listed, (list, tuple)) else set()
+        names = {
+            str(r.get("workload_name") or "") for r in store.runs(status="ok") if r["run_id"] in ids
+        }
+    if not ids:
+        # a calibration without its runs listed (made by hand, or imported): as good as whole
+        names = {*cplan.PINS, f"{cplan.SUBMITTERS_PREFIX}{_submitter_jobs()}"}
+    return StoredCalibration(tuple(sorted(ids)), frozenset(names))
+
+
+def _submitter_jobs() -> int:
+    """The several-job calibration cell's jobs on this host (as build_calibration_plan's)."""
+    return min(max(int(cpu.cores()), 1), cplan.MAX_SUBMITTERS)
+
+
+def calibration_workloads(plan: "AdaptivePlan", device: Device, db: str | None) -> dict[str, float]:
+    """The calibration workloads this probe's decision depends on, each with how much: the
+    largest shift, over every profile's candidate configurations, of one configuration's
+    predicted ops/J (bytes/J for a bandwidth profile) relative to the best's when the device
+    parameters the workload pins (calibration_plan.PINS) move by their present sd either way
+    (a kind's prior, a datasheet's, or a calibration's own). A workload whose shift stays
+    under TIE_TOLERANCE cannot move a comparison by as much as matters, so it is not worth
+    its device time here: a log-append service never needs the random-read sweep. What one
+    calibration measured is narrow by then, so a second profile adds only what it lacks."""
+    params, stored = _store_helpers(db)
+    path = probing.store_path(db)
+    with open_store(path) as store:
+        if path.exists():
+            store.ensure_seeded()
+        settings = ModelSettings.load(db=db)
+        if plan.joint:
+            specs = {w.name: w for w in plan.workloads}
+            parts = [
+                Chooser(plan, store, settings, params, stored, profile=p, spec=specs[w])
+                for p, w in zip(plan.profiles, plan.profile_workloads)
+            ]
+        else:
+            parts = [Chooser(plan, store, settings, params, stored)]
+        model = parts[0].fit()
+    dp = params(device)
+    groups: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for name in (*cplan.PINS, f"{cplan.SUBMITTERS_PREFIX}{_submitter_jobs()}"):
+        keys = tuple(k for k in cplan.pins_of(name) if k in dp.values and k in dp.log_sd)
+        groups.setdefault(keys, ())
+        groups[keys] += (name,)
+
+    def relative(ch: Chooser, cfgs: list, p: Any) -> np.ndarray:
+        preds = predict_many(model, cfgs, ch.spec.workload, device, device_params=p)
+        by_bytes = ch.profile.workload.rank_by == "bytes"
+        v = np.log([max(x.bytes_per_joule if by_bytes else x.ops_per_joule, 1e-300) for x in preds])
+        return v - v.max()
+
+    cands = [(ch, ch.candidates(device)) for ch in parts]
+    base = [relative(ch, cfgs, dp) for ch, cfgs in cands]
+    out: dict[str, float] = {}
+    for keys, names in groups.items():
+        if not keys:
+            continue
+        shift = 0.0
+        for sign in (-1.0, 1.0):
+            values = dict(dp.values)
+            for k in keys:
+                values[k] = values[k] * math.exp(sign * dp.log_sd[k])
+            moved = replace(dp, values=values)
+            for (ch, cfgs), b in zip(cands, base):
+                shift = max(shift, float(np.max(np.abs(relative(ch, cfgs, moved) - b))))
+        for name in names:
+            out[name] = shift
+    return out
 
 
 def _backing_of(device: Device) -> tuple[str | None, str | None]:
@@ -583,7 +690,9 @@ def plan_adaptive(
         full_reps = max(base.reps, DEFAULT_REPS)
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         fields["reps"] = MAX_REPS  # the ceiling; cells() of this plan is the full matrix
-        plan = AdaptivePlan(**fields, target=target, budget_s=budget_s)
+        plan = AdaptivePlan(
+            **fields, target=target, budget_s=budget_s, profile_ref=str(request.profile)
+        )
     device = (
         plan.device_info
         if plan.device_info is not None
@@ -596,7 +705,13 @@ def plan_adaptive(
         plan.estimate_full(times, schedulers)
     calib = None
     calib_s = 0.0
-    if not _calibrated(device, request.db):
+    done = _stored_calibration(device, request.db)
+    needed = {
+        name
+        for name, shift in calibration_workloads(plan, device, request.db).items()
+        if shift >= -math.log(1 - TIE_TOLERANCE)
+    } - (done.workloads if done else frozenset())
+    if needed:
         calib = calibration.plan_calibration(
             None if plan.scratch_size_bytes else str(plan.device),
             scratch=plan.scratch_size_bytes,
@@ -612,18 +727,19 @@ def plan_adaptive(
             force=plan.force,
             db=request.db,
             dry_run=request.dry_run,
+            only=sorted(needed),
+            extends=done.run_ids if done else (),
         )
         calib_s = float(calib.estimated_seconds())
     if plan.budget_s is None and not request.resume:
-        # Without a budget: a share of what the exhaustive matrix would cost (plus the
-        # one-off calibration), never less than the calibration and one cell. It is
-        # re-estimated before every choice (Chooser.decide): on a device's first profile the
-        # plan's fixed per-cell overhead over-estimates the matrix (by about a third on the
-        # RAM loop and zram, benchmarks/adaptive_vs_full.py), and the first measured cells
-        # correct it.
+        # Without a budget: a share of what the exhaustive matrix would cost, the one-off
+        # calibration included, never less than the calibration and the least that decides.
+        # It is re-estimated before every choice (Chooser.decide): on a device's first
+        # profile the plan's fixed per-cell overhead over-estimates the matrix (by about a
+        # third on the RAM loop and zram, benchmarks/adaptive_vs_full.py), and the first
+        # measured cells correct it.
         plan.budget_share = DEFAULT_BUDGET_SHARE
-        plan.default_budget(times, schedulers)
-        plan.budget_s = (plan.budget_s or 0.0) + calib_s
+        plan.default_budget(times, schedulers, calibration_s=calib_s)
     per_fs = times.cheapest_per_fs()
     least = calib_s + sum(per_fs.values())
     if plan.budget_s is not None and plan.budget_s - plan.calibration_s < least:
@@ -641,8 +757,12 @@ def plan_adaptive(
             f"for even {what}: the smallest budget that works is "
             f"{math.ceil(least + plan.calibration_s)} s; nothing was touched"
         )
+    # The calibration's further repetitions give way to the cells that decide: its first
+    # runs are judged against what the budget leaves after them (CalibrationPacer).
     deadline = (
-        plan.budget_s - plan.calibration_s - sum(per_fs.values())
+        plan.budget_s
+        - plan.calibration_s
+        - (least_deciding(times) if plan.budget_share is not None else sum(per_fs.values()))
         if calib is not None and plan.budget_s is not None
         else None
     )
@@ -652,6 +772,32 @@ def plan_adaptive(
         calibration_estimate_s=calib_s,
         device=device,
         calibration_deadline_s=deadline,
+        calibration_note=_calibration_note(calib, calib_s, done, plan.joint),
+    )
+
+
+def _calibration_note(
+    calib: Any, calib_s: float, done: StoredCalibration | None, joint: bool
+) -> str:
+    """The preview's line on the calibration (see calibration_workloads)."""
+    if calib is None:
+        if done is not None:
+            return ""  # calibrated before, for everything this decision rests on
+        return (
+            "no calibration: nothing it measures moves these configurations against each "
+            "other by 1% (the device's figures stay at its kind's prior)"
+        )
+    whats = ", ".join(dict.fromkeys(cplan.what_of(w.name) for w in calib.workloads))
+    return (
+        f"first: calibrate the device{' once for every profile' if joint else ''} "
+        f"({len(calib.cells())} raw runs, about {calib_s:.0f} s): {whats}, what "
+        + ("these profiles' decisions rest" if joint else "this decision rests")
+        + " on"
+        + (
+            "; the rest was measured before"
+            if done is not None
+            else "; the rest stays at its prior"
+        )
     )
 
 
@@ -779,7 +925,7 @@ class Chooser:
         self.device_params = device_params
         self.stored_params = stored_params
         self.on_progress = on_progress or (lambda e: None)
-        name = profile or plan.profile
+        name = profile or plan.profile_ref or plan.profile
         if name is None:
             raise ConfigError("an adaptive probe decides for a profile: give --profile")
         self.profile = load_profile(name)
@@ -1662,11 +1808,8 @@ def dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int = 5) -> list[str]
         + f"; the full matrix ({DEFAULT_REPS} reps) is about "
         f"{plan.full_estimate_s:.0f} s. Nothing below is executed."
     ]
-    if setup.calibration is not None:
-        lines.append(
-            f"# first: calibrate the device ({len(setup.calibration.cells())} raw "
-            f"runs, about {setup.calibration_estimate_s:.0f} s): it has none yet"
-        )
+    if setup.calibration_note:
+        lines.append(f"# {setup.calibration_note}")
     params, stored = _store_helpers(db)
     with open_store(probing.store_path(db)) as store:
         store.ensure_seeded()
@@ -1714,12 +1857,8 @@ def _joint_dry_run_lines(setup: AdaptiveSetup, db: str | None, n: int) -> list[s
                 f"# {p} and {', '.join(others)} run the same workload: a cell is "
                 "measured once and counts for each"
             )
-    if setup.calibration is not None:
-        lines.append(
-            f"# first: calibrate the device once for every profile "
-            f"({len(setup.calibration.cells())} raw runs, about "
-            f"{setup.calibration_estimate_s:.0f} s): it has none yet"
-        )
+    if setup.calibration_note:
+        lines.append(f"# {setup.calibration_note}")
     params, stored = _store_helpers(db)
     with open_store(probing.store_path(db)) as store:
         store.ensure_seeded()
@@ -1762,7 +1901,12 @@ def run_adaptive(
                 "note",
                 0,
                 0,
-                message=f"the device has no calibration: {calibration.planned(setup.calibration)}",
+                message=(
+                    "the device's calibration lacks what this decision rests on: "
+                    if setup.calibration.extends
+                    else "the device has no calibration: "
+                )
+                + calibration.planned(setup.calibration),
             )
         )
         res = calibration.run_calibration(

@@ -63,10 +63,14 @@ def plan_calibration(
     force: bool = False,
     db: str | None = None,
     dry_run: bool = False,
+    only: Sequence[str] | None = None,
+    extends: Sequence[int] = (),
 ) -> CalibrationPlan:
     """The calibration plan for ``device`` (or a scratch loop device of ``scratch`` bytes),
-    within the 5-minute budget (see build_calibration_plan). Reads the device, never
-    writes it; with ``dry_run`` executes nothing at all."""
+    within the 5-minute budget (see build_calibration_plan). ``only``: just those workloads
+    (and what they are read against); ``extends``: the stored runs of an earlier calibration
+    of the device that this one completes (fitted together). Reads the device, never writes
+    it; with ``dry_run`` executes nothing at all."""
     # device inspection (sysfs, udev), the probe's planning and its safety checks
     # (service/probing.py loads the runner): all heavy, only when a calibration is planned
     from fsadvisor.host import cpu, device as devmod
@@ -103,6 +107,7 @@ def plan_calibration(
         reps=reps,
         ioengine=ioengine,
         cores=cpu.cores(),
+        only=only,
         scratch_size_bytes=size if scratch is not None else None,
         scratch_dir=os.fspath(scratch_dir) if scratch_dir is not None else None,
         plp=plp,
@@ -110,6 +115,7 @@ def plan_calibration(
         db_path=str(db_path),
     )
     plan.device_info = info
+    plan.extends = sorted({int(i) for i in extends})
     return plan
 
 
@@ -299,6 +305,14 @@ def run_calibration(
             raise CalibrationFailed(
                 "calibration stored no successful run; no device parameters were saved"
             )
+        if plan.extends:
+            # completing an earlier calibration: its runs are fitted with these
+            earlier = set(plan.extends)
+            rows += [
+                r
+                for r in store.runs(status="ok")
+                if r["run_id"] in earlier and r["device_identity"] == rows[0]["device_identity"]
+            ]
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
         from fsadvisor.host import cpu as host_cpu  # the host's measurement: after a run only
 

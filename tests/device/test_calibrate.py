@@ -147,6 +147,44 @@ def test_calibrate_scratch_end_to_end_then_predict_says_calibrated(tmp_path):
         )
 
 
+def test_a_calibration_of_some_workloads_is_completed_by_a_later_one(tmp_path):
+    """An adaptive probe calibrates only the workloads its decision rests on; a later
+    profile's calibration measures what is missing and is fitted with the earlier runs:
+    one device_params row, both calibrations' runs, both calibrations' figures."""
+    from fsadvisor.service import calibration
+
+    db = str(tmp_path / "partial.db")
+
+    def run(only, extends=()):
+        plan = calibration.plan_calibration(
+            scratch="512M",
+            scratch_dir=tmp_path,
+            runtime_s=1,
+            reps=2,
+            db=db,
+            only=only,
+            extends=extends,
+        )
+        return plan, calibration.run_calibration(plan)
+
+    plan, first = run(["4k-randwrite-fsync1"])
+    assert [w.name for w in plan.workloads] == ["4k-randwrite-qd1", "4k-randwrite-fsync1"]
+    assert len(first.run_ids) == 4
+    measured = set(first.params.details["measured"])
+    assert {"write_latency_us", "flush_latency_us"} <= measured
+    assert "read_bw_bytes_s" not in measured
+    plan, second = run(["128k-read-qd8"], extends=first.run_ids)
+    assert [w.name for w in plan.workloads] == ["128k-read-qd8"]
+    assert set(first.run_ids) < set(second.run_ids) and len(set(second.run_ids)) == 6
+    both = set(second.params.details["measured"])
+    assert {"write_latency_us", "flush_latency_us", "read_bw_bytes_s"} <= both
+    assert second.params.values["flush_latency_us"] == pytest.approx(
+        first.params.values["flush_latency_us"]
+    )
+    (row,) = params_rows(Path(db))
+    assert sorted(json.loads(row[3])) == sorted(second.run_ids) and row[2] == 6
+
+
 def test_a_failing_step_saves_no_parameters_and_names_the_step(tmp_path):
     from fsadvisor.service import calibration
 

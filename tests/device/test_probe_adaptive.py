@@ -77,7 +77,8 @@ def adaptive_run(tmp_path_factory, scratch_dir):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     db = tmp_path_factory.mktemp("adaptive") / "s.db"
-    # 2 minutes: the calibration's 29 runs take their 1 s windows from --runtime (about 80 s)
+    # 2 minutes: the calibration (only the QD32 writes these cells' comparison rests on) takes
+    # its 1 s windows from --runtime
     p = probe_cli(
         *ARGS, "--scratch-dir", str(scratch_dir), "--budget", f"{BUDGET_S}s", "--json", db=db
     )

@@ -65,3 +65,16 @@ def test_a_row_prints_both_winners_as_recommend_names_them(capsys):
     assert "ext4 defaults, sched none" in out
     # no stored key, no Python repr, anywhere in the text
     assert not re.search(r"\[\]|\(\)|\[[^\]]*\] \(", out), out
+
+
+def test_the_share_goal_counts_a_calibration_that_ran(capsys):
+    """The 20% goal is judged with the calibration where the case ran one (the device's
+    first profile pays for it), without it where the stored one was reused."""
+    full = FsConfig.make("xfs").key()
+    row = {**_row(full, full), "share": 0.25, "share_without_calibration": 0.2}
+    B.print_row(row)
+    out = capsys.readouterr().out
+    assert "= 25% [MISS, goal <= 20%]; without it 240 s = 20%" in out
+    B.print_row({**row, "calibration_s": 0.0, "adaptive_device_s": 240.0})
+    out = capsys.readouterr().out
+    assert "= 20% [ok, goal <= 20%]; no calibration ran" in out

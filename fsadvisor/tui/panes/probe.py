@@ -273,7 +273,7 @@ class ProbePane(Vertical):
                 id=field_id("budget"),
                 classes="num",
                 tooltip="most device time (90s, 3m, 1h); blank: a fifth of "
-                "the full matrix's estimate",
+                "the full matrix's estimate, calibration included",
             )
             yield Label("P(best)", classes="field")
             yield NumberInput(
