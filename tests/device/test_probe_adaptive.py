@@ -5,6 +5,7 @@ target; every run stored with the matrix's provenance; refusals before anything 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -126,8 +127,21 @@ def test_the_scratch_device_is_gone(adaptive_run, scratch_dir):
 def test_a_budget_too_small_for_calibration_is_refused_before_anything(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    # a budget of the calibration's own estimate (its dry run's): no room for a cell after it
+    dry = probe_cli(
+        *ARGS, "--scratch-dir", str(scratch), "--dry-run", "--json", db=tmp_path / "s.db"
+    )
+    assert dry.returncode == 0, dry.stderr
+    calib = json.loads(dry.stdout)["calibration_estimate_s"]
+    assert calib > 0
     p = probe_cli(
-        *ARGS, "--scratch-dir", str(scratch), "--budget", "20s", db=tmp_path / "s.db", timeout=120
+        *ARGS,
+        "--scratch-dir",
+        str(scratch),
+        "--budget",
+        f"{max(1, math.floor(calib))}s",
+        db=tmp_path / "s.db",
+        timeout=120,
     )
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
