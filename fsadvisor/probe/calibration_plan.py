@@ -69,6 +69,11 @@ SWEEP_WORKLOADS: tuple[WorkloadSpec, ...] = tuple(
 MAX_SUBMITTERS = 4
 
 
+def submitter_jobs(cores: int) -> int:
+    """The several-job cell's jobs on a host of ``cores``: all of them, up to MAX_SUBMITTERS."""
+    return min(max(int(cores), 1), MAX_SUBMITTERS)
+
+
 def submitters_spec(jobs: int) -> WorkloadSpec:
     """128 KiB sequential writes at QD8 from ``jobs`` jobs: 128k-write-qd8's bandwidth with
     every submitter's own CPU (device_fit's ``bw_submitters``)."""
@@ -225,7 +230,7 @@ def build_calibration_plan(
     limits.check("reps", reps)
     limits.check("runtime", runtime_s)
     size = min(MAX_SIZE_BYTES, default_size_bytes(device_size_bytes))
-    jobs = min(max(int(cores), 1), MAX_SUBMITTERS)
+    jobs = submitter_jobs(cores)
     extra_cells = (submitters_spec(jobs),) if jobs > 1 else ()
     every = (*KEY_WORKLOADS, *SWEEP_WORKLOADS, *extra_cells)
     if only is not None:

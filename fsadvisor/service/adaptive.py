@@ -511,24 +511,18 @@ def _stored_calibration(device: Device, db: str | None) -> StoredCalibration | N
     if not path.exists():
         return None
     with open_store(path) as store:
-        found = [i for i in idents if i in set(store.calibrated_devices())]
+        calibrated = set(store.calibrated_devices())
+        found = [i for i in idents if i in calibrated]
         if not found:
             return None
         stored = store.device_params(found[0])
         listed = stored.details.get("run_ids") if stored is not None else None
         ids = {int(i) for i in listed} if isinstance(listed, (list, tuple)) else set()
-        names = {
-            str(r.get("workload_name") or "") for r in store.runs(status="ok") if r["run_id"] in ids
-        }
+        names = {str(r.get("workload_name") or "") for r in calibration.ok_runs(store, ids)}
     if not ids:
         # a calibration without its runs listed (made by hand, or imported): as good as whole
-        names = {*cplan.PINS, f"{cplan.SUBMITTERS_PREFIX}{_submitter_jobs()}"}
+        names = {*cplan.PINS, f"{cplan.SUBMITTERS_PREFIX}{cplan.submitter_jobs(cpu.cores())}"}
     return StoredCalibration(tuple(sorted(ids)), frozenset(names))
-
-
-def _submitter_jobs() -> int:
-    """The several-job calibration cell's jobs on this host (as build_calibration_plan's)."""
-    return min(max(int(cpu.cores()), 1), cplan.MAX_SUBMITTERS)
 
 
 def calibration_workloads(plan: "AdaptivePlan", device: Device, db: str | None) -> dict[str, float]:
@@ -546,18 +540,15 @@ def calibration_workloads(plan: "AdaptivePlan", device: Device, db: str | None) 
         if path.exists():
             store.ensure_seeded()
         settings = ModelSettings.load(db=db)
-        if plan.joint:
-            specs = {w.name: w for w in plan.workloads}
-            parts = [
-                Chooser(plan, store, settings, params, stored, profile=p, spec=specs[w])
-                for p, w in zip(plan.profiles, plan.profile_workloads)
-            ]
-        else:
-            parts = [Chooser(plan, store, settings, params, stored)]
+        parts = (
+            JointChooser(plan, store, settings, params, stored).parts
+            if plan.joint
+            else [Chooser(plan, store, settings, params, stored)]
+        )
         model = parts[0].fit()
     dp = params(device)
     groups: dict[tuple[str, ...], tuple[str, ...]] = {}
-    for name in (*cplan.PINS, f"{cplan.SUBMITTERS_PREFIX}{_submitter_jobs()}"):
+    for name in (*cplan.PINS, f"{cplan.SUBMITTERS_PREFIX}{cplan.submitter_jobs(cpu.cores())}"):
         keys = tuple(k for k in cplan.pins_of(name) if k in dp.values and k in dp.log_sd)
         groups.setdefault(keys, ())
         groups[keys] += (name,)

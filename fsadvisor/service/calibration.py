@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from fsadvisor.errors import ConfigError, DeviceRefused, FsAdvisorError, StoreError
 from fsadvisor.infra.scripttext import COLUMNS, UNFOLDED, comment
@@ -306,12 +306,11 @@ def run_calibration(
                 "calibration stored no successful run; no device parameters were saved"
             )
         if plan.extends:
-            # completing an earlier calibration: its runs are fitted with these
-            earlier = set(plan.extends)
+            # completing an earlier calibration of this device: its runs are fitted with these
             rows += [
                 r
-                for r in store.runs(status="ok")
-                if r["run_id"] in earlier and r["device_identity"] == rows[0]["device_identity"]
+                for r in ok_runs(store, plan.extends)
+                if r["device_identity"] == rows[0]["device_identity"]
             ]
         identity, kind = rows[0]["device_identity"], rows[0]["device_kind"]
         from fsadvisor.host import cpu as host_cpu  # the host's measurement: after a run only
@@ -422,7 +421,12 @@ def _run_ids(p: DeviceParams) -> list[int]:
 
 def _stored_rows(store: Any, stored: DeviceParams) -> list[dict]:
     """The successful runs a stored calibration names (those still in the store)."""
-    ids = set(_run_ids(stored))
+    return ok_runs(store, _run_ids(stored))
+
+
+def ok_runs(store: Any, run_ids: Iterable[int]) -> list[dict]:
+    """The successful runs among ``run_ids`` that are still in the store."""
+    ids = set(run_ids)
     return [r for r in store.runs(status="ok") if r["run_id"] in ids]
 
 
