@@ -26,6 +26,7 @@ pytestmark = [
 
 textual = pytest.importorskip("textual")
 
+from textual.errors import NoWidget  # noqa: E402
 from textual.widgets import Button, Checkbox, DataTable, Input, Sparkline, Static  # noqa: E402
 
 from fsadvisor.tui.app import FsAdvisorApp  # noqa: E402
@@ -64,17 +65,46 @@ def narrow(pane: ProbePane, tmp: Path, runtime_s: str) -> None:
     }
 
 
-async def settle(pilot, until, timeout_s: float = 90.0) -> None:
+async def settle(pilot, until, timeout_s: float = 90.0, explain=None) -> None:
+    """Wait for until(); on timeout, say what the TUI shows (explain()) when given."""
     deadline = time.monotonic() + timeout_s
     while not until():
-        assert time.monotonic() < deadline, "timed out waiting for the TUI"
+        if time.monotonic() >= deadline:
+            shown = f": {explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out waiting for the TUI{shown}")
         await pilot.pause(0.1)
 
 
+def pane_shows(pane: ProbePane) -> str:
+    """The probe pane's status and log, for a failed wait's message."""
+    status = str(pane.query_one("#probe-status", Static).content)
+    return f"status {status!r}; log {list(pane.query_one('#probe-lines').lines)[-8:]}"
+
+
 def confirm_ready(app) -> bool:
-    """The confirmation is up with its buttons: a container's children are mounted after the
-    screen itself, so on a busy machine its text can be there before "#confirm-ok" is."""
-    return isinstance(app.screen, ConfirmProbeScreen) and bool(app.screen.query("#confirm-ok"))
+    """The confirmation is up with its buttons, laid out where a click lands on them: a
+    container's children are mounted after the screen itself, and laid out after that, so on
+    a busy machine its text can be there before "#confirm-ok" is, and the button before it
+    has a place on the screen (a click then lands on whatever is under it)."""
+    if not isinstance(app.screen, ConfirmProbeScreen):
+        return False
+    found = app.screen.query("#confirm-ok")
+    if not found:
+        return False
+    button = found.first()
+    if not button.region.area:
+        return False
+    try:
+        under, _ = app.get_widget_at(*button.region.center)
+    except NoWidget:
+        return False
+    return under is button
+
+
+async def click_confirm(pilot) -> None:
+    """Press the confirmation's OK as a person would, and fail here, not in a later wait for
+    the probe, if the click did not land on it."""
+    assert await pilot.click("#confirm-ok"), "the click missed the confirmation's OK button"
 
 
 async def start_scratch_probe(pilot, tmp: Path, runtime_s: str) -> ProbePane:
@@ -95,8 +125,8 @@ async def start_scratch_probe(pilot, tmp: Path, runtime_s: str) -> ProbePane:
     await settle(pilot, lambda: confirm_ready(app))
     text = str(app.screen.query_one("#confirm-text", Static).content)
     assert "scratch loop device (512M)" in text and "1 cells" in text
-    await pilot.click("#confirm-ok")
-    await settle(pilot, lambda: pane.running)
+    await click_confirm(pilot)
+    await settle(pilot, lambda: pane.running, explain=lambda: pane_shows(pane))
     return pane
 
 
@@ -300,7 +330,7 @@ async def test_a_blank_loop_device_needs_its_name_typed_then_is_probed(
         assert isinstance(app.screen, ConfirmProbeScreen) and not pane.running
         assert "nothing was touched" in str(app.screen.query_one("#confirm-error", Static).content)
         app.screen.query_one("#confirm-device", Input).value = dev
-        await pilot.click("#confirm-ok")
+        await click_confirm(pilot)
         await settle(pilot, lambda: pane.summary is not None)
         await app.workers.wait_for_complete()
         s = pane.summary
@@ -409,9 +439,11 @@ async def test_an_adaptive_probe_from_the_tui_measures_and_reports_its_leader(
         await settle(pilot, lambda: confirm_ready(app))
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "adaptive among 5 configurations, at most 1 min of device time" in text
-        await pilot.click("#confirm-ok")
-        await settle(pilot, lambda: pane.running)
-        await settle(pilot, lambda: pane.summary is not None, timeout_s=240)
+        await click_confirm(pilot)
+        await settle(pilot, lambda: pane.running or pane.events, explain=lambda: pane_shows(pane))
+        await settle(
+            pilot, lambda: pane.summary is not None, timeout_s=240, explain=lambda: pane_shows(pane)
+        )
         await app.workers.wait_for_complete()
         await pilot.pause()
         s, d = pane.summary, pane.decision
@@ -455,14 +487,14 @@ async def test_force_from_the_form_probes_a_device_holding_a_filesystem(
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "ext4 data labelled 'oldstuff'" in text
         assert "FORCE: the ext4 signature on it is overridden and will be destroyed" in text
-        await pilot.click("#confirm-ok")  # nothing typed: refused, nothing touched
+        await click_confirm(pilot)  # nothing typed: refused, nothing touched
         await pilot.pause()
         assert isinstance(app.screen, ConfirmProbeScreen) and not pane.running
         typed = app.screen.query_one("#confirm-device", Input)
         typed.value = dev
         typed.focus()
         await pilot.press("enter")  # (the refusal's toast may cover the button)
-        await settle(pilot, lambda: pane.running)
+        await settle(pilot, lambda: pane.running, explain=lambda: pane_shows(pane))
         await settle(pilot, lambda: not pane.running)
         await app.workers.wait_for_complete()
         s = pane.summary
