@@ -74,8 +74,9 @@ JOINT_PREVIEW = ProbePreview(
         "fio-randwrite-4k-j1 (weight 1), 4 configurations x 2 workloads; target confidence "
         "0.95, budget 360 s; their full matrices (3 reps) are about 610 s. Nothing below is "
         "executed.",
-        "# first: calibrate the device once for every profile (27 raw runs, about 152 s): "
-        "it has none yet",
+        "# first: calibrate the device once for every profile (9 raw runs, about 52 s): the "
+        "QD1 write latency, the random-write ceiling, the random-read ceiling, what these "
+        "profiles' decisions rest on; the rest stays at its prior",
         "# now: oltp: leader xfs defaults, sched none, confidence 0.61",
         "# now: fio-randwrite-4k-j1: leader ext4 defaults, sched none, confidence 0.55",
         "# first cells across the profiles if every run came out as predicted (each choice "
