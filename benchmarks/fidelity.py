@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         db = restore_store(db, tmp.name)
 
     from fsadvisor.predict import validate
+    from fsadvisor.predict.rank import first_choice
     from fsadvisor.predict.settings import ModelSettings
     from fsadvisor.service.device_figures import current_calibration
     from fsadvisor.store import open_store, reference
@@ -279,10 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     params = {d: p for d in devices if (p := current_calibration(store, d)[0]) is not None}
     reports = []
     for d in devices:
-        raw = validate.leave_one_device_out(obs, d, settings, 0.0, device_params=params)
+        raw = validate.leave_one_device_out(
+            obs, d, settings, 0.0, device_params=params, pick=first_choice
+        )
         reports.append(raw)
         for seed in range(DRAWS):
-            r = validate.leave_one_device_out(obs, d, settings, 0.2, seed, device_params=params)
+            r = validate.leave_one_device_out(
+                obs, d, settings, 0.2, seed, device_params=params, pick=first_choice
+            )
             r["draw"] = seed
             r["raw_only_on_these_cells"] = _on_same_cells(raw, r)
             reports.append(r)
@@ -362,6 +367,20 @@ def main(argv: list[str] | None = None) -> int:
                     else ""
                 )
             )
+        answer = (r.get("ops_per_joule") or {}).get("recommended") or {}
+        if answer.get("max_regret") is not None:
+            beyond = answer.get("max_regret_beyond_noise")
+            worst = max(answer["regret_by_workload"].items(), key=lambda kv: kv[1])
+            print(
+                f"  the ranking's answer (its #1 by ops/J, where equals give way to fewer "
+                f"settings): worst ops/J regret {answer['max_regret']:.1%} ({worst[0]})"
+                + (
+                    f", {beyond:.1%} against a cell more than {validate.SEPARABLE_SE:g} "
+                    "standard errors better"
+                    if beyond is not None and beyond < answer["max_regret"]
+                    else ""
+                )
+            )
         same = r.get("raw_only_on_these_cells")
         if same:
             verdict = "no worse" if same["given"] <= same["raw_only"] else "WORSE"
@@ -415,11 +434,15 @@ def scorecard_figures(reports: list[dict]) -> dict[str, float]:
     groups: dict[str, list[float]] = {}
     for r in reports:
         f = r.get("iops") or {}
+        where = f"{r['device']}.share{r['share_of_cells_given']:.1f}"
         for k in GATED:
             if f.get(k) is not None:
-                groups.setdefault(
-                    f"{r['device']}.share{r['share_of_cells_given']:.1f}.{k}", []
-                ).append(float(f[k]))
+                groups.setdefault(f"{where}.{k}", []).append(float(f[k]))
+        answer = ((r.get("ops_per_joule") or {}).get("recommended") or {}).get("max_regret")
+        if answer is not None:
+            groups.setdefault(f"{where}.ops_per_joule.recommended_max_regret", []).append(
+                float(answer)
+            )
     return {k: st.median(v) for k, v in sorted(groups.items())}
 
 

@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     recorded = json.loads(RECORD.read_text())["figures"] if RECORD.exists() else {}
     for name, val, was, verdict in compare(now, recorded):
         print(f"{verdict:8s} {name}: {val:.4f} (recorded {was:.4f})")
+    for name in sorted(set(now) - set(recorded)):  # gated once recorded (--write)
+        print(f"{'new':8s} {name}: {now[name]:.4f} (not recorded)")
     if args.write:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()

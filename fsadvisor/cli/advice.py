@@ -379,6 +379,9 @@ def validate(
                 else "no separable pairs"
             )
             regret = f", worst regret {f['max_regret']:.0%}" if f["max_regret"] is not None else ""
+            answer = (f.get("recommended") or {}).get("max_regret")
+            if answer is not None:  # the ranking's #1 (tie rule, nothing risky), not the argmax
+                regret += f" (of the answer given: {answer:.0%})"
             noise = (
                 f", rep-to-rep cv {f['rep_to_rep_cv_median']:.0%}"
                 if f["rep_to_rep_cv_median"] is not None

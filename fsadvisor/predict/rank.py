@@ -20,7 +20,15 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from fsadvisor import catalog
-from fsadvisor.domain import BACKED_KINDS, Device, FsConfig, Prediction, Profile, Workload, kind_of
+from fsadvisor.domain import (
+    BACKED_KINDS,
+    Device,
+    FsConfig,
+    Prediction,
+    Profile,
+    Workload,
+    kind_of,
+)
 from fsadvisor.errors import ConfigError, FsAdvisorError
 from fsadvisor.predict import ceilings, mechanisms, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
@@ -643,6 +651,26 @@ def rank(
     finally:
         if was_enabled:
             gc.enable()
+
+
+def first_choice(
+    model: FittedModel, cfgs: list[FsConfig], w: Workload, device: Device
+) -> tuple[FsConfig, list[FsConfig]] | None:
+    """The configuration a ranking puts first among ``cfgs`` for workload ``w``, as a
+    sysadmin who has said nothing more gets it: durability required, power-loss protection
+    as the device's record says (else unknown, so nothing risky), the tie rule (statistically
+    equal candidates give way to the one with the fewest settings). Returns it with the
+    candidates it was chosen from (``exclusion``'s eligible ones), None when none is: held-out
+    validation (validate.leave_one_device_out's ``pick``) judges the answer against the best
+    of those, not against a configuration the answer may never give."""
+    profile = Profile(name="validation", description="", workload=w)
+    eligible = [c for c in cfgs if exclusion(c, profile, device) is None]
+    if not eligible:
+        return None
+    rec = rank(model, profile, device, top=1, candidates=eligible)
+    if not rec.ranked:
+        raise FsAdvisorError(f"no candidate ranked for {w.key()}: excluded {rec.excluded}")
+    return rec.ranked[0].config, eligible
 
 
 def _rank(

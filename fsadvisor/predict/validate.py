@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from fsadvisor.predict.settings import ModelSettings
 
 METRICS = ("iops", "ops_per_joule")
 SEPARABLE_SE = 3.0  # a separable pair: means differ by more than 3 pooled standard errors
+# (fitted model, a workload's candidate configurations, the workload, the device) -> the
+# answer and the candidates it was chosen from (None: no candidate may be answered)
+Pick = Callable[[Any, list[FsConfig], Workload, Device], "tuple[FsConfig, list[FsConfig]] | None"]
 
 
 @dataclass(frozen=True)
@@ -106,21 +109,33 @@ def _pairs(cells: list[Cell], pred: dict[tuple, float]) -> tuple[int, int]:
 
 
 def _regret(
-    cells: list[Cell], pred: dict[tuple, float]
+    cells: list[Cell],
+    pred: dict[tuple, float],
+    picks: dict[Workload, tuple[str, set[str]]] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Per workload, the regret of the predicted best: against the measured best, and
-    against the best cell separable from it (the pairs' rule: more than SEPARABLE_SE pooled
-    standard errors better; 0 where no cell is). The second is what the matrix can charge
-    the model with: a gap within its own repetitions' noise may be the noise."""
+    """Per workload, the regret of the predicted best (or of ``picks``: the configuration
+    key another rule chose per workload, and the keys it chose from, which are then the
+    only cells it is judged against): against the measured best, and against the best cell
+    separable from it (the pairs' rule: more than SEPARABLE_SE pooled standard errors
+    better; 0 where no cell is). The second is what the matrix can charge the model with: a
+    gap within its own repetitions' noise may be the noise."""
     by_w: dict[Workload, list[Cell]] = {}
     for c in cells:
         by_w.setdefault(c.workload, []).append(c)
     out, beyond = {}, {}
     for w, group in by_w.items():
+        if picks is not None:
+            if w not in picks:
+                continue
+            key, among = picks[w]
+            group = [c for c in group if c.config.key() in among]
         if len(group) < 2:
             continue
         best = max(c.mean for c in group)
-        chosen = max(group, key=lambda c: pred[_cell_key(c)])
+        if picks is None:
+            chosen = max(group, key=lambda c: pred[_cell_key(c)])
+        else:
+            chosen = next(c for c in group if c.config.key() == key)
         out[workload_label(w)] = 1.0 - chosen.mean / best
         better = [
             c.mean
@@ -166,9 +181,15 @@ def leave_one_device_out(
     share: float = 0.0,
     seed: int = 0,
     device_params: dict | None = None,
+    pick: Pick | None = None,
 ) -> dict[str, Any]:
     """Fit without D's filesystem cells (but with its raw runs and a random ``share`` of its
-    filesystem cells), then score the predictions of D's remaining filesystem cells."""
+    filesystem cells), then score the predictions of D's remaining filesystem cells.
+
+    ``pick``: the rule that names the answer among a workload's held-out configurations
+    (the ranking's #1, with its tie rule: predict/rank.py sits above this module, so the
+    caller passes it in); its regret in ops/J (what the ranking ranks by) is reported
+    beside the predicted best's, as ``ops_per_joule.recommended``."""
     s = settings or ModelSettings.load()
     cells_all = device_cells(observations, device_id)
     keys = sorted({_cell_key(c) for c in cells_all}, key=repr)
@@ -191,6 +212,13 @@ def leave_one_device_out(
         for cfg, p in zip(cfgs, predict_many(model, cfgs, w, device)):
             pred["iops"][(cfg.key(), w)] = p.iops
             pred["ops_per_joule"][(cfg.key(), w)] = p.ops_per_joule
+    picks: dict[Workload, tuple[str, set[str]]] | None = None
+    if pick is not None:
+        picks = {}
+        for w, cfgs in by_w.items():
+            answer = pick(model, cfgs, w, device) if len(cfgs) > 1 else None
+            if answer is not None:
+                picks[w] = (answer[0].key(), {c.key() for c in answer[1]})
     report: dict[str, Any] = {
         "device": device_id,
         "share_of_cells_given": share,
@@ -220,6 +248,13 @@ def leave_one_device_out(
             "max_regret_beyond_noise": max(beyond.values()) if beyond else None,
             "rep_to_rep_cv_median": float(np.median(spread)) if spread else None,
         }
+        if picks is not None and m == "ops_per_joule":  # what the ranking ranks by
+            r_regrets, r_beyond = _regret(cells, pred[m], picks)
+            report[m]["recommended"] = {
+                "regret_by_workload": r_regrets,
+                "max_regret": max(r_regrets.values()) if r_regrets else None,
+                "max_regret_beyond_noise": max(r_beyond.values()) if r_beyond else None,
+            }
     return report
 
 
@@ -230,11 +265,14 @@ def leave_devices_out(
     shares: Sequence[float] = (0.0, 0.1, 0.2),
     seed: int = 0,
     device_params: dict | None = None,
+    pick: Pick | None = None,
 ) -> list[dict[str, Any]]:
     out = []
     for d in devices if devices is not None else eligible_devices(observations):
         for k in shares:
-            out.append(leave_one_device_out(observations, d, settings, k, seed, device_params))
+            out.append(
+                leave_one_device_out(observations, d, settings, k, seed, device_params, pick)
+            )
     return out
 
 

@@ -26,7 +26,14 @@ from fsadvisor.predict.crossval import choose_device_sd, choose_prior_scale, cro
 from fsadvisor.predict.fit import FittedModel, fit, load_model, save_model, settings_key
 from fsadvisor.predict.predict import predict, predict_many
 from fsadvisor.predict.settings import ModelSettings, calibration_path
-from fsadvisor.predict.rank import DEVICE_PLACEHOLDER, CommandTarget, Ranked, Recommendation, rank
+from fsadvisor.predict.rank import (
+    DEVICE_PLACEHOLDER,
+    CommandTarget,
+    Ranked,
+    Recommendation,
+    first_choice,
+    rank,
+)
 from fsadvisor.service import answer, device_figures, guidance
 from fsadvisor.service.device_target import target_for
 from fsadvisor.service.devices import library_device, library_notes
@@ -769,7 +776,12 @@ def validate(
                 "store; known: " + (", ".join(eligible) or "none")
             )
     held = lodo.leave_devices_out(
-        obs, devices or eligible, settings, shares, device_params=stored_device_params(db)
+        obs,
+        devices or eligible,
+        settings,
+        shares,
+        device_params=stored_device_params(db),
+        pick=first_choice,
     )
     return {
         "observations": len(obs),

@@ -4,6 +4,7 @@ apart from performance, calibration beside the store, leave-one-device-out valid
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -458,13 +459,62 @@ def test_pairs_and_regret_on_a_hand_example():
     assert regret == {label: pytest.approx(1 - 100.5 / 101.5)} and beyond == {label: 0.0}
 
 
+def test_the_answer_is_judged_only_against_what_it_could_have_answered():
+    # The ranking answered ext4 among ext4 and noatime (xfs, say, excluded for this
+    # profile): its regret is against the best of those two, not against xfs's 110.
+    w = RANDW
+    cells = [
+        lodo.Cell(EXT4, w, "ops_per_joule", 100.0, 1.0, 4),
+        lodo.Cell(XFS, w, "ops_per_joule", 110.0, 1.0, 4),
+        lodo.Cell(NOATIME, w, "ops_per_joule", 105.0, 1.0, 4),
+    ]
+    pred = {(c.config.key(), w): 1.0 for c in cells}
+    label = lodo.workload_label(w)
+    picks = {w: (EXT4.key(), {EXT4.key(), NOATIME.key()})}
+    regret, beyond = lodo._regret(cells, pred, picks)
+    # noatime's 105 is 5 above ext4's 100, beyond 3 pooled standard errors (2.1)
+    assert regret == beyond == {label: pytest.approx(1 - 100 / 105)}
+    # a workload the rule could answer nothing for is not judged
+    assert lodo._regret(cells, pred, {}) == ({}, {})
+
+
+def test_the_answer_a_sysadmin_gets_never_risks_data_while_plp_is_unknown():
+    from fsadvisor.predict.rank import first_choice
+
+    obs = _device_matrix("ram-loop:a", "ram-loop", 1.0)
+    model = lodo.fit(obs, S)
+    nojournal = FsConfig.make("ext4", mkfs={"journal": False})
+    cfgs = [EXT4, XFS, nojournal]
+    answer = first_choice(model, cfgs, RANDW, LOOP)
+    assert answer is not None
+    chosen, among = answer
+    assert nojournal not in among and set(among) == {EXT4, XFS} and chosen in among
+    assert first_choice(model, [nojournal], RANDW, LOOP) is None
+    # with the drive's power-loss protection on record, skipping cache flushes may be
+    # answered; no journal still may not (it needs durability waived, which nobody said)
+    nobarrier = FsConfig.make("ext4", mount=("barrier=0",))
+    plp = replace(LOOP, plp="yes")
+    assert set(first_choice(model, [*cfgs, nobarrier], RANDW, plp)[1]) == {EXT4, XFS, nobarrier}
+
+
 def test_validate_service_reports_leave_one_device_out(tmp_path, monkeypatch):
     from fsadvisor.service import advice
 
     obs = _device_matrix("ram-loop:a", "ram-loop", 1.0)
+    obs += [  # and each filesystem cell's ops/J (measured power: 20 W)
+        replace(o, metric="ops_per_joule", value=o.value / 20, sd=o.sd / 20, unit="ops/J")
+        for o in obs
+        if o.config.fs != "raw"
+    ]
     monkeypatch.setattr(advice, "_observations", lambda db: obs)
     rep = advice.validate(db=str(tmp_path / "x.db"), folds=2)
     assert [r["share_of_cells_given"] for r in rep["by_device"]] == [0.0, 0.1, 0.2]
+    # the ranking's answer is judged beside the predicted best, in what it ranks by
+    answer = rep["by_device"][0]["ops_per_joule"]["recommended"]
+    assert set(answer["regret_by_workload"]) <= set(
+        rep["by_device"][0]["ops_per_joule"]["regret_by_workload"]
+    )
+    assert "recommended" not in rep["by_device"][0]["iops"]
     assert {"by_source_table", "by_row"} <= set(rep)
     with pytest.raises(Exception, match="no device"):
         advice.validate(db=str(tmp_path / "x.db"), folds=2, devices=["nvme:nope"])
