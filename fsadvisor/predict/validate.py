@@ -186,10 +186,10 @@ def leave_one_device_out(
     """Fit without D's filesystem cells (but with its raw runs and a random ``share`` of its
     filesystem cells), then score the predictions of D's remaining filesystem cells.
 
-    ``pick``: the rule that names the answer among a workload's held-out configurations
-    (the ranking's #1, with its tie rule: predict/rank.py sits above this module, so the
-    caller passes it in); its regret in ops/J (what the ranking ranks by) is reported
-    beside the predicted best's, as ``ops_per_joule.recommended``."""
+    ``pick``: the rule that names the answer among a workload's configurations, given or
+    held out (the ranking's #1, with its tie rule: predict/rank.py sits above this module,
+    so the caller passes it in); its regret in ops/J (what the ranking ranks by) is
+    reported beside the predicted best's, as ``ops_per_joule.recommended``."""
     s = settings or ModelSettings.load()
     cells_all = device_cells(observations, device_id)
     keys = sorted({_cell_key(c) for c in cells_all}, key=repr)
@@ -212,10 +212,14 @@ def leave_one_device_out(
         for cfg, p in zip(cfgs, predict_many(model, cfgs, w, device)):
             pred["iops"][(cfg.key(), w)] = p.iops
             pred["ops_per_joule"][(cfg.key(), w)] = p.ops_per_joule
+    # The answer is chosen among every configuration the device has a cell of for the
+    # workload, given or held out, as a sysadmin's ranking after measuring some of them
+    # would be, and judged against all of them.
     picks: dict[Workload, tuple[str, set[str]]] | None = None
     if pick is not None:
         picks = {}
-        for w, cfgs in by_w.items():
+        for w in by_w:
+            cfgs = list(dict.fromkeys(c.config for c in cells_all if c.workload == w))
             answer = pick(model, cfgs, w, device) if len(cfgs) > 1 else None
             if answer is not None:
                 picks[w] = (answer[0].key(), {c.key() for c in answer[1]})
@@ -249,7 +253,8 @@ def leave_one_device_out(
             "rep_to_rep_cv_median": float(np.median(spread)) if spread else None,
         }
         if picks is not None and m == "ops_per_joule":  # what the ranking ranks by
-            r_regrets, r_beyond = _regret(cells, pred[m], picks)
+            everyone = [c for c in cells_all if c.metric == m]
+            r_regrets, r_beyond = _regret(everyone, pred[m], picks)
             report[m]["recommended"] = {
                 "regret_by_workload": r_regrets,
                 "max_regret": max(r_regrets.values()) if r_regrets else None,
