@@ -20,6 +20,16 @@ def row_variances(X, cov: np.ndarray) -> np.ndarray:
     return np.sum((X @ cov) * X, axis=1)
 
 
+def difference_sd(design: dict, i: int, j: int) -> float:
+    """The model's sd of the log ops/J (equally bytes/J) difference between rows ``i`` and
+    ``j`` of a design from ``predict_many(..., design_out=design)``: every term the two
+    candidates share cancels, so this is the uncertainty of their *order*, much narrower
+    than either prediction's own interval. recommend's tie rule, ``compare`` and
+    validate's check of the model's uncertainty use it."""
+    d = np.asarray(design["X"][i], dtype=float) - np.asarray(design["X"][j], dtype=float)
+    return float(np.sqrt(max(float(d @ design["cov"] @ d), 0.0)))
+
+
 class DesignRows:
     """Rows of X = 1 k' + C M (``rows``: which rows of C, in this order; None: all).
     Supports what ranking needs of a design: ``X @ v``, ``X[i]`` and ``X[idx]`` (as

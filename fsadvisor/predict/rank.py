@@ -32,7 +32,7 @@ from fsadvisor.domain import (
 from fsadvisor.errors import ConfigError, FsAdvisorError
 from fsadvisor.predict import ceilings, mechanisms, spec
 from fsadvisor.predict.confidence import Confidence, decision_confidence
-from fsadvisor.predict.design import DesignRows, row_variances
+from fsadvisor.predict.design import DesignRows, difference_sd, row_variances
 from fsadvisor.predict.fit import FittedModel
 from fsadvisor.predict.predict import Z90, Predictions, contributions, predict_lazily
 from fsadvisor.infra.resources import data_dir, read_toml
@@ -595,15 +595,6 @@ def _undominated(idx: np.ndarray, logv: np.ndarray, tol: float, X, cov: np.ndarr
         if not np.any(logv[idx[k]] - logv[idx[a]] > np.maximum(tol, np.sqrt(var))):
             keep.append(a)
     return idx[keep]
-
-
-def difference_sd(design: dict, i: int, j: int) -> float:
-    """The model's sd of the log ops/J (equally bytes/J) difference between rows ``i`` and
-    ``j`` of a design from ``predict_many(..., design_out=design)``: every term the two
-    candidates share cancels, so this is the uncertainty of their *order*, much narrower
-    than either prediction's own interval. recommend's tie note and ``compare`` use it."""
-    d = design["X"][i] - design["X"][j]
-    return math.sqrt(max(float(d @ design["cov"] @ d), 0.0))
 
 
 def rank(

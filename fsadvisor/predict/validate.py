@@ -23,6 +23,7 @@ import numpy as np
 
 from fsadvisor.domain import Device, FsConfig, Plp, Workload
 from fsadvisor.records import Observation
+from fsadvisor.predict.design import difference_sd
 from fsadvisor.predict.fit import fit
 from fsadvisor.predict.predict import predict_many
 from fsadvisor.predict.settings import ModelSettings
@@ -174,6 +175,23 @@ def _summary(errs: list[float]) -> dict[str, Any]:
     }
 
 
+def _split(
+    observations: Sequence[Observation], device_id: str, share: float, seed: int
+) -> tuple[list[Cell], set[tuple], list[Observation]]:
+    """D's filesystem cells, the random ``share`` of them given to the fit (by ``seed``),
+    and what the fit trains on: everything but D's other filesystem cells (its raw runs
+    stay)."""
+    cells_all = device_cells(observations, device_id)
+    keys = sorted({_cell_key(c) for c in cells_all}, key=repr)
+    rng = np.random.default_rng(seed)
+    n_in = int(round(share * len(keys)))
+    given = {keys[i] for i in rng.permutation(len(keys))[:n_in]} if n_in else set()
+    train = [
+        o for o in observations if o.device_id != device_id or _is_raw(o) or _cell_key(o) in given
+    ]
+    return cells_all, given, train
+
+
 def leave_one_device_out(
     observations: Sequence[Observation],
     device_id: str,
@@ -191,14 +209,7 @@ def leave_one_device_out(
     so the caller passes it in); its regret in ops/J (what the ranking ranks by) is
     reported beside the predicted best's, as ``ops_per_joule.recommended``."""
     s = settings or ModelSettings.load()
-    cells_all = device_cells(observations, device_id)
-    keys = sorted({_cell_key(c) for c in cells_all}, key=repr)
-    rng = np.random.default_rng(seed)
-    n_in = int(round(share * len(keys)))
-    given = {keys[i] for i in rng.permutation(len(keys))[:n_in]} if n_in else set()
-    train = [
-        o for o in observations if o.device_id != device_id or _is_raw(o) or _cell_key(o) in given
-    ]
+    cells_all, given, train = _split(observations, device_id, share, seed)
     held = [c for c in cells_all if _cell_key(c) not in given]
     model = fit(train, s, device_params)
     device = _target_device(observations, device_id)
@@ -261,6 +272,77 @@ def leave_one_device_out(
                 "max_regret_beyond_noise": max(r_beyond.values()) if r_beyond else None,
             }
     return report
+
+
+def uncertainty_check(
+    observations: Sequence[Observation],
+    device_id: str,
+    settings: ModelSettings | None = None,
+    share: float = 0.0,
+    seed: int = 0,
+    device_params: dict | None = None,
+) -> dict[str, Any]:
+    """Whether the model's sd of a difference is borne out on a device it has not seen
+    (fitted as leave_one_device_out fits it). For every pair of configurations measured with
+    the same workload, at least one of them held out: z = (measured log ratio - predicted log
+    ratio) / sqrt(the model's sd of that difference^2 + the two cells' own sampling
+    variance). Calibrated, the rms of z is 1 and 68% / 95% of |z| are below 1 / 2. The tie
+    rule reads this sd (a lead within 1 sd is a tie): too wide, and candidates far apart are
+    "equal", so the answer falls to a measured or simpler one; too narrow, and a lead the
+    data does not support is confident. In ops/J where the device has it, else IOPS."""
+    s = settings or ModelSettings.load()
+    cells_all, given, train = _split(observations, device_id, share, seed)
+    metric = "ops_per_joule" if any(c.metric == "ops_per_joule" for c in cells_all) else "iops"
+    model = fit(train, s, device_params)
+    device = _target_device(observations, device_id)
+    by_w: dict[Workload, list[Cell]] = {}
+    for c in cells_all:
+        if c.metric == metric:
+            by_w.setdefault(c.workload, []).append(c)
+    rows: list[dict[str, Any]] = []
+    for w, group in by_w.items():
+        if len(group) < 2:
+            continue
+        design: dict = {}
+        preds = predict_many(model, [c.config for c in group], w, device, design_out=design)
+        value = [p.ops_per_joule if metric == "ops_per_joule" else p.iops for p in preds]
+        for i, a in enumerate(group):
+            for j in range(i + 1, len(group)):
+                b = group[j]
+                if _cell_key(a) in given and _cell_key(b) in given:
+                    continue
+                error = math.log(a.mean / b.mean) - math.log(value[i] / value[j])
+                sd = difference_sd(design, i, j)
+                noise = math.hypot((a.se or 0.0) / a.mean, (b.se or 0.0) / b.mean)
+                total = math.hypot(sd, noise)
+                rows.append(
+                    {
+                        "workload": workload_label(w),
+                        "pair": (a.config.key(), b.config.key()),
+                        "error": error,
+                        "sd": sd,
+                        "z": error / total if total > 0 else 0.0,
+                    }
+                )
+    z = np.array([float(r["z"]) for r in rows])
+    errors = np.array([float(r["error"]) for r in rows])
+    return {
+        "device": device_id,
+        "share_of_cells_given": share,
+        "metric": metric,
+        "pairs": len(rows),
+        "median_abs_error": float(np.median(np.abs(errors))) if rows else None,
+        "median_sd": float(np.median([float(r["sd"]) for r in rows])) if rows else None,
+        "rms_z": float(np.sqrt(np.mean(z**2))) if rows else None,
+        "within_1sd": float(np.mean(np.abs(z) < 1)) if rows else None,
+        "within_2sd": float(np.mean(np.abs(z) < 2)) if rows else None,
+        # pairs the model calls certain (sd of the difference < 1%: an option whose
+        # mechanism does not act on the workload, so its effect is exactly zero) and what
+        # was measured of them
+        "certain_pairs": len(sure := [abs(float(r["error"])) for r in rows if r["sd"] < 0.01]),
+        "certain_median_abs_error": float(np.median(sure)) if sure else None,
+        "worst": sorted(rows, key=lambda r: -abs(float(r["z"])))[:5],
+    }
 
 
 def leave_devices_out(

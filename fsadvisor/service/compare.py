@@ -4,7 +4,7 @@ with the difference in efficiency, its 95% interval and a plain verdict.
 Measured where measured: two configurations both probed on the same device with the same
 energy source and scope are compared by Welch's t interval on the runs' means, sds and
 counts. Otherwise by the model: the sd of the log difference from the shared design
-(fsadvisor.predict.rank.difference_sd, the same one recommend's tie rule uses), in which
+(fsadvisor.predict.design.difference_sd, the same one recommend's tie rule uses), in which
 every term the two share cancels.
 """
 
@@ -196,7 +196,7 @@ def compare(
     # the model's prediction and ranking (numpy): as advice, not for a matrix comparison
     from fsadvisor.predict import ceilings
     from fsadvisor.predict.predict import predict_many
-    from fsadvisor.predict.rank import difference_sd
+    from fsadvisor.predict.design import difference_sd
 
     design: dict = {}
     # held under the device's ceilings once, as recommend's list shows the same entries

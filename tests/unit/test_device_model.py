@@ -497,6 +497,29 @@ def test_the_answer_a_sysadmin_gets_never_risks_data_while_plp_is_unknown():
     assert set(first_choice(model, [*cfgs, nobarrier], RANDW, plp)[1]) == {EXT4, XFS, nobarrier}
 
 
+def test_the_uncertainty_check_grows_with_what_the_model_did_not_foresee():
+    # Two devices that agree, then the held-out one's xfs measured x4 what the other shows:
+    # the same pairs, a larger error against the same stated sd, so a larger rms z.
+    base = _device_matrix("ram-loop:a", "ram-loop", 1.0) + _device_matrix("zram:b", "zram", 0.8)
+    agree = lodo.uncertainty_check(base, "zram:b", S)
+    off = [
+        replace(o, value=o.value * 4, sd=o.sd * 4)
+        if o.device_id == "zram:b" and o.config == XFS
+        else o
+        for o in base
+    ]
+    surprised = lodo.uncertainty_check(off, "zram:b", S)
+    # 4 configurations x 2 workloads: 6 pairs each, in IOPS (no ops/J cells)
+    assert agree["pairs"] == surprised["pairs"] == 12 and agree["metric"] == "iops"
+    assert surprised["rms_z"] > 2 * agree["rms_z"]
+    assert surprised["median_sd"] == pytest.approx(agree["median_sd"], rel=0.5)
+    assert 0 <= surprised["within_1sd"] <= surprised["within_2sd"] <= 1
+    worst = surprised["worst"][0]
+    assert XFS.key() in worst["pair"] and abs(worst["z"]) == max(
+        abs(r["z"]) for r in surprised["worst"]
+    )
+
+
 def test_validate_service_reports_leave_one_device_out(tmp_path, monkeypatch):
     from fsadvisor.service import advice
 
