@@ -650,7 +650,8 @@ def first_choice(
     """The configuration a ranking puts first among ``cfgs`` for workload ``w``, as a
     sysadmin who has said nothing more gets it: durability required, power-loss protection
     as the device's record says (else unknown, so nothing risky), the tie rule (statistically
-    equal candidates give way to the one with the fewest settings). Returns it with the
+    equal candidates give way to one measured on this device with this workload, then to the
+    one with the fewest settings). Returns it with the
     candidates it was chosen from (``exclusion``'s eligible ones), None when none is: held-out
     validation (validate.leave_one_device_out's ``pick``) judges the answer against the best
     of those, not against a configuration the answer may never give."""

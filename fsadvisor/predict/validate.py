@@ -223,14 +223,15 @@ def leave_one_device_out(
         for cfg, p in zip(cfgs, predict_many(model, cfgs, w, device)):
             pred["iops"][(cfg.key(), w)] = p.iops
             pred["ops_per_joule"][(cfg.key(), w)] = p.ops_per_joule
-    # The answer is chosen among every configuration the device has a cell of for the
-    # workload, given or held out, as a sysadmin's ranking after measuring some of them
-    # would be, and judged against all of them.
+    # The answer is chosen among every configuration the device has an ops/J cell of for the
+    # workload (what it is judged in), given or held out, as a sysadmin's ranking after
+    # measuring some of them would be, and judged against all of them.
+    answered = [c for c in cells_all if c.metric == "ops_per_joule"]
     picks: dict[Workload, tuple[str, set[str]]] | None = None
     if pick is not None:
         picks = {}
         for w in by_w:
-            cfgs = list(dict.fromkeys(c.config for c in cells_all if c.workload == w))
+            cfgs = list(dict.fromkeys(c.config for c in answered if c.workload == w))
             answer = pick(model, cfgs, w, device) if len(cfgs) > 1 else None
             if answer is not None:
                 picks[w] = (answer[0].key(), {c.key() for c in answer[1]})
@@ -264,8 +265,7 @@ def leave_one_device_out(
             "rep_to_rep_cv_median": float(np.median(spread)) if spread else None,
         }
         if picks is not None and m == "ops_per_joule":  # what the ranking ranks by
-            everyone = [c for c in cells_all if c.metric == m]
-            r_regrets, r_beyond = _regret(everyone, pred[m], picks)
+            r_regrets, r_beyond = _regret(answered, pred[m], picks)
             report[m]["recommended"] = {
                 "regret_by_workload": r_regrets,
                 "max_regret": max(r_regrets.values()) if r_regrets else None,

@@ -478,6 +478,26 @@ def test_the_answer_is_judged_only_against_what_it_could_have_answered():
     assert lodo._regret(cells, pred, {}) == ({}, {})
 
 
+def test_the_answer_is_chosen_among_what_it_is_judged_in():
+    # ops/J cells for every filesystem but btrfs (IOPS only): the rule is offered only the
+    # configurations with an ops/J cell, so its answer always has a cell to be judged by.
+    obs = _device_matrix("ram-loop:a", "ram-loop", 1.0)
+    obs += [
+        replace(o, metric="ops_per_joule", value=o.value / 20, sd=o.sd / 20, unit="ops/J")
+        for o in obs
+        if o.config.fs not in ("raw", "btrfs")
+    ]
+    offered = []
+
+    def last_one(model, cfgs, w, device):
+        offered.append(list(cfgs))
+        return cfgs[-1], list(cfgs)
+
+    rep = lodo.leave_one_device_out(obs, "ram-loop:a", S, pick=last_one)
+    assert offered and all(c.fs != "btrfs" for cfgs in offered for c in cfgs)
+    assert len(rep["ops_per_joule"]["recommended"]["regret_by_workload"]) == 2
+
+
 def test_the_answer_a_sysadmin_gets_never_risks_data_while_plp_is_unknown():
     from fsadvisor.predict.rank import first_choice
 
