@@ -177,7 +177,9 @@ class Mechanism:
     2010-era twin (see :func:`_pooled`); "sched": the same per scheduler, without an era;
     any other: one shared coefficient, with its 2010-era twin.
     ``own_data``: for a workload where it holds, `recommend` counts a filesystem as measured
-    only if its own deviation (or its ``fs:<fs>*<fs_term>`` effect) has data."""
+    only if its own deviation (or its ``fs:<fs>*<fs_term>`` effect) has data.
+    ``device_sd``: the prior sd of a measured device's own deviation (``d:<device>|m:...``)
+    where it is not priors.toml's "d:|m:" (a level in log units, not a share of a time)."""
 
     name: str
     value: Callable[[Ctx], float | None]
@@ -189,6 +191,7 @@ class Mechanism:
     deviations: Mapping[str, tuple[float, float, str]] = field(default_factory=dict)
     own_data: Callable[[Workload], bool] | None = None
     fs_term: str = ""
+    device_sd: float | None = None
 
 
 def _data_io(c: Ctx) -> bool:
@@ -234,6 +237,22 @@ def _sched(c: Ctx) -> float | None:
     batch = float(w.iodepth) if _deep_async(w) else 1.0
     per_request = SCHED_US.get(c.sched, SCHED_US["mq-deadline"])
     return -c.cpu_log(_requests_per_op(c) * per_request * c.host / batch)
+
+
+def _dispatch(c: Ctx) -> float | None:
+    # At a deep asynchronous queue a scheduler holds a batch of requests and dispatches them
+    # in its own order (mq-deadline by sector, kyber by its latency domains), where none hands
+    # them on as they came. Whether that order serves the device better or worse is the
+    # device's own: on the reference RAM-backed loop mq-deadline and kyber moved QD32 random
+    # I/O between -3% and +11% of none depending on the filesystem above
+    # (datasets/reference/runs-schedulers.csv), and a later RAM-backed loop served ext4's and
+    # XFS's QD32 random writes 8-11% faster under mq-deadline
+    # (benchmarks/results/adaptive_vs_full-2026-11-30-ram-randwrite-qd32-calib.txt). A level,
+    # not a cost: the coefficient is the log change itself. In series (queue depth 1) there is
+    # no batch to order and the effect is exactly zero.
+    if not _data_io(c) or c.sched == "none" or not _deep_async(c.w):
+        return None
+    return 1.0
 
 
 def _meta_share(c: Ctx, share: float) -> float | None:
@@ -431,6 +450,21 @@ MECHANISMS: tuple[Mechanism, ...] = (
         deviations={"bfq": (0.0, 0.5, "bfq's own per-request cost (SCHED_US) is the least known")},
     ),
     Mechanism(
+        "m:dispatch",
+        _dispatch,
+        (0.0, 0.02, "no shared direction: the order serves some devices, costs others"),
+        "at a deep queue a scheduler dispatches its batch in its own order, which serves "
+        "some devices a few percent better than none and others worse: only a run on the "
+        "device says which",
+        "reference matrix (schedulers on the RAM-backed loop, QD32: -3% to +11%)",
+        per="sched",
+        deviation=(0.0, 0.02, "this scheduler's own dispatch order"),
+        # Narrow shared terms, a wide device term: what one device's order does says little
+        # of another's (the same RAM-backed loop class measured +1.5% and +11% on one day),
+        # so an unmeasured device keeps a few percent either way until its own runs.
+        device_sd=0.05,
+    ),
+    Mechanism(
         "m:meta_cpu",
         _meta_cpu,
         (0.0, META_CPU_LOG_SD, "metadata op CPU cost: log factor on META_CPU_US"),
@@ -578,6 +612,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     ),
 )
 BY_NAME: dict[str, Mechanism] = {m.name: m for m in MECHANISMS}
+_PER_SCHED = frozenset(m.name for m in MECHANISMS if m.per == "sched")
 
 
 def _priors() -> dict[str, tuple[float, float, str]]:
@@ -626,6 +661,13 @@ ERA_2010_SD = 1.2
 # spec.ERA_SUFFIX's twin (spec and mechanisms are one layer and import neither the other;
 # tests/unit/test_mechanism_registry.py holds them equal)
 ERA_SUFFIX = "@2010"
+
+
+def device_sd(feature: str) -> float | None:
+    """The prior sd of a device's own deviation from the mechanism of ``feature`` (an
+    ``m:`` name) where the mechanism declares one."""
+    m = describe(feature)
+    return m.device_sd if m is not None else None
 
 
 def prior(name: str) -> tuple[float, float] | None:
@@ -814,12 +856,12 @@ def features(
     fs = cfg.fs
     if fs == "raw":
         # The bare device does none of a filesystem's work, but a scheduler still handles
-        # its requests: m:sched and its scheduler's twin only.
+        # its requests: the scheduler's mechanisms and their schedulers' twins only.
         sched = _SCHED_ALIASES.get(cfg.scheduler, cfg.scheduler)
         if sched == "none":
             return {}
         f = _features_of("raw", False, False, False, sched, w, _params_key(p), plp, False, 4096)
-        return {k: v for k, v in f.items() if k == "m:sched" or k.startswith("m:sched:")}
+        return {k: v for k, v in f.items() if k.partition(":" + sched)[0] in _PER_SCHED}
     # They depend on the configuration only through these six, so a ranking of thousands
     # of candidates computes them a handful of times per workload and device.
     nodatacow = any(m.partition("=")[0] == "nodatacow" for m in cfg.mount)

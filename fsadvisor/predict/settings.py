@@ -130,8 +130,10 @@ class ModelSettings:
                     best, sd = prefix, float(entry["sd"])
             if name.startswith("d:") and "|m:" in name and "d:|m:" in self.priors["prior"]:
                 # A device's own deviation from a mechanism ("d:<device>|m:..."): the device
-                # id sits between the two parts, so no prefix can name it.
-                sd = float(self.priors["prior"]["d:|m:"]["sd"])
+                # id sits between the two parts, so no prefix can name it. A mechanism that
+                # is a level rather than a share of a time declares its own.
+                own_sd = mechanisms.device_sd(name.partition("|")[2])
+                sd = own_sd if own_sd is not None else float(self.priors["prior"]["d:|m:"]["sd"])
             elif (
                 name.startswith("d:")
                 and "|fs:" in name
