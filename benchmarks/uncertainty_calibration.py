@@ -59,24 +59,53 @@ def _dump(path: Path, tmp: str):
     return obs, params, (devices, db)
 
 
+def _scaled(settings, factor: float):
+    """``settings`` with the device-deviation priors' sds multiplied by ``factor``."""
+    if factor == 1.0:
+        return settings
+    from fsadvisor.predict.settings import ModelSettings
+
+    prior = dict(settings.priors["prior"])
+    for key in ("d:", "d:|m:", "d:|fs:*", "d:|fs:*mediated"):
+        if key in prior:
+            prior[key] = {**prior[key], "sd": float(prior[key]["sd"]) * factor}
+    return ModelSettings(
+        {**settings.priors, "prior": prior},
+        settings.devices,
+        settings.prior_scale,
+        settings.calibration_source,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--share", type=float, default=0.0, help="share of each device's cells given")
     ap.add_argument("--seed", type=int, default=0, help="which random draw of the given cells")
+    ap.add_argument(
+        "--device-sd-scale",
+        type=float,
+        default=1.0,
+        help="multiply the prior sd of a measured device's own deviations (priors.toml "
+        '"d:", "d:|m:", "d:|fs:*", "d:|fs:*mediated") by this, to see what a narrower or '
+        "wider prior would state",
+    )
     args = ap.parse_args(argv)
     from fsadvisor.predict import validate
     from fsadvisor.predict.settings import ModelSettings
 
     print(
         f"# held-out pairs, model sd of the log difference against the measured one "
-        f"(share of cells given {args.share:.0%}, draw {args.seed}); calibrated: rms z 1, "
+        f"(share of cells given {args.share:.0%}, draw {args.seed}, device-deviation priors "
+        f"x{args.device_sd_scale:g}); calibrated: rms z 1, "
         "68% within 1 sd, 95% within 2"
     )
     sources = [("shipped data", None)] + [(p.name, p) for p in DUMPS]
     for name, path in sources:
         with tempfile.TemporaryDirectory(prefix="fsadvisor-uncertainty-") as tmp:
             obs, params, held = _shipped(tmp) if path is None else _dump(path, tmp)
-            settings = ModelSettings.load(db=held[1] if held else None)
+            settings = _scaled(
+                ModelSettings.load(db=held[1] if held else None), args.device_sd_scale
+            )
             devices = held[0] if held else validate.eligible_devices(obs)
             print(f"## {name}")
             for d in devices:

@@ -99,8 +99,16 @@ BTRFS_WRITE_US_PER_KIB = 1.7
 # overlap: the reference matrices' log-append (4 writers, an fsync every 32 buffered 64 KiB
 # writes) ran btrfs at 13.1k writes/s on the RAM-backed loop and 11.7k on zram, where ext4
 # ran 61k and 20k: a ceiling of its own, near 2.5 ms per 2 MiB fsync on both RAM-fast
-# devices (nodatacow: 16.4k and 11.8k, so it is not copy-on-write's).
-BTRFS_FSYNC_US_PER_KIB = 1.2
+# devices. nodatacow ran 16.4k and 11.8k: this is the part it keeps, and the checksums' part
+# (BTRFS_FSYNC_CSUM_US_PER_KIB) is what it saves.
+BTRFS_FSYNC_US_PER_KIB = 1.0
+# Host CPU time per KiB of the checksum part of that section: each buffered data block's
+# checksum computed at writeback and its checksum item logged with the extents, which
+# nodatacow (nodatasum) has none of. The reference matrices' log-append ran nodatacow at
+# x1.11-1.25 btrfs's rate on the RAM-backed loop (1, 2, 4 and 8 writers: 13.1k against
+# 16.4k writes/s with 4) and x1.01-1.04 on zram (datasets/reference/runs-mechanisms.csv,
+# runs-writers.csv); on the held-out disk-backed loop x1.05-1.16 (fidelity matrices).
+BTRFS_FSYNC_CSUM_US_PER_KIB = 0.2
 # Host CPU time ext2/3/4's buffered write path spends per filesystem block it writes
 # through the page cache, microseconds: a buffer head per block, mapped at write, dirtied,
 # and walked again at writeback; XFS maps whole folios through iomap and btrfs through its
@@ -332,6 +340,17 @@ def _btrfs_fsync_serial(c: Ctx) -> float | None:
     return -math.log1p(us * c.serial_share)
 
 
+def _btrfs_fsync_csum(c: Ctx) -> float | None:
+    # The checksum part of btrfs's fsync section (BTRFS_FSYNC_CSUM_US_PER_KIB), in the same
+    # section the other writers' fsyncs wait for. nodatacow has no data checksums.
+    w = c.w
+    if c.fs != "btrfs" or c.nodatacow or not c.per_fsync or w.direct or not _writes_data(c):
+        return None
+    batch_kib = (w.writes_per_fsync or 1) * max(w.bs_bytes, 512) / 1024
+    us = c.per_fsync * batch_kib * BTRFS_FSYNC_CSUM_US_PER_KIB * c.host
+    return -math.log1p(us * c.serial_share)
+
+
 def _btrfs_csum_read(c: Ctx) -> float | None:
     # btrfs verifies a checksum of every data block it reads: a csum-tree lookup and crc32c,
     # CPU work per byte in the reading thread. nodatacow (nodatasum) has none to verify.
@@ -518,7 +537,19 @@ MECHANISMS: tuple[Mechanism, ...] = (
         "the other writers' fsyncs wait for that host work, a ceiling of its own on a fast "
         "device",
         "reference matrices (mechanisms): log-append, 4 writers, btrfs at 13.1k writes/s on "
-        "the RAM-backed loop and 11.7k on zram against ext4's 61k and 20k (nodatacow alike)",
+        "the RAM-backed loop and 11.7k on zram against ext4's 61k and 20k (nodatacow "
+        "16.4k and 11.8k)",
+    ),
+    Mechanism(
+        "m:btrfs.fsync_csum",
+        _btrfs_fsync_csum,
+        (1.0, 0.5, "about 0.2 us of host CPU per KiB checksummed and logged at fsync"),
+        "btrfs checksums every buffered data block at writeback and logs the checksums "
+        "with the extents at fsync, in the section the other writers' fsyncs wait for; "
+        "nodatacow has no checksums",
+        "btrfs(5) (nodatacow implies nodatasum); reference matrices (mechanisms, writers): "
+        "log-append with 1-8 writers, nodatacow x1.11-1.25 btrfs's rate on the RAM-backed "
+        "loop, x1.01-1.04 on zram",
     ),
     Mechanism(
         "m:btrfs.csum_read",

@@ -99,6 +99,10 @@ def test_where_the_work_is_not_done_the_mechanism_is_absent():
         if fs != "btrfs" or w.direct or not w.fsync_every or reads_only:
             # btrfs writes back and logs buffered data at fsync; direct writes have none
             assert "m:btrfs.fsync_serial" not in f, (cfg, w)
+            assert "m:btrfs.fsync_csum" not in f, (cfg, w)
+        if "nodatacow" in cfg.mount:
+            # nodatacow implies nodatasum: no checksums to compute, log or verify
+            assert not [k for k in f if k.startswith(("m:btrfs.fsync_csum", "m:btrfs.csum"))]
         if w.metadata_frac == 0:
             assert not [k for k in f if k.startswith("m:meta_cpu")], (cfg, w)
         if reads_only or w.direct or fs not in ("ext2", "ext3", "ext4"):
