@@ -253,11 +253,11 @@ def _dispatch(c: Ctx) -> float | None:
     # them on as they came. Whether that order serves the device better or worse is the
     # device's own: on the reference RAM-backed loop mq-deadline and kyber moved QD32 random
     # I/O between -3% and +11% of none depending on the filesystem above
-    # (datasets/reference/runs-schedulers.csv), and a later RAM-backed loop served ext4's and
-    # XFS's QD32 random writes 8-11% faster under mq-deadline
-    # (benchmarks/results/adaptive_vs_full-2026-11-30-ram-randwrite-qd32-calib.txt). A level,
-    # not a cost: the coefficient is the log change itself. In series (queue depth 1) there is
-    # no batch to order and the effect is exactly zero.
+    # (datasets/reference/runs-schedulers.csv); later RAM-backed loops served ext4's and XFS's
+    # QD32 random writes 8-11% faster under mq-deadline one night and 17-24% slower the next
+    # morning (benchmarks/results/adaptive_vs_full-2026-11-30-ram-randwrite-qd32-calib.txt,
+    # -dispatch.txt). A level, not a cost: the coefficient is the log change itself. In series
+    # (queue depth 1) there is no batch to order and the effect is exactly zero.
     if not _data_io(c) or c.sched == "none" or not _deep_async(c.w):
         return None
     return 1.0
@@ -475,12 +475,16 @@ MECHANISMS: tuple[Mechanism, ...] = (
         "at a deep queue a scheduler dispatches its batch in its own order, which serves "
         "some devices a few percent better than none and others worse: only a run on the "
         "device says which",
-        "reference matrix (schedulers on the RAM-backed loop, QD32: -3% to +11%)",
+        "reference matrix (schedulers on the RAM-backed loop, QD32: -3% to +11%); live "
+        "probes of that class: +11% one night, -17% the next morning",
         per="sched",
         deviation=(0.0, 0.02, "this scheduler's own dispatch order"),
-        # Narrow shared terms, a wide device term: what one device's order does says little
-        # of another's (the same RAM-backed loop class measured +1.5% and +11% on one day),
-        # so an unmeasured device keeps a few percent either way until its own runs.
+        # Narrow shared terms, a wider device term: what one device's order does says little
+        # of another's (the same RAM-backed loop class measured +1.5%, +11% and -17% within
+        # a day), so an unmeasured device keeps a few percent either way until its own runs:
+        # enough for the adaptive probe to count its mq-deadline cells as contenders
+        # (P(best) 0.20-0.22 where they had 0.04-0.06), not so much that every deep-queue
+        # probe spends its budget on schedulers.
         device_sd=0.05,
     ),
     Mechanism(
