@@ -177,6 +177,11 @@ class AdaptivePlan(planmod.Plan):
     profiles: list[str] = field(default_factory=list)
     profile_workloads: list[str] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
+    # The calibration workloads the decision was found to depend on when the probe started
+    # (calibration_workloads): a resumed probe keeps them, so the cells it has stored since
+    # cannot re-size the calibration its budget was set with. None: a plan saved before it
+    # was recorded (the resume decides again).
+    decided_calibration: list[str] | None = None
     # A single profile as the user gave it (a preset's name or a file): the plan's own
     # ``profile`` is the name the file holds, which loads nothing when it is not a preset.
     profile_ref: str | None = None
@@ -211,6 +216,7 @@ class AdaptivePlan(planmod.Plan):
                 "profile_workloads": list(self.profile_workloads),
                 "weights": list(self.weights),
                 "profile_ref": self.profile_ref,
+                "decided_calibration": self.decided_calibration,
             },
         }
 
@@ -254,6 +260,11 @@ class AdaptivePlan(planmod.Plan):
             profile_workloads=list(a.get("profile_workloads") or []),
             weights=[float(w) for w in a.get("weights") or []],
             profile_ref=a.get("profile_ref"),
+            decided_calibration=(
+                None
+                if a.get("decided_calibration") is None
+                else [str(n) for n in a["decided_calibration"]]
+            ),
         )
 
 
@@ -697,11 +708,13 @@ def plan_adaptive(
     calib = None
     calib_s = 0.0
     done = _stored_calibration(device, request.db)
-    needed = {
-        name
-        for name, shift in calibration_workloads(plan, device, request.db).items()
-        if shift >= -math.log(1 - TIE_TOLERANCE)
-    } - (done.workloads if done else frozenset())
+    if not (request.resume and plan.decided_calibration is not None):
+        plan.decided_calibration = sorted(
+            name
+            for name, shift in calibration_workloads(plan, device, request.db).items()
+            if shift >= -math.log(1 - TIE_TOLERANCE)
+        )
+    needed = set(plan.decided_calibration) - (done.workloads if done else frozenset())
     if needed:
         calib = calibration.plan_calibration(
             None if plan.scratch_size_bytes else str(plan.device),

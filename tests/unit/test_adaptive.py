@@ -226,6 +226,41 @@ def test_adaptive_plan_round_trips_for_resume(tmp_path):
     back = ad.AdaptivePlan.from_dict(plan.to_dict())
     assert (back.target, back.budget_s, back.max_reps) == (plan.target, 600.0, plan.max_reps)
     assert back.configs == plan.configs and back.to_dict()["purpose"] == "adaptive"
+    assert plan.decided_calibration and back.decided_calibration == plan.decided_calibration
+
+
+def test_a_resumed_probe_keeps_the_calibration_its_start_decided(tmp_path, monkeypatch):
+    """The cells a probe stored before it was interrupted move the model, and with it which
+    calibration workloads the decision depends on: a resume that decided again could add a
+    calibration the budget was never set for (a device test's resume ran 12 s of one). It
+    keeps what the start decided; a plan saved before that was recorded decides again."""
+    from dataclasses import replace
+    from fsadvisor.probe.state import StateFile, state_path_for
+    from fsadvisor.service import adaptive as ad, probing
+
+    req = _request(tmp_path)
+    plan = ad.plan_adaptive(req, budget="10m").plan
+    decided = list(plan.decided_calibration or [])
+    assert decided
+    sf = StateFile(state_path_for(probing.store_path(req.db)))
+    state = sf.load()
+    state.matrices["scratch"] = {"matrix_id": "m-1", "plan": plan.to_dict()}
+    sf.save(state)
+
+    def moved(*args, **kw):  # what a refit on the stored cells could say now
+        return {name: 1.0 for name in ("4k-randread-qd1", *decided)}
+
+    monkeypatch.setattr(ad, "calibration_workloads", moved)
+    again = ad.plan_adaptive(replace(req, resume=True), budget=None)
+    assert again.plan.decided_calibration == decided
+    assert sorted(w.name for w in again.calibration.workloads) == sorted(decided)
+    # a plan saved without the record: the resume decides as a start would
+    old = plan.to_dict()
+    old["adaptive"].pop("decided_calibration")
+    state.matrices["scratch"] = {"matrix_id": "m-1", "plan": old}
+    sf.save(state)
+    again = ad.plan_adaptive(replace(req, resume=True), budget=None)
+    assert "4k-randread-qd1" in again.plan.decided_calibration
 
 
 def test_resume_picks_up_the_adaptive_plan_and_refuses_a_full_one(tmp_path):
