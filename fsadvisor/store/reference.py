@@ -213,7 +213,7 @@ def observations(
             if not vals:
                 continue
             mean = statistics.fmean(vals)
-            sd = statistics.stdev(vals) if len(vals) > 1 else None
+            sd = _stdev(vals, mean) if len(vals) > 1 else None
             out.append(
                 Observation(
                     source=f"reference matrix, {first['device_class']} ({matrix}{wname}; "
@@ -240,6 +240,13 @@ def observations(
 
 def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
+
+
+def _stdev(values: list[float], mean: float) -> float:
+    # The sample sd in floats (fsum): statistics.stdev sums exact fractions, a tenth of a
+    # millisecond a cell and most of the time the reference matrices take to load, for
+    # digits past the 15th of a figure whose runs scatter by percent.
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def scheduler_ratios(obs: list[Observation]) -> list[Observation]:

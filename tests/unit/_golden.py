@@ -29,7 +29,7 @@ FLOAT_REL = 1e-9
 MC_KEYS = frozenset({"p_best", "p_best_first"})
 # A sentence whose figures in [0, 1] are Monte Carlo probabilities.
 MC_WORDS = ("probability", "P(best)")
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
 def mc_tolerance(p: float, printed_decimals: int = 4) -> float:
@@ -39,7 +39,7 @@ def mc_tolerance(p: float, printed_decimals: int = 4) -> float:
 
 
 def _numbers(text: str) -> tuple[str, list[str]]:
-    return _NUMBER.sub("#", text), _NUMBER.findall(text)
+    return NUMBER.sub("#", text), NUMBER.findall(text)
 
 
 def _printed_close(a: str, b: str, mc: bool) -> bool:

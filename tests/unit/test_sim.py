@@ -3,18 +3,21 @@ model, queueing laws, and the CLI's output against a golden file. Real simpy thr
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import simpy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from _golden import same_lines
+from _golden import NUMBER, same_text
 from fsadvisor.predict import sim
 from fsadvisor.domain import Device, FsConfig, Workload
 from fsadvisor.errors import FsAdvisorError
@@ -463,17 +466,99 @@ GOLDEN_ARGS = [
 ]
 
 
+# Seeds whose outputs measure each printed figure's own sampling spread (the golden's seed,
+# 7, is one of them). Some seeds' outputs add a note (the calibration stepping across the
+# model's figure): only the outputs that print the golden's words and figures count, and at
+# least eight must, which give each spread within about +-25% at 1 sd (chi, 7 df).
+SPREAD_SEEDS = tuple(range(1, 17))
+SPREAD_MIN_SEEDS = 8
+_SEED_LINE = re.compile(r"^seed \d+", re.M)
+
+
+def _seeded(args: list[str], seed: int) -> list[str]:
+    out = list(args)
+    out[out.index("--seed") + 1] = str(seed)
+    return out
+
+
+def _unseeded(out: str) -> str:
+    """The output without its seed's number (the seed itself, not a figure)."""
+    return _SEED_LINE.sub("seed S", out)
+
+
+def _words(text: str) -> str:
+    """The text with its figures taken out and its spacing collapsed: a figure's width moves
+    the columns and the wrapping, never the words."""
+    return " ".join(NUMBER.sub("#", text).split())
+
+
+def _spread(golden: str, outputs: list[str]) -> list[float]:
+    """The sd of each printed figure, in the golden's order, over the seeds' outputs that
+    print the golden's words: zero for a figure the seed does not move (the model's, the
+    ceiling), the Monte Carlo spread for a simulated one."""
+    alike = [_unseeded(o) for o in outputs if _words(_unseeded(o)) == _words(_unseeded(golden))]
+    assert len(alike) >= SPREAD_MIN_SEEDS, (
+        f"only {len(alike)} of {len(outputs)} seeds print the golden's words"
+    )
+    figures = np.array([[float(t.replace(",", "")) for t in NUMBER.findall(o)] for o in alike])
+    # a figure every seed printed alike has no spread (not the rounding of its mean's sd)
+    return [float(c.std(ddof=1)) if np.ptp(c) else 0.0 for c in figures.T]
+
+
 def test_cli_output_matches_the_golden_file(cli_env, monkeypatch):
+    """The same lines and words as the golden; a figure the seed does not move within its
+    last printed digit, a simulated one within its own sampling error: 4 sd of the difference
+    of two draws (the golden's and this run's), the sd measured over the seeds when the
+    golden was made (golden/sim_oltp.spread.json). A model change that moves a simulated
+    figure by more than its noise fails here, as one that moves the model's own figures does."""
     monkeypatch.setenv("COLUMNS", "80")  # the output fits the terminal: the golden's is 80
     r = cli_env(*GOLDEN_ARGS)
     assert r.exit_code == 0, r.output
     path = GOLDEN / "sim_oltp.out"
+    spread_path = GOLDEN / "sim_oltp.spread.json"
     if os.environ.get("FSADVISOR_UPDATE_GOLDEN") == "1":  # regenerate after checking by hand
+        outputs = [cli_env(*_seeded(GOLDEN_ARGS, k)).stdout for k in SPREAD_SEEDS]
+        doc = {"seeds": list(SPREAD_SEEDS), "sd": _spread(r.stdout, outputs)}
+        spread_path.write_text(json.dumps(doc, indent=1) + "\n")
         path.write_text(r.stdout)
-    # the same lines, figures within their last printed digit (tests/unit/_golden.py); if a
-    # change is intended (new model data, priors, devices.toml), check the new numbers by hand
-    # and rerun with FSADVISOR_UPDATE_GOLDEN=1
-    same_lines(r.stdout, path.read_text(), path.name)
+    # if a change is intended (new model data, priors, devices.toml), check the new numbers
+    # by hand and rerun with FSADVISOR_UPDATE_GOLDEN=1
+    sds = json.loads(spread_path.read_text())["sd"]
+    got, want = r.stdout.splitlines(), path.read_text().splitlines()
+    assert len(got) == len(want), f"{len(got)} lines != golden {len(want)}"
+    for i, (x, y) in enumerate(zip(got, want), 1):
+        assert _words(x) == _words(y), f"{path.name}:{i}: {x!r} != golden {y!r}"
+    got_t, want_t = NUMBER.findall(_unseeded(r.stdout)), NUMBER.findall(_unseeded(path.read_text()))
+    assert len(want_t) == len(sds), "the spread file is not the golden's: regenerate both"
+    for a, b, sd in zip(got_t, want_t, sds):
+        x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+        unit = 10.0 ** -len(b.split(".")[1]) if "." in b else 1.0
+        allowed = 4 * math.sqrt(2) * sd + unit * 1.0000001
+        assert abs(x - y) <= allowed, (
+            f"{path.name}: {a} vs golden {b}, beyond its sampling error (+-{allowed:.3g})"
+        )
+
+
+def test_the_golden_spread_is_a_seeds_spread():
+    """The recorded spread is what it says: above zero for every variant's simulated
+    throughput and zero for the model's own figures and the variants' numjobs (a spread of
+    zero on a simulated figure would make its comparison an exact one again, a spread on
+    the model's figures would let a model change through)."""
+    sds = json.loads((GOLDEN / "sim_oltp.spread.json").read_text())["sd"]
+    text = _unseeded((GOLDEN / "sim_oltp.out").read_text())
+    tokens = [(m.start(), m.group()) for m in NUMBER.finditer(text)]
+    assert len(tokens) == len(sds)
+
+    def sd_at(label: str, k: int) -> float:
+        """The spread of the k-th figure printed from ``label`` on."""
+        at = text.index(label)
+        return sds[next(j for j, (pos, _) in enumerate(tokens) if pos >= at) + k]
+
+    for jobs in (1, 4, 16, 64):
+        row = f"numjobs={jobs} "
+        assert sd_at(row, 0) == 0  # the variant's own numjobs
+        assert sd_at(row, 1) > 0  # its simulated ops/s
+    assert sd_at("predict says", 0) == 0 and sd_at("p99/mean", 0) == 0
 
 
 def test_cli_json_and_errors(cli_env):
@@ -965,7 +1050,6 @@ def test_run_until_stops_at_the_stop_event_and_surfaces_failures():
         sim._run_until(env, env.event())
 
 
-import numpy as np  # noqa: E402
 from hypothesis import given, settings, strategies as hst  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
