@@ -23,7 +23,7 @@ from fsadvisor.tui import calls
 from fsadvisor.tui.app import FsAdvisorApp
 from fsadvisor.tui.panes.probe import ProbePane, progress_text
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen, warning_text
-from _screen import driven, screen_lines, screen_text, toasts
+from _screen import click_landed, driven, screen_lines, screen_text, toasts
 
 
 SIZE = (120, 40)
@@ -300,7 +300,7 @@ async def test_the_confirmation_refuses_a_wrong_name_and_starts_on_the_right_one
         typed = app.screen.query_one("#confirm-device", Input)
         typed.value = ""
         await pilot.press(*"/dev/fsadvisor-fake0")
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmProbeScreen)
         assert fake.runs == [("/dev/fsadvisor-fake0", None, "/dev/fsadvisor-fake0")]
@@ -339,7 +339,7 @@ async def test_progress_is_shown_and_cancel_stops_the_probe(monkeypatch):
         assert "nothing of yours is touched" in str(
             app.screen.query_one("#confirm-text", Static).content
         )
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         for _ in range(200):
             await pilot.pause(0.02)
             if len(pane.events) >= 3:
@@ -530,7 +530,7 @@ async def _running(pilot) -> None:
     await choose(pilot, 0)
     await pilot.click("#probe-start")
     await settle(pilot)
-    await pilot.click("#confirm-ok")
+    await click_landed(pilot, "#confirm-ok")
     for _ in range(200):  # the fake probe now waits in its second cell until Cancel
         await pilot.pause(0.02)
         if len(pane.events) >= 3:
@@ -583,7 +583,7 @@ async def test_q_while_probing_asks_first_and_quitting_cancels_the_probe(monkeyp
         await choose(pilot, 0)
         await pilot.click("#probe-start")
         await settle(pilot)
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         for _ in range(200):
             await pilot.pause(0.02)
             if len(pane.events) >= 3:
@@ -660,7 +660,7 @@ async def test_schedulers_micro_workloads_and_resume_reach_the_request_and_the_p
         await choose(pilot, 0)
         await pilot.click("#probe-start")
         await settle(pilot)
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         await settle(pilot)
         assert fake.runs == [(None, "1G", None)]
         assert (fake.options["schedulers"], fake.options["workloads"], fake.options["resume"]) == (
@@ -796,7 +796,7 @@ async def test_an_adaptive_probe_shows_device_seconds_the_leader_and_its_confide
         await settle(pilot)
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "adaptive among 3 configurations, at most 3 min of device time" in text
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         for _ in range(300):
             await pilot.pause(0.02)
             if pane.live_iops:
@@ -848,13 +848,13 @@ async def test_force_needs_the_typed_name_and_says_the_signature_is_destroyed(mo
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "FORCE: the xfs signature on it is overridden and will be destroyed" in text
         assert "Type the device path to continue" in text
-        await pilot.click("#confirm-ok")  # nothing typed: refused
+        await click_landed(pilot, "#confirm-ok")  # nothing typed: refused
         await settle(pilot)
         assert isinstance(app.screen, ConfirmProbeScreen) and fake.runs == []
         app.screen.query_one("#confirm-device", Input).focus()
         await pilot.pause()  # its focus messages first (test_tui.py's _in_jobs)
         await pilot.press(*FAKE_OK.path)
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         await settle(pilot)
         assert fake.runs == [(FAKE_OK.path, None, FAKE_OK.path)]
         assert fake.options["force"] is True
@@ -1124,7 +1124,7 @@ async def test_several_profiles_run_as_one_session_with_an_answer_per_profile(mo
         await settle(pilot)
         text = str(app.screen.query_one("#confirm-text", Static).content)
         assert "adaptive among 4 configurations, at most 6 min of device time" in text
-        await pilot.click("#confirm-ok")
+        await click_landed(pilot, "#confirm-ok")
         await settle(pilot)
         assert fake.runs == []  # one adaptive session, not a full matrix
         assert asked["profile"] == "oltp"
