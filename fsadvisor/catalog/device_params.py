@@ -43,6 +43,10 @@ DEVICE_DEFAULTS = {"bw_submitters": 1.0}
 HOST_KEYS = ("host_cpu_factor", "host_cores")
 HOST_PRIOR = {"host_cpu_factor": 1.0, "host_cores": 2.0}
 HOST_PRIOR_LOG_SD = {"host_cpu_factor": 0.5, "host_cores": 1.0}
+# A host figure as measured (host/cpu.py): the best of 7 pread rounds repeats within ~2% on
+# a quiet host; how well a pread loop stands for a filesystem's own code path is the wider
+# question, left to the mechanisms' coefficients.
+HOST_MEASURED_LOG_SD = 0.05
 # The keys every DeviceParams carries.
 PARAM_KEYS = DEVICE_KEYS + HOST_KEYS
 # Measured only, never a prior: the CPU time one raw 4K random read at the deep-queue ceiling
@@ -105,6 +109,39 @@ def prior_params(
     return DeviceParams(
         device_id=device_id or f"kind:{kind}", kind=kind, values=values, log_sd=log_sd, source=src
     )
+
+
+def with_host(params: DeviceParams, host: Mapping[str, object] | None) -> DeviceParams:
+    """``params`` of a device on this host that has no calibration of its own, with this
+    host's stored CPU figures (``fsadvisor calibrate --host``, or a calibration of another
+    of its devices) in place of the reference machine's prior: the model then prices
+    filesystem and metadata CPU work at this host's speed. Unchanged without them, and for
+    a calibrated device (its calibration measured the host itself)."""
+    if not host or params.measured:
+        return params
+    values, log_sd = dict(params.values), dict(params.log_sd)
+    used = {}
+    for k in HOST_KEYS:
+        v = host.get(k)
+        if isinstance(v, (int, float)) and v > 0:
+            values[k], log_sd[k] = float(v), HOST_MEASURED_LOG_SD
+            used[k] = float(v)
+    if not used:
+        return params
+    details = {**params.details, "host": {**{k: host.get(k) for k in HOST_FIELDS}, **used}}
+    return DeviceParams(
+        params.device_id,
+        params.kind,
+        values,
+        log_sd,
+        params.source,
+        params.n_runs,
+        details,
+    )
+
+
+# What a stored host measurement keeps beside its figures (host/cpu.py measurement()).
+HOST_FIELDS = ("host", "hostname", "how", "measured_at", "load_1min", "pread_ns")
 
 
 def calibrated_at(details: dict) -> object:

@@ -94,6 +94,28 @@ def _model_calibration(output: Optional[str], folds: int, db: Optional[str], as_
     )
 
 
+def _host_calibration(db: Optional[str], as_json: bool) -> None:
+    # the calibration service (and the store) only when a measurement runs (start-up)
+    from fsadvisor.service import calibration
+
+    doc = calibration.measure_host(db)
+    if as_json:
+        emit_json(doc)
+        return
+    typer.echo(
+        f"this host ({doc['hostname']}): {doc['pread_ns']:.0f} ns per {doc['how']} (reference "
+        f"machine {doc['reference_pread_ns']:.0f}): host_cpu_factor "
+        f"{doc['host_cpu_factor']:.2f}, {doc['host_cores']:.0f} cores; load "
+        f"{doc['load_1min']:.2f}"
+    )
+    typer.echo(
+        f"stored in {doc['stored_in']}: this host's devices without a calibration of their own "
+        "are predicted at this CPU speed"
+    )
+    for note in doc["notes"]:
+        typer.echo(f"fsadvisor: note: {note}", err=True)
+
+
 @app.command()
 @domain_errors
 def calibrate(
@@ -148,6 +170,14 @@ def calibrate(
     ] = False,
     output: RefitOutput = None,
     folds: RefitFolds = 5,
+    host: Annotated[
+        bool,
+        typer.Option(
+            "--host",
+            help="Measure only this host's CPU speed (under a second, no device touched) and "
+            "store it for its devices that have no calibration of their own.",
+        ),
+    ] = False,
     db: DbOpt = None,
     as_json: Annotated[
         bool,
@@ -156,11 +186,16 @@ def calibrate(
 ) -> None:
     """Learn DEVICE's own parameters (service times, IOPS and bandwidth ceilings, flush
     cost, parallelism) and this host's CPU speed from a raw-device probe of at most 5
-    minutes and store them. DESTROYS ALL DATA on DEVICE. (Without DEVICE: `fsadvisor
-    refit`, the old spelling.)"""
+    minutes and store them. DESTROYS ALL DATA on DEVICE. (--host: this host's CPU speed
+    alone. Without DEVICE: `fsadvisor refit`, the old spelling.)"""
     # the calibration and the probe service (the runner, fio): on use (see the top)
     from fsadvisor.service import calibration, probing
 
+    if host:
+        if device is not None or scratch is not None or output is not None:
+            fail("--host measures this host alone: give no DEVICE, --scratch or --output with it")
+        _host_calibration(db, as_json)
+        return
     if device is None and scratch is None:
         typer.echo(
             "fsadvisor: note: refitting the model is `fsadvisor refit` now; `calibrate` "

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import tempfile
 import time
+from typing import Any
 
 # Nanoseconds per 4 KiB pread of a tmpfs file on the reference machine (AMD EPYC VM, 2
 # cores, kernel 6.18, CPython 3.11), best of 7 rounds of 4,000 calls: `python -m
@@ -69,6 +71,37 @@ def cores() -> int:
 def host_figures() -> dict[str, float]:
     """This host's ``host_cpu_factor`` and ``host_cores`` (device_params.HOST_KEYS)."""
     return {"host_cpu_factor": pread_ns() / REFERENCE_PREAD_NS, "host_cores": float(cores())}
+
+
+def host_id() -> str:
+    """The name this host's figures are stored under: systemd's machine id (one per
+    installed system, kept across renames and reboots), else the host name."""
+    try:
+        with open("/etc/machine-id", encoding="ascii") as f:
+            mid = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        mid = ""
+    return f"machine-id:{mid}" if mid else f"hostname:{socket.gethostname()}"
+
+
+HOW = f"4 KiB pread of a tmpfs file, best of {_ROUNDS} rounds of {_CALLS:,} calls"
+
+
+def measurement() -> dict[str, Any]:
+    """This host's figures with what a stored copy needs to be read later: which host, how
+    and when they were measured, and the load beside the measurement."""
+    ns = pread_ns()
+    return {
+        "host": host_id(),
+        "hostname": socket.gethostname(),
+        "host_cpu_factor": ns / REFERENCE_PREAD_NS,
+        "host_cores": float(cores()),
+        "pread_ns": ns,
+        "reference_pread_ns": REFERENCE_PREAD_NS,
+        "how": HOW,
+        "load_1min": os.getloadavg()[0],
+        "measured_at": time.time(),
+    }
 
 
 if __name__ == "__main__":

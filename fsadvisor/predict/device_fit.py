@@ -11,6 +11,7 @@ from typing import Mapping
 from fsadvisor.catalog.device_params import (
     CPU_KEYS,
     HOST_KEYS,
+    HOST_MEASURED_LOG_SD,
     PARAM_KEYS,
     PRIOR_LOG_SD,
     SHAPE_KEYS,
@@ -28,10 +29,6 @@ from fsadvisor.predict.mechanisms import queue_rate
 # run noise was once learned as a real effect, noatime +15%), so one run gets 0.2.
 LOG_SD_FLOOR = 0.03
 SINGLE_RUN_LOG_SD = 0.2
-# A host figure as measured (host/cpu.py): the best of 7 pread rounds repeats within ~2% on
-# a quiet host; how well a pread loop stands for a filesystem's own code path is the wider
-# question, left to the mechanisms' coefficients.
-HOST_MEASURED_LOG_SD = 0.05
 # 4K-class random I/O (what the IOPS and latency keys mean) vs 128K-class sequential I/O
 # (what the bandwidth keys mean): block sizes up to SMALL_BS_BYTES count as the former,
 # from LARGE_BS_BYTES on as the latter.

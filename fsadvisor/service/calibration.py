@@ -318,7 +318,8 @@ def run_calibration(
         try:
             # the host's CPU, measured after the device runs (nothing else of ours is busy):
             # the model prices filesystem, scheduler and metadata work with it
-            params = _fit(rows, kind, identity, host_cpu.host_figures())
+            host = host_cpu.measurement()
+            params = _fit(rows, kind, identity, host)
         except (ArithmeticError, ValueError) as e:
             raise CalibrationFailed(
                 f"calibration failed at step fit: {e}; no device parameters were saved"
@@ -330,6 +331,8 @@ def run_calibration(
             )
         run_ids = [int(r["run_id"]) for r in rows]
         store.save_device_params(params, run_ids=run_ids)
+        # and as this host's: its other devices, not calibrated, are priced with it too
+        store.save_host_figures(host)
         saved = store.device_params(identity)
     notes = list(summary.notes)
     if pacer.dropped:
@@ -347,6 +350,33 @@ def run_calibration(
         notes=notes,
         cleanup=list(summary.cleanup),
     )
+
+
+def measure_host(db: str | None = None) -> dict[str, Any]:
+    """Measure this host's CPU figures (host/cpu.py: a tmpfs pread loop, under a second; no
+    device is touched) and store them: predictions for this host's devices that have no
+    calibration of their own price filesystem and metadata CPU work with them. Returns the
+    stored figures, the store's path and a note when the host was busy beside them."""
+    # as run_calibration's: the measurement, the probe's store path and the store on use
+    from fsadvisor.host import cpu as host_cpu
+    from fsadvisor.service import probing
+    from fsadvisor.store import open_store
+
+    doc = host_cpu.measurement()
+    with open_store(db) as store:
+        store.save_host_figures(doc)
+    notes = []
+    load, cores = float(doc["load_1min"]), float(doc["host_cores"])
+    if load > BUSY_LOAD_PER_CORE * cores:
+        notes.append(
+            f"measured beside other work (load {load:.2f} on {cores:.0f} cores): a busy host "
+            "measures slower than it is; run it again when the host is quiet"
+        )
+    return {**doc, "stored_in": str(probing.store_path(db)), "notes": notes}
+
+
+# A host measurement beside more than this load per core is reported as made on a busy host.
+BUSY_LOAD_PER_CORE = 0.5
 
 
 def _forget(run: Any, plan: CalibrationPlan) -> None:

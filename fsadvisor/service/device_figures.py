@@ -20,6 +20,7 @@ from fsadvisor.catalog.device_params import (
     calibrated_at,
     devices_table,
     prior_params,
+    with_host,
 )
 from fsadvisor.predict.fit_version import fit_version
 from fsadvisor.service.devices import library_params_of
@@ -37,9 +38,16 @@ def device_params_and_note(device: Any, db: str | None = None) -> tuple[DevicePa
     """device_params_for, and the one line the output owes about its calibration when the
     stored one was made by another version's fit (current_calibration); None otherwise."""
     table = devices_table()
+    host = None
     if device.path:
         with open_store(db) as store:
             found, note = current_calibration(store, device.identity, device.path)
+            if found is None:
+                # a device path is on this host: its CPU figures, if measured, price the
+                # filesystem's work instead of the reference machine's
+                from fsadvisor.host.cpu import host_id
+
+                host = store.host_figures(host_id())
         if found is not None:
             return found, note
     # A drive named from the device library (--device samsung-990-pro-2tb): its datasheet
@@ -47,8 +55,8 @@ def device_params_and_note(device: Any, db: str | None = None) -> tuple[DevicePa
 
     lib = library_params_of(device)
     if lib is not None:
-        return lib, None
-    return prior_params(device.kind, table, device_id=device.identity), None
+        return with_host(lib, host), None
+    return with_host(prior_params(device.kind, table, device_id=device.identity), host), None
 
 
 def current_calibration(
@@ -98,10 +106,28 @@ def describe(p: DeviceParams) -> str:
             f"({n} of {len(p.values)} parameters measured)"
         )
     if p.source.startswith("datasheet"):
-        return f"{p.source}; not calibrated"
+        return f"{p.source}; not calibrated" + host_words(p)
     if "no figures for device kind" in p.source:
         return (
             f"prior for kind nvme (device kind {p.kind!r} has no figures of its own: "
             "falls back to the nvme class of models/devices.toml; not calibrated)"
-        )
-    return f"prior for kind {p.kind} ({p.source.removeprefix('prior: ')}; not calibrated)"
+        ) + host_words(p)
+    return (
+        f"prior for kind {p.kind} ({p.source.removeprefix('prior: ')}; not calibrated)"
+        + host_words(p)
+    )
+
+
+def host_words(p: DeviceParams) -> str:
+    """What a device's predictions take from its host's stored CPU figures, if anything."""
+    host = p.details.get("host")
+    if not isinstance(host, dict) or "host_cpu_factor" not in host:
+        return ""
+    at = host.get("measured_at")
+    when = (
+        time.strftime("%Y-%m-%d", time.gmtime(float(at))) if isinstance(at, (int, float)) else "?"
+    )
+    return (
+        f"; this host's CPU measured {when}: x{host['host_cpu_factor']:.2f} of the reference "
+        f"machine's time per call, {host.get('host_cores', 0):.0f} cores"
+    )

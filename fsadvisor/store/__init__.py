@@ -269,6 +269,17 @@ class Store:
     def calibrated_devices(self) -> list[str]:
         return _device_params.identities(self._db)
 
+    @_guarded
+    def save_host_figures(self, doc: Mapping[str, Any]) -> None:
+        """Store a host's measured CPU figures (host/cpu.py measurement()), replacing its
+        earlier ones: one entry per host, under its ``host`` id."""
+        _device_params.save_host(self._db, doc)
+
+    @_guarded
+    def host_figures(self, host: str) -> dict[str, Any] | None:
+        """The CPU figures last measured on ``host`` (host/cpu.py host_id()), or None."""
+        return _device_params.load_host(self._db, host)
+
     # ------------------------------------------------------------------ reading
     @_guarded
     def runs(

@@ -79,3 +79,25 @@ def load(db: Database, identity: str) -> DeviceParams | None:
 
 def identities(db: Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT identity FROM device_params ORDER BY identity")]
+
+
+# A host's measured CPU figures live in ``meta``, one row per host under this prefix: a
+# store moved to another machine keeps them, read only on the host they describe.
+_HOST_KEY = "host_cpu:"
+
+
+def save_host(db: Database, doc: Any) -> None:
+    host = doc.get("host")
+    if not isinstance(host, str) or not host:
+        raise StoreError("host figures without a host id")
+    with schema.write_transaction(db):
+        db.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+            [_HOST_KEY + host, encoding.dumps(dict(doc))],
+        )
+
+
+def load_host(db: Database, host: str) -> dict[str, Any] | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", [_HOST_KEY + host]).fetchone()
+    doc = encoding.loads(row[0]) if row else None
+    return doc if isinstance(doc, dict) else None
