@@ -278,7 +278,12 @@ def cfg_features(
 
 
 def config_matrix(
-    cfgs, w: Workload, kind: str, p: Mapping[str, float], plp: str
+    cfgs,
+    w: Workload,
+    kind: str,
+    p: Mapping[str, float],
+    plp: str,
+    device_id: str | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """The matrix of :func:`cfg_features` over ``cfgs`` (a row per configuration, a column
     per feature name, sorted) and the names. The same matrix as laying each configuration's
@@ -289,8 +294,21 @@ def config_matrix(
     features ("m:" and the rest), so each fills its own columns: a small matrix per part
     kind, its rows gathered per configuration by index. A configuration costs a few dict
     lookups, not a merged dict and a pass over its ~20 features (ranking 10,000 candidates
-    spent a third of its time there)."""
+    spent a third of its time there).
+
+    With ``device_id``, each row also carries that device's own deviations
+    (:func:`device_config_features` of its merged dict), built per part as well: the
+    settings part's deviations and its filesystem's shape terms, and the mechanisms' own
+    (a twin, m:a:b, only ever sits beside its m:a in the mechanisms' part)."""
     era2010 = kind in ("hdd", "sata-ssd")
+
+    def whole(c: FsConfig | None) -> dict[str, float]:
+        f = cfg_features(c, w, kind, p, plp)
+        if device_id is not None:
+            f.update(device_config_features(f, device_id, c.fs if c is not None else None, w))
+        return f
+
+    mine = f"d:{device_id}|m:" if device_id is not None else None
     s_of: dict[tuple, int] = {}
     m_of: dict[tuple, int] = {}
     s_parts: list[dict[str, float]] = []
@@ -299,13 +317,16 @@ def config_matrix(
     m_idx: list[int] = []
     for cfg in cfgs:
         if cfg is None:  # the raw device: no parts
-            return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
+            return matrix_of([whole(c) for c in cfgs])
         try:
             key = (cfg.fs, cfg.mkfs, cfg.mount, cfg.ag_count)
             i = s_of.get(key)
             if i is None:
                 i = s_of[key] = len(s_parts)
-                s_parts.append(_settings_features_of(*key, w, kind))
+                part = _settings_features_of(*key, w, kind)
+                if device_id is not None:
+                    part = {**part, **device_config_features(part, device_id, cfg.fs, w)}
+                s_parts.append(part)
             mkey = (
                 cfg.fs,
                 cfg.mount,
@@ -316,17 +337,24 @@ def config_matrix(
             k = m_of.get(mkey)
             if k is None:
                 k = m_of[mkey] = len(m_parts)
-                m_parts.append(mechanisms.features(cfg, w, p, plp, era2010=era2010))
+                part = mechanisms.features(cfg, w, p, plp, era2010=era2010)
+                if device_id is not None:
+                    part = {**part, **device_config_features(part, device_id)}
+                m_parts.append(part)
         except TypeError:  # an unhashable mkfs or mount value (a list from JSON)
-            return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
+            return matrix_of([whole(c) for c in cfgs])
         s_idx.append(i)
         m_idx.append(k)
     groups = [(s_parts, s_idx), (m_parts, m_idx)]
     keys = [set().union(*parts) for parts, _ in groups]
+
     # Each part kind must name only its own features (else merging the dicts would let one
     # overwrite another's): otherwise, the merged dicts.
-    if any(k.startswith("m:") for k in keys[0]) or any(not k.startswith("m:") for k in keys[1]):
-        return matrix_of([cfg_features(c, w, kind, p, plp) for c in cfgs])
+    def mechanism(k: str) -> bool:
+        return k.startswith("m:") or (mine is not None and k.startswith(mine))
+
+    if any(mechanism(k) for k in keys[0]) or not all(mechanism(k) for k in keys[1]):
+        return matrix_of([whole(c) for c in cfgs])
     names = sorted(keys[0] | keys[1])
     idx = {n: j for j, n in enumerate(names)}
     C = np.zeros((len(s_idx), len(names)))

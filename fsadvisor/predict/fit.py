@@ -315,7 +315,7 @@ class FittedModel:
         for k, v in merged.items():
             i = self.index.get(k)
             if i is None:
-                m, sd = self.settings.prior(k)
+                m, sd = self.settings.predictive_prior(k)
                 extra_mean += m * v
                 extra_var += (sd * v) ** 2
             else:
@@ -834,8 +834,14 @@ def fit(
             # active set: a bound the fit respects costs nothing).
             active = point | (active & (bound != 0)) | (bound * resid < 0)
     if p:
+        # The means are the last pass's. The covariance states each device's own deviations
+        # (d:) at their predictive width (settings.predictive_prior), the width an unseen
+        # one is stated at, so a device's first run never widens its other cells' sd.
+        scale = s.device_predictive_scale
+        if scale != 1.0:
+            narrow = np.array([k.startswith("d:") for k in names])
+            A = A + np.diag(np.where(narrow, prior_prec * (scale**-2 - 1.0), 0.0))
         cov = np.linalg.inv(A)
-        theta = cov @ rhs
     origins: dict[str, str] = {}
     cells: dict[str, set[str]] = {}
     rank_of = {"imported": 0, "reference": 1, "measured": 2}

@@ -12,11 +12,11 @@ from fsadvisor.domain import Device, FsConfig, Prediction, Workload, kind_of
 from fsadvisor.predict.design import DesignRows
 from fsadvisor.catalog.device_params import DeviceParams
 from fsadvisor.predict.features import (
+    config_matrix,
     soft_cap,
     cfg_features,
     matrix_of,
     device_roofline,
-    config_matrix,
     device_ceiling_iops,
     device_config_features,
     power_features,
@@ -28,6 +28,11 @@ from fsadvisor.predict.fit import CAP_KEYS, FittedModel
 
 
 Z90 = 1.6449
+
+
+# The identity the deviation terms of a device the fit has no terms for are named by: no
+# device's runs carry it, so they are always unseen and stated at their predictive width.
+UNMEASURED_DEVICE = "(not measured)"
 
 
 class _Space:
@@ -59,7 +64,7 @@ class _Space:
         if used is None:
             used = list(range(k + len(self.extra)))
         fitted = [c for c in used if c < k]
-        pri = [m.settings.prior(self.extra[c - k]) for c in used if c >= k]
+        pri = [m.settings.predictive_prior(self.extra[c - k]) for c in used if c >= k]
         theta = np.concatenate([m.theta[fitted], [p[0] for p in pri]])
         cov = np.zeros((len(theta), len(theta)))
         f = len(fitted)
@@ -69,11 +74,12 @@ class _Space:
 
 
 # From this many configurations on, their feature matrix is built from each one's parts
-# (features.config_matrix); below it, from their feature dicts. The same matrix either way
-# (tests/unit/test_feature_matrix.py). For predict --batch's all-distinct lines (one
-# configuration each) the parts cost more than they save (benchmarks/batch_rate.py); a
-# ranking has thousands, where the parts save about a quarter of the time per candidate
-# (benchmarks/rank_scaling.py). 16 is a round number between the two, not tuned.
+# (features.config_matrix) and the blocks' designs are kept factored; below it, from their
+# feature dicts, built out. The same matrix either way (tests/unit/test_feature_matrix.py).
+# For predict --batch's all-distinct lines (one configuration each) the parts cost more
+# than they save (benchmarks/batch_rate.py); a ranking has thousands, where the parts save
+# about a quarter of the time per candidate (benchmarks/rank_scaling.py). 16 is a round
+# number between the two, not tuned.
 _PARTS_FROM = 16
 
 
@@ -84,7 +90,6 @@ def _block_designs(
     device: Device,
     scope: str,
     params: DeviceParams | None = None,
-    own: bool = False,
     roofline: tuple[float, float] | None = None,
 ):
     """The designs of the performance, power and tail blocks for many configurations of one
@@ -98,22 +103,22 @@ def _block_designs(
     _, flush_share = roofline or device_roofline(w, pv, device.plp)
     dev = model.known_device(device)
     space = _Space(model)
-    if dev and (own or any(n.startswith(f"d:{dev}|") for n in model.index)):
-        # A device measured here: its own deviations from the shared effects apply. With
-        # ``own`` they apply before its first configuration run too (at their prior: a
-        # device that has only its raw calibration may still deviate), so configurations
-        # sharing a filesystem or mechanism share that uncertainty -- what the adaptive
-        # probe needs to know that one ext4 run also teaches it about the other ext4 cells.
-        cfs = [cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
-        for cfg, cf in zip(cfgs, cfs):
-            cf.update(device_config_features(cf, dev, cfg.fs if cfg is not None else None, w))
-        C, cnames = matrix_of(cfs)
-    elif len(cfgs) < _PARTS_FROM:
+    # Every device deviates from the shared effects. One measured here by its own fitted
+    # terms; any other (the user's drive, named by kind or library name, or one without
+    # configuration runs) by terms the fit never saw, at their predictive width
+    # (settings.predictive_prior: how far held-out devices land). Configurations sharing a
+    # filesystem or mechanism share that uncertainty, which the adaptive probe needs to
+    # know that one ext4 run also teaches it about the other ext4 cells.
+    ident = dev or UNMEASURED_DEVICE
+    if len(cfgs) < _PARTS_FROM:
         # A handful (predict --batch's one line, predict): the features directly; mapping
         # each candidate's parts costs more than it saves below a few dozen.
-        C, cnames = matrix_of([cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs])
+        cfs = [cfg_features(cfg, w, kind, pv, device.plp) for cfg in cfgs]
+        for cfg, cf in zip(cfgs, cfs):
+            cf.update(device_config_features(cf, ident, cfg.fs if cfg is not None else None, w))
+        C, cnames = matrix_of(cfs)
     else:
-        C, cnames = config_matrix(cfgs, w, kind, pv, device.plp)
+        C, cnames = config_matrix(cfgs, w, kind, pv, device.plp, device_id=ident)
     cidx = {n: j for j, n in enumerate(cnames)}
     # Block-constant parts (identical for every configuration of this workload).
     const = {
@@ -295,7 +300,6 @@ def predict_many(
     design_out: dict | None = None,
     device_params: DeviceParams | None = None,
     alone: bool = False,
-    own_deviations: bool = False,
 ) -> list[Prediction]:
     """Predictions for many configurations of one workload on one device, vectorised.
     The lower end of the power interval is floored at 99% of the lowest predicted power of
@@ -305,9 +309,9 @@ def predict_many(
     the sd of a difference between two rows is the uncertainty of their *ranking*, in which
     every shared term cancels (recommend uses it to tell real leads from noise).
     ``device_params`` overrides what the fit knows of the device (the service passes the
-    store's calibration of it, or a library drive's datasheet prior). ``own_deviations``:
-    a known device's own deviations from the shared effects enter the uncertainty even
-    where none of its configuration runs is stored yet (see _block_designs)."""
+    store's calibration of it, or a library drive's datasheet prior). Every device's own
+    deviations from the shared effects enter the uncertainty, fitted or at their predictive
+    width (see _block_designs)."""
     return _predict(
         model,
         cfgs,
@@ -319,7 +323,6 @@ def predict_many(
         device_params,
         alone,
         lazy=False,
-        own_deviations=own_deviations,
     )
 
 
@@ -351,7 +354,6 @@ def _predict(
     device_params: DeviceParams | None,
     alone: bool,
     lazy: bool,
-    own_deviations: bool = False,
 ):
     """predict_many's work; with ``lazy``, as :class:`Predictions`."""
     kind = kind_of(device)
@@ -363,9 +365,7 @@ def _predict(
     # (delta method on log scale); an unmeasured device's spread around its kind is what
     # the fitted kind level and the priors already carry.
     roof_var = _roofline_var(w, params, device.plp) if params.measured else 0.0
-    designs = _block_designs(
-        model, cfgs, w, device, scope, params, own=own_deviations, roofline=roofline
-    )
+    designs = _block_designs(model, cfgs, w, device, scope, params, roofline=roofline)
     noise2 = model.noise_sd**2
     if model.known_device(device) and model.noise_sd_measured is not None:
         noise2 = model.noise_sd_measured**2

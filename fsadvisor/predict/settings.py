@@ -152,6 +152,24 @@ class ModelSettings:
             hit = cache[name] = (mean, sd)
         return hit
 
+    @property
+    def device_predictive_scale(self) -> float:
+        """priors.toml [predictive] device_sd_scale: the width a prediction states for a
+        device's own deviations (``d:``) against the width the fit shrinks them with."""
+        return float(self.priors.get("predictive", {}).get("device_sd_scale", 1.0))
+
+    def predictive_prior(self, name: str) -> tuple[float, float]:
+        """(mean, sd) a prediction states for a coefficient the fit never saw: its prior,
+        but a device's own deviation (``d:``) at its predictive width. The fit's width for
+        those sets how far one device's findings move the effects every device shares (a
+        choice for the means, made on held-out matrices); how far an unmeasured cell of a
+        measured device lands from the shared effects is what devices held out show, and
+        that is narrower (benchmarks/uncertainty_calibration.py)."""
+        mean, sd = self.prior(name)
+        if name.startswith("d:"):
+            sd *= self.device_predictive_scale
+        return mean, sd
+
     def weight(self, obs: Observation) -> float:
         w = self.priors["weights"]
         # A kind's weight keeps data of old device kinds from posing as today's figures. A

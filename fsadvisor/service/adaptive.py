@@ -1006,9 +1006,9 @@ class Chooser:
     ) -> tuple[sel.State, Any]:
         model = model if model is not None else self.fit()
         design: dict = {}
-        # own_deviations: this device's own deviations from the shared effects are in the
-        # design from the start, so configurations that share a filesystem or a mechanism
-        # share that uncertainty, and one ext4 run teaches about every ext4 cell.
+        # this device's own deviations from the shared effects are in the design from the
+        # start (predict._block_designs), so configurations that share a filesystem or a
+        # mechanism share that uncertainty, and one ext4 run teaches about every ext4 cell.
         preds = predict_many(
             model,
             cfgs,
@@ -1016,7 +1016,6 @@ class Chooser:
             device,
             design_out=design,
             device_params=self.device_params(device),
-            own_deviations=True,
         )
         by_bytes = self.profile.workload.rank_by == "bytes"
         val = [p.bytes_per_joule if by_bytes else p.ops_per_joule for p in preds]

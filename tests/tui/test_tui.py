@@ -1135,12 +1135,13 @@ async def test_the_live_rows_fold_to_the_room_the_table_has():
     columns, the fifth row of the start screen was three lines in a table cut at six, and
     read "agcount=4 -o"); at 80x24 behind ctrl+l they fold, every line drawn; a resize
     refolds them. Shown on a profile whose leaders' options are wider than 20 columns and
-    narrower than the table at 120 (sysbench's random file I/O)."""
+    narrower than the table at 120 (filebench's oltp: "agcount=4 -o logbufs=8,logbsize=256k"
+    among its five)."""
     app = FsAdvisorApp()
     async with app.run_test(size=SIZE) as pilot:
         await live_settled(pilot)
         options = app.query_one("#presets", OptionList)
-        options.highlighted = options.get_option_index("sysbench-fileio-rndrw")
+        options.highlighted = options.get_option_index("filebench-oltp-004")
         await live_settled(pilot)
         _live_rows_whole(app)
         widest = max(

@@ -64,13 +64,8 @@ def case():
 
     def ratio(model: str, fs: str, w, device: str) -> float:
         cfg = FsConfig.make(fs)
-        # own_deviations: the device's own terms, as the adaptive probe predicts its device
         a, b = predict_many(
-            models[model],
-            [cfg.with_(scheduler="mq-deadline"), cfg],
-            w,
-            devices[device],
-            own_deviations=device == "own",
+            models[model], [cfg.with_(scheduler="mq-deadline"), cfg], w, devices[device]
         )
         return a.iops / b.iops
 

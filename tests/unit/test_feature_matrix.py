@@ -8,7 +8,12 @@ import pytest
 
 from fsadvisor import catalog
 from fsadvisor.domain import FsConfig
-from fsadvisor.predict.features import cfg_features, matrix_of, config_matrix
+from fsadvisor.predict.features import (
+    cfg_features,
+    config_matrix,
+    device_config_features,
+    matrix_of,
+)
 from fsadvisor.service import advice
 
 
@@ -40,6 +45,18 @@ def test_the_matrix_equals_the_merged_dicts_over_the_catalog(profile, device, pl
     C0, names0 = matrix_of([cfg_features(c, w, kind, pv, dev.plp) for c in cfgs])
     assert names == names0
     assert np.array_equal(C, C0)
+    # and with a device's own deviations, as every ranking predicts (predict._block_designs)
+    C, names = config_matrix(cfgs, w, kind, pv, dev.plp, device_id="dev")
+    C0, names0 = matrix_of([with_device(c, w, kind, pv, dev.plp) for c in cfgs])
+    assert names == names0 and any(n.startswith("d:dev|m:") for n in names)
+    assert any(n.startswith("d:dev|fs:ext4*") for n in names)
+    assert np.array_equal(C, C0)
+
+
+def with_device(c, w, kind, pv, plp):
+    f = cfg_features(c, w, kind, pv, plp)
+    f.update(device_config_features(f, "dev", c.fs if c is not None else None, w))
+    return f
 
 
 def test_unhashable_options_and_the_raw_device_take_the_merged_path():
@@ -52,6 +69,9 @@ def test_unhashable_options_and_the_raw_device_take_the_merged_path():
     cfgs = [FsConfig("btrfs"), odd, None, FsConfig("ext4", mount=("noatime",))]
     C, names = config_matrix(cfgs, w, dev.kind, pv, dev.plp)
     C0, names0 = matrix_of([cfg_features(c, w, dev.kind, pv, dev.plp) for c in cfgs])
+    assert names == names0 and np.array_equal(C, C0)
+    C, names = config_matrix(cfgs, w, dev.kind, pv, dev.plp, device_id="dev")
+    C0, names0 = matrix_of([with_device(c, w, dev.kind, pv, dev.plp) for c in cfgs])
     assert names == names0 and np.array_equal(C, C0)
 
 
