@@ -1347,18 +1347,28 @@ def joint_pick(
             return JointPick(p, c, serves(keys[p][c.index]), 0.0)
     score: dict[str, float] = {}
     first: dict[str, tuple[int, sel.Option]] = {}
+
+    def fits(o: sel.Option) -> bool:
+        return (max_runs is None or o.runs_so_far < max_runs) and (
+            budget_s is None or spent_s + o.cost_s <= budget_s
+        )
+
     for p in open_:
-        for o in steps[p].ranked:
-            if (
-                o.shrink < sel.MIN_SHRINK
-                or (max_runs is not None and o.runs_so_far >= max_runs)
-                or (budget_s is not None and spent_s + o.cost_s > budget_s)
-            ):
+        own = steps[p].choice
+        offered = [o for o in steps[p].ranked if o.shrink >= sel.MIN_SHRINK]
+        # A profile's own choice is offered whatever its shrink: its rule may pick a cell
+        # for another reason (a repetition while the device's run noise is unseen), and a
+        # session that offered none of an open profile's cells would stop with no reason
+        # for it.
+        if own is not None and all(o.index != own.index for o in offered):
+            offered.append(own)
+        for o in offered:
+            if not fits(o):
                 continue
             k = keys[p][o.index]
             score[k] = score.get(k, 0.0) + weights[p] * o.value_per_s
             first.setdefault(k, (p, o))
-    if not score:  # nothing fits these limits (a step's own choice always does)
+    if not score:  # nothing fits the session's budget or repetitions
         return None
     best = max(score, key=lambda k: score[k])  # the first of equals, in profile order
     p, o = first[best]
@@ -1635,6 +1645,14 @@ class JointChooser:
             calibration_s=self.plan.calibration_s,
         )
         if pick is None:
+            for a in d.answers:
+                if not a.reason:  # its own rule still had a cell: none fit the session
+                    a.reason = (
+                        f"no cell left that fits the session's budget or repetitions "
+                        f"({spent:.0f} s of device time spent"
+                        + (f" of {self.plan.budget_s:.0f} s" if self.plan.budget_s else "")
+                        + ")"
+                    )
             d.reason = (
                 "every profile's stop rule fired ("
                 + "; ".join(f"{p}: {a.reason}" for p, a in zip(names, d.answers))

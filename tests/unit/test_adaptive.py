@@ -993,6 +993,34 @@ def test_joint_pick_weighs_profiles_and_respects_budget_and_repetitions():
     assert joint_pick(stopped, keys, [1.0, 1.0], spent_s=0.0, budget_s=None, max_runs=6) is None
 
 
+def test_a_profiles_own_choice_is_offered_whatever_its_shrink():
+    """A profile's rule can pick a cell for another reason than its shrink (a repetition
+    while the device's run noise is unseen). The joint pick offers it, so a session never
+    stops with an open profile and no reason for it (a device test's joint probe on a
+    RAM-backed loop did, once the stated sd was calibrated narrower); outside the session's
+    budget it is not offered either."""
+    from fsadvisor.service.adaptive import joint_pick
+
+    rep = sel.Option(
+        index=1,
+        label="b",
+        p_wrong_now=0.5,
+        p_wrong_after=0.5,
+        cost_s=2.0,
+        runs_so_far=1,
+        shrink=sel.MIN_SHRINK / 10,
+        to_see_noise=True,
+    )
+    low = sel.Option(
+        index=0, label="a", p_wrong_now=0.5, p_wrong_after=0.5, cost_s=2.0, runs_so_far=1
+    )
+    step = sel.Step(rep, 0.5, rep.why(), (low, rep))
+    keys = [["a | w", "b | w"]]
+    pick = joint_pick([step], keys, [1.0], spent_s=0.0, budget_s=60.0, max_runs=6)
+    assert pick is not None and pick.option is rep and pick.serves == (0,)
+    assert joint_pick([step], keys, [1.0], spent_s=59.0, budget_s=60.0, max_runs=6) is None
+
+
 def test_a_leading_filesystem_defaults_come_first_in_a_joint_probe_too():
     from fsadvisor.service.adaptive import joint_pick
 
