@@ -68,11 +68,6 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def host_figures() -> dict[str, float]:
-    """This host's ``host_cpu_factor`` and ``host_cores`` (device_params.HOST_KEYS)."""
-    return {"host_cpu_factor": pread_ns() / REFERENCE_PREAD_NS, "host_cores": float(cores())}
-
-
 def host_id() -> str:
     """The name this host's figures are stored under: systemd's machine id (one per
     installed system, kept across renames and reboots), else the host name."""

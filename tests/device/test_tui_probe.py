@@ -26,9 +26,9 @@ pytestmark = [
 
 textual = pytest.importorskip("textual")
 
-from textual.errors import NoWidget  # noqa: E402
 from textual.widgets import Button, Checkbox, DataTable, Input, Sparkline, Static  # noqa: E402
 
+from _pilot import laid_out  # noqa: E402
 from fsadvisor.tui.app import FsAdvisorApp  # noqa: E402
 from fsadvisor.tui.panes.probe import ProbePane  # noqa: E402
 from fsadvisor.tui.panes.probe_confirm import ConfirmProbeScreen  # noqa: E402
@@ -86,19 +86,7 @@ def confirm_ready(app) -> bool:
     container's children are mounted after the screen itself, and laid out after that, so on
     a busy machine its text can be there before "#confirm-ok" is, and the button before it
     has a place on the screen (a click then lands on whatever is under it)."""
-    if not isinstance(app.screen, ConfirmProbeScreen):
-        return False
-    found = app.screen.query("#confirm-ok")
-    if not found:
-        return False
-    button = found.first()
-    if not button.region.area:
-        return False
-    try:
-        under, _ = app.get_widget_at(*button.region.center)
-    except NoWidget:
-        return False
-    return under is button
+    return isinstance(app.screen, ConfirmProbeScreen) and laid_out(app, "#confirm-ok")
 
 
 async def click_confirm(pilot) -> None:
